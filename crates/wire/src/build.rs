@@ -1,0 +1,487 @@
+//! Writing messages into a caller's buffer.
+//!
+//! [`MessageBuilder`] writes header, question and records into a borrowed
+//! `&mut [u8]` up to a size limit (the client's UDP size, 65535 over TCP).
+//! It compresses names by offsets into the bytes already written: the table
+//! holds at most [`COMPRESSION_ENTRIES`] offsets, lives inside the builder,
+//! and nothing is allocated per name.
+//!
+//! Writes are transactional. [`MessageBuilder::mark`] remembers the length,
+//! the section counts and the compression table size; when an RRset does
+//! not fit, [`MessageBuilder::rollback`] returns to the mark, so a truncated
+//! answer never carries half an RRset nor pointers to rolled-back bytes.
+//!
+//! ```
+//! use tern_wire::build::MessageBuilder;
+//! use tern_wire::name::NameBuf;
+//! use tern_wire::parse::Section;
+//! use tern_wire::types::{RClass, RType};
+//! let mut buf = [0u8; 512];
+//! let mut builder = MessageBuilder::new(&mut buf, 512).unwrap();
+//! let name = NameBuf::from_text(b"www.example.com.", None).unwrap();
+//! builder.push_question(name.as_name(), RType::A, RClass::IN).unwrap();
+//! builder.set_section(Section::Answer);
+//! builder.push_record(name.as_name(), RType::A, RClass::IN, 300, &[192, 0, 2, 1]).unwrap();
+//! let len = builder.finish();
+//! // header 12 + question 21 + answer (pointer 2 + 10 + 4) = 49
+//! assert_eq!(len, 49);
+//! assert_eq!(&buf[33..35], &[0xc0, 0x0c]); // the owner points at the question
+//! ```
+
+use crate::error::TruncationError;
+use crate::name::Name;
+use crate::parse::{Section, HEADER_LEN};
+use crate::rdata::compressible_names;
+use crate::types::{RClass, RType, Rcode};
+
+/// Compression table size. A referral with 13 NS names and their glue needs
+/// about 30 entries (one per distinct name suffix written); 64 covers large
+/// answers while keeping the linear search short. Names past the table's
+/// capacity are still written, only uncompressed.
+pub const COMPRESSION_ENTRIES: usize = 64;
+
+/// Offsets at or beyond this cannot be the target of a pointer (14 bits).
+const MAX_POINTER_TARGET: usize = 0x3fff;
+
+//----------- Mark -----------------------------------------------------------
+
+/// A point in the message to roll back to.
+#[derive(Clone, Copy, Debug)]
+pub struct Mark {
+    len: usize,
+    counts: [u16; 4],
+    entries: usize,
+}
+
+//----------- MessageBuilder -------------------------------------------------
+
+/// Writes one message into a borrowed buffer.
+pub struct MessageBuilder<'b> {
+    buf: &'b mut [u8],
+    len: usize,
+    limit: usize,
+    counts: [u16; 4],
+    section: usize,
+    entries: [u16; COMPRESSION_ENTRIES],
+    entry_count: usize,
+}
+
+impl<'b> MessageBuilder<'b> {
+    /// Starts a message with an all-zero header. `limit` is the largest
+    /// message allowed; it is capped at the buffer's length.
+    pub fn new(buf: &'b mut [u8], limit: usize) -> Result<Self, TruncationError> {
+        let limit = limit.min(buf.len());
+        if limit < HEADER_LEN {
+            return Err(TruncationError);
+        }
+        buf[..HEADER_LEN].fill(0);
+        Ok(MessageBuilder {
+            buf,
+            len: HEADER_LEN,
+            limit,
+            counts: [0; 4],
+            section: 0,
+            entries: [0; COMPRESSION_ENTRIES],
+            entry_count: 0,
+        })
+    }
+
+    //--- Header
+
+    /// The header bytes, for setting ID and flags directly.
+    pub fn header_mut(&mut self) -> &mut [u8] {
+        &mut self.buf[..HEADER_LEN]
+    }
+
+    /// Sets the message ID.
+    pub fn set_id(&mut self, id: u16) {
+        self.buf[..2].copy_from_slice(&id.to_be_bytes());
+    }
+
+    /// Sets or clears a flag of the third header octet (QR, opcode, AA, TC, RD).
+    fn set_bit(&mut self, byte: usize, mask: u8, on: bool) {
+        if on {
+            self.buf[byte] |= mask;
+        } else {
+            self.buf[byte] &= !mask;
+        }
+    }
+
+    /// Sets QR.
+    pub fn set_qr(&mut self, on: bool) {
+        self.set_bit(2, 0x80, on);
+    }
+
+    /// Sets the opcode.
+    pub fn set_opcode(&mut self, opcode: u8) {
+        self.buf[2] = (self.buf[2] & 0x87) | ((opcode & 0x0f) << 3);
+    }
+
+    /// Sets AA.
+    pub fn set_aa(&mut self, on: bool) {
+        self.set_bit(2, 0x04, on);
+    }
+
+    /// Sets TC.
+    pub fn set_tc(&mut self, on: bool) {
+        self.set_bit(2, 0x02, on);
+    }
+
+    /// Sets RD.
+    pub fn set_rd(&mut self, on: bool) {
+        self.set_bit(2, 0x01, on);
+    }
+
+    /// Sets RA.
+    pub fn set_ra(&mut self, on: bool) {
+        self.set_bit(3, 0x80, on);
+    }
+
+    /// Sets CD.
+    pub fn set_cd(&mut self, on: bool) {
+        self.set_bit(3, 0x10, on);
+    }
+
+    /// Sets the low four bits of the rcode (the rest goes into the OPT).
+    pub fn set_rcode(&mut self, rcode: Rcode) {
+        self.buf[3] = (self.buf[3] & 0xf0) | rcode.header_bits();
+    }
+
+    //--- Size
+
+    /// Bytes written so far.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether only the header has been written.
+    pub fn is_empty(&self) -> bool {
+        self.len == HEADER_LEN
+    }
+
+    /// The current size limit.
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
+    /// Lowers the limit by `size` bytes, keeping room for something written
+    /// last (the OPT record). Fails if that room is already used.
+    pub fn reserve(&mut self, size: usize) -> Result<(), TruncationError> {
+        if self.len + size > self.limit {
+            return Err(TruncationError);
+        }
+        self.limit -= size;
+        Ok(())
+    }
+
+    /// Gives back room taken by [`MessageBuilder::reserve`].
+    pub fn release(&mut self, size: usize) {
+        self.limit = (self.limit + size).min(self.buf.len());
+    }
+
+    //--- Transactions
+
+    /// Remembers the current state.
+    pub fn mark(&self) -> Mark {
+        Mark { len: self.len, counts: self.counts, entries: self.entry_count }
+    }
+
+    /// Returns to a mark: drops the bytes, records and compression entries
+    /// written since.
+    pub fn rollback(&mut self, mark: Mark) {
+        self.len = mark.len;
+        self.counts = mark.counts;
+        self.entry_count = mark.entries;
+    }
+
+    //--- Writing
+
+    /// Moves on to a record section. Sections only move forward.
+    pub fn set_section(&mut self, section: Section) {
+        let index = match section {
+            Section::Answer => 1,
+            Section::Authority => 2,
+            Section::Additional => 3,
+        };
+        debug_assert!(index >= self.section, "sections are written in order");
+        self.section = index;
+    }
+
+    /// The number of records written in a section.
+    pub fn count(&self, section: Section) -> u16 {
+        match section {
+            Section::Answer => self.counts[1],
+            Section::Authority => self.counts[2],
+            Section::Additional => self.counts[3],
+        }
+    }
+
+    /// Copies a question as received (name, type, class), preserving the
+    /// client's case; the name becomes a compression target.
+    pub fn push_question_bytes(&mut self, question: &[u8]) -> Result<(), TruncationError> {
+        let start = self.len;
+        self.write(question)?;
+        self.counts[0] += 1;
+        if let Ok((name, _)) = Name::parse_prefix(question) {
+            self.register(start, name);
+        }
+        Ok(())
+    }
+
+    /// Writes a question.
+    pub fn push_question(
+        &mut self,
+        name: Name<'_>,
+        qtype: RType,
+        qclass: RClass,
+    ) -> Result<(), TruncationError> {
+        let mark = self.mark();
+        let result = (|| {
+            self.push_name(name, true)?;
+            self.write(&qtype.0.to_be_bytes())?;
+            self.write(&qclass.0.to_be_bytes())
+        })();
+        match result {
+            Ok(()) => {
+                self.counts[0] += 1;
+                Ok(())
+            }
+            Err(err) => {
+                self.rollback(mark);
+                Err(err)
+            }
+        }
+    }
+
+    /// Writes one record into the current section. Names in the RDATA of the
+    /// types RFC 3597 section 4 allows are compressed; other RDATA is copied.
+    /// On error nothing is left of the record.
+    pub fn push_record(
+        &mut self,
+        owner: Name<'_>,
+        rtype: RType,
+        class: RClass,
+        ttl: u32,
+        rdata: &[u8],
+    ) -> Result<(), TruncationError> {
+        debug_assert!(self.section > 0, "set_section before push_record");
+        let mark = self.mark();
+        match self.write_record(owner, rtype, class, ttl, rdata) {
+            Ok(()) => {
+                self.counts[self.section] += 1;
+                Ok(())
+            }
+            Err(err) => {
+                self.rollback(mark);
+                Err(err)
+            }
+        }
+    }
+
+    fn write_record(
+        &mut self,
+        owner: Name<'_>,
+        rtype: RType,
+        class: RClass,
+        ttl: u32,
+        rdata: &[u8],
+    ) -> Result<(), TruncationError> {
+        self.push_name(owner, true)?;
+        self.write(&rtype.0.to_be_bytes())?;
+        self.write(&class.0.to_be_bytes())?;
+        self.write(&ttl.to_be_bytes())?;
+        let rdlen_at = self.len;
+        self.write(&[0, 0])?;
+        let rdata_start = self.len;
+        let mut copied = 0;
+        for (offset, name) in compressible_names(rtype, rdata) {
+            self.write(&rdata[copied..offset])?;
+            self.push_name(name, true)?;
+            copied = offset + name.len();
+        }
+        self.write(&rdata[copied..])?;
+        let rdlen = u16::try_from(self.len - rdata_start).map_err(|_| TruncationError)?;
+        self.buf[rdlen_at..rdlen_at + 2].copy_from_slice(&rdlen.to_be_bytes());
+        Ok(())
+    }
+
+    /// Writes an OPT record into the additional section.
+    pub fn push_opt(
+        &mut self,
+        udp_size: u16,
+        rcode: Rcode,
+        dnssec_ok: bool,
+        options: &[u8],
+    ) -> Result<(), TruncationError> {
+        self.set_section(Section::Additional);
+        let ttl = u32::from(rcode.extended_bits()) << 24 | if dnssec_ok { 0x8000 } else { 0 };
+        self.push_record(Name::ROOT, RType::OPT, RClass(udp_size), ttl, options)
+    }
+
+    /// Writes the section counts into the header and returns the length.
+    pub fn finish(self) -> usize {
+        for (i, count) in self.counts.iter().enumerate() {
+            self.buf[4 + 2 * i..6 + 2 * i].copy_from_slice(&count.to_be_bytes());
+        }
+        self.len
+    }
+
+    /// Writes a name, compressed against the names already written if
+    /// `compress` is set, and makes its new suffixes compression targets.
+    pub fn push_name(&mut self, name: Name<'_>, compress: bool) -> Result<(), TruncationError> {
+        let start = self.len;
+        let mut suffix = name;
+        loop {
+            if suffix.is_root() {
+                self.write(&[0])?;
+                break;
+            }
+            if compress {
+                if let Some(target) = self.find(suffix) {
+                    self.write(&(0xc000 | target as u16).to_be_bytes())?;
+                    break;
+                }
+            }
+            let label_len = 1 + suffix.first_label().len();
+            self.write(&suffix.as_bytes()[..label_len])?;
+            suffix = suffix.parent().expect("a non-root name has a parent");
+        }
+        self.register(start, name);
+        Ok(())
+    }
+
+    fn write(&mut self, bytes: &[u8]) -> Result<(), TruncationError> {
+        let end = self.len + bytes.len();
+        if end > self.limit {
+            return Err(TruncationError);
+        }
+        self.buf[self.len..end].copy_from_slice(bytes);
+        self.len = end;
+        Ok(())
+    }
+
+    /// Records where each label of a name just written at `start` begins,
+    /// while the table has room and the offset fits a pointer. Only the
+    /// labels written literally (before any pointer) are new targets.
+    fn register(&mut self, start: usize, name: Name<'_>) {
+        let mut pos = start;
+        let mut suffix = name;
+        while !suffix.is_root() && pos <= MAX_POINTER_TARGET {
+            if self.buf[pos] & 0xc0 == 0xc0 || self.entry_count == COMPRESSION_ENTRIES {
+                break;
+            }
+            self.entries[self.entry_count] = pos as u16;
+            self.entry_count += 1;
+            pos += 1 + self.buf[pos] as usize;
+            suffix = suffix.parent().expect("a non-root name has a parent");
+        }
+    }
+
+    /// Finds an entry whose name in the buffer equals `suffix`, ignoring case.
+    fn find(&self, suffix: Name<'_>) -> Option<usize> {
+        self.entries[..self.entry_count]
+            .iter()
+            .map(|&offset| usize::from(offset))
+            .find(|&offset| self.written_name_eq(offset, suffix))
+    }
+
+    /// Compares the (possibly compressed) name written at `offset` with
+    /// `name`. Pointers written by this builder always point backwards, so
+    /// the walk ends; `MAX_NAME_LEN` bounds it regardless.
+    fn written_name_eq(&self, mut offset: usize, name: Name<'_>) -> bool {
+        let mut expected = name.as_bytes();
+        for _ in 0..crate::name::MAX_NAME_LEN {
+            let octet = self.buf[offset];
+            if octet & 0xc0 == 0xc0 {
+                offset = usize::from(u16::from_be_bytes([octet & 0x3f, self.buf[offset + 1]]));
+                continue;
+            }
+            let len = usize::from(octet);
+            if expected.first() != Some(&octet) {
+                return false;
+            }
+            if len == 0 {
+                return true;
+            }
+            let label = &self.buf[offset + 1..offset + 1 + len];
+            if !label.eq_ignore_ascii_case(&expected[1..1 + len]) {
+                return false;
+            }
+            expected = &expected[1 + len..];
+            offset += 1 + len;
+        }
+        false
+    }
+}
+
+//=========== Tests ==========================================================
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::name::NameBuf;
+    use crate::parse::MessageView;
+
+    fn name(text: &str) -> NameBuf {
+        NameBuf::from_text(text.as_bytes(), None).unwrap()
+    }
+
+    #[test]
+    fn compresses_owner_and_rdata_names() {
+        let mut buf = [0u8; 512];
+        let mut b = MessageBuilder::new(&mut buf, 512).unwrap();
+        b.push_question(name("Example.COM.").as_name(), RType::MX, RClass::IN).unwrap();
+        b.set_section(Section::Answer);
+        let mut mx = vec![0, 10];
+        mx.extend_from_slice(name("mail.example.com.").as_bytes());
+        b.push_record(name("example.com.").as_name(), RType::MX, RClass::IN, 60, &mx).unwrap();
+        let len = b.finish();
+        // 12 + 17 question, owner ptr 2 + 10, rdata: pref 2 + "mail" 5 + ptr 2 = 50
+        assert_eq!(len, 50);
+        assert_eq!(&buf[41..50], b"\x00\x0a\x04mail\xc0\x0c");
+        let view = MessageView::parse(&buf[..len]).unwrap();
+        let record = view.records().next().unwrap().unwrap();
+        assert_eq!(record.owner.to_buf().to_string(), "Example.COM.");
+        assert_eq!(record.rdata.len(), 9);
+    }
+
+    #[test]
+    fn rollback_drops_bytes_counts_and_entries() {
+        let mut buf = [0u8; 64];
+        let mut b = MessageBuilder::new(&mut buf, 64).unwrap();
+        b.push_question(name("a.example.").as_name(), RType::A, RClass::IN).unwrap();
+        b.set_section(Section::Answer);
+        let mark = b.mark();
+        b.push_record(name("b.other.").as_name(), RType::A, RClass::IN, 1, &[1, 2, 3, 4]).unwrap();
+        let err = b.push_record(name("c.other.").as_name(), RType::TXT, RClass::IN, 1, &[40; 40]);
+        assert_eq!(err, Err(TruncationError));
+        assert_eq!(b.count(Section::Answer), 1);
+        b.rollback(mark);
+        assert_eq!(b.count(Section::Answer), 0);
+        // "other." must not compress against rolled-back bytes.
+        b.push_record(name("x.other.").as_name(), RType::A, RClass::IN, 1, &[1, 2, 3, 4]).unwrap();
+        let len = b.finish();
+        assert_eq!(&buf[12 + 15..12 + 15 + 9], b"\x01x\x05other\x00");
+        assert_eq!(len, 12 + 15 + 9 + 14);
+    }
+
+    #[test]
+    fn opt_carries_extended_rcode_and_do() {
+        let mut buf = [0u8; 64];
+        let mut b = MessageBuilder::new(&mut buf, 64).unwrap();
+        b.push_opt(1232, Rcode::BADVERS, true, &[]).unwrap();
+        let len = b.finish();
+        assert_eq!(&buf[12..len], b"\x00\x00\x29\x04\xd0\x01\x00\x80\x00\x00\x00");
+    }
+
+    #[test]
+    fn reserve_keeps_room() {
+        let mut buf = [0u8; 40];
+        let mut b = MessageBuilder::new(&mut buf, 40).unwrap();
+        b.reserve(11).unwrap();
+        assert_eq!(b.limit(), 29);
+        assert!(b.push_question(name("abcdefghijklmn.").as_name(), RType::A, RClass::IN).is_err());
+        b.release(11);
+        assert!(b.push_question(name("abcdefghijklmn.").as_name(), RType::A, RClass::IN).is_ok());
+    }
+}

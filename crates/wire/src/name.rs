@@ -1,0 +1,558 @@
+//! Domain names: a validated borrowed view, owned fixed-size buffers, and
+//! text conversion.
+//!
+//! A [`Name`] is an uncompressed name in wire form (length-prefixed labels
+//! ending with the root label) that has been checked once: every label is at
+//! most [`MAX_LABEL_LEN`] octets, the whole at most [`MAX_NAME_LEN`]. Holding
+//! a `Name` means holding a valid name; nothing downstream re-checks.
+//!
+//! [`NameBuf`] owns one on the stack (`[u8; 255]` and a length: no heap), and
+//! [`LowerNameBuf`] is a `NameBuf` whose ASCII letters were folded to lower
+//! case once, at ingress, so that lookups and keys compare plain bytes.
+//!
+//! ```
+//! use tern_wire::name::{Name, NameBuf};
+//! //                      3 w w w 7 e x a m p l e 3 c o m 0
+//! let wire = b"\x03www\x07example\x03com\x00";
+//! let name = Name::from_wire(wire).unwrap();
+//! assert_eq!(name.label_count(), 3);
+//! assert_eq!(name.to_string(), "www.example.com.");
+//! let text = NameBuf::from_text(b"WWW.Example.com.", None).unwrap();
+//! assert!(text.as_name().eq_ignore_case(name));
+//! ```
+
+use core::cmp::Ordering;
+use core::fmt;
+
+use crate::error::ParseError;
+
+/// The longest name in wire form, root label included (RFC 1035 section 2.3.4).
+pub const MAX_NAME_LEN: usize = 255;
+
+/// The longest label (RFC 1035 section 2.3.4); the top two bits of a length
+/// octet are reserved for pointers and extended label types.
+pub const MAX_LABEL_LEN: usize = 63;
+
+/// The most labels a name can have: 127 one-octet labels plus the root.
+pub const MAX_LABELS: usize = 128;
+
+//----------- Name -----------------------------------------------------------
+
+/// A valid, uncompressed domain name in wire form, borrowed.
+#[derive(Clone, Copy)]
+pub struct Name<'a>(&'a [u8]);
+
+impl<'a> Name<'a> {
+    /// The root name.
+    pub const ROOT: Name<'static> = Name(b"\x00");
+
+    /// Checks that `bytes` is exactly one uncompressed name.
+    pub fn from_wire(bytes: &'a [u8]) -> Result<Self, ParseError> {
+        let (name, used) = Self::parse_prefix(bytes)?;
+        if used != bytes.len() {
+            return Err(ParseError::new("trailing bytes after name"));
+        }
+        Ok(name)
+    }
+
+    /// Reads one uncompressed name from the start of `bytes` and returns it
+    /// with its length. Bound: at most [`MAX_NAME_LEN`] octets are examined.
+    pub fn parse_prefix(bytes: &'a [u8]) -> Result<(Self, usize), ParseError> {
+        let mut pos = 0;
+        loop {
+            let len = *bytes.get(pos).ok_or(ParseError::new("name runs past the end"))? as usize;
+            if len & 0xc0 == 0xc0 {
+                return Err(ParseError::new("compression pointer in uncompressed name"));
+            }
+            if len > MAX_LABEL_LEN {
+                return Err(ParseError::new("unknown label type"));
+            }
+            pos += 1 + len;
+            if pos > MAX_NAME_LEN {
+                return Err(ParseError::new("name longer than 255 octets"));
+            }
+            if len == 0 {
+                return Ok((Name(&bytes[..pos]), pos));
+            }
+            if pos > bytes.len() {
+                return Err(ParseError::new("name runs past the end"));
+            }
+        }
+    }
+
+    /// Wraps bytes already known to be a valid name (used by this crate's
+    /// own buffers after they validated their contents).
+    pub(crate) const fn from_valid(bytes: &'a [u8]) -> Self {
+        Name(bytes)
+    }
+
+    /// The wire bytes, root label included.
+    pub const fn as_bytes(self) -> &'a [u8] {
+        self.0
+    }
+
+    /// The length in wire form (1 for the root).
+    #[allow(clippy::len_without_is_empty)]
+    pub const fn len(self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether this is the root name.
+    pub const fn is_root(self) -> bool {
+        self.0.len() == 1
+    }
+
+    /// The labels from the leftmost, root label excluded, without length octets.
+    pub fn labels(self) -> Labels<'a> {
+        Labels { rest: self.0 }
+    }
+
+    /// The number of labels, root excluded.
+    pub fn label_count(self) -> usize {
+        self.labels().count()
+    }
+
+    /// The leftmost label (empty for the root).
+    pub fn first_label(self) -> &'a [u8] {
+        let len = self.0[0] as usize;
+        &self.0[1..1 + len]
+    }
+
+    /// The name minus its leftmost label, or `None` for the root.
+    pub fn parent(self) -> Option<Name<'a>> {
+        if self.is_root() {
+            return None;
+        }
+        let len = self.0[0] as usize;
+        Some(Name(&self.0[1 + len..]))
+    }
+
+    /// The suffix that keeps the last `count` labels (root excluded).
+    pub fn suffix(self, count: usize) -> Name<'a> {
+        let total = self.label_count();
+        let mut name = self;
+        for _ in count..total {
+            name = name.parent().expect("fewer labels stripped than the name has");
+        }
+        name
+    }
+
+    /// Whether the leftmost label is `*`.
+    pub fn is_wildcard(self) -> bool {
+        self.0.len() >= 2 && self.0[0] == 1 && self.0[1] == b'*'
+    }
+
+    /// ASCII case-insensitive equality (RFC 4343).
+    pub fn eq_ignore_case(self, other: Name<'_>) -> bool {
+        self.0.eq_ignore_ascii_case(other.0)
+    }
+
+    /// Whether `suffix` equals this name or a label-aligned suffix of it,
+    /// ignoring case.
+    pub fn ends_with(self, suffix: Name<'_>) -> bool {
+        if suffix.len() > self.len() {
+            return false;
+        }
+        let mut name = self;
+        loop {
+            if name.len() == suffix.len() {
+                return name.eq_ignore_case(suffix);
+            }
+            if name.len() < suffix.len() {
+                return false;
+            }
+            match name.parent() {
+                Some(parent) => name = parent,
+                None => return false,
+            }
+        }
+    }
+
+    /// The bytes of the labels in front of `suffix` (length octets included,
+    /// no root), or `None` if `suffix` is not a suffix of this name.
+    pub fn prefix_before(self, suffix: Name<'_>) -> Option<&'a [u8]> {
+        if !self.ends_with(suffix) {
+            return None;
+        }
+        Some(&self.0[..self.0.len() - suffix.len()])
+    }
+
+    /// Copies the name into an owned buffer.
+    pub fn to_buf(self) -> NameBuf {
+        NameBuf::from_name(self)
+    }
+
+    /// Copies the name with ASCII letters lowercased.
+    pub fn to_lower(self) -> LowerNameBuf {
+        LowerNameBuf::from_name(self)
+    }
+
+    /// Canonical DNS name order (RFC 4034 section 6.1): compare labels from
+    /// the right, each as lowercased octet strings.
+    pub fn canonical_cmp(self, other: Name<'_>) -> Ordering {
+        let mut left = [&[][..]; MAX_LABELS];
+        let mut right = [&[][..]; MAX_LABELS];
+        let left_count = collect_labels(self, &mut left);
+        let right_count = collect_labels(other, &mut right);
+        for (a, b) in left[..left_count].iter().rev().zip(right[..right_count].iter().rev()) {
+            let ordering = a
+                .iter()
+                .map(u8::to_ascii_lowercase)
+                .cmp(b.iter().map(u8::to_ascii_lowercase));
+            if ordering != Ordering::Equal {
+                return ordering;
+            }
+        }
+        left_count.cmp(&right_count)
+    }
+}
+
+fn collect_labels<'a>(name: Name<'a>, out: &mut [&'a [u8]; MAX_LABELS]) -> usize {
+    let mut count = 0;
+    for label in name.labels() {
+        out[count] = label;
+        count += 1;
+    }
+    count
+}
+
+impl PartialEq for Name<'_> {
+    /// Names compare equal ignoring ASCII case, as DNS requires.
+    fn eq(&self, other: &Self) -> bool {
+        self.eq_ignore_case(*other)
+    }
+}
+
+impl Eq for Name<'_> {}
+
+impl fmt::Debug for Name<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Name({self})")
+    }
+}
+
+impl fmt::Display for Name<'_> {
+    /// Presentation format with RFC 1035 escapes; always absolute.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.is_root() {
+            return f.write_str(".");
+        }
+        for label in self.labels() {
+            for &byte in label {
+                write_escaped_name_byte(f, byte)?;
+            }
+            f.write_str(".")?;
+        }
+        Ok(())
+    }
+}
+
+/// Writes one octet of a label in presentation form, as BIND prints it.
+fn write_escaped_name_byte(f: &mut fmt::Formatter<'_>, byte: u8) -> fmt::Result {
+    match byte {
+        b'.' | b';' | b'(' | b')' | b'"' | b'\\' | b'@' | b'$' => {
+            write!(f, "\\{}", byte as char)
+        }
+        0x21..=0x7e => write!(f, "{}", byte as char),
+        _ => write!(f, "\\{byte:03}"),
+    }
+}
+
+//----------- Labels ---------------------------------------------------------
+
+/// Iterator over the labels of a [`Name`], leftmost first, root excluded.
+#[derive(Clone)]
+pub struct Labels<'a> {
+    rest: &'a [u8],
+}
+
+impl<'a> Iterator for Labels<'a> {
+    type Item = &'a [u8];
+
+    fn next(&mut self) -> Option<&'a [u8]> {
+        let len = *self.rest.first()? as usize;
+        if len == 0 {
+            return None;
+        }
+        let label = &self.rest[1..1 + len];
+        self.rest = &self.rest[1 + len..];
+        Some(label)
+    }
+}
+
+//----------- NameBuf --------------------------------------------------------
+
+/// An owned name on the stack: up to 255 wire octets and a length.
+#[derive(Clone, Copy)]
+pub struct NameBuf {
+    len: u8,
+    bytes: [u8; MAX_NAME_LEN],
+}
+
+impl NameBuf {
+    /// The root name.
+    pub const fn root() -> Self {
+        NameBuf { len: 1, bytes: [0; MAX_NAME_LEN] }
+    }
+
+    /// Copies a valid name.
+    pub fn from_name(name: Name<'_>) -> Self {
+        let mut buf = NameBuf { len: name.len() as u8, bytes: [0; MAX_NAME_LEN] };
+        buf.bytes[..name.len()].copy_from_slice(name.as_bytes());
+        buf
+    }
+
+    /// Builds `prefix` (labels with their length octets, no root) followed by
+    /// `suffix`; fails if the result exceeds 255 octets. Used for DNAME
+    /// substitution and wildcard expansion.
+    pub fn concat(prefix: &[u8], suffix: Name<'_>) -> Result<Self, ParseError> {
+        let total = prefix.len() + suffix.len();
+        if total > MAX_NAME_LEN {
+            return Err(ParseError::new("name longer than 255 octets"));
+        }
+        let mut buf = NameBuf { len: total as u8, bytes: [0; MAX_NAME_LEN] };
+        buf.bytes[..prefix.len()].copy_from_slice(prefix);
+        buf.bytes[prefix.len()..total].copy_from_slice(suffix.as_bytes());
+        Name::from_wire(&buf.bytes[..total])?;
+        Ok(buf)
+    }
+
+    /// Parses a name in presentation format (RFC 1035 section 5.1): labels
+    /// separated by `.`, `\X` and `\DDD` escapes, `@` for the origin, and a
+    /// trailing dot for absolute names. Relative names are completed with
+    /// `origin`; without one they are an error.
+    pub fn from_text(text: &[u8], origin: Option<Name<'_>>) -> Result<Self, ParseError> {
+        if text.is_empty() {
+            return Err(ParseError::new("empty name"));
+        }
+        if text == b"@" {
+            return origin
+                .map(NameBuf::from_name)
+                .ok_or(ParseError::new("@ used without an origin"));
+        }
+        if text == b"." {
+            return Ok(NameBuf::root());
+        }
+        let mut buf = NameBuf { len: 0, bytes: [0; MAX_NAME_LEN] };
+        let mut pos = 0; // write position in `buf.bytes`
+        let mut label_start = 0; // position of the current label's length octet
+        let mut label_len = 0usize;
+        let mut absolute = false;
+        let mut i = 0;
+        // Reserve the first length octet.
+        pos += 1;
+        while i < text.len() {
+            let byte = text[i];
+            let value = match byte {
+                b'.' => {
+                    if label_len == 0 {
+                        return Err(ParseError::new("empty label in name"));
+                    }
+                    buf.bytes[label_start] = label_len as u8;
+                    i += 1;
+                    if i == text.len() {
+                        absolute = true;
+                        break;
+                    }
+                    label_start = pos;
+                    label_len = 0;
+                    pos += 1;
+                    if pos >= MAX_NAME_LEN {
+                        return Err(ParseError::new("name longer than 255 octets"));
+                    }
+                    continue;
+                }
+                b'\\' => {
+                    let (value, used) = parse_escape(&text[i + 1..])?;
+                    i += 1 + used;
+                    value
+                }
+                _ => {
+                    i += 1;
+                    byte
+                }
+            };
+            label_len += 1;
+            if label_len > MAX_LABEL_LEN {
+                return Err(ParseError::new("label longer than 63 octets"));
+            }
+            if pos >= MAX_NAME_LEN {
+                return Err(ParseError::new("name longer than 255 octets"));
+            }
+            buf.bytes[pos] = value;
+            pos += 1;
+        }
+        if !absolute {
+            // The loop ended inside a label: close it.
+            buf.bytes[label_start] = label_len as u8;
+        }
+        let suffix = if absolute {
+            Name::ROOT
+        } else {
+            origin.ok_or(ParseError::new("relative name without an origin"))?
+        };
+        if pos + suffix.len() > MAX_NAME_LEN {
+            return Err(ParseError::new("name longer than 255 octets"));
+        }
+        buf.bytes[pos..pos + suffix.len()].copy_from_slice(suffix.as_bytes());
+        buf.len = (pos + suffix.len()) as u8;
+        Ok(buf)
+    }
+
+    /// The name as a view.
+    pub fn as_name(&self) -> Name<'_> {
+        Name::from_valid(&self.bytes[..self.len as usize])
+    }
+
+    /// The wire bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..self.len as usize]
+    }
+
+    /// Lowercases the ASCII letters in place.
+    pub fn make_lowercase(&mut self) {
+        self.bytes[..self.len as usize].make_ascii_lowercase();
+    }
+}
+
+/// Parses the part of an escape after the backslash: `DDD` (three decimal
+/// digits, at most 255) or any single character. Returns the octet and the
+/// number of bytes used.
+pub fn parse_escape(rest: &[u8]) -> Result<(u8, usize), ParseError> {
+    match rest {
+        [a, b, c, ..] if a.is_ascii_digit() && b.is_ascii_digit() && c.is_ascii_digit() => {
+            let value = u32::from(a - b'0') * 100 + u32::from(b - b'0') * 10 + u32::from(c - b'0');
+            let value = u8::try_from(value).map_err(|_| ParseError::new("\\DDD escape over 255"))?;
+            Ok((value, 3))
+        }
+        [a, ..] if a.is_ascii_digit() => Err(ParseError::new("\\DDD escape needs three digits")),
+        [other, ..] => Ok((*other, 1)),
+        [] => Err(ParseError::new("backslash at end of text")),
+    }
+}
+
+impl PartialEq for NameBuf {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_name() == other.as_name()
+    }
+}
+
+impl Eq for NameBuf {}
+
+impl fmt::Debug for NameBuf {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.as_name(), f)
+    }
+}
+
+impl fmt::Display for NameBuf {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.as_name(), f)
+    }
+}
+
+//----------- LowerNameBuf ---------------------------------------------------
+
+/// A name with ASCII letters folded to lower case: the form used for keys,
+/// lookups and comparisons, built once per query.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct LowerNameBuf(NameBuf);
+
+impl LowerNameBuf {
+    /// Copies and lowercases a name.
+    pub fn from_name(name: Name<'_>) -> Self {
+        let mut buf = NameBuf::from_name(name);
+        buf.make_lowercase();
+        LowerNameBuf(buf)
+    }
+
+    /// The lowercased name as a view.
+    pub fn as_name(&self) -> Name<'_> {
+        self.0.as_name()
+    }
+
+    /// The lowercased wire bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        self.0.as_bytes()
+    }
+}
+
+impl core::hash::Hash for LowerNameBuf {
+    fn hash<H: core::hash::Hasher>(&self, state: &mut H) {
+        self.as_bytes().hash(state);
+    }
+}
+
+impl fmt::Debug for LowerNameBuf {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.as_name(), f)
+    }
+}
+
+//=========== Tests ==========================================================
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn name(text: &str) -> NameBuf {
+        NameBuf::from_text(text.as_bytes(), None).unwrap()
+    }
+
+    #[test]
+    fn rejects_bad_wire_names() {
+        assert!(Name::from_wire(b"\x03www\x00").is_ok());
+        assert!(Name::from_wire(b"\x03ww").is_err());
+        assert!(Name::from_wire(b"\x40").is_err(), "label type 01");
+        assert!(Name::from_wire(b"\xc0\x0c").is_err(), "pointer");
+        let mut long = Vec::new();
+        for _ in 0..64 {
+            long.extend_from_slice(b"\x03abc");
+        }
+        long.push(0);
+        assert_eq!(Name::from_wire(&long).unwrap_err().what, "name longer than 255 octets");
+    }
+
+    #[test]
+    fn text_round_trip_with_escapes() {
+        let n = name("a\\.b.c\\032d.\\255.");
+        assert_eq!(n.as_bytes(), b"\x03a.b\x03c d\x01\xff\x00");
+        assert_eq!(n.to_string(), "a\\.b.c\\032d.\\255.");
+        let origin = name("example.com.");
+        let rel = NameBuf::from_text(b"www", Some(origin.as_name())).unwrap();
+        assert_eq!(rel.to_string(), "www.example.com.");
+        assert_eq!(NameBuf::from_text(b"@", Some(origin.as_name())).unwrap(), origin);
+        assert!(NameBuf::from_text(b"a..b.", None).is_err());
+        assert!(NameBuf::from_text(b"www", None).is_err());
+        assert!(NameBuf::from_text(b"\\256.", None).is_err());
+        let label63 = "a".repeat(63);
+        assert!(NameBuf::from_text(format!("{label63}.").as_bytes(), None).is_ok());
+        assert!(NameBuf::from_text(format!("{label63}a.").as_bytes(), None).is_err());
+    }
+
+    #[test]
+    fn suffix_relations() {
+        let www = name("WWW.Example.COM.");
+        let zone = name("example.com.");
+        assert!(www.as_name().ends_with(zone.as_name()));
+        assert!(!zone.as_name().ends_with(www.as_name()));
+        assert!(!name("xexample.com.").as_name().ends_with(zone.as_name()));
+        assert_eq!(www.as_name().prefix_before(zone.as_name()).unwrap(), b"\x03WWW");
+        assert_eq!(www.as_name().suffix(1).to_string(), "COM.");
+        assert_eq!(www.as_name().to_lower().as_bytes(), b"\x03www\x07example\x03com\x00");
+    }
+
+    #[test]
+    fn canonical_order_rfc4034() {
+        // RFC 4034 section 6.1 example, in order.
+        let ordered = [
+            "example.", "a.example.", "yljkjljk.a.example.", "Z.a.example.",
+            "zABC.a.EXAMPLE.", "z.example.", "\\001.z.example.", "*.z.example.",
+            "\\200.z.example.",
+        ];
+        for pair in ordered.windows(2) {
+            let (a, b) = (name(pair[0]), name(pair[1]));
+            assert_eq!(a.as_name().canonical_cmp(b.as_name()), Ordering::Less, "{pair:?}");
+        }
+    }
+}
