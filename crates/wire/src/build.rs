@@ -183,7 +183,11 @@ impl<'b> MessageBuilder<'b> {
 
     /// Remembers the current state.
     pub fn mark(&self) -> Mark {
-        Mark { len: self.len, counts: self.counts, entries: self.entry_count }
+        Mark {
+            len: self.len,
+            counts: self.counts,
+            entries: self.entry_count,
+        }
     }
 
     /// Returns to a mark: drops the bytes, records and compression entries
@@ -430,11 +434,19 @@ mod tests {
     fn compresses_owner_and_rdata_names() {
         let mut buf = [0u8; 512];
         let mut b = MessageBuilder::new(&mut buf, 512).unwrap();
-        b.push_question(name("Example.COM.").as_name(), RType::MX, RClass::IN).unwrap();
+        b.push_question(name("Example.COM.").as_name(), RType::MX, RClass::IN)
+            .unwrap();
         b.set_section(Section::Answer);
         let mut mx = vec![0, 10];
         mx.extend_from_slice(name("mail.example.com.").as_bytes());
-        b.push_record(name("example.com.").as_name(), RType::MX, RClass::IN, 60, &mx).unwrap();
+        b.push_record(
+            name("example.com.").as_name(),
+            RType::MX,
+            RClass::IN,
+            60,
+            &mx,
+        )
+        .unwrap();
         let len = b.finish();
         // 12 + 17 question, owner ptr 2 + 10, rdata: pref 2 + "mail" 5 + ptr 2 = 50
         assert_eq!(len, 50);
@@ -449,17 +461,38 @@ mod tests {
     fn rollback_drops_bytes_counts_and_entries() {
         let mut buf = [0u8; 64];
         let mut b = MessageBuilder::new(&mut buf, 64).unwrap();
-        b.push_question(name("a.example.").as_name(), RType::A, RClass::IN).unwrap();
+        b.push_question(name("a.example.").as_name(), RType::A, RClass::IN)
+            .unwrap();
         b.set_section(Section::Answer);
         let mark = b.mark();
-        b.push_record(name("b.other.").as_name(), RType::A, RClass::IN, 1, &[1, 2, 3, 4]).unwrap();
-        let err = b.push_record(name("c.other.").as_name(), RType::TXT, RClass::IN, 1, &[40; 40]);
+        b.push_record(
+            name("b.other.").as_name(),
+            RType::A,
+            RClass::IN,
+            1,
+            &[1, 2, 3, 4],
+        )
+        .unwrap();
+        let err = b.push_record(
+            name("c.other.").as_name(),
+            RType::TXT,
+            RClass::IN,
+            1,
+            &[40; 40],
+        );
         assert_eq!(err, Err(TruncationError));
         assert_eq!(b.count(Section::Answer), 1);
         b.rollback(mark);
         assert_eq!(b.count(Section::Answer), 0);
         // "other." must not compress against rolled-back bytes.
-        b.push_record(name("x.other.").as_name(), RType::A, RClass::IN, 1, &[1, 2, 3, 4]).unwrap();
+        b.push_record(
+            name("x.other.").as_name(),
+            RType::A,
+            RClass::IN,
+            1,
+            &[1, 2, 3, 4],
+        )
+        .unwrap();
         let len = b.finish();
         assert_eq!(&buf[12 + 15..12 + 15 + 9], b"\x01x\x05other\x00");
         assert_eq!(len, 12 + 15 + 9 + 14);
@@ -471,7 +504,10 @@ mod tests {
         let mut b = MessageBuilder::new(&mut buf, 64).unwrap();
         b.push_opt(1232, Rcode::BADVERS, true, &[]).unwrap();
         let len = b.finish();
-        assert_eq!(&buf[12..len], b"\x00\x00\x29\x04\xd0\x01\x00\x80\x00\x00\x00");
+        assert_eq!(
+            &buf[12..len],
+            b"\x00\x00\x29\x04\xd0\x01\x00\x80\x00\x00\x00"
+        );
     }
 
     #[test]
@@ -480,8 +516,12 @@ mod tests {
         let mut b = MessageBuilder::new(&mut buf, 40).unwrap();
         b.reserve(11).unwrap();
         assert_eq!(b.limit(), 29);
-        assert!(b.push_question(name("abcdefghijklmn.").as_name(), RType::A, RClass::IN).is_err());
+        assert!(b
+            .push_question(name("abcdefghijklmn.").as_name(), RType::A, RClass::IN)
+            .is_err());
         b.release(11);
-        assert!(b.push_question(name("abcdefghijklmn.").as_name(), RType::A, RClass::IN).is_ok());
+        assert!(b
+            .push_question(name("abcdefghijklmn.").as_name(), RType::A, RClass::IN)
+            .is_ok());
     }
 }

@@ -60,7 +60,9 @@ impl<'a> Name<'a> {
     pub fn parse_prefix(bytes: &'a [u8]) -> Result<(Self, usize), ParseError> {
         let mut pos = 0;
         loop {
-            let len = *bytes.get(pos).ok_or(ParseError::new("name runs past the end"))? as usize;
+            let len = *bytes
+                .get(pos)
+                .ok_or(ParseError::new("name runs past the end"))? as usize;
             if len & 0xc0 == 0xc0 {
                 return Err(ParseError::new("compression pointer in uncompressed name"));
             }
@@ -132,7 +134,9 @@ impl<'a> Name<'a> {
         let total = self.label_count();
         let mut name = self;
         for _ in count..total {
-            name = name.parent().expect("fewer labels stripped than the name has");
+            name = name
+                .parent()
+                .expect("fewer labels stripped than the name has");
         }
         name
     }
@@ -194,7 +198,11 @@ impl<'a> Name<'a> {
         let mut right = [&[][..]; MAX_LABELS];
         let left_count = collect_labels(self, &mut left);
         let right_count = collect_labels(other, &mut right);
-        for (a, b) in left[..left_count].iter().rev().zip(right[..right_count].iter().rev()) {
+        for (a, b) in left[..left_count]
+            .iter()
+            .rev()
+            .zip(right[..right_count].iter().rev())
+        {
             let ordering = a
                 .iter()
                 .map(u8::to_ascii_lowercase)
@@ -292,12 +300,18 @@ pub struct NameBuf {
 impl NameBuf {
     /// The root name.
     pub const fn root() -> Self {
-        NameBuf { len: 1, bytes: [0; MAX_NAME_LEN] }
+        NameBuf {
+            len: 1,
+            bytes: [0; MAX_NAME_LEN],
+        }
     }
 
     /// Copies a valid name.
     pub fn from_name(name: Name<'_>) -> Self {
-        let mut buf = NameBuf { len: name.len() as u8, bytes: [0; MAX_NAME_LEN] };
+        let mut buf = NameBuf {
+            len: name.len() as u8,
+            bytes: [0; MAX_NAME_LEN],
+        };
         buf.bytes[..name.len()].copy_from_slice(name.as_bytes());
         buf
     }
@@ -310,7 +324,10 @@ impl NameBuf {
         if total > MAX_NAME_LEN {
             return Err(ParseError::new("name longer than 255 octets"));
         }
-        let mut buf = NameBuf { len: total as u8, bytes: [0; MAX_NAME_LEN] };
+        let mut buf = NameBuf {
+            len: total as u8,
+            bytes: [0; MAX_NAME_LEN],
+        };
         buf.bytes[..prefix.len()].copy_from_slice(prefix);
         buf.bytes[prefix.len()..total].copy_from_slice(suffix.as_bytes());
         Name::from_wire(&buf.bytes[..total])?;
@@ -333,7 +350,10 @@ impl NameBuf {
         if text == b"." {
             return Ok(NameBuf::root());
         }
-        let mut buf = NameBuf { len: 0, bytes: [0; MAX_NAME_LEN] };
+        let mut buf = NameBuf {
+            len: 0,
+            bytes: [0; MAX_NAME_LEN],
+        };
         let mut pos = 0; // write position in `buf.bytes`
         let mut label_start = 0; // position of the current label's length octet
         let mut label_len = 0usize;
@@ -422,7 +442,8 @@ pub fn parse_escape(rest: &[u8]) -> Result<(u8, usize), ParseError> {
     match rest {
         [a, b, c, ..] if a.is_ascii_digit() && b.is_ascii_digit() && c.is_ascii_digit() => {
             let value = u32::from(a - b'0') * 100 + u32::from(b - b'0') * 10 + u32::from(c - b'0');
-            let value = u8::try_from(value).map_err(|_| ParseError::new("\\DDD escape over 255"))?;
+            let value =
+                u8::try_from(value).map_err(|_| ParseError::new("\\DDD escape over 255"))?;
             Ok((value, 3))
         }
         [a, ..] if a.is_ascii_digit() => Err(ParseError::new("\\DDD escape needs three digits")),
@@ -510,7 +531,10 @@ mod tests {
             long.extend_from_slice(b"\x03abc");
         }
         long.push(0);
-        assert_eq!(Name::from_wire(&long).unwrap_err().what, "name longer than 255 octets");
+        assert_eq!(
+            Name::from_wire(&long).unwrap_err().what,
+            "name longer than 255 octets"
+        );
     }
 
     #[test]
@@ -521,7 +545,10 @@ mod tests {
         let origin = name("example.com.");
         let rel = NameBuf::from_text(b"www", Some(origin.as_name())).unwrap();
         assert_eq!(rel.to_string(), "www.example.com.");
-        assert_eq!(NameBuf::from_text(b"@", Some(origin.as_name())).unwrap(), origin);
+        assert_eq!(
+            NameBuf::from_text(b"@", Some(origin.as_name())).unwrap(),
+            origin
+        );
         assert!(NameBuf::from_text(b"a..b.", None).is_err());
         assert!(NameBuf::from_text(b"www", None).is_err());
         assert!(NameBuf::from_text(b"\\256.", None).is_err());
@@ -537,22 +564,38 @@ mod tests {
         assert!(www.as_name().ends_with(zone.as_name()));
         assert!(!zone.as_name().ends_with(www.as_name()));
         assert!(!name("xexample.com.").as_name().ends_with(zone.as_name()));
-        assert_eq!(www.as_name().prefix_before(zone.as_name()).unwrap(), b"\x03WWW");
+        assert_eq!(
+            www.as_name().prefix_before(zone.as_name()).unwrap(),
+            b"\x03WWW"
+        );
         assert_eq!(www.as_name().suffix(1).to_string(), "COM.");
-        assert_eq!(www.as_name().to_lower().as_bytes(), b"\x03www\x07example\x03com\x00");
+        assert_eq!(
+            www.as_name().to_lower().as_bytes(),
+            b"\x03www\x07example\x03com\x00"
+        );
     }
 
     #[test]
     fn canonical_order_rfc4034() {
         // RFC 4034 section 6.1 example, in order.
         let ordered = [
-            "example.", "a.example.", "yljkjljk.a.example.", "Z.a.example.",
-            "zABC.a.EXAMPLE.", "z.example.", "\\001.z.example.", "*.z.example.",
+            "example.",
+            "a.example.",
+            "yljkjljk.a.example.",
+            "Z.a.example.",
+            "zABC.a.EXAMPLE.",
+            "z.example.",
+            "\\001.z.example.",
+            "*.z.example.",
             "\\200.z.example.",
         ];
         for pair in ordered.windows(2) {
             let (a, b) = (name(pair[0]), name(pair[1]));
-            assert_eq!(a.as_name().canonical_cmp(b.as_name()), Ordering::Less, "{pair:?}");
+            assert_eq!(
+                a.as_name().canonical_cmp(b.as_name()),
+                Ordering::Less,
+                "{pair:?}"
+            );
         }
     }
 }

@@ -153,7 +153,12 @@ impl<'a> MessageView<'a> {
             }
             _ => return Err(ParseError::new("more than one question")),
         }
-        Ok(MessageView { message, header, question, records_start })
+        Ok(MessageView {
+            message,
+            header,
+            question,
+            records_start,
+        })
     }
 
     /// The whole message.
@@ -348,13 +353,19 @@ impl<'a> CompressedName<'a> {
         let mut segment_start = offset;
         let mut hops = 0;
         loop {
-            let len = *message.get(pos).ok_or(ParseError::new("name runs past the end"))?;
+            let len = *message
+                .get(pos)
+                .ok_or(ParseError::new("name runs past the end"))?;
             match len & 0xc0 {
                 0xc0 => {
-                    let low = *message.get(pos + 1).ok_or(ParseError::new("name runs past the end"))?;
+                    let low = *message
+                        .get(pos + 1)
+                        .ok_or(ParseError::new("name runs past the end"))?;
                     let target = usize::from(u16::from_be_bytes([len & 0x3f, low]));
                     if target >= segment_start {
-                        return Err(ParseError::new("compression pointer does not point backwards"));
+                        return Err(ParseError::new(
+                            "compression pointer does not point backwards",
+                        ));
                     }
                     hops += 1;
                     if hops > MAX_POINTER_HOPS {
@@ -373,7 +384,11 @@ impl<'a> CompressedName<'a> {
                     }
                     if len == 0 {
                         let wire_len = *wire_len.get_or_insert_with(|| pos + 1 - offset);
-                        return Ok(CompressedName { message, offset, wire_len });
+                        return Ok(CompressedName {
+                            message,
+                            offset,
+                            wire_len,
+                        });
                     }
                     if pos + 1 + len > message.len() {
                         return Err(ParseError::new("name runs past the end"));
@@ -439,7 +454,10 @@ mod tests {
         assert!(MessageView::parse(&QUERY[..11]).is_err());
         let mut two = QUERY.to_vec();
         two[5] = 2;
-        assert_eq!(MessageView::parse(&two).unwrap_err().what, "more than one question");
+        assert_eq!(
+            MessageView::parse(&two).unwrap_err().what,
+            "more than one question"
+        );
         let mut cut = QUERY.to_vec();
         cut.truncate(QUERY.len() - 1);
         assert!(MessageView::parse(&cut).is_err());

@@ -39,7 +39,9 @@ pub fn additional_target(rtype: RType, rdata: &[u8]) -> Option<Name<'_>> {
         RType::SRV => 6,
         _ => return None,
     };
-    Name::parse_prefix(rdata.get(skip..)?).ok().map(|(name, _)| name)
+    Name::parse_prefix(rdata.get(skip..)?)
+        .ok()
+        .map(|(name, _)| name)
 }
 
 /// The single name that makes up the RDATA of CNAME and DNAME.
@@ -55,7 +57,9 @@ pub fn soa_minimum(rdata: &[u8]) -> Option<u32> {
     if timers.len() != 20 {
         return None;
     }
-    Some(u32::from_be_bytes([timers[16], timers[17], timers[18], timers[19]]))
+    Some(u32::from_be_bytes([
+        timers[16], timers[17], timers[18], timers[19],
+    ]))
 }
 
 //----------- NameFields -----------------------------------------------------
@@ -81,10 +85,20 @@ impl<'a> NameFields<'a> {
         for _ in 0..layout.names {
             match rdata.get(pos..).map(Name::parse_prefix) {
                 Some(Ok((_, len))) => pos += len,
-                _ => return NameFields { rdata, pos: 0, left: 0 },
+                _ => {
+                    return NameFields {
+                        rdata,
+                        pos: 0,
+                        left: 0,
+                    }
+                }
             }
         }
-        NameFields { rdata, pos: layout.skip, left: layout.names }
+        NameFields {
+            rdata,
+            pos: layout.skip,
+            left: layout.names,
+        }
     }
 }
 
@@ -116,7 +130,9 @@ mod tests {
             soa.extend_from_slice(&v.to_be_bytes());
         }
         assert_eq!(soa_minimum(&soa), Some(300));
-        let names: Vec<_> = compressible_names(RType::SOA, &soa).map(|(o, _)| o).collect();
+        let names: Vec<_> = compressible_names(RType::SOA, &soa)
+            .map(|(o, _)| o)
+            .collect();
         assert_eq!(names, [0, 4]);
         assert_eq!(soa_minimum(&soa[..soa.len() - 1]), None);
     }

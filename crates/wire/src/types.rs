@@ -112,7 +112,9 @@ fn parse_generic(text: &[u8], prefix: &[u8]) -> Option<u16> {
     if digits.len() > 5 || !digits.iter().all(u8::is_ascii_digit) {
         return None;
     }
-    let value = digits.iter().fold(0u32, |acc, d| acc * 10 + u32::from(d - b'0'));
+    let value = digits
+        .iter()
+        .fold(0u32, |acc, d| acc * 10 + u32::from(d - b'0'));
     u16::try_from(value).ok()
 }
 

@@ -1,0 +1,43 @@
+# tern: build, run and test. `make run` and `make test` are the two set-up
+# commands of README.md; the other targets are for developers.
+
+CARGO ?= cargo
+RELEASE_BIN := target/release/tern
+
+.PHONY: run build release test deps lint fmt unit differential check-corpora clean
+
+## Build in release mode and serve zones/ on 127.0.0.1:5353 (no config needed).
+run: release
+	$(RELEASE_BIN) serve --zones zones --listen 127.0.0.1:5353
+
+release:
+	$(CARGO) build --release --bin tern
+
+build:
+	$(CARGO) build --workspace --all-targets
+
+## Everything the project checks: formatting, lints, unit and integration
+## tests (which compare with named-checkzone), and the differential suite
+## against Knot and NSD. Installs the reference tools it needs.
+test: deps lint unit differential
+
+## Debian packages and Python modules the tests use (idempotent).
+deps:
+	bash scripts/install-test-deps.sh
+
+lint:
+	$(CARGO) fmt --all --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+fmt:
+	$(CARGO) fmt --all
+
+unit:
+	$(CARGO) test --workspace
+
+## tern against Knot and NSD on generated zones and the corpora's query lists.
+differential: release
+	TERN_BIN=$(RELEASE_BIN) python3 tests/differential/run.py
+
+clean:
+	$(CARGO) clean

@@ -1,0 +1,164 @@
+//! Loading zones: zone files through tern-zone's scanner and semantic
+//! checks, into tern-authority's immutable zones.
+//!
+//! The authority crate does not depend on the zone-file crate (STYLE.md
+//! section 1.1): this module is the one place that converts parsed records
+//! into a `ZoneBuilder`.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use tern_authority::{Zone, ZoneBuilder};
+use tern_wire::name::NameBuf;
+use tern_zone::check::Severity;
+
+use crate::config::Config;
+
+/// The file-name suffix of zone files in a zone directory.
+const ZONE_SUFFIX: &str = ".zone";
+
+//----------- Loaded ---------------------------------------------------------
+
+/// The outcome of loading a set of zones: the good ones, and every
+/// message about the others.
+#[derive(Default)]
+pub(crate) struct Loaded {
+    /// Zones that loaded.
+    pub(crate) zones: Vec<Zone>,
+    /// Located errors; each rejected its zone.
+    pub(crate) errors: Vec<String>,
+    /// Located warnings.
+    pub(crate) warnings: Vec<String>,
+    /// How many zones were rejected.
+    pub(crate) failed: usize,
+}
+
+/// The zones a configuration names: every `NAME.zone` in the zone
+/// directory (in name order) and the listed ones.
+pub(crate) fn configured_zones(config: &Config) -> anyhow::Result<Vec<(String, PathBuf)>> {
+    let mut zones = Vec::new();
+    if let Some(dir) = &config.zones_dir {
+        let entries = std::fs::read_dir(dir)
+            .with_context(|| format!("reading zone directory {}", dir.display()))?;
+        for entry in entries {
+            let path = entry?.path();
+            let Some(file_name) = path.file_name().and_then(|n| n.to_str()) else {
+                continue;
+            };
+            if let Some(origin) = file_name.strip_suffix(ZONE_SUFFIX) {
+                if !origin.is_empty() && path.is_file() {
+                    zones.push((origin.to_string(), path.clone()));
+                }
+            }
+        }
+        zones.sort();
+    }
+    zones.extend(config.zone_files.iter().cloned());
+    Ok(zones)
+}
+
+/// Loads every configured zone; a zone that fails is reported and left out.
+pub(crate) fn load_all(config: &Config) -> anyhow::Result<Loaded> {
+    let mut loaded = Loaded::default();
+    for (origin, path) in configured_zones(config)? {
+        load_into(&mut loaded, &origin, &path);
+    }
+    Ok(loaded)
+}
+
+/// Loads one zone, for `tern check ORIGIN FILE`.
+pub(crate) fn load_one_for_check(origin: &str, path: &Path) -> anyhow::Result<Loaded> {
+    let mut loaded = Loaded::default();
+    load_into(&mut loaded, origin, path);
+    Ok(loaded)
+}
+
+fn parse_origin(origin: &str) -> Result<NameBuf, String> {
+    let absolute = if origin.ends_with('.') {
+        origin.to_string()
+    } else {
+        format!("{origin}.")
+    };
+    NameBuf::from_text(absolute.as_bytes(), None)
+        .map_err(|err| format!("bad zone name {origin:?}: {err}"))
+}
+
+fn load_into(loaded: &mut Loaded, origin_text: &str, path: &Path) {
+    match load_zone(origin_text, path, &mut loaded.warnings) {
+        Ok(zone) => loaded.zones.push(zone),
+        Err(errors) => {
+            loaded.errors.extend(errors);
+            loaded.failed += 1;
+        }
+    }
+}
+
+/// Parses, checks and builds one zone. Errors come back as located lines.
+fn load_zone(
+    origin_text: &str,
+    path: &Path,
+    warnings: &mut Vec<String>,
+) -> Result<Zone, Vec<String>> {
+    let origin =
+        parse_origin(origin_text).map_err(|err| vec![format!("{}: {err}", path.display())])?;
+    let parsed = tern_zone::parse_file(path, origin.as_name(), &tern_zone::Options::default())
+        .map_err(|errors| {
+            errors
+                .errors
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+        })?;
+    let mut errors = Vec::new();
+    let file_of = |location: tern_zone::Location| {
+        let file = parsed
+            .files
+            .get(location.file as usize)
+            .map_or(path, PathBuf::as_path);
+        file.display().to_string()
+    };
+    for diagnostic in tern_zone::check::check_zone(origin.as_name(), &parsed.records) {
+        let line = diagnostic.render(&file_of(diagnostic.location));
+        match diagnostic.severity {
+            Severity::Error => errors.push(line),
+            Severity::Warning => warnings.push(line),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let mut builder = ZoneBuilder::new(origin.as_name());
+    for record in &parsed.records {
+        if let Err(err) = builder.insert(
+            record.owner.as_name(),
+            record.rtype,
+            record.class,
+            record.ttl,
+            &record.rdata,
+        ) {
+            let location = record.location;
+            errors.push(format!(
+                "{}:{}:{}: error: {err}",
+                file_of(location),
+                location.line,
+                location.col
+            ));
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    builder
+        .finish()
+        .map_err(|err| vec![format!("{}: {err}", path.display())])
+}
+
+/// Parses a zone and prints it in canonical form (`tern dump`).
+pub(crate) fn dump(origin_text: &str, path: &Path) -> anyhow::Result<String> {
+    let origin = parse_origin(origin_text).map_err(anyhow::Error::msg)?;
+    let parsed = tern_zone::parse_file(path, origin.as_name(), &tern_zone::Options::default())
+        .map_err(|errors| anyhow::anyhow!("{errors}"))?;
+    let mut text = String::new();
+    tern_zone::print::write_zone(&parsed.records, &mut text);
+    Ok(text)
+}

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Install what the differential test suite (tests/differential) needs on a Debian machine:
+# Knot DNS, NSD, dig/kdig, dnsperf and Python's dnspython. Idempotent: does nothing when
+# everything is already there; runs `apt-get update` only when a package is missing.
+set -euo pipefail
+
+PYTHON="${PYTHON:-python3}"
+PKGS=(knot knot-dnsutils nsd bind9-utils bind9-dnsutils dnsperf)
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+    SUDO="sudo"
+fi
+
+apt_updated=0
+apt_install() {
+    if [ "$apt_updated" -eq 0 ]; then
+        $SUDO apt-get update
+        apt_updated=1
+    fi
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y "$@"
+}
+
+missing=()
+for pkg in "${PKGS[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+        missing+=("$pkg")
+    fi
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+    echo "install-test-deps: missing Debian packages: ${missing[*]}"
+    apt_install "${PKGS[@]}"
+fi
+
+if ! "$PYTHON" -c 'import dns.message' 2>/dev/null; then
+    echo "install-test-deps: installing dnspython for $PYTHON"
+    if "$PYTHON" -m pip --version >/dev/null 2>&1; then
+        # Debian's system Python refuses plain pip installs (PEP 668); retry past that guard.
+        "$PYTHON" -m pip install dnspython \
+            || "$PYTHON" -m pip install --break-system-packages dnspython
+    else
+        apt_install python3-dnspython
+    fi
+    "$PYTHON" -c 'import dns.message'
+fi
+
+echo "install-test-deps: knotd $(knotd --version 2>&1 | head -1 | awk '{print $NF}'), \
+nsd $(nsd -v 2>&1 | head -1 | awk '{print $NF}'), \
+dnspython $("$PYTHON" -c 'import dns.version; print(dns.version.version)')"
