@@ -124,12 +124,12 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         config.cores = config::parse_cores(list).context("--cores")?;
     }
     let loaded = zones::load_all(&config)?;
-    for warning in &loaded.warnings {
-        eprintln!("tern: warning: {warning}");
+    for line in &loaded.warnings {
+        eprintln!("tern: {line}");
     }
     if !loaded.errors.is_empty() {
-        for error in &loaded.errors {
-            eprintln!("tern: error: {error}");
+        for line in &loaded.errors {
+            eprintln!("tern: {line}");
         }
         anyhow::bail!("{} zone(s) failed to load", loaded.failed);
     }
@@ -151,11 +151,8 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
         (Some(origin), Some(file)) => zones::load_one_for_check(origin, file)?,
         _ => zones::load_all(&load_config(&args.overrides)?)?,
     };
-    for warning in &loaded.warnings {
-        println!("warning: {warning}");
-    }
-    for error in &loaded.errors {
-        println!("error: {error}");
+    for line in loaded.warnings.iter().chain(&loaded.errors) {
+        println!("{line}");
     }
     if loaded.errors.is_empty() {
         println!("{} zone(s) OK", loaded.zones.len());

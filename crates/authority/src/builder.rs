@@ -1,0 +1,846 @@
+//! Building a [`Zone`] from records: insert, then the adjust pass.
+//!
+//! [`ZoneBuilder::insert`] checks each record on its own (class, type,
+//! owner inside the zone, RDATA shape of the types answering depends on)
+//! and appends it to flat arenas. [`ZoneBuilder::finish`] then does what
+//! Knot's `zone/adjust.c` does, once, so that answering only follows ids:
+//!
+//! 1. sort the records by owner, type and RDATA; drop exact duplicates; an
+//!    RRset whose records disagree on the TTL takes the TTL of the record
+//!    inserted last (Knot 3.2's loader: "TTL mismatch ... TTL set to");
+//! 2. create a node for every owner and every ancestor up to the apex, with
+//!    dense ids in creation order (a parent before its children);
+//! 3. set flags in one forward pass: apex, delegation (NS below the apex),
+//!    non-authoritative (below a delegation), wildcard child;
+//! 4. reject what cannot be served: no SOA at the apex or more than one,
+//!    CNAME beside other data, more than one CNAME or DNAME at a name;
+//! 5. resolve the additional-section targets of NS, MX, SRV, SVCB and HTTPS
+//!    records to node ids (a wildcard node when only a wildcard matches),
+//!    required glue first (in-bailiwick NS targets below a cut, RFC 9471).
+//!
+//! NSEC3 records and their signatures are not stored: their owners are
+//! hashes that must not be found by ordinary look-ups (Knot keeps them in a
+//! separate tree), and this server does not sign answers.
+
+use core::fmt;
+
+use tern_wire::name::{LowerNameBuf, Name, NameBuf, MAX_LABELS};
+use tern_wire::rdata::soa_minimum;
+use tern_wire::types::{RClass, RType};
+
+use crate::index::NameIndex;
+use crate::zone::{
+    Glue, Node, RRset, Zone, FLAG_APEX, FLAG_DELEG, FLAG_NONAUTH, FLAG_WILDCARD_CHILD, NO_PARENT,
+};
+
+/// The most records one RRset may hold: the RR count is a `u16` in the
+/// database (a message could not carry more anyway).
+const MAX_RRSET_RECORDS: usize = u16::MAX as usize;
+
+//----------- BuildError -----------------------------------------------------
+
+/// Why a record or a zone was rejected.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// The owner is not at or below the origin.
+    OutOfZone {
+        /// The owner, in presentation format.
+        owner: String,
+        /// The zone's origin.
+        origin: String,
+    },
+    /// A class other than IN.
+    Class {
+        /// The record's class.
+        class: RClass,
+    },
+    /// A meta or query-only type (OPT, ANY, AXFR...) cannot be stored.
+    MetaType {
+        /// The record's type.
+        rtype: RType,
+    },
+    /// The RDATA does not have the shape its type requires.
+    InvalidRdata {
+        /// The owner.
+        owner: String,
+        /// The type.
+        rtype: RType,
+    },
+    /// An SOA record whose owner is not the origin.
+    SoaNotAtApex {
+        /// The owner.
+        owner: String,
+    },
+    /// The zone has no SOA record at its apex.
+    MissingSoa {
+        /// The zone's origin.
+        origin: String,
+    },
+    /// More than one SOA record at the apex.
+    MultipleSoa {
+        /// The zone's origin.
+        origin: String,
+    },
+    /// A CNAME beside other data (RFC 1034 section 3.6.2).
+    CnameAndOtherData {
+        /// The owner.
+        owner: String,
+    },
+    /// More than one record in a CNAME or DNAME RRset (RFC 2181 section
+    /// 10.1, RFC 6672 section 2.4).
+    MultipleAliases {
+        /// The owner.
+        owner: String,
+        /// CNAME or DNAME.
+        rtype: RType,
+    },
+    /// An RRset with more records than a message can carry, or a zone
+    /// larger than the database's 32-bit offsets.
+    TooLarge {
+        /// What overflowed.
+        what: &'static str,
+    },
+}
+
+impl fmt::Display for BuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BuildError::OutOfZone { owner, origin } => {
+                write!(f, "record owner {owner} is outside the zone {origin}")
+            }
+            BuildError::Class { class } => {
+                write!(
+                    f,
+                    "class {class} records cannot be served; only class IN is"
+                )
+            }
+            BuildError::MetaType { rtype } => {
+                write!(f, "type {rtype} is a meta type and cannot appear in a zone")
+            }
+            BuildError::InvalidRdata { owner, rtype } => {
+                write!(f, "malformed {rtype} RDATA at {owner}")
+            }
+            BuildError::SoaNotAtApex { owner } => {
+                write!(f, "SOA record at {owner}, which is not the zone apex")
+            }
+            BuildError::MissingSoa { origin } => {
+                write!(f, "zone {origin} has no SOA record at its apex")
+            }
+            BuildError::MultipleSoa { origin } => {
+                write!(f, "zone {origin} has more than one SOA record at its apex")
+            }
+            BuildError::CnameAndOtherData { owner } => {
+                write!(
+                    f,
+                    "{owner} has a CNAME and other data (RFC 1034 section 3.6.2)"
+                )
+            }
+            BuildError::MultipleAliases { owner, rtype } => {
+                write!(f, "{owner} has more than one {rtype} record")
+            }
+            BuildError::TooLarge { what } => write!(f, "zone too large: {what}"),
+        }
+    }
+}
+
+impl std::error::Error for BuildError {}
+
+//----------- Pending --------------------------------------------------------
+
+/// A record waiting for `finish`: offsets into the builder's arenas.
+#[derive(Clone, Copy)]
+struct Pending {
+    owner_start: u32,
+    owner_len: u8,
+    rtype: RType,
+    ttl: u32,
+    rdata_start: u32,
+    rdata_len: u16,
+    /// Insertion order, for "the last TTL wins".
+    seq: u32,
+}
+
+//----------- ZoneBuilder ----------------------------------------------------
+
+/// Collects the records of one zone, then builds the immutable [`Zone`].
+pub struct ZoneBuilder {
+    origin: LowerNameBuf,
+    pending: Vec<Pending>,
+    /// Lowercased owner names; consecutive records with the same owner
+    /// share one copy.
+    owners: Vec<u8>,
+    rdata: Vec<u8>,
+}
+
+impl ZoneBuilder {
+    /// Starts a zone with the given origin.
+    pub fn new(origin: Name<'_>) -> ZoneBuilder {
+        ZoneBuilder {
+            origin: origin.to_lower(),
+            pending: Vec::new(),
+            owners: Vec::new(),
+            rdata: Vec::new(),
+        }
+    }
+
+    /// Adds one record. The owner is lowercased; RDATA is kept as given
+    /// (uncompressed wire form).
+    pub fn insert(
+        &mut self,
+        owner: Name<'_>,
+        rtype: RType,
+        class: RClass,
+        ttl: u32,
+        rdata: &[u8],
+    ) -> Result<(), BuildError> {
+        if class != RClass::IN {
+            return Err(BuildError::Class { class });
+        }
+        if rtype.is_meta() {
+            return Err(BuildError::MetaType { rtype });
+        }
+        if !owner.ends_with(self.origin.as_name()) {
+            return Err(BuildError::OutOfZone {
+                owner: owner.to_string(),
+                origin: self.origin.as_name().to_string(),
+            });
+        }
+        if !rdata_is_valid(rtype, rdata) {
+            return Err(BuildError::InvalidRdata {
+                owner: owner.to_string(),
+                rtype,
+            });
+        }
+        if rtype == RType::SOA && owner.len() != self.origin.as_bytes().len() {
+            return Err(BuildError::SoaNotAtApex {
+                owner: owner.to_string(),
+            });
+        }
+        if is_nsec3_data(rtype, rdata) {
+            return Ok(());
+        }
+        let rdata_len =
+            u16::try_from(rdata.len()).map_err(|_| BuildError::TooLarge { what: "RDATA" })?;
+        let owner = owner.to_lower();
+        let owner_start = match self.pending.last() {
+            Some(last) if self.owner_bytes(last) == owner.as_bytes() => last.owner_start,
+            _ => {
+                let start = offset(self.owners.len(), "owner names")?;
+                self.owners.extend_from_slice(owner.as_bytes());
+                start
+            }
+        };
+        let rdata_start = offset(self.rdata.len(), "RDATA")?;
+        self.rdata.extend_from_slice(rdata);
+        let seq = offset(self.pending.len(), "records")?;
+        self.pending.push(Pending {
+            owner_start,
+            owner_len: owner.as_bytes().len() as u8,
+            rtype,
+            ttl,
+            rdata_start,
+            rdata_len,
+            seq,
+        });
+        Ok(())
+    }
+
+    fn owner_bytes(&self, record: &Pending) -> &[u8] {
+        let start = record.owner_start as usize;
+        &self.owners[start..start + usize::from(record.owner_len)]
+    }
+
+    fn rdata_bytes(&self, record: &Pending) -> &[u8] {
+        let start = record.rdata_start as usize;
+        &self.rdata[start..start + usize::from(record.rdata_len)]
+    }
+
+    /// Runs the adjust pass and returns the immutable zone.
+    pub fn finish(mut self) -> Result<Zone, BuildError> {
+        let mut pending = core::mem::take(&mut self.pending);
+        pending.sort_unstable_by(|a, b| {
+            self.owner_bytes(a)
+                .cmp(self.owner_bytes(b))
+                .then(a.rtype.cmp(&b.rtype))
+                .then_with(|| self.rdata_bytes(a).cmp(self.rdata_bytes(b)))
+                .then(a.seq.cmp(&b.seq))
+        });
+
+        let mut zone = Zone {
+            origin: NameBuf::from_name(self.origin.as_name()),
+            names: Vec::new(),
+            nodes: Vec::new(),
+            rrsets: Vec::new(),
+            rdata: Vec::with_capacity(self.rdata.len() + 2 * pending.len()),
+            glue: Vec::new(),
+            index: NameIndex::with_capacity(pending.len() / 2 + 1),
+            soa: 0,
+            negative_ttl: 0,
+            record_count: 0,
+        };
+        let apex = ensure_node(&mut zone, self.origin.as_name())?;
+        debug_assert_eq!(apex, 0);
+
+        // Records grouped by owner, then by type.
+        let mut i = 0;
+        while i < pending.len() {
+            let owner = self.owner_bytes(&pending[i]);
+            let mut end = i;
+            while end < pending.len() && self.owner_bytes(&pending[end]) == owner {
+                end += 1;
+            }
+            let name = Name::from_wire(owner).expect("owners were validated on insert");
+            let node = ensure_node(&mut zone, name)?;
+            let rrsets_start = offset(zone.rrsets.len(), "RRsets")?;
+            let mut j = i;
+            while j < end {
+                let rtype = pending[j].rtype;
+                let mut type_end = j;
+                while type_end < end && pending[type_end].rtype == rtype {
+                    type_end += 1;
+                }
+                self.push_rrset(&mut zone, &pending[j..type_end])?;
+                j = type_end;
+            }
+            let count = zone.rrsets.len() - rrsets_start as usize;
+            let slot = &mut zone.nodes[node as usize];
+            slot.rrsets_start = rrsets_start;
+            slot.rrset_count = u16::try_from(count).map_err(|_| BuildError::TooLarge {
+                what: "types at one name",
+            })?;
+            i = end;
+        }
+
+        set_flags(&mut zone);
+        check(&mut zone)?;
+        resolve_glue(&mut zone)?;
+        Ok(zone)
+    }
+
+    /// Appends one RRset (records of one owner and type, sorted by RDATA).
+    fn push_rrset(&self, zone: &mut Zone, records: &[Pending]) -> Result<(), BuildError> {
+        let rdata_start = offset(zone.rdata.len(), "RDATA")?;
+        let mut count = 0usize;
+        let mut last_seq = 0;
+        let mut ttl = 0;
+        let mut previous: Option<&[u8]> = None;
+        for record in records {
+            if record.seq >= last_seq {
+                last_seq = record.seq;
+                ttl = record.ttl;
+            }
+            let rdata = self.rdata_bytes(record);
+            if previous == Some(rdata) {
+                continue; // exact duplicate
+            }
+            previous = Some(rdata);
+            zone.rdata
+                .extend_from_slice(&(rdata.len() as u16).to_be_bytes());
+            zone.rdata.extend_from_slice(rdata);
+            count += 1;
+        }
+        if count > MAX_RRSET_RECORDS {
+            return Err(BuildError::TooLarge {
+                what: "records in one RRset",
+            });
+        }
+        zone.record_count += count;
+        zone.rrsets.push(RRset {
+            rtype: records[0].rtype,
+            count: count as u16,
+            ttl,
+            rdata_start,
+            glue_start: 0,
+            glue_count: 0,
+        });
+        Ok(())
+    }
+}
+
+impl fmt::Debug for ZoneBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ZoneBuilder")
+            .field("origin", &self.origin)
+            .field("records", &self.pending.len())
+            .finish()
+    }
+}
+
+//----------- Adjust steps ---------------------------------------------------
+
+/// A `u32` offset, or the error saying which arena outgrew it.
+fn offset(len: usize, what: &'static str) -> Result<u32, BuildError> {
+    u32::try_from(len).map_err(|_| BuildError::TooLarge { what })
+}
+
+/// The id of the node named `name` (lowercase, inside the zone), created
+/// with its missing ancestors. Bound: at most [`MAX_LABELS`] ancestors.
+fn ensure_node(zone: &mut Zone, name: Name<'_>) -> Result<u32, BuildError> {
+    if let Some(node) = zone.find_node(name.as_bytes()) {
+        return Ok(node);
+    }
+    // Collect the missing suffixes, deepest first, then create them from
+    // the top so that every parent id precedes its children's.
+    let mut missing = [name; MAX_LABELS];
+    let mut count = 0;
+    let mut parent = NO_PARENT;
+    let mut suffix = Some(name);
+    while let Some(current) = suffix {
+        if let Some(found) = zone.find_node(current.as_bytes()) {
+            parent = found;
+            break;
+        }
+        missing[count] = current;
+        count += 1;
+        if current.len() == zone.origin.as_bytes().len() {
+            break; // the apex itself is being created
+        }
+        suffix = current.parent();
+    }
+    for current in missing[..count].iter().rev() {
+        let id = offset(zone.nodes.len(), "nodes")?;
+        let name_start = offset(zone.names.len(), "names")?;
+        zone.names.extend_from_slice(current.as_bytes());
+        zone.nodes.push(Node {
+            name_start,
+            name_len: current.len() as u8,
+            flags: 0,
+            rrset_count: 0,
+            rrsets_start: 0,
+            parent,
+        });
+        let (names, nodes) = (&zone.names, &zone.nodes);
+        zone.index.insert(current.as_bytes(), id, |other| {
+            let node = &nodes[other as usize];
+            &names[node.name_start as usize..node.name_start as usize + usize::from(node.name_len)]
+        });
+        parent = id;
+    }
+    Ok(parent)
+}
+
+/// Apex, delegation, non-authoritative and wildcard-child flags. Parents
+/// precede children in id order, so one forward pass sees final parent
+/// flags.
+fn set_flags(zone: &mut Zone) {
+    for id in 0..zone.nodes.len() {
+        let parent = zone.nodes[id].parent;
+        let mut flags = 0;
+        if parent == NO_PARENT {
+            flags |= FLAG_APEX;
+        } else {
+            let parent_flags = zone.nodes[parent as usize].flags;
+            if parent_flags & (FLAG_DELEG | FLAG_NONAUTH) != 0 {
+                flags |= FLAG_NONAUTH;
+            } else if zone.rrset_index(id as u32, RType::NS).is_some() {
+                flags |= FLAG_DELEG;
+            }
+            if zone.node_name(id as u32).is_wildcard() {
+                zone.nodes[parent as usize].flags |= FLAG_WILDCARD_CHILD;
+            }
+        }
+        zone.nodes[id].flags |= flags;
+    }
+}
+
+/// The zone-level checks, and the SOA facts answering needs.
+fn check(zone: &mut Zone) -> Result<(), BuildError> {
+    let origin = || zone.origin.as_name().to_string();
+    let soa = zone
+        .rrset_index(0, RType::SOA)
+        .ok_or_else(|| BuildError::MissingSoa { origin: origin() })?;
+    let set = *zone.rrset(soa);
+    if set.count != 1 {
+        return Err(BuildError::MultipleSoa { origin: origin() });
+    }
+    let minimum = zone
+        .rdata_iter(&set)
+        .next()
+        .and_then(soa_minimum)
+        .ok_or_else(|| BuildError::InvalidRdata {
+            owner: origin(),
+            rtype: RType::SOA,
+        })?;
+    zone.soa = soa;
+    zone.negative_ttl = set.ttl.min(minimum);
+
+    for node in 0..zone.nodes.len() as u32 {
+        let sets = zone.rrsets(node);
+        let owner = || zone.node_name(node).to_string();
+        for set in sets {
+            if (set.rtype == RType::CNAME || set.rtype == RType::DNAME) && set.count > 1 {
+                return Err(BuildError::MultipleAliases {
+                    owner: owner(),
+                    rtype: set.rtype,
+                });
+            }
+        }
+        let has_cname = sets.iter().any(|set| set.rtype == RType::CNAME);
+        // RFC 4035 section 2.5 allows RRSIG and NSEC beside a CNAME.
+        let other = sets
+            .iter()
+            .any(|set| !matches!(set.rtype, RType::CNAME | RType::RRSIG | RType::NSEC));
+        if has_cname && other {
+            return Err(BuildError::CnameAndOtherData { owner: owner() });
+        }
+    }
+    Ok(())
+}
+
+/// The types whose targets get additional-section records, and for each
+/// target type the RRsets copied (Knot 3.2 `put_additional`: A and AAAA,
+/// plus the record's own type for SVCB and HTTPS, RFC 9460 section 4.1).
+pub(crate) fn additional_types(rtype: RType) -> &'static [RType] {
+    match rtype {
+        RType::NS | RType::MX | RType::SRV => &[RType::A, RType::AAAA],
+        RType::SVCB => &[RType::A, RType::AAAA, RType::SVCB],
+        RType::HTTPS => &[RType::A, RType::AAAA, RType::HTTPS],
+        _ => &[],
+    }
+}
+
+/// Where the target name of a record with additional processing starts in
+/// its RDATA (RFC 1035 NS and MX, RFC 2782 SRV, RFC 9460 SVCB and HTTPS).
+fn target_offset(rtype: RType, rdata: &[u8]) -> Option<usize> {
+    let at = match rtype {
+        RType::NS => 0,
+        RType::MX | RType::SVCB | RType::HTTPS => 2,
+        RType::SRV => 6,
+        _ => return None,
+    };
+    Name::parse_prefix(rdata.get(at..)?).ok()?;
+    Some(at)
+}
+
+/// Resolves every additional-section target to a node (exact, or the
+/// wildcard that would answer for it) that has something to add.
+fn resolve_glue(zone: &mut Zone) -> Result<(), BuildError> {
+    let mut mandatory = Vec::new();
+    let mut optional = Vec::new();
+    for node in 0..zone.nodes.len() as u32 {
+        let owner = zone.node_name(node).to_buf();
+        let first = zone.nodes[node as usize].rrsets_start as usize;
+        for index in first..first + usize::from(zone.nodes[node as usize].rrset_count) {
+            let set = zone.rrsets[index];
+            let types = additional_types(set.rtype);
+            if types.is_empty() {
+                continue;
+            }
+            mandatory.clear();
+            optional.clear();
+            let mut records = zone.rdata_iter(&set);
+            loop {
+                let rdata_offset = records.next_offset();
+                let Some(rdata) = records.next() else { break };
+                let Some(at) = target_offset(set.rtype, rdata) else {
+                    continue;
+                };
+                let (target, _) =
+                    Name::parse_prefix(&rdata[at..]).expect("checked by target_offset");
+                let Some(target_node) = answering_node(zone, target.to_lower().as_name()) else {
+                    continue;
+                };
+                if !types
+                    .iter()
+                    .any(|&t| zone.rrset_index(target_node, t).is_some())
+                {
+                    continue;
+                }
+                let glue = Glue {
+                    node: target_node,
+                    target: offset(rdata_offset + at, "RDATA")?,
+                };
+                let required = set.rtype == RType::NS
+                    && zone.nodes[target_node as usize].flags & (FLAG_DELEG | FLAG_NONAUTH) != 0
+                    && target.ends_with(owner.as_name());
+                if required {
+                    mandatory.push(glue);
+                } else {
+                    optional.push(glue);
+                }
+            }
+            if mandatory.is_empty() && optional.is_empty() {
+                continue;
+            }
+            let start = offset(zone.glue.len(), "glue")?;
+            zone.glue.extend_from_slice(&mandatory);
+            zone.glue.extend_from_slice(&optional);
+            let count = zone.glue.len() - start as usize;
+            zone.rrsets[index].glue_start = start;
+            zone.rrsets[index].glue_count =
+                u16::try_from(count).map_err(|_| BuildError::TooLarge { what: "glue" })?;
+        }
+    }
+    Ok(())
+}
+
+/// The node whose data a name would be answered from: the name itself, or
+/// the wildcard child of its closest encloser (RFC 4592).
+fn answering_node(zone: &Zone, lower: Name<'_>) -> Option<u32> {
+    let (node, exact) = zone.closest_encloser(lower)?;
+    if exact {
+        Some(node)
+    } else {
+        zone.wildcard_child(node)
+    }
+}
+
+/// Whether the RDATA has the shape that answering relies on. Other types
+/// are opaque and always accepted.
+fn rdata_is_valid(rtype: RType, rdata: &[u8]) -> bool {
+    match rtype {
+        RType::NS | RType::CNAME | RType::DNAME | RType::PTR => Name::from_wire(rdata).is_ok(),
+        RType::MX => rdata.len() > 2 && Name::from_wire(&rdata[2..]).is_ok(),
+        RType::SRV => rdata.len() > 6 && Name::from_wire(&rdata[6..]).is_ok(),
+        RType::SOA => soa_minimum(rdata).is_some(),
+        RType::A => rdata.len() == 4,
+        RType::AAAA => rdata.len() == 16,
+        _ => true,
+    }
+}
+
+/// NSEC3 records and the RRSIGs covering them (type covered in the first
+/// two RDATA octets).
+fn is_nsec3_data(rtype: RType, rdata: &[u8]) -> bool {
+    rtype == RType::NSEC3 || (rtype == RType::RRSIG && rdata.get(..2) == Some(&[0, 50][..]))
+}
+
+//=========== Tests ==========================================================
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn name(text: &str) -> NameBuf {
+        NameBuf::from_text(text.as_bytes(), None).unwrap()
+    }
+
+    fn soa() -> Vec<u8> {
+        let mut rdata = name("ns.example.").as_bytes().to_vec();
+        rdata.extend_from_slice(name("host.example.").as_bytes());
+        for value in [1u32, 3600, 900, 604800, 300] {
+            rdata.extend_from_slice(&value.to_be_bytes());
+        }
+        rdata
+    }
+
+    fn builder() -> ZoneBuilder {
+        let mut b = ZoneBuilder::new(name("Example.").as_name());
+        b.insert(
+            name("example.").as_name(),
+            RType::SOA,
+            RClass::IN,
+            3600,
+            &soa(),
+        )
+        .unwrap();
+        b
+    }
+
+    fn insert(b: &mut ZoneBuilder, owner: &str, rtype: RType, ttl: u32, rdata: &[u8]) {
+        b.insert(name(owner).as_name(), rtype, RClass::IN, ttl, rdata)
+            .unwrap();
+    }
+
+    #[test]
+    fn nodes_flags_and_empty_non_terminals() {
+        let mut b = builder();
+        insert(&mut b, "A.b.C.example.", RType::A, 60, &[192, 0, 2, 1]);
+        insert(
+            &mut b,
+            "sub.example.",
+            RType::NS,
+            60,
+            name("ns.sub.example.").as_bytes(),
+        );
+        insert(&mut b, "ns.sub.example.", RType::A, 60, &[192, 0, 2, 2]);
+        insert(&mut b, "*.example.", RType::TXT, 60, b"\x01x");
+        let zone = b.finish().unwrap();
+        // example, c, b.c, a.b.c, sub, ns.sub, *
+        assert_eq!(zone.node_count(), 7);
+        let id = |text: &str| zone.find_node(name(text).as_bytes()).unwrap();
+        let ent = id("b.c.example.");
+        assert_eq!(zone.node(ent).rrset_count, 0);
+        assert_eq!(zone.node(id("a.b.c.example.")).parent, ent);
+        assert!(zone.node(id("sub.example.")).flags & FLAG_DELEG != 0);
+        assert!(zone.node(id("ns.sub.example.")).flags & FLAG_NONAUTH != 0);
+        assert!(zone.node(0).flags & FLAG_APEX != 0);
+        assert!(zone.node(0).flags & FLAG_WILDCARD_CHILD != 0);
+        assert_eq!(zone.wildcard_child(0), Some(id("*.example.")));
+        assert_eq!(
+            zone.closest_encloser(name("x.y.b.c.example.").as_name()),
+            Some((ent, false))
+        );
+        assert_eq!(zone.closest_encloser(name("example.org.").as_name()), None);
+        assert_eq!(zone.negative_ttl, 300);
+    }
+
+    #[test]
+    fn duplicates_dropped_and_last_ttl_wins() {
+        let mut b = builder();
+        insert(&mut b, "a.example.", RType::A, 100, &[192, 0, 2, 1]);
+        insert(&mut b, "A.example.", RType::A, 50, &[192, 0, 2, 2]);
+        insert(&mut b, "a.example.", RType::A, 200, &[192, 0, 2, 1]);
+        let zone = b.finish().unwrap();
+        let node = zone.find_node(name("a.example.").as_bytes()).unwrap();
+        let set = zone.rrset(zone.rrset_index(node, RType::A).unwrap());
+        assert_eq!((set.count, set.ttl), (2, 200));
+        assert_eq!(zone.record_count(), 3);
+    }
+
+    #[test]
+    fn rejects_what_cannot_be_served() {
+        let mut b = ZoneBuilder::new(name("example.").as_name());
+        let err = b.insert(
+            name("www.other.").as_name(),
+            RType::A,
+            RClass::IN,
+            1,
+            &[1, 2, 3, 4],
+        );
+        assert!(matches!(err, Err(BuildError::OutOfZone { .. })));
+        assert_eq!(
+            err.unwrap_err().to_string(),
+            "record owner www.other. is outside the zone example."
+        );
+        let err = b.insert(
+            name("a.example.").as_name(),
+            RType::A,
+            RClass::CH,
+            1,
+            &[1, 2, 3, 4],
+        );
+        assert_eq!(err, Err(BuildError::Class { class: RClass::CH }));
+        let err = b.insert(name("a.example.").as_name(), RType::ANY, RClass::IN, 1, &[]);
+        assert_eq!(err, Err(BuildError::MetaType { rtype: RType::ANY }));
+        let err = b.insert(
+            name("a.example.").as_name(),
+            RType::A,
+            RClass::IN,
+            1,
+            &[1, 2],
+        );
+        assert!(matches!(err, Err(BuildError::InvalidRdata { .. })));
+        let err = b.insert(
+            name("a.example.").as_name(),
+            RType::SOA,
+            RClass::IN,
+            1,
+            &soa(),
+        );
+        assert!(matches!(err, Err(BuildError::SoaNotAtApex { .. })));
+        assert!(matches!(b.finish(), Err(BuildError::MissingSoa { .. })));
+
+        let mut b = builder();
+        insert(
+            &mut b,
+            "c.example.",
+            RType::CNAME,
+            1,
+            name("x.example.").as_bytes(),
+        );
+        insert(&mut b, "c.example.", RType::TXT, 1, b"\x01x");
+        assert!(matches!(
+            b.finish(),
+            Err(BuildError::CnameAndOtherData { .. })
+        ));
+
+        let mut b = builder();
+        insert(
+            &mut b,
+            "c.example.",
+            RType::CNAME,
+            1,
+            name("x.example.").as_bytes(),
+        );
+        insert(
+            &mut b,
+            "c.example.",
+            RType::CNAME,
+            1,
+            name("y.example.").as_bytes(),
+        );
+        assert!(matches!(
+            b.finish(),
+            Err(BuildError::MultipleAliases { .. })
+        ));
+
+        let mut b = builder();
+        let mut other = soa();
+        other[5] ^= 1;
+        insert(&mut b, "example.", RType::SOA, 1, &other);
+        assert!(matches!(b.finish(), Err(BuildError::MultipleSoa { .. })));
+    }
+
+    #[test]
+    fn glue_resolution() {
+        let mut b = builder();
+        let mut mx = vec![0, 10];
+        mx.extend_from_slice(name("Mail.example.").as_bytes());
+        insert(&mut b, "example.", RType::MX, 60, &mx);
+        let mut mx_wild = vec![0, 20];
+        mx_wild.extend_from_slice(name("x.wild.example.").as_bytes());
+        insert(&mut b, "example.", RType::MX, 60, &mx_wild);
+        insert(&mut b, "mail.example.", RType::A, 60, &[192, 0, 2, 25]);
+        insert(&mut b, "*.wild.example.", RType::AAAA, 60, &[0; 16]);
+        insert(
+            &mut b,
+            "sub.example.",
+            RType::NS,
+            60,
+            name("ns.sub.example.").as_bytes(),
+        );
+        insert(
+            &mut b,
+            "sub.example.",
+            RType::NS,
+            60,
+            name("ns.example.").as_bytes(),
+        );
+        insert(
+            &mut b,
+            "sub.example.",
+            RType::NS,
+            60,
+            name("ns.other.").as_bytes(),
+        );
+        insert(&mut b, "ns.sub.example.", RType::A, 60, &[192, 0, 2, 2]);
+        insert(&mut b, "ns.example.", RType::A, 60, &[192, 0, 2, 3]);
+        let zone = b.finish().unwrap();
+
+        let mx = zone.rrset(zone.rrset_index(0, RType::MX).unwrap());
+        let glue = zone.glue(mx);
+        assert_eq!(glue.len(), 2);
+        let target = |g: &Glue| {
+            Name::parse_prefix(zone.rdata_at(g.target))
+                .unwrap()
+                .0
+                .to_string()
+        };
+        assert_eq!(target(&glue[0]), "Mail.example.");
+        assert_eq!(target(&glue[1]), "x.wild.example.");
+        assert_eq!(zone.node_name(glue[1].node).to_string(), "*.wild.example.");
+
+        let sub = zone.find_node(name("sub.example.").as_bytes()).unwrap();
+        let ns = zone.rrset(zone.rrset_index(sub, RType::NS).unwrap());
+        let glue = zone.glue(ns);
+        // ns.sub (required, first), ns.example (optional); ns.other: none.
+        assert_eq!(glue.len(), 2);
+        assert_eq!(target(&glue[0]), "ns.sub.example.");
+    }
+
+    #[test]
+    fn nsec3_records_are_not_stored() {
+        let mut b = builder();
+        insert(
+            &mut b,
+            "abc.example.",
+            RType::NSEC3,
+            60,
+            b"\x01\x00\x00\x01\x00\x01\xaa\x00",
+        );
+        let zone = b.finish().unwrap();
+        assert_eq!(zone.node_count(), 1);
+    }
+}

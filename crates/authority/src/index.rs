@@ -1,0 +1,82 @@
+//! A hash index from lowercased wire names to dense ids, without owned keys.
+//!
+//! The keys live elsewhere (the zone's name arena, the catalog's origins);
+//! the table stores only `u32` ids and asks the caller to compare the bytes
+//! behind an id. A lookup hashes a borrowed `&[u8]` and allocates nothing,
+//! which is what lets the closest-encloser search try every suffix of a
+//! query name without building a key per label.
+
+use core::hash::BuildHasher;
+
+use hashbrown::{DefaultHashBuilder, HashTable};
+
+//----------- NameIndex ------------------------------------------------------
+
+/// Maps lowercased name bytes to ids; the bytes are resolved by a closure.
+#[derive(Clone, Default)]
+pub(crate) struct NameIndex {
+    table: HashTable<u32>,
+    hasher: DefaultHashBuilder,
+}
+
+impl NameIndex {
+    /// An empty index with room for `capacity` names.
+    pub(crate) fn with_capacity(capacity: usize) -> Self {
+        NameIndex {
+            table: HashTable::with_capacity(capacity),
+            hasher: DefaultHashBuilder::default(),
+        }
+    }
+
+    fn hash(&self, key: &[u8]) -> u64 {
+        self.hasher.hash_one(key)
+    }
+
+    /// The id stored for `key`; `key_of` returns the bytes of a stored id.
+    pub(crate) fn find<'k>(&self, key: &[u8], key_of: impl Fn(u32) -> &'k [u8]) -> Option<u32> {
+        self.table
+            .find(self.hash(key), |&id| key_of(id) == key)
+            .copied()
+    }
+
+    /// Adds `id` under `key`, which must not be present yet.
+    pub(crate) fn insert<'k>(&mut self, key: &[u8], id: u32, key_of: impl Fn(u32) -> &'k [u8]) {
+        let hash = self.hash(key);
+        let hasher = self.hasher;
+        self.table
+            .insert_unique(hash, id, move |&other| hasher.hash_one(key_of(other)));
+    }
+
+    /// The number of entries.
+    pub(crate) fn len(&self) -> usize {
+        self.table.len()
+    }
+}
+
+impl core::fmt::Debug for NameIndex {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("NameIndex")
+            .field("len", &self.len())
+            .finish()
+    }
+}
+
+//=========== Tests ==========================================================
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_by_borrowed_bytes() {
+        let keys: Vec<&[u8]> = vec![b"\x01a\x00", b"\x01b\x00", b"\x00"];
+        let mut index = NameIndex::with_capacity(1);
+        for (id, key) in keys.iter().enumerate() {
+            index.insert(key, id as u32, |i| keys[i as usize]);
+        }
+        assert_eq!(index.len(), 3);
+        assert_eq!(index.find(b"\x01b\x00", |i| keys[i as usize]), Some(1));
+        assert_eq!(index.find(b"\x00", |i| keys[i as usize]), Some(2));
+        assert_eq!(index.find(b"\x01c\x00", |i| keys[i as usize]), None);
+    }
+}

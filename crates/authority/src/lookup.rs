@@ -1,0 +1,358 @@
+//! The RFC 1034 section 4.3.2 algorithm: from a query name to an answer
+//! plan.
+//!
+//! [`resolve`] walks one zone and returns an [`Answer`]: the RRsets of the
+//! answer section in order (as references into the zone, plus CNAMEs
+//! synthesized from DNAMEs), what goes into the authority section, the
+//! rcode and AA. It writes nothing; [`crate::respond`] encodes the plan.
+//! The plan has fixed capacity and lives on the stack.
+//!
+//! The steps mirror Knot 3.2 (`knot/nameserver/internet.c`, `solve_name`),
+//! which the differential suite compares against:
+//!
+//! - a name at or below a zone cut is a referral, except DS at the cut
+//!   itself, answered from the parent side;
+//! - an exact match answers its RRset, follows its CNAME (unless QTYPE is
+//!   CNAME, ANY, RRSIG or NSEC), or is NODATA; ANY answers the one RRset
+//!   with the lowest type (RFC 8482; Knot's "put one RRset, not all");
+//! - otherwise the closest encloser's `*` child answers as if it were the
+//!   name (RFC 4592), else a DNAME at the closest encloser is followed
+//!   (RFC 6672), else NXDOMAIN;
+//! - chains stay inside the zone that answers the query (as Knot does; NSD
+//!   also follows into other loaded zones) and stop after
+//!   [`CNAME_CHAIN_MAX`] CNAME or DNAME steps, or when a CNAME RRset
+//!   repeats (a loop), leaving a NOERROR answer with what was collected.
+
+use tern_wire::name::{LowerNameBuf, Name, NameBuf};
+use tern_wire::types::{RType, Rcode};
+
+use crate::zone::Zone;
+
+/// The most CNAME or DNAME steps followed for one query. Knot 3.2 uses 5
+/// (`CNAME_CHAIN_MAX`, checked: a 24-link chain yields 5 CNAMEs); NSD
+/// follows longer chains. Past the limit the answer ends with the last
+/// CNAME, NOERROR and no authority, as in Knot.
+pub const CNAME_CHAIN_MAX: usize = 5;
+
+/// Answer-section items: each step adds at most a DNAME and a synthesized
+/// CNAME, and the final RRset one more.
+const MAX_ANSWER_ITEMS: usize = 2 * CNAME_CHAIN_MAX + 1;
+
+/// YXDOMAIN (RFC 2136 section 2.2), the rcode of an overlong DNAME
+/// substitution.
+pub(crate) const YXDOMAIN: Rcode = Rcode(6);
+
+//----------- Owner ----------------------------------------------------------
+
+/// Where the owner name of an answer record comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Owner {
+    /// The query name as the client wrote it.
+    Qname,
+    /// A name inside the zone's RDATA arena (a CNAME or glue target).
+    Rdata(u32),
+    /// A CNAME target synthesized from a DNAME (index into the plan).
+    Synth(u8),
+    /// A node's own (lowercased) name.
+    Node(u32),
+}
+
+//----------- Item -----------------------------------------------------------
+
+/// One RRset of the answer section.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Item {
+    /// A zone RRset (index into the zone's RRsets), under `owner`.
+    RRset { owner: Owner, set: u32 },
+    /// A CNAME synthesized from a DNAME (RFC 6672 section 3.1): its target
+    /// is the plan's synthesized name `target`; TTL is the DNAME's.
+    SynthCname { owner: Owner, target: u8, ttl: u32 },
+}
+
+//----------- Authority ------------------------------------------------------
+
+/// What goes into the authority section.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Authority {
+    /// Nothing (positive answers: Knot adds no apex NS, see the crate docs).
+    None,
+    /// The apex SOA with the negative TTL (NODATA, NXDOMAIN).
+    Soa,
+    /// The NS RRset of a delegation point (a referral).
+    Delegation { cut: u32, set: u32 },
+}
+
+//----------- Answer ---------------------------------------------------------
+
+/// The plan of an answer: references into one zone, fixed capacity.
+pub(crate) struct Answer {
+    pub(crate) rcode: Rcode,
+    pub(crate) authoritative: bool,
+    pub(crate) authority: Authority,
+    items: [Item; MAX_ANSWER_ITEMS],
+    item_count: usize,
+    synth: [NameBuf; CNAME_CHAIN_MAX],
+    synth_count: usize,
+}
+
+impl Answer {
+    fn new() -> Self {
+        Answer {
+            rcode: Rcode::NOERROR,
+            authoritative: true,
+            authority: Authority::None,
+            items: [Item::RRset {
+                owner: Owner::Qname,
+                set: 0,
+            }; MAX_ANSWER_ITEMS],
+            item_count: 0,
+            synth: [NameBuf::root(); CNAME_CHAIN_MAX],
+            synth_count: 0,
+        }
+    }
+
+    /// The answer-section RRsets, in order.
+    pub(crate) fn items(&self) -> &[Item] {
+        &self.items[..self.item_count]
+    }
+
+    /// A synthesized CNAME target.
+    pub(crate) fn synth(&self, index: u8) -> Name<'_> {
+        self.synth[usize::from(index)].as_name()
+    }
+
+    /// Appends an item; false if the plan is full (it cannot be: the chain
+    /// limit bounds the items).
+    fn push(&mut self, item: Item) -> bool {
+        if self.item_count == MAX_ANSWER_ITEMS {
+            return false;
+        }
+        self.items[self.item_count] = item;
+        self.item_count += 1;
+        true
+    }
+
+    fn contains_set(&self, set: u32) -> bool {
+        self.items()
+            .iter()
+            .any(|item| matches!(item, Item::RRset { set: s, .. } if *s == set))
+    }
+}
+
+//----------- Outcome --------------------------------------------------------
+
+/// How one step of the walk ended.
+enum Step {
+    /// Continue with this name (a CNAME or synthesized CNAME target).
+    Follow(Owner),
+    /// A positive answer (or a chain that left the zone or was cut short).
+    Hit,
+    /// The name exists without the type.
+    NoData,
+    /// The name does not exist.
+    NxDomain,
+    /// The name is at or below a zone cut.
+    Delegation(u32),
+    /// A DNAME substitution overflowed 255 octets (RFC 6672 section 2.2).
+    YxDomain,
+}
+
+//----------- resolve --------------------------------------------------------
+
+/// Answers `qname` (lowercased, inside `zone`) for `qtype`.
+pub(crate) fn resolve(zone: &Zone, qname: Name<'_>, qtype: RType) -> Answer {
+    let mut answer = Answer::new();
+    let mut sname = qname.to_lower();
+    let mut owner = Owner::Qname;
+    let mut steps = 0;
+    let mut first = true;
+    // Bound: every Follow consumes one of CNAME_CHAIN_MAX steps (checked in
+    // `follow_cname` and `follow_dname`), so the loop runs at most
+    // CNAME_CHAIN_MAX + 1 times.
+    loop {
+        let step = solve(zone, &mut answer, &sname, owner, qtype, &mut steps);
+        if first && matches!(step, Step::Delegation(_)) {
+            answer.authoritative = false;
+        }
+        first = false;
+        match step {
+            Step::Follow(next) => {
+                let name = match next {
+                    Owner::Rdata(at) => rdata_name(zone, at),
+                    Owner::Synth(index) => answer.synth(index),
+                    // Follow steps only produce RDATA or synthesized names.
+                    Owner::Qname | Owner::Node(_) => break,
+                };
+                sname = name.to_lower();
+                owner = next;
+            }
+            Step::Hit => break,
+            Step::NoData => {
+                answer.authority = Authority::Soa;
+                break;
+            }
+            Step::NxDomain => {
+                answer.rcode = Rcode::NXDOMAIN;
+                answer.authority = Authority::Soa;
+                break;
+            }
+            Step::Delegation(cut) => {
+                if let Some(set) = zone.rrset_index(cut, RType::NS) {
+                    answer.authority = Authority::Delegation { cut, set };
+                }
+                break;
+            }
+            Step::YxDomain => {
+                answer.rcode = YXDOMAIN;
+                break;
+            }
+        }
+    }
+    answer
+}
+
+/// The name at an RDATA arena offset (validated when the zone was built).
+pub(crate) fn rdata_name(zone: &Zone, at: u32) -> Name<'_> {
+    Name::parse_prefix(zone.rdata_at(at)).map_or(Name::ROOT, |(name, _)| name)
+}
+
+/// One pass of RFC 1034 section 4.3.2 steps 3 and 4 for one name.
+fn solve(
+    zone: &Zone,
+    answer: &mut Answer,
+    sname: &LowerNameBuf,
+    owner: Owner,
+    qtype: RType,
+    steps: &mut usize,
+) -> Step {
+    let Some((node, exact)) = zone.closest_encloser(sname.as_name()) else {
+        return Step::Hit; // a chain left the zone
+    };
+    if let Some(cut) = zone.delegation_above(node) {
+        if !(exact && cut == node && qtype == RType::DS) {
+            return Step::Delegation(cut);
+        }
+    }
+    if exact {
+        return found(zone, answer, node, false, owner, qtype, steps);
+    }
+    if let Some(wildcard) = zone.wildcard_child(node) {
+        return found(zone, answer, wildcard, true, owner, qtype, steps);
+    }
+    if let Some(set) = zone.rrset_index(node, RType::DNAME) {
+        return follow_dname(zone, answer, node, set, sname, owner, qtype, steps);
+    }
+    Step::NxDomain
+}
+
+/// The name exists at `node`, or the wildcard `node` stands for it.
+fn found(
+    zone: &Zone,
+    answer: &mut Answer,
+    node: u32,
+    wildcard: bool,
+    owner: Owner,
+    qtype: RType,
+    steps: &mut usize,
+) -> Step {
+    if !matches!(
+        qtype,
+        RType::CNAME | RType::ANY | RType::RRSIG | RType::NSEC
+    ) {
+        if let Some(set) = zone.rrset_index(node, RType::CNAME) {
+            return follow_cname(zone, answer, set, wildcard, owner, steps);
+        }
+    }
+    let set = if qtype == RType::ANY {
+        (zone.node(node).rrset_count > 0).then_some(zone.node(node).rrsets_start)
+    } else {
+        zone.rrset_index(node, qtype)
+    };
+    match set {
+        Some(set) if answer.push(Item::RRset { owner, set }) => Step::Hit,
+        Some(_) => Step::Hit,
+        None => Step::NoData,
+    }
+}
+
+/// Adds a CNAME and continues with its target. A loop ends the chain: an
+/// exact CNAME that is already in the answer is not repeated; a wildcard
+/// CNAME is written under its new owner and then ends the chain if the
+/// wildcard was used before (Knot's `wildcard_has_visited`; NSD agrees).
+fn follow_cname(
+    zone: &Zone,
+    answer: &mut Answer,
+    set: u32,
+    wildcard: bool,
+    owner: Owner,
+    steps: &mut usize,
+) -> Step {
+    *steps += 1;
+    if *steps > CNAME_CHAIN_MAX {
+        return Step::Hit;
+    }
+    let seen = answer.contains_set(set);
+    if seen && !wildcard {
+        return Step::Hit; // an exact CNAME repeats: not written again
+    }
+    if !answer.push(Item::RRset { owner, set }) || seen {
+        return Step::Hit; // a wildcard CNAME repeats: written, then stop
+    }
+    let rrset = zone.rrset(set);
+    let records = zone.rdata_iter(rrset);
+    Step::Follow(Owner::Rdata(records.next_offset() as u32))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn follow_dname(
+    zone: &Zone,
+    answer: &mut Answer,
+    node: u32,
+    set: u32,
+    sname: &LowerNameBuf,
+    owner: Owner,
+    qtype: RType,
+    steps: &mut usize,
+) -> Step {
+    *steps += 1;
+    if *steps > CNAME_CHAIN_MAX {
+        return Step::Hit;
+    }
+    // A repeated DNAME is not written twice, but its substitution is (Knot
+    // checks duplicates for the DNAME record only).
+    if !answer.contains_set(set)
+        && !answer.push(Item::RRset {
+            owner: Owner::Node(node),
+            set,
+        })
+    {
+        return Step::Hit;
+    }
+    let rrset = *zone.rrset(set);
+    let records = zone.rdata_iter(&rrset);
+    let target = rdata_name(zone, records.next_offset() as u32);
+    let prefix = sname
+        .as_name()
+        .prefix_before(zone.node_name(node))
+        .unwrap_or(&[]);
+    let Ok(synthesized) = NameBuf::concat(prefix, target) else {
+        return Step::YxDomain;
+    };
+    if answer.synth_count == CNAME_CHAIN_MAX {
+        return Step::Hit;
+    }
+    let index = answer.synth_count as u8;
+    answer.synth[answer.synth_count] = synthesized;
+    answer.synth_count += 1;
+    if !answer.push(Item::SynthCname {
+        owner,
+        target: index,
+        ttl: rrset.ttl,
+    }) {
+        return Step::Hit;
+    }
+    if qtype == RType::CNAME {
+        return Step::Hit; // the synthesized CNAME is the answer (Knot)
+    }
+    Step::Follow(Owner::Synth(index))
+}

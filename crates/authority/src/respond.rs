@@ -1,0 +1,520 @@
+//! The responder: one query's bytes in, one answer's bytes out.
+//!
+//! [`respond`] is sans-I/O and allocation-free: it parses the query with
+//! `tern-wire` views, plans the answer with [`crate::lookup`] (a fixed-size
+//! plan on the stack) and writes it with a `MessageBuilder` over the
+//! caller's buffer, one RRset per transaction, so a truncated answer never
+//! carries half an RRset.
+//!
+//! What happens to each kind of query (evidence: Knot 3.2.6 and NSD 4.6.1
+//! asked the same bytes on loopback):
+//!
+//! | query | answer |
+//! |---|---|
+//! | shorter than 12 octets, or QR=1 | dropped |
+//! | QDCOUNT 0 | FORMERR, header only (both) |
+//! | QDCOUNT > 1 | FORMERR, header only (NSD; Knot drops) |
+//! | question unreadable (bad name, cut short) | dropped (Knot; NSD sends a bare FORMERR) |
+//! | malformed records, trailing bytes, two OPTs, bad OPT | FORMERR with the question, no OPT (Knot) |
+//! | opcode other than QUERY | NOTIMP, opcode and question echoed (Knot) |
+//! | EDNS version > 0 | BADVERS, OPT version 0, DO echoed (Knot) |
+//! | AXFR or IXFR | NOTIMP over UDP, REFUSED over TCP; RD cleared (both clear it) |
+//! | class CH | TXT for version.bind/version.server/id.server/hostname.bind if configured (AA=0, TTL 0, as both do), else REFUSED |
+//! | other classes (ANY included, as the issue asks) | REFUSED |
+//! | a name in no loaded zone | REFUSED, AA=0, with EDE 20 "Not Authoritative" in the OPT (both) |
+//!
+//! Every answer copies the ID, the opcode and RD, echoes the question
+//! bytes exactly as received (0x20 case round-trips; owner names equal to
+//! the query name compress to offset 12 and so carry the client's case),
+//! and carries an OPT iff the query had one, advertising our UDP size. CD
+//! is not copied: Knot and NSD both clear it, and a server that does not
+//! validate is not bound by RFC 4035 section 3.1.6.
+//!
+//! Size: UDP answers fit min(client's size, raised to 512; our
+//! `max_udp_size`), or 512 without EDNS; TCP answers 65535 octets. When an
+//! answer or authority RRset does not fit, TC is set and the answer keeps
+//! the RRsets already written (both servers do this). Additional records
+//! that do not fit are left out without TC (see `write_additional` for
+//! referral glue, where Knot and NSD differ).
+
+use tern_wire::build::MessageBuilder;
+use tern_wire::edns::Edns;
+use tern_wire::name::Name;
+use tern_wire::parse::{Header, MessageView, Question, Section};
+use tern_wire::types::{Opcode, RClass, RType, Rcode};
+
+use crate::builder::additional_types;
+use crate::catalog::Catalog;
+use crate::lookup::{rdata_name, resolve, Answer, Authority, Item, Owner};
+use crate::zone::{RRset, Zone};
+
+/// The advertised and default UDP payload size: the DNS flag day 2020
+/// value, which avoids IP fragmentation on common paths.
+pub const DEFAULT_UDP_SIZE: u16 = 1232;
+
+/// The size limit without EDNS (RFC 1035 section 4.2.1), and the smallest
+/// EDNS size honoured (RFC 6891 section 6.2.3).
+const CLASSIC_UDP_SIZE: usize = 512;
+
+/// The largest message (TCP's two-octet length prefix, RFC 7766).
+const MAX_MESSAGE: usize = 65535;
+
+/// An OPT record without options: root owner, type, class, TTL, RDLENGTH.
+const OPT_LEN: usize = 11;
+
+/// EDNS option "Extended DNS Error" (RFC 8914), info code 20 "Not
+/// Authoritative": what Knot and NSD attach to REFUSED.
+const EDE_NOT_AUTHORITATIVE: &[u8] = &[0x00, 0x0f, 0x00, 0x02, 0x00, 0x14];
+
+/// Additional-section RRsets remembered to avoid duplicates. A referral
+/// with 13 dual-stack name servers needs 26; past this many the
+/// additional section simply ends.
+const MAX_ADDITIONAL_RRSETS: usize = 64;
+
+/// The longest CH TXT string served: one character-string.
+const MAX_CHAOS_TEXT: usize = 255;
+
+//----------- Transport ------------------------------------------------------
+
+/// The transport a query arrived on; it decides the size limit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transport {
+    /// UDP: the EDNS size (or 512) and our configured maximum apply.
+    Udp,
+    /// TCP: up to 65535 octets.
+    Tcp,
+}
+
+//----------- ChaosIdentity --------------------------------------------------
+
+/// Strings for class CH TXT queries; each `None` means REFUSED.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ChaosIdentity {
+    /// The answer to `version.bind` and `version.server`.
+    pub version: Option<String>,
+    /// The answer to `id.server` and `hostname.bind`.
+    pub identity: Option<String>,
+}
+
+//----------- Options --------------------------------------------------------
+
+/// How to answer; fixed at start-up.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// The largest UDP answer, also advertised in our OPT.
+    pub max_udp_size: u16,
+    /// CH TXT answers; `None` (the default) refuses class CH.
+    pub chaos: Option<ChaosIdentity>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            max_udp_size: DEFAULT_UDP_SIZE,
+            chaos: None,
+        }
+    }
+}
+
+//----------- Response -------------------------------------------------------
+
+/// What to do with a query.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Response {
+    /// Send the first `len` octets of the output buffer. The rcode and TC
+    /// can be read back with [`summary`].
+    Send(usize),
+    /// Send nothing.
+    Drop,
+}
+
+/// The rcode (header bits only) and TC flag of an answer written by
+/// [`respond`], for statistics.
+pub fn summary(answer: &[u8]) -> Option<(Rcode, bool)> {
+    let header = Header::from_message(answer).ok()?;
+    Some((Rcode(u16::from(header.rcode_bits())), header.tc()))
+}
+
+//----------- respond --------------------------------------------------------
+
+/// Answers one query into `out` (65535 octets suffice for any answer).
+pub fn respond(
+    catalog: &Catalog,
+    query: &[u8],
+    transport: Transport,
+    options: &Options,
+    out: &mut [u8],
+) -> Response {
+    let Ok(header) = Header::from_message(query) else {
+        return Response::Drop;
+    };
+    if header.qr() {
+        return Response::Drop;
+    }
+    if header.counts()[0] > 1 {
+        return error(&header, None, None, Rcode::FORMERR, out);
+    }
+    let Ok(message) = MessageView::parse(query) else {
+        return Response::Drop;
+    };
+    let question = message.question();
+    let Ok(edns) = message.edns() else {
+        return error(&header, question.as_ref(), None, Rcode::FORMERR, out);
+    };
+    let Some(question) = question else {
+        return error(&header, None, edns.as_ref(), Rcode::FORMERR, out);
+    };
+    if header.opcode() != Opcode::QUERY {
+        return error(&header, Some(&question), edns.as_ref(), Rcode::NOTIMP, out);
+    }
+    if edns.as_ref().is_some_and(|edns| edns.version > 0) {
+        return error(&header, Some(&question), edns.as_ref(), Rcode::BADVERS, out);
+    }
+    let limit = match (transport, &edns) {
+        (Transport::Tcp, _) => MAX_MESSAGE,
+        (Transport::Udp, None) => CLASSIC_UDP_SIZE,
+        (Transport::Udp, Some(edns)) => usize::from(edns.udp_size)
+            .max(CLASSIC_UDP_SIZE)
+            .min(usize::from(options.max_udp_size).max(CLASSIC_UDP_SIZE)),
+    };
+    let context = Context {
+        header: &header,
+        question: &question,
+        edns: edns.as_ref(),
+        options,
+        limit,
+    };
+
+    if matches!(question.qtype, RType::AXFR | RType::IXFR) {
+        let rcode = if transport == Transport::Udp {
+            Rcode::NOTIMP
+        } else {
+            Rcode::REFUSED
+        };
+        return context.short(rcode, false, out);
+    }
+    if question.qclass == RClass::CH {
+        return context.chaos(out);
+    }
+    if question.qclass != RClass::IN {
+        return context.short(Rcode::REFUSED, true, out);
+    }
+    let qname = question.name.to_lower();
+    let Some(zone) = catalog.find_for_query(qname.as_name(), question.qtype) else {
+        return context.short(Rcode::REFUSED, true, out);
+    };
+    let answer = resolve(zone, qname.as_name(), question.qtype);
+    context.answer(zone, &answer, out)
+}
+
+/// A reply without the normal context: FORMERR, NOTIMP, BADVERS.
+fn error(
+    header: &Header,
+    question: Option<&Question<'_>>,
+    edns: Option<&Edns<'_>>,
+    rcode: Rcode,
+    out: &mut [u8],
+) -> Response {
+    let Ok(mut builder) = MessageBuilder::new(out, MAX_MESSAGE) else {
+        return Response::Drop;
+    };
+    start_header(&mut builder, header, true);
+    builder.set_rcode(rcode);
+    if let Some(question) = question {
+        if builder.push_question_bytes(question.bytes).is_err() {
+            return Response::Drop;
+        }
+    }
+    if let Some(edns) = edns {
+        if builder
+            .push_opt(DEFAULT_UDP_SIZE, rcode, edns.dnssec_ok, &[])
+            .is_err()
+        {
+            return Response::Drop;
+        }
+    }
+    Response::Send(builder.finish())
+}
+
+/// ID, QR, opcode and (optionally) RD of the query; every other flag clear.
+fn start_header(builder: &mut MessageBuilder<'_>, header: &Header, copy_rd: bool) {
+    builder.set_id(header.id());
+    builder.set_qr(true);
+    builder.set_opcode(header.opcode().0);
+    builder.set_rd(copy_rd && header.rd());
+}
+
+//----------- Context --------------------------------------------------------
+
+/// What every reply to a well-formed query needs.
+struct Context<'a> {
+    header: &'a Header,
+    question: &'a Question<'a>,
+    edns: Option<&'a Edns<'a>>,
+    options: &'a Options,
+    limit: usize,
+}
+
+impl Context<'_> {
+    /// Starts a reply: header, question, room for the OPT.
+    fn begin<'b>(
+        &self,
+        out: &'b mut [u8],
+        copy_rd: bool,
+        opt_options: &[u8],
+    ) -> Option<MessageBuilder<'b>> {
+        let mut builder = MessageBuilder::new(out, self.limit).ok()?;
+        start_header(&mut builder, self.header, copy_rd);
+        builder.push_question_bytes(self.question.bytes).ok()?;
+        if self.edns.is_some() {
+            builder.reserve(OPT_LEN + opt_options.len()).ok()?;
+        }
+        Some(builder)
+    }
+
+    /// Finishes a reply: the OPT (if the query had one), the counts.
+    fn end(&self, mut builder: MessageBuilder<'_>, rcode: Rcode, opt_options: &[u8]) -> Response {
+        builder.set_rcode(rcode);
+        if let Some(edns) = self.edns {
+            builder.release(OPT_LEN + opt_options.len());
+            let size = self.options.max_udp_size.max(CLASSIC_UDP_SIZE as u16);
+            if builder
+                .push_opt(size, rcode, edns.dnssec_ok, opt_options)
+                .is_err()
+            {
+                return Response::Drop;
+            }
+        }
+        Response::Send(builder.finish())
+    }
+
+    /// A reply with no records: REFUSED, NOTIMP.
+    fn short(&self, rcode: Rcode, copy_rd: bool, out: &mut [u8]) -> Response {
+        let options = if rcode == Rcode::REFUSED {
+            EDE_NOT_AUTHORITATIVE
+        } else {
+            &[][..]
+        };
+        match self.begin(out, copy_rd, options) {
+            Some(builder) => self.end(builder, rcode, options),
+            None => Response::Drop,
+        }
+    }
+
+    /// Class CH: the configured identity strings, as TXT with TTL 0.
+    fn chaos(&self, out: &mut [u8]) -> Response {
+        let name = self.question.name.to_lower();
+        let chaos = self.options.chaos.as_ref();
+        let text = match name.as_bytes() {
+            b"\x07version\x04bind\x00" | b"\x07version\x06server\x00" => {
+                chaos.and_then(|c| c.version.as_deref())
+            }
+            b"\x02id\x06server\x00" | b"\x08hostname\x04bind\x00" => {
+                chaos.and_then(|c| c.identity.as_deref())
+            }
+            _ => None,
+        };
+        let Some(text) = text.filter(|_| self.question.qtype == RType::TXT) else {
+            return self.short(Rcode::REFUSED, true, out);
+        };
+        let Some(mut builder) = self.begin(out, true, &[]) else {
+            return Response::Drop;
+        };
+        let text = &text.as_bytes()[..text.len().min(MAX_CHAOS_TEXT)];
+        let mut rdata = [0u8; MAX_CHAOS_TEXT + 1];
+        rdata[0] = text.len() as u8;
+        rdata[1..=text.len()].copy_from_slice(text);
+        builder.set_section(Section::Answer);
+        if builder
+            .push_record(
+                self.question.name,
+                RType::TXT,
+                RClass::CH,
+                0,
+                &rdata[..=text.len()],
+            )
+            .is_err()
+        {
+            builder.set_tc(true);
+        }
+        self.end(builder, Rcode::NOERROR, &[])
+    }
+
+    /// Encodes a planned answer.
+    fn answer(&self, zone: &Zone, answer: &Answer, out: &mut [u8]) -> Response {
+        let Some(mut builder) = self.begin(out, true, &[]) else {
+            return Response::Drop;
+        };
+        builder.set_aa(answer.authoritative);
+        let mut writer = Writer {
+            zone,
+            answer,
+            qname: self.question.name,
+            builder,
+        };
+        writer.write_all();
+        self.end(writer.builder, answer.rcode, &[])
+    }
+}
+
+//----------- Seen ----------------------------------------------------------
+
+/// The additional RRsets written so far, to write each once.
+struct Seen {
+    entries: [(u32, RType); MAX_ADDITIONAL_RRSETS],
+    count: usize,
+    last_failed: bool,
+}
+
+//----------- Writer ---------------------------------------------------------
+
+/// Writes an answer plan's sections.
+struct Writer<'a, 'b> {
+    zone: &'a Zone,
+    answer: &'a Answer,
+    qname: Name<'a>,
+    builder: MessageBuilder<'b>,
+}
+
+impl<'a> Writer<'a, '_> {
+    fn write_all(&mut self) {
+        self.builder.set_section(Section::Answer);
+        for item in self.answer.items() {
+            let written = match *item {
+                Item::RRset { owner, set } => {
+                    let owner = self.owner(owner);
+                    let rrset = *self.zone.rrset(set);
+                    self.write_rrset(owner, &rrset, rrset.ttl)
+                }
+                Item::SynthCname { owner, target, ttl } => {
+                    let owner = self.owner(owner);
+                    let answer: &'a Answer = self.answer;
+                    let target = answer.synth(target);
+                    self.builder
+                        .push_record(owner, RType::CNAME, RClass::IN, ttl, target.as_bytes())
+                        .is_ok()
+                }
+            };
+            if !written {
+                self.builder.set_tc(true);
+                return;
+            }
+        }
+
+        self.builder.set_section(Section::Authority);
+        let written = match self.answer.authority {
+            Authority::None => true,
+            Authority::Soa => {
+                let soa = *self.zone.rrset(self.zone.soa);
+                self.write_rrset(self.zone.origin(), &soa, self.zone.negative_ttl)
+            }
+            Authority::Delegation { cut, set } => {
+                let rrset = *self.zone.rrset(set);
+                self.write_rrset(self.zone.node_name(cut), &rrset, rrset.ttl)
+            }
+        };
+        if !written {
+            self.builder.set_tc(true);
+            return;
+        }
+
+        self.builder.set_section(Section::Additional);
+        self.write_additional();
+    }
+
+    /// Writes one RRset, all or nothing.
+    fn write_rrset(&mut self, owner: Name<'_>, rrset: &RRset, ttl: u32) -> bool {
+        let mark = self.builder.mark();
+        for rdata in self.zone.rdata_iter(rrset) {
+            if self
+                .builder
+                .push_record(owner, rrset.rtype, RClass::IN, ttl, rdata)
+                .is_err()
+            {
+                self.builder.rollback(mark);
+                return false;
+            }
+        }
+        true
+    }
+
+    fn owner(&self, owner: Owner) -> Name<'a> {
+        match owner {
+            Owner::Qname => self.qname,
+            Owner::Rdata(at) => rdata_name(self.zone, at),
+            Owner::Synth(index) => self.answer.synth(index),
+            Owner::Node(node) => self.zone.node_name(node),
+        }
+    }
+
+    /// A/AAAA (and SVCB/HTTPS) of the targets of the NS, MX, SRV, SVCB and
+    /// HTTPS RRsets written. Each (node, type) is written once.
+    ///
+    /// Answers follow Knot's `put_additional`: RRsets in the order written,
+    /// per target A then AAAA, required glue first; what does not fit is
+    /// skipped. Referrals follow NSD 4.6: the A records of every glue
+    /// target, then the AAAA records, skipping what does not fit, without
+    /// TC. Knot instead sets TC when required glue does not fit (RFC 9471),
+    /// but where it cuts depends on its own name compression, which is less
+    /// compact than ours; NSD's rule depends only on the order, so it can
+    /// be matched exactly and it keeps IPv4 glue for every name server.
+    fn write_additional(&mut self) {
+        let mut seen = Seen {
+            entries: [(0, RType(0)); MAX_ADDITIONAL_RRSETS],
+            count: 0,
+            last_failed: false,
+        };
+        if let Authority::Delegation { set, .. } = self.answer.authority {
+            let rrset = *self.zone.rrset(set);
+            for rtype in [RType::A, RType::AAAA] {
+                for glue in self.zone.glue(&rrset) {
+                    if !self.write_glue(glue.node, glue.target, rtype, &mut seen) {
+                        return;
+                    }
+                }
+            }
+            return;
+        }
+        let sets = self.answer.items().iter().filter_map(|item| match item {
+            Item::RRset { set, .. } => Some(*set),
+            Item::SynthCname { .. } => None,
+        });
+        for set in sets {
+            let rrset = *self.zone.rrset(set);
+            for glue in self.zone.glue(&rrset) {
+                for &rtype in additional_types(rrset.rtype) {
+                    if !self.write_glue(glue.node, glue.target, rtype, &mut seen) {
+                        return;
+                    }
+                    if seen.last_failed {
+                        break; // a smaller record of the next target may fit
+                    }
+                }
+            }
+        }
+    }
+
+    /// Writes one additional RRset unless already written. Returns false
+    /// when no more additional records may be written.
+    fn write_glue(&mut self, node: u32, target: u32, rtype: RType, seen: &mut Seen) -> bool {
+        seen.last_failed = false;
+        let Some(index) = self.zone.rrset_index(node, rtype) else {
+            return true;
+        };
+        if seen.entries[..seen.count].contains(&(node, rtype)) {
+            return true;
+        }
+        if seen.count == MAX_ADDITIONAL_RRSETS {
+            return false;
+        }
+        let owner = rdata_name(self.zone, target);
+        let additional = *self.zone.rrset(index);
+        if self.write_rrset(owner, &additional, additional.ttl) {
+            seen.entries[seen.count] = (node, rtype);
+            seen.count += 1;
+        } else {
+            seen.last_failed = true;
+        }
+        true
+    }
+}

@@ -1,0 +1,136 @@
+//! The `tern` binary as an operator uses it: `check`, `dump` and `serve`
+//! with their flags, exit codes and located messages.
+
+use std::net::UdpSocket;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn tern() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_tern"))
+}
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn run(command: &mut Command) -> (bool, String) {
+    let Output {
+        status,
+        stdout,
+        stderr,
+    } = command.output().unwrap();
+    let text = String::from_utf8_lossy(&stdout).into_owned() + &String::from_utf8_lossy(&stderr);
+    (status.success(), text)
+}
+
+/// A fresh temporary directory for one test.
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("tern-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+const GOOD: &str = "$TTL 300\n@ SOA ns hm 1 2 3 4 5\n@ NS ns\nns A 192.0.2.1\nwww A 192.0.2.2\n";
+
+#[test]
+fn check_accepts_the_shipped_zones() {
+    let (ok, text) = run(tern().arg("check").arg("--zones").arg(repo().join("zones")));
+    assert!(ok, "{text}");
+    assert!(text.contains("1 zone(s) OK"), "{text}");
+}
+
+#[test]
+fn check_rejects_with_located_errors() {
+    let dir = temp_dir("check");
+    let file = dir.join("bad.zone");
+    std::fs::write(&file, format!("{GOOD}mail AAA 192.0.2.3\nwww CNAME ns\n")).unwrap();
+    let (ok, text) = run(tern().arg("check").arg("example.com").arg(&file));
+    assert!(!ok, "{text}");
+    let located = format!("{}:6:", file.display());
+    assert!(text.contains(&located), "no error at line 6 in:\n{text}");
+    // The directory form reports the same zone by its file name.
+    let (ok, text) = run(tern().arg("check").arg("--zones").arg(&dir));
+    assert!(!ok && text.contains("bad.zone:6:"), "{text}");
+}
+
+#[test]
+fn check_reports_semantic_errors() {
+    let dir = temp_dir("semantic");
+    let file = dir.join("example.com.zone");
+    std::fs::write(&file, format!("{GOOD}www TXT \"beside\"\nwww CNAME ns\n")).unwrap();
+    let (ok, text) = run(tern().arg("check").arg("--zones").arg(&dir));
+    assert!(!ok, "{text}");
+    assert!(
+        text.contains("example.com.zone:7:") && text.contains("CNAME"),
+        "{text}"
+    );
+}
+
+#[test]
+fn dump_prints_canonical_records() {
+    let (ok, text) = run(tern()
+        .arg("dump")
+        .arg("example.com")
+        .arg(repo().join("zones/example.com.zone")));
+    assert!(ok, "{text}");
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines[0].starts_with("example.com.\t3600\tIN\tSOA\tns1.example.com. "),
+        "{text}"
+    );
+    assert!(
+        lines.contains(&"www.example.com.\t3600\tIN\tA\t192.0.2.80"),
+        "{text}"
+    );
+}
+
+#[test]
+fn config_errors_name_the_line() {
+    let dir = temp_dir("config");
+    let config = dir.join("tern.yaml");
+    std::fs::write(&config, "listen: ['127.0.0.1:5399']\nzonez: {}\n").unwrap();
+    let (ok, text) = run(tern().arg("check").arg("--config").arg(&config));
+    assert!(!ok);
+    assert!(text.contains("zonez") && text.contains("line 2"), "{text}");
+}
+
+#[test]
+fn serve_answers_from_a_zone_directory() {
+    let dir = temp_dir("serve");
+    std::fs::write(dir.join("example.com.zone"), GOOD).unwrap();
+    let probe = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let addr = probe.local_addr().unwrap();
+    drop(probe);
+    let mut child = tern()
+        .arg("serve")
+        .arg("--zones")
+        .arg(&dir)
+        .arg("--listen")
+        .arg(addr.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let client = UdpSocket::bind("127.0.0.1:0").unwrap();
+    client
+        .set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    let query = b"\xab\xcd\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\
+        \x03www\x07example\x03com\x00\x00\x01\x00\x01";
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut answer = None;
+    while answer.is_none() && Instant::now() < deadline {
+        client.send_to(query, addr).unwrap();
+        let mut buf = [0u8; 512];
+        if let Ok((len, _)) = client.recv_from(&mut buf) {
+            answer = Some(buf[..len].to_vec());
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let answer = answer.expect("tern serve did not answer within 10 s");
+    assert_eq!(&answer[..4], b"\xab\xcd\x84\x00", "ID, QR+AA, NOERROR");
+    assert_eq!(&answer[answer.len() - 4..], &[192, 0, 2, 2]);
+}
