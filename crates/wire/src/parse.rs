@@ -189,6 +189,17 @@ impl<'a> MessageView<'a> {
         }
     }
 
+    /// The records of one section, lazily. A malformed record ends the
+    /// iteration with an error.
+    pub fn section(
+        &self,
+        section: Section,
+    ) -> impl Iterator<Item = Result<RecordView<'a>, ParseError>> {
+        self.records()
+            .skip_while(move |record| matches!(record, Ok(r) if r.section != section))
+            .take_while(move |record| !matches!(record, Ok(r) if r.section != section))
+    }
+
     /// Walks every record and returns the query's EDNS view if there is
     /// one. Errors: malformed records, trailing bytes, more than one OPT,
     /// an OPT outside the additional section or with a non-root owner
@@ -487,6 +498,25 @@ mod tests {
         let msg = b"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\xc0\x0e\xc0\x0c";
         assert!(CompressedName::parse(msg, 12).is_err());
         assert!(CompressedName::parse(msg, 14).is_err());
+    }
+
+    #[test]
+    fn sections_iterate_separately() {
+        // One answer, one authority, one additional record, all A records.
+        let mut msg = QUERY.to_vec();
+        msg[7] = 1;
+        msg[9] = 1;
+        msg[11] = 1;
+        for last in 1..=3u8 {
+            msg.extend_from_slice(b"\xc0\x0c\x00\x01\x00\x01\x00\x00\x00\x3c\x00\x04\xc0\x00\x02");
+            msg.push(last);
+        }
+        let m = MessageView::parse(&msg).unwrap();
+        let octet =
+            |section| -> Vec<u8> { m.section(section).map(|r| r.unwrap().rdata[3]).collect() };
+        assert_eq!(octet(Section::Answer), [1]);
+        assert_eq!(octet(Section::Authority), [2]);
+        assert_eq!(octet(Section::Additional), [3]);
     }
 
     #[test]
