@@ -7,6 +7,8 @@
 //! nothing is built per label (hickory's `base_name()` per label is the
 //! pattern avoided, see `docs/style.md`).
 
+use std::sync::Arc;
+
 use tern_wire::name::Name;
 use tern_wire::types::RType;
 
@@ -15,20 +17,24 @@ use crate::zone::Zone;
 
 //----------- Catalog --------------------------------------------------------
 
-/// All loaded zones, immutable and shareable across threads.
+/// All loaded zones, immutable and shareable across threads. Zones are
+/// reference-counted so that a reload can build a new catalog that keeps
+/// the previous version of a zone that failed to load.
 #[derive(Clone, Debug, Default)]
 pub struct Catalog {
-    zones: Vec<Zone>,
+    zones: Vec<Arc<Zone>>,
     index: NameIndex,
 }
 
 impl Catalog {
     /// A catalog over `zones`. If two zones have the same origin, the first
     /// one is kept.
-    pub fn new(zones: Vec<Zone>) -> Catalog {
-        let mut kept: Vec<Zone> = Vec::with_capacity(zones.len());
-        let mut index = NameIndex::with_capacity(zones.len());
+    pub fn new<Z: Into<Arc<Zone>>>(zones: impl IntoIterator<Item = Z>) -> Catalog {
+        let zones = zones.into_iter();
+        let mut kept: Vec<Arc<Zone>> = Vec::with_capacity(zones.size_hint().0);
+        let mut index = NameIndex::with_capacity(zones.size_hint().0);
         for zone in zones {
+            let zone: Arc<Zone> = zone.into();
             if index
                 .find(zone.origin().as_bytes(), |i| {
                     kept[i as usize].origin().as_bytes()
@@ -48,7 +54,7 @@ impl Catalog {
     }
 
     /// The zones, in load order.
-    pub fn zones(&self) -> &[Zone] {
+    pub fn zones(&self) -> &[Arc<Zone>] {
         &self.zones
     }
 
