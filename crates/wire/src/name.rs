@@ -480,10 +480,15 @@ impl fmt::Display for NameBuf {
 pub struct LowerNameBuf(NameBuf);
 
 impl LowerNameBuf {
-    /// Copies and lowercases a name.
+    /// Copies and lowercases a name in one pass (this runs once per query).
     pub fn from_name(name: Name<'_>) -> Self {
-        let mut buf = NameBuf::from_name(name);
-        buf.make_lowercase();
+        let mut buf = NameBuf {
+            len: name.len() as u8,
+            bytes: [0; MAX_NAME_LEN],
+        };
+        for (to, from) in buf.bytes.iter_mut().zip(name.as_bytes()) {
+            *to = from.to_ascii_lowercase();
+        }
         LowerNameBuf(buf)
     }
 

@@ -1,0 +1,567 @@
+//! Answers built by `tern_authority::respond` from a real zone, so the bytes
+//! tested are exactly those the server stores.
+
+use std::path::Path;
+
+use tern_authority::{respond, Catalog, Options, Response, Transport, ZoneBuilder};
+use tern_wire::name::NameBuf;
+use tern_wire::parse::MessageView;
+use tern_wire::types::RType;
+
+use super::*;
+
+const ZONE: &str = "\
+$TTL 300
+@        SOA   ns1 hostmaster 1 7200 3600 1209600 300
+@        NS    ns1
+ns1      A     192.0.2.53
+www      A     192.0.2.1
+www      AAAA  2001:db8::1
+mail     MX    10 mx
+mx       A     192.0.2.25
+mx       AAAA  2001:db8::25
+alias    CNAME www
+*.wild   A     192.0.2.7
+*.big    TXT   \"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"
+*.big    TXT   \"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb\"
+*.big    TXT   \"cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc\"
+*.big    TXT   \"dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd\"
+*.big    TXT   \"eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee\"
+*.big    TXT   \"ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff\"
+sub      NS    ns.sub
+ns.sub   A     192.0.2.99
+";
+
+fn catalog() -> Catalog {
+    let origin = NameBuf::from_text(b"example.", None).unwrap();
+    let parsed = tern_zone::parse_bytes(
+        ZONE.as_bytes(),
+        Path::new("test.zone"),
+        origin.as_name(),
+        &tern_zone::Options::default(),
+        &mut tern_zone::NoInclude,
+    )
+    .unwrap_or_else(|e| panic!("{e:?}"));
+    let mut builder = ZoneBuilder::new(origin.as_name());
+    for r in &parsed.records {
+        builder
+            .insert(r.owner.as_name(), r.rtype, r.class, r.ttl, &r.rdata)
+            .unwrap();
+    }
+    Catalog::new(vec![builder.finish().unwrap()])
+}
+
+/// How to ask.
+#[derive(Clone, Copy)]
+struct Ask {
+    id: u16,
+    rd: bool,
+    /// EDNS: (DO, version).
+    edns: Option<(bool, u8)>,
+}
+
+const EDNS: Ask = Ask {
+    id: 0x4242,
+    rd: false,
+    edns: Some((false, 0)),
+};
+
+const PLAIN: Ask = Ask {
+    id: 0x4242,
+    rd: false,
+    edns: None,
+};
+
+/// Query bytes; `qname` is written with its case kept.
+fn query(qname: &str, qtype: RType, ask: Ask) -> Vec<u8> {
+    let name = NameBuf::from_text(qname.as_bytes(), None).unwrap();
+    let mut q = ask.id.to_be_bytes().to_vec();
+    q.extend_from_slice(&[u8::from(ask.rd), 0, 0, 1, 0, 0, 0, 0, 0, 0]);
+    q.extend_from_slice(name.as_bytes());
+    q.extend_from_slice(&qtype.0.to_be_bytes());
+    q.extend_from_slice(&[0, 1]);
+    if let Some((dnssec_ok, version)) = ask.edns {
+        q[11] = 1;
+        q.extend_from_slice(&[0, 0, 41, 0x04, 0xd0, 0, version]);
+        q.extend_from_slice(&[if dnssec_ok { 0x80 } else { 0 }, 0, 0, 0]);
+    }
+    q
+}
+
+fn key(query: &[u8]) -> CacheKey {
+    try_key(query).expect("cacheable query")
+}
+
+fn try_key(query: &[u8]) -> Option<CacheKey> {
+    let view = MessageView::parse(query).unwrap();
+    let edns = view.edns().unwrap();
+    CacheKey::from_query(&view, edns.as_ref())
+}
+
+/// The slow path's answer.
+fn slow(catalog: &Catalog, query: &[u8], transport: Transport) -> Vec<u8> {
+    let mut out = vec![0; 65535];
+    match respond(catalog, query, transport, &Options::default(), &mut out) {
+        Response::Send(len) => out[..len].to_vec(),
+        Response::Drop => panic!("dropped"),
+    }
+}
+
+/// The cache's answer, with a roomy limit.
+fn hit(cache: &mut ResponseCache, query: &[u8]) -> Option<Vec<u8>> {
+    let mut out = vec![0; 65535];
+    let len = cache.answer(&key(query), query, 65535, &mut out)?;
+    Some(out[..len].to_vec())
+}
+
+fn small(max_entries: usize, max_bytes: usize) -> ResponseCache {
+    ResponseCache::new(CacheLimits {
+        max_entries,
+        max_bytes,
+    })
+}
+
+#[test]
+fn hit_equals_the_slow_path_for_another_id_rd_and_case() {
+    let catalog = catalog();
+    let cases: &[(&str, RType, &str)] = &[
+        ("www.example.", RType::A, "wWw.EXAMPLE."),
+        ("www.example.", RType::AAAA, "WWW.example."),
+        ("mail.example.", RType::MX, "MaIl.ExAmPlE."),
+        ("alias.example.", RType::A, "ALIAS.example."),
+        ("x.wild.example.", RType::A, "X.Wild.Example."),
+        ("nope.example.", RType::A, "NoPe.example."), // NXDOMAIN
+        ("www.example.", RType::TXT, "www.Example."), // NODATA
+        ("a.sub.example.", RType::A, "A.SUB.example."), // referral
+        ("example.", RType::NS, "EXAMPLE."),
+    ];
+    for &(stored, qtype, asked) in cases {
+        for ask in [EDNS, PLAIN] {
+            let mut cache = ResponseCache::new(CacheLimits::default());
+            let first = query(stored, qtype, ask);
+            assert_eq!(
+                hit(&mut cache, &first),
+                None,
+                "{stored} {qtype}: empty cache"
+            );
+            let answer = slow(&catalog, &first, Transport::Udp);
+            assert!(cache.insert(key(&first), &answer), "{stored} {qtype}");
+            assert_eq!(cache.len(), 1);
+
+            // The same query: the same bytes.
+            assert_eq!(hit(&mut cache, &first).unwrap(), answer);
+
+            // Another ID, RD set, another case: what respond would say.
+            let again = Ask {
+                id: 0xbeef,
+                rd: true,
+                ..ask
+            };
+            let second = query(asked, qtype, again);
+            let cached = hit(&mut cache, &second).expect("hit");
+            assert_eq!(
+                cached,
+                slow(&catalog, &second, Transport::Udp),
+                "{asked} {qtype}"
+            );
+            assert_eq!(&cached[..2], &[0xbe, 0xef]);
+            assert_eq!(cached[2] & RD, RD);
+            // The question echoes the client's case.
+            let qlen = second.len() - if ask.edns.is_some() { 11 } else { 0 };
+            assert_eq!(&cached[12..qlen], &second[12..qlen]);
+        }
+    }
+}
+
+#[test]
+fn rd_is_taken_from_each_query() {
+    let catalog = catalog();
+    let mut cache = ResponseCache::new(CacheLimits::default());
+    let with_rd = query("www.example.", RType::A, Ask { rd: true, ..EDNS });
+    assert!(cache.insert(key(&with_rd), &slow(&catalog, &with_rd, Transport::Udp)));
+    let without = query("www.example.", RType::A, EDNS);
+    let cached = hit(&mut cache, &without).unwrap();
+    assert_eq!(cached[2] & RD, 0);
+    assert_eq!(cached, slow(&catalog, &without, Transport::Udp));
+}
+
+#[test]
+fn dnssec_ok_and_edns_presence_are_separate_keys() {
+    let catalog = catalog();
+    let mut cache = ResponseCache::new(CacheLimits::default());
+    let plain = query("www.example.", RType::A, PLAIN);
+    let edns = query("www.example.", RType::A, EDNS);
+    let dnssec = query(
+        "www.example.",
+        RType::A,
+        Ask {
+            edns: Some((true, 0)),
+            ..EDNS
+        },
+    );
+    assert!(cache.insert(key(&edns), &slow(&catalog, &edns, Transport::Udp)));
+    assert_eq!(hit(&mut cache, &plain), None);
+    assert_eq!(hit(&mut cache, &dnssec), None);
+    assert!(hit(&mut cache, &edns).is_some());
+
+    // An answer stored under the wrong EDNS flags is refused.
+    assert!(!cache.insert(key(&plain), &slow(&catalog, &edns, Transport::Udp)));
+    assert!(!cache.insert(key(&dnssec), &slow(&catalog, &edns, Transport::Udp)));
+
+    assert!(cache.insert(key(&plain), &slow(&catalog, &plain, Transport::Udp)));
+    assert!(cache.insert(key(&dnssec), &slow(&catalog, &dnssec, Transport::Udp)));
+    assert_eq!(cache.len(), 3);
+    for q in [&plain, &edns, &dnssec] {
+        assert_eq!(
+            hit(&mut cache, q).unwrap(),
+            slow(&catalog, q, Transport::Udp)
+        );
+    }
+    // The DO bit comes back in each answer's OPT.
+    let with_do = hit(&mut cache, &dnssec).unwrap();
+    assert_eq!(with_do[with_do.len() - 4] & 0x80, 0x80);
+}
+
+#[test]
+fn refuses_truncated_error_and_malformed_answers() {
+    let catalog = catalog();
+    let mut cache = ResponseCache::new(CacheLimits::default());
+
+    // TC: six 100-octet TXT records do not fit in 512 octets without EDNS.
+    let big = query("x.big.example.", RType::TXT, PLAIN);
+    let truncated = slow(&catalog, &big, Transport::Udp);
+    assert_eq!(truncated[2] & 0x02, 0x02, "TC set by respond");
+    assert!(!cache.insert(key(&big), &truncated));
+    // Over TCP it fits, and is stored.
+    assert!(cache.insert(key(&big), &slow(&catalog, &big, Transport::Tcp)));
+
+    // REFUSED: a name in no zone.
+    let outside = query("www.example.org.", RType::A, EDNS);
+    let refused = slow(&catalog, &outside, Transport::Udp);
+    assert_eq!(refused[3] & 0x0f, 5);
+    assert!(!cache.insert(key(&outside), &refused));
+
+    // SERVFAIL, FORMERR, NOTIMP: a good answer with its rcode changed.
+    let www = query("www.example.", RType::A, EDNS);
+    let good = slow(&catalog, &www, Transport::Udp);
+    for rcode in [1, 2, 4, 5] {
+        let mut bad = good.clone();
+        bad[3] = (bad[3] & 0xf0) | rcode;
+        assert!(!cache.insert(key(&www), &bad), "rcode {rcode}");
+    }
+    // QR clear; opcode not QUERY.
+    let mut query_bit = good.clone();
+    query_bit[2] &= !0x80;
+    assert!(!cache.insert(key(&www), &query_bit));
+    let mut notify = good.clone();
+    notify[2] |= 4 << 3;
+    assert!(!cache.insert(key(&www), &notify));
+    // BADVERS: header rcode 0, extended rcode 1 in the OPT.
+    let v1 = query(
+        "www.example.",
+        RType::A,
+        Ask {
+            edns: Some((false, 1)),
+            ..EDNS
+        },
+    );
+    assert_eq!(try_key(&v1), None);
+    let badvers = slow(&catalog, &v1, Transport::Udp);
+    assert_eq!(badvers[3] & 0x0f, 0);
+    assert!(!cache.insert(key(&www), &badvers));
+
+    // Malformed: every strict prefix, trailing bytes, a lying count, junk.
+    for cut in 0..good.len() {
+        assert!(!cache.insert(key(&www), &good[..cut]), "cut at {cut}");
+    }
+    let mut trailing = good.clone();
+    trailing.push(0);
+    assert!(!cache.insert(key(&www), &trailing));
+    let mut more = good.clone();
+    more[7] += 1; // ANCOUNT
+    assert!(!cache.insert(key(&www), &more));
+    assert!(!cache.insert(key(&www), &[0xff; 64]));
+    assert!(!cache.insert(key(&www), &vec![0; MAX_ANSWER_LEN + 1]));
+
+    // Only the TCP answer went in.
+    assert_eq!(cache.len(), 1);
+    assert_eq!(hit(&mut cache, &www), None);
+    assert!(cache.insert(key(&www), &good));
+    assert_eq!(hit(&mut cache, &www).unwrap(), good);
+}
+
+#[test]
+fn an_answer_to_another_question_is_refused() {
+    let catalog = catalog();
+    let mut cache = ResponseCache::new(CacheLimits::default());
+    let www = query("www.example.", RType::A, EDNS);
+    let aaaa = query("www.example.", RType::AAAA, EDNS);
+    let mail = query("mail.example.", RType::MX, EDNS);
+    assert!(!cache.insert(key(&www), &slow(&catalog, &mail, Transport::Udp)));
+    assert!(!cache.insert(key(&www), &slow(&catalog, &aaaa, Transport::Udp)));
+    assert!(cache.is_empty());
+    // The question's case does not matter.
+    let upper = query("WWW.EXAMPLE.", RType::A, EDNS);
+    assert!(cache.insert(key(&www), &slow(&catalog, &upper, Transport::Udp)));
+    assert_eq!(
+        hit(&mut cache, &www).unwrap(),
+        slow(&catalog, &www, Transport::Udp)
+    );
+}
+
+#[test]
+fn a_query_that_does_not_match_its_key_misses() {
+    let catalog = catalog();
+    let mut cache = ResponseCache::new(CacheLimits::default());
+    let www = query("www.example.", RType::A, EDNS);
+    let wwx = query("wwx.example.", RType::A, EDNS);
+    let aaaa = query("www.example.", RType::AAAA, EDNS);
+    assert!(cache.insert(key(&www), &slow(&catalog, &www, Transport::Udp)));
+    let mut out = vec![0; 4096];
+    assert!(cache.answer(&key(&www), &www, 4096, &mut out).is_some());
+    assert_eq!(cache.answer(&key(&www), &wwx, 4096, &mut out), None);
+    assert_eq!(cache.answer(&key(&www), &aaaa, 4096, &mut out), None);
+    assert_eq!(cache.answer(&key(&www), &www[..20], 4096, &mut out), None);
+}
+
+#[test]
+fn limit_and_output_size_are_respected() {
+    let catalog = catalog();
+    let mut cache = ResponseCache::new(CacheLimits::default());
+    let big = query("x.big.example.", RType::TXT, PLAIN);
+    let answer = slow(&catalog, &big, Transport::Tcp);
+    assert!(answer.len() > 512);
+    assert!(cache.insert(key(&big), &answer));
+
+    let mut out = vec![0xaa; 65535];
+    let k = key(&big);
+    assert_eq!(cache.answer(&k, &big, 512, &mut out), None);
+    assert_eq!(cache.answer(&k, &big, answer.len() - 1, &mut out), None);
+    assert!(
+        out.iter().all(|&b| b == 0xaa),
+        "nothing written on a decline"
+    );
+    assert_eq!(
+        cache.answer(&k, &big, answer.len(), &mut out),
+        Some(answer.len())
+    );
+    assert_eq!(&out[..answer.len()], &answer[..]);
+    // An output buffer too short is a decline, not a panic.
+    let mut short = vec![0; answer.len() - 1];
+    assert_eq!(cache.answer(&k, &big, 65535, &mut short), None);
+}
+
+#[test]
+fn insert_replaces_an_entry_with_the_same_key() {
+    let catalog = catalog();
+    let mut cache = ResponseCache::new(CacheLimits::default());
+    let www = query("www.example.", RType::A, EDNS);
+    let answer = slow(&catalog, &www, Transport::Udp);
+    assert!(cache.insert(key(&www), &answer));
+    let bytes = cache.bytes();
+    assert_eq!(
+        bytes,
+        TEMPLATE_LEN + answer.len() - HEADER_LEN - 4 + ENTRY_OVERHEAD
+    );
+    assert!(cache.insert(key(&www), &answer));
+    assert_eq!((cache.len(), cache.bytes()), (1, bytes));
+}
+
+#[test]
+fn clear_empties_and_the_cache_still_works() {
+    let catalog = catalog();
+    let mut cache = ResponseCache::new(CacheLimits::default());
+    let names = ["www.example.", "mail.example.", "nope.example."];
+    for name in names {
+        let q = query(name, RType::A, EDNS);
+        assert!(cache.insert(key(&q), &slow(&catalog, &q, Transport::Udp)));
+    }
+    assert_eq!(cache.len(), 3);
+    cache.clear();
+    assert!(cache.is_empty());
+    assert_eq!((cache.len(), cache.bytes()), (0, 0));
+    for name in names {
+        assert_eq!(hit(&mut cache, &query(name, RType::A, EDNS)), None);
+    }
+    let q = query("www.example.", RType::A, EDNS);
+    assert!(cache.insert(key(&q), &slow(&catalog, &q, Transport::Udp)));
+    assert_eq!(
+        hit(&mut cache, &q).unwrap(),
+        slow(&catalog, &q, Transport::Udp)
+    );
+}
+
+#[test]
+fn zero_limits_store_nothing() {
+    let catalog = catalog();
+    let q = query("www.example.", RType::A, EDNS);
+    let answer = slow(&catalog, &q, Transport::Udp);
+    let mut no_entries = small(0, 1 << 20);
+    assert!(!no_entries.insert(key(&q), &answer));
+    let mut no_bytes = small(10, ENTRY_OVERHEAD);
+    assert!(!no_bytes.insert(key(&q), &answer));
+    assert!(no_entries.is_empty() && no_bytes.is_empty());
+}
+
+/// Writes six decimal digits of `i` at `at` in a query or an answer.
+fn number(bytes: &mut [u8], at: usize, i: u32) {
+    let digits = format!("{i:06}");
+    bytes[at..at + 6].copy_from_slice(digits.as_bytes());
+}
+
+/// A million unique names (wildcard answers, a small and a large kind)
+/// into a small cache: both limits hold after every insert, and an entry
+/// that keeps being asked for survives the flood.
+#[test]
+fn a_flood_of_unique_names_keeps_both_limits() {
+    const FLOOD: u32 = 1_000_000;
+    const MAX_ENTRIES: usize = 64;
+    const MAX_BYTES: usize = 16 * 1024;
+    let catalog = catalog();
+    let mut cache = small(MAX_ENTRIES, MAX_BYTES);
+
+    // Templates: `n000000.wild.example.` A (about 60 octets) and
+    // `n000000.big.example.` TXT (over 600 octets). The answers' owners
+    // are pointers to the question, so only the question's digits change
+    // from one name to the next; checked against respond below.
+    let mut small_q = query("n000000.wild.example.", RType::A, EDNS);
+    let mut small_a = slow(&catalog, &small_q, Transport::Udp);
+    let mut big_q = query("n000000.big.example.", RType::TXT, EDNS);
+    let mut big_a = slow(&catalog, &big_q, Transport::Tcp);
+    assert!(big_a.len() > 600);
+    let digits = HEADER_LEN + 2; // after the length octet and the 'n'
+
+    let hot = query("www.example.", RType::A, EDNS);
+    let hot_answer = slow(&catalog, &hot, Transport::Udp);
+    assert!(cache.insert(key(&hot), &hot_answer));
+
+    let mut rng: u32 = 0x2545_f491;
+    let mut out = vec![0; 65535];
+    let mut most_bytes = 0;
+    let mut most_entries = 0;
+    for i in 0..FLOOD {
+        rng ^= rng << 13;
+        rng ^= rng >> 17;
+        rng ^= rng << 5;
+        let big = rng & 7 == 0;
+        let (q, a) = if big {
+            (&mut big_q, &mut big_a)
+        } else {
+            (&mut small_q, &mut small_a)
+        };
+        number(q, digits, i);
+        number(a, digits, i);
+        if i % 250_000 == 1 {
+            let transport = if big { Transport::Tcp } else { Transport::Udp };
+            assert_eq!(*a, slow(&catalog, q, transport), "template still exact");
+        }
+        let k = key(q);
+        assert!(cache.insert(k, a));
+        assert!(cache.len() <= MAX_ENTRIES, "entries at {i}");
+        assert!(cache.bytes() <= MAX_BYTES, "bytes at {i}");
+        most_bytes = most_bytes.max(cache.bytes());
+        most_entries = most_entries.max(cache.len());
+        // The newest entry is there and answers. (Not every time: a hit
+        // marks it visited, and a flood is made of names asked once.)
+        if i % 1000 == 0 {
+            assert_eq!(cache.answer(&k, q, 65535, &mut out), Some(a.len()));
+        }
+        // A client keeps asking for the hot name.
+        if i % 16 == 0 {
+            assert_eq!(
+                cache.answer(&key(&hot), &hot, 65535, &mut out),
+                Some(hot_answer.len()),
+                "hot entry evicted at {i}"
+            );
+        }
+    }
+    // Both limits were reached at some point, so both were enforced.
+    assert_eq!(most_entries, MAX_ENTRIES);
+    assert!(most_bytes > MAX_BYTES - 700);
+    // The accounting matches a recount from the slots.
+    let recount: usize = cache
+        .slots
+        .iter()
+        .filter(|slot| !slot.data.is_empty())
+        .map(Slot::cost)
+        .sum();
+    assert_eq!(recount, cache.bytes());
+    assert_eq!(cache.table.len(), cache.len());
+}
+
+/// The SIEVE list stays consistent through inserts, hits, replacements
+/// and evictions: walking it from the tail visits every entry once.
+#[test]
+fn list_and_index_stay_consistent() {
+    let catalog = catalog();
+    let mut cache = small(8, 1 << 20);
+    let mut out = vec![0; 4096];
+    for i in 0..200u32 {
+        let name = format!("n{}.wild.example.", i % 13);
+        let q = query(&name, RType::A, EDNS);
+        if i % 3 == 0 {
+            let _ = cache.answer(&key(&q), &q, 4096, &mut out);
+        } else {
+            assert!(cache.insert(key(&q), &slow(&catalog, &q, Transport::Udp)));
+        }
+        let mut seen = 0;
+        let mut at = cache.tail;
+        let mut previous = NIL;
+        while at != NIL {
+            let slot = &cache.slots[at as usize];
+            assert_eq!(slot.prev, previous);
+            assert!(!slot.data.is_empty());
+            previous = at;
+            at = slot.next;
+            seen += 1;
+            assert!(seen <= cache.len());
+        }
+        assert_eq!(previous, cache.head);
+        assert_eq!(seen, cache.len());
+        assert_eq!(cache.table.len(), cache.len());
+        assert!(cache.hand == NIL || !cache.slots[cache.hand as usize].data.is_empty());
+    }
+}
+
+#[test]
+fn swar_lowercase_agrees_with_std_for_every_octet() {
+    for b in 0..=255u8 {
+        for position in 0..8 {
+            // The octet among neighbours that could carry into it.
+            let mut bytes = [0xff, b'Z', b'@', b'[', b'A', 0x80, 0xc1, 0x7f];
+            bytes[position] = b;
+            let expected = bytes.map(|x| x.to_ascii_lowercase());
+            assert_eq!(
+                lowercase8(u64::from_le_bytes(bytes)).to_le_bytes(),
+                expected,
+                "octet {b:#04x} at {position}"
+            );
+        }
+    }
+}
+
+#[test]
+fn eq_lowercase_matches_eq_ignore_ascii_case_against_lowercase() {
+    let mut rng: u32 = 0x9e37_79b9;
+    let alphabet = b"aAzZ@[`{09-\x00\x3f\xc1\xe1";
+    for _ in 0..20_000 {
+        rng ^= rng << 13;
+        rng ^= rng >> 17;
+        rng ^= rng << 5;
+        let len = (rng % 40) as usize;
+        let mixed: Vec<u8> = (0..len)
+            .map(|i| alphabet[((rng >> (i % 24)) as usize + i) % alphabet.len()])
+            .collect();
+        let mut lower = mixed.to_ascii_lowercase();
+        assert!(eq_lowercase(&mixed, &lower));
+        if len > 0 {
+            let at = (rng as usize >> 3) % len;
+            lower[at] ^= 1 << (rng % 8);
+            assert_eq!(
+                eq_lowercase(&mixed, &lower),
+                mixed.to_ascii_lowercase() == lower
+            );
+        }
+        assert!(!eq_lowercase(&mixed, &lower[..len.saturating_sub(1)]) || len == 0);
+    }
+}
