@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Install what the differential test suite (tests/differential) needs on a Debian machine:
-# Knot DNS, NSD, dig/kdig, dnsperf and Python's dnspython. Idempotent: does nothing when
-# everything is already there; runs `apt-get update` only when a package is missing.
+# Knot DNS, NSD, dig/kdig, dnsperf, BIND's dnssec-keygen/dnssec-signzone (bind9-utils) and
+# Python's dnspython with its DNSSEC extra (the `cryptography` package, for the validator
+# check). Idempotent: does nothing when everything is already there; runs `apt-get update`
+# only when a package is missing.
 set -euo pipefail
 
 PYTHON="${PYTHON:-python3}"
@@ -44,6 +46,20 @@ if ! "$PYTHON" -c 'import dns.message' 2>/dev/null; then
     "$PYTHON" -c 'import dns.message'
 fi
 
+# dnspython's DNSSEC validation needs a recent `cryptography` (dnspython 2.9 asks for >= 50);
+# `dnspython[dnssec]` pulls the version this dnspython wants.
+if ! "$PYTHON" -c 'import dns._features, sys; sys.exit(0 if dns._features.have("dnssec") else 1)' 2>/dev/null; then
+    echo "install-test-deps: installing dnspython[dnssec] (cryptography) for $PYTHON"
+    if "$PYTHON" -m pip --version >/dev/null 2>&1; then
+        "$PYTHON" -m pip install 'dnspython[dnssec]' \
+            || "$PYTHON" -m pip install --break-system-packages 'dnspython[dnssec]'
+    else
+        apt_install python3-cryptography
+    fi
+    "$PYTHON" -c 'import dns._features, sys; sys.exit(0 if dns._features.have("dnssec") else 1)'
+fi
+
 echo "install-test-deps: knotd $(knotd --version 2>&1 | head -1 | awk '{print $NF}'), \
 nsd $(nsd -v 2>&1 | head -1 | awk '{print $NF}'), \
-dnspython $("$PYTHON" -c 'import dns.version; print(dns.version.version)')"
+dnspython $("$PYTHON" -c 'import dns.version; print(dns.version.version)'), \
+cryptography $("$PYTHON" -c 'import cryptography; print(cryptography.__version__)')"

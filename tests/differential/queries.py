@@ -18,6 +18,10 @@ EDNS_PAYLOAD = 1232
 # present nowhere.
 COMMON_TYPES = ("A", "AAAA", "MX", "TXT", "NS", "SOA", "DS", "ANY", "CNAME", "TYPE65400")
 GLUE_TYPES = ("A", "NS", "DS", "ANY")
+# Also asked at every owner of a signed zone: the DNSSEC types, asked for directly.
+DNSSEC_TYPES = ("RRSIG", "NSEC", "NSEC3", "DNSKEY", "NSEC3PARAM")
+# A small EDNS payload for DO queries whose signed answer may not fit (TC with DNSSEC).
+SMALL_PAYLOAD = 512
 # Names whose answers are large: always asked over TCP too.
 LARGE_OWNERS = ("big", "huge", "many", "mx-many", "bigdeleg")
 # Names outside all loaded zones (REFUSED), incl. suffix look-alikes of loaded zones.
@@ -37,7 +41,7 @@ OUTSIDE = (
 
 @dataclasses.dataclass(frozen=True)
 class Query:
-    set_name: str  # "generated" or the corpus file's name
+    set_name: str  # "generated", "signed-<mode>" or the corpus file's name
     qname: str  # as sent, case included
     qtype: str
     edns: bool
@@ -45,12 +49,15 @@ class Query:
     rd: bool = False
     tcp: bool = False
     note: str = ""
+    payload: int = EDNS_PAYLOAD
 
     def describe(self) -> str:
         opts = [
             "tcp" if self.tcp else "udp",
             ("edns" + ("+do" if self.do else "")) if self.edns else "noedns",
         ]
+        if self.payload != EDNS_PAYLOAD and self.edns:
+            opts.append(f"payload={self.payload}")
         if self.rd:
             opts.append("rd")
         return f"{self.qname} {self.qtype} [{' '.join(opts)}]"
@@ -60,7 +67,7 @@ class Query:
             dns.name.from_text(self.qname),
             dns.rdatatype.from_text(self.qtype),
             use_edns=0 if self.edns else False,
-            payload=EDNS_PAYLOAD,
+            payload=self.payload,
             want_dnssec=self.do,
             id=qid,
         )
@@ -87,8 +94,11 @@ def _rel(name: dns.name.Name, zone: ZoneInfo) -> str:
     return name.relativize(zone.name).to_text()
 
 
-def generated_names(zones: list[ZoneInfo], rng: random.Random) -> list[tuple[str, list[str], str]]:
-    """(qname, qtypes, note) triples covering every interesting kind of name."""
+def generated_names(
+    zones: list[ZoneInfo], rng: random.Random, extra_types: tuple[str, ...] = ()
+) -> list[tuple[str, list[str], str]]:
+    """(qname, qtypes, note) triples covering every interesting kind of name. `extra_types` are
+    asked at every owner too (the DNSSEC types for signed zones)."""
     out: list[tuple[str, list[str], str]] = []
     loaded = {z.name for z in zones}
     for zone in zones:
@@ -99,7 +109,7 @@ def generated_names(zones: list[ZoneInfo], rng: random.Random) -> list[tuple[str
         for name, types in sorted(owners.items()):
             present = [dns.rdatatype.to_text(t) for t in sorted(types)]
             below_cut = any(name != cut and name.is_subdomain(cut) for cut in cuts)
-            common = GLUE_TYPES if below_cut else COMMON_TYPES
+            common = GLUE_TYPES if below_cut else COMMON_TYPES + extra_types
             qtypes = present + [t for t in common if t not in present]
             out.append((name.to_text(), qtypes, "glue (below a cut)" if below_cut else "owner"))
         # empty non-terminals (ancestors of owners that own nothing)
@@ -145,27 +155,43 @@ def generated_names(zones: list[ZoneInfo], rng: random.Random) -> list[tuple[str
     return out
 
 
-def generated_queries(zones: list[ZoneInfo], seed: int, tcp_every: int) -> list[Query]:
+def generated_queries(
+    zones: list[ZoneInfo], seed: int, tcp_every: int, signed: str | None = None, small_every: int = 8
+) -> list[Query]:
     """Every name x type, with and without EDNS; plus a random-case (0x20) variant of every name
     for its first few types.
 
     RD and DO are set pseudo-randomly (fixed seed), and a subset (every `tcp_every`-th query,
     plus every query for a large answer) is repeated over TCP.
+
+    For a signed group (`signed` names the signing mode) every query has EDNS and DO=1, the
+    DNSSEC types are asked too, and every `small_every`-th query is repeated with a 512-octet
+    EDNS payload, where signed answers often do not fit (TC).
     """
     rng = random.Random(seed)
     queries: list[Query] = []
-    for qname, qtypes, note in generated_names(zones, rng):
+    set_name = f"signed-{signed}" if signed else "generated"
+    extra = DNSSEC_TYPES if signed else ()
+    for qname, qtypes, note in generated_names(zones, rng, extra):
         variants = [(qname, qtypes, note), (random_case(qname, rng), qtypes[:3], note + ", 0x20 case")]
         for name, vtypes, vnote in variants:
             for qtype in vtypes:
+                if signed:
+                    rd = rng.random() < 0.5
+                    queries.append(Query(set_name, name, qtype, True, do=True, rd=rd, note=vnote))
+                    if len(queries) % small_every == 0:
+                        queries.append(
+                            Query(set_name, name, qtype, True, do=True, rd=rd, note=vnote, payload=SMALL_PAYLOAD)
+                        )
+                    continue
                 for edns in (True, False):
                     do = edns and rng.random() < 0.25
-                    queries.append(Query("generated", name, qtype, edns, do=do, rd=rng.random() < 0.5, note=vnote))
+                    queries.append(Query(set_name, name, qtype, edns, do=do, rd=rng.random() < 0.5, note=vnote))
     large = tuple(f"{o}." for o in LARGE_OWNERS)
     tcp = [
         dataclasses.replace(q, tcp=True)
         for i, q in enumerate(queries)
-        if i % tcp_every == 0 or q.qname.lower().startswith(large)
+        if i % tcp_every == 0 or q.qname.lower().startswith(large) or q.payload != EDNS_PAYLOAD
     ]
     return queries + tcp
 

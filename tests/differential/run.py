@@ -33,6 +33,11 @@ Behaviours pinned (zones in zones.py, queries in queries.py):
   * ANY, CNAME, DS, SOA, NS and an absent type at every owner name
   * the corpora list knot__query-test__flags.zone.queries on the `flags.` zone (CNAME/DNAME
     loops, nested wildcards, wildcard DNAME/delegation, SVCB additionals, 512/1220-byte edges)
+  * DNSSEC (groups corpus-nsec*, signed-*): RRSIGs with every RRset in every section, NSEC and
+    NSEC3 proofs for NXDOMAIN, NODATA, empty non-terminals, wildcard answers and wildcard NODATA,
+    referrals with DS or the no-DS proof, opt-out, DNAME with its RRSIG, CNAME chains through
+    wildcards, the DNSSEC types asked for directly, TC instead of unsigned RRsets (512-octet
+    payloads), and every RRSIG tern sends validated against the zone's DNSKEY
 
 TTLs are explicit everywhere, so TTL defaulting is never a difference; TTLs compare exactly.
 Sections compare as multisets of RRs (order ignored); names compare case-insensitively except
@@ -66,12 +71,33 @@ except ImportError:
 
 import queries as qmod  # noqa: E402
 import servers as smod  # noqa: E402
+import signed as signmod  # noqa: E402
 import wire  # noqa: E402
 import zones as zmod  # noqa: E402
+
+import validate as vmod  # noqa: E402
+
+import dns._features  # noqa: E402
+
+if not dns._features.have("dnssec"):
+    sys.exit("dnspython's DNSSEC support is missing: run scripts/install-test-deps.sh (dnspython[dnssec])")
 
 CORPUS_ZONE = "knot/tests-extra__data__flags.zone"
 CORPUS_QUERIES = "derived/knot__query-test__flags.zone.queries"
 CORPUS_ORIGIN = "flags"
+# The pre-signed RFC 4035 example zone (origin `example.`) with NSEC and with NSEC3, and their
+# query lists (run with DO=1 among other variants). Each is a group of its own: same origin.
+SIGNED_CORPORA = {
+    "corpus-nsec": (
+        "knot/tests-extra__tests__basic__nsec__data__example.zone.nsec",
+        "derived/knot__nsec-test__example.zone.nsec.queries",
+    ),
+    "corpus-nsec3": (
+        "knot/tests-extra__tests__basic__nsec3__data__example.zone.nsec3",
+        "derived/knot__nsec3-test__example.zone.nsec3.queries",
+    ),
+}
+SIGNED_CORPUS_ORIGIN = "example"
 MAX_SILENT_QUERIES = 10
 MAX_MIXED_SHOWN = 30
 
@@ -112,6 +138,18 @@ class Result:
 
 
 @dataclasses.dataclass
+class Group:
+    """One set of zones served by one Knot, one NSD and one tern, and the queries asked."""
+
+    name: str
+    zone_dir: pathlib.Path
+    zone_names: list[str]
+    queries: list[qmod.Query]
+    # signed zone files by origin, for the validator check (empty: unsigned group)
+    signed_files: dict[str, pathlib.Path] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass
 class Verdict:
     """How tern's answer relates to the peers' answers for one query."""
 
@@ -123,6 +161,9 @@ def judge(result: Result) -> Verdict:
     r = result.responses
     t, k, n = r["tern"], r["knot"], r["nsd"]
     failing = [s for s in wire.SECTIONS if t.section(s) not in (k.section(s), n.section(s))]
+    if failing and truncated_signed(result):
+        failing = [s for s in failing if s not in wire.RR_SECTIONS or not tc_section_ok(result, s)]
+        return Verdict(failing, "fail" if failing else "tc")
     eq_k = not result.differing("tern", "knot")
     eq_n = not result.differing("tern", "nsd")
     if failing:
@@ -136,6 +177,46 @@ def judge(result: Result) -> Verdict:
     else:
         whole = "mixed"
     return Verdict(failing, whole)
+
+
+def truncated_signed(result: Result) -> bool:
+    """A DO=1 query over UDP that tern answered with TC=1."""
+    t = result.responses["tern"]
+    return result.query.do and not result.query.tcp and t.ok and "tc" in t.flags.split()
+
+
+def tc_section_ok(result: Result, section: str) -> bool:
+    """The rule for a section of a truncated signed answer (docs/decisions/0004).
+
+    Knot fills a truncated answer with RRsets first and their RRSIGs after, as far as they fit
+    (dropping signatures); NSD writes each RRset with its RRSIGs, in its own order, and stops at
+    the first that does not fit. tern writes whole RRsets with their RRSIGs, never one without
+    the other, so its truncated sections can equal neither. Such a section passes when it is
+    made of whole RRsets and whole RRSIG sets of the full answer (Knot's, over TCP), and every
+    RRset in it that is signed in the full answer carries its RRSIGs (the validator checks each
+    RRSIG)."""
+    full = result.responses.get("full")
+    if full is None or not full.ok:
+        return False
+    def groups(rrs) -> collections.Counter:
+        return collections.Counter(
+            (rr.key[0], rr.key[1], covered(rr) if rr.key[1] == dns.rdatatype.RRSIG else 0) for rr in rrs
+        )
+    mine, whole = groups(result.responses["tern"].section(section)), groups(full.section(section))
+    if not collections.Counter(result.responses["tern"].section(section)) <= collections.Counter(full.section(section)):
+        return False
+    rrsig = dns.rdatatype.RRSIG
+    for (owner, rtype, cover), count in mine.items():
+        if whole[(owner, rtype, cover)] != count:
+            return False  # part of an RRset, or part of its signatures
+        if rtype != rrsig and whole[(owner, rrsig, rtype)] and not mine[(owner, rrsig, rtype)]:
+            return False  # a signed RRset without its RRSIGs
+    return True
+
+
+def covered(rr: wire.RR) -> int:
+    """The type covered by an RRSIG (first two octets of its canonical RDATA)."""
+    return int.from_bytes(rr.key[4][:2], "big")
 
 
 # ---------------------------------------------------------------------------- reporting
@@ -245,6 +326,10 @@ def run_queries(
         qid = rng.randrange(65536)
         data = q.to_wire(qid)
         responses = {s.name: wire.exchange(data, s.addr, tcp=q.tcp, timeout=timeout) for s in servers}
+        tern = responses.get("tern")
+        if q.do and not q.tcp and tern is not None and tern.ok and "tc" in tern.flags.split():
+            # the full answer, for the truncated-signed-answer rule (tc_section_ok)
+            responses["full"] = wire.exchange(data, servers[0].addr, tcp=True, timeout=timeout)
         results.append(Result(q, responses))
         for s in servers:
             if responses[s.name].wire is not None:
@@ -274,7 +359,9 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--timeout", type=float, default=2.0, help="per-query socket timeout (s)")
     p.add_argument("--time-limit", type=int, default=600, help="global time bound for the whole run (s)")
     p.add_argument("--filter", help="only run queries whose description matches this regex")
-    p.add_argument("--skip-corpus", action="store_true", help="do not run the shared/corpora query list")
+    p.add_argument("--skip-corpus", action="store_true", help="do not run the shared/corpora query lists")
+    p.add_argument("--skip-signed", action="store_true", help="do not sign zones (no signed-* groups)")
+    p.add_argument("--groups", help="only run the groups whose name matches this regex")
     p.add_argument("--max-failures", type=int, default=25, help="failures shown in full (0: all)")
     p.add_argument("--disagreement-examples", type=int, default=6, help="queries listed per Knot/NSD difference kind")
     p.add_argument("--all-disagreements", action="store_true", help="list every Knot/NSD disagreement")
@@ -302,16 +389,16 @@ def main() -> int:
             print(f"FATAL: {tool} not found: run scripts/install-test-deps.sh", file=sys.stderr)
             return 2
 
-    extra_zones: dict[str, pathlib.Path] = {}
-    corpus_list = None
+    shared = shared_dir()
     if not args.skip_corpus:
-        shared = shared_dir()
-        corpus_zone, corpus_list = shared / "corpora" / CORPUS_ZONE, shared / "corpora" / CORPUS_QUERIES
-        for f in (corpus_zone, corpus_list):
-            if not f.is_file():
-                print(f"FATAL: corpus file {f} missing (set SHARED_DIR, or --skip-corpus)", file=sys.stderr)
+        needed = [CORPUS_ZONE, CORPUS_QUERIES] + [f for pair in SIGNED_CORPORA.values() for f in pair]
+        for rel in needed:
+            if not (shared / "corpora" / rel).is_file():
+                print(f"FATAL: corpus file {shared / 'corpora' / rel} missing (set SHARED_DIR, or --skip-corpus)", file=sys.stderr)
                 return 2
-        extra_zones[CORPUS_ORIGIN] = corpus_zone
+    if not args.skip_signed and not signmod.have_tools():
+        print("FATAL: dnssec-keygen/dnssec-signzone not found: run scripts/install-test-deps.sh", file=sys.stderr)
+        return 2
 
     stop = StopFlag()
     signal.signal(signal.SIGALRM, lambda *_: stop.request(f"global time limit of {args.time_limit}s exceeded", 3))
@@ -322,54 +409,56 @@ def main() -> int:
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="tern-differential-"))
     running: list[smod.Server] = []
     try:
-        zone_dir = tmp / "zones"
-        zone_dir.mkdir()
-        infos = zmod.write_zones(zone_dir, extra_zones)
-        zone_names = [z.name.to_text(omit_final_dot=True) for z in infos] + list(extra_zones)
-
-        query_list = qmod.generated_queries(infos, args.seed, args.tcp_every)
-        if corpus_list is not None:
-            query_list += qmod.corpus_queries(corpus_list, args.seed)
+        groups = build_groups(args, tmp, shared)
+        if args.groups:
+            rx = re.compile(args.groups)
+            groups = [g for g in groups if rx.search(g.name)]
         if args.filter:
             rx = re.compile(args.filter)
-            query_list = [q for q in query_list if rx.search(q.describe())]
+            for g in groups:
+                g.queries = [q for q in g.queries if rx.search(q.describe())]
 
-        servers: list[smod.Server] = [
-            smod.Knot(tmp / "knot", zone_dir, zone_names),
-            smod.Nsd(tmp / "nsd", zone_dir, zone_names),
-        ]
-        if tern_bin is not None:
-            servers.append(smod.Tern(tern_bin, tmp / "tern", zone_dir, zone_names))
-        elif args.stand_in:
-            peer_class = {"knot": smod.Knot, "nsd": smod.Nsd}[args.stand_in]
-            stand_in = type(f"{peer_class.__name__}StandIn", (peer_class,), {"name": "tern"})
-            servers.append(stand_in(tmp / "tern", zone_dir, zone_names))
-        for s in servers:
-            s.start()
-            running.append(s)
-        for s in servers:
-            s.wait_ready(timeout=20.0, check_stop=stop.check)
-            print(f"{s.name}: serving {len(zone_names)} zones on 127.0.0.1:{s.port} (log {s.log_path})")
+        results: list[Result] = []
+        validation = Validation()
+        elapsed = 0.0
+        dead = False
+        names: list[str] = []
+        for group in groups:
+            if not group.queries:
+                continue
+            servers = make_servers(args, tern_bin, tmp / group.name, group)
+            names = [s.name for s in servers]
+            for s in servers:
+                s.start()
+                running.append(s)
+            for s in servers:
+                s.wait_ready(timeout=20.0, check_stop=stop.check)
+            print(
+                f"[{group.name}] {len(group.zone_names)} zones; {len(group.queries)} queries against "
+                + ", ".join(f"{s.name} (127.0.0.1:{s.port})" for s in servers)
+            )
+            t0 = time.monotonic()
+            group_results = run_queries(group.queries, servers, args.timeout, args.seed, stop)
+            elapsed += time.monotonic() - t0
+            for s in servers:
+                if not s.alive():
+                    print(f"\nFATAL: {s.name} died during the run; log tail:\n{s.log_tail()}")
+                    dead = True
+                s.stop()
+            running.clear()
+            if group.signed_files and "tern" in names:
+                validation.check_group(group, group_results)
+            results += group_results
 
-        print(f"running {len(query_list)} queries (seed {args.seed}) against {', '.join(s.name for s in servers)}")
-        t0 = time.monotonic()
-        results = run_queries(query_list, servers, args.timeout, args.seed, stop)
-        elapsed = time.monotonic() - t0
-
-        dead = [s for s in servers if not s.alive()]
-        for s in dead:
-            print(f"\nFATAL: {s.name} died during the run; log tail:\n{s.log_tail()}")
-
-        names = [s.name for s in servers]
         if args.json:
             write_json(args.json, results, names)
         limit = 0 if args.all_disagreements else args.disagreement_examples
         n_disagree = print_disagreements(results, limit)
-        return report(args, results, names, n_disagree, elapsed, started, bool(dead))
+        return report(args, results, names, n_disagree, elapsed, started, dead, validation)
     except Stop as e:
         print(f"\nFATAL: {e}", file=sys.stderr)
         return e.code
-    except smod.ServerError as e:
+    except (smod.ServerError, signmod.SignError) as e:
         print(f"\nFATAL: {e}", file=sys.stderr)
         return 2
     finally:
@@ -384,8 +473,85 @@ def main() -> int:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+def build_groups(args, tmp: pathlib.Path, shared: pathlib.Path) -> list[Group]:
+    """The base group (generated zones + the flags corpus), the pre-signed corpora, and the
+    generated zones signed three ways."""
+    groups = []
+    base_dir = tmp / "zones"
+    base_dir.mkdir()
+    extra = {} if args.skip_corpus else {CORPUS_ORIGIN: shared / "corpora" / CORPUS_ZONE}
+    infos = zmod.write_zones(base_dir, extra)
+    generated = [z.name.to_text(omit_final_dot=True) for z in infos]
+    base_queries = qmod.generated_queries(infos, args.seed, args.tcp_every)
+    if not args.skip_corpus:
+        base_queries += qmod.corpus_queries(shared / "corpora" / CORPUS_QUERIES, args.seed)
+    groups.append(Group("base", base_dir, generated + list(extra), base_queries))
+
+    if not args.skip_corpus:
+        for name, (zone_rel, queries_rel) in SIGNED_CORPORA.items():
+            zone_dir = tmp / f"zones-{name}"
+            zone_dir.mkdir()
+            zone_file = zone_dir / f"{SIGNED_CORPUS_ORIGIN}.zone"
+            zone_file.write_bytes((shared / "corpora" / zone_rel).read_bytes())
+            queries = qmod.corpus_queries(shared / "corpora" / queries_rel, args.seed)
+            groups.append(
+                Group(name, zone_dir, [SIGNED_CORPUS_ORIGIN], queries, {SIGNED_CORPUS_ORIGIN + ".": zone_file})
+            )
+
+    if not args.skip_signed:
+        for mode in signmod.MODES:
+            zone_dir = tmp / f"zones-signed-{mode}"
+            signmod.sign_zones(base_dir, generated, zone_dir, mode, tmp / f"sign-{mode}")
+            files = {z + ".": zone_dir / f"{z}.zone" for z in generated}
+            queries = qmod.generated_queries(infos, args.seed, args.tcp_every, signed=mode)
+            groups.append(Group(f"signed-{mode}", zone_dir, generated, queries, files))
+    return groups
+
+
+def make_servers(args, tern_bin, workdir: pathlib.Path, group: Group) -> list[smod.Server]:
+    servers: list[smod.Server] = [
+        smod.Knot(workdir / "knot", group.zone_dir, group.zone_names),
+        smod.Nsd(workdir / "nsd", group.zone_dir, group.zone_names),
+    ]
+    if tern_bin is not None:
+        servers.append(smod.Tern(tern_bin, workdir / "tern", group.zone_dir, group.zone_names))
+    elif args.stand_in:
+        peer_class = {"knot": smod.Knot, "nsd": smod.Nsd}[args.stand_in]
+        stand_in = type(f"{peer_class.__name__}StandIn", (peer_class,), {"name": "tern"})
+        servers.append(stand_in(workdir / "tern", group.zone_dir, group.zone_names))
+    return servers
+
+
+class Validation:
+    """The validator check over tern's DO=1 answers of the signed groups."""
+
+    def __init__(self):
+        self.answers = 0
+        self.verified = 0
+        self.failures: list[tuple[Result, list[str]]] = []
+
+    def check_group(self, group: Group, results: list[Result]) -> None:
+        keys = vmod.zone_keys(group.signed_files)
+        for res in results:
+            answer = res.responses["tern"]
+            if not (res.query.do and answer.ok):
+                continue
+            self.answers += 1
+            verified, errors = vmod.check(answer.wire, keys, signmod.VALIDATION_TIME)
+            self.verified += verified
+            if errors:
+                self.failures.append((res, errors))
+
+
 def report(
-    args, results: list[Result], names: list[str], n_disagree: int, elapsed: float, started: float, dead: bool
+    args,
+    results: list[Result],
+    names: list[str],
+    n_disagree: int,
+    elapsed: float,
+    started: float,
+    dead: bool,
+    validation: Validation,
 ) -> int:
     total = len(results)
     peer_errors = [r for r in results if not (r.responses["knot"].ok and r.responses["nsd"].ok)]
@@ -414,6 +580,8 @@ def report(
         f"  where Knot and NSD differ, tern took Knot's answer {whole['knot']}x, NSD's {whole['nsd']}x, "
         f"mixed per section {whole['mixed']}x"
     )
+    if whole["tc"]:
+        print(f"  truncated signed answers passed by the TC rule (decision 0004): {whole['tc']}")
     if whole["mixed"]:
         print("  mixed (each section equals a peer, but not the same peer throughout):")
         mixed = [(r, v) for r, v in verdicts if v.whole == "mixed"]
@@ -431,9 +599,15 @@ def report(
             print(f"\n... {len(failures) - len(shown)} more failures (--max-failures 0 shows all):")
             for r, v in failures[len(shown) :]:
                 print(f"  {r.query.describe()}: {', '.join(v.failing)}")
+    print(
+        f"\nvalidator: {validation.verified} RRSIGs verified in {validation.answers} DO=1 answers of tern, "
+        f"{len(validation.failures)} answers with a bad or orphaned RRSIG"
+    )
+    for res, errors in validation.failures[: max(args.max_failures, 1)]:
+        print(f"  {res.query.describe()} ({res.query.set_name}): " + "; ".join(errors[:3]))
     print(f"\ndifferential: {total - len(failures)} passed, {len(failures)} failed")
     print(f"total time {time.monotonic() - started:.1f}s")
-    return 1 if failures or dead else 0
+    return 1 if failures or dead or validation.failures else 0
 
 
 if __name__ == "__main__":

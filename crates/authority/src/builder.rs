@@ -9,18 +9,26 @@
 //!    RRset whose records disagree on the TTL takes the TTL of the record
 //!    inserted last (Knot 3.2's loader: "TTL mismatch ... TTL set to");
 //! 2. create a node for every owner and every ancestor up to the apex, with
-//!    dense ids in creation order (a parent before its children);
-//! 3. set flags in one forward pass: apex, delegation (NS below the apex),
+//!    dense ids in creation order (a parent before its children); NSEC3
+//!    records and the RRSIGs covering them get nodes of their own outside
+//!    the name index (their owners are hashes, which ordinary look-ups must
+//!    not find: Knot keeps them in a separate tree);
+//! 3. attach to every RRset the RRSIG records covering it (same owner,
+//!    type covered = its type): RRSIGs sort by RDATA, whose first two
+//!    octets are the type covered, so each RRset's signatures are one
+//!    contiguous range of the node's RRSIG RRset;
+//! 4. set flags in one forward pass: apex, delegation (NS below the apex),
 //!    non-authoritative (below a delegation), wildcard child;
-//! 4. reject what cannot be served: no SOA at the apex or more than one,
+//! 5. reject what cannot be served: no SOA at the apex or more than one,
 //!    CNAME beside other data, more than one CNAME or DNAME at a name;
-//! 5. resolve the additional-section targets of NS, MX, SRV, SVCB and HTTPS
+//! 6. resolve the additional-section targets of NS, MX, SRV, SVCB and HTTPS
 //!    records to node ids (a wildcard node when only a wildcard matches),
-//!    required glue first (in-bailiwick NS targets below a cut, RFC 9471).
-//!
-//! NSEC3 records and their signatures are not stored: their owners are
-//! hashes that must not be found by ordinary look-ups (Knot keeps them in a
-//! separate tree), and this server does not sign answers.
+//!    required glue first (in-bailiwick NS targets below a cut, RFC 9471);
+//! 7. index denial of existence: the NSEC owners in canonical order; and,
+//!    when the apex has an NSEC3PARAM, the NSEC3 chain with those
+//!    parameters sorted by hash, the hash of every name and the link that
+//!    matches or covers `*.<name>` for every name (so a query hashes only
+//!    names that do not exist).
 
 use core::fmt;
 
@@ -29,8 +37,10 @@ use tern_wire::rdata::soa_minimum;
 use tern_wire::types::{RClass, RType};
 
 use crate::index::NameIndex;
+use crate::nsec3::{self, Chain, Link, Params};
 use crate::zone::{
-    Glue, Node, RRset, Zone, FLAG_APEX, FLAG_DELEG, FLAG_NONAUTH, FLAG_WILDCARD_CHILD, NO_PARENT,
+    canonical_cmp, Glue, Node, RRset, Zone, FLAG_APEX, FLAG_DELEG, FLAG_NONAUTH, FLAG_NSEC3_OWNER,
+    FLAG_WILDCARD_CHILD, NO_PARENT,
 };
 
 /// The most records one RRset may hold: the RR count is a `u16` in the
@@ -101,6 +111,13 @@ pub enum BuildError {
         /// What overflowed.
         what: &'static str,
     },
+    /// The apex NSEC3PARAM asks for more hash iterations than served.
+    Nsec3Iterations {
+        /// The iterations asked for.
+        iterations: u16,
+        /// The most accepted.
+        max: u16,
+    },
 }
 
 impl fmt::Display for BuildError {
@@ -140,6 +157,11 @@ impl fmt::Display for BuildError {
                 write!(f, "{owner} has more than one {rtype} record")
             }
             BuildError::TooLarge { what } => write!(f, "zone too large: {what}"),
+            BuildError::Nsec3Iterations { iterations, max } => write!(
+                f,
+                "NSEC3PARAM asks for {iterations} hash iterations; at most {max} are served \
+                 (RFC 9276 recommends 0)"
+            ),
         }
     }
 }
@@ -159,6 +181,8 @@ struct Pending {
     rdata_len: u16,
     /// Insertion order, for "the last TTL wins".
     seq: u32,
+    /// An NSEC3 record or an RRSIG covering one: kept apart from the tree.
+    hashed: bool,
 }
 
 //----------- ZoneBuilder ----------------------------------------------------
@@ -217,9 +241,6 @@ impl ZoneBuilder {
                 owner: owner.to_string(),
             });
         }
-        if is_nsec3_data(rtype, rdata) {
-            return Ok(());
-        }
         let rdata_len =
             u16::try_from(rdata.len()).map_err(|_| BuildError::TooLarge { what: "RDATA" })?;
         let owner = owner.to_lower();
@@ -242,6 +263,7 @@ impl ZoneBuilder {
             rdata_start,
             rdata_len,
             seq,
+            hashed: is_nsec3_data(rtype, rdata),
         });
         Ok(())
     }
@@ -260,8 +282,9 @@ impl ZoneBuilder {
     pub fn finish(mut self) -> Result<Zone, BuildError> {
         let mut pending = core::mem::take(&mut self.pending);
         pending.sort_unstable_by(|a, b| {
-            self.owner_bytes(a)
-                .cmp(self.owner_bytes(b))
+            a.hashed
+                .cmp(&b.hashed)
+                .then_with(|| self.owner_bytes(a).cmp(self.owner_bytes(b)))
                 .then(a.rtype.cmp(&b.rtype))
                 .then_with(|| self.rdata_bytes(a).cmp(self.rdata_bytes(b)))
                 .then(a.seq.cmp(&b.seq))
@@ -278,6 +301,9 @@ impl ZoneBuilder {
             soa: 0,
             negative_ttl: 0,
             record_count: 0,
+            signed: false,
+            nsec: Vec::new(),
+            nsec3: None,
         };
         let apex = ensure_node(&mut zone, self.origin.as_name())?;
         debug_assert_eq!(apex, 0);
@@ -286,12 +312,20 @@ impl ZoneBuilder {
         let mut i = 0;
         while i < pending.len() {
             let owner = self.owner_bytes(&pending[i]);
+            let hashed = pending[i].hashed;
             let mut end = i;
-            while end < pending.len() && self.owner_bytes(&pending[end]) == owner {
+            while end < pending.len()
+                && pending[end].hashed == hashed
+                && self.owner_bytes(&pending[end]) == owner
+            {
                 end += 1;
             }
             let name = Name::from_wire(owner).expect("owners were validated on insert");
-            let node = ensure_node(&mut zone, name)?;
+            let node = if hashed {
+                hashed_node(&mut zone, name)?
+            } else {
+                ensure_node(&mut zone, name)?
+            };
             let rrsets_start = offset(zone.rrsets.len(), "RRsets")?;
             let mut j = i;
             while j < end {
@@ -303,6 +337,7 @@ impl ZoneBuilder {
                 self.push_rrset(&mut zone, &pending[j..type_end])?;
                 j = type_end;
             }
+            attach_signatures(&mut zone, rrsets_start as usize);
             let count = zone.rrsets.len() - rrsets_start as usize;
             let slot = &mut zone.nodes[node as usize];
             slot.rrsets_start = rrsets_start;
@@ -315,6 +350,8 @@ impl ZoneBuilder {
         set_flags(&mut zone);
         check(&mut zone)?;
         resolve_glue(&mut zone)?;
+        index_nsec(&mut zone);
+        zone.nsec3 = index_nsec3(&zone)?;
         Ok(zone)
     }
 
@@ -353,6 +390,8 @@ impl ZoneBuilder {
             rdata_start,
             glue_start: 0,
             glue_count: 0,
+            sig_start: 0,
+            sig_count: 0,
         });
         Ok(())
     }
@@ -420,6 +459,152 @@ fn ensure_node(zone: &mut Zone, name: Name<'_>) -> Result<u32, BuildError> {
     Ok(parent)
 }
 
+/// A node for the owner of NSEC3 records: a child of the apex that the
+/// name index does not know.
+fn hashed_node(zone: &mut Zone, name: Name<'_>) -> Result<u32, BuildError> {
+    let id = offset(zone.nodes.len(), "nodes")?;
+    let name_start = offset(zone.names.len(), "names")?;
+    zone.names.extend_from_slice(name.as_bytes());
+    zone.nodes.push(Node {
+        name_start,
+        name_len: name.len() as u8,
+        flags: FLAG_NSEC3_OWNER,
+        rrset_count: 0,
+        rrsets_start: 0,
+        parent: 0,
+    });
+    Ok(id)
+}
+
+/// Gives each RRset of one node (the RRsets from `first` on) its range of
+/// covering RRSIGs, and trims the RRSIG RRset itself to the signatures of
+/// the lowest type covered, which is what a query for type RRSIG gets (as
+/// from Knot 3.2, which answers RRSIG like ANY: one RRset), written with
+/// that type's TTL.
+fn attach_signatures(zone: &mut Zone, first: usize) {
+    let sets = first..zone.rrsets.len();
+    let Some(rrsig) = sets.clone().find(|&i| zone.rrsets[i].rtype == RType::RRSIG) else {
+        return;
+    };
+    let all = zone.rrsets[rrsig];
+    // (arena offset of the first record, record count, type covered)
+    let mut groups: Vec<(u32, u16, RType)> = Vec::new();
+    let mut records = zone.rdata_iter(&all);
+    loop {
+        let start = (records.next_offset() - 2) as u32;
+        let Some(rdata) = records.next() else { break };
+        // RRSIG RDATA is at least 18 octets only in valid zones; a short
+        // one covers nothing.
+        let covered = match rdata {
+            [high, low, ..] => RType(u16::from_be_bytes([*high, *low])),
+            _ => RType(0),
+        };
+        match groups.last_mut() {
+            Some((_, count, current)) if *current == covered => *count += 1,
+            _ => groups.push((start, 1, covered)),
+        }
+    }
+    for &(start, count, covered) in &groups {
+        if let Some(i) = sets.clone().find(|&i| zone.rrsets[i].rtype == covered) {
+            zone.rrsets[i].sig_start = start;
+            zone.rrsets[i].sig_count = count;
+        }
+    }
+    if let Some(&(start, count, covered)) = groups.first() {
+        let ttl = sets
+            .clone()
+            .find(|&i| zone.rrsets[i].rtype == covered)
+            .map_or(all.ttl, |i| zone.rrsets[i].ttl);
+        let set = &mut zone.rrsets[rrsig];
+        set.rdata_start = start;
+        set.count = count;
+        set.ttl = ttl;
+        set.sig_count = 0;
+    }
+}
+
+/// The NSEC owners of the tree, in canonical order.
+fn index_nsec(zone: &mut Zone) {
+    let mut owners: Vec<u32> = (0..zone.nodes.len() as u32)
+        .filter(|&node| {
+            zone.node(node).flags & FLAG_NSEC3_OWNER == 0
+                && zone.rrset_index(node, RType::NSEC).is_some()
+        })
+        .collect();
+    owners.sort_by(|&a, &b| canonical_cmp(zone.node_name(a), zone.node_name(b)));
+    zone.nsec = owners;
+}
+
+/// The NSEC3 chain with the parameters of the apex NSEC3PARAM (the first
+/// record, if there are several, as Knot does), and per node the link that
+/// matches its name and the one that matches or covers `*.<name>`. NSEC3
+/// records with other parameters, or whose owner is not a base32hex hash,
+/// stay out of the chain (`tern check` warns about them). Nodes below a
+/// delegation get no links: no proof is ever about them.
+fn index_nsec3(zone: &Zone) -> Result<Option<Chain>, BuildError> {
+    let Some(param) = zone.rrset_index(0, RType::NSEC3PARAM) else {
+        return Ok(None);
+    };
+    let Some((params, _, _)) = zone
+        .rdata_iter(zone.rrset(param))
+        .next()
+        .and_then(Params::parse)
+    else {
+        return Ok(None);
+    };
+    if params.algorithm != nsec3::HASH_SHA1 {
+        return Ok(None);
+    }
+    if params.iterations > nsec3::MAX_ITERATIONS {
+        return Err(BuildError::Nsec3Iterations {
+            iterations: params.iterations,
+            max: nsec3::MAX_ITERATIONS,
+        });
+    }
+    let mut links = Vec::new();
+    for node in 0..zone.nodes.len() as u32 {
+        if zone.node(node).flags & FLAG_NSEC3_OWNER == 0 {
+            continue;
+        }
+        let Some(set) = zone.rrset_index(node, RType::NSEC3) else {
+            continue;
+        };
+        if !zone
+            .rdata_iter(zone.rrset(set))
+            .any(|rdata| params.matches(rdata))
+        {
+            continue;
+        }
+        let Some(hash) = nsec3::decode_label(zone.node_name(node).first_label()) else {
+            continue;
+        };
+        links.push(Link { hash, node, set });
+    }
+    links.sort_by_key(|link| link.hash);
+    links.dedup_by(|a, b| a.hash == b.hash);
+    let mut chain = Chain {
+        params,
+        links,
+        matching: vec![nsec3::NONE; zone.nodes.len()],
+        wildcard: vec![nsec3::NONE; zone.nodes.len()],
+    };
+    for node in 0..zone.nodes.len() as u32 {
+        if zone.node(node).flags & (FLAG_NSEC3_OWNER | FLAG_NONAUTH) != 0 {
+            continue;
+        }
+        let name = zone.node_name(node);
+        if let Some((link, true)) = chain.find(&chain.params.hash(name)) {
+            chain.matching[node as usize] = link;
+        }
+        if let Ok(wildcard) = NameBuf::concat(b"\x01*", name) {
+            if let Some((link, _)) = chain.find(&chain.params.hash(wildcard.as_name())) {
+                chain.wildcard[node as usize] = link;
+            }
+        }
+    }
+    Ok(Some(chain))
+}
+
 /// Apex, delegation, non-authoritative and wildcard-child flags. Parents
 /// precede children in id order, so one forward pass sees final parent
 /// flags.
@@ -464,6 +649,7 @@ fn check(zone: &mut Zone) -> Result<(), BuildError> {
         })?;
     zone.soa = soa;
     zone.negative_ttl = set.ttl.min(minimum);
+    zone.signed = set.sig_count > 0;
 
     for node in 0..zone.nodes.len() as u32 {
         let sets = zone.rrsets(node);
@@ -831,16 +1017,113 @@ mod tests {
     }
 
     #[test]
-    fn nsec3_records_are_not_stored() {
+    fn nsec3_records_live_outside_the_tree() {
         let mut b = builder();
+        let owner = "0p9mhaveqvm6t7vbl5lop2u3t2rp3tom.example.";
         insert(
             &mut b,
-            "abc.example.",
+            owner,
             RType::NSEC3,
             60,
-            b"\x01\x00\x00\x01\x00\x01\xaa\x00",
+            b"\x01\x00\x00\x01\x00\x14\xaa",
+        );
+        // RRSIG NSEC3 (type covered 50) at the same owner belongs to it.
+        let mut sig = vec![0, 50, 13, 2, 0, 0, 0, 60];
+        sig.extend_from_slice(&[0; 10]);
+        sig.extend_from_slice(name("example.").as_bytes());
+        insert(&mut b, owner, RType::RRSIG, 60, &sig);
+        let zone = b.finish().unwrap();
+        assert_eq!(zone.node_count(), 2);
+        assert_eq!(zone.find_node(name(owner).as_bytes()), None);
+        assert_eq!(zone.node(1).flags & FLAG_NSEC3_OWNER, FLAG_NSEC3_OWNER);
+        let set = zone.rrset(zone.rrset_index(1, RType::NSEC3).unwrap());
+        assert_eq!(set.sig_count, 1);
+        // No NSEC3PARAM at the apex: no chain.
+        assert!(zone.nsec3.is_none());
+    }
+
+    #[test]
+    fn signatures_attach_to_the_rrset_they_cover() {
+        let mut b = builder();
+        let sig = |covered: RType, tag: u8| {
+            let mut rdata = covered.0.to_be_bytes().to_vec();
+            rdata.extend_from_slice(&[13, 2, 0, 0, 0, 60, 0, 0, 0, 0, 0, 0, 0, 0, 0, tag]);
+            rdata.extend_from_slice(name("example.").as_bytes());
+            rdata.extend_from_slice(&[tag; 8]);
+            rdata
+        };
+        insert(&mut b, "www.example.", RType::AAAA, 300, &[0; 16]);
+        insert(&mut b, "www.example.", RType::A, 60, &[192, 0, 2, 1]);
+        insert(
+            &mut b,
+            "www.example.",
+            RType::RRSIG,
+            999,
+            &sig(RType::AAAA, 1),
+        );
+        insert(&mut b, "www.example.", RType::RRSIG, 999, &sig(RType::A, 2));
+        insert(&mut b, "www.example.", RType::RRSIG, 999, &sig(RType::A, 3));
+        insert(
+            &mut b,
+            "www.example.",
+            RType::RRSIG,
+            999,
+            &sig(RType::TXT, 4),
         );
         let zone = b.finish().unwrap();
-        assert_eq!(zone.node_count(), 1);
+        let node = zone.find_node(name("www.example.").as_bytes()).unwrap();
+        let a = *zone.rrset(zone.rrset_index(node, RType::A).unwrap());
+        let aaaa = *zone.rrset(zone.rrset_index(node, RType::AAAA).unwrap());
+        let tags = |set: &RRset| zone.sigs(set).map(|r| r[17]).collect::<Vec<_>>();
+        assert_eq!(tags(&a), [2, 3]);
+        assert_eq!(tags(&aaaa), [1]);
+        // A query for RRSIG gets the signatures of the lowest type, with
+        // that type's TTL (Knot).
+        let rrsig = *zone.rrset(zone.rrset_index(node, RType::RRSIG).unwrap());
+        assert_eq!((rrsig.count, rrsig.ttl), (2, 60));
+        assert_eq!(
+            zone.rdata_iter(&rrsig).map(|r| r[17]).collect::<Vec<_>>(),
+            [2, 3]
+        );
+    }
+
+    #[test]
+    fn nsec_owners_sorted_canonically() {
+        let mut b = builder();
+        for owner in [
+            "b.example.",
+            "\\000.b.example.",
+            "*.b.example.",
+            "a.example.",
+            "example.",
+        ] {
+            let mut rdata = name("example.").as_bytes().to_vec();
+            rdata.extend_from_slice(&[0, 1, 0x40]);
+            insert(&mut b, owner, RType::NSEC, 60, &rdata);
+        }
+        let zone = b.finish().unwrap();
+        let order: Vec<String> = zone
+            .nsec
+            .iter()
+            .map(|&n| zone.node_name(n).to_string())
+            .collect();
+        assert_eq!(
+            order,
+            [
+                "example.",
+                "a.example.",
+                "b.example.",
+                "\\000.b.example.",
+                "*.b.example."
+            ]
+        );
+        let cover = |text: &str| {
+            zone.node_name(zone.nsec_covering(name(text).as_name()).unwrap())
+                .to_string()
+        };
+        assert_eq!(cover("aa.example."), "a.example.");
+        assert_eq!(cover("a.example."), "a.example.");
+        assert_eq!(cover("x.b.example."), "*.b.example.");
+        assert_eq!(cover("c.example."), "*.b.example.");
     }
 }

@@ -10,7 +10,10 @@
 //! - [`Catalog`] holds the zones and finds the deepest one containing a name;
 //! - [`respond`] turns one query's bytes into one answer's bytes: parsing,
 //!   the RFC 1034 section 4.3.2 walk (wildcards per RFC 4592, DNAME per RFC
-//!   6672, referrals, CNAME chains), EDNS, truncation. It allocates nothing:
+//!   6672, referrals, CNAME chains), EDNS, truncation, and for DO=1 the
+//!   RRSIGs of pre-signed zones and the NSEC or NSEC3 proofs of RFC 4035
+//!   section 3.1.3 and RFC 5155 section 7.2 (`docs/decisions/0004`). It
+//!   allocates nothing:
 //!   the answer plan has fixed capacity and lives on the stack, and the
 //!   message is written into the caller's buffer.
 //!
@@ -59,6 +62,8 @@ mod builder;
 mod catalog;
 mod index;
 pub mod lookup;
+mod nsec3;
+mod proof;
 mod respond;
 mod zone;
 

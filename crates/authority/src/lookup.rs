@@ -26,6 +26,7 @@
 use tern_wire::name::{LowerNameBuf, Name, NameBuf};
 use tern_wire::types::{RType, Rcode};
 
+use crate::proof;
 use crate::zone::Zone;
 
 /// The most CNAME or DNAME steps followed for one query. Knot 3.2 uses 5
@@ -37,6 +38,14 @@ pub const CNAME_CHAIN_MAX: usize = 5;
 /// Answer-section items: each step adds at most a DNAME and a synthesized
 /// CNAME, and the final RRset one more.
 const MAX_ANSWER_ITEMS: usize = 2 * CNAME_CHAIN_MAX + 1;
+
+/// Denial-of-existence RRsets (NSEC or NSEC3) in one answer. An NXDOMAIN
+/// needs at most 3 (RFC 5155 section 7.2.2), a wildcard NODATA 3; each
+/// wildcard step of a CNAME chain adds 1 (NSEC) or 1 (NSEC3 next closer).
+/// With [`CNAME_CHAIN_MAX`] steps that is at most 5 + 3 = 8; past the
+/// capacity further proofs are dropped (the answer is then not
+/// validatable, never malformed).
+pub(crate) const MAX_PROOFS: usize = 16;
 
 /// YXDOMAIN (RFC 2136 section 2.2), the rcode of an overlong DNAME
 /// substitution.
@@ -82,6 +91,16 @@ pub(crate) enum Authority {
     Delegation { cut: u32, set: u32 },
 }
 
+//----------- Proof ----------------------------------------------------------
+
+/// An NSEC or NSEC3 RRset for the authority section: the node that owns it
+/// and its index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Proof {
+    pub(crate) node: u32,
+    pub(crate) set: u32,
+}
+
 //----------- Answer ---------------------------------------------------------
 
 /// The plan of an answer: references into one zone, fixed capacity.
@@ -89,18 +108,31 @@ pub(crate) struct Answer {
     pub(crate) rcode: Rcode,
     pub(crate) authoritative: bool,
     pub(crate) authority: Authority,
+    /// DNSSEC requested (DO=1): RRSIGs with every RRset, proofs planned.
+    pub(crate) dnssec: bool,
+    /// The DS RRset at the cut of a referral (DO=1 only).
+    pub(crate) ds: Option<u32>,
     items: [Item; MAX_ANSWER_ITEMS],
     item_count: usize,
     synth: [NameBuf; CNAME_CHAIN_MAX],
     synth_count: usize,
+    proofs: [Proof; MAX_PROOFS],
+    proof_count: usize,
+    /// How many proofs precede the SOA of a negative answer.
+    soa_at: usize,
 }
 
 impl Answer {
-    fn new() -> Self {
+    fn new(dnssec: bool) -> Self {
         Answer {
             rcode: Rcode::NOERROR,
             authoritative: true,
             authority: Authority::None,
+            dnssec,
+            ds: None,
+            proofs: [Proof { node: 0, set: 0 }; MAX_PROOFS],
+            proof_count: 0,
+            soa_at: MAX_PROOFS,
             items: [Item::RRset {
                 owner: Owner::Qname,
                 set: 0,
@@ -114,6 +146,26 @@ impl Answer {
     /// The answer-section RRsets, in order.
     pub(crate) fn items(&self) -> &[Item] {
         &self.items[..self.item_count]
+    }
+
+    /// The denial-of-existence RRsets, in the order planned.
+    pub(crate) fn proofs(&self) -> &[Proof] {
+        &self.proofs[..self.proof_count]
+    }
+
+    /// How many proofs are written before the SOA of a negative answer:
+    /// those planned before the NODATA was found (wildcard expansions), or
+    /// all of them for an NXDOMAIN.
+    pub(crate) fn soa_at(&self) -> usize {
+        self.soa_at
+    }
+
+    /// Adds a proof unless it is already planned or the plan is full.
+    pub(crate) fn add_proof(&mut self, proof: Proof) {
+        if self.proof_count < MAX_PROOFS && !self.proofs().contains(&proof) {
+            self.proofs[self.proof_count] = proof;
+            self.proof_count += 1;
+        }
     }
 
     /// A synthesized CNAME target.
@@ -147,10 +199,11 @@ enum Step {
     Follow(Owner),
     /// A positive answer (or a chain that left the zone or was cut short).
     Hit,
-    /// The name exists without the type.
-    NoData,
-    /// The name does not exist.
-    NxDomain,
+    /// The name exists without the type: at this node, or at this
+    /// wildcard node standing for it (with the closest encloser).
+    NoData { node: u32, wildcard: Option<u32> },
+    /// The name does not exist; the closest encloser.
+    NxDomain { encloser: u32 },
     /// The name is at or below a zone cut.
     Delegation(u32),
     /// A DNAME substitution overflowed 255 octets (RFC 6672 section 2.2).
@@ -159,9 +212,10 @@ enum Step {
 
 //----------- resolve --------------------------------------------------------
 
-/// Answers `qname` (lowercased, inside `zone`) for `qtype`.
-pub(crate) fn resolve(zone: &Zone, qname: Name<'_>, qtype: RType) -> Answer {
-    let mut answer = Answer::new();
+/// Answers `qname` (lowercased, inside `zone`) for `qtype`; `dnssec`
+/// plans the proofs DO=1 asks for.
+pub(crate) fn resolve(zone: &Zone, qname: Name<'_>, qtype: RType, dnssec: bool) -> Answer {
+    let mut answer = Answer::new(dnssec);
     let mut sname = qname.to_lower();
     let mut owner = Owner::Qname;
     let mut steps = 0;
@@ -187,18 +241,28 @@ pub(crate) fn resolve(zone: &Zone, qname: Name<'_>, qtype: RType) -> Answer {
                 owner = next;
             }
             Step::Hit => break,
-            Step::NoData => {
+            Step::NoData { node, wildcard } => {
                 answer.authority = Authority::Soa;
+                answer.soa_at = answer.proof_count;
+                if dnssec {
+                    proof::no_data(zone, &mut answer, sname.as_name(), node, wildcard);
+                }
                 break;
             }
-            Step::NxDomain => {
+            Step::NxDomain { encloser } => {
                 answer.rcode = Rcode::NXDOMAIN;
                 answer.authority = Authority::Soa;
+                if dnssec {
+                    proof::nx_domain(zone, &mut answer, sname.as_name(), encloser);
+                }
                 break;
             }
             Step::Delegation(cut) => {
                 if let Some(set) = zone.rrset_index(cut, RType::NS) {
                     answer.authority = Authority::Delegation { cut, set };
+                    if dnssec {
+                        proof::referral(zone, &mut answer, cut);
+                    }
                 }
                 break;
             }
@@ -234,23 +298,27 @@ fn solve(
         }
     }
     if exact {
-        return found(zone, answer, node, false, owner, qtype, steps);
+        return found(zone, answer, node, None, owner, qtype, steps);
     }
     if let Some(wildcard) = zone.wildcard_child(node) {
-        return found(zone, answer, wildcard, true, owner, qtype, steps);
+        if answer.dnssec {
+            proof::wildcard_answer(zone, answer, sname.as_name(), node);
+        }
+        return found(zone, answer, wildcard, Some(node), owner, qtype, steps);
     }
     if let Some(set) = zone.rrset_index(node, RType::DNAME) {
         return follow_dname(zone, answer, node, set, sname, owner, qtype, steps);
     }
-    Step::NxDomain
+    Step::NxDomain { encloser: node }
 }
 
-/// The name exists at `node`, or the wildcard `node` stands for it.
+/// The name exists at `node`, or the wildcard `node` stands for it
+/// (`wildcard` is then its closest encloser, the wildcard's parent).
 fn found(
     zone: &Zone,
     answer: &mut Answer,
     node: u32,
-    wildcard: bool,
+    wildcard: Option<u32>,
     owner: Owner,
     qtype: RType,
     steps: &mut usize,
@@ -260,7 +328,7 @@ fn found(
         RType::CNAME | RType::ANY | RType::RRSIG | RType::NSEC
     ) {
         if let Some(set) = zone.rrset_index(node, RType::CNAME) {
-            return follow_cname(zone, answer, set, wildcard, owner, steps);
+            return follow_cname(zone, answer, set, wildcard.is_some(), owner, steps);
         }
     }
     let set = if qtype == RType::ANY {
@@ -271,7 +339,7 @@ fn found(
     match set {
         Some(set) if answer.push(Item::RRset { owner, set }) => Step::Hit,
         Some(_) => Step::Hit,
-        None => Step::NoData,
+        None => Step::NoData { node, wildcard },
     }
 }
 

@@ -27,8 +27,16 @@
 //! bytes exactly as received (0x20 case round-trips; owner names equal to
 //! the query name compress to offset 12 and so carry the client's case),
 //! and carries an OPT iff the query had one, advertising our UDP size. CD
-//! is not copied: Knot and NSD both clear it, and a server that does not
-//! validate is not bound by RFC 4035 section 3.1.6.
+//! is not copied and AD never set: Knot 3.2.6 and NSD 4.6.1 both clear CD,
+//! on signed zones too (`docs/decisions/0004-dnssec-answers.md`).
+//!
+//! DNSSEC (DO=1, signed zones only): every RRset goes out with its RRSIGs,
+//! in one transaction, so a signed RRset never appears without them; if it
+//! does not fit in the answer or authority section, TC is set (RFC 4035
+//! section 3.1.1). Negative answers, wildcard expansions and referrals
+//! without DS carry the proofs [`crate::lookup`] planned. Additional
+//! records are written first and their RRSIGs after, as far as they fit,
+//! without TC (Knot; RFC 4035 section 3.1.1 allows it).
 //!
 //! Size: UDP answers fit min(client's size, raised to 512; our
 //! `max_udp_size`), or 512 without EDNS; TCP answers 65535 octets. When an
@@ -45,7 +53,7 @@ use tern_wire::types::{Opcode, RClass, RType, Rcode};
 
 use crate::builder::additional_types;
 use crate::catalog::Catalog;
-use crate::lookup::{rdata_name, resolve, Answer, Authority, Item, Owner};
+use crate::lookup::{rdata_name, resolve, Answer, Authority, Item, Owner, Proof};
 use crate::zone::{RRset, Zone};
 
 /// The advertised and default UDP payload size: the DNS flag day 2020
@@ -203,7 +211,10 @@ pub fn respond(
     let Some(zone) = catalog.find_for_query(qname.as_name(), question.qtype) else {
         return context.short(Rcode::REFUSED, true, out);
     };
-    let answer = resolve(zone, qname.as_name(), question.qtype);
+    // DNSSEC records go out with DO=1 from signed zones only (Knot and NSD
+    // add no DS to referrals from an unsigned zone).
+    let dnssec = zone.signed && edns.as_ref().is_some_and(|edns| edns.dnssec_ok);
+    let answer = resolve(zone, qname.as_name(), question.qtype, dnssec);
     context.answer(zone, &answer, out)
 }
 
@@ -359,9 +370,10 @@ impl Context<'_> {
 
 //----------- Seen ----------------------------------------------------------
 
-/// The additional RRsets written so far, to write each once.
+/// The additional RRsets written so far, to write each once: (node,
+/// type, arena offset of the owner name).
 struct Seen {
-    entries: [(u32, RType); MAX_ADDITIONAL_RRSETS],
+    entries: [(u32, RType, u32); MAX_ADDITIONAL_RRSETS],
     count: usize,
     last_failed: bool,
 }
@@ -402,18 +414,7 @@ impl<'a> Writer<'a, '_> {
         }
 
         self.builder.set_section(Section::Authority);
-        let written = match self.answer.authority {
-            Authority::None => true,
-            Authority::Soa => {
-                let soa = *self.zone.rrset(self.zone.soa);
-                self.write_rrset(self.zone.origin(), &soa, self.zone.negative_ttl)
-            }
-            Authority::Delegation { cut, set } => {
-                let rrset = *self.zone.rrset(set);
-                self.write_rrset(self.zone.node_name(cut), &rrset, rrset.ttl)
-            }
-        };
-        if !written {
+        if !self.write_authority() {
             self.builder.set_tc(true);
             return;
         }
@@ -422,13 +423,84 @@ impl<'a> Writer<'a, '_> {
         self.write_additional();
     }
 
-    /// Writes one RRset, all or nothing.
+    /// The authority section: the NS of a referral and (DO=1) its DS, or
+    /// the SOA of a negative answer, and (DO=1) the NSEC or NSEC3 proofs,
+    /// each RRset with its RRSIGs. The order is NSD's: the proofs of
+    /// wildcard expansions and of an NXDOMAIN before the SOA, those of a
+    /// NODATA after it (when they do not all fit, TC is set and what
+    /// precedes stays, as in NSD). False if something did not fit.
+    fn write_authority(&mut self) -> bool {
+        let answer: &'a Answer = self.answer;
+        let (before, after) = answer
+            .proofs()
+            .split_at(answer.soa_at().min(answer.proofs().len()));
+        let proofs = |writer: &mut Self, proofs: &[Proof]| {
+            proofs.iter().all(|proof| {
+                let rrset = *writer.zone.rrset(proof.set);
+                writer.write_rrset(writer.zone.node_name(proof.node), &rrset, rrset.ttl)
+            })
+        };
+        match answer.authority {
+            Authority::None => proofs(self, answer.proofs()),
+            Authority::Soa => {
+                let soa = *self.zone.rrset(self.zone.soa);
+                proofs(self, before)
+                    && self.write_rrset(self.zone.origin(), &soa, self.zone.negative_ttl)
+                    && proofs(self, after)
+            }
+            Authority::Delegation { cut, set } => {
+                let rrset = *self.zone.rrset(set);
+                let owner = self.zone.node_name(cut);
+                self.write_rrset(owner, &rrset, rrset.ttl)
+                    && answer.ds.is_none_or(|ds| {
+                        let ds = *self.zone.rrset(ds);
+                        self.write_rrset(owner, &ds, ds.ttl)
+                    })
+                    && proofs(self, answer.proofs())
+            }
+        }
+    }
+
+    /// Writes one RRset and, with DO=1, the RRSIGs covering it (with the
+    /// same owner and TTL), all or nothing: signatures are never dropped
+    /// to make an answer fit (RFC 4035 section 3.1.1 asks for TC instead).
     fn write_rrset(&mut self, owner: Name<'_>, rrset: &RRset, ttl: u32) -> bool {
+        self.write_records(owner, rrset, ttl, self.answer.dnssec)
+    }
+
+    /// Writes the records of an RRset, and its RRSIGs if `signed`, all or
+    /// nothing.
+    fn write_records(&mut self, owner: Name<'_>, rrset: &RRset, ttl: u32, signed: bool) -> bool {
         let mark = self.builder.mark();
-        for rdata in self.zone.rdata_iter(rrset) {
+        let records = self
+            .zone
+            .rdata_iter(rrset)
+            .map(|rdata| (rrset.rtype, rdata));
+        let sigs = self
+            .zone
+            .sigs(rrset)
+            .filter(|_| signed)
+            .map(|rdata| (RType::RRSIG, rdata));
+        for (rtype, rdata) in records.chain(sigs) {
             if self
                 .builder
-                .push_record(owner, rrset.rtype, RClass::IN, ttl, rdata)
+                .push_record(owner, rtype, RClass::IN, ttl, rdata)
+                .is_err()
+            {
+                self.builder.rollback(mark);
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Writes the RRSIGs covering an RRset, all or nothing.
+    fn write_signatures(&mut self, owner: Name<'_>, rrset: &RRset, ttl: u32) -> bool {
+        let mark = self.builder.mark();
+        for rdata in self.zone.sigs(rrset) {
+            if self
+                .builder
+                .push_record(owner, RType::RRSIG, RClass::IN, ttl, rdata)
                 .is_err()
             {
                 self.builder.rollback(mark);
@@ -460,15 +532,22 @@ impl<'a> Writer<'a, '_> {
     /// be matched exactly and it keeps IPv4 glue for every name server.
     fn write_additional(&mut self) {
         let mut seen = Seen {
-            entries: [(0, RType(0)); MAX_ADDITIONAL_RRSETS],
+            entries: [(0, RType(0), 0); MAX_ADDITIONAL_RRSETS],
             count: 0,
             last_failed: false,
         };
+        self.write_additional_records(&mut seen);
+        if self.answer.dnssec {
+            self.write_additional_signatures(&seen);
+        }
+    }
+
+    fn write_additional_records(&mut self, seen: &mut Seen) {
         if let Authority::Delegation { set, .. } = self.answer.authority {
             let rrset = *self.zone.rrset(set);
             for rtype in [RType::A, RType::AAAA] {
                 for glue in self.zone.glue(&rrset) {
-                    if !self.write_glue(glue.node, glue.target, rtype, &mut seen) {
+                    if !self.write_glue(glue.node, glue.target, rtype, seen) {
                         return;
                     }
                 }
@@ -483,13 +562,30 @@ impl<'a> Writer<'a, '_> {
             let rrset = *self.zone.rrset(set);
             for glue in self.zone.glue(&rrset) {
                 for &rtype in additional_types(rrset.rtype) {
-                    if !self.write_glue(glue.node, glue.target, rtype, &mut seen) {
+                    if !self.write_glue(glue.node, glue.target, rtype, seen) {
                         return;
                     }
                     if seen.last_failed {
                         break; // a smaller record of the next target may fit
                     }
                 }
+            }
+        }
+    }
+
+    /// DO=1: the RRSIGs of the additional RRsets written, in their order,
+    /// each RRset's signatures all or none, until one does not fit. This is
+    /// Knot's order (records first, then signatures); RFC 4035 section
+    /// 3.1.1 lets additional-section RRSIGs be left out without TC.
+    fn write_additional_signatures(&mut self, seen: &Seen) {
+        for &(node, rtype, target) in &seen.entries[..seen.count] {
+            let Some(index) = self.zone.rrset_index(node, rtype) else {
+                continue;
+            };
+            let rrset = *self.zone.rrset(index);
+            let owner = rdata_name(self.zone, target);
+            if !self.write_signatures(owner, &rrset, rrset.ttl) {
+                return;
             }
         }
     }
@@ -501,7 +597,10 @@ impl<'a> Writer<'a, '_> {
         let Some(index) = self.zone.rrset_index(node, rtype) else {
             return true;
         };
-        if seen.entries[..seen.count].contains(&(node, rtype)) {
+        if seen.entries[..seen.count]
+            .iter()
+            .any(|&(n, t, _)| (n, t) == (node, rtype))
+        {
             return true;
         }
         if seen.count == MAX_ADDITIONAL_RRSETS {
@@ -509,8 +608,8 @@ impl<'a> Writer<'a, '_> {
         }
         let owner = rdata_name(self.zone, target);
         let additional = *self.zone.rrset(index);
-        if self.write_rrset(owner, &additional, additional.ttl) {
-            seen.entries[seen.count] = (node, rtype);
+        if self.write_records(owner, &additional, additional.ttl, false) {
+            seen.entries[seen.count] = (node, rtype, target);
             seen.count += 1;
         } else {
             seen.last_failed = true;

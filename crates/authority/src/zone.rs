@@ -16,13 +16,18 @@
 //!   node ids, so finding a name hashes a borrowed slice and allocates
 //!   nothing.
 //!
-//! Memory per record is its RDATA plus two length octets; per RRset 20
-//! bytes; per node 16 bytes, its name and an index slot.
+//! Memory per record is its RDATA plus two length octets; per RRset 24
+//! bytes (its RRSIGs are a range of the node's RRSIG RRset); per node 16
+//! bytes, its name and an index slot; in an NSEC3 zone 8 more bytes per
+//! node (its matching link and its wildcard's) and 28 per NSEC3 record.
 
-use tern_wire::name::{Name, NameBuf};
+use core::cmp::Ordering;
+
+use tern_wire::name::{Name, NameBuf, MAX_LABELS};
 use tern_wire::types::RType;
 
 use crate::index::NameIndex;
+use crate::nsec3::Chain;
 
 /// The parent id of the apex.
 pub(crate) const NO_PARENT: u32 = u32::MAX;
@@ -37,6 +42,10 @@ pub(crate) const FLAG_DELEG: u8 = 0x02;
 pub(crate) const FLAG_NONAUTH: u8 = 0x04;
 /// The node has a `*` child (RFC 4592 source of synthesis).
 pub(crate) const FLAG_WILDCARD_CHILD: u8 = 0x08;
+/// The node owns an NSEC3 record: it sits outside the name tree (not in
+/// the index, so look-ups never find it), as Knot keeps NSEC3 records in a
+/// separate tree.
+pub(crate) const FLAG_NSEC3_OWNER: u8 = 0x10;
 
 //----------- Node -----------------------------------------------------------
 
@@ -63,6 +72,11 @@ pub(crate) struct RRset {
     pub(crate) rdata_start: u32,
     pub(crate) glue_start: u32,
     pub(crate) glue_count: u16,
+    /// The RRSIG records covering this RRset at the same owner: `sig_count`
+    /// records from arena offset `sig_start` (a sub-range of the node's
+    /// RRSIG RRset). They are written with this RRset's TTL, as Knot does.
+    pub(crate) sig_start: u32,
+    pub(crate) sig_count: u16,
 }
 
 //----------- Glue -----------------------------------------------------------
@@ -97,6 +111,15 @@ pub struct Zone {
     /// (RFC 2308 section 3).
     pub(crate) negative_ttl: u32,
     pub(crate) record_count: usize,
+    /// The zone is signed: its apex SOA has an RRSIG (Knot's
+    /// `zone_contents_is_signed`). Only signed zones get DS in referrals
+    /// and NSEC/NSEC3 proofs.
+    pub(crate) signed: bool,
+    /// The nodes that own an NSEC RRset, in canonical order (RFC 4034
+    /// section 6.1), for the covering NSEC of a name.
+    pub(crate) nsec: Vec<u32>,
+    /// The NSEC3 chain, if the apex has an NSEC3PARAM record.
+    pub(crate) nsec3: Option<Chain>,
 }
 
 impl Zone {
@@ -243,6 +266,32 @@ impl Zone {
         &self.rdata[offset as usize..]
     }
 
+    /// The RRSIG records covering an RRset.
+    pub(crate) fn sigs<'z>(&'z self, set: &RRset) -> RdataIter<'z> {
+        RdataIter {
+            arena: &self.rdata,
+            pos: set.sig_start as usize,
+            left: set.sig_count,
+        }
+    }
+
+    //--- Denial of existence
+
+    /// The node owning the NSEC record that matches or covers `lower`: the
+    /// last NSEC owner at or before it in canonical order (wrapping to the
+    /// last one, which covers everything past the end of the chain).
+    /// `None` if the zone has no NSEC records. Bound: a binary search, each
+    /// step comparing two names label by label.
+    pub(crate) fn nsec_covering(&self, lower: Name<'_>) -> Option<u32> {
+        let index = self
+            .nsec
+            .partition_point(|&node| canonical_cmp(self.node_name(node), lower).is_le());
+        let index = index
+            .checked_sub(1)
+            .unwrap_or(self.nsec.len().checked_sub(1)?);
+        Some(self.nsec[index])
+    }
+
     /// The glue of an RRset.
     pub(crate) fn glue(&self, set: &RRset) -> &[Glue] {
         let start = set.glue_start as usize;
@@ -259,6 +308,47 @@ impl core::fmt::Debug for Zone {
             .field("records", &self.record_count)
             .finish()
     }
+}
+
+//----------- canonical_cmp --------------------------------------------------
+
+/// Canonical order (RFC 4034 section 6.1) of two lowercased names: labels
+/// compared from the right as octet strings. Unlike `Name::canonical_cmp`
+/// it lowercases nothing and keeps only label offsets on the stack.
+pub(crate) fn canonical_cmp(a: Name<'_>, b: Name<'_>) -> Ordering {
+    let mut a_starts = [0u8; MAX_LABELS];
+    let mut b_starts = [0u8; MAX_LABELS];
+    let a_count = label_starts(a.as_bytes(), &mut a_starts);
+    let b_count = label_starts(b.as_bytes(), &mut b_starts);
+    let label = |bytes: &[u8], start: u8| -> std::ops::Range<usize> {
+        let start = usize::from(start);
+        start + 1..start + 1 + usize::from(bytes[start])
+    };
+    for (&x, &y) in a_starts[..a_count]
+        .iter()
+        .rev()
+        .zip(b_starts[..b_count].iter().rev())
+    {
+        let ordering =
+            a.as_bytes()[label(a.as_bytes(), x)].cmp(&b.as_bytes()[label(b.as_bytes(), y)]);
+        if ordering != Ordering::Equal {
+            return ordering;
+        }
+    }
+    a_count.cmp(&b_count)
+}
+
+/// The offsets of the non-root labels of a valid wire name.
+fn label_starts(bytes: &[u8], out: &mut [u8; MAX_LABELS]) -> usize {
+    let mut count = 0;
+    let mut pos = 0;
+    // A valid name is at most 255 octets with at most 127 non-root labels.
+    while pos < bytes.len() && bytes[pos] != 0 && count < MAX_LABELS {
+        out[count] = pos as u8;
+        count += 1;
+        pos += 1 + usize::from(bytes[pos]);
+    }
+    count
 }
 
 //----------- RdataIter ------------------------------------------------------

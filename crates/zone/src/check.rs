@@ -17,6 +17,13 @@
 //! | records below a DNAME (RFC 6672 section 2.3) | error | error | error | loads |
 //! | NS target in the zone with no A/AAAA ("missing glue") | warning | warning | loads | warning (error at the apex) |
 //! | data below a delegation that is not glue (occluded) | warning | silent | silent | silent |
+//! | NSEC3 record whose hash parameters differ from the apex NSEC3PARAM, or NSEC3 without NSEC3PARAM | warning | warning | loads | warning |
+//! | NSEC3 chain broken (a next hashed owner that is not the next NSEC3 of the chain) | warning | warning | loads | warning |
+//! | NSEC chain broken (a next name that is not the next NSEC owner), or an authoritative name without NSEC | warning | warning | loads | warning |
+//!
+//! The NSEC and NSEC3 checks only read the records: a continuous NSEC3
+//! chain covers every hash, so a name without a matching NSEC3 (which only
+//! hashing would find) is reported by the server's loader, not here.
 //!
 //! Duplicate records (equal once names are lowercased) count once, as all
 //! three servers merge them. Every loop is bounded by the number of records
@@ -116,6 +123,7 @@ pub fn check_zone(origin: Name<'_>, records: &[Record]) -> Vec<Diagnostic> {
     zone.check_nodes(&mut diagnostics);
     zone.check_below_dname(&mut diagnostics);
     zone.check_delegations(&mut diagnostics);
+    zone.check_denial(&mut diagnostics);
     diagnostics.sort_by_key(|diagnostic| {
         let location = diagnostic.location;
         (
@@ -473,6 +481,240 @@ impl<'r> Zone<'r> {
     }
 }
 
+//----------- Denial of existence --------------------------------------------
+
+/// Hash algorithm, iterations and salt of NSEC3 or NSEC3PARAM RDATA.
+type Nsec3Params<'a> = (u8, u16, &'a [u8]);
+
+/// The parameters at the start of NSEC3 or NSEC3PARAM RDATA, and the rest
+/// of the RDATA.
+fn nsec3_params(rdata: &[u8]) -> Option<(Nsec3Params<'_>, &[u8])> {
+    let iterations = u16::from_be_bytes([*rdata.get(2)?, *rdata.get(3)?]);
+    let salt_len = usize::from(*rdata.get(4)?);
+    let salt = rdata.get(5..5 + salt_len)?;
+    Some(((rdata[0], iterations, salt), &rdata[5 + salt_len..]))
+}
+
+/// The next hashed owner field of NSEC3 RDATA after the salt.
+fn nsec3_next(rest: &[u8]) -> Option<&[u8]> {
+    let len = usize::from(*rest.first()?);
+    rest.get(1..1 + len)
+}
+
+/// base32hex (RFC 4648 section 7, no padding, either case) to octets.
+fn base32hex(label: &[u8]) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(label.len() * 5 / 8);
+    let mut acc: u32 = 0;
+    let mut bits = 0;
+    for &c in label {
+        let value = match c {
+            b'0'..=b'9' => c - b'0',
+            b'a'..=b'v' => c - b'a' + 10,
+            b'A'..=b'V' => c - b'A' + 10,
+            _ => return None,
+        };
+        acc = (acc << 5 | u32::from(value)) & 0xfff;
+        bits += 5;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+        }
+    }
+    Some(out)
+}
+
+fn base32hex_text(octets: &[u8]) -> String {
+    const DIGITS: &[u8; 32] = b"0123456789abcdefghijklmnopqrstuv";
+    let mut out = String::new();
+    let mut acc: u32 = 0;
+    let mut bits = 0;
+    for &octet in octets {
+        acc = (acc << 8 | u32::from(octet)) & 0xfff;
+        bits += 8;
+        while bits >= 5 {
+            bits -= 5;
+            out.push(DIGITS[((acc >> bits) & 31) as usize] as char);
+        }
+    }
+    if bits > 0 {
+        out.push(DIGITS[((acc << (5 - bits)) & 31) as usize] as char);
+    }
+    out
+}
+
+impl Zone<'_> {
+    /// The records of one type in the zone, by location (file order).
+    fn all_of(&self, rtype: RType) -> Vec<&Record> {
+        let mut found: Vec<&Record> = self
+            .nodes
+            .values()
+            .flatten()
+            .map(|&index| &self.records[index])
+            .filter(|record| record.rtype == rtype)
+            .collect();
+        found.sort_by_key(|record| {
+            (
+                record.location.file,
+                record.location.line,
+                record.location.col,
+            )
+        });
+        found
+    }
+
+    /// NSEC3 records against the apex NSEC3PARAM and against each other,
+    /// and the NSEC chain against the names of the zone. All warnings: the
+    /// zone still loads, but validators will reject some of its answers.
+    fn check_denial(&self, diagnostics: &mut Vec<Diagnostic>) {
+        self.check_nsec3(diagnostics);
+        self.check_nsec(diagnostics);
+    }
+
+    fn check_nsec3(&self, diagnostics: &mut Vec<Diagnostic>) {
+        let origin = self.origin.as_name();
+        let param = self.first_of(self.node(origin), RType::NSEC3PARAM);
+        let params = param
+            .and_then(|record| nsec3_params(&record.rdata))
+            .map(|(p, _)| p);
+        let records = self.all_of(RType::NSEC3);
+        let Some(params) = params else {
+            if let Some(first) = records.first() {
+                diagnostics.push(Diagnostic::new(
+                    Severity::Warning,
+                    first.location,
+                    first.owner.as_name(),
+                    "NSEC3 records without an NSEC3PARAM at the apex",
+                ));
+            }
+            return;
+        };
+        // (owner hash, next hashed owner, record) of the chain.
+        let mut chain: Vec<(Vec<u8>, &[u8], &Record)> = Vec::new();
+        for record in records {
+            let owner = record.owner.as_name();
+            let Some((own, rest)) = nsec3_params(&record.rdata) else {
+                continue;
+            };
+            if own != params {
+                diagnostics.push(Diagnostic::new(
+                    Severity::Warning,
+                    record.location,
+                    owner,
+                    &format!(
+                        "NSEC3 parameters (algorithm {}, {} iterations, salt {}) differ from \
+                         the NSEC3PARAM's (algorithm {}, {} iterations, salt {})",
+                        own.0,
+                        own.1,
+                        hex(own.2),
+                        params.0,
+                        params.1,
+                        hex(params.2)
+                    ),
+                ));
+                continue;
+            }
+            let (Some(hash), Some(next)) = (base32hex(owner.first_label()), nsec3_next(rest))
+            else {
+                diagnostics.push(Diagnostic::new(
+                    Severity::Warning,
+                    record.location,
+                    owner,
+                    "NSEC3 owner is not a base32hex hash",
+                ));
+                continue;
+            };
+            chain.push((hash, next, record));
+        }
+        if chain.is_empty() {
+            if let Some(param) = param {
+                diagnostics.push(Diagnostic::new(
+                    Severity::Warning,
+                    param.location,
+                    origin,
+                    "NSEC3PARAM without an NSEC3 chain with its parameters",
+                ));
+            }
+            return;
+        }
+        chain.sort_by(|a, b| a.0.cmp(&b.0));
+        for (index, (_, next, record)) in chain.iter().enumerate() {
+            let expected = &chain[(index + 1) % chain.len()].0;
+            if *next != expected.as_slice() {
+                diagnostics.push(Diagnostic::new(
+                    Severity::Warning,
+                    record.location,
+                    record.owner.as_name(),
+                    &format!(
+                        "NSEC3 chain broken: next hashed owner {} is not the next NSEC3 of the \
+                         chain ({})",
+                        base32hex_text(next),
+                        base32hex_text(expected)
+                    ),
+                ));
+            }
+        }
+    }
+
+    /// Only for zones with an NSEC chain, which starts at the apex (a lone
+    /// NSEC record elsewhere is just data).
+    fn check_nsec(&self, diagnostics: &mut Vec<Diagnostic>) {
+        if self
+            .first_of(self.node(self.origin.as_name()), RType::NSEC)
+            .is_none()
+        {
+            return;
+        }
+        let mut chain: Vec<(&Record, Name<'_>)> = self
+            .all_of(RType::NSEC)
+            .into_iter()
+            .filter_map(|record| Some((record, Name::parse_prefix(&record.rdata).ok()?.0)))
+            .collect();
+        if chain.is_empty() {
+            return;
+        }
+        chain.sort_by(|a, b| a.0.owner.as_name().canonical_cmp(b.0.owner.as_name()));
+        for (index, (record, next)) in chain.iter().enumerate() {
+            let expected = chain[(index + 1) % chain.len()].0.owner.as_name();
+            if !next.eq_ignore_case(expected) {
+                diagnostics.push(Diagnostic::new(
+                    Severity::Warning,
+                    record.location,
+                    record.owner.as_name(),
+                    &format!(
+                        "NSEC chain broken: next name {next} is not the next NSEC owner \
+                         ({expected})"
+                    ),
+                ));
+            }
+        }
+        // Every authoritative name with data needs its NSEC (RFC 4035
+        // section 2.3): delegation points too, names below a cut not.
+        for node in self.nodes.values() {
+            let Some(&first) = node.first() else { continue };
+            let record = &self.records[first];
+            let owner = record.owner.as_name();
+            if self.first_of(node, RType::NSEC).is_some()
+                || self.strict_ancestor(owner, |name| self.cuts.contains(name))
+            {
+                continue;
+            }
+            diagnostics.push(Diagnostic::new(
+                Severity::Warning,
+                record.location,
+                owner,
+                "name has no NSEC record: the NSEC chain does not cover it",
+            ));
+        }
+    }
+}
+
+fn hex(octets: &[u8]) -> String {
+    if octets.is_empty() {
+        return "-".to_string();
+    }
+    octets.iter().map(|b| format!("{b:02X}")).collect()
+}
+
 //=========== Tests ==========================================================
 
 #[cfg(test)]
@@ -512,6 +754,15 @@ mod tests {
                         [vec![fields[2].len() as u8], fields[2].as_bytes().to_vec()].concat()
                     }
                     RType::NSEC => [name(fields[2]), vec![0, 1, 0x04]].concat(),
+                    // `ITERATIONS` (no salt)
+                    RType::NSEC3PARAM => vec![1, 0, 0, fields[2].parse().unwrap(), 0],
+                    // `ITERATIONS:NEXT-HASHED-OWNER`
+                    RType::NSEC3 => {
+                        let (iterations, next) = fields[2].split_once(':').unwrap();
+                        let next = base32hex(next.as_bytes()).unwrap();
+                        let head = vec![1, 0, 0, iterations.parse().unwrap(), 0];
+                        [head, vec![next.len() as u8], next, vec![0, 1, 0x40]].concat()
+                    }
                     RType::DS => vec![0, 1, 8, 2, 0xaa],
                     RType::RRSIG => [
                         vec![0, 5, 8, 1, 0, 0, 0, 1],
@@ -789,6 +1040,94 @@ mod tests {
         assert_eq!(
             diagnostic.render("zones/example.zone"),
             "zones/example.zone:12:7: warning: .: missing glue record"
+        );
+    }
+
+    const H1: &str = "0p9mhaveqvm6t7vbl5lop2u3t2rp3tom";
+    const H2: &str = "2t7b4g4vsa5smi47k61mv5bv1a22bojr";
+    const H3: &str = "35mthgpgcu1qg68fab165klnsnk3dpvl";
+
+    #[test]
+    fn base32hex_round_trip() {
+        for text in [H1, H2, H3] {
+            let octets = base32hex(text.as_bytes()).unwrap();
+            assert_eq!(octets.len(), 20);
+            assert_eq!(base32hex_text(&octets), text);
+        }
+        assert_eq!(base32hex(b"w"), None);
+    }
+
+    #[test]
+    fn nsec3_chain_checks() {
+        let line =
+            |owner: &str, iterations: u8, next: &str| format!("{owner} NSEC3 {iterations}:{next}");
+        let good = [line(H1, 5, H2), line(H2, 5, H3), line(H3, 5, H1)];
+        let mut lines: Vec<&str> = vec!["@ NSEC3PARAM 5"];
+        lines.extend(good.iter().map(String::as_str));
+        assert_eq!(check(&lines), Vec::<String>::new());
+
+        // One record with other parameters (it leaves the chain, which is
+        // then broken at H1), one that skips a link.
+        let bad = [line(H1, 5, H3), line(H2, 7, H3), line(H3, 5, H1)];
+        let mut lines: Vec<&str> = vec!["@ NSEC3PARAM 5"];
+        lines.extend(bad.iter().map(String::as_str));
+        let findings = check(&lines);
+        assert_eq!(findings.len(), 1, "{findings:?}");
+        assert!(findings[0].contains(
+            "warning: 2t7b4g4vsa5smi47k61mv5bv1a22bojr.example.: NSEC3 parameters (algorithm 1, 7 \
+             iterations, salt -) differ from the NSEC3PARAM's (algorithm 1, 5 iterations, salt -)"
+        ));
+        let skipping = [line(H1, 5, H3), line(H2, 5, H3), line(H3, 5, H1)];
+        let mut lines: Vec<&str> = vec!["@ NSEC3PARAM 5"];
+        lines.extend(skipping.iter().map(String::as_str));
+        assert_eq!(
+            check(&lines),
+            [format!(
+                "5:1: warning: {H1}.example.: NSEC3 chain broken: next hashed owner {H3} is not \
+                 the next NSEC3 of the chain ({H2})"
+            )]
+        );
+
+        // NSEC3 without NSEC3PARAM, and NSEC3PARAM without a chain.
+        let lone = line(H1, 5, H1);
+        assert_eq!(
+            check(&[lone.as_str()]),
+            [format!(
+                "4:1: warning: {H1}.example.: NSEC3 records without an NSEC3PARAM at the apex"
+            )]
+        );
+        assert_eq!(
+            check(&["@ NSEC3PARAM 5"]),
+            ["4:1: warning: example.: NSEC3PARAM without an NSEC3 chain with its parameters"]
+        );
+    }
+
+    #[test]
+    fn nsec_chain_checks() {
+        let good = [
+            "@ NSEC ns",
+            "ns NSEC www",
+            "www A 192.0.2.2",
+            "www NSEC example.",
+        ];
+        assert_eq!(check(&good), Vec::<String>::new());
+        // www lost its NSEC: ns's NSEC now points at a name with no NSEC,
+        // and www is not covered.
+        let broken = [
+            "@ NSEC ns",
+            "ns NSEC www",
+            "www A 192.0.2.2",
+            "sub NS ns.sub",
+            "sub NSEC example.",
+            "ns.sub A 192.0.2.3",
+        ];
+        assert_eq!(
+            check(&broken),
+            [
+                "5:1: warning: ns.example.: NSEC chain broken: next name www.example. is not the next \
+                 NSEC owner (sub.example.)",
+                "6:1: warning: www.example.: name has no NSEC record: the NSEC chain does not cover it",
+            ]
         );
     }
 }

@@ -3,6 +3,7 @@
 //! every section of the answer asserted.
 
 mod behaviour;
+mod dnssec;
 mod rfc1034;
 mod rfc4592;
 mod support;
