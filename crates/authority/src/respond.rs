@@ -247,12 +247,15 @@ fn error(
     Response::Send(builder.finish())
 }
 
-/// ID, QR, opcode and (optionally) RD of the query; every other flag clear.
-fn start_header(builder: &mut MessageBuilder<'_>, header: &Header, copy_rd: bool) {
+/// ID, QR, opcode and (optionally) RD and CD of the query; every other flag
+/// clear. CD is copied as RFC 4035 section 3.1.6 asks of a security-aware
+/// server (Knot 3.2 and NSD 4.6 clear it; see docs/decisions/0001).
+fn start_header(builder: &mut MessageBuilder<'_>, header: &Header, copy_flags: bool) {
     builder.set_id(header.id());
     builder.set_qr(true);
     builder.set_opcode(header.opcode().0);
-    builder.set_rd(copy_rd && header.rd());
+    builder.set_rd(copy_flags && header.rd());
+    builder.set_cd(copy_flags && header.cd());
 }
 
 //----------- Context --------------------------------------------------------
@@ -271,11 +274,11 @@ impl Context<'_> {
     fn begin<'b>(
         &self,
         out: &'b mut [u8],
-        copy_rd: bool,
+        copy_flags: bool,
         opt_options: &[u8],
     ) -> Option<MessageBuilder<'b>> {
         let mut builder = MessageBuilder::new(out, self.limit).ok()?;
-        start_header(&mut builder, self.header, copy_rd);
+        start_header(&mut builder, self.header, copy_flags);
         builder.push_question_bytes(self.question.bytes).ok()?;
         if self.edns.is_some() {
             builder.reserve(OPT_LEN + opt_options.len()).ok()?;
@@ -300,13 +303,13 @@ impl Context<'_> {
     }
 
     /// A reply with no records: REFUSED, NOTIMP.
-    fn short(&self, rcode: Rcode, copy_rd: bool, out: &mut [u8]) -> Response {
+    fn short(&self, rcode: Rcode, copy_flags: bool, out: &mut [u8]) -> Response {
         let options = if rcode == Rcode::REFUSED {
             EDE_NOT_AUTHORITATIVE
         } else {
             &[][..]
         };
-        match self.begin(out, copy_rd, options) {
+        match self.begin(out, copy_flags, options) {
             Some(builder) => self.end(builder, rcode, options),
             None => Response::Drop,
         }

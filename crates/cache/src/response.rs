@@ -44,6 +44,9 @@ const TEMPLATE_LEN: usize = 10;
 /// The RD bit in header octet 2.
 const RD: u8 = 0x01;
 
+/// The CD bit in header octet 3 (copied from each query, like RD).
+const CD: u8 = 0x10;
+
 /// The most slots: indices are `u32` and `u32::MAX` means "none".
 const MAX_SLOTS: usize = (u32::MAX - 1) as usize;
 
@@ -283,7 +286,7 @@ impl ResponseCache {
     /// truncates properly).
     ///
     /// `key` must be [`CacheKey::from_query`] of `query`. The answer is:
-    /// the query's ID; the stored flags with the query's RD bit; the stored
+    /// the query's ID; the stored flags with the query's RD and CD bits; the stored
     /// counts; the query's question bytes verbatim (0x20 case kept: the
     /// stored tail's pointers to offset 12 and into the name stay valid
     /// because a name equal ignoring case has the same labels and length);
@@ -336,6 +339,7 @@ impl ResponseCache {
         out[..2].copy_from_slice(&query[..2]);
         out[2..HEADER_LEN].copy_from_slice(&slot.data[..TEMPLATE_LEN]);
         out[2] |= query[2] & RD;
+        out[3] |= query[3] & CD;
         out[HEADER_LEN..question_end].copy_from_slice(question);
         out[question_end..].copy_from_slice(tail);
         slot.visited = true;
@@ -390,7 +394,7 @@ impl ResponseCache {
         }
 
         let mut data = Vec::with_capacity(stored);
-        data.extend_from_slice(&[answer[2] & !RD, answer[3]]);
+        data.extend_from_slice(&[answer[2] & !RD, answer[3] & !CD]);
         data.extend_from_slice(&answer[4..HEADER_LEN]);
         data.extend_from_slice(name);
         data.extend_from_slice(tail);

@@ -250,8 +250,8 @@ fn flags_and_opt() {
     let r = send(&catalog, &q, Transport::Udp, &Options::default()).unwrap();
     assert_eq!(
         &r.raw[2..4],
-        &[0x85, 0x00],
-        "QR AA RD; CD and AD cleared as Knot and NSD do"
+        &[0x85, 0x10],
+        "QR AA RD CD; AD cleared (CD copied per RFC 4035 3.1.6)"
     );
     assert_eq!(r.opt, Some((1232, 0, true)));
     assert_eq!(r.answer, ["www.example. 300 a 192.0.2.80"]);

@@ -423,14 +423,22 @@ fn rrsig_ttl_is_the_ttl_of_the_rrset() {
 }
 
 #[test]
-fn ad_and_cd_are_never_set() {
+fn ad_is_never_set_and_cd_is_copied() {
     let catalog = nsec();
     let mut query = crate::support::query("x.w.example.", RType::MX, do_bit());
     query[3] |= 0x30; // AD and CD
     let reply =
         crate::support::send(&catalog, &query, Transport::Udp, &Default::default()).unwrap();
-    assert_eq!(reply.raw[3] & 0x30, 0);
+    assert_eq!(reply.raw[3] & 0x30, 0x10, "AD clear, CD copied");
     assert_eq!(shape(&reply.answer).len(), 2);
+    query[3] &= !0x10;
+    let reply =
+        crate::support::send(&catalog, &query, Transport::Udp, &Default::default()).unwrap();
+    assert_eq!(
+        reply.raw[3] & 0x30,
+        0,
+        "no CD in the query, none in the answer"
+    );
 }
 
 #[test]

@@ -186,6 +186,22 @@ fn rd_is_taken_from_each_query() {
 }
 
 #[test]
+fn cd_is_taken_from_each_query() {
+    let catalog = catalog();
+    let mut cache = ResponseCache::new(CacheLimits::default());
+    let mut with_cd = query("www.example.", RType::A, EDNS);
+    with_cd[3] |= CD;
+    let answer = slow(&catalog, &with_cd, Transport::Udp);
+    assert_eq!(answer[3] & CD, CD, "respond copies CD");
+    assert!(cache.insert(key(&with_cd), &answer));
+    let without = query("www.example.", RType::A, EDNS);
+    let cached = hit(&mut cache, &without).unwrap();
+    assert_eq!(cached[3] & CD, 0);
+    assert_eq!(cached, slow(&catalog, &without, Transport::Udp));
+    assert_eq!(hit(&mut cache, &with_cd).unwrap(), answer);
+}
+
+#[test]
 fn dnssec_ok_and_edns_presence_are_separate_keys() {
     let catalog = catalog();
     let mut cache = ResponseCache::new(CacheLimits::default());
