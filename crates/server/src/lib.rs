@@ -1,17 +1,43 @@
-//! # tern-server: the runtime around the answer pipeline
+//! # tern-server: the thread-per-core runtime around the answer pipeline
 //!
-//! This is the only crate that performs I/O. It starts one OS thread per
-//! configured core, each running its own monoio reactor with its own
-//! sockets (SO_REUSEPORT, bound on that thread), and feeds every received
-//! query synchronously through [`tern_authority::respond`]: receive, answer
-//! without awaiting, send. Cores share nothing on the query path; the zone
-//! catalog is immutable and shared by reference count, cloned once per
-//! core at start-up, never per query.
+//! This is the only crate that performs I/O. [`Server::start`] starts one
+//! OS thread per configured CPU, pins it, and runs its own monoio reactor
+//! on it (io_uring, or the epoll-based legacy driver where io_uring is
+//! unavailable or not wanted: [`Driver`]). Each core binds its own UDP and
+//! TCP sockets for every listen address, with SO_REUSEPORT set before
+//! bind, so the kernel spreads queries over the cores and nothing is
+//! shared on the query path: no locks, no atomics, no reference-count
+//! traffic. The zone catalog is immutable and shared by an `Arc` cloned
+//! once per core (and once per core on a reload), never per query.
+//!
+//! ```text
+//!   core N thread (pinned) ── monoio reactor
+//!     UDP loop per address:  readable().await → recvmmsg (32) → answer each → sendmmsg
+//!     TCP accept per address: connection task: read half ⇄ pending answers ⇄ write half
+//!     control task:          reload · stats · shutdown (from any thread, via Handle)
+//!     Worker:                catalog (Arc) · answer cache · counters
+//! ```
+//!
+//! Answering is synchronous: a batch is received, every query in it is
+//! answered without awaiting (from the core's answer cache, or by
+//! `tern_authority::respond` on a miss), and the answers are sent
+//! together. With a warm cache that path makes no heap allocation
+//! (`tests/alloc_hit_path.rs` proves it).
+//!
+//! A [`Handle`] controls the running server from any thread: reload a new
+//! catalog, read per-core [`CoreStats`], shut down.
 //!
 //! Modules:
-//! - `socket`: socket creation with SO_REUSEPORT set before bind.
-//! - `worker`: the per-core answering state (catalog and options).
-//! - `udp`, `tcp`: the receive/answer/send loops.
+//! - `cores`: the core thread, its reactor and what its tasks share;
+//! - `control`: the control path ([`Handle`]);
+//! - `udp`, `tcp`: the transport loops;
+//! - `worker`: the per-core answering state and cache;
+//! - `pool`: the thread-local I/O buffer pool;
+//! - `signal`: core-local stop and wake-up signals;
+//! - `socket`: socket creation (SO_REUSEPORT before bind);
+//! - `stats`: counters and snapshots;
+//! - `sys`: the only `unsafe`: `recvmmsg`/`sendmmsg` and the counting
+//!   allocator.
 
 #![deny(missing_docs)]
 
@@ -22,13 +48,42 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use tern_authority::{Catalog, Options};
+use tern_cache::CacheLimits;
 
+mod control;
+mod cores;
+mod pool;
+mod signal;
 mod socket;
+mod stats;
+mod sys;
 mod tcp;
 mod udp;
 mod worker;
 
+pub use control::Handle;
+pub use stats::CoreStats;
+pub use sys::{thread_allocations, CountingAllocator};
+#[doc(hidden)]
 pub use worker::Worker;
+
+/// The default idle timeout between TCP messages (RFC 7766 section 6.2.3
+/// suggests seconds, not minutes).
+pub const DEFAULT_TCP_IDLE_TIMEOUT: Duration = Duration::from_secs(10);
+
+//----------- Driver ---------------------------------------------------------
+
+/// Which reactor each core runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Driver {
+    /// io_uring if the kernel allows it, the legacy driver otherwise.
+    #[default]
+    Auto,
+    /// io_uring; starting fails if it is unavailable.
+    IoUring,
+    /// epoll (monoio's legacy driver).
+    Legacy,
+}
 
 //----------- ServerConfig ---------------------------------------------------
 
@@ -37,34 +92,69 @@ pub use worker::Worker;
 pub struct ServerConfig {
     /// Addresses to serve on, over both UDP and TCP.
     pub listen: Vec<SocketAddr>,
-    /// CPUs to run a reactor on, one thread each. Empty: one unpinned thread.
+    /// CPUs to run a core on, one pinned thread each. Empty: one unpinned
+    /// core.
     pub cores: Vec<usize>,
+    /// The reactor each core runs.
+    pub driver: Driver,
     /// Answering options (UDP size limit, CHAOS identity).
     pub answer: Options,
     /// TCP limits and timeouts.
     pub tcp: TcpConfig,
+    /// The size of each core's answer cache.
+    pub cache: CacheLimits,
+    /// Reads the calling thread's allocation count (normally
+    /// [`thread_allocations`] with [`CountingAllocator`] installed); each
+    /// core calls it for its statistics. `None`: allocations read as 0.
+    pub allocations: Option<fn() -> u64>,
 }
 
-/// TCP limits (RFC 7766).
-#[derive(Clone, Copy, Debug)]
+impl ServerConfig {
+    /// A configuration with defaults for everything but the addresses.
+    pub fn new(listen: Vec<SocketAddr>) -> Self {
+        ServerConfig {
+            listen,
+            cores: Vec::new(),
+            driver: Driver::default(),
+            answer: Options::default(),
+            tcp: TcpConfig::default(),
+            cache: CacheLimits::default(),
+            allocations: None,
+        }
+    }
+}
+
+//----------- TcpConfig ------------------------------------------------------
+
+/// TCP limits (RFC 7766 section 6.2.3); past each, the connection is
+/// closed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TcpConfig {
-    /// How long a connection may sit idle between messages.
+    /// How long a connection may sit idle between messages. Default 10 s.
     pub idle_timeout: Duration,
-    /// How long one message may take to arrive once its first byte has.
+    /// How long one message may take to arrive once its first octet has.
+    /// Default 2 s.
     pub message_timeout: Duration,
-    /// How long writing one answer may take.
+    /// How long writing queued answers may take. Default 5 s.
     pub write_timeout: Duration,
-    /// Open connections per core; further ones are closed at once.
+    /// Open connections per core; further ones are closed as soon as they
+    /// are accepted (0: TCP is refused). Default 256 (each open connection holds three 64 KiB
+    /// buffers: 48 MiB per core at the limit).
     pub max_connections: usize,
+    /// Answers per connection not yet handed to the kernel; at the limit
+    /// the connection stops reading until its client reads (0 counts as
+    /// 1). Default 32.
+    pub max_in_flight: usize,
 }
 
 impl Default for TcpConfig {
     fn default() -> Self {
         TcpConfig {
-            idle_timeout: Duration::from_secs(10),
+            idle_timeout: DEFAULT_TCP_IDLE_TIMEOUT,
             message_timeout: Duration::from_secs(2),
             write_timeout: Duration::from_secs(5),
-            max_connections: 512,
+            max_connections: 256,
+            max_in_flight: 32,
         }
     }
 }
@@ -74,45 +164,71 @@ impl Default for TcpConfig {
 /// The running server: one thread per core.
 pub struct Server {
     threads: Vec<JoinHandle<io::Result<()>>>,
+    handle: Handle,
 }
 
 impl Server {
-    /// Binds every listen address on every core and starts serving. Returns
-    /// once every core has bound its sockets, so a caller can query at once;
-    /// a bind failure on any core is returned.
+    /// Starts every core and binds every listen address on each. Returns
+    /// once every core is serving, so a caller can query at once. If any
+    /// core fails to start (a bind error, a CPU that cannot be pinned,
+    /// io_uring asked for and unavailable), the others are stopped and the
+    /// error is returned.
     pub fn start(config: ServerConfig, catalog: Arc<Catalog>) -> io::Result<Server> {
-        let cores: Vec<Option<usize>> = if config.cores.is_empty() {
+        let ids: Vec<Option<usize>> = if config.cores.is_empty() {
             vec![None]
         } else {
             config.cores.iter().copied().map(Some).collect()
         };
-        let mut threads = Vec::with_capacity(cores.len());
-        let mut ready = Vec::with_capacity(cores.len());
-        for core in cores {
-            let config = config.clone();
-            let catalog = Arc::clone(&catalog);
-            let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-            let name = match core {
-                Some(core) => format!("tern-core-{core}"),
+        let (handle, ends) = Handle::new(ids.len())?;
+        let mut threads = Vec::with_capacity(ids.len());
+        let mut ready = Vec::with_capacity(ids.len());
+        for (index, (id, (commands, wake))) in ids.into_iter().zip(ends).enumerate() {
+            let (ready_sender, ready_receiver) = std::sync::mpsc::channel();
+            let start = cores::CoreStart {
+                id,
+                index,
+                config: config.clone(),
+                catalog: Arc::clone(&catalog),
+                commands,
+                wake,
+                ready: ready_sender,
+            };
+            let name = match id {
+                Some(id) => format!("tern-core-{id}"),
                 None => "tern-core".to_string(),
             };
-            let thread = std::thread::Builder::new()
+            let spawned = std::thread::Builder::new()
                 .name(name)
-                .spawn(move || run_core(core, config, catalog, ready_tx))?;
-            threads.push(thread);
-            ready.push(ready_rx);
-        }
-        for rx in ready {
-            match rx.recv() {
-                Ok(Ok(())) => {}
-                Ok(Err(err)) => return Err(err),
-                Err(_) => return Err(io::Error::other("a core thread exited during start-up")),
+                .spawn(move || cores::run(start));
+            match spawned {
+                Ok(thread) => threads.push(thread),
+                Err(err) => {
+                    Server { threads, handle }.abort();
+                    return Err(err);
+                }
             }
+            ready.push(ready_receiver);
         }
-        Ok(Server { threads })
+        let server = Server { threads, handle };
+        for receiver in ready {
+            let failure = match receiver.recv() {
+                Ok(Ok(())) => continue,
+                Ok(Err(err)) => err,
+                Err(_) => io::Error::other("a core thread exited during start-up"),
+            };
+            server.abort();
+            return Err(failure);
+        }
+        Ok(server)
     }
 
-    /// Waits for every core to stop; returns the first error.
+    /// A handle to control the server from any thread.
+    pub fn handle(&self) -> Handle {
+        self.handle.clone()
+    }
+
+    /// Waits for every core to stop (after [`Handle::shutdown`]); returns
+    /// the first error.
     pub fn join(self) -> io::Result<()> {
         let mut result = Ok(());
         for thread in self.threads {
@@ -125,67 +241,10 @@ impl Server {
         }
         result
     }
-}
 
-/// The body of one core's thread: pin, build the reactor, bind, serve.
-fn run_core(
-    core: Option<usize>,
-    config: ServerConfig,
-    catalog: Arc<Catalog>,
-    ready: std::sync::mpsc::Sender<io::Result<()>>,
-) -> io::Result<()> {
-    if let Some(core) = core {
-        if !core_affinity::set_for_current(core_affinity::CoreId { id: core }) {
-            let err = io::Error::other(format!("cannot pin a thread to CPU {core}"));
-            let _ = ready.send(Err(io::Error::other(err.to_string())));
-            return Err(err);
-        }
+    /// Stops the cores that did start, after a failed start.
+    fn abort(self) {
+        self.handle.shutdown();
+        let _ = self.join();
     }
-    let mut runtime = match monoio::RuntimeBuilder::<monoio::FusionDriver>::new()
-        .enable_timer()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(err) => {
-            let _ = ready.send(Err(io::Error::new(err.kind(), err.to_string())));
-            return Err(err);
-        }
-    };
-    runtime.block_on(async move {
-        let mut udp_sockets = Vec::new();
-        let mut tcp_listeners = Vec::new();
-        for addr in &config.listen {
-            let bound = socket::bind_udp(*addr).and_then(|udp| Ok((udp, socket::bind_tcp(*addr)?)));
-            match bound {
-                Ok((udp, tcp)) => {
-                    udp_sockets.push(udp);
-                    tcp_listeners.push(tcp);
-                }
-                Err(err) => {
-                    let message = format!("cannot listen on {addr}: {err}");
-                    let _ = ready.send(Err(io::Error::new(err.kind(), message.clone())));
-                    return Err(io::Error::new(err.kind(), message));
-                }
-            }
-        }
-        let _ = ready.send(Ok(()));
-        let mut tasks = Vec::new();
-        for udp in udp_sockets {
-            let worker = Worker::new(Arc::clone(&catalog), config.answer.clone());
-            tasks.push(monoio::spawn(udp::serve(udp, worker)));
-        }
-        let connections = std::rc::Rc::new(std::cell::Cell::new(0usize));
-        for listener in tcp_listeners {
-            let shared = tcp::Shared {
-                worker: Worker::new(Arc::clone(&catalog), config.answer.clone()),
-                limits: config.tcp,
-                connections: connections.clone(),
-            };
-            tasks.push(monoio::spawn(tcp::serve(listener, shared)));
-        }
-        for task in tasks {
-            task.await?;
-        }
-        Ok(())
-    })
 }

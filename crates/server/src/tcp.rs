@@ -1,96 +1,303 @@
-//! DNS over TCP (RFC 7766): two-octet length framing, queries answered in
-//! order on each connection, idle and per-message timeouts, and a per-core
-//! connection limit past which new connections are closed at once.
+//! DNS over TCP (RFC 7766).
+//!
+//! Each connection runs two halves in one task. The read half reads as
+//! much as the client has sent, answers every complete frame
+//! synchronously and appends the framed answers to the connection's
+//! *pending* buffer; the write half swaps that buffer for its own and
+//! writes everything queued with one `write_all`. The read half never
+//! waits for a write, so pipelined queries are answered as fast as they
+//! arrive (RFC 7766 section 6.2.1.1; answers happen to leave in order,
+//! which the RFC allows but does not require).
+//!
+//! Limits, each closing the connection when passed, never queueing
+//! without bound (section 6.2.3):
+//! - per core, `max_connections` open connections: further ones are
+//!   closed as soon as they are accepted;
+//! - `idle_timeout` between messages and `message_timeout` from a
+//!   message's first octet to its last;
+//! - `max_in_flight` answers not yet handed to the kernel: the read half
+//!   stops reading (the kernel's window then pushes back on the client)
+//!   and the write half's `write_timeout` closes a connection whose client
+//!   does not read its answers;
+//! - a length prefix below a header's size closes the connection.
+//!
+//! Buffers: three stream buffers from the core's pool per connection
+//! (read, pending, being written), given back when it closes.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::io;
 use std::rc::Rc;
+use std::time::{Duration, Instant};
 
 use monoio::buf::{IoBuf, IoBufMut};
-use monoio::io::{AsyncReadRentExt, AsyncWriteRentExt};
+use monoio::io::{AsyncReadRent, AsyncWriteRentExt, Splitable};
+use monoio::net::tcp::{TcpOwnedReadHalf, TcpOwnedWriteHalf};
 use monoio::net::{TcpListener, TcpStream};
 use tern_authority::Transport;
 
-use crate::worker::{Worker, MAX_MESSAGE};
-use crate::TcpConfig;
+use crate::cores::Core;
+use crate::pool::{self, Size, STREAM_BUFFER};
+use crate::signal::{Notify, StopListener};
 
 /// The smallest message worth reading: a header.
 const MIN_MESSAGE: usize = 12;
 
-/// What every connection task of one listener shares on its core.
-pub(crate) struct Shared {
-    pub(crate) worker: Worker,
-    pub(crate) limits: TcpConfig,
-    pub(crate) connections: Rc<Cell<usize>>,
-}
+/// The length prefix of a frame.
+const PREFIX: usize = 2;
 
-/// Accepts connections until the listener fails.
-pub(crate) async fn serve(listener: TcpListener, shared: Shared) -> io::Result<()> {
-    let shared = Rc::new(shared);
+/// How long the accept loop pauses after a failed accept (out of file
+/// descriptors, typically), instead of retrying at once in a busy loop.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(10);
+
+//----------- serve ----------------------------------------------------------
+
+/// Accepts connections until the core stops.
+pub(crate) async fn serve(listener: TcpListener, core: Rc<Core>) -> io::Result<()> {
+    let stop = core.stop.listener();
     loop {
-        let (stream, _) = match listener.accept().await {
-            Ok(accepted) => accepted,
-            // Out of descriptors and the like: keep the listener alive.
-            Err(_) => continue,
+        let Some(accepted) = stop.or(listener.accept()).await else {
+            return Ok(());
         };
-        if shared.connections.get() >= shared.limits.max_connections {
+        let stream = match accepted {
+            Ok((stream, _)) => stream,
+            Err(_) => {
+                if stop.or(monoio::time::sleep(ACCEPT_BACKOFF)).await.is_none() {
+                    return Ok(());
+                }
+                continue;
+            }
+        };
+        let counters = &core.tcp_counters;
+        if counters.open.get() >= core.tcp.max_connections as u64 {
+            counters.refused.set(counters.refused.get() + 1);
             drop(stream);
             continue;
         }
-        shared.connections.set(shared.connections.get() + 1);
-        let shared = Rc::clone(&shared);
+        counters.accepted.set(counters.accepted.get() + 1);
+        counters.open.set(counters.open.get() + 1);
+        let core = Rc::clone(&core);
         monoio::spawn(async move {
-            let _ = connection(stream, &shared).await;
-            shared.connections.set(shared.connections.get() - 1);
+            connection(stream, &core).await;
+            let open = &core.tcp_counters.open;
+            open.set(open.get() - 1);
         });
     }
 }
 
-/// Serves one connection until the client closes it, a timeout fires or a
-/// malformed frame arrives.
-async fn connection(mut stream: TcpStream, shared: &Shared) -> io::Result<()> {
-    let worker = &shared.worker;
-    let mut length: Vec<u8> = Vec::with_capacity(2);
-    let mut message: Vec<u8> = Vec::with_capacity(MAX_MESSAGE);
-    let mut out: Vec<u8> = vec![0; MAX_MESSAGE + 2];
-    let limits = shared.limits;
-    loop {
-        length.clear();
-        let read = monoio::time::timeout(limits.idle_timeout, stream.read_exact(length)).await;
-        let Ok((result, buf)) = read else {
-            return Ok(());
+//----------- Pipe -----------------------------------------------------------
+
+/// What the two halves of a connection share.
+struct Pipe {
+    /// Framed answers waiting for the write half. Its length is its
+    /// capacity ([`STREAM_BUFFER`]); `used` octets are queued.
+    pending: RefCell<Vec<u8>>,
+    used: Cell<usize>,
+    /// Answers in `pending`.
+    queued: Cell<usize>,
+    /// Answers not yet handed to the kernel: queued or being written.
+    in_flight: Cell<usize>,
+    /// The read half has finished: the write half flushes and ends.
+    reading_done: Cell<bool>,
+    /// The write half has failed or timed out: the read half ends.
+    writing_failed: Cell<bool>,
+    to_writer: Notify,
+    to_reader: Notify,
+}
+
+impl Pipe {
+    /// Whether an answer of `len` octets can be queued now.
+    fn has_room(&self, len: usize, max_in_flight: usize) -> bool {
+        self.in_flight.get() < max_in_flight && self.used.get() + PREFIX + len <= STREAM_BUFFER
+    }
+
+    /// Queues a framed answer.
+    fn push(&self, answer: &[u8]) {
+        let used = self.used.get();
+        let mut pending = self.pending.borrow_mut();
+        pending[used..used + PREFIX].copy_from_slice(&(answer.len() as u16).to_be_bytes());
+        pending[used + PREFIX..used + PREFIX + answer.len()].copy_from_slice(answer);
+        self.used.set(used + PREFIX + answer.len());
+        self.queued.set(self.queued.get() + 1);
+        self.in_flight.set(self.in_flight.get() + 1);
+        self.to_writer.notify();
+    }
+}
+
+//----------- connection -----------------------------------------------------
+
+/// Serves one connection until the client closes it, a limit closes it or
+/// the core stops; then gives its buffers back.
+async fn connection(stream: TcpStream, core: &Core) {
+    let (reader, writer) = stream.into_split();
+    let pipe = Pipe {
+        pending: RefCell::new(pool::take(Size::Stream)),
+        used: Cell::new(0),
+        queued: Cell::new(0),
+        in_flight: Cell::new(0),
+        reading_done: Cell::new(false),
+        writing_failed: Cell::new(false),
+        to_writer: Notify::default(),
+        to_reader: Notify::default(),
+    };
+    let read_side = read_half(reader, &pipe, core);
+    let write_side = write_half(writer, &pipe, core);
+    let (read_buffer, write_buffer) = monoio::join!(read_side, write_side);
+    // A buffer still held by a cancelled read or write is freed by the
+    // reactor instead; the pool makes a new one when it runs out.
+    for buffer in [read_buffer, write_buffer].into_iter().flatten() {
+        pool::put(buffer);
+    }
+    pool::put(pipe.pending.into_inner());
+}
+
+/// Reads and answers frames. Returns its buffer unless a cancelled read
+/// kept it.
+async fn read_half(mut reader: TcpOwnedReadHalf, pipe: &Pipe, core: &Core) -> Option<Vec<u8>> {
+    let stop = core.stop.listener();
+    let limits = core.tcp;
+    let mut buffer = pool::take(Size::Stream);
+    buffer.clear(); // length = octets read and not yet consumed
+                    // When the first octet of the frame now in `buffer` arrived.
+    let mut frame_started: Option<Instant> = None;
+    let buffer = loop {
+        let Ok(consumed) = answer_frames(&buffer, pipe, core, &stop).await else {
+            break Some(buffer);
         };
-        length = buf;
-        result?;
-        let size = usize::from(u16::from_be_bytes([length[0], length[1]]));
-        if size < MIN_MESSAGE {
-            return Ok(());
+        if consumed > 0 {
+            buffer.copy_within(consumed.., 0);
+            buffer.truncate(buffer.len() - consumed);
+            // What is left, if anything, is a frame that began in the last
+            // read: its clock starts now.
+            frame_started = None;
         }
-        message.clear();
-        let read = monoio::time::timeout(
-            limits.message_timeout,
-            stream.read_exact(message.slice_mut(..size)),
-        )
-        .await;
-        let Ok((result, buf)) = read else {
-            return Ok(());
+        if stop.fired() || pipe.writing_failed.get() {
+            break Some(buffer);
+        }
+        let wait = if buffer.is_empty() {
+            limits.idle_timeout
+        } else {
+            let started = *frame_started.get_or_insert_with(Instant::now);
+            limits.message_timeout.saturating_sub(started.elapsed())
         };
-        message = buf.into_inner();
-        result?;
-        let Some(answer_len) = worker.answer(&message[..size], Transport::Tcp, &mut out[2..])
-        else {
+        let filled = buffer.len();
+        let read = monoio::time::timeout(wait, reader.read(buffer.slice_mut(filled..)));
+        let Some(Ok((result, slice))) = stop.or(read).await else {
+            break None; // stopped or timed out: the read kept the buffer
+        };
+        buffer = slice.into_inner();
+        if matches!(result, Ok(0) | Err(_)) {
+            break Some(buffer); // closed by the client, or reset
+        }
+    };
+    pipe.reading_done.set(true);
+    pipe.to_writer.notify();
+    buffer
+}
+
+/// Answers every complete frame at the start of `input`; returns how many
+/// octets were consumed, or `Err` to close the connection (a malformed
+/// length, the write half failed, or the core stopped while waiting for
+/// room).
+async fn answer_frames(
+    input: &[u8],
+    pipe: &Pipe,
+    core: &Core,
+    stop: &StopListener,
+) -> Result<usize, ()> {
+    let mut consumed = 0;
+    // Each pass consumes a frame of at least PREFIX + MIN_MESSAGE octets.
+    loop {
+        let rest = &input[consumed..];
+        let Some(prefix) = rest.get(..PREFIX) else {
+            return Ok(consumed);
+        };
+        let size = usize::from(u16::from_be_bytes([prefix[0], prefix[1]]));
+        if size < MIN_MESSAGE {
+            return Err(());
+        }
+        let Some(query) = rest.get(PREFIX..PREFIX + size) else {
+            return Ok(consumed);
+        };
+        consumed += PREFIX + size;
+        let max_in_flight = core.tcp.max_in_flight;
+        let (held, len) = {
+            let mut scratch = core.scratch.borrow_mut();
+            let mut worker = core.worker.borrow_mut();
+            let Some(len) = worker.answer(query, Transport::Tcp, &mut scratch) else {
+                continue;
+            };
+            if pipe.has_room(len, max_in_flight) {
+                pipe.push(&scratch[..len]);
+                continue;
+            }
+            // The answer must outlive the wait, and the scratch buffer is
+            // the core's: hold it in a buffer of the connection's own.
+            let mut held = pool::take(Size::Stream);
+            held[..len].copy_from_slice(&scratch[..len]);
+            (held, len)
+        };
+        let room = wait_for_room(pipe, len, max_in_flight, stop).await;
+        if room {
+            pipe.push(&held[..len]);
+        }
+        pool::put(held);
+        if !room {
+            return Err(());
+        }
+    }
+}
+
+/// Waits until the write half has made room for an answer of `len`
+/// octets; false if it failed or the core stopped first. Bounded by the
+/// write half's timeout: every write it starts ends within it.
+async fn wait_for_room(pipe: &Pipe, len: usize, max_in_flight: usize, stop: &StopListener) -> bool {
+    // Each pass waits for a notification from the write half, which
+    // comes after each write it completes or when it fails.
+    while !pipe.has_room(len, max_in_flight) {
+        if pipe.writing_failed.get() || stop.or(pipe.to_reader.wait()).await.is_none() {
+            return false;
+        }
+    }
+    !pipe.writing_failed.get()
+}
+
+/// Writes queued answers until the read half is done and everything is
+/// written, or a write fails or times out. Returns its buffer unless a
+/// timed-out write kept it.
+async fn write_half(mut writer: TcpOwnedWriteHalf, pipe: &Pipe, core: &Core) -> Option<Vec<u8>> {
+    let mut active = pool::take(Size::Stream);
+    loop {
+        if pipe.used.get() == 0 {
+            if pipe.reading_done.get() {
+                return Some(active);
+            }
+            pipe.to_writer.wait().await;
             continue;
+        }
+        let len = pipe.used.replace(0);
+        let answers = pipe.queued.replace(0);
+        std::mem::swap(&mut active, &mut pipe.pending.borrow_mut());
+        let write = writer.write_all(active.slice(..len));
+        let outcome = monoio::time::timeout(core.tcp.write_timeout, write).await;
+        let result = match outcome {
+            Ok((result, slice)) => {
+                active = slice.into_inner();
+                result.map(|_| ())
+            }
+            // Timed out: the cancelled write keeps the buffer.
+            Err(_) => {
+                pipe.in_flight.set(pipe.in_flight.get() - answers);
+                pipe.writing_failed.set(true);
+                pipe.to_reader.notify();
+                return None;
+            }
         };
-        out[..2].copy_from_slice(&(answer_len as u16).to_be_bytes());
-        let write = monoio::time::timeout(
-            limits.write_timeout,
-            stream.write_all(out.slice(..answer_len + 2)),
-        )
-        .await;
-        let Ok((result, buf)) = write else {
-            return Ok(());
-        };
-        out = buf.into_inner();
-        result?;
+        pipe.in_flight.set(pipe.in_flight.get() - answers);
+        if result.is_err() {
+            pipe.writing_failed.set(true);
+            pipe.to_reader.notify();
+            return Some(active);
+        }
+        pipe.to_reader.notify();
     }
 }

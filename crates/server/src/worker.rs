@@ -1,35 +1,149 @@
-//! The per-core answering state.
+//! The per-core answering state: the catalog this core serves from, its
+//! answer cache and its counters. The transport loops lend it a query and
+//! an output buffer and get back the answer's length; everything in
+//! between is synchronous and allocation-free once the cache is warm.
+//!
+//! ```text
+//! UDP query ──parse──► CacheKey ──hit──► cache.answer(): header, question, stored tail
+//!                          │
+//!                          └─miss──► tern_authority::respond() ──► cache.insert() if the
+//!                                                                  answer was written at
+//! TCP query ──────────────────────► tern_authority::respond()      the full UDP size
+//! ```
+//!
+//! Only UDP answers go through the cache: TCP answers are never truncated,
+//! so their size limit differs, and TCP is a small share of the traffic.
 
 use std::sync::Arc;
 
 use tern_authority::{respond, Catalog, Options, Response, Transport};
+use tern_cache::{CacheKey, CacheLimits, ResponseCache};
+use tern_wire::parse::MessageView;
+use tern_wire::types::{RClass, RType};
 
-/// The largest DNS message (TCP's two-octet length prefix).
-pub(crate) const MAX_MESSAGE: usize = 65535;
+use crate::stats::Counters;
+
+/// The UDP size limit without EDNS (RFC 1035 section 4.2.1), which is
+/// also the smallest EDNS limit honoured (RFC 6891 section 6.2.3).
+const CLASSIC_UDP_SIZE: usize = 512;
 
 //----------- Worker ---------------------------------------------------------
 
-/// What a receive loop needs to answer: the catalog and the options. The
-/// loop owns the buffers and lends them for each answer.
-#[derive(Clone)]
+/// One core's answering state. Not shared: each core owns one, and the
+/// catalog is the only thing it holds in common with the other cores
+/// (read-only, behind an `Arc` cloned once per core and per reload, never
+/// per query).
+#[doc(hidden)]
 pub struct Worker {
     catalog: Arc<Catalog>,
     options: Options,
+    /// The UDP limit of a client that asks for at least our maximum:
+    /// answers written at this limit (or without EDNS, at 512) are what
+    /// `respond` writes for every client whose limit they fit, so only
+    /// they are cached.
+    full_udp_size: usize,
+    cache: ResponseCache,
+    counters: Counters,
 }
 
 impl Worker {
-    /// A worker over a catalog.
-    pub fn new(catalog: Arc<Catalog>, options: Options) -> Self {
-        Worker { catalog, options }
+    /// A worker over `catalog`, answering with `options`, caching within
+    /// `cache`.
+    pub fn new(catalog: Arc<Catalog>, options: Options, cache: CacheLimits) -> Self {
+        let full_udp_size = usize::from(options.max_udp_size).max(CLASSIC_UDP_SIZE);
+        Worker {
+            catalog,
+            options,
+            full_udp_size,
+            cache: ResponseCache::new(cache),
+            counters: Counters::default(),
+        }
     }
 
-    /// Answers one query synchronously into `out` (at least
-    /// [`MAX_MESSAGE`] bytes); returns the answer's length, or `None` to
-    /// drop the query silently.
-    pub fn answer(&self, query: &[u8], transport: Transport, out: &mut [u8]) -> Option<usize> {
-        match respond(&self.catalog, query, transport, &self.options, out) {
-            Response::Send(len) => Some(len),
-            Response::Drop => None,
+    /// Answers one query into `out`; returns the answer's length, or `None`
+    /// to send nothing. `out` must hold the largest answer for the
+    /// transport: `max(max_udp_size, 512)` octets for UDP, 65535 for TCP.
+    /// Counts the query and the answer.
+    pub fn answer(&mut self, query: &[u8], transport: Transport, out: &mut [u8]) -> Option<usize> {
+        self.counters.queries += 1;
+        let response = match transport {
+            Transport::Udp => self.answer_udp(query, out),
+            Transport::Tcp => respond(&self.catalog, query, transport, &self.options, out),
+        };
+        match response {
+            Response::Send(len) => {
+                self.counters.count_answer(&out[..len]);
+                Some(len)
+            }
+            Response::Drop => {
+                self.counters.dropped += 1;
+                None
+            }
         }
+    }
+
+    /// The UDP path: the cache first, then `respond`.
+    fn answer_udp(&mut self, query: &[u8], out: &mut [u8]) -> Response {
+        let Some((key, limit)) = self.cache_key(query) else {
+            return respond(&self.catalog, query, Transport::Udp, &self.options, out);
+        };
+        if let Some(len) = self.cache.answer(&key, query, limit, out) {
+            self.counters.cache_hits += 1;
+            return Response::Send(len);
+        }
+        self.counters.cache_misses += 1;
+        let response = respond(&self.catalog, query, Transport::Udp, &self.options, out);
+        // Only an answer written at the full size is what respond writes for
+        // every client whose limit it fits; the cache checks the fit.
+        let full_size = !key.edns || limit == self.full_udp_size;
+        if let (Response::Send(len), true) = (response, full_size) {
+            self.cache.insert(key, &out[..len]);
+        }
+        response
+    }
+
+    /// The cache key and the UDP size limit of a query the cache may
+    /// answer; `None` sends the query to `respond` (malformed, not a plain
+    /// QUERY, EDNS version above 0, a class other than IN, a zone
+    /// transfer).
+    fn cache_key(&self, query: &[u8]) -> Option<(CacheKey, usize)> {
+        let view = MessageView::parse(query).ok()?;
+        let question = view.question()?;
+        if question.qclass != RClass::IN || matches!(question.qtype, RType::AXFR | RType::IXFR) {
+            return None;
+        }
+        let edns = view.edns().ok()?;
+        let key = CacheKey::from_query(&view, edns.as_ref())?;
+        let limit = match edns {
+            None => CLASSIC_UDP_SIZE,
+            Some(edns) => usize::from(edns.udp_size)
+                .max(CLASSIC_UDP_SIZE)
+                .min(self.full_udp_size),
+        };
+        Some((key, limit))
+    }
+
+    /// Switches to a new catalog and empties the cache, whose answers came
+    /// from the old one.
+    pub(crate) fn reload(&mut self, catalog: Arc<Catalog>) {
+        self.catalog = catalog;
+        self.cache.clear();
+    }
+
+    /// Counts a query that never reached [`Worker::answer`] (cut short by
+    /// the receive buffer) or whose answer could not be sent.
+    pub(crate) fn count_dropped(&mut self, queries: u64, unsent_answers: u64) {
+        self.counters.queries += queries;
+        self.counters.dropped += queries + unsent_answers;
+    }
+
+    /// The counters so far.
+    pub(crate) fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    /// How many answers the cache holds.
+    pub fn cached(&self) -> usize {
+        self.cache.len()
     }
 }

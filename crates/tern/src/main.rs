@@ -1,13 +1,26 @@
 //! # tern: the binary
 //!
 //! Subcommands:
-//! - `tern serve`: load the zones and answer on the listen addresses.
+//! - `tern serve`: load the zones and answer on the listen addresses, until
+//!   SIGTERM or SIGINT; SIGHUP reloads, SIGUSR1 logs the counters.
 //! - `tern check`: validate the configuration and zones; non-zero exit on errors.
 //! - `tern dump ORIGIN FILE`: print a zone in canonical one-record-per-line form.
+//! - `tern stats`: print a running server's per-core counters.
 //!
 //! Command-line flags override the YAML configuration file, which overrides
 //! the built-in defaults (docs/config.md lists every key).
+//!
+//! Modules:
+//! - `config`: the YAML file and the validated configuration.
+//! - `zones`: zone files to tern-authority zones.
+//! - `control`: signals, reloads, and the control socket behind `tern stats`.
+//! - `logger`: the `log` backend (stderr, levels).
+//!
+//! The global allocator is tern-server's counting allocator, so that each
+//! core reports its heap allocations; with the `dhat-heap` feature it is
+//! dhat's profiling allocator instead, and the run writes `dhat-heap.json`.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -16,9 +29,32 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 
 mod config;
+mod control;
+mod logger;
 mod zones;
 
-use config::Config;
+use config::{Config, Overrides};
+use control::{ControlSignals, ControlSocket, Reloader};
+
+//----------- Allocator ------------------------------------------------------
+
+/// Counts heap allocations per thread, for the per-core counters.
+#[cfg(not(feature = "dhat-heap"))]
+#[global_allocator]
+static ALLOCATOR: tern_server::CountingAllocator = tern_server::CountingAllocator;
+
+/// Records every allocation for dhat's viewer.
+#[cfg(feature = "dhat-heap")]
+#[global_allocator]
+static ALLOCATOR: dhat::Alloc = dhat::Alloc;
+
+/// The per-thread allocation count the cores report: only meaningful when
+/// the counting allocator is the global one.
+const ALLOCATIONS: Option<fn() -> u64> = if cfg!(feature = "dhat-heap") {
+    None
+} else {
+    Some(tern_server::thread_allocations)
+};
 
 //----------- Command line ---------------------------------------------------
 
@@ -43,11 +79,13 @@ enum Command {
         /// The zone file.
         file: PathBuf,
     },
+    /// Print the per-core counters of a running `tern serve`.
+    Stats(StatsArgs),
 }
 
 /// Flags shared by `serve` and `check` that override the configuration file.
 #[derive(clap::Args, Debug, Default)]
-struct Overrides {
+struct FileArgs {
     /// YAML configuration file.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
@@ -59,24 +97,77 @@ struct Overrides {
 #[derive(clap::Args, Debug)]
 struct ServeArgs {
     #[command(flatten)]
-    overrides: Overrides,
+    files: FileArgs,
     /// Address to listen on, over UDP and TCP (repeatable).
     #[arg(long, value_name = "ADDR:PORT")]
-    listen: Vec<std::net::SocketAddr>,
+    listen: Vec<SocketAddr>,
     /// CPUs to run on: a list like 0,2-3, or `all`.
     #[arg(long, value_name = "LIST")]
     cores: Option<String>,
+    /// The control socket that `tern stats` reads.
+    #[arg(long, value_name = "PATH")]
+    socket: Option<PathBuf>,
+    /// The most verbose messages logged: error, warn, info or debug.
+    #[arg(long, value_name = "LEVEL")]
+    log_level: Option<String>,
 }
 
 #[derive(clap::Args, Debug)]
 struct CheckArgs {
     #[command(flatten)]
-    overrides: Overrides,
+    files: FileArgs,
     /// Check one zone instead of the configured ones: its origin ...
     #[arg(requires = "file")]
     origin: Option<String>,
     /// ... and its file.
     file: Option<PathBuf>,
+}
+
+#[derive(clap::Args, Debug)]
+struct StatsArgs {
+    /// The server's configuration file, for its `control-socket`.
+    #[arg(long, value_name = "FILE", conflicts_with = "socket")]
+    config: Option<PathBuf>,
+    /// The control socket (default: as in docs/config.md).
+    #[arg(long, value_name = "PATH")]
+    socket: Option<PathBuf>,
+}
+
+impl FileArgs {
+    fn overrides(&self) -> Overrides {
+        Overrides {
+            config: self.config.clone(),
+            zones: self.zones.clone(),
+            ..Overrides::default()
+        }
+    }
+}
+
+impl ServeArgs {
+    fn overrides(&self) -> anyhow::Result<Overrides> {
+        Ok(Overrides {
+            listen: self.listen.clone(),
+            cores: parse_flag("--cores", &self.cores, config::value::parse_cores)?,
+            control_socket: self.socket.clone(),
+            log_level: parse_flag(
+                "--log-level",
+                &self.log_level,
+                config::value::parse_log_level,
+            )?,
+            ..self.files.overrides()
+        })
+    }
+}
+
+/// Parses an optional flag's value with one of the configuration's parsers.
+fn parse_flag<T>(
+    flag: &str,
+    text: &Option<String>,
+    parse: fn(&str) -> Result<T, String>,
+) -> anyhow::Result<Option<T>> {
+    text.as_deref()
+        .map(|text| parse(text).map_err(|err| anyhow::anyhow!("{flag}: {err}")))
+        .transpose()
 }
 
 //----------- main -----------------------------------------------------------
@@ -100,57 +191,81 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Serve(args) => serve(args),
         Command::Check(args) => check(args),
         Command::Dump { origin, file } => dump(&origin, &file),
+        Command::Stats(args) => stats(args),
     }
-}
-
-fn load_config(overrides: &Overrides) -> anyhow::Result<Config> {
-    let mut config = match &overrides.config {
-        Some(path) => Config::from_file(path)?,
-        None => Config::default(),
-    };
-    if let Some(dir) = &overrides.zones {
-        config.zones_dir = Some(dir.clone());
-        config.zone_files.clear();
-    }
-    Ok(config)
 }
 
 fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
-    let mut config = load_config(&args.overrides)?;
-    if !args.listen.is_empty() {
-        config.listen = args.listen;
-    }
-    if let Some(list) = &args.cores {
-        config.cores = config::parse_cores(list).context("--cores")?;
-    }
-    let loaded = zones::load_all(&config)?;
+    // Profiles the whole serving run; dropped when serve returns, which
+    // writes dhat-heap.json in the working directory.
+    #[cfg(feature = "dhat-heap")]
+    let _profiler = dhat::Profiler::new_heap();
+    let overrides = args.overrides()?;
+    let config = Config::load(&overrides)?;
+    logger::init(config.log_level);
+    let signals = ControlSignals::register()?;
+
+    let loaded = zones::load_all(&config, None)?;
     for line in &loaded.warnings {
-        eprintln!("tern: {line}");
+        log::warn!("{line}");
     }
     if !loaded.errors.is_empty() {
         for line in &loaded.errors {
-            eprintln!("tern: {line}");
+            log::error!("{line}");
         }
         anyhow::bail!("{} zone(s) failed to load", loaded.failed);
     }
     let zone_count = loaded.zones.len();
     let catalog = Arc::new(tern_authority::Catalog::new(loaded.zones));
-    let server = tern_server::Server::start(config.server_config(), catalog)
-        .context("starting the server")?;
+    let server =
+        tern_server::Server::start(config.server_config(ALLOCATIONS), Arc::clone(&catalog))
+            .context("starting the server")?;
+    let handle = server.handle();
+
+    // Without its control socket the server still serves; `tern stats`
+    // then cannot reach it, which the error says.
+    let socket = match ControlSocket::start(&config.control_socket, handle.clone()) {
+        Ok(socket) => Some(socket),
+        Err(err) => {
+            log::error!("control socket: {err:#}; `tern stats` will not reach this server");
+            None
+        }
+    };
     let addresses: Vec<String> = config.listen.iter().map(|a| a.to_string()).collect();
-    eprintln!(
-        "tern: serving {zone_count} zone(s) on {}",
-        addresses.join(", ")
+    log::info!(
+        "serving {zone_count} zone(s) on {} with {}{}",
+        addresses.join(", "),
+        describe_cores(&config.cores),
+        socket.as_ref().map_or(String::new(), |socket| format!(
+            "; control socket {}",
+            socket.path().display()
+        )),
     );
-    server.join().context("serving")?;
+    signals.spawn(handle, Reloader::new(overrides, config, catalog))?;
+
+    let result = server.join();
+    drop(socket);
+    result.context("serving")?;
+    log::info!("stopped");
     Ok(ExitCode::SUCCESS)
+}
+
+fn describe_cores(cores: &[usize]) -> String {
+    if cores.is_empty() {
+        return "one unpinned core".to_string();
+    }
+    let list: Vec<String> = cores.iter().map(ToString::to_string).collect();
+    format!("{} core(s) on CPU {}", cores.len(), list.join(","))
 }
 
 fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
     let loaded = match (&args.origin, &args.file) {
         (Some(origin), Some(file)) => zones::load_one_for_check(origin, file)?,
-        _ => zones::load_all(&load_config(&args.overrides)?)?,
+        _ => zones::load_all(&Config::load(&args.files.overrides())?, None)?,
     };
+    if let (None, Some(file)) = (&args.origin, &args.files.config) {
+        println!("{}: configuration OK", file.display());
+    }
     for line in loaded.warnings.iter().chain(&loaded.errors) {
         println!("{line}");
     }
@@ -170,5 +285,15 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
 fn dump(origin: &str, file: &std::path::Path) -> anyhow::Result<ExitCode> {
     let text = zones::dump(origin, file)?;
     print!("{text}");
+    Ok(ExitCode::SUCCESS)
+}
+
+fn stats(args: StatsArgs) -> anyhow::Result<ExitCode> {
+    let path = match (&args.socket, &args.config) {
+        (Some(path), _) => path.clone(),
+        (None, Some(file)) => Config::from_file(file)?.control_socket,
+        (None, None) => config::default_control_socket(),
+    };
+    print!("{}", control::request_stats(&path)?);
     Ok(ExitCode::SUCCESS)
 }

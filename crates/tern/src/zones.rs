@@ -5,10 +5,12 @@
 //! section 1.1): this module is the one place that converts parsed records
 //! into a `ZoneBuilder`.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::Context;
-use tern_authority::{Zone, ZoneBuilder};
+use tern_authority::{Catalog, Zone, ZoneBuilder};
 use tern_wire::name::NameBuf;
 use tern_zone::check::Severity;
 
@@ -23,14 +25,17 @@ const ZONE_SUFFIX: &str = ".zone";
 /// message about the others.
 #[derive(Default)]
 pub(crate) struct Loaded {
-    /// Zones that loaded.
-    pub(crate) zones: Vec<Zone>,
+    /// Zones to serve: the ones that loaded, and the previous versions of
+    /// the ones that failed to reload.
+    pub(crate) zones: Vec<Arc<Zone>>,
     /// Located errors; each rejected its zone.
     pub(crate) errors: Vec<String>,
     /// Located warnings.
     pub(crate) warnings: Vec<String>,
     /// How many zones were rejected.
     pub(crate) failed: usize,
+    /// The origins of rejected zones whose previous version is kept.
+    pub(crate) kept: Vec<String>,
 }
 
 /// The zones a configuration names: every `NAME.zone` in the zone
@@ -57,11 +62,43 @@ pub(crate) fn configured_zones(config: &Config) -> anyhow::Result<Vec<(String, P
     Ok(zones)
 }
 
-/// Loads every configured zone; a zone that fails is reported and left out.
-pub(crate) fn load_all(config: &Config) -> anyhow::Result<Loaded> {
+/// Loads every configured zone. A zone that fails is reported; if
+/// `previous` (the catalog being served) has a zone of that origin, that
+/// version is kept in the result, else the zone is left out. A zone named
+/// twice (in the directory and the list) is loaded once, from the first.
+pub(crate) fn load_all(config: &Config, previous: Option<&Catalog>) -> anyhow::Result<Loaded> {
+    let previous_by_origin: HashMap<Vec<u8>, &Arc<Zone>> = previous
+        .map(|catalog| {
+            catalog
+                .zones()
+                .iter()
+                .map(|zone| (origin_key(zone.origin().as_bytes()), zone))
+                .collect()
+        })
+        .unwrap_or_default();
     let mut loaded = Loaded::default();
+    let mut seen: HashMap<Vec<u8>, PathBuf> = HashMap::new();
     for (origin, path) in configured_zones(config)? {
-        load_into(&mut loaded, &origin, &path);
+        if let Ok(name) = parse_origin(&origin) {
+            let key = origin_key(name.as_name().as_bytes());
+            if let Some(first) = seen.get(&key) {
+                loaded.warnings.push(format!(
+                    "{}: warning: zone {origin} is also loaded from {}; this file is ignored",
+                    path.display(),
+                    first.display()
+                ));
+                continue;
+            }
+            seen.insert(key.clone(), path.clone());
+            if !load_into(&mut loaded, &origin, &path) {
+                if let Some(zone) = previous_by_origin.get(&key) {
+                    loaded.zones.push(Arc::clone(zone));
+                    loaded.kept.push(origin);
+                }
+            }
+        } else {
+            load_into(&mut loaded, &origin, &path);
+        }
     }
     Ok(loaded)
 }
@@ -73,7 +110,9 @@ pub(crate) fn load_one_for_check(origin: &str, path: &Path) -> anyhow::Result<Lo
     Ok(loaded)
 }
 
-fn parse_origin(origin: &str) -> Result<NameBuf, String> {
+/// Parses a zone name given in the configuration or on the command line;
+/// a missing final dot is implied.
+pub(crate) fn parse_origin(origin: &str) -> Result<NameBuf, String> {
     let absolute = if origin.ends_with('.') {
         origin.to_string()
     } else {
@@ -83,12 +122,22 @@ fn parse_origin(origin: &str) -> Result<NameBuf, String> {
         .map_err(|err| format!("bad zone name {origin:?}: {err}"))
 }
 
-fn load_into(loaded: &mut Loaded, origin_text: &str, path: &Path) {
+/// Zone origins compare without regard to ASCII case.
+fn origin_key(wire: &[u8]) -> Vec<u8> {
+    wire.to_ascii_lowercase()
+}
+
+/// Loads one zone into `loaded`; false if it failed.
+fn load_into(loaded: &mut Loaded, origin_text: &str, path: &Path) -> bool {
     match load_zone(origin_text, path, &mut loaded.warnings) {
-        Ok(zone) => loaded.zones.push(zone),
+        Ok(zone) => {
+            loaded.zones.push(Arc::new(zone));
+            true
+        }
         Err(errors) => {
             loaded.errors.extend(errors);
             loaded.failed += 1;
+            false
         }
     }
 }

@@ -1,9 +1,14 @@
-//! The server over real loopback sockets: UDP and TCP answers, framing,
-//! pipelining, truncation and fallback to TCP, and what must be dropped.
+//! The server over real loopback sockets, on both monoio drivers.
 //!
-//! Each test starts its own server on a free 127.0.0.1 port with a small
-//! zone, talks to it with plain std sockets (bounded by timeouts), and
-//! leaves it running until the test process exits.
+//! - `udp`: answers, case echo, truncation, drops, the answer cache;
+//! - `tcp`: framing, pipelining and each RFC 7766 limit;
+//! - `runtime`: several cores on one port (SO_REUSEPORT), IPv6, reload
+//!   under load, shutdown, statistics.
+//!
+//! Each test starts its own server on a free loopback port with a small
+//! zone and talks to it with plain std sockets, bounded by timeouts.
+//! Servers that a test does not shut down keep running until the test
+//! process exits.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, UdpSocket};
@@ -11,18 +16,27 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tern_authority::{Catalog, Options, ZoneBuilder};
-use tern_server::{Server, ServerConfig, TcpConfig};
+use tern_authority::{Catalog, ZoneBuilder};
+use tern_server::{Driver, Server, ServerConfig};
 use tern_wire::name::NameBuf;
 use tern_wire::parse::MessageView;
 
+mod runtime;
+mod tcp;
+mod udp;
+
+/// Both reactors; every runtime test runs on each.
+const DRIVERS: [Driver; 2] = [Driver::Legacy, Driver::IoUring];
+
+/// The test zone; `{www}` is the last octet of www's address, so that a
+/// reload can be seen.
 const ZONE: &str = "\
 $ORIGIN example.com.
 $TTL 300
 @    SOA ns1 hostmaster 1 7200 3600 1209600 300
      NS  ns1
 ns1  A   192.0.2.1
-www  A   192.0.2.80
+www  A   192.0.2.{www}
 ";
 
 /// How long a test waits for one answer.
@@ -31,12 +45,21 @@ const TIMEOUT: Duration = Duration::from_secs(3);
 /// How long a test waits to be sure that no answer comes.
 const SILENCE: Duration = Duration::from_millis(500);
 
-fn catalog() -> Arc<Catalog> {
+/// A catalog whose www.example.com. has address 192.0.2.`www`.
+fn catalog_with(www: u8) -> Arc<Catalog> {
     let origin = NameBuf::from_text(b"example.com.", None).unwrap();
-    let mut text = ZONE.to_string();
+    let mut text = ZONE.replace("{www}", &www.to_string());
     // A TXT RRset far larger than 512 octets, to force truncation over UDP.
     for i in 0..40 {
         text.push_str(&format!("big TXT \"{i:02} {}\"\n", "x".repeat(60)));
+    }
+    // About 800 octets: fits the default EDNS size, not 512.
+    for i in 0..10 {
+        text.push_str(&format!("mid TXT \"{i:02} {}\"\n", "m".repeat(60)));
+    }
+    // An RRset of about 60 KiB, to fill socket buffers over TCP.
+    for i in 0..240 {
+        text.push_str(&format!("huge TXT \"{i:03} {}\"\n", "y".repeat(240)));
     }
     let parsed = tern_zone::parse_bytes(
         text.as_bytes(),
@@ -55,29 +78,45 @@ fn catalog() -> Arc<Catalog> {
     Arc::new(Catalog::new(vec![builder.finish().unwrap()]))
 }
 
-/// Starts a server on a free loopback port.
-fn start() -> SocketAddr {
-    // Find a port free for both UDP and TCP; the server binds it again with
-    // SO_REUSEPORT right after these probes are closed.
+fn catalog() -> Arc<Catalog> {
+    catalog_with(80)
+}
+
+/// A loopback port free for both UDP and TCP right now (the server binds
+/// it again with SO_REUSEPORT right after these probes are closed).
+fn free_addr(ip: &str) -> Option<SocketAddr> {
     for _ in 0..50 {
-        let udp = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let udp = UdpSocket::bind((ip, 0)).ok()?;
         let addr = udp.local_addr().unwrap();
-        if std::net::TcpListener::bind(addr).is_err() {
-            continue;
+        if std::net::TcpListener::bind(addr).is_ok() {
+            return Some(addr);
         }
-        drop(udp);
-        let config = ServerConfig {
-            listen: vec![addr],
-            cores: Vec::new(),
-            answer: Options::default(),
-            tcp: TcpConfig::default(),
-        };
-        if let Ok(server) = Server::start(config, catalog()) {
-            std::mem::forget(server);
-            return addr;
+    }
+    None
+}
+
+/// Starts a server on a free 127.0.0.1 port with `configure` applied to a
+/// default configuration for `driver`.
+fn start_with(driver: Driver, configure: impl Fn(&mut ServerConfig)) -> (Server, SocketAddr) {
+    for _ in 0..20 {
+        let addr = free_addr("127.0.0.1").expect("a free loopback port");
+        let mut config = ServerConfig::new(vec![addr]);
+        config.driver = driver;
+        configure(&mut config);
+        match Server::start(config, catalog()) {
+            Ok(server) => return (server, addr),
+            Err(err) if err.kind() == std::io::ErrorKind::AddrInUse => continue,
+            Err(err) => panic!("starting on {driver:?}: {err}"),
         }
     }
     panic!("no free loopback port");
+}
+
+/// Starts a default server and leaves it running.
+fn start(driver: Driver) -> SocketAddr {
+    let (server, addr) = start_with(driver, |_| {});
+    std::mem::forget(server);
+    addr
 }
 
 /// A query for `name` and `qtype`, with an EDNS OPT of `udp_size` if given.
@@ -115,7 +154,12 @@ fn udp_exchange(server: SocketAddr, message: &[u8]) -> Option<Vec<u8>> {
 }
 
 fn udp_exchange_within(server: SocketAddr, message: &[u8], wait: Duration) -> Option<Vec<u8>> {
-    let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let local = if server.is_ipv6() {
+        "[::1]:0"
+    } else {
+        "127.0.0.1:0"
+    };
+    let socket = UdpSocket::bind(local).unwrap();
     socket.set_read_timeout(Some(wait)).unwrap();
     socket.send_to(message, server).unwrap();
     let mut buf = [0u8; 65535];
@@ -145,6 +189,20 @@ fn tcp_receive(stream: &mut TcpStream) -> Option<Vec<u8>> {
     Some(message)
 }
 
+/// Whether the server closed the connection: a read returns end of file
+/// or a reset within [`TIMEOUT`], never data.
+fn closed_by_server(stream: &mut TcpStream) -> bool {
+    let mut buf = [0u8; 16];
+    match stream.read(&mut buf) {
+        Ok(0) => true,
+        Ok(_) => false,
+        Err(err) => !matches!(
+            err.kind(),
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+        ),
+    }
+}
+
 /// (id, rcode, tc, answer count) of an answer.
 fn summary(answer: &[u8]) -> (u16, u8, bool, u16) {
     let view = MessageView::parse(answer).unwrap();
@@ -157,74 +215,11 @@ fn summary(answer: &[u8]) -> (u16, u8, bool, u16) {
     )
 }
 
-//=========== Tests ==========================================================
-
-#[test]
-fn udp_answers_and_echoes_case() {
-    let server = start();
-    let answer = udp_exchange(server, &query(7, "WwW.Example.com.", 1, None)).unwrap();
-    assert_eq!(summary(&answer), (7, 0, false, 1));
-    let view = MessageView::parse(&answer).unwrap();
-    assert_eq!(
-        view.question().unwrap().name.as_bytes(),
-        b"\x03WwW\x07Example\x03com\x00"
-    );
-    assert!(view.header().aa());
-}
-
-#[test]
-fn udp_truncates_then_tcp_carries_everything() {
-    let server = start();
-    let answer = udp_exchange(server, &query(1, "big.example.com.", 16, None)).unwrap();
-    let (_, rcode, tc, _) = summary(&answer);
-    assert_eq!((rcode, tc), (0, true));
-    assert!(answer.len() <= 512);
-    let mut stream = tcp_connect(server);
-    tcp_send(&mut stream, &query(2, "big.example.com.", 16, None));
-    let answer = tcp_receive(&mut stream).unwrap();
-    assert_eq!(summary(&answer), (2, 0, false, 40));
-}
-
-#[test]
-fn tcp_pipelined_queries_all_answered() {
-    let server = start();
-    let mut stream = tcp_connect(server);
-    for id in 0..20u16 {
-        tcp_send(&mut stream, &query(id, "www.example.com.", 1, Some(1232)));
-    }
-    for id in 0..20u16 {
-        let answer = tcp_receive(&mut stream).unwrap();
-        assert_eq!(summary(&answer), (id, 0, false, 1));
-    }
-}
-
-#[test]
-fn tcp_short_length_prefix_closes_connection() {
-    let server = start();
-    let mut stream = tcp_connect(server);
-    stream.write_all(&[0, 5, 1, 2, 3, 4, 5]).unwrap();
-    let mut buf = [0u8; 16];
-    // Closed: read returns 0 (or a reset), never an answer.
-    let read = stream.read(&mut buf).unwrap_or(0);
-    assert_eq!(read, 0);
-}
-
-#[test]
-fn responses_and_runts_are_dropped_but_server_keeps_answering() {
-    let server = start();
-    let mut response = query(3, "www.example.com.", 1, None);
-    response[2] |= 0x80; // QR=1
-    assert!(udp_exchange_within(server, &response, SILENCE).is_none());
-    assert!(udp_exchange_within(server, &[1, 2, 3], SILENCE).is_none());
-    let answer = udp_exchange(server, &query(4, "www.example.com.", 1, None)).unwrap();
-    assert_eq!(summary(&answer), (4, 0, false, 1));
-}
-
-#[test]
-fn refused_outside_our_zones_over_tcp() {
-    let server = start();
-    let mut stream = tcp_connect(server);
-    tcp_send(&mut stream, &query(9, "www.example.org.", 1, None));
-    let answer = tcp_receive(&mut stream).unwrap();
-    assert_eq!(summary(&answer), (9, 5, false, 0));
+/// The last octet of the first A record's address in an answer.
+fn last_octet(answer: &[u8]) -> Option<u8> {
+    let view = MessageView::parse(answer).ok()?;
+    view.records()
+        .filter_map(Result::ok)
+        .find(|record| record.rtype.0 == 1 && record.rdata.len() == 4)
+        .map(|record| record.rdata[3])
 }

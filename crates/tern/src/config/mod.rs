@@ -1,13 +1,21 @@
 //! Configuration: the YAML file (see `raw`) validated into typed values.
 //!
-//! Precedence: built-in defaults, then the file, then command-line flags.
+//! Precedence: built-in defaults, then the file, then command-line flags
+//! ([`Overrides`]). docs/config.md documents every key; `raw` checks each
+//! value while deserializing so that errors carry the line; this module
+//! applies the values, resolves relative paths against the file's
+//! directory, and says which changes a reload cannot apply.
 
 use std::net::SocketAddr;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 
 mod raw;
+pub(crate) mod value;
+
+use tern_server::{Driver, TcpConfig};
 
 /// The default listen address: loopback on an unprivileged port, so that
 /// `make run` works without privileges.
@@ -19,23 +27,59 @@ pub(crate) const DEFAULT_ZONES_DIR: &str = "zones";
 /// The default EDNS UDP payload limit (the DNS Flag Day 2020 value).
 pub(crate) const DEFAULT_UDP_SIZE: u16 = 1232;
 
+/// The default log level.
+pub(crate) const DEFAULT_LOG_LEVEL: log::LevelFilter = log::LevelFilter::Info;
+
+/// The control socket's file name in `$XDG_RUNTIME_DIR`.
+const SOCKET_NAME: &str = "tern.sock";
+
+/// The longest Unix socket path: `sun_path` holds 108 bytes with the NUL.
+const MAX_SOCKET_PATH: usize = 107;
+
 //----------- Config ---------------------------------------------------------
 
 /// The validated configuration.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Config {
     /// Addresses to serve on.
     pub(crate) listen: Vec<SocketAddr>,
     /// CPUs to run on; empty means one unpinned thread.
     pub(crate) cores: Vec<usize>,
+    /// The reactor driver.
+    pub(crate) driver: Driver,
     /// A directory of `NAME.zone` files.
     pub(crate) zones_dir: Option<PathBuf>,
     /// Zones given one by one: origin and file.
     pub(crate) zone_files: Vec<(String, PathBuf)>,
     /// The largest UDP answer we send.
     pub(crate) udp_size: u16,
+    /// TCP timeouts and limits.
+    pub(crate) tcp: TcpConfig,
+    /// The per-core answer cache's bounds.
+    pub(crate) cache: tern_cache::CacheLimits,
+    /// The most verbose messages logged.
+    pub(crate) log_level: log::LevelFilter,
+    /// Where `tern stats` finds the running server.
+    pub(crate) control_socket: PathBuf,
     /// Answer CH TXT version.bind / id.server with these strings.
     pub(crate) chaos: Option<tern_authority::ChaosIdentity>,
+}
+
+/// Command-line values that replace the file's.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Overrides {
+    /// The configuration file, if any.
+    pub(crate) config: Option<PathBuf>,
+    /// `--zones DIR`: replaces the whole `zones` section.
+    pub(crate) zones: Option<PathBuf>,
+    /// `--listen` (repeatable): replaces `listen` when not empty.
+    pub(crate) listen: Vec<SocketAddr>,
+    /// `--cores`.
+    pub(crate) cores: Option<Vec<usize>>,
+    /// `--socket`.
+    pub(crate) control_socket: Option<PathBuf>,
+    /// `--log-level`.
+    pub(crate) log_level: Option<log::LevelFilter>,
 }
 
 impl Default for Config {
@@ -45,15 +89,47 @@ impl Default for Config {
                 .parse()
                 .expect("the default address is valid")],
             cores: Vec::new(),
+            driver: Driver::default(),
             zones_dir: Some(PathBuf::from(DEFAULT_ZONES_DIR)),
             zone_files: Vec::new(),
             udp_size: DEFAULT_UDP_SIZE,
+            tcp: TcpConfig::default(),
+            cache: tern_cache::CacheLimits::default(),
+            log_level: DEFAULT_LOG_LEVEL,
+            control_socket: default_control_socket(),
             chaos: None,
         }
     }
 }
 
 impl Config {
+    /// The defaults, then the file named in `overrides` (if any), then the
+    /// command-line values.
+    pub(crate) fn load(overrides: &Overrides) -> anyhow::Result<Config> {
+        let mut config = match &overrides.config {
+            Some(path) => Config::from_file(path)?,
+            None => Config::default(),
+        };
+        if let Some(dir) = &overrides.zones {
+            config.zones_dir = Some(dir.clone());
+            config.zone_files.clear();
+        }
+        if !overrides.listen.is_empty() {
+            config.listen = overrides.listen.clone();
+        }
+        if let Some(cores) = &overrides.cores {
+            config.cores = cores.clone();
+        }
+        if let Some(path) = &overrides.control_socket {
+            config.control_socket = path.clone();
+            check_socket_path(path).context("--socket")?;
+        }
+        if let Some(level) = overrides.log_level {
+            config.log_level = level;
+        }
+        Ok(config)
+    }
+
     /// Reads and validates a YAML file; paths in it are relative to the
     /// file's directory.
     pub(crate) fn from_file(path: &Path) -> anyhow::Result<Config> {
@@ -67,118 +143,230 @@ impl Config {
     fn from_raw(raw: raw::RawConfig, base: &Path) -> anyhow::Result<Config> {
         let mut config = Config::default();
         if let Some(listen) = raw.listen {
-            config.listen = listen
-                .iter()
-                .map(|text| {
-                    text.parse()
-                        .with_context(|| format!("listen: bad address {text:?}"))
-                })
-                .collect::<anyhow::Result<_>>()?;
+            config.listen = listen.0;
         }
         if let Some(cores) = raw.cores {
-            config.cores = match cores {
-                raw::RawCores::Keyword(word) => parse_cores(&word).context("cores")?,
-                raw::RawCores::List(list) => list,
-            };
+            config.cores = cores.0;
         }
+        set(&mut config.driver, raw.driver);
         if let Some(zones) = raw.zones {
-            config.zones_dir = zones.directory.map(|dir| base.join(dir));
+            config.zones_dir = zones.directory.map(|dir| base.join(dir.0));
             config.zone_files = zones
                 .list
                 .unwrap_or_default()
                 .into_iter()
-                .map(|zone| (zone.origin, base.join(zone.file)))
+                .map(|zone| (zone.origin.0, base.join(zone.file.0)))
                 .collect();
         }
         if let Some(size) = raw.udp_size {
-            if size < 512 {
-                bail!("udp-size: {size} is below the 512-octet minimum");
+            config.udp_size = u16::try_from(size.0).context("udp-size")?;
+        }
+        if let Some(tcp) = raw.tcp {
+            let limits = &mut config.tcp;
+            set(&mut limits.idle_timeout, tcp.idle_timeout);
+            set(&mut limits.message_timeout, tcp.message_timeout);
+            set(&mut limits.write_timeout, tcp.write_timeout);
+            set(&mut limits.max_connections, tcp.max_connections);
+            set(&mut limits.max_in_flight, tcp.max_in_flight);
+        }
+        if let Some(cache) = raw.cache {
+            set(&mut config.cache.max_entries, cache.entries);
+            if let Some(bytes) = cache.bytes {
+                config.cache.max_bytes = usize::try_from(bytes.0).context("cache.bytes")?;
             }
-            config.udp_size = size;
+        }
+        set(&mut config.log_level, raw.log_level);
+        if let Some(path) = raw.control_socket {
+            config.control_socket = base.join(path.0);
+            check_socket_path(&config.control_socket).context("control-socket")?;
         }
         if let Some(chaos) = raw.chaos {
             config.chaos = Some(tern_authority::ChaosIdentity {
-                version: chaos.version,
-                identity: chaos.identity,
+                version: chaos.version.map(|text| text.0),
+                identity: chaos.identity.map(|text| text.0),
             });
         }
         Ok(config)
     }
 
-    /// The runtime's view of this configuration.
-    pub(crate) fn server_config(&self) -> tern_server::ServerConfig {
+    /// The runtime's view of this configuration. `allocations` reads the
+    /// calling thread's allocation count, when a counting allocator is
+    /// installed.
+    pub(crate) fn server_config(
+        &self,
+        allocations: Option<fn() -> u64>,
+    ) -> tern_server::ServerConfig {
         tern_server::ServerConfig {
             listen: self.listen.clone(),
             cores: self.cores.clone(),
+            driver: self.driver,
             answer: tern_authority::Options {
                 max_udp_size: self.udp_size,
                 chaos: self.chaos.clone(),
             },
-            tcp: tern_server::TcpConfig::default(),
+            tcp: self.tcp,
+            cache: self.cache,
+            allocations,
         }
+    }
+
+    /// The keys whose new values in `next` a reload cannot apply: the
+    /// running cores keep their sockets, limits and answer options until a
+    /// restart. (Zones and the log level do change on reload.)
+    pub(crate) fn restart_changes(&self, next: &Config) -> Vec<&'static str> {
+        let mut changed = Vec::new();
+        let mut compare = |key, differs: bool| {
+            if differs {
+                changed.push(key);
+            }
+        };
+        compare("listen", self.listen != next.listen);
+        compare("cores", self.cores != next.cores);
+        compare("driver", self.driver != next.driver);
+        compare("udp-size", self.udp_size != next.udp_size);
+        compare("tcp", self.tcp != next.tcp);
+        compare("cache", self.cache != next.cache);
+        compare("control-socket", self.control_socket != next.control_socket);
+        compare("chaos", self.chaos != next.chaos);
+        changed
     }
 }
 
-/// Parses a CPU list: `all`, or comma-separated numbers and ranges (`0,2-3`).
-pub(crate) fn parse_cores(text: &str) -> anyhow::Result<Vec<usize>> {
-    if text.trim() == "all" {
-        let count = std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1);
-        return Ok((0..count).collect());
+/// Replaces `field` when the file gave a value.
+fn set<K: raw::Kind>(field: &mut K::Value, value: Option<raw::Parsed<K>>) {
+    if let Some(raw::Parsed(value)) = value {
+        *field = value;
     }
-    let mut cores = Vec::new();
-    for part in text.split(',').map(str::trim) {
-        let parse = |s: &str| s.parse::<usize>().with_context(|| format!("bad CPU {s:?}"));
-        match part.split_once('-') {
-            Some((start, end)) => {
-                let (start, end) = (parse(start)?, parse(end)?);
-                if start > end {
-                    bail!("bad CPU range {part:?}");
-                }
-                cores.extend(start..=end);
-            }
-            None => cores.push(parse(part)?),
+}
+
+//----------- Control socket -------------------------------------------------
+
+/// The control socket when none is configured: `$XDG_RUNTIME_DIR/tern.sock`
+/// where that variable names an absolute directory (a per-user directory
+/// that systemd and most desktops create), else `/tmp/tern-UID.sock`.
+pub(crate) fn default_control_socket() -> PathBuf {
+    if let Some(dir) = std::env::var_os("XDG_RUNTIME_DIR") {
+        let dir = PathBuf::from(dir);
+        if dir.is_absolute() {
+            return dir.join(SOCKET_NAME);
         }
     }
-    cores.sort_unstable();
-    cores.dedup();
-    Ok(cores)
+    // The owner of /proc/self is this process's user; without procfs, the
+    // name falls back to one shared by all users of the machine.
+    match std::fs::metadata("/proc/self") {
+        Ok(meta) => std::env::temp_dir().join(format!("tern-{}.sock", meta.uid())),
+        Err(_) => std::env::temp_dir().join(SOCKET_NAME),
+    }
+}
+
+/// Unix socket paths are limited by the size of `sun_path`.
+fn check_socket_path(path: &Path) -> anyhow::Result<()> {
+    let len = path.as_os_str().len();
+    if len > MAX_SOCKET_PATH {
+        bail!(
+            "{}: {len} bytes is longer than a Unix socket path may be ({MAX_SOCKET_PATH})",
+            path.display()
+        );
+    }
+    Ok(())
 }
 
 //=========== Tests ==========================================================
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
-    #[test]
-    fn core_lists() {
-        assert_eq!(parse_cores("0,2-3").unwrap(), [0, 2, 3]);
-        assert_eq!(parse_cores("3,1").unwrap(), [1, 3]);
-        assert!(parse_cores("2-1").is_err());
-        assert!(parse_cores("x").is_err());
-        assert!(!parse_cores("all").unwrap().is_empty());
+    fn from_text(text: &str, base: &str) -> anyhow::Result<Config> {
+        Config::from_raw(raw::parse(text)?, Path::new(base))
     }
 
     #[test]
-    fn yaml_overrides_defaults_and_rejects_unknown_keys() {
-        let raw = raw::parse(
+    fn yaml_overrides_defaults() {
+        let config = from_text(
             "listen: ['127.0.0.1:5300', '[::1]:5300']\ncores: [0]\nudp-size: 1400\n\
+             driver: legacy\nlog-level: debug\ncontrol-socket: run/tern.sock\n\
+             tcp: {idle-timeout: 3s, max-in-flight: 4}\ncache: {entries: 100, bytes: 1M}\n\
              zones:\n  directory: z\n  list:\n    - origin: example.com\n      file: e.zone\n",
+            "/etc/tern",
         )
         .unwrap();
-        let config = Config::from_raw(raw, Path::new("/etc/tern")).unwrap();
+        let defaults = Config::default();
         assert_eq!(config.listen.len(), 2);
         assert_eq!(config.cores, [0]);
         assert_eq!(config.udp_size, 1400);
+        assert_eq!(config.driver, Driver::Legacy);
+        assert_eq!(config.log_level, log::LevelFilter::Debug);
+        assert_eq!(config.control_socket, Path::new("/etc/tern/run/tern.sock"));
+        assert_eq!(config.tcp.idle_timeout, Duration::from_secs(3));
+        assert_eq!(config.tcp.max_in_flight, 4);
+        assert_eq!(config.tcp.write_timeout, defaults.tcp.write_timeout);
+        assert_eq!(config.cache.max_entries, 100);
+        assert_eq!(config.cache.max_bytes, 1 << 20);
         assert_eq!(config.zones_dir, Some(PathBuf::from("/etc/tern/z")));
         assert_eq!(config.zone_files[0].1, PathBuf::from("/etc/tern/e.zone"));
-        let err = raw::parse("listen: []\nbogus: 1\n")
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("bogus") && err.contains("line 2"), "{err}");
-        let small = raw::parse("udp-size: 100\n").unwrap();
-        assert!(Config::from_raw(small, Path::new(".")).is_err());
+        assert_eq!(
+            defaults.restart_changes(&config),
+            [
+                "listen",
+                "cores",
+                "driver",
+                "udp-size",
+                "tcp",
+                "cache",
+                "control-socket"
+            ]
+        );
+    }
+
+    #[test]
+    fn empty_file_is_the_defaults() {
+        assert_eq!(from_text("", ".").unwrap(), Config::default());
+        assert_eq!(from_text("# nothing\n", ".").unwrap(), Config::default());
+    }
+
+    #[test]
+    fn command_line_overrides_the_file() {
+        let overrides = Overrides {
+            listen: vec!["127.0.0.1:9".parse().unwrap()],
+            cores: Some(vec![1]),
+            zones: Some(PathBuf::from("elsewhere")),
+            control_socket: Some(PathBuf::from("x.sock")),
+            log_level: Some(log::LevelFilter::Warn),
+            config: None,
+        };
+        let config = Config::load(&overrides).unwrap();
+        assert_eq!(config.listen, overrides.listen);
+        assert_eq!(config.cores, [1]);
+        assert_eq!(config.zones_dir, Some(PathBuf::from("elsewhere")));
+        assert_eq!(config.control_socket, Path::new("x.sock"));
+        assert_eq!(config.log_level, log::LevelFilter::Warn);
+        assert!(Config::default()
+            .restart_changes(&config)
+            .contains(&"listen"));
+    }
+
+    #[test]
+    fn long_socket_paths_are_rejected() {
+        let long = format!("control-socket: /{}\n", "x".repeat(MAX_SOCKET_PATH));
+        let err = format!("{:#}", from_text(&long, ".").unwrap_err());
+        assert!(err.contains("control-socket"), "{err}");
+    }
+
+    /// docs/tern.example.yaml spells out every default, so that the
+    /// documentation and the code cannot drift apart.
+    #[test]
+    fn the_example_file_shows_the_defaults() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/tern.example.yaml");
+        let example = Config::from_file(&path).unwrap();
+        let defaults = Config::default();
+        assert_eq!(example.listen, defaults.listen);
+        assert_eq!(example.driver, defaults.driver);
+        assert_eq!(example.udp_size, defaults.udp_size);
+        assert_eq!(example.tcp, defaults.tcp);
+        assert_eq!(example.cache, defaults.cache);
+        assert_eq!(example.log_level, defaults.log_level);
     }
 }

@@ -1,55 +1,438 @@
 //! The YAML mirror of the configuration file, as written. This is the only
 //! module that knows about YAML, so the YAML library stays replaceable here.
+//!
+//! Every value is checked while it is deserialized (the [`Parsed`] scalars
+//! and the `listen` and `cores` visitors call the parsers of `value`): an
+//! error returned from inside the YAML deserializer gets the key's path and
+//! the line and column attached to it, e.g.
+//! `tcp.idle-timeout: bad duration "10x"; ... at line 4 column 17`.
 
+use std::fmt;
+use std::marker::PhantomData;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde::Deserialize;
 
+use tern_server::Driver;
+
+use super::value;
+
+/// The most listen addresses one configuration may name (each one is a UDP
+/// and a TCP socket on every core).
+pub(crate) const MAX_LISTEN: usize = 64;
+
+/// The longest CHAOS answer: a TXT character-string holds 255 octets.
+const MAX_CHAOS_TEXT: usize = 255;
+
+//----------- RawConfig ------------------------------------------------------
+
 /// The configuration file's top level. Every key is optional.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub(crate) struct RawConfig {
-    pub(crate) listen: Option<Vec<String>>,
-    pub(crate) cores: Option<RawCores>,
+    pub(crate) listen: Option<Listen>,
+    pub(crate) cores: Option<Cores>,
+    pub(crate) driver: Option<Parsed<DriverKind>>,
     pub(crate) zones: Option<RawZones>,
-    pub(crate) udp_size: Option<u16>,
+    pub(crate) udp_size: Option<Parsed<Range<{ value::MIN_UDP_SIZE }, { value::MAX_UDP_SIZE }>>>,
+    pub(crate) tcp: Option<RawTcp>,
+    pub(crate) cache: Option<RawCache>,
+    pub(crate) log_level: Option<Parsed<LogLevelKind>>,
+    pub(crate) control_socket: Option<Parsed<PathKind>>,
     pub(crate) chaos: Option<RawChaos>,
 }
 
-/// `cores: [0, 2]` or `cores: all` (or `cores: "0,2-3"`).
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
-pub(crate) enum RawCores {
-    List(Vec<usize>),
-    Keyword(String),
-}
-
 /// `zones:` with a directory and/or a list.
-#[derive(Debug, Deserialize)]
+#[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawZones {
-    pub(crate) directory: Option<String>,
+    pub(crate) directory: Option<Parsed<PathKind>>,
     pub(crate) list: Option<Vec<RawZone>>,
 }
 
 /// One zone of the list.
-#[derive(Debug, Deserialize)]
+#[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawZone {
-    pub(crate) origin: String,
-    pub(crate) file: String,
+    pub(crate) origin: Parsed<OriginKind>,
+    pub(crate) file: Parsed<PathKind>,
+}
+
+/// `tcp:`, the RFC 7766 limits.
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub(crate) struct RawTcp {
+    pub(crate) idle_timeout: Option<Parsed<DurationKind>>,
+    pub(crate) message_timeout: Option<Parsed<DurationKind>>,
+    pub(crate) write_timeout: Option<Parsed<DurationKind>>,
+    pub(crate) max_connections: Option<Parsed<Range<1, { value::MAX_TCP_CONNECTIONS }>>>,
+    pub(crate) max_in_flight: Option<Parsed<Range<1, { value::MAX_IN_FLIGHT }>>>,
+}
+
+/// `cache:`, the per-core answer cache's bounds.
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawCache {
+    pub(crate) entries: Option<Parsed<Range<0, { value::MAX_CACHE_ENTRIES }>>>,
+    pub(crate) bytes: Option<Parsed<SizeKind>>,
 }
 
 /// The optional CHAOS-class identity answers.
-#[derive(Debug, Deserialize)]
+#[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawChaos {
-    pub(crate) version: Option<String>,
-    pub(crate) identity: Option<String>,
+    pub(crate) version: Option<Parsed<ChaosTextKind>>,
+    pub(crate) identity: Option<Parsed<ChaosTextKind>>,
 }
 
-/// Parses the YAML text; errors name the line and column.
+/// Parses the YAML text; errors name the key, the line and the column.
 pub(crate) fn parse(text: &str) -> Result<RawConfig, serde_yaml::Error> {
     if text.trim().is_empty() {
         return Ok(RawConfig::default());
     }
     serde_yaml::from_str(text)
+}
+
+//----------- Parsed scalars -------------------------------------------------
+
+/// A kind of scalar value: how to parse its text.
+pub(crate) trait Kind {
+    /// The parsed value.
+    type Value;
+    /// What the value should look like, for type errors.
+    const EXPECTING: &'static str;
+    /// Parses the scalar's text (numbers arrive as their decimal text).
+    fn parse(text: &str) -> Result<Self::Value, String>;
+}
+
+/// A YAML scalar (string or number) of kind `K`, parsed inside the
+/// deserializer.
+pub(crate) struct Parsed<K: Kind>(pub(crate) K::Value);
+
+impl<'de, K: Kind> Deserialize<'de> for Parsed<K> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(ScalarVisitor::<K>(PhantomData))
+    }
+}
+
+struct ScalarVisitor<K>(PhantomData<K>);
+
+impl<K: Kind> ScalarVisitor<K> {
+    fn parse<E: de::Error>(text: &str) -> Result<Parsed<K>, E> {
+        K::parse(text).map(Parsed).map_err(E::custom)
+    }
+}
+
+impl<K: Kind> Visitor<'_> for ScalarVisitor<K> {
+    type Value = Parsed<K>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(K::EXPECTING)
+    }
+
+    fn visit_str<E: de::Error>(self, text: &str) -> Result<Self::Value, E> {
+        Self::parse(text)
+    }
+
+    fn visit_u64<E: de::Error>(self, number: u64) -> Result<Self::Value, E> {
+        Self::parse(&number.to_string())
+    }
+
+    fn visit_i64<E: de::Error>(self, number: i64) -> Result<Self::Value, E> {
+        Self::parse(&number.to_string())
+    }
+}
+
+/// A whole number in `MIN..=MAX`.
+pub(crate) struct Range<const MIN: usize, const MAX: usize>;
+
+impl<const MIN: usize, const MAX: usize> Kind for Range<MIN, MAX> {
+    type Value = usize;
+    const EXPECTING: &'static str = "a whole number";
+    fn parse(text: &str) -> Result<usize, String> {
+        let number: usize = text
+            .trim()
+            .parse()
+            .map_err(|_| format!("bad number {text:?}; expected a whole number"))?;
+        if !(MIN..=MAX).contains(&number) {
+            return Err(format!("{number} is outside {MIN}..={MAX}"));
+        }
+        Ok(number)
+    }
+}
+
+/// `10s`, `500ms`, `2m` or a bare number of seconds.
+pub(crate) struct DurationKind;
+
+impl Kind for DurationKind {
+    type Value = Duration;
+    const EXPECTING: &'static str = "a duration like 10s or 500ms";
+    fn parse(text: &str) -> Result<Duration, String> {
+        value::parse_duration(text)
+    }
+}
+
+/// A byte count with an optional `K`, `M` or `G`.
+pub(crate) struct SizeKind;
+
+impl Kind for SizeKind {
+    type Value = u64;
+    const EXPECTING: &'static str = "a size like 65536 or 64M";
+    fn parse(text: &str) -> Result<u64, String> {
+        value::parse_size(text)
+    }
+}
+
+/// `auto`, `io-uring` or `legacy`.
+pub(crate) struct DriverKind;
+
+impl Kind for DriverKind {
+    type Value = Driver;
+    const EXPECTING: &'static str = "auto, io-uring or legacy";
+    fn parse(text: &str) -> Result<Driver, String> {
+        value::parse_driver(text)
+    }
+}
+
+/// `error`, `warn`, `info` or `debug`.
+pub(crate) struct LogLevelKind;
+
+impl Kind for LogLevelKind {
+    type Value = log::LevelFilter;
+    const EXPECTING: &'static str = "error, warn, info or debug";
+    fn parse(text: &str) -> Result<log::LevelFilter, String> {
+        value::parse_log_level(text)
+    }
+}
+
+/// An `ADDR:PORT` socket address; IPv6 in brackets.
+pub(crate) struct AddressKind;
+
+impl Kind for AddressKind {
+    type Value = SocketAddr;
+    const EXPECTING: &'static str = "an address like 127.0.0.1:53 or \"[::1]:53\"";
+    fn parse(text: &str) -> Result<SocketAddr, String> {
+        text.trim()
+            .parse()
+            .map_err(|_| format!("bad address {text:?}; expected 127.0.0.1:53 or \"[::1]:53\""))
+    }
+}
+
+/// A zone name, checked as a domain name.
+pub(crate) struct OriginKind;
+
+impl Kind for OriginKind {
+    type Value = String;
+    const EXPECTING: &'static str = "a zone name like example.com";
+    fn parse(text: &str) -> Result<String, String> {
+        crate::zones::parse_origin(text)?;
+        Ok(text.to_string())
+    }
+}
+
+/// A non-empty path.
+pub(crate) struct PathKind;
+
+impl Kind for PathKind {
+    type Value = String;
+    const EXPECTING: &'static str = "a path";
+    fn parse(text: &str) -> Result<String, String> {
+        if text.is_empty() || text.contains('\0') {
+            return Err(format!("bad path {text:?}"));
+        }
+        Ok(text.to_string())
+    }
+}
+
+/// A CHAOS answer: one TXT character-string.
+pub(crate) struct ChaosTextKind;
+
+impl Kind for ChaosTextKind {
+    type Value = String;
+    const EXPECTING: &'static str = "a string";
+    fn parse(text: &str) -> Result<String, String> {
+        if text.len() > MAX_CHAOS_TEXT {
+            return Err(format!(
+                "{} bytes is longer than a TXT string may be ({MAX_CHAOS_TEXT})",
+                text.len()
+            ));
+        }
+        Ok(text.to_string())
+    }
+}
+
+//----------- Listen ---------------------------------------------------------
+
+/// `listen:`, a non-empty list of distinct addresses.
+pub(crate) struct Listen(pub(crate) Vec<SocketAddr>);
+
+impl<'de> Deserialize<'de> for Listen {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_seq(ListenVisitor)
+    }
+}
+
+struct ListenVisitor;
+
+impl<'de> Visitor<'de> for ListenVisitor {
+    type Value = Listen;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a list of addresses like [\"127.0.0.1:53\", \"[::1]:53\"]")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Listen, A::Error> {
+        let mut addresses = Vec::new();
+        while let Some(Parsed(address)) = seq.next_element::<Parsed<AddressKind>>()? {
+            if addresses.len() == MAX_LISTEN {
+                return Err(de::Error::custom(format!(
+                    "more than {MAX_LISTEN} addresses"
+                )));
+            }
+            if addresses.contains(&address) {
+                return Err(de::Error::custom(format!("{address} is listed twice")));
+            }
+            addresses.push(address);
+        }
+        if addresses.is_empty() {
+            return Err(de::Error::custom(
+                "the list is empty; name at least one address",
+            ));
+        }
+        Ok(Listen(addresses))
+    }
+}
+
+//----------- Cores ----------------------------------------------------------
+
+/// `cores:`, a list of CPU ids, a list string like `"0,2-3"`, or `all`.
+pub(crate) struct Cores(pub(crate) Vec<usize>);
+
+impl<'de> Deserialize<'de> for Cores {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(CoresVisitor)
+    }
+}
+
+struct CoresVisitor;
+
+impl<'de> Visitor<'de> for CoresVisitor {
+    type Value = Cores;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a list of CPU ids like [0, 2, 3], a string like \"0,2-3\", or all")
+    }
+
+    fn visit_str<E: de::Error>(self, text: &str) -> Result<Cores, E> {
+        value::parse_cores(text).map(Cores).map_err(E::custom)
+    }
+
+    fn visit_u64<E: de::Error>(self, cpu: u64) -> Result<Cores, E> {
+        self.visit_str(&cpu.to_string())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Cores, A::Error> {
+        let mut cores = Vec::new();
+        while let Some(cpu) = seq.next_element::<usize>()? {
+            if cores.len() > value::MAX_CPU_ID {
+                return Err(de::Error::custom("more CPUs than the system can name"));
+            }
+            cores.push(cpu);
+        }
+        value::normalize_cores(cores)
+            .map(Cores)
+            .map_err(de::Error::custom)
+    }
+}
+
+//=========== Tests ==========================================================
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn error(text: &str) -> String {
+        match parse(text) {
+            Ok(_) => panic!("accepted {text:?}"),
+            Err(err) => err.to_string(),
+        }
+    }
+
+    #[test]
+    fn value_errors_carry_the_key_and_line() {
+        let err = error("listen: ['127.0.0.1:53']\ntcp:\n  idle-timeout: 10x\n");
+        assert!(
+            err.contains("tcp.idle-timeout") && err.contains("line 3"),
+            "{err}"
+        );
+        let err = error("udp-size: 100\n");
+        assert!(
+            err.contains("udp-size") && err.contains("512..=65535"),
+            "{err}"
+        );
+        let err = error("\n\nlisten: ['127.0.0.1:53', 'localhost']\n");
+        assert!(
+            err.contains("bad address") && err.contains("line 3"),
+            "{err}"
+        );
+        let err = error("listen: ['127.0.0.1:53', '127.0.0.1:53']\n");
+        assert!(
+            err.contains("listed twice") && err.contains("line 1"),
+            "{err}"
+        );
+        let err = error("listen: []\n");
+        assert!(err.contains("empty"), "{err}");
+        let err = error("cores: [0, 5000]\n");
+        assert!(err.contains("cores") && err.contains("line 1"), "{err}");
+        let err = error("cores: [-1]\n");
+        assert!(err.contains("line 1"), "{err}");
+        let err = error("zones:\n  list:\n    - origin: 'bad..name'\n      file: x\n");
+        assert!(err.contains("origin") && err.contains("line 3"), "{err}");
+        let err = error("cache:\n  bytes: 12X\n");
+        assert!(
+            err.contains("cache.bytes") && err.contains("line 2"),
+            "{err}"
+        );
+        let err = error("log-level: loud\n");
+        assert!(err.contains("log-level") && err.contains("line 1"), "{err}");
+        let err = error("driver: [auto]\n");
+        assert!(err.contains("driver") && err.contains("line 1"), "{err}");
+        let err = error(&format!("chaos:\n  version: {}\n", "v".repeat(256)));
+        assert!(
+            err.contains("chaos.version") && err.contains("line 2"),
+            "{err}"
+        );
+        let err = error("tcp:\n  max-in-flight: 0\n");
+        assert!(
+            err.contains("tcp.max-in-flight") && err.contains("line 2"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn unknown_keys_are_errors_with_the_line() {
+        let err = error("listen: ['127.0.0.1:53']\nbogus: 1\n");
+        assert!(err.contains("bogus") && err.contains("line 2"), "{err}");
+        let err = error("tcp:\n  idle: 10s\n");
+        assert!(err.contains("idle") && err.contains("line 2"), "{err}");
+    }
+
+    #[test]
+    fn scalars_accept_numbers_and_strings() {
+        let raw = parse(
+            "cores: 1\nudp-size: '1400'\ntcp: {idle-timeout: 3, max-connections: 8}\n\
+             cache: {entries: 10, bytes: 64M}\n",
+        )
+        .unwrap();
+        assert_eq!(raw.cores.unwrap().0, [1]);
+        assert_eq!(raw.udp_size.unwrap().0, 1400);
+        let tcp = raw.tcp.unwrap();
+        assert_eq!(tcp.idle_timeout.unwrap().0, Duration::from_secs(3));
+        assert_eq!(tcp.max_connections.unwrap().0, 8);
+        let cache = raw.cache.unwrap();
+        assert_eq!(cache.entries.unwrap().0, 10);
+        assert_eq!(cache.bytes.unwrap().0, 64 << 20);
+    }
 }

@@ -1,38 +1,11 @@
-//! The `tern` binary as an operator uses it: `check`, `dump` and `serve`
-//! with their flags, exit codes and located messages.
+//! `check`, `dump` and a plain `serve`: flags, exit codes and located
+//! messages.
 
 use std::net::UdpSocket;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-fn tern() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_tern"))
-}
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn run(command: &mut Command) -> (bool, String) {
-    let Output {
-        status,
-        stdout,
-        stderr,
-    } = command.output().unwrap();
-    let text = String::from_utf8_lossy(&stdout).into_owned() + &String::from_utf8_lossy(&stderr);
-    (status.success(), text)
-}
-
-/// A fresh temporary directory for one test.
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("tern-cli-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-const GOOD: &str = "$TTL 300\n@ SOA ns hm 1 2 3 4 5\n@ NS ns\nns A 192.0.2.1\nwww A 192.0.2.2\n";
+use crate::util::{free_address, repo, run, temp_dir, tern, GOOD};
 
 #[test]
 fn check_accepts_the_shipped_zones() {
@@ -87,28 +60,18 @@ fn dump_prints_canonical_records() {
 }
 
 #[test]
-fn config_errors_name_the_line() {
-    let dir = temp_dir("config");
-    let config = dir.join("tern.yaml");
-    std::fs::write(&config, "listen: ['127.0.0.1:5399']\nzonez: {}\n").unwrap();
-    let (ok, text) = run(tern().arg("check").arg("--config").arg(&config));
-    assert!(!ok);
-    assert!(text.contains("zonez") && text.contains("line 2"), "{text}");
-}
-
-#[test]
 fn serve_answers_from_a_zone_directory() {
     let dir = temp_dir("serve");
     std::fs::write(dir.join("example.com.zone"), GOOD).unwrap();
-    let probe = UdpSocket::bind("127.0.0.1:0").unwrap();
-    let addr = probe.local_addr().unwrap();
-    drop(probe);
+    let addr = free_address();
     let mut child = tern()
         .arg("serve")
         .arg("--zones")
         .arg(&dir)
         .arg("--listen")
         .arg(addr.to_string())
+        .arg("--socket")
+        .arg(dir.join("tern.sock"))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()

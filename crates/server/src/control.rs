@@ -1,0 +1,182 @@
+//! The control path: reload, statistics and shutdown, from any thread to
+//! every core, never touching the query path's data from outside.
+//!
+//! Each core has a mailbox (an `mpsc` channel) and a wake-up socket (one
+//! end of a Unix datagram pair; the core's reactor waits on the other). A
+//! [`Handle`] posts a [`Command`] in every mailbox and writes one octet to
+//! every wake-up socket. The core's control task, one task among its UDP
+//! and TCP loops, wakes, drains its mailbox and acts between two batches:
+//! a reload swaps the catalog and empties the cache before the next batch
+//! is read, so no query is dropped or answered half from each; a
+//! statistics request is answered with a copy of the core's own counters,
+//! made by the core itself.
+
+use std::os::unix::net::UnixDatagram;
+use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tern_authority::Catalog;
+
+use crate::cores::Core;
+use crate::stats::CoreStats;
+
+/// How long [`Handle::stats`] waits for the cores to answer. A core
+/// answers between two batches, within a millisecond or so; one that does
+/// not answer within this is left out of the result rather than hanging
+/// the caller.
+const STATS_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// Wake-up datagrams are one octet; the receive buffer only has to hold
+/// one.
+const WAKE_BUFFER: usize = 16;
+
+//----------- Command --------------------------------------------------------
+
+/// What a core can be asked to do.
+pub(crate) enum Command {
+    /// Serve from this catalog from now on and empty the cache.
+    Reload(Arc<Catalog>),
+    /// Send a snapshot of the counters, tagged with the core's index.
+    Stats(Sender<(usize, CoreStats)>),
+    /// Stop accepting, finish what is in flight, end the thread.
+    Shutdown,
+}
+
+//----------- Handle ---------------------------------------------------------
+
+/// A core's ends of its control path: its mailbox and wake-up socket.
+pub(crate) type CoreEnds = (Receiver<Command>, UnixDatagram);
+
+/// Controls a running server from any thread: reload, statistics,
+/// shutdown. Cheap to clone; `Send` and `Sync`.
+#[derive(Clone)]
+pub struct Handle {
+    links: Arc<[Link]>,
+}
+
+/// The way to one core.
+struct Link {
+    commands: Sender<Command>,
+    wake: UnixDatagram,
+}
+
+impl Handle {
+    /// A handle and, per core, the receiving ends of its mailbox and
+    /// wake-up socket.
+    pub(crate) fn new(cores: usize) -> std::io::Result<(Handle, Vec<CoreEnds>)> {
+        let mut links = Vec::with_capacity(cores);
+        let mut ends = Vec::with_capacity(cores);
+        for _ in 0..cores {
+            let (commands, mailbox) = mpsc::channel();
+            let (wake, waker_end) = UnixDatagram::pair()?;
+            wake.set_nonblocking(true)?;
+            links.push(Link { commands, wake });
+            ends.push((mailbox, waker_end));
+        }
+        Ok((
+            Handle {
+                links: links.into(),
+            },
+            ends,
+        ))
+    }
+
+    /// Every core switches to `catalog` (between two batches, so no query
+    /// is lost) and empties its cache. Returns at once; each core switches
+    /// within about a millisecond.
+    pub fn reload(&self, catalog: Arc<Catalog>) {
+        self.post(|| Command::Reload(Arc::clone(&catalog)));
+    }
+
+    /// Every core stops accepting, finishes what it has started (bounded
+    /// to well under two seconds) and ends its thread. Returns at once;
+    /// [`crate::Server::join`] waits for the threads.
+    pub fn shutdown(&self) {
+        self.post(|| Command::Shutdown);
+    }
+
+    /// A fresh snapshot of each core's counters, in core order. A core
+    /// that has stopped (or does not answer within a second) is left out.
+    pub fn stats(&self) -> Vec<CoreStats> {
+        let (sender, replies) = mpsc::channel();
+        self.post(|| Command::Stats(sender.clone()));
+        drop(sender);
+        let deadline = Instant::now() + STATS_TIMEOUT;
+        let mut stats = Vec::with_capacity(self.links.len());
+        while stats.len() < self.links.len() {
+            let wait = deadline.saturating_duration_since(Instant::now());
+            match replies.recv_timeout(wait) {
+                Ok(reply) => stats.push(reply),
+                Err(_) => break, // every core answered or stopped, or time is up
+            }
+        }
+        stats.sort_by_key(|(index, _)| *index);
+        stats.into_iter().map(|(_, stats)| stats).collect()
+    }
+
+    /// Posts a command to every core and wakes it. A core that has stopped
+    /// is skipped; a full wake-up socket means a wake-up is pending
+    /// already.
+    fn post(&self, command: impl Fn() -> Command) {
+        for link in self.links.iter() {
+            if link.commands.send(command()).is_ok() {
+                let _ = link.wake.send(&[1]);
+            }
+        }
+    }
+}
+
+//----------- run ------------------------------------------------------------
+
+/// The core's control task: waits for wake-ups and executes commands until
+/// told to shut down. If every handle is gone, the core serves on.
+pub(crate) async fn run(
+    core: &Core,
+    index: usize,
+    commands: Receiver<Command>,
+    wake: monoio::net::unix::UnixDatagram,
+) {
+    let mut buffer: Vec<u8> = Vec::with_capacity(WAKE_BUFFER);
+    loop {
+        let (result, returned) = wake.recv(buffer).await;
+        buffer = returned;
+        if result.is_err() {
+            // Nothing is expected here; do not spin if it repeats.
+            monoio::time::sleep(Duration::from_millis(50)).await;
+        }
+        // Bounded: the handle posts one command per wake-up octet, and
+        // each is taken once.
+        loop {
+            match commands.try_recv() {
+                Ok(Command::Reload(catalog)) => core.worker.borrow_mut().reload(catalog),
+                Ok(Command::Stats(reply)) => {
+                    let _ = reply.send((index, snapshot(core)));
+                }
+                Ok(Command::Shutdown) => return,
+                Err(TryRecvError::Empty) => break,
+                // No handle is left to send anything: serve on, quietly.
+                Err(TryRecvError::Disconnected) => std::future::pending::<()>().await,
+            }
+        }
+    }
+}
+
+/// A copy of the core's counters, made on the core.
+fn snapshot(core: &Core) -> CoreStats {
+    let worker = core.worker.borrow();
+    let counters = worker.counters();
+    CoreStats {
+        core: core.id,
+        queries: counters.queries,
+        answers_by_rcode: counters.answers_by_rcode,
+        cache_hits: counters.cache_hits,
+        cache_misses: counters.cache_misses,
+        truncated: counters.truncated,
+        dropped: counters.dropped,
+        tcp_accepted: core.tcp_counters.accepted.get(),
+        tcp_open: core.tcp_counters.open.get(),
+        tcp_refused: core.tcp_counters.refused.get(),
+        allocations: core.allocations.map_or(0, |read| read()),
+    }
+}

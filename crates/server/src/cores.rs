@@ -1,0 +1,215 @@
+//! One core: its thread (pinned), its reactor, its sockets and the state
+//! its tasks share.
+//!
+//! Everything a core creates stays on its thread: the sockets are bound
+//! there (SO_REUSEPORT before bind, so every core joins the same reuse
+//! group), the buffer pool is a thread-local, and the tasks share the
+//! [`Core`] through an `Rc` cloned once per task or connection. The only
+//! values that cross threads are the catalog (an `Arc`, cloned once per
+//! core and per reload) and the control messages.
+
+use std::cell::RefCell;
+use std::io;
+use std::os::unix::net::UnixDatagram;
+use std::rc::Rc;
+use std::sync::mpsc::{Receiver, Sender};
+use std::sync::Arc;
+use std::time::Duration;
+
+use monoio::{IoUringDriver, LegacyDriver, RuntimeBuilder};
+use tern_authority::Catalog;
+
+use crate::control::{self, Command};
+use crate::pool::{self, STREAM_BUFFER};
+use crate::signal::Stop;
+use crate::socket;
+use crate::stats::TcpCounters;
+use crate::sys::BATCH;
+use crate::worker::Worker;
+use crate::{Driver, ServerConfig, TcpConfig};
+
+/// The longest UDP query accepted. Queries are a header, one question and
+/// an OPT record (with a cookie or padding): a few hundred octets. 4096
+/// leaves room for any option a client sends; a longer datagram is cut by
+/// the kernel, flagged, and dropped.
+const MAX_UDP_QUERY: usize = 4096;
+
+/// TCP connections whose buffers are allocated at start-up; more are
+/// allocated when that many are open at once (at most the connection
+/// limit, and kept for reuse).
+const PREALLOCATED_CONNECTIONS: usize = 4;
+
+/// Stream buffers per TCP connection: read, pending answers, answers being
+/// written.
+const BUFFERS_PER_CONNECTION: usize = 3;
+
+/// How long a stopping core waits for its loops and connections to finish
+/// what they have started before it drops them. Below a second, so that
+/// the whole server stops within the two seconds operators are promised.
+const SHUTDOWN_GRACE: Duration = Duration::from_millis(800);
+
+/// How often a stopping core checks whether its connections are done.
+const SHUTDOWN_POLL: Duration = Duration::from_millis(10);
+
+//----------- Core -----------------------------------------------------------
+
+/// What the tasks of one core share.
+pub(crate) struct Core {
+    /// The CPU this core is pinned to, if any.
+    pub(crate) id: Option<usize>,
+    pub(crate) worker: RefCell<Worker>,
+    pub(crate) tcp: TcpConfig,
+    pub(crate) tcp_counters: TcpCounters,
+    pub(crate) stop: Stop,
+    /// The output buffer of TCP answers (65535 octets): answering is
+    /// synchronous, so one per core suffices; a connection copies the
+    /// answer into its own pending buffer.
+    pub(crate) scratch: RefCell<Vec<u8>>,
+    /// Reads this thread's allocation count, for statistics.
+    pub(crate) allocations: Option<fn() -> u64>,
+}
+
+//----------- CoreStart ------------------------------------------------------
+
+/// What a core thread is started with.
+pub(crate) struct CoreStart {
+    pub(crate) id: Option<usize>,
+    pub(crate) index: usize,
+    pub(crate) config: ServerConfig,
+    pub(crate) catalog: Arc<Catalog>,
+    pub(crate) commands: Receiver<Command>,
+    pub(crate) wake: UnixDatagram,
+    pub(crate) ready: Sender<io::Result<()>>,
+}
+
+/// The body of one core's thread: pin, build the reactor the
+/// configuration asks for, serve until told to stop.
+pub(crate) fn run(start: CoreStart) -> io::Result<()> {
+    if let Some(id) = start.id {
+        if !core_affinity::set_for_current(core_affinity::CoreId { id }) {
+            let message = format!("cannot pin a thread to CPU {id}: is it online and allowed?");
+            let _ = start.ready.send(Err(io::Error::other(message.clone())));
+            return Err(io::Error::other(message));
+        }
+    }
+    let ready = start.ready.clone();
+    let failed = |err: io::Error, what: &str| {
+        let message = format!("{what}: {err}");
+        let _ = ready.send(Err(io::Error::new(err.kind(), message.clone())));
+        Err(io::Error::new(err.kind(), message))
+    };
+    let io_uring = || {
+        RuntimeBuilder::<IoUringDriver>::new()
+            .enable_timer()
+            .build()
+    };
+    let legacy = || RuntimeBuilder::<LegacyDriver>::new().enable_timer().build();
+    match start.config.driver {
+        Driver::IoUring => match io_uring() {
+            Ok(mut runtime) => runtime.block_on(serve(start)),
+            Err(err) => failed(err, "io_uring is unavailable (choose the legacy driver)"),
+        },
+        Driver::Auto => match io_uring() {
+            Ok(mut runtime) => runtime.block_on(serve(start)),
+            Err(_) => match legacy() {
+                Ok(mut runtime) => runtime.block_on(serve(start)),
+                Err(err) => failed(err, "cannot start a reactor"),
+            },
+        },
+        Driver::Legacy => match legacy() {
+            Ok(mut runtime) => runtime.block_on(serve(start)),
+            Err(err) => failed(err, "cannot start a reactor"),
+        },
+    }
+}
+
+/// Binds the sockets, starts the loops, runs the control task until it is
+/// told to stop, then gives the loops a bounded time to finish.
+async fn serve(start: CoreStart) -> io::Result<()> {
+    let CoreStart {
+        id,
+        index,
+        config,
+        catalog,
+        commands,
+        wake,
+        ready,
+    } = start;
+    let bound = bind_all(&config).and_then(|sockets| {
+        wake.set_nonblocking(true)?;
+        let wake = monoio::net::unix::UnixDatagram::from_std(wake)?;
+        Ok((sockets, wake))
+    });
+    let ((udp, tcp), wake) = match bound {
+        Ok(bound) => bound,
+        Err(err) => {
+            let _ = ready.send(Err(io::Error::new(err.kind(), err.to_string())));
+            return Err(err);
+        }
+    };
+
+    let datagram = usize::from(config.answer.max_udp_size)
+        .max(512)
+        .max(MAX_UDP_QUERY);
+    let connections = PREALLOCATED_CONNECTIONS.min(config.tcp.max_connections);
+    pool::init(
+        datagram,
+        udp.len() * 2 * BATCH,
+        connections * BUFFERS_PER_CONNECTION,
+    );
+    let core = Rc::new(Core {
+        id,
+        worker: RefCell::new(Worker::new(catalog, config.answer.clone(), config.cache)),
+        // At least one answer in flight, or a connection could never answer.
+        tcp: TcpConfig {
+            max_in_flight: config.tcp.max_in_flight.max(1),
+            ..config.tcp
+        },
+        tcp_counters: TcpCounters::default(),
+        stop: Stop::default(),
+        scratch: RefCell::new(vec![0; STREAM_BUFFER - 2]),
+        allocations: config.allocations,
+    });
+    let mut tasks = Vec::with_capacity(udp.len() + tcp.len());
+    for socket in udp {
+        tasks.push(monoio::spawn(crate::udp::serve(socket, Rc::clone(&core))));
+    }
+    for listener in tcp {
+        tasks.push(monoio::spawn(crate::tcp::serve(listener, Rc::clone(&core))));
+    }
+    let _ = ready.send(Ok(()));
+
+    control::run(&core, index, commands, wake).await;
+
+    core.stop.fire();
+    let finish = async {
+        for task in tasks {
+            let _ = task.await;
+        }
+        // Bounded by the grace period around this future.
+        while core.tcp_counters.open.get() > 0 {
+            monoio::time::sleep(SHUTDOWN_POLL).await;
+        }
+    };
+    let _ = monoio::time::timeout(SHUTDOWN_GRACE, finish).await;
+    Ok(())
+}
+
+/// The UDP sockets and TCP listeners of every listen address, bound on
+/// this thread.
+#[allow(clippy::type_complexity)]
+fn bind_all(
+    config: &ServerConfig,
+) -> io::Result<(
+    Vec<monoio::net::udp::UdpSocket>,
+    Vec<monoio::net::TcpListener>,
+)> {
+    let mut udp = Vec::with_capacity(config.listen.len());
+    let mut tcp = Vec::with_capacity(config.listen.len());
+    for addr in &config.listen {
+        let annotate = |err: io::Error| io::Error::new(err.kind(), format!("{addr}: {err}"));
+        udp.push(socket::bind_udp(*addr).map_err(annotate)?);
+        tcp.push(socket::bind_tcp(*addr).map_err(annotate)?);
+    }
+    Ok((udp, tcp))
+}

@@ -1,0 +1,206 @@
+//! Per-core counters and their snapshots.
+//!
+//! Each core counts in plain integers that only it touches ([`Counters`]
+//! in its worker, [`TcpCounters`] in its connection bookkeeping): no
+//! atomics on the query path. On request the core's control task copies
+//! them into a [`CoreStats`] and sends that across; sums over cores are
+//! made by the caller.
+
+use std::cell::Cell;
+use std::fmt;
+use std::iter::Sum;
+
+/// The header rcode mnemonics, by value (RFC 1035, RFC 2136), for
+/// [`CoreStats`]'s display.
+const RCODE_NAMES: [&str; 16] = [
+    "noerror", "formerr", "servfail", "nxdomain", "notimp", "refused", "yxdomain", "yxrrset",
+    "nxrrset", "notauth", "notzone", "rcode11", "rcode12", "rcode13", "rcode14", "rcode15",
+];
+
+//----------- CoreStats ------------------------------------------------------
+
+/// A snapshot of one core's counters (or, from [`CoreStats::sum`] and the
+/// [`Sum`] impl, of several: `core` is then `None`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CoreStats {
+    /// The CPU the core is pinned to; `None` for an unpinned core or a sum.
+    pub core: Option<usize>,
+    /// Queries received (UDP datagrams and TCP messages).
+    pub queries: u64,
+    /// Answers written, by the rcode in their header (extended rcodes such
+    /// as BADVERS count under their header bits, 0). An answer the kernel
+    /// then refused to send is also counted in `dropped`.
+    pub answers_by_rcode: [u64; 16],
+    /// UDP answers copied from the core's answer cache.
+    pub cache_hits: u64,
+    /// UDP queries the cache could have answered but did not.
+    pub cache_misses: u64,
+    /// Answers sent with TC set.
+    pub truncated: u64,
+    /// Queries not answered: malformed or responses (dropped on purpose),
+    /// cut short by the receive buffer, or whose answer could not be sent.
+    pub dropped: u64,
+    /// TCP connections accepted and served.
+    pub tcp_accepted: u64,
+    /// TCP connections open at the time of the snapshot.
+    pub tcp_open: u64,
+    /// TCP connections closed at once because the core's connection limit
+    /// was reached.
+    pub tcp_refused: u64,
+    /// Heap allocations made by the core's thread so far, if the binary
+    /// installed the counting allocator (otherwise 0).
+    pub allocations: u64,
+}
+
+impl CoreStats {
+    /// The sum of several snapshots, with `core` set to `None`.
+    pub fn sum<'a>(stats: impl IntoIterator<Item = &'a CoreStats>) -> CoreStats {
+        stats
+            .into_iter()
+            .fold(CoreStats::default(), |mut total, one| {
+                total.queries += one.queries;
+                for (sum, count) in total.answers_by_rcode.iter_mut().zip(one.answers_by_rcode) {
+                    *sum += count;
+                }
+                total.cache_hits += one.cache_hits;
+                total.cache_misses += one.cache_misses;
+                total.truncated += one.truncated;
+                total.dropped += one.dropped;
+                total.tcp_accepted += one.tcp_accepted;
+                total.tcp_open += one.tcp_open;
+                total.tcp_refused += one.tcp_refused;
+                total.allocations += one.allocations;
+                total
+            })
+    }
+
+    /// All answers sent.
+    pub fn answers(&self) -> u64 {
+        self.answers_by_rcode.iter().sum()
+    }
+}
+
+impl<'a> Sum<&'a CoreStats> for CoreStats {
+    fn sum<I: Iterator<Item = &'a CoreStats>>(iter: I) -> CoreStats {
+        CoreStats::sum(iter)
+    }
+}
+
+impl fmt::Display for CoreStats {
+    /// One line: `core 0: queries 10 answers 9 (noerror 8 nxdomain 1) ...`;
+    /// rcodes with no answers are left out.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.core {
+            Some(core) => write!(f, "core {core}: ")?,
+            None => write!(f, "all cores: ")?,
+        }
+        write!(f, "queries {} answers {} (", self.queries, self.answers())?;
+        let mut first = true;
+        for (name, count) in RCODE_NAMES.iter().zip(self.answers_by_rcode) {
+            if count == 0 {
+                continue;
+            }
+            if !first {
+                write!(f, " ")?;
+            }
+            write!(f, "{name} {count}")?;
+            first = false;
+        }
+        write!(
+            f,
+            ") cache hits {} misses {} truncated {} dropped {} \
+             tcp accepted {} open {} refused {} allocations {}",
+            self.cache_hits,
+            self.cache_misses,
+            self.truncated,
+            self.dropped,
+            self.tcp_accepted,
+            self.tcp_open,
+            self.tcp_refused,
+            self.allocations
+        )
+    }
+}
+
+//----------- Counters -------------------------------------------------------
+
+/// The answering counters of one core, owned by its worker.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Counters {
+    pub(crate) queries: u64,
+    pub(crate) answers_by_rcode: [u64; 16],
+    pub(crate) cache_hits: u64,
+    pub(crate) cache_misses: u64,
+    pub(crate) truncated: u64,
+    pub(crate) dropped: u64,
+}
+
+impl Counters {
+    /// Counts an answer about to be sent, from its header.
+    pub(crate) fn count_answer(&mut self, answer: &[u8]) {
+        if let (Some(flags), Some(rcode)) = (answer.get(2), answer.get(3)) {
+            self.answers_by_rcode[usize::from(rcode & 0x0f)] += 1;
+            if flags & 0x02 != 0 {
+                self.truncated += 1;
+            }
+        }
+    }
+}
+
+//----------- TcpCounters ----------------------------------------------------
+
+/// The TCP counters of one core, shared by its accept loops.
+#[derive(Debug, Default)]
+pub(crate) struct TcpCounters {
+    pub(crate) accepted: Cell<u64>,
+    pub(crate) open: Cell<u64>,
+    pub(crate) refused: Cell<u64>,
+}
+
+//=========== Tests ==========================================================
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sum_and_display() {
+        let mut a = CoreStats {
+            core: Some(0),
+            queries: 3,
+            ..CoreStats::default()
+        };
+        a.answers_by_rcode[0] = 2;
+        let mut b = CoreStats {
+            core: Some(1),
+            queries: 2,
+            cache_hits: 1,
+            ..CoreStats::default()
+        };
+        b.answers_by_rcode[3] = 1;
+        b.answers_by_rcode[0] = 1;
+        let total: CoreStats = [a.clone(), b].iter().sum();
+        assert_eq!(total.core, None);
+        assert_eq!(total.queries, 5);
+        assert_eq!(total.answers(), 4);
+        assert_eq!(
+            total.to_string(),
+            "all cores: queries 5 answers 4 (noerror 3 nxdomain 1) cache hits 1 misses 0 \
+             truncated 0 dropped 0 tcp accepted 0 open 0 refused 0 allocations 0"
+        );
+        assert!(a
+            .to_string()
+            .starts_with("core 0: queries 3 answers 2 (noerror 2)"));
+    }
+
+    #[test]
+    fn answers_counted_from_the_header() {
+        let mut counters = Counters::default();
+        counters.count_answer(&[0, 0, 0x86, 0x03]); // QR AA TC, NXDOMAIN
+        counters.count_answer(&[0, 0, 0x84, 0x00]);
+        counters.count_answer(&[0, 0]); // too short: not counted
+        assert_eq!(counters.answers_by_rcode[3], 1);
+        assert_eq!(counters.answers_by_rcode[0], 1);
+        assert_eq!(counters.truncated, 1);
+    }
+}

@@ -1,0 +1,322 @@
+//! The only module with `unsafe`: batched UDP system calls and the counting
+//! allocator.
+//!
+//! [`Batch`] wraps `recvmmsg(2)` and `sendmmsg(2)` with `MSG_DONTWAIT`:
+//! one system call moves up to [`BATCH`] datagrams. The reactor is only
+//! asked whether the socket is readable (`readable().await`) and the
+//! datagrams are then moved without it. Measured on this project's
+//! machines, that costs about 11.6k instructions per query on the server
+//! core against 20k for one io_uring `recv_from`/`send_to` per packet
+//! (STYLE 1.3).
+//!
+//! [`CountingAllocator`] wraps the system allocator and counts allocations
+//! per thread, so that each core can report its own count.
+//!
+//! Every `unsafe` block states why it is sound (STYLE R10).
+
+#![allow(unsafe_code)]
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::io;
+use std::mem::size_of;
+use std::os::fd::RawFd;
+use std::ptr;
+
+/// Datagrams moved per system call. 32 amortizes the system call and the
+/// reactor round trip over enough packets that both vanish in the per-query
+/// cost (NSD and Knot use 32 and 64), while a batch of answers still fits
+/// in L2 next to the zone data.
+pub(crate) const BATCH: usize = 32;
+
+//----------- Batch ----------------------------------------------------------
+
+/// The kernel-facing descriptors of one batch: message headers, I/O
+/// vectors and peer addresses, allocated once per UDP loop. The buffers
+/// themselves belong to the caller and are lent for each call.
+pub(crate) struct Batch {
+    headers: Box<[libc::mmsghdr; BATCH]>,
+    vectors: Box<[libc::iovec; BATCH]>,
+    addresses: Box<[libc::sockaddr_storage; BATCH]>,
+    /// Per received datagram: the peer address length.
+    address_lengths: [libc::socklen_t; BATCH],
+    /// Per received datagram: its length, or `None` if the kernel cut it
+    /// (`MSG_TRUNC`: longer than the receive buffer).
+    lengths: [Option<usize>; BATCH],
+}
+
+impl Batch {
+    /// Zeroed descriptors.
+    pub(crate) fn new() -> Self {
+        Batch {
+            // SAFETY: mmsghdr, iovec and sockaddr_storage are plain C
+            // structs of integers and raw pointers, for which all-zero bytes
+            // are a valid value (null pointers, zero lengths).
+            headers: Box::new(unsafe { std::mem::zeroed() }),
+            // SAFETY: as above.
+            vectors: Box::new(unsafe { std::mem::zeroed() }),
+            // SAFETY: as above.
+            addresses: Box::new(unsafe { std::mem::zeroed() }),
+            address_lengths: [0; BATCH],
+            lengths: [None; BATCH],
+        }
+    }
+
+    /// Receives up to `buffers.len()` (at most [`BATCH`]) datagrams without
+    /// blocking, datagram `i` into `buffers[i]` (its whole length). Returns
+    /// how many arrived; `WouldBlock` if none was waiting.
+    pub(crate) fn receive(&mut self, fd: RawFd, buffers: &mut [Vec<u8>]) -> io::Result<usize> {
+        let count = buffers.len().min(BATCH);
+        for (i, buffer) in buffers.iter_mut().take(count).enumerate() {
+            self.vectors[i] = libc::iovec {
+                iov_base: buffer.as_mut_ptr().cast(),
+                iov_len: buffer.len(),
+            };
+            let header = &mut self.headers[i];
+            header.msg_hdr.msg_name = ptr::addr_of_mut!(self.addresses[i]).cast();
+            header.msg_hdr.msg_namelen = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+            header.msg_hdr.msg_iov = ptr::addr_of_mut!(self.vectors[i]);
+            header.msg_hdr.msg_iovlen = 1;
+            header.msg_hdr.msg_control = ptr::null_mut();
+            header.msg_hdr.msg_controllen = 0;
+            header.msg_hdr.msg_flags = 0;
+            header.msg_len = 0;
+        }
+        // SAFETY: the first `count` headers point at `count` address slots
+        // and I/O vectors owned by `self`, and each vector at a live buffer
+        // of `iov_len` bytes borrowed mutably for this call; none of them
+        // moves or is freed during the call, and the kernel writes only
+        // within those lengths. `fd` is an open socket owned by the caller.
+        let received = unsafe {
+            libc::recvmmsg(
+                fd,
+                self.headers.as_mut_ptr(),
+                count as libc::c_uint,
+                libc::MSG_DONTWAIT,
+                ptr::null_mut(),
+            )
+        };
+        if received < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let received = (received as usize).min(count);
+        for (i, buffer) in buffers.iter().take(received).enumerate() {
+            let header = &self.headers[i];
+            self.address_lengths[i] = header.msg_hdr.msg_namelen;
+            self.lengths[i] = if header.msg_hdr.msg_flags & libc::MSG_TRUNC != 0 {
+                None
+            } else {
+                Some((header.msg_len as usize).min(buffer.len()))
+            };
+        }
+        Ok(received)
+    }
+
+    /// The length of received datagram `i`, or `None` if it was cut short.
+    pub(crate) fn length(&self, i: usize) -> Option<usize> {
+        self.lengths.get(i).copied().flatten()
+    }
+
+    /// Sends answers without blocking: `answers[k] = (i, len)` sends the
+    /// first `len` bytes of `buffers[i]` to the peer of received datagram
+    /// `i`. Returns how many of `answers` (from the first) the kernel took;
+    /// `WouldBlock` if the socket buffer is full, another error if the
+    /// first answer failed.
+    pub(crate) fn send(
+        &mut self,
+        fd: RawFd,
+        buffers: &[Vec<u8>],
+        answers: &[(usize, usize)],
+    ) -> io::Result<usize> {
+        let count = answers.len().min(BATCH);
+        for (k, &(i, len)) in answers.iter().take(count).enumerate() {
+            let Some(buffer) = buffers.get(i) else {
+                return Err(io::Error::from(io::ErrorKind::InvalidInput));
+            };
+            if i >= BATCH {
+                return Err(io::Error::from(io::ErrorKind::InvalidInput));
+            }
+            self.vectors[k] = libc::iovec {
+                iov_base: buffer.as_ptr() as *mut libc::c_void,
+                iov_len: len.min(buffer.len()),
+            };
+            let header = &mut self.headers[k];
+            header.msg_hdr.msg_name = ptr::addr_of_mut!(self.addresses[i]).cast();
+            header.msg_hdr.msg_namelen = self.address_lengths[i];
+            header.msg_hdr.msg_iov = ptr::addr_of_mut!(self.vectors[k]);
+            header.msg_hdr.msg_iovlen = 1;
+            header.msg_hdr.msg_control = ptr::null_mut();
+            header.msg_hdr.msg_controllen = 0;
+            header.msg_hdr.msg_flags = 0;
+            header.msg_len = 0;
+        }
+        // SAFETY: the first `count` headers point at address slots and I/O
+        // vectors owned by `self`, each vector at a live buffer borrowed for
+        // this call with a length within it; the kernel only reads them.
+        // `fd` is an open socket owned by the caller.
+        let sent = unsafe {
+            libc::sendmmsg(
+                fd,
+                self.headers.as_mut_ptr(),
+                count as libc::c_uint,
+                libc::MSG_DONTWAIT,
+            )
+        };
+        if sent < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok((sent as usize).min(count))
+    }
+}
+
+//----------- CountingAllocator ----------------------------------------------
+
+thread_local! {
+    /// Allocations made by this thread. `const` initialization: reading it
+    /// allocates nothing and registers no destructor, which an allocator
+    /// requires (it would otherwise recurse into itself).
+    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+}
+
+/// The system allocator, counting allocations (and reallocations) per
+/// thread. Install it in a binary and pass [`thread_allocations`] as
+/// `ServerConfig::allocations`: each core then reports its own count in
+/// its statistics.
+///
+/// ```
+/// use tern_server::{thread_allocations, CountingAllocator};
+///
+/// #[global_allocator]
+/// static ALLOCATOR: CountingAllocator = CountingAllocator;
+///
+/// let before = thread_allocations();
+/// let boxed = Box::new([0u8; 64]);
+/// assert_eq!(thread_allocations(), before + 1);
+/// drop(boxed);
+/// // Each thread counts its own.
+/// let counted = std::thread::spawn(|| {
+///     let start = thread_allocations();
+///     let list = vec![1u8; 8];
+///     thread_allocations() - start + u64::from(list[0] - 1)
+/// });
+/// assert_eq!(counted.join().unwrap(), 1);
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CountingAllocator;
+
+/// Counts one allocation on the current thread (not at all while the
+/// thread is being torn down).
+fn count_allocation() {
+    let _ = ALLOCATIONS.try_with(|count| count.set(count.get().wrapping_add(1)));
+}
+
+/// The allocations made so far by the calling thread through
+/// [`CountingAllocator`]; always 0 if it is not the global allocator.
+pub fn thread_allocations() -> u64 {
+    ALLOCATIONS.try_with(Cell::get).unwrap_or(0)
+}
+
+// SAFETY: every method forwards to `System` with the arguments it received,
+// so `System`'s guarantees are ours; counting touches only a const
+// thread-local `Cell`, which neither allocates nor unwinds.
+unsafe impl GlobalAlloc for CountingAllocator {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        count_allocation();
+        // SAFETY: the caller upholds `GlobalAlloc::alloc`'s contract.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        count_allocation();
+        // SAFETY: the caller upholds `GlobalAlloc::alloc_zeroed`'s contract.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` came from this allocator, that is from `System`,
+        // with `layout`, as the caller guarantees.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        count_allocation();
+        // SAFETY: the caller upholds `GlobalAlloc::realloc`'s contract, and
+        // `ptr` came from `System` through this allocator.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+//=========== Tests ==========================================================
+
+#[cfg(test)]
+mod tests {
+    use std::net::UdpSocket;
+    use std::os::fd::AsRawFd;
+
+    use super::*;
+
+    #[test]
+    fn batch_receives_and_answers_each_peer() {
+        let server = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let address = server.local_addr().unwrap();
+        let clients: Vec<UdpSocket> = (0..3)
+            .map(|_| UdpSocket::bind("127.0.0.1:0").unwrap())
+            .collect();
+        for (n, client) in clients.iter().enumerate() {
+            client.send_to(&[n as u8; 5], address).unwrap();
+        }
+        let mut batch = Batch::new();
+        let mut buffers = vec![vec![0u8; 64]; BATCH];
+        // Loopback delivers at once: all three arrive in one call.
+        let received = batch.receive(server.as_raw_fd(), &mut buffers).unwrap();
+        assert_eq!(received, 3);
+        let mut answers = Vec::new();
+        for (i, buffer) in buffers.iter_mut().take(3).enumerate() {
+            assert_eq!(batch.length(i), Some(5));
+            buffer[5] = 0xaa;
+            answers.push((i, 6));
+        }
+        assert_eq!(
+            batch.send(server.as_raw_fd(), &buffers, &answers).unwrap(),
+            3
+        );
+        for (n, client) in clients.iter().enumerate() {
+            client
+                .set_read_timeout(Some(std::time::Duration::from_secs(2)))
+                .unwrap();
+            let mut buf = [0u8; 16];
+            let (len, from) = client.recv_from(&mut buf).unwrap();
+            assert_eq!(from, address);
+            assert_eq!(
+                &buf[..len],
+                &[n as u8, n as u8, n as u8, n as u8, n as u8, 0xaa]
+            );
+        }
+    }
+
+    #[test]
+    fn batch_reports_would_block_and_cut_datagrams() {
+        let server = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let mut batch = Batch::new();
+        let mut buffers = vec![vec![0u8; 4]; 2];
+        let err = batch.receive(server.as_raw_fd(), &mut buffers).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::WouldBlock);
+        let client = UdpSocket::bind("127.0.0.1:0").unwrap();
+        client
+            .send_to(&[1; 10], server.local_addr().unwrap())
+            .unwrap();
+        assert_eq!(batch.receive(server.as_raw_fd(), &mut buffers).unwrap(), 1);
+        assert_eq!(
+            batch.length(0),
+            None,
+            "a 10-byte datagram in 4 bytes is cut"
+        );
+    }
+
+    #[test]
+    fn thread_allocations_is_zero_without_the_global_allocator() {
+        // The test binary does not install CountingAllocator.
+        let _ = vec![1u8; 100];
+        assert_eq!(thread_allocations(), 0);
+    }
+}

@@ -1,0 +1,158 @@
+//! The answer path makes no heap allocation (STYLE R3).
+//!
+//! Drives one core's [`Worker`] (the code between the socket's receive and
+//! send) over a mix of queries: exact answers, NXDOMAIN, NODATA, wildcard,
+//! CNAME, referral, REFUSED, a truncated answer, with and without EDNS and
+//! DO, over UDP (cache hits after a first miss) and TCP (straight to
+//! `respond`). The first pass warms the cache (a miss that inserts may
+//! allocate); the measured passes must not allocate at all.
+//!
+//! One `#[test]` in this file: dhat's testing mode allows a single
+//! profiler per process.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use tern_authority::{Catalog, Options, Transport, ZoneBuilder};
+use tern_cache::CacheLimits;
+use tern_server::Worker;
+use tern_wire::name::NameBuf;
+
+#[global_allocator]
+static ALLOCATOR: dhat::Alloc = dhat::Alloc;
+
+const ZONE: &str = "\
+$ORIGIN example.com.
+$TTL 300
+@        SOA   ns1 hostmaster 1 7200 3600 1209600 300
+         NS    ns1
+         MX    10 mail
+ns1      A     192.0.2.1
+mail     A     192.0.2.25
+www      A     192.0.2.80
+         AAAA  2001:db8::80
+alias    CNAME www
+*.wild   A     192.0.2.99
+sub      NS    ns.sub
+ns.sub   A     192.0.2.53
+";
+
+/// Passes over the query mix that are measured, after the warm-up pass.
+const MEASURED_PASSES: usize = 50;
+
+fn catalog() -> Arc<Catalog> {
+    let origin = NameBuf::from_text(b"example.com.", None).unwrap();
+    let mut text = ZONE.to_string();
+    for i in 0..40 {
+        text.push_str(&format!("big TXT \"{i:02} {}\"\n", "x".repeat(60)));
+    }
+    let parsed = tern_zone::parse_bytes(
+        text.as_bytes(),
+        Path::new("alloc.zone"),
+        origin.as_name(),
+        &tern_zone::Options::default(),
+        &mut tern_zone::NoInclude,
+    )
+    .unwrap();
+    let mut builder = ZoneBuilder::new(origin.as_name());
+    for r in &parsed.records {
+        builder
+            .insert(r.owner.as_name(), r.rtype, r.class, r.ttl, &r.rdata)
+            .unwrap();
+    }
+    Arc::new(Catalog::new(vec![builder.finish().unwrap()]))
+}
+
+/// A query; `edns` is `Some((udp size, DO))`.
+fn query(id: u16, name: &str, qtype: u16, edns: Option<(u16, bool)>) -> Vec<u8> {
+    let mut q = id.to_be_bytes().to_vec();
+    q.extend_from_slice(&[0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, u8::from(edns.is_some())]);
+    q.extend_from_slice(
+        NameBuf::from_text(name.as_bytes(), None)
+            .unwrap()
+            .as_bytes(),
+    );
+    q.extend_from_slice(&qtype.to_be_bytes());
+    q.extend_from_slice(&[0, 1]);
+    if let Some((size, dnssec_ok)) = edns {
+        q.extend_from_slice(&[0, 0, 41]);
+        q.extend_from_slice(&size.to_be_bytes());
+        q.extend_from_slice(&[0, 0, if dnssec_ok { 0x80 } else { 0 }, 0, 0, 0]);
+    }
+    q
+}
+
+#[test]
+fn answer_path_makes_no_allocation() {
+    let _profiler = dhat::Profiler::builder().testing().build();
+
+    const A: u16 = 1;
+    const NS: u16 = 2;
+    const MX: u16 = 15;
+    const TXT: u16 = 16;
+    const AAAA: u16 = 28;
+    let edns = Some((1232, false));
+    let dnssec = Some((4096, true));
+    let mut mix: Vec<(Vec<u8>, Transport, &str)> = Vec::new();
+    for (name, qtype, what) in [
+        ("www.example.com.", A, "exact"),
+        ("WwW.ExAmPlE.cOm.", AAAA, "exact, mixed case"),
+        ("example.com.", MX, "exact with additional"),
+        ("nowhere.example.com.", A, "NXDOMAIN"),
+        ("www.example.com.", MX, "NODATA"),
+        ("x.wild.example.com.", A, "wildcard"),
+        ("alias.example.com.", A, "CNAME"),
+        ("host.sub.example.com.", A, "referral"),
+        ("example.com.", NS, "apex NS"),
+        ("www.example.org.", A, "REFUSED"),
+    ] {
+        mix.push((query(1, name, qtype, None), Transport::Udp, what));
+        mix.push((query(2, name, qtype, edns), Transport::Udp, what));
+        mix.push((query(3, name, qtype, dnssec), Transport::Udp, what));
+        mix.push((query(4, name, qtype, edns), Transport::Tcp, what));
+    }
+    // Truncated over UDP without EDNS (never cached: respond every time),
+    // whole over TCP.
+    mix.push((
+        query(5, "big.example.com.", TXT, None),
+        Transport::Udp,
+        "TC",
+    ));
+    mix.push((
+        query(6, "big.example.com.", TXT, edns),
+        Transport::Tcp,
+        "large TCP",
+    ));
+    // A small EDNS size: answered by respond, not inserted.
+    mix.push((
+        query(7, "www.example.com.", A, Some((512, false))),
+        Transport::Udp,
+        "EDNS 512",
+    ));
+
+    let mut worker = Worker::new(catalog(), Options::default(), CacheLimits::default());
+    let mut out = vec![0u8; 65535];
+
+    // Warm-up: every cacheable answer is inserted.
+    for (query, transport, what) in &mix {
+        assert!(
+            worker.answer(query, *transport, &mut out).is_some(),
+            "{what}: answered"
+        );
+    }
+    assert!(worker.cached() >= 20, "the UDP answers are cached");
+
+    let before = dhat::HeapStats::get();
+    let mut answered = 0;
+    for _ in 0..MEASURED_PASSES {
+        for (query, transport, _) in &mix {
+            if worker.answer(query, *transport, &mut out).is_some() {
+                answered += 1;
+            }
+        }
+    }
+    let after = dhat::HeapStats::get();
+    assert_eq!(answered, MEASURED_PASSES * mix.len());
+    dhat::assert_eq!(after.total_blocks - before.total_blocks, 0);
+    dhat::assert_eq!(after.total_bytes - before.total_bytes, 0);
+}

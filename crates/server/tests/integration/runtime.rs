@@ -1,0 +1,232 @@
+//! The runtime: several cores sharing one port through SO_REUSEPORT, IPv6,
+//! reload under load, shutdown and statistics, on both drivers.
+
+use std::net::UdpSocket;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tern_server::{CoreStats, Server, ServerConfig};
+
+use crate::*;
+
+/// Datagrams sent from distinct source ports in the two-core test: with
+/// the kernel hashing each flow to one of two sockets, all landing on one
+/// core has probability 2^-63.
+const FLOWS: usize = 64;
+
+#[test]
+fn two_cores_share_the_port() {
+    for driver in DRIVERS {
+        let (server, addr) = start_with(driver, |config| config.cores = vec![0, 1]);
+        let handle = server.handle();
+        for id in 0..FLOWS as u16 {
+            let answer = udp_exchange(addr, &query(id, "www.example.com.", 1, None)).unwrap();
+            assert_eq!(summary(&answer), (id, 0, false, 1), "{driver:?}");
+        }
+        let stats = handle.stats();
+        assert_eq!(stats.len(), 2);
+        assert_eq!(stats[0].core, Some(0));
+        assert_eq!(stats[1].core, Some(1));
+        assert!(
+            stats.iter().all(|core| core.queries > 0),
+            "{driver:?}: {stats:?}"
+        );
+        let total: CoreStats = stats.iter().sum();
+        assert_eq!(total.queries, FLOWS as u64);
+        assert_eq!(total.answers_by_rcode[0], FLOWS as u64);
+        handle.shutdown();
+        server.join().unwrap();
+    }
+}
+
+#[test]
+fn ipv4_and_ipv6_on_one_server() {
+    if UdpSocket::bind("[::1]:0").is_err() {
+        eprintln!("no IPv6 loopback here: skipped");
+        return;
+    }
+    for driver in DRIVERS {
+        let Some(v6) = free_addr("::1") else {
+            panic!("no free IPv6 port");
+        };
+        let v4 = free_addr("127.0.0.1").unwrap();
+        let mut config = ServerConfig::new(vec![v4, v6]);
+        config.driver = driver;
+        config.cores = vec![0];
+        let server = Server::start(config, catalog()).unwrap();
+        for addr in [v4, v6] {
+            let answer = udp_exchange(addr, &query(1, "www.example.com.", 1, None)).unwrap();
+            assert_eq!(summary(&answer), (1, 0, false, 1), "{driver:?} {addr}");
+            let mut stream = tcp_connect(addr);
+            tcp_send(&mut stream, &query(2, "www.example.com.", 1, None));
+            let answer = tcp_receive(&mut stream).unwrap();
+            assert_eq!(summary(&answer), (2, 0, false, 1), "{driver:?} {addr}");
+        }
+        server.handle().shutdown();
+        server.join().unwrap();
+    }
+}
+
+/// A client sends queries back to back while the catalog is reloaded
+/// several times: every query is answered, and after each reload the new
+/// data (not a cached answer from the old catalog) comes back.
+#[test]
+fn reload_under_load_loses_nothing() {
+    for driver in DRIVERS {
+        let (server, addr) = start_with(driver, |config| config.cores = vec![0, 1]);
+        let handle = server.handle();
+        let running = Arc::new(AtomicBool::new(true));
+        let client = {
+            let running = Arc::clone(&running);
+            std::thread::spawn(move || {
+                let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+                socket.set_read_timeout(Some(TIMEOUT)).unwrap();
+                let (mut sent, mut lost) = (0u32, 0u32);
+                let mut buf = [0u8; 1500];
+                // Bounded by the main thread, which stops it within seconds.
+                while running.load(Ordering::Relaxed) && sent < 1_000_000 {
+                    let id = sent as u16;
+                    socket
+                        .send_to(&query(id, "www.example.com.", 1, None), addr)
+                        .unwrap();
+                    sent += 1;
+                    match socket.recv_from(&mut buf) {
+                        Ok((len, _)) if summary(&buf[..len]).0 == id => {}
+                        _ => lost += 1,
+                    }
+                }
+                (sent, lost)
+            })
+        };
+        for generation in 1..=5u8 {
+            std::thread::sleep(Duration::from_millis(50));
+            let www = 80 + generation;
+            handle.reload(catalog_with(www));
+            // Every core switches within a moment; from then on the new
+            // address is all that is served.
+            let deadline = Instant::now() + Duration::from_secs(2);
+            let mut seen = 0;
+            while seen < FLOWS && Instant::now() < deadline {
+                let answer = udp_exchange(addr, &query(1, "www.example.com.", 1, None)).unwrap();
+                if last_octet(&answer) == Some(www) {
+                    seen += 1;
+                } else {
+                    seen = 0;
+                }
+            }
+            assert_eq!(
+                seen, FLOWS,
+                "{driver:?}: generation {generation} not served"
+            );
+        }
+        running.store(false, Ordering::Relaxed);
+        let (sent, lost) = client.join().unwrap();
+        assert!(
+            sent > 100,
+            "{driver:?}: the client kept the server busy ({sent})"
+        );
+        assert_eq!(lost, 0, "{driver:?}: {lost} of {sent} lost");
+        handle.shutdown();
+        server.join().unwrap();
+    }
+}
+
+#[test]
+fn shutdown_finishes_within_two_seconds() {
+    for driver in DRIVERS {
+        let (server, addr) = start_with(driver, |config| config.cores = vec![0, 1]);
+        // An idle TCP connection and one mid-message must not hold it up.
+        let _idle = tcp_connect(addr);
+        let mut partial = tcp_connect(addr);
+        partial.write_all(&[0, 40, 1, 2]).unwrap();
+        assert!(udp_exchange(addr, &query(1, "www.example.com.", 1, None)).is_some());
+        let started = Instant::now();
+        server.handle().shutdown();
+        server.join().unwrap();
+        let elapsed = started.elapsed();
+        assert!(elapsed < Duration::from_secs(2), "{driver:?}: {elapsed:?}");
+        // Nothing answers on the port any more.
+        assert!(
+            udp_exchange_within(addr, &query(2, "www.example.com.", 1, None), SILENCE).is_none()
+        );
+        assert!(std::net::TcpStream::connect(addr).is_err(), "{driver:?}");
+    }
+}
+
+#[test]
+fn stats_count_each_kind_of_answer() {
+    for driver in DRIVERS {
+        let (server, addr) = start_with(driver, |config| config.cores = vec![0]);
+        let handle = server.handle();
+        for id in 0..3 {
+            udp_exchange(addr, &query(id, "www.example.com.", 1, None)).unwrap();
+        }
+        let nxdomain = udp_exchange(addr, &query(3, "nope.example.com.", 1, None)).unwrap();
+        assert_eq!(summary(&nxdomain).1, 3);
+        let refused = udp_exchange(addr, &query(4, "www.example.org.", 1, None)).unwrap();
+        assert_eq!(summary(&refused).1, 5);
+        assert!(summary(&udp_exchange(addr, &query(5, "big.example.com.", 16, None)).unwrap()).2);
+        let mut response = query(6, "www.example.com.", 1, None);
+        response[2] |= 0x80;
+        assert!(udp_exchange_within(addr, &response, SILENCE).is_none());
+        let mut stream = tcp_connect(addr);
+        tcp_send(&mut stream, &query(7, "www.example.com.", 1, None));
+        tcp_receive(&mut stream).unwrap();
+
+        let stats = handle.stats();
+        assert_eq!(stats.len(), 1);
+        let core = &stats[0];
+        assert_eq!(core.core, Some(0));
+        assert_eq!(core.queries, 8, "{driver:?}: {core}");
+        let mut rcodes = [0u64; 16];
+        rcodes[0] = 5; // www x3, big, TCP www
+        rcodes[3] = 1;
+        rcodes[5] = 1;
+        assert_eq!(core.answers_by_rcode, rcodes, "{driver:?}: {core}");
+        // www: one miss then two hits; NXDOMAIN and REFUSED and big: misses
+        // (REFUSED and TC answers are never cached).
+        assert_eq!(
+            (core.cache_hits, core.cache_misses),
+            (2, 4),
+            "{driver:?}: {core}"
+        );
+        assert_eq!(core.truncated, 1);
+        assert_eq!(core.dropped, 1);
+        assert_eq!(
+            (core.tcp_accepted, core.tcp_open, core.tcp_refused),
+            (1, 1, 0)
+        );
+        assert_eq!(core.allocations, 0, "no allocation counter configured");
+        assert!(core.to_string().starts_with("core 0: queries 8 answers 7"));
+        handle.shutdown();
+        server.join().unwrap();
+    }
+}
+
+#[test]
+fn allocation_counter_is_read_on_each_core() {
+    fn fake_counter() -> u64 {
+        // Any per-thread value will do: the thread's name length proves
+        // the call happened on the core's own thread.
+        std::thread::current().name().map_or(0, str::len) as u64
+    }
+    let (server, _) = start_with(Driver::Legacy, |config| {
+        config.cores = vec![1];
+        config.allocations = Some(fake_counter);
+    });
+    let stats = server.handle().stats();
+    assert_eq!(stats[0].allocations, "tern-core-1".len() as u64);
+    server.handle().shutdown();
+    server.join().unwrap();
+}
+
+#[test]
+fn auto_driver_serves() {
+    // Auto picks io_uring where the kernel allows it and the legacy driver
+    // otherwise; either way the server answers.
+    let (server, addr) = start_with(Driver::Auto, |_| {});
+    assert!(udp_exchange(addr, &query(1, "www.example.com.", 1, None)).is_some());
+    server.handle().shutdown();
+    server.join().unwrap();
+}

@@ -1,0 +1,264 @@
+//! The value syntaxes of the configuration: durations, byte sizes, CPU
+//! lists, log levels and the reactor driver.
+//!
+//! These are plain text parsers, shared by the YAML file (`raw` calls them
+//! while deserializing, so that a bad value's error carries its line) and
+//! by the command line (`--cores`, `--log-level`). Each returns a message
+//! that says what was expected; each accepts only a bounded input.
+
+use std::time::Duration;
+
+use tern_server::Driver;
+
+//----------- Limits ---------------------------------------------------------
+
+/// The highest CPU id accepted: Linux's `CPU_SETSIZE` is 1024, so
+/// `sched_setaffinity` cannot name a higher one.
+pub(crate) const MAX_CPU_ID: usize = 1023;
+
+/// The longest accepted timeout. A TCP timeout is a few seconds; an hour
+/// is certainly a typo, and keeps every value far from `Duration` overflow.
+pub(crate) const MAX_TIMEOUT: Duration = Duration::from_secs(3600);
+
+/// The largest accepted byte size (64 GiB): a guard against typos such as
+/// a missing unit letter that still leaves every product in range.
+pub(crate) const MAX_SIZE: u64 = 64 << 30;
+
+/// The smallest `udp-size`: every DNS client accepts 512-octet answers
+/// (RFC 1035 section 4.2.1).
+pub(crate) const MIN_UDP_SIZE: usize = 512;
+
+/// The largest `udp-size`: a UDP payload cannot exceed it.
+pub(crate) const MAX_UDP_SIZE: usize = 65535;
+
+/// The most TCP connections one core may hold open: each is a file
+/// descriptor and a few buffers; beyond this the descriptor limit bites first.
+pub(crate) const MAX_TCP_CONNECTIONS: usize = 65536;
+
+/// The most queries one TCP connection may have in flight: RFC 7766
+/// pipelining needs a handful; each in-flight query holds an answer buffer.
+pub(crate) const MAX_IN_FLIGHT: usize = 1024;
+
+/// The most cache entries per core (16 Mi): with even tiny answers this is
+/// over a gigabyte, so a larger number is a typo.
+pub(crate) const MAX_CACHE_ENTRIES: usize = 1 << 24;
+
+/// Longer value texts are rejected before any parsing: no valid duration,
+/// size or CPU list of this file comes near it.
+const MAX_VALUE_LEN: usize = 4096;
+
+//----------- Driver ---------------------------------------------------------
+
+/// Parses `auto`, `io-uring` or `legacy`.
+pub(crate) fn parse_driver(text: &str) -> Result<Driver, String> {
+    match text {
+        "auto" => Ok(Driver::Auto),
+        "io-uring" => Ok(Driver::IoUring),
+        "legacy" => Ok(Driver::Legacy),
+        _ => Err(format!(
+            "unknown driver {text:?}; expected auto, io-uring or legacy"
+        )),
+    }
+}
+
+//----------- Log level ------------------------------------------------------
+
+/// Parses `error`, `warn`, `info` or `debug`.
+pub(crate) fn parse_log_level(text: &str) -> Result<log::LevelFilter, String> {
+    match text {
+        "error" => Ok(log::LevelFilter::Error),
+        "warn" => Ok(log::LevelFilter::Warn),
+        "info" => Ok(log::LevelFilter::Info),
+        "debug" => Ok(log::LevelFilter::Debug),
+        _ => Err(format!(
+            "unknown log level {text:?}; expected error, warn, info or debug"
+        )),
+    }
+}
+
+//----------- Durations ------------------------------------------------------
+
+/// Parses a duration: a whole number followed by `ms`, `s` or `m`, or a
+/// bare number of seconds. Zero and values above [`MAX_TIMEOUT`] are
+/// rejected.
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
+    let expected = || format!("bad duration {text:?}; expected a number with ms, s or m, e.g. 10s");
+    let text_trimmed = bounded(text)?.trim();
+    let digits_end = text_trimmed
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text_trimmed.len());
+    let (digits, unit) = text_trimmed.split_at(digits_end);
+    let number: u64 = digits.parse().map_err(|_| expected())?;
+    let duration = match unit.trim() {
+        "ms" => Duration::from_millis(number),
+        "" | "s" => Duration::from_secs(number),
+        "m" => Duration::from_secs(number.saturating_mul(60)),
+        _ => return Err(expected()),
+    };
+    if duration.is_zero() {
+        return Err(format!("duration {text:?} must be above zero"));
+    }
+    if duration > MAX_TIMEOUT {
+        return Err(format!(
+            "duration {text:?} is above the {}-second maximum",
+            MAX_TIMEOUT.as_secs()
+        ));
+    }
+    Ok(duration)
+}
+
+//----------- Sizes ----------------------------------------------------------
+
+/// Parses a byte size: a whole number, optionally followed by `K`, `M` or
+/// `G` (binary multiples: `64M` is 64 MiB; `KiB`, `MiB`, `GiB` are the same).
+/// Values above [`MAX_SIZE`] are rejected.
+pub(crate) fn parse_size(text: &str) -> Result<u64, String> {
+    let expected =
+        || format!("bad size {text:?}; expected a number of bytes, optionally with K, M or G");
+    let text_trimmed = bounded(text)?.trim();
+    let digits_end = text_trimmed
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text_trimmed.len());
+    let (digits, unit) = text_trimmed.split_at(digits_end);
+    let number: u64 = digits.parse().map_err(|_| expected())?;
+    let shift = match unit.trim() {
+        "" => 0,
+        "K" | "KiB" => 10,
+        "M" | "MiB" => 20,
+        "G" | "GiB" => 30,
+        _ => return Err(expected()),
+    };
+    match number.checked_mul(1 << shift) {
+        Some(size) if size <= MAX_SIZE => Ok(size),
+        _ => Err(format!(
+            "size {text:?} is above the {}G maximum",
+            MAX_SIZE >> 30
+        )),
+    }
+}
+
+//----------- CPU lists ------------------------------------------------------
+
+/// Parses a CPU list: `all` (every CPU this process may run on, counted by
+/// the standard library), or comma-separated ids and ranges (`0,2-3`). The
+/// result is sorted and without duplicates; ids above [`MAX_CPU_ID`] are
+/// rejected.
+pub(crate) fn parse_cores(text: &str) -> Result<Vec<usize>, String> {
+    let text = bounded(text)?.trim();
+    if text == "all" {
+        let count = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+            .min(MAX_CPU_ID + 1);
+        return Ok((0..count).collect());
+    }
+    let mut cores = Vec::new();
+    for part in text.split(',').map(str::trim) {
+        match part.split_once('-') {
+            Some((start, end)) => {
+                let (start, end) = (parse_cpu(start)?, parse_cpu(end)?);
+                if start > end {
+                    return Err(format!("bad CPU range {part:?}: {start} is above {end}"));
+                }
+                cores.extend(start..=end);
+            }
+            None => cores.push(parse_cpu(part)?),
+        }
+    }
+    normalize_cores(cores)
+}
+
+/// Checks a list of CPU ids given one by one, then sorts it and removes
+/// duplicates.
+pub(crate) fn normalize_cores(mut cores: Vec<usize>) -> Result<Vec<usize>, String> {
+    if cores.is_empty() {
+        return Err("the CPU list is empty; leave the key out for one unpinned thread".into());
+    }
+    if let Some(&cpu) = cores.iter().find(|&&cpu| cpu > MAX_CPU_ID) {
+        return Err(format!("CPU {cpu} is above the maximum id {MAX_CPU_ID}"));
+    }
+    cores.sort_unstable();
+    cores.dedup();
+    Ok(cores)
+}
+
+fn parse_cpu(text: &str) -> Result<usize, String> {
+    let cpu: usize = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("bad CPU {text:?}; expected a number, a range like 2-3, or all"))?;
+    if cpu > MAX_CPU_ID {
+        return Err(format!("CPU {cpu} is above the maximum id {MAX_CPU_ID}"));
+    }
+    Ok(cpu)
+}
+
+/// Rejects texts longer than any valid value.
+fn bounded(text: &str) -> Result<&str, String> {
+    if text.len() > MAX_VALUE_LEN {
+        return Err(format!("value of {} bytes is too long", text.len()));
+    }
+    Ok(text)
+}
+
+//=========== Tests ==========================================================
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn core_lists() {
+        assert_eq!(parse_cores("0,2-3").unwrap(), [0, 2, 3]);
+        assert_eq!(parse_cores("3,1,1").unwrap(), [1, 3]);
+        assert!(parse_cores("2-1").is_err());
+        assert!(parse_cores("x").is_err());
+        assert!(parse_cores("").is_err());
+        assert!(parse_cores("1024").unwrap_err().contains("maximum"));
+        assert!(parse_cores("0-99999999999").is_err());
+        assert!(!parse_cores("all").unwrap().is_empty());
+        assert!(normalize_cores(vec![]).is_err());
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("10"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration(" 3 s "), Ok(Duration::from_secs(3)));
+        for bad in [
+            "",
+            "s",
+            "0s",
+            "-1s",
+            "1h",
+            "1.5s",
+            "61m",
+            "99999999999999999999m",
+        ] {
+            assert!(parse_duration(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("64K"), Ok(64 << 10));
+        assert_eq!(parse_size("64M"), Ok(64 << 20));
+        assert_eq!(parse_size("2GiB"), Ok(2 << 30));
+        assert_eq!(parse_size("0"), Ok(0));
+        for bad in ["", "M", "64MB", "1T", "65G", "-1", "18446744073709551615G"] {
+            assert!(parse_size(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn keywords() {
+        assert_eq!(parse_driver("io-uring"), Ok(Driver::IoUring));
+        assert!(parse_driver("uring").is_err());
+        assert_eq!(parse_log_level("debug"), Ok(log::LevelFilter::Debug));
+        assert!(parse_log_level("trace").is_err());
+        assert!(bounded(&"1".repeat(MAX_VALUE_LEN + 1)).is_err());
+    }
+}

@@ -1,0 +1,320 @@
+//! The control plane of `tern serve`: signals, reloads and the control
+//! socket. Everything here runs on the binary's own threads, never on a
+//! core: zones are re-read and built here, and the cores only receive the
+//! finished catalog through [`tern_server::Handle::reload`].
+//!
+//! - SIGHUP: re-read the configuration and every zone; a zone that fails
+//!   keeps its previous version; then swap the new catalog in on every
+//!   core. Settings the running cores cannot change (addresses, CPUs,
+//!   limits) are logged as needing a restart.
+//! - SIGTERM, SIGINT: log the counters and stop the cores (they finish
+//!   in-flight work); if they have not stopped within
+//!   [`SHUTDOWN_DEADLINE`], exit anyway.
+//! - SIGUSR1: log the per-core counters.
+//! - The control socket (a Unix stream socket): a client writes one
+//!   command line, `stats`, and reads the counters as text, one line per
+//!   core and a total; `tern stats` is that client.
+
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM, SIGUSR1};
+use signal_hook::iterator::Signals;
+use tern_authority::Catalog;
+use tern_server::{CoreStats, Handle};
+
+use crate::config::{Config, Overrides};
+use crate::{logger, zones};
+
+/// How long the cores get to finish in-flight work after SIGTERM or
+/// SIGINT before the process exits regardless; under the 2 s an operator
+/// (or a service manager's stop timeout) is promised.
+pub(crate) const SHUTDOWN_DEADLINE: Duration = Duration::from_millis(1500);
+
+/// The control socket's command for the counters.
+const STATS_COMMAND: &str = "stats";
+
+/// The longest command line read from a control client.
+const MAX_COMMAND_LEN: u64 = 256;
+
+/// The largest reply `tern stats` reads: a line per core (at most 1024)
+/// of well under 1 KiB each.
+const MAX_REPLY_LEN: u64 = 1 << 20;
+
+/// How long either side of the control socket waits for the other.
+const CLIENT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The pause after a failed `accept` (e.g. out of descriptors), so that a
+/// persistent failure does not spin.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+
+/// How [`CoreStats`] displays a sum (and an unpinned core).
+const TOTAL_PREFIX: &str = "all cores: ";
+
+/// How an unpinned core's line starts instead.
+const UNPINNED_PREFIX: &str = "core -: ";
+
+/// Permissions of the control socket: its owner only.
+const SOCKET_MODE: u32 = 0o600;
+
+//----------- Signals --------------------------------------------------------
+
+/// The signals `tern serve` handles, registered early (before the zones
+/// load) so that one arriving during start-up waits in the queue instead
+/// of killing the process with its default action.
+pub(crate) struct ControlSignals(Signals);
+
+impl ControlSignals {
+    /// Registers the handlers.
+    pub(crate) fn register() -> anyhow::Result<ControlSignals> {
+        Signals::new([SIGHUP, SIGTERM, SIGINT, SIGUSR1])
+            .map(ControlSignals)
+            .context("installing signal handlers")
+    }
+
+    /// Handles signals on a thread of its own until the process ends.
+    pub(crate) fn spawn(mut self, handle: Handle, mut reloader: Reloader) -> anyhow::Result<()> {
+        std::thread::Builder::new()
+            .name("tern-signals".into())
+            .spawn(move || {
+                // Bounded: `forever` blocks between signals; SIGTERM and
+                // SIGINT end the loop (and the process).
+                for signal in self.0.forever() {
+                    match signal {
+                        SIGHUP => reloader.reload(&handle),
+                        SIGUSR1 => log_stats("SIGUSR1", &handle.stats()),
+                        SIGTERM => stop("SIGTERM", &handle),
+                        SIGINT => stop("SIGINT", &handle),
+                        _ => {}
+                    }
+                }
+            })
+            .context("starting the signal thread")?;
+        Ok(())
+    }
+}
+
+/// Logs the counters and stops the cores; the main thread, waiting for
+/// them, then returns. If the cores are still busy after
+/// [`SHUTDOWN_DEADLINE`], exits from here.
+///
+/// The counters are read before the stop because a stopped core no longer
+/// reports: the queries still in flight at the signal are not in them.
+fn stop(signal: &str, handle: &Handle) -> ! {
+    // The deadline counts from the signal: a core slow to report its
+    // counters eats into it rather than extending it.
+    let deadline = Instant::now() + SHUTDOWN_DEADLINE;
+    log::info!("{signal}: stopping");
+    log_stats("at shutdown", &handle.stats());
+    handle.shutdown();
+    std::thread::sleep(deadline.saturating_duration_since(Instant::now()));
+    log::warn!(
+        "the cores did not stop within {} ms; exiting without waiting for them",
+        SHUTDOWN_DEADLINE.as_millis()
+    );
+    std::process::exit(0)
+}
+
+//----------- Reloader -------------------------------------------------------
+
+/// What a reload needs: how the configuration was given, what is running,
+/// and the catalog being served (for the previous versions of zones).
+pub(crate) struct Reloader {
+    overrides: Overrides,
+    running: Config,
+    catalog: Arc<Catalog>,
+}
+
+impl Reloader {
+    /// A reloader for a server started with `running` (which came from
+    /// `overrides`) serving `catalog`.
+    pub(crate) fn new(overrides: Overrides, running: Config, catalog: Arc<Catalog>) -> Self {
+        Reloader {
+            overrides,
+            running,
+            catalog,
+        }
+    }
+
+    /// Re-reads the configuration and the zones and swaps the new catalog
+    /// in. A configuration that does not load, or a zone directory that
+    /// cannot be read, aborts the reload: everything keeps serving as it
+    /// was. A zone that fails to load keeps its previous version.
+    pub(crate) fn reload(&mut self, handle: &Handle) {
+        log::info!("SIGHUP: reloading the configuration and zones");
+        let next = match Config::load(&self.overrides) {
+            Ok(next) => next,
+            Err(err) => {
+                log::error!("reload aborted, nothing changed: {err:#}");
+                return;
+            }
+        };
+        logger::set_level(next.log_level);
+        for key in self.running.restart_changes(&next) {
+            log::warn!("{key} changed in the configuration; it takes effect after a restart");
+        }
+        let loaded = match zones::load_all(&next, Some(&self.catalog)) {
+            Ok(loaded) => loaded,
+            Err(err) => {
+                log::error!("reload aborted, the zones are unchanged: {err:#}");
+                return;
+            }
+        };
+        for line in &loaded.warnings {
+            log::warn!("{line}");
+        }
+        for line in &loaded.errors {
+            log::error!("{line}");
+        }
+        for origin in &loaded.kept {
+            log::warn!("zone {origin} failed to load; its previous version keeps serving");
+        }
+        let serving = loaded.zones.len();
+        let catalog = Arc::new(Catalog::new(loaded.zones));
+        handle.reload(Arc::clone(&catalog));
+        self.catalog = catalog;
+        log::info!(
+            "reloaded: {serving} zone(s) serving; {} failed to load, {} of them kept their \
+             previous version",
+            loaded.failed,
+            loaded.kept.len()
+        );
+    }
+}
+
+//----------- Counters -------------------------------------------------------
+
+/// The counters as text: one line per core (`core 0: queries ...`), then
+/// the total (`all cores: queries ...`).
+pub(crate) fn format_stats(stats: &[CoreStats]) -> String {
+    let mut text = String::new();
+    for core in stats {
+        let line = core.to_string();
+        // An unpinned core displays like a sum; name it apart from the total.
+        match (core.core, line.strip_prefix(TOTAL_PREFIX)) {
+            (None, Some(counters)) => text.push_str(&format!("{UNPINNED_PREFIX}{counters}\n")),
+            _ => text.push_str(&format!("{line}\n")),
+        }
+    }
+    let total: CoreStats = stats.iter().sum();
+    text.push_str(&format!("{total}\n"));
+    text
+}
+
+/// Logs the counters, one message per line.
+pub(crate) fn log_stats(reason: &str, stats: &[CoreStats]) {
+    for line in format_stats(stats).lines() {
+        log::info!("{reason}: {line}");
+    }
+}
+
+//----------- ControlSocket --------------------------------------------------
+
+/// The listening control socket; removes its file when dropped.
+pub(crate) struct ControlSocket {
+    path: PathBuf,
+}
+
+impl ControlSocket {
+    /// Binds `path` and answers clients on a thread of its own. A stale
+    /// socket file (no server behind it) is replaced; a live one, or a
+    /// path that is not a socket, is an error.
+    pub(crate) fn start(path: &Path, handle: Handle) -> anyhow::Result<ControlSocket> {
+        if let Ok(meta) = std::fs::symlink_metadata(path) {
+            if !meta.file_type().is_socket() {
+                bail!("{} exists and is not a socket", path.display());
+            }
+            if UnixStream::connect(path).is_ok() {
+                bail!(
+                    "{} is in use by another server; set control-socket or --socket",
+                    path.display()
+                );
+            }
+            std::fs::remove_file(path)
+                .with_context(|| format!("removing the stale socket {}", path.display()))?;
+        }
+        let listener =
+            UnixListener::bind(path).with_context(|| format!("binding {}", path.display()))?;
+        let socket = ControlSocket {
+            path: path.to_path_buf(),
+        };
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(SOCKET_MODE))
+            .with_context(|| format!("restricting {}", path.display()))?;
+        std::thread::Builder::new()
+            .name("tern-control".into())
+            .spawn(move || accept_loop(&listener, &handle))
+            .context("starting the control thread")?;
+        Ok(socket)
+    }
+
+    /// The socket's path.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for ControlSocket {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Answers clients one at a time, for the life of the process. Each client
+/// is bounded by [`CLIENT_TIMEOUT`] and [`MAX_COMMAND_LEN`].
+fn accept_loop(listener: &UnixListener, handle: &Handle) {
+    loop {
+        match listener.accept() {
+            Ok((stream, _)) => {
+                if let Err(err) = answer_client(stream, handle) {
+                    log::debug!("control client: {err}");
+                }
+            }
+            Err(err) => {
+                log::warn!("control socket: accept failed: {err}");
+                std::thread::sleep(ACCEPT_BACKOFF);
+            }
+        }
+    }
+}
+
+fn answer_client(stream: UnixStream, handle: &Handle) -> io::Result<()> {
+    stream.set_read_timeout(Some(CLIENT_TIMEOUT))?;
+    stream.set_write_timeout(Some(CLIENT_TIMEOUT))?;
+    let mut line = Vec::new();
+    BufReader::new((&stream).take(MAX_COMMAND_LEN)).read_until(b'\n', &mut line)?;
+    let command = String::from_utf8_lossy(&line);
+    let reply = match command.trim() {
+        STATS_COMMAND => format_stats(&handle.stats()),
+        other => format!("error: unknown command {other:?}; the commands are: {STATS_COMMAND}\n"),
+    };
+    (&stream).write_all(reply.as_bytes())
+}
+
+//----------- Client ---------------------------------------------------------
+
+/// `tern stats`: asks the server behind `path` for its counters.
+pub(crate) fn request_stats(path: &Path) -> anyhow::Result<String> {
+    let mut stream = UnixStream::connect(path).with_context(|| {
+        format!(
+            "connecting to {}; is `tern serve` running with this control socket?",
+            path.display()
+        )
+    })?;
+    stream.set_read_timeout(Some(CLIENT_TIMEOUT))?;
+    stream.set_write_timeout(Some(CLIENT_TIMEOUT))?;
+    stream.write_all(format!("{STATS_COMMAND}\n").as_bytes())?;
+    let mut reply = String::new();
+    (&stream)
+        .take(MAX_REPLY_LEN)
+        .read_to_string(&mut reply)
+        .with_context(|| format!("reading from {}", path.display()))?;
+    if let Some(error) = reply.strip_prefix("error: ") {
+        bail!("the server answered: {}", error.trim_end());
+    }
+    Ok(reply)
+}

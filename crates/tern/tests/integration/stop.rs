@@ -1,0 +1,64 @@
+//! SIGTERM and SIGINT: the server stops, even with an idle TCP client
+//! connected, logs its counters and exits 0 within 2 s.
+
+use std::io::Write;
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use crate::util::{ask, client, free_address, temp_dir, Served, GOOD};
+
+/// The promise: stopped and exited within this long after the signal. A
+/// dhat-heap build writes its profile after the stop, symbolizing every
+/// allocation site, which takes seconds in a debug build.
+const STOP_WITHIN: Duration = if cfg!(feature = "dhat-heap") {
+    Duration::from_secs(30)
+} else {
+    Duration::from_secs(2)
+};
+
+fn stops_on(signal: &str) {
+    let dir = temp_dir(&format!("stop-{signal}"));
+    std::fs::write(dir.join("example.com.zone"), GOOD).unwrap();
+    let address = free_address();
+    let socket = dir.join("tern.sock");
+    let mut server = Served::start(
+        &dir,
+        &[
+            "--zones",
+            dir.to_str().unwrap(),
+            "--listen",
+            &address.to_string(),
+            "--socket",
+            socket.to_str().unwrap(),
+        ],
+    );
+    assert!(ask(&client(), address, 1, "www.example.com").is_some());
+    // An idle TCP connection, and one with half a message: neither may
+    // hold the server up.
+    let idle = TcpStream::connect(address).unwrap();
+    let mut partial = TcpStream::connect(address).unwrap();
+    partial.write_all(&[0, 40, 0xab]).unwrap();
+    assert!(socket.exists());
+
+    let signalled = Instant::now();
+    server.signal(signal);
+    let status = server.wait_exit(STOP_WITHIN + Duration::from_secs(3));
+    let elapsed = signalled.elapsed();
+    let log = server.log_text();
+    let status = status.unwrap_or_else(|| panic!("still running 5 s after SIG{signal}:\n{log}"));
+    assert!(status.success(), "exit status {status:?}:\n{log}");
+    assert!(elapsed < STOP_WITHIN, "took {elapsed:?} to stop:\n{log}");
+    assert!(log.contains("at shutdown: all cores: queries 1 "), "{log}");
+    assert!(!socket.exists(), "the control socket file is left behind");
+    drop((idle, partial));
+}
+
+#[test]
+fn sigterm_exits_zero_within_two_seconds() {
+    stops_on("TERM");
+}
+
+#[test]
+fn sigint_exits_zero_within_two_seconds() {
+    stops_on("INT");
+}
