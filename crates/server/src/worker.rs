@@ -16,6 +16,7 @@
 
 use std::sync::Arc;
 
+use bumpalo::Bump;
 use tern_authority::{respond, Catalog, Options, Response, Transport};
 use tern_cache::{CacheKey, CacheLimits, ResponseCache};
 use tern_wire::parse::MessageView;
@@ -26,6 +27,86 @@ use crate::stats::Counters;
 /// The UDP size limit without EDNS (RFC 1035 section 4.2.1), which is
 /// also the smallest EDNS limit honoured (RFC 6891 section 6.2.3).
 const CLASSIC_UDP_SIZE: usize = 512;
+
+/// The request arena's chunk, allocated once per worker: one request's
+/// views (a `Request`, a few hundred octets) fit many times over, so the
+/// arena never grows and `reset` never frees or allocates.
+const REQUEST_ARENA: usize = 4096;
+
+//----------- Request --------------------------------------------------------
+
+/// One UDP query's zero-copy views, as the cache path needs them: the
+/// parsed message (borrowing the receive buffer), its cache key and its
+/// UDP size limit. Lives in the worker's request arena for the synchronous
+/// section only.
+struct Request<'q> {
+    view: MessageView<'q>,
+    key: CacheKey,
+    limit: usize,
+}
+
+impl<'q> Request<'q> {
+    /// The views of a query the cache may answer; `None` sends the query to
+    /// `respond` (malformed, not a plain QUERY, EDNS version above 0, a
+    /// class other than IN, a zone transfer).
+    fn parse(query: &'q [u8], full_udp_size: usize) -> Option<Self> {
+        let view = MessageView::parse(query).ok()?;
+        let question = view.question()?;
+        if question.qclass != RClass::IN || matches!(question.qtype, RType::AXFR | RType::IXFR) {
+            return None;
+        }
+        let edns = view.edns().ok()?;
+        let key = CacheKey::from_query(&view, edns.as_ref())?;
+        let limit = match edns {
+            None => CLASSIC_UDP_SIZE,
+            Some(edns) => usize::from(edns.udp_size)
+                .max(CLASSIC_UDP_SIZE)
+                .min(full_udp_size),
+        };
+        Some(Request { view, key, limit })
+    }
+}
+
+//----------- Answering ------------------------------------------------------
+
+/// The worker's read-only answering inputs, borrowed apart from its
+/// mutable parts (cache, counters) and its arena.
+struct Answering<'w> {
+    catalog: &'w Catalog,
+    options: &'w Options,
+    full_udp_size: usize,
+}
+
+impl Answering<'_> {
+    /// The cache first, then `respond`; the request's views go in `arena`.
+    fn udp(
+        &self,
+        arena: &Bump,
+        cache: &mut ResponseCache,
+        counters: &mut Counters,
+        query: &[u8],
+        out: &mut [u8],
+    ) -> Response {
+        let Some(request) = Request::parse(query, self.full_udp_size) else {
+            return respond(self.catalog, query, Transport::Udp, self.options, out);
+        };
+        let request: &Request<'_> = arena.alloc(request);
+        debug_assert_eq!(request.view.bytes().len(), query.len());
+        if let Some(len) = cache.answer(&request.key, query, request.limit, out) {
+            counters.cache_hits += 1;
+            return Response::Send(len);
+        }
+        counters.cache_misses += 1;
+        let response = respond(self.catalog, query, Transport::Udp, self.options, out);
+        // Only an answer written at the full size is what respond writes for
+        // every client whose limit it fits; the cache checks the fit.
+        let full_size = !request.key.edns || request.limit == self.full_udp_size;
+        if let (Response::Send(len), true) = (response, full_size) {
+            cache.insert(request.key, &out[..len]);
+        }
+        response
+    }
+}
 
 //----------- Worker ---------------------------------------------------------
 
@@ -44,6 +125,8 @@ pub struct Worker {
     full_udp_size: usize,
     cache: ResponseCache,
     counters: Counters,
+    /// Per-request scratch, reset after every query (docs/decisions/0003).
+    arena: Bump,
 }
 
 impl Worker {
@@ -57,6 +140,7 @@ impl Worker {
             full_udp_size,
             cache: ResponseCache::new(cache),
             counters: Counters::default(),
+            arena: Bump::with_capacity(REQUEST_ARENA),
         }
     }
 
@@ -82,45 +166,17 @@ impl Worker {
         }
     }
 
-    /// The UDP path: the cache first, then `respond`.
+    /// The UDP path: the cache first, then `respond`. The request's views
+    /// live in the arena, which is reset before returning.
     fn answer_udp(&mut self, query: &[u8], out: &mut [u8]) -> Response {
-        let Some((key, limit)) = self.cache_key(query) else {
-            return respond(&self.catalog, query, Transport::Udp, &self.options, out);
+        let answering = Answering {
+            catalog: &self.catalog,
+            options: &self.options,
+            full_udp_size: self.full_udp_size,
         };
-        if let Some(len) = self.cache.answer(&key, query, limit, out) {
-            self.counters.cache_hits += 1;
-            return Response::Send(len);
-        }
-        self.counters.cache_misses += 1;
-        let response = respond(&self.catalog, query, Transport::Udp, &self.options, out);
-        // Only an answer written at the full size is what respond writes for
-        // every client whose limit it fits; the cache checks the fit.
-        let full_size = !key.edns || limit == self.full_udp_size;
-        if let (Response::Send(len), true) = (response, full_size) {
-            self.cache.insert(key, &out[..len]);
-        }
+        let response = answering.udp(&self.arena, &mut self.cache, &mut self.counters, query, out);
+        self.arena.reset();
         response
-    }
-
-    /// The cache key and the UDP size limit of a query the cache may
-    /// answer; `None` sends the query to `respond` (malformed, not a plain
-    /// QUERY, EDNS version above 0, a class other than IN, a zone
-    /// transfer).
-    fn cache_key(&self, query: &[u8]) -> Option<(CacheKey, usize)> {
-        let view = MessageView::parse(query).ok()?;
-        let question = view.question()?;
-        if question.qclass != RClass::IN || matches!(question.qtype, RType::AXFR | RType::IXFR) {
-            return None;
-        }
-        let edns = view.edns().ok()?;
-        let key = CacheKey::from_query(&view, edns.as_ref())?;
-        let limit = match edns {
-            None => CLASSIC_UDP_SIZE,
-            Some(edns) => usize::from(edns.udp_size)
-                .max(CLASSIC_UDP_SIZE)
-                .min(self.full_udp_size),
-        };
-        Some((key, limit))
     }
 
     /// Switches to a new catalog and empties the cache, whose answers came
