@@ -194,19 +194,21 @@ impl<'a> Name<'a> {
     /// Canonical DNS name order (RFC 4034 section 6.1): compare labels from
     /// the right, each as lowercased octet strings.
     pub fn canonical_cmp(self, other: Name<'_>) -> Ordering {
-        let mut left = [&[][..]; MAX_LABELS];
-        let mut right = [&[][..]; MAX_LABELS];
-        let left_count = collect_labels(self, &mut left);
-        let right_count = collect_labels(other, &mut right);
-        for (a, b) in left[..left_count]
+        // Label start offsets (names are at most 255 octets, so a `u8`
+        // holds any offset): 2 x 128 octets to clear, not 2 x 128 slices.
+        let mut left = [0u8; MAX_LABELS];
+        let mut right = [0u8; MAX_LABELS];
+        let left_count = label_offsets(self, &mut left);
+        let right_count = label_offsets(other, &mut right);
+        for (&a, &b) in left[..left_count]
             .iter()
             .rev()
             .zip(right[..right_count].iter().rev())
         {
-            let ordering = a
+            let ordering = label_at(self, a)
                 .iter()
                 .map(u8::to_ascii_lowercase)
-                .cmp(b.iter().map(u8::to_ascii_lowercase));
+                .cmp(label_at(other, b).iter().map(u8::to_ascii_lowercase));
             if ordering != Ordering::Equal {
                 return ordering;
             }
@@ -215,11 +217,22 @@ impl<'a> Name<'a> {
     }
 }
 
-fn collect_labels<'a>(name: Name<'a>, out: &mut [&'a [u8]; MAX_LABELS]) -> usize {
+/// The label whose length octet is at `offset`.
+fn label_at(name: Name<'_>, offset: u8) -> &[u8] {
+    let at = usize::from(offset);
+    let len = usize::from(name.0[at]);
+    &name.0[at + 1..at + 1 + len]
+}
+
+/// Writes the offset of each label's length octet (root excluded) and
+/// returns how many labels there are.
+fn label_offsets(name: Name<'_>, out: &mut [u8; MAX_LABELS]) -> usize {
     let mut count = 0;
-    for label in name.labels() {
-        out[count] = label;
+    let mut at = 0;
+    while name.0[at] != 0 {
+        out[count] = at as u8;
         count += 1;
+        at += 1 + usize::from(name.0[at]);
     }
     count
 }
