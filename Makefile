@@ -4,7 +4,7 @@
 CARGO ?= cargo
 RELEASE_BIN := target/release/tern
 
-.PHONY: run build release test deps lint fmt unit differential check-corpora clean
+.PHONY: run build release test deps lint fmt unit differential clean bench bench-check bench-peers dhat
 
 ## Build in release mode and serve zones/ on 127.0.0.1:5353 (no config needed).
 run: release
@@ -38,6 +38,23 @@ unit:
 ## tern against Knot and NSD on generated zones and the corpora's query lists.
 differential: release
 	TERN_BIN=$(RELEASE_BIN) python3 tests/differential/run.py
+
+## criterion benchmarks of the hot paths (figures go to docs/benchmarks.md).
+bench:
+	$(CARGO) bench -p tern-benches
+
+## Each benchmark once, as a quick check that they still run.
+bench-check:
+	$(CARGO) bench -p tern-benches -- --test
+
+## tern, Knot and NSD side by side (CPU 0 server, CPU 1 dnsperf), plus
+## callgrind instruction counts and the 1M-record zone load. ~10 minutes.
+bench-peers: release
+	TERN_BIN=$(RELEASE_BIN) bash scripts/bench-peers.sh
+
+## Heap allocations per answered query under a fixed dnsperf workload.
+dhat:
+	bash scripts/dhat-report.sh
 
 clean:
 	$(CARGO) clean
