@@ -4,7 +4,7 @@
 CARGO ?= cargo
 RELEASE_BIN := target/release/tern
 
-.PHONY: run build release test deps lint fmt unit differential clean bench bench-check bench-peers dhat
+.PHONY: run build release test deps lint fmt unit differential compliance clean bench bench-check bench-peers dhat
 
 ## Build in release mode and serve zones/ on 127.0.0.1:5353 (no config needed).
 run: release
@@ -19,7 +19,7 @@ build:
 ## Everything the project checks: formatting, lints, unit and integration
 ## tests (which compare with named-checkzone), and the differential suite
 ## against Knot and NSD. Installs the reference tools it needs.
-test: deps lint unit differential
+test: deps lint unit differential compliance
 
 ## Debian packages and Python modules the tests use (idempotent).
 deps:
@@ -55,6 +55,12 @@ bench-peers: release
 ## Heap allocations per answered query under a fixed dnsperf workload.
 dhat:
 	bash scripts/dhat-report.sh
+
+## ISC genreport's EDNS checks and the malformed-message cases, tern
+## against BIND 9 (tests/compliance).
+compliance: release
+	TERN_BIN=$(RELEASE_BIN) python3 tests/compliance/edns.py
+	TERN_BIN=$(RELEASE_BIN) python3 tests/compliance/malformed.py
 
 clean:
 	$(CARGO) clean

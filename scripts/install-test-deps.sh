@@ -63,3 +63,11 @@ echo "install-test-deps: knotd $(knotd --version 2>&1 | head -1 | awk '{print $N
 nsd $(nsd -v 2>&1 | head -1 | awk '{print $NF}'), \
 dnspython $("$PYTHON" -c 'import dns.version; print(dns.version.version)'), \
 cryptography $("$PYTHON" -c 'import cryptography; print(cryptography.__version__)')"
+
+# BIND 9's named: the reference server of the EDNS compliance checks (tests/compliance),
+# started by the scripts themselves on 127.0.0.1 (the package's own service is not needed).
+if ! dpkg-query -W -f='${Status}' bind9 2>/dev/null | grep -q "install ok installed"; then
+    echo "install-test-deps: missing Debian package: bind9"
+    apt_install bind9
+fi
+echo "install-test-deps: named $(named -v 2>&1 | head -1 | awk '{print $2}')"

@@ -15,20 +15,30 @@
 //! | QDCOUNT 0 | FORMERR, header only (both) |
 //! | QDCOUNT > 1 | FORMERR, header only (NSD; Knot drops) |
 //! | question unreadable (bad name, cut short) | dropped (Knot; NSD sends a bare FORMERR) |
-//! | malformed records, trailing bytes, two OPTs, bad OPT | FORMERR with the question, no OPT (Knot) |
-//! | opcode other than QUERY | NOTIMP, opcode and question echoed (Knot) |
+//! | bad records, trailing bytes, two OPTs, a misplaced OPT (0005) | FORMERR, question, no OPT |
+//! | opcode other than QUERY (checked first) | NOTIMP, opcode and question echoed, only QR set |
 //! | EDNS version > 0 | BADVERS, OPT version 0, DO echoed (Knot) |
 //! | AXFR or IXFR | NOTIMP over UDP, REFUSED over TCP; RD cleared (both clear it) |
 //! | class CH | TXT for version.bind/version.server/id.server/hostname.bind if configured (AA=0, TTL 0, as both do), else REFUSED |
 //! | other classes (ANY included, as the issue asks) | REFUSED |
 //! | a name in no loaded zone | REFUSED, AA=0, with EDE 20 "Not Authoritative" in the OPT (both) |
 //!
-//! Every answer copies the ID, the opcode and RD, echoes the question
-//! bytes exactly as received (0x20 case round-trips; owner names equal to
-//! the query name compress to offset 12 and so carry the client's case),
-//! and carries an OPT iff the query had one, advertising our UDP size. CD
-//! is not copied and AD never set: Knot 3.2.6 and NSD 4.6.1 both clear CD,
-//! on signed zones too (`docs/decisions/0004-dnssec-answers.md`).
+//! Every answer copies the ID and the opcode, and (NOTIMP and transfers
+//! excepted) RD and CD (RFC 4035 section 3.1.6; Knot 3.2.6 and NSD 4.6.1
+//! clear CD, BIND copies it: `docs/decisions/0004-dnssec-answers.md`). TC,
+//! AA, Z, AD and RA of a query are ignored and never copied; AD is never
+//! set. Every answer echoes the question bytes exactly as received (0x20
+//! case round-trips; owner names equal to the query name compress to
+//! offset 12 and so carry the client's case), and carries an OPT iff the
+//! query had a readable one, advertising our UDP size, with version 0, DO
+//! copied, no other flag and no option of the query's (RFC 6891 and RFC
+//! 8906; `docs/decisions/0005-malformed-and-edns.md`).
+//!
+//! Work per query is bounded whatever its counts claim: each record read
+//! consumes at least 11 octets of the message and each name at most
+//! `tern_wire::parse::MAX_POINTER_HOPS` pointers, so a 65535-octet
+//! message costs at most a few thousand record reads, and a count past the
+//! end fails at the first missing record.
 //!
 //! DNSSEC (DO=1, signed zones only): every RRset goes out with its RRSIGs,
 //! in one transaction, so a signed RRset never appears without them; if it
@@ -159,24 +169,31 @@ pub fn respond(
     if header.qr() {
         return Response::Drop;
     }
+    if header.opcode() != Opcode::QUERY {
+        return not_implemented(&header, query, out);
+    }
     if header.counts()[0] > 1 {
-        return error(&header, None, None, Rcode::FORMERR, out);
+        return error(&header, None, None, Rcode::FORMERR, true, out);
     }
     let Ok(message) = MessageView::parse(query) else {
         return Response::Drop;
     };
     let question = message.question();
     let Ok(edns) = message.edns() else {
-        return error(&header, question.as_ref(), None, Rcode::FORMERR, out);
+        return error(&header, question.as_ref(), None, Rcode::FORMERR, true, out);
     };
     let Some(question) = question else {
-        return error(&header, None, edns.as_ref(), Rcode::FORMERR, out);
+        return error(&header, None, edns.as_ref(), Rcode::FORMERR, true, out);
     };
-    if header.opcode() != Opcode::QUERY {
-        return error(&header, Some(&question), edns.as_ref(), Rcode::NOTIMP, out);
-    }
     if edns.as_ref().is_some_and(|edns| edns.version > 0) {
-        return error(&header, Some(&question), edns.as_ref(), Rcode::BADVERS, out);
+        return error(
+            &header,
+            Some(&question),
+            edns.as_ref(),
+            Rcode::BADVERS,
+            true,
+            out,
+        );
     }
     let limit = match (transport, &edns) {
         (Transport::Tcp, _) => MAX_MESSAGE,
@@ -218,18 +235,42 @@ pub fn respond(
     context.answer(zone, &answer, out)
 }
 
-/// A reply without the normal context: FORMERR, NOTIMP, BADVERS.
+/// NOTIMP for an opcode other than QUERY, decided before anything but the
+/// header is read: genreport's `opcode` checks send a bare header (QDCOUNT
+/// 0), which would otherwise be a FORMERR. The opcode is echoed and QR is
+/// the only flag set (RD, CD, AA, TC, AD, Z of the query are not copied:
+/// they are defined for QUERY only, and genreport's `opcodeflg` counts a
+/// copied one as a fault). The question is echoed when the message holds
+/// exactly one readable question (Knot), the OPT when the whole message
+/// reads well; otherwise the answer is the bare header.
+fn not_implemented(header: &Header, query: &[u8], out: &mut [u8]) -> Response {
+    let message = MessageView::parse(query).ok();
+    let question = message.and_then(|message| message.question());
+    let edns = message.and_then(|message| message.edns().ok().flatten());
+    error(
+        header,
+        question.as_ref(),
+        edns.as_ref(),
+        Rcode::NOTIMP,
+        false,
+        out,
+    )
+}
+
+/// A reply without the normal context: FORMERR, NOTIMP, BADVERS. RD and
+/// CD are copied if `copy_flags`.
 fn error(
     header: &Header,
     question: Option<&Question<'_>>,
     edns: Option<&Edns<'_>>,
     rcode: Rcode,
+    copy_flags: bool,
     out: &mut [u8],
 ) -> Response {
     let Ok(mut builder) = MessageBuilder::new(out, MAX_MESSAGE) else {
         return Response::Drop;
     };
-    start_header(&mut builder, header, true);
+    start_header(&mut builder, header, copy_flags);
     builder.set_rcode(rcode);
     if let Some(question) = question {
         if builder.push_question_bytes(question.bytes).is_err() {
@@ -248,8 +289,9 @@ fn error(
 }
 
 /// ID, QR, opcode and (optionally) RD and CD of the query; every other flag
-/// clear. CD is copied as RFC 4035 section 3.1.6 asks of a security-aware
-/// server (Knot 3.2 and NSD 4.6 clear it; see docs/decisions/0001).
+/// clear, so TC, AA, Z, AD and RA set in a query never reach the answer.
+/// CD is copied as RFC 4035 section 3.1.6 asks of a security-aware server
+/// (Knot 3.2 and NSD 4.6 clear it; see docs/decisions/0001).
 fn start_header(builder: &mut MessageBuilder<'_>, header: &Header, copy_flags: bool) {
     builder.set_id(header.id());
     builder.set_qr(true);

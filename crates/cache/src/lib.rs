@@ -54,14 +54,16 @@
 //! its stored bytes plus [`ENTRY_OVERHEAD`]; eviction is SIEVE, amortized
 //! O(1). [`ResponseCache::clear`] empties the cache when the zones change.
 //!
-//! ## Growing into the forwarding cache
+//! ## The forwarding cache
 //!
-//! Authoritative answers carry fixed TTLs, so nothing here knows about
-//! time. A forwarding cache needs TTLs that count down: an entry would add
-//! the offsets of its TTL fields in the tail and an expiry time, and a hit
-//! would patch the TTLs while copying the tail (`now` passed in, never read
-//! from a clock). The slot layout leaves room for that without changing the
-//! key, the hit path's shape or the eviction.
+//! [`forward`] holds the caching forwarder, sans I/O: a
+//! [`forward::Forwarder`] with its own core-local cache of upstream
+//! answers, whose TTLs count down (the offset of every TTL field is stored
+//! and patched on each hit from `now`, a parameter), negative answers per
+//! RFC 2308, brief SERVFAIL entries, serve-stale (RFC 8767), prefetch,
+//! coalescing of identical questions in flight and the checks that keep
+//! hostile upstream answers out. The server crate owns its sockets and
+//! timers.
 //!
 //! ## Example
 //!
@@ -121,6 +123,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod forward;
 mod key;
 mod response;
 

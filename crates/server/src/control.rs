@@ -177,6 +177,7 @@ fn snapshot(core: &Core) -> CoreStats {
         tcp_accepted: core.tcp_counters.accepted.get(),
         tcp_open: core.tcp_counters.open.get(),
         tcp_refused: core.tcp_counters.refused.get(),
+        forward: worker.forward_stats(),
         allocations: core.allocations.map_or(0, |read| read()),
     }
 }

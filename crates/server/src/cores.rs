@@ -67,6 +67,8 @@ pub(crate) struct Core {
     pub(crate) scratch: RefCell<Vec<u8>>,
     /// Reads this thread's allocation count, for statistics.
     pub(crate) allocations: Option<fn() -> u64>,
+    /// The forwarding sockets, when `forward` is configured.
+    pub(crate) forward: Option<crate::forward::ForwardIo>,
 }
 
 //----------- CoreStart ------------------------------------------------------
@@ -157,9 +159,31 @@ async fn serve(start: CoreStart) -> io::Result<()> {
         udp.len() * 2 * BATCH,
         connections * BUFFERS_PER_CONNECTION,
     );
+    let udp: Vec<Rc<monoio::net::udp::UdpSocket>> = udp.into_iter().map(Rc::new).collect();
+    let mut worker = Worker::new(catalog, config.answer.clone(), config.cache);
+    let (forward, upstream_sockets) = match &config.forward {
+        Some(forward) => {
+            match crate::forward::ForwardIo::bind(forward, udp.iter().map(Rc::clone).collect()) {
+                Ok((io, sockets)) => {
+                    let udp_size = config.answer.max_udp_size.max(512);
+                    worker.set_forwarder(tern_cache::forward::Forwarder::new(
+                        forward.clone(),
+                        udp_size,
+                    ));
+                    (Some(io), sockets)
+                }
+                Err(err) => {
+                    let message = format!("binding the upstream sockets: {err}");
+                    let _ = ready.send(Err(io::Error::new(err.kind(), message.clone())));
+                    return Err(io::Error::new(err.kind(), message));
+                }
+            }
+        }
+        None => (None, Vec::new()),
+    };
     let core = Rc::new(Core {
         id,
-        worker: RefCell::new(Worker::new(catalog, config.answer.clone(), config.cache)),
+        worker: RefCell::new(worker),
         // At least one answer in flight, or a connection could never answer.
         tcp: TcpConfig {
             max_in_flight: config.tcp.max_in_flight.max(1),
@@ -169,13 +193,32 @@ async fn serve(start: CoreStart) -> io::Result<()> {
         stop: Stop::default(),
         scratch: RefCell::new(vec![0; STREAM_BUFFER - 2]),
         allocations: config.allocations,
+        forward,
     });
-    let mut tasks = Vec::with_capacity(udp.len() + tcp.len());
-    for socket in udp {
-        tasks.push(monoio::spawn(crate::udp::serve(socket, Rc::clone(&core))));
+    let mut tasks = Vec::with_capacity(udp.len() + tcp.len() + upstream_sockets.len() + 1);
+    for (index, socket) in udp.into_iter().enumerate() {
+        tasks.push(monoio::spawn(crate::udp::serve(
+            socket,
+            index,
+            Rc::clone(&core),
+        )));
     }
     for listener in tcp {
         tasks.push(monoio::spawn(crate::tcp::serve(listener, Rc::clone(&core))));
+    }
+    if core.forward.is_some() {
+        for (upstream, socket, ready) in upstream_sockets {
+            let task = crate::forward::receive(Rc::clone(&core), upstream, socket, ready);
+            tasks.push(monoio::spawn(async move {
+                task.await;
+                Ok(())
+            }));
+        }
+        let tick = crate::forward::tick(Rc::clone(&core));
+        tasks.push(monoio::spawn(async move {
+            tick.await;
+            Ok(())
+        }));
     }
     let _ = ready.send(Ok(()));
 

@@ -31,6 +31,8 @@
 //! - `cores`: the core thread, its reactor and what its tasks share;
 //! - `control`: the control path ([`Handle`]);
 //! - `udp`, `tcp`: the transport loops;
+//! - `forward`: upstream sockets, timers and TCP fallback for the
+//!   forwarder (issue 5);
 //! - `worker`: the per-core answering state and cache;
 //! - `pool`: the thread-local I/O buffer pool;
 //! - `signal`: core-local stop and wake-up signals;
@@ -52,6 +54,7 @@ use tern_cache::CacheLimits;
 
 mod control;
 mod cores;
+mod forward;
 mod pool;
 mod signal;
 mod socket;
@@ -64,8 +67,11 @@ mod worker;
 pub use control::Handle;
 pub use stats::CoreStats;
 pub use sys::{thread_allocations, CountingAllocator};
+pub use tern_cache::forward::{
+    Cidr, ForwardConfig, ForwardStats, Policy, UpstreamStats, MAX_UPSTREAMS,
+};
 #[doc(hidden)]
-pub use worker::Worker;
+pub use worker::{UdpAnswer, Worker};
 
 /// The default idle timeout between TCP messages (RFC 7766 section 6.2.3
 /// suggests seconds, not minutes).
@@ -103,6 +109,9 @@ pub struct ServerConfig {
     pub tcp: TcpConfig,
     /// The size of each core's answer cache.
     pub cache: CacheLimits,
+    /// Forwarding of recursive queries for names outside our zones;
+    /// `None` (the default): such queries are REFUSED.
+    pub forward: Option<ForwardConfig>,
     /// Reads the calling thread's allocation count (normally
     /// [`thread_allocations`] with [`CountingAllocator`] installed); each
     /// core calls it for its statistics. `None`: allocations read as 0.
@@ -119,6 +128,7 @@ impl ServerConfig {
             answer: Options::default(),
             tcp: TcpConfig::default(),
             cache: CacheLimits::default(),
+            forward: None,
             allocations: None,
         }
     }
@@ -132,14 +142,19 @@ impl ServerConfig {
 pub struct TcpConfig {
     /// How long a connection may sit idle between messages. Default 10 s.
     pub idle_timeout: Duration,
+    /// How long a new connection may take to start its first message
+    /// (shorter than `idle_timeout`: a client that connects has a query
+    /// to send). Default 2 s.
+    pub initial_timeout: Duration,
     /// How long one message may take to arrive once its first octet has.
-    /// Default 2 s.
+    /// Default 800 ms.
     pub message_timeout: Duration,
     /// How long writing queued answers may take. Default 5 s.
     pub write_timeout: Duration,
     /// Open connections per core; further ones are closed as soon as they
-    /// are accepted (0: TCP is refused). Default 256 (each open connection holds three 64 KiB
-    /// buffers: 48 MiB per core at the limit).
+    /// are accepted (0: TCP is refused). Default 256 (an open connection
+    /// holds at most four 64 KiB buffers, one until its first answer:
+    /// 64 MiB per core at the limit, at worst).
     pub max_connections: usize,
     /// Answers per connection not yet handed to the kernel; at the limit
     /// the connection stops reading until its client reads (0 counts as
@@ -151,7 +166,8 @@ impl Default for TcpConfig {
     fn default() -> Self {
         TcpConfig {
             idle_timeout: DEFAULT_TCP_IDLE_TIMEOUT,
-            message_timeout: Duration::from_secs(2),
+            initial_timeout: Duration::from_secs(2),
+            message_timeout: Duration::from_millis(800),
             write_timeout: Duration::from_secs(5),
             max_connections: 256,
             max_in_flight: 32,

@@ -10,6 +10,8 @@ use std::cell::Cell;
 use std::fmt;
 use std::iter::Sum;
 
+use tern_cache::forward::ForwardStats;
+
 /// The header rcode mnemonics, by value (RFC 1035, RFC 2136), for
 /// [`CoreStats`]'s display.
 const RCODE_NAMES: [&str; 16] = [
@@ -50,6 +52,9 @@ pub struct CoreStats {
     /// Heap allocations made by the core's thread so far, if the binary
     /// installed the counting allocator (otherwise 0).
     pub allocations: u64,
+    /// The forwarder's counters (all zero and no upstreams when
+    /// forwarding is off).
+    pub forward: ForwardStats,
 }
 
 impl CoreStats {
@@ -70,6 +75,7 @@ impl CoreStats {
                 total.tcp_open += one.tcp_open;
                 total.tcp_refused += one.tcp_refused;
                 total.allocations += one.allocations;
+                add_forward(&mut total.forward, &one.forward);
                 total
             })
     }
@@ -77,6 +83,33 @@ impl CoreStats {
     /// All answers sent.
     pub fn answers(&self) -> u64 {
         self.answers_by_rcode.iter().sum()
+    }
+}
+
+/// Adds one core's forward counters to a sum: counts add up; an
+/// upstream's RTT in the sum is the largest of the cores' (the cores have
+/// the same upstreams in the same order).
+fn add_forward(total: &mut ForwardStats, one: &ForwardStats) {
+    total.upstream_queries += one.upstream_queries;
+    total.upstream_answers += one.upstream_answers;
+    total.upstream_timeouts += one.upstream_timeouts;
+    total.upstream_rejected += one.upstream_rejected;
+    total.cache_hits += one.cache_hits;
+    total.cache_misses += one.cache_misses;
+    total.coalesced += one.coalesced;
+    total.stale_answers += one.stale_answers;
+    total.servfails += one.servfails;
+    if total.upstreams.len() < one.upstreams.len() {
+        total
+            .upstreams
+            .resize(one.upstreams.len(), Default::default());
+    }
+    for (sum, upstream) in total.upstreams.iter_mut().zip(&one.upstreams) {
+        sum.address = upstream.address;
+        sum.queries += upstream.queries;
+        sum.answers += upstream.answers;
+        sum.timeouts += upstream.timeouts;
+        sum.rtt_micros = sum.rtt_micros.max(upstream.rtt_micros);
     }
 }
 
@@ -118,7 +151,35 @@ impl fmt::Display for CoreStats {
             self.tcp_open,
             self.tcp_refused,
             self.allocations
-        )
+        )?;
+        let forward = &self.forward;
+        if forward.upstreams.is_empty() {
+            return Ok(());
+        }
+        write!(
+            f,
+            " forward queries {} answers {} timeouts {} rejected {} cache hits {} misses {} \
+             coalesced {} stale {} servfail {}",
+            forward.upstream_queries,
+            forward.upstream_answers,
+            forward.upstream_timeouts,
+            forward.upstream_rejected,
+            forward.cache_hits,
+            forward.cache_misses,
+            forward.coalesced,
+            forward.stale_answers,
+            forward.servfails
+        )?;
+        for upstream in &forward.upstreams {
+            if let Some(address) = upstream.address {
+                write!(
+                    f,
+                    " upstream {address} queries {} answers {} timeouts {} rtt {}us",
+                    upstream.queries, upstream.answers, upstream.timeouts, upstream.rtt_micros
+                )?;
+            }
+        }
+        Ok(())
     }
 }
 

@@ -112,6 +112,18 @@ impl Batch {
         Ok(received)
     }
 
+    /// The sender of received datagram `i` (for the forwarding ACL and
+    /// for answering it later), if its address is IPv4 or IPv6.
+    pub(crate) fn peer(&self, i: usize) -> Option<std::net::SocketAddr> {
+        let storage = *self.addresses.get(i)?;
+        let length = *self.address_lengths.get(i)?;
+        // SAFETY: `storage` is a copy of a sockaddr_storage the kernel
+        // filled in `receive` and `length` the length it reported (at most
+        // the storage's size); SockAddr::new requires exactly that pair.
+        let address = unsafe { socket2::SockAddr::new(storage, length) };
+        address.as_socket()
+    }
+
     /// The length of received datagram `i`, or `None` if it was cut short.
     pub(crate) fn length(&self, i: usize) -> Option<usize> {
         self.lengths.get(i).copied().flatten()

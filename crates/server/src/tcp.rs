@@ -13,20 +13,32 @@
 //! without bound (section 6.2.3):
 //! - per core, `max_connections` open connections: further ones are
 //!   closed as soon as they are accepted;
-//! - `idle_timeout` between messages and `message_timeout` from a
-//!   message's first octet to its last;
+//! - `initial_timeout` from accepting a connection to the first octet of
+//!   its first message, `idle_timeout` between later messages, and
+//!   `message_timeout` from a message's first octet to its last, so a
+//!   client that sends part of a message and stalls holds its slot for
+//!   less than a second by default, and a flood of such clients at the
+//!   connection limit delays a new client by at most that long;
 //! - `max_in_flight` answers not yet handed to the kernel: the read half
 //!   stops reading (the kernel's window then pushes back on the client)
 //!   and the write half's `write_timeout` closes a connection whose client
-//!   does not read its answers;
+//!   does not read its answers, ending the read half at once, whatever it
+//!   waits for;
 //! - a length prefix below a header's size closes the connection.
 //!
-//! Buffers: three stream buffers from the core's pool per connection
-//! (read, pending, being written), given back when it closes.
+//! Buffers: up to three stream buffers from the core's pool per
+//! connection (read, pending, being written), plus one while an answer
+//! waits for room; given back when it closes. The two answer buffers are
+//! taken with the first answer, so a connection that never completes a
+//! message holds one. Memory is bounded by `max_connections` times four
+//! buffers per core, whatever the clients send or fail to read.
 
 use std::cell::{Cell, RefCell};
+use std::future::{poll_fn, Future};
 use std::io;
+use std::pin::pin;
 use std::rc::Rc;
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use monoio::buf::{IoBuf, IoBufMut};
@@ -88,8 +100,9 @@ pub(crate) async fn serve(listener: TcpListener, core: Rc<Core>) -> io::Result<(
 
 /// What the two halves of a connection share.
 struct Pipe {
-    /// Framed answers waiting for the write half. Its length is its
-    /// capacity ([`STREAM_BUFFER`]); `used` octets are queued.
+    /// Framed answers waiting for the write half. Empty until the first
+    /// answer; then its length is its capacity ([`STREAM_BUFFER`]); `used`
+    /// octets are queued.
     pending: RefCell<Vec<u8>>,
     used: Cell<usize>,
     /// Answers in `pending`.
@@ -101,10 +114,28 @@ struct Pipe {
     /// The write half has failed or timed out: the read half ends.
     writing_failed: Cell<bool>,
     to_writer: Notify,
+    /// After each write and on failure: room may have been made.
     to_reader: Notify,
+    /// Only on failure: ends the read half's wait for input.
+    failure: Notify,
 }
 
 impl Pipe {
+    /// An empty pipe, holding no buffer yet.
+    fn new() -> Self {
+        Pipe {
+            pending: RefCell::new(Vec::new()),
+            used: Cell::new(0),
+            queued: Cell::new(0),
+            in_flight: Cell::new(0),
+            reading_done: Cell::new(false),
+            writing_failed: Cell::new(false),
+            to_writer: Notify::default(),
+            to_reader: Notify::default(),
+            failure: Notify::default(),
+        }
+    }
+
     /// Whether an answer of `len` octets can be queued now.
     fn has_room(&self, len: usize, max_in_flight: usize) -> bool {
         self.in_flight.get() < max_in_flight && self.used.get() + PREFIX + len <= STREAM_BUFFER
@@ -114,12 +145,46 @@ impl Pipe {
     fn push(&self, answer: &[u8]) {
         let used = self.used.get();
         let mut pending = self.pending.borrow_mut();
+        if pending.is_empty() {
+            *pending = pool::take(Size::Stream);
+        }
         pending[used..used + PREFIX].copy_from_slice(&(answer.len() as u16).to_be_bytes());
         pending[used + PREFIX..used + PREFIX + answer.len()].copy_from_slice(answer);
         self.used.set(used + PREFIX + answer.len());
         self.queued.set(self.queued.get() + 1);
         self.in_flight.set(self.in_flight.get() + 1);
         self.to_writer.notify();
+    }
+
+    /// Marks the write half failed and wakes the read half, wherever it
+    /// waits.
+    fn fail(&self) {
+        self.writing_failed.set(true);
+        self.to_reader.notify();
+        self.failure.notify();
+    }
+
+    /// Runs `future` unless the write half fails first: `None` then (and
+    /// `future` is dropped, which cancels its I/O).
+    async fn unless_failed<F: Future>(&self, future: F) -> Option<F::Output> {
+        let mut future = pin!(future);
+        let mut failure = pin!(self.failure.wait());
+        poll_fn(|cx| {
+            if self.writing_failed.get() {
+                return Poll::Ready(None);
+            }
+            if let Poll::Ready(output) = future.as_mut().poll(cx) {
+                return Poll::Ready(Some(output));
+            }
+            // `failure` is notified only after `writing_failed` is set, so
+            // once ready it is never polled again: the check above returns
+            // first.
+            if failure.as_mut().poll(cx).is_ready() {
+                return Poll::Ready(None);
+            }
+            Poll::Pending
+        })
+        .await
     }
 }
 
@@ -129,25 +194,19 @@ impl Pipe {
 /// the core stops; then gives its buffers back.
 async fn connection(stream: TcpStream, core: &Core) {
     let (reader, writer) = stream.into_split();
-    let pipe = Pipe {
-        pending: RefCell::new(pool::take(Size::Stream)),
-        used: Cell::new(0),
-        queued: Cell::new(0),
-        in_flight: Cell::new(0),
-        reading_done: Cell::new(false),
-        writing_failed: Cell::new(false),
-        to_writer: Notify::default(),
-        to_reader: Notify::default(),
-    };
+    let pipe = Pipe::new();
     let read_side = read_half(reader, &pipe, core);
     let write_side = write_half(writer, &pipe, core);
     let (read_buffer, write_buffer) = monoio::join!(read_side, write_side);
     // A buffer still held by a cancelled read or write is freed by the
     // reactor instead; the pool makes a new one when it runs out.
-    for buffer in [read_buffer, write_buffer].into_iter().flatten() {
-        pool::put(buffer);
+    let buffers = [read_buffer, write_buffer, Some(pipe.pending.into_inner())];
+    for buffer in buffers.into_iter().flatten() {
+        // An answer buffer never taken is empty and not the pool's.
+        if !buffer.is_empty() {
+            pool::put(buffer);
+        }
     }
-    pool::put(pipe.pending.into_inner());
 }
 
 /// Reads and answers frames. Returns its buffer unless a cancelled read
@@ -159,6 +218,9 @@ async fn read_half(mut reader: TcpOwnedReadHalf, pipe: &Pipe, core: &Core) -> Op
     buffer.clear(); // length = octets read and not yet consumed
                     // When the first octet of the frame now in `buffer` arrived.
     let mut frame_started: Option<Instant> = None;
+    // Until a first message has arrived, the wait for one is the initial
+    // timeout; then the idle timeout.
+    let mut between_messages = limits.initial_timeout;
     let buffer = loop {
         let Ok(consumed) = answer_frames(&buffer, pipe, core, &stop).await else {
             break Some(buffer);
@@ -169,20 +231,23 @@ async fn read_half(mut reader: TcpOwnedReadHalf, pipe: &Pipe, core: &Core) -> Op
             // What is left, if anything, is a frame that began in the last
             // read: its clock starts now.
             frame_started = None;
+            between_messages = limits.idle_timeout;
         }
         if stop.fired() || pipe.writing_failed.get() {
             break Some(buffer);
         }
         let wait = if buffer.is_empty() {
-            limits.idle_timeout
+            between_messages
         } else {
             let started = *frame_started.get_or_insert_with(Instant::now);
             limits.message_timeout.saturating_sub(started.elapsed())
         };
         let filled = buffer.len();
         let read = monoio::time::timeout(wait, reader.read(buffer.slice_mut(filled..)));
-        let Some(Ok((result, slice))) = stop.or(read).await else {
-            break None; // stopped or timed out: the read kept the buffer
+        let Some(Some(Ok((result, slice)))) = stop.or(pipe.unless_failed(read)).await else {
+            // Stopped, timed out or the write half failed: the cancelled
+            // read kept the buffer.
+            break None;
         };
         buffer = slice.into_inner();
         if matches!(result, Ok(0) | Err(_)) {
@@ -265,7 +330,9 @@ async fn wait_for_room(pipe: &Pipe, len: usize, max_in_flight: usize, stop: &Sto
 /// written, or a write fails or times out. Returns its buffer unless a
 /// timed-out write kept it.
 async fn write_half(mut writer: TcpOwnedWriteHalf, pipe: &Pipe, core: &Core) -> Option<Vec<u8>> {
-    let mut active = pool::take(Size::Stream);
+    // Empty until the first swap with `pending`; the read half fills
+    // whichever buffer `pending` holds, taking one when it is empty.
+    let mut active = Vec::new();
     loop {
         if pipe.used.get() == 0 {
             if pipe.reading_done.get() {
@@ -287,17 +354,74 @@ async fn write_half(mut writer: TcpOwnedWriteHalf, pipe: &Pipe, core: &Core) -> 
             // Timed out: the cancelled write keeps the buffer.
             Err(_) => {
                 pipe.in_flight.set(pipe.in_flight.get() - answers);
-                pipe.writing_failed.set(true);
-                pipe.to_reader.notify();
+                pipe.fail();
                 return None;
             }
         };
         pipe.in_flight.set(pipe.in_flight.get() - answers);
         if result.is_err() {
-            pipe.writing_failed.set(true);
-            pipe.to_reader.notify();
+            pipe.fail();
             return Some(active);
         }
         pipe.to_reader.notify();
+    }
+}
+
+//=========== Tests ==========================================================
+
+#[cfg(test)]
+mod tests {
+    use monoio::io::AsyncWriteRentExt;
+
+    use super::*;
+
+    /// The read half's wait for input ends when the write half fails (a
+    /// client that sent all its queries and reads no answers is closed by
+    /// the write timeout, not the idle timeout), and only then: a write
+    /// that succeeds does not cancel the read, and input ends it normally.
+    #[test]
+    fn only_a_failed_write_ends_the_wait_for_input() {
+        let mut runtime = monoio::RuntimeBuilder::<monoio::LegacyDriver>::new()
+            .enable_timer()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+            let mut client = TcpStream::connect(listener.local_addr().unwrap())
+                .await
+                .unwrap();
+            let (mut server, _) = listener.accept().await.unwrap();
+            let pipe = Rc::new(Pipe::new());
+
+            let waiting = Rc::clone(&pipe);
+            let reader = monoio::spawn(async move {
+                let (result, buffer) = waiting.unless_failed(server.read(vec![0; 16])).await?;
+                Some((result.ok()?, buffer[0], server))
+            });
+            monoio::time::sleep(Duration::from_millis(20)).await;
+            pipe.to_reader.notify(); // as after a successful write
+            monoio::time::sleep(Duration::from_millis(20)).await;
+            let (result, _) = client.write_all(vec![7]).await;
+            result.unwrap();
+            let (read, octet, mut server) = reader.await.expect("the read, not a failure");
+            assert_eq!((read, octet), (1, 7));
+
+            let waiting = Rc::clone(&pipe);
+            let reader = monoio::spawn(async move {
+                waiting
+                    .unless_failed(server.read(vec![0; 16]))
+                    .await
+                    .is_none()
+            });
+            monoio::time::sleep(Duration::from_millis(20)).await;
+            pipe.fail();
+            let ended = monoio::time::timeout(Duration::from_secs(5), reader).await;
+            assert_eq!(ended, Ok(true), "the failure ends the wait");
+            // And a wait begun after the failure ends at once.
+            assert!(pipe
+                .unless_failed(std::future::pending::<()>())
+                .await
+                .is_none());
+        });
     }
 }

@@ -12,12 +12,14 @@ use std::os::fd::AsRawFd;
 use std::rc::Rc;
 
 use monoio::net::udp::UdpSocket;
-use tern_authority::Transport;
+use tern_cache::forward::Client;
 
 use crate::cores::Core;
+use crate::forward::{self, ForwardIo};
 use crate::pool::{self, Size};
 use crate::signal::{yield_now, StopListener};
 use crate::sys::{Batch, BATCH};
+use crate::worker::UdpAnswer;
 
 /// Full batches answered back to back before the loop lets the core's
 /// other tasks (TCP, the other sockets, control) run. 16 batches of 32 is
@@ -32,8 +34,9 @@ const SEND_WAITS: usize = 3;
 
 //----------- serve ----------------------------------------------------------
 
-/// Serves one UDP socket until the core stops.
-pub(crate) async fn serve(socket: UdpSocket, core: Rc<Core>) -> io::Result<()> {
+/// Serves one UDP socket (the core's listener number `index`) until the
+/// core stops.
+pub(crate) async fn serve(socket: Rc<UdpSocket>, index: usize, core: Rc<Core>) -> io::Result<()> {
     let stop = core.stop.listener();
     let mut batch = Batch::new();
     let mut queries: Vec<Vec<u8>> = (0..BATCH).map(|_| pool::take(Size::Datagram)).collect();
@@ -54,7 +57,15 @@ pub(crate) async fn serve(socket: UdpSocket, core: Rc<Core>) -> io::Result<()> {
                 // ICMP error): wait for readiness rather than spin.
                 Err(_) => break,
             };
-            let count = answer_batch(&core, &batch, &queries, &mut answers, received, &mut sends);
+            let count = answer_batch(
+                &core,
+                index,
+                &batch,
+                &queries,
+                &mut answers,
+                received,
+                &mut sends,
+            );
             send_batch(&socket, &mut batch, &answers, &sends[..count], &stop, &core).await;
             if received < BATCH {
                 break; // the socket's queue is empty
@@ -75,8 +86,11 @@ pub(crate) async fn serve(socket: UdpSocket, core: Rc<Core>) -> io::Result<()> {
 
 /// Answers the `received` datagrams of a batch; `sends[..count]` then
 /// lists `(slot, answer length)` of the answers to send, in order.
+/// Queries to forward start their upstream queries here (sends without
+/// waiting); their answers leave later, from the forwarding tasks.
 fn answer_batch(
-    core: &Core,
+    core: &Rc<Core>,
+    index: usize,
     batch: &Batch,
     queries: &[Vec<u8>],
     answers: &mut [Vec<u8>],
@@ -85,6 +99,9 @@ fn answer_batch(
 ) -> usize {
     let mut worker = core.worker.borrow_mut();
     let mut count = 0;
+    let now = core.forward.as_ref().map_or(0, ForwardIo::now);
+    // Allocates only when a query is forwarded.
+    let mut actions = Vec::new();
     for (slot, (query, answer)) in queries
         .iter()
         .zip(answers.iter_mut())
@@ -96,10 +113,35 @@ fn answer_batch(
             worker.count_dropped(1, 0);
             continue;
         };
-        if let Some(answer_len) = worker.answer(&query[..len], Transport::Udp, answer) {
+        let peer = if core.forward.is_some() {
+            batch.peer(slot)
+        } else {
+            None
+        };
+        let answer_len = match worker.answer_udp_from(&query[..len], peer, now, answer) {
+            UdpAnswer::Send(answer_len) => Some(answer_len),
+            UdpAnswer::Drop => None,
+            UdpAnswer::Forward => peer.and_then(|address| {
+                let client = Client {
+                    listener: index,
+                    address,
+                };
+                worker.forward(&query[..len], client, now, &mut actions, answer)
+            }),
+        };
+        if let Some(answer_len) = answer_len {
             sends[count] = (slot, answer_len);
             count += 1;
         }
+    }
+    if let Some(forwarder) = worker.forwarder() {
+        if forwarder.has_prefetches() {
+            forwarder.prefetches(now, &mut actions);
+        }
+    }
+    drop(worker);
+    if !actions.is_empty() {
+        forward::dispatch(core, &mut actions);
     }
     count
 }

@@ -13,13 +13,25 @@
 //!
 //! Only UDP answers go through the cache: TCP answers are never truncated,
 //! so their size limit differs, and TCP is a small share of the traffic.
+//!
+//! Forwarding (issue 5): a UDP query that missed the answer cache, has RD
+//! set, comes from a client in `forward.allow` and names no zone of the
+//! catalog is answered from the core's forward cache
+//! ([`tern_cache::forward::Forwarder`]) or handed back to the UDP loop as
+//! [`UdpAnswer::Forward`], which starts an upstream query
+//! (`crate::forward`). A name of our zones is never forwarded: the answer
+//! cache only holds our zones' answers, and `catalog.find` decides the
+//! rest.
 
 use std::sync::Arc;
 
 use bumpalo::Bump;
+use std::net::SocketAddr;
 use tern_authority::{respond, Catalog, Options, Response, Transport};
+
+use tern_cache::forward::{Action, Client, ForwardKey, ForwardStats, Forwarder};
 use tern_cache::{CacheKey, CacheLimits, ResponseCache};
-use tern_wire::parse::MessageView;
+use tern_wire::parse::{MessageView, HEADER_LEN};
 use tern_wire::types::{RClass, RType};
 
 use crate::stats::Counters;
@@ -43,6 +55,19 @@ struct Request<'q> {
     view: MessageView<'q>,
     key: CacheKey,
     limit: usize,
+}
+
+//----------- UdpAnswer ------------------------------------------------------
+
+/// What the UDP path decided for one query.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UdpAnswer {
+    /// Send the first `len` octets of the output buffer.
+    Send(usize),
+    /// Send nothing.
+    Drop,
+    /// Forward upstream: call [`Worker::forward`] (the UDP loop does).
+    Forward,
 }
 
 impl<'q> Request<'q> {
@@ -79,22 +104,47 @@ struct Answering<'w> {
 
 impl Answering<'_> {
     /// The cache first, then `respond`; the request's views go in `arena`.
+    #[allow(clippy::too_many_arguments)]
     fn udp(
         &self,
         arena: &Bump,
         cache: &mut ResponseCache,
+        forwarder: Option<&mut Forwarder>,
         counters: &mut Counters,
         query: &[u8],
+        peer: Option<SocketAddr>,
+        now: u64,
         out: &mut [u8],
-    ) -> Response {
+    ) -> UdpAnswer {
         let Some(request) = Request::parse(query, self.full_udp_size) else {
-            return respond(self.catalog, query, Transport::Udp, self.options, out);
+            return respond(self.catalog, query, Transport::Udp, self.options, out).into();
         };
         let request: &Request<'_> = arena.alloc(request);
         debug_assert_eq!(request.view.bytes().len(), query.len());
         if let Some(len) = cache.answer(&request.key, query, request.limit, out) {
             counters.cache_hits += 1;
-            return Response::Send(len);
+            return UdpAnswer::Send(len);
+        }
+        if let (Some(forwarder), Some(peer)) = (forwarder, peer) {
+            if request.view.header().rd()
+                && forwarder.config().allows(peer.ip())
+                && self.catalog.find(request.key.name.as_name()).is_none()
+            {
+                let key = forward_key(request);
+                let head_len = head_len(request);
+                return match forwarder.answer_from_cache(
+                    &key,
+                    query,
+                    head_len,
+                    request.key.edns,
+                    request.limit,
+                    now,
+                    out,
+                ) {
+                    Some(len) => UdpAnswer::Send(len),
+                    None => UdpAnswer::Forward,
+                };
+            }
         }
         counters.cache_misses += 1;
         let response = respond(self.catalog, query, Transport::Udp, self.options, out);
@@ -104,8 +154,38 @@ impl Answering<'_> {
         if let (Response::Send(len), true) = (response, full_size) {
             cache.insert(request.key, &out[..len]);
         }
-        response
+        response.into()
     }
+}
+
+impl From<Response> for UdpAnswer {
+    fn from(response: Response) -> Self {
+        match response {
+            Response::Send(len) => UdpAnswer::Send(len),
+            Response::Drop => UdpAnswer::Drop,
+        }
+    }
+}
+
+/// The forward key of a request: its cache key's name, type, class and DO,
+/// and the query's CD.
+fn forward_key(request: &Request<'_>) -> ForwardKey {
+    ForwardKey {
+        name: request.key.name,
+        qtype: request.key.qtype,
+        qclass: request.key.qclass,
+        dnssec_ok: request.key.dnssec_ok,
+        checking_disabled: request.view.header().cd(),
+    }
+}
+
+/// Where a request's header and question end.
+fn head_len(request: &Request<'_>) -> usize {
+    HEADER_LEN
+        + request
+            .view
+            .question()
+            .map_or(0, |question| question.bytes.len())
 }
 
 //----------- Worker ---------------------------------------------------------
@@ -127,6 +207,8 @@ pub struct Worker {
     counters: Counters,
     /// Per-request scratch, reset after every query (docs/decisions/0003).
     arena: Bump,
+    /// The forwarder, when `forward` is configured.
+    forwarder: Option<Forwarder>,
 }
 
 impl Worker {
@@ -141,7 +223,107 @@ impl Worker {
             cache: ResponseCache::new(cache),
             counters: Counters::default(),
             arena: Bump::with_capacity(REQUEST_ARENA),
+            forwarder: None,
         }
+    }
+
+    /// Turns forwarding on with `forwarder`.
+    pub fn set_forwarder(&mut self, forwarder: Forwarder) {
+        self.forwarder = Some(forwarder);
+    }
+
+    /// The forwarder, if forwarding is on.
+    pub fn forwarder(&mut self) -> Option<&mut Forwarder> {
+        self.forwarder.as_mut()
+    }
+
+    /// Answers one UDP query from `peer` at `now` (milliseconds of the
+    /// core's clock) into `out`. Like [`Worker::answer`], but forwardable
+    /// queries are answered from the forward cache or come back as
+    /// [`UdpAnswer::Forward`]. Counts the query and the answer.
+    pub fn answer_udp_from(
+        &mut self,
+        query: &[u8],
+        peer: Option<SocketAddr>,
+        now: u64,
+        out: &mut [u8],
+    ) -> UdpAnswer {
+        self.counters.queries += 1;
+        let answering = Answering {
+            catalog: &self.catalog,
+            options: &self.options,
+            full_udp_size: self.full_udp_size,
+        };
+        let answer = answering.udp(
+            &self.arena,
+            &mut self.cache,
+            self.forwarder.as_mut(),
+            &mut self.counters,
+            query,
+            peer,
+            now,
+            out,
+        );
+        self.arena.reset();
+        match answer {
+            UdpAnswer::Send(len) => self.counters.count_answer(&out[..len]),
+            UdpAnswer::Drop => self.counters.dropped += 1,
+            UdpAnswer::Forward => {}
+        }
+        answer
+    }
+
+    /// Starts forwarding a query that [`Worker::answer_udp_from`] returned
+    /// as [`UdpAnswer::Forward`]: the upstream transmits go to `actions`.
+    /// Returns the length of an answer written at once into `out` (too
+    /// many questions in flight: a stale answer or SERVFAIL), which the
+    /// caller sends like any other.
+    pub fn forward(
+        &mut self,
+        query: &[u8],
+        client: Client,
+        now: u64,
+        actions: &mut Vec<Action>,
+        out: &mut [u8],
+    ) -> Option<usize> {
+        let forwarder = self.forwarder.as_mut()?;
+        let view = MessageView::parse(query).ok()?;
+        let edns = view.edns().ok()?;
+        let question = view.question()?;
+        let head_len = HEADER_LEN + question.bytes.len();
+        let key = Forwarder::key(&view, edns.is_some_and(|edns| edns.dnssec_ok))?;
+        let limit = match edns {
+            None => CLASSIC_UDP_SIZE,
+            Some(edns) => usize::from(edns.udp_size)
+                .max(CLASSIC_UDP_SIZE)
+                .min(self.full_udp_size),
+        };
+        let len = forwarder.start(
+            key,
+            client,
+            query,
+            head_len,
+            edns.is_some(),
+            limit,
+            now,
+            actions,
+            out,
+        )?;
+        self.counters.count_answer(&out[..len]);
+        Some(len)
+    }
+
+    /// Counts an answer the forwarder wrote for a waiting client.
+    pub(crate) fn count_forwarded(&mut self, answer: &[u8]) {
+        self.counters.count_answer(answer);
+    }
+
+    /// The forwarder's counters (empty without forwarding).
+    pub(crate) fn forward_stats(&self) -> ForwardStats {
+        self.forwarder
+            .as_ref()
+            .map(Forwarder::stats)
+            .unwrap_or_default()
     }
 
     /// Answers one query into `out`; returns the answer's length, or `None`
@@ -174,9 +356,21 @@ impl Worker {
             options: &self.options,
             full_udp_size: self.full_udp_size,
         };
-        let response = answering.udp(&self.arena, &mut self.cache, &mut self.counters, query, out);
+        let answer = answering.udp(
+            &self.arena,
+            &mut self.cache,
+            None,
+            &mut self.counters,
+            query,
+            None,
+            0,
+            out,
+        );
         self.arena.reset();
-        response
+        match answer {
+            UdpAnswer::Send(len) => Response::Send(len),
+            UdpAnswer::Drop | UdpAnswer::Forward => Response::Drop,
+        }
     }
 
     /// Switches to a new catalog and empties the cache, whose answers came

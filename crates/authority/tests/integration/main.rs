@@ -4,6 +4,7 @@
 
 mod behaviour;
 mod dnssec;
+mod malformed;
 mod rfc1034;
 mod rfc4592;
 mod support;

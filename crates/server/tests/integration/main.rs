@@ -2,6 +2,8 @@
 //!
 //! - `udp`: answers, case echo, truncation, drops, the answer cache;
 //! - `tcp`: framing, pipelining and each RFC 7766 limit;
+//! - `malformed`: malformed queries, other opcodes, EDNS and query flags
+//!   (docs/decisions/0005), over UDP and TCP;
 //! - `runtime`: several cores on one port (SO_REUSEPORT), IPv6, reload
 //!   under load, shutdown, statistics.
 //!
@@ -21,6 +23,8 @@ use tern_server::{Driver, Server, ServerConfig};
 use tern_wire::name::NameBuf;
 use tern_wire::parse::MessageView;
 
+mod forward;
+mod malformed;
 mod runtime;
 mod tcp;
 mod udp;

@@ -63,6 +63,9 @@ pub(crate) struct Config {
     pub(crate) control_socket: PathBuf,
     /// Answer CH TXT version.bind / id.server with these strings.
     pub(crate) chaos: Option<tern_authority::ChaosIdentity>,
+    /// The caching forwarder; `None`: recursive queries for other names
+    /// are REFUSED.
+    pub(crate) forward: Option<tern_server::ForwardConfig>,
 }
 
 /// Command-line values that replace the file's.
@@ -98,6 +101,7 @@ impl Default for Config {
             log_level: DEFAULT_LOG_LEVEL,
             control_socket: default_control_socket(),
             chaos: None,
+            forward: None,
         }
     }
 }
@@ -164,6 +168,7 @@ impl Config {
         if let Some(tcp) = raw.tcp {
             let limits = &mut config.tcp;
             set(&mut limits.idle_timeout, tcp.idle_timeout);
+            set(&mut limits.initial_timeout, tcp.initial_timeout);
             set(&mut limits.message_timeout, tcp.message_timeout);
             set(&mut limits.write_timeout, tcp.write_timeout);
             set(&mut limits.max_connections, tcp.max_connections);
@@ -186,6 +191,9 @@ impl Config {
                 identity: chaos.identity.map(|text| text.0),
             });
         }
+        if let Some(forward) = raw.forward {
+            config.forward = Some(forward_config(forward)?);
+        }
         Ok(config)
     }
 
@@ -206,6 +214,7 @@ impl Config {
             },
             tcp: self.tcp,
             cache: self.cache,
+            forward: self.forward.clone(),
             allocations,
         }
     }
@@ -228,8 +237,53 @@ impl Config {
         compare("cache", self.cache != next.cache);
         compare("control-socket", self.control_socket != next.control_socket);
         compare("chaos", self.chaos != next.chaos);
+        compare("forward", self.forward != next.forward);
         changed
     }
+}
+
+/// The `forward:` section over the defaults of
+/// [`tern_server::ForwardConfig::new`]; `upstreams` must name at least one.
+fn forward_config(raw: raw::RawForward) -> anyhow::Result<tern_server::ForwardConfig> {
+    let upstreams: Vec<SocketAddr> = raw
+        .upstreams
+        .unwrap_or_default()
+        .into_iter()
+        .map(|address| address.0)
+        .collect();
+    if upstreams.is_empty() {
+        bail!("forward.upstreams: name at least one upstream, like [\"127.0.0.1:5300\"]");
+    }
+    if upstreams.len() > tern_server::MAX_UPSTREAMS {
+        bail!(
+            "forward.upstreams: more than {} upstreams",
+            tern_server::MAX_UPSTREAMS
+        );
+    }
+    let mut forward = tern_server::ForwardConfig::new(upstreams);
+    forward.allow = raw
+        .allow
+        .unwrap_or_default()
+        .into_iter()
+        .map(|cidr| cidr.0)
+        .collect();
+    set(&mut forward.policy, raw.policy);
+    set(&mut forward.race, raw.race);
+    set(&mut forward.timeout, raw.timeout);
+    if let Some(retries) = raw.retries {
+        forward.retries = u32::try_from(retries.0).context("forward.retries")?;
+    }
+    set(&mut forward.stale_ttl, raw.stale_ttl);
+    set(&mut forward.negative_ttl_max, raw.negative_ttl_max);
+    set(&mut forward.servfail_ttl, raw.servfail_ttl);
+    set(&mut forward.cache.max_entries, raw.cache_entries);
+    if let Some(bytes) = raw.cache_bytes {
+        forward.cache.max_bytes = usize::try_from(bytes.0).context("forward.cache-bytes")?;
+    }
+    set(&mut forward.max_in_flight, raw.max_in_flight);
+    set(&mut forward.max_waiters, raw.max_waiters);
+    set(&mut forward.sockets, raw.sockets);
+    Ok(forward)
 }
 
 /// Replaces `field` when the file gave a value.
@@ -319,6 +373,63 @@ mod tests {
                 "control-socket"
             ]
         );
+    }
+
+    #[test]
+    fn forward_section() {
+        let config = from_text(
+            "forward:\n  allow: [127.0.0.0/8, '::1']\n  upstreams: ['127.0.0.1:5300', '[::1]:53']\n  \
+             policy: race\n  race: 2\n  timeout: 300ms\n  retries: 1\n  stale-ttl: 10s\n  \
+             negative-ttl-max: 60s\n  servfail-ttl: 2s\n  cache-entries: 1000\n  cache-bytes: 1M\n",
+            ".",
+        )
+        .unwrap();
+        let forward = config.forward.clone().unwrap();
+        assert_eq!(forward.upstreams.len(), 2);
+        assert_eq!(forward.policy, tern_server::Policy::Race);
+        assert_eq!(forward.timeout, Duration::from_millis(300));
+        assert_eq!(forward.retries, 1);
+        assert_eq!(forward.stale_ttl, Duration::from_secs(10));
+        assert_eq!(forward.negative_ttl_max, Duration::from_secs(60));
+        assert_eq!(forward.servfail_ttl, Duration::from_secs(2));
+        assert_eq!(forward.cache.max_entries, 1000);
+        assert_eq!(forward.cache.max_bytes, 1 << 20);
+        assert!(forward.allows("127.1.2.3".parse().unwrap()));
+        assert!(forward.allows("::1".parse().unwrap()));
+        assert!(!forward.allows("192.0.2.1".parse().unwrap()));
+        assert!(Config::default()
+            .restart_changes(&config)
+            .contains(&"forward"));
+        // Closed by default: no allow list means nobody.
+        let closed = from_text("forward:\n  upstreams: ['127.0.0.1:5300']\n", ".").unwrap();
+        assert!(closed.forward.unwrap().allow.is_empty());
+        assert_eq!(Config::default().forward, None);
+        let err = format!(
+            "{:#}",
+            from_text("forward:\n  allow: [127.0.0.0/8]\n", ".").unwrap_err()
+        );
+        assert!(err.contains("forward.upstreams"), "{err}");
+        let err = format!(
+            "{:#}",
+            from_text("forward:\n  upstreams: ['x']\n", ".").unwrap_err()
+        );
+        assert!(
+            err.contains("forward.upstreams") && err.contains("line 2"),
+            "{err}"
+        );
+        let err = format!(
+            "{:#}",
+            from_text("forward:\n  allow: [10.0.0.0/33]\n", ".").unwrap_err()
+        );
+        assert!(
+            err.contains("forward.allow") && err.contains("line 2"),
+            "{err}"
+        );
+        let err = format!(
+            "{:#}",
+            from_text("forward:\n  policy: fast\n", ".").unwrap_err()
+        );
+        assert!(err.contains("forward.policy"), "{err}");
     }
 
     #[test]

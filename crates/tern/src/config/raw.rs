@@ -42,6 +42,27 @@ pub(crate) struct RawConfig {
     pub(crate) log_level: Option<Parsed<LogLevelKind>>,
     pub(crate) control_socket: Option<Parsed<PathKind>>,
     pub(crate) chaos: Option<RawChaos>,
+    pub(crate) forward: Option<RawForward>,
+}
+
+/// `forward:`, the caching forwarder (docs/config.md).
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub(crate) struct RawForward {
+    pub(crate) allow: Option<Vec<Parsed<CidrKind>>>,
+    pub(crate) upstreams: Option<Vec<Parsed<AddressKind>>>,
+    pub(crate) policy: Option<Parsed<PolicyKind>>,
+    pub(crate) race: Option<Parsed<Range<1, { tern_server::MAX_UPSTREAMS }>>>,
+    pub(crate) timeout: Option<Parsed<DurationKind>>,
+    pub(crate) retries: Option<Parsed<Range<0, { value::MAX_FORWARD_RETRIES }>>>,
+    pub(crate) stale_ttl: Option<Parsed<DurationKind>>,
+    pub(crate) negative_ttl_max: Option<Parsed<DurationKind>>,
+    pub(crate) servfail_ttl: Option<Parsed<DurationKind>>,
+    pub(crate) cache_entries: Option<Parsed<Range<0, { value::MAX_CACHE_ENTRIES }>>>,
+    pub(crate) cache_bytes: Option<Parsed<SizeKind>>,
+    pub(crate) max_in_flight: Option<Parsed<Range<1, { value::MAX_FORWARD_IN_FLIGHT }>>>,
+    pub(crate) max_waiters: Option<Parsed<Range<1, { value::MAX_FORWARD_WAITERS }>>>,
+    pub(crate) sockets: Option<Parsed<Range<1, { value::MAX_FORWARD_SOCKETS }>>>,
 }
 
 /// `zones:` with a directory and/or a list.
@@ -65,6 +86,7 @@ pub(crate) struct RawZone {
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub(crate) struct RawTcp {
     pub(crate) idle_timeout: Option<Parsed<DurationKind>>,
+    pub(crate) initial_timeout: Option<Parsed<DurationKind>>,
     pub(crate) message_timeout: Option<Parsed<DurationKind>>,
     pub(crate) write_timeout: Option<Parsed<DurationKind>>,
     pub(crate) max_connections: Option<Parsed<Range<1, { value::MAX_TCP_CONNECTIONS }>>>,
@@ -217,6 +239,37 @@ impl Kind for AddressKind {
         text.trim()
             .parse()
             .map_err(|_| format!("bad address {text:?}; expected 127.0.0.1:53 or \"[::1]:53\""))
+    }
+}
+
+/// An address prefix: `10.0.0.0/8`, `::1/128` or a bare address.
+pub(crate) struct CidrKind;
+
+impl Kind for CidrKind {
+    type Value = tern_server::Cidr;
+    const EXPECTING: &'static str = "an address prefix like 127.0.0.0/8 or ::1/128";
+    fn parse(text: &str) -> Result<tern_server::Cidr, String> {
+        tern_server::Cidr::parse(text).ok_or_else(|| {
+            format!("bad address prefix {text:?}; expected 127.0.0.0/8, ::1/128 or an address")
+        })
+    }
+}
+
+/// `fastest`, `round-robin` or `race`.
+pub(crate) struct PolicyKind;
+
+impl Kind for PolicyKind {
+    type Value = tern_server::Policy;
+    const EXPECTING: &'static str = "fastest, round-robin or race";
+    fn parse(text: &str) -> Result<tern_server::Policy, String> {
+        match text {
+            "fastest" => Ok(tern_server::Policy::Fastest),
+            "round-robin" => Ok(tern_server::Policy::RoundRobin),
+            "race" => Ok(tern_server::Policy::Race),
+            _ => Err(format!(
+                "unknown policy {text:?}; expected fastest, round-robin or race"
+            )),
+        }
     }
 }
 

@@ -43,6 +43,19 @@ pub(crate) const MAX_IN_FLIGHT: usize = 1024;
 /// over a gigabyte, so a larger number is a typo.
 pub(crate) const MAX_CACHE_ENTRIES: usize = 1 << 24;
 
+/// The most `forward.retries`: each retry waits a whole timeout.
+pub(crate) const MAX_FORWARD_RETRIES: usize = 10;
+
+/// The most `forward.max-in-flight` upstream questions per core.
+pub(crate) const MAX_FORWARD_IN_FLIGHT: usize = 1 << 16;
+
+/// The most `forward.max-waiters` clients on one in-flight question.
+pub(crate) const MAX_FORWARD_WAITERS: usize = 4096;
+
+/// The most `forward.sockets` per upstream and core (each is a file
+/// descriptor and a receive task).
+pub(crate) const MAX_FORWARD_SOCKETS: usize = 64;
+
 /// Longer value texts are rejected before any parsing: no valid duration,
 /// size or CPU list of this file comes near it.
 const MAX_VALUE_LEN: usize = 4096;

@@ -1,0 +1,1036 @@
+//! The caching forwarder, sans I/O: a [`Forwarder`] decides what to send
+//! to which upstream and what to answer each waiting client; the server
+//! owns the sockets and the timers and feeds it bytes and the time.
+//!
+//! ```text
+//!   start(key, client, now)        ──► Action::Transmit { upstream, socket, bytes }
+//!   on_response(upstream, socket, bytes, now)
+//!                                  ──► Action::Answer { client, bytes } per waiter
+//!                                  ──► Action::TransmitTcp (TC=1 from upstream)
+//!   on_timeout(now)                ──► retries on the next upstream, or answers
+//!                                      from a stale entry, or SERVFAIL
+//! ```
+//!
+//! Identical questions in flight (same [`ForwardKey`]) share one upstream
+//! query; each waiting client gets its own answer, with its own ID and
+//! its own question bytes. An upstream answer is accepted only if it
+//! arrives on the connected socket the query left from (the server's
+//! business), carries the query's ID, and passes `validate`: the question
+//! byte for byte as sent (its 0x20 case too) and the records inside the
+//! question's chain. Anything else is counted as rejected and ignored.
+//!
+//! Time is `now` in milliseconds of any monotonic clock, passed in; the
+//! cache uses whole seconds of it.
+
+use std::collections::hash_map::RandomState;
+use std::collections::HashMap;
+use std::hash::{BuildHasher, Hasher};
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+
+use tern_wire::name::LowerNameBuf;
+use tern_wire::parse::{MessageView, HEADER_LEN};
+use tern_wire::types::{RClass, RType};
+
+use crate::response::CacheLimits;
+
+mod cache;
+mod validate;
+
+pub use cache::{FORWARD_ENTRY_OVERHEAD, MAX_STALE};
+pub use validate::{MAX_CACHE_TTL, MAX_CNAME_CHAIN};
+
+use cache::{write_answer, ClientView, ForwardCache, Parts, Ttls};
+use validate::{validate, Prepared, Verdict};
+
+/// The most upstreams: a query's tried set is a 64-bit mask.
+pub const MAX_UPSTREAMS: usize = 64;
+
+/// The EDNS UDP size we advertise to upstreams (DNS Flag Day 2020).
+pub const UPSTREAM_UDP_SIZE: u16 = 1232;
+
+/// One in this many `fastest` queries goes to another upstream than the
+/// fastest, so that the others' RTTs stay known (and a recovered upstream
+/// is noticed).
+pub const PROBE_ONE_IN: u64 = 32;
+
+/// An upstream's smoothed RTT before it has answered: 10 ms, so that new
+/// upstreams are tried before ones known to be slow.
+const INITIAL_RTT_MICROS: u64 = 10_000;
+
+/// A hit on an entry asked at least this often, with at most a tenth of
+/// its TTL left (and at least [`PREFETCH_MIN_TTL`] seconds of TTL), sends
+/// a query to refresh it before it expires.
+pub const PREFETCH_MIN_HITS: u32 = 3;
+
+/// Entries with a shorter TTL are never prefetched.
+pub const PREFETCH_MIN_TTL: u32 = 10;
+
+/// The most prefetches queued between two batches; more are skipped (the
+/// queue is allocated once, so a hit never allocates).
+pub const PREFETCH_QUEUE: usize = 16;
+
+/// Random IDs drawn before giving up on one that is unused on a socket.
+const ID_ATTEMPTS: usize = 8;
+
+//----------- Policy ---------------------------------------------------------
+
+/// How upstreams are chosen.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Policy {
+    /// The lowest smoothed RTT, with one query in [`PROBE_ONE_IN`] sent
+    /// to another upstream.
+    #[default]
+    Fastest,
+    /// Each query to the next upstream in turn.
+    RoundRobin,
+    /// `race` upstreams at once; the first good answer wins.
+    Race,
+}
+
+//----------- Cidr -----------------------------------------------------------
+
+/// An address prefix, such as `127.0.0.0/8` or `::1/128`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cidr {
+    /// The network address.
+    pub address: IpAddr,
+    /// The prefix length (0..=32 for IPv4, 0..=128 for IPv6).
+    pub prefix: u8,
+}
+
+impl Cidr {
+    /// Parses `ADDR/LEN` or a bare address (a host prefix).
+    pub fn parse(text: &str) -> Option<Cidr> {
+        let (address, prefix) = match text.split_once('/') {
+            Some((address, prefix)) => (address, Some(prefix)),
+            None => (text, None),
+        };
+        let address: IpAddr = address.trim().parse().ok()?;
+        let max = if address.is_ipv4() { 32 } else { 128 };
+        let prefix = match prefix {
+            Some(prefix) => prefix.trim().parse::<u8>().ok().filter(|&p| p <= max)?,
+            None => max,
+        };
+        Some(Cidr { address, prefix })
+    }
+
+    /// Whether `ip` is inside the prefix. An IPv4-mapped IPv6 address is
+    /// compared as IPv4.
+    pub fn contains(&self, ip: IpAddr) -> bool {
+        let ip = match ip {
+            IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+            v4 => v4,
+        };
+        match (self.address, ip) {
+            (IpAddr::V4(net), IpAddr::V4(ip)) => {
+                let mask = u32::MAX
+                    .checked_shl(32 - u32::from(self.prefix))
+                    .unwrap_or(0);
+                u32::from(net) & mask == u32::from(ip) & mask
+            }
+            (IpAddr::V6(net), IpAddr::V6(ip)) => {
+                let mask = u128::MAX
+                    .checked_shl(128 - u32::from(self.prefix))
+                    .unwrap_or(0);
+                u128::from(net) & mask == u128::from(ip) & mask
+            }
+            _ => false,
+        }
+    }
+}
+
+//----------- ForwardConfig --------------------------------------------------
+
+/// The forwarder's configuration (the `forward:` section), validated.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ForwardConfig {
+    /// Clients whose recursive queries are forwarded; empty: nobody (so a
+    /// default install is not an open resolver).
+    pub allow: Vec<Cidr>,
+    /// The upstreams, at most [`MAX_UPSTREAMS`].
+    pub upstreams: Vec<SocketAddr>,
+    /// How upstreams are chosen.
+    pub policy: Policy,
+    /// Upstreams asked at once under [`Policy::Race`].
+    pub race: usize,
+    /// How long one attempt waits for an answer.
+    pub timeout: Duration,
+    /// Attempts after the first, each on the next upstream.
+    pub retries: u32,
+    /// The TTL of answers served stale (RFC 8767 suggests 30 s).
+    pub stale_ttl: Duration,
+    /// The cap on the TTL of negative answers (RFC 2308 section 5).
+    pub negative_ttl_max: Duration,
+    /// How long a SERVFAIL is cached once every upstream failed.
+    pub servfail_ttl: Duration,
+    /// The per-core forward cache's bounds.
+    pub cache: CacheLimits,
+    /// Upstream queries in flight per core; past it, new questions get
+    /// SERVFAIL (or a stale answer).
+    pub max_in_flight: usize,
+    /// Clients waiting on one in-flight question; past it, SERVFAIL.
+    pub max_waiters: usize,
+    /// Connected UDP sockets per upstream and core.
+    pub sockets: usize,
+}
+
+impl ForwardConfig {
+    /// Defaults for everything but the upstreams.
+    pub fn new(upstreams: Vec<SocketAddr>) -> Self {
+        ForwardConfig {
+            allow: Vec::new(),
+            upstreams,
+            policy: Policy::Fastest,
+            race: 2,
+            timeout: Duration::from_millis(800),
+            retries: 2,
+            stale_ttl: Duration::from_secs(30),
+            negative_ttl_max: Duration::from_secs(3600),
+            servfail_ttl: Duration::from_secs(5),
+            cache: CacheLimits::default(),
+            max_in_flight: 1024,
+            max_waiters: 64,
+            sockets: 4,
+        }
+    }
+
+    /// Whether `ip` may have its queries forwarded.
+    pub fn allows(&self, ip: IpAddr) -> bool {
+        self.allow.iter().any(|cidr| cidr.contains(ip))
+    }
+}
+
+//----------- ForwardKey -----------------------------------------------------
+
+/// What decides a forwarded answer: the lowercased name, type, class, DO
+/// and CD. (EDNS presence is not part of it: the upstream's OPT is never
+/// stored, each client gets its own.)
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ForwardKey {
+    /// The query name, lowercased.
+    pub name: LowerNameBuf,
+    /// The query type.
+    pub qtype: RType,
+    /// The query class.
+    pub qclass: RClass,
+    /// The DO bit.
+    pub dnssec_ok: bool,
+    /// The CD bit.
+    pub checking_disabled: bool,
+}
+
+impl ForwardKey {
+    fn bits(&self) -> u8 {
+        u8::from(self.dnssec_ok) | u8::from(self.checking_disabled) << 1
+    }
+}
+
+//----------- Client ---------------------------------------------------------
+
+/// Where a waiting client's answer goes: opaque to the forwarder.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Client {
+    /// The server's listening socket the query arrived on.
+    pub listener: usize,
+    /// The client's address.
+    pub address: SocketAddr,
+}
+
+//----------- Action ---------------------------------------------------------
+
+/// Something the server must do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Send `bytes` on connected UDP socket `socket` of upstream `upstream`.
+    Transmit {
+        /// The upstream's index in [`ForwardConfig::upstreams`].
+        upstream: usize,
+        /// The socket's index among that upstream's.
+        socket: usize,
+        /// The query.
+        bytes: Vec<u8>,
+    },
+    /// Ask `upstream` over TCP; hand the answer (or `None` on any failure)
+    /// to [`Forwarder::on_tcp_response`] with `token`.
+    TransmitTcp {
+        /// The upstream's index.
+        upstream: usize,
+        /// Identifies the query.
+        token: TcpToken,
+        /// The query (without the length prefix).
+        bytes: Vec<u8>,
+    },
+    /// Send `bytes` to `client`.
+    Answer {
+        /// The client.
+        client: Client,
+        /// Its whole answer.
+        bytes: Vec<u8>,
+    },
+}
+
+/// Identifies a query's TCP attempt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TcpToken {
+    slot: u32,
+    id: u16,
+    upstream: u16,
+}
+
+//----------- Stats ----------------------------------------------------------
+
+/// The forwarder's counters.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ForwardStats {
+    /// Queries sent upstream (UDP and TCP).
+    pub upstream_queries: u64,
+    /// Upstream answers accepted.
+    pub upstream_answers: u64,
+    /// Upstream attempts that timed out.
+    pub upstream_timeouts: u64,
+    /// Upstream answers dropped: unknown ID, mismatched question,
+    /// malformed, outside the question's chain.
+    pub upstream_rejected: u64,
+    /// Forwardable queries answered from the forward cache.
+    pub cache_hits: u64,
+    /// Forwardable queries the forward cache could not answer.
+    pub cache_misses: u64,
+    /// Queries that joined a question already in flight.
+    pub coalesced: u64,
+    /// Answers served stale after every upstream failed.
+    pub stale_answers: u64,
+    /// Clients answered SERVFAIL by the forwarder.
+    pub servfails: u64,
+    /// Per upstream, in configuration order.
+    pub upstreams: Vec<UpstreamStats>,
+}
+
+/// One upstream's counters.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct UpstreamStats {
+    /// Its address.
+    pub address: Option<SocketAddr>,
+    /// Queries sent to it.
+    pub queries: u64,
+    /// Answers accepted from it.
+    pub answers: u64,
+    /// Attempts on it that timed out.
+    pub timeouts: u64,
+    /// Its smoothed RTT in microseconds.
+    pub rtt_micros: u64,
+}
+
+//----------- Forwarder ------------------------------------------------------
+
+/// A client waiting for an in-flight question.
+struct Waiter {
+    client: Client,
+    /// The client's header and question.
+    head: Vec<u8>,
+    edns: bool,
+    limit: usize,
+}
+
+/// A question in flight upstream.
+struct Query {
+    key: ForwardKey,
+    /// The upstream query (its ID is rewritten per attempt).
+    wire: Vec<u8>,
+    waiters: Vec<Waiter>,
+    /// Attempts made so far.
+    attempts: u32,
+    /// Upstreams tried (bit per index).
+    tried: u64,
+    /// `(upstream, socket, id)` of every UDP transmit not yet answered.
+    outstanding: Vec<(u16, u16, u16)>,
+    /// The upstreams of the latest attempt and when it left.
+    latest: Vec<u16>,
+    sent_at: u64,
+    deadline: u64,
+    tcp: Option<TcpToken>,
+}
+
+/// One core's forwarding state: the forward cache, the questions in
+/// flight, the upstreams' RTTs and the counters. See the module docs.
+pub struct Forwarder {
+    config: ForwardConfig,
+    udp_size: u16,
+    cache: ForwardCache,
+    slots: Vec<Option<Query>>,
+    free: Vec<u32>,
+    in_flight: usize,
+    by_key: HashMap<ForwardKey, u32>,
+    by_wire: HashMap<(u16, u16, u16), u32>,
+    rtt: Vec<u64>,
+    rng: u64,
+    next_round_robin: usize,
+    prefetch: Vec<ForwardKey>,
+    stats: ForwardStats,
+}
+
+impl Forwarder {
+    /// A forwarder for `config` (upstreams beyond [`MAX_UPSTREAMS`] are
+    /// ignored) that advertises `udp_size` to its clients.
+    pub fn new(mut config: ForwardConfig, udp_size: u16) -> Self {
+        config.upstreams.truncate(MAX_UPSTREAMS);
+        config.sockets = config.sockets.clamp(1, usize::from(u16::MAX));
+        config.race = config.race.max(1);
+        let seed = {
+            let mut hasher = RandomState::new().build_hasher();
+            hasher.write_u64(0x7465_726e);
+            hasher.finish() | 1
+        };
+        let upstreams = config
+            .upstreams
+            .iter()
+            .map(|&address| UpstreamStats {
+                address: Some(address),
+                rtt_micros: INITIAL_RTT_MICROS,
+                ..UpstreamStats::default()
+            })
+            .collect();
+        Forwarder {
+            cache: ForwardCache::new(config.cache),
+            rtt: vec![INITIAL_RTT_MICROS; config.upstreams.len()],
+            config,
+            udp_size,
+            slots: Vec::new(),
+            free: Vec::new(),
+            in_flight: 0,
+            by_key: HashMap::new(),
+            by_wire: HashMap::new(),
+            rng: seed,
+            next_round_robin: 0,
+            prefetch: Vec::with_capacity(PREFETCH_QUEUE),
+            stats: ForwardStats {
+                upstreams,
+                ..ForwardStats::default()
+            },
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ForwardConfig {
+        &self.config
+    }
+
+    /// The counters (RTTs as of now).
+    pub fn stats(&self) -> ForwardStats {
+        let mut stats = self.stats.clone();
+        for (upstream, rtt) in stats.upstreams.iter_mut().zip(&self.rtt) {
+            upstream.rtt_micros = *rtt;
+        }
+        stats
+    }
+
+    /// Entries in the forward cache.
+    pub fn cached(&self) -> usize {
+        self.cache.len()
+    }
+
+    /// Bytes charged to the forward cache's entries.
+    pub fn cached_bytes(&self) -> usize {
+        self.cache.bytes()
+    }
+
+    /// Questions in flight upstream.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight
+    }
+
+    /// The cached answer for `key` as `(rcode, remaining TTL)`, fresh or
+    /// stale; for tests and diagnostics.
+    pub fn peek(&self, key: &ForwardKey, now: u64) -> Option<(u8, u32)> {
+        let now = seconds(now);
+        let entry = self.cache.stale(key, now)?;
+        Some((entry.parts().flags[1] & 0x0f, entry.remaining(now)))
+    }
+
+    /// The forward key of a parsed query (`dnssec_ok` from its OPT).
+    pub fn key(view: &MessageView<'_>, dnssec_ok: bool) -> Option<ForwardKey> {
+        let question = view.question()?;
+        Some(ForwardKey {
+            name: question.name.to_lower(),
+            qtype: question.qtype,
+            qclass: question.qclass,
+            dnssec_ok,
+            checking_disabled: view.header().cd(),
+        })
+    }
+
+    /// On a fresh cache hit, writes the answer for `query` (whose header
+    /// and question end at `head_len`) into `out` and returns its length.
+    /// No allocation; may queue a prefetch (see [`Forwarder::prefetches`]).
+    #[allow(clippy::too_many_arguments)]
+    pub fn answer_from_cache(
+        &mut self,
+        key: &ForwardKey,
+        query: &[u8],
+        head_len: usize,
+        edns: bool,
+        limit: usize,
+        now: u64,
+        out: &mut [u8],
+    ) -> Option<usize> {
+        let now_seconds = seconds(now);
+        let udp_size = self.udp_size;
+        let Some(entry) = self.cache.fresh(key, now_seconds) else {
+            self.stats.cache_misses += 1;
+            return None;
+        };
+        let client = ClientView {
+            head: query.get(..head_len)?,
+            edns,
+            dnssec_ok: key.dnssec_ok,
+            limit,
+            udp_size,
+        };
+        let len = write_answer(
+            entry.parts(),
+            Ttls::Elapsed(entry.elapsed(now_seconds)),
+            client,
+            out,
+        )?;
+        let remaining = entry.remaining(now_seconds);
+        if entry.hits() >= PREFETCH_MIN_HITS
+            && entry.ttl() >= PREFETCH_MIN_TTL
+            && remaining <= entry.ttl() / 10
+            && !entry.prefetching
+            && self.prefetch.len() < PREFETCH_QUEUE
+        {
+            entry.prefetching = true;
+            self.prefetch.push(*key);
+        }
+        self.stats.cache_hits += 1;
+        Some(len)
+    }
+
+    /// Whether hits have queued prefetches.
+    pub fn has_prefetches(&self) -> bool {
+        !self.prefetch.is_empty()
+    }
+
+    /// Starts the queued prefetches: questions with no waiting client,
+    /// whose answers refresh the cache.
+    pub fn prefetches(&mut self, now: u64, actions: &mut Vec<Action>) {
+        let keys: Vec<ForwardKey> = self.prefetch.drain(..).collect();
+        for key in keys {
+            if self.by_key.contains_key(&key) || self.in_flight >= self.config.max_in_flight {
+                self.cache.prefetch_done(&key);
+                continue;
+            }
+            self.launch(key, None, now, actions);
+        }
+    }
+
+    /// A query the cache could not answer: joins the same question in
+    /// flight, or sends a new one. `query` is the client's whole query,
+    /// its header and question ending at `head_len`. If the question
+    /// cannot be taken (too many in flight or waiting), the client is
+    /// answered at once into `out` (a stale answer or SERVFAIL) and the
+    /// length returned.
+    #[allow(clippy::too_many_arguments)]
+    pub fn start(
+        &mut self,
+        key: ForwardKey,
+        client: Client,
+        query: &[u8],
+        head_len: usize,
+        edns: bool,
+        limit: usize,
+        now: u64,
+        actions: &mut Vec<Action>,
+        out: &mut [u8],
+    ) -> Option<usize> {
+        let head = query.get(..head_len)?;
+        if head.len() < HEADER_LEN {
+            return None;
+        }
+        let waiter = Waiter {
+            client,
+            head: head.to_vec(),
+            edns,
+            limit,
+        };
+        if let Some(&slot) = self.by_key.get(&key) {
+            let max_waiters = self.config.max_waiters;
+            if let Some(Some(query)) = self.slots.get_mut(slot as usize) {
+                if query.waiters.len() < max_waiters {
+                    query.waiters.push(waiter);
+                    self.stats.coalesced += 1;
+                    return None;
+                }
+            }
+            return self.answer_now(&key, &waiter, now, out);
+        }
+        if self.in_flight >= self.config.max_in_flight || self.config.upstreams.is_empty() {
+            return self.answer_now(&key, &waiter, now, out);
+        }
+        self.launch(key, Some(waiter), now, actions);
+        None
+    }
+
+    /// A stale answer or SERVFAIL, written at once.
+    fn answer_now(
+        &mut self,
+        key: &ForwardKey,
+        waiter: &Waiter,
+        now: u64,
+        out: &mut [u8],
+    ) -> Option<usize> {
+        let client = self.client_view(key, waiter);
+        if let Some(entry) = self.cache.stale(key, seconds(now)) {
+            self.stats.stale_answers += 1;
+            let ttl = self.config.stale_ttl.as_secs() as u32;
+            return write_answer(entry.parts(), Ttls::Fixed(ttl), client, out);
+        }
+        self.stats.servfails += 1;
+        let servfail = Prepared::servfail(0);
+        write_answer(Parts::of(&servfail), Ttls::Elapsed(0), client, out)
+    }
+
+    fn client_view<'w>(&self, key: &ForwardKey, waiter: &'w Waiter) -> ClientView<'w> {
+        ClientView {
+            head: &waiter.head,
+            edns: waiter.edns,
+            dnssec_ok: key.dnssec_ok,
+            limit: waiter.limit,
+            udp_size: self.udp_size,
+        }
+    }
+
+    /// Creates the in-flight question and sends its first attempt.
+    fn launch(
+        &mut self,
+        key: ForwardKey,
+        waiter: Option<Waiter>,
+        now: u64,
+        actions: &mut Vec<Action>,
+    ) {
+        let wire = self.upstream_query(&key);
+        let query = Query {
+            key,
+            wire,
+            waiters: waiter.into_iter().collect(),
+            attempts: 0,
+            tried: 0,
+            outstanding: Vec::new(),
+            latest: Vec::new(),
+            sent_at: now,
+            deadline: now,
+            tcp: None,
+        };
+        let slot = match self.free.pop() {
+            Some(slot) => {
+                self.slots[slot as usize] = Some(query);
+                slot
+            }
+            None => {
+                self.slots.push(Some(query));
+                (self.slots.len() - 1) as u32
+            }
+        };
+        self.in_flight += 1;
+        self.by_key.insert(key, slot);
+        self.attempt(slot, now, actions);
+    }
+
+    /// The upstream query for `key`: RD, the key's CD, the name in random
+    /// case (0x20: an answer must echo it exactly), an OPT with the key's
+    /// DO. The ID is set per attempt.
+    fn upstream_query(&mut self, key: &ForwardKey) -> Vec<u8> {
+        let name = key.name.as_bytes();
+        let mut wire = Vec::with_capacity(HEADER_LEN + name.len() + 4 + 11);
+        let cd = if key.checking_disabled { 0x10 } else { 0 };
+        wire.extend_from_slice(&[0, 0, 0x01, cd, 0, 1, 0, 0, 0, 0, 0, 1]);
+        let mut bits = self.random();
+        for &octet in name {
+            let mut octet = octet;
+            if octet.is_ascii_lowercase() {
+                if bits & 1 == 1 {
+                    octet = octet.to_ascii_uppercase();
+                }
+                bits = bits.rotate_right(1);
+            }
+            wire.push(octet);
+        }
+        wire.extend_from_slice(&key.qtype.0.to_be_bytes());
+        wire.extend_from_slice(&key.qclass.0.to_be_bytes());
+        wire.extend_from_slice(&[0, 0, 41]);
+        wire.extend_from_slice(&UPSTREAM_UDP_SIZE.to_be_bytes());
+        wire.extend_from_slice(&[0, 0, if key.dnssec_ok { 0x80 } else { 0 }, 0, 0, 0]);
+        wire
+    }
+
+    /// Sends the next attempt of `slot`'s question: one upstream, or
+    /// `race` of them, preferring upstreams not tried yet.
+    fn attempt(&mut self, slot: u32, now: u64, actions: &mut Vec<Action>) {
+        let count = self.config.upstreams.len();
+        let wanted = if self.config.policy == Policy::Race {
+            self.config.race.min(count)
+        } else {
+            1
+        };
+        let Some(Some(query)) = self.slots.get(slot as usize) else {
+            return;
+        };
+        let mut tried = query.tried;
+        if tried.count_ones() as usize + wanted > count {
+            tried = 0;
+        }
+        let chosen = self.choose(tried, wanted);
+        let id_seed = self.random();
+        let sockets = self.config.sockets;
+        let timeout = self.config.timeout.as_millis() as u64;
+        let mut transmits = Vec::with_capacity(chosen.len());
+        for (n, &upstream) in chosen.iter().enumerate() {
+            let socket = ((id_seed >> 16).wrapping_add(n as u64) % sockets as u64) as u16;
+            let mut id = (id_seed >> (n % 3 * 16)) as u16;
+            for _ in 0..ID_ATTEMPTS {
+                if !self.by_wire.contains_key(&(upstream, socket, id)) {
+                    break;
+                }
+                id = self.random() as u16;
+            }
+            if self.by_wire.contains_key(&(upstream, socket, id)) {
+                continue;
+            }
+            transmits.push((upstream, socket, id));
+        }
+        let Some(Some(query)) = self.slots.get_mut(slot as usize) else {
+            return;
+        };
+        query.attempts += 1;
+        query.tried = tried;
+        query.latest.clear();
+        query.sent_at = now;
+        query.deadline = now + timeout;
+        for &(upstream, socket, id) in &transmits {
+            query.tried |= 1 << upstream;
+            query.latest.push(upstream);
+            query.outstanding.push((upstream, socket, id));
+            let mut bytes = query.wire.clone();
+            bytes[..2].copy_from_slice(&id.to_be_bytes());
+            actions.push(Action::Transmit {
+                upstream: usize::from(upstream),
+                socket: usize::from(socket),
+                bytes,
+            });
+        }
+        for &(upstream, socket, id) in &transmits {
+            self.by_wire.insert((upstream, socket, id), slot);
+            self.stats.upstream_queries += 1;
+            self.stats.upstreams[usize::from(upstream)].queries += 1;
+        }
+    }
+
+    /// `wanted` upstreams not in `tried`, by the policy.
+    fn choose(&mut self, tried: u64, wanted: usize) -> Vec<u16> {
+        let count = self.config.upstreams.len();
+        let mut candidates: Vec<u16> = (0..count as u16)
+            .filter(|&u| tried & (1 << u) == 0)
+            .collect();
+        match self.config.policy {
+            Policy::RoundRobin => {
+                let start = self.next_round_robin;
+                self.next_round_robin = self.next_round_robin.wrapping_add(1);
+                candidates.sort_by_key(|&u| (usize::from(u) + count - start % count) % count);
+            }
+            Policy::Fastest | Policy::Race => {
+                let rtt = &self.rtt;
+                candidates.sort_by_key(|&u| rtt[usize::from(u)]);
+                if candidates.len() > 1 && self.random().is_multiple_of(PROBE_ONE_IN) {
+                    let pick = 1 + (self.random() as usize) % (candidates.len() - 1);
+                    candidates.swap(0, pick);
+                }
+            }
+        }
+        candidates.truncate(wanted);
+        candidates
+    }
+
+    /// An answer that arrived on connected socket `socket` of upstream
+    /// `upstream` (so its source address and port are the upstream's).
+    pub fn on_response(
+        &mut self,
+        upstream: usize,
+        socket: usize,
+        bytes: &[u8],
+        now: u64,
+        actions: &mut Vec<Action>,
+    ) {
+        let (Ok(upstream), Ok(socket)) = (u16::try_from(upstream), u16::try_from(socket)) else {
+            return;
+        };
+        let Some(id) = bytes.get(..2).map(|id| u16::from_be_bytes([id[0], id[1]])) else {
+            self.stats.upstream_rejected += 1;
+            return;
+        };
+        let Some(&slot) = self.by_wire.get(&(upstream, socket, id)) else {
+            self.stats.upstream_rejected += 1;
+            return;
+        };
+        let Some(Some(query)) = self.slots.get(slot as usize) else {
+            return;
+        };
+        let question = &query.wire[HEADER_LEN..query.wire.len() - 11];
+        let negative_max = self.config.negative_ttl_max.as_secs() as u32;
+        match validate(question, bytes, negative_max) {
+            Verdict::Bad(_) => self.stats.upstream_rejected += 1,
+            Verdict::Good(prepared) => {
+                self.learn_rtt(upstream, slot, now);
+                self.stats.upstream_answers += 1;
+                self.stats.upstreams[usize::from(upstream)].answers += 1;
+                self.complete(slot, Some(prepared), now, actions);
+            }
+            Verdict::Truncated => {
+                self.learn_rtt(upstream, slot, now);
+                self.forget_transmit(slot, (upstream, socket, id));
+                let timeout = self.config.timeout.as_millis() as u64;
+                let Some(Some(query)) = self.slots.get_mut(slot as usize) else {
+                    return;
+                };
+                if query.tcp.is_some() {
+                    return;
+                }
+                let token = TcpToken { slot, id, upstream };
+                query.tcp = Some(token);
+                // TCP needs a handshake first: two timeouts.
+                query.deadline = now + 2 * timeout;
+                let mut bytes = query.wire.clone();
+                bytes[..2].copy_from_slice(&id.to_be_bytes());
+                self.stats.upstream_queries += 1;
+                self.stats.upstreams[usize::from(upstream)].queries += 1;
+                actions.push(Action::TransmitTcp {
+                    upstream: usize::from(upstream),
+                    token,
+                    bytes,
+                });
+            }
+            Verdict::Failure => {
+                self.stats.upstreams[usize::from(upstream)].answers += 1;
+                self.forget_transmit(slot, (upstream, socket, id));
+                let Some(Some(query)) = self.slots.get(slot as usize) else {
+                    return;
+                };
+                if query.outstanding.is_empty() && query.tcp.is_none() {
+                    self.next_attempt(slot, now, actions);
+                }
+            }
+        }
+    }
+
+    /// The end of a TCP attempt: the answer, or `None` if the connection
+    /// failed.
+    pub fn on_tcp_response(
+        &mut self,
+        token: TcpToken,
+        bytes: Option<&[u8]>,
+        now: u64,
+        actions: &mut Vec<Action>,
+    ) {
+        let slot = token.slot;
+        let Some(Some(query)) = self.slots.get_mut(slot as usize) else {
+            return;
+        };
+        if query.tcp != Some(token) {
+            return;
+        }
+        query.tcp = None;
+        let question = &query.wire[HEADER_LEN..query.wire.len() - 11];
+        let verdict = match bytes {
+            Some(bytes) if bytes.get(..2) == Some(&token.id.to_be_bytes()[..]) => {
+                let negative_max = self.config.negative_ttl_max.as_secs() as u32;
+                validate(question, bytes, negative_max)
+            }
+            Some(_) => Verdict::Bad("wrong ID"),
+            None => Verdict::Failure,
+        };
+        match verdict {
+            Verdict::Good(prepared) => {
+                self.stats.upstream_answers += 1;
+                self.stats.upstreams[usize::from(token.upstream)].answers += 1;
+                self.complete(slot, Some(prepared), now, actions);
+            }
+            Verdict::Bad(_) | Verdict::Truncated => {
+                self.stats.upstream_rejected += 1;
+                self.next_attempt(slot, now, actions);
+            }
+            Verdict::Failure => self.next_attempt(slot, now, actions),
+        }
+    }
+
+    /// Handles every question whose attempt timed out by `now`: a retry on
+    /// the next upstream, or the end (stale answer or SERVFAIL).
+    pub fn on_timeout(&mut self, now: u64, actions: &mut Vec<Action>) {
+        let timeout_micros = self.config.timeout.as_micros() as u64;
+        for slot in 0..self.slots.len() as u32 {
+            let Some(Some(query)) = self.slots.get_mut(slot as usize) else {
+                continue;
+            };
+            if query.deadline > now {
+                continue;
+            }
+            query.tcp = None;
+            let latest = std::mem::take(&mut query.latest);
+            for upstream in latest {
+                self.stats.upstream_timeouts += 1;
+                self.stats.upstreams[usize::from(upstream)].timeouts += 1;
+                let rtt = &mut self.rtt[usize::from(upstream)];
+                *rtt = (*rtt * 2).max(timeout_micros);
+            }
+            self.next_attempt(slot, now, actions);
+        }
+    }
+
+    /// The earliest deadline of a question in flight, if any.
+    pub fn next_deadline(&self) -> Option<u64> {
+        self.slots
+            .iter()
+            .flatten()
+            .map(|query| query.deadline)
+            .min()
+    }
+
+    /// Retries if attempts remain, else ends the question unanswered.
+    fn next_attempt(&mut self, slot: u32, now: u64, actions: &mut Vec<Action>) {
+        let Some(Some(query)) = self.slots.get(slot as usize) else {
+            return;
+        };
+        if query.attempts <= self.config.retries {
+            self.attempt(slot, now, actions);
+        } else {
+            self.complete(slot, None, now, actions);
+        }
+    }
+
+    fn forget_transmit(&mut self, slot: u32, transmit: (u16, u16, u16)) {
+        self.by_wire.remove(&transmit);
+        if let Some(Some(query)) = self.slots.get_mut(slot as usize) {
+            query.outstanding.retain(|&t| t != transmit);
+        }
+    }
+
+    fn learn_rtt(&mut self, upstream: u16, slot: u32, now: u64) {
+        let Some(Some(query)) = self.slots.get(slot as usize) else {
+            return;
+        };
+        let sample = now
+            .saturating_sub(query.sent_at)
+            .saturating_mul(1000)
+            .max(1);
+        let rtt = &mut self.rtt[usize::from(upstream)];
+        *rtt = (*rtt * 7 + sample) / 8;
+    }
+
+    /// Ends a question: answers every waiter from `prepared` (and caches
+    /// it), or, with `None`, from a stale entry or with SERVFAIL (cached
+    /// for `servfail-ttl`).
+    fn complete(
+        &mut self,
+        slot: u32,
+        prepared: Option<Prepared>,
+        now: u64,
+        actions: &mut Vec<Action>,
+    ) {
+        let Some(query) = self.slots.get_mut(slot as usize).and_then(Option::take) else {
+            return;
+        };
+        self.free.push(slot);
+        self.in_flight -= 1;
+        self.by_key.remove(&query.key);
+        for transmit in &query.outstanding {
+            self.by_wire.remove(transmit);
+        }
+        let now_seconds = seconds(now);
+        let key = query.key;
+        let stale_ttl = self.config.stale_ttl.as_secs() as u32;
+        // Each waiter's answer fits its header, question, the records
+        // and an OPT; sized once per completion.
+        let longest = query
+            .waiters
+            .iter()
+            .map(|w| w.head.len())
+            .max()
+            .unwrap_or(0);
+        let tail = prepared.as_ref().map_or(0, |p| p.tail.len()).max(
+            self.cache
+                .stale(&query.key, seconds(now))
+                .map_or(0, |e| e.parts().tail.len()),
+        );
+        let mut out = vec![0u8; longest + tail + cache::OPT_LEN];
+        match prepared {
+            Some(prepared) => {
+                for waiter in &query.waiters {
+                    let client = self.client_view(&key, waiter);
+                    if let Some(len) =
+                        write_answer(Parts::of(&prepared), Ttls::Elapsed(0), client, &mut out)
+                    {
+                        actions.push(Action::Answer {
+                            client: waiter.client,
+                            bytes: out[..len].to_vec(),
+                        });
+                    }
+                }
+                self.cache.insert(&key, &prepared, now_seconds);
+            }
+            None => {
+                let stale = self.cache.stale(&key, now_seconds).is_some();
+                let servfail = Prepared::servfail(self.config.servfail_ttl.as_secs() as u32);
+                for waiter in &query.waiters {
+                    let client = self.client_view(&key, waiter);
+                    let written = match self.cache.stale(&key, now_seconds) {
+                        Some(entry) => {
+                            self.stats.stale_answers += 1;
+                            write_answer(entry.parts(), Ttls::Fixed(stale_ttl), client, &mut out)
+                        }
+                        None => {
+                            self.stats.servfails += 1;
+                            write_answer(Parts::of(&servfail), Ttls::Elapsed(0), client, &mut out)
+                        }
+                    };
+                    if let Some(len) = written {
+                        actions.push(Action::Answer {
+                            client: waiter.client,
+                            bytes: out[..len].to_vec(),
+                        });
+                    }
+                }
+                if !stale {
+                    self.cache.insert(&key, &servfail, now_seconds);
+                }
+            }
+        }
+        self.cache.prefetch_done(&key);
+    }
+
+    /// xorshift64*: per-core randomness for IDs, sockets and case, seeded
+    /// from std's per-process random keys.
+    fn random(&mut self) -> u64 {
+        let mut x = self.rng;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.rng = x;
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+}
+
+impl core::fmt::Debug for Forwarder {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Forwarder")
+            .field("upstreams", &self.config.upstreams)
+            .field("in_flight", &self.in_flight)
+            .field("cached", &self.cache.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Whole seconds of a millisecond clock, as the cache counts them.
+fn seconds(now_millis: u64) -> u32 {
+    (now_millis / 1000).min(u64::from(u32::MAX)) as u32
+}
+
+#[cfg(test)]
+mod tests;

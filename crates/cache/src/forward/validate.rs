@@ -1,0 +1,428 @@
+//! Checking an upstream's answer before anything of it reaches a client or
+//! the cache, and cutting it into the parts a forwarded answer is written
+//! from (STYLE R6: every byte is hostile, every loop bounded).
+//!
+//! An answer is accepted only if: it parses; QR is set, the opcode is
+//! QUERY; its question is byte for byte the one we sent (the name's 0x20
+//! case included); every compression pointer lands inside the question
+//! or the records (never in the header, which a client's answer replaces);
+//! an OPT record, if any, is the last record; the answer section holds
+//! only the question's chain (the name, then each CNAME target in turn,
+//! no loop, at most [`MAX_CNAME_CHAIN`] links) with the question's type,
+//! CNAME, RRSIG, or a DNAME above a chain name; and the SOA and NS records
+//! of the authority section sit at or above the chain's last name.
+
+use tern_wire::name::NameBuf;
+use tern_wire::parse::{CompressedName, MessageView, HEADER_LEN, MAX_POINTER_HOPS};
+use tern_wire::types::{Opcode, RType};
+
+use crate::response::MAX_ANSWER_LEN;
+
+/// The longest CNAME chain followed in an answer (the query name plus this
+/// many targets). Resolvers stop between 8 and 16 links; longer chains are
+/// misconfigurations or attacks.
+pub const MAX_CNAME_CHAIN: usize = 12;
+
+/// The longest TTL kept (one day): longer TTLs are capped, as resolvers do
+/// (RFC 8767 section 4 suggests capping at days, not weeks).
+pub const MAX_CACHE_TTL: u32 = 86_400;
+
+/// The most records one answer may carry: each costs at least 11 octets,
+/// so 65535 octets cannot hold more; the bound keeps the walks explicit.
+const MAX_RECORDS: usize = 65535 / 11;
+
+/// Header octet 2: QR.
+const QR: u8 = 0x80;
+/// Header octet 3: RA.
+const RA: u8 = 0x80;
+/// Header octet 3: AD.
+const AD: u8 = 0x20;
+
+//----------- Prepared -------------------------------------------------------
+
+/// A checked upstream answer, cut into what every client's copy shares.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Prepared {
+    /// Header octets 2 and 3 as sent to clients: QR, RA, AD as upstream
+    /// set it and the rcode; RD and CD are the client's own, added later.
+    pub(crate) flags: [u8; 2],
+    /// ANCOUNT, NSCOUNT and ARCOUNT without the upstream's OPT.
+    pub(crate) counts: [u16; 3],
+    /// The records after the question, upstream's OPT left out.
+    pub(crate) tail: Vec<u8>,
+    /// Offsets in `tail` of every record's TTL field.
+    pub(crate) ttl_offsets: Vec<u16>,
+    /// How long the answer may be cached, in seconds (0: not cached).
+    pub(crate) ttl: u32,
+}
+
+impl Prepared {
+    /// A SERVFAIL with no records, cached for `ttl` seconds.
+    pub(crate) fn servfail(ttl: u32) -> Prepared {
+        Prepared {
+            flags: [QR, RA | 2],
+            counts: [0; 3],
+            tail: Vec::new(),
+            ttl_offsets: Vec::new(),
+            ttl,
+        }
+    }
+}
+
+//----------- Verdict --------------------------------------------------------
+
+/// What an upstream's answer is worth.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    /// A checked answer (NOERROR or NXDOMAIN).
+    Good(Prepared),
+    /// TC set: ask again over TCP.
+    Truncated,
+    /// A well-formed error (SERVFAIL, REFUSED, ...): try another upstream.
+    Failure,
+    /// Malformed, mismatched or outside the question's chain: dropped.
+    Bad(&'static str),
+}
+
+/// Checks `answer` against the question we sent (`question`: name as sent,
+/// type, class) and cuts it up. `negative_ttl_max` caps the TTL of
+/// NXDOMAIN and NODATA answers (RFC 2308 section 5). The ID is the
+/// caller's business: it matched the answer to the query.
+pub(crate) fn validate(question: &[u8], answer: &[u8], negative_ttl_max: u32) -> Verdict {
+    if answer.len() > MAX_ANSWER_LEN {
+        return Verdict::Bad("longer than a DNS message");
+    }
+    let Ok(view) = MessageView::parse(answer) else {
+        return Verdict::Bad("malformed header or question");
+    };
+    let header = view.header();
+    if !header.qr() || header.opcode() != Opcode::QUERY {
+        return Verdict::Bad("not a response to a query");
+    }
+    let Some(asked) = view.question() else {
+        return Verdict::Bad("no question");
+    };
+    if asked.bytes != question {
+        return Verdict::Bad("question differs from the one sent");
+    }
+    if header.tc() {
+        return Verdict::Truncated;
+    }
+    let edns = match view.edns() {
+        Ok(edns) => edns,
+        Err(_) => return Verdict::Bad("malformed records"),
+    };
+    let extended = edns.map_or(0, |edns| edns.extended_rcode);
+    match (extended, header.rcode_bits()) {
+        (0, 0 | 3) => {}
+        _ => return Verdict::Failure,
+    }
+    let nxdomain = header.rcode_bits() == 3;
+    match cut(&view, asked.name.to_lower().as_name().to_buf(), asked.qtype) {
+        Ok(cut) => {
+            let tail_start = HEADER_LEN + question.len();
+            let ttl = if cut.negative || nxdomain {
+                cut.negative_ttl.map_or(0, |ttl| ttl.min(negative_ttl_max))
+            } else {
+                cut.min_answer_ttl.unwrap_or(0)
+            }
+            .min(MAX_CACHE_TTL);
+            let mut tail = answer[tail_start..cut.end].to_vec();
+            let negative = cut.negative || nxdomain;
+            // Cap every TTL: at a day, and for a negative answer at its
+            // negative TTL (RFC 2308 section 5: the SOA's TTL is that).
+            let cap = if negative { ttl } else { MAX_CACHE_TTL };
+            let mut ttl_offsets = Vec::with_capacity(cut.ttl_offsets.len());
+            for &offset in &cut.ttl_offsets {
+                let at = offset - tail_start;
+                let field = &mut tail[at..at + 4];
+                let value = u32::from_be_bytes([field[0], field[1], field[2], field[3]]);
+                // RFC 2181 section 8: a TTL with the top bit set is zero.
+                let value = if value > i32::MAX as u32 { 0 } else { value }.min(cap);
+                field.copy_from_slice(&value.to_be_bytes());
+                ttl_offsets.push(at as u16);
+            }
+            let counts = header.counts();
+            let additional = counts[3] - u16::from(cut.opt);
+            Verdict::Good(Prepared {
+                flags: [QR, RA | (answer[3] & AD) | header.rcode_bits()],
+                counts: [counts[1], counts[2], additional],
+                tail,
+                ttl_offsets,
+                ttl,
+            })
+        }
+        Err(what) => Verdict::Bad(what),
+    }
+}
+
+//----------- Cut ------------------------------------------------------------
+
+/// What the walk over the records found.
+struct Cut {
+    /// Where the records we keep end (the OPT's start, or the message end).
+    end: usize,
+    opt: bool,
+    ttl_offsets: Vec<usize>,
+    /// The smallest TTL in the answer section.
+    min_answer_ttl: Option<u32>,
+    /// NOERROR without the question's type at the chain's end (NODATA).
+    negative: bool,
+    /// min(SOA TTL, SOA MINIMUM) of the authority section's SOA.
+    negative_ttl: Option<u32>,
+}
+
+/// One parsed record's facts.
+struct Record {
+    section: usize,
+    owner: NameBuf,
+    rtype: RType,
+    class: u16,
+    ttl: u32,
+    /// The target name of a CNAME, lowercased.
+    target: Option<NameBuf>,
+    rdata: (usize, usize),
+}
+
+/// Walks every record once: checks pointers and the answer chain.
+fn cut(view: &MessageView<'_>, qname: NameBuf, qtype: RType) -> Result<Cut, &'static str> {
+    let message = view.bytes();
+    let counts = view.header().counts();
+    let total = usize::from(counts[1]) + usize::from(counts[2]) + usize::from(counts[3]);
+    if total > MAX_RECORDS {
+        return Err("too many records");
+    }
+    let Some(question) = view.question() else {
+        return Err("no question");
+    };
+    let mut pos = HEADER_LEN + question.bytes.len();
+    let mut records = Vec::with_capacity(total);
+    let mut end = message.len();
+    let mut opt = false;
+    for index in 0..total {
+        let section = if index < usize::from(counts[1]) {
+            0
+        } else if index < usize::from(counts[1]) + usize::from(counts[2]) {
+            1
+        } else {
+            2
+        };
+        let start = pos;
+        let name_end = check_name(message, pos)?;
+        let fixed = message
+            .get(name_end..name_end + 10)
+            .ok_or("record runs past the end")?;
+        let rtype = RType(u16::from_be_bytes([fixed[0], fixed[1]]));
+        let class = u16::from_be_bytes([fixed[2], fixed[3]]);
+        let ttl = u32::from_be_bytes([fixed[4], fixed[5], fixed[6], fixed[7]]);
+        let rdlen = usize::from(u16::from_be_bytes([fixed[8], fixed[9]]));
+        let rdata = name_end + 10;
+        let rdata_end = rdata + rdlen;
+        if rdata_end > message.len() {
+            return Err("RDATA runs past the end");
+        }
+        if rtype == RType::OPT {
+            if index + 1 != total {
+                return Err("OPT record is not the last record");
+            }
+            opt = true;
+            end = start;
+            break;
+        }
+        check_rdata_names(message, rtype, rdata, rdata_end)?;
+        let owner = lower(message, start)?;
+        let target = if rtype == RType::CNAME {
+            Some(lower(message, rdata)?)
+        } else {
+            None
+        };
+        records.push(Record {
+            section,
+            owner,
+            rtype,
+            class,
+            ttl,
+            target,
+            rdata: (rdata, rdata_end),
+        });
+        pos = rdata_end;
+    }
+    if !opt && pos != message.len() {
+        return Err("trailing bytes");
+    }
+    let qclass = question.qclass.0;
+
+    // The chain: the query name, then each CNAME target in turn.
+    let mut chain: Vec<NameBuf> = vec![qname];
+    let chasing = qtype != RType::CNAME && qtype != RType::ANY;
+    // Bounded: each round adds a new name to the chain, at most
+    // MAX_CNAME_CHAIN + 1 of them.
+    for _ in 0..=MAX_CNAME_CHAIN {
+        if !chasing {
+            break;
+        }
+        let current = chain[chain.len() - 1];
+        let mut targets = records
+            .iter()
+            .filter(|r| r.section == 0 && r.rtype == RType::CNAME && r.owner == current);
+        let Some(next) = targets.next() else { break };
+        if targets.next().is_some() {
+            return Err("two CNAMEs at one name");
+        }
+        let target = next.target.ok_or("CNAME without a target")?;
+        if chain.contains(&target) {
+            return Err("CNAME loop");
+        }
+        if chain.len() > MAX_CNAME_CHAIN {
+            return Err("CNAME chain too long");
+        }
+        chain.push(target);
+    }
+    let last = chain[chain.len() - 1];
+
+    let mut min_answer_ttl: Option<u32> = None;
+    let mut found = false;
+    let mut negative_ttl = None;
+    let mut ttl_offsets = Vec::with_capacity(records.len());
+    for record in &records {
+        ttl_offsets.push(record.rdata.0 - 6);
+        if record.section == 0 {
+            if record.class != qclass {
+                return Err("answer record of another class");
+            }
+            let in_chain = chain.contains(&record.owner);
+            let allowed = match record.rtype {
+                RType::DNAME => chain.iter().any(|name| {
+                    name.as_name().ends_with(record.owner.as_name()) && *name != record.owner
+                }),
+                RType::CNAME | RType::RRSIG => in_chain,
+                rtype => in_chain && (rtype == qtype || qtype == RType::ANY),
+            };
+            if !allowed {
+                return Err("answer record outside the question's chain");
+            }
+            if record.owner == last && (record.rtype == qtype || qtype == RType::ANY) {
+                found = true;
+            }
+            if qtype == RType::CNAME && record.rtype == RType::CNAME {
+                found = true;
+            }
+            let ttl = if record.ttl > i32::MAX as u32 {
+                0
+            } else {
+                record.ttl
+            };
+            min_answer_ttl = Some(min_answer_ttl.map_or(ttl, |min| min.min(ttl)));
+        } else if record.section == 1 && matches!(record.rtype, RType::SOA | RType::NS) {
+            if !last.as_name().ends_with(record.owner.as_name()) {
+                return Err("authority record not above the question's name");
+            }
+            if record.rtype == RType::SOA {
+                let (start, end) = record.rdata;
+                let minimum = soa_minimum(message, start, end)?;
+                negative_ttl = Some(record.ttl.min(minimum).min(i32::MAX as u32));
+            }
+        }
+    }
+    Ok(Cut {
+        end,
+        opt,
+        ttl_offsets,
+        min_answer_ttl,
+        negative: !found,
+        negative_ttl,
+    })
+}
+
+/// Checks the name at `offset`: each pointer points backwards and into the
+/// question or the records (at or after [`HEADER_LEN`]); at most
+/// [`MAX_POINTER_HOPS`] pointers. Returns where the name ends at `offset`.
+fn check_name(message: &[u8], offset: usize) -> Result<usize, &'static str> {
+    let mut pos = offset;
+    let mut end = None;
+    let mut hops = 0;
+    let mut length = 0usize;
+    loop {
+        let octet = *message.get(pos).ok_or("name runs past the end")?;
+        match octet & 0xc0 {
+            0xc0 => {
+                let low = *message.get(pos + 1).ok_or("name runs past the end")?;
+                let target = usize::from(u16::from_be_bytes([octet & 0x3f, low]));
+                if target < HEADER_LEN || target >= pos {
+                    return Err("compression pointer outside the records");
+                }
+                hops += 1;
+                if hops > MAX_POINTER_HOPS {
+                    return Err("too many compression pointers");
+                }
+                end.get_or_insert(pos + 2);
+                pos = target;
+            }
+            0x00 => {
+                let len = usize::from(octet);
+                length += 1 + len;
+                if length > 255 {
+                    return Err("name longer than 255 octets");
+                }
+                if len == 0 {
+                    return Ok(*end.get_or_insert(pos + 1));
+                }
+                pos += 1 + len;
+            }
+            _ => return Err("unknown label type"),
+        }
+    }
+}
+
+/// Checks the compressible names in RDATA (RFC 3597 section 4: the types of
+/// RFC 1035 only) and that they stay inside the RDATA.
+fn check_rdata_names(
+    message: &[u8],
+    rtype: RType,
+    start: usize,
+    end: usize,
+) -> Result<(), &'static str> {
+    let inside = |name_end: usize| {
+        if name_end <= end {
+            Ok(name_end)
+        } else {
+            Err("name runs past its RDATA")
+        }
+    };
+    match rtype {
+        RType::CNAME | RType::NS | RType::PTR | RType::DNAME
+            if inside(check_name(message, start)?)? != end =>
+        {
+            return Err("bytes after the name in RDATA");
+        }
+        RType::MX if end < start + 3 || inside(check_name(message, start + 2)?)? != end => {
+            return Err("malformed MX");
+        }
+        RType::SOA => {
+            let mname = inside(check_name(message, start)?)?;
+            let rname = inside(check_name(message, mname)?)?;
+            if rname + 20 != end {
+                return Err("malformed SOA");
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// The SOA's MINIMUM field (its last four RDATA octets).
+fn soa_minimum(message: &[u8], start: usize, end: usize) -> Result<u32, &'static str> {
+    if end < start + 22 {
+        return Err("malformed SOA");
+    }
+    let m = &message[end - 4..end];
+    Ok(u32::from_be_bytes([m[0], m[1], m[2], m[3]]))
+}
+
+/// The (checked) name at `offset`, decompressed and lowercased.
+fn lower(message: &[u8], offset: usize) -> Result<NameBuf, &'static str> {
+    let name = CompressedName::parse(message, offset).map_err(|_| "malformed name")?;
+    let mut buf = name.to_buf();
+    buf.make_lowercase();
+    Ok(buf)
+}

@@ -1,0 +1,475 @@
+//! The caching forwarder over real loopback sockets: a second tern serving
+//! example.com as the upstream, and a hostile upstream written here that
+//! answers each query name with a different kind of bad answer.
+//!
+//! Checks: forwarded answers carry RA, the client's ID and question case;
+//! the forward cache answers repeats (counted upstream queries) with TTLs
+//! that count down; NXDOMAIN is cached; REFUSED for clients outside
+//! `forward.allow`, for RD=0, and never a forward for our own zone;
+//! identical questions in flight are coalesced; TC=1 from upstream is
+//! retried over TCP; every bad upstream answer is dropped and the client
+//! gets SERVFAIL; serve-stale once the upstream is stopped.
+
+use std::net::{SocketAddr, UdpSocket};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use tern_authority::{Catalog, ZoneBuilder};
+use tern_server::{Cidr, CoreStats, Driver, ForwardConfig, Server, ServerConfig};
+use tern_wire::name::NameBuf;
+use tern_wire::parse::{MessageView, Section};
+
+use crate::*;
+
+/// The forwarder's own zone: queries for it are never forwarded.
+const OWN_ZONE: &str = "\
+$ORIGIN local.test.
+$TTL 300
+@    SOA ns1 hostmaster 1 7200 3600 1209600 300
+     NS  ns1
+ns1  A   192.0.2.53
+";
+
+/// How long the hostile upstream runs at most (it stops earlier when its
+/// test drops it).
+const HOSTILE_LIFETIME: Duration = Duration::from_secs(60);
+
+fn zone_catalog(origin: &str, text: &str) -> Arc<Catalog> {
+    let origin = NameBuf::from_text(origin.as_bytes(), None).unwrap();
+    let parsed = tern_zone::parse_bytes(
+        text.as_bytes(),
+        Path::new("test.zone"),
+        origin.as_name(),
+        &tern_zone::Options::default(),
+        &mut tern_zone::NoInclude,
+    )
+    .unwrap();
+    let mut builder = ZoneBuilder::new(origin.as_name());
+    for r in &parsed.records {
+        builder
+            .insert(r.owner.as_name(), r.rtype, r.class, r.ttl, &r.rdata)
+            .unwrap();
+    }
+    Arc::new(Catalog::new(vec![builder.finish().unwrap()]))
+}
+
+/// Starts a forwarding tern (one core, own zone local.test.) in front of
+/// `upstreams`, with `configure` applied to its forward configuration.
+fn start_forwarder(
+    driver: Driver,
+    upstreams: Vec<SocketAddr>,
+    configure: impl Fn(&mut ForwardConfig),
+) -> (Server, SocketAddr) {
+    let mut forward = ForwardConfig::new(upstreams);
+    forward.allow = vec![Cidr::parse("127.0.0.0/8").unwrap()];
+    forward.timeout = Duration::from_millis(300);
+    forward.retries = 1;
+    configure(&mut forward);
+    for _ in 0..20 {
+        let addr = free_addr("127.0.0.1").expect("a free loopback port");
+        let mut config = ServerConfig::new(vec![addr]);
+        config.driver = driver;
+        config.answer.max_udp_size = 4096;
+        config.forward = Some(forward.clone());
+        match Server::start(config, zone_catalog("local.test.", OWN_ZONE)) {
+            Ok(server) => return (server, addr),
+            Err(err) if err.kind() == std::io::ErrorKind::AddrInUse => continue,
+            Err(err) => panic!("starting the forwarder on {driver:?}: {err}"),
+        }
+    }
+    panic!("no free loopback port");
+}
+
+fn forward_stats(server: &Server) -> CoreStats {
+    server.handle().stats().iter().sum()
+}
+
+/// The first TTL in the answer section.
+fn first_ttl(answer: &[u8]) -> u32 {
+    let view = MessageView::parse(answer).unwrap();
+    view.section(Section::Answer).next().unwrap().unwrap().ttl
+}
+
+fn stop(server: Server) {
+    server.handle().shutdown();
+    server.join().unwrap();
+}
+
+#[test]
+fn forwards_caches_and_marks_ra() {
+    for driver in DRIVERS {
+        let (upstream, upstream_addr) = start_with(driver, |_| {});
+        let (server, addr) = start_forwarder(driver, vec![upstream_addr], |_| {});
+
+        let answer = udp_exchange(addr, &query(0x1111, "WwW.ExAmple.com.", 1, None)).unwrap();
+        assert_eq!(summary(&answer), (0x1111, 0, false, 1), "{driver:?}");
+        let view = MessageView::parse(&answer).unwrap();
+        assert!(view.header().ra() && !view.header().aa() && view.header().rd());
+        assert_eq!(
+            view.question().unwrap().name.as_bytes(),
+            b"\x03WwW\x07ExAmple\x03com\x00"
+        );
+        assert_eq!(last_octet(&answer), Some(80));
+
+        // A repeat (other ID, other case, with EDNS) comes from the cache.
+        let again = udp_exchange(addr, &query(0x2222, "www.EXAMPLE.com.", 1, Some(1232))).unwrap();
+        assert_eq!(summary(&again), (0x2222, 0, false, 1), "{driver:?}");
+        let view = MessageView::parse(&again).unwrap();
+        assert_eq!(
+            view.question().unwrap().name.as_bytes(),
+            b"\x03www\x07EXAMPLE\x03com\x00"
+        );
+        assert!(view.edns().unwrap().is_some(), "an EDNS client gets an OPT");
+        assert!(first_ttl(&again) <= 300);
+
+        // NXDOMAIN: forwarded once, then cached (RFC 2308).
+        for id in [3, 4] {
+            let nx = udp_exchange(addr, &query(id, "nope.example.com.", 1, None)).unwrap();
+            let (_, rcode, _, answers) = summary(&nx);
+            assert_eq!((rcode, answers), (3, 0), "{driver:?}");
+            let view = MessageView::parse(&nx).unwrap();
+            let soa = view.section(Section::Authority).next().unwrap().unwrap();
+            assert_eq!(soa.rtype.0, 6);
+            assert!(soa.ttl <= 300);
+        }
+        let stats = forward_stats(&server);
+        assert_eq!(stats.forward.upstream_queries, 2, "{driver:?}: {stats}");
+        assert_eq!(stats.forward.upstream_answers, 2, "{driver:?}: {stats}");
+        assert_eq!(stats.forward.cache_hits, 2, "{driver:?}: {stats}");
+        assert_eq!(stats.forward.cache_misses, 2, "{driver:?}: {stats}");
+        assert_eq!(stats.forward.upstreams.len(), 1);
+        assert!(stats.to_string().contains("forward queries 2"), "{stats}");
+        stop(server);
+        stop(upstream);
+    }
+}
+
+#[test]
+fn refuses_outside_the_acl_without_rd_and_never_forwards_our_zone() {
+    for driver in DRIVERS {
+        let (upstream, upstream_addr) = start_with(driver, |_| {});
+        let (closed, closed_addr) = start_forwarder(driver, vec![upstream_addr], |forward| {
+            forward.allow = vec![Cidr::parse("10.0.0.0/8").unwrap()];
+        });
+        let answer = udp_exchange(closed_addr, &query(1, "www.example.com.", 1, None)).unwrap();
+        assert_eq!(
+            summary(&answer).1,
+            5,
+            "{driver:?}: REFUSED outside forward.allow"
+        );
+
+        let (server, addr) = start_forwarder(driver, vec![upstream_addr], |_| {});
+        let mut no_rd = query(2, "www.example.com.", 1, None);
+        no_rd[2] &= !0x01;
+        let answer = udp_exchange(addr, &no_rd).unwrap();
+        assert_eq!(summary(&answer).1, 5, "{driver:?}: REFUSED without RD");
+
+        // Our own zone: answered authoritatively, RD or not, never forwarded.
+        for name in ["ns1.local.test.", "missing.local.test."] {
+            let answer = udp_exchange(addr, &query(3, name, 1, None)).unwrap();
+            let view = MessageView::parse(&answer).unwrap();
+            assert!(view.header().aa(), "{driver:?} {name}");
+        }
+        let stats = forward_stats(&server);
+        assert_eq!(stats.forward.upstream_queries, 0, "{driver:?}: {stats}");
+        assert_eq!(forward_stats(&closed).forward.upstream_queries, 0);
+        stop(server);
+        stop(closed);
+        stop(upstream);
+    }
+}
+
+#[test]
+fn truncated_upstream_answers_are_retried_over_tcp() {
+    for driver in DRIVERS {
+        let (upstream, upstream_addr) = start_with(driver, |_| {});
+        let (server, addr) = start_forwarder(driver, vec![upstream_addr], |_| {});
+        // About 2.6 KB: TC over UDP at 1232, whole over TCP.
+        let answer = udp_exchange(addr, &query(9, "big.example.com.", 16, Some(4096))).unwrap();
+        assert_eq!(summary(&answer), (9, 0, false, 40), "{driver:?}");
+        // A client without EDNS gets TC and retries over TCP itself.
+        let small = udp_exchange(addr, &query(10, "big.example.com.", 16, None)).unwrap();
+        assert_eq!(summary(&small), (10, 0, true, 0), "{driver:?}");
+        assert_eq!(forward_stats(&server).forward.cache_hits, 1);
+        stop(server);
+        stop(upstream);
+    }
+}
+
+#[test]
+fn ttls_count_down_and_stale_answers_outlive_the_upstream() {
+    let zone = "\
+$ORIGIN example.net.
+@     300 SOA ns1 hostmaster 1 7200 3600 1209600 300
+      300 NS  ns1
+ns1   300 A   192.0.2.1
+short 2   A   192.0.2.2
+";
+    let driver = Driver::Legacy;
+    let upstream_addr = free_addr("127.0.0.1").unwrap();
+    let mut config = ServerConfig::new(vec![upstream_addr]);
+    config.driver = driver;
+    let upstream = Server::start(config, zone_catalog("example.net.", zone)).unwrap();
+    let (server, addr) = start_forwarder(driver, vec![upstream_addr], |forward| {
+        forward.stale_ttl = Duration::from_secs(7);
+        forward.timeout = Duration::from_millis(200);
+    });
+    let first = udp_exchange(addr, &query(1, "short.example.net.", 1, None)).unwrap();
+    assert_eq!(first_ttl(&first), 2);
+    thread::sleep(Duration::from_millis(1100));
+    let later = udp_exchange(addr, &query(2, "short.example.net.", 1, None)).unwrap();
+    let ttl = first_ttl(&later);
+    assert!(ttl < 2, "the TTL counts down: {ttl}");
+    assert_eq!(forward_stats(&server).forward.cache_hits, 1);
+
+    // Stop the upstream; once the entry expires, every attempt fails and
+    // the stale answer is served with the stale TTL (RFC 8767).
+    stop(upstream);
+    thread::sleep(Duration::from_millis(1500));
+    let stale = udp_exchange(addr, &query(3, "short.example.net.", 1, None)).unwrap();
+    assert_eq!(summary(&stale), (3, 0, false, 1));
+    assert_eq!(first_ttl(&stale), 7);
+    assert_eq!(last_octet(&stale), Some(2));
+    let stats = forward_stats(&server);
+    assert_eq!(stats.forward.stale_answers, 1, "{stats}");
+    assert!(stats.forward.upstream_timeouts >= 2, "{stats}");
+    // A name never cached: SERVFAIL.
+    let fail = udp_exchange(addr, &query(4, "other.example.net.", 1, None)).unwrap();
+    assert_eq!(summary(&fail).1, 2);
+    stop(server);
+}
+
+//----------- The hostile upstream -------------------------------------------
+
+/// A UDP upstream on loopback that answers by the query name's first
+/// label; it counts the queries it receives, and stops when dropped.
+struct Hostile {
+    addr: SocketAddr,
+    queries: Arc<AtomicUsize>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Drop for Hostile {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+impl Hostile {
+    fn start() -> Hostile {
+        let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+        socket
+            .set_read_timeout(Some(Duration::from_millis(50)))
+            .unwrap();
+        let addr = socket.local_addr().unwrap();
+        let queries = Arc::new(AtomicUsize::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (counter, stopped) = (Arc::clone(&queries), Arc::clone(&stop));
+        thread::spawn(move || {
+            let started = Instant::now();
+            let mut buf = [0u8; 4096];
+            while !stopped.load(Ordering::Relaxed) && started.elapsed() < HOSTILE_LIFETIME {
+                let Ok((len, peer)) = socket.recv_from(&mut buf) else {
+                    continue;
+                };
+                counter.fetch_add(1, Ordering::Relaxed);
+                for answer in hostile_answers(&buf[..len]) {
+                    let _ = socket.send_to(&answer, peer);
+                }
+            }
+        });
+        Hostile {
+            addr,
+            queries,
+            stop,
+        }
+    }
+}
+
+/// An A record answer owned by a pointer to the question name.
+const GOOD_RECORD: [u8; 16] = [0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 192, 0, 2, 7];
+
+fn encode(name: &str) -> Vec<u8> {
+    NameBuf::from_text(name.as_bytes(), None)
+        .unwrap()
+        .as_bytes()
+        .to_vec()
+}
+
+/// The answers sent for one query (usually one; none for a bad query).
+fn hostile_answers(query: &[u8]) -> Vec<Vec<u8>> {
+    let Ok(view) = MessageView::parse(query) else {
+        return Vec::new();
+    };
+    let Some(question) = view.question() else {
+        return Vec::new();
+    };
+    let label = question.name.first_label().to_ascii_lowercase();
+    let id = view.header().id();
+    let answer = |id: u16, question: &[u8], counts: [u16; 3], records: &[u8]| {
+        let mut out = id.to_be_bytes().to_vec();
+        out.extend_from_slice(&[0x81, 0x80, 0, 1]);
+        for count in counts {
+            out.extend_from_slice(&count.to_be_bytes());
+        }
+        out.extend_from_slice(question);
+        out.extend_from_slice(records);
+        out
+    };
+    let q = question.bytes;
+    match label.as_slice() {
+        b"good" | b"slow" => {
+            if label == b"slow" {
+                thread::sleep(Duration::from_millis(300));
+            }
+            vec![answer(id, q, [1, 0, 0], &GOOD_RECORD)]
+        }
+        b"wrongid" => vec![answer(id ^ 0x5555, q, [1, 0, 0], &GOOD_RECORD)],
+        b"wrongq" => {
+            let mut other = encode("wrongq.elsewhere.test.");
+            other.extend_from_slice(&q[q.len() - 4..]);
+            let mut record = encode("wrongq.elsewhere.test.");
+            record.extend_from_slice(&GOOD_RECORD[2..]);
+            vec![answer(id, &other, [1, 0, 0], &record)]
+        }
+        b"lowercase" => {
+            // The question in another case than sent (0x20 check).
+            let mut lower = q.to_vec();
+            lower.make_ascii_lowercase();
+            let mut upper = q.to_vec();
+            upper.make_ascii_uppercase();
+            let other = if lower == q { upper } else { lower };
+            vec![answer(id, &other, [1, 0, 0], &GOOD_RECORD)]
+        }
+        b"malformed" => vec![answer(id, q, [2, 0, 0], &GOOD_RECORD)],
+        b"garbage" => vec![id
+            .to_be_bytes()
+            .iter()
+            .chain(&[0x81, 0x80, 0, 1, 0])
+            .copied()
+            .collect()],
+        b"loop" => {
+            // qname CNAME b.loop.test., b.loop.test. CNAME qname.
+            let target = encode("b.loop.test.");
+            let mut records = vec![0xc0, 12, 0, 5, 0, 1, 0, 0, 0, 60];
+            records.extend_from_slice(&(target.len() as u16).to_be_bytes());
+            records.extend_from_slice(&target);
+            records.extend_from_slice(&target);
+            records.extend_from_slice(&[0, 5, 0, 1, 0, 0, 0, 60, 0, 2, 0xc0, 12]);
+            vec![answer(id, q, [2, 0, 0], &records)]
+        }
+        b"outside" => {
+            let mut records = GOOD_RECORD.to_vec();
+            records.extend_from_slice(&encode("victim.test."));
+            records.extend_from_slice(&GOOD_RECORD[2..]);
+            vec![answer(id, q, [2, 0, 0], &records)]
+        }
+        b"header" => {
+            // An owner pointer into the header, which a client's copy replaces.
+            let mut records = GOOD_RECORD.to_vec();
+            records[1] = 2;
+            vec![answer(id, q, [1, 0, 0], &records)]
+        }
+        b"spoofed" => {
+            // A bad answer first, then a good one: the good one wins.
+            vec![
+                answer(id ^ 1, q, [1, 0, 0], &GOOD_RECORD),
+                answer(id, q, [1, 0, 0], &GOOD_RECORD),
+            ]
+        }
+        _ => Vec::new(),
+    }
+}
+
+#[test]
+fn hostile_answers_are_dropped_and_never_cached() {
+    let driver = Driver::Legacy;
+    let hostile = Hostile::start();
+    let (server, addr) = start_forwarder(driver, vec![hostile.addr], |forward| {
+        forward.timeout = Duration::from_millis(150);
+        forward.retries = 1;
+    });
+    let bad = [
+        "wrongid",
+        "wrongq",
+        "lowercase",
+        "malformed",
+        "garbage",
+        "loop",
+        "outside",
+        "header",
+    ];
+    for (id, label) in bad.iter().enumerate() {
+        let name = format!("{label}.hostile.test.");
+        for attempt in 0..2u16 {
+            let id = (id as u16) << 8 | attempt;
+            let answer = udp_exchange(addr, &query(id, &name, 1, None)).unwrap();
+            let (got_id, rcode, _, answers) = summary(&answer);
+            assert_eq!((got_id, rcode, answers), (id, 2, 0), "{label}: SERVFAIL");
+        }
+    }
+    let stats = forward_stats(&server);
+    assert_eq!(stats.forward.upstream_answers, 0, "{stats}");
+    assert!(
+        stats.forward.upstream_rejected >= bad.len() as u64 * 2,
+        "{stats}"
+    );
+    // The second query of each name was the cached SERVFAIL: two attempts
+    // (one retry) per name, no more.
+    assert_eq!(
+        hostile.queries.load(Ordering::Relaxed),
+        bad.len() * 2,
+        "{stats}"
+    );
+
+    // A spoofed answer before the real one: the real one is taken.
+    let answer = udp_exchange(addr, &query(77, "spoofed.hostile.test.", 1, None)).unwrap();
+    assert_eq!(summary(&answer), (77, 0, false, 1));
+    let answer = udp_exchange(addr, &query(78, "good.hostile.test.", 1, None)).unwrap();
+    assert_eq!(summary(&answer), (78, 0, false, 1));
+    assert_eq!(last_octet(&answer), Some(7));
+    stop(server);
+}
+
+#[test]
+fn identical_questions_in_flight_are_coalesced() {
+    let driver = Driver::Legacy;
+    let hostile = Hostile::start();
+    let (server, addr) = start_forwarder(driver, vec![hostile.addr], |forward| {
+        forward.timeout = Duration::from_millis(2000);
+    });
+    let names = [
+        "slow.hostile.test.",
+        "SLOW.hostile.test.",
+        "sLoW.HOSTILE.test.",
+    ];
+    let clients: Vec<_> = (0..6u16)
+        .map(|i| {
+            let message = query(100 + i, names[usize::from(i) % 3], 1, None);
+            thread::spawn(move || (message.clone(), udp_exchange(addr, &message)))
+        })
+        .collect();
+    for client in clients {
+        let (message, answer) = client.join().unwrap();
+        let answer = answer.expect("every waiting client is answered");
+        assert_eq!(&answer[..2], &message[..2], "its own ID");
+        let view = MessageView::parse(&answer).unwrap();
+        assert_eq!(
+            view.question().unwrap().bytes,
+            &message[12..],
+            "its own question"
+        );
+        assert_eq!(summary(&answer).1, 0);
+    }
+    assert_eq!(
+        hostile.queries.load(Ordering::Relaxed),
+        1,
+        "one upstream query"
+    );
+    let stats = forward_stats(&server);
+    assert_eq!(stats.forward.coalesced, 5, "{stats}");
+    stop(server);
+}

@@ -1,0 +1,173 @@
+"""Shared by the compliance scripts: the test zone, BIND 9 as a reference server, raw
+message exchange over UDP and TCP, and starting/stopping the servers compared.
+
+Servers come from `tests/differential/servers.py` (Knot, NSD, tern) plus `Bind` here; each
+runs in its own process group on its own 127.0.0.1 port with its state in a temp directory,
+and `stop()` signals only that group. Every exchange has a timeout; nothing leaves loopback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pathlib
+import socket
+import struct
+import sys
+import tempfile
+
+HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "differential"))
+
+import servers as smod  # noqa: E402  (tests/differential/servers.py)
+
+ZONE = "example"
+
+# Apex SOA/NS/A (genreport queries the apex SOA and DNSKEY), and `big`: a TXT RRset of
+# about 430 octets, larger than 100 and smaller than 512, for the "size below 512 is 512"
+# check.
+ZONE_TEXT = f"""$ORIGIN {ZONE}.
+$TTL 300
+@    SOA ns1 hostmaster 1 7200 3600 1209600 300
+     NS  ns1
+ns1  A   192.0.2.1
+www  A   192.0.2.80
+""" + "".join(f'big TXT "{i:02} {"b" * 60}"\n' for i in range(6))
+
+# How long one exchange waits for an answer, and how long the servers get to start.
+EXCHANGE_TIMEOUT = 1.0
+START_TIMEOUT = 30.0
+
+
+class Bind(smod.Server):
+    """BIND 9's named, authoritative only (`recursion no`), foreground, one worker."""
+
+    name = "bind"
+
+    def command(self) -> list[str]:
+        conf = self.workdir / "named.conf"
+        zones = "\n".join(
+            f'zone "{z}" {{ type primary; file "{self.zone_dir}/{z}.zone"; }};' for z in self.zones
+        )
+        conf.write_text(
+            f"""options {{
+    directory "{self.workdir}";
+    pid-file "{self.workdir}/named.pid";
+    session-keyfile "{self.workdir}/session.key";
+    managed-keys-directory "{self.workdir}";
+    listen-on port {self.port} {{ 127.0.0.1; }};
+    listen-on-v6 {{ none; }};
+    recursion no;
+    dnssec-validation no;
+    notify no;
+    allow-transfer {{ none; }};
+    minimal-responses yes;
+}};
+controls {{ }};
+{zones}
+"""
+        )
+        return ["named", "-g", "-4", "-n", "1", "-c", str(conf)]
+
+
+def make(name: str, workdir: pathlib.Path, zone_dir: pathlib.Path) -> smod.Server:
+    args = (workdir / name, zone_dir, [ZONE])
+    if name == "tern":
+        default = HERE.parent.parent / "target" / "release" / "tern"
+        binary = pathlib.Path(os.environ.get("TERN_BIN", default)).resolve()
+        if not binary.is_file():
+            raise smod.ServerError(
+                f"tern binary not found at {binary} (set TERN_BIN, or run "
+                "`cargo build --release --bin tern`)"
+            )
+        return smod.Tern(binary, *args)
+    return {"bind": Bind, "knot": smod.Knot, "nsd": smod.Nsd}[name](*args)
+
+
+@contextlib.contextmanager
+def running(names: list[str]):
+    """Starts the named servers on the test zone; yields {name: server}; stops them all."""
+    with tempfile.TemporaryDirectory(prefix="tern-compliance-") as tmp:
+        tmp = pathlib.Path(tmp)
+        zone_dir = tmp / "zones"
+        zone_dir.mkdir()
+        (zone_dir / f"{ZONE}.zone").write_text(ZONE_TEXT)
+        started: dict[str, smod.Server] = {}
+        try:
+            for name in names:
+                server = make(name, tmp, zone_dir)
+                started[name] = server
+                server.start()
+            for server in started.values():
+                server.wait_ready(START_TIMEOUT)
+            yield started
+        finally:
+            for server in started.values():
+                server.stop()
+
+
+#--- raw messages
+
+
+def encode_name(text: str) -> bytes:
+    out = b""
+    for label in text.strip(".").split("."):
+        if label:
+            out += bytes([len(label)]) + label.encode()
+    return out + b"\0"
+
+
+def header(ident: int, flags: int, qd: int, an: int = 0, ns: int = 0, ar: int = 0) -> bytes:
+    return struct.pack("!6H", ident, flags, qd, an, ns, ar)
+
+
+def opt(udp_size: int = 1232, version: int = 0, flags: int = 0, options: bytes = b"") -> bytes:
+    """An OPT record: root owner, type 41, class = UDP size, TTL = ext-rcode/version/flags."""
+    return b"\0" + struct.pack("!HHIH", 41, udp_size, (version << 16) | flags, len(options)) + options
+
+
+def udp_exchange(addr, message: bytes, timeout: float = EXCHANGE_TIMEOUT) -> bytes | None:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.settimeout(timeout)
+        s.sendto(message, addr)
+        try:
+            return s.recv(65535)
+        except (socket.timeout, ConnectionRefusedError):
+            return None
+
+
+def recv_exact(s: socket.socket, n: int) -> bytes | None:
+    buf = b""
+    while len(buf) < n:
+        chunk = s.recv(n - len(buf))
+        if not chunk:
+            return None
+        buf += chunk
+    return buf
+
+
+def tcp_receive(s: socket.socket) -> bytes | None:
+    """One framed message, or None on timeout, end of file or reset."""
+    try:
+        prefix = recv_exact(s, 2)
+        if prefix is None:
+            return None
+        return recv_exact(s, struct.unpack("!H", prefix)[0])
+    except (socket.timeout, ConnectionError):
+        return None
+
+
+def tcp_connect(addr, timeout: float = EXCHANGE_TIMEOUT) -> socket.socket:
+    s = socket.create_connection(addr, timeout=timeout)
+    s.settimeout(timeout)
+    return s
+
+
+def tcp_send(s: socket.socket, message: bytes) -> None:
+    s.sendall(struct.pack("!H", len(message)) + message)
+
+
+def tcp_exchange(addr, message: bytes, timeout: float = EXCHANGE_TIMEOUT) -> bytes | None:
+    with tcp_connect(addr, timeout) as s:
+        tcp_send(s, message)
+        return tcp_receive(s)
