@@ -272,6 +272,12 @@ async fn answer_frames(
     let mut consumed = 0;
     // Each pass consumes a frame of at least PREFIX + MIN_MESSAGE octets.
     loop {
+        // Once the write half has failed (or timed out), nothing answered
+        // here can reach the client: stop instead of answering the rest of
+        // what is buffered.
+        if pipe.writing_failed.get() {
+            return Err(());
+        }
         let rest = &input[consumed..];
         let Some(prefix) = rest.get(..PREFIX) else {
             return Ok(consumed);
