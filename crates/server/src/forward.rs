@@ -11,8 +11,9 @@
 //! awaiting; each socket has a receive task that waits for readiness,
 //! drains the socket and feeds every datagram to the forwarder; a tick
 //! task runs the timeouts. TC=1 from an upstream: the query is repeated
-//! over TCP in a task of its own. Answers for waiting clients are sent
-//! from the listening socket the query arrived on.
+//! over TCP in a task of its own. Answers for waiting UDP clients are
+//! sent from the listening socket the query arrived on; answers for TCP
+//! clients join their connection's queue (`crate::tcp::Connections`).
 //!
 //! ```text
 //!  UDP loop ── Forward ──► worker.forward() ──► Transmit ──► send() on a connected socket
@@ -20,6 +21,7 @@
 //!  tick task:    sleep(TICK) → on_timeout() → Transmit (retry) | Answer (stale, SERVFAIL)
 //! ```
 
+use std::cell::RefCell;
 use std::io;
 use std::net::{SocketAddr, UdpSocket as StdUdpSocket};
 use std::rc::Rc;
@@ -28,9 +30,10 @@ use std::time::{Duration, Instant};
 use monoio::io::{AsyncReadRentExt, AsyncWriteRentExt};
 use monoio::net::udp::UdpSocket;
 use monoio::net::TcpStream;
-use tern_cache::forward::{Action, ForwardConfig, TcpToken};
+use tern_cache::forward::{Action, Client, ForwardConfig, TcpToken};
 
 use crate::cores::Core;
+use crate::tcp::Connections;
 
 /// How often the tick task checks the timeouts: a tenth of the default
 /// 800 ms timeout, so that a retry leaves at most this late.
@@ -56,6 +59,8 @@ pub(crate) struct ForwardIo {
     timeout: Duration,
     /// The listening UDP sockets, by index (answers leave from them).
     listeners: Vec<Rc<UdpSocket>>,
+    /// The open TCP connections, where answers for TCP clients go.
+    pub(crate) connections: RefCell<Connections>,
     /// The core's clock: forwarder time is milliseconds since this.
     epoch: Instant,
 }
@@ -92,6 +97,7 @@ impl ForwardIo {
             upstreams: config.upstreams.clone(),
             timeout: config.timeout,
             listeners,
+            connections: RefCell::new(Connections::default()),
             epoch: Instant::now(),
         };
         Ok((io, ready))
@@ -106,8 +112,10 @@ impl ForwardIo {
 //----------- dispatch -------------------------------------------------------
 
 /// Carries out the forwarder's actions: UDP transmits now (a full socket
-/// buffer drops the datagram; the timeout retries), TCP attempts and
-/// client answers in a task.
+/// buffer drops the datagram; the timeout retries), answers for TCP
+/// clients into their connection's queue now (dropped if it has closed),
+/// TCP attempts and UDP client answers in a task. Must not be called
+/// while the worker is borrowed.
 pub(crate) fn dispatch(core: &Rc<Core>, actions: &mut Vec<Action>) {
     let Some(io) = core.forward.as_ref() else {
         actions.clear();
@@ -134,23 +142,36 @@ pub(crate) fn dispatch(core: &Rc<Core>, actions: &mut Vec<Action>) {
                     monoio::spawn(tcp_attempt(Rc::clone(core), address, token, bytes));
                 }
             }
-            Action::Answer { client, bytes } => answers.push((client, bytes)),
+            Action::Answer {
+                client: Client::Udp { listener, address },
+                bytes,
+            } => answers.push((listener, address, bytes)),
+            Action::Answer {
+                client: Client::Tcp { slot, connection },
+                bytes,
+            } => {
+                let mut worker = core.worker.borrow_mut();
+                worker.count_forwarded(&bytes);
+                if !io.connections.borrow().deliver(slot, connection, bytes) {
+                    worker.count_dropped(0, 1);
+                }
+            }
         }
     }
     if !answers.is_empty() {
         let core = Rc::clone(core);
         monoio::spawn(async move {
-            for (client, bytes) in answers {
+            for (listener, address, bytes) in answers {
                 core.worker.borrow_mut().count_forwarded(&bytes);
                 let Some(listener) = core
                     .forward
                     .as_ref()
-                    .and_then(|io| io.listeners.get(client.listener))
+                    .and_then(|io| io.listeners.get(listener))
                 else {
                     continue;
                 };
                 let listener = Rc::clone(listener);
-                let (sent, _) = listener.send_to(bytes, client.address).await;
+                let (sent, _) = listener.send_to(bytes, address).await;
                 if sent.is_err() {
                     core.worker.borrow_mut().count_dropped(0, 1);
                 }

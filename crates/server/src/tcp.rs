@@ -6,8 +6,14 @@
 //! *pending* buffer; the write half swaps that buffer for its own and
 //! writes everything queued with one `write_all`. The read half never
 //! waits for a write, so pipelined queries are answered as fast as they
-//! arrive (RFC 7766 section 6.2.1.1; answers happen to leave in order,
-//! which the RFC allows but does not require).
+//! arrive (RFC 7766 section 6.2.1.1). Answers leave in order, except
+//! forwarded ones (issue 5): a query the worker routes to the forwarder
+//! (as over UDP: RD, the client in `forward.allow`, a name outside our
+//! zones, not in the forward cache) is handed to it with the connection's
+//! [`Client::Tcp`] identity, and its answer (or the stale answer or
+//! SERVFAIL) joins the pending buffer whenever it arrives, which the RFC
+//! allows. The core's [`Connections`] table finds the open connection;
+//! an answer for a closed one is dropped.
 //!
 //! Limits, each closing the connection when passed, never queueing
 //! without bound (section 6.2.3):
@@ -19,7 +25,8 @@
 //!   client that sends part of a message and stalls holds its slot for
 //!   less than a second by default, and a flood of such clients at the
 //!   connection limit delays a new client by at most that long;
-//! - `max_in_flight` answers not yet handed to the kernel: the read half
+//! - `max_in_flight` answers not yet handed to the kernel, forwarded
+//!   queries still upstream included: the read half
 //!   stops reading (the kernel's window then pushes back on the client)
 //!   and the write half's `write_timeout` closes a connection whose client
 //!   does not read its answers, ending the read half at once, whatever it
@@ -31,11 +38,19 @@
 //! waits for room; given back when it closes. The two answer buffers are
 //! taken with the first answer, so a connection that never completes a
 //! message holds one. Memory is bounded by `max_connections` times four
-//! buffers per core, whatever the clients send or fail to read.
+//! buffers per core, whatever the clients send or fail to read, plus
+//! forwarded answers that arrived while the pending buffer was full: at
+//! most `max_in_flight` per connection, each the forwarder's own
+//! allocation (an upstream answer, up to 64 KiB over upstream TCP). The
+//! write half waits for forwarded answers still upstream after the read
+//! half ends (a client may half-close); the forwarder ends every question
+//! within its timeouts, and a stopping core waits for none.
 
 use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
 use std::future::{poll_fn, Future};
 use std::io;
+use std::net::SocketAddr;
 use std::pin::pin;
 use std::rc::Rc;
 use std::task::Poll;
@@ -45,11 +60,13 @@ use monoio::buf::{IoBuf, IoBufMut};
 use monoio::io::{AsyncReadRent, AsyncWriteRentExt, Splitable};
 use monoio::net::tcp::{TcpOwnedReadHalf, TcpOwnedWriteHalf};
 use monoio::net::{TcpListener, TcpStream};
-use tern_authority::Transport;
+use tern_cache::forward::Client;
 
 use crate::cores::Core;
+use crate::forward::{self, ForwardIo};
 use crate::pool::{self, Size, STREAM_BUFFER};
 use crate::signal::{Notify, StopListener};
+use crate::worker::{Forwarding, UdpAnswer};
 
 /// The smallest message worth reading: a header.
 const MIN_MESSAGE: usize = 12;
@@ -70,8 +87,8 @@ pub(crate) async fn serve(listener: TcpListener, core: Rc<Core>) -> io::Result<(
         let Some(accepted) = stop.or(listener.accept()).await else {
             return Ok(());
         };
-        let stream = match accepted {
-            Ok((stream, _)) => stream,
+        let (stream, peer) = match accepted {
+            Ok(accepted) => accepted,
             Err(_) => {
                 if stop.or(monoio::time::sleep(ACCEPT_BACKOFF)).await.is_none() {
                     return Ok(());
@@ -89,7 +106,7 @@ pub(crate) async fn serve(listener: TcpListener, core: Rc<Core>) -> io::Result<(
         counters.open.set(counters.open.get() + 1);
         let core = Rc::clone(&core);
         monoio::spawn(async move {
-            connection(stream, &core).await;
+            connection(stream, peer, &core).await;
             let open = &core.tcp_counters.open;
             open.set(open.get() - 1);
         });
@@ -107,8 +124,15 @@ struct Pipe {
     used: Cell<usize>,
     /// Answers in `pending`.
     queued: Cell<usize>,
-    /// Answers not yet handed to the kernel: queued or being written.
+    /// Answers not yet handed to the kernel: queued, being written,
+    /// arrived from the forwarder and waiting for room, or still upstream.
     in_flight: Cell<usize>,
+    /// Forwarded queries whose answers have not arrived yet (counted in
+    /// `in_flight` too).
+    waiting: Cell<usize>,
+    /// Forwarded answers that arrived while `pending` had no room for
+    /// them; moved there by the write half. At most `in_flight` of them.
+    arrived: RefCell<VecDeque<Vec<u8>>>,
     /// The read half has finished: the write half flushes and ends.
     reading_done: Cell<bool>,
     /// The write half has failed or timed out: the read half ends.
@@ -128,6 +152,8 @@ impl Pipe {
             used: Cell::new(0),
             queued: Cell::new(0),
             in_flight: Cell::new(0),
+            waiting: Cell::new(0),
+            arrived: RefCell::new(VecDeque::new()),
             reading_done: Cell::new(false),
             writing_failed: Cell::new(false),
             to_writer: Notify::default(),
@@ -138,11 +164,22 @@ impl Pipe {
 
     /// Whether an answer of `len` octets can be queued now.
     fn has_room(&self, len: usize, max_in_flight: usize) -> bool {
-        self.in_flight.get() < max_in_flight && self.used.get() + PREFIX + len <= STREAM_BUFFER
+        self.in_flight.get() < max_in_flight && self.fits(len)
     }
 
-    /// Queues a framed answer.
+    /// Whether `pending` has room for an answer of `len` octets.
+    fn fits(&self, len: usize) -> bool {
+        self.used.get() + PREFIX + len <= STREAM_BUFFER
+    }
+
+    /// Queues a framed answer, counting it in flight.
     fn push(&self, answer: &[u8]) {
+        self.in_flight.set(self.in_flight.get() + 1);
+        self.queue(answer);
+    }
+
+    /// Queues a framed answer already counted in flight; it must fit.
+    fn queue(&self, answer: &[u8]) {
         let used = self.used.get();
         let mut pending = self.pending.borrow_mut();
         if pending.is_empty() {
@@ -152,8 +189,57 @@ impl Pipe {
         pending[used + PREFIX..used + PREFIX + answer.len()].copy_from_slice(answer);
         self.used.set(used + PREFIX + answer.len());
         self.queued.set(self.queued.get() + 1);
-        self.in_flight.set(self.in_flight.get() + 1);
         self.to_writer.notify();
+    }
+
+    /// A forwarded query was handed to the forwarder: its answer comes
+    /// through [`Pipe::deliver`], and counts in flight until written.
+    fn forwarded(&self) {
+        self.waiting.set(self.waiting.get() + 1);
+        self.in_flight.set(self.in_flight.get() + 1);
+    }
+
+    /// The answer of a forwarded query: queued if `pending` has room,
+    /// else kept for the write half. False if the connection expected no
+    /// more answers, or can no longer send them (it is dropped).
+    fn deliver(&self, answer: Vec<u8>) -> bool {
+        let Some(waiting) = self.waiting.get().checked_sub(1) else {
+            return false;
+        };
+        self.waiting.set(waiting);
+        if answer.len() > usize::from(u16::MAX) || self.writing_failed.get() {
+            self.in_flight.set(self.in_flight.get() - 1);
+            self.to_reader.notify();
+            self.to_writer.notify();
+            return false;
+        }
+        let mut arrived = self.arrived.borrow_mut();
+        if arrived.is_empty() && self.fits(answer.len()) {
+            drop(arrived);
+            self.queue(&answer);
+        } else {
+            arrived.push_back(answer);
+            self.to_writer.notify();
+        }
+        true
+    }
+
+    /// Moves arrived forwarded answers into `pending` while they fit (any
+    /// one fits an empty `pending`).
+    fn move_arrived(&self) {
+        // Each pass moves one answer or ends.
+        loop {
+            let mut arrived = self.arrived.borrow_mut();
+            let Some(answer) = arrived.pop_front() else {
+                return;
+            };
+            if !self.fits(answer.len()) {
+                arrived.push_front(answer);
+                return;
+            }
+            drop(arrived);
+            self.queue(&answer);
+        }
     }
 
     /// Marks the write half failed and wakes the read half, wherever it
@@ -188,19 +274,96 @@ impl Pipe {
     }
 }
 
+//----------- Connections ----------------------------------------------------
+
+/// The core's table of open TCP connections that forwarded answers can
+/// reach: a slot per connection (reused once it closes) and a number
+/// unique on the core, so that an answer for a closed connection is
+/// dropped rather than given to a later one in its slot. Core-local: an
+/// `Rc` per open connection, no locks. As long as the most connections
+/// open at once ([`crate::TcpConfig::max_connections`]).
+#[derive(Default)]
+pub(crate) struct Connections {
+    slots: Vec<Option<(u64, Rc<Pipe>)>>,
+    free: Vec<u32>,
+    next: u64,
+}
+
+impl Connections {
+    /// Enters an open connection; returns its forwarding identity.
+    fn register(&mut self, pipe: &Rc<Pipe>) -> Client {
+        let connection = self.next;
+        self.next += 1;
+        let entry = Some((connection, Rc::clone(pipe)));
+        let slot = match self.free.pop() {
+            Some(slot) => {
+                self.slots[slot as usize] = entry;
+                slot
+            }
+            None => {
+                self.slots.push(entry);
+                (self.slots.len() - 1) as u32
+            }
+        };
+        Client::Tcp { slot, connection }
+    }
+
+    /// Removes a closed connection.
+    fn remove(&mut self, client: Client) {
+        let Client::Tcp { slot, connection } = client else {
+            return;
+        };
+        if let Some(entry) = self.slots.get_mut(slot as usize) {
+            if entry
+                .as_ref()
+                .is_some_and(|(number, _)| *number == connection)
+            {
+                *entry = None;
+                self.free.push(slot);
+            }
+        }
+    }
+
+    /// Hands a forwarded answer to connection `connection` in `slot`;
+    /// false if it has closed (the answer is dropped).
+    pub(crate) fn deliver(&self, slot: u32, connection: u64, answer: Vec<u8>) -> bool {
+        match self.slots.get(slot as usize) {
+            Some(Some((number, pipe))) if *number == connection => pipe.deliver(answer),
+            _ => false,
+        }
+    }
+
+    /// Open connections in the table.
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.slots.iter().flatten().count()
+    }
+}
+
 //----------- connection -----------------------------------------------------
 
-/// Serves one connection until the client closes it, a limit closes it or
-/// the core stops; then gives its buffers back.
-async fn connection(stream: TcpStream, core: &Core) {
+/// Serves one connection from `peer` until the client closes it, a limit
+/// closes it or the core stops; then gives its buffers back. With
+/// forwarding on, the connection has a slot in the core's table of
+/// [`Connections`] while it is open, where forwarded answers find it.
+async fn connection(stream: TcpStream, peer: SocketAddr, core: &Rc<Core>) {
     let (reader, writer) = stream.into_split();
-    let pipe = Pipe::new();
-    let read_side = read_half(reader, &pipe, core);
+    let pipe = Rc::new(Pipe::new());
+    let client = core
+        .forward
+        .as_ref()
+        .map(|io| (peer, io.connections.borrow_mut().register(&pipe)));
+    let read_side = read_half(reader, &pipe, core, client);
     let write_side = write_half(writer, &pipe, core);
     let (read_buffer, write_buffer) = monoio::join!(read_side, write_side);
+    if let (Some(io), Some((_, client))) = (core.forward.as_ref(), client) {
+        // Answers still upstream are dropped when they arrive.
+        io.connections.borrow_mut().remove(client);
+    }
+    pipe.arrived.borrow_mut().clear();
     // A buffer still held by a cancelled read or write is freed by the
     // reactor instead; the pool makes a new one when it runs out.
-    let buffers = [read_buffer, write_buffer, Some(pipe.pending.into_inner())];
+    let buffers = [read_buffer, write_buffer, Some(pipe.pending.take())];
     for buffer in buffers.into_iter().flatten() {
         // An answer buffer never taken is empty and not the pool's.
         if !buffer.is_empty() {
@@ -209,9 +372,15 @@ async fn connection(stream: TcpStream, core: &Core) {
     }
 }
 
-/// Reads and answers frames. Returns its buffer unless a cancelled read
-/// kept it.
-async fn read_half(mut reader: TcpOwnedReadHalf, pipe: &Pipe, core: &Core) -> Option<Vec<u8>> {
+/// Reads and answers frames; `client`: the peer and its forwarding
+/// identity, when forwarding is on. Returns its buffer unless a cancelled
+/// read kept it.
+async fn read_half(
+    mut reader: TcpOwnedReadHalf,
+    pipe: &Pipe,
+    core: &Rc<Core>,
+    client: Option<(SocketAddr, Client)>,
+) -> Option<Vec<u8>> {
     let stop = core.stop.listener();
     let limits = core.tcp;
     let mut buffer = pool::take(Size::Stream);
@@ -222,7 +391,7 @@ async fn read_half(mut reader: TcpOwnedReadHalf, pipe: &Pipe, core: &Core) -> Op
     // timeout; then the idle timeout.
     let mut between_messages = limits.initial_timeout;
     let buffer = loop {
-        let Ok(consumed) = answer_frames(&buffer, pipe, core, &stop).await else {
+        let Ok(consumed) = answer_frames(&buffer, pipe, core, &stop, client).await else {
             break Some(buffer);
         };
         if consumed > 0 {
@@ -262,12 +431,15 @@ async fn read_half(mut reader: TcpOwnedReadHalf, pipe: &Pipe, core: &Core) -> Op
 /// Answers every complete frame at the start of `input`; returns how many
 /// octets were consumed, or `Err` to close the connection (a malformed
 /// length, the write half failed, or the core stopped while waiting for
-/// room).
+/// room). A query to forward waits for room in flight first, then is
+/// handed to the forwarder; its answer arrives later (out of order, as
+/// RFC 7766 section 6.2.1.1 allows).
 async fn answer_frames(
     input: &[u8],
     pipe: &Pipe,
-    core: &Core,
+    core: &Rc<Core>,
     stop: &StopListener,
+    client: Option<(SocketAddr, Client)>,
 ) -> Result<usize, ()> {
     let mut consumed = 0;
     // Each pass consumes a frame of at least PREFIX + MIN_MESSAGE octets.
@@ -291,18 +463,39 @@ async fn answer_frames(
         };
         consumed += PREFIX + size;
         let max_in_flight = core.tcp.max_in_flight;
-        let (held, len) = {
+        let answered = {
             let mut scratch = core.scratch.borrow_mut();
-            let mut worker = core.worker.borrow_mut();
-            let Some(len) = worker.answer(query, Transport::Tcp, &mut scratch) else {
-                continue;
-            };
+            let now = core.forward.as_ref().map_or(0, ForwardIo::now);
+            let peer = client.map(|(peer, _)| peer);
+            core.worker
+                .borrow_mut()
+                .answer_tcp_from(query, peer, now, &mut scratch)
+        };
+        let len = match answered {
+            UdpAnswer::Send(len) => len,
+            UdpAnswer::Drop => continue,
+            UdpAnswer::Forward => {
+                let Some((_, client)) = client else {
+                    continue; // never: no peer, no forwarding
+                };
+                if !wait_for_room(pipe, 0, max_in_flight, stop).await {
+                    return Err(());
+                }
+                match forward_query(core, pipe, query, client) {
+                    Some(len) => len,
+                    None => continue,
+                }
+            }
+        };
+        // The answer is in the core's scratch buffer: queued at once, or,
+        // since it must outlive the wait for room, copied into a buffer of
+        // the connection's own.
+        let (held, len) = {
+            let scratch = core.scratch.borrow();
             if pipe.has_room(len, max_in_flight) {
                 pipe.push(&scratch[..len]);
                 continue;
             }
-            // The answer must outlive the wait, and the scratch buffer is
-            // the core's: hold it in a buffer of the connection's own.
             let mut held = pool::take(Size::Stream);
             held[..len].copy_from_slice(&scratch[..len]);
             (held, len)
@@ -316,6 +509,34 @@ async fn answer_frames(
             return Err(());
         }
     }
+}
+
+/// Hands a query to the forwarder for `client` (this connection): the
+/// upstream transmits leave at once and the connection counts one more
+/// answer in flight, or, when the forwarder answers at once (a stale
+/// answer or SERVFAIL), that answer's length in the core's scratch buffer.
+fn forward_query(core: &Rc<Core>, pipe: &Pipe, query: &[u8], client: Client) -> Option<usize> {
+    let now = core.forward.as_ref().map_or(0, ForwardIo::now);
+    // Allocates: a forwarded query does anyway (its upstream query).
+    let mut actions = Vec::new();
+    let forwarding = {
+        let mut scratch = core.scratch.borrow_mut();
+        core.worker
+            .borrow_mut()
+            .forward_tcp(query, client, now, &mut actions, &mut scratch)
+    };
+    let answered = match forwarding {
+        Forwarding::Answered(len) => Some(len),
+        Forwarding::Waiting => {
+            pipe.forwarded();
+            None
+        }
+        Forwarding::Dropped => None,
+    };
+    if !actions.is_empty() {
+        forward::dispatch(core, &mut actions);
+    }
+    answered
 }
 
 /// Waits until the write half has made room for an answer of `len`
@@ -333,18 +554,30 @@ async fn wait_for_room(pipe: &Pipe, len: usize, max_in_flight: usize, stop: &Sto
 }
 
 /// Writes queued answers until the read half is done and everything is
-/// written, or a write fails or times out. Returns its buffer unless a
-/// timed-out write kept it.
+/// written (forwarded answers too, unless the core stops first), or a
+/// write fails or times out. Returns its buffer unless a timed-out write
+/// kept it.
 async fn write_half(mut writer: TcpOwnedWriteHalf, pipe: &Pipe, core: &Core) -> Option<Vec<u8>> {
+    let stop = core.stop.listener();
     // Empty until the first swap with `pending`; the read half fills
     // whichever buffer `pending` holds, taking one when it is empty.
     let mut active = Vec::new();
     loop {
+        pipe.move_arrived();
         if pipe.used.get() == 0 {
-            if pipe.reading_done.get() {
+            // Forwarded answers still upstream end within the forwarder's
+            // timeouts, or are given up when the core stops.
+            let awaited = pipe.waiting.get() > 0 && !stop.fired();
+            if pipe.reading_done.get() && !awaited {
                 return Some(active);
             }
-            pipe.to_writer.wait().await;
+            if awaited {
+                // The read half's end comes with a notification; the stop
+                // does not.
+                let _ = stop.or(pipe.to_writer.wait()).await;
+            } else {
+                pipe.to_writer.wait().await;
+            }
             continue;
         }
         let len = pipe.used.replace(0);
@@ -380,6 +613,56 @@ mod tests {
     use monoio::io::AsyncWriteRentExt;
 
     use super::*;
+
+    /// A forwarded answer reaches its connection while it is open and is
+    /// dropped once it has closed, even when a later connection has its
+    /// slot; answers beyond those awaited are refused; answers that do not
+    /// fit the pending buffer wait for the write half, counted in flight.
+    #[test]
+    fn forwarded_answers_reach_only_their_own_open_connection() {
+        let mut table = Connections::default();
+        let first = Rc::new(Pipe::new());
+        let first_client = table.register(&first);
+        let Client::Tcp { slot, connection } = first_client else {
+            panic!("a TCP client");
+        };
+        assert!(!table.deliver(slot, connection, vec![1; 12]), "not awaited");
+        first.forwarded();
+        first.forwarded();
+        assert_eq!(first.in_flight.get(), 2);
+        assert!(table.deliver(slot, connection, vec![1; 65530]));
+        assert_eq!((first.queued.get(), first.used.get()), (1, 65532));
+        // No room left in `pending`: kept until the write half moves it.
+        assert!(table.deliver(slot, connection, vec![2; 12]));
+        assert_eq!(first.arrived.borrow().len(), 1);
+        assert_eq!(first.in_flight.get(), 2, "still in flight until written");
+        first.used.set(0);
+        first.move_arrived();
+        assert!(first.arrived.borrow().is_empty());
+        assert_eq!(first.used.get(), 14);
+
+        first.forwarded();
+        table.remove(first_client);
+        assert_eq!(table.len(), 0);
+        let second = Rc::new(Pipe::new());
+        let second_client = table.register(&second);
+        second.forwarded();
+        assert!(
+            matches!(second_client, Client::Tcp { slot: s, connection: c } if s == slot && c != connection)
+        );
+        assert!(
+            !table.deliver(slot, connection, vec![3; 12]),
+            "the closed connection's answer is dropped"
+        );
+        assert_eq!((second.used.get(), second.waiting.get()), (0, 1));
+        assert!(
+            !table.deliver(slot + 1, connection, vec![3; 12]),
+            "no such slot"
+        );
+        for pipe in [first, second] {
+            pool::put(pipe.pending.take());
+        }
+    }
 
     /// The read half's wait for input ends when the write half fails (a
     /// client that sent all its queries and reads no answers is closed by

@@ -122,7 +122,7 @@ fn answer_batch(
             UdpAnswer::Send(answer_len) => Some(answer_len),
             UdpAnswer::Drop => None,
             UdpAnswer::Forward => peer.and_then(|address| {
-                let client = Client {
+                let client = Client::Udp {
                     listener: index,
                     address,
                 };

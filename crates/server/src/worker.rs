@@ -13,12 +13,14 @@
 //!
 //! Only UDP answers go through the cache: TCP answers are never truncated,
 //! so their size limit differs, and TCP is a small share of the traffic.
+//! Forwarding applies to both: [`Worker::answer_tcp_from`] routes a TCP
+//! query as the UDP path does, with a 65535-octet limit.
 //!
-//! Forwarding (issue 5): a UDP query that missed the answer cache, has RD
-//! set, comes from a client in `forward.allow` and names no zone of the
-//! catalog is answered from the core's forward cache
-//! ([`tern_cache::forward::Forwarder`]) or handed back to the UDP loop as
-//! [`UdpAnswer::Forward`], which starts an upstream query
+//! Forwarding (issue 5): a UDP query that missed the answer cache (or a
+//! TCP query), has RD set, comes from a client in `forward.allow` and
+//! names no zone of the catalog is answered from the core's forward cache
+//! ([`tern_cache::forward::Forwarder`]) or handed back to the transport
+//! as [`UdpAnswer::Forward`], which starts an upstream query
 //! (`crate::forward`). A name of our zones is never forwarded: the answer
 //! cache only holds our zones' answers, and `catalog.find` decides the
 //! rest.
@@ -40,6 +42,10 @@ use crate::stats::Counters;
 /// also the smallest EDNS limit honoured (RFC 6891 section 6.2.3).
 const CLASSIC_UDP_SIZE: usize = 512;
 
+/// The size limit of a TCP answer: its length prefix is 16 bits (RFC 1035
+/// section 4.2.2). TCP answers are never truncated below it.
+const TCP_SIZE: usize = 65535;
+
 /// The request arena's chunk, allocated once per worker: one request's
 /// views (a `Request`, a few hundred octets) fit many times over, so the
 /// arena never grows and `reset` never frees or allocates.
@@ -59,15 +65,33 @@ struct Request<'q> {
 
 //----------- UdpAnswer ------------------------------------------------------
 
-/// What the UDP path decided for one query.
+/// What the UDP path (or the TCP path, [`Worker::answer_tcp_from`])
+/// decided for one query.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum UdpAnswer {
     /// Send the first `len` octets of the output buffer.
     Send(usize),
     /// Send nothing.
     Drop,
-    /// Forward upstream: call [`Worker::forward`] (the UDP loop does).
+    /// Forward upstream: call [`Worker::forward`] (the UDP loop does; the
+    /// TCP read half calls `Worker::forward_tcp`).
     Forward,
+}
+
+//----------- Forwarding -----------------------------------------------------
+
+/// What starting a forward did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Forwarding {
+    /// The client's answer was written at once into the output buffer
+    /// (too many questions in flight: a stale answer or SERVFAIL); its
+    /// length.
+    Answered(usize),
+    /// The client waits: its answer comes as an [`Action::Answer`].
+    Waiting,
+    /// The query could not be forwarded (forwarding is off, or the query
+    /// is not one the forwarder takes); nothing will come.
+    Dropped,
 }
 
 impl<'q> Request<'q> {
@@ -125,26 +149,10 @@ impl Answering<'_> {
             counters.cache_hits += 1;
             return UdpAnswer::Send(len);
         }
-        if let (Some(forwarder), Some(peer)) = (forwarder, peer) {
-            if request.view.header().rd()
-                && forwarder.config().allows(peer.ip())
-                && self.catalog.find(request.key.name.as_name()).is_none()
-            {
-                let key = forward_key(request);
-                let head_len = head_len(request);
-                return match forwarder.answer_from_cache(
-                    &key,
-                    query,
-                    head_len,
-                    request.key.edns,
-                    request.limit,
-                    now,
-                    out,
-                ) {
-                    Some(len) => UdpAnswer::Send(len),
-                    None => UdpAnswer::Forward,
-                };
-            }
+        if let Some(answer) =
+            self.forwardable(request, forwarder, query, peer, request.limit, now, out)
+        {
+            return answer;
         }
         counters.cache_misses += 1;
         let response = respond(self.catalog, query, Transport::Udp, self.options, out);
@@ -155,6 +163,74 @@ impl Answering<'_> {
             cache.insert(request.key, &out[..len]);
         }
         response.into()
+    }
+}
+
+impl Answering<'_> {
+    /// The TCP path: a forwardable query is answered from the forward
+    /// cache or comes back as [`UdpAnswer::Forward`], as over UDP but never
+    /// truncated below [`TCP_SIZE`]; anything else goes to `respond`. The
+    /// answer cache is UDP's only.
+    #[allow(clippy::too_many_arguments)]
+    fn tcp(
+        &self,
+        arena: &Bump,
+        forwarder: Option<&mut Forwarder>,
+        query: &[u8],
+        peer: Option<SocketAddr>,
+        now: u64,
+        out: &mut [u8],
+    ) -> UdpAnswer {
+        if forwarder.is_some() && peer.is_some() {
+            if let Some(request) = Request::parse(query, TCP_SIZE) {
+                let request: &Request<'_> = arena.alloc(request);
+                if let Some(answer) =
+                    self.forwardable(request, forwarder, query, peer, TCP_SIZE, now, out)
+                {
+                    return answer;
+                }
+            }
+        }
+        respond(self.catalog, query, Transport::Tcp, self.options, out).into()
+    }
+
+    /// For a query to forward (RD set, the client in `forward.allow`, the
+    /// name in none of our zones): the forward cache's answer written at
+    /// `limit`, or [`UdpAnswer::Forward`]. `None`: not a query to forward.
+    #[allow(clippy::too_many_arguments)]
+    fn forwardable(
+        &self,
+        request: &Request<'_>,
+        forwarder: Option<&mut Forwarder>,
+        query: &[u8],
+        peer: Option<SocketAddr>,
+        limit: usize,
+        now: u64,
+        out: &mut [u8],
+    ) -> Option<UdpAnswer> {
+        let (forwarder, peer) = (forwarder?, peer?);
+        if !request.view.header().rd()
+            || !forwarder.config().allows(peer.ip())
+            || self.catalog.find(request.key.name.as_name()).is_some()
+        {
+            return None;
+        }
+        let key = forward_key(request);
+        let head_len = head_len(request);
+        Some(
+            match forwarder.answer_from_cache(
+                &key,
+                query,
+                head_len,
+                request.key.edns,
+                limit,
+                now,
+                out,
+            ) {
+                Some(len) => UdpAnswer::Send(len),
+                None => UdpAnswer::Forward,
+            },
+        )
     }
 }
 
@@ -273,6 +349,35 @@ impl Worker {
         answer
     }
 
+    /// Answers one TCP query from `peer` at `now` into `out` (65535
+    /// octets): like [`Worker::answer_udp_from`], forwardable queries are
+    /// answered from the forward cache or come back as
+    /// [`UdpAnswer::Forward`] (then call `Worker::forward_tcp`); anything
+    /// else is answered by `respond`. `peer: None` forwards nothing.
+    /// Counts the query and the answer.
+    pub fn answer_tcp_from(
+        &mut self,
+        query: &[u8],
+        peer: Option<SocketAddr>,
+        now: u64,
+        out: &mut [u8],
+    ) -> UdpAnswer {
+        self.counters.queries += 1;
+        let answering = Answering {
+            catalog: &self.catalog,
+            options: &self.options,
+            full_udp_size: self.full_udp_size,
+        };
+        let answer = answering.tcp(&self.arena, self.forwarder.as_mut(), query, peer, now, out);
+        self.arena.reset();
+        match answer {
+            UdpAnswer::Send(len) => self.counters.count_answer(&out[..len]),
+            UdpAnswer::Drop => self.counters.dropped += 1,
+            UdpAnswer::Forward => {}
+        }
+        answer
+    }
+
     /// Starts forwarding a query that [`Worker::answer_udp_from`] returned
     /// as [`UdpAnswer::Forward`]: the upstream transmits go to `actions`.
     /// Returns the length of an answer written at once into `out` (too
@@ -286,19 +391,58 @@ impl Worker {
         actions: &mut Vec<Action>,
         out: &mut [u8],
     ) -> Option<usize> {
-        let forwarder = self.forwarder.as_mut()?;
-        let view = MessageView::parse(query).ok()?;
-        let edns = view.edns().ok()?;
-        let question = view.question()?;
+        match self.start_forward(query, client, None, now, actions, out) {
+            Forwarding::Answered(len) => Some(len),
+            Forwarding::Waiting | Forwarding::Dropped => None,
+        }
+    }
+
+    /// Starts forwarding a query that [`Worker::answer_tcp_from`] returned
+    /// as [`UdpAnswer::Forward`] for a TCP client: as [`Worker::forward`],
+    /// but the answer is never truncated below 65535 octets, and whether
+    /// the client now waits is told apart from a query not taken.
+    pub(crate) fn forward_tcp(
+        &mut self,
+        query: &[u8],
+        client: Client,
+        now: u64,
+        actions: &mut Vec<Action>,
+        out: &mut [u8],
+    ) -> Forwarding {
+        self.start_forward(query, client, Some(TCP_SIZE), now, actions, out)
+    }
+
+    /// Hands a query to the forwarder; `limit`: the answer's size limit,
+    /// `None` for the client's UDP limit.
+    fn start_forward(
+        &mut self,
+        query: &[u8],
+        client: Client,
+        limit: Option<usize>,
+        now: u64,
+        actions: &mut Vec<Action>,
+        out: &mut [u8],
+    ) -> Forwarding {
+        let Some(forwarder) = self.forwarder.as_mut() else {
+            return Forwarding::Dropped;
+        };
+        let Ok(view) = MessageView::parse(query) else {
+            return Forwarding::Dropped;
+        };
+        let (Ok(edns), Some(question)) = (view.edns(), view.question()) else {
+            return Forwarding::Dropped;
+        };
         let head_len = HEADER_LEN + question.bytes.len();
-        let key = Forwarder::key(&view, edns.is_some_and(|edns| edns.dnssec_ok))?;
-        let limit = match edns {
+        let Some(key) = Forwarder::key(&view, edns.is_some_and(|edns| edns.dnssec_ok)) else {
+            return Forwarding::Dropped;
+        };
+        let limit = limit.unwrap_or(match edns {
             None => CLASSIC_UDP_SIZE,
             Some(edns) => usize::from(edns.udp_size)
                 .max(CLASSIC_UDP_SIZE)
                 .min(self.full_udp_size),
-        };
-        let len = forwarder.start(
+        });
+        match forwarder.start(
             key,
             client,
             query,
@@ -308,9 +452,15 @@ impl Worker {
             now,
             actions,
             out,
-        )?;
-        self.counters.count_answer(&out[..len]);
-        Some(len)
+        ) {
+            Some(len) => {
+                self.counters.count_answer(&out[..len]);
+                Forwarding::Answered(len)
+            }
+            // `start` takes every query whose header and question it can
+            // read, and those of a parsed query it always can.
+            None => Forwarding::Waiting,
+        }
     }
 
     /// Counts an answer the forwarder wrote for a waiting client.

@@ -230,11 +230,25 @@ impl ForwardKey {
 
 /// Where a waiting client's answer goes: opaque to the forwarder.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Client {
-    /// The server's listening socket the query arrived on.
-    pub listener: usize,
-    /// The client's address.
-    pub address: SocketAddr,
+pub enum Client {
+    /// A UDP client: the answer is sent to `address` from a listening
+    /// socket.
+    Udp {
+        /// The server's listening socket the query arrived on.
+        listener: usize,
+        /// The client's address.
+        address: SocketAddr,
+    },
+    /// A TCP connection: the answer joins that connection's queue, if it
+    /// is still open.
+    Tcp {
+        /// The connection's slot in the core's table of open connections.
+        slot: u32,
+        /// The core's number for the connection, unique on the core, so
+        /// that an answer for a closed connection never reaches a later
+        /// one in the same slot.
+        connection: u64,
+    },
 }
 
 //----------- Action ---------------------------------------------------------

@@ -40,7 +40,7 @@ fn key_of(query: &[u8]) -> ForwardKey {
 }
 
 fn client(port: u16) -> Client {
-    Client {
+    Client::Udp {
         listener: 0,
         address: SocketAddr::from(([127, 0, 0, 1], port)),
     }

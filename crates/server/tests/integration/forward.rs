@@ -8,9 +8,13 @@
 //! `forward.allow`, for RD=0, and never a forward for our own zone;
 //! identical questions in flight are coalesced; TC=1 from upstream is
 //! retried over TCP; every bad upstream answer is dropped and the client
-//! gets SERVFAIL; serve-stale once the upstream is stopped.
+//! gets SERVFAIL; serve-stale once the upstream is stopped. Over TCP:
+//! forwarded answers (never truncated, out of order with our own),
+//! clients that leave before their answer, and forwarded queries counted
+//! against the connection's in-flight limit.
 
-use std::net::{SocketAddr, UdpSocket};
+use std::io::Write;
+use std::net::{Shutdown, SocketAddr, UdpSocket};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -63,6 +67,16 @@ fn start_forwarder(
     upstreams: Vec<SocketAddr>,
     configure: impl Fn(&mut ForwardConfig),
 ) -> (Server, SocketAddr) {
+    start_forwarder_with(driver, upstreams, configure, |_| {})
+}
+
+/// [`start_forwarder`], with `server` applied to the server configuration.
+fn start_forwarder_with(
+    driver: Driver,
+    upstreams: Vec<SocketAddr>,
+    configure: impl Fn(&mut ForwardConfig),
+    server: impl Fn(&mut ServerConfig),
+) -> (Server, SocketAddr) {
     let mut forward = ForwardConfig::new(upstreams);
     forward.allow = vec![Cidr::parse("127.0.0.0/8").unwrap()];
     forward.timeout = Duration::from_millis(300);
@@ -74,6 +88,7 @@ fn start_forwarder(
         config.driver = driver;
         config.answer.max_udp_size = 4096;
         config.forward = Some(forward.clone());
+        server(&mut config);
         match Server::start(config, zone_catalog("local.test.", OWN_ZONE)) {
             Ok(server) => return (server, addr),
             Err(err) if err.kind() == std::io::ErrorKind::AddrInUse => continue,
@@ -471,5 +486,171 @@ fn identical_questions_in_flight_are_coalesced() {
     );
     let stats = forward_stats(&server);
     assert_eq!(stats.forward.coalesced, 5, "{stats}");
+    stop(server);
+}
+
+//----------- TCP clients ----------------------------------------------------
+
+/// Reads `count` answers from `stream`, in whatever order they come.
+fn tcp_answers(stream: &mut std::net::TcpStream, count: usize) -> Vec<Vec<u8>> {
+    (0..count)
+        .map(|n| tcp_receive(stream).unwrap_or_else(|| panic!("answer {n} of {count}")))
+        .collect()
+}
+
+/// The answer with ID `id` among `answers`.
+fn with_id(answers: &[Vec<u8>], id: u16) -> &[u8] {
+    answers
+        .iter()
+        .find(|answer| answer[..2] == id.to_be_bytes())
+        .unwrap_or_else(|| panic!("no answer with ID {id}"))
+}
+
+#[test]
+fn tcp_clients_are_forwarded_and_never_truncated() {
+    for driver in DRIVERS {
+        let (upstream, upstream_addr) = start_with(driver, |_| {});
+        let (server, addr) = start_forwarder(driver, vec![upstream_addr], |_| {});
+
+        let mut stream = tcp_connect(addr);
+        tcp_send(&mut stream, &query(0x3333, "WwW.ExAmple.com.", 1, None));
+        let answer = tcp_receive(&mut stream).expect("a forwarded answer over TCP");
+        assert_eq!(summary(&answer), (0x3333, 0, false, 1), "{driver:?}");
+        let view = MessageView::parse(&answer).unwrap();
+        assert!(view.header().ra() && !view.header().aa() && view.header().rd());
+        assert_eq!(
+            view.question().unwrap().name.as_bytes(),
+            b"\x03WwW\x07ExAmple\x03com\x00"
+        );
+        assert!(
+            view.edns().unwrap().is_none(),
+            "no OPT for a client without"
+        );
+        assert_eq!(last_octet(&answer), Some(80));
+
+        // Pipelined on the same connection: a forwarded question and one
+        // of our own zone, both answered (in either order).
+        tcp_send(
+            &mut stream,
+            &query(0x4444, "nope.example.com.", 1, Some(1232)),
+        );
+        tcp_send(&mut stream, &query(0x5555, "ns1.local.test.", 1, None));
+        let answers = tcp_answers(&mut stream, 2);
+        let nx = with_id(&answers, 0x4444);
+        assert_eq!(summary(nx).1, 3, "{driver:?}: NXDOMAIN forwarded");
+        let nx = MessageView::parse(nx).unwrap();
+        assert!(nx.header().ra() && nx.edns().unwrap().is_some());
+        let own = MessageView::parse(with_id(&answers, 0x5555)).unwrap();
+        assert!(own.header().aa() && !own.header().ra(), "{driver:?}");
+
+        // About 2.6 KB: a client without EDNS gets TC over UDP, then the
+        // whole answer over TCP, from the forward cache.
+        let small = udp_exchange(addr, &query(10, "big.example.com.", 16, None)).unwrap();
+        assert_eq!(summary(&small), (10, 0, true, 0), "{driver:?}");
+        tcp_send(&mut stream, &query(11, "big.example.com.", 16, None));
+        let big = tcp_receive(&mut stream).expect("the whole answer over TCP");
+        assert_eq!(summary(&big), (11, 0, false, 40), "{driver:?}");
+        assert!(big.len() > 2048, "{}", big.len());
+
+        let stats = forward_stats(&server);
+        assert_eq!(stats.forward.upstream_answers, 3, "{driver:?}: {stats}");
+        assert_eq!(stats.forward.cache_hits, 1, "{driver:?}: {stats}");
+        drop(stream);
+        stop(server);
+        stop(upstream);
+    }
+}
+
+#[test]
+fn tcp_clients_leaving_before_their_answer_do_not_disturb_the_server() {
+    let driver = Driver::Legacy;
+    let hostile = Hostile::start();
+    let (server, addr) = start_forwarder(driver, vec![hostile.addr], |forward| {
+        forward.timeout = Duration::from_millis(2000);
+    });
+    // Gone at once, while its question is upstream (the hostile upstream
+    // takes 300 ms for "slow").
+    let mut gone = tcp_connect(addr);
+    tcp_send(&mut gone, &query(1, "slow.hostile.test.", 1, None));
+    drop(gone);
+    // Half-closed: done sending, still reading; its answer still comes.
+    let mut half = tcp_connect(addr);
+    tcp_send(&mut half, &query(2, "SLOW.hostile.test.", 1, None));
+    half.shutdown(Shutdown::Write).unwrap();
+    let answer = tcp_receive(&mut half).expect("an answer after a half-close");
+    assert_eq!(summary(&answer), (2, 0, false, 1));
+    let view = MessageView::parse(&answer).unwrap();
+    assert_eq!(
+        view.question().unwrap().bytes,
+        &query(2, "SLOW.hostile.test.", 1, None)[12..],
+        "its own question case"
+    );
+    drop(half);
+
+    // The server carries on: over TCP and UDP, forwarded or not.
+    let mut next = tcp_connect(addr);
+    tcp_send(&mut next, &query(3, "good.hostile.test.", 1, None));
+    let answer = tcp_receive(&mut next).expect("the next TCP client is answered");
+    assert_eq!(summary(&answer), (3, 0, false, 1));
+    let answer = udp_exchange(addr, &query(4, "slow.hostile.test.", 1, None)).unwrap();
+    assert_eq!(summary(&answer), (4, 0, false, 1), "from the forward cache");
+    let answer = udp_exchange(addr, &query(5, "ns1.local.test.", 1, None)).unwrap();
+    assert_eq!(summary(&answer), (5, 0, false, 1));
+    drop(next);
+    // Every connection ends.
+    let until = Instant::now() + TIMEOUT;
+    while forward_stats(&server).tcp_open > 0 && Instant::now() < until {
+        thread::sleep(Duration::from_millis(20));
+    }
+    let stats = forward_stats(&server);
+    assert_eq!(stats.tcp_open, 0, "{stats}");
+    assert_eq!(
+        hostile.queries.load(Ordering::Relaxed),
+        2,
+        "coalesced, then good"
+    );
+    stop(server);
+}
+
+#[test]
+fn forwarded_queries_count_against_the_tcp_in_flight_limit() {
+    let driver = Driver::Legacy;
+    // The hostile upstream never answers these names: each query ends in
+    // SERVFAIL after the timeout.
+    let hostile = Hostile::start();
+    let (server, addr) = start_forwarder_with(
+        driver,
+        vec![hostile.addr],
+        |forward| {
+            forward.timeout = Duration::from_millis(600);
+            forward.retries = 0;
+        },
+        |config| config.tcp.max_in_flight = 2,
+    );
+    let mut stream = tcp_connect(addr);
+    let mut queries = Vec::new();
+    for id in 1..=4u16 {
+        let message = query(id, &format!("silent{id}.hostile.test."), 1, None);
+        queries.extend_from_slice(&(message.len() as u16).to_be_bytes());
+        queries.extend_from_slice(&message);
+    }
+    stream.write_all(&queries).unwrap();
+    // Two questions upstream, the other two unread until they end.
+    thread::sleep(Duration::from_millis(300));
+    assert_eq!(hostile.queries.load(Ordering::Relaxed), 2);
+    assert_eq!(forward_stats(&server).forward.upstream_queries, 2);
+    let answers = tcp_answers(&mut stream, 4);
+    for id in 1..=4u16 {
+        assert_eq!(
+            summary(with_id(&answers, id)),
+            (id, 2, false, 0),
+            "SERVFAIL"
+        );
+    }
+    assert_eq!(hostile.queries.load(Ordering::Relaxed), 4);
+    // The connection still answers.
+    tcp_send(&mut stream, &query(5, "ns1.local.test.", 1, None));
+    let answer = tcp_receive(&mut stream).expect("answered after the limit");
+    assert_eq!(summary(&answer), (5, 0, false, 1));
     stop(server);
 }
