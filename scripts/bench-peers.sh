@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # tern against Knot DNS and NSD, side by side, on loopback.
 #
-#   scripts/bench-peers.sh [throughput] [callgrind] [zone-load]     (default: all three)
+#   scripts/bench-peers.sh [throughput] [callgrind] [zone-load] [forward]
+#
+# Without arguments: throughput, callgrind and zone-load (forward only when named).
 #
 # throughput  One generated zone `bench.` of NAMES hosts (about 1.2 x NAMES owner
 #             names: hosts, aliases, delegations, a wildcard) and a query file mixing
@@ -31,10 +33,29 @@
 #             zone's last name answers, and then its memory: the largest VmRSS of its
 #             processes, the sum of their PSS (NSD forks; PSS does not count shared
 #             pages twice) and the largest VmHWM (peak RSS, reached while loading). Medians.
+# forward     Cache hits of a forwarder: tern (a `forward:` section, no zones of its own),
+#             Unbound and dnsdist, each forwarding to Knot, which serves bench. on
+#             127.0.0.1 pinned to CLIENT_CPU (it gets no queries once the caches are warm).
+#             Unbound and dnsdist are apt-get installed when missing. The queries are the
+#             mix above without the referrals (a referral is not a forwarder's answer:
+#             Unbound would follow it off loopback): about 90 000 lines, 40 000 distinct
+#             questions. Each forwarder runs pinned to SERVER_CPU with one worker thread
+#             (tern --cores, Unbound num-threads 1, dnsdist one listener), caches of
+#             200 000 entries; they run at the same time on their own ports, and each is
+#             warmed by one pass of the query file at FWD_WARM_RATE queries/s. Then ROUNDS
+#             rounds of DURATION s at FWD_RATE queries/s offered to each in turn: QPS, lost,
+#             latency, CPU time on SERVER_CPU and the server's own per answered query (as in
+#             throughput) and the queries Knot received meanwhile (Knot's mod-stats; dnsdist
+#             adds one health check a second). Then each alone under callgrind as in the
+#             callgrind section (CG_QUERIES of the forward queries, warm-up pass, zero,
+#             again at CG_RATE but one query outstanding, dump): user-space instructions
+#             per answered query, receive calls per query, the top functions by own cost,
+#             and tern's ratio to the better of Unbound and dnsdist (target: <= 0.8).
 #
 # Run time with the defaults: about 3.5 min throughput (3 servers x 2 modes x 3 rounds
 # x 10 s, plus idle checks), 2 min callgrind, 3 min zone load (named is slow): about 9
-# minutes, 10 on a busy machine.
+# minutes, 10 on a busy machine. forward: about 5 minutes (3 x 3 runs of 10 s, warm-ups,
+# 3 callgrind runs).
 # Every server this script starts is in its own process group and is killed on exit
 # (normal, error or Ctrl-C).
 #
@@ -43,7 +64,8 @@
 #   ROUNDS [3]   DURATION [10]   RATE [150000]   OUTSTANDING [500]
 #   CG_QUERIES [5000]   CG_RATE [1000]   BIG_RECORDS [1000000]   LOAD_ROUNDS [3]
 #   LOAD_SERVERS ["tern knot nsd named"]   SERVER_CPU [0]   CLIENT_CPU [1]
-#   BASE_PORT [25353] (ports BASE_PORT..BASE_PORT+3)   EDNS [0] (1: dnsperf -e)
+#   BASE_PORT [25353] (ports BASE_PORT..BASE_PORT+3, +5 with forward)   EDNS [0] (1: dnsperf -e)
+#   FWD_SERVERS ["tern unbound dnsdist"]   FWD_RATE [100000]   FWD_WARM_RATE [20000]
 #   QUIET_BUSY [20] QUIET_WAIT [10]: before each run wait up to QUIET_WAIT s for both
 #     CPUs to be below QUIET_BUSY % busy (other tasks); the measured busy % is printed.
 #   RESULTS [unset]: a directory to keep the raw results, logs and configs in.
@@ -69,6 +91,11 @@ BASE_PORT=${BASE_PORT:-25353}
 EDNS=${EDNS:-0}
 QUIET_BUSY=${QUIET_BUSY:-20}
 QUIET_WAIT=${QUIET_WAIT:-10}
+FWD_SERVERS=${FWD_SERVERS:-"tern unbound dnsdist"}
+FWD_RATE=${FWD_RATE:-100000}
+FWD_WARM_RATE=${FWD_WARM_RATE:-20000}
+# forwarded answers each forwarder may cache: well above the ~40 000 distinct questions
+FWD_CACHE_ENTRIES=200000
 READY_TIMEOUT=60
 VALGRIND_READY_TIMEOUT=300
 LOAD_TIMEOUT=300
@@ -114,6 +141,8 @@ port_of() {
         knot) echo $((BASE_PORT + 1)) ;;
         nsd) echo $((BASE_PORT + 2)) ;;
         named) echo $((BASE_PORT + 3)) ;;
+        unbound) echo $((BASE_PORT + 4)) ;;
+        dnsdist) echo $((BASE_PORT + 5)) ;;
         *) die "unknown server $1" ;;
     esac
 }
@@ -124,6 +153,8 @@ binary_of() {
         knot) echo knotd ;;
         nsd) echo nsd ;;
         named) echo named ;;
+        unbound) echo unbound ;;
+        dnsdist) echo dnsdist ;;
     esac
 }
 
@@ -133,6 +164,8 @@ version_of() {
         knot) knotd --version | head -1 ;;
         nsd) nsd -v 2>&1 | head -1 ;;
         named) named -v ;;
+        unbound) unbound -V | head -1 ;;
+        dnsdist) dnsdist --version | head -1 ;;
     esac
 }
 
@@ -551,6 +584,395 @@ for name in names:
 EOF
 }
 
+#----------- forward ----------------------------------------------------------
+
+# install_forwarders: apt-get installs Unbound and dnsdist when FWD_SERVERS names one
+# that is missing. Only their binaries are used, with configurations of our own; where
+# the distribution starts the packages' services on install (not in containers with a
+# policy-rc.d), stop them yourself: Unbound's would prime its trust anchor off loopback.
+install_forwarders() {
+    local name missing=() sudo=()
+    for name in $FWD_SERVERS; do
+        case $name in
+            unbound | dnsdist) command -v "$name" >/dev/null || missing+=("$name") ;;
+        esac
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    [ "$(id -u)" -ne 0 ] && sudo=(sudo)
+    echo "installing ${missing[*]} with apt-get (log: $WORK/apt.log)"
+    # apt-get update only when the install fails without it
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}" >"$WORK/apt.log" 2>&1 ||
+        {
+            "${sudo[@]}" apt-get update >>"$WORK/apt.log" 2>&1 &&
+                "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}" \
+                    >>"$WORK/apt.log" 2>&1
+        } || {
+        tail -20 "$WORK/apt.log" >&2
+        die "could not install ${missing[*]}"
+    }
+    for name in "${missing[@]}"; do
+        need "$name" "apt-get install $name"
+    done
+}
+
+# write_forward_config NAME DIR: the forwarder's configuration in DIR, forwarding
+# everything to the upstream Knot.
+write_forward_config() {
+    local name=$1 dir=$2 port upstream
+    port=$(port_of "$name")
+    upstream=$(port_of knot)
+    case $name in
+        tern)
+            # no zones of its own: every query of the mix is forwarded
+            mkdir -p "$dir/zones"
+            cat >"$dir/tern.yaml" <<CONF
+listen: ["127.0.0.1:$port"]
+cores: [$SERVER_CPU]
+zones:
+  directory: $dir/zones
+control-socket: $dir/tern.sock
+forward:
+  allow: [127.0.0.0/8]
+  upstreams: ["127.0.0.1:$upstream"]
+  cache-entries: $FWD_CACHE_ENTRIES
+  cache-bytes: 256M
+CONF
+            ;;
+        unbound)
+            # forward-zone "." so that nothing is ever asked of the root servers; the
+            # iterator alone (no validator); 8 MiB socket buffers like tern's.
+            cat >"$dir/unbound.conf" <<CONF
+server:
+    interface: 127.0.0.1
+    port: $port
+    do-ip6: no
+    num-threads: 1
+    so-reuseport: no
+    so-rcvbuf: 8m
+    so-sndbuf: 8m
+    access-control: 127.0.0.0/8 allow
+    username: ""
+    chroot: ""
+    directory: "$dir"
+    pidfile: "$dir/unbound.pid"
+    use-syslog: no
+    logfile: ""
+    verbosity: 1
+    module-config: "iterator"
+    do-not-query-localhost: no
+    qname-minimisation: no
+    prefetch: no
+    minimal-responses: yes
+    msg-cache-size: 256m
+    rrset-cache-size: 256m
+    msg-cache-slabs: 1
+    rrset-cache-slabs: 1
+    infra-cache-slabs: 1
+    key-cache-slabs: 1
+    outgoing-range: 1024
+    num-queries-per-thread: 1024
+remote-control:
+    control-enable: no
+forward-zone:
+    name: "."
+    forward-addr: 127.0.0.1@$upstream
+CONF
+            ;;
+        dnsdist)
+            # no security polling (a DNS query to the Internet), one listener, one TCP
+            # worker, a health check of the upstream each second, 8 MiB socket buffers
+            cat >"$dir/dnsdist.conf" <<CONF
+setSecurityPollSuffix("")
+setLocal("127.0.0.1:$port", {reusePort=false})
+setUDPSocketBufferSizes(8388608, 8388608)
+setMaxTCPClientThreads(1)
+newServer({address="127.0.0.1:$upstream", checkName="bench.", checkInterval=1, sockets=1})
+pc = newPacketCache($FWD_CACHE_ENTRIES, {maxTTL=86400, minTTL=0, numberOfShards=1})
+getPool(""):setCache(pc)
+CONF
+            ;;
+        *) die "unknown forwarder $name (tern, unbound, dnsdist)" ;;
+    esac
+}
+
+# start_forwarder NAME [WRAPPER...]: as start_server, for a forwarder.
+start_forwarder() {
+    local name=$1
+    shift
+    local dir command
+    dir=$(mktemp -d "$WORK/run-forward-$name.XXXX")
+    write_forward_config "$name" "$dir"
+    case $name in
+        tern) command=("$TERN_BIN" serve --config "$dir/tern.yaml") ;;
+        unbound) command=(unbound -d -c "$dir/unbound.conf") ;;
+        dnsdist) command=(dnsdist --supervised --disable-syslog -C "$dir/dnsdist.conf") ;;
+    esac
+    setsid taskset -c "$SERVER_CPU" "$@" "${command[@]}" >"$dir/log" 2>&1 </dev/null &
+    PGID=$!
+    STARTED+=("$PGID")
+    RUN_DIR=$dir
+}
+
+# start_upstream: Knot serving bench. on its port, pinned to CLIENT_CPU, with mod-stats
+# counting the queries it gets; sets UPSTREAM_PGID and UPSTREAM_DIR.
+start_upstream() {
+    local dir
+    dir=$(mktemp -d "$WORK/run-upstream.XXXX")
+    write_config knot "$dir" "$WORK/zones" bench
+    sed -i 's#^  - id: default$#&\n    global-module: mod-stats#' "$dir/knot.conf"
+    grep -q 'global-module: mod-stats' "$dir/knot.conf" || die "could not add mod-stats to knot.conf"
+    setsid taskset -c "$CLIENT_CPU" knotd -c "$dir/knot.conf" >"$dir/log" 2>&1 </dev/null &
+    UPSTREAM_PGID=$!
+    STARTED+=("$UPSTREAM_PGID")
+    UPSTREAM_DIR=$dir
+    RUN_DIR=$dir
+    wait_ready knot host0.bench. "$READY_TIMEOUT" >/dev/null
+}
+
+# The queries the upstream Knot has received so far (UDP and TCP).
+upstream_queries() {
+    knotc -c "$UPSTREAM_DIR/knot.conf" stats mod-stats.request-protocol 2>/dev/null |
+        awk -F' = ' '{sum += $2} END {print sum + 0}'
+}
+
+# wait_recursive NAME TIMEOUT: until NAME answers host0.bench. A with RD=1 (forwarders
+# refuse wait-answer.py's RD=0 queries).
+wait_recursive() {
+    local port deadline=$((SECONDS + $2))
+    port=$(port_of "$1")
+    while [ "$SECONDS" -lt "$deadline" ]; do
+        if dig +short +tries=1 +time=1 -p "$port" @127.0.0.1 host0.bench. A 2>/dev/null |
+            grep -qx '10.0.0.0'; then
+            return 0
+        fi
+        sleep 0.2
+    done
+    echo "--- log of $1:" >&2
+    tail -20 "$RUN_DIR/log" >&2
+    die "$1 did not answer host0.bench. A within $2 s"
+}
+
+# forward_dnsperf NAME OUT QUERY_FILE ARGS...: dnsperf on CLIENT_CPU against NAME.
+forward_dnsperf() {
+    local name=$1 out=$2 file=$3
+    shift 3
+    local edns_args=()
+    [ "$EDNS" = 1 ] && edns_args=(-e)
+    timeout 900 taskset -c "$CLIENT_CPU" dnsperf -s 127.0.0.1 -p "$(port_of "$name")" \
+        -d "$file" -b "$CLIENT_BUFFER_KB" \
+        "${edns_args[@]}" "$@" >"$out" 2>&1 || true
+}
+
+# measure_forward NAME ROUND: one run at FWD_RATE against a warm forwarder.
+measure_forward() {
+    local name=$1 round=$2 out
+    out="$WORK/forward/$name.$round.dnsperf"
+    wait_quiet
+    local pgid=${FWD_PGIDS[$name]} cpu_before server_before upstream_before
+    cpu_before=$(cpu_busy_ticks "$SERVER_CPU")
+    server_before=$(group_ticks "$pgid")
+    upstream_before=$(upstream_queries)
+    forward_dnsperf "$name" "$out" "$WORK/queries-forward.txt" -l "$DURATION" -q "$OUTSTANDING" \
+        -Q "$FWD_RATE" -t "$QUERY_TIMEOUT"
+    local cpu_after server_after upstream_after
+    cpu_after=$(cpu_busy_ticks "$SERVER_CPU")
+    server_after=$(group_ticks "$pgid")
+    upstream_after=$(upstream_queries)
+    local completed lost qps latency
+    completed=$(dnsperf_field "$out" "Queries completed:")
+    lost=$(dnsperf_field "$out" "Queries lost:")
+    qps=$(dnsperf_field "$out" "Queries per second:")
+    latency=$(dnsperf_field "$out" "Average Latency (s):")
+    [ -n "$completed" ] && [ "$completed" -gt 0 ] || {
+        cat "$out" >&2
+        die "dnsperf against $name answered nothing"
+    }
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$round" "$completed" "$lost" \
+        "$qps" "$latency" $((cpu_after - cpu_before)) $((server_after - server_before)) \
+        $((upstream_after - upstream_before)) "$QUIET" >>"$WORK/forward.tsv"
+    printf '  %-7s round %s: %8.0f qps, %s lost, latency %s s, upstream got %s queries (busy before: cpu%s/cpu%s %s %%)\n' \
+        "$name" "$round" "$qps" "$lost" "$latency" $((upstream_after - upstream_before)) \
+        "$SERVER_CPU" "$CLIENT_CPU" "$QUIET"
+}
+
+# receive_calls DUMP...: the calls to libc's recvmmsg, recvmsg, recvfrom and recv in
+# callgrind dumps (from the `calls=` lines; names are compressed to `(id)` after their
+# first use). A batching server makes fewer calls than it answers queries.
+receive_calls() {
+    python3 - "$@" <<'PY'
+import re, sys
+wanted = re.compile(r"^(__libc_)?(recvmmsg|recvmsg|recvfrom|recv)(@.*)?$")
+total = 0
+for path in sys.argv[1:]:
+    names, current = {}, None
+    for line in open(path, errors="replace"):
+        m = re.match(r"^c?fn=\((\d+)\)(?: (.*))?$", line.rstrip("\n"))
+        if m:
+            if m.group(2):
+                names[m.group(1)] = m.group(2)
+            current = m.group(1) if line.startswith("cfn=") else None
+            continue
+        if current is not None and line.startswith("calls="):
+            if wanted.match(names.get(current, "")):
+                total += int(line.split()[0][len("calls="):])
+            current = None
+print(total)
+PY
+}
+
+# forward_callgrind NAME: the forwarder alone under callgrind; appends to
+# forward-callgrind.tsv and prints its top functions by own cost.
+forward_callgrind() {
+    local name=$1 dir pids
+    start_forwarder "$name" valgrind --tool=callgrind --trace-children=yes \
+        --callgrind-out-file="$WORK/forward/callgrind-$name.%p.out"
+    dir=$RUN_DIR
+    wait_recursive "$name" "$VALGRIND_READY_TIMEOUT"
+    sleep 1
+    # warm-up: every question of the measured pass is then in the cache
+    forward_dnsperf "$name" "$WORK/forward/callgrind-$name.warm-up.dnsperf" \
+        "$WORK/queries-forward-callgrind.txt" -n 1 -Q "$CG_RATE" -q 50 -t 5
+    pids=$(group_pids "$PGID" | tr '\n' ' ')
+    # shellcheck disable=SC2086 # one argument per pid
+    callgrind_control -z $pids >"$dir/callgrind-control.log" 2>&1
+    local out="$WORK/forward/callgrind-$name.dnsperf" upstream_before upstream_after
+    upstream_before=$(upstream_queries)
+    # One query outstanding (-q 1): each query is a wake-up of its own for every server,
+    # so the count does not depend on how many queries the scheduler lets pile up
+    # between wake-ups (tern's cost per wake-up is about that of a query's own work).
+    forward_dnsperf "$name" "$out" "$WORK/queries-forward-callgrind.txt" -n 1 -Q "$CG_RATE" -q 1 -t 5
+    upstream_after=$(upstream_queries)
+    # shellcheck disable=SC2086
+    callgrind_control --dump=window $pids >>"$dir/callgrind-control.log" 2>&1
+    sleep 1
+    stop_server "$PGID"
+    local completed lost ir dumps
+    completed=$(dnsperf_field "$out" "Queries completed:")
+    lost=$(dnsperf_field "$out" "Queries lost:")
+    dumps=$(ls "$WORK"/forward/callgrind-"$name".*.out.[0-9]* 2>/dev/null || true)
+    # shellcheck disable=SC2086 # one file per dump
+    ir=$(cat $dumps /dev/null | awk '/^summary:/ {sum += $2} END {print sum + 0}')
+    local receives
+    # shellcheck disable=SC2086
+    receives=$(receive_calls $dumps)
+    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "${completed:-0}" "${lost:-0}" "$ir" \
+        $((upstream_after - upstream_before)) "$receives" >>"$WORK/forward-callgrind.tsv"
+    printf '  %-7s callgrind: %s answered, %s lost, %s Ir in the window, %s receive calls, upstream got %s queries\n' \
+        "$name" "${completed:-0}" "${lost:-?}" "$ir" "$receives" $((upstream_after - upstream_before))
+    local dump
+    for dump in $dumps; do
+        # The frames on the stack when the counters were zeroed show as 100 %: skipped.
+        echo "    top functions by own Ir ($(basename "$dump")):"
+        callgrind_annotate --inclusive=no --threshold=100 "$dump" 2>/dev/null |
+            awk '/file:function/ {list = 1; next}
+                 list && /^ *[0-9,]+ \(/ && !/\(100\.0%\)/ && n++ < 12 {print "      " $0}' || true
+    done
+}
+
+section_forward() {
+    echo
+    echo "== forward: cache hits, $FWD_SERVERS forwarding to Knot; $ROUNDS rounds x ${DURATION} s at $FWD_RATE qps, then callgrind"
+    need dig "apt-get install bind9-dnsutils"
+    need knotd "apt-get install knot"
+    need knotc "apt-get install knot"
+    need valgrind "apt-get install valgrind"
+    need callgrind_control "apt-get install valgrind"
+    need callgrind_annotate "apt-get install valgrind"
+    install_forwarders
+    local name round
+    for name in $FWD_SERVERS; do
+        case $name in
+            tern | unbound | dnsdist) need "$(binary_of "$name")" "build tern with 'cargo build --release'" ;;
+            *) die "unknown forwarder $name (FWD_SERVERS: tern, unbound, dnsdist)" ;;
+        esac
+        echo "  $name: $(version_of "$name")"
+    done
+    echo "  upstream: $(version_of knot), pinned to CPU $CLIENT_CPU"
+    mkdir -p "$WORK/forward"
+    # the mix without referrals (www.subN.bench.)
+    grep -v '\.sub[0-9]*\.bench\. ' "$WORK/queries.txt" >"$WORK/queries-forward.txt"
+    head -n "$CG_QUERIES" "$WORK/queries-forward.txt" >"$WORK/queries-forward-callgrind.txt"
+    echo "  queries: $(wc -l <"$WORK/queries-forward.txt") lines, $(sort -f -u "$WORK/queries-forward.txt" | wc -l) distinct questions"
+
+    start_upstream
+    declare -gA FWD_PGIDS=()
+    for name in $FWD_SERVERS; do
+        start_forwarder "$name"
+        FWD_PGIDS[$name]=$PGID
+        wait_recursive "$name" "$READY_TIMEOUT"
+    done
+    for name in $FWD_SERVERS; do
+        local warm="$WORK/forward/$name.warm-up.dnsperf"
+        forward_dnsperf "$name" "$warm" "$WORK/queries-forward.txt" -n 1 -Q "$FWD_WARM_RATE" \
+            -q "$OUTSTANDING" -t "$QUERY_TIMEOUT"
+        echo "  $name warm-up: $(dnsperf_field "$warm" "Queries completed:") answered," \
+            "$(dnsperf_field "$warm" "Queries lost:") lost;" \
+            "$(grep -o 'Response codes:.*' "$warm" | head -1)"
+    done
+    : >"$WORK/forward.tsv"
+    for round in $(seq "$ROUNDS"); do
+        for name in $FWD_SERVERS; do
+            measure_forward "$name" "$round"
+        done
+    done
+    for name in $FWD_SERVERS; do
+        stop_server "${FWD_PGIDS[$name]}"
+    done
+
+    echo
+    echo "  callgrind: $CG_QUERIES queries, warm-up pass, then again at $CG_RATE qps"
+    : >"$WORK/forward-callgrind.tsv"
+    for name in $FWD_SERVERS; do
+        forward_callgrind "$name"
+    done
+    stop_server "$UPSTREAM_PGID"
+
+    python3 - "$WORK/forward.tsv" "$WORK/forward-callgrind.tsv" "$(getconf CLK_TCK)" "$FWD_RATE" <<'PY'
+import statistics, sys
+rows = [line.rstrip("\n").split("\t") for line in open(sys.argv[1]) if line.strip()]
+cg = {r[0]: r for r in (line.rstrip("\n").split("\t") for line in open(sys.argv[2]) if line.strip())}
+tick_us = 1e6 / int(sys.argv[3])
+rate = sys.argv[4]
+names = []
+for r in rows + list(cg.values()):
+    if r[0] not in names:
+        names.append(r[0])
+def ir_per_query(name):
+    r = cg.get(name)
+    if not r or int(r[1]) <= 0 or int(r[3]) <= 0:
+        return None
+    return int(r[3]) / int(r[1])
+peers = [ir_per_query(n) for n in names if n != "tern"]
+peers = [v for v in peers if v is not None]
+best = min(peers) if peers else None
+def fmt(v, spec):
+    return "n/a" if v is None else format(v, spec)
+print()
+print(f"medians over rounds at {rate} qps offered; CPU = CPU time per answered query;")
+print("upstream = queries Knot got during a measured run (0 = all cache hits; dnsdist: its health checks)")
+print("| forwarder | QPS | lost | latency ms | CPU0 us/q | server us/q | upstream/run | Ir/q (callgrind) | Ir vs best peer | receive calls/q |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+for name in names:
+    runs = [r for r in rows if r[0] == name]
+    med = lambda f: statistics.median(f(r) for r in runs) if runs else None
+    qps = med(lambda r: float(r[4]))
+    lost = med(lambda r: int(r[3]))
+    latency = med(lambda r: float(r[5]) * 1e3)
+    cpu = med(lambda r: int(r[6]) / int(r[2]) * tick_us)
+    own = med(lambda r: int(r[7]) / int(r[2]) * tick_us)
+    upstream = med(lambda r: int(r[8]))
+    ir = ir_per_query(name)
+    ratio = ir / best if ir is not None and best else None
+    receives = int(cg[name][5]) / int(cg[name][1]) if name in cg and int(cg[name][1]) > 0 else None
+    print(f"| {name} | {fmt(qps, '.0f')} | {fmt(lost, '.0f')} | {fmt(latency, '.3f')} | {fmt(cpu, '.2f')} "
+          f"| {fmt(own, '.2f')} | {fmt(upstream, '.0f')} | {fmt(ir, '.0f')} | {fmt(ratio, '.2f')} | {fmt(receives, '.2f')} |")
+tern = ir_per_query("tern")
+if tern is not None and best:
+    verdict = "met" if tern <= 0.8 * best else "NOT met"
+    print(f"\ntarget: tern {tern:.0f} Ir/q <= 0.8 x best peer {best:.0f} = {0.8 * best:.0f}: {verdict} (ratio {tern / best:.2f})")
+PY
+}
+
 #----------- main -------------------------------------------------------------
 
 need dnsperf "apt-get install dnsperf"
@@ -561,7 +983,9 @@ for name in $SERVERS; do
     need "$(binary_of "$name")" "build tern with 'cargo build --release', or run 'make deps'"
 done
 [ "$(nproc)" -gt "$CLIENT_CPU" ] || die "CPU $CLIENT_CPU does not exist (SERVER_CPU/CLIENT_CPU)"
-for port in $(seq "$BASE_PORT" $((BASE_PORT + 3))); do
+LAST_PORT=$((BASE_PORT + 3))
+case " ${SECTIONS[*]} " in *" forward "*) LAST_PORT=$((BASE_PORT + 5)) ;; esac
+for port in $(seq "$BASE_PORT" "$LAST_PORT"); do
     if ss -Hlnu "sport = :$port" | grep -q .; then
         die "UDP port $port is in use: set BASE_PORT"
     fi
@@ -583,7 +1007,8 @@ for section in "${SECTIONS[@]}"; do
         throughput) section_throughput ;;
         callgrind) section_callgrind ;;
         zone-load) section_zone_load ;;
-        *) die "unknown section $section (throughput, callgrind, zone-load)" ;;
+        forward) section_forward ;;
+        *) die "unknown section $section (throughput, callgrind, zone-load, forward)" ;;
     esac
 done
 
