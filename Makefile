@@ -4,7 +4,7 @@
 CARGO ?= cargo
 RELEASE_BIN := target/release/tern
 
-.PHONY: run build release test deps lint fmt unit differential compliance clean bench bench-check bench-peers dhat
+.PHONY: run build release test deps lint fmt unit differential compliance clean bench bench-check bench-peers bench-forward dhat
 
 ## Build in release mode and serve zones/ on 127.0.0.1:5353 (no config needed).
 run: release
@@ -51,6 +51,10 @@ bench-check:
 ## callgrind instruction counts and the 1M-record zone load. ~10 minutes.
 bench-peers: release
 	TERN_BIN=$(RELEASE_BIN) bash scripts/bench-peers.sh
+
+## tern forwarding (warm cache) against Unbound and dnsdist; ~5 minutes.
+bench-forward: release
+	TERN_BIN=$(RELEASE_BIN) bash scripts/bench-peers.sh forward
 
 ## Heap allocations per answered query under a fixed dnsperf workload.
 dhat:
