@@ -7,7 +7,7 @@
 //! `respond`). The first pass warms the cache (a miss that inserts may
 //! allocate); the measured passes must not allocate at all.
 //!
-//! One `#[test]` in this file: dhat's testing mode allows a single
+//! One check per process: dhat's testing mode allows a single
 //! profiler per process.
 
 use std::path::Path;
@@ -82,7 +82,15 @@ fn query(id: u16, name: &str, qtype: u16, edns: Option<(u16, bool)>) -> Vec<u8> 
     q
 }
 
-#[test]
+/// Runs without libtest (`harness = false`): libtest's main thread records
+/// the running test in a map *after* starting it, and on a loaded machine
+/// that insert (4 allocations) landed inside the measured section. With our
+/// own `main` nothing else runs in the process while it is measured.
+fn main() {
+    answer_path_makes_no_allocation();
+    println!("answer_path_makes_no_allocation: 1 passed, 0 failed");
+}
+
 fn answer_path_makes_no_allocation() {
     let _profiler = dhat::Profiler::builder().testing().build();
 
