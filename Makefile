@@ -4,7 +4,7 @@
 CARGO ?= cargo
 RELEASE_BIN := target/release/tern
 
-.PHONY: run build release test deps lint fmt unit differential compliance clean bench bench-check bench-peers bench-forward dhat
+.PHONY: run build release test deps lint fmt unit differential compliance clean bench bench-check bench-peers bench-forward dhat fuzz soak
 
 ## Build in release mode and serve zones/ on 127.0.0.1:5353 (no config needed).
 run: release
@@ -65,6 +65,16 @@ dhat:
 compliance: release
 	TERN_BIN=$(RELEASE_BIN) python3 tests/compliance/edns.py
 	TERN_BIN=$(RELEASE_BIN) python3 tests/compliance/malformed.py
+
+## Every cargo-fuzz target for FUZZ_SECONDS each (default 60; the issue's
+## runs use 1800). Installs cargo-fuzz; stable toolchain via RUSTC_BOOTSTRAP.
+fuzz:
+	bash scripts/fuzz-all.sh $(or $(FUZZ_SECONDS),60)
+
+## Mixed valid, malformed and truncated traffic for SOAK_SECONDS (default
+## 600): the server must keep answering on every core with flat memory.
+soak: release
+	bash scripts/soak.sh $(or $(SOAK_SECONDS),600)
 
 clean:
 	$(CARGO) clean

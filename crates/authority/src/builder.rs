@@ -5,14 +5,15 @@
 //! and appends it to flat arenas. [`ZoneBuilder::finish`] then does what
 //! Knot's `zone/adjust.c` does, once, so that answering only follows ids:
 //!
-//! 1. sort the records by owner, type and RDATA; drop exact duplicates; an
-//!    RRset whose records disagree on the TTL takes the TTL of the record
-//!    inserted last (Knot 3.2's loader: "TTL mismatch ... TTL set to");
-//! 2. create a node for every owner and every ancestor up to the apex, with
-//!    dense ids in creation order (a parent before its children); NSEC3
-//!    records and the RRSIGs covering them get nodes of their own outside
-//!    the name index (their owners are hashes, which ordinary look-ups must
-//!    not find: Knot keeps them in a separate tree);
+//! 1. (on insert) create a node for every owner and every ancestor up to
+//!    the apex, with dense ids in creation order (a parent before its
+//!    children); NSEC3 records and the RRSIGs covering them get nodes of
+//!    their own outside the name index (their owners are hashes, which
+//!    ordinary look-ups must not find: Knot keeps them in a separate tree);
+//! 2. group the records by node, and a node's records by type and RDATA;
+//!    drop exact duplicates; an RRset whose records disagree on the TTL
+//!    takes the TTL of the record inserted last (Knot 3.2's loader: "TTL
+//!    mismatch ... TTL set to");
 //! 3. attach to every RRset the RRSIG records covering it (same owner,
 //!    type covered = its type): RRSIGs sort by RDATA, whose first two
 //!    octets are the type covered, so each RRset's signatures are one
@@ -32,15 +33,15 @@
 
 use core::fmt;
 
-use tern_wire::name::{LowerNameBuf, Name, NameBuf, MAX_LABELS};
+use tern_wire::name::{Name, NameBuf, MAX_LABELS, MAX_NAME_LEN};
 use tern_wire::rdata::soa_minimum;
 use tern_wire::types::{RClass, RType};
 
 use crate::index::NameIndex;
 use crate::nsec3::{self, Chain, Link, Params};
 use crate::zone::{
-    canonical_cmp, Glue, Node, RRset, Zone, FLAG_APEX, FLAG_DELEG, FLAG_NONAUTH, FLAG_NSEC3_OWNER,
-    FLAG_WILDCARD_CHILD, NO_PARENT,
+    canonical_cmp, node_name_bytes, Glue, Node, RRset, Zone, FLAG_APEX, FLAG_DELEG, FLAG_NONAUTH,
+    FLAG_NSEC3_OWNER, FLAG_WILDCARD_CHILD, NO_PARENT,
 };
 
 /// The most records one RRset may hold: the RR count is a `u16` in the
@@ -170,42 +171,85 @@ impl std::error::Error for BuildError {}
 
 //----------- Pending --------------------------------------------------------
 
-/// A record waiting for `finish`: offsets into the builder's arenas.
+/// A record waiting for `finish`: its node and a range of the builder's
+/// RDATA arena. Its index in the pending list is its insertion order, for
+/// "the last TTL wins". 16 octets.
 #[derive(Clone, Copy)]
 struct Pending {
-    owner_start: u32,
-    owner_len: u8,
-    rtype: RType,
-    ttl: u32,
+    node: u32,
     rdata_start: u32,
+    ttl: u32,
+    rtype: RType,
     rdata_len: u16,
-    /// Insertion order, for "the last TTL wins".
-    seq: u32,
-    /// An NSEC3 record or an RRSIG covering one: kept apart from the tree.
-    hashed: bool,
 }
 
 //----------- ZoneBuilder ----------------------------------------------------
 
 /// Collects the records of one zone, then builds the immutable [`Zone`].
+///
+/// The zone's nodes are created as records arrive: a new owner costs one
+/// hash look-up (and a node with its missing ancestors the first time),
+/// a record of the same owner as the previous one (the usual order of a
+/// zone file) only a comparison. Each record then takes 16 octets plus
+/// its RDATA until [`ZoneBuilder::finish`] groups the records by node with
+/// a counting sort, which keeps insertion order within a node, and sorts
+/// each node's few records by type and RDATA: no sort over the whole zone.
 pub struct ZoneBuilder {
-    origin: LowerNameBuf,
+    /// The zone being built: its names, nodes and name index grow with the
+    /// owners inserted; `finish` fills in the rest.
+    zone: Zone,
     pending: Vec<Pending>,
-    /// Lowercased owner names; consecutive records with the same owner
-    /// share one copy.
-    owners: Vec<u8>,
     rdata: Vec<u8>,
+    /// The nodes of NSEC3 owners by name; they stay out of `zone.index`.
+    hashed: NameIndex,
+    /// The node of the last record inserted, and whether it was a hashed
+    /// (NSEC3) one.
+    last: Option<(u32, bool)>,
 }
 
 impl ZoneBuilder {
     /// Starts a zone with the given origin.
     pub fn new(origin: Name<'_>) -> ZoneBuilder {
-        ZoneBuilder {
-            origin: origin.to_lower(),
-            pending: Vec::new(),
-            owners: Vec::new(),
+        let mut zone = Zone {
+            origin: NameBuf::from_name(origin.to_lower().as_name()),
+            names: Vec::new(),
+            nodes: Vec::new(),
+            rrsets: Vec::new(),
             rdata: Vec::new(),
+            glue: Vec::new(),
+            index: NameIndex::default(),
+            soa: 0,
+            negative_ttl: 0,
+            record_count: 0,
+            signed: false,
+            nsec: Vec::new(),
+            nsec3: None,
+        };
+        let apex_name = zone.origin;
+        let apex = ensure_node(&mut zone, apex_name.as_name()).expect("an empty zone has room");
+        debug_assert_eq!(apex, 0);
+        ZoneBuilder {
+            zone,
+            pending: Vec::new(),
+            rdata: Vec::new(),
+            hashed: NameIndex::default(),
+            last: None,
         }
+    }
+
+    /// Makes room for `records` more records with `rdata` octets of RDATA
+    /// in all (a hint: a loader that knows the zone's size saves the
+    /// copies of growing tables).
+    pub fn reserve(&mut self, records: usize, rdata: usize) {
+        self.pending.reserve(records);
+        self.rdata.reserve(rdata);
+        // Most zones have about one owner per record; what stays unused
+        // is given back by `finish`.
+        self.zone.nodes.reserve(records);
+        let (names, nodes) = (&self.zone.names, &self.zone.nodes);
+        self.zone
+            .index
+            .reserve(records, |id| node_name_bytes(names, nodes, id));
     }
 
     /// Adds one record. The owner is lowercased; RDATA is kept as given
@@ -224,10 +268,11 @@ impl ZoneBuilder {
         if rtype.is_meta() {
             return Err(BuildError::MetaType { rtype });
         }
-        if !owner.ends_with(self.origin.as_name()) {
+        let origin = self.zone.origin.as_name();
+        if !owner.ends_with(origin) {
             return Err(BuildError::OutOfZone {
                 owner: owner.to_string(),
-                origin: self.origin.as_name().to_string(),
+                origin: origin.to_string(),
             });
         }
         if !rdata_is_valid(rtype, rdata) {
@@ -236,171 +281,209 @@ impl ZoneBuilder {
                 rtype,
             });
         }
-        if rtype == RType::SOA && owner.len() != self.origin.as_bytes().len() {
+        if rtype == RType::SOA && owner.len() != origin.len() {
             return Err(BuildError::SoaNotAtApex {
                 owner: owner.to_string(),
             });
         }
         let rdata_len =
             u16::try_from(rdata.len()).map_err(|_| BuildError::TooLarge { what: "RDATA" })?;
-        let owner = owner.to_lower();
-        let owner_start = match self.pending.last() {
-            Some(last) if self.owner_bytes(last) == owner.as_bytes() => last.owner_start,
+        let hashed = is_nsec3_data(rtype, rdata);
+        let node = match self.last {
+            Some((node, last_hashed))
+                if last_hashed == hashed
+                    && self
+                        .zone
+                        .node_name_bytes(node)
+                        .eq_ignore_ascii_case(owner.as_bytes()) =>
+            {
+                node
+            }
             _ => {
-                let start = offset(self.owners.len(), "owner names")?;
-                self.owners.extend_from_slice(owner.as_bytes());
-                start
+                let mut buffer = [0u8; MAX_NAME_LEN];
+                let lower = &mut buffer[..owner.len()];
+                lower.copy_from_slice(owner.as_bytes());
+                lower.make_ascii_lowercase();
+                let name = Name::from_wire(lower).expect("a lowercased name stays valid");
+                let node = if hashed {
+                    self.hashed_node(name)?
+                } else {
+                    ensure_node(&mut self.zone, name)?
+                };
+                self.last = Some((node, hashed));
+                node
             }
         };
         let rdata_start = offset(self.rdata.len(), "RDATA")?;
+        offset(self.pending.len(), "records")?;
         self.rdata.extend_from_slice(rdata);
-        let seq = offset(self.pending.len(), "records")?;
         self.pending.push(Pending {
-            owner_start,
-            owner_len: owner.as_bytes().len() as u8,
-            rtype,
-            ttl,
+            node,
             rdata_start,
+            ttl,
+            rtype,
             rdata_len,
-            seq,
-            hashed: is_nsec3_data(rtype, rdata),
         });
         Ok(())
     }
 
-    fn owner_bytes(&self, record: &Pending) -> &[u8] {
-        let start = record.owner_start as usize;
-        &self.owners[start..start + usize::from(record.owner_len)]
-    }
-
-    fn rdata_bytes(&self, record: &Pending) -> &[u8] {
-        let start = record.rdata_start as usize;
-        &self.rdata[start..start + usize::from(record.rdata_len)]
+    /// The node of the NSEC3 owner `name` (lowercase), created the first
+    /// time.
+    fn hashed_node(&mut self, name: Name<'_>) -> Result<u32, BuildError> {
+        let (names, nodes) = (&self.zone.names, &self.zone.nodes);
+        let key_of = |id| node_name_bytes(names, nodes, id);
+        if let Some(node) = self.hashed.find(name.as_bytes(), key_of) {
+            return Ok(node);
+        }
+        let node = hashed_node(&mut self.zone, name)?;
+        let (names, nodes) = (&self.zone.names, &self.zone.nodes);
+        self.hashed.insert(name.as_bytes(), node, |id| {
+            node_name_bytes(names, nodes, id)
+        });
+        Ok(node)
     }
 
     /// Runs the adjust pass and returns the immutable zone.
-    pub fn finish(mut self) -> Result<Zone, BuildError> {
-        let mut pending = core::mem::take(&mut self.pending);
-        pending.sort_unstable_by(|a, b| {
-            a.hashed
-                .cmp(&b.hashed)
-                .then_with(|| self.owner_bytes(a).cmp(self.owner_bytes(b)))
-                .then(a.rtype.cmp(&b.rtype))
-                .then_with(|| self.rdata_bytes(a).cmp(self.rdata_bytes(b)))
-                .then(a.seq.cmp(&b.seq))
-        });
-
-        let mut zone = Zone {
-            origin: NameBuf::from_name(self.origin.as_name()),
-            names: Vec::new(),
-            nodes: Vec::new(),
-            rrsets: Vec::new(),
-            rdata: Vec::with_capacity(self.rdata.len() + 2 * pending.len()),
-            glue: Vec::new(),
-            index: NameIndex::with_capacity(pending.len() / 2 + 1),
-            soa: 0,
-            negative_ttl: 0,
-            record_count: 0,
-            signed: false,
-            nsec: Vec::new(),
-            nsec3: None,
+    pub fn finish(self) -> Result<Zone, BuildError> {
+        let ZoneBuilder {
+            mut zone,
+            pending,
+            rdata,
+            ..
+        } = self;
+        let rdata_of = |index: u32| {
+            let record = &pending[index as usize];
+            let start = record.rdata_start as usize;
+            &rdata[start..start + usize::from(record.rdata_len)]
         };
-        let apex = ensure_node(&mut zone, self.origin.as_name())?;
-        debug_assert_eq!(apex, 0);
 
-        // Records grouped by owner, then by type.
-        let mut i = 0;
-        while i < pending.len() {
-            let owner = self.owner_bytes(&pending[i]);
-            let hashed = pending[i].hashed;
-            let mut end = i;
-            while end < pending.len()
-                && pending[end].hashed == hashed
-                && self.owner_bytes(&pending[end]) == owner
-            {
-                end += 1;
+        // Records grouped by node (a counting sort: insertion order kept
+        // within a node). After the fill, `ends[node]` is where the
+        // node's records end and `ends[node - 1]` where they start.
+        let node_count = zone.nodes.len();
+        let mut ends = vec![0u32; node_count];
+        for record in &pending {
+            ends[record.node as usize] += 1;
+        }
+        let mut total = 0;
+        for end in &mut ends {
+            let count = *end;
+            *end = total;
+            total += count;
+        }
+        let mut order = vec![0u32; pending.len()];
+        for (index, record) in pending.iter().enumerate() {
+            let cursor = &mut ends[record.node as usize];
+            order[*cursor as usize] = index as u32;
+            *cursor += 1;
+        }
+
+        zone.rdata = Vec::with_capacity(rdata.len() + 2 * pending.len());
+        let mut start = 0;
+        for (node, &end) in ends.iter().enumerate() {
+            let end = end as usize;
+            let records = &mut order[start..end];
+            start = end;
+            if records.is_empty() {
+                continue; // an empty non-terminal
             }
-            let name = Name::from_wire(owner).expect("owners were validated on insert");
-            let node = if hashed {
-                hashed_node(&mut zone, name)?
-            } else {
-                ensure_node(&mut zone, name)?
-            };
+            // By type, then RDATA, then insertion order.
+            records.sort_unstable_by(|&a, &b| {
+                pending[a as usize]
+                    .rtype
+                    .cmp(&pending[b as usize].rtype)
+                    .then_with(|| rdata_of(a).cmp(rdata_of(b)))
+                    .then(a.cmp(&b))
+            });
             let rrsets_start = offset(zone.rrsets.len(), "RRsets")?;
-            let mut j = i;
-            while j < end {
-                let rtype = pending[j].rtype;
-                let mut type_end = j;
-                while type_end < end && pending[type_end].rtype == rtype {
+            let mut first = 0;
+            while first < records.len() {
+                let rtype = pending[records[first] as usize].rtype;
+                let mut type_end = first;
+                while type_end < records.len() && pending[records[type_end] as usize].rtype == rtype
+                {
                     type_end += 1;
                 }
-                self.push_rrset(&mut zone, &pending[j..type_end])?;
-                j = type_end;
+                push_rrset(&mut zone, rtype, &records[first..type_end], |index| {
+                    (pending[index as usize].ttl, rdata_of(index))
+                })?;
+                first = type_end;
             }
             attach_signatures(&mut zone, rrsets_start as usize);
             let count = zone.rrsets.len() - rrsets_start as usize;
-            let slot = &mut zone.nodes[node as usize];
+            let slot = &mut zone.nodes[node];
             slot.rrsets_start = rrsets_start;
             slot.rrset_count = u16::try_from(count).map_err(|_| BuildError::TooLarge {
                 what: "types at one name",
             })?;
-            i = end;
         }
+        // The insertion-order tables are done with: free them before the
+        // adjust steps allocate.
+        drop((order, ends, pending, rdata));
 
         set_flags(&mut zone);
         check(&mut zone)?;
         resolve_glue(&mut zone)?;
         index_nsec(&mut zone);
         zone.nsec3 = index_nsec3(&zone)?;
+        zone.shrink_to_fit();
         Ok(zone)
     }
+}
 
-    /// Appends one RRset (records of one owner and type, sorted by RDATA).
-    fn push_rrset(&self, zone: &mut Zone, records: &[Pending]) -> Result<(), BuildError> {
-        let rdata_start = offset(zone.rdata.len(), "RDATA")?;
-        let mut count = 0usize;
-        let mut last_seq = 0;
-        let mut ttl = 0;
-        let mut previous: Option<&[u8]> = None;
-        for record in records {
-            if record.seq >= last_seq {
-                last_seq = record.seq;
-                ttl = record.ttl;
-            }
-            let rdata = self.rdata_bytes(record);
-            if previous == Some(rdata) {
-                continue; // exact duplicate
-            }
-            previous = Some(rdata);
-            zone.rdata
-                .extend_from_slice(&(rdata.len() as u16).to_be_bytes());
-            zone.rdata.extend_from_slice(rdata);
-            count += 1;
+/// Appends one RRset of type `rtype`: the records `records` (indexes,
+/// sorted by RDATA then insertion order), whose TTL and RDATA
+/// `record_of` gives. Exact duplicates are dropped; the TTL is that of the
+/// record inserted last.
+fn push_rrset<'r>(
+    zone: &mut Zone,
+    rtype: RType,
+    records: &[u32],
+    record_of: impl Fn(u32) -> (u32, &'r [u8]),
+) -> Result<(), BuildError> {
+    let rdata_start = offset(zone.rdata.len(), "RDATA")?;
+    let mut count = 0usize;
+    let mut last_inserted = 0;
+    let mut ttl = 0;
+    let mut previous: Option<&[u8]> = None;
+    for &index in records {
+        let (record_ttl, rdata) = record_of(index);
+        if index >= last_inserted {
+            last_inserted = index;
+            ttl = record_ttl;
         }
-        if count > MAX_RRSET_RECORDS {
-            return Err(BuildError::TooLarge {
-                what: "records in one RRset",
-            });
+        if previous == Some(rdata) {
+            continue; // exact duplicate
         }
-        zone.record_count += count;
-        zone.rrsets.push(RRset {
-            rtype: records[0].rtype,
-            count: count as u16,
-            ttl,
-            rdata_start,
-            glue_start: 0,
-            glue_count: 0,
-            sig_start: 0,
-            sig_count: 0,
-        });
-        Ok(())
+        previous = Some(rdata);
+        zone.rdata
+            .extend_from_slice(&(rdata.len() as u16).to_be_bytes());
+        zone.rdata.extend_from_slice(rdata);
+        count += 1;
     }
+    if count > MAX_RRSET_RECORDS {
+        return Err(BuildError::TooLarge {
+            what: "records in one RRset",
+        });
+    }
+    zone.record_count += count;
+    zone.rrsets.push(RRset {
+        rtype,
+        count: count as u16,
+        ttl,
+        rdata_start,
+        glue_start: 0,
+        glue_count: 0,
+        sig_start: 0,
+        sig_count: 0,
+    });
+    Ok(())
 }
 
 impl fmt::Debug for ZoneBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ZoneBuilder")
-            .field("origin", &self.origin)
+            .field("origin", &self.zone.origin)
             .field("records", &self.pending.len())
             .finish()
     }
@@ -416,9 +499,6 @@ fn offset(len: usize, what: &'static str) -> Result<u32, BuildError> {
 /// The id of the node named `name` (lowercase, inside the zone), created
 /// with its missing ancestors. Bound: at most [`MAX_LABELS`] ancestors.
 fn ensure_node(zone: &mut Zone, name: Name<'_>) -> Result<u32, BuildError> {
-    if let Some(node) = zone.find_node(name.as_bytes()) {
-        return Ok(node);
-    }
     // Collect the missing suffixes, deepest first, then create them from
     // the top so that every parent id precedes its children's.
     let mut missing = [name; MAX_LABELS];
@@ -451,8 +531,7 @@ fn ensure_node(zone: &mut Zone, name: Name<'_>) -> Result<u32, BuildError> {
         });
         let (names, nodes) = (&zone.names, &zone.nodes);
         zone.index.insert(current.as_bytes(), id, |other| {
-            let node = &nodes[other as usize];
-            &names[node.name_start as usize..node.name_start as usize + usize::from(node.name_len)]
+            node_name_bytes(names, nodes, other)
         });
         parent = id;
     }
@@ -705,7 +784,6 @@ fn resolve_glue(zone: &mut Zone) -> Result<(), BuildError> {
     let mut mandatory = Vec::new();
     let mut optional = Vec::new();
     for node in 0..zone.nodes.len() as u32 {
-        let owner = zone.node_name(node).to_buf();
         let first = zone.nodes[node as usize].rrsets_start as usize;
         for index in first..first + usize::from(zone.nodes[node as usize].rrset_count) {
             let set = zone.rrsets[index];
@@ -713,6 +791,7 @@ fn resolve_glue(zone: &mut Zone) -> Result<(), BuildError> {
             if types.is_empty() {
                 continue;
             }
+            let owner = zone.node_name(node).to_buf();
             mandatory.clear();
             optional.clear();
             let mut records = zone.rdata_iter(&set);
@@ -1040,6 +1119,45 @@ mod tests {
         assert_eq!(set.sig_count, 1);
         // No NSEC3PARAM at the apex: no chain.
         assert!(zone.nsec3.is_none());
+    }
+
+    /// Records of one owner need not be consecutive, nor spelled alike:
+    /// they meet at one node, and an NSEC3 owner's records at one hashed
+    /// node.
+    #[test]
+    fn interleaved_owners_share_their_node() {
+        let mut b = builder();
+        b.reserve(8, 64);
+        let hash = "0p9mhaveqvm6t7vbl5lop2u3t2rp3tom.example.";
+        let mut sig = vec![0, 50, 13, 2, 0, 0, 0, 60];
+        sig.extend_from_slice(&[0; 10]);
+        sig.extend_from_slice(name("example.").as_bytes());
+        insert(&mut b, "www.example.", RType::A, 60, &[192, 0, 2, 1]);
+        insert(
+            &mut b,
+            hash,
+            RType::NSEC3,
+            60,
+            b"\x01\x00\x00\x01\x00\x14\xaa",
+        );
+        insert(&mut b, "mail.example.", RType::A, 60, &[192, 0, 2, 2]);
+        insert(&mut b, "WWW.example.", RType::AAAA, 60, &[0; 16]);
+        insert(&mut b, hash, RType::RRSIG, 60, &sig);
+        insert(&mut b, "www.Example.", RType::A, 30, &[192, 0, 2, 3]);
+        let zone = b.finish().unwrap();
+        // example, www, hashed, mail
+        assert_eq!(zone.node_count(), 4);
+        let www = zone.find_node(name("www.example.").as_bytes()).unwrap();
+        let types: Vec<RType> = zone.rrsets(www).iter().map(|set| set.rtype).collect();
+        assert_eq!(types, [RType::A, RType::AAAA]);
+        let a = zone.rrset(zone.rrset_index(www, RType::A).unwrap());
+        assert_eq!((a.count, a.ttl), (2, 30));
+        let hashed = (0..zone.node_count() as u32)
+            .find(|&node| zone.node(node).flags & FLAG_NSEC3_OWNER != 0)
+            .unwrap();
+        let nsec3 = zone.rrset(zone.rrset_index(hashed, RType::NSEC3).unwrap());
+        assert_eq!(nsec3.sig_count, 1);
+        assert_eq!(zone.record_count(), 7);
     }
 
     #[test]

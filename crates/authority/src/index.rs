@@ -47,6 +47,14 @@ impl NameIndex {
             .insert_unique(hash, id, move |&other| hasher.hash_one(key_of(other)));
     }
 
+    /// Makes room for `additional` more entries, so that inserting them
+    /// rehashes nothing; `key_of` returns the bytes of a stored id.
+    pub(crate) fn reserve<'k>(&mut self, additional: usize, key_of: impl Fn(u32) -> &'k [u8]) {
+        let hasher = self.hasher;
+        self.table
+            .reserve(additional, move |&other| hasher.hash_one(key_of(other)));
+    }
+
     /// The number of entries.
     pub(crate) fn len(&self) -> usize {
         self.table.len()
@@ -78,5 +86,8 @@ mod tests {
         assert_eq!(index.find(b"\x01b\x00", |i| keys[i as usize]), Some(1));
         assert_eq!(index.find(b"\x00", |i| keys[i as usize]), Some(2));
         assert_eq!(index.find(b"\x01c\x00", |i| keys[i as usize]), None);
+        index.reserve(100, |i| keys[i as usize]);
+        assert_eq!(index.len(), 3);
+        assert_eq!(index.find(b"\x01a\x00", |i| keys[i as usize]), Some(0));
     }
 }

@@ -173,10 +173,9 @@ impl Zone {
         self.index.find(lower, |id| self.node_name_bytes(id))
     }
 
-    fn node_name_bytes(&self, node: u32) -> &[u8] {
-        let node = &self.nodes[node as usize];
-        let start = node.name_start as usize;
-        &self.names[start..start + usize::from(node.name_len)]
+    /// The node's lowercased name, as wire bytes.
+    pub(crate) fn node_name_bytes(&self, node: u32) -> &[u8] {
+        node_name_bytes(&self.names, &self.nodes, node)
     }
 
     /// The deepest existing node that equals or contains `lower`, and
@@ -297,6 +296,27 @@ impl Zone {
         let start = set.glue_start as usize;
         &self.glue[start..start + usize::from(set.glue_count)]
     }
+
+    //--- Building
+
+    /// Gives back the spare capacity of the arenas (tables grown by
+    /// doubling keep up to half of it unused) once the zone is complete.
+    pub(crate) fn shrink_to_fit(&mut self) {
+        self.names.shrink_to_fit();
+        self.nodes.shrink_to_fit();
+        self.rrsets.shrink_to_fit();
+        self.rdata.shrink_to_fit();
+        self.glue.shrink_to_fit();
+        self.nsec.shrink_to_fit();
+    }
+}
+
+/// The lowercased name of `node` in a names arena (a free function, so
+/// that the name index can read names while the zone grows).
+pub(crate) fn node_name_bytes<'n>(names: &'n [u8], nodes: &[Node], node: u32) -> &'n [u8] {
+    let node = &nodes[node as usize];
+    let start = node.name_start as usize;
+    &names[start..start + usize::from(node.name_len)]
 }
 
 impl core::fmt::Debug for Zone {

@@ -13,6 +13,7 @@ use anyhow::Context;
 use tern_authority::{Catalog, Zone, ZoneBuilder};
 use tern_wire::name::NameBuf;
 use tern_zone::check::Severity;
+use tern_zone::{RecordList, Records};
 
 use crate::config::Config;
 
@@ -143,6 +144,12 @@ fn load_into(loaded: &mut Loaded, origin_text: &str, path: &Path) -> bool {
 }
 
 /// Parses, checks and builds one zone. Errors come back as located lines.
+///
+/// The zone exists in memory at most twice, and never as one owned record
+/// per record: the scanner fills a compact [`tern_zone::Records`] (flat
+/// arenas), the checks read it in place, the builder copies it into its own
+/// tables, and it is freed before the builder's adjust pass allocates the
+/// served zone.
 fn load_zone(
     origin_text: &str,
     path: &Path,
@@ -150,23 +157,28 @@ fn load_zone(
 ) -> Result<Zone, Vec<String>> {
     let origin =
         parse_origin(origin_text).map_err(|err| vec![format!("{}: {err}", path.display())])?;
-    let parsed = tern_zone::parse_file(path, origin.as_name(), &tern_zone::Options::default())
-        .map_err(|errors| {
-            errors
-                .errors
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-        })?;
+    let mut records = Records::new();
+    let files = tern_zone::scan_file(
+        path,
+        origin.as_name(),
+        &tern_zone::Options::default(),
+        &mut records,
+    )
+    .map_err(|errors| {
+        errors
+            .errors
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+    })?;
     let mut errors = Vec::new();
     let file_of = |location: tern_zone::Location| {
-        let file = parsed
-            .files
+        let file = files
             .get(location.file as usize)
             .map_or(path, PathBuf::as_path);
         file.display().to_string()
     };
-    for diagnostic in tern_zone::check::check_zone(origin.as_name(), &parsed.records) {
+    for diagnostic in tern_zone::check::check_zone(origin.as_name(), &records) {
         let line = diagnostic.render(&file_of(diagnostic.location));
         match diagnostic.severity {
             Severity::Error => errors.push(line),
@@ -177,13 +189,14 @@ fn load_zone(
         return Err(errors);
     }
     let mut builder = ZoneBuilder::new(origin.as_name());
-    for record in &parsed.records {
+    builder.reserve(records.len(), records.rdata_len());
+    for record in records.iter() {
         if let Err(err) = builder.insert(
-            record.owner.as_name(),
+            record.owner,
             record.rtype,
             record.class,
             record.ttl,
-            &record.rdata,
+            record.rdata,
         ) {
             let location = record.location;
             errors.push(format!(
@@ -197,6 +210,7 @@ fn load_zone(
     if !errors.is_empty() {
         return Err(errors);
     }
+    drop(records);
     builder
         .finish()
         .map_err(|err| vec![format!("{}: {err}", path.display())])

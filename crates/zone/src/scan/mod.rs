@@ -1,7 +1,8 @@
 //! The scanner: entries to records, directives, and defaults.
 //!
 //! For each entry the lexer yields, the scanner either runs a directive
-//! (`$ORIGIN`, `$TTL`, `$INCLUDE`, `$GENERATE`) or builds a [`Record`]:
+//! (`$ORIGIN`, `$TTL`, `$INCLUDE`, `$GENERATE`) or reads a record, which
+//! it hands to the caller's [`Sink`] as a borrowed [`RecordRef`]:
 //! owner (or the previous owner when the line starts with a blank), TTL and
 //! class in either order and both optional, the type, then the RDATA
 //! through [`crate::rdata`].
@@ -26,7 +27,7 @@ use tern_wire::types::{RClass, RType};
 
 use crate::error::{Error, MAX_ERRORS};
 use crate::rdata::{self, text, Fields, RdataError, MAX_RDATA_LEN};
-use crate::{Include, Location, Options, Record};
+use crate::{Include, Location, Options, RecordRef, Sink};
 use lexer::{EntryStart, Lexer, Token};
 
 /// How many files deep `$INCLUDE` may nest (the top file is depth 1).
@@ -59,7 +60,7 @@ pub(crate) struct Scanner<'s> {
     options: &'s Options,
     includer: &'s mut dyn Include,
     pub(crate) files: Vec<PathBuf>,
-    pub(crate) records: Vec<Record>,
+    sink: &'s mut dyn Sink,
     pub(crate) errors: Vec<Error>,
     pub(crate) truncated: bool,
     /// Identities of the files being read, outermost first.
@@ -72,12 +73,16 @@ pub(crate) struct Scanner<'s> {
 type EntryResult = Result<(), RdataError>;
 
 impl<'s> Scanner<'s> {
-    pub(crate) fn new(options: &'s Options, includer: &'s mut dyn Include) -> Self {
+    pub(crate) fn new(
+        options: &'s Options,
+        includer: &'s mut dyn Include,
+        sink: &'s mut dyn Sink,
+    ) -> Self {
         Scanner {
             options,
             includer,
             files: Vec::new(),
-            records: Vec::new(),
+            sink,
             errors: Vec::new(),
             truncated: false,
             include_stack: Vec::new(),
@@ -125,8 +130,7 @@ impl<'s> Scanner<'s> {
         // takes at least a few octets of text: reserving spares the copies
         // of a growing vector; untouched capacity costs only address space.
         let lines = memchr::memchr_iter(b'\n', data).count();
-        self.records
-            .reserve(lines.min(data.len() / MIN_RECORD_TEXT));
+        self.sink.reserve(lines.min(data.len() / MIN_RECORD_TEXT));
         let mut lexer = Lexer::new(data, 1);
         while !self.stopped() {
             let start = lexer.begin_entry();
@@ -258,15 +262,21 @@ impl<'s> Scanner<'s> {
                 format!("RDATA of {} octets exceeds 65535", self.rdata.len()),
             ));
         }
-        self.records.push(Record {
-            owner,
-            class: self.options.class,
-            ttl,
-            rtype,
-            rdata: self.rdata.as_slice().into(),
-            location,
-        });
-        Ok(())
+        self.sink
+            .record(RecordRef {
+                owner: owner.as_name(),
+                class: self.options.class,
+                ttl,
+                rtype,
+                rdata: &self.rdata,
+                location,
+            })
+            .map_err(|message| RdataError {
+                line: location.line,
+                col: location.col,
+                message: message.to_string(),
+                structural: false,
+            })
     }
 
     //--- Directives
