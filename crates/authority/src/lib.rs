@@ -60,6 +60,8 @@
 
 mod builder;
 mod catalog;
+#[doc(hidden)]
+pub mod fuzzing;
 mod index;
 pub mod lookup;
 mod nsec3;

@@ -42,6 +42,8 @@
 pub mod build;
 pub mod edns;
 pub mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod name;
 pub mod parse;
 pub mod rdata;

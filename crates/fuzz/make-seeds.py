@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+"""Writes the committed seed corpora under crates/fuzz/corpus/<target>/.
+
+Deterministic (no network, no clock): queries and answers built with
+dnspython's wire encoder plus hand-made malformed messages, zone snippets
+in the style of zones/, and synthetic names. Run from anywhere:
+    python3 -B crates/fuzz/make-seeds.py
+"""
+import os
+import struct
+
+import dns.edns
+import dns.flags
+import dns.message
+import dns.name
+import dns.rdata
+import dns.rdataclass
+import dns.rdatatype
+import dns.rrset
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CORPUS = os.path.join(HERE, "corpus")
+
+
+def write(target, name, data):
+    d = os.path.join(CORPUS, target)
+    os.makedirs(d, exist_ok=True)
+    if isinstance(data, str):
+        data = data.encode()
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data)
+
+
+def query(qname, qtype, id_=0x1234, edns=-1, do=False, payload=1232, options=None, rd=True):
+    m = dns.message.make_query(qname, qtype, use_edns=edns, want_dnssec=do,
+                               payload=payload, options=options or [])
+    m.id = id_
+    if not rd:
+        m.flags &= ~dns.flags.RD
+    return m.to_wire()
+
+
+def answer(q, records, authority=(), additional=(), rcode=0, aa=True):
+    m = dns.message.make_response(dns.message.from_wire(q))
+    if aa:
+        m.flags |= dns.flags.AA
+    m.set_rcode(rcode)
+    for section, rrs in ((m.answer, records), (m.authority, authority), (m.additional, additional)):
+        for (owner, ttl, rtype, text) in rrs:
+            section.append(dns.rrset.from_text(owner, ttl, "IN", rtype, text))
+    return m.to_wire()
+
+
+def header(id_=0x1234, flags=0x0100, counts=(1, 0, 0, 0)):
+    return struct.pack("!HHHHHH", id_, flags, *counts)
+
+
+QNAME = b"\x03www\x07example\x03com\x00"
+
+
+def messages():
+    """(name, bytes) of well-formed queries and answers."""
+    out = []
+    q_a = query("www.example.com.", "A")
+    out.append(("query-a", q_a))
+    out.append(("query-mixed-case", query("WwW.ExAmPlE.cOm.", "AAAA", id_=7)))
+    out.append(("query-edns-do", query("example.com.", "DNSKEY", edns=0, do=True, payload=4096)))
+    out.append(("query-edns-small", query("big.example.com.", "TXT", edns=0, payload=100)))
+    out.append(("query-cookie", query("example.com.", "SOA", edns=0, options=[
+        dns.edns.GenericOption(10, bytes(range(8)))])))
+    out.append(("query-nsid-unknown-opt", query("example.com.", "NS", edns=0, options=[
+        dns.edns.GenericOption(3, b""), dns.edns.GenericOption(65001, b"xyz")])))
+    out.append(("query-any", query("example.com.", "ANY", rd=False)))
+    ch = dns.message.make_query("version.bind.", "TXT", rdclass="CH")
+    ch.id = 0x0c0c
+    out.append(("query-ch-version", ch.to_wire()))
+    out.append(("query-wildcard", query("x.users.example.com.", "A")))
+    out.append(("query-dname", query("a.old.example.com.", "A")))
+    out.append(("query-cname-loop", query("loop1.example.com.", "A")))
+    out.append(("query-referral", query("host.lab.example.com.", "A", edns=0)))
+    out.append(("query-nxdomain", query("nope.example.com.", "A", edns=0, do=True)))
+    out.append(("query-refused", query("www.example.org.", "A")))
+    out.append(("query-axfr", query("example.com.", "AXFR")))
+    out.append(("answer-a", answer(q_a, [("www.example.com.", 300, "A", "192.0.2.80")],
+                                   authority=[("example.com.", 3600, "NS", "ns1.example.com.")],
+                                   additional=[("ns1.example.com.", 3600, "A", "192.0.2.1"),
+                                               ("ns1.example.com.", 3600, "AAAA", "2001:db8::1")])))
+    q_mx = query("example.com.", "MX", edns=0)
+    out.append(("answer-mx-edns", answer(q_mx, [("example.com.", 3600, "MX", "10 mail.example.com.")],
+                                         additional=[("mail.example.com.", 3600, "A", "192.0.2.25")])))
+    q_soa = query("nope.example.com.", "A")
+    out.append(("answer-nxdomain-soa", answer(q_soa, [], authority=[
+        ("example.com.", 300, "SOA",
+         "ns1.example.com. hostmaster.example.com. 2026112101 7200 3600 1209600 300")], rcode=3)))
+    q_cname = query("web.example.com.", "A")
+    out.append(("answer-cname", answer(q_cname, [("web.example.com.", 3600, "CNAME", "www.example.com."),
+                                                  ("www.example.com.", 3600, "A", "192.0.2.80")])))
+    q_srv = query("_sip._udp.example.com.", "SRV")
+    out.append(("answer-srv-txt", answer(q_srv, [("_sip._udp.example.com.", 3600, "SRV", "10 60 5060 sip.example.com.")],
+                                         additional=[("example.com.", 3600, "TXT", '"v=spf1 mx -all" "second"')])))
+    q_ptr = query("1.2.0.192.in-addr.arpa.", "PTR")
+    out.append(("answer-ptr", answer(q_ptr, [("1.2.0.192.in-addr.arpa.", 60, "PTR", "ns1.example.com.")])))
+    q_caa = query("example.com.", "CAA")
+    out.append(("answer-caa-unknown", answer(q_caa, [("example.com.", 60, "CAA", '0 issue "ca.example"'),
+                                                      ("example.com.", 60, "TYPE65280", r"\# 3 010203")])))
+    return out
+
+
+def malformed():
+    """(name, bytes) of hostile messages, one per issue-6 case."""
+    h = header()
+    q = QNAME + b"\x00\x01\x00\x01"
+    return [
+        ("short-11", h[:11]),
+        ("qr-set", header(flags=0x8100) + q),
+        ("qdcount-0", header(counts=(0, 0, 0, 0))),
+        ("qdcount-2", header(counts=(2, 0, 0, 0)) + q + q),
+        ("pointer-loop", header(counts=(1, 1, 0, 0)) + q + b"\xc0\x21\x00\x01\x00\x01\x00\x00\x00\x00\x00\x00"),
+        ("pointer-forward", header(counts=(1, 1, 0, 0)) + q + b"\xc0\x30\x00\x01\x00\x01\x00\x00\x00\x00\x00\x00"),
+        ("pointer-past-end", header(counts=(1, 1, 0, 0)) + q + b"\xff\xff\x00\x01\x00\x01\x00\x00\x00\x00\x00\x00"),
+        ("label-64", header() + b"\x40" + b"a" * 64 + b"\x00\x00\x01\x00\x01"),
+        ("name-256", header() + (b"\x3f" + b"a" * 63) * 4 + b"\x00\x00\x01\x00\x01"),
+        ("counts-past-end", header(counts=(1, 0xffff, 0xffff, 0xffff)) + q),
+        ("rdlength-past-end", header(counts=(1, 1, 0, 0)) + q + b"\xc0\x0c\x00\x01\x00\x01\x00\x00\x00\x3c\xff\xff\x01"),
+        ("trailing-garbage", header() + q + b"garbage"),
+        ("two-opt", header(counts=(1, 0, 0, 2)) + q + b"\x00\x00\x29\x04\xd0\x00\x00\x00\x00\x00\x00" * 2),
+        ("opt-in-answer", header(counts=(1, 1, 0, 0)) + q + b"\x00\x00\x29\x04\xd0\x00\x00\x00\x00\x00\x00"),
+        ("opt-non-root", header(counts=(1, 0, 0, 1)) + q + b"\xc0\x0c\x00\x29\x04\xd0\x00\x00\x00\x00\x00\x00"),
+        ("opt-bad-option", header(counts=(1, 0, 0, 1)) + q + b"\x00\x00\x29\x04\xd0\x00\x00\x00\x00\x00\x03\x00\x0a\x00"),
+        ("edns-version-1", header(counts=(1, 0, 0, 1)) + q + b"\x00\x00\x29\x04\xd0\x00\x01\x00\x00\x00\x00"),
+        ("opcode-notify", header(flags=0x2000) + q),
+        ("opcode-15-flags", header(flags=0x7f30) + q),
+        ("tc-z-ad-cd", header(flags=0x0370) + q),
+        ("label-type-01", header() + b"\x41a\x00\x00\x01\x00\x01"),
+        ("ns-rdata-pointer-into-next", header(flags=0x8400, counts=(1, 1, 0, 0)) + q +
+         b"\xc0\x0c\x00\x02\x00\x01\x00\x00\x00\x3c\x00\x02\xc0\x0c"),
+    ]
+
+
+ZONES = {
+    "example-com": open(os.path.join(HERE, "../../zones/example.com.zone"), "rb").read(),
+    "directives": b"$ORIGIN sub.fuzz.\n$TTL 300\n@ IN SOA ns hostmaster 1 2 3 4 5\n"
+                  b"@ NS ns\nns A 192.0.2.1\n$GENERATE 1-5 host$ A 192.0.2.$\n",
+    "escapes-quotes": b'a\\.b 60 IN TXT "quoted \\"string\\"" unquoted \\065\\066\n'
+                      b'\\@\\$ 60 IN TXT ""\nsp\\032ace 60 IN A 192.0.2.9\n',
+    "parens-comments": b"@ 3600 IN SOA ns1 hm ( 1 ; serial\n 7200 3600\n 1209600 300 )\n; comment only\n",
+    "generic-rdata": b"x 60 IN TYPE65280 \\# 4 DEADBEEF\ny 60 IN A \\# 4 C0000201\nz 60 CLASS1 TYPE1 192.0.2.3\n",
+    "many-types": b"@ 60 IN MX 10 mail\n@ 60 IN SRV 0 5 5060 sip\n@ 60 IN CAA 0 issue \"ca.example\"\n"
+                  b"@ 60 IN AAAA 2001:db8::1\n@ 60 IN PTR host\n@ 60 IN HINFO \"cpu\" \"os\"\n"
+                  b"@ 60 IN SSHFP 1 1 0123456789ABCDEF0123456789ABCDEF01234567\n"
+                  b"@ 60 IN DS 12345 8 2 49FD46E6C4B45C55D4AC69CBD3CD34AC1AFE51DE23A6EB6A1B3C5D7E\n"
+                  b"old 60 IN DNAME users\n",
+    "dnssec": b"@ 60 IN DNSKEY 257 3 8 AwEAAag=\n@ 60 IN NSEC a.fuzz. A NS SOA RRSIG NSEC\n"
+              b"@ 60 IN RRSIG A 8 1 60 20260101000000 20250101000000 12345 fuzz. AAAA\n"
+              b"@ 60 IN NSEC3PARAM 1 0 10 AABB\n",
+    "errors": b"bad 60 IN A 300.1.1.1\n@ IN AAA ::1\n$INCLUDE other.zone\n$ORIGIN\n",
+    "relative-at-ttl": b"$TTL 1h\n@ IN A 192.0.2.1\n  IN AAAA ::1\nwww 1d2h IN CNAME @\n",
+}
+
+NAMES = [
+    b"www.example.com.", b"WwW.ExAmPlE.CoM.", b"relative.name", b".", b"@",
+    b"a\\.b.example.", b"\\@\\$\\(\\).x.", b"\\000\\255\\032.", b"*.wild.example.",
+    b"a" * 63 + b".", b"a" * 64 + b".", (b"b" * 63 + b".") * 3 + b"c" * 61 + b".",
+    b"..", b"a..b.", b"\\", b"\\25", b"\\256.", b"xn--bcher-kva.example.",
+    b"\x03www\x07example\x03com\x00", b"\x00", b"\x01.\x01\\\x00",
+]
+
+
+def main():
+    for name, data in messages():
+        for target in ("parse_message", "roundtrip", "respond"):
+            write(target, name, data)
+    for name, data in malformed():
+        for target in ("parse_message", "roundtrip", "respond"):
+            write(target, name, data)
+    for name, data in ZONES.items():
+        write("zone_scan", name, data)
+    for i, data in enumerate(NAMES):
+        write("name_from_text", "name-%02d" % i, data)
+
+
+if __name__ == "__main__":
+    main()
