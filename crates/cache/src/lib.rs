@@ -45,8 +45,10 @@
 //!
 //! ## Cost
 //!
-//! A hit hashes the lowercased name once (SipHash-1-3 with a per-process
-//! random key: query names are attacker-controlled), probes a
+//! A hit hashes the lowercased name once (foldhash under a per-process
+//! random key: query names are attacker-controlled, and the cache is
+//! bounded and evicts, so colliding names can at worst slow one core's
+//! cache, never grow its memory; see `hash.rs`), probes a
 //! `hashbrown::HashTable`, compares the name, and makes three copies into
 //! the caller's buffer. It allocates nothing and sets one bit (SIEVE's
 //! `visited`). A miss followed by an insert allocates one boxed byte
@@ -124,6 +126,7 @@
 #![forbid(unsafe_code)]
 
 pub mod forward;
+mod hash;
 mod key;
 mod response;
 

@@ -24,14 +24,13 @@
 //! its place, so a flood of one-time names (random-subdomain attacks) is
 //! evicted before the entries that real clients keep asking for.
 
-use core::hash::{BuildHasher, Hasher};
 use core::mem::size_of;
-use std::collections::hash_map::RandomState;
 
 use hashbrown::HashTable;
 use tern_wire::parse::{MessageView, HEADER_LEN};
 use tern_wire::types::{Opcode, RClass, RType};
 
+use crate::hash::KeyedHash;
 use crate::key::{CacheKey, BIT_DO, BIT_EDNS};
 
 /// The largest answer stored: the largest DNS message (TCP's two-octet
@@ -189,16 +188,12 @@ fn lowercase8(x: u64) -> u64 {
     x | (upper >> 2)
 }
 
-/// The hash of a key's parts: the lowercased name's bytes (self-delimiting,
-/// so no length prefix is needed), then type, class and flags in one word.
-fn hash_parts(hasher: &RandomState, name: &[u8], qtype: RType, qclass: RClass, bits: u8) -> u64 {
-    let mut state = hasher.build_hasher();
-    state.write(name);
-    state.write_u64(u64::from(qtype.0) << 24 | u64::from(qclass.0) << 8 | u64::from(bits));
-    state.finish()
+/// The hash of a key's parts (see [`KeyedHash::hash`]).
+fn hash_parts(hasher: &KeyedHash, name: &[u8], qtype: RType, qclass: RClass, bits: u8) -> u64 {
+    hasher.hash(name, qtype.0, qclass.0, bits)
 }
 
-fn hash_slot(hasher: &RandomState, slot: &Slot) -> u64 {
+fn hash_slot(hasher: &KeyedHash, slot: &Slot) -> u64 {
     hash_parts(hasher, slot.name(), slot.qtype, slot.qclass, slot.bits)
 }
 
@@ -222,20 +217,10 @@ pub struct ResponseCache {
     len: usize,
     bytes: usize,
     limits: CacheLimits,
-    /// SipHash-1-3 with 128 random key bits per process (std draws them
-    /// once from the OS and increments them per instance). Query names are
-    /// chosen by whoever sends packets; a keyed hash with a secret key is
-    /// what stops them from choosing names that collide (NSD ships
-    /// `siphash.c` for the same reason). hashbrown's default, foldhash, is
-    /// also randomly seeded and faster: measured with callgrind on a hit
-    /// for `www.example.` A, the hash costs about 36 instructions against
-    /// 263 here (a whole hit, parse and key included: 1082 against 1309).
-    /// But its authors call it only "minimally DoS-resistant" and advise
-    /// against it when an attacker can study a long-running process, which
-    /// is what a public DNS server is. About 230 instructions of a
-    /// per-query budget above 10 000 buy the guarantee; swapping this type
-    /// is a one-line change if measurements ever say otherwise.
-    hasher: RandomState,
+    /// foldhash under a per-process random key: query names are chosen by
+    /// whoever sends packets (see `crate::hash` for why foldhash suffices
+    /// in a bounded, evicting cache).
+    hasher: KeyedHash,
 }
 
 impl ResponseCache {
@@ -255,7 +240,7 @@ impl ResponseCache {
                 max_entries: limits.max_entries.min(MAX_SLOTS),
                 max_bytes: limits.max_bytes,
             },
-            hasher: RandomState::new(),
+            hasher: KeyedHash::new(),
         }
     }
 

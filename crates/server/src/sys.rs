@@ -34,10 +34,25 @@ pub(crate) const BATCH: usize = 32;
 /// The kernel-facing descriptors of one batch: message headers, I/O
 /// vectors and peer addresses, allocated once per UDP loop. The buffers
 /// themselves belong to the caller and are lent for each call.
+///
+/// Receiving and sending use separate headers and vectors, so that the
+/// receive headers are written once, in [`Batch::new`], and each receive
+/// only refreshes what can have changed: the I/O vectors (the caller's
+/// buffers) and the address lengths the kernel overwrote in the previous
+/// call. With one datagram per call, rewriting all [`BATCH`] headers cost
+/// about 700 instructions per query.
 pub(crate) struct Batch {
-    headers: Box<[libc::mmsghdr; BATCH]>,
-    vectors: Box<[libc::iovec; BATCH]>,
+    /// Receive headers; each points at its own `recv_vectors` and
+    /// `addresses` entry, set once in `new`.
+    recv_headers: Box<[libc::mmsghdr; BATCH]>,
+    recv_vectors: Box<[libc::iovec; BATCH]>,
+    send_headers: Box<[libc::mmsghdr; BATCH]>,
+    send_vectors: Box<[libc::iovec; BATCH]>,
     addresses: Box<[libc::sockaddr_storage; BATCH]>,
+    /// How many receive headers the kernel wrote in the last receive:
+    /// their `msg_namelen` (in and out) must be restored before the next.
+    /// `msg_len` and `msg_flags` are output only.
+    received: usize,
     /// Per received datagram: the peer address length.
     address_lengths: [libc::socklen_t; BATCH],
     /// Per received datagram: its length, or `None` if the kernel cut it
@@ -45,21 +60,40 @@ pub(crate) struct Batch {
     lengths: [Option<usize>; BATCH],
 }
 
+/// The address length a receive header offers the kernel.
+const ADDRESS_CAPACITY: libc::socklen_t = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+
 impl Batch {
-    /// Zeroed descriptors.
+    /// Descriptors with every receive header pointing at its own address
+    /// slot and I/O vector (empty until the first receive).
     pub(crate) fn new() -> Self {
-        Batch {
+        let mut batch = Batch {
             // SAFETY: mmsghdr, iovec and sockaddr_storage are plain C
             // structs of integers and raw pointers, for which all-zero bytes
             // are a valid value (null pointers, zero lengths).
-            headers: Box::new(unsafe { std::mem::zeroed() }),
+            recv_headers: Box::new(unsafe { std::mem::zeroed() }),
             // SAFETY: as above.
-            vectors: Box::new(unsafe { std::mem::zeroed() }),
+            recv_vectors: Box::new(unsafe { std::mem::zeroed() }),
+            // SAFETY: as above.
+            send_headers: Box::new(unsafe { std::mem::zeroed() }),
+            // SAFETY: as above.
+            send_vectors: Box::new(unsafe { std::mem::zeroed() }),
             // SAFETY: as above.
             addresses: Box::new(unsafe { std::mem::zeroed() }),
+            received: 0,
             address_lengths: [0; BATCH],
             lengths: [None; BATCH],
+        };
+        // The pointers target the boxes' heap memory, which stays put when
+        // the `Batch` itself moves and lives as long as the headers.
+        for i in 0..BATCH {
+            let header = &mut batch.recv_headers[i].msg_hdr;
+            header.msg_name = ptr::addr_of_mut!(batch.addresses[i]).cast();
+            header.msg_namelen = ADDRESS_CAPACITY;
+            header.msg_iov = ptr::addr_of_mut!(batch.recv_vectors[i]);
+            header.msg_iovlen = 1;
         }
+        batch
     }
 
     /// Receives up to `buffers.len()` (at most [`BATCH`]) datagrams without
@@ -67,42 +101,45 @@ impl Batch {
     /// how many arrived; `WouldBlock` if none was waiting.
     pub(crate) fn receive(&mut self, fd: RawFd, buffers: &mut [Vec<u8>]) -> io::Result<usize> {
         let count = buffers.len().min(BATCH);
-        for (i, buffer) in buffers.iter_mut().take(count).enumerate() {
-            self.vectors[i] = libc::iovec {
-                iov_base: buffer.as_mut_ptr().cast(),
-                iov_len: buffer.len(),
-            };
-            let header = &mut self.headers[i];
-            header.msg_hdr.msg_name = ptr::addr_of_mut!(self.addresses[i]).cast();
-            header.msg_hdr.msg_namelen = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
-            header.msg_hdr.msg_iov = ptr::addr_of_mut!(self.vectors[i]);
-            header.msg_hdr.msg_iovlen = 1;
-            header.msg_hdr.msg_control = ptr::null_mut();
-            header.msg_hdr.msg_controllen = 0;
-            header.msg_hdr.msg_flags = 0;
-            header.msg_len = 0;
+        // The buffers may differ from the last call's: point every vector
+        // offered to the kernel at this call's.
+        for (vector, buffer) in self.recv_vectors.iter_mut().zip(buffers.iter_mut()) {
+            vector.iov_base = buffer.as_mut_ptr().cast();
+            vector.iov_len = buffer.len();
         }
-        // SAFETY: the first `count` headers point at `count` address slots
-        // and I/O vectors owned by `self`, and each vector at a live buffer
-        // of `iov_len` bytes borrowed mutably for this call; none of them
-        // moves or is freed during the call, and the kernel writes only
-        // within those lengths. `fd` is an open socket owned by the caller.
+        // Only the headers the kernel wrote last time have a changed
+        // `msg_namelen`; the others still hold what `new` or this restored.
+        for header in self.recv_headers.iter_mut().take(self.received) {
+            header.msg_hdr.msg_namelen = ADDRESS_CAPACITY;
+        }
+        self.received = 0;
+        // SAFETY: the first `count` headers point (since `new`) at `count`
+        // address slots of `ADDRESS_CAPACITY` bytes and I/O vectors owned by
+        // `self`, with `msg_namelen` reset to that capacity above, and each
+        // of those vectors at a live buffer of `iov_len` bytes borrowed
+        // mutably for this call (just set); none of them moves or is freed
+        // during the call, and the kernel writes only within those lengths.
+        // `fd` is an open socket owned by the caller.
         let received = unsafe {
             libc::recvmmsg(
                 fd,
-                self.headers.as_mut_ptr(),
+                self.recv_headers.as_mut_ptr(),
                 count as libc::c_uint,
                 libc::MSG_DONTWAIT,
                 ptr::null_mut(),
             )
         };
         if received < 0 {
+            // Whatever the kernel may have written before failing is
+            // restored next time.
+            self.received = count;
             return Err(io::Error::last_os_error());
         }
         let received = (received as usize).min(count);
+        self.received = received;
         for (i, buffer) in buffers.iter().take(received).enumerate() {
-            let header = &self.headers[i];
-            self.address_lengths[i] = header.msg_hdr.msg_namelen;
+            let header = &self.recv_headers[i];
+            self.address_lengths[i] = header.msg_hdr.msg_namelen.min(ADDRESS_CAPACITY);
             self.lengths[i] = if header.msg_hdr.msg_flags & libc::MSG_TRUNC != 0 {
                 None
             } else {
@@ -148,28 +185,28 @@ impl Batch {
             if i >= BATCH {
                 return Err(io::Error::from(io::ErrorKind::InvalidInput));
             }
-            self.vectors[k] = libc::iovec {
+            self.send_vectors[k] = libc::iovec {
                 iov_base: buffer.as_ptr() as *mut libc::c_void,
                 iov_len: len.min(buffer.len()),
             };
-            let header = &mut self.headers[k];
+            let header = &mut self.send_headers[k];
             header.msg_hdr.msg_name = ptr::addr_of_mut!(self.addresses[i]).cast();
             header.msg_hdr.msg_namelen = self.address_lengths[i];
-            header.msg_hdr.msg_iov = ptr::addr_of_mut!(self.vectors[k]);
+            header.msg_hdr.msg_iov = ptr::addr_of_mut!(self.send_vectors[k]);
             header.msg_hdr.msg_iovlen = 1;
             header.msg_hdr.msg_control = ptr::null_mut();
             header.msg_hdr.msg_controllen = 0;
             header.msg_hdr.msg_flags = 0;
             header.msg_len = 0;
         }
-        // SAFETY: the first `count` headers point at address slots and I/O
+        // SAFETY: the first `count` send headers point at address slots and I/O
         // vectors owned by `self`, each vector at a live buffer borrowed for
         // this call with a length within it; the kernel only reads them.
         // `fd` is an open socket owned by the caller.
         let sent = unsafe {
             libc::sendmmsg(
                 fd,
-                self.headers.as_mut_ptr(),
+                self.send_headers.as_mut_ptr(),
                 count as libc::c_uint,
                 libc::MSG_DONTWAIT,
             )
@@ -323,6 +360,61 @@ mod tests {
             None,
             "a 10-byte datagram in 4 bytes is cut"
         );
+    }
+
+    #[test]
+    fn batch_restores_address_lengths_and_follows_new_buffers() {
+        use std::os::unix::net::UnixDatagram;
+        // Unix socket addresses vary in length with the path: a short
+        // sender first, then a longer one, must not see its address cut to
+        // the first one's length.
+        let dir = std::env::temp_dir().join(format!("tern-sys-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let server_path = dir.join("s");
+        let _ = std::fs::remove_file(&server_path);
+        let server = UnixDatagram::bind(&server_path).unwrap();
+        let short = dir.join("a");
+        let long = dir.join("a-much-longer-client-socket-name");
+        for path in [&short, &long] {
+            let _ = std::fs::remove_file(path);
+        }
+        let mut batch = Batch::new();
+        let mut buffers = vec![vec![0u8; 16]; BATCH];
+        let first = UnixDatagram::bind(&short).unwrap();
+        first.send_to(&[1; 3], &server_path).unwrap();
+        assert_eq!(batch.receive(server.as_raw_fd(), &mut buffers).unwrap(), 1);
+        let short_len = batch.address_lengths[0];
+        assert_eq!(buffers[0][..3], [1; 3]);
+
+        // Other buffers this time: the datagram must land in them.
+        let mut other = vec![vec![0u8; 16]; 2];
+        let second = UnixDatagram::bind(&long).unwrap();
+        second.send_to(&[2; 4], &server_path).unwrap();
+        assert_eq!(batch.receive(server.as_raw_fd(), &mut other).unwrap(), 1);
+        assert_eq!(batch.length(0), Some(4));
+        assert_eq!(other[0][..4], [2; 4]);
+        assert_eq!(buffers[0][..4], [1, 1, 1, 0], "the old buffer is untouched");
+        let long_len = batch.address_lengths[0];
+        let extra = long.as_os_str().len() - short.as_os_str().len();
+        assert_eq!(long_len as usize, short_len as usize + extra);
+        // The kernel reports the full length even when it cut the address
+        // to the offered one: the path itself must be whole.
+        let storage = &batch.addresses[0];
+        // SAFETY: sockaddr_storage is plain bytes, at least as large as
+        // sockaddr_un, and outlives the slice.
+        let bytes = unsafe {
+            std::slice::from_raw_parts(
+                ptr::addr_of!(*storage).cast::<u8>(),
+                size_of::<libc::sockaddr_storage>(),
+            )
+        };
+        let path = long.as_os_str().as_encoded_bytes();
+        let offset = std::mem::offset_of!(libc::sockaddr_un, sun_path);
+        assert_eq!(&bytes[offset..offset + path.len()], path);
+        for path in [&short, &long, &server_path] {
+            let _ = std::fs::remove_file(path);
+        }
+        let _ = std::fs::remove_dir(&dir);
     }
 
     #[test]

@@ -16,15 +16,14 @@
 //! stay (for serve-stale, RFC 8767) until [`MAX_STALE`] past their expiry
 //! or until evicted.
 
-use core::hash::{BuildHasher, Hasher};
 use core::mem::size_of;
-use std::collections::hash_map::RandomState;
 
 use hashbrown::HashTable;
 use tern_wire::parse::HEADER_LEN;
 
 use super::validate::Prepared;
 use super::ForwardKey;
+use crate::hash::KeyedHash;
 use crate::response::CacheLimits;
 
 /// How long past its expiry an entry may still be served stale (RFC 8767
@@ -241,8 +240,9 @@ pub(crate) struct ForwardCache {
     len: usize,
     bytes: usize,
     limits: CacheLimits,
-    /// Keyed SipHash: names are chosen by whoever sends queries.
-    hasher: RandomState,
+    /// foldhash under a per-process random key: names are chosen by
+    /// whoever sends queries (see `crate::hash`).
+    hasher: KeyedHash,
 }
 
 impl ForwardCache {
@@ -258,7 +258,7 @@ impl ForwardCache {
                 max_entries: limits.max_entries.min(u32::MAX as usize - 1),
                 max_bytes: limits.max_bytes,
             },
-            hasher: RandomState::new(),
+            hasher: KeyedHash::new(),
         }
     }
 
@@ -271,10 +271,7 @@ impl ForwardCache {
     }
 
     fn hash(&self, name: &[u8], qtype: u16, qclass: u16, bits: u8) -> u64 {
-        let mut state = self.hasher.build_hasher();
-        state.write(name);
-        state.write_u64(u64::from(qtype) << 24 | u64::from(qclass) << 8 | u64::from(bits));
-        state.finish()
+        self.hasher.hash(name, qtype, qclass, bits)
     }
 
     fn hash_key(&self, key: &ForwardKey) -> u64 {
@@ -384,16 +381,7 @@ impl ForwardCache {
             ..
         } = self;
         table.insert_unique(hash, index, |&i| match slots.get(i as usize) {
-            Some(Some(entry)) => {
-                let mut state = hasher.build_hasher();
-                state.write(entry.name());
-                state.write_u64(
-                    u64::from(entry.qtype) << 24
-                        | u64::from(entry.qclass) << 8
-                        | u64::from(entry.bits),
-                );
-                state.finish()
-            }
+            Some(Some(entry)) => hasher.hash(entry.name(), entry.qtype, entry.qclass, entry.bits),
             _ => 0,
         });
         self.len += 1;
