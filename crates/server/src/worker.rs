@@ -353,12 +353,7 @@ impl Worker {
             out,
         );
         self.arena.reset();
-        match answer {
-            UdpAnswer::Send(len) => self.counters.count_answer(&out[..len]),
-            UdpAnswer::Drop => self.counters.dropped += 1,
-            UdpAnswer::Forward => {}
-        }
-        answer
+        self.count(answer, out)
     }
 
     /// Answers one TCP query from `peer` at `now` into `out` (65535
@@ -382,6 +377,12 @@ impl Worker {
         };
         let answer = answering.tcp(&self.arena, self.forwarder.as_mut(), query, peer, now, out);
         self.arena.reset();
+        self.count(answer, out)
+    }
+
+    /// Counts an answer written now or a dropped query, and hands the
+    /// outcome back; a forwarded query's answer is counted when it arrives.
+    fn count(&mut self, answer: UdpAnswer, out: &[u8]) -> UdpAnswer {
         match answer {
             UdpAnswer::Send(len) => self.counters.count_answer(&out[..len]),
             UdpAnswer::Drop => self.counters.dropped += 1,
