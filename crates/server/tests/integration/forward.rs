@@ -15,13 +15,11 @@
 
 use std::io::Write;
 use std::net::{Shutdown, SocketAddr, UdpSocket};
-use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use tern_authority::{Catalog, ZoneBuilder};
 use tern_server::{Cidr, CoreStats, Driver, ForwardConfig, Server, ServerConfig};
 use tern_wire::name::NameBuf;
 use tern_wire::parse::{MessageView, Section};
@@ -40,25 +38,6 @@ ns1  A   192.0.2.53
 /// How long the hostile upstream runs at most (it stops earlier when its
 /// test drops it).
 const HOSTILE_LIFETIME: Duration = Duration::from_secs(60);
-
-fn zone_catalog(origin: &str, text: &str) -> Arc<Catalog> {
-    let origin = NameBuf::from_text(origin.as_bytes(), None).unwrap();
-    let parsed = tern_zone::parse_bytes(
-        text.as_bytes(),
-        Path::new("test.zone"),
-        origin.as_name(),
-        &tern_zone::Options::default(),
-        &mut tern_zone::NoInclude,
-    )
-    .unwrap();
-    let mut builder = ZoneBuilder::new(origin.as_name());
-    for r in &parsed.records {
-        builder
-            .insert(r.owner.as_name(), r.rtype, r.class, r.ttl, &r.rdata)
-            .unwrap();
-    }
-    Arc::new(Catalog::new(vec![builder.finish().unwrap()]))
-}
 
 /// Starts a forwarding tern (one core, own zone local.test.) in front of
 /// `upstreams`, with `configure` applied to its forward configuration.

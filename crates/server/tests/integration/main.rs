@@ -51,7 +51,6 @@ const SILENCE: Duration = Duration::from_millis(500);
 
 /// A catalog whose www.example.com. has address 192.0.2.`www`.
 fn catalog_with(www: u8) -> Arc<Catalog> {
-    let origin = NameBuf::from_text(b"example.com.", None).unwrap();
     let mut text = ZONE.replace("{www}", &www.to_string());
     // A TXT RRset far larger than 512 octets, to force truncation over UDP.
     for i in 0..40 {
@@ -65,6 +64,12 @@ fn catalog_with(www: u8) -> Arc<Catalog> {
     for i in 0..240 {
         text.push_str(&format!("huge TXT \"{i:03} {}\"\n", "y".repeat(240)));
     }
+    zone_catalog("example.com.", &text)
+}
+
+/// A catalog of one zone, `origin`, read from zone-file `text`.
+fn zone_catalog(origin: &str, text: &str) -> Arc<Catalog> {
+    let origin = NameBuf::from_text(origin.as_bytes(), None).unwrap();
     let parsed = tern_zone::parse_bytes(
         text.as_bytes(),
         Path::new("test.zone"),
