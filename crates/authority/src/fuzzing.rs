@@ -10,7 +10,13 @@
 //! ID, opcode and question bytes, sets QR, never sets RD the query did not
 //! set, carries an OPT only if the query had a valid one, and over UDP fits
 //! the client's size (512 without EDNS) capped by our maximum.
+//!
+//! When the query carries a well-formed client cookie, the same holds for
+//! [`crate::respond_with`] with the COOKIE option [`crate::cookie::check`]
+//! makes for it, for that option added to the plain answer by
+//! [`crate::append_option`], and for [`crate::bad_cookie`].
 
+use std::net::{IpAddr, Ipv4Addr};
 use std::sync::OnceLock;
 use std::vec::Vec;
 
@@ -18,6 +24,7 @@ use tern_wire::name::NameBuf;
 use tern_wire::parse::{Header, MessageView};
 use tern_wire::types::{RClass, RType};
 
+use crate::cookie::{self, CookieSecret};
 use crate::respond::{ChaosIdentity, Options, Response, Transport, DEFAULT_UDP_SIZE};
 use crate::{Catalog, ZoneBuilder};
 
@@ -111,9 +118,47 @@ pub fn respond(data: &[u8]) {
         }),
     };
     let mut out = std::vec![0u8; MAX_MESSAGE];
+    let cookie = MessageView::parse(data)
+        .ok()
+        .and_then(|message| message.edns().ok().flatten())
+        .and_then(|edns| {
+            let secret = CookieSecret::new([0x5a; 16]);
+            let client = IpAddr::V4(Ipv4Addr::new(192, 0, 2, 7));
+            cookie::check(Some(&edns), &secret, client, 1_700_000_000)
+                .reply_option()
+                .copied()
+        });
     for transport in [Transport::Udp, Transport::Tcp] {
         let response = crate::respond(catalog(), data, transport, &options, &mut out);
         check(data, transport, &options, response, &out);
+        let Some(cookie) = cookie else {
+            continue;
+        };
+        if let Response::Send(len) = response {
+            let limit = answer_limit(data, transport, &options);
+            if let Some(len) = crate::append_option(&mut out, len, limit, cookie.as_bytes()) {
+                check(data, transport, &options, Response::Send(len), &out);
+            }
+        }
+        let extra = cookie.as_bytes();
+        let response = crate::respond_with(catalog(), data, transport, &options, extra, &mut out);
+        check(data, transport, &options, response, &out);
+        let response = crate::bad_cookie(data, &options, &cookie, &mut out);
+        check(data, Transport::Udp, &options, response, &out);
+    }
+}
+
+/// The size limit `check` holds an answer to.
+fn answer_limit(query: &[u8], transport: Transport, options: &Options) -> usize {
+    let edns = MessageView::parse(query)
+        .ok()
+        .and_then(|q| q.edns().ok().flatten());
+    match (transport, edns) {
+        (Transport::Tcp, _) => MAX_MESSAGE,
+        (Transport::Udp, None) => CLASSIC_UDP_SIZE,
+        (Transport::Udp, Some(edns)) => usize::from(edns.udp_size)
+            .max(CLASSIC_UDP_SIZE)
+            .min(usize::from(options.max_udp_size).max(CLASSIC_UDP_SIZE)),
     }
 }
 
@@ -150,12 +195,7 @@ fn check(query: &[u8], transport: Transport, options: &Options, response: Respon
         assert!(query_edns.is_some(), "an OPT only if the query had one");
     }
     if transport == Transport::Udp {
-        let limit = match query_edns {
-            None => CLASSIC_UDP_SIZE,
-            Some(edns) => usize::from(edns.udp_size)
-                .max(CLASSIC_UDP_SIZE)
-                .min(usize::from(options.max_udp_size).max(CLASSIC_UDP_SIZE)),
-        };
+        let limit = answer_limit(query, transport, options);
         assert!(
             len <= limit,
             "UDP answer of {len} octets over the limit {limit}"
@@ -197,6 +237,79 @@ mod tests {
             answered += usize::from(matches!(sent, Response::Send(_)));
         }
         assert!(answered >= 5, "the corpus holds answerable queries");
+    }
+
+    /// The cookie branches of the body: client cookies on every kind of
+    /// query, malformed and duplicate ones, a server cookie, a truncated
+    /// answer that leaves no room for `append_option`.
+    #[test]
+    fn respond_cookie_queries() {
+        let question = b"\x03www\x07example\x03com\x00\x00\x01\x00\x01";
+        let big = b"\x03big\x07example\x03com\x00\x00\x10\x00\x01";
+        let cookie = |len: usize| {
+            let mut option = std::vec![0, 10, 0, len as u8];
+            option.extend((0..len).map(|i| i as u8));
+            option
+        };
+        let query = |flags: [u8; 2], question: &[u8], version: u8, options: &[u8]| {
+            let mut q = std::vec![0x12, 0x34, flags[0], flags[1], 0, 1, 0, 0, 0, 0, 0, 1];
+            q.extend_from_slice(question);
+            q.extend_from_slice(&[0, 0, 41, 0x02, 0x00, 0, version, 0x80, 0]);
+            q.extend_from_slice(&(options.len() as u16).to_be_bytes());
+            q.extend_from_slice(options);
+            q
+        };
+        let mut duplicate = cookie(8);
+        duplicate.extend_from_slice(&cookie(24));
+        let mut answered_with_cookie = 0;
+        for (flags, question, version, options) in [
+            ([0x01, 0x10], &question[..], 0, cookie(8)),
+            ([0x01, 0x10], &question[..], 0, cookie(24)),
+            ([0x01, 0x10], &question[..], 0, cookie(40)),
+            ([0x01, 0x10], &question[..], 0, cookie(9)),
+            ([0x01, 0x10], &question[..], 0, duplicate.clone()),
+            ([0x01, 0x10], &question[..], 1, cookie(8)),
+            ([0x79, 0x10], &question[..], 0, cookie(8)),
+            ([0x01, 0x10], &big[..], 0, cookie(8)),
+        ] {
+            let q = query(flags, question, version, &options);
+            respond(&q);
+            let mut out = std::vec![0u8; MAX_MESSAGE];
+            let extra = cookie(24);
+            if let Response::Send(len) = crate::respond_with(
+                catalog(),
+                &q,
+                Transport::Udp,
+                &Options::default(),
+                &extra,
+                &mut out,
+            ) {
+                answered_with_cookie += usize::from(out[..len].ends_with(&extra));
+            }
+        }
+        // The client cookies of length 8, 24, 40, the duplicates, opcode
+        // 15, the truncated TXT; not the malformed one nor BADVERS.
+        assert_eq!(answered_with_cookie, 6);
+        // A cookie-only query (no question).
+        let mut q = std::vec![0x12, 0x34, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1];
+        q.extend_from_slice(&[0, 0, 41, 0x02, 0x00, 0, 0, 0, 0, 0, 12]);
+        q.extend_from_slice(&cookie(8));
+        respond(&q);
+        let mut out = std::vec![0u8; MAX_MESSAGE];
+        let extra = cookie(24);
+        let sent = crate::respond_with(
+            catalog(),
+            &q,
+            Transport::Udp,
+            &Options::default(),
+            &extra,
+            &mut out,
+        );
+        assert_eq!(
+            sent,
+            Response::Send(12 + 11 + 28),
+            "NOERROR, header and OPT"
+        );
     }
 
     #[test]

@@ -15,7 +15,11 @@
 //!   section 3.1.3 and RFC 5155 section 7.2 (`docs/decisions/0004`). It
 //!   allocates nothing:
 //!   the answer plan has fixed capacity and lives on the stack, and the
-//!   message is written into the caller's buffer.
+//!   message is written into the caller's buffer;
+//! - [`cookie`] checks DNS cookies (RFC 7873) with RFC 9018 server cookies
+//!   (SipHash-2-4), and [`respond_with`], [`append_option`] and
+//!   [`bad_cookie`] put the COOKIE option into answers
+//!   (`docs/decisions/0006-dns-cookies.md`).
 //!
 //! Answers are meant to equal Knot's or NSD's section by section (the
 //! differential suite in `tests/differential` checks it). Where the two
@@ -60,6 +64,7 @@
 
 mod builder;
 mod catalog;
+pub mod cookie;
 #[doc(hidden)]
 pub mod fuzzing;
 mod index;
@@ -72,7 +77,8 @@ mod zone;
 pub use builder::{BuildError, ZoneBuilder};
 pub use catalog::Catalog;
 pub use respond::{
-    respond, summary, ChaosIdentity, Options, Response, Transport, DEFAULT_UDP_SIZE,
+    append_option, bad_cookie, respond, respond_with, summary, ChaosIdentity, Options, Response,
+    Transport, DEFAULT_UDP_SIZE,
 };
 pub use zone::Zone;
 

@@ -22,6 +22,13 @@
 //! | class CH | TXT for version.bind/version.server/id.server/hostname.bind if configured (AA=0, TTL 0, as both do), else REFUSED |
 //! | other classes (ANY included, as the issue asks) | REFUSED |
 //! | a name in no loaded zone | REFUSED, AA=0, with EDE 20 "Not Authoritative" in the OPT (both) |
+//! | a COOKIE option of a bad length (any opcode, any EDNS version) | FORMERR, question, OPT without options (BIND; 0006) |
+//! | no question, a well-formed COOKIE, and a cookie to give | NOERROR, header and OPT with the cookie (RFC 7873 section 5.4, BIND) |
+//!
+//! [`respond_with`] adds options such as a COOKIE to the OPT of the
+//! answer, [`append_option`] to an answer already written, and
+//! [`bad_cookie`] writes a BADCOOKIE answer
+//! (`docs/decisions/0006-dns-cookies.md`).
 //!
 //! Every answer copies the ID and the opcode, and (NOTIMP and transfers
 //! excepted) RD and CD (RFC 4035 section 3.1.6; Knot 3.2.6 and NSD 4.6.1
@@ -58,11 +65,12 @@
 use tern_wire::build::MessageBuilder;
 use tern_wire::edns::Edns;
 use tern_wire::name::Name;
-use tern_wire::parse::{Header, MessageView, Question, Section};
+use tern_wire::parse::{Header, MessageView, Question, Section, HEADER_LEN};
 use tern_wire::types::{Opcode, RClass, RType, Rcode};
 
 use crate::builder::additional_types;
 use crate::catalog::Catalog;
+use crate::cookie::{self, CookieOption, Received};
 use crate::lookup::{rdata_name, resolve, Answer, Authority, Item, Owner, Proof};
 use crate::zone::{RRset, Zone};
 
@@ -153,14 +161,142 @@ pub fn summary(answer: &[u8]) -> Option<(Rcode, bool)> {
     Some((Rcode(u16::from(header.rcode_bits())), header.tc()))
 }
 
+//----------- append_option --------------------------------------------------
+
+/// Appends one or more raw EDNS options (`code, length, value` each) to an
+/// answer already written, `out[..len]`, whose last record is an OPT
+/// without options: an answer of [`respond`] to a query with EDNS, or one
+/// copied from the answer cache. This lets cached answers carry a COOKIE.
+///
+/// Checks that ARCOUNT is not 0 and that the last 11 octets are an empty
+/// OPT (root owner, type 41, RDLENGTH 0), then writes the options and sets
+/// the RDLENGTH. Returns the new length, or `None`, leaving `out[..len]` as
+/// it was, if the answer does not end that way or the result would exceed
+/// `limit` (or `out`): then answer with [`respond_with`] instead, which
+/// truncates as needed. The caller must know the answer was written for a
+/// query with EDNS: an answer without OPT whose last record's RDATA ended
+/// in those 11 octets would pass the check.
+pub fn append_option(out: &mut [u8], len: usize, limit: usize, option: &[u8]) -> Option<usize> {
+    let arcount = out.get(10..12).filter(|_| len <= out.len())?;
+    if arcount == [0, 0] {
+        return None;
+    }
+    extend_opt(out, len, limit, 0, option)
+}
+
+/// Adds `option` to the OPT record ending `out[..len]` whose RDATA is
+/// `rdlen` octets long; the same checks as [`append_option`].
+fn extend_opt(
+    out: &mut [u8],
+    len: usize,
+    limit: usize,
+    rdlen: usize,
+    option: &[u8],
+) -> Option<usize> {
+    let start = len.checked_sub(OPT_LEN + rdlen)?;
+    if start < HEADER_LEN || len > out.len() {
+        return None;
+    }
+    let opt = &out[start..start + OPT_LEN];
+    if opt[..3] != [0, 0, 41] || usize::from(u16::from_be_bytes([opt[9], opt[10]])) != rdlen {
+        return None;
+    }
+    let new_rdlen = u16::try_from(rdlen + option.len()).ok()?;
+    let new_len = len + option.len();
+    if new_len > limit.min(out.len()) {
+        return None;
+    }
+    out[len..new_len].copy_from_slice(option);
+    out[start + 9..start + OPT_LEN].copy_from_slice(&new_rdlen.to_be_bytes());
+    Some(new_len)
+}
+
+//----------- bad_cookie -----------------------------------------------------
+
+/// A BADCOOKIE answer (extended rcode 23, RFC 7873 section 5.2.3) to a UDP
+/// query with a well-formed COOKIE option, carrying `cookie` (a fresh
+/// server cookie for the client, from [`crate::cookie::check`]): the
+/// header (ID, QR, opcode, RD and CD copied, no AA), the question, an OPT
+/// with our UDP size, DO copied and the option; no records. It is what
+/// BIND sends when it requires a server cookie (flags checked against BIND
+/// 9.18), and the "slip" of response rate limiting for clients that sent
+/// a cookie, so they retry with a valid one. BADCOOKIE is for UDP: a TCP
+/// client has proved its address.
+///
+/// `Drop` unless the query is a QUERY with one readable question and an
+/// OPT of version 0 with a well-formed COOKIE option.
+pub fn bad_cookie(
+    query: &[u8],
+    options: &Options,
+    cookie: &CookieOption,
+    out: &mut [u8],
+) -> Response {
+    let Ok(message) = MessageView::parse(query) else {
+        return Response::Drop;
+    };
+    let header = message.header();
+    let (Some(question), Ok(Some(edns))) = (message.question(), message.edns()) else {
+        return Response::Drop;
+    };
+    if header.qr()
+        || header.opcode() != Opcode::QUERY
+        || edns.version > 0
+        || !matches!(cookie::received(edns.options), Received::Present { .. })
+    {
+        return Response::Drop;
+    }
+    let Ok(mut builder) = MessageBuilder::new(out, CLASSIC_UDP_SIZE) else {
+        return Response::Drop;
+    };
+    start_header(&mut builder, header, true);
+    builder.set_rcode(Rcode::BADCOOKIE);
+    let size = options.max_udp_size.max(CLASSIC_UDP_SIZE as u16);
+    if builder.push_question_bytes(question.bytes).is_err()
+        || builder
+            .push_opt(size, Rcode::BADCOOKIE, edns.dnssec_ok, cookie.as_bytes())
+            .is_err()
+    {
+        return Response::Drop;
+    }
+    Response::Send(builder.finish())
+}
+
 //----------- respond --------------------------------------------------------
 
-/// Answers one query into `out` (65535 octets suffice for any answer).
+/// Answers one query into `out` (65535 octets suffice for any answer):
+/// [`respond_with`] without extra options.
 pub fn respond(
     catalog: &Catalog,
     query: &[u8],
     transport: Transport,
     options: &Options,
+    out: &mut [u8],
+) -> Response {
+    respond_with(catalog, query, transport, options, &[], out)
+}
+
+/// Answers one query into `out`, adding `extra_options` (raw EDNS options,
+/// `code, length, value` each, such as a [`CookieOption`]) to the OPT of
+/// the answer, if it has one, after any option of ours (EDE). Room is
+/// kept for them, so a UDP answer still fits the client's size (TC is set
+/// as usual when records do not).
+///
+/// Which answers carry them follows BIND 9.18's COOKIE: answers of every
+/// rcode, REFUSED, NOTIMP, and FORMERR for a query without a question; not
+/// BADVERS, nor the FORMERR for a malformed COOKIE option.
+///
+/// COOKIE (`docs/decisions/0006-dns-cookies.md`): a COOKIE option of a
+/// length RFC 7873 does not allow, anywhere in the OPT, gets FORMERR with
+/// the question and an OPT without options (BIND), whatever the opcode or
+/// EDNS version; a query without a question but with a COOKIE option is
+/// answered NOERROR, header and OPT only, when `extra_options` carry a
+/// COOKIE (RFC 7873 section 5.4, BIND).
+pub fn respond_with(
+    catalog: &Catalog,
+    query: &[u8],
+    transport: Transport,
+    options: &Options,
+    extra_options: &[u8],
     out: &mut [u8],
 ) -> Response {
     let Ok(header) = Header::from_message(query) else {
@@ -170,44 +306,63 @@ pub fn respond(
         return Response::Drop;
     }
     if header.opcode() != Opcode::QUERY {
-        return not_implemented(&header, query, out);
+        return not_implemented(&header, query, transport, options, extra_options, out);
     }
     if header.counts()[0] > 1 {
-        return error(&header, None, None, Rcode::FORMERR, true, out);
+        return error(&header, None, Rcode::FORMERR, true, out);
     }
     let Ok(message) = MessageView::parse(query) else {
         return Response::Drop;
     };
     let question = message.question();
     let Ok(edns) = message.edns() else {
-        return error(&header, question.as_ref(), None, Rcode::FORMERR, true, out);
+        return error(&header, question.as_ref(), Rcode::FORMERR, true, out);
     };
+    let limit = size_limit(transport, edns.as_ref(), options);
+    let received = edns
+        .as_ref()
+        .map_or(Received::Absent, |edns| cookie::received(edns.options));
+    if received == Received::Malformed {
+        let error = Error {
+            header: &header,
+            question: question.as_ref(),
+            edns: edns.as_ref(),
+            limit,
+        };
+        return error.write(Rcode::FORMERR, true, &[], out);
+    }
     let Some(question) = question else {
-        return error(&header, None, edns.as_ref(), Rcode::FORMERR, true, out);
+        let error = Error {
+            header: &header,
+            question: None,
+            edns: edns.as_ref(),
+            limit,
+        };
+        let cookie_only =
+            received != Received::Absent && cookie::received(extra_options) != Received::Absent;
+        let rcode = if cookie_only {
+            Rcode::NOERROR
+        } else {
+            Rcode::FORMERR
+        };
+        return error.write(rcode, true, extra_options, out);
     };
     if edns.as_ref().is_some_and(|edns| edns.version > 0) {
-        return error(
-            &header,
-            Some(&question),
-            edns.as_ref(),
-            Rcode::BADVERS,
-            true,
-            out,
-        );
+        let error = Error {
+            header: &header,
+            question: Some(&question),
+            edns: edns.as_ref(),
+            limit,
+        };
+        return error.write(Rcode::BADVERS, true, &[], out);
     }
-    let limit = match (transport, &edns) {
-        (Transport::Tcp, _) => MAX_MESSAGE,
-        (Transport::Udp, None) => CLASSIC_UDP_SIZE,
-        (Transport::Udp, Some(edns)) => usize::from(edns.udp_size)
-            .max(CLASSIC_UDP_SIZE)
-            .min(usize::from(options.max_udp_size).max(CLASSIC_UDP_SIZE)),
-    };
     let context = Context {
         header: &header,
         question: &question,
         edns: edns.as_ref(),
         options,
         limit,
+        extra: extra_options,
     };
 
     if matches!(question.qtype, RType::AXFR | RType::IXFR) {
@@ -235,57 +390,118 @@ pub fn respond(
     context.answer(zone, &answer, out)
 }
 
+/// The size limit of an answer: 65535 over TCP; over UDP the client's
+/// EDNS size (raised to 512) capped by ours, or 512 without EDNS.
+fn size_limit(transport: Transport, edns: Option<&Edns<'_>>, options: &Options) -> usize {
+    match (transport, edns) {
+        (Transport::Tcp, _) => MAX_MESSAGE,
+        (Transport::Udp, None) => CLASSIC_UDP_SIZE,
+        (Transport::Udp, Some(edns)) => usize::from(edns.udp_size)
+            .max(CLASSIC_UDP_SIZE)
+            .min(usize::from(options.max_udp_size).max(CLASSIC_UDP_SIZE)),
+    }
+}
+
 /// NOTIMP for an opcode other than QUERY, decided before anything but the
 /// header is read: genreport's `opcode` checks send a bare header (QDCOUNT
 /// 0), which would otherwise be a FORMERR. The opcode is echoed and QR is
 /// the only flag set (RD, CD, AA, TC, AD, Z of the query are not copied:
 /// they are defined for QUERY only, and genreport's `opcodeflg` counts a
 /// copied one as a fault). The question is echoed when the message holds
-/// exactly one readable question (Knot), the OPT when the whole message
-/// reads well; otherwise the answer is the bare header.
-fn not_implemented(header: &Header, query: &[u8], out: &mut [u8]) -> Response {
+/// exactly one readable question (Knot), the OPT (with the extra options)
+/// when the whole message reads well; otherwise the answer is the bare
+/// header. A malformed COOKIE option makes it a FORMERR, as in BIND.
+fn not_implemented(
+    header: &Header,
+    query: &[u8],
+    transport: Transport,
+    options: &Options,
+    extra_options: &[u8],
+    out: &mut [u8],
+) -> Response {
     let message = MessageView::parse(query).ok();
     let question = message.and_then(|message| message.question());
     let edns = message.and_then(|message| message.edns().ok().flatten());
-    error(
+    let error = Error {
         header,
-        question.as_ref(),
-        edns.as_ref(),
-        Rcode::NOTIMP,
-        false,
-        out,
-    )
+        question: question.as_ref(),
+        edns: edns.as_ref(),
+        limit: size_limit(transport, edns.as_ref(), options),
+    };
+    if edns.is_some_and(|edns| cookie::received(edns.options) == Received::Malformed) {
+        return error.write(Rcode::FORMERR, false, &[], out);
+    }
+    error.write(Rcode::NOTIMP, false, extra_options, out)
 }
 
-/// A reply without the normal context: FORMERR, NOTIMP, BADVERS. RD and
-/// CD are copied if `copy_flags`.
+/// A reply without the normal context and without an OPT (FORMERR for a
+/// message that does not read well): header and, if given, question. RD
+/// and CD are copied if `copy_flags`.
 fn error(
     header: &Header,
     question: Option<&Question<'_>>,
-    edns: Option<&Edns<'_>>,
     rcode: Rcode,
     copy_flags: bool,
     out: &mut [u8],
 ) -> Response {
-    let Ok(mut builder) = MessageBuilder::new(out, MAX_MESSAGE) else {
-        return Response::Drop;
+    let error = Error {
+        header,
+        question,
+        edns: None,
+        limit: MAX_MESSAGE,
     };
-    start_header(&mut builder, header, copy_flags);
-    builder.set_rcode(rcode);
-    if let Some(question) = question {
-        if builder.push_question_bytes(question.bytes).is_err() {
-            return Response::Drop;
+    error.write(rcode, copy_flags, &[], out)
+}
+
+//----------- Error ----------------------------------------------------------
+
+/// What a reply without records needs.
+struct Error<'a> {
+    header: &'a Header,
+    question: Option<&'a Question<'a>>,
+    edns: Option<&'a Edns<'a>>,
+    limit: usize,
+}
+
+impl Error<'_> {
+    /// Header, question if any, OPT if the query had one (with
+    /// `extra_options` when they fit the limit). RD and CD are copied if
+    /// `copy_flags`.
+    fn write(
+        &self,
+        rcode: Rcode,
+        copy_flags: bool,
+        extra_options: &[u8],
+        out: &mut [u8],
+    ) -> Response {
+        let len = {
+            let Ok(mut builder) = MessageBuilder::new(out, MAX_MESSAGE) else {
+                return Response::Drop;
+            };
+            start_header(&mut builder, self.header, copy_flags);
+            builder.set_rcode(rcode);
+            if let Some(question) = self.question {
+                if builder.push_question_bytes(question.bytes).is_err() {
+                    return Response::Drop;
+                }
+            }
+            if let Some(edns) = self.edns {
+                if builder
+                    .push_opt(DEFAULT_UDP_SIZE, rcode, edns.dnssec_ok, &[])
+                    .is_err()
+                {
+                    return Response::Drop;
+                }
+            }
+            builder.finish()
+        };
+        if self.edns.is_none() || extra_options.is_empty() {
+            return Response::Send(len);
         }
+        // Without the options if they do not fit (nothing else could go).
+        let limit = self.limit.max(len);
+        Response::Send(extend_opt(out, len, limit, 0, extra_options).unwrap_or(len))
     }
-    if let Some(edns) = edns {
-        if builder
-            .push_opt(DEFAULT_UDP_SIZE, rcode, edns.dnssec_ok, &[])
-            .is_err()
-        {
-            return Response::Drop;
-        }
-    }
-    Response::Send(builder.finish())
 }
 
 /// ID, QR, opcode and (optionally) RD and CD of the query; every other flag
@@ -309,10 +525,13 @@ struct Context<'a> {
     edns: Option<&'a Edns<'a>>,
     options: &'a Options,
     limit: usize,
+    /// Options added after ours to the OPT (see [`respond_with`]).
+    extra: &'a [u8],
 }
 
 impl Context<'_> {
-    /// Starts a reply: header, question, room for the OPT.
+    /// Starts a reply: header, question, room for the OPT with
+    /// `opt_options` and the extra options.
     fn begin<'b>(
         &self,
         out: &'b mut [u8],
@@ -323,12 +542,16 @@ impl Context<'_> {
         start_header(&mut builder, self.header, copy_flags);
         builder.push_question_bytes(self.question.bytes).ok()?;
         if self.edns.is_some() {
-            builder.reserve(OPT_LEN + opt_options.len()).ok()?;
+            builder
+                .reserve(OPT_LEN + opt_options.len() + self.extra.len())
+                .ok()?;
         }
         Some(builder)
     }
 
-    /// Finishes a reply: the OPT (if the query had one), the counts.
+    /// Finishes a reply: the OPT (if the query had one) with `opt_options`,
+    /// the counts. The room for the extra options stays reserved: see
+    /// [`Context::extend`].
     fn end(&self, mut builder: MessageBuilder<'_>, rcode: Rcode, opt_options: &[u8]) -> Response {
         builder.set_rcode(rcode);
         if let Some(edns) = self.edns {
@@ -344,6 +567,20 @@ impl Context<'_> {
         Response::Send(builder.finish())
     }
 
+    /// Adds the extra options to the OPT that [`Context::end`] wrote with
+    /// `opt_options`, in the room [`Context::begin`] kept.
+    fn extend(&self, out: &mut [u8], response: Response, opt_options: &[u8]) -> Response {
+        match response {
+            Response::Send(len) if self.edns.is_some() && !self.extra.is_empty() => {
+                match extend_opt(out, len, self.limit, opt_options.len(), self.extra) {
+                    Some(len) => Response::Send(len),
+                    None => Response::Drop,
+                }
+            }
+            response => response,
+        }
+    }
+
     /// A reply with no records: REFUSED, NOTIMP.
     fn short(&self, rcode: Rcode, copy_flags: bool, out: &mut [u8]) -> Response {
         let options = if rcode == Rcode::REFUSED {
@@ -351,10 +588,11 @@ impl Context<'_> {
         } else {
             &[][..]
         };
-        match self.begin(out, copy_flags, options) {
+        let response = match self.begin(out, copy_flags, options) {
             Some(builder) => self.end(builder, rcode, options),
             None => Response::Drop,
-        }
+        };
+        self.extend(out, response, options)
     }
 
     /// Class CH: the configured identity strings, as TXT with TTL 0.
@@ -393,7 +631,8 @@ impl Context<'_> {
         {
             builder.set_tc(true);
         }
-        self.end(builder, Rcode::NOERROR, &[])
+        let response = self.end(builder, Rcode::NOERROR, &[]);
+        self.extend(out, response, &[])
     }
 
     /// Encodes a planned answer.
@@ -409,7 +648,8 @@ impl Context<'_> {
             builder,
         };
         writer.write_all();
-        self.end(writer.builder, answer.rcode, &[])
+        let response = self.end(writer.builder, answer.rcode, &[]);
+        self.extend(out, response, &[])
     }
 }
 

@@ -3,6 +3,7 @@
 //! every section of the answer asserted.
 
 mod behaviour;
+mod cookies;
 mod dnssec;
 mod malformed;
 mod rfc1034;
