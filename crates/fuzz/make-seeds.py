@@ -68,6 +68,12 @@ def messages():
     out.append(("query-edns-small", query("big.example.com.", "TXT", edns=0, payload=100)))
     out.append(("query-cookie", query("example.com.", "SOA", edns=0, options=[
         dns.edns.GenericOption(10, bytes(range(8)))])))
+    out.append(("query-cookie-server", query("www.example.com.", "A", edns=0, options=[
+        dns.edns.GenericOption(10, bytes(range(8)) + b"\x01\x00\x00\x00" + bytes(12))])))
+    out.append(("query-cookie-long", query("nope.example.com.", "A", edns=0, do=True, options=[
+        dns.edns.GenericOption(10, bytes(range(40)))])))
+    out.append(("query-cookie-twice", query("example.com.", "NS", edns=0, options=[
+        dns.edns.GenericOption(10, bytes(8)), dns.edns.GenericOption(10, bytes(range(16)))])))
     out.append(("query-nsid-unknown-opt", query("example.com.", "NS", edns=0, options=[
         dns.edns.GenericOption(3, b""), dns.edns.GenericOption(65001, b"xyz")])))
     out.append(("query-any", query("example.com.", "ANY", rd=False)))
@@ -106,6 +112,16 @@ def messages():
     return out
 
 
+def cookie(length):
+    """A COOKIE option (RFC 7873) whose value is `length` octets."""
+    return struct.pack("!HH", 10, length) + bytes(range(length))
+
+
+def opt_rr(options):
+    """An OPT record (UDP size 1232, version 0) carrying raw `options`."""
+    return b"\x00\x00\x29\x04\xd0\x00\x00\x00\x00" + struct.pack("!H", len(options)) + options
+
+
 def malformed():
     """(name, bytes) of hostile messages, one per issue-6 case."""
     h = header()
@@ -113,6 +129,10 @@ def malformed():
     return [
         ("short-11", h[:11]),
         ("qr-set", header(flags=0x8100) + q),
+        ("cookie-7", header(counts=(1, 0, 0, 1)) + q + opt_rr(cookie(7))),
+        ("cookie-9", header(counts=(1, 0, 0, 1)) + q + opt_rr(cookie(9))),
+        ("cookie-41", header(counts=(1, 0, 0, 1)) + q + opt_rr(cookie(41))),
+        ("cookie-only-no-question", header(counts=(0, 0, 0, 1)) + opt_rr(cookie(8))),
         ("qdcount-0", header(counts=(0, 0, 0, 0))),
         ("qdcount-2", header(counts=(2, 0, 0, 0)) + q + q),
         ("pointer-loop", header(counts=(1, 1, 0, 0)) + q + b"\xc0\x21\x00\x01\x00\x01\x00\x00\x00\x00\x00\x00"),
