@@ -174,6 +174,8 @@ fn snapshot(core: &Core) -> CoreStats {
         cache_misses: counters.cache_misses,
         truncated: counters.truncated,
         dropped: counters.dropped,
+        rrl_limited: counters.rrl_limited,
+        rrl_slipped: counters.rrl_slipped,
         tcp_accepted: core.tcp_counters.accepted.get(),
         tcp_open: core.tcp_counters.open.get(),
         tcp_refused: core.tcp_counters.refused.get(),

@@ -14,7 +14,7 @@ use std::os::unix::net::UnixDatagram;
 use std::rc::Rc;
 use std::sync::mpsc::{Receiver, Sender};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use monoio::{IoUringDriver, LegacyDriver, RuntimeBuilder};
 use tern_authority::Catalog;
@@ -69,6 +69,22 @@ pub(crate) struct Core {
     pub(crate) allocations: Option<fn() -> u64>,
     /// The forwarding sockets, when `forward` is configured.
     pub(crate) forward: Option<crate::forward::ForwardIo>,
+    /// The core's clock when it does not forward (forwarding has its own),
+    /// read once per UDP batch only when answers are rate limited.
+    pub(crate) epoch: Instant,
+}
+
+impl Core {
+    /// Milliseconds of the core's clock for the worker: the forwarding
+    /// clock when forwarding, else this core's own when rate limiting,
+    /// else 0 (nothing needs the time: the clock is not read).
+    pub(crate) fn now(&self, rate_limiting: bool) -> u64 {
+        match &self.forward {
+            Some(forward) => forward.now(),
+            None if rate_limiting => self.epoch.elapsed().as_millis() as u64,
+            None => 0,
+        }
+    }
 }
 
 //----------- CoreStart ------------------------------------------------------
@@ -161,6 +177,15 @@ async fn serve(start: CoreStart) -> io::Result<()> {
     );
     let udp: Vec<Rc<monoio::net::udp::UdpSocket>> = udp.into_iter().map(Rc::new).collect();
     let mut worker = Worker::new(catalog, config.answer.clone(), config.cache);
+    if let Some(rate_limit) = &config.rate_limit {
+        // Each core enforces its share: SO_REUSEPORT spreads a client's
+        // queries over all of them.
+        let cores = config.cores.len().max(1);
+        worker.set_rate_limiter(crate::rrl::RateLimiter::new(rate_limit, cores));
+    }
+    if let Some(secret) = config.cookies {
+        worker.set_cookie_secret(secret);
+    }
     let (forward, upstream_sockets) = match &config.forward {
         Some(forward) => {
             match crate::forward::ForwardIo::bind(forward, udp.iter().map(Rc::clone).collect()) {
@@ -194,6 +219,7 @@ async fn serve(start: CoreStart) -> io::Result<()> {
         scratch: RefCell::new(vec![0; STREAM_BUFFER - 2]),
         allocations: config.allocations,
         forward,
+        epoch: Instant::now(),
     });
     let mut tasks = Vec::with_capacity(udp.len() + tcp.len() + upstream_sockets.len() + 1);
     for (index, socket) in udp.into_iter().enumerate() {

@@ -34,6 +34,8 @@
 //! - `forward`: upstream sockets, timers and TCP fallback for the
 //!   forwarder (issue 5);
 //! - `worker`: the per-core answering state and cache;
+//! - `rrl`: response rate limiting, one table per core
+//!   (docs/decisions/0007);
 //! - `pool`: the thread-local I/O buffer pool;
 //! - `signal`: core-local stop and wake-up signals;
 //! - `socket`: socket creation (SO_REUSEPORT before bind);
@@ -56,6 +58,7 @@ mod control;
 mod cores;
 mod forward;
 mod pool;
+mod rrl;
 mod signal;
 mod socket;
 mod stats;
@@ -65,6 +68,11 @@ mod udp;
 mod worker;
 
 pub use control::Handle;
+pub use rrl::{
+    write_slip, Category, RateLimitConfig, RateLimiter, Verdict, DEFAULT_IPV4_PREFIX,
+    DEFAULT_IPV6_PREFIX, DEFAULT_RATE, DEFAULT_SLIP, DEFAULT_TABLE_SIZE, DEFAULT_WINDOW, MAX_RATE,
+    MAX_SLIP, MAX_TABLE_SIZE, MAX_WINDOW, MIN_TABLE_SIZE,
+};
 pub use stats::CoreStats;
 pub use sys::{thread_allocations, CountingAllocator};
 pub use tern_cache::forward::{
@@ -112,6 +120,12 @@ pub struct ServerConfig {
     /// Forwarding of recursive queries for names outside our zones;
     /// `None` (the default): such queries are REFUSED.
     pub forward: Option<ForwardConfig>,
+    /// Response rate limiting of UDP answers; `None` (the default): off.
+    pub rate_limit: Option<RateLimitConfig>,
+    /// The DNS cookie secret (RFC 7873, RFC 9018), the same on every core
+    /// (and on every anycast instance that shares it); `None` (the
+    /// default here; the binary turns cookies on): cookies are off.
+    pub cookies: Option<[u8; 16]>,
     /// Reads the calling thread's allocation count (normally
     /// [`thread_allocations`] with [`CountingAllocator`] installed); each
     /// core calls it for its statistics. `None`: allocations read as 0.
@@ -129,6 +143,8 @@ impl ServerConfig {
             tcp: TcpConfig::default(),
             cache: CacheLimits::default(),
             forward: None,
+            rate_limit: None,
+            cookies: None,
             allocations: None,
         }
     }

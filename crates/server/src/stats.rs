@@ -40,8 +40,15 @@ pub struct CoreStats {
     /// Answers sent with TC set.
     pub truncated: u64,
     /// Queries not answered: malformed or responses (dropped on purpose),
-    /// cut short by the receive buffer, or whose answer could not be sent.
+    /// rate-limited and not slipped, cut short by the receive buffer, or
+    /// whose answer could not be sent.
     pub dropped: u64,
+    /// UDP answers limited by response rate limiting: dropped (also
+    /// counted in `dropped`) or slipped.
+    pub rrl_limited: u64,
+    /// Limited answers sent truncated instead (a slip; also counted as an
+    /// answer, under `truncated`).
+    pub rrl_slipped: u64,
     /// TCP connections accepted and served.
     pub tcp_accepted: u64,
     /// TCP connections open at the time of the snapshot.
@@ -71,6 +78,8 @@ impl CoreStats {
                 total.cache_misses += one.cache_misses;
                 total.truncated += one.truncated;
                 total.dropped += one.dropped;
+                total.rrl_limited += one.rrl_limited;
+                total.rrl_slipped += one.rrl_slipped;
                 total.tcp_accepted += one.tcp_accepted;
                 total.tcp_open += one.tcp_open;
                 total.tcp_refused += one.tcp_refused;
@@ -142,7 +151,7 @@ impl fmt::Display for CoreStats {
         write!(
             f,
             ") cache hits {} misses {} truncated {} dropped {} \
-             tcp accepted {} open {} refused {} allocations {}",
+             tcp accepted {} open {} refused {} rrl limited {} slipped {} allocations {}",
             self.cache_hits,
             self.cache_misses,
             self.truncated,
@@ -150,6 +159,8 @@ impl fmt::Display for CoreStats {
             self.tcp_accepted,
             self.tcp_open,
             self.tcp_refused,
+            self.rrl_limited,
+            self.rrl_slipped,
             self.allocations
         )?;
         let forward = &self.forward;
@@ -194,6 +205,8 @@ pub(crate) struct Counters {
     pub(crate) cache_misses: u64,
     pub(crate) truncated: u64,
     pub(crate) dropped: u64,
+    pub(crate) rrl_limited: u64,
+    pub(crate) rrl_slipped: u64,
 }
 
 impl Counters {
@@ -236,6 +249,8 @@ mod tests {
             core: Some(1),
             queries: 2,
             cache_hits: 1,
+            rrl_limited: 3,
+            rrl_slipped: 1,
             ..CoreStats::default()
         };
         b.answers_by_rcode[3] = 1;
@@ -247,7 +262,8 @@ mod tests {
         assert_eq!(
             total.to_string(),
             "all cores: queries 5 answers 4 (noerror 3 nxdomain 1) cache hits 1 misses 0 \
-             truncated 0 dropped 0 tcp accepted 0 open 0 refused 0 allocations 0"
+             truncated 0 dropped 0 tcp accepted 0 open 0 refused 0 rrl limited 3 slipped 1 \
+             allocations 0"
         );
         assert!(a
             .to_string()

@@ -15,7 +15,7 @@ use monoio::net::udp::UdpSocket;
 use tern_cache::forward::Client;
 
 use crate::cores::Core;
-use crate::forward::{self, ForwardIo};
+use crate::forward;
 use crate::pool::{self, Size};
 use crate::signal::{yield_now, StopListener};
 use crate::sys::{Batch, BATCH};
@@ -99,7 +99,10 @@ fn answer_batch(
 ) -> usize {
     let mut worker = core.worker.borrow_mut();
     let mut count = 0;
-    let now = core.forward.as_ref().map_or(0, ForwardIo::now);
+    let rate_limiting = worker.rate_limiting();
+    let now = core.now(rate_limiting);
+    // The forwarder and the rate limiter need the client's address.
+    let wants_peer = core.forward.is_some() || rate_limiting;
     // Allocates only when a query is forwarded.
     let mut actions = Vec::new();
     for (slot, (query, answer)) in queries
@@ -113,11 +116,7 @@ fn answer_batch(
             worker.count_dropped(1, 0);
             continue;
         };
-        let peer = if core.forward.is_some() {
-            batch.peer(slot)
-        } else {
-            None
-        };
+        let peer = if wants_peer { batch.peer(slot) } else { None };
         let answer_len = match worker.answer_udp_from(&query[..len], peer, now, answer) {
             UdpAnswer::Send(answer_len) => Some(answer_len),
             UdpAnswer::Drop => None,

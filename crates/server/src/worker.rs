@@ -25,18 +25,28 @@
 //! (`crate::forward`). A name of our zones is never forwarded: the answer
 //! cache only holds our zones' answers, and `catalog.find` decides the
 //! rest.
+//!
+//! Response rate limiting (docs/decisions/0007): with a
+//! [`RateLimiter`] set, every UDP answer from the answer cache or
+//! `respond` (not forwarded answers, never TCP) is accounted after it is
+//! written, by its rcode, under the client's prefix and the query's name
+//! (NXDOMAIN: the zone's apex); a limited answer is dropped, or replaced
+//! in `out` by a truncated slip answer ([`write_slip`]). Without a
+//! limiter this costs one branch.
 
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use bumpalo::Bump;
-use std::net::SocketAddr;
 use tern_authority::{respond, Catalog, Options, Response, Transport};
 
 use tern_cache::forward::{Action, Client, ForwardKey, ForwardStats, Forwarder};
 use tern_cache::{CacheKey, CacheLimits, ResponseCache};
+use tern_wire::name::Name;
 use tern_wire::parse::{MessageView, HEADER_LEN};
 use tern_wire::types::{RClass, RType};
 
+use crate::rrl::{write_slip, Category, RateLimiter, Verdict};
 use crate::stats::Counters;
 
 /// The UDP size limit without EDNS (RFC 1035 section 4.2.1), which is
@@ -135,6 +145,7 @@ impl Answering<'_> {
         arena: &Bump,
         cache: &mut ResponseCache,
         forwarder: Option<&mut Forwarder>,
+        limiter: Option<&mut RateLimiter>,
         counters: &mut Counters,
         query: &[u8],
         peer: Option<SocketAddr>,
@@ -142,7 +153,13 @@ impl Answering<'_> {
         out: &mut [u8],
     ) -> UdpAnswer {
         let Some(request) = Request::parse(query, self.full_udp_size) else {
-            return respond(self.catalog, query, Transport::Udp, self.options, out).into();
+            let answer = respond(self.catalog, query, Transport::Udp, self.options, out).into();
+            return match (limiter, peer) {
+                (Some(limiter), Some(peer)) => {
+                    self.limit_unparsed(limiter, counters, query, peer.ip(), now, answer, out)
+                }
+                _ => answer,
+            };
         };
         let request: &Request<'_> = arena.alloc(request);
         debug_assert_eq!(request.view.bytes().len(), query.len());
@@ -155,19 +172,124 @@ impl Answering<'_> {
         {
             return answer;
         }
-        if let Some(len) = cache.answer(&request.key, query, request.limit, out) {
+        let answer = if let Some(len) = cache.answer(&request.key, query, request.limit, out) {
             counters.cache_hits += 1;
-            return UdpAnswer::Send(len);
+            UdpAnswer::Send(len)
+        } else {
+            counters.cache_misses += 1;
+            let response = respond(self.catalog, query, Transport::Udp, self.options, out);
+            // Only an answer written at the full size is what respond writes
+            // for every client whose limit it fits; the cache checks the fit.
+            let full_size = !request.key.edns || request.limit == self.full_udp_size;
+            if let (Response::Send(len), true) = (response, full_size) {
+                cache.insert(request.key, &out[..len]);
+            }
+            response.into()
+        };
+        match (limiter, peer) {
+            (Some(limiter), Some(peer)) => {
+                let question = Some((request.key.name.as_name(), request.key.qtype));
+                self.limit(
+                    limiter,
+                    counters,
+                    query,
+                    question,
+                    peer.ip(),
+                    now,
+                    answer,
+                    out,
+                )
+            }
+            _ => answer,
         }
-        counters.cache_misses += 1;
-        let response = respond(self.catalog, query, Transport::Udp, self.options, out);
-        // Only an answer written at the full size is what respond writes for
-        // every client whose limit it fits; the cache checks the fit.
-        let full_size = !request.key.edns || request.limit == self.full_udp_size;
-        if let (Response::Send(len), true) = (response, full_size) {
-            cache.insert(request.key, &out[..len]);
+    }
+
+    /// Rate limiting of an answer written into `out` for `query` (whose
+    /// lowercased name and type are `question`) to `ip` at `now`
+    /// (milliseconds): the answer, [`UdpAnswer::Drop`], or a slip written
+    /// over it. Counts limited and slipped answers.
+    #[allow(clippy::too_many_arguments)]
+    fn limit(
+        &self,
+        limiter: &mut RateLimiter,
+        counters: &mut Counters,
+        query: &[u8],
+        question: Option<(Name<'_>, RType)>,
+        ip: IpAddr,
+        now: u64,
+        answer: UdpAnswer,
+        out: &mut [u8],
+    ) -> UdpAnswer {
+        let UdpAnswer::Send(len) = answer else {
+            return answer;
+        };
+        // COOKIE (the lead wires it): a client with a valid server cookie
+        // is exempt here, like the exempt list.
+        if len < HEADER_LEN || limiter.is_exempt(ip) {
+            return answer;
         }
-        response.into()
+        let flags = [out[2], out[3]];
+        let category = Category::of_rcode(flags[1]);
+        let (name, qtype): (&[u8], u16) = match (category, question) {
+            (Category::Response, Some((name, qtype))) => (name.as_bytes(), qtype.0),
+            // As BIND: every NXDOMAIN of a zone is one account, so that
+            // random names do not each get a fresh limit.
+            (Category::NxDomain, Some((name, _))) => (
+                self.catalog
+                    .find(name)
+                    .map_or(&[][..], |zone| zone.origin().as_bytes()),
+                0,
+            ),
+            _ => (&[], 0),
+        };
+        let second = (now / 1000) as u32;
+        match limiter.account(ip, category, name, qtype, second) {
+            Verdict::Send => answer,
+            Verdict::Drop => {
+                counters.rrl_limited += 1;
+                UdpAnswer::Drop
+            }
+            Verdict::Slip => {
+                counters.rrl_limited += 1;
+                counters.rrl_slipped += 1;
+                let udp_size = u16::try_from(self.full_udp_size).unwrap_or(u16::MAX);
+                // COOKIE (the lead wires it): the client's COOKIE option
+                // (with a fresh server cookie) goes in `extra_options`; a
+                // client that sent a client cookie gets BADCOOKIE instead
+                // of TC=1, as in BIND.
+                match write_slip(query, flags, udp_size, &[], out) {
+                    0 => UdpAnswer::Drop,
+                    len => UdpAnswer::Send(len),
+                }
+            }
+        }
+    }
+
+    /// [`Answering::limit`] for a query the cache path could not parse
+    /// (another class or opcode, a malformed or EDNS-version error): its
+    /// question, if readable, is parsed and lowercased here.
+    #[allow(clippy::too_many_arguments)]
+    fn limit_unparsed(
+        &self,
+        limiter: &mut RateLimiter,
+        counters: &mut Counters,
+        query: &[u8],
+        ip: IpAddr,
+        now: u64,
+        answer: UdpAnswer,
+        out: &mut [u8],
+    ) -> UdpAnswer {
+        if !matches!(answer, UdpAnswer::Send(_)) {
+            return answer;
+        }
+        let question = MessageView::parse(query)
+            .ok()
+            .and_then(|view| view.question())
+            .map(|question| (question.name.to_lower(), question.qtype));
+        let question = question
+            .as_ref()
+            .map(|(name, qtype)| (name.as_name(), *qtype));
+        self.limit(limiter, counters, query, question, ip, now, answer, out)
     }
 }
 
@@ -297,6 +419,12 @@ pub struct Worker {
     arena: Bump,
     /// The forwarder, when `forward` is configured.
     forwarder: Option<Forwarder>,
+    /// Response rate limiting of UDP answers, when configured.
+    limiter: Option<RateLimiter>,
+    /// The DNS cookie secret, when cookies are on. Carried here for the
+    /// cookie processing in tern-authority; not used yet (the lead wires
+    /// it).
+    cookie_secret: Option<[u8; 16]>,
 }
 
 impl Worker {
@@ -312,7 +440,30 @@ impl Worker {
             counters: Counters::default(),
             arena: Bump::with_capacity(REQUEST_ARENA),
             forwarder: None,
+            limiter: None,
+            cookie_secret: None,
         }
+    }
+
+    /// Turns response rate limiting of UDP answers on with `limiter`.
+    pub fn set_rate_limiter(&mut self, limiter: RateLimiter) {
+        self.limiter = Some(limiter);
+    }
+
+    /// Whether UDP answers are rate limited (the UDP loop then reads each
+    /// client's address and the clock).
+    pub fn rate_limiting(&self) -> bool {
+        self.limiter.is_some()
+    }
+
+    /// Sets the DNS cookie secret (turns cookies on).
+    pub fn set_cookie_secret(&mut self, secret: [u8; 16]) {
+        self.cookie_secret = Some(secret);
+    }
+
+    /// The DNS cookie secret, if cookies are on.
+    pub fn cookie_secret(&self) -> Option<&[u8; 16]> {
+        self.cookie_secret.as_ref()
     }
 
     /// Turns forwarding on with `forwarder`.
@@ -328,7 +479,9 @@ impl Worker {
     /// Answers one UDP query from `peer` at `now` (milliseconds of the
     /// core's clock) into `out`. Like [`Worker::answer`], but forwardable
     /// queries are answered from the forward cache or come back as
-    /// [`UdpAnswer::Forward`]. Counts the query and the answer.
+    /// [`UdpAnswer::Forward`], and, with a rate limiter, answers to `peer`
+    /// are limited (dropped, or replaced by a slip). Counts the query and
+    /// the answer.
     pub fn answer_udp_from(
         &mut self,
         query: &[u8],
@@ -346,6 +499,7 @@ impl Worker {
             &self.arena,
             &mut self.cache,
             self.forwarder.as_mut(),
+            self.limiter.as_mut(),
             &mut self.counters,
             query,
             peer,
@@ -523,6 +677,7 @@ impl Worker {
             &self.arena,
             &mut self.cache,
             None,
+            None,
             &mut self.counters,
             query,
             None,
@@ -558,5 +713,246 @@ impl Worker {
     /// How many answers the cache holds.
     pub fn cached(&self) -> usize {
         self.cache.len()
+    }
+}
+
+//=========== Tests ==========================================================
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use tern_authority::ZoneBuilder;
+    use tern_wire::name::NameBuf;
+
+    use super::*;
+    use crate::rrl::RateLimitConfig;
+    use crate::Cidr;
+
+    const ZONE: &str = "\
+$ORIGIN example.com.
+$TTL 300
+@    SOA ns1 hostmaster 1 7200 3600 1209600 300
+     NS  ns1
+ns1  A   192.0.2.1
+www  A   192.0.2.80
+";
+
+    /// The per-core rate of responses in these tests.
+    const RATE: u32 = 5;
+
+    fn catalog() -> Arc<Catalog> {
+        let origin = NameBuf::from_text(b"example.com.", None).unwrap();
+        let parsed = tern_zone::parse_bytes(
+            ZONE.as_bytes(),
+            Path::new("test.zone"),
+            origin.as_name(),
+            &tern_zone::Options::default(),
+            &mut tern_zone::NoInclude,
+        )
+        .unwrap();
+        let mut builder = ZoneBuilder::new(origin.as_name());
+        for r in &parsed.records {
+            builder
+                .insert(r.owner.as_name(), r.rtype, r.class, r.ttl, &r.rdata)
+                .unwrap();
+        }
+        Arc::new(Catalog::new(vec![builder.finish().unwrap()]))
+    }
+
+    fn query(id: u16, name: &str, qtype: u16, edns: bool) -> Vec<u8> {
+        let mut q = id.to_be_bytes().to_vec();
+        q.extend_from_slice(&[0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, u8::from(edns)]);
+        q.extend_from_slice(
+            NameBuf::from_text(name.as_bytes(), None)
+                .unwrap()
+                .as_bytes(),
+        );
+        q.extend_from_slice(&qtype.to_be_bytes());
+        q.extend_from_slice(&[0, 1]);
+        if edns {
+            q.extend_from_slice(&[0, 0, 41, 0x10, 0, 0, 0, 0, 0, 0, 0]);
+        }
+        q
+    }
+
+    fn worker(config: RateLimitConfig) -> Worker {
+        let mut worker = Worker::new(catalog(), Options::default(), CacheLimits::default());
+        worker.set_rate_limiter(RateLimiter::new(&config, 1));
+        worker
+    }
+
+    fn config() -> RateLimitConfig {
+        RateLimitConfig {
+            responses_per_second: RATE,
+            exempt: vec![Cidr::parse("127.0.0.0/8").unwrap()],
+            ..RateLimitConfig::default()
+        }
+    }
+
+    fn peer(text: &str) -> Option<SocketAddr> {
+        Some(text.parse().unwrap())
+    }
+
+    /// What `count` queries (IDs from 0) from `from` at `now` ms got:
+    /// (full answers, slips, dropped).
+    fn burst(
+        worker: &mut Worker,
+        from: &str,
+        name: impl Fn(usize) -> String,
+        qtype: u16,
+        count: usize,
+        now: u64,
+    ) -> (usize, usize, usize) {
+        let mut out = [0u8; 1232];
+        let (mut full, mut slipped, mut dropped) = (0, 0, 0);
+        for i in 0..count {
+            let query = query(i as u16, &name(i), qtype, i % 2 == 0);
+            match worker.answer_udp_from(&query, peer(from), now, &mut out) {
+                UdpAnswer::Send(len) => {
+                    let view = MessageView::parse(&out[..len]).unwrap();
+                    assert_eq!(view.header().id(), i as u16);
+                    assert_eq!(
+                        view.question().unwrap().bytes,
+                        MessageView::parse(&query)
+                            .unwrap()
+                            .question()
+                            .unwrap()
+                            .bytes
+                    );
+                    if view.header().tc() {
+                        assert_eq!(view.header().counts()[..3], [1, 0, 0]);
+                        // The OPT only if the query had one.
+                        assert_eq!(view.edns().unwrap().is_some(), i % 2 == 0);
+                        slipped += 1;
+                    } else {
+                        full += 1;
+                    }
+                }
+                UdpAnswer::Drop => dropped += 1,
+                UdpAnswer::Forward => panic!("nothing is forwarded"),
+            }
+        }
+        (full, slipped, dropped)
+    }
+
+    fn www(_: usize) -> String {
+        "WwW.example.com.".to_string()
+    }
+
+    #[test]
+    fn a_burst_gets_the_rate_and_every_second_limited_answer_slips() {
+        let mut worker = worker(config());
+        let count = 10 * RATE as usize;
+        let second = 1_000_000;
+        let (full, slipped, dropped) = burst(&mut worker, "192.0.2.1:5300", www, 1, count, second);
+        let limited = count - RATE as usize;
+        assert_eq!(full, RATE as usize);
+        // slip 2: the first limited answer slips, then every other one.
+        assert_eq!(slipped, limited.div_ceil(2));
+        assert_eq!(dropped, limited / 2);
+        let counters = worker.counters();
+        assert_eq!(counters.queries, count as u64);
+        assert_eq!(counters.rrl_limited, limited as u64);
+        assert_eq!(counters.rrl_slipped, slipped as u64);
+        assert_eq!(counters.truncated, slipped as u64);
+        assert_eq!(counters.dropped, dropped as u64);
+        assert_eq!(counters.answers_by_rcode[0], (full + slipped) as u64);
+        // Another client of the same /24 shares the account; another /24
+        // does not.
+        assert_eq!(
+            burst(&mut worker, "192.0.2.99:53", www, 1, 1, second + 500),
+            (0, 0, 1)
+        );
+        assert_eq!(
+            burst(&mut worker, "192.0.3.1:53", www, 1, 3, second + 500),
+            (3, 0, 0)
+        );
+        // The debt: 5 - 50 - 1 = -46; nine seconds later -1, still limited
+        // (and one more in debt); a second more pays it.
+        assert_eq!(
+            burst(&mut worker, "192.0.2.1:5300", www, 1, 1, second + 9_000),
+            (0, 1, 0)
+        );
+        assert_eq!(
+            burst(&mut worker, "192.0.2.1:5300", www, 1, 1, second + 10_000),
+            (1, 0, 0)
+        );
+    }
+
+    #[test]
+    fn exempt_clients_and_tcp_are_not_limited() {
+        let mut worker = worker(config());
+        let count = 10 * RATE as usize;
+        assert_eq!(
+            burst(&mut worker, "127.0.0.1:5300", www, 1, count, 0),
+            (count, 0, 0)
+        );
+        assert_eq!(
+            burst(&mut worker, "192.0.2.1:5300", www, 1, count, 0).0,
+            RATE as usize
+        );
+        let mut out = vec![0u8; TCP_SIZE];
+        for id in 0..count as u16 {
+            let query = query(id, "www.example.com.", 1, false);
+            let answer = worker.answer_tcp_from(&query, peer("192.0.2.1:5300"), 0, &mut out);
+            let UdpAnswer::Send(len) = answer else {
+                panic!("TCP answers are never limited: {answer:?}");
+            };
+            assert!(!MessageView::parse(&out[..len]).unwrap().header().tc());
+        }
+        // Without a client address (the plain `answer`) nothing is limited.
+        let mut out = [0u8; 1232];
+        for id in 0..count as u16 {
+            let query = query(id, "www.example.com.", 1, false);
+            assert!(worker.answer(&query, Transport::Udp, &mut out).is_some());
+        }
+        assert_eq!(
+            worker.counters().rrl_limited,
+            (count - RATE as usize) as u64
+        );
+    }
+
+    #[test]
+    fn nxdomain_and_errors_have_their_own_accounts() {
+        let mut worker = worker(RateLimitConfig {
+            responses_per_second: 100,
+            nxdomains_per_second: 2,
+            errors_per_second: 3,
+            slip: 0,
+            ..RateLimitConfig::default()
+        });
+        let client = "198.51.100.7:1000";
+        // Random names of one zone share the zone's NXDOMAIN account.
+        let random = |i: usize| format!("r{i}.example.com.");
+        assert_eq!(burst(&mut worker, client, random, 1, 10, 0), (2, 0, 8));
+        // REFUSED (not our zone), whatever the name: the error account.
+        let elsewhere = |i: usize| format!("r{i}.example.org.");
+        assert_eq!(burst(&mut worker, client, elsewhere, 1, 10, 0), (3, 0, 7));
+        // NOTIMP (a malformed-path answer) shares the error account.
+        let mut notify = query(1, "www.example.com.", 6, false);
+        notify[2] = 0x20; // opcode NOTIFY
+        let mut out = [0u8; 1232];
+        assert_eq!(
+            worker.answer_udp_from(&notify, peer(client), 0, &mut out),
+            UdpAnswer::Drop
+        );
+        // The responses account is untouched: NOERROR answers and NODATA.
+        assert_eq!(burst(&mut worker, client, www, 1, 10, 0), (10, 0, 0));
+        assert_eq!(burst(&mut worker, client, www, 16, 10, 0), (10, 0, 0));
+        let counters = worker.counters();
+        assert_eq!(counters.answers_by_rcode[3], 2);
+        assert_eq!(counters.answers_by_rcode[5], 3);
+        assert_eq!(counters.rrl_limited, 8 + 7 + 1);
+        assert_eq!(counters.rrl_slipped, 0);
+        assert_eq!(counters.dropped, 16);
+    }
+
+    #[test]
+    fn the_cookie_secret_is_carried() {
+        let mut worker = Worker::new(catalog(), Options::default(), CacheLimits::default());
+        assert!(worker.cookie_secret().is_none() && !worker.rate_limiting());
+        worker.set_cookie_secret([7; 16]);
+        assert_eq!(worker.cookie_secret(), Some(&[7; 16]));
     }
 }

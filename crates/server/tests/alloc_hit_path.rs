@@ -5,7 +5,9 @@
 //! CNAME, referral, REFUSED, a truncated answer, with and without EDNS and
 //! DO, over UDP (cache hits after a first miss) and TCP (straight to
 //! `respond`). The first pass warms the cache (a miss that inserts may
-//! allocate); the measured passes must not allocate at all.
+//! allocate); the measured passes must not allocate at all. Then the same
+//! UDP mix from three clients through a worker with response rate limiting
+//! on: answers sent, dropped and slipped allocate nothing either.
 //!
 //! One check per process: dhat's testing mode allows a single
 //! profiler per process.
@@ -15,7 +17,7 @@ use std::sync::Arc;
 
 use tern_authority::{Catalog, Options, Transport, ZoneBuilder};
 use tern_cache::CacheLimits;
-use tern_server::Worker;
+use tern_server::{RateLimitConfig, RateLimiter, UdpAnswer, Worker};
 use tern_wire::name::NameBuf;
 
 #[global_allocator]
@@ -161,6 +163,49 @@ fn answer_path_makes_no_allocation() {
     }
     let after = dhat::HeapStats::get();
     assert_eq!(answered, MEASURED_PASSES * mix.len());
+    dhat::assert_eq!(after.total_blocks - before.total_blocks, 0);
+    dhat::assert_eq!(after.total_bytes - before.total_bytes, 0);
+
+    // Rate limiting on (the table is allocated here, before measuring).
+    let config = RateLimitConfig {
+        responses_per_second: 3,
+        nxdomains_per_second: 3,
+        errors_per_second: 3,
+        ..RateLimitConfig::default()
+    };
+    let mut limited = Worker::new(catalog(), Options::default(), CacheLimits::default());
+    limited.set_rate_limiter(RateLimiter::new(&config, 1));
+    let peers = ["192.0.2.1:53", "192.0.3.1:53", "[2001:db8::1]:53"]
+        .map(|peer| Some(peer.parse().unwrap()));
+    let udp: Vec<&Vec<u8>> = mix
+        .iter()
+        .filter(|(_, transport, _)| *transport == Transport::Udp)
+        .map(|(query, _, _)| query)
+        .collect();
+    for query in &udp {
+        limited.answer_udp_from(query, peers[0], 0, &mut out);
+    }
+    let (mut sent, mut slipped, mut dropped) = (0, 0, 0);
+    let before = dhat::HeapStats::get();
+    for pass in 0..MEASURED_PASSES {
+        // A new second every fifth pass: some answers pass again.
+        let now = (pass / 5) as u64 * 1000;
+        for query in &udp {
+            for peer in peers {
+                match limited.answer_udp_from(query, peer, now, &mut out) {
+                    UdpAnswer::Send(_) if out[2] & 0x02 != 0 => slipped += 1,
+                    UdpAnswer::Send(_) => sent += 1,
+                    UdpAnswer::Drop => dropped += 1,
+                    UdpAnswer::Forward => {}
+                }
+            }
+        }
+    }
+    let after = dhat::HeapStats::get();
+    assert!(
+        sent > 0 && slipped > 0 && dropped > 0,
+        "{sent} {slipped} {dropped}"
+    );
     dhat::assert_eq!(after.total_blocks - before.total_blocks, 0);
     dhat::assert_eq!(after.total_bytes - before.total_bytes, 0);
 }

@@ -6,6 +6,8 @@
 //! applies the values, resolves relative paths against the file's
 //! directory, and says which changes a reload cannot apply.
 
+use std::collections::hash_map::RandomState;
+use std::hash::BuildHasher;
 use std::net::SocketAddr;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -66,6 +68,29 @@ pub(crate) struct Config {
     /// The caching forwarder; `None`: recursive queries for other names
     /// are REFUSED.
     pub(crate) forward: Option<tern_server::ForwardConfig>,
+    /// Response rate limiting of UDP answers; `None`: off.
+    pub(crate) rate_limit: Option<tern_server::RateLimitConfig>,
+    /// DNS cookies.
+    pub(crate) cookies: Cookies,
+}
+
+/// The `cookies:` section.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Cookies {
+    /// Whether cookies are on (default: yes).
+    pub(crate) enabled: bool,
+    /// The server secret shared by anycast instances; `None`: 16 random
+    /// octets drawn at start (see [`Config::server_config`]).
+    pub(crate) secret: Option<[u8; 16]>,
+}
+
+impl Default for Cookies {
+    fn default() -> Self {
+        Cookies {
+            enabled: true,
+            secret: None,
+        }
+    }
 }
 
 /// Command-line values that replace the file's.
@@ -102,6 +127,8 @@ impl Default for Config {
             control_socket: default_control_socket(),
             chaos: None,
             forward: None,
+            rate_limit: None,
+            cookies: Cookies::default(),
         }
     }
 }
@@ -194,12 +221,23 @@ impl Config {
         if let Some(forward) = raw.forward {
             config.forward = Some(forward_config(forward)?);
         }
+        if let Some(rate_limit) = raw.rate_limit {
+            config.rate_limit = Some(rate_limit_config(rate_limit)?);
+        }
+        if let Some(cookies) = raw.cookies {
+            if let Some(enabled) = cookies.enabled {
+                config.cookies.enabled = enabled;
+            }
+            config.cookies.secret = cookies.secret.map(|secret| secret.0);
+        }
         Ok(config)
     }
 
     /// The runtime's view of this configuration. `allocations` reads the
     /// calling thread's allocation count, when a counting allocator is
-    /// installed.
+    /// installed. With cookies on and no secret configured, each call
+    /// draws a fresh random secret (the server is started once, so every
+    /// core gets the same one).
     pub(crate) fn server_config(
         &self,
         allocations: Option<fn() -> u64>,
@@ -215,6 +253,11 @@ impl Config {
             tcp: self.tcp,
             cache: self.cache,
             forward: self.forward.clone(),
+            rate_limit: self.rate_limit.clone(),
+            cookies: self
+                .cookies
+                .enabled
+                .then(|| self.cookies.secret.unwrap_or_else(random_secret)),
             allocations,
         }
     }
@@ -238,6 +281,8 @@ impl Config {
         compare("control-socket", self.control_socket != next.control_socket);
         compare("chaos", self.chaos != next.chaos);
         compare("forward", self.forward != next.forward);
+        compare("rate-limit", self.rate_limit != next.rate_limit);
+        compare("cookies", self.cookies != next.cookies);
         changed
     }
 }
@@ -284,6 +329,62 @@ fn forward_config(raw: raw::RawForward) -> anyhow::Result<tern_server::ForwardCo
     set(&mut forward.max_waiters, raw.max_waiters);
     set(&mut forward.sockets, raw.sockets);
     Ok(forward)
+}
+
+/// The `rate-limit:` section over [`tern_server::RateLimitConfig`]'s
+/// defaults; as in BIND, `nxdomains-per-second` and `errors-per-second`
+/// default to `responses-per-second`.
+fn rate_limit_config(raw: raw::RawRateLimit) -> anyhow::Result<tern_server::RateLimitConfig> {
+    let mut config = tern_server::RateLimitConfig::default();
+    let rate = |value: Option<raw::Parsed<_>>, default: u32| -> anyhow::Result<u32> {
+        match value {
+            Some(raw::Parsed(rate)) => Ok(u32::try_from(rate)?),
+            None => Ok(default),
+        }
+    };
+    config.responses_per_second = rate(raw.responses_per_second, config.responses_per_second)
+        .context("rate-limit.responses-per-second")?;
+    let responses = config.responses_per_second;
+    config.nxdomains_per_second =
+        rate(raw.nxdomains_per_second, responses).context("rate-limit.nxdomains-per-second")?;
+    config.errors_per_second =
+        rate(raw.errors_per_second, responses).context("rate-limit.errors-per-second")?;
+    set(&mut config.window, raw.window);
+    if let Some(slip) = raw.slip {
+        config.slip = u32::try_from(slip.0).context("rate-limit.slip")?;
+    }
+    if let Some(length) = raw.ipv4_prefix_length {
+        config.ipv4_prefix_length =
+            u8::try_from(length.0).context("rate-limit.ipv4-prefix-length")?;
+    }
+    if let Some(length) = raw.ipv6_prefix_length {
+        config.ipv6_prefix_length =
+            u8::try_from(length.0).context("rate-limit.ipv6-prefix-length")?;
+    }
+    config.exempt = raw
+        .exempt
+        .unwrap_or_default()
+        .into_iter()
+        .map(|cidr| cidr.0)
+        .collect();
+    if config.exempt.len() > value::MAX_RRL_EXEMPT {
+        bail!(
+            "rate-limit.exempt: more than {} prefixes",
+            value::MAX_RRL_EXEMPT
+        );
+    }
+    set(&mut config.table_size, raw.table_size);
+    Ok(config)
+}
+
+/// 16 octets from the operating system's randomness (std's `RandomState`
+/// keys are drawn from it), as tern-cache keys its hashes.
+fn random_secret() -> [u8; 16] {
+    let random = RandomState::new();
+    let mut secret = [0u8; 16];
+    secret[..8].copy_from_slice(&random.hash_one(0x636f_6f6b_u64).to_le_bytes());
+    secret[8..].copy_from_slice(&random.hash_one(!0x636f_6f6b_u64).to_le_bytes());
+    secret
 }
 
 /// Replaces `field` when the file gave a value.
@@ -433,6 +534,70 @@ mod tests {
     }
 
     #[test]
+    fn rate_limit_section() {
+        let config = from_text(
+            "rate-limit:\n  responses-per-second: 50\n  errors-per-second: 0\n  window: 2m\n  \
+             slip: 0\n  ipv4-prefix-length: 32\n  ipv6-prefix-length: 64\n  \
+             exempt: [127.0.0.0/8, '::1']\n  table-size: 1000\n",
+            ".",
+        )
+        .unwrap();
+        let rate_limit = config.rate_limit.clone().unwrap();
+        assert_eq!(rate_limit.responses_per_second, 50);
+        // As in BIND: NXDOMAIN follows responses-per-second unless given.
+        assert_eq!(rate_limit.nxdomains_per_second, 50);
+        assert_eq!(rate_limit.errors_per_second, 0);
+        assert_eq!(rate_limit.window, 120);
+        assert_eq!(rate_limit.slip, 0);
+        assert_eq!(rate_limit.ipv4_prefix_length, 32);
+        assert_eq!(rate_limit.ipv6_prefix_length, 64);
+        assert_eq!(rate_limit.exempt.len(), 2);
+        assert!(rate_limit.exempt[1].contains("::1".parse().unwrap()));
+        assert_eq!(rate_limit.table_size, 1000);
+        assert!(Config::default()
+            .restart_changes(&config)
+            .contains(&"rate-limit"));
+        // An empty section is on, with the defaults; no section is off.
+        let on = from_text("rate-limit: {}\n", ".").unwrap();
+        assert_eq!(on.rate_limit, Some(tern_server::RateLimitConfig::default()));
+        assert_eq!(Config::default().rate_limit, None);
+        assert_eq!(Config::default().server_config(None).rate_limit, None);
+        assert_eq!(
+            on.server_config(None).rate_limit,
+            Some(tern_server::RateLimitConfig::default())
+        );
+        let many = (0..=value::MAX_RRL_EXEMPT)
+            .map(|i| format!("'10.0.{i}.0/24'"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let err = format!(
+            "{:#}",
+            from_text(&format!("rate-limit:\n  exempt: [{many}]\n"), ".").unwrap_err()
+        );
+        assert!(err.contains("rate-limit.exempt"), "{err}");
+    }
+
+    #[test]
+    fn cookies_section() {
+        // On by default, with a random secret drawn at start.
+        let defaults = Config::default();
+        assert_eq!(defaults.cookies, Cookies::default());
+        let one = defaults.server_config(None).cookies.unwrap();
+        let two = defaults.server_config(None).cookies.unwrap();
+        assert_ne!(one, two, "each start draws its own secret");
+        let shared = from_text(
+            "cookies:\n  secret: 000102030405060708090a0b0c0d0e0f\n",
+            ".",
+        )
+        .unwrap();
+        let expected: [u8; 16] = std::array::from_fn(|i| i as u8);
+        assert_eq!(shared.server_config(None).cookies, Some(expected));
+        assert!(defaults.restart_changes(&shared).contains(&"cookies"));
+        let off = from_text("cookies:\n  enabled: false\n", ".").unwrap();
+        assert_eq!(off.server_config(None).cookies, None);
+    }
+
+    #[test]
     fn empty_file_is_the_defaults() {
         assert_eq!(from_text("", ".").unwrap(), Config::default());
         assert_eq!(from_text("# nothing\n", ".").unwrap(), Config::default());
@@ -467,7 +632,9 @@ mod tests {
     }
 
     /// docs/tern.example.yaml spells out every default, so that the
-    /// documentation and the code cannot drift apart.
+    /// documentation and the code cannot drift apart. Its `rate-limit`
+    /// section is the one difference: present (so rate limiting is on),
+    /// with the default values.
     #[test]
     fn the_example_file_shows_the_defaults() {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/tern.example.yaml");
@@ -479,5 +646,11 @@ mod tests {
         assert_eq!(example.tcp, defaults.tcp);
         assert_eq!(example.cache, defaults.cache);
         assert_eq!(example.log_level, defaults.log_level);
+        assert_eq!(defaults.rate_limit, None);
+        assert_eq!(
+            example.rate_limit,
+            Some(tern_server::RateLimitConfig::default())
+        );
+        assert_eq!(example.cookies, defaults.cookies);
     }
 }

@@ -43,6 +43,33 @@ pub(crate) struct RawConfig {
     pub(crate) control_socket: Option<Parsed<PathKind>>,
     pub(crate) chaos: Option<RawChaos>,
     pub(crate) forward: Option<RawForward>,
+    pub(crate) rate_limit: Option<RawRateLimit>,
+    pub(crate) cookies: Option<RawCookies>,
+}
+
+/// `rate-limit:`, response rate limiting (docs/config.md); the section's
+/// presence turns it on.
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub(crate) struct RawRateLimit {
+    pub(crate) responses_per_second: Option<Parsed<Range<0, { value::MAX_RRL_RATE }>>>,
+    pub(crate) nxdomains_per_second: Option<Parsed<Range<0, { value::MAX_RRL_RATE }>>>,
+    pub(crate) errors_per_second: Option<Parsed<Range<0, { value::MAX_RRL_RATE }>>>,
+    pub(crate) window: Option<Parsed<WindowKind>>,
+    pub(crate) slip: Option<Parsed<Range<0, { value::MAX_RRL_SLIP }>>>,
+    pub(crate) ipv4_prefix_length: Option<Parsed<Range<0, 32>>>,
+    pub(crate) ipv6_prefix_length: Option<Parsed<Range<0, 128>>>,
+    pub(crate) exempt: Option<Vec<Parsed<CidrKind>>>,
+    pub(crate) table_size:
+        Option<Parsed<Range<{ value::MIN_RRL_TABLE_SIZE }, { value::MAX_RRL_TABLE_SIZE }>>>,
+}
+
+/// `cookies:`, DNS cookies (RFC 7873, RFC 9018).
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawCookies {
+    pub(crate) enabled: Option<bool>,
+    pub(crate) secret: Option<Parsed<SecretKind>>,
 }
 
 /// `forward:`, the caching forwarder (docs/config.md).
@@ -204,6 +231,28 @@ impl Kind for SizeKind {
     const EXPECTING: &'static str = "a size like 65536 or 64M";
     fn parse(text: &str) -> Result<u64, String> {
         value::parse_size(text)
+    }
+}
+
+/// A rate-limit window: a duration of whole seconds, 1 s to 1 h.
+pub(crate) struct WindowKind;
+
+impl Kind for WindowKind {
+    type Value = u32;
+    const EXPECTING: &'static str = "a duration in whole seconds like 15s";
+    fn parse(text: &str) -> Result<u32, String> {
+        value::parse_window(text)
+    }
+}
+
+/// A cookie secret: 32 hexadecimal digits (16 octets).
+pub(crate) struct SecretKind;
+
+impl Kind for SecretKind {
+    type Value = [u8; 16];
+    const EXPECTING: &'static str = "32 hexadecimal digits";
+    fn parse(text: &str) -> Result<[u8; 16], String> {
+        value::parse_secret(text)
     }
 }
 
@@ -457,6 +506,43 @@ mod tests {
             err.contains("chaos.version") && err.contains("line 2"),
             "{err}"
         );
+        let err = error("rate-limit:\n  slip: 11\n");
+        assert!(
+            err.contains("rate-limit.slip") && err.contains("line 2") && err.contains("0..=10"),
+            "{err}"
+        );
+        let err = error("rate-limit:\n  responses-per-second: 1001\n");
+        assert!(
+            err.contains("rate-limit.responses-per-second") && err.contains("line 2"),
+            "{err}"
+        );
+        let err = error("rate-limit:\n  window: 1500ms\n");
+        assert!(
+            err.contains("rate-limit.window") && err.contains("whole number of seconds"),
+            "{err}"
+        );
+        let err = error("rate-limit:\n  window: 2h\n");
+        assert!(err.contains("rate-limit.window"), "{err}");
+        let err = error("rate-limit:\n  ipv4-prefix-length: 33\n");
+        assert!(err.contains("rate-limit.ipv4-prefix-length"), "{err}");
+        let err = error("rate-limit:\n  ipv6-prefix-length: 129\n");
+        assert!(err.contains("rate-limit.ipv6-prefix-length"), "{err}");
+        let err = error("rate-limit:\n  table-size: 16\n");
+        assert!(err.contains("rate-limit.table-size"), "{err}");
+        let err = error("\nrate-limit:\n  exempt: [10.0.0.0/33]\n");
+        assert!(
+            err.contains("rate-limit.exempt") && err.contains("line 3"),
+            "{err}"
+        );
+        let err = error("rate-limit:\n  bogus: 1\n");
+        assert!(err.contains("bogus") && err.contains("line 2"), "{err}");
+        let err = error("cookies:\n  secret: 0123\n");
+        assert!(
+            err.contains("cookies.secret") && err.contains("line 2"),
+            "{err}"
+        );
+        let err = error("cookies:\n  enabled: maybe\n");
+        assert!(err.contains("cookies.enabled"), "{err}");
         let err = error("tcp:\n  max-in-flight: 0\n");
         assert!(
             err.contains("tcp.max-in-flight") && err.contains("line 2"),

@@ -56,6 +56,23 @@ pub(crate) const MAX_FORWARD_WAITERS: usize = 4096;
 /// descriptor and a receive task).
 pub(crate) const MAX_FORWARD_SOCKETS: usize = 64;
 
+/// The largest `rate-limit.*-per-second` (BIND's bound).
+pub(crate) const MAX_RRL_RATE: usize = tern_server::MAX_RATE as usize;
+
+/// The largest `rate-limit.slip` (BIND's bound).
+pub(crate) const MAX_RRL_SLIP: usize = tern_server::MAX_SLIP as usize;
+
+/// The smallest `rate-limit.table-size`: below this, a handful of busy
+/// prefixes would push each other out of the table.
+pub(crate) const MIN_RRL_TABLE_SIZE: usize = 256;
+
+/// The largest `rate-limit.table-size` (16 Mi slots, 256 MiB per core).
+pub(crate) const MAX_RRL_TABLE_SIZE: usize = tern_server::MAX_TABLE_SIZE;
+
+/// The most `rate-limit.exempt` prefixes: the list is searched for every
+/// limited-path answer.
+pub(crate) const MAX_RRL_EXEMPT: usize = 64;
+
 /// Longer value texts are rejected before any parsing: no valid duration,
 /// size or CPU list of this file comes near it.
 const MAX_VALUE_LEN: usize = 4096;
@@ -118,6 +135,35 @@ pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
         ));
     }
     Ok(duration)
+}
+
+/// Parses a rate-limit window: a duration (as [`parse_duration`]) of
+/// whole seconds.
+pub(crate) fn parse_window(text: &str) -> Result<u32, String> {
+    let duration = parse_duration(text)?;
+    if duration.subsec_nanos() != 0 {
+        return Err(format!(
+            "window {text:?} is not a whole number of seconds; expected e.g. 15s"
+        ));
+    }
+    u32::try_from(duration.as_secs()).map_err(|_| format!("window {text:?} is too long"))
+}
+
+//----------- Secrets --------------------------------------------------------
+
+/// Parses a 16-octet secret written as 32 hexadecimal digits.
+pub(crate) fn parse_secret(text: &str) -> Result<[u8; 16], String> {
+    let expected = || "bad secret; expected 32 hexadecimal digits (16 octets)".to_string();
+    let digits = bounded(text)?.trim().as_bytes();
+    if digits.len() != 32 {
+        return Err(expected());
+    }
+    let mut secret = [0u8; 16];
+    for (octet, pair) in secret.iter_mut().zip(digits.chunks(2)) {
+        let digit = |c: u8| (c as char).to_digit(16).ok_or_else(expected);
+        *octet = (digit(pair[0])? * 16 + digit(pair[1])?) as u8;
+    }
+    Ok(secret)
 }
 
 //----------- Sizes ----------------------------------------------------------
@@ -263,6 +309,27 @@ mod tests {
         assert_eq!(parse_size("0"), Ok(0));
         for bad in ["", "M", "64MB", "1T", "65G", "-1", "18446744073709551615G"] {
             assert!(parse_size(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn windows_and_secrets() {
+        assert_eq!(parse_window("15s"), Ok(15));
+        assert_eq!(parse_window("2m"), Ok(120));
+        assert_eq!(parse_window("3600"), Ok(3600));
+        for bad in ["0s", "1500ms", "61m", "x"] {
+            assert!(parse_window(bad).is_err(), "{bad:?}");
+        }
+        let secret = parse_secret("000102030405060708090a0b0c0d0eFF").unwrap();
+        assert_eq!(secret[..3], [0, 1, 2]);
+        assert_eq!(secret[15], 0xff);
+        for bad in [
+            "",
+            "0011",
+            &"0".repeat(34),
+            &format!("{}zz", "0".repeat(30)),
+        ] {
+            assert!(parse_secret(bad).is_err(), "{bad:?}");
         }
     }
 

@@ -84,6 +84,9 @@ fn tern_stats_counts_the_queries_sent() {
         .map(|line| counter(line, "queries"))
         .sum();
     assert_eq!(per_core, QUERIES, "{text}");
+    // No rate-limit section: nothing limited, and the counters are shown.
+    assert_eq!(counter(total, "limited"), 0, "{text}");
+    assert_eq!(counter(total, "slipped"), 0, "{text}");
     // The counting allocator is installed (dhat's replaces it in a
     // dhat-heap build): each core has allocated at least its buffers.
     let allocations = counter(total, "allocations");
