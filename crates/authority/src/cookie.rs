@@ -279,6 +279,14 @@ pub(crate) fn received(options: &[u8]) -> Received<'_> {
     found
 }
 
+/// Whether raw EDNS options hold a COOKIE option of a bad length, which
+/// makes the query a FORMERR whether or not cookies are on (what
+/// [`crate::respond_with`] answers). For a server's fast path, which must
+/// leave such queries to `respond`.
+pub fn is_malformed(options: &[u8]) -> bool {
+    received(options) == Received::Malformed
+}
+
 //----------- check ----------------------------------------------------------
 
 /// Reads the COOKIE option of a query's OPT and checks its server cookie

@@ -183,8 +183,8 @@ async fn serve(start: CoreStart) -> io::Result<()> {
         let cores = config.cores.len().max(1);
         worker.set_rate_limiter(crate::rrl::RateLimiter::new(rate_limit, cores));
     }
-    if let Some(secret) = config.cookies {
-        worker.set_cookie_secret(secret);
+    if let Some(secret) = &config.cookies {
+        worker.set_cookie_secret(secret.clone());
     }
     let (forward, upstream_sockets) = match &config.forward {
         Some(forward) => {

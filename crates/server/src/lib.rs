@@ -51,6 +51,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use tern_authority::cookie::CookieSecret;
 use tern_authority::{Catalog, Options};
 use tern_cache::CacheLimits;
 
@@ -125,7 +126,7 @@ pub struct ServerConfig {
     /// The DNS cookie secret (RFC 7873, RFC 9018), the same on every core
     /// (and on every anycast instance that shares it); `None` (the
     /// default here; the binary turns cookies on): cookies are off.
-    pub cookies: Option<[u8; 16]>,
+    pub cookies: Option<CookieSecret>,
     /// Reads the calling thread's allocation count (normally
     /// [`thread_allocations`] with [`CountingAllocator`] installed); each
     /// core calls it for its statistics. `None`: allocations read as 0.

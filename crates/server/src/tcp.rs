@@ -353,7 +353,7 @@ async fn connection(stream: TcpStream, peer: SocketAddr, core: &Rc<Core>) {
         .forward
         .as_ref()
         .map(|io| (peer, io.connections.borrow_mut().register(&pipe)));
-    let read_side = read_half(reader, &pipe, core, client);
+    let read_side = read_half(reader, &pipe, core, peer, client);
     let write_side = write_half(writer, &pipe, core);
     let (read_buffer, write_buffer) = monoio::join!(read_side, write_side);
     if let (Some(io), Some((_, client))) = (core.forward.as_ref(), client) {
@@ -372,13 +372,14 @@ async fn connection(stream: TcpStream, peer: SocketAddr, core: &Rc<Core>) {
     }
 }
 
-/// Reads and answers frames; `client`: the peer and its forwarding
-/// identity, when forwarding is on. Returns its buffer unless a cancelled
-/// read kept it.
+/// Reads and answers frames from `peer`; `client`: the peer and its
+/// forwarding identity, when forwarding is on. Returns its buffer unless a
+/// cancelled read kept it.
 async fn read_half(
     mut reader: TcpOwnedReadHalf,
     pipe: &Pipe,
     core: &Rc<Core>,
+    peer: SocketAddr,
     client: Option<(SocketAddr, Client)>,
 ) -> Option<Vec<u8>> {
     let stop = core.stop.listener();
@@ -391,7 +392,7 @@ async fn read_half(
     // timeout; then the idle timeout.
     let mut between_messages = limits.initial_timeout;
     let buffer = loop {
-        let Ok(consumed) = answer_frames(&buffer, pipe, core, &stop, client).await else {
+        let Ok(consumed) = answer_frames(&buffer, pipe, core, &stop, peer, client).await else {
             break Some(buffer);
         };
         if consumed > 0 {
@@ -439,6 +440,7 @@ async fn answer_frames(
     pipe: &Pipe,
     core: &Rc<Core>,
     stop: &StopListener,
+    peer: SocketAddr,
     client: Option<(SocketAddr, Client)>,
 ) -> Result<usize, ()> {
     let mut consumed = 0;
@@ -466,10 +468,9 @@ async fn answer_frames(
         let answered = {
             let mut scratch = core.scratch.borrow_mut();
             let now = core.forward.as_ref().map_or(0, ForwardIo::now);
-            let peer = client.map(|(peer, _)| peer);
-            core.worker
-                .borrow_mut()
-                .answer_tcp_from(query, peer, now, &mut scratch)
+            let mut worker = core.worker.borrow_mut();
+            worker.tick_cookie_clock();
+            worker.answer_tcp_from(query, Some(peer), now, &mut scratch)
         };
         let len = match answered {
             UdpAnswer::Send(len) => len,

@@ -101,8 +101,10 @@ fn answer_batch(
     let mut count = 0;
     let rate_limiting = worker.rate_limiting();
     let now = core.now(rate_limiting);
-    // The forwarder and the rate limiter need the client's address.
-    let wants_peer = core.forward.is_some() || rate_limiting;
+    worker.tick_cookie_clock();
+    // The forwarder, the rate limiter and cookies need the client's
+    // address.
+    let wants_peer = core.forward.is_some() || rate_limiting || worker.cookies();
     // Allocates only when a query is forwarded.
     let mut actions = Vec::new();
     for (slot, (query, answer)) in queries

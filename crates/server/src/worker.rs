@@ -33,15 +33,30 @@
 //! (NXDOMAIN: the zone's apex); a limited answer is dropped, or replaced
 //! in `out` by a truncated slip answer ([`write_slip`]). Without a
 //! limiter this costs one branch.
+//!
+//! DNS cookies (docs/decisions/0006): with a secret set, a query whose
+//! OPT carries a COOKIE option gets the client's cookie and our server
+//! cookie in its answer's OPT, over UDP and TCP. The answer cache keeps
+//! serving such queries: the cached (or just cached) answer is copied and
+//! the option appended to its OPT ([`append_option`]); only when that does
+//! not fit is the answer written again by `respond_with`. A valid server
+//! cookie exempts the client from rate limiting, and a limited client
+//! that sent a cookie gets a BADCOOKIE answer with a fresh server cookie
+//! as its slip (as in BIND), so it can retry over UDP with a valid one.
+//! Forwarded answers carry no cookie.
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use bumpalo::Bump;
-use tern_authority::{respond, Catalog, Options, Response, Transport};
+use tern_authority::cookie::{self, CookieCheck, CookieSecret};
+use tern_authority::{
+    append_option, bad_cookie, respond, respond_with, Catalog, Options, Response, Transport,
+};
 
 use tern_cache::forward::{Action, Client, ForwardKey, ForwardStats, Forwarder};
 use tern_cache::{CacheKey, CacheLimits, ResponseCache};
+use tern_wire::edns::Edns;
 use tern_wire::name::Name;
 use tern_wire::parse::{MessageView, HEADER_LEN};
 use tern_wire::types::{RClass, RType};
@@ -72,6 +87,8 @@ struct Request<'q> {
     view: MessageView<'q>,
     key: CacheKey,
     limit: usize,
+    /// The OPT, for the cookie check.
+    edns: Option<Edns<'q>>,
 }
 
 //----------- UdpAnswer ------------------------------------------------------
@@ -108,7 +125,8 @@ pub(crate) enum Forwarding {
 impl<'q> Request<'q> {
     /// The views of a query the cache may answer; `None` sends the query to
     /// `respond` (malformed, not a plain QUERY, EDNS version above 0, a
-    /// class other than IN, a zone transfer).
+    /// COOKIE option of a bad length, a class other than IN, a zone
+    /// transfer).
     fn parse(query: &'q [u8], full_udp_size: usize) -> Option<Self> {
         let view = MessageView::parse(query).ok()?;
         let question = view.question()?;
@@ -116,6 +134,9 @@ impl<'q> Request<'q> {
             return None;
         }
         let edns = view.edns().ok()?;
+        if edns.is_some_and(|edns| !edns.options.is_empty() && cookie::is_malformed(edns.options)) {
+            return None;
+        }
         let key = CacheKey::from_query(&view, edns.as_ref())?;
         let limit = match edns {
             None => CLASSIC_UDP_SIZE,
@@ -123,7 +144,12 @@ impl<'q> Request<'q> {
                 .max(CLASSIC_UDP_SIZE)
                 .min(full_udp_size),
         };
-        Some(Request { view, key, limit })
+        Some(Request {
+            view,
+            key,
+            limit,
+            edns,
+        })
     }
 }
 
@@ -135,6 +161,25 @@ struct Answering<'w> {
     catalog: &'w Catalog,
     options: &'w Options,
     full_udp_size: usize,
+    cookies: Option<&'w Cookies>,
+}
+
+//----------- Cookies --------------------------------------------------------
+
+/// A worker's DNS cookie state: the secret (the same on every core) and
+/// the wall clock in Unix seconds, read once per UDP batch and per TCP
+/// message ([`Worker::tick_cookie_clock`]), not per query.
+struct Cookies {
+    secret: CookieSecret,
+    now: u32,
+}
+
+/// The wall clock in Unix seconds, as RFC 9018 timestamps count (modulo
+/// 2^32, compared in serial-number arithmetic); 0 before 1970.
+fn unix_seconds() -> u32 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.as_secs() as u32)
 }
 
 impl Answering<'_> {
@@ -153,11 +198,30 @@ impl Answering<'_> {
         out: &mut [u8],
     ) -> UdpAnswer {
         let Some(request) = Request::parse(query, self.full_udp_size) else {
-            let answer = respond(self.catalog, query, Transport::Udp, self.options, out).into();
+            let check = self.cookie_of(query, peer);
+            let extra = check
+                .reply_option()
+                .map_or(&[][..], |option| option.as_bytes());
+            let answer = respond_with(
+                self.catalog,
+                query,
+                Transport::Udp,
+                self.options,
+                extra,
+                out,
+            )
+            .into();
             return match (limiter, peer) {
-                (Some(limiter), Some(peer)) => {
-                    self.limit_unparsed(limiter, counters, query, peer.ip(), now, answer, out)
-                }
+                (Some(limiter), Some(peer)) => self.limit_unparsed(
+                    limiter,
+                    counters,
+                    query,
+                    &check,
+                    peer.ip(),
+                    now,
+                    answer,
+                    out,
+                ),
                 _ => answer,
             };
         };
@@ -186,13 +250,15 @@ impl Answering<'_> {
             }
             response.into()
         };
+        let check = self.cookie(request.edns.as_ref(), peer);
+        let answer = self.with_cookie(&check, query, request.limit, answer, out);
         match (limiter, peer) {
             (Some(limiter), Some(peer)) => {
                 let question = Some((request.key.name.as_name(), request.key.qtype));
                 self.limit(
                     limiter,
                     counters,
-                    query,
+                    (query, &check),
                     question,
                     peer.ip(),
                     now,
@@ -204,16 +270,72 @@ impl Answering<'_> {
         }
     }
 
+    /// The cookie check of a query whose OPT is `edns`, from `peer`:
+    /// [`CookieCheck::None`] when cookies are off, the OPT has no options
+    /// or the peer is unknown.
+    fn cookie(&self, edns: Option<&Edns<'_>>, peer: Option<SocketAddr>) -> CookieCheck {
+        match (self.cookies, edns, peer) {
+            (Some(cookies), Some(edns), Some(peer)) if !edns.options.is_empty() => {
+                cookie::check(Some(edns), &cookies.secret, peer.ip(), cookies.now)
+            }
+            _ => CookieCheck::None,
+        }
+    }
+
+    /// [`Answering::cookie`] for a query not parsed yet (the paths that
+    /// do not go through [`Request`]).
+    fn cookie_of(&self, query: &[u8], peer: Option<SocketAddr>) -> CookieCheck {
+        if self.cookies.is_none() || peer.is_none() {
+            return CookieCheck::None;
+        }
+        let edns = MessageView::parse(query)
+            .ok()
+            .and_then(|view| view.edns().ok().flatten());
+        self.cookie(edns.as_ref(), peer)
+    }
+
+    /// Adds the COOKIE option of `check`, if any, to a UDP answer for one
+    /// of our zones written into `out` without it (from the cache or by
+    /// `respond`): appended to its OPT, or, where that would not fit
+    /// within `limit` (or the OPT has options of ours), the answer written
+    /// again by `respond_with`, which keeps room for it.
+    fn with_cookie(
+        &self,
+        check: &CookieCheck,
+        query: &[u8],
+        limit: usize,
+        answer: UdpAnswer,
+        out: &mut [u8],
+    ) -> UdpAnswer {
+        let (UdpAnswer::Send(len), Some(option)) = (answer, check.reply_option()) else {
+            return answer;
+        };
+        let option = option.as_bytes();
+        match append_option(out, len, limit, option) {
+            Some(len) => UdpAnswer::Send(len),
+            None => respond_with(
+                self.catalog,
+                query,
+                Transport::Udp,
+                self.options,
+                option,
+                out,
+            )
+            .into(),
+        }
+    }
+
     /// Rate limiting of an answer written into `out` for `query` (whose
-    /// lowercased name and type are `question`) to `ip` at `now`
-    /// (milliseconds): the answer, [`UdpAnswer::Drop`], or a slip written
-    /// over it. Counts limited and slipped answers.
+    /// lowercased name and type are `question`, and whose cookie is
+    /// `check`) to `ip` at `now` (milliseconds): the answer,
+    /// [`UdpAnswer::Drop`], or a slip written over it. Counts limited and
+    /// slipped answers.
     #[allow(clippy::too_many_arguments)]
     fn limit(
         &self,
         limiter: &mut RateLimiter,
         counters: &mut Counters,
-        query: &[u8],
+        (query, check): (&[u8], &CookieCheck),
         question: Option<(Name<'_>, RType)>,
         ip: IpAddr,
         now: u64,
@@ -223,9 +345,9 @@ impl Answering<'_> {
         let UdpAnswer::Send(len) = answer else {
             return answer;
         };
-        // COOKIE (the lead wires it): a client with a valid server cookie
-        // is exempt here, like the exempt list.
-        if len < HEADER_LEN || limiter.is_exempt(ip) {
+        // A valid server cookie proves the address: exempt, like the
+        // exempt list.
+        if len < HEADER_LEN || check.is_verified() || limiter.is_exempt(ip) {
             return answer;
         }
         let flags = [out[2], out[3]];
@@ -252,12 +374,21 @@ impl Answering<'_> {
             Verdict::Slip => {
                 counters.rrl_limited += 1;
                 counters.rrl_slipped += 1;
-                let udp_size = u16::try_from(self.full_udp_size).unwrap_or(u16::MAX);
-                // COOKIE (the lead wires it): the client's COOKIE option
-                // (with a fresh server cookie) goes in `extra_options`; a
-                // client that sent a client cookie gets BADCOOKIE instead
-                // of TC=1, as in BIND.
-                match write_slip(query, flags, udp_size, &[], out) {
+                // A client that sent a cookie (not a valid one: that is
+                // exempt) gets BADCOOKIE with a fresh server cookie, as in
+                // BIND: it retries over UDP with it and is then exempt.
+                // Others get TC=1 and retry over TCP.
+                let len = match check.reply_option() {
+                    Some(option) => match bad_cookie(query, self.options, option, out) {
+                        Response::Send(len) => len,
+                        Response::Drop => 0,
+                    },
+                    None => {
+                        let udp_size = u16::try_from(self.full_udp_size).unwrap_or(u16::MAX);
+                        write_slip(query, flags, udp_size, &[], out)
+                    }
+                };
+                match len {
                     0 => UdpAnswer::Drop,
                     len => UdpAnswer::Send(len),
                 }
@@ -274,6 +405,7 @@ impl Answering<'_> {
         limiter: &mut RateLimiter,
         counters: &mut Counters,
         query: &[u8],
+        check: &CookieCheck,
         ip: IpAddr,
         now: u64,
         answer: UdpAnswer,
@@ -289,7 +421,16 @@ impl Answering<'_> {
         let question = question
             .as_ref()
             .map(|(name, qtype)| (name.as_name(), *qtype));
-        self.limit(limiter, counters, query, question, ip, now, answer, out)
+        self.limit(
+            limiter,
+            counters,
+            (query, check),
+            question,
+            ip,
+            now,
+            answer,
+            out,
+        )
     }
 }
 
@@ -318,7 +459,19 @@ impl Answering<'_> {
                 }
             }
         }
-        respond(self.catalog, query, Transport::Tcp, self.options, out).into()
+        let check = self.cookie_of(query, peer);
+        let extra = check
+            .reply_option()
+            .map_or(&[][..], |option| option.as_bytes());
+        respond_with(
+            self.catalog,
+            query,
+            Transport::Tcp,
+            self.options,
+            extra,
+            out,
+        )
+        .into()
     }
 
     /// For a query to forward (RD set, the client in `forward.allow`, the
@@ -421,10 +574,8 @@ pub struct Worker {
     forwarder: Option<Forwarder>,
     /// Response rate limiting of UDP answers, when configured.
     limiter: Option<RateLimiter>,
-    /// The DNS cookie secret, when cookies are on. Carried here for the
-    /// cookie processing in tern-authority; not used yet (the lead wires
-    /// it).
-    cookie_secret: Option<[u8; 16]>,
+    /// DNS cookies, when on.
+    cookies: Option<Cookies>,
 }
 
 impl Worker {
@@ -441,7 +592,7 @@ impl Worker {
             arena: Bump::with_capacity(REQUEST_ARENA),
             forwarder: None,
             limiter: None,
-            cookie_secret: None,
+            cookies: None,
         }
     }
 
@@ -456,14 +607,34 @@ impl Worker {
         self.limiter.is_some()
     }
 
-    /// Sets the DNS cookie secret (turns cookies on).
-    pub fn set_cookie_secret(&mut self, secret: [u8; 16]) {
-        self.cookie_secret = Some(secret);
+    /// Turns DNS cookies on with `secret`, the clock read now.
+    pub fn set_cookie_secret(&mut self, secret: CookieSecret) {
+        self.cookies = Some(Cookies {
+            secret,
+            now: unix_seconds(),
+        });
     }
 
-    /// The DNS cookie secret, if cookies are on.
-    pub fn cookie_secret(&self) -> Option<&[u8; 16]> {
-        self.cookie_secret.as_ref()
+    /// Whether DNS cookies are on (the UDP loop then reads each client's
+    /// address).
+    pub fn cookies(&self) -> bool {
+        self.cookies.is_some()
+    }
+
+    /// Reads the wall clock for the cookies of the next queries (once per
+    /// UDP batch or TCP message); nothing when cookies are off.
+    pub fn tick_cookie_clock(&mut self) {
+        if let Some(cookies) = &mut self.cookies {
+            cookies.now = unix_seconds();
+        }
+    }
+
+    /// Sets the cookies' clock to `unix_seconds` (tests).
+    #[doc(hidden)]
+    pub fn set_cookie_clock(&mut self, unix_seconds: u32) {
+        if let Some(cookies) = &mut self.cookies {
+            cookies.now = unix_seconds;
+        }
     }
 
     /// Turns forwarding on with `forwarder`.
@@ -494,6 +665,7 @@ impl Worker {
             catalog: &self.catalog,
             options: &self.options,
             full_udp_size: self.full_udp_size,
+            cookies: self.cookies.as_ref(),
         };
         let answer = answering.udp(
             &self.arena,
@@ -528,6 +700,7 @@ impl Worker {
             catalog: &self.catalog,
             options: &self.options,
             full_udp_size: self.full_udp_size,
+            cookies: self.cookies.as_ref(),
         };
         let answer = answering.tcp(&self.arena, self.forwarder.as_mut(), query, peer, now, out);
         self.arena.reset();
@@ -672,6 +845,7 @@ impl Worker {
             catalog: &self.catalog,
             options: &self.options,
             full_udp_size: self.full_udp_size,
+            cookies: self.cookies.as_ref(),
         };
         let answer = answering.udp(
             &self.arena,
@@ -948,11 +1122,267 @@ www  A   192.0.2.80
         assert_eq!(counters.dropped, 16);
     }
 
-    #[test]
-    fn the_cookie_secret_is_carried() {
+    //----------- Cookies ----------------------------------------------------
+
+    const SECRET: [u8; 16] = [7; 16];
+    const CLIENT_COOKIE: [u8; 8] = *b"tern-cli";
+    /// The cookies' clock in these tests (Unix seconds).
+    const NOW: u32 = 1_800_000_000;
+
+    /// A query for `name` A with an OPT carrying `cookie` (the COOKIE
+    /// option's value).
+    fn cookie_query(id: u16, name: &str, cookie: &[u8]) -> Vec<u8> {
+        let mut q = query(id, name, 1, true);
+        let opt = q.len() - 11;
+        let mut option = vec![0, 10];
+        option.extend_from_slice(&(cookie.len() as u16).to_be_bytes());
+        option.extend_from_slice(cookie);
+        q[opt + 9..opt + 11].copy_from_slice(&(option.len() as u16).to_be_bytes());
+        q.extend_from_slice(&option);
+        q
+    }
+
+    fn cookie_worker() -> Worker {
         let mut worker = Worker::new(catalog(), Options::default(), CacheLimits::default());
-        assert!(worker.cookie_secret().is_none() && !worker.rate_limiting());
-        worker.set_cookie_secret([7; 16]);
-        assert_eq!(worker.cookie_secret(), Some(&[7; 16]));
+        worker.set_cookie_secret(CookieSecret::new(SECRET));
+        worker.set_cookie_clock(NOW);
+        worker
+    }
+
+    /// The COOKIE option's value in an answer, and the answer's full rcode
+    /// (header bits and the OPT's upper bits).
+    fn answer_cookie(answer: &[u8]) -> (Option<Vec<u8>>, u16) {
+        let view = MessageView::parse(answer).unwrap();
+        let edns = view.edns().unwrap().expect("an OPT");
+        let rcode = u16::from(edns.extended_rcode) << 4 | u16::from(view.header().rcode_bits());
+        let cookie = edns
+            .options()
+            .map(Result::unwrap)
+            .find(|(code, _)| *code == 10)
+            .map(|(_, value)| value.to_vec());
+        (cookie, rcode)
+    }
+
+    fn server_cookie_for(ip: &str, now: u32) -> [u8; 16] {
+        let secret = CookieSecret::new(SECRET);
+        cookie::server_cookie(&secret, &CLIENT_COOKIE, ip.parse().unwrap(), now)
+    }
+
+    #[test]
+    fn answers_carry_a_server_cookie_from_the_cache_too() {
+        let mut worker = cookie_worker();
+        let client = "192.0.2.7:5300";
+        let asked = cookie_query(1, "WwW.example.com.", &CLIENT_COOKIE);
+        let mut expected = CLIENT_COOKIE.to_vec();
+        expected.extend_from_slice(&server_cookie_for("192.0.2.7", NOW));
+        // What respond_with writes with that option: the reference.
+        let option =
+            cookie::CookieOption::new(&CLIENT_COOKIE, &server_cookie_for("192.0.2.7", NOW));
+        let mut reference = [0u8; 1232];
+        let Response::Send(reference_len) = respond_with(
+            &catalog(),
+            &asked,
+            Transport::Udp,
+            &Options::default(),
+            option.as_bytes(),
+            &mut reference,
+        ) else {
+            panic!("respond_with answers");
+        };
+        let mut out = [0u8; 1232];
+        for round in 0..3 {
+            let UdpAnswer::Send(len) = worker.answer_udp_from(&asked, peer(client), 0, &mut out)
+            else {
+                panic!("an answer");
+            };
+            assert_eq!(answer_cookie(&out[..len]), (Some(expected.clone()), 0));
+            assert_eq!(&out[..len], &reference[..reference_len], "round {round}");
+        }
+        // One miss, then hits: the cached answer got the option appended.
+        let counters = worker.counters();
+        assert_eq!((counters.cache_misses, counters.cache_hits), (1, 2));
+        // The cache holds the answer without the cookie: a query without
+        // one gets none.
+        let plain = query(2, "www.example.com.", 1, true);
+        let UdpAnswer::Send(len) = worker.answer_udp_from(&plain, peer(client), 0, &mut out) else {
+            panic!("an answer");
+        };
+        assert_eq!(answer_cookie(&out[..len]), (None, 0));
+        // Over TCP, the same option.
+        let UdpAnswer::Send(len) = worker.answer_tcp_from(&asked, peer(client), 0, &mut out) else {
+            panic!("an answer");
+        };
+        assert_eq!(answer_cookie(&out[..len]), (Some(expected.clone()), 0));
+        // A refusal (EDE already in the OPT) is written again with it.
+        let refused = cookie_query(3, "www.example.org.", &CLIENT_COOKIE);
+        let UdpAnswer::Send(len) = worker.answer_udp_from(&refused, peer(client), 0, &mut out)
+        else {
+            panic!("an answer");
+        };
+        assert_eq!(answer_cookie(&out[..len]), (Some(expected), 5));
+    }
+
+    #[test]
+    fn a_valid_server_cookie_is_echoed_and_a_bad_one_replaced() {
+        let mut worker = cookie_worker();
+        let mut out = [0u8; 1232];
+        let mut ask = |worker: &mut Worker, from: &str, server: &[u8]| {
+            let mut value = CLIENT_COOKIE.to_vec();
+            value.extend_from_slice(server);
+            let query = cookie_query(4, "www.example.com.", &value);
+            let UdpAnswer::Send(len) = worker.answer_udp_from(&query, peer(from), 0, &mut out)
+            else {
+                panic!("an answer");
+            };
+            let (cookie, rcode) = answer_cookie(&out[..len]);
+            assert_eq!(rcode, 0);
+            let cookie = cookie.expect("a cookie");
+            assert_eq!(cookie[..8], CLIENT_COOKIE);
+            cookie[8..].to_vec()
+        };
+        // Minted 100 s ago for this address: echoed as it is.
+        let young = server_cookie_for("192.0.2.7", NOW - 100);
+        assert_eq!(ask(&mut worker, "192.0.2.7:1", &young), young);
+        // Minted 2000 s ago: still valid, renewed.
+        let old = server_cookie_for("192.0.2.7", NOW - 2000);
+        assert_eq!(
+            ask(&mut worker, "192.0.2.7:1", &old),
+            server_cookie_for("192.0.2.7", NOW)
+        );
+        // For another address, or altered: a fresh one for this address.
+        assert_eq!(
+            ask(&mut worker, "192.0.2.8:1", &young),
+            server_cookie_for("192.0.2.8", NOW)
+        );
+        let mut altered = young;
+        altered[15] ^= 1;
+        assert_eq!(
+            ask(&mut worker, "192.0.2.7:1", &altered),
+            server_cookie_for("192.0.2.7", NOW)
+        );
+    }
+
+    #[test]
+    fn a_malformed_cookie_is_a_formerr_on_every_path() {
+        let mut out = [0u8; 1232];
+        for cookies in [false, true] {
+            let mut worker = if cookies {
+                cookie_worker()
+            } else {
+                Worker::new(catalog(), Options::default(), CacheLimits::default())
+            };
+            // Warm the cache for the name first.
+            let plain = query(5, "www.example.com.", 1, true);
+            worker.answer_udp_from(&plain, peer("192.0.2.7:1"), 0, &mut out);
+            for bad in [&b"short"[..], &[1; 9], &[1; 15], &[1; 41]] {
+                let query = cookie_query(6, "www.example.com.", bad);
+                let UdpAnswer::Send(len) =
+                    worker.answer_udp_from(&query, peer("192.0.2.7:1"), 0, &mut out)
+                else {
+                    panic!("an answer");
+                };
+                assert_eq!(answer_cookie(&out[..len]), (None, 1), "{bad:?}");
+                let UdpAnswer::Send(len) =
+                    worker.answer_tcp_from(&query, peer("192.0.2.7:1"), 0, &mut out)
+                else {
+                    panic!("an answer");
+                };
+                assert_eq!(answer_cookie(&out[..len]), (None, 1), "{bad:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn cookies_off_or_absent_leave_answers_as_they_were() {
+        let mut with = cookie_worker();
+        let mut without = Worker::new(catalog(), Options::default(), CacheLimits::default());
+        let mut a = [0u8; 1232];
+        let mut b = [0u8; 1232];
+        // No COOKIE option: the same answers with cookies on or off.
+        for asked in [
+            query(7, "www.example.com.", 1, true),
+            query(8, "nope.example.com.", 1, false),
+        ] {
+            let first = without.answer_udp_from(&asked, peer("192.0.2.7:1"), 0, &mut a);
+            let UdpAnswer::Send(len) = first else {
+                panic!("an answer");
+            };
+            let second = with.answer_udp_from(&asked, peer("192.0.2.7:1"), 0, &mut b);
+            assert_eq!(second, first);
+            assert_eq!(a[..len], b[..len]);
+        }
+        // Cookies off: a COOKIE option is ignored, as before cookies.
+        let asked = cookie_query(9, "www.example.com.", &CLIENT_COOKIE);
+        let UdpAnswer::Send(len) = without.answer_udp_from(&asked, peer("192.0.2.7:1"), 0, &mut a)
+        else {
+            panic!("an answer");
+        };
+        assert_eq!(answer_cookie(&a[..len]), (None, 0));
+    }
+
+    #[test]
+    fn rate_limiting_exempts_valid_cookies_and_slips_badcookie() {
+        let mut worker = cookie_worker();
+        worker.set_rate_limiter(RateLimiter::new(
+            &RateLimitConfig {
+                responses_per_second: RATE,
+                slip: 1,
+                ..RateLimitConfig::default()
+            },
+            1,
+        ));
+        let mut out = [0u8; 1232];
+        let count = 4 * RATE as usize;
+        // A client cookie only: RATE answers, then BADCOOKIE slips with a
+        // fresh server cookie.
+        let asked = cookie_query(10, "www.example.com.", &CLIENT_COOKIE);
+        let mut rcodes = Vec::new();
+        for _ in 0..count {
+            let UdpAnswer::Send(len) =
+                worker.answer_udp_from(&asked, peer("192.0.2.7:1"), 5_000, &mut out)
+            else {
+                panic!("slip 1 answers every query");
+            };
+            let (cookie, rcode) = answer_cookie(&out[..len]);
+            let mut expected = CLIENT_COOKIE.to_vec();
+            expected.extend_from_slice(&server_cookie_for("192.0.2.7", NOW));
+            assert_eq!(cookie, Some(expected));
+            rcodes.push(rcode);
+        }
+        assert_eq!(
+            rcodes.iter().filter(|&&rcode| rcode == 0).count(),
+            RATE as usize
+        );
+        assert_eq!(
+            rcodes.iter().filter(|&&rcode| rcode == 23).count(),
+            count - RATE as usize
+        );
+        // With the server cookie it got: never limited.
+        let mut value = CLIENT_COOKIE.to_vec();
+        value.extend_from_slice(&server_cookie_for("192.0.2.7", NOW));
+        let valid = cookie_query(11, "www.example.com.", &value);
+        for _ in 0..count {
+            let UdpAnswer::Send(len) =
+                worker.answer_udp_from(&valid, peer("192.0.2.7:1"), 5_000, &mut out)
+            else {
+                panic!("an answer");
+            };
+            let view = MessageView::parse(&out[..len]).unwrap();
+            assert!(!view.header().tc());
+            assert_eq!(
+                (view.header().counts()[1], answer_cookie(&out[..len]).1),
+                (1, 0)
+            );
+        }
+        // Without a cookie, the same /24 is still limited: TC=1 slips.
+        let plain = query(12, "www.example.com.", 1, true);
+        let UdpAnswer::Send(len) =
+            worker.answer_udp_from(&plain, peer("192.0.2.9:1"), 5_000, &mut out)
+        else {
+            panic!("slip 1 answers every query");
+        };
+        assert!(MessageView::parse(&out[..len]).unwrap().header().tc());
+        let counters = worker.counters();
+        assert_eq!(counters.rrl_slipped, count as u64 - u64::from(RATE) + 1);
     }
 }

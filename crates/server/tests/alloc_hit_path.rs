@@ -6,8 +6,10 @@
 //! DO, over UDP (cache hits after a first miss) and TCP (straight to
 //! `respond`). The first pass warms the cache (a miss that inserts may
 //! allocate); the measured passes must not allocate at all. Then the same
-//! UDP mix from three clients through a worker with response rate limiting
-//! on: answers sent, dropped and slipped allocate nothing either.
+//! UDP mix from three clients, plus queries with DNS cookies (a client
+//! cookie, a valid server cookie, a malformed one), through a worker with
+//! response rate limiting and cookies on: answers sent, dropped, slipped
+//! (TC=1 or BADCOOKIE) and cookies appended allocate nothing either.
 //!
 //! One check per process: dhat's testing mode allows a single
 //! profiler per process.
@@ -15,6 +17,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use tern_authority::cookie::{server_cookie, CookieSecret};
 use tern_authority::{Catalog, Options, Transport, ZoneBuilder};
 use tern_cache::CacheLimits;
 use tern_server::{RateLimitConfig, RateLimiter, UdpAnswer, Worker};
@@ -82,6 +85,17 @@ fn query(id: u16, name: &str, qtype: u16, edns: Option<(u16, bool)>) -> Vec<u8> 
         q.extend_from_slice(&[0, 0, if dnssec_ok { 0x80 } else { 0 }, 0, 0, 0]);
     }
     q
+}
+
+/// `query` with a COOKIE option of `value` added to its OPT (which must be
+/// its last 11 octets).
+fn with_cookie(mut query: Vec<u8>, value: &[u8]) -> Vec<u8> {
+    let rdlen = query.len() - 2;
+    query[rdlen..].copy_from_slice(&(4 + value.len() as u16).to_be_bytes());
+    query.extend_from_slice(&[0, 10]);
+    query.extend_from_slice(&(value.len() as u16).to_be_bytes());
+    query.extend_from_slice(value);
+    query
 }
 
 /// Runs without libtest (`harness = false`): libtest's main thread records
@@ -175,17 +189,31 @@ fn answer_path_makes_no_allocation() {
     };
     let mut limited = Worker::new(catalog(), Options::default(), CacheLimits::default());
     limited.set_rate_limiter(RateLimiter::new(&config, 1));
+    let secret = CookieSecret::new([9; 16]);
+    let now_secs = 1_800_000_000;
+    limited.set_cookie_secret(secret.clone());
+    limited.set_cookie_clock(now_secs);
     let peers = ["192.0.2.1:53", "192.0.3.1:53", "[2001:db8::1]:53"]
         .map(|peer| Some(peer.parse().unwrap()));
+    let client_cookie = *b"cookie!!";
+    let mut valid = client_cookie.to_vec();
+    let ip = "192.0.2.1".parse().unwrap();
+    valid.extend_from_slice(&server_cookie(&secret, &client_cookie, ip, now_secs - 10));
+    let cookies = [
+        with_cookie(query(8, "www.example.com.", A, edns), &client_cookie),
+        with_cookie(query(9, "www.example.com.", MX, edns), &valid),
+        with_cookie(query(10, "nowhere.example.com.", A, edns), &[1; 12]),
+    ];
     let udp: Vec<&Vec<u8>> = mix
         .iter()
         .filter(|(_, transport, _)| *transport == Transport::Udp)
         .map(|(query, _, _)| query)
+        .chain(&cookies)
         .collect();
     for query in &udp {
         limited.answer_udp_from(query, peers[0], 0, &mut out);
     }
-    let (mut sent, mut slipped, mut dropped) = (0, 0, 0);
+    let (mut sent, mut slipped, mut badcookie, mut dropped) = (0, 0, 0, 0);
     let before = dhat::HeapStats::get();
     for pass in 0..MEASURED_PASSES {
         // A new second every fifth pass: some answers pass again.
@@ -194,6 +222,8 @@ fn answer_path_makes_no_allocation() {
             for peer in peers {
                 match limited.answer_udp_from(query, peer, now, &mut out) {
                     UdpAnswer::Send(_) if out[2] & 0x02 != 0 => slipped += 1,
+                    // BADCOOKIE (23): 7 in the header, 1 in the OPT.
+                    UdpAnswer::Send(_) if out[3] & 0x0f == 7 => badcookie += 1,
                     UdpAnswer::Send(_) => sent += 1,
                     UdpAnswer::Drop => dropped += 1,
                     UdpAnswer::Forward => {}
@@ -203,8 +233,8 @@ fn answer_path_makes_no_allocation() {
     }
     let after = dhat::HeapStats::get();
     assert!(
-        sent > 0 && slipped > 0 && dropped > 0,
-        "{sent} {slipped} {dropped}"
+        sent > 0 && slipped > 0 && badcookie > 0 && dropped > 0,
+        "{sent} {slipped} {badcookie} {dropped}"
     );
     dhat::assert_eq!(after.total_blocks - before.total_blocks, 0);
     dhat::assert_eq!(after.total_bytes - before.total_bytes, 0);

@@ -254,10 +254,11 @@ impl Config {
             cache: self.cache,
             forward: self.forward.clone(),
             rate_limit: self.rate_limit.clone(),
-            cookies: self
-                .cookies
-                .enabled
-                .then(|| self.cookies.secret.unwrap_or_else(random_secret)),
+            cookies: self.cookies.enabled.then(|| {
+                tern_authority::cookie::CookieSecret::new(
+                    self.cookies.secret.unwrap_or_else(random_secret),
+                )
+            }),
             allocations,
         }
     }
@@ -591,7 +592,10 @@ mod tests {
         )
         .unwrap();
         let expected: [u8; 16] = std::array::from_fn(|i| i as u8);
-        assert_eq!(shared.server_config(None).cookies, Some(expected));
+        assert_eq!(
+            shared.server_config(None).cookies,
+            Some(tern_authority::cookie::CookieSecret::new(expected))
+        );
         assert!(defaults.restart_changes(&shared).contains(&"cookies"));
         let off = from_text("cookies:\n  enabled: false\n", ".").unwrap();
         assert_eq!(off.server_config(None).cookies, None);
