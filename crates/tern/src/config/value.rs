@@ -153,17 +153,9 @@ pub(crate) fn parse_window(text: &str) -> Result<u32, String> {
 
 /// Parses a 16-octet secret written as 32 hexadecimal digits.
 pub(crate) fn parse_secret(text: &str) -> Result<[u8; 16], String> {
-    let expected = || "bad secret; expected 32 hexadecimal digits (16 octets)".to_string();
-    let digits = bounded(text)?.trim().as_bytes();
-    if digits.len() != 32 {
-        return Err(expected());
-    }
-    let mut secret = [0u8; 16];
-    for (octet, pair) in secret.iter_mut().zip(digits.chunks(2)) {
-        let digit = |c: u8| (c as char).to_digit(16).ok_or_else(expected);
-        *octet = (digit(pair[0])? * 16 + digit(pair[1])?) as u8;
-    }
-    Ok(secret)
+    tern_authority::cookie::CookieSecret::from_hex(bounded(text)?.trim())
+        .map(|secret| *secret.as_bytes())
+        .ok_or_else(|| "bad secret; expected 32 hexadecimal digits (16 octets)".to_string())
 }
 
 //----------- Sizes ----------------------------------------------------------
