@@ -65,6 +65,8 @@ dhat:
 compliance: release
 	TERN_BIN=$(RELEASE_BIN) python3 tests/compliance/edns.py
 	TERN_BIN=$(RELEASE_BIN) python3 tests/compliance/malformed.py
+	TERN_BIN=$(RELEASE_BIN) python3 tests/compliance/cookies.py
+	TERN_BIN=$(RELEASE_BIN) python3 tests/compliance/rrl.py
 
 ## Every cargo-fuzz target for FUZZ_SECONDS each (default 60; the issue's
 ## runs use 1800). Installs cargo-fuzz; stable toolchain via RUSTC_BOOTSTRAP.

@@ -43,6 +43,8 @@ class Bind(smod.Server):
     """BIND 9's named, authoritative only (`recursion no`), foreground, one worker."""
 
     name = "bind"
+    # Extra statements for the `options` block (`configured` sets them); empty by default.
+    extra_options = ""
 
     def command(self) -> list[str]:
         conf = self.workdir / "named.conf"
@@ -62,12 +64,30 @@ class Bind(smod.Server):
     notify no;
     allow-transfer {{ none; }};
     minimal-responses yes;
+{self.extra_options}
 }};
 controls {{ }};
 {zones}
 """
         )
         return ["named", "-g", "-4", "-n", "1", "-c", str(conf)]
+
+
+class ConfiguredTern(smod.Tern):
+    """tern with a YAML configuration file and extra command-line flags (`configured`)."""
+
+    def __init__(self, *args, config_text: str = "", extra_args: tuple[str, ...] = (), **kwargs):
+        self.config_text = config_text
+        self.extra_args = tuple(extra_args)
+        super().__init__(*args, **kwargs)
+
+    def command(self) -> list[str]:
+        cmd = super().command()
+        if self.config_text:
+            conf = self.workdir / "tern.yaml"
+            conf.write_text(self.config_text)
+            cmd += ["--config", str(conf)]
+        return cmd + list(self.extra_args)
 
 
 def make(name: str, workdir: pathlib.Path, zone_dir: pathlib.Path) -> smod.Server:
@@ -82,6 +102,43 @@ def make(name: str, workdir: pathlib.Path, zone_dir: pathlib.Path) -> smod.Serve
             )
         return smod.Tern(binary, *args)
     return {"bind": Bind, "knot": smod.Knot, "nsd": smod.Nsd}[name](*args)
+
+
+def tern_binary() -> pathlib.Path:
+    default = HERE.parent.parent / "target" / "release" / "tern"
+    binary = pathlib.Path(os.environ.get("TERN_BIN", default)).resolve()
+    if not binary.is_file():
+        raise smod.ServerError(
+            f"tern binary not found at {binary} (set TERN_BIN, or run "
+            "`cargo build --release --bin tern`)"
+        )
+    return binary
+
+
+@contextlib.contextmanager
+def configured(zone_text: str, tern_config: str, tern_args: tuple[str, ...], bind_options: str):
+    """tern and BIND on `zone_text` (the zone `ZONE`), tern with the YAML `tern_config` and
+    the flags `tern_args`, BIND with `bind_options` added to its `options` block; yields
+    {"tern": server, "bind": server}; stops both."""
+    with tempfile.TemporaryDirectory(prefix="tern-compliance-") as tmp:
+        tmp = pathlib.Path(tmp)
+        zone_dir = tmp / "zones"
+        zone_dir.mkdir()
+        (zone_dir / f"{ZONE}.zone").write_text(zone_text)
+        tern = ConfiguredTern(tern_binary(), tmp / "tern", zone_dir, [ZONE],
+                              config_text=tern_config, extra_args=tern_args)
+        bind = Bind(tmp / "bind", zone_dir, [ZONE])
+        bind.extra_options = bind_options
+        started = {"tern": tern, "bind": bind}
+        try:
+            for server in started.values():
+                server.start()
+            for server in started.values():
+                server.wait_ready(START_TIMEOUT)
+            yield started
+        finally:
+            for server in started.values():
+                server.stop()
 
 
 @contextlib.contextmanager
@@ -171,3 +228,74 @@ def tcp_exchange(addr, message: bytes, timeout: float = EXCHANGE_TIMEOUT) -> byt
     with tcp_connect(addr, timeout) as s:
         tcp_send(s, message)
         return tcp_receive(s)
+
+
+def udp_exchange_from(addr, message: bytes, source: str,
+                      timeout: float = EXCHANGE_TIMEOUT) -> bytes | None:
+    """As `udp_exchange`, from the loopback address `source` (e.g. 127.0.0.2)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind((source, 0))
+        s.settimeout(timeout)
+        s.sendto(message, addr)
+        try:
+            return s.recv(65535)
+        except (socket.timeout, ConnectionRefusedError):
+            return None
+
+
+class Unparsable(Exception):
+    pass
+
+
+def skip_name(msg: bytes, pos: int) -> int:
+    """The position after the (possibly compressed) name at `pos`. Bounded by the message."""
+    for _ in range(128):
+        if pos >= len(msg):
+            raise Unparsable("name past the end")
+        length = msg[pos]
+        if length & 0xC0 == 0xC0:
+            return pos + 2
+        if length & 0xC0:
+            raise Unparsable("bad label type")
+        if length == 0:
+            return pos + 1
+        pos += 1 + length
+    raise Unparsable("name too long")
+
+
+def summarize(msg: bytes) -> dict:
+    """Header fields, the full (extended) rcode and the OPT of an answer:
+    {id, flags, rcode, counts, opt: None | {version, flags, udp_size, options: [(code, value)]},
+     types: [record types of the answer section]}. Raises Unparsable."""
+    if len(msg) < 12:
+        raise Unparsable("under 12 octets")
+    ident, flags, qd, an, ns, ar = struct.unpack("!6H", msg[:12])
+    pos = 12
+    for _ in range(qd):
+        pos = skip_name(msg, pos) + 4
+    types, opt_record = [], None
+    for index in range(an + ns + ar):
+        pos = skip_name(msg, pos)
+        if pos + 10 > len(msg):
+            raise Unparsable("record past the end")
+        rtype, rclass, ttl, rdlen = struct.unpack("!HHIH", msg[pos:pos + 10])
+        pos += 10
+        rdata = msg[pos:pos + rdlen]
+        if len(rdata) != rdlen:
+            raise Unparsable("rdata past the end")
+        pos += rdlen
+        if index < an:
+            types.append(rtype)
+        if rtype == 41:
+            options, at = [], 0
+            while at + 4 <= len(rdata):
+                code, length = struct.unpack("!HH", rdata[at:at + 4])
+                options.append((code, rdata[at + 4:at + 4 + length]))
+                at += 4 + length
+            opt_record = {"udp_size": rclass, "version": (ttl >> 16) & 0xFF,
+                          "flags": ttl & 0xFFFF, "ext_rcode": ttl >> 24, "options": options}
+    if pos != len(msg):
+        raise Unparsable("trailing octets")
+    rcode = (flags & 0xF) | ((opt_record["ext_rcode"] << 4) if opt_record else 0)
+    return {"id": ident, "flags": flags, "rcode": rcode, "counts": (qd, an, ns, ar),
+            "opt": opt_record, "types": types}
