@@ -300,10 +300,21 @@ pub fn check(
     client_ip: IpAddr,
     now_secs: u32,
 ) -> CookieCheck {
-    let Some(edns) = edns else {
-        return CookieCheck::None;
-    };
-    let (client, server) = match received(edns.options) {
+    match edns {
+        Some(edns) => check_options(edns.options, secret, client_ip, now_secs),
+        None => CookieCheck::None,
+    }
+}
+
+/// [`check`] for the raw options of a query's OPT (`code, length, value`
+/// each).
+pub fn check_options(
+    options: &[u8],
+    secret: &CookieSecret,
+    client_ip: IpAddr,
+    now_secs: u32,
+) -> CookieCheck {
+    let (client, server) = match received(options) {
         Received::Absent => return CookieCheck::None,
         Received::Malformed => return CookieCheck::Malformed,
         Received::Present { client, server } => (client, server),

@@ -102,9 +102,10 @@ fn answer_batch(
     let rate_limiting = worker.rate_limiting();
     let now = core.now(rate_limiting);
     worker.tick_cookie_clock();
-    // The forwarder, the rate limiter and cookies need the client's
-    // address.
-    let wants_peer = core.forward.is_some() || rate_limiting || worker.cookies();
+    // The forwarder and the rate limiter need the client's address; cookies
+    // only for a query with an additional record (its OPT may carry one).
+    let wants_peer = core.forward.is_some() || rate_limiting;
+    let cookies = worker.cookies();
     // Allocates only when a query is forwarded.
     let mut actions = Vec::new();
     for (slot, (query, answer)) in queries
@@ -118,8 +119,14 @@ fn answer_batch(
             worker.count_dropped(1, 0);
             continue;
         };
-        let peer = if wants_peer { batch.peer(slot) } else { None };
-        let answer_len = match worker.answer_udp_from(&query[..len], peer, now, answer) {
+        let query = &query[..len];
+        let has_additional = query.get(10..12).is_some_and(|count| count != [0, 0]);
+        let peer = if wants_peer || (cookies && has_additional) {
+            batch.peer(slot)
+        } else {
+            None
+        };
+        let answer_len = match worker.answer_udp_from(query, peer, now, answer) {
             UdpAnswer::Send(answer_len) => Some(answer_len),
             UdpAnswer::Drop => None,
             UdpAnswer::Forward => peer.and_then(|address| {
@@ -127,7 +134,7 @@ fn answer_batch(
                     listener: index,
                     address,
                 };
-                worker.forward(&query[..len], client, now, &mut actions, answer)
+                worker.forward(query, client, now, &mut actions, answer)
             }),
         };
         if let Some(answer_len) = answer_len {

@@ -45,6 +45,7 @@
 //! as its slip (as in BIND), so it can retry over UDP with a valid one.
 //! Forwarded answers carry no cookie.
 
+use std::cell::Cell;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
@@ -56,7 +57,6 @@ use tern_authority::{
 
 use tern_cache::forward::{Action, Client, ForwardKey, ForwardStats, Forwarder};
 use tern_cache::{CacheKey, CacheLimits, ResponseCache};
-use tern_wire::edns::Edns;
 use tern_wire::name::Name;
 use tern_wire::parse::{MessageView, HEADER_LEN};
 use tern_wire::types::{RClass, RType};
@@ -87,8 +87,9 @@ struct Request<'q> {
     view: MessageView<'q>,
     key: CacheKey,
     limit: usize,
-    /// The OPT, for the cookie check.
-    edns: Option<Edns<'q>>,
+    /// The options of the query's OPT (empty without one), for the cookie
+    /// check.
+    options: &'q [u8],
 }
 
 //----------- UdpAnswer ------------------------------------------------------
@@ -134,7 +135,8 @@ impl<'q> Request<'q> {
             return None;
         }
         let edns = view.edns().ok()?;
-        if edns.is_some_and(|edns| !edns.options.is_empty() && cookie::is_malformed(edns.options)) {
+        let options = edns.map_or(&[][..], |edns| edns.options);
+        if !options.is_empty() && cookie::is_malformed(options) {
             return None;
         }
         let key = CacheKey::from_query(&view, edns.as_ref())?;
@@ -148,7 +150,7 @@ impl<'q> Request<'q> {
             view,
             key,
             limit,
-            edns,
+            options,
         })
     }
 }
@@ -167,11 +169,25 @@ struct Answering<'w> {
 //----------- Cookies --------------------------------------------------------
 
 /// A worker's DNS cookie state: the secret (the same on every core) and
-/// the wall clock in Unix seconds, read once per UDP batch and per TCP
-/// message ([`Worker::tick_cookie_clock`]), not per query.
+/// the wall clock in Unix seconds, read at most once per UDP batch and per
+/// TCP message, by the first query there that carries an option
+/// ([`Worker::tick_cookie_clock`] marks it stale), never per query.
 struct Cookies {
     secret: CookieSecret,
-    now: u32,
+    /// The clock's last reading.
+    now: Cell<u32>,
+    /// Whether `now` must be read again before use.
+    stale: Cell<bool>,
+}
+
+impl Cookies {
+    /// The wall clock, read if stale.
+    fn now(&self) -> u32 {
+        if self.stale.replace(false) {
+            self.now.set(unix_seconds());
+        }
+        self.now.get()
+    }
 }
 
 /// The wall clock in Unix seconds, as RFC 9018 timestamps count (modulo
@@ -250,8 +266,16 @@ impl Answering<'_> {
             }
             response.into()
         };
-        let check = self.cookie(request.edns.as_ref(), peer);
-        let answer = self.with_cookie(&check, query, request.limit, answer, out);
+        // Most queries carry no option: one branch.
+        let check = if request.options.is_empty() {
+            CookieCheck::None
+        } else {
+            self.cookie(request.options, peer)
+        };
+        let answer = match check {
+            CookieCheck::None => answer,
+            _ => self.with_cookie(&check, query, request.limit, answer, out),
+        };
         match (limiter, peer) {
             (Some(limiter), Some(peer)) => {
                 let question = Some((request.key.name.as_name(), request.key.qtype));
@@ -270,13 +294,13 @@ impl Answering<'_> {
         }
     }
 
-    /// The cookie check of a query whose OPT is `edns`, from `peer`:
-    /// [`CookieCheck::None`] when cookies are off, the OPT has no options
-    /// or the peer is unknown.
-    fn cookie(&self, edns: Option<&Edns<'_>>, peer: Option<SocketAddr>) -> CookieCheck {
-        match (self.cookies, edns, peer) {
-            (Some(cookies), Some(edns), Some(peer)) if !edns.options.is_empty() => {
-                cookie::check(Some(edns), &cookies.secret, peer.ip(), cookies.now)
+    /// The cookie check of a query whose OPT has `options`, from `peer`:
+    /// [`CookieCheck::None`] when cookies are off, there are no options or
+    /// the peer is unknown.
+    fn cookie(&self, options: &[u8], peer: Option<SocketAddr>) -> CookieCheck {
+        match (self.cookies, peer) {
+            (Some(cookies), Some(peer)) if !options.is_empty() => {
+                cookie::check_options(options, &cookies.secret, peer.ip(), cookies.now())
             }
             _ => CookieCheck::None,
         }
@@ -291,7 +315,7 @@ impl Answering<'_> {
         let edns = MessageView::parse(query)
             .ok()
             .and_then(|view| view.edns().ok().flatten());
-        self.cookie(edns.as_ref(), peer)
+        self.cookie(edns.map_or(&[][..], |edns| edns.options), peer)
     }
 
     /// Adds the COOKIE option of `check`, if any, to a UDP answer for one
@@ -611,7 +635,8 @@ impl Worker {
     pub fn set_cookie_secret(&mut self, secret: CookieSecret) {
         self.cookies = Some(Cookies {
             secret,
-            now: unix_seconds(),
+            now: Cell::new(0),
+            stale: Cell::new(true),
         });
     }
 
@@ -621,19 +646,22 @@ impl Worker {
         self.cookies.is_some()
     }
 
-    /// Reads the wall clock for the cookies of the next queries (once per
-    /// UDP batch or TCP message); nothing when cookies are off.
+    /// Marks the cookies' clock stale: the next query with a cookie reads
+    /// it (called once per UDP batch or TCP message; nothing when cookies
+    /// are off).
     pub fn tick_cookie_clock(&mut self) {
-        if let Some(cookies) = &mut self.cookies {
-            cookies.now = unix_seconds();
+        if let Some(cookies) = &self.cookies {
+            cookies.stale.set(true);
         }
     }
 
-    /// Sets the cookies' clock to `unix_seconds` (tests).
+    /// Sets the cookies' clock to `unix_seconds` until the next tick
+    /// (tests).
     #[doc(hidden)]
     pub fn set_cookie_clock(&mut self, unix_seconds: u32) {
-        if let Some(cookies) = &mut self.cookies {
-            cookies.now = unix_seconds;
+        if let Some(cookies) = &self.cookies {
+            cookies.now.set(unix_seconds);
+            cookies.stale.set(false);
         }
     }
 
