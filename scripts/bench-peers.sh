@@ -69,6 +69,10 @@
 #   QUIET_BUSY [20] QUIET_WAIT [10]: before each run wait up to QUIET_WAIT s for both
 #     CPUs to be below QUIET_BUSY % busy (other tasks); the measured busy % is printed.
 #   RESULTS [unset]: a directory to keep the raw results, logs and configs in.
+#   TERN_CONFIG [unset]: a configuration file tern is started with (--config), e.g. one
+#     with a rate-limit section; the command-line flags above still apply.
+#   DNSPERF_OPTIONS [unset]: extra dnsperf flags for the throughput and callgrind runs,
+#     e.g. "-E 10:0102030405060708" (a client cookie in every query, implies EDNS).
 
 set -euo pipefail
 
@@ -270,6 +274,9 @@ start_server() {
     case $name in
         tern)
             command=("$TERN_BIN" serve --zones "$zone_dir" --listen "127.0.0.1:$port" --cores "$SERVER_CPU")
+            if [ -n "${TERN_CONFIG:-}" ]; then
+                command+=(--config "$TERN_CONFIG")
+            fi
             # a control socket of its own, not the default one another tern may be using
             if "$TERN_BIN" serve --help | grep -q -- --socket; then
                 command+=(--socket "$dir/tern.sock")
@@ -381,6 +388,8 @@ measure() {
     [ "$mode" = rate ] && rate_args=(-Q "$RATE")
     local edns_args=()
     [ "$EDNS" = 1 ] && edns_args=(-e)
+    # shellcheck disable=SC2206 # one word per flag
+    edns_args+=(${DNSPERF_OPTIONS:-})
     local client=(taskset -c "$CLIENT_CPU" dnsperf -s 127.0.0.1 -p "$port" -d "$WORK/queries.txt"
         -l "$DURATION" -q "$OUTSTANDING" -t "$QUERY_TIMEOUT" -b "$CLIENT_BUFFER_KB" "${rate_args[@]}"
         "${edns_args[@]}")
@@ -496,16 +505,19 @@ section_callgrind() {
         sleep 1
         # One pass first, unmeasured: the throughput runs loop over the query file many
         # times, so caches (tern's answer cache, the CPU's) are warm there too.
+        # shellcheck disable=SC2086 # DNSPERF_OPTIONS: one word per flag
         timeout 600 taskset -c "$CLIENT_CPU" dnsperf -s 127.0.0.1 -p "$(port_of "$name")" \
             -d "$WORK/queries-callgrind.txt" -n 1 -Q "$CG_RATE" -q 50 -t 5 -b "$CLIENT_BUFFER_KB" \
-            >"$WORK/callgrind-$name.warm-up.dnsperf" 2>&1 || true
+            ${DNSPERF_OPTIONS:-} >"$WORK/callgrind-$name.warm-up.dnsperf" 2>&1 || true
         local pids
         pids=$(group_pids "$PGID" | tr '\n' ' ')
         # shellcheck disable=SC2086 # one argument per pid
         callgrind_control -z $pids >"$dir/callgrind-control.log" 2>&1
         local out="$WORK/callgrind-$name.dnsperf"
+        # shellcheck disable=SC2086 # DNSPERF_OPTIONS: one word per flag
         timeout 600 taskset -c "$CLIENT_CPU" dnsperf -s 127.0.0.1 -p "$(port_of "$name")" \
-            -d "$WORK/queries-callgrind.txt" -n 1 -Q "$CG_RATE" -q 50 -t 5 -b "$CLIENT_BUFFER_KB" >"$out" 2>&1 || true
+            -d "$WORK/queries-callgrind.txt" -n 1 -Q "$CG_RATE" -q 50 -t 5 -b "$CLIENT_BUFFER_KB" \
+            ${DNSPERF_OPTIONS:-} >"$out" 2>&1 || true
         # shellcheck disable=SC2086
         callgrind_control --dump=window $pids >>"$dir/callgrind-control.log" 2>&1
         sleep 1

@@ -27,16 +27,18 @@ use std::collections::hash_map::RandomState;
 
 use hashbrown::DefaultHashBuilder;
 
-/// A keyed hash of a cache key's parts; one per cache.
+/// A keyed hash of a cache key's parts; one per cache (and one per core's
+/// rate limiter, `tern-server`'s `rrl`, which hashes a client prefix with a
+/// name under the same argument: its table is bounded and evicts too).
 #[derive(Clone)]
-pub(crate) struct KeyedHash {
+pub struct KeyedHash {
     builder: DefaultHashBuilder,
     key: u128,
 }
 
 impl KeyedHash {
     /// A hash under a fresh random key.
-    pub(crate) fn new() -> Self {
+    pub fn new() -> Self {
         let random = RandomState::new();
         let low = random.hash_one(0x7465_726e_u64);
         let high = random.hash_one(!0x7465_726e_u64);
@@ -58,6 +60,23 @@ impl KeyedHash {
         state.write_u64(u64::from(qtype) << 24 | u64::from(qclass) << 8 | u64::from(bits));
         state.finish()
     }
+
+    /// The hash of a 128-bit `prefix`, a lowercased name and a word of
+    /// small fields, for keys that are not a cache's.
+    pub fn hash_prefixed(&self, prefix: u128, name: &[u8], word: u64) -> u64 {
+        let mut state = self.builder.build_hasher();
+        state.write_u128(self.key);
+        state.write_u128(prefix);
+        state.write(name);
+        state.write_u64(word);
+        state.finish()
+    }
+}
+
+impl Default for KeyedHash {
+    fn default() -> Self {
+        KeyedHash::new()
+    }
 }
 
 #[cfg(test)]
@@ -76,5 +95,10 @@ mod tests {
         assert_ne!(base, hash.hash(name, 1, 1, 1));
         // Another cache, another key: the same parts hash elsewhere.
         assert_ne!(base, KeyedHash::new().hash(name, 1, 1, 0));
+        let prefixed = hash.hash_prefixed(0xc000_0200, name, 1);
+        assert_eq!(prefixed, hash.hash_prefixed(0xc000_0200, name, 1));
+        assert_ne!(prefixed, hash.hash_prefixed(0xc000_0300, name, 1));
+        assert_ne!(prefixed, hash.hash_prefixed(0xc000_0200, b"\x00", 1));
+        assert_ne!(prefixed, hash.hash_prefixed(0xc000_0200, name, 2));
     }
 }

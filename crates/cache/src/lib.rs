@@ -130,6 +130,7 @@ mod hash;
 mod key;
 mod response;
 
+pub use hash::KeyedHash;
 pub use key::CacheKey;
 pub use response::{
     CacheLimits, ResponseCache, DEFAULT_MAX_BYTES, DEFAULT_MAX_ENTRIES, ENTRY_OVERHEAD,
