@@ -71,7 +71,8 @@
 #   RESULTS [unset]: a directory to keep the raw results, logs and configs in.
 #   TERN_CONFIG [unset]: a configuration file tern is started with (--config), e.g. one
 #     with a rate-limit section; the command-line flags above still apply.
-#   DNSPERF_OPTIONS [unset]: extra dnsperf flags for the throughput and callgrind runs,
+#   DNSPERF_OPTIONS [unset]: extra dnsperf flags for the throughput and callgrind runs
+#     (EDNS=1 applies to both too),
 #     e.g. "-E 10:0102030405060708" (a client cookie in every query, implies EDNS).
 
 set -euo pipefail
@@ -493,6 +494,10 @@ section_callgrind() {
     need valgrind "apt-get install valgrind"
     need callgrind_control "apt-get install valgrind"
     head -n "$CG_QUERIES" "$WORK/queries.txt" >"$WORK/queries-callgrind.txt"
+    local query_args=()
+    [ "$EDNS" = 1 ] && query_args=(-e)
+    # shellcheck disable=SC2206 # one word per flag
+    query_args+=(${DNSPERF_OPTIONS:-})
     echo "| server | answered | lost | Ir in window | Ir per answered query |"
     echo "|---|---:|---:|---:|---:|"
     local name
@@ -505,19 +510,17 @@ section_callgrind() {
         sleep 1
         # One pass first, unmeasured: the throughput runs loop over the query file many
         # times, so caches (tern's answer cache, the CPU's) are warm there too.
-        # shellcheck disable=SC2086 # DNSPERF_OPTIONS: one word per flag
         timeout 600 taskset -c "$CLIENT_CPU" dnsperf -s 127.0.0.1 -p "$(port_of "$name")" \
             -d "$WORK/queries-callgrind.txt" -n 1 -Q "$CG_RATE" -q 50 -t 5 -b "$CLIENT_BUFFER_KB" \
-            ${DNSPERF_OPTIONS:-} >"$WORK/callgrind-$name.warm-up.dnsperf" 2>&1 || true
+            "${query_args[@]}" >"$WORK/callgrind-$name.warm-up.dnsperf" 2>&1 || true
         local pids
         pids=$(group_pids "$PGID" | tr '\n' ' ')
         # shellcheck disable=SC2086 # one argument per pid
         callgrind_control -z $pids >"$dir/callgrind-control.log" 2>&1
         local out="$WORK/callgrind-$name.dnsperf"
-        # shellcheck disable=SC2086 # DNSPERF_OPTIONS: one word per flag
         timeout 600 taskset -c "$CLIENT_CPU" dnsperf -s 127.0.0.1 -p "$(port_of "$name")" \
             -d "$WORK/queries-callgrind.txt" -n 1 -Q "$CG_RATE" -q 50 -t 5 -b "$CLIENT_BUFFER_KB" \
-            ${DNSPERF_OPTIONS:-} >"$out" 2>&1 || true
+            "${query_args[@]}" >"$out" 2>&1 || true
         # shellcheck disable=SC2086
         callgrind_control --dump=window $pids >>"$dir/callgrind-control.log" 2>&1
         sleep 1

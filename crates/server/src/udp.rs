@@ -102,10 +102,6 @@ fn answer_batch(
     let rate_limiting = worker.rate_limiting();
     let now = core.now(rate_limiting);
     worker.tick_cookie_clock();
-    // The forwarder and the rate limiter need the client's address; cookies
-    // only for a query with an additional record (its OPT may carry one).
-    let wants_peer = core.forward.is_some() || rate_limiting;
-    let cookies = worker.cookies();
     // Allocates only when a query is forwarded.
     let mut actions = Vec::new();
     for (slot, (query, answer)) in queries
@@ -120,16 +116,12 @@ fn answer_batch(
             continue;
         };
         let query = &query[..len];
-        let has_additional = query.get(10..12).is_some_and(|count| count != [0, 0]);
-        let peer = if wants_peer || (cookies && has_additional) {
-            batch.peer(slot)
-        } else {
-            None
-        };
-        let answer_len = match worker.answer_udp_from(query, peer, now, answer) {
+        // The worker reads the address only if it needs it.
+        let peer = || batch.peer(slot);
+        let answer_len = match worker.answer_udp_lazy(query, &peer, now, answer) {
             UdpAnswer::Send(answer_len) => Some(answer_len),
             UdpAnswer::Drop => None,
-            UdpAnswer::Forward => peer.and_then(|address| {
+            UdpAnswer::Forward => batch.peer(slot).and_then(|address| {
                 let client = Client::Udp {
                     listener: index,
                     address,

@@ -190,6 +190,35 @@ impl Cookies {
     }
 }
 
+//----------- Peer -----------------------------------------------------------
+
+/// The client's address, read (from the receive batch) the first time
+/// something needs it: the forwarder, the rate limiter, or a query with
+/// EDNS options when cookies are on. Most queries need none of them.
+struct Peer<'p> {
+    read: &'p dyn Fn() -> Option<SocketAddr>,
+    value: Cell<Option<Option<SocketAddr>>>,
+}
+
+impl<'p> Peer<'p> {
+    fn new(read: &'p dyn Fn() -> Option<SocketAddr>) -> Self {
+        Peer {
+            read,
+            value: Cell::new(None),
+        }
+    }
+
+    /// The address, read now if not yet.
+    fn get(&self) -> Option<SocketAddr> {
+        if let Some(value) = self.value.get() {
+            return value;
+        }
+        let value = (self.read)();
+        self.value.set(Some(value));
+        value
+    }
+}
+
 /// The wall clock in Unix seconds, as RFC 9018 timestamps count (modulo
 /// 2^32, compared in serial-number arithmetic); 0 before 1970.
 fn unix_seconds() -> u32 {
@@ -209,7 +238,7 @@ impl Answering<'_> {
         limiter: Option<&mut RateLimiter>,
         counters: &mut Counters,
         query: &[u8],
-        peer: Option<SocketAddr>,
+        peer: &Peer<'_>,
         now: u64,
         out: &mut [u8],
     ) -> UdpAnswer {
@@ -228,17 +257,10 @@ impl Answering<'_> {
             )
             .into();
             return match (limiter, peer) {
-                (Some(limiter), Some(peer)) => self.limit_unparsed(
-                    limiter,
-                    counters,
-                    query,
-                    &check,
-                    peer.ip(),
-                    now,
-                    answer,
-                    out,
-                ),
-                _ => answer,
+                (Some(limiter), peer) => {
+                    self.limit_unparsed(limiter, counters, query, &check, peer, now, answer, out)
+                }
+                (None, _) => answer,
             };
         };
         let request: &Request<'_> = arena.alloc(request);
@@ -276,7 +298,7 @@ impl Answering<'_> {
             CookieCheck::None => answer,
             _ => self.with_cookie(&check, query, request.limit, answer, out),
         };
-        match (limiter, peer) {
+        match (limiter, peer.get()) {
             (Some(limiter), Some(peer)) => {
                 let question = Some((request.key.name.as_name(), request.key.qtype));
                 self.limit(
@@ -297,19 +319,20 @@ impl Answering<'_> {
     /// The cookie check of a query whose OPT has `options`, from `peer`:
     /// [`CookieCheck::None`] when cookies are off, there are no options or
     /// the peer is unknown.
-    fn cookie(&self, options: &[u8], peer: Option<SocketAddr>) -> CookieCheck {
-        match (self.cookies, peer) {
-            (Some(cookies), Some(peer)) if !options.is_empty() => {
-                cookie::check_options(options, &cookies.secret, peer.ip(), cookies.now())
-            }
-            _ => CookieCheck::None,
+    fn cookie(&self, options: &[u8], peer: &Peer<'_>) -> CookieCheck {
+        let Some(cookies) = self.cookies.filter(|_| !options.is_empty()) else {
+            return CookieCheck::None;
+        };
+        match peer.get() {
+            Some(peer) => cookie::check_options(options, &cookies.secret, peer.ip(), cookies.now()),
+            None => CookieCheck::None,
         }
     }
 
     /// [`Answering::cookie`] for a query not parsed yet (the paths that
     /// do not go through [`Request`]).
-    fn cookie_of(&self, query: &[u8], peer: Option<SocketAddr>) -> CookieCheck {
-        if self.cookies.is_none() || peer.is_none() {
+    fn cookie_of(&self, query: &[u8], peer: &Peer<'_>) -> CookieCheck {
+        if self.cookies.is_none() {
             return CookieCheck::None;
         }
         let edns = MessageView::parse(query)
@@ -430,7 +453,7 @@ impl Answering<'_> {
         counters: &mut Counters,
         query: &[u8],
         check: &CookieCheck,
-        ip: IpAddr,
+        peer: &Peer<'_>,
         now: u64,
         answer: UdpAnswer,
         out: &mut [u8],
@@ -438,6 +461,9 @@ impl Answering<'_> {
         if !matches!(answer, UdpAnswer::Send(_)) {
             return answer;
         }
+        let Some(ip) = peer.get().map(|peer| peer.ip()) else {
+            return answer;
+        };
         let question = MessageView::parse(query)
             .ok()
             .and_then(|view| view.question())
@@ -473,17 +499,19 @@ impl Answering<'_> {
         now: u64,
         out: &mut [u8],
     ) -> UdpAnswer {
-        if forwarder.is_some() && peer.is_some() {
+        let read = || peer;
+        let peer = Peer::new(&read);
+        if forwarder.is_some() && peer.get().is_some() {
             if let Some(request) = Request::parse(query, TCP_SIZE) {
                 let request: &Request<'_> = arena.alloc(request);
                 if let Some(answer) =
-                    self.forwardable(request, forwarder, query, peer, TCP_SIZE, now, out)
+                    self.forwardable(request, forwarder, query, &peer, TCP_SIZE, now, out)
                 {
                     return answer;
                 }
             }
         }
-        let check = self.cookie_of(query, peer);
+        let check = self.cookie_of(query, &peer);
         let extra = check
             .reply_option()
             .map_or(&[][..], |option| option.as_bytes());
@@ -507,12 +535,13 @@ impl Answering<'_> {
         request: &Request<'_>,
         forwarder: Option<&mut Forwarder>,
         query: &[u8],
-        peer: Option<SocketAddr>,
+        peer: &Peer<'_>,
         limit: usize,
         now: u64,
         out: &mut [u8],
     ) -> Option<UdpAnswer> {
-        let (forwarder, peer) = (forwarder?, peer?);
+        let forwarder = forwarder?;
+        let peer = peer.get()?;
         if !request.view.header().rd()
             || !forwarder.config().allows(peer.ip())
             || self.serves(request)
@@ -688,7 +717,22 @@ impl Worker {
         now: u64,
         out: &mut [u8],
     ) -> UdpAnswer {
+        self.answer_udp_lazy(query, &|| peer, now, out)
+    }
+
+    /// [`Worker::answer_udp_from`] with the client's address read by
+    /// `peer` only if needed (the UDP loop's path: the address is copied
+    /// out of the receive batch only for forwarding, rate limiting and
+    /// queries with EDNS options when cookies are on).
+    pub(crate) fn answer_udp_lazy(
+        &mut self,
+        query: &[u8],
+        peer: &dyn Fn() -> Option<SocketAddr>,
+        now: u64,
+        out: &mut [u8],
+    ) -> UdpAnswer {
         self.counters.queries += 1;
+        let peer = Peer::new(peer);
         let answering = Answering {
             catalog: &self.catalog,
             options: &self.options,
@@ -702,7 +746,7 @@ impl Worker {
             self.limiter.as_mut(),
             &mut self.counters,
             query,
-            peer,
+            &peer,
             now,
             out,
         );
@@ -882,7 +926,7 @@ impl Worker {
             None,
             &mut self.counters,
             query,
-            None,
+            &Peer::new(&|| None),
             0,
             out,
         );
