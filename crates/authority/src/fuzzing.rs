@@ -148,7 +148,9 @@ pub fn respond(data: &[u8]) {
     }
 }
 
-/// The size limit `check` holds an answer to.
+/// The size limit `check` holds an answer to, written out here rather
+/// than taken from `respond`'s own `size_limit`: an oracle that shared the
+/// code under test could not catch a mistake in it.
 fn answer_limit(query: &[u8], transport: Transport, options: &Options) -> usize {
     let edns = MessageView::parse(query)
         .ok()

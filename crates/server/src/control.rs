@@ -170,6 +170,7 @@ fn snapshot(core: &Core) -> CoreStats {
         core: core.id,
         queries: counters.queries,
         answers_by_rcode: counters.answers_by_rcode,
+        badcookie: counters.badcookie,
         cache_hits: counters.cache_hits,
         cache_misses: counters.cache_misses,
         truncated: counters.truncated,

@@ -83,8 +83,8 @@ pub const MAX_TABLE_SIZE: usize = 1 << 24;
 /// Slots per set: 4 slots of 16 octets fill one 64-octet cache line.
 const WAYS: usize = 4;
 
-/// The size limit of a slip answer: header, question, OPT and the extra
-/// options (a cookie: at most 40 octets) fit well within 512.
+/// The size limit of a slip answer: header, question and OPT fit well
+/// within 512.
 const SLIP_SIZE: usize = 512;
 
 /// TC in the third header octet.
@@ -395,18 +395,12 @@ fn age(now: u32, then: u32) -> u32 {
 /// and returns its length: the ID from `query`; QR, opcode, AA, RD, RA,
 /// CD and rcode from `answer_flags` (the real answer's header octets 2
 /// and 3) with TC set; the query's question as received; no records; and,
-/// if the query had a well-formed OPT, an OPT with `udp_size`, the
-/// query's DO, and `extra_options` (raw `code, length, value` triples,
-/// e.g. a COOKIE option; left out if they do not fit in 512 octets).
-/// A query whose question cannot be read gets the header alone. 0 if
-/// `out` cannot hold a header.
-pub fn write_slip(
-    query: &[u8],
-    answer_flags: [u8; 2],
-    udp_size: u16,
-    extra_options: &[u8],
-    out: &mut [u8],
-) -> usize {
+/// if the query had a well-formed OPT, an OPT with `udp_size` and the
+/// query's DO, without options. (A client that sent a cookie gets
+/// `tern_authority::bad_cookie`'s BADCOOKIE answer instead, which carries
+/// its cookie.) A query whose question cannot be read gets the header
+/// alone. 0 if `out` cannot hold a header.
+pub fn write_slip(query: &[u8], answer_flags: [u8; 2], udp_size: u16, out: &mut [u8]) -> usize {
     let Ok(mut builder) = MessageBuilder::new(out, SLIP_SIZE) else {
         return 0;
     };
@@ -425,14 +419,8 @@ pub fn write_slip(
         }
     }
     if let Ok(Some(edns)) = view.edns() {
-        let mark = builder.mark();
-        // Options too large for a slip are left out; the OPT stays.
-        for options in [extra_options, &[]] {
-            match builder.push_opt(udp_size, Rcode::NOERROR, edns.dnssec_ok, options) {
-                Ok(()) => break,
-                Err(_) => builder.rollback(mark),
-            }
-        }
+        // An OPT of 11 octets always fits after a question (at most 259).
+        let _ = builder.push_opt(udp_size, Rcode::NOERROR, edns.dnssec_ok, &[]);
     }
     debug_assert!(builder.len() >= HEADER_LEN);
     builder.finish()
@@ -806,9 +794,8 @@ mod tests {
         query.extend_from_slice(b"\x03WwW\x07example\x03com\x00\x00\x01\x00\x01");
         query.extend_from_slice(&[0, 0, 41, 0x10, 0, 0, 0, 0x80, 0, 0, 0]);
         let mut out = [0u8; 1232];
-        let cookie = [0, 10, 0, 8, 1, 2, 3, 4, 5, 6, 7, 8];
         // The real answer's flags: QR AA RD; RA, NXDOMAIN.
-        let len = write_slip(&query, [0x85, 0x83], 1232, &cookie, &mut out);
+        let len = write_slip(&query, [0x85, 0x83], 1232, &mut out);
         let view = MessageView::parse(&out[..len]).unwrap();
         let header = view.header();
         assert_eq!(header.id(), 0xbeef);
@@ -822,26 +809,31 @@ mod tests {
         let edns = view.edns().unwrap().unwrap();
         assert_eq!(edns.udp_size, 1232);
         assert!(edns.dnssec_ok);
-        assert_eq!(edns.options, &cookie);
+        assert_eq!(edns.options, &[]);
         // Without EDNS: no OPT; an unreadable query: the header alone.
         let plain = &query[..query.len() - 11];
         let mut plain = plain.to_vec();
         plain[11] = 0;
-        let len = write_slip(&plain, [0x84, 0x00], 1232, &cookie, &mut out);
+        let len = write_slip(&plain, [0x84, 0x00], 1232, &mut out);
         let view = MessageView::parse(&out[..len]).unwrap();
         assert_eq!(view.header().counts(), [1, 0, 0, 0]);
         assert!(view.header().tc());
-        let len = write_slip(&[0xab, 0xcd, 0xff], [0x80, 0x01], 1232, &[], &mut out);
+        let len = write_slip(&[0xab, 0xcd, 0xff], [0x80, 0x01], 1232, &mut out);
         assert_eq!(len, HEADER_LEN);
         assert_eq!(&out[..4], &[0xab, 0xcd, 0x82, 0x01]);
-        assert_eq!(write_slip(&query, [0x80, 0], 1232, &[], &mut out[..4]), 0);
-        // Options too large for 512 octets are left out, not the OPT.
-        let huge = [[0u8, 12, 2, 84].as_slice(), &[0; 596]].concat();
-        let len = write_slip(&query, [0x80, 0], 1232, &huge, &mut out);
+        assert_eq!(write_slip(&query, [0x80, 0], 1232, &mut out[..4]), 0);
+        // The longest question still leaves room for the OPT.
+        let mut long = vec![0xbe, 0xef, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 1];
+        for _ in 0..4 {
+            long.push(62);
+            long.extend_from_slice(&[b'a'; 62]);
+        }
+        long.extend_from_slice(&[1, b'b', 0, 0, 1, 0, 1]);
+        long.extend_from_slice(&[0, 0, 41, 0x10, 0, 0, 0, 0x80, 0, 0, 0]);
+        let len = write_slip(&long, [0x80, 0], 1232, &mut out);
         assert!(len <= SLIP_SIZE);
         let view = MessageView::parse(&out[..len]).unwrap();
         assert_eq!(view.header().counts(), [1, 0, 0, 1]);
-        assert_eq!(view.edns().unwrap().unwrap().options, &[]);
     }
 
     #[test]

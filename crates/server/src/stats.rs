@@ -11,6 +11,7 @@ use std::fmt;
 use std::iter::Sum;
 
 use tern_cache::forward::ForwardStats;
+use tern_wire::parse::MessageView;
 
 /// The header rcode mnemonics, by value (RFC 1035, RFC 2136), for
 /// [`CoreStats`]'s display.
@@ -30,9 +31,13 @@ pub struct CoreStats {
     /// Queries received (UDP datagrams and TCP messages).
     pub queries: u64,
     /// Answers written, by the rcode in their header (extended rcodes such
-    /// as BADVERS count under their header bits, 0). An answer the kernel
-    /// then refused to send is also counted in `dropped`.
+    /// as BADVERS count under their header bits, 0; BADCOOKIE apart, in
+    /// `badcookie`). An answer the kernel then refused to send is also
+    /// counted in `dropped`.
     pub answers_by_rcode: [u64; 16],
+    /// BADCOOKIE answers (extended rcode 23: the rate-limiting slips of
+    /// clients that sent a cookie).
+    pub badcookie: u64,
     /// UDP answers copied from the core's answer cache.
     pub cache_hits: u64,
     /// UDP queries the cache could have answered but did not.
@@ -46,8 +51,9 @@ pub struct CoreStats {
     /// UDP answers limited by response rate limiting: dropped (also
     /// counted in `dropped`) or slipped.
     pub rrl_limited: u64,
-    /// Limited answers sent truncated instead (a slip; also counted as an
-    /// answer, under `truncated`).
+    /// Limited answers sent as a slip instead: TC=1, or BADCOOKIE to a
+    /// client that sent a cookie (also counted as an answer, under
+    /// `truncated` or `badcookie`).
     pub rrl_slipped: u64,
     /// TCP connections accepted and served.
     pub tcp_accepted: u64,
@@ -74,6 +80,7 @@ impl CoreStats {
                 for (sum, count) in total.answers_by_rcode.iter_mut().zip(one.answers_by_rcode) {
                     *sum += count;
                 }
+                total.badcookie += one.badcookie;
                 total.cache_hits += one.cache_hits;
                 total.cache_misses += one.cache_misses;
                 total.truncated += one.truncated;
@@ -91,7 +98,7 @@ impl CoreStats {
 
     /// All answers sent.
     pub fn answers(&self) -> u64 {
-        self.answers_by_rcode.iter().sum()
+        self.answers_by_rcode.iter().sum::<u64>() + self.badcookie
     }
 }
 
@@ -148,6 +155,10 @@ impl fmt::Display for CoreStats {
             write!(f, "{name} {count}")?;
             first = false;
         }
+        if self.badcookie > 0 {
+            let space = if first { "" } else { " " };
+            write!(f, "{space}badcookie {}", self.badcookie)?;
+        }
         write!(
             f,
             ") cache hits {} misses {} truncated {} dropped {} \
@@ -201,6 +212,7 @@ impl fmt::Display for CoreStats {
 pub(crate) struct Counters {
     pub(crate) queries: u64,
     pub(crate) answers_by_rcode: [u64; 16],
+    pub(crate) badcookie: u64,
     pub(crate) cache_hits: u64,
     pub(crate) cache_misses: u64,
     pub(crate) truncated: u64,
@@ -210,15 +222,33 @@ pub(crate) struct Counters {
 }
 
 impl Counters {
-    /// Counts an answer about to be sent, from its header.
+    /// Counts an answer about to be sent, from its header (and, for the
+    /// header rcode of BADCOOKIE, its OPT).
     pub(crate) fn count_answer(&mut self, answer: &[u8]) {
         if let (Some(flags), Some(rcode)) = (answer.get(2), answer.get(3)) {
-            self.answers_by_rcode[usize::from(rcode & 0x0f)] += 1;
+            let rcode = usize::from(rcode & 0x0f);
+            if rcode == BADCOOKIE_HEADER_BITS && is_badcookie(answer) {
+                self.badcookie += 1;
+            } else {
+                self.answers_by_rcode[rcode] += 1;
+            }
             if flags & 0x02 != 0 {
                 self.truncated += 1;
             }
         }
     }
+}
+
+/// The header bits of BADCOOKIE (23): 7, with 1 in the OPT's extended
+/// rcode (as YXRRSET, which tern never sends).
+const BADCOOKIE_HEADER_BITS: usize = 7;
+
+/// Whether an answer's OPT extends its header rcode to BADCOOKIE.
+fn is_badcookie(answer: &[u8]) -> bool {
+    MessageView::parse(answer)
+        .ok()
+        .and_then(|view| view.edns().ok().flatten())
+        .is_some_and(|edns| edns.extended_rcode == 1)
 }
 
 //----------- TcpCounters ----------------------------------------------------
@@ -279,5 +309,13 @@ mod tests {
         assert_eq!(counters.answers_by_rcode[3], 1);
         assert_eq!(counters.answers_by_rcode[0], 1);
         assert_eq!(counters.truncated, 1);
+        // BADCOOKIE: header bits 7, extended rcode 1 in the OPT.
+        let mut badcookie = vec![0, 0, 0x80, 0x07, 0, 0, 0, 0, 0, 0, 0, 1];
+        badcookie.extend_from_slice(&[0, 0, 41, 4, 0xd0, 1, 0, 0, 0, 0, 0]);
+        counters.count_answer(&badcookie);
+        assert_eq!((counters.badcookie, counters.answers_by_rcode[7]), (1, 0));
+        // Header bits 7 without that OPT: YXRRSET.
+        counters.count_answer(&[0, 0, 0x80, 0x07, 0, 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!((counters.badcookie, counters.answers_by_rcode[7]), (1, 1));
     }
 }

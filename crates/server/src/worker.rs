@@ -298,8 +298,11 @@ impl Answering<'_> {
             CookieCheck::None => answer,
             _ => self.with_cookie(&check, query, request.limit, answer, out),
         };
-        match (limiter, peer.get()) {
-            (Some(limiter), Some(peer)) => {
+        let Some(limiter) = limiter else {
+            return answer;
+        };
+        match peer.get() {
+            Some(peer) => {
                 let question = Some((request.key.name.as_name(), request.key.qtype));
                 self.limit(
                     limiter,
@@ -420,25 +423,27 @@ impl Answering<'_> {
             }
             Verdict::Slip => {
                 counters.rrl_limited += 1;
-                counters.rrl_slipped += 1;
                 // A client that sent a cookie (not a valid one: that is
                 // exempt) gets BADCOOKIE with a fresh server cookie, as in
                 // BIND: it retries over UDP with it and is then exempt.
-                // Others get TC=1 and retry over TCP.
-                let len = match check.reply_option() {
-                    Some(option) => match bad_cookie(query, self.options, option, out) {
-                        Response::Send(len) => len,
-                        Response::Drop => 0,
-                    },
-                    None => {
+                // Others, and queries BADCOOKIE does not answer (another
+                // opcode or EDNS version, no question), get TC=1 and retry
+                // over TCP.
+                let badcookie = check
+                    .reply_option()
+                    .map(|option| bad_cookie(query, self.options, option, out));
+                let len = match badcookie {
+                    Some(Response::Send(len)) => len,
+                    Some(Response::Drop) | None => {
                         let udp_size = u16::try_from(self.full_udp_size).unwrap_or(u16::MAX);
-                        write_slip(query, flags, udp_size, &[], out)
+                        write_slip(query, flags, udp_size, out)
                     }
                 };
-                match len {
-                    0 => UdpAnswer::Drop,
-                    len => UdpAnswer::Send(len),
+                if len == 0 {
+                    return UdpAnswer::Drop;
                 }
+                counters.rrl_slipped += 1;
+                UdpAnswer::Send(len)
             }
         }
     }
@@ -654,25 +659,20 @@ impl Worker {
         self.limiter = Some(limiter);
     }
 
-    /// Whether UDP answers are rate limited (the UDP loop then reads each
-    /// client's address and the clock).
+    /// Whether UDP answers are rate limited (the UDP loop then reads the
+    /// clock once per batch).
     pub fn rate_limiting(&self) -> bool {
         self.limiter.is_some()
     }
 
-    /// Turns DNS cookies on with `secret`, the clock read now.
+    /// Turns DNS cookies on with `secret` (the wall clock is read when the
+    /// first query with an option arrives, then once per batch).
     pub fn set_cookie_secret(&mut self, secret: CookieSecret) {
         self.cookies = Some(Cookies {
             secret,
             now: Cell::new(0),
             stale: Cell::new(true),
         });
-    }
-
-    /// Whether DNS cookies are on (the UDP loop then reads each client's
-    /// address).
-    pub fn cookies(&self) -> bool {
-        self.cookies.is_some()
     }
 
     /// Marks the cookies' clock stale: the next query with a cookie reads
@@ -1456,5 +1456,46 @@ www  A   192.0.2.80
         assert!(MessageView::parse(&out[..len]).unwrap().header().tc());
         let counters = worker.counters();
         assert_eq!(counters.rrl_slipped, count as u64 - u64::from(RATE) + 1);
+        assert_eq!(counters.badcookie, count as u64 - u64::from(RATE));
+        assert_eq!(counters.answers_by_rcode[7], 0);
+        assert_eq!(counters.rrl_limited, counters.rrl_slipped);
+    }
+
+    #[test]
+    fn queries_badcookie_does_not_answer_slip_as_tc() {
+        let mut worker = cookie_worker();
+        worker.set_rate_limiter(RateLimiter::new(
+            &RateLimitConfig {
+                errors_per_second: RATE,
+                slip: 1,
+                ..RateLimitConfig::default()
+            },
+            1,
+        ));
+        let mut out = [0u8; 1232];
+        // A NOTIFY with a client cookie: NOTIMP, an error answer; when
+        // limited, BADCOOKIE does not answer another opcode, so it slips
+        // as TC=1.
+        let mut notify = cookie_query(13, "www.example.com.", &CLIENT_COOKIE);
+        notify[2] = 0x20;
+        let count = 3 * RATE as usize;
+        let mut kinds = Vec::new();
+        for _ in 0..count {
+            let UdpAnswer::Send(len) =
+                worker.answer_udp_from(&notify, peer("192.0.2.7:1"), 5_000, &mut out)
+            else {
+                panic!("slip 1 answers every query");
+            };
+            let view = MessageView::parse(&out[..len]).unwrap();
+            kinds.push((view.header().tc(), view.header().rcode_bits()));
+        }
+        let notimp = kinds.iter().filter(|kind| **kind == (false, 4)).count();
+        let slips = kinds.iter().filter(|kind| kind.0).count();
+        assert_eq!((notimp, slips), (RATE as usize, count - RATE as usize));
+        let counters = worker.counters();
+        assert_eq!(counters.rrl_slipped, counters.rrl_limited);
+        assert_eq!(counters.rrl_slipped, (count - RATE as usize) as u64);
+        assert_eq!(counters.truncated, counters.rrl_slipped);
+        assert_eq!(counters.dropped, 0);
     }
 }

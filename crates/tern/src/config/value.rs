@@ -108,11 +108,12 @@ pub(crate) fn parse_log_level(text: &str) -> Result<log::LevelFilter, String> {
 
 //----------- Durations ------------------------------------------------------
 
-/// Parses a duration: a whole number followed by `ms`, `s` or `m`, or a
-/// bare number of seconds. Zero and values above [`MAX_TIMEOUT`] are
+/// Parses a duration: a whole number followed by `ms`, `s`, `m` or `h`,
+/// or a bare number of seconds. Zero and values above [`MAX_TIMEOUT`] are
 /// rejected.
 pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
-    let expected = || format!("bad duration {text:?}; expected a number with ms, s or m, e.g. 10s");
+    let expected =
+        || format!("bad duration {text:?}; expected a number with ms, s, m or h, e.g. 10s");
     let text_trimmed = bounded(text)?.trim();
     let digits_end = text_trimmed
         .find(|c: char| !c.is_ascii_digit())
@@ -123,6 +124,7 @@ pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
         "ms" => Duration::from_millis(number),
         "" | "s" => Duration::from_secs(number),
         "m" => Duration::from_secs(number.saturating_mul(60)),
+        "h" => Duration::from_secs(number.saturating_mul(3600)),
         _ => return Err(expected()),
     };
     if duration.is_zero() {
@@ -146,7 +148,13 @@ pub(crate) fn parse_window(text: &str) -> Result<u32, String> {
             "window {text:?} is not a whole number of seconds; expected e.g. 15s"
         ));
     }
-    u32::try_from(duration.as_secs()).map_err(|_| format!("window {text:?} is too long"))
+    match u32::try_from(duration.as_secs()) {
+        Ok(seconds) if seconds <= tern_server::MAX_WINDOW => Ok(seconds),
+        _ => Err(format!(
+            "window {text:?} is above the {}-second maximum",
+            tern_server::MAX_WINDOW
+        )),
+    }
 }
 
 //----------- Secrets --------------------------------------------------------
@@ -278,12 +286,16 @@ mod tests {
         assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
         assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
         assert_eq!(parse_duration(" 3 s "), Ok(Duration::from_secs(3)));
+        assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
+        assert_eq!(parse_window("1h"), Ok(3600));
+        assert_eq!(parse_window("15s"), Ok(15));
+        assert!(parse_window("3601s").is_err());
         for bad in [
             "",
             "s",
             "0s",
             "-1s",
-            "1h",
+            "2h",
             "1.5s",
             "61m",
             "99999999999999999999m",
