@@ -378,13 +378,19 @@ fn rate_limit_config(raw: raw::RawRateLimit) -> anyhow::Result<tern_server::Rate
     Ok(config)
 }
 
-/// 16 octets from the operating system's randomness (std's `RandomState`
-/// keys are drawn from it), as tern-cache keys its hashes.
+/// 16 octets from the kernel's random number generator (`/dev/urandom`,
+/// a CSPRNG once the system has booted). Should it be unreadable (a
+/// chroot without /dev), std's `RandomState`, whose keys come from the
+/// same source through `getrandom(2)`, hashes two constants instead.
 fn random_secret() -> [u8; 16] {
-    let random = RandomState::new();
     let mut secret = [0u8; 16];
-    secret[..8].copy_from_slice(&random.hash_one(0x636f_6f6b_u64).to_le_bytes());
-    secret[8..].copy_from_slice(&random.hash_one(!0x636f_6f6b_u64).to_le_bytes());
+    let read = std::fs::File::open("/dev/urandom")
+        .and_then(|mut file| std::io::Read::read_exact(&mut file, &mut secret));
+    if read.is_err() {
+        let random = RandomState::new();
+        secret[..8].copy_from_slice(&random.hash_one(0x636f_6f6b_u64).to_le_bytes());
+        secret[8..].copy_from_slice(&random.hash_one(!0x636f_6f6b_u64).to_le_bytes());
+    }
     secret
 }
 
