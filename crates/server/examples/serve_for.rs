@@ -12,13 +12,10 @@
 //! `www9999` (A), a wildcard `*.wild` and a CNAME `alias`; the core's
 //! statistics are printed at exit.
 
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tern_authority::{Catalog, ZoneBuilder};
 use tern_server::{Driver, Server, ServerConfig};
-use tern_wire::name::NameBuf;
 
 /// Names in the generated zone.
 const NAMES: usize = 10_000;
@@ -36,7 +33,6 @@ fn main() {
 
     let cache = args.next().as_deref() != Some("nocache");
 
-    let origin = NameBuf::from_text(b"bench.", None).unwrap();
     let mut text = String::from(
         "$ORIGIN bench.\n$TTL 300\n@ SOA ns hostmaster 1 7200 3600 1209600 300\n\
          @ NS ns\nns A 192.0.2.1\n*.wild A 192.0.2.2\nalias CNAME www1\n",
@@ -49,21 +45,7 @@ fn main() {
             i & 255
         ));
     }
-    let parsed = tern_zone::parse_bytes(
-        text.as_bytes(),
-        Path::new("bench.zone"),
-        origin.as_name(),
-        &tern_zone::Options::default(),
-        &mut tern_zone::NoInclude,
-    )
-    .expect("the generated zone parses");
-    let mut builder = ZoneBuilder::new(origin.as_name());
-    for r in &parsed.records {
-        builder
-            .insert(r.owner.as_name(), r.rtype, r.class, r.ttl, &r.rdata)
-            .expect("the generated zone is consistent");
-    }
-    let catalog = Arc::new(Catalog::new(vec![builder.finish().expect("zone")]));
+    let catalog = Arc::new(tern_testkit::catalog("bench.", &text));
 
     let mut config = ServerConfig::new(vec![listen.parse().expect("listen address")]);
     config.cores = vec![0];

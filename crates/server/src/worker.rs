@@ -966,11 +966,6 @@ impl Worker {
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
-
-    use tern_authority::ZoneBuilder;
-    use tern_wire::name::NameBuf;
-
     use super::*;
     use crate::rrl::RateLimitConfig;
     use crate::Cidr;
@@ -988,38 +983,12 @@ www  A   192.0.2.80
     const RATE: u32 = 5;
 
     fn catalog() -> Arc<Catalog> {
-        let origin = NameBuf::from_text(b"example.com.", None).unwrap();
-        let parsed = tern_zone::parse_bytes(
-            ZONE.as_bytes(),
-            Path::new("test.zone"),
-            origin.as_name(),
-            &tern_zone::Options::default(),
-            &mut tern_zone::NoInclude,
-        )
-        .unwrap();
-        let mut builder = ZoneBuilder::new(origin.as_name());
-        for r in &parsed.records {
-            builder
-                .insert(r.owner.as_name(), r.rtype, r.class, r.ttl, &r.rdata)
-                .unwrap();
-        }
-        Arc::new(Catalog::new(vec![builder.finish().unwrap()]))
+        Arc::new(tern_testkit::catalog("example.com.", ZONE))
     }
 
+    /// A query (RD set), with an OPT announcing 4096 octets if `edns`.
     fn query(id: u16, name: &str, qtype: u16, edns: bool) -> Vec<u8> {
-        let mut q = id.to_be_bytes().to_vec();
-        q.extend_from_slice(&[0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, u8::from(edns)]);
-        q.extend_from_slice(
-            NameBuf::from_text(name.as_bytes(), None)
-                .unwrap()
-                .as_bytes(),
-        );
-        q.extend_from_slice(&qtype.to_be_bytes());
-        q.extend_from_slice(&[0, 1]);
-        if edns {
-            q.extend_from_slice(&[0, 0, 41, 0x10, 0, 0, 0, 0, 0, 0, 0]);
-        }
-        q
+        tern_testkit::query(id, name, qtype, edns.then_some((4096, false)))
     }
 
     fn worker(config: RateLimitConfig) -> Worker {

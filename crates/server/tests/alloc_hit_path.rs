@@ -14,14 +14,14 @@
 //! One check per process: dhat's testing mode allows a single
 //! profiler per process.
 
-use std::path::Path;
 use std::sync::Arc;
 
 use tern_authority::cookie::{server_cookie, CookieSecret};
-use tern_authority::{Catalog, Options, Transport, ZoneBuilder};
+use tern_authority::{Catalog, Options, Transport};
 use tern_cache::CacheLimits;
 use tern_server::{RateLimitConfig, RateLimiter, UdpAnswer, Worker};
-use tern_wire::name::NameBuf;
+// `query(id, name, qtype, edns)`, RD set; `edns` is `Some((udp size, DO))`.
+use tern_testkit::query;
 
 #[global_allocator]
 static ALLOCATOR: dhat::Alloc = dhat::Alloc;
@@ -46,45 +46,11 @@ ns.sub   A     192.0.2.53
 const MEASURED_PASSES: usize = 50;
 
 fn catalog() -> Arc<Catalog> {
-    let origin = NameBuf::from_text(b"example.com.", None).unwrap();
     let mut text = ZONE.to_string();
     for i in 0..40 {
         text.push_str(&format!("big TXT \"{i:02} {}\"\n", "x".repeat(60)));
     }
-    let parsed = tern_zone::parse_bytes(
-        text.as_bytes(),
-        Path::new("alloc.zone"),
-        origin.as_name(),
-        &tern_zone::Options::default(),
-        &mut tern_zone::NoInclude,
-    )
-    .unwrap();
-    let mut builder = ZoneBuilder::new(origin.as_name());
-    for r in &parsed.records {
-        builder
-            .insert(r.owner.as_name(), r.rtype, r.class, r.ttl, &r.rdata)
-            .unwrap();
-    }
-    Arc::new(Catalog::new(vec![builder.finish().unwrap()]))
-}
-
-/// A query; `edns` is `Some((udp size, DO))`.
-fn query(id: u16, name: &str, qtype: u16, edns: Option<(u16, bool)>) -> Vec<u8> {
-    let mut q = id.to_be_bytes().to_vec();
-    q.extend_from_slice(&[0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, u8::from(edns.is_some())]);
-    q.extend_from_slice(
-        NameBuf::from_text(name.as_bytes(), None)
-            .unwrap()
-            .as_bytes(),
-    );
-    q.extend_from_slice(&qtype.to_be_bytes());
-    q.extend_from_slice(&[0, 1]);
-    if let Some((size, dnssec_ok)) = edns {
-        q.extend_from_slice(&[0, 0, 41]);
-        q.extend_from_slice(&size.to_be_bytes());
-        q.extend_from_slice(&[0, 0, if dnssec_ok { 0x80 } else { 0 }, 0, 0, 0]);
-    }
-    q
+    Arc::new(tern_testkit::catalog("example.com.", &text))
 }
 
 /// `query` with a COOKIE option of `value` added to its OPT (which must be

@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use tern_authority::{respond, Catalog, Options, Response, Transport, Zone, ZoneBuilder};
+use tern_authority::{respond, Catalog, Options, Response, Transport, Zone};
 use tern_wire::name::NameBuf;
 use tern_wire::parse::{CompressedName, MessageView, Section};
 use tern_wire::types::RType;
@@ -12,37 +12,18 @@ pub(crate) fn corpora() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpora")
 }
 
-fn build(origin: &NameBuf, parsed: tern_zone::ParsedZone) -> Zone {
-    let mut builder = ZoneBuilder::new(origin.as_name());
-    for r in &parsed.records {
-        builder
-            .insert(r.owner.as_name(), r.rtype, r.class, r.ttl, &r.rdata)
-            .expect("record accepted");
-    }
-    builder.finish().expect("zone builds")
-}
-
 /// A zone from a corpora file.
 pub(crate) fn zone_file(origin: &str, relative: &str) -> Zone {
-    let origin = NameBuf::from_text(origin.as_bytes(), None).unwrap();
+    let name = NameBuf::from_text(origin.as_bytes(), None).unwrap();
     let path = corpora().join(relative);
-    let parsed = tern_zone::parse_file(&path, origin.as_name(), &tern_zone::Options::default())
+    let parsed = tern_zone::parse_file(&path, name.as_name(), &tern_zone::Options::default())
         .unwrap_or_else(|e| panic!("{}: {e:?}", path.display()));
-    build(&origin, parsed)
+    tern_testkit::build(origin, &parsed)
 }
 
 /// A zone from text.
 pub(crate) fn zone_text(origin: &str, text: &str) -> Zone {
-    let origin = NameBuf::from_text(origin.as_bytes(), None).unwrap();
-    let parsed = tern_zone::parse_bytes(
-        text.as_bytes(),
-        Path::new("test.zone"),
-        origin.as_name(),
-        &tern_zone::Options::default(),
-        &mut tern_zone::NoInclude,
-    )
-    .unwrap_or_else(|e| panic!("{e:?}"));
-    build(&origin, parsed)
+    tern_testkit::zone(origin, text)
 }
 
 /// How to ask.
@@ -75,31 +56,7 @@ impl Ask {
 
 /// Query bytes: ID 0x4242.
 pub(crate) fn query(qname: &str, qtype: RType, ask: Ask) -> Vec<u8> {
-    let name = NameBuf::from_text(qname.as_bytes(), None).unwrap();
-    let mut q = vec![
-        0x42,
-        0x42,
-        if ask.rd { 1 } else { 0 },
-        0,
-        0,
-        1,
-        0,
-        0,
-        0,
-        0,
-        0,
-        0,
-    ];
-    q.extend_from_slice(name.as_bytes());
-    q.extend_from_slice(&qtype.0.to_be_bytes());
-    q.extend_from_slice(&[0, 1]);
-    if let Some((size, dnssec_ok, version)) = ask.edns {
-        q[11] = 1;
-        q.extend_from_slice(&[0, 0, 41]);
-        q.extend_from_slice(&size.to_be_bytes());
-        q.extend_from_slice(&[0, version, if dnssec_ok { 0x80 } else { 0 }, 0, 0, 0]);
-    }
-    q
+    tern_testkit::query_with(0x4242, ask.rd, qname, qtype.0, ask.edns)
 }
 
 /// An answer, read back.

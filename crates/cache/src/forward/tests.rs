@@ -22,17 +22,9 @@ fn forwarder(configure: impl Fn(&mut ForwardConfig)) -> Forwarder {
     Forwarder::new(config, 1232)
 }
 
+/// A client's query: RD set, no EDNS.
 fn client_query(id: u16, name: &str, qtype: u16) -> Vec<u8> {
-    let mut q = id.to_be_bytes().to_vec();
-    q.extend_from_slice(&[0x01, 0, 0, 1, 0, 0, 0, 0, 0, 0]);
-    q.extend_from_slice(
-        NameBuf::from_text(name.as_bytes(), None)
-            .unwrap()
-            .as_bytes(),
-    );
-    q.extend_from_slice(&qtype.to_be_bytes());
-    q.extend_from_slice(&[0, 1]);
-    q
+    tern_testkit::query(id, name, qtype, None)
 }
 
 fn key_of(query: &[u8]) -> ForwardKey {

@@ -1,10 +1,7 @@
 //! Answers built by `tern_authority::respond` from a real zone, so the bytes
 //! tested are exactly those the server stores.
 
-use std::path::Path;
-
-use tern_authority::{respond, Catalog, Options, Response, Transport, ZoneBuilder};
-use tern_wire::name::NameBuf;
+use tern_authority::{respond, Catalog, Options, Response, Transport};
 use tern_wire::parse::MessageView;
 use tern_wire::types::RType;
 
@@ -33,22 +30,7 @@ ns.sub   A     192.0.2.99
 ";
 
 fn catalog() -> Catalog {
-    let origin = NameBuf::from_text(b"example.", None).unwrap();
-    let parsed = tern_zone::parse_bytes(
-        ZONE.as_bytes(),
-        Path::new("test.zone"),
-        origin.as_name(),
-        &tern_zone::Options::default(),
-        &mut tern_zone::NoInclude,
-    )
-    .unwrap_or_else(|e| panic!("{e:?}"));
-    let mut builder = ZoneBuilder::new(origin.as_name());
-    for r in &parsed.records {
-        builder
-            .insert(r.owner.as_name(), r.rtype, r.class, r.ttl, &r.rdata)
-            .unwrap();
-    }
-    Catalog::new(vec![builder.finish().unwrap()])
+    tern_testkit::catalog("example.", ZONE)
 }
 
 /// How to ask.
@@ -72,20 +54,13 @@ const PLAIN: Ask = Ask {
     edns: None,
 };
 
-/// Query bytes; `qname` is written with its case kept.
+/// Query bytes; `qname` is written with its case kept. An OPT announces
+/// 1232 octets.
 fn query(qname: &str, qtype: RType, ask: Ask) -> Vec<u8> {
-    let name = NameBuf::from_text(qname.as_bytes(), None).unwrap();
-    let mut q = ask.id.to_be_bytes().to_vec();
-    q.extend_from_slice(&[u8::from(ask.rd), 0, 0, 1, 0, 0, 0, 0, 0, 0]);
-    q.extend_from_slice(name.as_bytes());
-    q.extend_from_slice(&qtype.0.to_be_bytes());
-    q.extend_from_slice(&[0, 1]);
-    if let Some((dnssec_ok, version)) = ask.edns {
-        q[11] = 1;
-        q.extend_from_slice(&[0, 0, 41, 0x04, 0xd0, 0, version]);
-        q.extend_from_slice(&[if dnssec_ok { 0x80 } else { 0 }, 0, 0, 0]);
-    }
-    q
+    let edns = ask
+        .edns
+        .map(|(dnssec_ok, version)| (1232, dnssec_ok, version));
+    tern_testkit::query_with(ask.id, ask.rd, qname, qtype.0, edns)
 }
 
 fn key(query: &[u8]) -> CacheKey {

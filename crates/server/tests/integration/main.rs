@@ -16,13 +16,11 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, UdpSocket};
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tern_authority::{Catalog, ZoneBuilder};
+use tern_authority::Catalog;
 use tern_server::{Driver, Server, ServerConfig};
-use tern_wire::name::NameBuf;
 use tern_wire::parse::MessageView;
 
 mod forward;
@@ -72,22 +70,7 @@ fn catalog_with(www: u8) -> Arc<Catalog> {
 
 /// A catalog of one zone, `origin`, read from zone-file `text`.
 fn zone_catalog(origin: &str, text: &str) -> Arc<Catalog> {
-    let origin = NameBuf::from_text(origin.as_bytes(), None).unwrap();
-    let parsed = tern_zone::parse_bytes(
-        text.as_bytes(),
-        Path::new("test.zone"),
-        origin.as_name(),
-        &tern_zone::Options::default(),
-        &mut tern_zone::NoInclude,
-    )
-    .unwrap();
-    let mut builder = ZoneBuilder::new(origin.as_name());
-    for r in &parsed.records {
-        builder
-            .insert(r.owner.as_name(), r.rtype, r.class, r.ttl, &r.rdata)
-            .unwrap();
-    }
-    Arc::new(Catalog::new(vec![builder.finish().unwrap()]))
+    Arc::new(tern_testkit::catalog(origin, text))
 }
 
 fn catalog() -> Arc<Catalog> {
@@ -131,34 +114,10 @@ fn start(driver: Driver) -> SocketAddr {
     addr
 }
 
-/// A query for `name` and `qtype`, with an EDNS OPT of `udp_size` if given.
+/// A query for `name` and `qtype` (RD set), with an EDNS OPT of
+/// `udp_size` if given.
 fn query(id: u16, name: &str, qtype: u16, udp_size: Option<u16>) -> Vec<u8> {
-    let mut q = id.to_be_bytes().to_vec();
-    q.extend_from_slice(&[
-        0x01,
-        0x00,
-        0,
-        1,
-        0,
-        0,
-        0,
-        0,
-        0,
-        u8::from(udp_size.is_some()),
-    ]);
-    q.extend_from_slice(
-        NameBuf::from_text(name.as_bytes(), None)
-            .unwrap()
-            .as_bytes(),
-    );
-    q.extend_from_slice(&qtype.to_be_bytes());
-    q.extend_from_slice(&[0, 1]);
-    if let Some(size) = udp_size {
-        q.extend_from_slice(&[0, 0, 41]);
-        q.extend_from_slice(&size.to_be_bytes());
-        q.extend_from_slice(&[0, 0, 0, 0, 0, 0]);
-    }
-    q
+    tern_testkit::query(id, name, qtype, udp_size.map(|size| (size, false)))
 }
 
 fn udp_exchange(server: SocketAddr, message: &[u8]) -> Option<Vec<u8>> {
