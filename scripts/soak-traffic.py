@@ -56,7 +56,7 @@ def valid_query(rng: random.Random, edns: bool | None = None) -> bytes:
 def malformed(rng: random.Random) -> bytes:
     """One hostile message; each kind is a case of issue 6."""
     q = valid_query(rng, edns=False)
-    kind = rng.randrange(14)
+    kind = rng.randrange(15)
     if kind == 0:  # truncated anywhere
         return q[: rng.randrange(len(q))]
     if kind == 1:  # random garbage
@@ -88,6 +88,12 @@ def malformed(rng: random.Random) -> bytes:
         return q[: rng.randrange(12)]
     if kind == 12:  # RDLENGTH past the end
         return q[:6] + b"\x00\x01" + q[8:] + b"\xc0\x0c\x00\x01\x00\x01\x00\x00\x00\x3c\xff\xff"
+    if kind == 13:  # COOKIE options: bad lengths (FORMERR), several, forged server cookies
+        options = b"".join(
+            struct.pack("!HH", 10, n) + rng.randbytes(n)
+            for n in [rng.choice([0, 7, 8, 9, 15, 16, 24, 40, 41]) for _ in range(rng.randrange(1, 4))])
+        opt = b"\x00\x00\x29\x04\xd0\x00\x00\x00\x00" + struct.pack("!H", len(options)) + options
+        return q[:10] + b"\x00\x01" + q[12:] + opt
     return q[:12] + rng.randbytes(rng.randrange(1, 300))  # a garbage question
 
 
