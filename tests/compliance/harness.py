@@ -93,14 +93,7 @@ class ConfiguredTern(smod.Tern):
 def make(name: str, workdir: pathlib.Path, zone_dir: pathlib.Path) -> smod.Server:
     args = (workdir / name, zone_dir, [ZONE])
     if name == "tern":
-        default = HERE.parent.parent / "target" / "release" / "tern"
-        binary = pathlib.Path(os.environ.get("TERN_BIN", default)).resolve()
-        if not binary.is_file():
-            raise smod.ServerError(
-                f"tern binary not found at {binary} (set TERN_BIN, or run "
-                "`cargo build --release --bin tern`)"
-            )
-        return smod.Tern(binary, *args)
+        return smod.Tern(tern_binary(), *args)
     return {"bind": Bind, "knot": smod.Knot, "nsd": smod.Nsd}[name](*args)
 
 
@@ -130,15 +123,8 @@ def configured(zone_text: str, tern_config: str, tern_args: tuple[str, ...], bin
         bind = Bind(tmp / "bind", zone_dir, [ZONE])
         bind.extra_options = bind_options
         started = {"tern": tern, "bind": bind}
-        try:
-            for server in started.values():
-                server.start()
-            for server in started.values():
-                server.wait_ready(START_TIMEOUT)
+        with serving(started):
             yield started
-        finally:
-            for server in started.values():
-                server.stop()
 
 
 @contextlib.contextmanager
@@ -149,18 +135,26 @@ def running(names: list[str]):
         zone_dir = tmp / "zones"
         zone_dir.mkdir()
         (zone_dir / f"{ZONE}.zone").write_text(ZONE_TEXT)
-        started: dict[str, smod.Server] = {}
-        try:
-            for name in names:
-                server = make(name, tmp, zone_dir)
-                started[name] = server
-                server.start()
-            for server in started.values():
-                server.wait_ready(START_TIMEOUT)
+        started = {name: make(name, tmp, zone_dir) for name in names}
+        with serving(started):
             yield started
-        finally:
-            for server in started.values():
-                server.stop()
+
+
+@contextlib.contextmanager
+def serving(servers: dict[str, smod.Server]):
+    """Starts `servers`, waits until each answers, and stops them all on the way out
+    (those that started, whatever failed)."""
+    started = []
+    try:
+        for server in servers.values():
+            server.start()
+            started.append(server)
+        for server in started:
+            server.wait_ready(START_TIMEOUT)
+        yield
+    finally:
+        for server in started:
+            server.stop()
 
 
 #--- raw messages
