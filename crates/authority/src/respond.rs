@@ -322,22 +322,17 @@ pub fn respond_with(
     let received = edns
         .as_ref()
         .map_or(Received::Absent, |edns| cookie::received(edns.options));
+    // The replies without records below: header, question if any, OPT.
+    let reply = Error {
+        header: &header,
+        question: question.as_ref(),
+        edns: edns.as_ref(),
+        limit,
+    };
     if received == Received::Malformed {
-        let error = Error {
-            header: &header,
-            question: question.as_ref(),
-            edns: edns.as_ref(),
-            limit,
-        };
-        return error.write(Rcode::FORMERR, true, &[], out);
+        return reply.write(Rcode::FORMERR, true, &[], out);
     }
-    let Some(question) = question else {
-        let error = Error {
-            header: &header,
-            question: None,
-            edns: edns.as_ref(),
-            limit,
-        };
+    let Some(question) = question.as_ref() else {
         let cookie_only =
             received != Received::Absent && cookie::received(extra_options) != Received::Absent;
         let rcode = if cookie_only {
@@ -345,20 +340,14 @@ pub fn respond_with(
         } else {
             Rcode::FORMERR
         };
-        return error.write(rcode, true, extra_options, out);
+        return reply.write(rcode, true, extra_options, out);
     };
     if edns.as_ref().is_some_and(|edns| edns.version > 0) {
-        let error = Error {
-            header: &header,
-            question: Some(&question),
-            edns: edns.as_ref(),
-            limit,
-        };
-        return error.write(Rcode::BADVERS, true, &[], out);
+        return reply.write(Rcode::BADVERS, true, &[], out);
     }
     let context = Context {
         header: &header,
-        question: &question,
+        question,
         edns: edns.as_ref(),
         options,
         limit,
