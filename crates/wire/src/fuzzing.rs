@@ -19,6 +19,7 @@ use std::vec::Vec;
 use crate::build::MessageBuilder;
 use crate::name::{Name, NameBuf, MAX_NAME_LEN};
 use crate::parse::{CompressedName, MessageView, RecordView, Section};
+use crate::rdata::{compressible_layout, Layout};
 use crate::types::{RClass, RType};
 
 /// The largest message (two-octet TCP length prefix).
@@ -165,19 +166,10 @@ pub fn roundtrip(data: &[u8]) {
 /// RDATA as is. `None` if such a type's names do not parse inside the
 /// RDATA.
 fn decompress_rdata(message: &[u8], record: &RecordView<'_>) -> Option<Vec<u8>> {
-    let (skip, names) = match record.rtype {
-        RType::NS
-        | RType::MD
-        | RType::MF
-        | RType::CNAME
-        | RType::MB
-        | RType::MG
-        | RType::MR
-        | RType::PTR => (0, 1),
-        RType::SOA | RType::MINFO => (0, 2),
-        RType::MX => (2, 1),
-        _ => return Some(record.rdata.to_vec()),
-    };
+    let Layout { skip, names } = compressible_layout(record.rtype);
+    if names == 0 {
+        return Some(record.rdata.to_vec());
+    }
     let message_end = record.rdata_offset + record.rdata.len();
     let mut out = Vec::with_capacity(record.rdata.len());
     out.extend_from_slice(record.rdata.get(..skip)?);

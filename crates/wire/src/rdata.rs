@@ -14,7 +14,13 @@ use crate::types::RType;
 /// listed in RFC 3597 section 4 (NS, MD, MF, CNAME, SOA, MB, MG, MR, PTR,
 /// MINFO, MX). Yields `(offset in rdata, name)`, in order.
 pub fn compressible_names(rtype: RType, rdata: &[u8]) -> NameFields<'_> {
-    let layout = match rtype {
+    NameFields::new(rdata, compressible_layout(rtype))
+}
+
+/// Where a type's compressible names are: `names` consecutive names after
+/// `skip` octets (none for types not listed in RFC 3597 section 4).
+pub(crate) fn compressible_layout(rtype: RType) -> Layout {
+    match rtype {
         RType::NS
         | RType::MD
         | RType::MF
@@ -26,8 +32,7 @@ pub fn compressible_names(rtype: RType, rdata: &[u8]) -> NameFields<'_> {
         RType::SOA | RType::MINFO => Layout { skip: 0, names: 2 },
         RType::MX => Layout { skip: 2, names: 1 },
         _ => Layout { skip: 0, names: 0 },
-    };
-    NameFields::new(rdata, layout)
+    }
 }
 
 /// The name whose address records belong in the additional section, for NS,
@@ -64,10 +69,13 @@ pub fn soa_minimum(rdata: &[u8]) -> Option<u32> {
 
 //----------- NameFields -----------------------------------------------------
 
+/// Where consecutive names stand in a type's RDATA.
 #[derive(Clone, Copy)]
-struct Layout {
-    skip: usize,
-    names: usize,
+pub(crate) struct Layout {
+    /// Octets before the first name.
+    pub(crate) skip: usize,
+    /// How many names follow.
+    pub(crate) names: usize,
 }
 
 /// Iterator over consecutive names at a fixed position in RDATA.
