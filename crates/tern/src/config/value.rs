@@ -106,6 +106,20 @@ pub(crate) fn parse_log_level(text: &str) -> Result<log::LevelFilter, String> {
     }
 }
 
+//----------- Numbers with units ---------------------------------------------
+
+/// A whole number and the unit after it (`"10s"`, `" 3 s "`, `"64M"`),
+/// spaces around either trimmed; `None` without leading digits or for a
+/// number above `u64::MAX`.
+fn number_and_unit(text: &str) -> Option<(u64, &str)> {
+    let text = text.trim();
+    let digits_end = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (digits, unit) = text.split_at(digits_end);
+    Some((digits.parse().ok()?, unit.trim()))
+}
+
 //----------- Durations ------------------------------------------------------
 
 /// Parses a duration: a whole number followed by `ms`, `s`, `m` or `h`,
@@ -114,13 +128,8 @@ pub(crate) fn parse_log_level(text: &str) -> Result<log::LevelFilter, String> {
 pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     let expected =
         || format!("bad duration {text:?}; expected a number with ms, s, m or h, e.g. 10s");
-    let text_trimmed = bounded(text)?.trim();
-    let digits_end = text_trimmed
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text_trimmed.len());
-    let (digits, unit) = text_trimmed.split_at(digits_end);
-    let number: u64 = digits.parse().map_err(|_| expected())?;
-    let duration = match unit.trim() {
+    let (number, unit) = number_and_unit(bounded(text)?).ok_or_else(expected)?;
+    let duration = match unit {
         "ms" => Duration::from_millis(number),
         "" | "s" => Duration::from_secs(number),
         "m" => Duration::from_secs(number.saturating_mul(60)),
@@ -174,13 +183,8 @@ pub(crate) fn parse_secret(text: &str) -> Result<[u8; 16], String> {
 pub(crate) fn parse_size(text: &str) -> Result<u64, String> {
     let expected =
         || format!("bad size {text:?}; expected a number of bytes, optionally with K, M or G");
-    let text_trimmed = bounded(text)?.trim();
-    let digits_end = text_trimmed
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text_trimmed.len());
-    let (digits, unit) = text_trimmed.split_at(digits_end);
-    let number: u64 = digits.parse().map_err(|_| expected())?;
-    let shift = match unit.trim() {
+    let (number, unit) = number_and_unit(bounded(text)?).ok_or_else(expected)?;
+    let shift = match unit {
         "" => 0,
         "K" | "KiB" => 10,
         "M" | "MiB" => 20,
