@@ -1190,6 +1190,13 @@ www  A   192.0.2.80
         worker
     }
 
+    /// [`cookie_worker`] with rate limiting by `config` (one core).
+    fn limited_cookie_worker(config: RateLimitConfig) -> Worker {
+        let mut worker = cookie_worker();
+        worker.set_rate_limiter(RateLimiter::new(&config, 1));
+        worker
+    }
+
     /// The COOKIE option's value in an answer, and the answer's full rcode
     /// (header bits and the OPT's upper bits).
     fn answer_cookie(answer: &[u8]) -> (Option<Vec<u8>>, u16) {
@@ -1363,15 +1370,11 @@ www  A   192.0.2.80
 
     #[test]
     fn rate_limiting_exempts_valid_cookies_and_slips_badcookie() {
-        let mut worker = cookie_worker();
-        worker.set_rate_limiter(RateLimiter::new(
-            &RateLimitConfig {
-                responses_per_second: RATE,
-                slip: 1,
-                ..RateLimitConfig::default()
-            },
-            1,
-        ));
+        let mut worker = limited_cookie_worker(RateLimitConfig {
+            responses_per_second: RATE,
+            slip: 1,
+            ..RateLimitConfig::default()
+        });
         let mut out = [0u8; 1232];
         let count = 4 * RATE as usize;
         // A client cookie only: RATE answers, then BADCOOKIE slips with a
@@ -1432,15 +1435,11 @@ www  A   192.0.2.80
 
     #[test]
     fn queries_badcookie_does_not_answer_slip_as_tc() {
-        let mut worker = cookie_worker();
-        worker.set_rate_limiter(RateLimiter::new(
-            &RateLimitConfig {
-                errors_per_second: RATE,
-                slip: 1,
-                ..RateLimitConfig::default()
-            },
-            1,
-        ));
+        let mut worker = limited_cookie_worker(RateLimitConfig {
+            errors_per_second: RATE,
+            slip: 1,
+            ..RateLimitConfig::default()
+        });
         let mut out = [0u8; 1232];
         // A NOTIFY with a client cookie: NOTIMP, an error answer; when
         // limited, BADCOOKIE does not answer another opcode, so it slips
