@@ -69,20 +69,24 @@ pub(crate) struct Core {
     pub(crate) allocations: Option<fn() -> u64>,
     /// The forwarding sockets, when `forward` is configured.
     pub(crate) forward: Option<crate::forward::ForwardIo>,
-    /// The core's clock when it does not forward (forwarding has its own),
-    /// read once per UDP batch only when answers are rate limited.
+    /// The core's clock (forwarder timers, rate limiting): milliseconds
+    /// since this.
     pub(crate) epoch: Instant,
 }
 
 impl Core {
-    /// Milliseconds of the core's clock for the worker: the forwarding
-    /// clock when forwarding, else this core's own when rate limiting,
-    /// else 0 (nothing needs the time: the clock is not read).
+    /// Milliseconds of the core's clock.
+    pub(crate) fn clock(&self) -> u64 {
+        self.epoch.elapsed().as_millis() as u64
+    }
+
+    /// The time for the worker: the core's clock when forwarding or rate
+    /// limiting, else 0 (nothing needs the time: the clock is not read).
     pub(crate) fn now(&self, rate_limiting: bool) -> u64 {
-        match &self.forward {
-            Some(forward) => forward.now(),
-            None if rate_limiting => self.epoch.elapsed().as_millis() as u64,
-            None => 0,
+        if self.forward.is_some() || rate_limiting {
+            self.clock()
+        } else {
+            0
         }
     }
 }

@@ -25,7 +25,7 @@ use std::cell::RefCell;
 use std::io;
 use std::net::{SocketAddr, UdpSocket as StdUdpSocket};
 use std::rc::Rc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use monoio::io::{AsyncReadRentExt, AsyncWriteRentExt};
 use monoio::net::udp::UdpSocket;
@@ -61,8 +61,6 @@ pub(crate) struct ForwardIo {
     listeners: Vec<Rc<UdpSocket>>,
     /// The open TCP connections, where answers for TCP clients go.
     pub(crate) connections: RefCell<Connections>,
-    /// The core's clock: forwarder time is milliseconds since this.
-    epoch: Instant,
 }
 
 impl ForwardIo {
@@ -98,14 +96,8 @@ impl ForwardIo {
             timeout: config.timeout,
             listeners,
             connections: RefCell::new(Connections::default()),
-            epoch: Instant::now(),
         };
         Ok((io, ready))
-    }
-
-    /// Milliseconds of the core's forwarding clock.
-    pub(crate) fn now(&self) -> u64 {
-        self.epoch.elapsed().as_millis() as u64
     }
 }
 
@@ -206,7 +198,7 @@ pub(crate) async fn receive(core: Rc<Core>, upstream: usize, socket: usize, read
                 // unreachable) and others: the timeout handles the query.
                 Err(_) => break,
             };
-            let now = io.now();
+            let now = core.clock();
             if let Some(forwarder) = core.worker.borrow_mut().forwarder() {
                 forwarder.on_response(upstream, socket, &buffer[..len], now, &mut actions);
             }
@@ -224,10 +216,10 @@ pub(crate) async fn tick(core: Rc<Core>) {
         if stop.or(monoio::time::sleep(TICK)).await.is_none() {
             break;
         }
-        let Some(io) = core.forward.as_ref() else {
+        if core.forward.is_none() {
             break;
-        };
-        let now = io.now();
+        }
+        let now = core.clock();
         if let Some(forwarder) = core.worker.borrow_mut().forwarder() {
             forwarder.on_timeout(now, &mut actions);
             if forwarder.has_prefetches() {
@@ -262,7 +254,7 @@ async fn tcp_attempt(core: Rc<Core>, address: SocketAddr, token: TcpToken, query
     };
     let answer = monoio::time::timeout(limit, exchange).await.ok().flatten();
     let mut actions = Vec::new();
-    let now = io.now();
+    let now = core.clock();
     if let Some(forwarder) = core.worker.borrow_mut().forwarder() {
         forwarder.on_tcp_response(token, answer.as_deref(), now, &mut actions);
     }

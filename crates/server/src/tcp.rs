@@ -63,7 +63,7 @@ use monoio::net::{TcpListener, TcpStream};
 use tern_cache::forward::Client;
 
 use crate::cores::Core;
-use crate::forward::{self, ForwardIo};
+use crate::forward;
 use crate::pool::{self, Size, STREAM_BUFFER};
 use crate::signal::{Notify, StopListener};
 use crate::worker::{Forwarding, UdpAnswer};
@@ -467,7 +467,7 @@ async fn answer_frames(
         let max_in_flight = core.tcp.max_in_flight;
         let answered = {
             let mut scratch = core.scratch.borrow_mut();
-            let now = core.forward.as_ref().map_or(0, ForwardIo::now);
+            let now = core.now(false);
             let mut worker = core.worker.borrow_mut();
             worker.tick_cookie_clock();
             worker.answer_tcp_from(query, Some(peer), now, &mut scratch)
@@ -517,7 +517,7 @@ async fn answer_frames(
 /// answer in flight, or, when the forwarder answers at once (a stale
 /// answer or SERVFAIL), that answer's length in the core's scratch buffer.
 fn forward_query(core: &Rc<Core>, pipe: &Pipe, query: &[u8], client: Client) -> Option<usize> {
-    let now = core.forward.as_ref().map_or(0, ForwardIo::now);
+    let now = core.now(false);
     // Allocates: a forwarded query does anyway (its upstream query).
     let mut actions = Vec::new();
     let forwarding = {
