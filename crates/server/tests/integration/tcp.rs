@@ -221,6 +221,13 @@ fn tcp_client_that_never_reads_is_closed_by_the_write_timeout() {
         let answer_size = tcp_receive(&mut probe).expect("an answer").len();
         drop(probe);
         assert!(answer_size > 60_000, "{driver:?}: {answer_size}");
+        // The probe's connection was counted when accepted (it was
+        // answered); wait for its close so that `tcp_open == 0` below can
+        // only mean the never-reading client's connection was closed.
+        assert!(
+            wait_for(&handle, MARGIN, |stats| stats.tcp_open == 0),
+            "{driver:?}: the probe's connection stays open"
+        );
         // What the server may answer before it stops: the answers its
         // socket's send buffer takes (the kernel grows it up to about
         // tcp_wmem's maximum while the client does not read; twice that,
@@ -258,6 +265,7 @@ fn tcp_client_that_never_reads_is_closed_by_the_write_timeout() {
 /// (at most the write timeout plus [`MARGIN`] and a little more: longer
 /// is a failure), and how many answers could be read afterwards.
 fn never_reading_client(addr: SocketAddr, queries: u16, handle: &Handle) -> (Duration, u64) {
+    let accepted_before = handle.stats()[0].tcp_accepted;
     // A small receive window, so that the client's kernel holds few
     // answers.
     let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
@@ -277,7 +285,17 @@ fn never_reading_client(addr: SocketAddr, queries: u16, handle: &Handle) -> (Dur
     // The server may stop reading before all of it is taken: then the
     // write times out (or is reset once the server closes).
     let _ = stream.write_all(&burst);
-    wait_for(handle, MARGIN + MARGIN, |stats| stats.tcp_open == 0);
+    // `tcp_open == 0` holds before the server has accepted this
+    // connection too: see the accept first, then the close.
+    assert!(
+        wait_for(handle, MARGIN + MARGIN, |stats| stats.tcp_accepted
+            > accepted_before),
+        "the connection was never accepted"
+    );
+    assert!(
+        wait_for(handle, MARGIN + MARGIN, |stats| stats.tcp_open == 0),
+        "the connection was never closed"
+    );
     let closed_after = sent.elapsed();
     // Only now read: what was sent before the close, or a reset.
     let mut answers = 0;
