@@ -81,6 +81,20 @@ fn forward_stats(server: &Server) -> CoreStats {
     server.handle().stats().iter().sum()
 }
 
+/// Polls the server's summed statistics until `done` holds; panics with
+/// `what` and the last statistics if it does not within [`TIMEOUT`].
+fn wait_for_stats(server: &Server, what: &str, done: impl Fn(&CoreStats) -> bool) -> CoreStats {
+    let until = Instant::now() + TIMEOUT;
+    loop {
+        let stats = forward_stats(server);
+        if done(&stats) {
+            return stats;
+        }
+        assert!(Instant::now() < until, "{what}: {stats}");
+        thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// The first TTL in the answer section.
 fn first_ttl(answer: &[u8]) -> u32 {
     let view = MessageView::parse(answer).unwrap();
@@ -117,7 +131,7 @@ fn forwards_caches_and_marks_ra() {
             b"\x03www\x07EXAMPLE\x03com\x00"
         );
         assert!(view.edns().unwrap().is_some(), "an EDNS client gets an OPT");
-        assert!(first_ttl(&again) <= 300);
+        assert!(first_ttl(&again) <= first_ttl(&answer));
 
         // NXDOMAIN: forwarded once, then cached (RFC 2308).
         for id in [3, 4] {
@@ -200,7 +214,8 @@ $ORIGIN example.net.
 @     300 SOA ns1 hostmaster 1 7200 3600 1209600 300
       300 NS  ns1
 ns1   300 A   192.0.2.1
-short 2   A   192.0.2.2
+count 30  A   192.0.2.3
+short 1   A   192.0.2.2
 ";
     let driver = Driver::Legacy;
     let upstream_addr = free_addr("127.0.0.1").unwrap();
@@ -211,21 +226,43 @@ short 2   A   192.0.2.2
         forward.stale_ttl = Duration::from_secs(7);
         forward.timeout = Duration::from_millis(200);
     });
-    let first = udp_exchange(addr, &query(1, "short.example.net.", 1, None)).unwrap();
-    assert_eq!(first_ttl(&first), 2);
-    thread::sleep(Duration::from_millis(1100));
-    let later = udp_exchange(addr, &query(2, "short.example.net.", 1, None)).unwrap();
-    let ttl = first_ttl(&later);
-    assert!(ttl < 2, "the TTL counts down: {ttl}");
-    assert_eq!(forward_stats(&server).forward.cache_hits, 1);
+    // The TTL counts down: asked again until it has (a second or so; the
+    // entry lives 30), every repeat from the cache.
+    let first = udp_exchange(addr, &query(1, "count.example.net.", 1, None)).unwrap();
+    assert_eq!(first_ttl(&first), 30);
+    let until = Instant::now() + TIMEOUT;
+    let mut repeats = 0;
+    let ttl = loop {
+        repeats += 1;
+        let later = udp_exchange(addr, &query(2, "count.example.net.", 1, None)).unwrap();
+        let ttl = first_ttl(&later);
+        if ttl < 30 || Instant::now() > until {
+            break ttl;
+        }
+        thread::sleep(Duration::from_millis(50));
+    };
+    assert!(ttl < 30, "the TTL counts down: {ttl}");
+    let stats = forward_stats(&server);
+    assert_eq!(stats.forward.cache_hits, repeats, "{stats}");
 
-    // Stop the upstream; once the entry expires, every attempt fails and
-    // the stale answer is served with the stale TTL (RFC 8767).
+    // Cache a one-second answer and stop the upstream; once the entry
+    // expires, every attempt fails and the stale answer is served with
+    // the stale TTL (RFC 8767). Until then, answers come from the cache
+    // with their remaining TTL, never the stale one.
+    let first = udp_exchange(addr, &query(3, "short.example.net.", 1, None)).unwrap();
+    assert_eq!(first_ttl(&first), 1);
     stop(upstream);
-    thread::sleep(Duration::from_millis(1500));
-    let stale = udp_exchange(addr, &query(3, "short.example.net.", 1, None)).unwrap();
+    let until = Instant::now() + TIMEOUT + TIMEOUT;
+    let stale = loop {
+        let answer = udp_exchange(addr, &query(3, "short.example.net.", 1, None)).unwrap();
+        if first_ttl(&answer) == 7 {
+            break answer;
+        }
+        assert!(first_ttl(&answer) <= 1);
+        assert!(Instant::now() < until, "no stale answer");
+        thread::sleep(Duration::from_millis(100));
+    };
     assert_eq!(summary(&stale), (3, 0, false, 1));
-    assert_eq!(first_ttl(&stale), 7);
     assert_eq!(last_octet(&stale), Some(2));
     let stats = forward_stats(&server);
     assert_eq!(stats.forward.stale_answers, 1, "{stats}");
@@ -240,9 +277,13 @@ short 2   A   192.0.2.2
 
 /// A UDP upstream on loopback that answers by the query name's first
 /// label; it counts the queries it receives, and stops when dropped.
+/// Answers for names whose first label starts with "held" wait until
+/// [`Hostile::release`], so that a test can see what the forwarder does
+/// while a question is upstream without racing a delay.
 struct Hostile {
     addr: SocketAddr,
     queries: Arc<AtomicUsize>,
+    released: Arc<AtomicBool>,
     stop: Arc<AtomicBool>,
 }
 
@@ -260,27 +301,64 @@ impl Hostile {
             .unwrap();
         let addr = socket.local_addr().unwrap();
         let queries = Arc::new(AtomicUsize::new(0));
+        let released = Arc::new(AtomicBool::new(false));
         let stop = Arc::new(AtomicBool::new(false));
-        let (counter, stopped) = (Arc::clone(&queries), Arc::clone(&stop));
+        let (counter, release, stopped) = (
+            Arc::clone(&queries),
+            Arc::clone(&released),
+            Arc::clone(&stop),
+        );
         thread::spawn(move || {
             let started = Instant::now();
             let mut buf = [0u8; 4096];
+            let mut held: Vec<(Vec<u8>, SocketAddr)> = Vec::new();
             while !stopped.load(Ordering::Relaxed) && started.elapsed() < HOSTILE_LIFETIME {
+                if release.load(Ordering::Acquire) {
+                    for (answer, peer) in held.drain(..) {
+                        let _ = socket.send_to(&answer, peer);
+                    }
+                }
                 let Ok((len, peer)) = socket.recv_from(&mut buf) else {
                     continue;
                 };
                 counter.fetch_add(1, Ordering::Relaxed);
-                for answer in hostile_answers(&buf[..len]) {
-                    let _ = socket.send_to(&answer, peer);
+                let query = &buf[..len];
+                for answer in hostile_answers(query) {
+                    if is_held(query) && !release.load(Ordering::Acquire) {
+                        held.push((answer, peer));
+                    } else {
+                        let _ = socket.send_to(&answer, peer);
+                    }
                 }
             }
         });
         Hostile {
             addr,
             queries,
+            released,
             stop,
         }
     }
+
+    /// Sends the held answers (within the socket's 50 ms read timeout),
+    /// and every later one at once.
+    fn release(&self) {
+        self.released.store(true, Ordering::Release);
+    }
+}
+
+/// Whether the query's first label starts with "held".
+fn is_held(query: &[u8]) -> bool {
+    MessageView::parse(query)
+        .ok()
+        .and_then(|view| view.question())
+        .is_some_and(|question| {
+            question
+                .name
+                .first_label()
+                .to_ascii_lowercase()
+                .starts_with(b"held")
+        })
 }
 
 /// An A record answer owned by a pointer to the question name.
@@ -315,10 +393,7 @@ fn hostile_answers(query: &[u8]) -> Vec<Vec<u8>> {
     };
     let q = question.bytes;
     match label.as_slice() {
-        b"good" | b"slow" => {
-            if label == b"slow" {
-                thread::sleep(Duration::from_millis(300));
-            }
+        label if label == b"good" || label.starts_with(b"held") => {
             vec![answer(id, q, [1, 0, 0], &GOOD_RECORD)]
         }
         b"wrongid" => vec![answer(id ^ 0x5555, q, [1, 0, 0], &GOOD_RECORD)],
@@ -433,12 +508,12 @@ fn identical_questions_in_flight_are_coalesced() {
     let driver = Driver::Legacy;
     let hostile = Hostile::start();
     let (server, addr) = start_forwarder(driver, vec![hostile.addr], |forward| {
-        forward.timeout = Duration::from_millis(2000);
+        forward.timeout = Duration::from_secs(10);
     });
     let names = [
-        "slow.hostile.test.",
-        "SLOW.hostile.test.",
-        "sLoW.HOSTILE.test.",
+        "held.hostile.test.",
+        "HELD.hostile.test.",
+        "hElD.HOSTILE.test.",
     ];
     let clients: Vec<_> = (0..6u16)
         .map(|i| {
@@ -446,6 +521,17 @@ fn identical_questions_in_flight_are_coalesced() {
             thread::spawn(move || (message.clone(), udp_exchange(addr, &message)))
         })
         .collect();
+    // The answer is held upstream until every client has joined the one
+    // question in flight.
+    wait_for_stats(&server, "five questions coalesced", |stats| {
+        stats.forward.coalesced == 5
+    });
+    assert_eq!(
+        hostile.queries.load(Ordering::Relaxed),
+        1,
+        "one upstream query"
+    );
+    hostile.release();
     for client in clients {
         let (message, answer) = client.join().unwrap();
         let answer = answer.expect("every waiting client is answered");
@@ -545,23 +631,30 @@ fn tcp_clients_leaving_before_their_answer_do_not_disturb_the_server() {
     let driver = Driver::Legacy;
     let hostile = Hostile::start();
     let (server, addr) = start_forwarder(driver, vec![hostile.addr], |forward| {
-        forward.timeout = Duration::from_millis(2000);
+        forward.timeout = Duration::from_secs(10);
     });
     // Gone at once, while its question is upstream (the hostile upstream
-    // takes 300 ms for "slow").
+    // holds the answer for "held" until released).
     let mut gone = tcp_connect(addr);
-    tcp_send(&mut gone, &query(1, "slow.hostile.test.", 1, None));
+    tcp_send(&mut gone, &query(1, "held.hostile.test.", 1, None));
+    wait_for_stats(&server, "the first question upstream", |stats| {
+        stats.forward.upstream_queries == 1
+    });
     drop(gone);
     // Half-closed: done sending, still reading; its answer still comes.
     let mut half = tcp_connect(addr);
-    tcp_send(&mut half, &query(2, "SLOW.hostile.test.", 1, None));
+    tcp_send(&mut half, &query(2, "HELD.hostile.test.", 1, None));
     half.shutdown(Shutdown::Write).unwrap();
+    wait_for_stats(&server, "the second question coalesced", |stats| {
+        stats.forward.coalesced == 1
+    });
+    hostile.release();
     let answer = tcp_receive(&mut half).expect("an answer after a half-close");
     assert_eq!(summary(&answer), (2, 0, false, 1));
     let view = MessageView::parse(&answer).unwrap();
     assert_eq!(
         view.question().unwrap().bytes,
-        &query(2, "SLOW.hostile.test.", 1, None)[12..],
+        &query(2, "HELD.hostile.test.", 1, None)[12..],
         "its own question case"
     );
     drop(half);
@@ -571,18 +664,16 @@ fn tcp_clients_leaving_before_their_answer_do_not_disturb_the_server() {
     tcp_send(&mut next, &query(3, "good.hostile.test.", 1, None));
     let answer = tcp_receive(&mut next).expect("the next TCP client is answered");
     assert_eq!(summary(&answer), (3, 0, false, 1));
-    let answer = udp_exchange(addr, &query(4, "slow.hostile.test.", 1, None)).unwrap();
+    let answer = udp_exchange(addr, &query(4, "held.hostile.test.", 1, None)).unwrap();
     assert_eq!(summary(&answer), (4, 0, false, 1), "from the forward cache");
     let answer = udp_exchange(addr, &query(5, "ns1.local.test.", 1, None)).unwrap();
     assert_eq!(summary(&answer), (5, 0, false, 1));
     drop(next);
-    // Every connection ends.
-    let until = Instant::now() + TIMEOUT;
-    while forward_stats(&server).tcp_open > 0 && Instant::now() < until {
-        thread::sleep(Duration::from_millis(20));
-    }
-    let stats = forward_stats(&server);
-    assert_eq!(stats.tcp_open, 0, "{stats}");
+    // Every connection ends (all three were accepted: each was answered
+    // or coalesced).
+    wait_for_stats(&server, "every connection closed", |stats| {
+        stats.tcp_accepted == 3 && stats.tcp_open == 0
+    });
     assert_eq!(
         hostile.queries.load(Ordering::Relaxed),
         2,
@@ -594,14 +685,13 @@ fn tcp_clients_leaving_before_their_answer_do_not_disturb_the_server() {
 #[test]
 fn forwarded_queries_count_against_the_tcp_in_flight_limit() {
     let driver = Driver::Legacy;
-    // The hostile upstream never answers these names: each query ends in
-    // SERVFAIL after the timeout.
+    // The hostile upstream holds these answers until released.
     let hostile = Hostile::start();
     let (server, addr) = start_forwarder_with(
         driver,
         vec![hostile.addr],
         |forward| {
-            forward.timeout = Duration::from_millis(600);
+            forward.timeout = Duration::from_secs(10);
             forward.retries = 0;
         },
         |config| config.tcp.max_in_flight = 2,
@@ -609,22 +699,25 @@ fn forwarded_queries_count_against_the_tcp_in_flight_limit() {
     let mut stream = tcp_connect(addr);
     let mut queries = Vec::new();
     for id in 1..=4u16 {
-        let message = query(id, &format!("silent{id}.hostile.test."), 1, None);
+        let message = query(id, &format!("held{id}.hostile.test."), 1, None);
         queries.extend_from_slice(&(message.len() as u16).to_be_bytes());
         queries.extend_from_slice(&message);
     }
     stream.write_all(&queries).unwrap();
-    // Two questions upstream, the other two unread until they end.
-    thread::sleep(Duration::from_millis(300));
+    // Two questions upstream; the other two stay unread while those are
+    // in flight, however long that is.
+    wait_for_stats(&server, "two questions upstream", |stats| {
+        stats.forward.upstream_queries >= 2
+    });
+    let stats = forward_stats(&server);
+    assert_eq!(stats.forward.upstream_queries, 2, "{stats}");
+    // The two in flight and at most one read and waiting for room.
+    assert!(stats.queries <= 3, "at most three of four read: {stats}");
     assert_eq!(hostile.queries.load(Ordering::Relaxed), 2);
-    assert_eq!(forward_stats(&server).forward.upstream_queries, 2);
+    hostile.release();
     let answers = tcp_answers(&mut stream, 4);
     for id in 1..=4u16 {
-        assert_eq!(
-            summary(with_id(&answers, id)),
-            (id, 2, false, 0),
-            "SERVFAIL"
-        );
+        assert_eq!(summary(with_id(&answers, id)), (id, 0, false, 1));
     }
     assert_eq!(hostile.queries.load(Ordering::Relaxed), 4);
     // The connection still answers.
