@@ -505,6 +505,10 @@ fn every_prefix_of_a_query_is_handled() {
     // No panic and a sane result for every truncation of a valid query.
     let catalog = catalog();
     let q = query("www.example.", RType::A, Ask::default());
+    // Header, name (ending at its root label), type and class; an OPT
+    // record follows.
+    let question_end = 12 + q[12..].iter().position(|&octet| octet == 0).unwrap() + 1 + 4;
+    assert!(question_end < q.len(), "an OPT after the question");
     let mut out = vec![0u8; 65535];
     for len in 0..q.len() {
         let response = respond(
@@ -514,8 +518,27 @@ fn every_prefix_of_a_query_is_handled() {
             &Options::default(),
             &mut out,
         );
-        if let Response::Send(n) = response {
-            assert!(n >= 12 && out[2] & 0x80 != 0);
+        // Until the question is whole (under a header, or its name or
+        // type and class cut short): dropped, as a question that cannot
+        // be read (decision 0005). Then, with the OPT record cut short:
+        // FORMERR echoing ID, opcode, RD and the question, no OPT.
+        if len < question_end {
+            assert!(matches!(response, Response::Drop), "{len}: dropped");
+            continue;
         }
+        let Response::Send(n) = response else {
+            panic!("{len}: no answer");
+        };
+        assert_eq!(&out[..2], &q[..2], "{len}: ID");
+        assert_eq!(out[2], 0x80 | (q[2] & 0x79), "{len}: QR, opcode and RD");
+        assert_eq!(out[3] & 0x0f, 1, "{len}: FORMERR");
+        assert_eq!(&out[4..12], &[0, 1, 0, 0, 0, 0, 0, 0], "{len}: counts");
+        assert_eq!(&out[12..n], &q[12..question_end], "{len}: the question");
     }
+    // The whole query is answered.
+    let response = respond(&catalog, &q, Transport::Udp, &Options::default(), &mut out);
+    let Response::Send(n) = response else {
+        panic!("the whole query: no answer");
+    };
+    assert!(n > q.len() && out[3] & 0x0f == 0, "NOERROR with an answer");
 }

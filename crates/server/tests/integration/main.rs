@@ -11,8 +11,8 @@
 //!
 //! Each test starts its own server on a free loopback port with a small
 //! zone and talks to it with plain std sockets, bounded by timeouts.
-//! Servers that a test does not shut down keep running until the test
-//! process exits.
+//! Every server is shut down at the end of its test (`start` returns a
+//! guard that does it when dropped).
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, UdpSocket};
@@ -107,11 +107,94 @@ fn start_with(driver: Driver, configure: impl Fn(&mut ServerConfig)) -> (Server,
     panic!("no free loopback port");
 }
 
-/// Starts a default server and leaves it running.
-fn start(driver: Driver) -> SocketAddr {
+/// A default server that shuts down when dropped.
+struct Running {
+    server: Option<Server>,
+    addr: SocketAddr,
+}
+
+impl Running {
+    /// Every core's statistics, summed.
+    fn stats(&self) -> tern_server::CoreStats {
+        let server = self.server.as_ref().expect("running");
+        tern_server::CoreStats::sum(&server.handle().stats())
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(server) = self.server.take() {
+            server.handle().shutdown();
+            let joined = server.join();
+            if !std::thread::panicking() {
+                joined.expect("the server stops cleanly");
+            }
+        }
+    }
+}
+
+/// Starts a default server, shut down when the result is dropped.
+fn start(driver: Driver) -> Running {
     let (server, addr) = start_with(driver, |_| {});
-    std::mem::forget(server);
-    addr
+    Running {
+        server: Some(server),
+        addr,
+    }
+}
+
+/// The ID of the query that [`udp_replies_before`] sends after a message.
+const NEXT_ID: u16 = 0x6161;
+
+/// Sends `message` over UDP, then a normal query from the same socket,
+/// and returns every datagram that came before the normal query's
+/// answer. One socket's datagrams reach one core, which handles them in
+/// order, so the normal answer is the event that shows `message` was
+/// handled: an empty result means it was dropped, not merely slow.
+fn udp_replies_before(server: SocketAddr, message: &[u8]) -> Vec<Vec<u8>> {
+    let local = if server.is_ipv6() {
+        "[::1]:0"
+    } else {
+        "127.0.0.1:0"
+    };
+    let socket = UdpSocket::bind(local).unwrap();
+    socket.set_read_timeout(Some(TIMEOUT)).unwrap();
+    socket.send_to(message, server).unwrap();
+    let next = query(NEXT_ID, "www.example.com.", 1, None);
+    socket.send_to(&next, server).unwrap();
+    let mut replies = Vec::new();
+    let mut buf = [0u8; 65535];
+    loop {
+        let (len, _) = socket
+            .recv_from(&mut buf)
+            .expect("an answer to the query sent after the message");
+        let reply = &buf[..len];
+        if is_answer_to_next(reply) {
+            return replies;
+        }
+        replies.push(reply.to_vec());
+    }
+}
+
+/// Whether `reply` is the answer to [`NEXT_ID`]'s `www.example.com. A`.
+fn is_answer_to_next(reply: &[u8]) -> bool {
+    MessageView::parse(reply).is_ok_and(|view| {
+        view.header().id() == NEXT_ID
+            && view.header().qr()
+            && view.header().rcode_bits() == 0
+            && view.question().is_some_and(|question| {
+                question.name.as_bytes() == b"\x03www\x07example\x03com\x00"
+            })
+    })
+}
+
+/// Asserts that the server answers nothing to `message` over UDP (seen
+/// by the answer to a query sent after it) and counts it as dropped.
+fn assert_udp_dropped(running: &Running, message: &[u8], context: &str) {
+    let before = running.stats().dropped;
+    let replies = udp_replies_before(running.addr, message);
+    assert!(replies.is_empty(), "{context}: answered {replies:?}");
+    let stats = running.stats();
+    assert_eq!(stats.dropped, before + 1, "{context}: {stats}");
 }
 
 /// A query for `name` and `qtype` (RD set), with an EDNS OPT of

@@ -7,7 +7,6 @@
 //! malformed message never costs a client its connection (only a length
 //! prefix below a header's size closes it).
 
-use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use crate::*;
@@ -92,37 +91,33 @@ fn check_answer(answer: &[u8], message: &[u8], expect: Expect, context: &str) {
     }
 }
 
-/// Sends `message` over UDP and over a new TCP connection, checks the
-/// outcome and the time it took, then checks that the TCP connection
-/// still answers a normal query.
-fn assert_outcome(server: SocketAddr, message: &[u8], expect: Expect, context: &str) {
-    let started = Instant::now();
-    let udp = udp_exchange_within(server, message, SILENCE);
-    match (expect, udp) {
-        (Expect::Drop, None) => {}
-        (Expect::Drop, Some(answer)) => panic!("{context}: UDP answered {answer:?}"),
-        (_, None) => panic!("{context}: no UDP answer"),
-        (_, Some(answer)) => {
-            assert!(started.elapsed() < ANSWER_BOUND, "{context}: slow over UDP");
-            check_answer(&answer, message, expect, &format!("{context} UDP"));
-        }
+/// Sends `message` over UDP and over a new TCP connection and checks the
+/// outcome, then checks that the TCP connection still answers a normal
+/// query. A drop is seen as the answer to a normal query sent after
+/// `message` arriving first (over UDP with the server's drop counter
+/// raised by one), never as silence for a while.
+fn assert_outcome(running: &Running, message: &[u8], expect: Expect, context: &str) {
+    let server = running.addr;
+    if expect == Expect::Drop {
+        assert_udp_dropped(running, message, &format!("{context} UDP"));
+    } else {
+        let started = Instant::now();
+        let answer =
+            udp_exchange(server, message).unwrap_or_else(|| panic!("{context}: no UDP answer"));
+        assert!(started.elapsed() < ANSWER_BOUND, "{context}: slow over UDP");
+        check_answer(&answer, message, expect, &format!("{context} UDP"));
     }
 
     let mut stream = tcp_connect(server);
-    stream.set_read_timeout(Some(SILENCE)).unwrap();
     let started = Instant::now();
     tcp_send(&mut stream, message);
-    let tcp = tcp_receive(&mut stream);
-    match (expect, tcp) {
-        (Expect::Drop, None) => {}
-        (Expect::Drop, Some(answer)) => panic!("{context}: TCP answered {answer:?}"),
-        (_, None) => panic!("{context}: no TCP answer"),
-        (_, Some(answer)) => {
-            assert!(started.elapsed() < ANSWER_BOUND, "{context}: slow over TCP");
-            check_answer(&answer, message, expect, &format!("{context} TCP"));
-        }
+    if expect != Expect::Drop {
+        let answer = tcp_receive(&mut stream).unwrap_or_else(|| panic!("{context}: no TCP answer"));
+        assert!(started.elapsed() < ANSWER_BOUND, "{context}: slow over TCP");
+        check_answer(&answer, message, expect, &format!("{context} TCP"));
     }
-    stream.set_read_timeout(Some(TIMEOUT)).unwrap();
+    // Over TCP, a dropped message's connection answers the next query
+    // first: anything before it would be the dropped message's answer.
     tcp_send(&mut stream, &query(0x6262, "www.example.com.", 1, None));
     let next = tcp_receive(&mut stream).expect("the connection still answers");
     assert_eq!(summary(&next), (0x6262, 0, false, 1), "{context}");
@@ -130,8 +125,8 @@ fn assert_outcome(server: SocketAddr, message: &[u8], expect: Expect, context: &
 
 fn on_both_drivers(message: &[u8], expect: Expect) {
     for driver in DRIVERS {
-        let server = start(driver);
-        assert_outcome(server, message, expect, &format!("{driver:?}"));
+        let running = start(driver);
+        assert_outcome(&running, message, expect, &format!("{driver:?}"));
     }
 }
 
@@ -140,9 +135,10 @@ fn on_both_drivers(message: &[u8], expect: Expect) {
 #[test]
 fn runts_are_dropped_and_close_tcp() {
     for driver in DRIVERS {
-        let server = start(driver);
-        assert!(udp_exchange_within(server, &base()[..11], SILENCE).is_none());
-        assert!(udp_exchange_within(server, &[], SILENCE).is_none());
+        let running = start(driver);
+        let server = running.addr;
+        assert_udp_dropped(&running, &base()[..11], "11 octets");
+        assert_udp_dropped(&running, &[], "empty");
         // Over TCP a length below a header's size closes the connection.
         let mut stream = tcp_connect(server);
         tcp_send(&mut stream, &base()[..11]);
@@ -318,7 +314,8 @@ fn largest_messages_of_records_are_formerr_at_once() {
         }
         let message = with_records([0, 0, 65535], &records);
         for driver in DRIVERS {
-            let server = start(driver);
+            let running = start(driver);
+            let server = running.addr;
             let started = Instant::now();
             let answer = if tcp {
                 let mut stream = tcp_connect(server);
@@ -344,7 +341,8 @@ fn unknown_opcode_is_notimp_with_only_qr_and_tcp_stays_open() {
     let message = [0x12, 0x34, (15 << 3) | 0x07, 0xf0, 0, 0, 0, 0, 0, 0, 0, 0];
     let expected = [0x12, 0x34, 0x80 | (15 << 3), 0x04, 0, 0, 0, 0, 0, 0, 0, 0];
     for driver in DRIVERS {
-        let server = start(driver);
+        let running = start(driver);
+        let server = running.addr;
         assert_eq!(
             udp_exchange(server, &message).unwrap(),
             expected,
@@ -365,7 +363,8 @@ fn notimp_echoes_opcode_and_question_but_not_rd_or_cd() {
     message[2] |= 2 << 3; // STATUS, RD already set
     message[3] |= 0x10; // CD
     for driver in DRIVERS {
-        let server = start(driver);
+        let running = start(driver);
+        let server = running.addr;
         let udp = udp_exchange(server, &message).unwrap();
         let mut stream = tcp_connect(server);
         tcp_send(&mut stream, &message);
@@ -386,7 +385,8 @@ fn edns_version_1_is_badvers_with_version_0() {
     message[11] = 1;
     message.extend_from_slice(&opt(1, 0x8000 | 0x0080));
     for driver in DRIVERS {
-        let server = start(driver);
+        let running = start(driver);
+        let server = running.addr;
         let udp = udp_exchange(server, &message).unwrap();
         let mut stream = tcp_connect(server);
         tcp_send(&mut stream, &message);
@@ -412,7 +412,8 @@ fn edns_version_1_is_badvers_with_version_0() {
 #[test]
 fn udp_size_below_512_counts_as_512() {
     for driver in DRIVERS {
-        let server = start(driver);
+        let running = start(driver);
+        let server = running.addr;
         let at_512 = udp_exchange(server, &query(1, "mid.example.com.", 16, Some(512))).unwrap();
         let at_100 = udp_exchange(server, &query(1, "mid.example.com.", 16, Some(100))).unwrap();
         assert_eq!(at_100, at_512, "{driver:?}");
@@ -425,7 +426,8 @@ fn udp_size_below_512_counts_as_512() {
 #[test]
 fn flags_in_queries_are_ignored_and_cleared() {
     for driver in DRIVERS {
-        let server = start(driver);
+        let running = start(driver);
+        let server = running.addr;
         for edns in [None, Some(1232)] {
             let mut message = query(9, "www.example.com.", 1, edns);
             message[2] |= 0x04 | 0x02; // AA, TC (RD already set)

@@ -38,7 +38,8 @@ fn short_limits(config: &mut tern_server::ServerConfig) {
 #[test]
 fn tcp_pipelined_queries_all_answered() {
     for driver in DRIVERS {
-        let server = start(driver);
+        let running = start(driver);
+        let server = running.addr;
         let mut stream = tcp_connect(server);
         // All frames in one write, then one at a time.
         let mut burst = Vec::new();
@@ -61,7 +62,8 @@ fn tcp_pipelined_queries_all_answered() {
 #[test]
 fn tcp_frame_split_across_writes_is_answered() {
     for driver in DRIVERS {
-        let server = start(driver);
+        let running = start(driver);
+        let server = running.addr;
         let mut stream = tcp_connect(server);
         let q = query(9, "www.example.com.", 1, None);
         let mut framed = (q.len() as u16).to_be_bytes().to_vec();
@@ -80,7 +82,8 @@ fn tcp_frame_split_across_writes_is_answered() {
 #[test]
 fn tcp_short_length_prefix_closes_connection() {
     for driver in DRIVERS {
-        let server = start(driver);
+        let running = start(driver);
+        let server = running.addr;
         for length in [0u8, 1, 5, 11] {
             let mut stream = tcp_connect(server);
             stream.write_all(&[0, length, 1, 2, 3, 4, 5]).unwrap();
@@ -97,7 +100,8 @@ fn tcp_short_length_prefix_closes_connection() {
 #[test]
 fn refused_outside_our_zones_over_tcp() {
     for driver in DRIVERS {
-        let server = start(driver);
+        let running = start(driver);
+        let server = running.addr;
         let mut stream = tcp_connect(server);
         tcp_send(&mut stream, &query(9, "www.example.org.", 1, None));
         let answer = tcp_receive(&mut stream).unwrap();
