@@ -7,7 +7,7 @@
 use std::net::{SocketAddr, UdpSocket};
 use std::time::{Duration, Instant};
 
-use tern_server::{Cidr, CoreStats, RateLimitConfig};
+use tern_server::{Cidr, CoreStats, Handle, RateLimitConfig};
 use tern_wire::parse::MessageView;
 
 use crate::*;
@@ -35,17 +35,22 @@ struct Received {
 
 /// Sends `count` queries for www.example.com A (every other one with
 /// EDNS) from one socket, `CHUNK` at a time, reading the answers between
-/// chunks; checks each answer's ID and question, and that slips carry no
-/// records.
-fn burst(server: SocketAddr, count: usize) -> Received {
+/// chunks, then reads until it has every answer the server counts as
+/// sent once the server has counted every query (late answers are waited
+/// for, never missed); checks each answer's ID and question, and that
+/// slips carry no records.
+fn burst(server: SocketAddr, handle: &Handle, count: usize) -> Received {
     let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
     socket.connect(server).unwrap();
     let start = Instant::now();
     let mut received = Received::default();
     let mut buffer = [0u8; 2048];
-    let mut read = |socket: &UdpSocket, wait: Duration, received: &mut Received| {
+    let mut read = |socket: &UdpSocket, wait: Duration, received: &mut Received, most: u64| {
         socket.set_read_timeout(Some(wait)).unwrap();
-        while let Ok(len) = socket.recv(&mut buffer) {
+        while received.full + received.slipped < most {
+            let Ok(len) = socket.recv(&mut buffer) else {
+                break;
+            };
             let answer = &buffer[..len];
             let view = MessageView::parse(answer).unwrap();
             let id = usize::from(view.header().id());
@@ -75,9 +80,27 @@ fn burst(server: SocketAddr, count: usize) -> Received {
                 .send(&query(id as u16, "www.example.com.", 1, edns))
                 .unwrap();
         }
-        read(&socket, DRAIN, &mut received);
+        read(&socket, DRAIN, &mut received, u64::MAX);
     }
-    read(&socket, SILENCE, &mut received);
+    let until = Instant::now() + TIMEOUT;
+    let stats = loop {
+        let stats = CoreStats::sum(&handle.stats());
+        if stats.queries >= count as u64 {
+            break stats;
+        }
+        assert!(
+            Instant::now() < until,
+            "the server read every query: {stats}"
+        );
+        std::thread::sleep(DRAIN);
+    };
+    let sent = stats.answers();
+    read(&socket, TIMEOUT, &mut received, sent);
+    assert_eq!(
+        received.full + received.slipped,
+        sent,
+        "every answer sent arrives: {stats}"
+    );
     received.elapsed = start.elapsed();
     received
 }
@@ -101,7 +124,7 @@ fn a_burst_from_loopback_is_limited_and_slipped() {
         let (server, addr) = start_with(driver, |config| {
             config.rate_limit = Some(rate_limit(&["192.0.2.0/24"]));
         });
-        let received = burst(addr, BURST);
+        let received = burst(addr, &server.handle(), BURST);
         let stats = CoreStats::sum(&server.handle().stats());
         server.handle().shutdown();
         server.join().unwrap();
@@ -143,7 +166,7 @@ fn an_exempt_client_gets_every_answer() {
             config.rate_limit = Some(rate_limit(&["127.0.0.0/8", "::1"]));
         });
         let count = 500;
-        let received = burst(addr, count);
+        let received = burst(addr, &server.handle(), count);
         let stats = CoreStats::sum(&server.handle().stats());
         server.handle().shutdown();
         server.join().unwrap();
