@@ -3,9 +3,9 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::util::{
     ask, client, first_a, free_address, query, rcode, temp_dir, wait_for, write_atomically, Served,
@@ -185,6 +185,10 @@ const LOAD_CLIENTS: usize = 4;
 /// Reloads sent while the clients are running.
 const RELOADS: usize = 5;
 
+/// Answers the clients receive (all together) before each reload and
+/// after the last: the load is seen running, not assumed after a delay.
+const ANSWERS_PER_ROUND: usize = 400;
+
 /// Queries the client keeps in flight at once: enough to keep the server
 /// busy, few enough that no socket buffer can overflow.
 const WINDOW: usize = 16;
@@ -209,14 +213,23 @@ fn no_query_is_lost_during_reloads() {
     let server = serve_with(&dir, address, "cores: all\n");
 
     let stop = Arc::new(AtomicBool::new(false));
+    let answered = Arc::new(AtomicUsize::new(0));
     let clients: Vec<_> = (0..LOAD_CLIENTS)
         .map(|_| {
-            let stop = Arc::clone(&stop);
-            std::thread::spawn(move || send_continuously(address, &stop))
+            let (stop, answered) = (Arc::clone(&stop), Arc::clone(&answered));
+            std::thread::spawn(move || send_continuously(address, &stop, &answered))
         })
         .collect();
+    let answers_reach = |target: usize| {
+        assert!(
+            wait_for(SIGNAL_TIMEOUT, || answered.load(Ordering::Relaxed)
+                >= target),
+            "the clients got {} answers, {target} expected",
+            answered.load(Ordering::Relaxed)
+        );
+    };
     for round in 0..RELOADS {
-        std::thread::sleep(Duration::from_millis(300));
+        answers_reach(answered.load(Ordering::Relaxed) + ANSWERS_PER_ROUND);
         let byte = u8::try_from(round + 2).unwrap();
         write_atomically(&zones.join("example.com.zone"), &load_zone(byte));
         server.signal("HUP");
@@ -226,7 +239,7 @@ fn no_query_is_lost_during_reloads() {
             server.log_text()
         );
     }
-    std::thread::sleep(Duration::from_millis(300));
+    answers_reach(answered.load(Ordering::Relaxed) + ANSWERS_PER_ROUND);
     stop.store(true, Ordering::Relaxed);
     let outcome: Outcome = clients
         .into_iter()
@@ -237,7 +250,7 @@ fn no_query_is_lost_during_reloads() {
             bad: total.bad + one.bad,
         });
     assert!(
-        outcome.sent > 1000,
+        outcome.sent >= ANSWERS_PER_ROUND * (RELOADS + 1),
         "too few queries to mean anything: {outcome:?}"
     );
     assert_eq!(outcome.answered, outcome.sent, "lost queries: {outcome:?}");
@@ -257,7 +270,7 @@ struct Outcome {
 /// Keeps [`WINDOW`] queries in flight until `stop`, then collects the
 /// remaining answers. A query not answered within `ANSWER_TIMEOUT` is
 /// lost. Bounded by the stop flag and one final timeout.
-fn send_continuously(address: SocketAddr, stop: &AtomicBool) -> Outcome {
+fn send_continuously(address: SocketAddr, stop: &AtomicBool, answered: &AtomicUsize) -> Outcome {
     let socket = client();
     let mut outcome = Outcome::default();
     let mut in_flight = 0usize;
@@ -279,6 +292,7 @@ fn send_continuously(address: SocketAddr, stop: &AtomicBool) -> Outcome {
             Ok((len, _)) => {
                 in_flight -= 1;
                 outcome.answered += 1;
+                answered.fetch_add(1, Ordering::Relaxed);
                 if len < 12 || rcode(&buf[..len]) != 0 || first_a(&buf[..len]).is_none() {
                     outcome.bad += 1;
                 }
