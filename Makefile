@@ -4,7 +4,7 @@
 CARGO ?= cargo
 RELEASE_BIN := target/release/tern
 
-.PHONY: run build release test deps lint fmt unit differential compliance clean bench bench-check bench-peers bench-forward dhat fuzz soak
+.PHONY: run build release test deps lint fmt unit test-repeat differential compliance clean bench bench-check bench-peers bench-forward dhat fuzz soak
 
 ## Build in release mode and serve zones/ on 127.0.0.1:5353 (no config needed).
 run: release
@@ -34,6 +34,11 @@ fmt:
 
 unit:
 	$(CARGO) test --workspace
+
+## The Rust test suite RUNS times (default 10), every other run with every
+## core kept busy; prints each failing test with its run.
+test-repeat:
+	bash scripts/test-repeat.sh $(or $(RUNS),10)
 
 ## tern against Knot and NSD on generated zones and the corpora's query lists.
 differential: release
