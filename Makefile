@@ -37,7 +37,7 @@ unit:
 
 ## The Rust test suite RUNS times (default 10), every other run with every
 ## core kept busy; prints each failing test with its run.
-test-repeat:
+test-repeat: deps
 	bash scripts/test-repeat.sh $(or $(RUNS),10)
 
 ## tern against Knot and NSD on generated zones and the corpora's query lists.

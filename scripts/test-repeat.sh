@@ -53,7 +53,7 @@ for run in $(seq "$runs"); do
     fi
     log=$logs/run-$run-$mode.log
     started=$(date +%s)
-    if cargo test --workspace --quiet >"$log" 2>&1; then
+    if cargo test --workspace >"$log" 2>&1; then
         outcome=passed
     else
         outcome=FAILED
