@@ -340,6 +340,16 @@ impl Hostile {
         }
     }
 
+    /// Waits until the upstream has received `count` queries (the
+    /// forwarder counts a query sent before this thread has read it).
+    fn wait_for_queries(&self, count: usize) {
+        let until = Instant::now() + TIMEOUT;
+        while self.queries.load(Ordering::Relaxed) < count {
+            assert!(Instant::now() < until, "{count} upstream queries");
+            thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     /// Sends the held answers (within the socket's 50 ms read timeout),
     /// and every later one at once.
     fn release(&self) {
@@ -457,8 +467,10 @@ fn hostile_answers(query: &[u8]) -> Vec<Vec<u8>> {
 fn hostile_answers_are_dropped_and_never_cached() {
     let driver = Driver::Legacy;
     let hostile = Hostile::start();
+    // Each name waits out two timeouts; long enough that the hostile
+    // thread's bad answer arrives within it on a loaded machine.
     let (server, addr) = start_forwarder(driver, vec![hostile.addr], |forward| {
-        forward.timeout = Duration::from_millis(150);
+        forward.timeout = Duration::from_millis(500);
         forward.retries = 1;
     });
     let bad = [
@@ -488,6 +500,7 @@ fn hostile_answers_are_dropped_and_never_cached() {
     );
     // The second query of each name was the cached SERVFAIL: two attempts
     // (one retry) per name, no more.
+    hostile.wait_for_queries(bad.len() * 2);
     assert_eq!(
         hostile.queries.load(Ordering::Relaxed),
         bad.len() * 2,
@@ -524,13 +537,9 @@ fn identical_questions_in_flight_are_coalesced() {
     // The answer is held upstream until every client has joined the one
     // question in flight.
     wait_for_stats(&server, "five questions coalesced", |stats| {
-        stats.forward.coalesced == 5
+        stats.forward.coalesced == 5 && stats.forward.upstream_queries == 1
     });
-    assert_eq!(
-        hostile.queries.load(Ordering::Relaxed),
-        1,
-        "one upstream query"
-    );
+    hostile.wait_for_queries(1);
     hostile.release();
     for client in clients {
         let (message, answer) = client.join().unwrap();
@@ -713,7 +722,7 @@ fn forwarded_queries_count_against_the_tcp_in_flight_limit() {
     assert_eq!(stats.forward.upstream_queries, 2, "{stats}");
     // The two in flight and at most one read and waiting for room.
     assert!(stats.queries <= 3, "at most three of four read: {stats}");
-    assert_eq!(hostile.queries.load(Ordering::Relaxed), 2);
+    hostile.wait_for_queries(2);
     hostile.release();
     let answers = tcp_answers(&mut stream, 4);
     for id in 1..=4u16 {
