@@ -620,3 +620,72 @@ fn cidr_matching() {
     assert_eq!(Cidr::parse("10.0.0.0/33"), None);
     assert_eq!(Cidr::parse("bogus"), None);
 }
+
+/// A DNAME asked for by type is the answer itself (issue 15): accepted and
+/// cached. At the question's own name for another type, or at a name
+/// outside the chain, it is still refused.
+#[test]
+fn a_dname_asked_for_by_type_is_the_answer() {
+    const DNAME: u16 = 39;
+    let dname = |owner: Option<&str>| {
+        let mut r = match owner {
+            Some(owner) => NameBuf::from_text(owner.as_bytes(), None)
+                .unwrap()
+                .as_bytes()
+                .to_vec(),
+            None => vec![0xc0, 12],
+        };
+        let target = NameBuf::from_text(b"example.net.", None).unwrap();
+        r.extend_from_slice(&DNAME.to_be_bytes());
+        r.extend_from_slice(&[0, 1, 0, 0, 0, 60]);
+        r.extend_from_slice(&(target.as_bytes().len() as u16).to_be_bytes());
+        r.extend_from_slice(target.as_bytes());
+        r
+    };
+    let mut f = forwarder(|_| {});
+    let query = client_query(7, "dn.example.org.", DNAME);
+    let (u, s, sent) = transmit(&start(&mut f, &query, 0)[0]);
+    let mut actions = Vec::new();
+    f.on_response(
+        u,
+        s,
+        &response(&sent, 0, &[&dname(None)], &[]),
+        1,
+        &mut actions,
+    );
+    let answer = &answers(&actions)[0];
+    let view = MessageView::parse(answer).unwrap();
+    assert_eq!(
+        (view.header().rcode_bits(), view.header().counts()[1]),
+        (0, 1)
+    );
+    let record = view.section(Section::Answer).next().unwrap().unwrap();
+    assert_eq!(record.rtype.0, DNAME);
+    assert_eq!(f.stats().upstream_rejected, 0);
+    assert_eq!(f.cached(), 1);
+
+    for (qtype, owner, what) in [
+        (1, None, "at the question's name, asked for A"),
+        (DNAME, Some("other.example.org."), "outside the chain"),
+        (
+            DNAME,
+            Some("sub.dn.example.org."),
+            "below the question's name",
+        ),
+    ] {
+        let mut f = forwarder(|config| config.retries = 0);
+        let query = client_query(8, "dn.example.org.", qtype);
+        let (u, s, sent) = transmit(&start(&mut f, &query, 0)[0]);
+        let mut actions = Vec::new();
+        f.on_response(
+            u,
+            s,
+            &response(&sent, 0, &[&dname(owner)], &[]),
+            1,
+            &mut actions,
+        );
+        assert!(actions.is_empty(), "{what}: nothing sent");
+        assert_eq!(f.stats().upstream_rejected, 1, "{what}");
+        assert_eq!(f.cached(), 0, "{what}");
+    }
+}

@@ -9,7 +9,8 @@
 //! an OPT record, if any, is the last record; the answer section holds
 //! only the question's chain (the name, then each CNAME target in turn,
 //! no loop, at most [`MAX_CNAME_CHAIN`] links) with the question's type,
-//! CNAME, RRSIG, or a DNAME above a chain name; and the SOA and NS records
+//! CNAME, RRSIG, or a DNAME above a chain name (or at one, when DNAME is
+//! the type asked); and the SOA and NS records
 //! of the authority section sit at or above the chain's last name.
 
 use tern_wire::name::NameBuf;
@@ -292,8 +293,11 @@ fn cut(view: &MessageView<'_>, qname: NameBuf, qtype: RType) -> Result<Cut, &'st
             }
             let in_chain = chain.contains(&record.owner);
             let allowed = match record.rtype {
+                // Above a chain name, synthesising it; or at a chain name
+                // when asked for by type (the answer itself).
                 RType::DNAME => chain.iter().any(|name| {
-                    name.as_name().ends_with(record.owner.as_name()) && *name != record.owner
+                    name.as_name().ends_with(record.owner.as_name())
+                        && (*name != record.owner || qtype == RType::DNAME || qtype == RType::ANY)
                 }),
                 RType::CNAME | RType::RRSIG => in_chain,
                 rtype => in_chain && (rtype == qtype || qtype == RType::ANY),
