@@ -91,6 +91,24 @@ impl Core {
     }
 }
 
+//----------- allowed_cpus ---------------------------------------------------
+
+/// The CPUs this thread may run on (its affinity mask, which a new thread
+/// inherits from the process: `taskset`, a cpuset, systemd's
+/// `CPUAffinity=`), in ascending order. What `cores: all` means.
+pub fn allowed_cpus() -> io::Result<Vec<usize>> {
+    let ids = core_affinity::get_core_ids()
+        .ok_or_else(|| io::Error::other("cannot read this process's CPU affinity mask"))?;
+    let mut cpus: Vec<usize> = ids.into_iter().map(|core| core.id).collect();
+    cpus.sort_unstable();
+    if cpus.is_empty() {
+        return Err(io::Error::other(
+            "this process's CPU affinity mask is empty",
+        ));
+    }
+    Ok(cpus)
+}
+
 //----------- CoreStart ------------------------------------------------------
 
 /// What a core thread is started with.

@@ -69,6 +69,7 @@ mod udp;
 mod worker;
 
 pub use control::Handle;
+pub use cores::allowed_cpus;
 pub use rrl::{
     write_slip, Category, RateLimitConfig, RateLimiter, Verdict, DEFAULT_IPV4_PREFIX,
     DEFAULT_IPV6_PREFIX, DEFAULT_RATE, DEFAULT_SLIP, DEFAULT_TABLE_SIZE, DEFAULT_WINDOW, MAX_RATE,

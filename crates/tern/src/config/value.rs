@@ -209,11 +209,10 @@ pub(crate) fn parse_size(text: &str) -> Result<u64, String> {
 pub(crate) fn parse_cores(text: &str) -> Result<Vec<usize>, String> {
     let text = bounded(text)?.trim();
     if text == "all" {
-        let count = std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-            .min(MAX_CPU_ID + 1);
-        return Ok((0..count).collect());
+        // The CPUs this process may run on, not 0..count: under `taskset
+        // -c 1` or a cpuset, CPU 0 may be outside the allowed set.
+        let cpus = tern_server::allowed_cpus().map_err(|err| format!("cores: all: {err}"))?;
+        return normalize_cores(cpus.into_iter().filter(|&cpu| cpu <= MAX_CPU_ID).collect());
     }
     let mut cores = Vec::new();
     for part in text.split(',').map(str::trim) {

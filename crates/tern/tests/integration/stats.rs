@@ -38,6 +38,11 @@ fn send_queries(address: SocketAddr) {
 }
 
 fn start(dir: &Path, address: SocketAddr, cores: &str) -> Served {
+    start_under(dir, address, cores, &[])
+}
+
+/// [`start`] under `wrapper` (see [`Served::start_under`]).
+fn start_under(dir: &Path, address: SocketAddr, cores: &str, wrapper: &[&str]) -> Served {
     std::fs::create_dir_all(dir.join("zones")).unwrap();
     std::fs::write(dir.join("zones/example.com.zone"), GOOD).unwrap();
     let config = dir.join("tern.yaml");
@@ -48,7 +53,7 @@ fn start(dir: &Path, address: SocketAddr, cores: &str) -> Served {
         ),
     )
     .unwrap();
-    Served::start(dir, &["--config", config.to_str().unwrap()])
+    Served::start_under(dir, wrapper, &["--config", config.to_str().unwrap()])
 }
 
 #[test]
@@ -64,13 +69,14 @@ fn tern_stats_counts_the_queries_sent() {
         .arg(dir.join("tern.yaml")));
     assert!(ok, "{text}");
     let lines: Vec<&str> = text.lines().collect();
-    let cpus = std::thread::available_parallelism().unwrap().get();
+    let allowed = tern_server::allowed_cpus().unwrap();
+    let cpus = allowed.len();
     assert_eq!(
         lines.len(),
         cpus + 1,
         "one line per core and a total:\n{text}"
     );
-    for (cpu, line) in lines[..cpus].iter().enumerate() {
+    for (cpu, line) in allowed.iter().zip(&lines) {
         assert!(line.starts_with(&format!("core {cpu}: ")), "{text}");
     }
     let total = lines[cpus];
@@ -137,4 +143,44 @@ fn tern_stats_without_a_server_says_so() {
         text.contains("none.sock") && text.contains("tern serve"),
         "{text}"
     );
+}
+
+/// `cores: all` is the CPUs the process may run on: under `taskset -c N`
+/// one core, pinned to CPU N (not CPU 0, nor one per CPU of the machine).
+#[test]
+fn cores_all_is_the_process_affinity() {
+    let cpu = *tern_server::allowed_cpus().unwrap().last().unwrap();
+    let dir = temp_dir("stats-taskset");
+    let address = free_address();
+    let cpu_text = cpu.to_string();
+    let server = start_under(&dir, address, "cores: all\n", &["taskset", "-c", &cpu_text]);
+    send_queries(address);
+    let (ok, text) = run(tern()
+        .arg("stats")
+        .arg("--config")
+        .arg(dir.join("tern.yaml")));
+    assert!(ok, "{text}");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "one core and a total:\n{text}");
+    assert!(lines[0].starts_with(&format!("core {cpu}: ")), "{text}");
+    assert_eq!(counter(lines[0], "queries"), QUERIES, "{text}");
+    // The core's thread is pinned to that CPU alone.
+    let tasks = format!("/proc/{}/task", server.child.id());
+    let pinned: Vec<String> = std::fs::read_dir(&tasks)
+        .unwrap()
+        .filter_map(|task| {
+            let task = task.ok()?.path();
+            let name = std::fs::read_to_string(task.join("comm")).ok()?;
+            (name.trim() == format!("tern-core-{cpu}")).then(|| {
+                let status = std::fs::read_to_string(task.join("status")).unwrap();
+                status
+                    .lines()
+                    .find_map(|line| line.strip_prefix("Cpus_allowed_list:"))
+                    .unwrap()
+                    .trim()
+                    .to_string()
+            })
+        })
+        .collect();
+    assert_eq!(pinned, vec![cpu_text], "the tern-core-{cpu} thread's CPUs");
 }

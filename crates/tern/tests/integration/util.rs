@@ -122,10 +122,24 @@ impl Served {
     /// Starts `tern serve` with `args` and waits until it logs that it
     /// serves (its sockets are bound then).
     pub(crate) fn start(dir: &Path, args: &[&str]) -> Served {
+        Served::start_under(dir, &[], args)
+    }
+
+    /// [`Served::start`] with `tern` run by `wrapper` (a command and its
+    /// arguments, such as `taskset -c 1`) that execs it.
+    pub(crate) fn start_under(dir: &Path, wrapper: &[&str], args: &[&str]) -> Served {
         let log = dir.join("tern.log");
+        let mut command = match wrapper.split_first() {
+            Some((program, wrapper_args)) => {
+                let mut command = Command::new(program);
+                command.args(wrapper_args).arg(tern().get_program());
+                command
+            }
+            None => tern(),
+        };
         // The working directory is the test's, so that a dhat-heap build
         // writes its profile there.
-        let child = tern()
+        let child = command
             .current_dir(dir)
             .arg("serve")
             .args(args)
