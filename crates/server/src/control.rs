@@ -180,7 +180,14 @@ fn snapshot(core: &Core) -> CoreStats {
         tcp_accepted: core.tcp_counters.accepted.get(),
         tcp_open: core.tcp_counters.open.get(),
         tcp_refused: core.tcp_counters.refused.get(),
-        forward: worker.forward_stats(),
+        forward: {
+            let mut forward = worker.forward_stats();
+            forward.open_sockets = core
+                .forward
+                .as_ref()
+                .map_or(0, |io| io.open_sockets() as u64);
+            forward
+        },
         allocations: core.allocations.map_or(0, |read| read()),
     }
 }

@@ -208,26 +208,14 @@ async fn serve(start: CoreStart) -> io::Result<()> {
     if let Some(secret) = &config.cookies {
         worker.set_cookie_secret(secret.clone());
     }
-    let (forward, upstream_sockets) = match &config.forward {
-        Some(forward) => {
-            match crate::forward::ForwardIo::bind(forward, udp.iter().map(Rc::clone).collect()) {
-                Ok((io, sockets)) => {
-                    let udp_size = config.answer.max_udp_size.max(512);
-                    worker.set_forwarder(tern_cache::forward::Forwarder::new(
-                        forward.clone(),
-                        udp_size,
-                    ));
-                    (Some(io), sockets)
-                }
-                Err(err) => {
-                    let message = format!("binding the upstream sockets: {err}");
-                    let _ = ready.send(Err(io::Error::new(err.kind(), message.clone())));
-                    return Err(io::Error::new(err.kind(), message));
-                }
-            }
-        }
-        None => (None, Vec::new()),
-    };
+    let forward = config.forward.as_ref().map(|forward| {
+        let udp_size = config.answer.max_udp_size.max(512);
+        worker.set_forwarder(tern_cache::forward::Forwarder::new(
+            forward.clone(),
+            udp_size,
+        ));
+        crate::forward::ForwardIo::new(forward, udp.iter().map(Rc::clone).collect())
+    });
     let core = Rc::new(Core {
         id,
         worker: RefCell::new(worker),
@@ -243,7 +231,7 @@ async fn serve(start: CoreStart) -> io::Result<()> {
         forward,
         epoch: Instant::now(),
     });
-    let mut tasks = Vec::with_capacity(udp.len() + tcp.len() + upstream_sockets.len() + 1);
+    let mut tasks = Vec::with_capacity(udp.len() + tcp.len() + 1);
     for (index, socket) in udp.into_iter().enumerate() {
         tasks.push(monoio::spawn(crate::udp::serve(
             socket,
@@ -255,13 +243,6 @@ async fn serve(start: CoreStart) -> io::Result<()> {
         tasks.push(monoio::spawn(crate::tcp::serve(listener, Rc::clone(&core))));
     }
     if core.forward.is_some() {
-        for (upstream, socket, ready) in upstream_sockets {
-            let task = crate::forward::receive(Rc::clone(&core), upstream, socket, ready);
-            tasks.push(monoio::spawn(async move {
-                task.await;
-                Ok(())
-            }));
-        }
         let tick = crate::forward::tick(Rc::clone(&core));
         tasks.push(monoio::spawn(async move {
             tick.await;

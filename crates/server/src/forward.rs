@@ -1,29 +1,35 @@
 //! Forwarding I/O: drives each core's [`Forwarder`] (sans-I/O, in
 //! tern-cache) with its own upstream sockets and a timer.
 //!
-//! Every core owns, per upstream, [`ForwardConfig::sockets`] UDP sockets
-//! bound to port 0 (the kernel picks a random ephemeral source port for
-//! each) and connected to the upstream, so the kernel delivers only
-//! datagrams from the upstream's address and port; the forwarder then
-//! checks the ID and the question. Nothing is shared between cores: no
-//! socket pool to wait on. Sends are synchronous (`MSG_DONTWAIT` through
-//! std's non-blocking socket), so the UDP loop starts a forward without
-//! awaiting; each socket has a receive task that waits for readiness,
-//! drains the socket and feeds every datagram to the forwarder; a tick
-//! task runs the timeouts. TC=1 from an upstream: the query is repeated
+//! Every UDP transmit gets a socket of its own (as Unbound's), bound to a
+//! source port drawn from the CSPRNG within the kernel's local port range
+//! and connected to the upstream, so the kernel delivers only datagrams
+//! from the upstream's address and port; the forwarder then checks the
+//! ID, the question and the upstream's DNS cookie. The socket closes when
+//! the forwarder releases it (answered, abandoned or timed out), so an
+//! off-path forger cannot learn a port before the query leaves
+//! (docs/security.md). Nothing is shared between cores. Sends are
+//! synchronous (`MSG_DONTWAIT` through std's non-blocking socket), so the
+//! UDP loop starts a forward without awaiting; each open socket has a
+//! receive task that waits for readiness, drains the socket and feeds
+//! every datagram to the forwarder, until its release; a tick task runs
+//! the timeouts. TC=1 from an upstream: the query is repeated
 //! over TCP in a task of its own. Answers for waiting UDP clients are
 //! sent from the listening socket the query arrived on; answers for TCP
 //! clients join their connection's queue (`crate::tcp::Connections`).
 //!
 //! ```text
-//!  UDP loop ── Forward ──► worker.forward() ──► Transmit ──► send() on a connected socket
+//!  UDP loop ── Forward ──► worker.forward() ──► Transmit ──► open a socket, send(), spawn its receive task
 //!  receive task: readable().await → recv() until empty → on_response() → Answer → send_to(client)
+//!                ends on Release (the socket closes)
 //!  tick task:    sleep(TICK) → on_timeout() → Transmit (retry) | Answer (stale, SERVFAIL)
 //! ```
 
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::io;
-use std::net::{SocketAddr, UdpSocket as StdUdpSocket};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket as StdUdpSocket};
+use std::ops::RangeInclusive;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -33,6 +39,7 @@ use monoio::net::TcpStream;
 use tern_cache::forward::{Action, Client, ForwardConfig, TcpToken};
 
 use crate::cores::Core;
+use crate::signal::Notify;
 use crate::tcp::Connections;
 
 /// How often the tick task checks the timeouts: a tenth of the default
@@ -46,17 +53,32 @@ const MAX_UPSTREAM_DATAGRAM: usize = 65535;
 /// lets the core's other tasks run.
 const RECEIVE_BURST: usize = 64;
 
+/// Random source ports tried for a new upstream socket before the kernel
+/// is left to pick one (also at random): a port can be in use.
+const PORT_ATTEMPTS: usize = 8;
+
+/// Linux's default local port range, used where
+/// `/proc/sys/net/ipv4/ip_local_port_range` cannot be read.
+const DEFAULT_PORTS: RangeInclusive<u16> = 32768..=60999;
+
 //----------- ForwardIo ------------------------------------------------------
 
-/// An upstream socket's readiness handle: (upstream, socket, handle).
-pub(crate) type Readiness = (usize, usize, UdpSocket);
+/// An open upstream socket: one UDP transmit's.
+struct OpenSocket {
+    /// Connected and non-blocking.
+    socket: StdUdpSocket,
+    /// Fired when the forwarder releases the socket: its task ends.
+    released: Notify,
+}
 
 /// One core's forwarding sockets.
 pub(crate) struct ForwardIo {
-    /// Per upstream, its connected non-blocking sockets.
-    sockets: Vec<Vec<StdUdpSocket>>,
+    /// The open upstream sockets, by (upstream, socket number).
+    open: RefCell<HashMap<(usize, usize), Rc<OpenSocket>>>,
     upstreams: Vec<SocketAddr>,
     timeout: Duration,
+    /// The source ports drawn from.
+    ports: RangeInclusive<u16>,
     /// The listening UDP sockets, by index (answers leave from them).
     listeners: Vec<Rc<UdpSocket>>,
     /// The open TCP connections, where answers for TCP clients go.
@@ -64,41 +86,68 @@ pub(crate) struct ForwardIo {
 }
 
 impl ForwardIo {
-    /// Binds and connects `config.sockets` sockets per upstream; returns
-    /// them with a readiness handle (a duplicate descriptor registered with
-    /// this thread's reactor) for each.
-    pub(crate) fn bind(
-        config: &ForwardConfig,
-        listeners: Vec<Rc<UdpSocket>>,
-    ) -> io::Result<(ForwardIo, Vec<Readiness>)> {
-        let mut sockets = Vec::with_capacity(config.upstreams.len());
-        let mut ready = Vec::new();
-        for (upstream, &address) in config.upstreams.iter().enumerate() {
-            let local: SocketAddr = if address.is_ipv4() {
-                ([0, 0, 0, 0], 0).into()
-            } else {
-                (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
-            };
-            let mut own = Vec::with_capacity(config.sockets.max(1));
-            for socket in 0..config.sockets.max(1) {
-                let std_socket = StdUdpSocket::bind(local)?;
-                std_socket.connect(address)?;
-                std_socket.set_nonblocking(true)?;
-                let readiness = UdpSocket::from_std(std_socket.try_clone()?)?;
-                ready.push((upstream, socket, readiness));
-                own.push(std_socket);
-            }
-            sockets.push(own);
-        }
-        let io = ForwardIo {
-            sockets,
+    /// The forwarding state of a core: no socket is open until a query
+    /// leaves.
+    pub(crate) fn new(config: &ForwardConfig, listeners: Vec<Rc<UdpSocket>>) -> ForwardIo {
+        ForwardIo {
+            open: RefCell::new(HashMap::new()),
             upstreams: config.upstreams.clone(),
             timeout: config.timeout,
+            ports: local_port_range(),
             listeners,
             connections: RefCell::new(Connections::default()),
-        };
-        Ok((io, ready))
+        }
     }
+
+    /// Upstream sockets open now.
+    pub(crate) fn open_sockets(&self) -> usize {
+        self.open.borrow().len()
+    }
+}
+
+/// A non-blocking UDP socket connected to `upstream`, bound to a source
+/// port drawn at random from `ports` (or, if those are taken, one the
+/// kernel picks).
+fn open_socket(upstream: SocketAddr, ports: &RangeInclusive<u16>) -> io::Result<StdUdpSocket> {
+    use rand::Rng;
+    let ip: IpAddr = if upstream.is_ipv4() {
+        Ipv4Addr::UNSPECIFIED.into()
+    } else {
+        Ipv6Addr::UNSPECIFIED.into()
+    };
+    let mut bound = None;
+    let mut random = rand::rng();
+    for _ in 0..PORT_ATTEMPTS {
+        let port = random.random_range(ports.clone());
+        match StdUdpSocket::bind((ip, port)) {
+            Ok(socket) => {
+                bound = Some(socket);
+                break;
+            }
+            Err(err) if err.kind() == io::ErrorKind::AddrInUse => continue,
+            Err(err) => return Err(err),
+        }
+    }
+    let socket = match bound {
+        Some(socket) => socket,
+        None => StdUdpSocket::bind((ip, 0))?,
+    };
+    socket.connect(upstream)?;
+    socket.set_nonblocking(true)?;
+    Ok(socket)
+}
+
+/// The kernel's local port range (`net.ipv4.ip_local_port_range`, which
+/// applies to IPv6 too), or Linux's default.
+fn local_port_range() -> RangeInclusive<u16> {
+    std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|text| {
+            let mut ports = text.split_whitespace().map(|port| port.parse::<u16>().ok());
+            let (low, high) = (ports.next()??, ports.next()??);
+            (1024 <= low && low <= high).then_some(low..=high)
+        })
+        .unwrap_or(DEFAULT_PORTS)
 }
 
 //----------- dispatch -------------------------------------------------------
@@ -120,9 +169,10 @@ pub(crate) fn dispatch(core: &Rc<Core>, actions: &mut Vec<Action>) {
                 upstream,
                 socket,
                 bytes,
-            } => {
-                if let Some(socket) = io.sockets.get(upstream).and_then(|s| s.get(socket)) {
-                    let _ = socket.send(&bytes);
+            } => transmit(core, io, upstream, socket, &bytes),
+            Action::Release { upstream, socket } => {
+                if let Some(open) = io.open.borrow_mut().remove(&(upstream, socket)) {
+                    open.released.notify();
                 }
             }
             Action::TransmitTcp {
@@ -172,26 +222,57 @@ pub(crate) fn dispatch(core: &Rc<Core>, actions: &mut Vec<Action>) {
     }
 }
 
+/// Opens socket `number` for `upstream`, sends `bytes` on it and starts
+/// its receive task. On failure (out of descriptors, say) nothing is
+/// sent: the forwarder's timeout retries.
+fn transmit(core: &Rc<Core>, io: &ForwardIo, upstream: usize, number: usize, bytes: &[u8]) {
+    let Some(&address) = io.upstreams.get(upstream) else {
+        return;
+    };
+    let opened = open_socket(address, &io.ports).and_then(|socket| {
+        let ready = UdpSocket::from_std(socket.try_clone()?)?;
+        Ok((socket, ready))
+    });
+    let Ok((socket, ready)) = opened else {
+        return;
+    };
+    let _ = socket.send(bytes);
+    let open = Rc::new(OpenSocket {
+        socket,
+        released: Notify::default(),
+    });
+    io.open
+        .borrow_mut()
+        .insert((upstream, number), Rc::clone(&open));
+    monoio::spawn(receive(Rc::clone(core), upstream, number, open, ready));
+}
+
 //----------- Tasks ----------------------------------------------------------
 
-/// Receives the answers arriving on one upstream socket until the core
-/// stops.
-pub(crate) async fn receive(core: Rc<Core>, upstream: usize, socket: usize, ready: UdpSocket) {
+/// Receives the answers arriving on one upstream socket until the
+/// forwarder releases it or the core stops; then the socket closes.
+async fn receive(
+    core: Rc<Core>,
+    upstream: usize,
+    number: usize,
+    open: Rc<OpenSocket>,
+    ready: UdpSocket,
+) {
     let stop = core.stop.listener();
     let mut buffer = vec![0u8; MAX_UPSTREAM_DATAGRAM];
     let mut actions = Vec::new();
     loop {
-        if stop.or(ready.readable(false)).await.is_none() {
+        let readable = async {
+            monoio::select! {
+                _ = ready.readable(false) => true,
+                _ = open.released.wait() => false,
+            }
+        };
+        if stop.or(readable).await != Some(true) {
             break;
         }
-        let Some(io) = core.forward.as_ref() else {
-            break;
-        };
-        let Some(std_socket) = io.sockets.get(upstream).and_then(|s| s.get(socket)) else {
-            break;
-        };
         for _ in 0..RECEIVE_BURST {
-            let len = match std_socket.recv(&mut buffer) {
+            let len = match open.socket.recv(&mut buffer) {
                 Ok(len) => len,
                 Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
                 // WouldBlock: drained; ECONNREFUSED (ICMP port
@@ -200,11 +281,21 @@ pub(crate) async fn receive(core: Rc<Core>, upstream: usize, socket: usize, read
             };
             let now = core.clock();
             if let Some(forwarder) = core.worker.borrow_mut().forwarder() {
-                forwarder.on_response(upstream, socket, &buffer[..len], now, &mut actions);
+                forwarder.on_response(upstream, number, &buffer[..len], now, &mut actions);
             }
             dispatch(&core, &mut actions);
         }
         crate::signal::yield_now().await;
+    }
+    if let Some(io) = core.forward.as_ref() {
+        // Ended by the core's stop: forget the socket here too.
+        let mut sockets = io.open.borrow_mut();
+        if sockets
+            .get(&(upstream, number))
+            .is_some_and(|entry| Rc::ptr_eq(entry, &open))
+        {
+            sockets.remove(&(upstream, number));
+        }
     }
 }
 

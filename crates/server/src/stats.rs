@@ -110,6 +110,8 @@ fn add_forward(total: &mut ForwardStats, one: &ForwardStats) {
     total.upstream_answers += one.upstream_answers;
     total.upstream_timeouts += one.upstream_timeouts;
     total.upstream_rejected += one.upstream_rejected;
+    total.upstream_bad_cookies += one.upstream_bad_cookies;
+    total.open_sockets += one.open_sockets;
     total.cache_hits += one.cache_hits;
     total.cache_misses += one.cache_misses;
     total.coalesced += one.coalesced;
@@ -180,12 +182,14 @@ impl fmt::Display for CoreStats {
         }
         write!(
             f,
-            " forward queries {} answers {} timeouts {} rejected {} cache hits {} misses {} \
-             coalesced {} stale {} servfail {}",
+            " forward queries {} answers {} timeouts {} rejected {} (bad cookie {}) sockets {} \
+             cache hits {} misses {} coalesced {} stale {} servfail {}",
             forward.upstream_queries,
             forward.upstream_answers,
             forward.upstream_timeouts,
             forward.upstream_rejected,
+            forward.upstream_bad_cookies,
+            forward.open_sockets,
             forward.cache_hits,
             forward.cache_misses,
             forward.coalesced,

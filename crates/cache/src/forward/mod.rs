@@ -7,9 +7,19 @@
 //!   on_response(upstream, socket, bytes, now)
 //!                                  ──► Action::Answer { client, bytes } per waiter
 //!                                  ──► Action::TransmitTcp (TC=1 from upstream)
+//!                                  ──► Action::Release { upstream, socket }
 //!   on_timeout(now)                ──► retries on the next upstream, or answers
 //!                                      from a stale entry, or SERVFAIL
 //! ```
+//!
+//! Off-path forgery (docs/security.md): every UDP transmit names a socket
+//! of its own (`socket` is a fresh number), which the server opens on a
+//! source port drawn at random and closes on [`Action::Release`], once the
+//! transmit is answered, abandoned or timed out; its ID and the 0x20 case
+//! of its name come from the thread's CSPRNG (`rand`'s ChaCha12, reseeded
+//! from the OS); and each upstream gets a DNS cookie (RFC 7873), whose
+//! server part, once the upstream has sent one, every answer from it must
+//! carry with our client part.
 //!
 //! Identical questions in flight (same [`ForwardKey`]) share one upstream
 //! query; each waiting client gets its own answer, with its own ID and
@@ -22,11 +32,11 @@
 //! Time is `now` in milliseconds of any monotonic clock, passed in; the
 //! cache uses whole seconds of it.
 
-use std::collections::hash_map::RandomState;
 use std::collections::HashMap;
-use std::hash::{BuildHasher, Hasher};
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
+
+use rand::RngCore;
 
 use tern_wire::name::LowerNameBuf;
 use tern_wire::parse::{MessageView, HEADER_LEN};
@@ -35,12 +45,14 @@ use tern_wire::types::{RClass, RType};
 use crate::response::CacheLimits;
 
 mod cache;
+mod cookie;
 mod validate;
 
 pub use cache::{FORWARD_ENTRY_OVERHEAD, MAX_STALE};
 pub use validate::{MAX_CACHE_TTL, MAX_CNAME_CHAIN};
 
 use cache::{write_answer, ClientView, ForwardCache, Parts, Ttls};
+use cookie::{CookieCheck, UpstreamCookie};
 use validate::{validate, Prepared, Verdict};
 
 /// The most upstreams: a query's tried set is a 64-bit mask.
@@ -69,9 +81,6 @@ pub const PREFETCH_MIN_TTL: u32 = 10;
 /// The most prefetches queued between two batches; more are skipped (the
 /// queue is allocated once, so a hit never allocates).
 pub const PREFETCH_QUEUE: usize = 16;
-
-/// Random IDs drawn before giving up on one that is unused on a socket.
-const ID_ATTEMPTS: usize = 8;
 
 //----------- Policy ---------------------------------------------------------
 
@@ -171,8 +180,6 @@ pub struct ForwardConfig {
     pub max_in_flight: usize,
     /// Clients waiting on one in-flight question; past it, SERVFAIL.
     pub max_waiters: usize,
-    /// Connected UDP sockets per upstream and core.
-    pub sockets: usize,
 }
 
 impl ForwardConfig {
@@ -191,7 +198,6 @@ impl ForwardConfig {
             cache: CacheLimits::default(),
             max_in_flight: 1024,
             max_waiters: 64,
-            sockets: 4,
         }
     }
 
@@ -256,14 +262,26 @@ pub enum Client {
 /// Something the server must do.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Action {
-    /// Send `bytes` on connected UDP socket `socket` of upstream `upstream`.
+    /// Open a new UDP socket on a random source port, connected to
+    /// upstream `upstream`, and send `bytes` on it; its answers go to
+    /// [`Forwarder::on_response`] with `socket`, until
+    /// [`Action::Release`] closes it.
     Transmit {
         /// The upstream's index in [`ForwardConfig::upstreams`].
         upstream: usize,
-        /// The socket's index among that upstream's.
+        /// The new socket's number, never the number of a socket still
+        /// open.
         socket: usize,
         /// The query.
         bytes: Vec<u8>,
+    },
+    /// Close the socket of an earlier [`Action::Transmit`]: its query was
+    /// answered, abandoned or timed out.
+    Release {
+        /// The upstream's index.
+        upstream: usize,
+        /// The socket's number.
+        socket: usize,
     },
     /// Ask `upstream` over TCP; hand the answer (or `None` on any failure)
     /// to [`Forwarder::on_tcp_response`] with `token`.
@@ -304,8 +322,14 @@ pub struct ForwardStats {
     /// Upstream attempts that timed out.
     pub upstream_timeouts: u64,
     /// Upstream answers dropped: unknown ID, mismatched question,
-    /// malformed, outside the question's chain.
+    /// malformed, outside the question's chain, a wrong or missing DNS
+    /// cookie.
     pub upstream_rejected: u64,
+    /// Of those, answers refused for their DNS cookie.
+    pub upstream_bad_cookies: u64,
+    /// Upstream UDP sockets open (one per transmit awaiting its answer);
+    /// filled in by the server, which owns them.
+    pub open_sockets: u64,
     /// Forwardable queries answered from the forward cache.
     pub cache_hits: u64,
     /// Forwardable queries the forward cache could not answer.
@@ -356,14 +380,17 @@ struct Query {
     attempts: u32,
     /// Upstreams tried (bit per index).
     tried: u64,
-    /// `(upstream, socket, id)` of every UDP transmit not yet answered.
-    outstanding: Vec<(u16, u16, u16)>,
+    /// Every UDP transmit whose socket is open.
+    outstanding: Vec<Transmit>,
     /// The upstreams of the latest attempt and when it left.
     latest: Vec<u16>,
     sent_at: u64,
     deadline: u64,
     tcp: Option<TcpToken>,
 }
+
+/// A UDP transmit: `(upstream, socket, id)`.
+type Transmit = (u16, u32, u16);
 
 /// One core's forwarding state: the forward cache, the questions in
 /// flight, the upstreams' RTTs and the counters. See the module docs.
@@ -375,9 +402,12 @@ pub struct Forwarder {
     free: Vec<u32>,
     in_flight: usize,
     by_key: HashMap<ForwardKey, u32>,
-    by_wire: HashMap<(u16, u16, u16), u32>,
+    by_wire: HashMap<Transmit, u32>,
     rtt: Vec<u64>,
-    rng: u64,
+    /// The next socket number.
+    next_socket: u32,
+    /// Per upstream, its DNS cookies.
+    cookies: Vec<UpstreamCookie>,
     next_round_robin: usize,
     prefetch: Vec<ForwardKey>,
     stats: ForwardStats,
@@ -388,13 +418,12 @@ impl Forwarder {
     /// ignored) that advertises `udp_size` to its clients.
     pub fn new(mut config: ForwardConfig, udp_size: u16) -> Self {
         config.upstreams.truncate(MAX_UPSTREAMS);
-        config.sockets = config.sockets.clamp(1, usize::from(u16::MAX));
         config.race = config.race.max(1);
-        let seed = {
-            let mut hasher = RandomState::new().build_hasher();
-            hasher.write_u64(0x7465_726e);
-            hasher.finish() | 1
-        };
+        let cookies = config
+            .upstreams
+            .iter()
+            .map(|_| UpstreamCookie::new(random()))
+            .collect();
         let upstreams = config
             .upstreams
             .iter()
@@ -414,7 +443,8 @@ impl Forwarder {
             in_flight: 0,
             by_key: HashMap::new(),
             by_wire: HashMap::new(),
-            rng: seed,
+            next_socket: 0,
+            cookies,
             next_round_robin: 0,
             prefetch: Vec::with_capacity(PREFETCH_QUEUE),
             stats: ForwardStats {
@@ -653,19 +683,24 @@ impl Forwarder {
     /// The upstream query for `key`: RD, the key's CD, the name in random
     /// case (0x20: an answer must echo it exactly), an OPT with the key's
     /// DO. The ID is set per attempt.
-    fn upstream_query(&mut self, key: &ForwardKey) -> Vec<u8> {
+    fn upstream_query(&self, key: &ForwardKey) -> Vec<u8> {
         let name = key.name.as_bytes();
         let mut wire = Vec::with_capacity(HEADER_LEN + name.len() + 4 + 11);
         let cd = if key.checking_disabled { 0x10 } else { 0 };
         wire.extend_from_slice(&[0, 0, 0x01, cd, 0, 1, 0, 0, 0, 0, 0, 1]);
-        let mut bits = self.random();
+        // One fresh random bit per letter: 64 at a time.
+        let (mut bits, mut left) = (0u64, 0u32);
         for &octet in name {
             let mut octet = octet;
             if octet.is_ascii_lowercase() {
+                if left == 0 {
+                    (bits, left) = (random(), u64::BITS);
+                }
                 if bits & 1 == 1 {
                     octet = octet.to_ascii_uppercase();
                 }
-                bits = bits.rotate_right(1);
+                bits >>= 1;
+                left -= 1;
             }
             wire.push(octet);
         }
@@ -694,21 +729,16 @@ impl Forwarder {
             tried = 0;
         }
         let chosen = self.choose(tried, wanted);
-        let id_seed = self.random();
-        let sockets = self.config.sockets;
         let timeout = self.config.timeout.as_millis() as u64;
-        let mut transmits = Vec::with_capacity(chosen.len());
-        for (n, &upstream) in chosen.iter().enumerate() {
-            let socket = ((id_seed >> 16).wrapping_add(n as u64) % sockets as u64) as u16;
-            let mut id = (id_seed >> (n % 3 * 16)) as u16;
-            for _ in 0..ID_ATTEMPTS {
-                if !self.by_wire.contains_key(&(upstream, socket, id)) {
-                    break;
-                }
-                id = self.random() as u16;
-            }
-            if self.by_wire.contains_key(&(upstream, socket, id)) {
-                continue;
+        // Each transmit: a socket of its own and an ID of its own, distinct
+        // from the race's others (so that no answer fits two of them).
+        let mut transmits: Vec<Transmit> = Vec::with_capacity(chosen.len());
+        for &upstream in &chosen {
+            let socket = self.new_socket();
+            let mut id = random() as u16;
+            // Bounded: at most MAX_UPSTREAMS - 1 IDs are taken.
+            while transmits.iter().any(|&(_, _, taken)| taken == id) {
+                id = id.wrapping_add(1);
             }
             transmits.push((upstream, socket, id));
         }
@@ -724,11 +754,10 @@ impl Forwarder {
             query.tried |= 1 << upstream;
             query.latest.push(upstream);
             query.outstanding.push((upstream, socket, id));
-            let mut bytes = query.wire.clone();
-            bytes[..2].copy_from_slice(&id.to_be_bytes());
+            let bytes = with_cookie(&query.wire, id, &self.cookies[usize::from(upstream)]);
             actions.push(Action::Transmit {
                 upstream: usize::from(upstream),
-                socket: usize::from(socket),
+                socket: socket as usize,
                 bytes,
             });
         }
@@ -754,8 +783,8 @@ impl Forwarder {
             Policy::Fastest | Policy::Race => {
                 let rtt = &self.rtt;
                 candidates.sort_by_key(|&u| rtt[usize::from(u)]);
-                if candidates.len() > 1 && self.random().is_multiple_of(PROBE_ONE_IN) {
-                    let pick = 1 + (self.random() as usize) % (candidates.len() - 1);
+                if candidates.len() > 1 && random().is_multiple_of(PROBE_ONE_IN) {
+                    let pick = 1 + (random() as usize) % (candidates.len() - 1);
                     candidates.swap(0, pick);
                 }
             }
@@ -774,7 +803,7 @@ impl Forwarder {
         now: u64,
         actions: &mut Vec<Action>,
     ) {
-        let (Ok(upstream), Ok(socket)) = (u16::try_from(upstream), u16::try_from(socket)) else {
+        let (Ok(upstream), Ok(socket)) = (u16::try_from(upstream), u32::try_from(socket)) else {
             return;
         };
         let Some(id) = bytes.get(..2).map(|id| u16::from_be_bytes([id[0], id[1]])) else {
@@ -788,6 +817,25 @@ impl Forwarder {
         let Some(Some(query)) = self.slots.get(slot as usize) else {
             return;
         };
+        match self.cookies[usize::from(upstream)].check(bytes) {
+            CookieCheck::Good => {}
+            CookieCheck::Bad(_) => {
+                self.stats.upstream_rejected += 1;
+                self.stats.upstream_bad_cookies += 1;
+                return;
+            }
+            CookieCheck::Retry => {
+                // BADCOOKIE: the new server cookie is stored; ask again.
+                self.forget_transmit(slot, (upstream, socket, id), actions);
+                let Some(Some(query)) = self.slots.get(slot as usize) else {
+                    return;
+                };
+                if query.outstanding.is_empty() && query.tcp.is_none() {
+                    self.next_attempt(slot, now, actions);
+                }
+                return;
+            }
+        }
         let question = &query.wire[HEADER_LEN..query.wire.len() - 11];
         let negative_max = self.config.negative_ttl_max.as_secs() as u32;
         match validate(question, bytes, negative_max) {
@@ -800,7 +848,7 @@ impl Forwarder {
             }
             Verdict::Truncated => {
                 self.learn_rtt(upstream, slot, now);
-                self.forget_transmit(slot, (upstream, socket, id));
+                self.forget_transmit(slot, (upstream, socket, id), actions);
                 let timeout = self.config.timeout.as_millis() as u64;
                 let Some(Some(query)) = self.slots.get_mut(slot as usize) else {
                     return;
@@ -812,8 +860,7 @@ impl Forwarder {
                 query.tcp = Some(token);
                 // TCP needs a handshake first: two timeouts.
                 query.deadline = now + 2 * timeout;
-                let mut bytes = query.wire.clone();
-                bytes[..2].copy_from_slice(&id.to_be_bytes());
+                let bytes = with_cookie(&query.wire, id, &self.cookies[usize::from(upstream)]);
                 self.stats.upstream_queries += 1;
                 self.stats.upstreams[usize::from(upstream)].queries += 1;
                 actions.push(Action::TransmitTcp {
@@ -824,7 +871,7 @@ impl Forwarder {
             }
             Verdict::Failure => {
                 self.stats.upstreams[usize::from(upstream)].answers += 1;
-                self.forget_transmit(slot, (upstream, socket, id));
+                self.forget_transmit(slot, (upstream, socket, id), actions);
                 let Some(Some(query)) = self.slots.get(slot as usize) else {
                     return;
                 };
@@ -855,8 +902,17 @@ impl Forwarder {
         let question = &query.wire[HEADER_LEN..query.wire.len() - 11];
         let verdict = match bytes {
             Some(bytes) if bytes.get(..2) == Some(&token.id.to_be_bytes()[..]) => {
-                let negative_max = self.config.negative_ttl_max.as_secs() as u32;
-                validate(question, bytes, negative_max)
+                match self.cookies[usize::from(token.upstream)].check(bytes) {
+                    CookieCheck::Good => {
+                        let negative_max = self.config.negative_ttl_max.as_secs() as u32;
+                        validate(question, bytes, negative_max)
+                    }
+                    CookieCheck::Bad(reason) => {
+                        self.stats.upstream_bad_cookies += 1;
+                        Verdict::Bad(reason)
+                    }
+                    CookieCheck::Retry => Verdict::Failure,
+                }
             }
             Some(_) => Verdict::Bad("wrong ID"),
             None => Verdict::Failure,
@@ -888,6 +944,12 @@ impl Forwarder {
             }
             query.tcp = None;
             let latest = std::mem::take(&mut query.latest);
+            // The timed-out transmits' sockets close: a late answer is
+            // not waited for on a port that stays open.
+            for transmit in std::mem::take(&mut query.outstanding) {
+                self.by_wire.remove(&transmit);
+                actions.push(release(transmit));
+            }
             for upstream in latest {
                 self.stats.upstream_timeouts += 1;
                 self.stats.upstreams[usize::from(upstream)].timeouts += 1;
@@ -919,11 +981,22 @@ impl Forwarder {
         }
     }
 
-    fn forget_transmit(&mut self, slot: u32, transmit: (u16, u16, u16)) {
+    /// Ends a transmit: its socket is released.
+    fn forget_transmit(&mut self, slot: u32, transmit: Transmit, actions: &mut Vec<Action>) {
         self.by_wire.remove(&transmit);
         if let Some(Some(query)) = self.slots.get_mut(slot as usize) {
             query.outstanding.retain(|&t| t != transmit);
         }
+        actions.push(release(transmit));
+    }
+
+    /// A socket number for a new transmit. Numbers wrap after 2^32
+    /// transmits, and a socket is released within its question's life (a
+    /// few timeouts), so no number is given while its socket is open.
+    fn new_socket(&mut self) -> u32 {
+        let socket = self.next_socket;
+        self.next_socket = self.next_socket.wrapping_add(1);
+        socket
     }
 
     fn learn_rtt(&mut self, upstream: u16, slot: u32, now: u64) {
@@ -954,8 +1027,9 @@ impl Forwarder {
         self.free.push(slot);
         self.in_flight -= 1;
         self.by_key.remove(&query.key);
-        for transmit in &query.outstanding {
-            self.by_wire.remove(transmit);
+        for &transmit in &query.outstanding {
+            self.by_wire.remove(&transmit);
+            actions.push(release(transmit));
         }
         let now_seconds = seconds(now);
         let key = query.key;
@@ -1018,16 +1092,29 @@ impl Forwarder {
         }
         self.cache.prefetch_done(&key);
     }
+}
 
-    /// xorshift64*: per-core randomness for IDs, sockets and case, seeded
-    /// from std's per-process random keys.
-    fn random(&mut self) -> u64 {
-        let mut x = self.rng;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.rng = x;
-        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+/// 64 bits from this thread's CSPRNG (`rand`'s ChaCha12, seeded from the
+/// OS and reseeded after every 64 KiB it gives): query IDs, 0x20 case,
+/// client cookies and upstream choice.
+fn random() -> u64 {
+    rand::rng().next_u64()
+}
+
+/// The upstream query `wire` (whose OPT has no options) with ID `id` and
+/// the upstream's COOKIE option.
+fn with_cookie(wire: &[u8], id: u16, cookie: &UpstreamCookie) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(wire.len() + cookie::MAX_OPTION_LEN);
+    bytes.extend_from_slice(wire);
+    bytes[..2].copy_from_slice(&id.to_be_bytes());
+    cookie.append_to(&mut bytes);
+    bytes
+}
+
+fn release((upstream, socket, _): Transmit) -> Action {
+    Action::Release {
+        upstream: usize::from(upstream),
+        socket: socket as usize,
     }
 }
 

@@ -72,6 +72,27 @@ fn transmit(action: &Action) -> (usize, usize, Vec<u8>) {
     }
 }
 
+/// The one transmit among `actions`.
+fn only_transmit(actions: &[Action]) -> (usize, usize, Vec<u8>) {
+    let transmits: Vec<_> = actions
+        .iter()
+        .filter(|action| matches!(action, Action::Transmit { .. }))
+        .collect();
+    assert_eq!(transmits.len(), 1, "{actions:?}");
+    transmit(transmits[0])
+}
+
+/// The (upstream, socket) of every release among `actions`.
+fn releases(actions: &[Action]) -> Vec<(usize, usize)> {
+    actions
+        .iter()
+        .filter_map(|action| match action {
+            Action::Release { upstream, socket } => Some((*upstream, *socket)),
+            _ => None,
+        })
+        .collect()
+}
+
 fn answers(actions: &[Action]) -> Vec<Vec<u8>> {
     actions
         .iter()
@@ -85,7 +106,13 @@ fn answers(actions: &[Action]) -> Vec<Vec<u8>> {
 /// An answer to upstream query `sent`: rcode, answer records and
 /// authority records (already encoded).
 fn response(sent: &[u8], rcode: u8, answer: &[&[u8]], authority: &[&[u8]]) -> Vec<u8> {
-    let question_end = sent.len() - 11;
+    let question_end = HEADER_LEN
+        + MessageView::parse(sent)
+            .unwrap()
+            .question()
+            .unwrap()
+            .bytes
+            .len();
     let mut out = sent[..2].to_vec();
     out.extend_from_slice(&[0x81, 0x80 | rcode, 0, 1]);
     out.extend_from_slice(&(answer.len() as u16).to_be_bytes());
@@ -133,7 +160,8 @@ fn answers_waiters_then_counts_ttls_down_from_the_cache() {
     let (upstream, socket, sent) = transmit(&actions[0]);
     // RD, the question in (some) case of the key, an OPT.
     assert_eq!(sent[2], 0x01);
-    assert!(sent[12..sent.len() - 15].eq_ignore_ascii_case(&query[12..query.len() - 4]));
+    let sent_question = MessageView::parse(&sent).unwrap().question().unwrap();
+    assert!(sent_question.bytes.eq_ignore_ascii_case(&query[12..]));
     let mut actions = Vec::new();
     f.on_response(
         upstream,
@@ -242,10 +270,17 @@ fn wrong_ids_are_ignored_and_timeouts_fail_over_then_servfail() {
     f.on_timeout(50, &mut actions);
     assert!(actions.is_empty(), "not yet");
     f.on_timeout(100, &mut actions);
-    let (second, _, _) = transmit(&actions[0]);
+    let (second, second_socket, _) = only_transmit(&actions);
     assert_ne!(second, first, "the retry goes to the other upstream");
+    assert_ne!(second_socket, s, "on a socket of its own");
+    assert_eq!(
+        releases(&actions),
+        [(first, s)],
+        "the timed-out socket closes"
+    );
     actions.clear();
     f.on_timeout(200, &mut actions);
+    assert_eq!(releases(&actions), [(second, second_socket)]);
     let answer = &answers(&actions)[0];
     assert_eq!(answer[3] & 0x0f, 2, "SERVFAIL");
     let stats = f.stats();
@@ -571,6 +606,12 @@ fn policies_choose_upstreams() {
         &mut answered,
     );
     assert_eq!(answers(&answered).len(), 1, "first good answer wins");
+    let (loser, loser_socket, _) = transmit(&actions[0]);
+    let mut released = releases(&answered);
+    released.sort_unstable();
+    let mut expected = vec![(u, s), (loser, loser_socket)];
+    expected.sort_unstable();
+    assert_eq!(released, expected, "both race sockets close");
     let (u, s, sent) = transmit(&actions[0]);
     answered.clear();
     race.on_response(
@@ -580,7 +621,11 @@ fn policies_choose_upstreams() {
         4,
         &mut answered,
     );
-    assert!(answered.is_empty(), "the loser is ignored");
+    assert!(answers(&answered).is_empty(), "the loser is ignored");
+    assert!(
+        answered.is_empty(),
+        "its socket was released with the winner's"
+    );
 
     // Fastest: after upstream 1 answers quickly and 0 times out, 1 is
     // chosen (but for the occasional probe).
@@ -589,7 +634,7 @@ fn policies_choose_upstreams() {
     let query = client_query(1, "f.example.org.", 1);
     let first = transmit(&start(&mut fastest, &query, 0)[0]).0;
     fastest.on_timeout(100, &mut actions);
-    let (u, s, sent) = transmit(&actions[0]);
+    let (u, s, sent) = only_transmit(&actions);
     fastest.on_response(
         u,
         s,
@@ -688,4 +733,115 @@ fn a_dname_asked_for_by_type_is_the_answer() {
         assert_eq!(f.stats().upstream_rejected, 1, "{what}");
         assert_eq!(f.cached(), 0, "{what}");
     }
+}
+
+/// Every transmit of a race leaves on a socket of its own with an ID of
+/// its own; IDs and case vary from question to question (CSPRNG).
+#[test]
+fn each_transmit_has_its_own_socket_and_id() {
+    let mut f = Forwarder::new(
+        {
+            let mut config = ForwardConfig::new(upstreams(8));
+            config.policy = Policy::Race;
+            config.race = 8;
+            config
+        },
+        1232,
+    );
+    let mut sockets = std::collections::HashSet::new();
+    let mut ids = std::collections::HashSet::new();
+    let mut spellings = std::collections::HashSet::new();
+    for i in 0..50 {
+        let query = client_query(1, &format!("abcdefghijklmnop{i}.example.org."), 1);
+        let actions = start(&mut f, &query, 0);
+        assert_eq!(actions.len(), 8);
+        let mut race_ids = std::collections::HashSet::new();
+        for action in &actions {
+            let (_, socket, sent) = transmit(action);
+            assert!(sockets.insert(socket), "socket {socket} reused");
+            let id = u16::from_be_bytes([sent[0], sent[1]]);
+            assert!(race_ids.insert(id), "ID {id} twice in one race");
+            ids.insert(id);
+            // The case of the 16 letters of the first label.
+            let question = MessageView::parse(&sent).unwrap().question().unwrap();
+            let case: Vec<bool> = question.bytes[1..17]
+                .iter()
+                .map(u8::is_ascii_uppercase)
+                .collect();
+            spellings.insert(case);
+        }
+    }
+    // 400 IDs from 16 bits: a handful of repeats at most, never a pattern.
+    assert!(ids.len() > 380, "{} distinct IDs of 400", ids.len());
+    // One spelling per question (its retries and race share it): 50
+    // questions, 16 random case bits each.
+    assert!(spellings.len() > 45, "{} spellings of 50", spellings.len());
+}
+
+/// RFC 7873 toward upstreams: every query carries our client cookie; once
+/// an upstream has returned a server cookie, answers without it (or with
+/// another client cookie) are refused, and the server cookie is sent back.
+#[test]
+fn upstream_cookies_are_sent_learnt_and_required() {
+    fn cookie_of(message: &[u8]) -> Option<Vec<u8>> {
+        let view = MessageView::parse(message).unwrap();
+        let edns = view.edns().unwrap()?;
+        edns.options()
+            .map(Result::unwrap)
+            .find(|(code, _)| *code == tern_wire::edns::OPTION_COOKIE)
+            .map(|(_, value)| value.to_vec())
+    }
+    /// `response` with an OPT carrying `cookie`.
+    fn with_cookie_option(mut answer: Vec<u8>, cookie: &[u8]) -> Vec<u8> {
+        answer[11] += 1; // ARCOUNT
+        answer.extend_from_slice(&[0, 0, 41, 4, 0xd0, 0, 0, 0, 0]);
+        answer.extend_from_slice(&(cookie.len() as u16 + 4).to_be_bytes());
+        answer.extend_from_slice(&tern_wire::edns::OPTION_COOKIE.to_be_bytes());
+        answer.extend_from_slice(&(cookie.len() as u16).to_be_bytes());
+        answer.extend_from_slice(cookie);
+        answer
+    }
+    let mut f = forwarder(|config| config.upstreams.truncate(1));
+    let query = client_query(1, "c1.example.org.", 1);
+    let (u, s, sent) = transmit(&start(&mut f, &query, 0)[0]);
+    let client = cookie_of(&sent).expect("a client cookie");
+    assert_eq!(client.len(), 8);
+    let server_cookie = [&client[..], &[0x5a; 16]].concat();
+    let mut actions = Vec::new();
+    let good = with_cookie_option(response(&sent, 0, &[&a_record(60)], &[]), &server_cookie);
+    f.on_response(u, s, &good, 1, &mut actions);
+    assert_eq!(answers(&actions).len(), 1);
+
+    // The next query sends the server cookie back.
+    let query = client_query(2, "c2.example.org.", 1);
+    let (u, s, sent) = transmit(&start(&mut f, &query, 10)[0]);
+    assert_eq!(cookie_of(&sent), Some(server_cookie.clone()));
+    // Right ID, port and question, but no cookie, or a guessed client
+    // cookie: refused; the real answer still wins.
+    let mut actions = Vec::new();
+    let plain = response(&sent, 0, &[&a_record(60)], &[]);
+    f.on_response(u, s, &plain, 11, &mut actions);
+    let mut guessed = server_cookie.clone();
+    guessed[0] ^= 1;
+    f.on_response(
+        u,
+        s,
+        &with_cookie_option(plain.clone(), &guessed),
+        11,
+        &mut actions,
+    );
+    assert!(actions.is_empty(), "{actions:?}");
+    let stats = f.stats();
+    assert_eq!(
+        (stats.upstream_rejected, stats.upstream_bad_cookies),
+        (2, 2)
+    );
+    f.on_response(
+        u,
+        s,
+        &with_cookie_option(plain, &server_cookie),
+        12,
+        &mut actions,
+    );
+    assert_eq!(answers(&actions).len(), 1);
 }

@@ -16,7 +16,7 @@
 use std::io::Write;
 use std::net::{Shutdown, SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -283,6 +283,8 @@ short 1   A   192.0.2.2
 struct Hostile {
     addr: SocketAddr,
     queries: Arc<AtomicUsize>,
+    /// The source port of every query received, in order.
+    ports: Arc<Mutex<Vec<u16>>>,
     released: Arc<AtomicBool>,
     stop: Arc<AtomicBool>,
 }
@@ -301,10 +303,12 @@ impl Hostile {
             .unwrap();
         let addr = socket.local_addr().unwrap();
         let queries = Arc::new(AtomicUsize::new(0));
+        let ports = Arc::new(Mutex::new(Vec::new()));
         let released = Arc::new(AtomicBool::new(false));
         let stop = Arc::new(AtomicBool::new(false));
-        let (counter, release, stopped) = (
+        let (counter, seen, release, stopped) = (
             Arc::clone(&queries),
+            Arc::clone(&ports),
             Arc::clone(&released),
             Arc::clone(&stop),
         );
@@ -321,6 +325,7 @@ impl Hostile {
                 let Ok((len, peer)) = socket.recv_from(&mut buf) else {
                     continue;
                 };
+                seen.lock().unwrap().push(peer.port());
                 counter.fetch_add(1, Ordering::Relaxed);
                 let query = &buf[..len];
                 for answer in hostile_answers(query) {
@@ -335,6 +340,7 @@ impl Hostile {
         Hostile {
             addr,
             queries,
+            ports,
             released,
             stop,
         }
@@ -403,7 +409,7 @@ fn hostile_answers(query: &[u8]) -> Vec<Vec<u8>> {
     };
     let q = question.bytes;
     match label.as_slice() {
-        label if label == b"good" || label.starts_with(b"held") => {
+        label if label.starts_with(b"good") || label.starts_with(b"held") => {
             vec![answer(id, q, [1, 0, 0], &GOOD_RECORD)]
         }
         b"wrongid" => vec![answer(id ^ 0x5555, q, [1, 0, 0], &GOOD_RECORD)],
@@ -513,6 +519,44 @@ fn hostile_answers_are_dropped_and_never_cached() {
     let answer = udp_exchange(addr, &query(78, "good.hostile.test.", 1, None)).unwrap();
     assert_eq!(summary(&answer), (78, 0, false, 1));
     assert_eq!(last_octet(&answer), Some(7));
+    stop(server);
+}
+
+/// Each upstream query leaves from a socket of its own on a random port
+/// (issue 15: 2,000 queries for different names from at least 400
+/// ports), and every socket closes once its answer is in.
+#[test]
+fn each_upstream_query_leaves_from_a_random_port() {
+    const QUERIES: usize = 2000;
+    let hostile = Hostile::start();
+    let (server, addr) = start_forwarder(Driver::Legacy, vec![hostile.addr], |_| {});
+    let client = UdpSocket::bind("127.0.0.1:0").unwrap();
+    client.set_read_timeout(Some(TIMEOUT)).unwrap();
+    let mut buf = [0u8; 512];
+    for n in 0..QUERIES {
+        let id = n as u16;
+        let message = query(id, &format!("good{n}.hostile.test."), 1, None);
+        client.send_to(&message, addr).unwrap();
+        let (len, _) = client.recv_from(&mut buf).expect("an answer");
+        assert_eq!(summary(&buf[..len]), (id, 0, false, 1), "query {n}");
+    }
+    hostile.wait_for_queries(QUERIES);
+    let ports = hostile.ports.lock().unwrap().clone();
+    let distinct: std::collections::HashSet<u16> = ports.iter().copied().collect();
+    assert!(
+        distinct.len() >= 400,
+        "{} ports for {QUERIES} queries",
+        distinct.len()
+    );
+    // A port seen is no guide to the next query's: the same port twice in
+    // a row is as rare as chance makes it (about 1 in 28,000 per pair),
+    // where sockets reused in turn would repeat every few queries.
+    let repeats = ports.windows(2).filter(|pair| pair[0] == pair[1]).count();
+    assert!(repeats < 10, "{repeats} repeats in a row");
+    let stats = wait_for_stats(&server, "every upstream socket closed", |stats| {
+        stats.forward.upstream_answers == QUERIES as u64 && stats.forward.open_sockets == 0
+    });
+    assert_eq!(stats.forward.upstream_queries, QUERIES as u64, "{stats}");
     stop(server);
 }
 

@@ -328,7 +328,6 @@ fn forward_config(raw: raw::RawForward) -> anyhow::Result<tern_server::ForwardCo
     }
     set(&mut forward.max_in_flight, raw.max_in_flight);
     set(&mut forward.max_waiters, raw.max_waiters);
-    set(&mut forward.sockets, raw.sockets);
     Ok(forward)
 }
 

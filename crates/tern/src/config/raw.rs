@@ -89,7 +89,6 @@ pub(crate) struct RawForward {
     pub(crate) cache_bytes: Option<Parsed<SizeKind>>,
     pub(crate) max_in_flight: Option<Parsed<Range<1, { value::MAX_FORWARD_IN_FLIGHT }>>>,
     pub(crate) max_waiters: Option<Parsed<Range<1, { value::MAX_FORWARD_WAITERS }>>>,
-    pub(crate) sockets: Option<Parsed<Range<1, { value::MAX_FORWARD_SOCKETS }>>>,
 }
 
 /// `zones:` with a directory and/or a list.

@@ -52,10 +52,6 @@ pub(crate) const MAX_FORWARD_IN_FLIGHT: usize = 1 << 16;
 /// The most `forward.max-waiters` clients on one in-flight question.
 pub(crate) const MAX_FORWARD_WAITERS: usize = 4096;
 
-/// The most `forward.sockets` per upstream and core (each is a file
-/// descriptor and a receive task).
-pub(crate) const MAX_FORWARD_SOCKETS: usize = 64;
-
 /// The largest `rate-limit.*-per-second` (BIND's bound).
 pub(crate) const MAX_RRL_RATE: usize = tern_server::MAX_RATE as usize;
 
