@@ -65,13 +65,16 @@ bench-forward: release
 dhat:
 	bash scripts/dhat-report.sh
 
-## ISC genreport's EDNS checks and the malformed-message cases, tern
-## against BIND 9 (tests/compliance).
+## ISC genreport's EDNS checks, the malformed-message cases, cookies and
+## rate limiting, tern against BIND 9; and off-path forgery of forwarded
+## answers with BIND 9 as the upstream (tests/compliance; forgery.py needs
+## root for its raw socket, as CI has).
 compliance: release
 	TERN_BIN=$(RELEASE_BIN) python3 tests/compliance/edns.py
 	TERN_BIN=$(RELEASE_BIN) python3 tests/compliance/malformed.py
 	TERN_BIN=$(RELEASE_BIN) python3 tests/compliance/cookies.py
 	TERN_BIN=$(RELEASE_BIN) python3 tests/compliance/rrl.py
+	TERN_BIN=$(RELEASE_BIN) python3 tests/compliance/forgery.py
 
 ## Every cargo-fuzz target for FUZZ_SECONDS each (default 60; the issue's
 ## runs use 1800). Installs cargo-fuzz; stable toolchain via RUSTC_BOOTSTRAP.
