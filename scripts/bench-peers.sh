@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # tern against Knot DNS and NSD, side by side, on loopback.
 #
-#   scripts/bench-peers.sh [throughput] [callgrind] [zone-load] [forward]
+#   scripts/bench-peers.sh [throughput] [callgrind] [zone-load] [forward] [forward-miss]
 #
-# Without arguments: throughput, callgrind and zone-load (forward only when named).
+# Without arguments: throughput, callgrind and zone-load (forward and forward-miss only
+# when named).
 #
 # throughput  One generated zone `bench.` of NAMES hosts (about 1.2 x NAMES owner
 #             names: hosts, aliases, delegations, a wildcard) and a query file mixing
@@ -51,6 +52,15 @@
 #             again at CG_RATE but one query outstanding, dump): user-space instructions
 #             per answered query, receive calls per query, the top functions by own cost,
 #             and tern's ratio to the better of Unbound and dnsdist (target: <= 0.8).
+# forward-miss Cache misses of the same forwarders: each question asked once (the
+#             forward mix's distinct questions, first spelling kept), so every answer
+#             is a miss that goes to Knot. ROUNDS rounds, each forwarder alone and
+#             freshly started (empty cache): one pass at FWD_MISS_RATE queries/s, CPU time
+#             on SERVER_CPU and the server's own per answered query and the queries
+#             Knot received. Then each alone under callgrind, cold: the first CG_QUERIES
+#             distinct questions at CG_RATE with one outstanding, no warm-up: user-space
+#             instructions per answered query (the kernel's cost of a socket per query
+#             is in the CPU times, not here).
 #
 # Run time with the defaults: about 3.5 min throughput (3 servers x 2 modes x 3 rounds
 # x 10 s, plus idle checks), 2 min callgrind, 3 min zone load (named is slow): about 9
@@ -66,6 +76,7 @@
 #   LOAD_SERVERS ["tern knot nsd named"]   SERVER_CPU [0]   CLIENT_CPU [1]
 #   BASE_PORT [25353] (ports BASE_PORT..BASE_PORT+3, +5 with forward)   EDNS [0] (1: dnsperf -e)
 #   FWD_SERVERS ["tern unbound dnsdist"]   FWD_RATE [100000]   FWD_WARM_RATE [20000]
+#   FWD_MISS_RATE [10000]
 #   QUIET_BUSY [20] QUIET_WAIT [10]: before each run wait up to QUIET_WAIT s for both
 #     CPUs to be below QUIET_BUSY % busy (other tasks); the measured busy % is printed.
 #   RESULTS [unset]: a directory to keep the raw results, logs and configs in.
@@ -99,6 +110,7 @@ QUIET_WAIT=${QUIET_WAIT:-10}
 FWD_SERVERS=${FWD_SERVERS:-"tern unbound dnsdist"}
 FWD_RATE=${FWD_RATE:-100000}
 FWD_WARM_RATE=${FWD_WARM_RATE:-20000}
+FWD_MISS_RATE=${FWD_MISS_RATE:-10000}
 # forwarded answers each forwarder may cache: well above the ~40 000 distinct questions
 FWD_CACHE_ENTRIES=200000
 READY_TIMEOUT=60
@@ -835,18 +847,22 @@ print(total)
 PY
 }
 
-# forward_callgrind NAME: the forwarder alone under callgrind; appends to
-# forward-callgrind.tsv and prints its top functions by own cost.
+# forward_callgrind NAME [cold]: the forwarder alone under callgrind; appends to
+# forward-callgrind.tsv and prints its top functions by own cost. Cold: the distinct
+# questions, no warm-up (every answer a miss).
 forward_callgrind() {
-    local name=$1 dir pids
+    local name=$1 cold=${2:-} dir pids file="$WORK/queries-forward-callgrind.txt"
+    [ -n "$cold" ] && file="$WORK/queries-forward-distinct-callgrind.txt"
     start_forwarder "$name" valgrind --tool=callgrind --trace-children=yes \
         --callgrind-out-file="$WORK/forward/callgrind-$name.%p.out"
     dir=$RUN_DIR
     wait_recursive "$name" "$VALGRIND_READY_TIMEOUT"
     sleep 1
     # warm-up: every question of the measured pass is then in the cache
-    forward_dnsperf "$name" "$WORK/forward/callgrind-$name.warm-up.dnsperf" \
-        "$WORK/queries-forward-callgrind.txt" -n 1 -Q "$CG_RATE" -q 50 -t 5
+    if [ -z "$cold" ]; then
+        forward_dnsperf "$name" "$WORK/forward/callgrind-$name.warm-up.dnsperf" \
+            "$file" -n 1 -Q "$CG_RATE" -q 50 -t 5
+    fi
     pids=$(group_pids "$PGID" | tr '\n' ' ')
     # shellcheck disable=SC2086 # one argument per pid
     callgrind_control -z $pids >"$dir/callgrind-control.log" 2>&1
@@ -855,7 +871,7 @@ forward_callgrind() {
     # One query outstanding (-q 1): each query is a wake-up of its own for every server,
     # so the count does not depend on how many queries the scheduler lets pile up
     # between wake-ups (tern's cost per wake-up is about that of a query's own work).
-    forward_dnsperf "$name" "$out" "$WORK/queries-forward-callgrind.txt" -n 1 -Q "$CG_RATE" -q 1 -t 5
+    forward_dnsperf "$name" "$out" "$file" -n 1 -Q "$CG_RATE" -q 1 -t 5
     upstream_after=$(upstream_queries)
     # shellcheck disable=SC2086
     callgrind_control --dump=window $pids >>"$dir/callgrind-control.log" 2>&1
@@ -884,9 +900,9 @@ forward_callgrind() {
     done
 }
 
-section_forward() {
-    echo
-    echo "== forward: cache hits, $FWD_SERVERS forwarding to Knot; $ROUNDS rounds x ${DURATION} s at $FWD_RATE qps, then callgrind"
+# forward_setup: the tools, the forwarders' versions and the query files of both forward
+# sections.
+forward_setup() {
     need dig "apt-get install bind9-dnsutils"
     need knotd "apt-get install knot"
     need knotc "apt-get install knot"
@@ -894,7 +910,7 @@ section_forward() {
     need callgrind_control "apt-get install valgrind"
     need callgrind_annotate "apt-get install valgrind"
     install_forwarders
-    local name round
+    local name
     for name in $FWD_SERVERS; do
         case $name in
             tern | unbound | dnsdist) need "$(binary_of "$name")" "build tern with 'cargo build --release'" ;;
@@ -907,8 +923,17 @@ section_forward() {
     # the mix without referrals (www.subN.bench.)
     grep -v '\.sub[0-9]*\.bench\. ' "$WORK/queries.txt" >"$WORK/queries-forward.txt"
     head -n "$CG_QUERIES" "$WORK/queries-forward.txt" >"$WORK/queries-forward-callgrind.txt"
-    echo "  queries: $(wc -l <"$WORK/queries-forward.txt") lines, $(sort -f -u "$WORK/queries-forward.txt" | wc -l) distinct questions"
+    # each question once, in its first spelling: every answer a cache miss
+    awk '!seen[tolower($0)]++' "$WORK/queries-forward.txt" >"$WORK/queries-forward-distinct.txt"
+    head -n "$CG_QUERIES" "$WORK/queries-forward-distinct.txt" >"$WORK/queries-forward-distinct-callgrind.txt"
+    echo "  queries: $(wc -l <"$WORK/queries-forward.txt") lines, $(wc -l <"$WORK/queries-forward-distinct.txt") distinct questions"
+}
 
+section_forward() {
+    echo
+    echo "== forward: cache hits, $FWD_SERVERS forwarding to Knot; $ROUNDS rounds x ${DURATION} s at $FWD_RATE qps, then callgrind"
+    forward_setup
+    local name round
     start_upstream
     declare -gA FWD_PGIDS=()
     for name in $FWD_SERVERS; do
@@ -992,6 +1017,82 @@ PY
 
 need dnsperf "apt-get install dnsperf"
 need taskset "util-linux"
+# section_forward_miss: cache misses (see the header).
+section_forward_miss() {
+    echo
+    echo "== forward-miss: cache misses, $FWD_SERVERS forwarding to Knot; $ROUNDS rounds of one pass at $FWD_MISS_RATE qps, each forwarder freshly started, then callgrind (cold)"
+    forward_setup
+    local name round
+    start_upstream
+    : >"$WORK/forward-miss.tsv"
+    for round in $(seq "$ROUNDS"); do
+        for name in $FWD_SERVERS; do
+            start_forwarder "$name"
+            local pgid=$PGID
+            wait_recursive "$name" "$READY_TIMEOUT"
+            wait_quiet
+            local out="$WORK/forward/$name.miss.$round.dnsperf" cpu_before server_before upstream_before
+            cpu_before=$(cpu_busy_ticks "$SERVER_CPU")
+            server_before=$(group_ticks "$pgid")
+            upstream_before=$(upstream_queries)
+            forward_dnsperf "$name" "$out" "$WORK/queries-forward-distinct.txt" -n 1 \
+                -Q "$FWD_MISS_RATE" -q "$OUTSTANDING" -t "$QUERY_TIMEOUT"
+            local cpu_after server_after upstream_after completed lost
+            cpu_after=$(cpu_busy_ticks "$SERVER_CPU")
+            server_after=$(group_ticks "$pgid")
+            upstream_after=$(upstream_queries)
+            stop_server "$pgid"
+            completed=$(dnsperf_field "$out" "Queries completed:")
+            lost=$(dnsperf_field "$out" "Queries lost:")
+            [ -n "$completed" ] && [ "$completed" -gt 0 ] || {
+                cat "$out" >&2
+                die "dnsperf against $name answered nothing"
+            }
+            printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$round" "$completed" "$lost" \
+                $((cpu_after - cpu_before)) $((server_after - server_before)) \
+                $((upstream_after - upstream_before)) >>"$WORK/forward-miss.tsv"
+            printf '  %-7s round %s: %s answered, %s lost, upstream got %s queries (busy before: %s %%)\n' \
+                "$name" "$round" "$completed" "$lost" $((upstream_after - upstream_before)) "$QUIET"
+        done
+    done
+    echo
+    echo "  callgrind (cold): the first $CG_QUERIES distinct questions at $CG_RATE qps, one outstanding"
+    : >"$WORK/forward-callgrind.tsv"
+    for name in $FWD_SERVERS; do
+        forward_callgrind "$name" cold
+    done
+    stop_server "$UPSTREAM_PGID"
+
+    python3 - "$WORK/forward-miss.tsv" "$WORK/forward-callgrind.tsv" "$(getconf CLK_TCK)" "$FWD_MISS_RATE" <<'PY'
+import statistics, sys
+rows = [line.rstrip("\n").split("\t") for line in open(sys.argv[1]) if line.strip()]
+cg = {r[0]: r for r in (line.rstrip("\n").split("\t") for line in open(sys.argv[2]) if line.strip())}
+tick_us = 1e6 / int(sys.argv[3])
+names = []
+for r in rows:
+    if r[0] not in names:
+        names.append(r[0])
+print()
+print(f"medians over rounds, one pass of distinct questions at {sys.argv[4]} qps offered;")
+print("CPU = CPU time per answered query (each a miss); upstream = queries Knot got")
+print("| forwarder | answered | lost | CPU0 us/q | server us/q | upstream/run | Ir/q cold (callgrind) | upstream in callgrind run |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|")
+for name in names:
+    runs = [r for r in rows if r[0] == name]
+    med = lambda f: statistics.median(f(r) for r in runs)
+    answered = med(lambda r: int(r[2]))
+    lost = med(lambda r: int(r[3]))
+    cpu = med(lambda r: int(r[4]) / int(r[2]) * tick_us)
+    own = med(lambda r: int(r[5]) / int(r[2]) * tick_us)
+    upstream = med(lambda r: int(r[6]))
+    c = cg.get(name)
+    ir = int(c[3]) / int(c[1]) if c and int(c[1]) > 0 else None
+    up = c[4] if c else "n/a"
+    print(f"| {name} | {answered:.0f} | {lost:.0f} | {cpu:.2f} | {own:.2f} | {upstream:.0f} | "
+          f"{'n/a' if ir is None else format(ir, '.0f')} | {up} |")
+PY
+}
+
 need python3 "python3"
 need bc "apt-get install bc"
 for name in $SERVERS; do
@@ -999,7 +1100,7 @@ for name in $SERVERS; do
 done
 [ "$(nproc)" -gt "$CLIENT_CPU" ] || die "CPU $CLIENT_CPU does not exist (SERVER_CPU/CLIENT_CPU)"
 LAST_PORT=$((BASE_PORT + 3))
-case " ${SECTIONS[*]} " in *" forward "*) LAST_PORT=$((BASE_PORT + 5)) ;; esac
+case " ${SECTIONS[*]} " in *" forward "* | *" forward-miss "*) LAST_PORT=$((BASE_PORT + 5)) ;; esac
 for port in $(seq "$BASE_PORT" "$LAST_PORT"); do
     if ss -Hlnu "sport = :$port" | grep -q .; then
         die "UDP port $port is in use: set BASE_PORT"
@@ -1023,7 +1124,8 @@ for section in "${SECTIONS[@]}"; do
         callgrind) section_callgrind ;;
         zone-load) section_zone_load ;;
         forward) section_forward ;;
-        *) die "unknown section $section (throughput, callgrind, zone-load, forward)" ;;
+        forward-miss) section_forward_miss ;;
+        *) die "unknown section $section (throughput, callgrind, zone-load, forward, forward-miss)" ;;
     esac
 done
 
