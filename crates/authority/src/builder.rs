@@ -765,19 +765,6 @@ pub(crate) fn additional_types(rtype: RType) -> &'static [RType] {
     }
 }
 
-/// Where the target name of a record with additional processing starts in
-/// its RDATA (RFC 1035 NS and MX, RFC 2782 SRV, RFC 9460 SVCB and HTTPS).
-fn target_offset(rtype: RType, rdata: &[u8]) -> Option<usize> {
-    let at = match rtype {
-        RType::NS => 0,
-        RType::MX | RType::SVCB | RType::HTTPS => 2,
-        RType::SRV => 6,
-        _ => return None,
-    };
-    Name::parse_prefix(rdata.get(at..)?).ok()?;
-    Some(at)
-}
-
 /// Resolves every additional-section target to a node (exact, or the
 /// wildcard that would answer for it) that has something to add.
 fn resolve_glue(zone: &mut Zone) -> Result<(), BuildError> {
@@ -798,11 +785,10 @@ fn resolve_glue(zone: &mut Zone) -> Result<(), BuildError> {
             loop {
                 let rdata_offset = records.next_offset();
                 let Some(rdata) = records.next() else { break };
-                let Some(at) = target_offset(set.rtype, rdata) else {
+                let Some((at, target)) = tern_wire::rdata::additional_target(set.rtype, rdata)
+                else {
                     continue;
                 };
-                let (target, _) =
-                    Name::parse_prefix(&rdata[at..]).expect("checked by target_offset");
                 let Some(target_node) = answering_node(zone, target.to_lower().as_name()) else {
                     continue;
                 };

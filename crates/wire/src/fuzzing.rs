@@ -19,7 +19,7 @@ use std::vec::Vec;
 use crate::build::MessageBuilder;
 use crate::name::{Name, NameBuf, MAX_NAME_LEN};
 use crate::parse::{CompressedName, MessageView, RecordView, Section};
-use crate::rdata::{compressible_layout, Layout};
+use crate::rdata::{layout, walk};
 use crate::types::{RClass, RType};
 
 /// The largest message (two-octet TCP length prefix).
@@ -166,25 +166,33 @@ pub fn roundtrip(data: &[u8]) {
 /// RDATA as is. `None` if such a type's names do not parse inside the
 /// RDATA.
 fn decompress_rdata(message: &[u8], record: &RecordView<'_>) -> Option<Vec<u8>> {
-    let Layout { skip, names } = compressible_layout(record.rtype);
-    if names == 0 {
-        return Some(record.rdata.to_vec());
-    }
+    let fields = match layout(record.rtype) {
+        Some(layout) if layout.compressible => layout.fields,
+        _ => return Some(record.rdata.to_vec()),
+    };
     let message_end = record.rdata_offset + record.rdata.len();
+    // Parse against the message cut at the RDATA's end, so a name may
+    // point backwards anywhere but not run past its record.
+    let within = message.get(..message_end)?;
     let mut out = Vec::with_capacity(record.rdata.len());
-    out.extend_from_slice(record.rdata.get(..skip)?);
-    let mut pos = skip;
-    for _ in 0..names {
-        // Parse against the message cut at the RDATA's end, so a name may
-        // point backwards anywhere but not run past its record.
-        let within = message.get(..message_end)?;
-        let name = CompressedName::parse(within, record.rdata_offset + pos).ok()?;
-        let mut buf = name.to_buf();
-        buf.make_lowercase();
-        out.extend_from_slice(buf.as_bytes());
-        pos += name.wire_len();
-    }
-    out.extend_from_slice(&record.rdata[pos..]);
+    let mut copied = 0;
+    walk(
+        fields,
+        0,
+        record.rdata.len(),
+        |pos| Ok::<_, ()>(pos + 1 + usize::from(*record.rdata.get(pos).ok_or(())?)),
+        |pos| {
+            out.extend_from_slice(record.rdata.get(copied..pos).ok_or(())?);
+            let name = CompressedName::parse(within, record.rdata_offset + pos).map_err(|_| ())?;
+            let mut buf = name.to_buf();
+            buf.make_lowercase();
+            out.extend_from_slice(buf.as_bytes());
+            copied = pos + name.wire_len();
+            Ok(copied)
+        },
+    )
+    .ok()?;
+    out.extend_from_slice(record.rdata.get(copied..)?);
     Some(out)
 }
 

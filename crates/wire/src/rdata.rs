@@ -8,19 +8,82 @@
 use crate::name::Name;
 use crate::types::RType;
 
-//----------- Compressible names ---------------------------------------------
+//----------- Layouts --------------------------------------------------------
 
-/// The names in `rdata` that may be compressed: those of the RFC 1035 types
-/// listed in RFC 3597 section 4 (NS, MD, MF, CNAME, SOA, MB, MG, MR, PTR,
-/// MINFO, MX). Yields `(offset in rdata, name)`, in order.
-pub fn compressible_names(rtype: RType, rdata: &[u8]) -> NameFields<'_> {
-    NameFields::new(rdata, compressible_layout(rtype))
+/// One field of a type's RDATA in wire form, as far as finding its names
+/// needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Field {
+    /// One octet.
+    U8,
+    /// Two octets.
+    U16,
+    /// Four octets.
+    U32,
+    /// A `<character-string>`: a length octet and that many octets.
+    Text,
+    /// A domain name.
+    Name,
+    /// Whatever is left, of any length (the type's other fields).
+    Rest,
 }
 
-/// Where a type's compressible names are: `names` consecutive names after
-/// `skip` octets (none for types not listed in RFC 3597 section 4).
-pub(crate) fn compressible_layout(rtype: RType) -> Layout {
-    match rtype {
+impl Field {
+    /// The octets of a fixed-size field.
+    const fn size(self) -> Option<usize> {
+        match self {
+            Field::U8 => Some(1),
+            Field::U16 => Some(2),
+            Field::U32 => Some(4),
+            _ => None,
+        }
+    }
+}
+
+/// Where a type's embedded names stand, and what may be done to them.
+/// The one table of this knowledge: compression (the builder, an upstream
+/// answer's checks), canonical form, the zone file's presentation of these
+/// types and additional-section targets all read it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Layout {
+    /// The RDATA's fields in order; without a final [`Field::Rest`], the
+    /// fields are the whole RDATA.
+    pub fields: &'static [Field],
+    /// Its names may be compressed in messages (RFC 3597 section 4: the
+    /// RFC 1035 types).
+    pub compressible: bool,
+    /// Its names are lowercased in canonical form (RFC 4034 section 6.2 as
+    /// amended by RFC 6840 section 5.1).
+    pub canonical: bool,
+}
+
+/// The layout of a type that holds domain names in its RDATA; `None` for
+/// the others (and for types whose names sit behind a variable selector:
+/// IPSECKEY, A6, HIP).
+pub fn layout(rtype: RType) -> Option<Layout> {
+    use Field::{Name as N, Rest, Text, U16, U32, U8};
+    const fn both(fields: &'static [Field]) -> Layout {
+        Layout {
+            fields,
+            compressible: true,
+            canonical: true,
+        }
+    }
+    const fn canonical(fields: &'static [Field]) -> Layout {
+        Layout {
+            fields,
+            compressible: false,
+            canonical: true,
+        }
+    }
+    const fn plain(fields: &'static [Field]) -> Layout {
+        Layout {
+            fields,
+            compressible: false,
+            canonical: false,
+        }
+    }
+    Some(match rtype {
         RType::NS
         | RType::MD
         | RType::MF
@@ -28,25 +91,75 @@ pub(crate) fn compressible_layout(rtype: RType) -> Layout {
         | RType::MB
         | RType::MG
         | RType::MR
-        | RType::PTR => Layout { skip: 0, names: 1 },
-        RType::SOA | RType::MINFO => Layout { skip: 0, names: 2 },
-        RType::MX => Layout { skip: 2, names: 1 },
-        _ => Layout { skip: 0, names: 0 },
+        | RType::PTR => both(&[N]),
+        RType::SOA => both(&[N, N, U32, U32, U32, U32, U32]),
+        RType::MINFO => both(&[N, N]),
+        RType::MX => both(&[U16, N]),
+        RType::DNAME => canonical(&[N]),
+        RType::NXT => canonical(&[N, Rest]),
+        RType::RP => canonical(&[N, N]),
+        RType::AFSDB | RType::RT | RType::KX => canonical(&[U16, N]),
+        RType::PX => canonical(&[U16, N, N]),
+        RType::SRV => canonical(&[U16, U16, U16, N]),
+        RType::NAPTR => canonical(&[U16, U16, Text, Text, Text, N]),
+        RType::SIG | RType::RRSIG => canonical(&[U16, U8, U8, U32, U32, U32, U16, N, Rest]),
+        RType::LP => plain(&[U16, N]),
+        RType::NSEC => plain(&[N, Rest]),
+        RType::SVCB | RType::HTTPS => plain(&[U16, N, Rest]),
+        _ => return None,
+    })
+}
+
+/// The names in `rdata` that may be compressed: those of the RFC 1035 types
+/// listed in RFC 3597 section 4 (NS, MD, MF, CNAME, SOA, MB, MG, MR, PTR,
+/// MINFO, MX). Yields `(offset in rdata, name)`, in order.
+pub fn compressible_names(rtype: RType, rdata: &[u8]) -> NameFields<'_> {
+    match layout(rtype) {
+        Some(layout) if layout.compressible => NameFields::new(rdata, layout.fields),
+        _ => NameFields::new(rdata, &[]),
     }
 }
 
-/// The name whose address records belong in the additional section, for NS,
-/// MX and SRV (RFC 1035 section 3.3, RFC 2782).
-pub fn additional_target(rtype: RType, rdata: &[u8]) -> Option<Name<'_>> {
-    let skip = match rtype {
-        RType::NS => 0,
-        RType::MX => 2,
-        RType::SRV => 6,
-        _ => return None,
-    };
-    Name::parse_prefix(rdata.get(skip..)?)
-        .ok()
-        .map(|(name, _)| name)
+/// Every name in `rdata` of a type with a [`layout`], `(offset, name)` in
+/// order; none if the RDATA does not parse as its layout.
+pub fn names(rtype: RType, rdata: &[u8]) -> NameFields<'_> {
+    NameFields::new(rdata, layout(rtype).map_or(&[], |layout| layout.fields))
+}
+
+/// The name whose address records belong in the additional section, and
+/// its offset: for NS, MX and SRV (RFC 1035 section 3.3, RFC 2782), and
+/// SVCB and HTTPS (RFC 9460 section 4.1).
+pub fn additional_target(rtype: RType, rdata: &[u8]) -> Option<(usize, Name<'_>)> {
+    match rtype {
+        RType::NS | RType::MX | RType::SRV | RType::SVCB | RType::HTTPS => {
+            names(rtype, rdata).next()
+        }
+        _ => None,
+    }
+}
+
+/// Walks `fields` over a message: `fixed(n)` for a fixed field of `n`
+/// octets, `text()` for a `<character-string>`, `name()` for a name, each
+/// returning the position after the field; `Rest` ends the walk at `end`.
+/// The result is the position after the last field (which must be `end`
+/// for well-formed RDATA).
+pub fn walk<E>(
+    fields: &[Field],
+    start: usize,
+    end: usize,
+    mut text: impl FnMut(usize) -> Result<usize, E>,
+    mut name: impl FnMut(usize) -> Result<usize, E>,
+) -> Result<usize, E> {
+    let mut pos = start;
+    for &field in fields {
+        pos = match field {
+            Field::Rest => return Ok(end),
+            Field::Text => text(pos)?,
+            Field::Name => name(pos)?,
+            fixed => pos + fixed.size().unwrap_or(0),
+        };
+    }
+    Ok(pos)
 }
 
 /// The single name that makes up the RDATA of CNAME and DNAME.
@@ -69,43 +182,45 @@ pub fn soa_minimum(rdata: &[u8]) -> Option<u32> {
 
 //----------- NameFields -----------------------------------------------------
 
-/// Where consecutive names stand in a type's RDATA.
-#[derive(Clone, Copy)]
-pub(crate) struct Layout {
-    /// Octets before the first name.
-    pub(crate) skip: usize,
-    /// How many names follow.
-    pub(crate) names: usize,
-}
-
-/// Iterator over consecutive names at a fixed position in RDATA.
+/// Iterator over the names of RDATA laid out as a [`Layout`]'s fields.
 pub struct NameFields<'a> {
     rdata: &'a [u8],
-    pos: usize,
-    left: usize,
+    /// `(offset, length)` of each name, all checked up front.
+    found: [(usize, usize); MAX_NAMES],
+    count: usize,
+    next: usize,
 }
 
+/// The most names one layout holds.
+const MAX_NAMES: usize = 3;
+
 impl<'a> NameFields<'a> {
-    fn new(rdata: &'a [u8], layout: Layout) -> Self {
-        // Check every name up front, so that the iterator yields all of
-        // them or none.
-        let mut pos = layout.skip;
-        for _ in 0..layout.names {
-            match rdata.get(pos..).map(Name::parse_prefix) {
-                Some(Ok((_, len))) => pos += len,
-                _ => {
-                    return NameFields {
-                        rdata,
-                        pos: 0,
-                        left: 0,
-                    }
-                }
-            }
-        }
+    fn new(rdata: &'a [u8], fields: &[Field]) -> Self {
+        // Check every field up front, so that the iterator yields all of
+        // the names or none.
+        let mut found = [(0, 0); MAX_NAMES];
+        let mut count = 0;
+        let walked = walk(
+            fields,
+            0,
+            rdata.len(),
+            |pos| match rdata.get(pos) {
+                Some(&len) => Ok(pos + 1 + usize::from(len)),
+                None => Err(()),
+            },
+            |pos| {
+                let (_, len) = Name::parse_prefix(rdata.get(pos..).ok_or(())?).map_err(|_| ())?;
+                *found.get_mut(count).ok_or(())? = (pos, len);
+                count += 1;
+                Ok(pos + len)
+            },
+        );
+        let whole = matches!(walked, Ok(end) if end == rdata.len());
         NameFields {
             rdata,
-            pos: layout.skip,
-            left: layout.names,
+            found,
+            count: if whole { count } else { 0 },
+            next: 0,
         }
     }
 }
@@ -114,13 +229,12 @@ impl<'a> Iterator for NameFields<'a> {
     type Item = (usize, Name<'a>);
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.left == 0 {
+        if self.next >= self.count {
             return None;
         }
-        self.left -= 1;
-        let (name, len) = Name::parse_prefix(&self.rdata[self.pos..]).ok()?;
-        let offset = self.pos;
-        self.pos += len;
+        let (offset, len) = self.found[self.next];
+        self.next += 1;
+        let name = Name::from_wire(&self.rdata[offset..offset + len]).ok()?;
         Some((offset, name))
     }
 }
@@ -150,6 +264,16 @@ mod tests {
         assert_eq!(compressible_names(RType::MX, b"\x00").count(), 0);
         assert_eq!(compressible_names(RType::NS, b"\x05ab").count(), 0);
         assert!(additional_target(RType::SRV, b"\x00\x00\x00\x00\x00\x35\x00").is_some());
+        assert_eq!(
+            additional_target(RType::HTTPS, b"\x00\x01\x00\x00\x01\x00\x01").map(|(at, _)| at),
+            Some(2)
+        );
+        // A name short of its RDATA's end, or fields past it: no names.
+        assert_eq!(
+            names(RType::SRV, b"\x00\x00\x00\x00\x00\x35\x00\x00").count(),
+            0
+        );
+        assert_eq!(names(RType::NAPTR, b"\x00\x00\x00\x00\x05ab").count(), 0);
         assert!(additional_target(RType::SRV, b"\x00").is_none());
     }
 }

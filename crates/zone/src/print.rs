@@ -27,6 +27,7 @@ use std::cmp::Ordering;
 use std::fmt::Write as _;
 
 use tern_wire::name::Name;
+use tern_wire::rdata::Field as WireField;
 use tern_wire::types::RType;
 
 use crate::Record;
@@ -159,83 +160,20 @@ pub fn write_generic(rdata: &[u8], out: &mut String) {
     }
 }
 
-/// Types whose embedded names are lowercased in canonical form (RFC 4034
-/// section 6.2 as amended by RFC 6840 section 5.1), with the layout of the
-/// fields in front of and between the names.
-fn canonical_layout(rtype: RType) -> Option<&'static [Field]> {
-    use Field::{Fixed, Name, Text};
-    Some(match rtype {
-        RType::NS
-        | RType::MD
-        | RType::MF
-        | RType::CNAME
-        | RType::MB
-        | RType::MG
-        | RType::MR
-        | RType::PTR
-        | RType::DNAME
-        | RType::NXT => &[Name],
-        RType::SOA | RType::MINFO | RType::RP => &[Name, Name],
-        RType::MX | RType::AFSDB | RType::RT | RType::KX => &[Fixed(2), Name],
-        RType::PX => &[Fixed(2), Name, Name],
-        RType::SRV => &[Fixed(6), Name],
-        RType::NAPTR => &[Fixed(4), Text, Text, Text, Name],
-        RType::SIG | RType::RRSIG => &[Fixed(18), Name],
-        _ => return None,
-    })
-}
-
-/// One field of a [`canonical_layout`].
-#[derive(Clone, Copy)]
-enum Field {
-    Fixed(usize),
-    Name,
-    Text,
-}
-
-/// The RDATA in canonical form (RFC 4034 section 6.2): the names of the
-/// types listed there lowercased. Other RDATA, and RDATA that does not
-/// parse, is returned as it is.
+/// The RDATA in canonical form (RFC 4034 section 6.2, RFC 6840 section
+/// 5.1): the names of the types listed there (`tern_wire::rdata::layout`)
+/// lowercased. Other RDATA, and RDATA that does not parse, is returned as
+/// it is.
 pub fn canonical_rdata(rtype: RType, rdata: &[u8]) -> Cow<'_, [u8]> {
-    let Some(layout) = canonical_layout(rtype) else {
+    if !tern_wire::rdata::layout(rtype).is_some_and(|layout| layout.canonical) {
         return Cow::Borrowed(rdata);
-    };
-    let mut name_ranges = [(0usize, 0usize); 3];
-    let mut names = 0;
-    let mut position = 0;
-    for field in layout {
-        let Some(rest) = rdata.get(position..) else {
-            return Cow::Borrowed(rdata);
-        };
-        let used = match field {
-            Field::Fixed(len) => *len,
-            Field::Text => match rest.first() {
-                Some(&len) => 1 + usize::from(len),
-                None => return Cow::Borrowed(rdata),
-            },
-            Field::Name => match Name::parse_prefix(rest) {
-                Ok((_, used)) => {
-                    if names < name_ranges.len() {
-                        name_ranges[names] = (position, position + used);
-                        names += 1;
-                    }
-                    used
-                }
-                Err(_) => return Cow::Borrowed(rdata),
-            },
-        };
-        position += used;
     }
-    if position > rdata.len()
-        || name_ranges[..names]
-            .iter()
-            .all(|&(a, b)| !has_upper(&rdata[a..b]))
-    {
+    if !tern_wire::rdata::names(rtype, rdata).any(|(_, name)| has_upper(name.as_bytes())) {
         return Cow::Borrowed(rdata);
     }
     let mut owned = rdata.to_vec();
-    for &(start, end) in &name_ranges[..names] {
-        owned[start..end].make_ascii_lowercase();
+    for (at, name) in tern_wire::rdata::names(rtype, rdata) {
+        owned[at..at + name.as_bytes().len()].make_ascii_lowercase();
     }
     Cow::Owned(owned)
 }
@@ -315,55 +253,11 @@ fn write_typed(rtype: RType, rdata: &[u8], out: &mut String) -> Option<()> {
     match rtype {
         RType::A => write_ipv4(r.take(4)?, out),
         RType::AAAA => write_ipv6(r.take(16)?, out),
-        RType::NS
-        | RType::MD
-        | RType::MF
-        | RType::CNAME
-        | RType::MB
-        | RType::MG
-        | RType::MR
-        | RType::PTR
-        | RType::DNAME => write_name(r.name()?, out),
-        RType::SOA => {
-            write_name(r.name()?, out);
-            out.push(' ');
-            write_name(r.name()?, out);
-            for _ in 0..5 {
-                let _ = write!(out, " {}", r.u32()?);
-            }
-        }
-        RType::MX | RType::AFSDB | RType::RT | RType::KX | RType::LP => {
-            let _ = write!(out, "{} ", r.u16()?);
-            write_name(r.name()?, out);
-        }
-        RType::MINFO | RType::RP => {
-            write_name(r.name()?, out);
-            out.push(' ');
-            write_name(r.name()?, out);
-        }
-        RType::PX => {
-            let _ = write!(out, "{} ", r.u16()?);
-            write_name(r.name()?, out);
-            out.push(' ');
-            write_name(r.name()?, out);
-        }
         RType::TXT | RType::SPF | RType::AVC => write_strings(r, 1, usize::MAX, out)?,
         RType::HINFO => write_strings(r, 2, 2, out)?,
         RType::ISDN => write_strings(r, 1, 2, out)?,
         RType::X25 => write_strings(r, 1, 1, out)?,
         RType::GPOS => write_strings(r, 3, 3, out)?,
-        RType::SRV => {
-            let _ = write!(out, "{} {} {} ", r.u16()?, r.u16()?, r.u16()?);
-            write_name(r.name()?, out);
-        }
-        RType::NAPTR => {
-            let _ = write!(out, "{} {} ", r.u16()?, r.u16()?);
-            for _ in 0..3 {
-                write_quoted(r.char_string()?, out);
-                out.push(' ');
-            }
-            write_name(r.name()?, out);
-        }
         RType::WKS => write_wks(r, out)?,
         RType::NSAP => {
             let address = r.rest();
@@ -504,9 +398,36 @@ fn write_typed(rtype: RType, rdata: &[u8], out: &mut String) -> Option<()> {
             write_quoted(r.rest(), out);
         }
         RType::AMTRELAY => write_amtrelay(r, out)?,
-        _ => return None,
+        // The types with names whose fields have no presentation of their
+        // own (numbers, strings, names): as tern-wire lays them out.
+        _ => write_fields(tern_wire::rdata::layout(rtype)?.fields, r, out)?,
     }
     reader.finish()
+}
+
+/// Writes fields of a `tern_wire::rdata::Layout`, separated by spaces.
+fn write_fields(fields: &[WireField], r: &mut Reader<'_>, out: &mut String) -> Option<()> {
+    for (index, field) in fields.iter().enumerate() {
+        if index > 0 {
+            out.push(' ');
+        }
+        match field {
+            WireField::U8 => {
+                let _ = write!(out, "{}", r.u8()?);
+            }
+            WireField::U16 => {
+                let _ = write!(out, "{}", r.u16()?);
+            }
+            WireField::U32 => {
+                let _ = write!(out, "{}", r.u32()?);
+            }
+            WireField::Text => write_quoted(r.char_string()?, out),
+            WireField::Name => write_name(r.name()?, out),
+            // Types with a field of their own format are written above.
+            WireField::Rest => return None,
+        }
+    }
+    Some(())
 }
 
 //----------- Field writers --------------------------------------------------

@@ -144,7 +144,11 @@ pub(crate) fn validate(question: &[u8], answer: &[u8], negative_ttl_max: u32) ->
                 ttl_offsets.push(at as u16);
             }
             let counts = header.counts();
-            let additional = counts[3] - u16::from(cut.opt);
+            // The OPT counted in ARCOUNT is left out (cut found it among
+            // the additional records, so the count is at least one).
+            let Some(additional) = counts[3].checked_sub(u16::from(cut.opt)) else {
+                return Verdict::Bad("an OPT record outside the additional section");
+            };
             Verdict::Good(Prepared {
                 flags: [QR, RA | (answer[3] & AD) | header.rcode_bits()],
                 counts: [counts[1], counts[2], additional],
@@ -378,38 +382,36 @@ fn check_name(message: &[u8], offset: usize) -> Result<usize, &'static str> {
     }
 }
 
-/// Checks the compressible names in RDATA (RFC 3597 section 4: the types of
-/// RFC 1035 only) and that they stay inside the RDATA.
+/// Checks the RDATA of a type with names (`tern_wire::rdata::layout`):
+/// its fields end exactly at the RDATA's end, and every name is whole,
+/// inside the RDATA, and points (if compressed) only into the question or
+/// the records, so that a client's copy, with its own header, reads the
+/// same name. The RDATA of other types is copied as it is.
 fn check_rdata_names(
     message: &[u8],
     rtype: RType,
     start: usize,
     end: usize,
 ) -> Result<(), &'static str> {
-    let inside = |name_end: usize| {
-        if name_end <= end {
-            Ok(name_end)
+    let Some(layout) = tern_wire::rdata::layout(rtype) else {
+        return Ok(());
+    };
+    let inside = |field_end: usize| {
+        if field_end <= end {
+            Ok(field_end)
         } else {
-            Err("name runs past its RDATA")
+            Err("a field runs past its RDATA")
         }
     };
-    match rtype {
-        RType::CNAME | RType::NS | RType::PTR | RType::DNAME
-            if inside(check_name(message, start)?)? != end =>
-        {
-            return Err("bytes after the name in RDATA");
-        }
-        RType::MX if end < start + 3 || inside(check_name(message, start + 2)?)? != end => {
-            return Err("malformed MX");
-        }
-        RType::SOA => {
-            let mname = inside(check_name(message, start)?)?;
-            let rname = inside(check_name(message, mname)?)?;
-            if rname + 20 != end {
-                return Err("malformed SOA");
-            }
-        }
-        _ => {}
+    let fields_end = tern_wire::rdata::walk(
+        layout.fields,
+        start,
+        end,
+        |pos| inside(pos + 1 + usize::from(*message.get(pos).ok_or("RDATA runs past the end")?)),
+        |pos| inside(check_name(message, pos)?),
+    )?;
+    if inside(fields_end)? != end {
+        return Err("bytes after the last field of RDATA");
     }
     Ok(())
 }
@@ -429,4 +431,81 @@ fn lower(message: &[u8], offset: usize) -> Result<NameBuf, &'static str> {
     let mut buf = name.to_buf();
     buf.make_lowercase();
     Ok(buf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An answer to `name` `qtype` with one answer record of `qtype` owned
+    /// by the question's name (a pointer to it) with `rdata`.
+    fn answer(name: &[u8], qtype: u16, rdata: &[u8]) -> (Vec<u8>, Vec<u8>) {
+        let mut question = name.to_vec();
+        question.extend_from_slice(&qtype.to_be_bytes());
+        question.extend_from_slice(&[0, 1]);
+        let mut message = vec![0, 1, 0x81, 0x80, 0, 1, 0, 1, 0, 0, 0, 0];
+        message.extend_from_slice(&question);
+        message.extend_from_slice(&[0xc0, 12]);
+        message.extend_from_slice(&qtype.to_be_bytes());
+        message.extend_from_slice(&[0, 1, 0, 0, 0, 60]);
+        message.extend_from_slice(&(rdata.len() as u16).to_be_bytes());
+        message.extend_from_slice(rdata);
+        (question, message)
+    }
+
+    const NAME: &[u8] = b"\x01q\x07example\x00";
+
+    /// Every type with names is checked from the one layout table: the
+    /// RFC 1035 types that the wire crate compresses (MB, MINFO, ...) and
+    /// the others (SRV, NAPTR, RRSIG, SVCB), where the old list knew only
+    /// CNAME, NS, PTR, DNAME, MX and SOA.
+    #[test]
+    fn names_in_rdata_are_checked_for_every_type_with_names() {
+        const MB: u16 = 7;
+        const MINFO: u16 = 14;
+        const SRV: u16 = 33;
+        const NAPTR: u16 = 35;
+        const HTTPS: u16 = 65;
+        let good: [(u16, &[u8]); 5] = [
+            (MB, &[0xc0, 12]),
+            (MINFO, &[0xc0, 12, 0xc0, 12]),
+            (SRV, &[0, 1, 0, 2, 0, 3, 0xc0, 12]),
+            (NAPTR, &[0, 1, 0, 2, 1, b'u', 0, 0, 0xc0, 12]),
+            (HTTPS, &[0, 1, 0, 0, 1, 0, 1]),
+        ];
+        for (qtype, rdata) in good {
+            let (question, message) = answer(NAME, qtype, rdata);
+            assert!(
+                matches!(validate(&question, &message, 300), Verdict::Good(_)),
+                "type {qtype}"
+            );
+        }
+        let bad: [(u16, &[u8], &str); 7] = [
+            // A pointer past the message's end.
+            (MB, &[0xc0, 0xff], "MB past the end"),
+            // A pointer into the header, which a client's copy replaces.
+            (SRV, &[0, 1, 0, 2, 0, 3, 0xc0, 2], "SRV into the header"),
+            (
+                MINFO,
+                &[0xc0, 12, 0xc0, 4],
+                "MINFO's second name into the header",
+            ),
+            // Bytes after the last field, or fields past the RDATA.
+            (
+                SRV,
+                &[0, 1, 0, 2, 0, 3, 0xc0, 12, 0],
+                "SRV with a trailing octet",
+            ),
+            (NAPTR, &[0, 1, 0, 2, 9, b'u'], "NAPTR string past its RDATA"),
+            (MB, &[1, b'a'], "MB name without its end"),
+            (HTTPS, &[0, 1], "HTTPS without its target"),
+        ];
+        for (qtype, rdata, what) in bad {
+            let (question, message) = answer(NAME, qtype, rdata);
+            assert!(
+                matches!(validate(&question, &message, 300), Verdict::Bad(_)),
+                "{what}"
+            );
+        }
+    }
 }

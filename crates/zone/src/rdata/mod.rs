@@ -15,6 +15,7 @@ mod svcb;
 pub(crate) mod text;
 mod wire;
 
+use tern_wire::rdata::Field as WireField;
 use tern_wire::types::RType;
 
 use crate::scan::lexer::{LexError, Lexer, Token};
@@ -223,11 +224,34 @@ enum Field {
 
 use Field as F;
 
+/// The most fields of a [`Shape::Wire`].
+const MAX_WIRE_FIELDS: usize = 9;
+
+/// The presentation fields of a wire layout's fields (`None` for a layout
+/// with a field of another format, which has a shape of its own).
+fn presentation(list: &[WireField]) -> Option<([Field; MAX_WIRE_FIELDS], usize)> {
+    let mut out = [F::U8; MAX_WIRE_FIELDS];
+    for (slot, field) in out.iter_mut().zip(list) {
+        *slot = match field {
+            WireField::U8 => F::U8,
+            WireField::U16 => F::U16,
+            WireField::U32 => F::U32,
+            WireField::Text => F::Str,
+            WireField::Name => F::Name,
+            WireField::Rest => return None,
+        };
+    }
+    (list.len() <= MAX_WIRE_FIELDS).then_some((out, list.len()))
+}
+
 /// How a type's RDATA is written.
 #[derive(Clone, Copy)]
 enum Shape {
     /// A sequence of simple fields.
     Fields(&'static [Field]),
+    /// The fields of its `tern_wire::rdata::layout` (numbers, strings and
+    /// names, with no presentation of their own).
+    Wire(&'static [WireField]),
     /// A type with its own converter.
     Custom(Custom),
 }
@@ -248,15 +272,6 @@ fn shape(rtype: RType) -> Option<Shape> {
     use Shape::Fields as S;
     Some(match rtype {
         RType::A => S(&[F::Ipv4]),
-        RType::NS
-        | RType::MD
-        | RType::MF
-        | RType::CNAME
-        | RType::MB
-        | RType::MG
-        | RType::MR
-        | RType::PTR
-        | RType::DNAME => S(&[F::Name]),
         RType::SOA => S(&[
             F::Name,
             F::Name,
@@ -267,16 +282,11 @@ fn shape(rtype: RType) -> Option<Shape> {
             F::Period,
         ]),
         RType::HINFO => S(&[F::Str, F::Str]),
-        RType::MINFO | RType::RP => S(&[F::Name, F::Name]),
-        RType::MX | RType::AFSDB | RType::RT | RType::KX | RType::LP => S(&[F::U16, F::Name]),
         RType::TXT | RType::SPF | RType::AVC => S(&[F::Strs]),
         RType::X25 => S(&[F::Str]),
         RType::ISDN => S(&[F::Str, F::StrOptional]),
-        RType::PX => S(&[F::U16, F::Name, F::Name]),
         RType::GPOS => S(&[F::Str, F::Str, F::Str]),
         RType::AAAA => S(&[F::Ipv6]),
-        RType::SRV => S(&[F::U16, F::U16, F::U16, F::Name]),
-        RType::NAPTR => S(&[F::U16, F::U16, F::Str, F::Str, F::Str, F::Name]),
         RType::CERT => S(&[F::CertType, F::U16, F::Algorithm, F::Base64]),
         RType::DS | RType::CDS | RType::TA | RType::DLV => {
             S(&[F::U16, F::Algorithm, F::U8, F::Hex])
@@ -312,7 +322,12 @@ fn shape(rtype: RType) -> Option<Shape> {
         RType::IPSECKEY => Shape::Custom(Custom::Ipseckey),
         RType::HIP => Shape::Custom(Custom::Hip),
         RType::SVCB | RType::HTTPS => Shape::Custom(Custom::Svcb),
-        _ => return None,
+        // The other types with names: as tern-wire lays them out.
+        _ => {
+            let fields = tern_wire::rdata::layout(rtype)?.fields;
+            presentation(fields)?;
+            Shape::Wire(fields)
+        }
     })
 }
 
@@ -359,6 +374,13 @@ pub(crate) fn parse(
         )),
         Some(Shape::Fields(list)) => {
             for &field in list {
+                parse_field(field, fields, names, out, scratch)?;
+            }
+            fields.finish()
+        }
+        Some(Shape::Wire(list)) => {
+            let (list, count) = presentation(list).expect("checked by shape");
+            for &field in &list[..count] {
                 parse_field(field, fields, names, out, scratch)?;
             }
             fields.finish()

@@ -15,6 +15,10 @@ use super::{Custom, Field, Shape};
 pub(super) fn check(rtype: RType, shape: Shape, rdata: &[u8]) -> Result<(), &'static str> {
     match shape {
         Shape::Fields(fields) => check_fields(fields, rdata),
+        Shape::Wire(list) => {
+            let (fields, count) = super::presentation(list).ok_or("no presentation")?;
+            check_fields(&fields[..count], rdata)
+        }
         Shape::Custom(Custom::Svcb) => check_svcb(rdata),
         Shape::Custom(Custom::Hip) => check_hip(rdata),
         Shape::Custom(Custom::Loc) => match rdata.first() {
