@@ -186,6 +186,69 @@ NAMES = [
 ]
 
 
+# The forward_answer target's question types, in the order of
+# tern_cache::fuzzing::TYPES (the selector's low four bits).
+FORWARD_TYPES = ["A", "AAAA", "CNAME", "DNAME", "MX", "SRV", "TXT", "NS", "SOA", "ANY",
+                 "PTR", "NAPTR", "HTTPS", "RRSIG", "MB", "MINFO"]
+
+
+def generic(rdata):
+    """RFC 3597 text for RDATA dnspython has no text format for."""
+    return "\\# %d %s" % (len(rdata), rdata.hex())
+
+
+def forward_answers():
+    """(name, bytes) seeds of forward_answer: a selector octet (type index, 0x10 for an
+    EDNS client), then an upstream answer to www.example.com. without its ID and
+    question (the target puts back the ones it sent)."""
+    soa = ("example.com.", 300, "SOA", "ns1.example.com. hostmaster.example.com. 1 7200 3600 1209600 300")
+    cases = [
+        ("a", "A", [("www.example.com.", 300, "A", "192.0.2.1")], [], 0),
+        ("aaaa", "AAAA", [("www.example.com.", 300, "AAAA", "2001:db8::1")], [], 0),
+        ("cname-chain", "A", [("www.example.com.", 300, "CNAME", "web.example.com."),
+                              ("web.example.com.", 60, "A", "192.0.2.2")], [], 0),
+        ("cname", "CNAME", [("www.example.com.", 300, "CNAME", "web.example.com.")], [], 0),
+        ("dname-asked", "DNAME", [("www.example.com.", 300, "DNAME", "example.net.")], [], 0),
+        ("mx", "MX", [("www.example.com.", 300, "MX", "10 mail.example.com.")], [], 0),
+        ("srv", "SRV", [("www.example.com.", 300, "SRV", "0 1 5060 sip.example.com.")], [], 0),
+        ("txt", "TXT", [("www.example.com.", 300, "TXT", '"v=spf1 -all" "two"')], [], 0),
+        ("ns", "NS", [("www.example.com.", 300, "NS", "ns1.example.com.")], [], 0),
+        ("soa", "SOA", [("www.example.com.", 300, "SOA",
+                         "ns1.example.com. hostmaster.example.com. 1 7200 3600 1209600 300")], [], 0),
+        ("ptr", "PTR", [("www.example.com.", 300, "PTR", "host.example.com.")], [], 0),
+        ("naptr", "NAPTR", [("www.example.com.", 300, "NAPTR",
+                             '100 10 "u" "E2U+sip" "!^.*$!sip:a@example.com!" .')], [], 0),
+        ("https", "HTTPS", [("www.example.com.", 300, "HTTPS", "1 . alpn=h2")], [], 0),
+        ("mb", "MB", [("www.example.com.", 300, "MB", generic(b"\x04mbox\x07example\x03com\x00"))],
+         [], 0),
+        ("minfo", "MINFO", [("www.example.com.", 300, "MINFO",
+                             generic(b"\x01r\x07example\x03com\x00\x01e\x07example\x03com\x00"))],
+         [], 0),
+        ("nxdomain", "A", [], [soa], 3),
+        ("nodata", "AAAA", [], [soa], 0),
+        ("servfail", "A", [], [], 2),
+    ]
+    out = []
+    for name, rtype, records, authority, rcode in cases:
+        for edns in (False, True):
+            q = query("www.example.com.", rtype, edns=0 if edns else -1)
+            wire = answer(q, records, authority=authority, rcode=rcode, aa=False)
+            qlen = len(QNAME) + 4
+            selector = FORWARD_TYPES.index(rtype) | (0x10 if edns else 0)
+            out.append(("%s%s" % (name, "-edns" if edns else ""),
+                        bytes([selector]) + wire[2:12] + wire[12 + qlen:]))
+    # Truncated (asked again over TCP), and a pointer into the header.
+    q = query("www.example.com.", "A")
+    wire = bytearray(answer(q, [("www.example.com.", 300, "A", "192.0.2.1")], aa=False))
+    wire[2] |= 0x02
+    out.append(("truncated", bytes([0]) + bytes(wire[2:12]) + bytes(wire[12 + len(QNAME) + 4:])))
+    rest = bytearray(wire[2:12]) + bytearray(wire[12 + len(QNAME) + 4:])
+    rest[0] &= ~0x02
+    rest[10 + 1] = 2  # the answer's owner pointer: into the header
+    out.append(("pointer-into-header", bytes([0]) + bytes(rest)))
+    return out
+
+
 def main():
     for name, data in messages():
         for target in ("parse_message", "roundtrip", "respond"):
@@ -197,6 +260,8 @@ def main():
         write("zone_scan", name, data)
     for i, data in enumerate(NAMES):
         write("name_from_text", "name-%02d" % i, data)
+    for name, data in forward_answers():
+        write("forward_answer", name, data)
 
 
 if __name__ == "__main__":

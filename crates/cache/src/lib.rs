@@ -126,6 +126,8 @@
 #![forbid(unsafe_code)]
 
 pub mod forward;
+#[doc(hidden)]
+pub mod fuzzing;
 mod hash;
 mod key;
 mod response;
