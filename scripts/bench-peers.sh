@@ -65,7 +65,8 @@
 # Run time with the defaults: about 3.5 min throughput (3 servers x 2 modes x 3 rounds
 # x 10 s, plus idle checks), 2 min callgrind, 3 min zone load (named is slow): about 9
 # minutes, 10 on a busy machine. forward: about 5 minutes (3 x 3 runs of 10 s, warm-ups,
-# 3 callgrind runs).
+# 3 callgrind runs); forward-miss after it: about 1.5 minutes more (4 min 8 s for both,
+# 2026-11-24).
 # Every server this script starts is in its own process group and is killed on exit
 # (normal, error or Ctrl-C).
 #
@@ -851,22 +852,27 @@ PY
 # forward-callgrind.tsv and prints its top functions by own cost. Cold: the distinct
 # questions, no warm-up (every answer a miss).
 forward_callgrind() {
-    local name=$1 cold=${2:-} dir pids file="$WORK/queries-forward-callgrind.txt"
-    [ -n "$cold" ] && file="$WORK/queries-forward-distinct-callgrind.txt"
+    local name=$1 cold=${2:-} dir pids file="$WORK/queries-forward-callgrind.txt" tag=$1
+    # The cold run's files are named apart, so that its figures and top functions are
+    # its own and not the hit run's too.
+    if [ -n "$cold" ]; then
+        file="$WORK/queries-forward-distinct-callgrind.txt"
+        tag="$name-cold"
+    fi
     start_forwarder "$name" valgrind --tool=callgrind --trace-children=yes \
-        --callgrind-out-file="$WORK/forward/callgrind-$name.%p.out"
+        --callgrind-out-file="$WORK/forward/callgrind-$tag.%p.out"
     dir=$RUN_DIR
     wait_recursive "$name" "$VALGRIND_READY_TIMEOUT"
     sleep 1
     # warm-up: every question of the measured pass is then in the cache
     if [ -z "$cold" ]; then
-        forward_dnsperf "$name" "$WORK/forward/callgrind-$name.warm-up.dnsperf" \
+        forward_dnsperf "$name" "$WORK/forward/callgrind-$tag.warm-up.dnsperf" \
             "$file" -n 1 -Q "$CG_RATE" -q 50 -t 5
     fi
     pids=$(group_pids "$PGID" | tr '\n' ' ')
     # shellcheck disable=SC2086 # one argument per pid
     callgrind_control -z $pids >"$dir/callgrind-control.log" 2>&1
-    local out="$WORK/forward/callgrind-$name.dnsperf" upstream_before upstream_after
+    local out="$WORK/forward/callgrind-$tag.dnsperf" upstream_before upstream_after
     upstream_before=$(upstream_queries)
     # One query outstanding (-q 1): each query is a wake-up of its own for every server,
     # so the count does not depend on how many queries the scheduler lets pile up
@@ -880,7 +886,7 @@ forward_callgrind() {
     local completed lost ir dumps
     completed=$(dnsperf_field "$out" "Queries completed:")
     lost=$(dnsperf_field "$out" "Queries lost:")
-    dumps=$(ls "$WORK"/forward/callgrind-"$name".*.out.[0-9]* 2>/dev/null || true)
+    dumps=$(ls "$WORK"/forward/callgrind-"$tag".*.out.[0-9]* 2>/dev/null || true)
     # shellcheck disable=SC2086 # one file per dump
     ir=$(cat $dumps /dev/null | awk '/^summary:/ {sum += $2} END {print sum + 0}')
     local receives

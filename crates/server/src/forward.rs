@@ -26,13 +26,13 @@
 //! ```
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket as StdUdpSocket};
 use std::ops::RangeInclusive;
 use std::rc::Rc;
 use std::time::Duration;
 
+use hashbrown::HashMap;
 use monoio::io::{AsyncReadRentExt, AsyncWriteRentExt};
 use monoio::net::udp::UdpSocket;
 use monoio::net::TcpStream;
@@ -83,6 +83,10 @@ pub(crate) struct ForwardIo {
     listeners: Vec<Rc<UdpSocket>>,
     /// The open TCP connections, where answers for TCP clients go.
     pub(crate) connections: RefCell<Connections>,
+    /// Where every receive task of the core reads a datagram: borrowed
+    /// only between a `recv` and the forwarder's `on_response`, never
+    /// across an await, so one buffer serves all the open sockets.
+    receive_buffer: RefCell<Box<[u8]>>,
 }
 
 impl ForwardIo {
@@ -96,6 +100,7 @@ impl ForwardIo {
             ports: local_port_range(),
             listeners,
             connections: RefCell::new(Connections::default()),
+            receive_buffer: RefCell::new(vec![0; MAX_UPSTREAM_DATAGRAM].into_boxed_slice()),
         }
     }
 
@@ -259,7 +264,6 @@ async fn receive(
     ready: UdpSocket,
 ) {
     let stop = core.stop.listener();
-    let mut buffer = vec![0u8; MAX_UPSTREAM_DATAGRAM];
     let mut actions = Vec::new();
     loop {
         let readable = async {
@@ -271,17 +275,23 @@ async fn receive(
         if stop.or(readable).await != Some(true) {
             break;
         }
+        let Some(io) = core.forward.as_ref() else {
+            break;
+        };
         for _ in 0..RECEIVE_BURST {
-            let len = match open.socket.recv(&mut buffer) {
-                Ok(len) => len,
-                Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
-                // WouldBlock: drained; ECONNREFUSED (ICMP port
-                // unreachable) and others: the timeout handles the query.
-                Err(_) => break,
-            };
-            let now = core.clock();
-            if let Some(forwarder) = core.worker.borrow_mut().forwarder() {
-                forwarder.on_response(upstream, number, &buffer[..len], now, &mut actions);
+            {
+                let mut buffer = io.receive_buffer.borrow_mut();
+                let len = match open.socket.recv(&mut buffer) {
+                    Ok(len) => len,
+                    Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
+                    // WouldBlock: drained; ECONNREFUSED (ICMP port
+                    // unreachable) and others: the timeout handles the query.
+                    Err(_) => break,
+                };
+                let now = core.clock();
+                if let Some(forwarder) = core.worker.borrow_mut().forwarder() {
+                    forwarder.on_response(upstream, number, &buffer[..len], now, &mut actions);
+                }
             }
             dispatch(&core, &mut actions);
         }
