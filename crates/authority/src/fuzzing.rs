@@ -211,19 +211,9 @@ fn check(query: &[u8], transport: Transport, options: &Options, response: Respon
 mod tests {
     use super::*;
 
-    fn seeds() -> Vec<Vec<u8>> {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus/respond");
-        let mut seeds: Vec<_> = std::fs::read_dir(&dir)
-            .unwrap_or_else(|err| panic!("{}: {err}", dir.display()))
-            .map(|entry| std::fs::read(entry.unwrap().path()).unwrap())
-            .collect();
-        seeds.sort();
-        seeds
-    }
-
     #[test]
     fn respond_seeds() {
-        let seeds = seeds();
+        let seeds = tern_testkit::fuzz_seeds("respond");
         assert!(seeds.len() >= 5, "too few seeds");
         let mut answered = 0;
         for seed in &seeds {

@@ -267,20 +267,9 @@ fn check_answer(answer: &[u8], query: &[u8], edns: bool) {
 mod tests {
     use super::*;
 
-    fn seeds() -> Vec<Vec<u8>> {
-        let dir =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus/forward_answer");
-        let mut seeds: Vec<_> = std::fs::read_dir(&dir)
-            .unwrap_or_else(|err| panic!("{}: {err}", dir.display()))
-            .map(|entry| std::fs::read(entry.unwrap().path()).unwrap())
-            .collect();
-        seeds.sort();
-        seeds
-    }
-
     #[test]
     fn forward_answer_seeds() {
-        let seeds = seeds();
+        let seeds = tern_testkit::fuzz_seeds("forward_answer");
         assert!(seeds.len() >= 10, "too few seeds");
         let mut cached = 0;
         for seed in &seeds {

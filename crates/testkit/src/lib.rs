@@ -152,6 +152,27 @@ pub fn query_with(
     q
 }
 
+//----------- Fuzz seeds -----------------------------------------------------
+
+/// The committed seed inputs of fuzz target `target`
+/// (`crates/fuzz/corpus/TARGET/`), sorted, for the unit tests that run
+/// every seed through the target's body.
+///
+/// # Panics
+///
+/// If the directory or a file in it cannot be read.
+pub fn fuzz_seeds(target: &str) -> Vec<Vec<u8>> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../fuzz/corpus")
+        .join(target);
+    let mut seeds: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|err| panic!("{}: {err}", dir.display()))
+        .map(|entry| std::fs::read(entry.unwrap().path()).unwrap())
+        .collect();
+    seeds.sort();
+    seeds
+}
+
 //=========== Tests ==========================================================
 
 #[cfg(test)]

@@ -41,6 +41,16 @@ fn start(dir: &Path, address: SocketAddr, cores: &str) -> Served {
     start_under(dir, address, cores, &[])
 }
 
+/// What `tern stats` prints for the server started in `dir`.
+fn stats(dir: &Path) -> String {
+    let (ok, text) = run(tern()
+        .arg("stats")
+        .arg("--config")
+        .arg(dir.join("tern.yaml")));
+    assert!(ok, "{text}");
+    text
+}
+
 /// [`start`] under `wrapper` (see [`Served::start_under`]).
 fn start_under(dir: &Path, address: SocketAddr, cores: &str, wrapper: &[&str]) -> Served {
     std::fs::create_dir_all(dir.join("zones")).unwrap();
@@ -63,11 +73,7 @@ fn tern_stats_counts_the_queries_sent() {
     let _server = start(&dir, address, "cores: all\n");
     send_queries(address);
 
-    let (ok, text) = run(tern()
-        .arg("stats")
-        .arg("--config")
-        .arg(dir.join("tern.yaml")));
-    assert!(ok, "{text}");
+    let text = stats(&dir);
     let lines: Vec<&str> = text.lines().collect();
     let allowed = tern_server::allowed_cpus().unwrap();
     let cpus = allowed.len();
@@ -155,11 +161,7 @@ fn cores_all_is_the_process_affinity() {
     let cpu_text = cpu.to_string();
     let server = start_under(&dir, address, "cores: all\n", &["taskset", "-c", &cpu_text]);
     send_queries(address);
-    let (ok, text) = run(tern()
-        .arg("stats")
-        .arg("--config")
-        .arg(dir.join("tern.yaml")));
-    assert!(ok, "{text}");
+    let text = stats(&dir);
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 2, "one core and a total:\n{text}");
     assert!(lines[0].starts_with(&format!("core {cpu}: ")), "{text}");
