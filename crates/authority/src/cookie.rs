@@ -102,19 +102,12 @@ impl CookieSecret {
     /// A secret from 32 hexadecimal digits (either case), as configured.
     pub fn from_hex(text: &str) -> Option<Self> {
         let text = text.as_bytes();
-        if text.len() != 32 {
+        let hex = &data_encoding::HEXUPPER_PERMISSIVE;
+        if hex.decode_len(text.len()).ok()? != 16 {
             return None;
         }
-        let digit = |c: u8| match c {
-            b'0'..=b'9' => Some(c - b'0'),
-            b'a'..=b'f' => Some(c - b'a' + 10),
-            b'A'..=b'F' => Some(c - b'A' + 10),
-            _ => None,
-        };
         let mut bytes = [0u8; 16];
-        for (byte, pair) in bytes.iter_mut().zip(text.chunks_exact(2)) {
-            *byte = digit(pair[0])? << 4 | digit(pair[1])?;
-        }
+        hex.decode_mut(text, &mut bytes).ok()?;
         Some(CookieSecret(bytes))
     }
 
@@ -434,64 +427,14 @@ fn cookie_hash(
 //----------- siphash24 ------------------------------------------------------
 
 /// SipHash-2-4 with a 128-bit key and 64-bit output (Aumasson and
-/// Bernstein, 2012). The output's wire form is its little-endian bytes.
+/// Bernstein, 2012), from the `siphasher` crate. The output's wire form is
+/// its little-endian bytes.
 pub fn siphash24(key: &[u8; 16], data: &[u8]) -> u64 {
-    let word = |bytes: &[u8]| {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(bytes);
-        u64::from_le_bytes(word)
-    };
-    let k0 = word(&key[..8]);
-    let k1 = word(&key[8..]);
-    let mut v = [
-        k0 ^ 0x736f_6d65_7073_6575,
-        k1 ^ 0x646f_7261_6e64_6f6d,
-        k0 ^ 0x6c79_6765_6e65_7261,
-        k1 ^ 0x7465_6462_7974_6573,
-    ];
-    let mut blocks = data.chunks_exact(8);
-    for block in blocks.by_ref() {
-        let m = word(block);
-        v[3] ^= m;
-        sip_round(&mut v);
-        sip_round(&mut v);
-        v[0] ^= m;
-    }
-    let tail = blocks.remainder();
-    let mut last = [0u8; 8];
-    last[..tail.len()].copy_from_slice(tail);
-    last[7] = data.len() as u8;
-    let m = u64::from_le_bytes(last);
-    v[3] ^= m;
-    sip_round(&mut v);
-    sip_round(&mut v);
-    v[0] ^= m;
-    v[2] ^= 0xff;
-    for _ in 0..4 {
-        sip_round(&mut v);
-    }
-    v[0] ^ v[1] ^ v[2] ^ v[3]
+    use std::hash::Hasher;
+    let mut hasher = siphasher::sip::SipHasher24::new_with_key(key);
+    hasher.write(data);
+    hasher.finish()
 }
-
-#[inline(always)]
-fn sip_round(v: &mut [u64; 4]) {
-    v[0] = v[0].wrapping_add(v[1]);
-    v[1] = v[1].rotate_left(13);
-    v[1] ^= v[0];
-    v[0] = v[0].rotate_left(32);
-    v[2] = v[2].wrapping_add(v[3]);
-    v[3] = v[3].rotate_left(16);
-    v[3] ^= v[2];
-    v[0] = v[0].wrapping_add(v[3]);
-    v[3] = v[3].rotate_left(21);
-    v[3] ^= v[0];
-    v[2] = v[2].wrapping_add(v[1]);
-    v[1] = v[1].rotate_left(17);
-    v[1] ^= v[2];
-    v[2] = v[2].rotate_left(32);
-}
-
-//=========== Tests ==========================================================
 
 #[cfg(test)]
 mod tests {
@@ -500,12 +443,10 @@ mod tests {
     use super::*;
 
     fn hex<const N: usize>(text: &str) -> [u8; N] {
-        assert_eq!(text.len(), 2 * N, "{text}");
-        let mut out = [0u8; N];
-        for (i, byte) in out.iter_mut().enumerate() {
-            *byte = u8::from_str_radix(&text[2 * i..2 * i + 2], 16).unwrap();
-        }
-        out
+        let bytes = data_encoding::HEXLOWER_PERMISSIVE
+            .decode(text.as_bytes())
+            .unwrap();
+        bytes.try_into().unwrap()
     }
 
     /// The 64 vectors of the SipHash paper's reference code (`vectors.h`):

@@ -1,12 +1,10 @@
 //! NSEC3 hashing (RFC 5155 section 5): SHA-1, base32hex owner labels, the
 //! parameters of NSEC3 and NSEC3PARAM records, and the sorted chain.
 //!
-//! SHA-1 is written out here (FIPS 180-4 section 6.1, about 60 lines)
-//! rather than taken from a crate: NSEC3 needs nothing else from a crypto
-//! library, this crate has no other dependency besides `hashbrown`, and the
-//! function is tested against the FIPS 180 example vectors below. SHA-1's
-//! weakness against chosen-prefix collisions does not matter here: NSEC3
-//! uses it to order names, not to authenticate them.
+//! SHA-1 is RustCrypto's `sha1` crate (no hash of ours), checked here
+//! against the FIPS 180 example vectors; base32hex is `data-encoding`'s.
+//! SHA-1's weakness against chosen-prefix collisions does not matter here:
+//! NSEC3 uses it to order names, not to authenticate them.
 //!
 //! What is hashed when: every name of the zone, and `*.<name>` for every
 //! name, once at load ([`crate::ZoneBuilder::finish`]); per query only the
@@ -129,96 +127,25 @@ impl Chain {
 /// RFC 4648 section 7, either case) into a SHA-1 hash; `None` if it is
 /// not exactly 32 valid characters.
 pub(crate) fn decode_label(label: &[u8]) -> Option<Hash> {
-    if label.len() != 32 {
+    let mut upper = [0u8; 32];
+    if label.len() != upper.len() {
         return None;
     }
+    upper.copy_from_slice(label);
+    upper.make_ascii_uppercase();
     let mut out = [0u8; HASH_LEN];
-    let mut acc: u64 = 0;
-    let mut bits = 0;
-    let mut at = 0;
-    for &c in label {
-        let value = match c {
-            b'0'..=b'9' => c - b'0',
-            b'a'..=b'v' => c - b'a' + 10,
-            b'A'..=b'V' => c - b'A' + 10,
-            _ => return None,
-        };
-        acc = acc << 5 | u64::from(value);
-        bits += 5;
-        if bits >= 8 {
-            bits -= 8;
-            out[at] = (acc >> bits) as u8;
-            at += 1;
-        }
-    }
-    Some(out)
+    let written = data_encoding::BASE32HEX_NOPAD
+        .decode_mut(&upper, &mut out)
+        .ok()?;
+    (written == HASH_LEN).then_some(out)
 }
 
 //----------- SHA-1 ----------------------------------------------------------
 
-/// SHA-1 of `data` (FIPS 180-4 section 6.1).
+/// SHA-1 of `data` (FIPS 180-4).
 pub(crate) fn sha1(data: &[u8]) -> Hash {
-    let mut state: [u32; 5] = [
-        0x6745_2301,
-        0xefcd_ab89,
-        0x98ba_dcfe,
-        0x1032_5476,
-        0xc3d2_e1f0,
-    ];
-    let mut blocks = data.chunks_exact(64);
-    for block in &mut blocks {
-        compress(&mut state, block);
-    }
-    // Padding: 0x80, zeros, then the bit length as a big-endian u64.
-    let rest = blocks.remainder();
-    let mut tail = [0u8; 128];
-    tail[..rest.len()].copy_from_slice(rest);
-    tail[rest.len()] = 0x80;
-    let tail_len = if rest.len() < 56 { 64 } else { 128 };
-    let bit_len = (data.len() as u64).wrapping_mul(8);
-    tail[tail_len - 8..tail_len].copy_from_slice(&bit_len.to_be_bytes());
-    for block in tail[..tail_len].chunks_exact(64) {
-        compress(&mut state, block);
-    }
-    let mut out = [0u8; HASH_LEN];
-    for (chunk, word) in out.chunks_exact_mut(4).zip(state) {
-        chunk.copy_from_slice(&word.to_be_bytes());
-    }
-    out
-}
-
-/// One 64-octet block of SHA-1.
-fn compress(state: &mut [u32; 5], block: &[u8]) {
-    let mut w = [0u32; 80];
-    for (i, word) in block.chunks_exact(4).enumerate() {
-        w[i] = u32::from_be_bytes([word[0], word[1], word[2], word[3]]);
-    }
-    for i in 16..80 {
-        w[i] = (w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16]).rotate_left(1);
-    }
-    let [mut a, mut b, mut c, mut d, mut e] = *state;
-    for (i, &word) in w.iter().enumerate() {
-        let (f, k) = match i {
-            0..=19 => ((b & c) | (!b & d), 0x5a82_7999),
-            20..=39 => (b ^ c ^ d, 0x6ed9_eba1),
-            40..=59 => ((b & c) | (b & d) | (c & d), 0x8f1b_bcdc),
-            _ => (b ^ c ^ d, 0xca62_c1d6),
-        };
-        let temp = a
-            .rotate_left(5)
-            .wrapping_add(f)
-            .wrapping_add(e)
-            .wrapping_add(k)
-            .wrapping_add(word);
-        e = d;
-        d = c;
-        c = b.rotate_left(30);
-        b = a;
-        a = temp;
-    }
-    for (slot, value) in state.iter_mut().zip([a, b, c, d, e]) {
-        *slot = slot.wrapping_add(value);
-    }
+    use sha1::Digest;
+    sha1::Sha1::digest(data).into()
 }
 
 //=========== Tests ==========================================================
@@ -230,7 +157,7 @@ mod tests {
     use super::*;
 
     fn hex(bytes: &[u8]) -> String {
-        bytes.iter().map(|b| format!("{b:02x}")).collect()
+        data_encoding::HEXLOWER.encode(bytes)
     }
 
     #[test]

@@ -684,42 +684,15 @@ fn nsec3_next(rest: &[u8]) -> Option<&[u8]> {
 /// base32hex (RFC 4648 section 7, no padding, either case) to octets.
 fn base32hex(label: &[u8]) -> Option<Vec<u8>> {
     let mut out = Vec::with_capacity(label.len() * 5 / 8);
-    let mut acc: u32 = 0;
-    let mut bits = 0;
-    for &c in label {
-        let value = match c {
-            b'0'..=b'9' => c - b'0',
-            b'a'..=b'v' => c - b'a' + 10,
-            b'A'..=b'V' => c - b'A' + 10,
-            _ => return None,
-        };
-        acc = (acc << 5 | u32::from(value)) & 0xfff;
-        bits += 5;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((acc >> bits) as u8);
-        }
-    }
+    crate::rdata::text::decode_base32hex(label, &mut out).ok()?;
     Some(out)
 }
 
+/// base32hex in lower case, as owner names are written.
 fn base32hex_text(octets: &[u8]) -> String {
-    const DIGITS: &[u8; 32] = b"0123456789abcdefghijklmnopqrstuv";
-    let mut out = String::new();
-    let mut acc: u32 = 0;
-    let mut bits = 0;
-    for &octet in octets {
-        acc = (acc << 8 | u32::from(octet)) & 0xfff;
-        bits += 8;
-        while bits >= 5 {
-            bits -= 5;
-            out.push(DIGITS[((acc >> bits) & 31) as usize] as char);
-        }
-    }
-    if bits > 0 {
-        out.push(DIGITS[((acc << (5 - bits)) & 31) as usize] as char);
-    }
-    out
+    data_encoding::BASE32HEX_NOPAD
+        .encode(octets)
+        .to_ascii_lowercase()
 }
 
 impl<R: RecordList + ?Sized> Zone<'_, R> {
@@ -890,7 +863,7 @@ fn hex(octets: &[u8]) -> String {
     if octets.is_empty() {
         return "-".to_string();
     }
-    octets.iter().map(|b| format!("{b:02X}")).collect()
+    data_encoding::HEXUPPER.encode(octets)
 }
 
 //=========== Tests ==========================================================

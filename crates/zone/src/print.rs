@@ -265,9 +265,7 @@ fn write_typed(rtype: RType, rdata: &[u8], out: &mut String) -> Option<()> {
                 return None;
             }
             out.push_str("0x");
-            for byte in address {
-                let _ = write!(out, "{byte:02x}");
-            }
+            data_encoding::HEXLOWER.encode_append(address, out);
         }
         RType::LOC => write_loc(r, out)?,
         RType::NXT => {
@@ -377,9 +375,11 @@ fn write_typed(rtype: RType, rdata: &[u8], out: &mut String) -> Option<()> {
         }
         RType::EUI48 | RType::EUI64 => {
             let len = if rtype == RType::EUI48 { 6 } else { 8 };
-            for (index, byte) in r.take(len)?.iter().enumerate() {
-                let separator = if index == 0 { "" } else { "-" };
-                let _ = write!(out, "{separator}{byte:02x}");
+            for (index, byte) in r.take(len)?.chunks(1).enumerate() {
+                if index > 0 {
+                    out.push('-');
+                }
+                data_encoding::HEXLOWER.encode_append(byte, out);
             }
         }
         RType::URI => {
@@ -531,9 +531,7 @@ fn write_hex_chunked(bytes: &[u8], out: &mut String) {
         if index > 0 {
             out.push(' ');
         }
-        for byte in chunk {
-            let _ = write!(out, "{byte:02X}");
-        }
+        data_encoding::HEXUPPER.encode_append(chunk, out);
     }
 }
 
@@ -546,29 +544,9 @@ fn write_hex_field(bytes: &[u8], out: &mut String) -> Option<()> {
     Some(())
 }
 
-const BASE64_ALPHABET: &[u8; 64] =
-    b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
 /// Standard base64 with padding (RFC 4648 section 4).
 fn base64(bytes: &[u8]) -> String {
-    let mut text = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for position in 0..4 {
-            if position <= chunk.len() {
-                let index = (n >> (18 - 6 * position)) & 0x3f;
-                text.push(char::from(BASE64_ALPHABET[index as usize]));
-            } else {
-                text.push('=');
-            }
-        }
-    }
-    text
+    data_encoding::BASE64.encode(bytes)
 }
 
 /// A base64 field split into [`CHUNK_CHARS`] chunks; must be non-empty.
@@ -589,22 +567,7 @@ fn write_base64_field(bytes: &[u8], out: &mut String) -> Option<()> {
 /// Base32 with the extended hex alphabet, upper case, no padding (RFC 5155
 /// section 3.3).
 fn write_base32hex(bytes: &[u8], out: &mut String) {
-    const ALPHABET: &[u8; 32] = b"0123456789ABCDEFGHIJKLMNOPQRSTUV";
-    let mut buffer: u32 = 0;
-    let mut bits = 0;
-    for &byte in bytes {
-        buffer = (buffer << 8) | u32::from(byte);
-        bits += 8;
-        while bits >= 5 {
-            bits -= 5;
-            out.push(char::from(ALPHABET[((buffer >> bits) & 0x1f) as usize]));
-        }
-    }
-    if bits > 0 {
-        out.push(char::from(
-            ALPHABET[((buffer << (5 - bits)) & 0x1f) as usize],
-        ));
-    }
+    data_encoding::BASE32HEX_NOPAD.encode_append(bytes, out);
 }
 
 /// An NSEC3 salt: `-` when empty, else upper-case hex in one piece.
@@ -612,9 +575,7 @@ fn write_salt(salt: &[u8], out: &mut String) {
     if salt.is_empty() {
         out.push('-');
     }
-    for byte in salt {
-        let _ = write!(out, "{byte:02X}");
-    }
+    data_encoding::HEXUPPER.encode_append(salt, out);
 }
 
 /// RRSIG times as `YYYYMMDDHHMMSS` (RFC 4034 section 3.2), UTC.
@@ -863,9 +824,7 @@ fn write_hip(r: &mut Reader<'_>, out: &mut String) -> Option<()> {
         return None;
     }
     let _ = write!(out, "{algorithm} ");
-    for byte in hit {
-        let _ = write!(out, "{byte:02X}");
-    }
+    data_encoding::HEXUPPER.encode_append(hit, out);
     out.push(' ');
     out.push_str(&base64(key));
     while !r.is_empty() {

@@ -654,10 +654,12 @@ fn push_hex64(text: &[u8], out: &mut Vec<u8>) -> Result<(), &'static str> {
         if group.is_empty() || group.len() > 4 || count == 4 {
             return Err(BAD);
         }
-        let mut value: u16 = 0;
-        for &digit in group {
-            value = value << 4 | u16::from(text::hex_value(digit).ok_or(BAD)?);
+        if !group.iter().all(u8::is_ascii_hexdigit) {
+            return Err(BAD);
         }
+        // Hex digits only (checked), so UTF-8 and at most 0xffff.
+        let digits = std::str::from_utf8(group).map_err(|_| BAD)?;
+        let value = u16::from_str_radix(digits, 16).map_err(|_| BAD)?;
         out.extend_from_slice(&value.to_be_bytes());
         count += 1;
     }
@@ -677,9 +679,7 @@ fn push_eui(text: &[u8], count: usize, out: &mut Vec<u8>) -> Result<(), &'static
         if chunk.len() == 3 && chunk[2] != b'-' {
             return Err(BAD);
         }
-        let high = text::hex_value(chunk[0]).ok_or(BAD)?;
-        let low = text::hex_value(chunk[1]).ok_or(BAD)?;
-        out.push(high << 4 | low);
+        decode_hex(&chunk[..2], out).map_err(|_| BAD)?;
         debug_assert!(index < count);
     }
     Ok(())

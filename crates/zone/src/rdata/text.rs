@@ -188,93 +188,58 @@ pub(crate) fn push_split_text(
 }
 
 //----------- Binary encodings -----------------------------------------------
+//
+// The codecs are `data-encoding`'s; these wrappers append to the caller's
+// buffer and give the zone parser's error messages.
 
-/// The value of a base64 digit, or `None`.
-fn base64_value(byte: u8) -> Option<u32> {
-    match byte {
-        b'A'..=b'Z' => Some(u32::from(byte - b'A')),
-        b'a'..=b'z' => Some(u32::from(byte - b'a') + 26),
-        b'0'..=b'9' => Some(u32::from(byte - b'0') + 52),
-        b'+' => Some(62),
-        b'/' => Some(63),
-        _ => None,
+/// Decodes `text` with `encoding`, appending to `out` (nothing on error).
+fn decode_into(
+    encoding: &data_encoding::Encoding,
+    text: &[u8],
+    out: &mut Vec<u8>,
+    error: &'static str,
+) -> Result<(), &'static str> {
+    let start = out.len();
+    let len = encoding.decode_len(text.len()).map_err(|_| error)?;
+    out.resize(start + len, 0);
+    match encoding.decode_mut(text, &mut out[start..]) {
+        Ok(written) => {
+            out.truncate(start + written);
+            Ok(())
+        }
+        Err(_) => {
+            out.truncate(start);
+            Err(error)
+        }
     }
 }
 
 /// Decodes base64 (RFC 4648 section 4, padding required to a multiple of
 /// four digits), appending to `out`.
 pub(crate) fn decode_base64(text: &[u8], out: &mut Vec<u8>) -> Result<(), &'static str> {
-    if !text.len().is_multiple_of(4) {
-        return Err("base64 length is not a multiple of 4");
-    }
-    let padding = text.iter().rev().take_while(|&&byte| byte == b'=').count();
-    if padding > 2 {
-        return Err("bad base64 padding");
-    }
-    let data = &text[..text.len() - padding];
-    let mut accumulator: u32 = 0;
-    let mut bits = 0;
-    for &byte in data {
-        let value = base64_value(byte).ok_or("invalid base64 character")?;
-        accumulator = (accumulator << 6) | value;
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((accumulator >> bits) as u8);
-            accumulator &= (1 << bits) - 1;
-        }
-    }
-    Ok(())
+    decode_into(&data_encoding::BASE64, text, out, "invalid base64")
 }
 
 /// Decodes hexadecimal digits (even count, any case), appending to `out`.
 pub(crate) fn decode_hex(text: &[u8], out: &mut Vec<u8>) -> Result<(), &'static str> {
-    if !text.len().is_multiple_of(2) {
-        return Err("odd number of hexadecimal digits");
-    }
-    for pair in text.chunks_exact(2) {
-        let high = hex_value(pair[0]).ok_or("invalid hexadecimal digit")?;
-        let low = hex_value(pair[1]).ok_or("invalid hexadecimal digit")?;
-        out.push(high << 4 | low);
-    }
-    Ok(())
-}
-
-/// The value of a hexadecimal digit.
-pub(crate) fn hex_value(byte: u8) -> Option<u8> {
-    match byte {
-        b'0'..=b'9' => Some(byte - b'0'),
-        b'a'..=b'f' => Some(byte - b'a' + 10),
-        b'A'..=b'F' => Some(byte - b'A' + 10),
-        _ => None,
-    }
+    decode_into(
+        &data_encoding::HEXUPPER_PERMISSIVE,
+        text,
+        out,
+        "invalid hexadecimal digits",
+    )
 }
 
 /// Decodes base32hex without padding (RFC 4648 section 7, as NSEC3 writes
-/// hashes), appending to `out`.
+/// hashes, either case), appending to `out`.
 pub(crate) fn decode_base32hex(text: &[u8], out: &mut Vec<u8>) -> Result<(), &'static str> {
-    let mut accumulator: u64 = 0;
-    let mut bits = 0;
-    for &byte in text {
-        let value = match byte {
-            b'0'..=b'9' => byte - b'0',
-            b'a'..=b'v' => byte - b'a' + 10,
-            b'A'..=b'V' => byte - b'A' + 10,
-            b'=' => return Err("padding is not allowed in base32hex here"),
-            _ => return Err("invalid base32hex character"),
-        };
-        accumulator = (accumulator << 5) | u64::from(value);
-        bits += 5;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((accumulator >> bits) as u8);
-            accumulator &= (1 << bits) - 1;
-        }
-    }
-    if !matches!(text.len() % 8, 0 | 2 | 4 | 5 | 7) {
-        return Err("bad base32hex length");
-    }
-    Ok(())
+    let upper = text.to_ascii_uppercase();
+    decode_into(
+        &data_encoding::BASE32HEX_NOPAD,
+        &upper,
+        out,
+        "invalid base32hex (no padding allowed)",
+    )
 }
 
 //----------- Addresses ------------------------------------------------------
