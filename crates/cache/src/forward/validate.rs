@@ -4,8 +4,11 @@
 //!
 //! An answer is accepted only if: it parses; QR is set, the opcode is
 //! QUERY; its question is byte for byte the one we sent (the name's 0x20
-//! case included); every compression pointer lands inside the question
-//! or the records (never in the header, which a client's answer replaces);
+//! case included); every compression pointer lands on the start of a label
+//! of a name read before it (the question's, an owner's, or one in the
+//! RDATA of a type with names): never in the header, which a client's
+//! answer replaces, nor in a TTL, which the cache rewrites, nor in other
+//! data;
 //! an OPT record, if any, is the last record; the answer section holds
 //! only the question's chain (the name, then each CNAME target in turn,
 //! no loop, at most [`MAX_CNAME_CHAIN`] links) with the question's type,
@@ -200,6 +203,8 @@ fn cut(view: &MessageView<'_>, qname: NameBuf, qtype: RType) -> Result<Cut, &'st
     let Some(question) = view.question() else {
         return Err("no question");
     };
+    let mut labels = LabelStarts::new(message.len());
+    check_name(message, HEADER_LEN, &mut labels)?;
     let mut pos = HEADER_LEN + question.bytes.len();
     let mut records = Vec::with_capacity(total);
     let mut end = message.len();
@@ -213,7 +218,7 @@ fn cut(view: &MessageView<'_>, qname: NameBuf, qtype: RType) -> Result<Cut, &'st
             2
         };
         let start = pos;
-        let name_end = check_name(message, pos)?;
+        let name_end = check_name(message, pos, &mut labels)?;
         let fixed = message
             .get(name_end..name_end + 10)
             .ok_or("record runs past the end")?;
@@ -234,7 +239,7 @@ fn cut(view: &MessageView<'_>, qname: NameBuf, qtype: RType) -> Result<Cut, &'st
             end = start;
             break;
         }
-        check_rdata_names(message, rtype, rdata, rdata_end)?;
+        check_rdata_names(message, rtype, rdata, rdata_end, &mut labels)?;
         let owner = lower(message, start)?;
         let target = if rtype == RType::CNAME {
             Some(lower(message, rdata)?)
@@ -342,10 +347,38 @@ fn cut(view: &MessageView<'_>, qname: NameBuf, qtype: RType) -> Result<Cut, &'st
     })
 }
 
-/// Checks the name at `offset`: each pointer points backwards and into the
-/// question or the records (at or after [`HEADER_LEN`]); at most
-/// [`MAX_POINTER_HOPS`] pointers. Returns where the name ends at `offset`.
-fn check_name(message: &[u8], offset: usize) -> Result<usize, &'static str> {
+/// The offsets in a message where a label of an already checked name
+/// starts: the only places a compression pointer may land. One bit per
+/// octet of the message.
+struct LabelStarts(Vec<u64>);
+
+impl LabelStarts {
+    fn new(message_len: usize) -> Self {
+        LabelStarts(vec![0; message_len / 64 + 1])
+    }
+
+    fn mark(&mut self, offset: usize) {
+        if let Some(word) = self.0.get_mut(offset / 64) {
+            *word |= 1 << (offset % 64);
+        }
+    }
+
+    fn contains(&self, offset: usize) -> bool {
+        self.0
+            .get(offset / 64)
+            .is_some_and(|word| word & (1 << (offset % 64)) != 0)
+    }
+}
+
+/// Checks the name at `offset` and marks where its labels start: each
+/// pointer points backwards, onto the start of a label of a name checked
+/// before (which is never in the header); at most [`MAX_POINTER_HOPS`]
+/// pointers. Returns where the name ends at `offset`.
+fn check_name(
+    message: &[u8],
+    offset: usize,
+    labels: &mut LabelStarts,
+) -> Result<usize, &'static str> {
     let mut pos = offset;
     let mut end = None;
     let mut hops = 0;
@@ -356,8 +389,8 @@ fn check_name(message: &[u8], offset: usize) -> Result<usize, &'static str> {
             0xc0 => {
                 let low = *message.get(pos + 1).ok_or("name runs past the end")?;
                 let target = usize::from(u16::from_be_bytes([octet & 0x3f, low]));
-                if target < HEADER_LEN || target >= pos {
-                    return Err("compression pointer outside the records");
+                if target >= pos || !labels.contains(target) {
+                    return Err("compression pointer not onto an earlier name's label");
                 }
                 hops += 1;
                 if hops > MAX_POINTER_HOPS {
@@ -367,6 +400,9 @@ fn check_name(message: &[u8], offset: usize) -> Result<usize, &'static str> {
                 pos = target;
             }
             0x00 => {
+                if end.is_none() {
+                    labels.mark(pos);
+                }
                 let len = usize::from(octet);
                 length += 1 + len;
                 if length > 255 {
@@ -392,6 +428,7 @@ fn check_rdata_names(
     rtype: RType,
     start: usize,
     end: usize,
+    labels: &mut LabelStarts,
 ) -> Result<(), &'static str> {
     let Some(layout) = tern_wire::rdata::layout(rtype) else {
         return Ok(());
@@ -408,7 +445,7 @@ fn check_rdata_names(
         start,
         end,
         |pos| inside(pos + 1 + usize::from(*message.get(pos).ok_or("RDATA runs past the end")?)),
-        |pos| inside(check_name(message, pos)?),
+        |pos| inside(check_name(message, pos, labels)?),
     )?;
     if inside(fields_end)? != end {
         return Err("bytes after the last field of RDATA");
@@ -454,6 +491,76 @@ mod tests {
     }
 
     const NAME: &[u8] = b"\x01q\x07example\x00";
+
+    /// Found by the forward_answer fuzz target: a CNAME whose target ends
+    /// in a pointer into its own record's TTL (a zero octet there reads as
+    /// the root). The cache rewrites TTLs, so the cached copy's name then
+    /// read as garbage. Pointers may land only on the labels of names read
+    /// before: into a TTL, RDATA without names, or the middle of a label,
+    /// the answer is refused; onto an owner's or an RDATA name's label it
+    /// is taken.
+    #[test]
+    fn pointers_land_only_on_labels_of_earlier_names() {
+        const CNAME: u16 = 5;
+        const A: u16 = 1;
+        let ttl_at = 12 + NAME.len() + 4 + 2 + 4;
+        // The TTL 0x2700_012c: its second octet (ttl_at + 1) is zero.
+        let with_target = |target: &[u8]| {
+            let (question, mut message) = answer(NAME, CNAME, target);
+            message[ttl_at..ttl_at + 4].copy_from_slice(&0x2700_012c_u32.to_be_bytes());
+            (question, message)
+        };
+        let into_ttl = [3, b'w', b'e', b'b', 0xc0, ttl_at as u8 + 1];
+        let (question, message) = with_target(&into_ttl);
+        assert!(
+            CompressedName::parse(&message, message.len() - 6).is_ok(),
+            "a valid name"
+        );
+        assert!(matches!(
+            validate(&question, &message, 300),
+            Verdict::Bad(_)
+        ));
+
+        // Into the middle of the question's label "example".
+        let mid_label = [0xc0, 12 + 3];
+        let (question, message) = with_target(&mid_label);
+        assert!(matches!(
+            validate(&question, &message, 300),
+            Verdict::Bad(_)
+        ));
+
+        // Onto the question's second label ("example."), and then an A
+        // record whose owner points at the start of the CNAME target's
+        // first label: both taken.
+        let (question, mut message) = with_target(&[3, b'w', b'e', b'b', 0xc0, 12 + 2]);
+        assert!(matches!(
+            validate(&question, &message, 300),
+            Verdict::Good(_)
+        ));
+        let target_at = message.len() - 6;
+        message[7] = 2; // ANCOUNT
+        message.extend_from_slice(&[0xc0, target_at as u8]);
+        message.extend_from_slice(&A.to_be_bytes());
+        message.extend_from_slice(&[0, 1, 0, 0, 0, 60, 0, 4, 127, 0, 0, 1]);
+        // A question for A, so that the chain's end is the answer.
+        let mut question_a = question.clone();
+        let type_at = question_a.len() - 4;
+        question_a[type_at..type_at + 2].copy_from_slice(&A.to_be_bytes());
+        let question_in_message = 12 + type_at;
+        message[question_in_message..question_in_message + 2].copy_from_slice(&A.to_be_bytes());
+        assert!(matches!(
+            validate(&question_a, &message, 300),
+            Verdict::Good(_)
+        ));
+        // The same A record pointing one octet further, at "web"'s first
+        // letter: refused.
+        let last_owner = message.len() - 16 + 1;
+        message[last_owner] += 1;
+        assert!(matches!(
+            validate(&question_a, &message, 300),
+            Verdict::Bad(_)
+        ));
+    }
 
     /// Every type with names is checked from the one layout table: the
     /// RFC 1035 types that the wire crate compresses (MB, MINFO, ...) and
