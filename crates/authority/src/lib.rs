@@ -80,7 +80,7 @@ pub use respond::{
     append_option, bad_cookie, respond, respond_with, summary, ChaosIdentity, Options, Response,
     Transport, DEFAULT_UDP_SIZE,
 };
-pub use zone::Zone;
+pub use zone::{RecordCursor, Zone, ZoneRecord};
 
 /// Compile-time check: zones and catalogs are shared across cores.
 const _: fn() = || {

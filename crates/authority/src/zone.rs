@@ -154,6 +154,84 @@ impl Zone {
             .map_or(0, |b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
     }
 
+    /// The apex SOA record.
+    pub fn soa_record(&self) -> ZoneRecord<'_> {
+        let set = &self.rrsets[self.soa as usize];
+        ZoneRecord {
+            owner: self.origin(),
+            rtype: RType::SOA,
+            ttl: set.ttl,
+            rdata: self.rdata_iter(set).next().unwrap_or(&[]),
+        }
+    }
+
+    /// The next record of the zone after `cursor`, which it advances:
+    /// every record once, node by node, each RRset followed by the RRSIGs
+    /// covering it (with the RRset's TTL, as answers give them), NSEC3
+    /// records included. A zone transfer walks the zone with it, one
+    /// message at a time, holding only the cursor between messages.
+    /// Owner names come out lowercased, RDATA as loaded.
+    ///
+    /// RRSIGs whose covered type has no RRset at their owner are given
+    /// only for the lowest such type (the zone keeps those alone).
+    /// Bound: each call moves the cursor forward by at least one record or
+    /// RRset; the walk ends after the last node.
+    pub fn next_record(&self, cursor: &mut RecordCursor) -> Option<ZoneRecord<'_>> {
+        loop {
+            let node = self.nodes.get(cursor.node as usize)?;
+            if cursor.set >= u32::from(node.rrset_count) {
+                *cursor = RecordCursor {
+                    node: cursor.node + 1,
+                    ..RecordCursor::default()
+                };
+                continue;
+            }
+            let set = &self.rrsets[(node.rrsets_start + cursor.set) as usize];
+            if !cursor.started {
+                cursor.started = true;
+                cursor.sigs = false;
+                cursor.pos = set.rdata_start;
+                cursor.left = set.count;
+                if set.rtype == RType::RRSIG && self.sigs_attached(cursor.node, set) {
+                    cursor.left = 0;
+                }
+            }
+            if cursor.left > 0 {
+                cursor.left -= 1;
+                let at = cursor.pos as usize;
+                let len = usize::from(u16::from_be_bytes([self.rdata[at], self.rdata[at + 1]]));
+                let rdata = &self.rdata[at + 2..at + 2 + len];
+                cursor.pos += 2 + len as u32;
+                let rtype = if cursor.sigs { RType::RRSIG } else { set.rtype };
+                return Some(ZoneRecord {
+                    owner: self.node_name(cursor.node),
+                    rtype,
+                    ttl: set.ttl,
+                    rdata,
+                });
+            }
+            if !cursor.sigs && set.rtype != RType::RRSIG {
+                cursor.sigs = true;
+                cursor.pos = set.sig_start;
+                cursor.left = set.sig_count;
+                continue;
+            }
+            cursor.set += 1;
+            cursor.started = false;
+        }
+    }
+
+    /// Whether the records of a node's RRSIG RRset (the signatures of the
+    /// lowest type covered) are also attached to that type's RRset.
+    fn sigs_attached(&self, node: u32, rrsig: &RRset) -> bool {
+        let covered = self
+            .rdata_iter(rrsig)
+            .next()
+            .and_then(|rdata| rdata.get(..2))
+            .map_or(RType(0), |b| RType(u16::from_be_bytes([b[0], b[1]])));
+        covered != RType::RRSIG && self.rrset_index(node, covered).is_some()
+    }
+
     //--- Names and nodes
 
     /// The node's lowercased name.
@@ -328,6 +406,37 @@ impl core::fmt::Debug for Zone {
             .field("records", &self.record_count)
             .finish()
     }
+}
+
+//----------- ZoneRecord -----------------------------------------------------
+
+/// One record of a zone, borrowed from it.
+#[derive(Clone, Copy, Debug)]
+pub struct ZoneRecord<'z> {
+    /// The owner, lowercased.
+    pub owner: Name<'z>,
+    /// The type.
+    pub rtype: RType,
+    /// The TTL.
+    pub ttl: u32,
+    /// The RDATA, uncompressed.
+    pub rdata: &'z [u8],
+}
+
+/// A position in a zone's records, for [`Zone::next_record`]; the default
+/// is the start. Plain numbers: it outlives no borrow, so a transfer can
+/// keep it across the waits between its messages.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RecordCursor {
+    node: u32,
+    /// The RRset within the node.
+    set: u32,
+    started: bool,
+    /// Walking the RRset's RRSIGs rather than its records.
+    sigs: bool,
+    /// Arena offset and records left of the current range.
+    pos: u32,
+    left: u16,
 }
 
 //----------- canonical_cmp --------------------------------------------------

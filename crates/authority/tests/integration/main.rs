@@ -6,6 +6,7 @@ mod behaviour;
 mod cookies;
 mod dnssec;
 mod malformed;
+mod records;
 mod rfc1034;
 mod rfc4592;
 mod support;
