@@ -58,6 +58,15 @@ impl Catalog {
         &self.zones
     }
 
+    /// The zone whose origin is exactly `origin_lower` (lowercased), as a
+    /// zone transfer asks for it.
+    pub fn get(&self, origin_lower: Name<'_>) -> Option<&Arc<Zone>> {
+        let id = self.index.find(origin_lower.as_bytes(), |i| {
+            self.zones[i as usize].origin().as_bytes()
+        })?;
+        Some(&self.zones[id as usize])
+    }
+
     /// The deepest zone whose origin is `qname_lower` or one of its
     /// ancestors. The name must already be lowercased. Bound: one hash
     /// look-up per label; no allocation.
@@ -110,6 +119,20 @@ mod tests {
         b.insert(origin.as_name(), RType::SOA, RClass::IN, 1, &soa)
             .unwrap();
         b.finish().unwrap()
+    }
+
+    #[test]
+    fn get_finds_only_an_exact_origin() {
+        let catalog = Catalog::new(vec![zone("example.com."), zone("sub.example.com.")]);
+        let got = |text: &str| {
+            catalog
+                .get(name(text).as_name())
+                .map(|z| z.origin().to_string())
+        };
+        assert_eq!(got("example.com.").as_deref(), Some("example.com."));
+        assert_eq!(got("sub.example.com.").as_deref(), Some("sub.example.com."));
+        assert_eq!(got("www.example.com."), None);
+        assert_eq!(got("com."), None);
     }
 
     #[test]

@@ -72,6 +72,10 @@ pub(crate) struct Core {
     /// The core's clock (forwarder timers, rate limiting): milliseconds
     /// since this.
     pub(crate) epoch: Instant,
+    /// Who may transfer our zones.
+    pub(crate) transfer: crate::TransferConfig,
+    /// Outgoing transfers on this core.
+    pub(crate) xfr_out: crate::xfr_out::XfrOutCounters,
 }
 
 impl Core {
@@ -230,6 +234,8 @@ async fn serve(start: CoreStart) -> io::Result<()> {
         allocations: config.allocations,
         forward,
         epoch: Instant::now(),
+        transfer: config.transfer.clone(),
+        xfr_out: crate::xfr_out::XfrOutCounters::default(),
     });
     let mut tasks = Vec::with_capacity(udp.len() + tcp.len() + 1);
     for (index, socket) in udp.into_iter().enumerate() {

@@ -67,6 +67,7 @@ mod sys;
 mod tcp;
 mod udp;
 mod worker;
+mod xfr_out;
 
 pub use control::Handle;
 pub use cores::allowed_cpus;
@@ -82,6 +83,7 @@ pub use tern_cache::forward::{
 };
 #[doc(hidden)]
 pub use worker::{UdpAnswer, Worker};
+pub use xfr_out::MAX_TRANSFERS_OUT;
 
 /// The default idle timeout between TCP messages (RFC 7766 section 6.2.3
 /// suggests seconds, not minutes).
@@ -128,6 +130,8 @@ pub struct ServerConfig {
     /// (and on every anycast instance that shares it); `None` (the
     /// default here; the binary turns cookies on): cookies are off.
     pub cookies: Option<CookieSecret>,
+    /// Outgoing zone transfers: who may ask (default: nobody).
+    pub transfer: TransferConfig,
     /// Reads the calling thread's allocation count (normally
     /// [`thread_allocations`] with [`CountingAllocator`] installed); each
     /// core calls it for its statistics. `None`: allocations read as 0.
@@ -147,9 +151,24 @@ impl ServerConfig {
             forward: None,
             rate_limit: None,
             cookies: None,
+            transfer: TransferConfig::default(),
             allocations: None,
         }
     }
+}
+
+//----------- TransferConfig -------------------------------------------------
+
+/// Who may transfer our zones (AXFR, IXFR) over TCP.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TransferConfig {
+    /// Client address prefixes allowed; empty (the default): nobody.
+    pub allow: Vec<Cidr>,
+    /// Every TSIG key the server knows: a signed request is checked against
+    /// them, whatever `key` says.
+    pub keys: Vec<tern_xfr::tsig::Key>,
+    /// When set, every transfer request must be signed with this key.
+    pub key: Option<tern_xfr::tsig::Key>,
 }
 
 //----------- TcpConfig ------------------------------------------------------

@@ -65,8 +65,9 @@ use tern_cache::forward::Client;
 use crate::cores::Core;
 use crate::forward;
 use crate::pool::{self, Size, STREAM_BUFFER};
-use crate::signal::{Notify, StopListener};
+use crate::signal::{yield_now, Notify, StopListener};
 use crate::worker::{Forwarding, UdpAnswer};
+use crate::xfr_out::{self, Start, Transfer};
 
 /// The smallest message worth reading: a header.
 const MIN_MESSAGE: usize = 12;
@@ -465,12 +466,34 @@ async fn answer_frames(
         };
         consumed += PREFIX + size;
         let max_in_flight = core.tcp.max_in_flight;
-        let answered = {
+        let transfer = {
             let mut scratch = core.scratch.borrow_mut();
-            let now = core.now(false);
-            let mut worker = core.worker.borrow_mut();
-            worker.tick_cookie_clock();
-            worker.answer_tcp_from(query, Some(peer), now, &mut scratch)
+            let worker = core.worker.borrow();
+            xfr_out::start(
+                &worker,
+                &core.transfer,
+                &core.xfr_out,
+                query,
+                peer.ip(),
+                &mut scratch,
+            )
+        };
+        let answered = match transfer {
+            Start::Stream(transfer) => {
+                if !send_transfer(pipe, core, stop, transfer).await {
+                    return Err(());
+                }
+                continue;
+            }
+            Start::Answer(0) => UdpAnswer::Drop,
+            Start::Answer(len) => UdpAnswer::Send(len),
+            Start::NotTransfer => {
+                let mut scratch = core.scratch.borrow_mut();
+                let now = core.now(false);
+                let mut worker = core.worker.borrow_mut();
+                worker.tick_cookie_clock();
+                worker.answer_tcp_from(query, Some(peer), now, &mut scratch)
+            }
         };
         let len = match answered {
             UdpAnswer::Send(len) => len,
@@ -510,6 +533,48 @@ async fn answer_frames(
             return Err(());
         }
     }
+}
+
+/// Queues the messages of an outgoing zone transfer one at a time, each
+/// once the connection has room for it, letting the core's other tasks
+/// run between messages. False if the connection must close: the client
+/// stopped reading (the write half timed out), the core is stopping, or a
+/// message could not be written; closing is how a transfer fails.
+async fn send_transfer(
+    pipe: &Pipe,
+    core: &Rc<Core>,
+    stop: &StopListener,
+    mut transfer: Box<Transfer>,
+) -> bool {
+    let counters = &core.xfr_out;
+    counters.running.set(counters.running.get() + 1);
+    let mut held = pool::take(Size::Stream);
+    // Each pass queues one message, or ends; the transfer has a bounded
+    // number of them (its records plus two).
+    let complete = loop {
+        let len = match transfer.next(&mut held) {
+            Ok(Some(len)) => len,
+            Ok(None) => break true,
+            Err(()) => break false,
+        };
+        if !wait_for_room(pipe, len, core.tcp.max_in_flight, stop).await {
+            break false;
+        }
+        pipe.push(&held[..len]);
+        yield_now().await;
+        if stop.fired() {
+            break false;
+        }
+    };
+    pool::put(held);
+    counters.running.set(counters.running.get() - 1);
+    let outcome = if complete {
+        &counters.completed
+    } else {
+        &counters.aborted
+    };
+    outcome.set(outcome.get() + 1);
+    complete
 }
 
 /// Hands a query to the forwarder for `client` (this connection): the

@@ -654,6 +654,11 @@ impl Worker {
         }
     }
 
+    /// The catalog this worker answers from (replaced on reload).
+    pub(crate) fn catalog(&self) -> &Arc<Catalog> {
+        &self.catalog
+    }
+
     /// Turns response rate limiting of UDP answers on with `limiter`.
     pub fn set_rate_limiter(&mut self, limiter: RateLimiter) {
         self.limiter = Some(limiter);

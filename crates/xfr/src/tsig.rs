@@ -188,6 +188,18 @@ impl Key {
     }
 }
 
+/// Equality compares name (as written), algorithm and secret: for
+/// configurations compared on reload. No MAC is ever checked this way.
+impl PartialEq for Key {
+    fn eq(&self, other: &Self) -> bool {
+        self.name.as_bytes() == other.name.as_bytes()
+            && self.algorithm == other.algorithm
+            && self.secret == other.secret
+    }
+}
+
+impl Eq for Key {}
+
 impl fmt::Debug for Key {
     // The secret is never printed.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -449,10 +461,12 @@ enum Step {
     Verified,
 }
 
-/// The TSIG state of one exchange with one key.
+/// The TSIG state of one exchange with one key (a copy of it: a session
+/// lives as long as its transfer, across waits, whatever the
+/// configuration does meanwhile).
 #[derive(Clone)]
-pub struct Session<'k> {
-    key: &'k Key,
+pub struct Session {
+    key: Key,
     prior: Option<MacBuf>,
     last: Option<Step>,
     /// The HMAC over the unsigned messages received since the last signed
@@ -461,10 +475,10 @@ pub struct Session<'k> {
     unsigned: u32,
 }
 
-impl fmt::Debug for Session<'_> {
+impl fmt::Debug for Session {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Session")
-            .field("key", self.key)
+            .field("key", &self.key)
             .field("last", &self.last)
             .field("unsigned", &self.unsigned)
             .finish_non_exhaustive()
@@ -477,11 +491,11 @@ impl fmt::Debug for Session<'_> {
 // path, and boxing it would only add an allocation there.
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
-pub enum RequestCheck<'a, 'k> {
+pub enum RequestCheck<'a> {
     /// No TSIG record.
     Unsigned,
     /// A valid signature: sign the answers with this session.
-    Signed(Session<'k>),
+    Signed(Session),
     /// A TSIG record that failed: answer NOTAUTH with
     /// [`RequestCheck::write_error`] (or FORMERR when the error has no
     /// code).
@@ -492,13 +506,13 @@ pub enum RequestCheck<'a, 'k> {
         record: Option<TsigRecord<'a>>,
         /// For BADTIME only: the session whose key did verify, which signs
         /// the error answer.
-        session: Option<Session<'k>>,
+        session: Option<Session>,
     },
 }
 
 /// Checks a request's signature against the configured keys
 /// (RFC 8945 section 5.2: key, then MAC, then time).
-pub fn check_request<'a, 'k>(keys: &'k [Key], message: &'a [u8], now: u64) -> RequestCheck<'a, 'k> {
+pub fn check_request<'a>(keys: &[Key], message: &'a [u8], now: u64) -> RequestCheck<'a> {
     let record = match TsigRecord::find(message) {
         Ok(None) => return RequestCheck::Unsigned,
         Ok(Some(record)) => record,
@@ -531,7 +545,7 @@ pub fn check_request<'a, 'k>(keys: &'k [Key], message: &'a [u8], now: u64) -> Re
     }
 }
 
-impl<'a> RequestCheck<'a, '_> {
+impl RequestCheck<'_> {
     /// Appends to an error answer (in `buf[..len]`, with the request's ID
     /// and question, rcode NOTAUTH) the TSIG record RFC 8945 section 5.3.2
     /// asks for: unsigned with the error code for BADKEY and BADSIG; signed,
@@ -581,11 +595,11 @@ struct Fields<'a> {
     other: &'a [u8],
 }
 
-impl<'k> Session<'k> {
+impl Session {
     /// A session for an exchange we start (a request we sign).
-    pub fn new(key: &'k Key) -> Self {
+    pub fn new(key: &Key) -> Self {
         Session {
-            key,
+            key: key.clone(),
             prior: None,
             last: None,
             pending: None,
@@ -594,8 +608,8 @@ impl<'k> Session<'k> {
     }
 
     /// The key.
-    pub fn key(&self) -> &'k Key {
-        self.key
+    pub fn key(&self) -> &Key {
+        &self.key
     }
 
     /// The octets [`Session::sign`] appends to a message.

@@ -29,6 +29,7 @@ mod rrl;
 mod runtime;
 mod tcp;
 mod udp;
+mod xfr;
 
 /// Both reactors; every runtime test runs on each.
 const DRIVERS: [Driver; 2] = [Driver::Legacy, Driver::IoUring];

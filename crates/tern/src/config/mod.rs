@@ -72,6 +72,8 @@ pub(crate) struct Config {
     pub(crate) rate_limit: Option<tern_server::RateLimitConfig>,
     /// DNS cookies.
     pub(crate) cookies: Cookies,
+    /// TSIG keys and who may transfer our zones.
+    pub(crate) transfer: tern_server::TransferConfig,
 }
 
 /// The `cookies:` section.
@@ -129,6 +131,7 @@ impl Default for Config {
             forward: None,
             rate_limit: None,
             cookies: Cookies::default(),
+            transfer: tern_server::TransferConfig::default(),
         }
     }
 }
@@ -230,6 +233,7 @@ impl Config {
             }
             config.cookies.secret = cookies.secret.map(|secret| secret.0);
         }
+        config.transfer = transfer_config(raw.keys.unwrap_or_default(), raw.transfer)?;
         Ok(config)
     }
 
@@ -259,6 +263,7 @@ impl Config {
                     self.cookies.secret.unwrap_or_else(random_secret),
                 )
             }),
+            transfer: self.transfer.clone(),
             allocations,
         }
     }
@@ -284,6 +289,12 @@ impl Config {
         compare("forward", self.forward != next.forward);
         compare("rate-limit", self.rate_limit != next.rate_limit);
         compare("cookies", self.cookies != next.cookies);
+        compare("keys", self.transfer.keys != next.transfer.keys);
+        compare(
+            "transfer",
+            (&self.transfer.allow, &self.transfer.key)
+                != (&next.transfer.allow, &next.transfer.key),
+        );
         changed
     }
 }
@@ -329,6 +340,51 @@ fn forward_config(raw: raw::RawForward) -> anyhow::Result<tern_server::ForwardCo
     set(&mut forward.max_in_flight, raw.max_in_flight);
     set(&mut forward.max_waiters, raw.max_waiters);
     Ok(forward)
+}
+
+/// The `keys:` and `transfer:` sections: key names are unique, and
+/// `transfer.key` names one of the keys.
+fn transfer_config(
+    keys: Vec<raw::RawKey>,
+    transfer: Option<raw::RawTransfer>,
+) -> anyhow::Result<tern_server::TransferConfig> {
+    if keys.len() > value::MAX_KEYS {
+        bail!("keys: more than {} keys", value::MAX_KEYS);
+    }
+    let mut config = tern_server::TransferConfig::default();
+    for key in keys {
+        let name = key.name.0;
+        if config
+            .keys
+            .iter()
+            .any(|known| known.lower_name().as_bytes() == name.as_bytes())
+        {
+            bail!("keys: {} is listed twice", name.as_name());
+        }
+        config.keys.push(tern_xfr::tsig::Key::new(
+            name.as_name(),
+            key.algorithm.0,
+            &key.secret.0,
+        ));
+    }
+    let Some(transfer) = transfer else {
+        return Ok(config);
+    };
+    config.allow = transfer
+        .allow
+        .unwrap_or_default()
+        .into_iter()
+        .map(|cidr| cidr.0)
+        .collect();
+    if let Some(name) = transfer.key {
+        let key = config
+            .keys
+            .iter()
+            .find(|key| key.lower_name().as_bytes() == name.0.as_bytes())
+            .with_context(|| format!("transfer.key: no key named {} in keys", name.0.as_name()))?;
+        config.key = Some(key.clone());
+    }
+    Ok(config)
 }
 
 /// The `rate-limit:` section over [`tern_server::RateLimitConfig`]'s
@@ -584,6 +640,62 @@ mod tests {
     }
 
     #[test]
+    fn keys_and_transfer_sections() {
+        let config = from_text(
+            "keys:\n  - {name: Transfer-Key, algorithm: hmac-sha256, secret: \"c2VjcmV0\"}\n  \
+             - {name: legacy., algorithm: HMAC-SHA1, secret: AAEC}\n\
+             transfer:\n  allow: [\"127.0.0.0/8\", \"::1\"]\n  key: transfer-key.\n",
+            ".",
+        )
+        .unwrap();
+        let transfer = &config.transfer;
+        assert_eq!(transfer.keys.len(), 2);
+        assert_eq!(transfer.keys[0].name().to_string(), "transfer-key.");
+        assert_eq!(
+            transfer.keys[1].algorithm(),
+            tern_xfr::tsig::Algorithm::HmacSha1
+        );
+        assert_eq!(transfer.key.as_ref(), Some(&transfer.keys[0]));
+        assert_eq!(transfer.allow.len(), 2);
+        assert!(transfer.allow[1].contains("::1".parse().unwrap()));
+        assert_eq!(config.server_config(None).transfer, *transfer);
+        let changes = Config::default().restart_changes(&config);
+        assert!(changes.contains(&"keys") && changes.contains(&"transfer"));
+        // Nobody may transfer by default.
+        assert_eq!(
+            Config::default().transfer,
+            tern_server::TransferConfig::default()
+        );
+        assert!(Config::default().transfer.allow.is_empty());
+
+        for (text, key) in [
+            ("transfer: {key: nokey}\n", "transfer.key"),
+            (
+                "keys: [{name: k, algorithm: hmac-md5, secret: AAEC}]\n",
+                "algorithm",
+            ),
+            (
+                "keys: [{name: k, algorithm: hmac-sha256, secret: \"not base64!\"}]\n",
+                "secret",
+            ),
+            (
+                "keys: [{name: k, algorithm: hmac-sha256, secret: \"\"}]\n",
+                "secret",
+            ),
+            ("keys: [{name: k, algorithm: hmac-sha256}]\n", "secret"),
+            (
+                "keys: [{name: k, algorithm: hmac-sha256, secret: AAEC}, \
+                 {name: K., algorithm: hmac-sha1, secret: AAEC}]\n",
+                "listed twice",
+            ),
+            ("transfer: {allow: [nowhere]}\n", "transfer.allow"),
+        ] {
+            let err = format!("{:#}", from_text(text, ".").unwrap_err());
+            assert!(err.contains(key), "{text}: {err}");
+        }
+    }
+
+    #[test]
     fn cookies_section() {
         // On by default, with a random secret drawn at start.
         let defaults = Config::default();
@@ -661,5 +773,6 @@ mod tests {
             Some(tern_server::RateLimitConfig::default())
         );
         assert_eq!(example.cookies, defaults.cookies);
+        assert_eq!(example.transfer, defaults.transfer);
     }
 }

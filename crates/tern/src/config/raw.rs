@@ -45,6 +45,25 @@ pub(crate) struct RawConfig {
     pub(crate) forward: Option<RawForward>,
     pub(crate) rate_limit: Option<RawRateLimit>,
     pub(crate) cookies: Option<RawCookies>,
+    pub(crate) keys: Option<Vec<RawKey>>,
+    pub(crate) transfer: Option<RawTransfer>,
+}
+
+/// One TSIG key of `keys:`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawKey {
+    pub(crate) name: Parsed<KeyNameKind>,
+    pub(crate) algorithm: Parsed<AlgorithmKind>,
+    pub(crate) secret: Parsed<Base64Kind>,
+}
+
+/// `transfer:`, who may transfer our zones.
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawTransfer {
+    pub(crate) allow: Option<Vec<Parsed<CidrKind>>>,
+    pub(crate) key: Option<Parsed<KeyNameKind>>,
 }
 
 /// `rate-limit:`, response rate limiting (docs/config.md); the section's
@@ -330,6 +349,54 @@ impl Kind for OriginKind {
     fn parse(text: &str) -> Result<String, String> {
         crate::zones::parse_origin(text)?;
         Ok(text.to_string())
+    }
+}
+
+/// A TSIG key's name: a domain name, absolute with or without the final
+/// dot (`transfer-key` is `transfer-key.`), kept lowercased.
+pub(crate) struct KeyNameKind;
+
+impl Kind for KeyNameKind {
+    type Value = tern_wire::name::NameBuf;
+    const EXPECTING: &'static str = "a key name like transfer-key";
+    fn parse(text: &str) -> Result<tern_wire::name::NameBuf, String> {
+        let mut name =
+            tern_wire::name::NameBuf::from_text(text.as_bytes(), Some(tern_wire::name::Name::ROOT))
+                .map_err(|e| format!("bad key name {text:?}: {e}"))?;
+        name.make_lowercase();
+        Ok(name)
+    }
+}
+
+/// `hmac-sha256`, `hmac-sha384`, `hmac-sha512` or `hmac-sha1`.
+pub(crate) struct AlgorithmKind;
+
+impl Kind for AlgorithmKind {
+    type Value = tern_xfr::tsig::Algorithm;
+    const EXPECTING: &'static str = "hmac-sha256, hmac-sha384, hmac-sha512 or hmac-sha1";
+    fn parse(text: &str) -> Result<tern_xfr::tsig::Algorithm, String> {
+        tern_xfr::tsig::Algorithm::from_config_name(text).ok_or_else(|| {
+            format!(
+                "unknown algorithm {text:?}; expected hmac-sha256, hmac-sha384, hmac-sha512 or hmac-sha1"
+            )
+        })
+    }
+}
+
+/// A TSIG secret in base64 (as `tsig-keygen` and `keymgr -t` print it).
+pub(crate) struct Base64Kind;
+
+impl Kind for Base64Kind {
+    type Value = Vec<u8>;
+    const EXPECTING: &'static str = "a base64 secret";
+    fn parse(text: &str) -> Result<Vec<u8>, String> {
+        let secret = data_encoding::BASE64
+            .decode(text.trim().as_bytes())
+            .map_err(|_| "bad secret: not base64".to_string())?;
+        if secret.is_empty() {
+            return Err("bad secret: empty".to_string());
+        }
+        Ok(secret)
     }
 }
 

@@ -24,6 +24,10 @@ pub(crate) const MAX_TIMEOUT: Duration = Duration::from_secs(3600);
 /// a missing unit letter that still leaves every product in range.
 pub(crate) const MAX_SIZE: u64 = 64 << 30;
 
+/// The most TSIG keys in `keys:` (each request's key is found by a linear
+/// search; a deployment has a handful).
+pub(crate) const MAX_KEYS: usize = 256;
+
 /// The smallest `udp-size`: every DNS client accepts 512-octet answers
 /// (RFC 1035 section 4.2.1).
 pub(crate) const MIN_UDP_SIZE: usize = 512;

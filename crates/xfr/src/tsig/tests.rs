@@ -60,7 +60,7 @@ fn key(algorithm: Algorithm) -> Key {
 }
 
 /// Signs `vector.unsigned` with `session` and returns the result.
-fn sign(session: &mut Session<'_>, vector: &Vector) -> Vec<u8> {
+fn sign(session: &mut Session, vector: &Vector) -> Vec<u8> {
     let mut buf = vector.unsigned.clone();
     let len = buf.len();
     buf.resize(len + session.record_len(), 0);

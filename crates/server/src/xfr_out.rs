@@ -1,0 +1,211 @@
+//! Outgoing zone transfers over TCP: who may ask, and the stream of
+//! messages (RFC 5936 AXFR; RFC 1995 IXFR answered in full or with the SOA
+//! alone). The messages come from `tern_xfr::axfr`; this module decides,
+//! signs and counts, and `tcp.rs` queues each message on the connection,
+//! waiting for the client to read and letting the core's other tasks run
+//! between messages, so that no transfer holds a core for longer than one
+//! message takes to write (about 16 KiB of records).
+//!
+//! A request is checked in this order, as RFC 8945 section 5.2 puts the
+//! signature first:
+//!
+//! | check | failing answer |
+//! |---|---|
+//! | a TSIG record that does not verify | NOTAUTH with the TSIG error (BADKEY, BADSIG, BADTIME), FORMERR if malformed |
+//! | the client's address in `transfer.allow` | REFUSED |
+//! | signed with `transfer.key`, when one is set | REFUSED |
+//! | a zone of ours at exactly the question's name, class IN | NOTAUTH |
+//! | fewer than [`MAX_TRANSFERS_OUT`] transfers running on this core | SERVFAIL (the secondary retries) |
+//!
+//! Error answers echo the question and are signed when the request was.
+
+use std::cell::Cell;
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use tern_authority::Zone;
+use tern_wire::build::MessageBuilder;
+use tern_wire::name::LowerNameBuf;
+use tern_wire::parse::MessageView;
+use tern_wire::types::{Opcode, RClass, RType, Rcode};
+use tern_xfr::axfr::{ixfr_serial, serial_at_or_after, Outgoing, MAX_MESSAGE};
+use tern_xfr::tsig::{check_request, Key, RequestCheck, Session};
+
+use crate::worker::Worker;
+use crate::TransferConfig;
+
+/// Transfers out that one core runs at once; one more gets SERVFAIL.
+pub const MAX_TRANSFERS_OUT: usize = 8;
+
+//----------- Counters -------------------------------------------------------
+
+/// One core's counts of transfer requests.
+#[derive(Debug, Default)]
+pub(crate) struct XfrOutCounters {
+    /// Transfers started (AXFR, and IXFR in full or SOA-only form).
+    pub(crate) started: Cell<u64>,
+    /// Transfers whose last message was queued.
+    pub(crate) completed: Cell<u64>,
+    /// Requests refused: address, key, zone, or too many running.
+    pub(crate) refused: Cell<u64>,
+    /// Requests whose TSIG did not verify.
+    pub(crate) bad_tsig: Cell<u64>,
+    /// Transfers that ended early: the client stopped reading or closed,
+    /// the core stopped, or a record did not fit a message.
+    pub(crate) aborted: Cell<u64>,
+    /// Transfers running now.
+    pub(crate) running: Cell<u64>,
+}
+
+//----------- Request --------------------------------------------------------
+
+/// What to do with a TCP query.
+pub(crate) enum Start {
+    /// Not a transfer request: answer it as usual.
+    NotTransfer,
+    /// An error answer of this length was written into the output buffer.
+    Answer(usize),
+    /// Stream this transfer (boxed: it holds a running HMAC state, and
+    /// one allocation per transfer costs nothing next to it).
+    Stream(Box<Transfer>),
+}
+
+/// A transfer under way: the messages to come and the session that signs
+/// them.
+pub(crate) struct Transfer {
+    outgoing: Outgoing<Arc<Zone>>,
+    tsig: Option<Session>,
+}
+
+impl Transfer {
+    /// Writes the next message (signed, if the request was) into `out`;
+    /// `Ok(None)` once the transfer is complete, `Err` if it cannot go on.
+    pub(crate) fn next(&mut self, out: &mut [u8]) -> Result<Option<usize>, ()> {
+        let reserve = self.tsig.as_ref().map_or(0, Session::record_len);
+        let limit = MAX_MESSAGE.min(out.len()) - reserve;
+        let Some(len) = self.outgoing.next_message(out, limit).map_err(|_| ())? else {
+            return Ok(None);
+        };
+        match &mut self.tsig {
+            Some(session) => session
+                .sign(out, len, unix_time())
+                .map(Some)
+                .map_err(|_| ()),
+            None => Ok(Some(len)),
+        }
+    }
+}
+
+/// Seconds since the epoch, for TSIG.
+fn unix_time() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| since.as_secs())
+}
+
+/// Decides what to do with a TCP query from `peer`: not a transfer
+/// request, an error answer (written into `out`), or a transfer to
+/// stream. `running` is the number of transfers this core runs now.
+pub(crate) fn start(
+    worker: &Worker,
+    config: &TransferConfig,
+    counters: &XfrOutCounters,
+    query: &[u8],
+    peer: IpAddr,
+    out: &mut [u8],
+) -> Start {
+    let Ok(view) = MessageView::parse(query) else {
+        return Start::NotTransfer;
+    };
+    let header = view.header();
+    let Some(question) = view.question() else {
+        return Start::NotTransfer;
+    };
+    if header.qr()
+        || header.opcode() != Opcode::QUERY
+        || !matches!(question.qtype, RType::AXFR | RType::IXFR)
+    {
+        return Start::NotTransfer;
+    }
+    let now = unix_time();
+    let session = match check_request(&config.keys, query, now) {
+        RequestCheck::Unsigned => None,
+        RequestCheck::Signed(session) => Some(session),
+        failed => {
+            counters.bad_tsig.set(counters.bad_tsig.get() + 1);
+            let rcode = match failed {
+                RequestCheck::Failed { error, .. } if error.code().is_none() => Rcode::FORMERR,
+                _ => Rcode::NOTAUTH,
+            };
+            let Some(len) = error_answer(&view, rcode, out) else {
+                return Start::Answer(0);
+            };
+            return Start::Answer(match failed.write_error(out, len, now) {
+                Some(Ok(len)) => len,
+                _ => len,
+            });
+        }
+    };
+    let refuse = |rcode: Rcode, session: Option<Session>, out: &mut [u8]| {
+        counters.refused.set(counters.refused.get() + 1);
+        let Some(len) = error_answer(&view, rcode, out) else {
+            return Start::Answer(0);
+        };
+        match session {
+            Some(mut session) => Start::Answer(session.sign(out, len, now).unwrap_or(len)),
+            None => Start::Answer(len),
+        }
+    };
+    if !config.allow.iter().any(|prefix| prefix.contains(peer)) {
+        return refuse(Rcode::REFUSED, session, out);
+    }
+    if let Some(required) = &config.key {
+        if !session
+            .as_ref()
+            .is_some_and(|s| same_key(s.key(), required))
+        {
+            return refuse(Rcode::REFUSED, session, out);
+        }
+    }
+    let origin = LowerNameBuf::from_name(question.name);
+    let zone = match worker.catalog().get(origin.as_name()) {
+        Some(zone) if question.qclass == RClass::IN => Arc::clone(zone),
+        _ => return refuse(Rcode::NOTAUTH, session, out),
+    };
+    if counters.running.get() >= MAX_TRANSFERS_OUT as u64 {
+        return refuse(Rcode::SERVFAIL, session, out);
+    }
+    let up_to_date = question.qtype == RType::IXFR
+        && ixfr_serial(&view).is_some_and(|serial| serial_at_or_after(serial, zone.serial()));
+    let outgoing = if up_to_date {
+        Outgoing::soa_only(zone, &view)
+    } else {
+        Outgoing::full(zone, &view)
+    };
+    counters.started.set(counters.started.get() + 1);
+    Start::Stream(Box::new(Transfer {
+        outgoing,
+        tsig: session,
+    }))
+}
+
+fn same_key(a: &Key, b: &Key) -> bool {
+    a.lower_name().as_bytes() == b.lower_name().as_bytes() && a.algorithm() == b.algorithm()
+}
+
+/// An answer with `rcode` that echoes the query's ID, opcode, RD and
+/// question; `None` if `out` cannot hold it.
+fn error_answer(query: &MessageView<'_>, rcode: Rcode, out: &mut [u8]) -> Option<usize> {
+    let mut builder = MessageBuilder::new(out, MAX_MESSAGE).ok()?;
+    let header = query.header();
+    builder.set_id(header.id());
+    builder.set_qr(true);
+    builder.set_opcode(header.opcode().0);
+    builder.set_rd(header.rd());
+    builder.set_rcode(rcode);
+    if let Some(question) = query.question() {
+        builder.push_question_bytes(question.bytes).ok()?;
+    }
+    Some(builder.finish())
+}
