@@ -1,0 +1,219 @@
+//! The answer stage: the answer cache, then `respond`, over UDP and TCP,
+//! and the routing of forwardable queries to the forwarder.
+
+use std::net::SocketAddr;
+
+use bumpalo::Bump;
+use tern_authority::cookie::CookieCheck;
+use tern_authority::{respond, respond_with, Catalog, Options, Response, Transport};
+use tern_cache::forward::Forwarder;
+use tern_cache::ResponseCache;
+
+use super::policy::{Cookies, Peer};
+use super::request::{forward_key, head_len, Request, UdpAnswer};
+use super::TCP_SIZE;
+use crate::rrl::RateLimiter;
+use crate::stats::Counters;
+
+//----------- Answering ------------------------------------------------------
+
+/// The worker's read-only answering inputs, borrowed apart from its
+/// mutable parts (cache, counters) and its arena.
+pub(super) struct Answering<'w> {
+    pub(super) catalog: &'w Catalog,
+    pub(super) options: &'w Options,
+    pub(super) full_udp_size: usize,
+    pub(super) cookies: Option<&'w Cookies>,
+}
+
+impl Answering<'_> {
+    /// The cache first, then `respond`; the request's views go in `arena`.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn udp(
+        &self,
+        arena: &Bump,
+        cache: &mut ResponseCache,
+        forwarder: Option<&mut Forwarder>,
+        limiter: Option<&mut RateLimiter>,
+        counters: &mut Counters,
+        query: &[u8],
+        peer: &Peer<'_>,
+        now: u64,
+        out: &mut [u8],
+    ) -> UdpAnswer {
+        let Some(request) = Request::parse(query, self.full_udp_size) else {
+            let check = self.cookie_of(query, peer);
+            let extra = check
+                .reply_option()
+                .map_or(&[][..], |option| option.as_bytes());
+            let answer = respond_with(
+                self.catalog,
+                query,
+                Transport::Udp,
+                self.options,
+                extra,
+                out,
+            )
+            .into();
+            return match (limiter, peer) {
+                (Some(limiter), peer) => {
+                    self.limit_unparsed(limiter, counters, query, &check, peer, now, answer, out)
+                }
+                (None, _) => answer,
+            };
+        };
+        let request: &Request<'_> = arena.alloc(request);
+        debug_assert_eq!(request.view.bytes().len(), query.len());
+        // A query to forward names no zone of ours, and the answer cache
+        // holds only our zones' answers (respond refuses other names, and
+        // refusals are not cached): it would miss. Decide forwarding first
+        // (one `catalog.find`) and skip its probe and hash.
+        if let Some(answer) =
+            self.forwardable(request, forwarder, query, peer, request.limit, now, out)
+        {
+            return answer;
+        }
+        let answer = if let Some(len) = cache.answer(&request.key, query, request.limit, out) {
+            counters.cache_hits += 1;
+            UdpAnswer::Send(len)
+        } else {
+            counters.cache_misses += 1;
+            let response = respond(self.catalog, query, Transport::Udp, self.options, out);
+            // Only an answer written at the full size is what respond writes
+            // for every client whose limit it fits; the cache checks the fit.
+            let full_size = !request.key.edns || request.limit == self.full_udp_size;
+            if let (Response::Send(len), true) = (response, full_size) {
+                cache.insert(request.key, &out[..len]);
+            }
+            response.into()
+        };
+        // Most queries carry no option: one branch.
+        let check = if request.options.is_empty() {
+            CookieCheck::None
+        } else {
+            self.cookie(request.options, peer)
+        };
+        let answer = match check {
+            CookieCheck::None => answer,
+            _ => self.with_cookie(&check, query, request.limit, answer, out),
+        };
+        let Some(limiter) = limiter else {
+            return answer;
+        };
+        match peer.get() {
+            Some(peer) => {
+                let question = Some((request.key.name.as_name(), request.key.qtype));
+                self.limit(
+                    limiter,
+                    counters,
+                    (query, &check),
+                    question,
+                    peer.ip(),
+                    now,
+                    answer,
+                    out,
+                )
+            }
+            _ => answer,
+        }
+    }
+}
+
+impl Answering<'_> {
+    /// The TCP path: a forwardable query is answered from the forward
+    /// cache or comes back as [`UdpAnswer::Forward`], as over UDP but never
+    /// truncated below [`TCP_SIZE`]; anything else goes to `respond`. The
+    /// answer cache is UDP's only.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn tcp(
+        &self,
+        arena: &Bump,
+        forwarder: Option<&mut Forwarder>,
+        query: &[u8],
+        peer: Option<SocketAddr>,
+        now: u64,
+        out: &mut [u8],
+    ) -> UdpAnswer {
+        let read = || peer;
+        let peer = Peer::new(&read);
+        if forwarder.is_some() && peer.get().is_some() {
+            if let Some(request) = Request::parse(query, TCP_SIZE) {
+                let request: &Request<'_> = arena.alloc(request);
+                if let Some(answer) =
+                    self.forwardable(request, forwarder, query, &peer, TCP_SIZE, now, out)
+                {
+                    return answer;
+                }
+            }
+        }
+        let check = self.cookie_of(query, &peer);
+        let extra = check
+            .reply_option()
+            .map_or(&[][..], |option| option.as_bytes());
+        respond_with(
+            self.catalog,
+            query,
+            Transport::Tcp,
+            self.options,
+            extra,
+            out,
+        )
+        .into()
+    }
+
+    /// For a query to forward (RD set, the client in `forward.allow`, the
+    /// name in none of our zones): the forward cache's answer written at
+    /// `limit`, or [`UdpAnswer::Forward`]. `None`: not a query to forward.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn forwardable(
+        &self,
+        request: &Request<'_>,
+        forwarder: Option<&mut Forwarder>,
+        query: &[u8],
+        peer: &Peer<'_>,
+        limit: usize,
+        now: u64,
+        out: &mut [u8],
+    ) -> Option<UdpAnswer> {
+        let forwarder = forwarder?;
+        let peer = peer.get()?;
+        if !request.view.header().rd()
+            || !forwarder.config().allows(peer.ip())
+            || self.serves(request)
+        {
+            return None;
+        }
+        let key = forward_key(request);
+        let head_len = head_len(request);
+        Some(
+            match forwarder.answer_from_cache(
+                &key,
+                query,
+                head_len,
+                request.key.edns,
+                limit,
+                now,
+                out,
+            ) {
+                Some(len) => UdpAnswer::Send(len),
+                None => UdpAnswer::Forward,
+            },
+        )
+    }
+
+    /// Whether the request's name is in one of our zones. A forward-only
+    /// server has none: then the suffix walk of `Catalog::find` (about 230
+    /// instructions for a name of four labels) is skipped.
+    pub(super) fn serves(&self, request: &Request<'_>) -> bool {
+        !self.catalog.zones().is_empty() && self.catalog.find(request.key.name.as_name()).is_some()
+    }
+}
+
+impl From<Response> for UdpAnswer {
+    fn from(response: Response) -> Self {
+        match response {
+            Response::Send(len) => UdpAnswer::Send(len),
+            Response::Drop => UdpAnswer::Drop,
+        }
+    }
+}

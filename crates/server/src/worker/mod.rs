@@ -1,0 +1,449 @@
+//! The per-core answering state: the catalog this core serves from, its
+//! answer cache and its counters. The transport loops lend it a query and
+//! an output buffer and get back the answer's length; everything in
+//! between is synchronous and allocation-free once the cache is warm.
+//!
+//! ```text
+//! UDP query ──parse──► CacheKey ──hit──► cache.answer(): header, question, stored tail
+//!                          │
+//!                          └─miss──► tern_authority::respond() ──► cache.insert() if the
+//!                                                                  answer was written at
+//! TCP query ──────────────────────► tern_authority::respond()      the full UDP size
+//! ```
+//!
+//! Only UDP answers go through the cache: TCP answers are never truncated,
+//! so their size limit differs, and TCP is a small share of the traffic.
+//! Forwarding applies to both: [`Worker::answer_tcp_from`] routes a TCP
+//! query as the UDP path does, with a 65535-octet limit.
+//!
+//! Forwarding (issue 5): a UDP or TCP query that has RD set, comes from a
+//! client in `forward.allow` and names no zone of the catalog (decided
+//! before the answer cache is probed: it could only miss) is answered
+//! from the core's forward cache
+//! ([`tern_cache::forward::Forwarder`]) or handed back to the transport
+//! as [`UdpAnswer::Forward`], which starts an upstream query
+//! (`crate::forward`). A name of our zones is never forwarded: the answer
+//! cache only holds our zones' answers, and `catalog.find` decides the
+//! rest.
+//!
+//! Response rate limiting (docs/decisions/0007): with a
+//! [`RateLimiter`] set, every UDP answer from the answer cache or
+//! `respond` (not forwarded answers, never TCP) is accounted after it is
+//! written, by its rcode, under the client's prefix and the query's name
+//! (NXDOMAIN: the zone's apex); a limited answer is dropped, or replaced
+//! in `out` by a truncated slip answer ([`write_slip`]). Without a
+//! limiter this costs one branch.
+//!
+//! DNS cookies (docs/decisions/0006): with a secret set, a query whose
+//! OPT carries a COOKIE option gets the client's cookie and our server
+//! cookie in its answer's OPT, over UDP and TCP. The answer cache keeps
+//! serving such queries: the cached (or just cached) answer is copied and
+//! the option appended to its OPT ([`append_option`]); only when that does
+//! not fit is the answer written again by `respond_with`. A valid server
+//! cookie exempts the client from rate limiting, and a limited client
+//! that sent a cookie gets a BADCOOKIE answer with a fresh server cookie
+//! as its slip (as in BIND), so it can retry over UDP with a valid one.
+//! Forwarded answers carry no cookie.
+//!
+//! The stages, one module each: `request` (the query's views, parsed once
+//! for the cache path), `answer` (the answer cache, `respond`, and the
+//! routing of forwardable queries), `policy` (cookies and rate limiting
+//! applied to a written answer); this module holds the [`Worker`] and the
+//! entry points the transports call.
+
+use std::cell::Cell;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use bumpalo::Bump;
+use tern_authority::cookie::CookieSecret;
+use tern_authority::{respond, Catalog, Options, Response, Transport};
+use tern_cache::forward::{Action, Client, ForwardStats, Forwarder};
+use tern_cache::{CacheLimits, ResponseCache};
+use tern_wire::parse::{MessageView, HEADER_LEN};
+
+use crate::rrl::RateLimiter;
+use crate::stats::Counters;
+
+/// The UDP size limit without EDNS (RFC 1035 section 4.2.1), which is
+/// also the smallest EDNS limit honoured (RFC 6891 section 6.2.3).
+const CLASSIC_UDP_SIZE: usize = 512;
+
+/// The size limit of a TCP answer: its length prefix is 16 bits (RFC 1035
+/// section 4.2.2). TCP answers are never truncated below it.
+const TCP_SIZE: usize = 65535;
+
+/// The request arena's chunk, allocated once per worker: one request's
+/// views (a `Request`, a few hundred octets) fit many times over, so the
+/// arena never grows and `reset` never frees or allocates.
+const REQUEST_ARENA: usize = 4096;
+
+mod answer;
+mod policy;
+mod request;
+
+use answer::Answering;
+use policy::{Cookies, Peer};
+pub(crate) use request::Forwarding;
+pub use request::UdpAnswer;
+
+//----------- Worker ---------------------------------------------------------
+
+/// One core's answering state. Not shared: each core owns one, and the
+/// catalog is the only thing it holds in common with the other cores
+/// (read-only, behind an `Arc` cloned once per core and per reload, never
+/// per query).
+#[doc(hidden)]
+pub struct Worker {
+    catalog: Arc<Catalog>,
+    options: Options,
+    /// The UDP limit of a client that asks for at least our maximum:
+    /// answers written at this limit (or without EDNS, at 512) are what
+    /// `respond` writes for every client whose limit they fit, so only
+    /// they are cached.
+    full_udp_size: usize,
+    cache: ResponseCache,
+    counters: Counters,
+    /// Per-request scratch, reset after every query (docs/decisions/0003).
+    arena: Bump,
+    /// The forwarder, when `forward` is configured.
+    forwarder: Option<Forwarder>,
+    /// Response rate limiting of UDP answers, when configured.
+    limiter: Option<RateLimiter>,
+    /// DNS cookies, when on.
+    cookies: Option<Cookies>,
+}
+
+impl Worker {
+    /// A worker over `catalog`, answering with `options`, caching within
+    /// `cache`.
+    pub fn new(catalog: Arc<Catalog>, options: Options, cache: CacheLimits) -> Self {
+        let full_udp_size = usize::from(options.max_udp_size).max(CLASSIC_UDP_SIZE);
+        Worker {
+            catalog,
+            options,
+            full_udp_size,
+            cache: ResponseCache::new(cache),
+            counters: Counters::default(),
+            arena: Bump::with_capacity(REQUEST_ARENA),
+            forwarder: None,
+            limiter: None,
+            cookies: None,
+        }
+    }
+
+    /// The catalog this worker answers from (replaced on reload).
+    pub(crate) fn catalog(&self) -> &Arc<Catalog> {
+        &self.catalog
+    }
+
+    /// Turns response rate limiting of UDP answers on with `limiter`.
+    pub fn set_rate_limiter(&mut self, limiter: RateLimiter) {
+        self.limiter = Some(limiter);
+    }
+
+    /// Whether UDP answers are rate limited (the UDP loop then reads the
+    /// clock once per batch).
+    pub fn rate_limiting(&self) -> bool {
+        self.limiter.is_some()
+    }
+
+    /// Turns DNS cookies on with `secret` (the wall clock is read when the
+    /// first query with an option arrives, then once per batch).
+    pub fn set_cookie_secret(&mut self, secret: CookieSecret) {
+        self.cookies = Some(Cookies {
+            secret,
+            now: Cell::new(0),
+            stale: Cell::new(true),
+        });
+    }
+
+    /// Marks the cookies' clock stale: the next query with a cookie reads
+    /// it (called once per UDP batch or TCP message; nothing when cookies
+    /// are off).
+    pub fn tick_cookie_clock(&mut self) {
+        if let Some(cookies) = &self.cookies {
+            cookies.stale.set(true);
+        }
+    }
+
+    /// Sets the cookies' clock to `unix_seconds` until the next tick
+    /// (tests).
+    #[doc(hidden)]
+    pub fn set_cookie_clock(&mut self, unix_seconds: u32) {
+        if let Some(cookies) = &self.cookies {
+            cookies.now.set(unix_seconds);
+            cookies.stale.set(false);
+        }
+    }
+
+    /// Turns forwarding on with `forwarder`.
+    pub fn set_forwarder(&mut self, forwarder: Forwarder) {
+        self.forwarder = Some(forwarder);
+    }
+
+    /// The forwarder, if forwarding is on.
+    pub fn forwarder(&mut self) -> Option<&mut Forwarder> {
+        self.forwarder.as_mut()
+    }
+
+    /// Answers one UDP query from `peer` at `now` (milliseconds of the
+    /// core's clock) into `out`. Like [`Worker::answer`], but forwardable
+    /// queries are answered from the forward cache or come back as
+    /// [`UdpAnswer::Forward`], and, with a rate limiter, answers to `peer`
+    /// are limited (dropped, or replaced by a slip). Counts the query and
+    /// the answer.
+    pub fn answer_udp_from(
+        &mut self,
+        query: &[u8],
+        peer: Option<SocketAddr>,
+        now: u64,
+        out: &mut [u8],
+    ) -> UdpAnswer {
+        self.answer_udp_lazy(query, &|| peer, now, out)
+    }
+
+    /// [`Worker::answer_udp_from`] with the client's address read by
+    /// `peer` only if needed (the UDP loop's path: the address is copied
+    /// out of the receive batch only for forwarding, rate limiting and
+    /// queries with EDNS options when cookies are on).
+    pub(crate) fn answer_udp_lazy(
+        &mut self,
+        query: &[u8],
+        peer: &dyn Fn() -> Option<SocketAddr>,
+        now: u64,
+        out: &mut [u8],
+    ) -> UdpAnswer {
+        self.counters.queries += 1;
+        let peer = Peer::new(peer);
+        let answering = Answering {
+            catalog: &self.catalog,
+            options: &self.options,
+            full_udp_size: self.full_udp_size,
+            cookies: self.cookies.as_ref(),
+        };
+        let answer = answering.udp(
+            &self.arena,
+            &mut self.cache,
+            self.forwarder.as_mut(),
+            self.limiter.as_mut(),
+            &mut self.counters,
+            query,
+            &peer,
+            now,
+            out,
+        );
+        self.arena.reset();
+        self.count(answer, out)
+    }
+
+    /// Answers one TCP query from `peer` at `now` into `out` (65535
+    /// octets): like [`Worker::answer_udp_from`], forwardable queries are
+    /// answered from the forward cache or come back as
+    /// [`UdpAnswer::Forward`] (then call `Worker::forward_tcp`); anything
+    /// else is answered by `respond`. `peer: None` forwards nothing.
+    /// Counts the query and the answer.
+    pub fn answer_tcp_from(
+        &mut self,
+        query: &[u8],
+        peer: Option<SocketAddr>,
+        now: u64,
+        out: &mut [u8],
+    ) -> UdpAnswer {
+        self.counters.queries += 1;
+        let answering = Answering {
+            catalog: &self.catalog,
+            options: &self.options,
+            full_udp_size: self.full_udp_size,
+            cookies: self.cookies.as_ref(),
+        };
+        let answer = answering.tcp(&self.arena, self.forwarder.as_mut(), query, peer, now, out);
+        self.arena.reset();
+        self.count(answer, out)
+    }
+
+    /// Counts an answer written now or a dropped query, and hands the
+    /// outcome back; a forwarded query's answer is counted when it arrives.
+    fn count(&mut self, answer: UdpAnswer, out: &[u8]) -> UdpAnswer {
+        match answer {
+            UdpAnswer::Send(len) => self.counters.count_answer(&out[..len]),
+            UdpAnswer::Drop => self.counters.dropped += 1,
+            UdpAnswer::Forward => {}
+        }
+        answer
+    }
+
+    /// Starts forwarding a query that [`Worker::answer_udp_from`] returned
+    /// as [`UdpAnswer::Forward`]: the upstream transmits go to `actions`.
+    /// Returns the length of an answer written at once into `out` (too
+    /// many questions in flight: a stale answer or SERVFAIL), which the
+    /// caller sends like any other.
+    pub fn forward(
+        &mut self,
+        query: &[u8],
+        client: Client,
+        now: u64,
+        actions: &mut Vec<Action>,
+        out: &mut [u8],
+    ) -> Option<usize> {
+        match self.start_forward(query, client, None, now, actions, out) {
+            Forwarding::Answered(len) => Some(len),
+            Forwarding::Waiting | Forwarding::Dropped => None,
+        }
+    }
+
+    /// Starts forwarding a query that [`Worker::answer_tcp_from`] returned
+    /// as [`UdpAnswer::Forward`] for a TCP client: as [`Worker::forward`],
+    /// but the answer is never truncated below 65535 octets, and whether
+    /// the client now waits is told apart from a query not taken.
+    pub(crate) fn forward_tcp(
+        &mut self,
+        query: &[u8],
+        client: Client,
+        now: u64,
+        actions: &mut Vec<Action>,
+        out: &mut [u8],
+    ) -> Forwarding {
+        self.start_forward(query, client, Some(TCP_SIZE), now, actions, out)
+    }
+
+    /// Hands a query to the forwarder; `limit`: the answer's size limit,
+    /// `None` for the client's UDP limit.
+    fn start_forward(
+        &mut self,
+        query: &[u8],
+        client: Client,
+        limit: Option<usize>,
+        now: u64,
+        actions: &mut Vec<Action>,
+        out: &mut [u8],
+    ) -> Forwarding {
+        let Some(forwarder) = self.forwarder.as_mut() else {
+            return Forwarding::Dropped;
+        };
+        let Ok(view) = MessageView::parse(query) else {
+            return Forwarding::Dropped;
+        };
+        let (Ok(edns), Some(question)) = (view.edns(), view.question()) else {
+            return Forwarding::Dropped;
+        };
+        let head_len = HEADER_LEN + question.bytes.len();
+        let Some(key) = Forwarder::key(&view, edns.is_some_and(|edns| edns.dnssec_ok)) else {
+            return Forwarding::Dropped;
+        };
+        let limit = limit.unwrap_or(match edns {
+            None => CLASSIC_UDP_SIZE,
+            Some(edns) => usize::from(edns.udp_size)
+                .max(CLASSIC_UDP_SIZE)
+                .min(self.full_udp_size),
+        });
+        match forwarder.start(
+            key,
+            client,
+            query,
+            head_len,
+            edns.is_some(),
+            limit,
+            now,
+            actions,
+            out,
+        ) {
+            Some(len) => {
+                self.counters.count_answer(&out[..len]);
+                Forwarding::Answered(len)
+            }
+            // `start` takes every query whose header and question it can
+            // read, and those of a parsed query it always can.
+            None => Forwarding::Waiting,
+        }
+    }
+
+    /// Counts an answer the forwarder wrote for a waiting client.
+    pub(crate) fn count_forwarded(&mut self, answer: &[u8]) {
+        self.counters.count_answer(answer);
+    }
+
+    /// The forwarder's counters (empty without forwarding).
+    pub(crate) fn forward_stats(&self) -> ForwardStats {
+        self.forwarder
+            .as_ref()
+            .map(Forwarder::stats)
+            .unwrap_or_default()
+    }
+
+    /// Answers one query into `out`; returns the answer's length, or `None`
+    /// to send nothing. `out` must hold the largest answer for the
+    /// transport: `max(max_udp_size, 512)` octets for UDP, 65535 for TCP.
+    /// Counts the query and the answer.
+    pub fn answer(&mut self, query: &[u8], transport: Transport, out: &mut [u8]) -> Option<usize> {
+        self.counters.queries += 1;
+        let response = match transport {
+            Transport::Udp => self.answer_udp(query, out),
+            Transport::Tcp => respond(&self.catalog, query, transport, &self.options, out),
+        };
+        match response {
+            Response::Send(len) => {
+                self.counters.count_answer(&out[..len]);
+                Some(len)
+            }
+            Response::Drop => {
+                self.counters.dropped += 1;
+                None
+            }
+        }
+    }
+
+    /// The UDP path: the cache first, then `respond`. The request's views
+    /// live in the arena, which is reset before returning.
+    fn answer_udp(&mut self, query: &[u8], out: &mut [u8]) -> Response {
+        let answering = Answering {
+            catalog: &self.catalog,
+            options: &self.options,
+            full_udp_size: self.full_udp_size,
+            cookies: self.cookies.as_ref(),
+        };
+        let answer = answering.udp(
+            &self.arena,
+            &mut self.cache,
+            None,
+            None,
+            &mut self.counters,
+            query,
+            &Peer::new(&|| None),
+            0,
+            out,
+        );
+        self.arena.reset();
+        match answer {
+            UdpAnswer::Send(len) => Response::Send(len),
+            UdpAnswer::Drop | UdpAnswer::Forward => Response::Drop,
+        }
+    }
+
+    /// Switches to a new catalog and empties the cache, whose answers came
+    /// from the old one.
+    pub(crate) fn reload(&mut self, catalog: Arc<Catalog>) {
+        self.catalog = catalog;
+        self.cache.clear();
+    }
+
+    /// Counts a query that never reached [`Worker::answer`] (cut short by
+    /// the receive buffer) or whose answer could not be sent.
+    pub(crate) fn count_dropped(&mut self, queries: u64, unsent_answers: u64) {
+        self.counters.queries += queries;
+        self.counters.dropped += queries + unsent_answers;
+    }
+
+    /// The counters so far.
+    pub(crate) fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    /// How many answers the cache holds.
+    pub fn cached(&self) -> usize {
+        self.cache.len()
+    }
+}
+
+#[cfg(test)]
+mod tests;

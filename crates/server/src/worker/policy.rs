@@ -1,0 +1,249 @@
+//! The policy stage: DNS cookies (docs/decisions/0006) and response rate
+//! limiting (docs/decisions/0007) applied to an answer once it is written.
+
+use std::cell::Cell;
+use std::net::{IpAddr, SocketAddr};
+
+use tern_authority::cookie::{self, CookieCheck, CookieSecret};
+use tern_authority::{append_option, bad_cookie, respond_with, Response, Transport};
+
+use tern_wire::name::Name;
+use tern_wire::parse::{MessageView, HEADER_LEN};
+use tern_wire::types::RType;
+
+use super::answer::Answering;
+use super::request::UdpAnswer;
+use crate::rrl::{write_slip, Category, RateLimiter, Verdict};
+use crate::stats::Counters;
+
+//----------- Cookies --------------------------------------------------------
+
+/// A worker's DNS cookie state: the secret (the same on every core) and
+/// the wall clock in Unix seconds, read at most once per UDP batch and per
+/// TCP message, by the first query there that carries an option
+/// ([`Worker::tick_cookie_clock`] marks it stale), never per query.
+pub(super) struct Cookies {
+    pub(super) secret: CookieSecret,
+    /// The clock's last reading.
+    pub(super) now: Cell<u32>,
+    /// Whether `now` must be read again before use.
+    pub(super) stale: Cell<bool>,
+}
+
+impl Cookies {
+    /// The wall clock, read if stale.
+    pub(super) fn now(&self) -> u32 {
+        if self.stale.replace(false) {
+            self.now.set(unix_seconds());
+        }
+        self.now.get()
+    }
+}
+
+//----------- Peer -----------------------------------------------------------
+
+/// The client's address, read (from the receive batch) the first time
+/// something needs it: the forwarder, the rate limiter, or a query with
+/// EDNS options when cookies are on. Most queries need none of them.
+pub(super) struct Peer<'p> {
+    pub(super) read: &'p dyn Fn() -> Option<SocketAddr>,
+    pub(super) value: Cell<Option<Option<SocketAddr>>>,
+}
+
+impl<'p> Peer<'p> {
+    pub(super) fn new(read: &'p dyn Fn() -> Option<SocketAddr>) -> Self {
+        Peer {
+            read,
+            value: Cell::new(None),
+        }
+    }
+
+    /// The address, read now if not yet.
+    pub(super) fn get(&self) -> Option<SocketAddr> {
+        if let Some(value) = self.value.get() {
+            return value;
+        }
+        let value = (self.read)();
+        self.value.set(Some(value));
+        value
+    }
+}
+
+/// The wall clock in Unix seconds, as RFC 9018 timestamps count (modulo
+/// 2^32, compared in serial-number arithmetic); 0 before 1970.
+pub(super) fn unix_seconds() -> u32 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.as_secs() as u32)
+}
+
+impl Answering<'_> {
+    /// The cookie check of a query whose OPT has `options`, from `peer`:
+    /// [`CookieCheck::None`] when cookies are off, there are no options or
+    /// the peer is unknown.
+    pub(super) fn cookie(&self, options: &[u8], peer: &Peer<'_>) -> CookieCheck {
+        let Some(cookies) = self.cookies.filter(|_| !options.is_empty()) else {
+            return CookieCheck::None;
+        };
+        match peer.get() {
+            Some(peer) => cookie::check_options(options, &cookies.secret, peer.ip(), cookies.now()),
+            None => CookieCheck::None,
+        }
+    }
+
+    /// [`Answering::cookie`] for a query not parsed yet (the paths that
+    /// do not go through [`Request`]).
+    pub(super) fn cookie_of(&self, query: &[u8], peer: &Peer<'_>) -> CookieCheck {
+        if self.cookies.is_none() {
+            return CookieCheck::None;
+        }
+        let edns = MessageView::parse(query)
+            .ok()
+            .and_then(|view| view.edns().ok().flatten());
+        self.cookie(edns.map_or(&[][..], |edns| edns.options), peer)
+    }
+
+    /// Adds the COOKIE option of `check`, if any, to a UDP answer for one
+    /// of our zones written into `out` without it (from the cache or by
+    /// `respond`): appended to its OPT, or, where that would not fit
+    /// within `limit` (or the OPT has options of ours), the answer written
+    /// again by `respond_with`, which keeps room for it.
+    pub(super) fn with_cookie(
+        &self,
+        check: &CookieCheck,
+        query: &[u8],
+        limit: usize,
+        answer: UdpAnswer,
+        out: &mut [u8],
+    ) -> UdpAnswer {
+        let (UdpAnswer::Send(len), Some(option)) = (answer, check.reply_option()) else {
+            return answer;
+        };
+        let option = option.as_bytes();
+        match append_option(out, len, limit, option) {
+            Some(len) => UdpAnswer::Send(len),
+            None => respond_with(
+                self.catalog,
+                query,
+                Transport::Udp,
+                self.options,
+                option,
+                out,
+            )
+            .into(),
+        }
+    }
+
+    /// Rate limiting of an answer written into `out` for `query` (whose
+    /// lowercased name and type are `question`, and whose cookie is
+    /// `check`) to `ip` at `now` (milliseconds): the answer,
+    /// [`UdpAnswer::Drop`], or a slip written over it. Counts limited and
+    /// slipped answers.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn limit(
+        &self,
+        limiter: &mut RateLimiter,
+        counters: &mut Counters,
+        (query, check): (&[u8], &CookieCheck),
+        question: Option<(Name<'_>, RType)>,
+        ip: IpAddr,
+        now: u64,
+        answer: UdpAnswer,
+        out: &mut [u8],
+    ) -> UdpAnswer {
+        let UdpAnswer::Send(len) = answer else {
+            return answer;
+        };
+        // A valid server cookie proves the address: exempt, like the
+        // exempt list.
+        if len < HEADER_LEN || check.is_verified() || limiter.is_exempt(ip) {
+            return answer;
+        }
+        let flags = [out[2], out[3]];
+        let category = Category::of_rcode(flags[1]);
+        let (name, qtype): (&[u8], u16) = match (category, question) {
+            (Category::Response, Some((name, qtype))) => (name.as_bytes(), qtype.0),
+            // As BIND: every NXDOMAIN of a zone is one account, so that
+            // random names do not each get a fresh limit.
+            (Category::NxDomain, Some((name, _))) => (
+                self.catalog
+                    .find(name)
+                    .map_or(&[][..], |zone| zone.origin().as_bytes()),
+                0,
+            ),
+            _ => (&[], 0),
+        };
+        let second = (now / 1000) as u32;
+        match limiter.account(ip, category, name, qtype, second) {
+            Verdict::Send => answer,
+            Verdict::Drop => {
+                counters.rrl_limited += 1;
+                UdpAnswer::Drop
+            }
+            Verdict::Slip => {
+                counters.rrl_limited += 1;
+                // A client that sent a cookie (not a valid one: that is
+                // exempt) gets BADCOOKIE with a fresh server cookie, as in
+                // BIND: it retries over UDP with it and is then exempt.
+                // Others, and queries BADCOOKIE does not answer (another
+                // opcode or EDNS version, no question), get TC=1 and retry
+                // over TCP.
+                let badcookie = check
+                    .reply_option()
+                    .map(|option| bad_cookie(query, self.options, option, out));
+                let len = match badcookie {
+                    Some(Response::Send(len)) => len,
+                    Some(Response::Drop) | None => {
+                        let udp_size = u16::try_from(self.full_udp_size).unwrap_or(u16::MAX);
+                        write_slip(query, flags, udp_size, out)
+                    }
+                };
+                if len == 0 {
+                    return UdpAnswer::Drop;
+                }
+                counters.rrl_slipped += 1;
+                UdpAnswer::Send(len)
+            }
+        }
+    }
+
+    /// [`Answering::limit`] for a query the cache path could not parse
+    /// (another class or opcode, a malformed or EDNS-version error): its
+    /// question, if readable, is parsed and lowercased here.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn limit_unparsed(
+        &self,
+        limiter: &mut RateLimiter,
+        counters: &mut Counters,
+        query: &[u8],
+        check: &CookieCheck,
+        peer: &Peer<'_>,
+        now: u64,
+        answer: UdpAnswer,
+        out: &mut [u8],
+    ) -> UdpAnswer {
+        if !matches!(answer, UdpAnswer::Send(_)) {
+            return answer;
+        }
+        let Some(ip) = peer.get().map(|peer| peer.ip()) else {
+            return answer;
+        };
+        let question = MessageView::parse(query)
+            .ok()
+            .and_then(|view| view.question())
+            .map(|question| (question.name.to_lower(), question.qtype));
+        let question = question
+            .as_ref()
+            .map(|(name, qtype)| (name.as_name(), *qtype));
+        self.limit(
+            limiter,
+            counters,
+            (query, check),
+            question,
+            ip,
+            now,
+            answer,
+            out,
+        )
+    }
+}

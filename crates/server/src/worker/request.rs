@@ -1,0 +1,109 @@
+//! The request stage: one query's zero-copy views, parsed once for the
+//! cache path, and what the worker decided for it.
+
+use tern_cache::forward::ForwardKey;
+use tern_cache::CacheKey;
+use tern_wire::parse::{MessageView, HEADER_LEN};
+use tern_wire::types::{RClass, RType};
+
+use super::CLASSIC_UDP_SIZE;
+use tern_authority::cookie;
+
+//----------- Request --------------------------------------------------------
+
+/// One UDP query's zero-copy views, as the cache path needs them: the
+/// parsed message (borrowing the receive buffer), its cache key and its
+/// UDP size limit. Lives in the worker's request arena for the synchronous
+/// section only.
+pub(super) struct Request<'q> {
+    pub(super) view: MessageView<'q>,
+    pub(super) key: CacheKey,
+    pub(super) limit: usize,
+    /// The options of the query's OPT (empty without one), for the cookie
+    /// check.
+    pub(super) options: &'q [u8],
+}
+
+//----------- UdpAnswer ------------------------------------------------------
+
+/// What the UDP path (or the TCP path, [`Worker::answer_tcp_from`])
+/// decided for one query.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UdpAnswer {
+    /// Send the first `len` octets of the output buffer.
+    Send(usize),
+    /// Send nothing.
+    Drop,
+    /// Forward upstream: call [`Worker::forward`] (the UDP loop does; the
+    /// TCP read half calls `Worker::forward_tcp`).
+    Forward,
+}
+
+//----------- Forwarding -----------------------------------------------------
+
+/// What starting a forward did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Forwarding {
+    /// The client's answer was written at once into the output buffer
+    /// (too many questions in flight: a stale answer or SERVFAIL); its
+    /// length.
+    Answered(usize),
+    /// The client waits: its answer comes as an [`Action::Answer`].
+    Waiting,
+    /// The query could not be forwarded (forwarding is off, or the query
+    /// is not one the forwarder takes); nothing will come.
+    Dropped,
+}
+
+impl<'q> Request<'q> {
+    /// The views of a query the cache may answer; `None` sends the query to
+    /// `respond` (malformed, not a plain QUERY, EDNS version above 0, a
+    /// COOKIE option of a bad length, a class other than IN, a zone
+    /// transfer).
+    pub(super) fn parse(query: &'q [u8], full_udp_size: usize) -> Option<Self> {
+        let view = MessageView::parse(query).ok()?;
+        let question = view.question()?;
+        if question.qclass != RClass::IN || matches!(question.qtype, RType::AXFR | RType::IXFR) {
+            return None;
+        }
+        let edns = view.edns().ok()?;
+        let options = edns.map_or(&[][..], |edns| edns.options);
+        if !options.is_empty() && cookie::is_malformed(options) {
+            return None;
+        }
+        let key = CacheKey::from_query(&view, edns.as_ref())?;
+        let limit = match edns {
+            None => CLASSIC_UDP_SIZE,
+            Some(edns) => usize::from(edns.udp_size)
+                .max(CLASSIC_UDP_SIZE)
+                .min(full_udp_size),
+        };
+        Some(Request {
+            view,
+            key,
+            limit,
+            options,
+        })
+    }
+}
+
+/// The forward key of a request: its cache key's name, type, class and DO,
+/// and the query's CD.
+pub(super) fn forward_key(request: &Request<'_>) -> ForwardKey {
+    ForwardKey {
+        name: request.key.name,
+        qtype: request.key.qtype,
+        qclass: request.key.qclass,
+        dnssec_ok: request.key.dnssec_ok,
+        checking_disabled: request.view.header().cd(),
+    }
+}
+
+/// Where a request's header and question end.
+pub(super) fn head_len(request: &Request<'_>) -> usize {
+    HEADER_LEN
+        + request
+            .view
+            .question()
+            .map_or(0, |question| question.bytes.len())
+}

@@ -1,0 +1,497 @@
+use super::*;
+use tern_authority::{cookie, respond_with};
+
+use crate::rrl::RateLimitConfig;
+use crate::Cidr;
+
+const ZONE: &str = "\
+$ORIGIN example.com.
+$TTL 300
+@    SOA ns1 hostmaster 1 7200 3600 1209600 300
+ NS  ns1
+ns1  A   192.0.2.1
+www  A   192.0.2.80
+";
+
+/// The per-core rate of responses in these tests.
+const RATE: u32 = 5;
+
+fn catalog() -> Arc<Catalog> {
+    Arc::new(tern_testkit::catalog("example.com.", ZONE))
+}
+
+/// A query (RD set), with an OPT announcing 4096 octets if `edns`.
+fn query(id: u16, name: &str, qtype: u16, edns: bool) -> Vec<u8> {
+    tern_testkit::query(id, name, qtype, edns.then_some((4096, false)))
+}
+
+fn worker(config: RateLimitConfig) -> Worker {
+    let mut worker = Worker::new(catalog(), Options::default(), CacheLimits::default());
+    worker.set_rate_limiter(RateLimiter::new(&config, 1));
+    worker
+}
+
+fn config() -> RateLimitConfig {
+    RateLimitConfig {
+        responses_per_second: RATE,
+        exempt: vec![Cidr::parse("127.0.0.0/8").unwrap()],
+        ..RateLimitConfig::default()
+    }
+}
+
+fn peer(text: &str) -> Option<SocketAddr> {
+    Some(text.parse().unwrap())
+}
+
+/// What `count` queries (IDs from 0) from `from` at `now` ms got:
+/// (full answers, slips, dropped).
+fn burst(
+    worker: &mut Worker,
+    from: &str,
+    name: impl Fn(usize) -> String,
+    qtype: u16,
+    count: usize,
+    now: u64,
+) -> (usize, usize, usize) {
+    let mut out = [0u8; 1232];
+    let (mut full, mut slipped, mut dropped) = (0, 0, 0);
+    for i in 0..count {
+        let query = query(i as u16, &name(i), qtype, i % 2 == 0);
+        match worker.answer_udp_from(&query, peer(from), now, &mut out) {
+            UdpAnswer::Send(len) => {
+                let view = MessageView::parse(&out[..len]).unwrap();
+                assert_eq!(view.header().id(), i as u16);
+                assert_eq!(
+                    view.question().unwrap().bytes,
+                    MessageView::parse(&query)
+                        .unwrap()
+                        .question()
+                        .unwrap()
+                        .bytes
+                );
+                if view.header().tc() {
+                    assert_eq!(view.header().counts()[..3], [1, 0, 0]);
+                    // The OPT only if the query had one.
+                    assert_eq!(view.edns().unwrap().is_some(), i % 2 == 0);
+                    slipped += 1;
+                } else {
+                    full += 1;
+                }
+            }
+            UdpAnswer::Drop => dropped += 1,
+            UdpAnswer::Forward => panic!("nothing is forwarded"),
+        }
+    }
+    (full, slipped, dropped)
+}
+
+fn www(_: usize) -> String {
+    "WwW.example.com.".to_string()
+}
+
+#[test]
+fn a_burst_gets_the_rate_and_every_second_limited_answer_slips() {
+    let mut worker = worker(config());
+    let count = 10 * RATE as usize;
+    let second = 1_000_000;
+    let (full, slipped, dropped) = burst(&mut worker, "192.0.2.1:5300", www, 1, count, second);
+    let limited = count - RATE as usize;
+    assert_eq!(full, RATE as usize);
+    // slip 2: the first limited answer slips, then every other one.
+    assert_eq!(slipped, limited.div_ceil(2));
+    assert_eq!(dropped, limited / 2);
+    let counters = worker.counters();
+    assert_eq!(counters.queries, count as u64);
+    assert_eq!(counters.rrl_limited, limited as u64);
+    assert_eq!(counters.rrl_slipped, slipped as u64);
+    assert_eq!(counters.truncated, slipped as u64);
+    assert_eq!(counters.dropped, dropped as u64);
+    assert_eq!(counters.answers_by_rcode[0], (full + slipped) as u64);
+    // Another client of the same /24 shares the account; another /24
+    // does not.
+    assert_eq!(
+        burst(&mut worker, "192.0.2.99:53", www, 1, 1, second + 500),
+        (0, 0, 1)
+    );
+    assert_eq!(
+        burst(&mut worker, "192.0.3.1:53", www, 1, 3, second + 500),
+        (3, 0, 0)
+    );
+    // The debt: 5 - 50 - 1 = -46; nine seconds later -1, still limited
+    // (and one more in debt); a second more pays it.
+    assert_eq!(
+        burst(&mut worker, "192.0.2.1:5300", www, 1, 1, second + 9_000),
+        (0, 1, 0)
+    );
+    assert_eq!(
+        burst(&mut worker, "192.0.2.1:5300", www, 1, 1, second + 10_000),
+        (1, 0, 0)
+    );
+}
+
+#[test]
+fn exempt_clients_and_tcp_are_not_limited() {
+    let mut worker = worker(config());
+    let count = 10 * RATE as usize;
+    assert_eq!(
+        burst(&mut worker, "127.0.0.1:5300", www, 1, count, 0),
+        (count, 0, 0)
+    );
+    assert_eq!(
+        burst(&mut worker, "192.0.2.1:5300", www, 1, count, 0).0,
+        RATE as usize
+    );
+    let mut out = vec![0u8; TCP_SIZE];
+    for id in 0..count as u16 {
+        let query = query(id, "www.example.com.", 1, false);
+        let answer = worker.answer_tcp_from(&query, peer("192.0.2.1:5300"), 0, &mut out);
+        let UdpAnswer::Send(len) = answer else {
+            panic!("TCP answers are never limited: {answer:?}");
+        };
+        assert!(!MessageView::parse(&out[..len]).unwrap().header().tc());
+    }
+    // Without a client address (the plain `answer`) nothing is limited.
+    let mut out = [0u8; 1232];
+    for id in 0..count as u16 {
+        let query = query(id, "www.example.com.", 1, false);
+        assert!(worker.answer(&query, Transport::Udp, &mut out).is_some());
+    }
+    assert_eq!(
+        worker.counters().rrl_limited,
+        (count - RATE as usize) as u64
+    );
+}
+
+#[test]
+fn nxdomain_and_errors_have_their_own_accounts() {
+    let mut worker = worker(RateLimitConfig {
+        responses_per_second: 100,
+        nxdomains_per_second: 2,
+        errors_per_second: 3,
+        slip: 0,
+        ..RateLimitConfig::default()
+    });
+    let client = "198.51.100.7:1000";
+    // Random names of one zone share the zone's NXDOMAIN account.
+    let random = |i: usize| format!("r{i}.example.com.");
+    assert_eq!(burst(&mut worker, client, random, 1, 10, 0), (2, 0, 8));
+    // REFUSED (not our zone), whatever the name: the error account.
+    let elsewhere = |i: usize| format!("r{i}.example.org.");
+    assert_eq!(burst(&mut worker, client, elsewhere, 1, 10, 0), (3, 0, 7));
+    // NOTIMP (a malformed-path answer) shares the error account.
+    let mut notify = query(1, "www.example.com.", 6, false);
+    notify[2] = 0x20; // opcode NOTIFY
+    let mut out = [0u8; 1232];
+    assert_eq!(
+        worker.answer_udp_from(&notify, peer(client), 0, &mut out),
+        UdpAnswer::Drop
+    );
+    // The responses account is untouched: NOERROR answers and NODATA.
+    assert_eq!(burst(&mut worker, client, www, 1, 10, 0), (10, 0, 0));
+    assert_eq!(burst(&mut worker, client, www, 16, 10, 0), (10, 0, 0));
+    let counters = worker.counters();
+    assert_eq!(counters.answers_by_rcode[3], 2);
+    assert_eq!(counters.answers_by_rcode[5], 3);
+    assert_eq!(counters.rrl_limited, 8 + 7 + 1);
+    assert_eq!(counters.rrl_slipped, 0);
+    assert_eq!(counters.dropped, 16);
+}
+
+//----------- Cookies ----------------------------------------------------
+
+const SECRET: [u8; 16] = [7; 16];
+const CLIENT_COOKIE: [u8; 8] = *b"tern-cli";
+/// The cookies' clock in these tests (Unix seconds).
+const NOW: u32 = 1_800_000_000;
+
+/// A query for `name` A with an OPT carrying `cookie` (the COOKIE
+/// option's value).
+fn cookie_query(id: u16, name: &str, cookie: &[u8]) -> Vec<u8> {
+    let mut q = query(id, name, 1, true);
+    let opt = q.len() - 11;
+    let mut option = vec![0, 10];
+    option.extend_from_slice(&(cookie.len() as u16).to_be_bytes());
+    option.extend_from_slice(cookie);
+    q[opt + 9..opt + 11].copy_from_slice(&(option.len() as u16).to_be_bytes());
+    q.extend_from_slice(&option);
+    q
+}
+
+fn cookie_worker() -> Worker {
+    let mut worker = Worker::new(catalog(), Options::default(), CacheLimits::default());
+    worker.set_cookie_secret(CookieSecret::new(SECRET));
+    worker.set_cookie_clock(NOW);
+    worker
+}
+
+/// [`cookie_worker`] with rate limiting by `config` (one core).
+fn limited_cookie_worker(config: RateLimitConfig) -> Worker {
+    let mut worker = cookie_worker();
+    worker.set_rate_limiter(RateLimiter::new(&config, 1));
+    worker
+}
+
+/// The COOKIE option's value in an answer, and the answer's full rcode
+/// (header bits and the OPT's upper bits).
+fn answer_cookie(answer: &[u8]) -> (Option<Vec<u8>>, u16) {
+    let view = MessageView::parse(answer).unwrap();
+    let edns = view.edns().unwrap().expect("an OPT");
+    let rcode = u16::from(edns.extended_rcode) << 4 | u16::from(view.header().rcode_bits());
+    let cookie = edns
+        .options()
+        .map(Result::unwrap)
+        .find(|(code, _)| *code == 10)
+        .map(|(_, value)| value.to_vec());
+    (cookie, rcode)
+}
+
+fn server_cookie_for(ip: &str, now: u32) -> [u8; 16] {
+    let secret = CookieSecret::new(SECRET);
+    cookie::server_cookie(&secret, &CLIENT_COOKIE, ip.parse().unwrap(), now)
+}
+
+#[test]
+fn answers_carry_a_server_cookie_from_the_cache_too() {
+    let mut worker = cookie_worker();
+    let client = "192.0.2.7:5300";
+    let asked = cookie_query(1, "WwW.example.com.", &CLIENT_COOKIE);
+    let mut expected = CLIENT_COOKIE.to_vec();
+    expected.extend_from_slice(&server_cookie_for("192.0.2.7", NOW));
+    // What respond_with writes with that option: the reference.
+    let option = cookie::CookieOption::new(&CLIENT_COOKIE, &server_cookie_for("192.0.2.7", NOW));
+    let mut reference = [0u8; 1232];
+    let Response::Send(reference_len) = respond_with(
+        &catalog(),
+        &asked,
+        Transport::Udp,
+        &Options::default(),
+        option.as_bytes(),
+        &mut reference,
+    ) else {
+        panic!("respond_with answers");
+    };
+    let mut out = [0u8; 1232];
+    for round in 0..3 {
+        let UdpAnswer::Send(len) = worker.answer_udp_from(&asked, peer(client), 0, &mut out) else {
+            panic!("an answer");
+        };
+        assert_eq!(answer_cookie(&out[..len]), (Some(expected.clone()), 0));
+        assert_eq!(&out[..len], &reference[..reference_len], "round {round}");
+    }
+    // One miss, then hits: the cached answer got the option appended.
+    let counters = worker.counters();
+    assert_eq!((counters.cache_misses, counters.cache_hits), (1, 2));
+    // The cache holds the answer without the cookie: a query without
+    // one gets none.
+    let plain = query(2, "www.example.com.", 1, true);
+    let UdpAnswer::Send(len) = worker.answer_udp_from(&plain, peer(client), 0, &mut out) else {
+        panic!("an answer");
+    };
+    assert_eq!(answer_cookie(&out[..len]), (None, 0));
+    // Over TCP, the same option.
+    let UdpAnswer::Send(len) = worker.answer_tcp_from(&asked, peer(client), 0, &mut out) else {
+        panic!("an answer");
+    };
+    assert_eq!(answer_cookie(&out[..len]), (Some(expected.clone()), 0));
+    // A refusal (EDE already in the OPT) is written again with it.
+    let refused = cookie_query(3, "www.example.org.", &CLIENT_COOKIE);
+    let UdpAnswer::Send(len) = worker.answer_udp_from(&refused, peer(client), 0, &mut out) else {
+        panic!("an answer");
+    };
+    assert_eq!(answer_cookie(&out[..len]), (Some(expected), 5));
+}
+
+#[test]
+fn a_valid_server_cookie_is_echoed_and_a_bad_one_replaced() {
+    let mut worker = cookie_worker();
+    let mut out = [0u8; 1232];
+    let mut ask = |worker: &mut Worker, from: &str, server: &[u8]| {
+        let mut value = CLIENT_COOKIE.to_vec();
+        value.extend_from_slice(server);
+        let query = cookie_query(4, "www.example.com.", &value);
+        let UdpAnswer::Send(len) = worker.answer_udp_from(&query, peer(from), 0, &mut out) else {
+            panic!("an answer");
+        };
+        let (cookie, rcode) = answer_cookie(&out[..len]);
+        assert_eq!(rcode, 0);
+        let cookie = cookie.expect("a cookie");
+        assert_eq!(cookie[..8], CLIENT_COOKIE);
+        cookie[8..].to_vec()
+    };
+    // Minted 100 s ago for this address: echoed as it is.
+    let young = server_cookie_for("192.0.2.7", NOW - 100);
+    assert_eq!(ask(&mut worker, "192.0.2.7:1", &young), young);
+    // Minted 2000 s ago: still valid, renewed.
+    let old = server_cookie_for("192.0.2.7", NOW - 2000);
+    assert_eq!(
+        ask(&mut worker, "192.0.2.7:1", &old),
+        server_cookie_for("192.0.2.7", NOW)
+    );
+    // For another address, or altered: a fresh one for this address.
+    assert_eq!(
+        ask(&mut worker, "192.0.2.8:1", &young),
+        server_cookie_for("192.0.2.8", NOW)
+    );
+    let mut altered = young;
+    altered[15] ^= 1;
+    assert_eq!(
+        ask(&mut worker, "192.0.2.7:1", &altered),
+        server_cookie_for("192.0.2.7", NOW)
+    );
+}
+
+#[test]
+fn a_malformed_cookie_is_a_formerr_on_every_path() {
+    let mut out = [0u8; 1232];
+    for cookies in [false, true] {
+        let mut worker = if cookies {
+            cookie_worker()
+        } else {
+            Worker::new(catalog(), Options::default(), CacheLimits::default())
+        };
+        // Warm the cache for the name first.
+        let plain = query(5, "www.example.com.", 1, true);
+        worker.answer_udp_from(&plain, peer("192.0.2.7:1"), 0, &mut out);
+        for bad in [&b"short"[..], &[1; 9], &[1; 15], &[1; 41]] {
+            let query = cookie_query(6, "www.example.com.", bad);
+            let UdpAnswer::Send(len) =
+                worker.answer_udp_from(&query, peer("192.0.2.7:1"), 0, &mut out)
+            else {
+                panic!("an answer");
+            };
+            assert_eq!(answer_cookie(&out[..len]), (None, 1), "{bad:?}");
+            let UdpAnswer::Send(len) =
+                worker.answer_tcp_from(&query, peer("192.0.2.7:1"), 0, &mut out)
+            else {
+                panic!("an answer");
+            };
+            assert_eq!(answer_cookie(&out[..len]), (None, 1), "{bad:?}");
+        }
+    }
+}
+
+#[test]
+fn cookies_off_or_absent_leave_answers_as_they_were() {
+    let mut with = cookie_worker();
+    let mut without = Worker::new(catalog(), Options::default(), CacheLimits::default());
+    let mut a = [0u8; 1232];
+    let mut b = [0u8; 1232];
+    // No COOKIE option: the same answers with cookies on or off.
+    for asked in [
+        query(7, "www.example.com.", 1, true),
+        query(8, "nope.example.com.", 1, false),
+    ] {
+        let first = without.answer_udp_from(&asked, peer("192.0.2.7:1"), 0, &mut a);
+        let UdpAnswer::Send(len) = first else {
+            panic!("an answer");
+        };
+        let second = with.answer_udp_from(&asked, peer("192.0.2.7:1"), 0, &mut b);
+        assert_eq!(second, first);
+        assert_eq!(a[..len], b[..len]);
+    }
+    // Cookies off: a COOKIE option is ignored, as before cookies.
+    let asked = cookie_query(9, "www.example.com.", &CLIENT_COOKIE);
+    let UdpAnswer::Send(len) = without.answer_udp_from(&asked, peer("192.0.2.7:1"), 0, &mut a)
+    else {
+        panic!("an answer");
+    };
+    assert_eq!(answer_cookie(&a[..len]), (None, 0));
+}
+
+#[test]
+fn rate_limiting_exempts_valid_cookies_and_slips_badcookie() {
+    let mut worker = limited_cookie_worker(RateLimitConfig {
+        responses_per_second: RATE,
+        slip: 1,
+        ..RateLimitConfig::default()
+    });
+    let mut out = [0u8; 1232];
+    let count = 4 * RATE as usize;
+    // A client cookie only: RATE answers, then BADCOOKIE slips with a
+    // fresh server cookie.
+    let asked = cookie_query(10, "www.example.com.", &CLIENT_COOKIE);
+    let mut rcodes = Vec::new();
+    for _ in 0..count {
+        let UdpAnswer::Send(len) =
+            worker.answer_udp_from(&asked, peer("192.0.2.7:1"), 5_000, &mut out)
+        else {
+            panic!("slip 1 answers every query");
+        };
+        let (cookie, rcode) = answer_cookie(&out[..len]);
+        let mut expected = CLIENT_COOKIE.to_vec();
+        expected.extend_from_slice(&server_cookie_for("192.0.2.7", NOW));
+        assert_eq!(cookie, Some(expected));
+        rcodes.push(rcode);
+    }
+    assert_eq!(
+        rcodes.iter().filter(|&&rcode| rcode == 0).count(),
+        RATE as usize
+    );
+    assert_eq!(
+        rcodes.iter().filter(|&&rcode| rcode == 23).count(),
+        count - RATE as usize
+    );
+    // With the server cookie it got: never limited.
+    let mut value = CLIENT_COOKIE.to_vec();
+    value.extend_from_slice(&server_cookie_for("192.0.2.7", NOW));
+    let valid = cookie_query(11, "www.example.com.", &value);
+    for _ in 0..count {
+        let UdpAnswer::Send(len) =
+            worker.answer_udp_from(&valid, peer("192.0.2.7:1"), 5_000, &mut out)
+        else {
+            panic!("an answer");
+        };
+        let view = MessageView::parse(&out[..len]).unwrap();
+        assert!(!view.header().tc());
+        assert_eq!(
+            (view.header().counts()[1], answer_cookie(&out[..len]).1),
+            (1, 0)
+        );
+    }
+    // Without a cookie, the same /24 is still limited: TC=1 slips.
+    let plain = query(12, "www.example.com.", 1, true);
+    let UdpAnswer::Send(len) = worker.answer_udp_from(&plain, peer("192.0.2.9:1"), 5_000, &mut out)
+    else {
+        panic!("slip 1 answers every query");
+    };
+    assert!(MessageView::parse(&out[..len]).unwrap().header().tc());
+    let counters = worker.counters();
+    assert_eq!(counters.rrl_slipped, count as u64 - u64::from(RATE) + 1);
+    assert_eq!(counters.badcookie, count as u64 - u64::from(RATE));
+    assert_eq!(counters.answers_by_rcode[7], 0);
+    assert_eq!(counters.rrl_limited, counters.rrl_slipped);
+}
+
+#[test]
+fn queries_badcookie_does_not_answer_slip_as_tc() {
+    let mut worker = limited_cookie_worker(RateLimitConfig {
+        errors_per_second: RATE,
+        slip: 1,
+        ..RateLimitConfig::default()
+    });
+    let mut out = [0u8; 1232];
+    // A NOTIFY with a client cookie: NOTIMP, an error answer; when
+    // limited, BADCOOKIE does not answer another opcode, so it slips
+    // as TC=1.
+    let mut notify = cookie_query(13, "www.example.com.", &CLIENT_COOKIE);
+    notify[2] = 0x20;
+    let count = 3 * RATE as usize;
+    let mut kinds = Vec::new();
+    for _ in 0..count {
+        let UdpAnswer::Send(len) =
+            worker.answer_udp_from(&notify, peer("192.0.2.7:1"), 5_000, &mut out)
+        else {
+            panic!("slip 1 answers every query");
+        };
+        let view = MessageView::parse(&out[..len]).unwrap();
+        kinds.push((view.header().tc(), view.header().rcode_bits()));
+    }
+    let notimp = kinds.iter().filter(|kind| **kind == (false, 4)).count();
+    let slips = kinds.iter().filter(|kind| kind.0).count();
+    assert_eq!((notimp, slips), (RATE as usize, count - RATE as usize));
+    let counters = worker.counters();
+    assert_eq!(counters.rrl_slipped, counters.rrl_limited);
+    assert_eq!(counters.rrl_slipped, (count - RATE as usize) as u64);
+    assert_eq!(counters.truncated, counters.rrl_slipped);
+    assert_eq!(counters.dropped, 0);
+}
