@@ -4,7 +4,7 @@
 CARGO ?= cargo
 RELEASE_BIN := target/release/tern
 
-.PHONY: run build release test deps lint fmt unit test-repeat differential compliance clean bench bench-check bench-peers bench-forward dhat fuzz soak
+.PHONY: run build release test deps lint fmt unit test-repeat differential compliance transfer clean bench bench-check bench-peers bench-forward dhat fuzz soak
 
 ## Build in release mode and serve zones/ on 127.0.0.1:5353 (no config needed).
 run: release
@@ -17,9 +17,10 @@ build:
 	$(CARGO) build --workspace --all-targets
 
 ## Everything the project checks: formatting, lints, unit and integration
-## tests (which compare with named-checkzone), and the differential suite
-## against Knot and NSD. Installs the reference tools it needs.
-test: deps lint unit differential compliance
+## tests (which compare with named-checkzone), the differential suite
+## against Knot and NSD, the compliance checks against BIND and zone
+## transfers with all three. Installs the reference tools it needs.
+test: deps lint unit differential compliance transfer
 
 ## Debian packages and Python modules the tests use (idempotent).
 deps:
@@ -75,6 +76,11 @@ compliance: release
 	TERN_BIN=$(RELEASE_BIN) python3 tests/compliance/cookies.py
 	TERN_BIN=$(RELEASE_BIN) python3 tests/compliance/rrl.py
 	TERN_BIN=$(RELEASE_BIN) python3 tests/compliance/forgery.py
+
+## Zone transfers with the reference servers: tern as primary to Knot, NSD
+## and BIND 9 secondaries, with TSIG (tests/transfer).
+transfer: release
+	TERN_BIN=$(RELEASE_BIN) python3 tests/transfer/primary.py
 
 ## Every cargo-fuzz target for FUZZ_SECONDS each (default 60; the issue's
 ## runs use 1800). Installs cargo-fuzz; stable toolchain via RUSTC_BOOTSTRAP.

@@ -61,6 +61,7 @@ mod forward;
 mod pool;
 mod rrl;
 mod signal;
+mod signing;
 mod socket;
 mod stats;
 mod sys;

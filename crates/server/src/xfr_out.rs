@@ -22,16 +22,15 @@
 use std::cell::Cell;
 use std::net::IpAddr;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use tern_authority::Zone;
-use tern_wire::build::MessageBuilder;
 use tern_wire::name::LowerNameBuf;
 use tern_wire::parse::MessageView;
 use tern_wire::types::{Opcode, RClass, RType, Rcode};
 use tern_xfr::axfr::{ixfr_serial, serial_at_or_after, Outgoing, MAX_MESSAGE};
 use tern_xfr::tsig::{check_request, Key, RequestCheck, Session};
 
+use crate::signing::{error_answer, failed_check, unix_time};
 use crate::worker::Worker;
 use crate::TransferConfig;
 
@@ -97,13 +96,6 @@ impl Transfer {
     }
 }
 
-/// Seconds since the epoch, for TSIG.
-fn unix_time() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |since| since.as_secs())
-}
-
 /// Decides what to do with a TCP query from `peer`: not a transfer
 /// request, an error answer (written into `out`), or a transfer to
 /// stream. `running` is the number of transfers this core runs now.
@@ -134,17 +126,7 @@ pub(crate) fn start(
         RequestCheck::Signed(session) => Some(session),
         failed => {
             counters.bad_tsig.set(counters.bad_tsig.get() + 1);
-            let rcode = match failed {
-                RequestCheck::Failed { error, .. } if error.code().is_none() => Rcode::FORMERR,
-                _ => Rcode::NOTAUTH,
-            };
-            let Some(len) = error_answer(&view, rcode, out) else {
-                return Start::Answer(0);
-            };
-            return Start::Answer(match failed.write_error(out, len, now) {
-                Some(Ok(len)) => len,
-                _ => len,
-            });
+            return Start::Answer(failed_check(failed, &view, now, out).unwrap_or(0));
         }
     };
     let refuse = |rcode: Rcode, session: Option<Session>, out: &mut [u8]| {
@@ -192,20 +174,4 @@ pub(crate) fn start(
 
 fn same_key(a: &Key, b: &Key) -> bool {
     a.lower_name().as_bytes() == b.lower_name().as_bytes() && a.algorithm() == b.algorithm()
-}
-
-/// An answer with `rcode` that echoes the query's ID, opcode, RD and
-/// question; `None` if `out` cannot hold it.
-fn error_answer(query: &MessageView<'_>, rcode: Rcode, out: &mut [u8]) -> Option<usize> {
-    let mut builder = MessageBuilder::new(out, MAX_MESSAGE).ok()?;
-    let header = query.header();
-    builder.set_id(header.id());
-    builder.set_qr(true);
-    builder.set_opcode(header.opcode().0);
-    builder.set_rd(header.rd());
-    builder.set_rcode(rcode);
-    if let Some(question) = query.question() {
-        builder.push_question_bytes(question.bytes).ok()?;
-    }
-    Some(builder.finish())
 }

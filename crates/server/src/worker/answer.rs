@@ -24,6 +24,7 @@ pub(super) struct Answering<'w> {
     pub(super) options: &'w Options,
     pub(super) full_udp_size: usize,
     pub(super) cookies: Option<&'w Cookies>,
+    pub(super) keys: &'w [tern_xfr::tsig::Key],
 }
 
 impl Answering<'_> {
@@ -42,6 +43,9 @@ impl Answering<'_> {
         out: &mut [u8],
     ) -> UdpAnswer {
         let Some(request) = Request::parse(query, self.full_udp_size) else {
+            if let Some(answer) = self.signed(query, Transport::Udp, out) {
+                return answer;
+            }
             let check = self.cookie_of(query, peer);
             let extra = check
                 .reply_option()
@@ -145,6 +149,9 @@ impl Answering<'_> {
                     return answer;
                 }
             }
+        }
+        if let Some(answer) = self.signed(query, Transport::Tcp, out) {
+            return answer;
         }
         let check = self.cookie_of(query, &peer);
         let extra = check

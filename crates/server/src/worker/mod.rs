@@ -47,9 +47,10 @@
 //!
 //! The stages, one module each: `request` (the query's views, parsed once
 //! for the cache path), `answer` (the answer cache, `respond`, and the
-//! routing of forwardable queries), `policy` (cookies and rate limiting
-//! applied to a written answer); this module holds the [`Worker`] and the
-//! entry points the transports call.
+//! routing of forwardable queries), `signed` (queries with a TSIG record:
+//! checked, answered and signed, never cached), `policy` (cookies and rate
+//! limiting applied to a written answer); this module holds the
+//! [`Worker`] and the entry points the transports call.
 
 use std::cell::Cell;
 use std::net::SocketAddr;
@@ -61,6 +62,7 @@ use tern_authority::{respond, Catalog, Options, Response, Transport};
 use tern_cache::forward::{Action, Client, ForwardStats, Forwarder};
 use tern_cache::{CacheLimits, ResponseCache};
 use tern_wire::parse::{MessageView, HEADER_LEN};
+use tern_xfr::tsig::Key;
 
 use crate::rrl::RateLimiter;
 use crate::stats::Counters;
@@ -81,6 +83,7 @@ const REQUEST_ARENA: usize = 4096;
 mod answer;
 mod policy;
 mod request;
+mod signed;
 
 use answer::Answering;
 use policy::{Cookies, Peer};
@@ -112,6 +115,8 @@ pub struct Worker {
     limiter: Option<RateLimiter>,
     /// DNS cookies, when on.
     cookies: Option<Cookies>,
+    /// The TSIG keys signed queries are checked against.
+    keys: Vec<Key>,
 }
 
 impl Worker {
@@ -129,12 +134,19 @@ impl Worker {
             forwarder: None,
             limiter: None,
             cookies: None,
+            keys: Vec::new(),
         }
     }
 
     /// The catalog this worker answers from (replaced on reload).
     pub(crate) fn catalog(&self) -> &Arc<Catalog> {
         &self.catalog
+    }
+
+    /// The TSIG keys that signed queries are checked against (a signed
+    /// query is answered, and its answer signed, only with one of them).
+    pub fn set_tsig_keys(&mut self, keys: Vec<Key>) {
+        self.keys = keys;
     }
 
     /// Turns response rate limiting of UDP answers on with `limiter`.
@@ -221,6 +233,7 @@ impl Worker {
             options: &self.options,
             full_udp_size: self.full_udp_size,
             cookies: self.cookies.as_ref(),
+            keys: &self.keys,
         };
         let answer = answering.udp(
             &self.arena,
@@ -256,6 +269,7 @@ impl Worker {
             options: &self.options,
             full_udp_size: self.full_udp_size,
             cookies: self.cookies.as_ref(),
+            keys: &self.keys,
         };
         let answer = answering.tcp(&self.arena, self.forwarder.as_mut(), query, peer, now, out);
         self.arena.reset();
@@ -401,6 +415,7 @@ impl Worker {
             options: &self.options,
             full_udp_size: self.full_udp_size,
             cookies: self.cookies.as_ref(),
+            keys: &self.keys,
         };
         let answer = answering.udp(
             &self.arena,

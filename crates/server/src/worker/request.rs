@@ -59,7 +59,7 @@ impl<'q> Request<'q> {
     /// The views of a query the cache may answer; `None` sends the query to
     /// `respond` (malformed, not a plain QUERY, EDNS version above 0, a
     /// COOKIE option of a bad length, a class other than IN, a zone
-    /// transfer).
+    /// transfer, an additional record other than OPT such as a TSIG).
     pub(super) fn parse(query: &'q [u8], full_udp_size: usize) -> Option<Self> {
         let view = MessageView::parse(query).ok()?;
         let question = view.question()?;
@@ -67,6 +67,11 @@ impl<'q> Request<'q> {
             return None;
         }
         let edns = view.edns().ok()?;
+        // A record in the additional section other than the OPT (a TSIG,
+        // typically): not a query the cache may answer.
+        if view.header().counts()[3] > u16::from(edns.is_some()) {
+            return None;
+        }
         let options = edns.map_or(&[][..], |edns| edns.options);
         if !options.is_empty() && cookie::is_malformed(options) {
             return None;

@@ -276,3 +276,59 @@ fn with_a_key_required_every_message_is_signed_and_bad_keys_are_notauth() {
         assert_eq!(rcode_and_tsig_error(&answer), (NOTAUTH, Some(error)));
     }
 }
+
+#[test]
+fn signed_queries_get_signed_answers_over_udp_and_tcp() {
+    let key = key(b"the query secret");
+    let transfer = TransferConfig {
+        keys: vec![key.clone()],
+        ..TransferConfig::default()
+    };
+    let running = running(Driver::Legacy, transfer);
+
+    // The SOA query a secondary sends before a transfer: answered and
+    // signed, over UDP and TCP; twice, so that a cached answer cannot
+    // stand in for the signed one.
+    for round in 0..2 {
+        let soa = tern_testkit::query(0x7000 + round, "example.com.", SOA, Some((1232, false)));
+        let (query, mut session) = signed(&soa, &key);
+        let answer = udp_exchange(running.addr, &query).expect("a UDP answer");
+        assert_eq!(
+            session.verify(&answer, now()),
+            Ok(true),
+            "UDP, round {round}"
+        );
+        assert_eq!(crate::summary(&answer), (0x7000 + round, 0, false, 1));
+
+        let (query, mut session) = signed(&soa, &key);
+        let mut stream = tcp_connect(running.addr);
+        tcp_send(&mut stream, &query);
+        let answer = tcp_receive(&mut stream).expect("a TCP answer");
+        assert_eq!(
+            session.verify(&answer, now()),
+            Ok(true),
+            "TCP, round {round}"
+        );
+    }
+
+    // Too large for 512 octets with its signature: TC, the question
+    // alone, signed.
+    let big = tern_testkit::query(0x7100, "big.example.com.", 16, None);
+    let (query, mut session) = signed(&big, &key);
+    let answer = udp_exchange(running.addr, &query).expect("a UDP answer");
+    assert!(answer.len() <= 512);
+    assert_eq!(session.verify(&answer, now()), Ok(true));
+    assert_eq!(crate::summary(&answer), (0x7100, 0, true, 0));
+
+    // An unknown key: NOTAUTH with BADKEY, unsigned.
+    let other_name = NameBuf::from_text(b"other-key.", None).unwrap();
+    let unknown = Key::new(other_name.as_name(), Algorithm::HmacSha256, b"x");
+    let soa = tern_testkit::query(0x7200, "example.com.", SOA, None);
+    let (query, _) = signed(&soa, &unknown);
+    let answer = udp_exchange(running.addr, &query).expect("a UDP answer");
+    assert_eq!(rcode_and_tsig_error(&answer), (NOTAUTH, Some(BADKEY)));
+
+    // The same query unsigned is answered as always.
+    let answer = udp_exchange(running.addr, &soa).expect("a UDP answer");
+    assert_eq!(rcode_and_tsig_error(&answer), (0, None));
+}
