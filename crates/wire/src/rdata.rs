@@ -5,7 +5,9 @@
 //! functions never panic: RDATA that does not parse as its type yields no
 //! names, and is then copied verbatim.
 
+use crate::error::ParseError;
 use crate::name::Name;
+use crate::parse::CompressedName;
 use crate::types::RType;
 
 //----------- Layouts --------------------------------------------------------
@@ -162,6 +164,72 @@ pub fn walk<E>(
     Ok(pos)
 }
 
+/// Appends to `out` the RDATA at `message[start..end]` in uncompressed wire
+/// form: every name of a type with a [`layout`] is read where it stands
+/// (following compression pointers into the rest of the message) and
+/// written in full; the other fields, and the RDATA of types without
+/// names, are copied. Errors, with `out` as it was: a name that does not
+/// parse or a field that runs past `end`, or octets left after the last
+/// field. Bound: one pass over the fields, each name bounded by
+/// [`crate::parse::CompressedName::parse`].
+pub fn expand(
+    message: &[u8],
+    rtype: RType,
+    start: usize,
+    end: usize,
+    out: &mut Vec<u8>,
+) -> Result<(), ParseError> {
+    let rdata = message
+        .get(start..end)
+        .ok_or(ParseError::new("RDATA runs past the end"))?;
+    let Some(layout) = layout(rtype) else {
+        out.extend_from_slice(rdata);
+        return Ok(());
+    };
+    let before = out.len();
+    let mut copied = start;
+    let inside = |pos: usize| {
+        if pos <= end {
+            Ok(pos)
+        } else {
+            Err(ParseError::new("a field runs past its RDATA"))
+        }
+    };
+    let walked = walk(
+        layout.fields,
+        start,
+        end,
+        |pos| {
+            let len = *message
+                .get(pos)
+                .ok_or(ParseError::new("RDATA runs past the end"))?;
+            inside(pos + 1 + usize::from(len))
+        },
+        |pos| {
+            let name = CompressedName::parse(message, pos)?;
+            let name_end = inside(pos + name.wire_len())?;
+            out.extend_from_slice(&message[copied..pos]);
+            out.extend_from_slice(name.to_buf().as_bytes());
+            copied = name_end;
+            Ok(name_end)
+        },
+    )
+    .and_then(|pos| match inside(pos)? {
+        pos if pos == end => Ok(()),
+        _ => Err(ParseError::new("octets after the last field of RDATA")),
+    });
+    match walked {
+        Ok(()) => {
+            out.extend_from_slice(&message[copied..end]);
+            Ok(())
+        }
+        Err(err) => {
+            out.truncate(before);
+            Err(err)
+        }
+    }
+}
+
 /// The single name that makes up the RDATA of CNAME and DNAME.
 pub fn single_name(rdata: &[u8]) -> Option<Name<'_>> {
     Name::from_wire(rdata).ok()
@@ -257,6 +325,37 @@ mod tests {
             .collect();
         assert_eq!(names, [0, 4]);
         assert_eq!(soa_minimum(&soa[..soa.len() - 1]), None);
+    }
+
+    #[test]
+    fn expand_writes_names_in_full() {
+        // A message: 12 octets of header, then "example." at 12, then an
+        // MX RDATA at 21: preference 10 and "mail" + pointer to 12.
+        let mut message = vec![0u8; 12];
+        message.extend_from_slice(b"\x07example\x00");
+        let start = message.len();
+        message.extend_from_slice(&[0, 10, 4, b'm', b'a', b'i', b'l', 0xc0, 12]);
+        let end = message.len();
+        let mut out = vec![0xaa];
+        expand(&message, RType::MX, start, end, &mut out).unwrap();
+        assert_eq!(out, b"\xaa\x00\x0a\x04mail\x07example\x00");
+        // A type without names: copied as it is, pointer-like octets too.
+        let mut out = Vec::new();
+        expand(&message, RType::TXT, start, end, &mut out).unwrap();
+        assert_eq!(out, &message[start..end]);
+        // A SOA whose timers are cut short, a pointer forward, RDATA past
+        // the message: errors, and `out` unchanged.
+        let soa_start = message.len();
+        message.extend_from_slice(&[0xc0, 12, 0xc0, 12, 0, 0, 0, 1]);
+        let soa_end = message.len();
+        let mut out = vec![1, 2];
+        assert!(expand(&message, RType::SOA, soa_start, soa_end, &mut out).is_err());
+        assert!(expand(&message, RType::NS, start + 1, end, &mut out).is_err());
+        let forward = message.len();
+        message.extend_from_slice(&[0xc0, 0xff]);
+        assert!(expand(&message, RType::CNAME, forward, forward + 2, &mut out).is_err());
+        assert!(expand(&message, RType::TXT, forward, forward + 9, &mut out).is_err());
+        assert_eq!(out, [1, 2]);
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! | module | what it does |
 //! |---|---|
 //! | [`axfr`] | the messages of an outgoing transfer: AXFR, and IXFR answered in full or with the SOA alone |
+//! | [`incoming`] | the request of a secondary and the checks and assembly of the answer: AXFR, and IXFR current, full or as differences |
 //! | [`tsig`] | RFC 8945 transaction signatures: signing and checking messages and multi-message streams |
 //!
 //! Every input is hostile: a peer's message is parsed through `tern-wire`'s
@@ -16,4 +17,5 @@
 #![forbid(unsafe_code)]
 
 pub mod axfr;
+pub mod incoming;
 pub mod tsig;
