@@ -213,6 +213,9 @@ async fn serve(start: CoreStart) -> io::Result<()> {
         worker.set_cookie_secret(secret.clone());
     }
     worker.set_tsig_keys(config.transfer.keys.clone());
+    if let Some(notify) = &config.notify_in {
+        worker.set_notify(notify.clone());
+    }
     let forward = config.forward.as_ref().map(|forward| {
         let udp_size = config.answer.max_udp_size.max(512);
         worker.set_forwarder(tern_cache::forward::Forwarder::new(

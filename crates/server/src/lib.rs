@@ -58,6 +58,7 @@ use tern_cache::CacheLimits;
 mod control;
 mod cores;
 mod forward;
+pub mod notify_out;
 mod pool;
 mod rrl;
 mod signal;
@@ -68,6 +69,7 @@ mod sys;
 mod tcp;
 mod udp;
 mod worker;
+pub mod xfr_in;
 mod xfr_out;
 
 pub use control::Handle;
@@ -133,6 +135,8 @@ pub struct ServerConfig {
     pub cookies: Option<CookieSecret>,
     /// Outgoing zone transfers: who may ask (default: nobody).
     pub transfer: TransferConfig,
+    /// NOTIFY for secondary zones; `None` (the default): NOTIFY is NOTIMP.
+    pub notify_in: Option<NotifyIn>,
     /// Reads the calling thread's allocation count (normally
     /// [`thread_allocations`] with [`CountingAllocator`] installed); each
     /// core calls it for its statistics. `None`: allocations read as 0.
@@ -153,9 +157,23 @@ impl ServerConfig {
             rate_limit: None,
             cookies: None,
             transfer: TransferConfig::default(),
+            notify_in: None,
             allocations: None,
         }
     }
+}
+
+//----------- NotifyIn -------------------------------------------------------
+
+/// NOTIFY (RFC 1996) taken for secondary zones: from their primaries (and
+/// signed with their key, where set), each makes the transfer thread
+/// refresh the zone.
+#[derive(Clone, Debug)]
+pub struct NotifyIn {
+    /// The secondary zones, their primaries and keys.
+    pub zones: Vec<xfr_in::SecondaryConfig>,
+    /// Where accepted NOTIFYs go.
+    pub handle: xfr_in::SecondariesHandle,
 }
 
 //----------- TransferConfig -------------------------------------------------

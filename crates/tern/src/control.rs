@@ -25,10 +25,12 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM, SIGUSR1};
 use signal_hook::iterator::Signals;
-use tern_authority::Catalog;
+use tern_server::xfr_in::SecondariesHandle;
 use tern_server::{CoreStats, Handle};
+use tern_wire::name::LowerNameBuf;
 
 use crate::config::{Config, Overrides};
+use crate::secondary::Served;
 use crate::{logger, zones};
 
 /// How long the cores get to finish in-flight work after SIGTERM or
@@ -38,6 +40,9 @@ pub(crate) const SHUTDOWN_DEADLINE: Duration = Duration::from_millis(1500);
 
 /// The control socket's command for the counters.
 const STATS_COMMAND: &str = "stats";
+
+/// The control socket's commands, as `tern` subcommands name them.
+const COMMANDS: &str = "stats, zone-status [ZONE], refresh ZONE, retransfer ZONE";
 
 /// The longest command line read from a control client.
 const MAX_COMMAND_LEN: u64 = 256;
@@ -86,7 +91,7 @@ impl ControlSignals {
                 // SIGINT end the loop (and the process).
                 for signal in self.0.forever() {
                     match signal {
-                        SIGHUP => reloader.reload(&handle),
+                        SIGHUP => reloader.reload(),
                         SIGUSR1 => log_stats("SIGUSR1", &handle.stats()),
                         SIGTERM => stop("SIGTERM", &handle),
                         SIGINT => stop("SIGINT", &handle),
@@ -123,29 +128,30 @@ fn stop(signal: &str, handle: &Handle) -> ! {
 //----------- Reloader -------------------------------------------------------
 
 /// What a reload needs: how the configuration was given, what is running,
-/// and the catalog being served (for the previous versions of zones).
+/// and the zones being served (for the previous versions of zones).
 pub(crate) struct Reloader {
     overrides: Overrides,
     running: Config,
-    catalog: Arc<Catalog>,
+    served: Arc<Served>,
 }
 
 impl Reloader {
     /// A reloader for a server started with `running` (which came from
-    /// `overrides`) serving `catalog`.
-    pub(crate) fn new(overrides: Overrides, running: Config, catalog: Arc<Catalog>) -> Self {
+    /// `overrides`) serving `served`.
+    pub(crate) fn new(overrides: Overrides, running: Config, served: Arc<Served>) -> Self {
         Reloader {
             overrides,
             running,
-            catalog,
+            served,
         }
     }
 
-    /// Re-reads the configuration and the zones and swaps the new catalog
-    /// in. A configuration that does not load, or a zone directory that
-    /// cannot be read, aborts the reload: everything keeps serving as it
-    /// was. A zone that fails to load keeps its previous version.
-    pub(crate) fn reload(&mut self, handle: &Handle) {
+    /// Re-reads the configuration and the zone files and swaps the new
+    /// catalog in (with the secondary zones as they are). A configuration
+    /// that does not load, or a zone directory that cannot be read, aborts
+    /// the reload: everything keeps serving as it was. A zone that fails
+    /// to load keeps its previous version.
+    pub(crate) fn reload(&mut self) {
         log::info!("SIGHUP: reloading the configuration and zones");
         let next = match Config::load(&self.overrides) {
             Ok(next) => next,
@@ -158,7 +164,7 @@ impl Reloader {
         for key in self.running.restart_changes(&next) {
             log::warn!("{key} changed in the configuration; it takes effect after a restart");
         }
-        let loaded = match zones::load_all(&next, Some(&self.catalog)) {
+        let loaded = match zones::load_all(&next, Some(&self.served.catalog())) {
             Ok(loaded) => loaded,
             Err(err) => {
                 log::error!("reload aborted, the zones are unchanged: {err:#}");
@@ -175,9 +181,7 @@ impl Reloader {
             log::warn!("zone {origin} failed to load; its previous version keeps serving");
         }
         let serving = loaded.zones.len();
-        let catalog = Arc::new(Catalog::new(loaded.zones));
-        handle.reload(Arc::clone(&catalog));
-        self.catalog = catalog;
+        self.served.set_primaries(loaded.zones);
         log::info!(
             "reloaded: {serving} zone(s) serving; {} failed to load, {} of them kept their \
              previous version",
@@ -224,7 +228,7 @@ impl ControlSocket {
     /// Binds `path` and answers clients on a thread of its own. A stale
     /// socket file (no server behind it) is replaced; a live one, or a
     /// path that is not a socket, is an error.
-    pub(crate) fn start(path: &Path, handle: Handle) -> anyhow::Result<ControlSocket> {
+    pub(crate) fn start(path: &Path, control: Control) -> anyhow::Result<ControlSocket> {
         if let Ok(meta) = std::fs::symlink_metadata(path) {
             if !meta.file_type().is_socket() {
                 bail!("{} exists and is not a socket", path.display());
@@ -247,7 +251,7 @@ impl ControlSocket {
             .with_context(|| format!("restricting {}", path.display()))?;
         std::thread::Builder::new()
             .name("tern-control".into())
-            .spawn(move || accept_loop(&listener, &handle))
+            .spawn(move || accept_loop(&listener, &control))
             .context("starting the control thread")?;
         Ok(socket)
     }
@@ -266,11 +270,11 @@ impl Drop for ControlSocket {
 
 /// Answers clients one at a time, for the life of the process. Each client
 /// is bounded by [`CLIENT_TIMEOUT`] and [`MAX_COMMAND_LEN`].
-fn accept_loop(listener: &UnixListener, handle: &Handle) {
+fn accept_loop(listener: &UnixListener, control: &Control) {
     loop {
         match listener.accept() {
             Ok((stream, _)) => {
-                if let Err(err) = answer_client(stream, handle) {
+                if let Err(err) = answer_client(stream, control) {
                     log::debug!("control client: {err}");
                 }
             }
@@ -282,23 +286,148 @@ fn accept_loop(listener: &UnixListener, handle: &Handle) {
     }
 }
 
-fn answer_client(stream: UnixStream, handle: &Handle) -> io::Result<()> {
+/// What the control socket acts on.
+pub(crate) struct Control {
+    pub(crate) handle: Handle,
+    pub(crate) served: Arc<Served>,
+    pub(crate) secondaries: Option<SecondariesHandle>,
+}
+
+fn answer_client(stream: UnixStream, control: &Control) -> io::Result<()> {
     stream.set_read_timeout(Some(CLIENT_TIMEOUT))?;
     stream.set_write_timeout(Some(CLIENT_TIMEOUT))?;
     let mut line = Vec::new();
     BufReader::new((&stream).take(MAX_COMMAND_LEN)).read_until(b'\n', &mut line)?;
     let command = String::from_utf8_lossy(&line);
-    let reply = match command.trim() {
-        STATS_COMMAND => format_stats(&handle.stats()),
-        other => format!("error: unknown command {other:?}; the commands are: {STATS_COMMAND}\n"),
+    let mut words = command.split_whitespace();
+    let reply = match (words.next(), words.next(), words.next()) {
+        (Some(STATS_COMMAND), None, _) => format_stats(&control.handle.stats()),
+        (Some("zone-status"), zone, None) => zone_status(control, zone),
+        (Some(verb @ ("refresh" | "retransfer")), Some(zone), None) => {
+            secondary_command(control, verb, zone)
+        }
+        _ => format!(
+            "error: unknown command {:?}; the commands are: {COMMANDS}\n",
+            command.trim()
+        ),
     };
     (&stream).write_all(reply.as_bytes())
+}
+
+/// The secondary zone named `text`, lowercased, if it is one.
+fn secondary_origin(control: &Control, text: &str) -> Result<LowerNameBuf, String> {
+    let origin = zones::parse_origin(text)
+        .map(|name| LowerNameBuf::from_name(name.as_name()))
+        .map_err(|err| format!("error: {err}\n"))?;
+    if control
+        .served
+        .status()
+        .iter()
+        .any(|(known, _, _)| known.as_slice() == origin.as_bytes())
+    {
+        Ok(origin)
+    } else {
+        Err(format!(
+            "error: {} is not a secondary zone\n",
+            origin.as_name()
+        ))
+    }
+}
+
+/// `refresh ZONE`, `retransfer ZONE`.
+fn secondary_command(control: &Control, verb: &str, zone: &str) -> String {
+    let origin = match secondary_origin(control, zone) {
+        Ok(origin) => origin,
+        Err(reply) => return reply,
+    };
+    let Some(secondaries) = &control.secondaries else {
+        return "error: no secondary zones\n".to_string();
+    };
+    if verb == "refresh" {
+        secondaries.refresh(origin);
+    } else {
+        secondaries.retransfer(origin);
+    }
+    format!("{}: {verb} started\n", origin.as_name())
+}
+
+/// `zone-status [ZONE]`: each zone's role and serial; for secondaries the
+/// timers and the last refresh's outcome.
+fn zone_status(control: &Control, only: Option<&str>) -> String {
+    let only = match only.map(zones::parse_origin).transpose() {
+        Ok(only) => only.map(|name| LowerNameBuf::from_name(name.as_name())),
+        Err(err) => return format!("error: {err}\n"),
+    };
+    let catalog = control.served.catalog();
+    let secondaries = control.served.status();
+    let mut text = String::new();
+    for zone in catalog.zones() {
+        let origin = LowerNameBuf::from_name(zone.origin());
+        if only.is_some_and(|only| only != origin) {
+            continue;
+        }
+        let secondary = secondaries
+            .iter()
+            .find(|(known, _, _)| known.as_slice() == origin.as_bytes());
+        match secondary {
+            None => text.push_str(&format!(
+                "{} role primary serial {}\n",
+                origin.as_name(),
+                zone.serial()
+            )),
+            Some((_, _, status)) => text.push_str(&format!(
+                "{} role secondary serial {} {}\n",
+                origin.as_name(),
+                zone.serial(),
+                describe_secondary(status)
+            )),
+        }
+    }
+    // Secondary zones not served (never received, or expired).
+    for (origin, serial, status) in &secondaries {
+        if serial.is_some() || only.is_some_and(|only| only.as_bytes() != origin.as_slice()) {
+            continue;
+        }
+        let name = tern_wire::name::Name::from_wire(origin)
+            .map_or_else(|_| "?".to_string(), |n| n.to_string());
+        text.push_str(&format!(
+            "{name} role secondary serial none {}\n",
+            describe_secondary(status)
+        ));
+    }
+    if text.is_empty() {
+        return "error: no such zone\n".to_string();
+    }
+    text
+}
+
+fn describe_secondary(status: &crate::secondary::Status) -> String {
+    let time = |seconds: u64| {
+        if seconds == 0 {
+            "never".to_string()
+        } else {
+            seconds.to_string()
+        }
+    };
+    format!(
+        "last-refresh {} next-refresh {} expires {} last-transfer {} outcome \"{}\"",
+        time(status.timers.last_refresh),
+        time(status.timers.next_refresh),
+        time(status.timers.expires),
+        time(status.timers.last_transfer),
+        status.last_outcome
+    )
 }
 
 //----------- Client ---------------------------------------------------------
 
 /// `tern stats`: asks the server behind `path` for its counters.
 pub(crate) fn request_stats(path: &Path) -> anyhow::Result<String> {
+    request(path, STATS_COMMAND)
+}
+
+/// Sends one command line to the server behind `path`; its reply.
+pub(crate) fn request(path: &Path, command: &str) -> anyhow::Result<String> {
     let mut stream = UnixStream::connect(path).with_context(|| {
         format!(
             "connecting to {}; is `tern serve` running with this control socket?",
@@ -307,7 +436,7 @@ pub(crate) fn request_stats(path: &Path) -> anyhow::Result<String> {
     })?;
     stream.set_read_timeout(Some(CLIENT_TIMEOUT))?;
     stream.set_write_timeout(Some(CLIENT_TIMEOUT))?;
-    stream.write_all(format!("{STATS_COMMAND}\n").as_bytes())?;
+    stream.write_all(format!("{command}\n").as_bytes())?;
     let mut reply = String::new();
     (&stream)
         .take(MAX_REPLY_LEN)

@@ -31,10 +31,11 @@ use clap::{Parser, Subcommand};
 mod config;
 mod control;
 mod logger;
+mod secondary;
 mod zones;
 
 use config::{Config, Overrides};
-use control::{ControlSignals, ControlSocket, Reloader};
+use control::{Control, ControlSignals, ControlSocket, Reloader};
 
 //----------- Allocator ------------------------------------------------------
 
@@ -81,6 +82,29 @@ enum Command {
     },
     /// Print the per-core counters of a running `tern serve`.
     Stats(StatsArgs),
+    /// Print each zone's role and serial; for secondary zones the last and
+    /// next refresh, the expiry and the last transfer's outcome.
+    ZoneStatus {
+        #[command(flatten)]
+        server: StatsArgs,
+        /// Only this zone.
+        zone: Option<String>,
+    },
+    /// Refresh a secondary zone now: ask its primaries for the SOA and
+    /// transfer it if it changed.
+    Refresh {
+        #[command(flatten)]
+        server: StatsArgs,
+        /// The zone.
+        zone: String,
+    },
+    /// Transfer a secondary zone in full now, whatever its serial.
+    Retransfer {
+        #[command(flatten)]
+        server: StatsArgs,
+        /// The zone.
+        zone: String,
+    },
 }
 
 /// Flags shared by `serve` and `check` that override the configuration file.
@@ -192,6 +216,17 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Check(args) => check(args),
         Command::Dump { origin, file } => dump(&origin, &file),
         Command::Stats(args) => stats(args),
+        Command::ZoneStatus { server, zone } => {
+            let command = match zone {
+                Some(zone) => format!("zone-status {zone}"),
+                None => "zone-status".to_string(),
+            };
+            control_command(&server, &command)
+        }
+        Command::Refresh { server, zone } => control_command(&server, &format!("refresh {zone}")),
+        Command::Retransfer { server, zone } => {
+            control_command(&server, &format!("retransfer {zone}"))
+        }
     }
 }
 
@@ -215,16 +250,86 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         }
         anyhow::bail!("{} zone(s) failed to load", loaded.failed);
     }
-    let zone_count = loaded.zones.len();
-    let catalog = Arc::new(tern_authority::Catalog::new(loaded.zones));
-    let server =
-        tern_server::Server::start(config.server_config(ALLOCATIONS), Arc::clone(&catalog))
-            .context("starting the server")?;
+    // Secondary zones start from their saved copies, if any.
+    let saved: Vec<tern_server::xfr_in::Start> = config
+        .secondaries
+        .iter()
+        .map(|zone| {
+            (
+                zone.clone(),
+                secondary::load_saved(&config.state_directory, zone),
+            )
+        })
+        .collect();
+    let saved_zones: Vec<Arc<tern_authority::Zone>> = saved
+        .iter()
+        .filter_map(|(_, copy)| copy.as_ref().map(|(zone, _)| Arc::clone(zone)))
+        .collect();
+    let zone_count = loaded.zones.len() + saved_zones.len();
+    let primaries = loaded.zones;
+    let catalog = Arc::new(tern_authority::Catalog::new(
+        primaries
+            .iter()
+            .chain(&saved_zones)
+            .cloned()
+            .collect::<Vec<_>>(),
+    ));
+    // The transfer thread's queue exists before the cores, which send it
+    // the NOTIFYs they accept.
+    let queue = tern_server::xfr_in::Queue::new();
+    let mut server_config = config.server_config(ALLOCATIONS);
+    if !config.secondaries.is_empty() {
+        server_config.notify_in = Some(tern_server::NotifyIn {
+            zones: config.secondaries.clone(),
+            handle: queue.handle(),
+        });
+    }
+    let server = tern_server::Server::start(server_config, Arc::clone(&catalog))
+        .context("starting the server")?;
     let handle = server.handle();
+    let notifier = if config.notify.targets.is_empty() {
+        None
+    } else {
+        Some(
+            tern_server::notify_out::Notifier::start(config.notify.clone())
+                .context("starting the NOTIFY thread")?,
+        )
+    };
+    let served = Arc::new(secondary::Served::new(
+        handle.clone(),
+        notifier.as_ref().map(|notifier| notifier.handle()),
+        config.state_directory.clone(),
+        primaries,
+        saved_zones,
+        catalog,
+    ));
+    for (zone, copy) in &saved {
+        served.set_status(zone.origin, copy.as_ref().map(|(_, timers)| *timers));
+    }
+    served.notify_all();
+    let secondaries = if saved.is_empty() {
+        None
+    } else {
+        let events = Arc::clone(&served);
+        Some(
+            tern_server::xfr_in::Secondaries::start(
+                queue,
+                saved,
+                tern_xfr::incoming::Limits::default(),
+                move |event| events.on_event(event),
+            )
+            .context("starting the transfer thread")?,
+        )
+    };
 
     // Without its control socket the server still serves; `tern stats`
     // then cannot reach it, which the error says.
-    let socket = match ControlSocket::start(&config.control_socket, handle.clone()) {
+    let control = Control {
+        handle: handle.clone(),
+        served: Arc::clone(&served),
+        secondaries: secondaries.as_ref().map(|s| s.handle()),
+    };
+    let socket = match ControlSocket::start(&config.control_socket, control) {
         Ok(socket) => Some(socket),
         Err(err) => {
             log::error!("control socket: {err:#}; `tern stats` will not reach this server");
@@ -241,9 +346,11 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
             socket.path().display()
         )),
     );
-    signals.spawn(handle, Reloader::new(overrides, config, catalog))?;
+    signals.spawn(handle, Reloader::new(overrides, config, served))?;
 
     let result = server.join();
+    drop(secondaries);
+    drop(notifier);
     drop(socket);
     result.context("serving")?;
     log::info!("stopped");
@@ -289,11 +396,23 @@ fn dump(origin: &str, file: &std::path::Path) -> anyhow::Result<ExitCode> {
 }
 
 fn stats(args: StatsArgs) -> anyhow::Result<ExitCode> {
-    let path = match (&args.socket, &args.config) {
-        (Some(path), _) => path.clone(),
-        (None, Some(file)) => Config::from_file(file)?.control_socket,
-        (None, None) => config::default_control_socket(),
-    };
-    print!("{}", control::request_stats(&path)?);
+    print!("{}", control::request_stats(&args.socket_path()?)?);
     Ok(ExitCode::SUCCESS)
+}
+
+/// Sends one command to the running server and prints its reply.
+fn control_command(args: &StatsArgs, command: &str) -> anyhow::Result<ExitCode> {
+    print!("{}", control::request(&args.socket_path()?, command)?);
+    Ok(ExitCode::SUCCESS)
+}
+
+impl StatsArgs {
+    /// The control socket: `--socket`, the configuration's, or the default.
+    fn socket_path(&self) -> anyhow::Result<PathBuf> {
+        Ok(match (&self.socket, &self.config) {
+            (Some(path), _) => path.clone(),
+            (None, Some(file)) => Config::from_file(file)?.control_socket,
+            (None, None) => config::default_control_socket(),
+        })
+    }
 }

@@ -150,7 +150,7 @@ fn load_into(loaded: &mut Loaded, origin_text: &str, path: &Path) -> bool {
 /// arenas), the checks read it in place, the builder copies it into its own
 /// tables, and it is freed before the builder's adjust pass allocates the
 /// served zone.
-fn load_zone(
+pub(crate) fn load_zone(
     origin_text: &str,
     path: &Path,
     warnings: &mut Vec<String>,

@@ -25,6 +25,7 @@ pub(super) struct Answering<'w> {
     pub(super) full_udp_size: usize,
     pub(super) cookies: Option<&'w Cookies>,
     pub(super) keys: &'w [tern_xfr::tsig::Key],
+    pub(super) notify: Option<&'w crate::NotifyIn>,
 }
 
 impl Answering<'_> {
@@ -43,6 +44,12 @@ impl Answering<'_> {
         out: &mut [u8],
     ) -> UdpAnswer {
         let Some(request) = Request::parse(query, self.full_udp_size) else {
+            if self.notify.is_some() {
+                let peer = peer.get().map(|peer| peer.ip());
+                if let Some(answer) = self.notify(query, peer, out) {
+                    return answer;
+                }
+            }
             if let Some(answer) = self.signed(query, Transport::Udp, out) {
                 return answer;
             }
@@ -149,6 +156,9 @@ impl Answering<'_> {
                     return answer;
                 }
             }
+        }
+        if let Some(answer) = self.notify(query, peer.get().map(|peer| peer.ip()), out) {
+            return answer;
         }
         if let Some(answer) = self.signed(query, Transport::Tcp, out) {
             return answer;

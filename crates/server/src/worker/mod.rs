@@ -48,7 +48,8 @@
 //! The stages, one module each: `request` (the query's views, parsed once
 //! for the cache path), `answer` (the answer cache, `respond`, and the
 //! routing of forwardable queries), `signed` (queries with a TSIG record:
-//! checked, answered and signed, never cached), `policy` (cookies and rate
+//! checked, answered and signed, never cached), `notify` (NOTIFY for
+//! secondary zones), `policy` (cookies and rate
 //! limiting applied to a written answer); this module holds the
 //! [`Worker`] and the entry points the transports call.
 
@@ -81,6 +82,7 @@ const TCP_SIZE: usize = 65535;
 const REQUEST_ARENA: usize = 4096;
 
 mod answer;
+mod notify;
 mod policy;
 mod request;
 mod signed;
@@ -117,6 +119,8 @@ pub struct Worker {
     cookies: Option<Cookies>,
     /// The TSIG keys signed queries are checked against.
     keys: Vec<Key>,
+    /// NOTIFY for secondary zones, when there are any.
+    notify: Option<crate::NotifyIn>,
 }
 
 impl Worker {
@@ -135,6 +139,7 @@ impl Worker {
             limiter: None,
             cookies: None,
             keys: Vec::new(),
+            notify: None,
         }
     }
 
@@ -147,6 +152,11 @@ impl Worker {
     /// query is answered, and its answer signed, only with one of them).
     pub fn set_tsig_keys(&mut self, keys: Vec<Key>) {
         self.keys = keys;
+    }
+
+    /// Takes NOTIFY for the secondary zones of `notify`.
+    pub fn set_notify(&mut self, notify: crate::NotifyIn) {
+        self.notify = Some(notify);
     }
 
     /// Turns response rate limiting of UDP answers on with `limiter`.
@@ -234,6 +244,7 @@ impl Worker {
             full_udp_size: self.full_udp_size,
             cookies: self.cookies.as_ref(),
             keys: &self.keys,
+            notify: self.notify.as_ref(),
         };
         let answer = answering.udp(
             &self.arena,
@@ -270,6 +281,7 @@ impl Worker {
             full_udp_size: self.full_udp_size,
             cookies: self.cookies.as_ref(),
             keys: &self.keys,
+            notify: self.notify.as_ref(),
         };
         let answer = answering.tcp(&self.arena, self.forwarder.as_mut(), query, peer, now, out);
         self.arena.reset();
@@ -416,6 +428,7 @@ impl Worker {
             full_udp_size: self.full_udp_size,
             cookies: self.cookies.as_ref(),
             keys: &self.keys,
+            notify: self.notify.as_ref(),
         };
         let answer = answering.udp(
             &self.arena,

@@ -26,6 +26,11 @@ pub(crate) const DEFAULT_LISTEN: &str = "127.0.0.1:5353";
 /// The default zone directory, relative to the working directory.
 pub(crate) const DEFAULT_ZONES_DIR: &str = "zones";
 
+/// Where received zones and their timers are saved unless
+/// `state-directory` says otherwise (the Debian package's
+/// `StateDirectory=tern`).
+pub(crate) const DEFAULT_STATE_DIRECTORY: &str = "/var/lib/tern";
+
 /// The default EDNS UDP payload limit (the DNS Flag Day 2020 value).
 pub(crate) const DEFAULT_UDP_SIZE: u16 = 1232;
 
@@ -74,6 +79,12 @@ pub(crate) struct Config {
     pub(crate) cookies: Cookies,
     /// TSIG keys and who may transfer our zones.
     pub(crate) transfer: tern_server::TransferConfig,
+    /// Zones received by transfer.
+    pub(crate) secondaries: Vec<tern_server::xfr_in::SecondaryConfig>,
+    /// Where received zones and their timers are saved.
+    pub(crate) state_directory: PathBuf,
+    /// Where NOTIFYs go when a serial changes.
+    pub(crate) notify: tern_server::notify_out::NotifyTargets,
 }
 
 /// The `cookies:` section.
@@ -132,6 +143,9 @@ impl Default for Config {
             rate_limit: None,
             cookies: Cookies::default(),
             transfer: tern_server::TransferConfig::default(),
+            secondaries: Vec::new(),
+            state_directory: PathBuf::from(DEFAULT_STATE_DIRECTORY),
+            notify: tern_server::notify_out::NotifyTargets::default(),
         }
     }
 }
@@ -183,7 +197,9 @@ impl Config {
             config.cores = cores.0;
         }
         set(&mut config.driver, raw.driver);
+        let mut secondaries = Vec::new();
         if let Some(zones) = raw.zones {
+            secondaries = zones.secondary.unwrap_or_default();
             config.zones_dir = zones.directory.map(|dir| base.join(dir.0));
             config.zone_files = zones
                 .list
@@ -234,6 +250,37 @@ impl Config {
             config.cookies.secret = cookies.secret.map(|secret| secret.0);
         }
         config.transfer = transfer_config(raw.keys.unwrap_or_default(), raw.transfer)?;
+        config.secondaries = secondary_configs(secondaries, &config.transfer.keys)?;
+        if let Some(dir) = raw.state_directory {
+            config.state_directory = base.join(dir.0);
+        }
+        if let Some(notify) = raw.notify {
+            config.notify.targets = notify
+                .targets
+                .unwrap_or_default()
+                .into_iter()
+                .map(|address| address.0)
+                .collect();
+            if config.notify.targets.len() > value::MAX_NOTIFY_TARGETS {
+                bail!(
+                    "notify.targets: more than {} targets",
+                    value::MAX_NOTIFY_TARGETS
+                );
+            }
+            if let Some(name) = notify.key {
+                config.notify.key = Some(
+                    config
+                        .transfer
+                        .keys
+                        .iter()
+                        .find(|key| key.lower_name().as_bytes() == name.0.as_bytes())
+                        .cloned()
+                        .with_context(|| {
+                            format!("notify.key: no key named {} in keys", name.0.as_name())
+                        })?,
+                );
+            }
+        }
         Ok(config)
     }
 
@@ -264,6 +311,8 @@ impl Config {
                 )
             }),
             transfer: self.transfer.clone(),
+            // Set by `serve`, which owns the transfer thread's queue.
+            notify_in: None,
             allocations,
         }
     }
@@ -290,6 +339,11 @@ impl Config {
         compare("rate-limit", self.rate_limit != next.rate_limit);
         compare("cookies", self.cookies != next.cookies);
         compare("keys", self.transfer.keys != next.transfer.keys);
+        compare("zones.secondary", self.secondaries != next.secondaries);
+        compare(
+            "state-directory",
+            self.state_directory != next.state_directory,
+        );
         compare(
             "transfer",
             (&self.transfer.allow, &self.transfer.key)
@@ -385,6 +439,54 @@ fn transfer_config(
         config.key = Some(key.clone());
     }
     Ok(config)
+}
+
+/// `zones.secondary`: origins distinct, at least one primary each, keys
+/// from `keys`.
+fn secondary_configs(
+    raw: Vec<raw::RawSecondary>,
+    keys: &[tern_xfr::tsig::Key],
+) -> anyhow::Result<Vec<tern_server::xfr_in::SecondaryConfig>> {
+    let mut secondaries: Vec<tern_server::xfr_in::SecondaryConfig> = Vec::new();
+    for zone in raw {
+        let origin = crate::zones::parse_origin(&zone.origin.0).map_err(anyhow::Error::msg)?;
+        let origin = tern_wire::name::LowerNameBuf::from_name(origin.as_name());
+        let context = || format!("zones.secondary: {}", origin.as_name());
+        if secondaries.iter().any(|known| known.origin == origin) {
+            bail!("{}: listed twice", context());
+        }
+        if zone.primaries.is_empty() {
+            bail!("{}: name at least one primary", context());
+        }
+        if zone.primaries.len() > value::MAX_PRIMARIES {
+            bail!(
+                "{}: more than {} primaries",
+                context(),
+                value::MAX_PRIMARIES
+            );
+        }
+        let key = match zone.key {
+            Some(name) => Some(
+                keys.iter()
+                    .find(|key| key.lower_name().as_bytes() == name.0.as_bytes())
+                    .cloned()
+                    .with_context(|| {
+                        format!("{}: no key named {} in keys", context(), name.0.as_name())
+                    })?,
+            ),
+            None => None,
+        };
+        secondaries.push(tern_server::xfr_in::SecondaryConfig {
+            origin,
+            primaries: zone
+                .primaries
+                .into_iter()
+                .map(|address| address.0)
+                .collect(),
+            key,
+        });
+    }
+    Ok(secondaries)
 }
 
 /// The `rate-limit:` section over [`tern_server::RateLimitConfig`]'s

@@ -47,6 +47,16 @@ pub(crate) struct RawConfig {
     pub(crate) cookies: Option<RawCookies>,
     pub(crate) keys: Option<Vec<RawKey>>,
     pub(crate) transfer: Option<RawTransfer>,
+    pub(crate) state_directory: Option<Parsed<PathKind>>,
+    pub(crate) notify: Option<RawNotify>,
+}
+
+/// `notify:`, where NOTIFYs go when a serial changes.
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawNotify {
+    pub(crate) targets: Option<Vec<Parsed<AddressKind>>>,
+    pub(crate) key: Option<Parsed<KeyNameKind>>,
 }
 
 /// One TSIG key of `keys:`.
@@ -116,6 +126,16 @@ pub(crate) struct RawForward {
 pub(crate) struct RawZones {
     pub(crate) directory: Option<Parsed<PathKind>>,
     pub(crate) list: Option<Vec<RawZone>>,
+    pub(crate) secondary: Option<Vec<RawSecondary>>,
+}
+
+/// One zone of `zones.secondary`: received by transfer.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawSecondary {
+    pub(crate) origin: Parsed<OriginKind>,
+    pub(crate) primaries: Vec<Parsed<AddressKind>>,
+    pub(crate) key: Option<Parsed<KeyNameKind>>,
 }
 
 /// One zone of the list.

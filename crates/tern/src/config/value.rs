@@ -28,6 +28,12 @@ pub(crate) const MAX_SIZE: u64 = 64 << 30;
 /// search; a deployment has a handful).
 pub(crate) const MAX_KEYS: usize = 256;
 
+/// The most NOTIFY targets.
+pub(crate) const MAX_NOTIFY_TARGETS: usize = 64;
+
+/// The most primaries one secondary zone may name.
+pub(crate) const MAX_PRIMARIES: usize = 16;
+
 /// The smallest `udp-size`: every DNS client accepts 512-octet answers
 /// (RFC 1035 section 4.2.1).
 pub(crate) const MIN_UDP_SIZE: usize = 512;

@@ -5,6 +5,7 @@
 mod cli;
 mod config;
 mod reload;
+mod secondary;
 mod stats;
 mod stop;
 mod util;

@@ -1,0 +1,630 @@
+//! Secondary zones: the refresh, retry and expire timers of each zone and
+//! the transfers that keep it current (RFC 1034 section 4.3.5, RFC 1995,
+//! RFC 5936), off the query path.
+//!
+//! One thread, [`Secondaries`], owns every secondary zone's timers (as
+//! NSD's `xfrd` keeps transfers away from the answering processes). When a
+//! zone is due, it asks each primary in turn for the SOA over UDP (TCP if
+//! truncated), and if the primary's serial is newer, transfers the zone
+//! over TCP: IXFR from the version it has, falling back to AXFR when the
+//! IXFR fails; AXFR when it has none. The messages are checked and
+//! assembled by `tern_xfr::incoming`; the new version goes to the caller's
+//! event handler, which saves it and swaps it into the cores as a reload
+//! does. A failed or refused transfer changes nothing that is served.
+//!
+//! Timers follow the zone's SOA: after a refresh (a transfer, or a SOA
+//! that is not newer) the next one is due in REFRESH seconds; after a
+//! failure, in RETRY seconds; EXPIRE seconds after the last successful
+//! refresh the zone expires and the handler is told (Knot then answers
+//! SERVFAIL for it). Each is kept between [`MIN_INTERVAL`] and
+//! [`MAX_INTERVAL`]. A NOTIFY or `tern refresh` makes a zone due now;
+//! `tern retransfer` also skips the serial check and asks for AXFR.
+//!
+//! Limits: one transfer at a time (the thread is sequential); each
+//! connection and read has [`IO_TIMEOUT`], each transfer
+//! [`TRANSFER_TIMEOUT`] in all, each zone the `tern_xfr::incoming::Limits`.
+
+use std::collections::HashMap;
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use rand::Rng;
+use tern_authority::Zone;
+use tern_wire::build::MessageBuilder;
+use tern_wire::name::{LowerNameBuf, NameBuf};
+use tern_wire::parse::{MessageView, Section};
+use tern_wire::types::{RClass, RType};
+use tern_xfr::axfr::{serial_at_or_after, MAX_MESSAGE};
+use tern_xfr::incoming::{Incoming, Limits, Outcome};
+use tern_xfr::tsig::{Key, Session};
+
+use crate::signing::unix_time;
+
+/// The shortest refresh or retry interval honoured (a SOA with a smaller
+/// one would have the thread asking its primary in a loop).
+pub const MIN_INTERVAL: u64 = 2;
+
+/// The longest refresh or retry interval honoured: a day.
+pub const MAX_INTERVAL: u64 = 86_400;
+
+/// The retry interval of a zone tern has never received (no SOA yet).
+pub const FIRST_RETRY: u64 = 5;
+
+/// How long a connection, a SOA query or one read of a transfer may take.
+pub const IO_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long one whole transfer may take, however its primary trickles it.
+pub const TRANSFER_TIMEOUT: Duration = Duration::from_secs(600);
+
+//----------- Configuration and state ----------------------------------------
+
+/// One secondary zone: where it comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SecondaryConfig {
+    /// The zone's origin.
+    pub origin: LowerNameBuf,
+    /// Its primaries, asked in this order.
+    pub primaries: Vec<SocketAddr>,
+    /// The key that signs the SOA queries and transfers, if any.
+    pub key: Option<Key>,
+}
+
+/// A secondary zone's timers, in seconds since the epoch (0: never). Saved
+/// with the zone, so that a restart keeps them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Timers {
+    /// The last successful refresh (a transfer or a SOA not newer).
+    pub last_refresh: u64,
+    /// When the next refresh is due.
+    pub next_refresh: u64,
+    /// When the zone expires unless refreshed (0: no zone yet).
+    pub expires: u64,
+    /// When the last transfer completed.
+    pub last_transfer: u64,
+}
+
+/// A secondary zone to start with: its configuration, and the version
+/// and timers saved when tern last stopped, if any.
+pub type Start = (SecondaryConfig, Option<(Arc<Zone>, Timers)>);
+
+/// What the transfer thread reports.
+#[derive(Debug)]
+pub enum Event {
+    /// A new version of a zone arrived.
+    Updated {
+        /// The zone.
+        zone: Arc<Zone>,
+        /// Its timers now.
+        timers: Timers,
+        /// It came as IXFR differences.
+        incremental: bool,
+        /// The primary it came from.
+        primary: SocketAddr,
+    },
+    /// A refresh found the zone current, or a refresh failed: the timers
+    /// changed, the zone did not.
+    Timers {
+        /// The zone's origin.
+        origin: LowerNameBuf,
+        /// Its timers now.
+        timers: Timers,
+        /// Why the refresh failed, if it did.
+        failure: Option<String>,
+    },
+    /// The zone was not refreshed within its SOA's EXPIRE.
+    Expired {
+        /// The zone's origin.
+        origin: LowerNameBuf,
+    },
+}
+
+/// What the transfer thread can be asked.
+#[derive(Debug)]
+enum Command {
+    /// Refresh now (a NOTIFY, or `tern refresh`).
+    Refresh(LowerNameBuf),
+    /// Transfer in full now, whatever the serial (`tern retransfer`).
+    Retransfer(LowerNameBuf),
+    Stop,
+}
+
+//----------- Secondaries ----------------------------------------------------
+
+/// The transfer thread and a way to reach it.
+pub struct Secondaries {
+    commands: Sender<Command>,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// A handle to the transfer thread that cores and the control socket keep.
+#[derive(Clone, Debug)]
+pub struct SecondariesHandle {
+    commands: Sender<Command>,
+}
+
+impl SecondariesHandle {
+    /// Makes the zone due now (a NOTIFY, or `tern refresh`).
+    pub fn refresh(&self, origin: LowerNameBuf) {
+        let _ = self.commands.send(Command::Refresh(origin));
+    }
+
+    /// Transfers the zone in full now (`tern retransfer`).
+    pub fn retransfer(&self, origin: LowerNameBuf) {
+        let _ = self.commands.send(Command::Retransfer(origin));
+    }
+}
+
+/// The transfer thread's command queue before the thread starts: the
+/// cores get its handle (for NOTIFY) before the thread exists.
+pub struct Queue {
+    commands: Sender<Command>,
+    receiver: Receiver<Command>,
+}
+
+impl Queue {
+    /// A new queue.
+    pub fn new() -> Self {
+        let (commands, receiver) = mpsc::channel();
+        Queue { commands, receiver }
+    }
+
+    /// A handle that will reach the thread once it runs.
+    pub fn handle(&self) -> SecondariesHandle {
+        SecondariesHandle {
+            commands: self.commands.clone(),
+        }
+    }
+}
+
+impl Default for Queue {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Secondaries {
+    /// Starts the thread for `zones`, each with the version and timers it
+    /// had when tern stopped, if saved, taking commands from `queue`.
+    /// `events` receives every change.
+    pub fn start(
+        queue: Queue,
+        zones: Vec<Start>,
+        limits: Limits,
+        events: impl FnMut(Event) + Send + 'static,
+    ) -> io::Result<Self> {
+        let Queue { commands, receiver } = queue;
+        let thread = std::thread::Builder::new()
+            .name("tern-xfr-in".to_string())
+            .spawn(move || run(zones, limits, receiver, events))?;
+        Ok(Secondaries {
+            commands,
+            thread: Some(thread),
+        })
+    }
+
+    /// A handle for NOTIFY and the control socket.
+    pub fn handle(&self) -> SecondariesHandle {
+        SecondariesHandle {
+            commands: self.commands.clone(),
+        }
+    }
+}
+
+impl Drop for Secondaries {
+    /// Stops the thread: a transfer under way is abandoned within
+    /// [`IO_TIMEOUT`].
+    fn drop(&mut self) {
+        let _ = self.commands.send(Command::Stop);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// One zone's state in the thread.
+struct Secondary {
+    config: SecondaryConfig,
+    zone: Option<Arc<Zone>>,
+    timers: Timers,
+    /// The next refresh skips the serial check and asks for AXFR.
+    force: bool,
+}
+
+fn run(
+    zones: Vec<Start>,
+    limits: Limits,
+    commands: Receiver<Command>,
+    mut events: impl FnMut(Event),
+) {
+    let mut secondaries: Vec<Secondary> = zones
+        .into_iter()
+        .map(|(config, saved)| {
+            let (zone, timers) = match saved {
+                Some((zone, timers)) => (Some(zone), timers),
+                None => (None, Timers::default()),
+            };
+            Secondary {
+                config,
+                zone,
+                timers,
+                force: false,
+            }
+        })
+        .collect();
+    let index: HashMap<Vec<u8>, usize> = secondaries
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.config.origin.as_bytes().to_vec(), i))
+        .collect();
+    // Each pass waits for a command or the next due zone, then refreshes
+    // every due zone once.
+    loop {
+        let now = unix_time();
+        let next = secondaries
+            .iter()
+            .map(|s| s.timers.next_refresh.min(expiry_due(s)))
+            .min()
+            .unwrap_or(u64::MAX);
+        let wait = Duration::from_secs(next.saturating_sub(now).min(MAX_INTERVAL));
+        match commands.recv_timeout(wait) {
+            Ok(Command::Stop) | Err(RecvTimeoutError::Disconnected) => return,
+            Ok(Command::Refresh(origin)) | Ok(Command::Retransfer(origin))
+                if !index.contains_key(origin.as_bytes()) =>
+            {
+                log::warn!("{}: not a secondary zone", origin.as_name());
+            }
+            Ok(Command::Refresh(origin)) => {
+                secondaries[index[origin.as_bytes()]].timers.next_refresh = 0;
+            }
+            Ok(Command::Retransfer(origin)) => {
+                let secondary = &mut secondaries[index[origin.as_bytes()]];
+                secondary.timers.next_refresh = 0;
+                secondary.force = true;
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+        }
+        let now = unix_time();
+        for secondary in &mut secondaries {
+            if secondary.zone.is_some()
+                && secondary.timers.expires != 0
+                && now >= secondary.timers.expires
+            {
+                log::warn!(
+                    "{}: expired: not refreshed within its SOA's EXPIRE",
+                    secondary.config.origin.as_name()
+                );
+                secondary.zone = None;
+                secondary.timers.expires = 0;
+                events(Event::Expired {
+                    origin: secondary.config.origin,
+                });
+            }
+            if secondary.timers.next_refresh <= now {
+                refresh(secondary, limits, &mut events);
+            }
+        }
+    }
+}
+
+/// When the zone's expiry needs the thread awake (never without a zone).
+fn expiry_due(secondary: &Secondary) -> u64 {
+    if secondary.zone.is_some() && secondary.timers.expires != 0 {
+        secondary.timers.expires
+    } else {
+        u64::MAX
+    }
+}
+
+/// The SOA's REFRESH, RETRY and EXPIRE, clamped.
+fn soa_timers(zone: &Zone) -> (u64, u64, u64) {
+    let rdata = zone.soa_record().rdata;
+    let field = |back: usize| {
+        rdata
+            .len()
+            .checked_sub(back)
+            .and_then(|at| rdata.get(at..at + 4))
+            .map_or(0, |b| {
+                u64::from(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+            })
+    };
+    let clamp = |value: u64| value.clamp(MIN_INTERVAL, MAX_INTERVAL);
+    (
+        clamp(field(16)),
+        clamp(field(12)),
+        field(8).max(MIN_INTERVAL),
+    )
+}
+
+/// Refreshes one zone from its primaries, in order, and reports.
+fn refresh(secondary: &mut Secondary, limits: Limits, events: &mut impl FnMut(Event)) {
+    let origin = secondary.config.origin;
+    let mut failures = Vec::new();
+    for &primary in &secondary.config.primaries {
+        match refresh_from(secondary, primary, limits) {
+            Ok(Some((zone, incremental))) => {
+                let now = unix_time();
+                let (refresh, _, expire) = soa_timers(&zone);
+                secondary.zone = Some(Arc::clone(&zone));
+                secondary.force = false;
+                secondary.timers = Timers {
+                    last_refresh: now,
+                    next_refresh: now + refresh,
+                    expires: now + expire,
+                    last_transfer: now,
+                };
+                log::info!(
+                    "{}: serial {} received from {primary} by {}",
+                    origin.as_name(),
+                    zone.serial(),
+                    if incremental { "IXFR" } else { "AXFR" }
+                );
+                events(Event::Updated {
+                    zone,
+                    timers: secondary.timers,
+                    incremental,
+                    primary,
+                });
+                return;
+            }
+            Ok(None) => {
+                let now = unix_time();
+                let (refresh, _, expire) = secondary
+                    .zone
+                    .as_deref()
+                    .map_or((FIRST_RETRY, 0, 0), soa_timers);
+                secondary.timers.last_refresh = now;
+                secondary.timers.next_refresh = now + refresh;
+                secondary.timers.expires = now + expire;
+                events(Event::Timers {
+                    origin,
+                    timers: secondary.timers,
+                    failure: None,
+                });
+                return;
+            }
+            Err(reason) => {
+                log::warn!(
+                    "{}: refresh from {primary} failed: {reason}",
+                    origin.as_name()
+                );
+                failures.push(format!("{primary}: {reason}"));
+            }
+        }
+    }
+    let retry = secondary
+        .zone
+        .as_deref()
+        .map_or(FIRST_RETRY, |zone| soa_timers(zone).1);
+    secondary.timers.next_refresh = unix_time() + retry;
+    events(Event::Timers {
+        origin,
+        timers: secondary.timers,
+        failure: Some(failures.join("; ")),
+    });
+}
+
+/// One primary: `Ok(None)` if the zone is current, a new version, or why
+/// not.
+fn refresh_from(
+    secondary: &Secondary,
+    primary: SocketAddr,
+    limits: Limits,
+) -> Result<Option<(Arc<Zone>, bool)>, String> {
+    let config = &secondary.config;
+    if !secondary.force {
+        if let Some(zone) = &secondary.zone {
+            let serial = soa_serial(config, primary)?;
+            if serial_at_or_after(zone.serial(), serial) {
+                return Ok(None);
+            }
+        }
+    }
+    let current = if secondary.force {
+        None
+    } else {
+        secondary.zone.clone()
+    };
+    let ixfr = current.is_some();
+    match transfer(config, primary, current, ixfr, limits) {
+        Ok(outcome) => Ok(outcome),
+        Err(reason) if ixfr => {
+            log::info!(
+                "{}: IXFR from {primary} failed ({reason}); trying AXFR",
+                config.origin.as_name()
+            );
+            transfer(config, primary, None, false, limits)
+        }
+        Err(reason) => Err(reason),
+    }
+}
+
+/// A random message ID (from the thread's CSPRNG: a forger must not know
+/// it).
+fn random_id() -> u16 {
+    rand::rng().random()
+}
+
+/// Asks `primary` for the zone's SOA serial over UDP, over TCP if the
+/// answer is truncated.
+fn soa_serial(config: &SecondaryConfig, primary: SocketAddr) -> Result<u32, String> {
+    let id = random_id();
+    let mut session = config.key.as_ref().map(Session::new);
+    let mut query = vec![0u8; 512];
+    let len = {
+        let reserve = session.as_ref().map_or(0, Session::record_len);
+        let mut builder = MessageBuilder::new(&mut query, 512 - reserve).map_err(|_| "no room")?;
+        builder.set_id(id);
+        builder
+            .push_question(config.origin.as_name(), RType::SOA, RClass::IN)
+            .map_err(|_| "no room for the question")?;
+        builder.finish()
+    };
+    let now = unix_time();
+    let len = match &mut session {
+        Some(session) => session
+            .sign(&mut query, len, now)
+            .map_err(|_| "no room to sign")?,
+        None => len,
+    };
+    let query = &query[..len];
+    let local: SocketAddr = if primary.is_ipv6() {
+        "[::]:0".parse().expect("a valid address")
+    } else {
+        "0.0.0.0:0".parse().expect("a valid address")
+    };
+    let socket = UdpSocket::bind(local).map_err(|e| e.to_string())?;
+    socket.connect(primary).map_err(|e| e.to_string())?;
+    socket
+        .set_read_timeout(Some(IO_TIMEOUT))
+        .map_err(|e| e.to_string())?;
+    socket.send(query).map_err(|e| e.to_string())?;
+    let mut answer = vec![0u8; MAX_MESSAGE];
+    let deadline = Instant::now() + IO_TIMEOUT;
+    // Datagrams that are not the answer (a late one, a forgery with
+    // another ID) are skipped until the deadline.
+    let answer = loop {
+        if Instant::now() >= deadline {
+            return Err("no answer to the SOA query".to_string());
+        }
+        let received = socket
+            .recv(&mut answer)
+            .map_err(|_| "no answer to the SOA query")?;
+        let reply = &answer[..received];
+        if reply.len() >= 2 && u16::from_be_bytes([reply[0], reply[1]]) == id {
+            break reply.to_vec();
+        }
+    };
+    let answer = if MessageView::parse(&answer).is_ok_and(|view| view.header().tc()) {
+        tcp_exchange(primary, query)?
+    } else {
+        answer
+    };
+    if let Some(session) = &mut session {
+        session
+            .verify(&answer, unix_time())
+            .map_err(|e| format!("the SOA answer: {e}"))?;
+    }
+    read_soa_serial(&answer, id, config.origin)
+}
+
+/// The serial of the zone's SOA in the answer section of a SOA answer.
+fn read_soa_serial(answer: &[u8], id: u16, origin: LowerNameBuf) -> Result<u32, String> {
+    let view = MessageView::parse(answer).map_err(|e| e.what.to_string())?;
+    let header = view.header();
+    if header.id() != id || !header.qr() {
+        return Err("not an answer to the SOA query".to_string());
+    }
+    if header.rcode_bits() != 0 || !header.aa() {
+        return Err(format!(
+            "the SOA query was answered rcode {} {}",
+            header.rcode_bits(),
+            if header.aa() {
+                ""
+            } else {
+                "(not authoritative)"
+            }
+        ));
+    }
+    view.section(Section::Answer)
+        .flatten()
+        .find(|record| {
+            record.rtype == RType::SOA
+                && LowerNameBuf::from_name(record.owner.to_buf().as_name()) == origin
+        })
+        .and_then(|record| {
+            let at = record.rdata.len().checked_sub(20)?;
+            let b = record.rdata.get(at..at + 4)?;
+            Some(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+        })
+        .ok_or_else(|| "no SOA in the answer".to_string())
+}
+
+/// Connects to `primary` over TCP with the I/O timeouts.
+fn connect(primary: SocketAddr) -> Result<TcpStream, String> {
+    let stream = TcpStream::connect_timeout(&primary, IO_TIMEOUT).map_err(|e| e.to_string())?;
+    stream
+        .set_read_timeout(Some(IO_TIMEOUT))
+        .map_err(|e| e.to_string())?;
+    stream
+        .set_write_timeout(Some(IO_TIMEOUT))
+        .map_err(|e| e.to_string())?;
+    Ok(stream)
+}
+
+/// Writes one framed message.
+fn send_framed(stream: &mut TcpStream, message: &[u8]) -> Result<(), String> {
+    let mut framed = Vec::with_capacity(2 + message.len());
+    framed.extend_from_slice(&(message.len() as u16).to_be_bytes());
+    framed.extend_from_slice(message);
+    stream.write_all(&framed).map_err(|e| e.to_string())
+}
+
+/// Reads one framed message into `buf`; its length.
+fn receive_framed(stream: &mut TcpStream, buf: &mut [u8]) -> Result<usize, String> {
+    let mut prefix = [0u8; 2];
+    stream
+        .read_exact(&mut prefix)
+        .map_err(|e| format!("reading: {e}"))?;
+    let len = usize::from(u16::from_be_bytes(prefix));
+    stream
+        .read_exact(&mut buf[..len])
+        .map_err(|e| format!("reading: {e}"))?;
+    Ok(len)
+}
+
+/// One query and its answer over TCP.
+fn tcp_exchange(primary: SocketAddr, query: &[u8]) -> Result<Vec<u8>, String> {
+    let mut stream = connect(primary)?;
+    send_framed(&mut stream, query)?;
+    let mut buf = vec![0u8; MAX_MESSAGE];
+    let len = receive_framed(&mut stream, &mut buf)?;
+    buf.truncate(len);
+    Ok(buf)
+}
+
+/// One transfer from `primary`: IXFR from `current` if `ixfr`, else AXFR.
+/// `Ok(None)`: the primary says the zone is current.
+fn transfer(
+    config: &SecondaryConfig,
+    primary: SocketAddr,
+    current: Option<Arc<Zone>>,
+    ixfr: bool,
+    limits: Limits,
+) -> Result<Option<(Arc<Zone>, bool)>, String> {
+    let session = config.key.as_ref().map(Session::new);
+    let origin = NameBuf::from_name(config.origin.as_name());
+    let mut incoming = Incoming::new(
+        origin.as_name(),
+        current,
+        ixfr,
+        random_id(),
+        session,
+        limits,
+    );
+    let mut buf = vec![0u8; MAX_MESSAGE];
+    let len = incoming
+        .request(&mut buf, unix_time())
+        .map_err(|_| "no room for the request")?;
+    let mut stream = connect(primary)?;
+    send_framed(&mut stream, &buf[..len])?;
+    let deadline = Instant::now() + TRANSFER_TIMEOUT;
+    // Each pass takes one message; the deadline and the limits end it.
+    loop {
+        if Instant::now() >= deadline {
+            return Err("the transfer took too long".to_string());
+        }
+        let len = receive_framed(&mut stream, &mut buf)?;
+        match incoming.message(&buf[..len], unix_time()) {
+            Ok(None) => continue,
+            Ok(Some(Outcome::UpToDate { .. })) => return Ok(None),
+            Ok(Some(Outcome::Zone { zone, incremental })) => {
+                return Ok(Some((Arc::new(*zone), incremental)))
+            }
+            Err(err) => return Err(err.to_string()),
+        }
+    }
+}

@@ -1,0 +1,385 @@
+//! The zones being served, primary and secondary, and the state directory.
+//!
+//! [`Served`] holds the primary zones (from files, replaced by each reload)
+//! and the secondary zones (replaced by each transfer), builds the catalog
+//! of both (primaries first: a name configured as both is served from its
+//! file) and swaps it into the cores. The transfer thread
+//! (`tern_server::xfr_in`) reports to [`Served::on_event`], which saves a
+//! received zone before it is served: to `STATE/secondary/ORIGIN.zone`, as
+//! a zone file written to a temporary file and renamed over the old one,
+//! beside `ORIGIN.timers`, so that a restart serves it at once and keeps
+//! its timers. A copy that does not load at start is reported and
+//! ignored: the zone is transferred again.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use tern_authority::{Catalog, RecordCursor, Zone};
+use tern_server::notify_out::NotifierHandle;
+use tern_server::xfr_in::{Event, SecondaryConfig, Timers};
+use tern_server::Handle;
+use tern_wire::name::LowerNameBuf;
+use tern_wire::types::RClass;
+
+//----------- Status ---------------------------------------------------------
+
+/// What `tern zone-status` shows of a secondary zone.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Status {
+    pub(crate) timers: Timers,
+    /// The last refresh or transfer and how it ended.
+    pub(crate) last_outcome: String,
+}
+
+//----------- Served ---------------------------------------------------------
+
+/// The zones being served and the handle that swaps them into the cores.
+pub(crate) struct Served {
+    handle: Handle,
+    state_directory: PathBuf,
+    /// Told of every serial that changes, when `notify.targets` is set.
+    notifier: Option<NotifierHandle>,
+    inner: Mutex<Inner>,
+}
+
+#[derive(Default)]
+struct Inner {
+    primaries: Vec<Arc<Zone>>,
+    /// By lowercased origin.
+    secondaries: BTreeMap<Vec<u8>, Arc<Zone>>,
+    status: BTreeMap<Vec<u8>, Status>,
+    catalog: Arc<Catalog>,
+}
+
+impl Inner {
+    fn rebuild(&mut self) -> Arc<Catalog> {
+        let zones = self
+            .primaries
+            .iter()
+            .chain(self.secondaries.values())
+            .cloned();
+        self.catalog = Arc::new(Catalog::new(zones.collect::<Vec<_>>()));
+        Arc::clone(&self.catalog)
+    }
+}
+
+impl Served {
+    /// The zones a server was started with: `catalog` holds `primaries`
+    /// and the saved `secondaries`.
+    pub(crate) fn new(
+        handle: Handle,
+        notifier: Option<NotifierHandle>,
+        state_directory: PathBuf,
+        primaries: Vec<Arc<Zone>>,
+        secondaries: Vec<Arc<Zone>>,
+        catalog: Arc<Catalog>,
+    ) -> Self {
+        let secondaries = secondaries
+            .into_iter()
+            .map(|zone| (zone.origin().as_bytes().to_vec(), zone))
+            .collect();
+        Served {
+            handle,
+            notifier,
+            state_directory,
+            inner: Mutex::new(Inner {
+                primaries,
+                secondaries,
+                status: BTreeMap::new(),
+                catalog,
+            }),
+        }
+    }
+
+    /// The catalog being served.
+    pub(crate) fn catalog(&self) -> Arc<Catalog> {
+        Arc::clone(&self.lock().catalog)
+    }
+
+    /// Replaces the primary zones (a reload), serves the result, and sends
+    /// NOTIFY for each zone whose serial changed or that is new.
+    pub(crate) fn set_primaries(&self, primaries: Vec<Arc<Zone>>) {
+        let mut inner = self.lock();
+        let changed: Vec<(LowerNameBuf, u32)> = primaries
+            .iter()
+            .filter(|zone| {
+                !inner.primaries.iter().any(|old| {
+                    old.origin().as_bytes() == zone.origin().as_bytes()
+                        && old.serial() == zone.serial()
+                })
+            })
+            .map(|zone| (LowerNameBuf::from_name(zone.origin()), zone.serial()))
+            .collect();
+        inner.primaries = primaries;
+        let catalog = inner.rebuild();
+        drop(inner);
+        self.handle.reload(catalog);
+        for (origin, serial) in changed {
+            self.notify(origin, serial);
+        }
+    }
+
+    /// Sends NOTIFY for every zone served now (at start, as Knot and BIND
+    /// do once their zones are loaded).
+    pub(crate) fn notify_all(&self) {
+        for zone in self.catalog().zones() {
+            self.notify(LowerNameBuf::from_name(zone.origin()), zone.serial());
+        }
+    }
+
+    fn notify(&self, origin: LowerNameBuf, serial: u32) {
+        if let Some(notifier) = &self.notifier {
+            notifier.notify(origin, serial);
+        }
+    }
+
+    /// Enters a secondary zone in the status table: with the timers of
+    /// its saved copy, or as never received.
+    pub(crate) fn set_status(&self, origin: LowerNameBuf, timers: Option<Timers>) {
+        let status = Status {
+            timers: timers.unwrap_or_default(),
+            last_outcome: match timers {
+                Some(_) => "loaded from the state directory".to_string(),
+                None => "not received yet".to_string(),
+            },
+        };
+        self.lock()
+            .status
+            .insert(origin.as_bytes().to_vec(), status);
+    }
+
+    /// The status of each secondary zone, by origin.
+    pub(crate) fn status(&self) -> Vec<(Vec<u8>, Option<u32>, Status)> {
+        let inner = self.lock();
+        inner
+            .status
+            .iter()
+            .map(|(origin, status)| {
+                let serial = inner.secondaries.get(origin).map(|zone| zone.serial());
+                (origin.clone(), serial, status.clone())
+            })
+            .collect()
+    }
+
+    /// A report from the transfer thread: a new zone is saved, then
+    /// served; timers are saved.
+    pub(crate) fn on_event(&self, event: Event) {
+        match event {
+            Event::Updated {
+                zone,
+                timers,
+                incremental,
+                primary,
+            } => {
+                let origin = LowerNameBuf::from_name(zone.origin());
+                if let Err(err) = save_zone(&self.state_directory, &zone) {
+                    log::error!("{}: cannot save the received zone: {err}", origin.as_name());
+                }
+                self.save_timers(origin, timers);
+                let mut inner = self.lock();
+                let key = origin.as_bytes().to_vec();
+                inner.status.insert(
+                    key.clone(),
+                    Status {
+                        timers,
+                        last_outcome: format!(
+                            "serial {} by {} from {primary}",
+                            zone.serial(),
+                            if incremental { "IXFR" } else { "AXFR" }
+                        ),
+                    },
+                );
+                let serial = zone.serial();
+                inner.secondaries.insert(key, zone);
+                let catalog = inner.rebuild();
+                drop(inner);
+                self.handle.reload(catalog);
+                self.notify(origin, serial);
+            }
+            Event::Timers {
+                origin,
+                timers,
+                failure,
+            } => {
+                self.save_timers(origin, timers);
+                let mut inner = self.lock();
+                let status = inner.status.entry(origin.as_bytes().to_vec()).or_default();
+                status.timers = timers;
+                status.last_outcome = match failure {
+                    Some(reason) => format!("refresh failed: {reason}"),
+                    None => "refresh: current".to_string(),
+                };
+            }
+            Event::Expired { origin } => {
+                let mut inner = self.lock();
+                let key = origin.as_bytes().to_vec();
+                inner.secondaries.remove(&key);
+                let status = inner.status.entry(key).or_default();
+                status.last_outcome = "expired".to_string();
+                let catalog = inner.rebuild();
+                self.handle.reload(catalog);
+            }
+        }
+    }
+
+    fn save_timers(&self, origin: LowerNameBuf, timers: Timers) {
+        if let Err(err) = save_timers(&self.state_directory, origin, timers) {
+            log::error!("{}: cannot save the zone's timers: {err}", origin.as_name());
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        // A panic while holding the lock leaves data that is still whole
+        // (every change is one assignment): go on with it.
+        self.inner
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+//----------- State directory ------------------------------------------------
+
+/// `STATE/secondary`.
+fn secondary_dir(state_directory: &Path) -> PathBuf {
+    state_directory.join("secondary")
+}
+
+/// The file name of a zone's files: its origin in presentation form, with
+/// anything but letters, digits, `-`, `_` and `.` written `%XX`.
+fn file_stem(origin: LowerNameBuf) -> String {
+    let text = origin.as_name().to_string();
+    let mut stem = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.') {
+            stem.push(byte as char);
+        } else {
+            let _ = write!(stem, "%{byte:02X}");
+        }
+    }
+    stem
+}
+
+/// Writes `bytes` to `path` through a temporary file and a rename, so that
+/// `path` always holds a whole file.
+fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut temporary = path.as_os_str().to_owned();
+    temporary.push(".tmp");
+    let temporary = PathBuf::from(temporary);
+    std::fs::write(&temporary, bytes)?;
+    std::fs::rename(&temporary, path)
+}
+
+/// Saves a received zone as a zone file.
+fn save_zone(state_directory: &Path, zone: &Zone) -> io::Result<()> {
+    let origin = LowerNameBuf::from_name(zone.origin());
+    let mut text = format!(
+        "; {} received by transfer; tern rewrites this file\n",
+        origin.as_name()
+    );
+    let mut cursor = RecordCursor::default();
+    while let Some(record) = zone.next_record(&mut cursor) {
+        let record = tern_zone::Record {
+            owner: record.owner.to_buf(),
+            class: RClass::IN,
+            ttl: record.ttl,
+            rtype: record.rtype,
+            rdata: record.rdata.to_vec(),
+            location: tern_zone::Location::default(),
+        };
+        tern_zone::print::write_record(&record, &mut text);
+    }
+    let path = secondary_dir(state_directory).join(format!("{}zone", file_stem(origin)));
+    write_atomically(&path, text.as_bytes())
+}
+
+/// Saves a zone's timers: one `name value` line each.
+fn save_timers(state_directory: &Path, origin: LowerNameBuf, timers: Timers) -> io::Result<()> {
+    let text = format!(
+        "last-refresh {}\nnext-refresh {}\nexpires {}\nlast-transfer {}\n",
+        timers.last_refresh, timers.next_refresh, timers.expires, timers.last_transfer
+    );
+    let path = secondary_dir(state_directory).join(format!("{}timers", file_stem(origin)));
+    write_atomically(&path, text.as_bytes())
+}
+
+/// The saved copy and timers of a secondary zone, if both load.
+pub(crate) fn load_saved(
+    state_directory: &Path,
+    config: &SecondaryConfig,
+) -> Option<(Arc<Zone>, Timers)> {
+    let stem = file_stem(config.origin);
+    let dir = secondary_dir(state_directory);
+    let zone_path = dir.join(format!("{stem}zone"));
+    if !zone_path.exists() {
+        return None;
+    }
+    let origin_text = config.origin.as_name().to_string();
+    let mut warnings = Vec::new();
+    let zone = match crate::zones::load_zone(&origin_text, &zone_path, &mut warnings) {
+        Ok(zone) => zone,
+        Err(errors) => {
+            log::warn!(
+                "{origin_text}: the saved copy {} does not load ({}); transferring it again",
+                zone_path.display(),
+                errors.join("; ")
+            );
+            return None;
+        }
+    };
+    let timers = std::fs::read_to_string(dir.join(format!("{stem}timers")))
+        .map(|text| parse_timers(&text))
+        .unwrap_or_default();
+    Some((Arc::new(zone), timers))
+}
+
+fn parse_timers(text: &str) -> Timers {
+    let mut timers = Timers::default();
+    for line in text.lines() {
+        let mut words = line.split_whitespace();
+        let (Some(name), Some(value)) = (words.next(), words.next()) else {
+            continue;
+        };
+        let Ok(value) = value.parse() else { continue };
+        match name {
+            "last-refresh" => timers.last_refresh = value,
+            "next-refresh" => timers.next_refresh = value,
+            "expires" => timers.expires = value,
+            "last-transfer" => timers.last_transfer = value,
+            _ => {}
+        }
+    }
+    timers
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_names_and_timers_round_trip() {
+        let name = tern_wire::name::NameBuf::from_text(b"Ex/ample.net.", None).unwrap();
+        assert_eq!(
+            file_stem(LowerNameBuf::from_name(name.as_name())),
+            "ex%2Fample.net."
+        );
+        let timers = Timers {
+            last_refresh: 1,
+            next_refresh: 2,
+            expires: 3,
+            last_transfer: 4,
+        };
+        let dir = std::env::temp_dir().join(format!("tern-secondary-test-{}", std::process::id()));
+        let origin = LowerNameBuf::from_name(name.as_name());
+        save_timers(&dir, origin, timers).unwrap();
+        let text =
+            std::fs::read_to_string(secondary_dir(&dir).join("ex%2Fample.net.timers")).unwrap();
+        assert_eq!(parse_timers(&text), timers);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

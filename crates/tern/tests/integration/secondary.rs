@@ -1,0 +1,154 @@
+//! tern as primary and as secondary of another tern, over loopback: the
+//! first transfer, a change on the primary announced by NOTIFY (the SOA's
+//! REFRESH is an hour, so only the NOTIFY can bring it in time), the
+//! received zone saved and served again at restart with the primary gone,
+//! and `tern zone-status`, `tern refresh` and `tern retransfer`.
+
+use std::net::SocketAddr;
+use std::path::Path;
+
+use crate::util::{
+    ask, client, first_a, free_address, rcode, run, temp_dir, tern, wait_for, write_atomically,
+    Served, SIGNAL_TIMEOUT,
+};
+
+const KEY: &str = "keys:\n  - {name: transfer-key, algorithm: hmac-sha256, secret: \"dGhlIHRyYW5zZmVyIHNlY3JldA==\"}\n";
+
+/// The primary's zone, serial `serial`, www at 192.0.2.`www`; REFRESH one
+/// hour, RETRY one hour: nothing but a NOTIFY or a command refreshes it.
+fn zone(serial: u32, www: u8) -> String {
+    format!(
+        "$TTL 300\n@ SOA ns hostmaster {serial} 3600 3600 604800 300\n@ NS ns\n\
+         ns A 192.0.2.1\nwww A 192.0.2.{www}\n"
+    )
+}
+
+fn www(address: SocketAddr) -> Option<[u8; 4]> {
+    ask(&client(), address, 9, "www.example.net").and_then(|answer| first_a(&answer))
+}
+
+fn control(dir: &Path, args: &[&str]) -> (bool, String) {
+    let socket = dir.join("tern.sock");
+    run(tern().args(args).arg("--socket").arg(socket))
+}
+
+fn start_primary(dir: &Path, address: SocketAddr, secondary: SocketAddr) -> Served {
+    let config = dir.join("tern.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "listen: ['{address}']\nzones:\n  directory: zones\ncontrol-socket: tern.sock\n{KEY}\
+             transfer:\n  allow: ['127.0.0.0/8']\n  key: transfer-key\n\
+             notify:\n  targets: ['{secondary}']\n  key: transfer-key\n"
+        ),
+    )
+    .unwrap();
+    Served::start(dir, &["--config", config.to_str().unwrap()])
+}
+
+fn start_secondary(dir: &Path, address: SocketAddr, primary: SocketAddr) -> Served {
+    let config = dir.join("tern.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "listen: ['{address}']\ncontrol-socket: tern.sock\nstate-directory: state\n{KEY}\
+             zones:\n  secondary:\n    - {{origin: example.net., primaries: ['{primary}'], key: transfer-key}}\n"
+        ),
+    )
+    .unwrap();
+    Served::start(dir, &["--config", config.to_str().unwrap()])
+}
+
+#[test]
+fn a_secondary_transfers_follows_notify_and_keeps_its_copy() {
+    let primary_dir = temp_dir("primary");
+    let secondary_dir = temp_dir("secondary");
+    let zones = primary_dir.join("zones");
+    std::fs::create_dir_all(&zones).unwrap();
+    let zone_file = zones.join("example.net.zone");
+    write_atomically(&zone_file, &zone(1, 80));
+    let primary_address = free_address();
+    let secondary_address = free_address();
+    let primary = start_primary(&primary_dir, primary_address, secondary_address);
+    let mut secondary = start_secondary(&secondary_dir, secondary_address, primary_address);
+
+    // The first transfer, at start.
+    assert!(
+        wait_for(SIGNAL_TIMEOUT, || www(secondary_address)
+            == Some([192, 0, 2, 80])),
+        "the secondary never served the zone:\n{}",
+        secondary.log_text()
+    );
+    let (ok, status) = control(&secondary_dir, &["zone-status", "example.net"]);
+    assert!(ok, "{status}");
+    assert!(
+        status.starts_with("example.net. role secondary serial 1 ")
+            && status.contains("by AXFR from"),
+        "{status}"
+    );
+
+    // A change on the primary: reloaded, announced by NOTIFY, transferred.
+    write_atomically(&zone_file, &zone(2, 81));
+    primary.signal("HUP");
+    assert!(
+        wait_for(SIGNAL_TIMEOUT, || www(secondary_address)
+            == Some([192, 0, 2, 81])),
+        "the NOTIFY did not bring serial 2:\nprimary:\n{}\nsecondary:\n{}",
+        primary.log_text(),
+        secondary.log_text()
+    );
+    assert!(primary.wait_for_log("NOTIFY for example.net. serial 2 to", 1));
+    let (_, status) = control(&primary_dir, &["zone-status"]);
+    assert_eq!(status, "example.net. role primary serial 2\n");
+
+    // Commands: for secondary zones only.
+    let (ok, reply) = control(&secondary_dir, &["retransfer", "example.net."]);
+    assert!(ok && reply.contains("retransfer started"), "{reply}");
+    assert!(
+        secondary.wait_for_log("serial 2 received from", 2),
+        "{}",
+        secondary.log_text()
+    );
+    let (ok, reply) = control(&primary_dir, &["refresh", "example.net"]);
+    assert!(!ok && reply.contains("not a secondary zone"), "{reply}");
+
+    // The copy was saved: with the primary gone, a restarted secondary
+    // serves serial 2 at once, and says where it came from.
+    drop(primary);
+    secondary.signal("TERM");
+    assert!(secondary.wait_exit(SIGNAL_TIMEOUT).is_some());
+    let saved = secondary_dir.join("state/secondary/example.net.zone");
+    assert!(std::fs::read_to_string(&saved)
+        .unwrap()
+        .contains("192.0.2.81"));
+    let restarted = start_secondary(&secondary_dir, secondary_address, primary_address);
+    assert_eq!(www(secondary_address), Some([192, 0, 2, 81]));
+    let (_, status) = control(&secondary_dir, &["zone-status"]);
+    assert!(
+        status.starts_with("example.net. role secondary serial 2 ")
+            && status.contains("loaded from the state directory"),
+        "{status}"
+    );
+    drop(restarted);
+}
+
+#[test]
+fn notify_from_anyone_else_is_refused_and_other_zones_are_notauth() {
+    let dir = temp_dir("notify-refused");
+    let address = free_address();
+    // The primary named here is not the test's address.
+    let _secondary = start_secondary(&dir, address, "127.0.0.2:53".parse().unwrap());
+    let notify = |name: &str| {
+        let mut message = crate::util::query(0x4e4e, name, 6);
+        message[2] = 0x24; // opcode NOTIFY, AA
+        let socket = client();
+        socket.send_to(&message, address).unwrap();
+        let mut buf = [0u8; 512];
+        let (len, _) = socket.recv_from(&mut buf).expect("an answer to the NOTIFY");
+        buf[..len].to_vec()
+    };
+    // From 127.0.0.1, not the zone's primary (127.0.0.2): REFUSED.
+    assert_eq!(rcode(&notify("example.net")), 5);
+    // A zone that is not ours: NOTAUTH.
+    assert_eq!(rcode(&notify("example.org")), 9);
+}
