@@ -212,7 +212,7 @@ async fn serve(start: CoreStart) -> io::Result<()> {
     if let Some(secret) = &config.cookies {
         worker.set_cookie_secret(secret.clone());
     }
-    worker.set_tsig_keys(config.transfer.keys.clone());
+    worker.set_transfer(config.transfer.clone());
     if let Some(notify) = &config.notify_in {
         worker.set_notify(notify.clone());
     }

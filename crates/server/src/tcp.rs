@@ -470,11 +470,12 @@ async fn answer_frames(
             let mut scratch = core.scratch.borrow_mut();
             let worker = core.worker.borrow();
             xfr_out::start(
-                &worker,
+                worker.catalog(),
                 &core.transfer,
                 &core.xfr_out,
                 query,
                 peer.ip(),
+                None,
                 &mut scratch,
             )
         };

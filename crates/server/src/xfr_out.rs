@@ -1,4 +1,5 @@
-//! Outgoing zone transfers over TCP: who may ask, and the stream of
+//! Outgoing zone transfers over TCP (and IXFR over UDP, answered with the
+//! SOA alone): who may ask, and the stream of
 //! messages (RFC 5936 AXFR; RFC 1995 IXFR answered in full or with the SOA
 //! alone). The messages come from `tern_xfr::axfr`; this module decides,
 //! signs and counts, and `tcp.rs` queues each message on the connection,
@@ -23,7 +24,7 @@ use std::cell::Cell;
 use std::net::IpAddr;
 use std::sync::Arc;
 
-use tern_authority::Zone;
+use tern_authority::{Catalog, Zone};
 use tern_wire::name::LowerNameBuf;
 use tern_wire::parse::MessageView;
 use tern_wire::types::{Opcode, RClass, RType, Rcode};
@@ -31,7 +32,6 @@ use tern_xfr::axfr::{ixfr_serial, serial_at_or_after, Outgoing, MAX_MESSAGE};
 use tern_xfr::tsig::{check_request, Key, RequestCheck, Session};
 
 use crate::signing::{error_answer, failed_check, unix_time};
-use crate::worker::Worker;
 use crate::TransferConfig;
 
 /// Transfers out that one core runs at once; one more gets SERVFAIL.
@@ -96,15 +96,19 @@ impl Transfer {
     }
 }
 
-/// Decides what to do with a TCP query from `peer`: not a transfer
-/// request, an error answer (written into `out`), or a transfer to
-/// stream. `running` is the number of transfers this core runs now.
+/// Decides what to do with a query from `peer` over TCP (`udp_limit`
+/// `None`) or UDP: not a transfer request, an error answer (written into
+/// `out`), or a transfer to stream. Over UDP, AXFR is not taken (it stays
+/// NOTIMP) and an IXFR that passes the checks is answered with the SOA
+/// alone, whatever its serial (RFC 1995 section 4: the client then asks
+/// over TCP if it needs more).
 pub(crate) fn start(
-    worker: &Worker,
+    catalog: &Catalog,
     config: &TransferConfig,
     counters: &XfrOutCounters,
     query: &[u8],
     peer: IpAddr,
+    udp_limit: Option<usize>,
     out: &mut [u8],
 ) -> Start {
     let Ok(view) = MessageView::parse(query) else {
@@ -114,10 +118,11 @@ pub(crate) fn start(
     let Some(question) = view.question() else {
         return Start::NotTransfer;
     };
-    if header.qr()
-        || header.opcode() != Opcode::QUERY
-        || !matches!(question.qtype, RType::AXFR | RType::IXFR)
-    {
+    let taken = match udp_limit {
+        None => matches!(question.qtype, RType::AXFR | RType::IXFR),
+        Some(_) => question.qtype == RType::IXFR,
+    };
+    if header.qr() || header.opcode() != Opcode::QUERY || !taken {
         return Start::NotTransfer;
     }
     let now = unix_time();
@@ -151,10 +156,22 @@ pub(crate) fn start(
         }
     }
     let origin = LowerNameBuf::from_name(question.name);
-    let zone = match worker.catalog().get(origin.as_name()) {
+    let zone = match catalog.get(origin.as_name()) {
         Some(zone) if question.qclass == RClass::IN => Arc::clone(zone),
         _ => return refuse(Rcode::NOTAUTH, session, out),
     };
+    if let Some(limit) = udp_limit {
+        let mut soa = Outgoing::soa_only(zone, &view);
+        let reserve = session.as_ref().map_or(0, Session::record_len);
+        let room = limit.min(out.len()).saturating_sub(reserve);
+        let Ok(Some(len)) = soa.next_message(out, room) else {
+            return Start::Answer(0);
+        };
+        return Start::Answer(match session {
+            Some(mut session) => session.sign(out, len, now).unwrap_or(len),
+            None => len,
+        });
+    }
     if counters.running.get() >= MAX_TRANSFERS_OUT as u64 {
         return refuse(Rcode::SERVFAIL, session, out);
     }

@@ -11,9 +11,11 @@ use tern_cache::ResponseCache;
 
 use super::policy::{Cookies, Peer};
 use super::request::{forward_key, head_len, Request, UdpAnswer};
-use super::TCP_SIZE;
+use super::{CLASSIC_UDP_SIZE, TCP_SIZE};
 use crate::rrl::RateLimiter;
 use crate::stats::Counters;
+use tern_wire::parse::MessageView;
+use tern_wire::types::RType;
 
 //----------- Answering ------------------------------------------------------
 
@@ -24,7 +26,8 @@ pub(super) struct Answering<'w> {
     pub(super) options: &'w Options,
     pub(super) full_udp_size: usize,
     pub(super) cookies: Option<&'w Cookies>,
-    pub(super) keys: &'w [tern_xfr::tsig::Key],
+    pub(super) transfer: &'w crate::TransferConfig,
+    pub(super) xfr_out: &'w crate::xfr_out::XfrOutCounters,
     pub(super) notify: Option<&'w crate::NotifyIn>,
 }
 
@@ -44,6 +47,9 @@ impl Answering<'_> {
         out: &mut [u8],
     ) -> UdpAnswer {
         let Some(request) = Request::parse(query, self.full_udp_size) else {
+            if let Some(answer) = self.ixfr_over_udp(query, peer, out) {
+                return answer;
+            }
             if self.notify.is_some() {
                 let peer = peer.get().map(|peer| peer.ip());
                 if let Some(answer) = self.notify(query, peer, out) {
@@ -223,6 +229,41 @@ impl Answering<'_> {
     /// instructions for a name of four labels) is skipped.
     pub(super) fn serves(&self, request: &Request<'_>) -> bool {
         !self.catalog.zones().is_empty() && self.catalog.find(request.key.name.as_name()).is_some()
+    }
+}
+
+impl Answering<'_> {
+    /// An IXFR over UDP: the SOA alone to a client that may transfer the
+    /// zone, or the refusal (`crate::xfr_out`); `None` for other queries.
+    fn ixfr_over_udp(&self, query: &[u8], peer: &Peer<'_>, out: &mut [u8]) -> Option<UdpAnswer> {
+        // Only a QUERY (opcode 0, QR clear) can be one.
+        if query.get(2).is_none_or(|flags| flags & 0xf8 != 0) {
+            return None;
+        }
+        let limit = MessageView::parse(query)
+            .ok()
+            .filter(|view| view.question().is_some_and(|q| q.qtype == RType::IXFR))
+            .map(|view| {
+                view.edns()
+                    .ok()
+                    .flatten()
+                    .map_or(CLASSIC_UDP_SIZE, |edns| usize::from(edns.udp_size))
+                    .clamp(CLASSIC_UDP_SIZE, self.full_udp_size)
+            })?;
+        let peer = peer.get()?.ip();
+        match crate::xfr_out::start(
+            self.catalog,
+            self.transfer,
+            self.xfr_out,
+            query,
+            peer,
+            Some(limit),
+            out,
+        ) {
+            crate::xfr_out::Start::Answer(0) => Some(UdpAnswer::Drop),
+            crate::xfr_out::Start::Answer(len) => Some(UdpAnswer::Send(len)),
+            _ => None,
+        }
     }
 }
 

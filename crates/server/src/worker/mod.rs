@@ -63,7 +63,6 @@ use tern_authority::{respond, Catalog, Options, Response, Transport};
 use tern_cache::forward::{Action, Client, ForwardStats, Forwarder};
 use tern_cache::{CacheLimits, ResponseCache};
 use tern_wire::parse::{MessageView, HEADER_LEN};
-use tern_xfr::tsig::Key;
 
 use crate::rrl::RateLimiter;
 use crate::stats::Counters;
@@ -117,8 +116,11 @@ pub struct Worker {
     limiter: Option<RateLimiter>,
     /// DNS cookies, when on.
     cookies: Option<Cookies>,
-    /// The TSIG keys signed queries are checked against.
-    keys: Vec<Key>,
+    /// Who may transfer our zones, and the TSIG keys signed queries are
+    /// checked against.
+    transfer: crate::TransferConfig,
+    /// The core's counts of transfer requests (IXFR over UDP counts here).
+    xfr_out: crate::xfr_out::XfrOutCounters,
     /// NOTIFY for secondary zones, when there are any.
     notify: Option<crate::NotifyIn>,
 }
@@ -138,7 +140,8 @@ impl Worker {
             forwarder: None,
             limiter: None,
             cookies: None,
-            keys: Vec::new(),
+            transfer: crate::TransferConfig::default(),
+            xfr_out: crate::xfr_out::XfrOutCounters::default(),
             notify: None,
         }
     }
@@ -148,10 +151,11 @@ impl Worker {
         &self.catalog
     }
 
-    /// The TSIG keys that signed queries are checked against (a signed
-    /// query is answered, and its answer signed, only with one of them).
-    pub fn set_tsig_keys(&mut self, keys: Vec<Key>) {
-        self.keys = keys;
+    /// Who may transfer our zones (IXFR over UDP), and the TSIG keys
+    /// that signed queries are checked against (a signed query is
+    /// answered, and its answer signed, only with one of them).
+    pub fn set_transfer(&mut self, transfer: crate::TransferConfig) {
+        self.transfer = transfer;
     }
 
     /// Takes NOTIFY for the secondary zones of `notify`.
@@ -243,7 +247,8 @@ impl Worker {
             options: &self.options,
             full_udp_size: self.full_udp_size,
             cookies: self.cookies.as_ref(),
-            keys: &self.keys,
+            transfer: &self.transfer,
+            xfr_out: &self.xfr_out,
             notify: self.notify.as_ref(),
         };
         let answer = answering.udp(
@@ -280,7 +285,8 @@ impl Worker {
             options: &self.options,
             full_udp_size: self.full_udp_size,
             cookies: self.cookies.as_ref(),
-            keys: &self.keys,
+            transfer: &self.transfer,
+            xfr_out: &self.xfr_out,
             notify: self.notify.as_ref(),
         };
         let answer = answering.tcp(&self.arena, self.forwarder.as_mut(), query, peer, now, out);
@@ -427,7 +433,8 @@ impl Worker {
             options: &self.options,
             full_udp_size: self.full_udp_size,
             cookies: self.cookies.as_ref(),
-            keys: &self.keys,
+            transfer: &self.transfer,
+            xfr_out: &self.xfr_out,
             notify: self.notify.as_ref(),
         };
         let answer = answering.udp(

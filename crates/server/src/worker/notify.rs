@@ -43,7 +43,7 @@ impl Answering<'_> {
         }
         let question = view.question()?;
         let now = unix_time();
-        let session = match check_request(self.keys, query, now) {
+        let session = match check_request(&self.transfer.keys, query, now) {
             RequestCheck::Unsigned => None,
             RequestCheck::Signed(session) => Some(session),
             failed => return failed_check(failed, &view, now, out).map(UdpAnswer::Send),

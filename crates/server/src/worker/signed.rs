@@ -34,7 +34,7 @@ impl Answering<'_> {
         }
         let now = unix_time();
         let view = MessageView::parse(query).ok()?;
-        let mut session = match check_request(self.keys, query, now) {
+        let mut session = match check_request(&self.transfer.keys, query, now) {
             RequestCheck::Unsigned => return None,
             RequestCheck::Signed(session) => session,
             failed => return failed_check(failed, &view, now, out).map(UdpAnswer::Send),

@@ -235,6 +235,20 @@ fn transfers_are_refused_to_other_clients_zones_and_over_udp() {
     // AXFR over UDP stays NOTIMP.
     let answer = udp_exchange(open.addr, &request(4, "example.com.", AXFR, None)).unwrap();
     assert_eq!(rcode_and_tsig_error(&answer), (NOTIMP, None));
+
+    // IXFR over UDP (RFC 1995 section 4): the SOA alone to an allowed
+    // client, whatever its serial; REFUSED to others.
+    for serial in [SERIAL, SERIAL - 1] {
+        let answer =
+            udp_exchange(open.addr, &request(5, "example.com.", IXFR, Some(serial))).unwrap();
+        let view = MessageView::parse(&answer).unwrap();
+        assert!(view.header().aa());
+        assert_eq!(crate::summary(&answer), (5, 0, false, 1));
+        let soa = view.section(Section::Answer).next().unwrap().unwrap();
+        assert_eq!(soa.rtype.0, SOA);
+    }
+    let answer = udp_exchange(closed.addr, &request(6, "example.com.", IXFR, Some(0))).unwrap();
+    assert_eq!(rcode_and_tsig_error(&answer), (REFUSED, None));
 }
 
 #[test]

@@ -344,6 +344,7 @@ impl Config {
             "state-directory",
             self.state_directory != next.state_directory,
         );
+        compare("notify", self.notify != next.notify);
         compare(
             "transfer",
             (&self.transfer.allow, &self.transfer.key)
@@ -798,6 +799,47 @@ mod tests {
     }
 
     #[test]
+    fn secondary_notify_and_state_directory() {
+        let config = from_text(
+            "keys: [{name: k, algorithm: hmac-sha256, secret: AAEC}]\n\
+             zones:\n  secondary:\n    - {origin: Example.NET, primaries: ['127.0.0.1:5300', '[::1]:53'], key: k}\n    \
+             - {origin: other., primaries: ['127.0.0.2:53']}\n\
+             state-directory: state\nnotify: {targets: ['127.0.0.1:5301'], key: k}\n",
+            "/etc/tern",
+        )
+        .unwrap();
+        assert_eq!(config.secondaries.len(), 2);
+        let first = &config.secondaries[0];
+        assert_eq!(first.origin.as_name().to_string(), "example.net.");
+        assert_eq!(first.primaries.len(), 2);
+        assert_eq!(
+            first.key.as_ref().map(|k| k.name().to_string()).as_deref(),
+            Some("k.")
+        );
+        assert!(config.secondaries[1].key.is_none());
+        assert_eq!(config.state_directory, Path::new("/etc/tern/state"));
+        assert_eq!(config.notify.targets, ["127.0.0.1:5301".parse().unwrap()]);
+        assert!(config.notify.key.is_some());
+        let changes = Config::default().restart_changes(&config);
+        for key in ["zones.secondary", "state-directory", "notify"] {
+            assert!(changes.contains(&key), "{key}: {changes:?}");
+        }
+        for (text, expected) in [
+            ("zones: {secondary: [{origin: a., primaries: []}]}\n", "at least one primary"),
+            ("zones: {secondary: [{origin: a., primaries: ['127.0.0.1:1'], key: nokey}]}\n", "no key named"),
+            (
+                "zones: {secondary: [{origin: a., primaries: ['127.0.0.1:1']}, {origin: A, primaries: ['127.0.0.1:1']}]}\n",
+                "listed twice",
+            ),
+            ("notify: {targets: ['127.0.0.1:1'], key: nokey}\n", "notify.key"),
+            ("notify: {targets: [nowhere]}\n", "notify.targets"),
+        ] {
+            let err = format!("{:#}", from_text(text, ".").unwrap_err());
+            assert!(err.contains(expected), "{text}: {err}");
+        }
+    }
+
+    #[test]
     fn cookies_section() {
         // On by default, with a random secret drawn at start.
         let defaults = Config::default();
@@ -876,5 +918,7 @@ mod tests {
         );
         assert_eq!(example.cookies, defaults.cookies);
         assert_eq!(example.transfer, defaults.transfer);
+        assert_eq!(example.state_directory, defaults.state_directory);
+        assert_eq!(example.notify, defaults.notify);
     }
 }
