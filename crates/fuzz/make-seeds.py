@@ -249,6 +249,31 @@ def forward_answers():
     return out
 
 
+def xfr_seeds():
+    """(name, bytes) seeds of xfr_incoming: a selector octet (1: IXFR from serial 7),
+    then (length, message) pairs of a primary's answer to `example.` AXFR/IXFR."""
+    def soa(serial):
+        return ("example.", 300, "SOA", f". . {serial} 3600 900 604800 300")
+    def framed(*messages):
+        return b"".join(struct.pack("!H", len(m)) + m for m in messages)
+    axfr = query("example.", "AXFR", id_=0x4242, rd=False)
+    ixfr = query("example.", "IXFR", id_=0x4242, rd=False)
+    body = [("www.example.", 300, "A", "192.0.2.2"),
+            ("example.", 300, "NS", "ns.example."),
+            ("ns.example.", 300, "A", "192.0.2.53"),
+            ("mail.example.", 300, "MX", "10 ns.example."),
+            ("txt.example.", 300, "TXT", '"text"')]
+    yield "axfr-one-message", b"\0" + framed(answer(axfr, [soa(8)] + body + [soa(8)]))
+    yield "axfr-two-messages", b"\0" + framed(answer(axfr, [soa(8)] + body[:2]),
+                                              answer(axfr, body[2:] + [soa(8)]))
+    yield "ixfr-current", b"\1" + framed(answer(ixfr, [soa(7)]))
+    yield "ixfr-full", b"\1" + framed(answer(ixfr, [soa(8)] + body + [soa(8)]))
+    yield "ixfr-differences", b"\1" + framed(answer(ixfr, [
+        soa(8), soa(7), ("www.example.", 300, "A", "192.0.2.1"),
+        soa(8), ("www.example.", 300, "A", "192.0.2.9"), soa(8)]))
+    yield "axfr-refused", b"\0" + framed(answer(axfr, [], rcode=5))
+
+
 def main():
     for name, data in messages():
         for target in ("parse_message", "roundtrip", "respond"):
@@ -262,6 +287,8 @@ def main():
         write("name_from_text", "name-%02d" % i, data)
     for name, data in forward_answers():
         write("forward_answer", name, data)
+    for name, data in xfr_seeds():
+        write("xfr_incoming", name, data)
 
 
 if __name__ == "__main__":

@@ -42,7 +42,7 @@ pub(crate) const SHUTDOWN_DEADLINE: Duration = Duration::from_millis(1500);
 const STATS_COMMAND: &str = "stats";
 
 /// The control socket's commands, as `tern` subcommands name them.
-const COMMANDS: &str = "stats, zone-status [ZONE], refresh ZONE, retransfer ZONE";
+const COMMANDS: &str = "stats, zone-status [ZONE], refresh ZONE, retransfer ZONE, notify ZONE";
 
 /// The longest command line read from a control client.
 const MAX_COMMAND_LEN: u64 = 256;
@@ -306,6 +306,7 @@ fn answer_client(stream: UnixStream, control: &Control) -> io::Result<()> {
         (Some(verb @ ("refresh" | "retransfer")), Some(zone), None) => {
             secondary_command(control, verb, zone)
         }
+        (Some("notify"), Some(zone), None) => notify_command(control, zone),
         _ => format!(
             "error: unknown command {:?}; the commands are: {COMMANDS}\n",
             command.trim()
@@ -349,6 +350,27 @@ fn secondary_command(control: &Control, verb: &str, zone: &str) -> String {
         secondaries.retransfer(origin);
     }
     format!("{}: {verb} started\n", origin.as_name())
+}
+
+/// `notify ZONE`: NOTIFY the configured targets of a served zone's serial.
+fn notify_command(control: &Control, zone: &str) -> String {
+    let origin = match zones::parse_origin(zone) {
+        Ok(name) => LowerNameBuf::from_name(name.as_name()),
+        Err(err) => return format!("error: {err}\n"),
+    };
+    let catalog = control.served.catalog();
+    let Some(zone) = catalog.get(origin.as_name()) else {
+        return format!("error: {} is not served\n", origin.as_name());
+    };
+    if control.served.notify(origin, zone.serial()) {
+        format!(
+            "{}: NOTIFY for serial {} queued\n",
+            origin.as_name(),
+            zone.serial()
+        )
+    } else {
+        "error: no notify.targets configured\n".to_string()
+    }
 }
 
 /// `zone-status [ZONE]`: each zone's role and serial; for secondaries the

@@ -105,6 +105,13 @@ enum Command {
         /// The zone.
         zone: String,
     },
+    /// Send NOTIFY for a zone to the configured targets now.
+    Notify {
+        #[command(flatten)]
+        server: StatsArgs,
+        /// The zone.
+        zone: String,
+    },
 }
 
 /// Flags shared by `serve` and `check` that override the configuration file.
@@ -227,6 +234,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Retransfer { server, zone } => {
             control_command(&server, &format!("retransfer {zone}"))
         }
+        Command::Notify { server, zone } => control_command(&server, &format!("notify {zone}")),
     }
 }
 

@@ -118,7 +118,7 @@ impl Served {
         drop(inner);
         self.handle.reload(catalog);
         for (origin, serial) in changed {
-            self.notify(origin, serial);
+            let _ = self.notify(origin, serial);
         }
     }
 
@@ -126,13 +126,19 @@ impl Served {
     /// do once their zones are loaded).
     pub(crate) fn notify_all(&self) {
         for zone in self.catalog().zones() {
-            self.notify(LowerNameBuf::from_name(zone.origin()), zone.serial());
+            let _ = self.notify(LowerNameBuf::from_name(zone.origin()), zone.serial());
         }
     }
 
-    fn notify(&self, origin: LowerNameBuf, serial: u32) {
-        if let Some(notifier) = &self.notifier {
-            notifier.notify(origin, serial);
+    /// Queues NOTIFY for `origin` at `serial`; false if there are no
+    /// targets.
+    pub(crate) fn notify(&self, origin: LowerNameBuf, serial: u32) -> bool {
+        match &self.notifier {
+            Some(notifier) => {
+                notifier.notify(origin, serial);
+                true
+            }
+            None => false,
         }
     }
 
@@ -197,7 +203,7 @@ impl Served {
                 let catalog = inner.rebuild();
                 drop(inner);
                 self.handle.reload(catalog);
-                self.notify(origin, serial);
+                let _ = self.notify(origin, serial);
             }
             Event::Timers {
                 origin,

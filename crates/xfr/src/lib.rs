@@ -17,5 +17,7 @@
 #![forbid(unsafe_code)]
 
 pub mod axfr;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod incoming;
 pub mod tsig;

@@ -111,6 +111,16 @@ fn a_secondary_transfers_follows_notify_and_keeps_its_copy() {
     );
     let (ok, reply) = control(&primary_dir, &["refresh", "example.net"]);
     assert!(!ok && reply.contains("not a secondary zone"), "{reply}");
+    // `tern notify`: queued to the targets, and the secondary answers it
+    // (the primary logs the answer a second time).
+    let (ok, reply) = control(&primary_dir, &["notify", "example.net"]);
+    assert!(
+        ok && reply.contains("NOTIFY for serial 2 queued"),
+        "{reply}"
+    );
+    assert!(primary.wait_for_log("NOTIFY for example.net. serial 2 to", 2));
+    let (ok, reply) = control(&secondary_dir, &["notify", "example.net"]);
+    assert!(!ok && reply.contains("no notify.targets"), "{reply}");
 
     // The copy was saved: with the primary gone, a restarted secondary
     // serves serial 2 at once, and says where it came from.
