@@ -76,6 +76,8 @@ pub(crate) struct Core {
     pub(crate) transfer: crate::TransferConfig,
     /// Outgoing transfers on this core.
     pub(crate) xfr_out: crate::xfr_out::XfrOutCounters,
+    /// The zones' IXFR histories.
+    pub(crate) journals: crate::SharedJournals,
 }
 
 impl Core {
@@ -240,6 +242,7 @@ async fn serve(start: CoreStart) -> io::Result<()> {
         epoch: Instant::now(),
         transfer: config.transfer.clone(),
         xfr_out: crate::xfr_out::XfrOutCounters::default(),
+        journals: std::sync::Arc::clone(&config.journals),
     });
     let mut tasks = Vec::with_capacity(udp.len() + tcp.len() + 1);
     for (index, socket) in udp.into_iter().enumerate() {

@@ -137,6 +137,9 @@ pub struct ServerConfig {
     pub transfer: TransferConfig,
     /// NOTIFY for secondary zones; `None` (the default): NOTIFY is NOTIMP.
     pub notify_in: Option<NotifyIn>,
+    /// The IXFR history of each zone, shared with whoever records it (the
+    /// cores only read it, for IXFR requests).
+    pub journals: SharedJournals,
     /// Reads the calling thread's allocation count (normally
     /// [`thread_allocations`] with [`CountingAllocator`] installed); each
     /// core calls it for its statistics. `None`: allocations read as 0.
@@ -158,10 +161,18 @@ impl ServerConfig {
             cookies: None,
             transfer: TransferConfig::default(),
             notify_in: None,
+            journals: SharedJournals::default(),
             allocations: None,
         }
     }
 }
+
+//----------- SharedJournals -------------------------------------------------
+
+/// Each zone's IXFR history, by lowercased origin: written where zones are
+/// loaded or received, read by a core for each IXFR request (never on the
+/// query path).
+pub type SharedJournals = std::sync::Arc<std::sync::Mutex<tern_xfr::journal::Journals>>;
 
 //----------- NotifyIn -------------------------------------------------------
 

@@ -472,6 +472,7 @@ async fn answer_frames(
             xfr_out::start(
                 worker.catalog(),
                 &core.transfer,
+                Some(&core.journals),
                 &core.xfr_out,
                 query,
                 peer.ip(),

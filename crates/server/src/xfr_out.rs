@@ -18,6 +18,10 @@
 //! | a zone of ours at exactly the question's name, class IN | NOTAUTH |
 //! | fewer than [`MAX_TRANSFERS_OUT`] transfers running on this core | SERVFAIL (the secondary retries) |
 //!
+//! An IXFR from the current serial gets the SOA alone; from a serial the
+//! zone's history (`tern_xfr::journal`) reaches back to, the condensed
+//! difference; from any other, the whole zone.
+//!
 //! Error answers echo the question and are signed when the request was.
 
 use std::cell::Cell;
@@ -102,9 +106,11 @@ impl Transfer {
 /// NOTIMP) and an IXFR that passes the checks is answered with the SOA
 /// alone, whatever its serial (RFC 1995 section 4: the client then asks
 /// over TCP if it needs more).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn start(
     catalog: &Catalog,
     config: &TransferConfig,
+    journals: Option<&crate::SharedJournals>,
     counters: &XfrOutCounters,
     query: &[u8],
     peer: IpAddr,
@@ -175,12 +181,26 @@ pub(crate) fn start(
     if counters.running.get() >= MAX_TRANSFERS_OUT as u64 {
         return refuse(Rcode::SERVFAIL, session, out);
     }
-    let up_to_date = question.qtype == RType::IXFR
-        && ixfr_serial(&view).is_some_and(|serial| serial_at_or_after(serial, zone.serial()));
-    let outgoing = if up_to_date {
-        Outgoing::soa_only(zone, &view)
-    } else {
-        Outgoing::full(zone, &view)
+    let client_serial = (question.qtype == RType::IXFR)
+        .then(|| ixfr_serial(&view))
+        .flatten();
+    let up_to_date = client_serial.is_some_and(|serial| serial_at_or_after(serial, zone.serial()));
+    // The condensed difference from the client's serial, if the zone's
+    // history reaches back to it and forward to the version served.
+    let difference = client_serial.filter(|_| !up_to_date).and_then(|serial| {
+        let journals = journals?
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let journal = journals.get(origin.as_bytes())?;
+        journal
+            .ends_at(zone.serial())
+            .then(|| journal.since(serial))
+            .flatten()
+    });
+    let outgoing = match difference {
+        _ if up_to_date => Outgoing::soa_only(zone, &view),
+        Some(difference) => Outgoing::incremental(zone, &view, difference),
+        None => Outgoing::full(zone, &view),
     };
     counters.started.set(counters.started.get() + 1);
     Start::Stream(Box::new(Transfer {

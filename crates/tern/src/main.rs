@@ -258,6 +258,12 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         }
         anyhow::bail!("{} zone(s) failed to load", loaded.failed);
     }
+    if !config.secondaries.is_empty() && config.state_directory.is_none() {
+        log::warn!(
+            "no state-directory: received zones are kept in memory only and transferred again \
+             at each start"
+        );
+    }
     // Secondary zones start from their saved copies, if any.
     let saved: Vec<tern_server::xfr_in::Start> = config
         .secondaries
@@ -265,7 +271,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .map(|zone| {
             (
                 zone.clone(),
-                secondary::load_saved(&config.state_directory, zone),
+                secondary::load_saved(config.state_directory.as_deref(), zone),
             )
         })
         .collect();
@@ -286,6 +292,12 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     // the NOTIFYs they accept.
     let queue = tern_server::xfr_in::Queue::new();
     let mut server_config = config.server_config(ALLOCATIONS);
+    let every_zone: Vec<Arc<tern_authority::Zone>> = catalog.zones().to_vec();
+    let journals = Arc::new(std::sync::Mutex::new(secondary::load_journals(
+        config.state_directory.as_deref(),
+        &every_zone,
+    )));
+    server_config.journals = Arc::clone(&journals);
     if !config.secondaries.is_empty() {
         server_config.notify_in = Some(tern_server::NotifyIn {
             zones: config.secondaries.clone(),
@@ -306,6 +318,8 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let served = Arc::new(secondary::Served::new(
         handle.clone(),
         notifier.as_ref().map(|notifier| notifier.handle()),
+        journals,
+        config.ixfr_history,
         config.state_directory.clone(),
         primaries,
         saved_zones,

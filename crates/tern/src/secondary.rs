@@ -1,4 +1,5 @@
-//! The zones being served, primary and secondary, and the state directory.
+//! The zones being served, primary and secondary, and the state directory
+//! (`state-directory`; without one, nothing is saved).
 //!
 //! [`Served`] holds the primary zones (from files, replaced by each reload)
 //! and the secondary zones (replaced by each transfer), builds the catalog
@@ -10,6 +11,11 @@
 //! beside `ORIGIN.timers`, so that a restart serves it at once and keeps
 //! its timers. A copy that does not load at start is reported and
 //! ignored: the zone is transferred again.
+//!
+//! Each new version of a zone, loaded or received, adds its difference
+//! from the previous one to the zone's IXFR history (`tern_xfr::journal`),
+//! bounded by `transfer.ixfr-history` and saved to `STATE/journal/`
+//! after each change, so that IXFR answers survive a restart.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -21,8 +27,10 @@ use tern_authority::{Catalog, RecordCursor, Zone};
 use tern_server::notify_out::NotifierHandle;
 use tern_server::xfr_in::{Event, SecondaryConfig, Timers};
 use tern_server::Handle;
+use tern_server::SharedJournals;
 use tern_wire::name::LowerNameBuf;
 use tern_wire::types::RClass;
+use tern_xfr::journal::{self, Difference, Journal, Journals};
 
 //----------- Status ---------------------------------------------------------
 
@@ -39,7 +47,11 @@ pub(crate) struct Status {
 /// The zones being served and the handle that swaps them into the cores.
 pub(crate) struct Served {
     handle: Handle,
-    state_directory: PathBuf,
+    state_directory: Option<PathBuf>,
+    /// Each zone's IXFR history, shared with the cores.
+    journals: SharedJournals,
+    /// The octets of history kept per zone; 0: none.
+    history_bytes: usize,
     /// Told of every serial that changes, when `notify.targets` is set.
     notifier: Option<NotifierHandle>,
     inner: Mutex<Inner>,
@@ -69,10 +81,13 @@ impl Inner {
 impl Served {
     /// The zones a server was started with: `catalog` holds `primaries`
     /// and the saved `secondaries`.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         handle: Handle,
         notifier: Option<NotifierHandle>,
-        state_directory: PathBuf,
+        journals: SharedJournals,
+        history_bytes: usize,
+        state_directory: Option<PathBuf>,
         primaries: Vec<Arc<Zone>>,
         secondaries: Vec<Arc<Zone>>,
         catalog: Arc<Catalog>,
@@ -84,6 +99,8 @@ impl Served {
         Served {
             handle,
             notifier,
+            journals,
+            history_bytes,
             state_directory,
             inner: Mutex::new(Inner {
                 primaries,
@@ -103,6 +120,15 @@ impl Served {
     /// NOTIFY for each zone whose serial changed or that is new.
     pub(crate) fn set_primaries(&self, primaries: Vec<Arc<Zone>>) {
         let mut inner = self.lock();
+        for zone in &primaries {
+            let old = inner
+                .primaries
+                .iter()
+                .find(|old| old.origin().as_bytes() == zone.origin().as_bytes());
+            if let Some(old) = old {
+                self.record_difference(old, zone);
+            }
+        }
         let changed: Vec<(LowerNameBuf, u32)> = primaries
             .iter()
             .filter(|zone| {
@@ -181,8 +207,10 @@ impl Served {
                 primary,
             } => {
                 let origin = LowerNameBuf::from_name(zone.origin());
-                if let Err(err) = save_zone(&self.state_directory, &zone) {
-                    log::error!("{}: cannot save the received zone: {err}", origin.as_name());
+                if let Some(dir) = &self.state_directory {
+                    if let Err(err) = save_zone(dir, &zone) {
+                        log::error!("{}: cannot save the received zone: {err}", origin.as_name());
+                    }
                 }
                 self.save_timers(origin, timers);
                 let mut inner = self.lock();
@@ -199,6 +227,9 @@ impl Served {
                     },
                 );
                 let serial = zone.serial();
+                if let Some(old) = inner.secondaries.get(&key) {
+                    self.record_difference(old, &zone);
+                }
                 inner.secondaries.insert(key, zone);
                 let catalog = inner.rebuild();
                 drop(inner);
@@ -231,8 +262,62 @@ impl Served {
         }
     }
 
+    /// Records the difference from `old` to `new` in the zone's IXFR
+    /// history and saves it. A new version without a higher serial is
+    /// served but recorded as no difference: its history is cleared, so
+    /// that clients get the whole zone rather than a wrong increment.
+    fn record_difference(&self, old: &Arc<Zone>, new: &Arc<Zone>) {
+        if self.history_bytes == 0 || Arc::ptr_eq(old, new) {
+            return;
+        }
+        let origin = LowerNameBuf::from_name(new.origin());
+        let newer = journal::is_newer(old, new);
+        if !newer && old.serial() == new.serial() && old.record_count() == new.record_count() {
+            // Most reloads: the file did not change. Only a full comparison
+            // could tell a same-sized edit; it is made below when sizes or
+            // serials differ.
+            return;
+        }
+        let difference = Difference::between(old, new);
+        let mut journals = self
+            .journals
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let journal = journals.entry(origin.as_bytes().to_vec()).or_default();
+        if newer {
+            journal.push(difference, self.history_bytes);
+        } else if difference.is_empty() {
+            return;
+        } else {
+            log::warn!(
+                "zone {}: its data changed but its serial {} is not higher than {}; served, \
+                 and IXFR clients get the whole zone",
+                origin.as_name(),
+                new.serial(),
+                old.serial()
+            );
+            journal.clear();
+        }
+        let bytes = journal.encode();
+        drop(journals);
+        let Some(dir) = &self.state_directory else {
+            return;
+        };
+        let path = journal_path(dir, origin);
+        if let Err(err) = write_atomically(&path, &bytes) {
+            log::warn!(
+                "zone {}: cannot save its IXFR history to {}: {err}",
+                origin.as_name(),
+                path.display()
+            );
+        }
+    }
+
     fn save_timers(&self, origin: LowerNameBuf, timers: Timers) {
-        if let Err(err) = save_timers(&self.state_directory, origin, timers) {
+        let Some(dir) = &self.state_directory else {
+            return;
+        };
+        if let Err(err) = save_timers(dir, origin, timers) {
             log::error!("{}: cannot save the zone's timers: {err}", origin.as_name());
         }
     }
@@ -281,6 +366,39 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
     std::fs::rename(&temporary, path)
 }
 
+/// `STATE/journal/ORIGIN.ixfr`.
+fn journal_path(state_directory: &Path, origin: LowerNameBuf) -> PathBuf {
+    state_directory
+        .join("journal")
+        .join(format!("{}ixfr", file_stem(origin)))
+}
+
+/// The saved IXFR histories of `zones` that end at the version served (a
+/// history that does not, or does not read, is dropped).
+pub(crate) fn load_journals(state_directory: Option<&Path>, zones: &[Arc<Zone>]) -> Journals {
+    let mut journals = Journals::new();
+    let Some(state_directory) = state_directory else {
+        return journals;
+    };
+    for zone in zones {
+        let origin = LowerNameBuf::from_name(zone.origin());
+        let Ok(bytes) = std::fs::read(journal_path(state_directory, origin)) else {
+            continue;
+        };
+        match Journal::decode(&bytes) {
+            Some(journal) if journal.ends_at(zone.serial()) => {
+                journals.insert(origin.as_bytes().to_vec(), journal);
+            }
+            _ => log::info!(
+                "zone {}: its saved IXFR history does not end at serial {}; not used",
+                origin.as_name(),
+                zone.serial()
+            ),
+        }
+    }
+    journals
+}
+
 /// Saves a received zone as a zone file.
 fn save_zone(state_directory: &Path, zone: &Zone) -> io::Result<()> {
     let origin = LowerNameBuf::from_name(zone.origin());
@@ -316,9 +434,10 @@ fn save_timers(state_directory: &Path, origin: LowerNameBuf, timers: Timers) -> 
 
 /// The saved copy and timers of a secondary zone, if both load.
 pub(crate) fn load_saved(
-    state_directory: &Path,
+    state_directory: Option<&Path>,
     config: &SecondaryConfig,
 ) -> Option<(Arc<Zone>, Timers)> {
+    let state_directory = state_directory?;
     let stem = file_stem(config.origin);
     let dir = secondary_dir(state_directory);
     let zone_path = dir.join(format!("{stem}zone"));

@@ -25,6 +25,8 @@ use tern_wire::parse::{MessageView, Section};
 use tern_wire::types::{RClass, RType};
 use tern_wire::TruncationError;
 
+use crate::journal::Difference;
+
 /// A transfer message is closed once it holds this many octets (NSD and
 /// Knot send messages of 16 to 64 KiB); one record larger than the rest
 /// of the message still goes in, up to the 65,535 octets TCP can frame.
@@ -59,6 +61,9 @@ pub struct Outgoing<Z> {
     target: usize,
     messages: u64,
     records: u64,
+    /// An incremental answer: the difference and the next item of
+    /// `SOA(new) SOA(old) deletions SOA(new) additions SOA(new)`.
+    incremental: Option<(Difference, usize)>,
 }
 
 impl<Z: Deref<Target = Zone>> Outgoing<Z> {
@@ -74,6 +79,14 @@ impl<Z: Deref<Target = Zone>> Outgoing<Z> {
         Self::new(zone, query, true)
     }
 
+    /// An IXFR answered with `difference` (condensed, from the client's
+    /// serial to the zone's), in the form of RFC 1995 section 4.
+    pub fn incremental(zone: Z, query: &MessageView<'_>, difference: Difference) -> Self {
+        let mut outgoing = Self::new(zone, query, false);
+        outgoing.incremental = Some((difference, 0));
+        outgoing
+    }
+
     fn new(zone: Z, query: &MessageView<'_>, soa_only: bool) -> Self {
         Outgoing {
             zone,
@@ -86,6 +99,7 @@ impl<Z: Deref<Target = Zone>> Outgoing<Z> {
             target: MESSAGE_TARGET,
             messages: 0,
             records: 0,
+            incremental: None,
         }
     }
 
@@ -132,6 +146,9 @@ impl<Z: Deref<Target = Zone>> Outgoing<Z> {
             builder.push_question_bytes(&self.question)?;
         }
         builder.set_section(Section::Answer);
+        if self.incremental.is_some() {
+            return self.next_incremental(builder).map(Some);
+        }
         let mut written = 0u64;
         let soa = self.zone.soa_record();
         if self.state == State::Start {
@@ -177,6 +194,56 @@ impl<Z: Deref<Target = Zone>> Outgoing<Z> {
         // The closing SOA counts once; the opening one is part of the data.
         self.records += written;
         Ok(Some(builder.finish()))
+    }
+}
+
+impl<Z: Deref<Target = Zone>> Outgoing<Z> {
+    /// One message of an incremental answer.
+    fn next_incremental(
+        &mut self,
+        mut builder: MessageBuilder<'_>,
+    ) -> Result<usize, TruncationError> {
+        let origin = self.zone.origin();
+        let Some((difference, next)) = &mut self.incremental else {
+            return Ok(builder.finish());
+        };
+        let (deleted, added) = (difference.deleted.len(), difference.added.len());
+        let total = 4 + deleted + added;
+        let mut written = 0u64;
+        // Every message carries at least one record; each pass writes one.
+        while *next < total && (written == 0 || builder.len() < self.target) {
+            let item = *next;
+            let result = if item == 1 {
+                let (ttl, rdata) = &difference.from_soa;
+                builder.push_record(origin, RType::SOA, RClass::IN, *ttl, rdata)
+            } else if item == 0 || item == 2 + deleted || item == total - 1 {
+                let (ttl, rdata) = &difference.to_soa;
+                builder.push_record(origin, RType::SOA, RClass::IN, *ttl, rdata)
+            } else {
+                let record = if item < 2 + deleted {
+                    &difference.deleted[item - 2]
+                } else {
+                    &difference.added[item - 3 - deleted]
+                };
+                let owner =
+                    tern_wire::name::Name::from_wire(&record.owner).map_err(|_| TruncationError)?;
+                builder.push_record(owner, record.rtype, RClass::IN, record.ttl, &record.rdata)
+            };
+            match result {
+                Ok(()) => {
+                    written += 1;
+                    *next += 1;
+                }
+                Err(err) if written == 0 => return Err(err),
+                Err(_) => break,
+            }
+        }
+        if *next == total {
+            self.state = State::Done;
+        }
+        self.messages += 1;
+        self.records += written;
+        Ok(builder.finish())
     }
 }
 

@@ -8,6 +8,7 @@
 //! |---|---|
 //! | [`axfr`] | the messages of an outgoing transfer: AXFR, and IXFR answered in full or with the SOA alone |
 //! | [`incoming`] | the request of a secondary and the checks and assembly of the answer: AXFR, and IXFR current, full or as differences |
+//! | [`journal`] | the differences between versions of a zone and the bounded history IXFR answers from |
 //! | [`tsig`] | RFC 8945 transaction signatures: signing and checking messages and multi-message streams |
 //!
 //! Every input is hostile: a peer's message is parsed through `tern-wire`'s
@@ -20,4 +21,5 @@ pub mod axfr;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod incoming;
+pub mod journal;
 pub mod tsig;

@@ -254,6 +254,7 @@ impl Answering<'_> {
         match crate::xfr_out::start(
             self.catalog,
             self.transfer,
+            None,
             self.xfr_out,
             query,
             peer,

@@ -26,10 +26,9 @@ pub(crate) const DEFAULT_LISTEN: &str = "127.0.0.1:5353";
 /// The default zone directory, relative to the working directory.
 pub(crate) const DEFAULT_ZONES_DIR: &str = "zones";
 
-/// Where received zones and their timers are saved unless
-/// `state-directory` says otherwise (the Debian package's
-/// `StateDirectory=tern`).
-pub(crate) const DEFAULT_STATE_DIRECTORY: &str = "/var/lib/tern";
+/// The IXFR history kept per zone unless `transfer.ixfr-history` says
+/// otherwise: 16 MiB.
+pub(crate) const DEFAULT_IXFR_HISTORY: usize = 16 << 20;
 
 /// The default EDNS UDP payload limit (the DNS Flag Day 2020 value).
 pub(crate) const DEFAULT_UDP_SIZE: u16 = 1232;
@@ -81,10 +80,13 @@ pub(crate) struct Config {
     pub(crate) transfer: tern_server::TransferConfig,
     /// Zones received by transfer.
     pub(crate) secondaries: Vec<tern_server::xfr_in::SecondaryConfig>,
-    /// Where received zones and their timers are saved.
-    pub(crate) state_directory: PathBuf,
+    /// Where received zones, their timers and IXFR histories are saved;
+    /// `None` (the default): nowhere, they live in memory only.
+    pub(crate) state_directory: Option<PathBuf>,
     /// Where NOTIFYs go when a serial changes.
     pub(crate) notify: tern_server::notify_out::NotifyTargets,
+    /// Octets of IXFR history kept per zone; 0: none.
+    pub(crate) ixfr_history: usize,
 }
 
 /// The `cookies:` section.
@@ -144,8 +146,9 @@ impl Default for Config {
             cookies: Cookies::default(),
             transfer: tern_server::TransferConfig::default(),
             secondaries: Vec::new(),
-            state_directory: PathBuf::from(DEFAULT_STATE_DIRECTORY),
+            state_directory: None,
             notify: tern_server::notify_out::NotifyTargets::default(),
+            ixfr_history: DEFAULT_IXFR_HISTORY,
         }
     }
 }
@@ -249,10 +252,13 @@ impl Config {
             }
             config.cookies.secret = cookies.secret.map(|secret| secret.0);
         }
+        if let Some(size) = raw.transfer.as_ref().and_then(|t| t.ixfr_history.as_ref()) {
+            config.ixfr_history = usize::try_from(size.0).context("transfer.ixfr-history")?;
+        }
         config.transfer = transfer_config(raw.keys.unwrap_or_default(), raw.transfer)?;
         config.secondaries = secondary_configs(secondaries, &config.transfer.keys)?;
         if let Some(dir) = raw.state_directory {
-            config.state_directory = base.join(dir.0);
+            config.state_directory = Some(base.join(dir.0));
         }
         if let Some(notify) = raw.notify {
             config.notify.targets = notify
@@ -311,8 +317,10 @@ impl Config {
                 )
             }),
             transfer: self.transfer.clone(),
-            // Set by `serve`, which owns the transfer thread's queue.
+            // Set by `serve`, which owns the transfer thread's queue and
+            // the journals.
             notify_in: None,
+            journals: tern_server::SharedJournals::default(),
             allocations,
         }
     }
@@ -345,6 +353,10 @@ impl Config {
             self.state_directory != next.state_directory,
         );
         compare("notify", self.notify != next.notify);
+        compare(
+            "transfer.ixfr-history",
+            self.ixfr_history != next.ixfr_history,
+        );
         compare(
             "transfer",
             (&self.transfer.allow, &self.transfer.key)
@@ -817,7 +829,10 @@ mod tests {
             Some("k.")
         );
         assert!(config.secondaries[1].key.is_none());
-        assert_eq!(config.state_directory, Path::new("/etc/tern/state"));
+        assert_eq!(
+            config.state_directory.as_deref(),
+            Some(Path::new("/etc/tern/state"))
+        );
         assert_eq!(config.notify.targets, ["127.0.0.1:5301".parse().unwrap()]);
         assert!(config.notify.key.is_some());
         let changes = Config::default().restart_changes(&config);

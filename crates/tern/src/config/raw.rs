@@ -74,6 +74,8 @@ pub(crate) struct RawKey {
 pub(crate) struct RawTransfer {
     pub(crate) allow: Option<Vec<Parsed<CidrKind>>>,
     pub(crate) key: Option<Parsed<KeyNameKind>>,
+    #[serde(rename = "ixfr-history")]
+    pub(crate) ixfr_history: Option<Parsed<SizeKind>>,
 }
 
 /// `rate-limit:`, response rate limiting (docs/config.md); the section's

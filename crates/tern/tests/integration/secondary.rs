@@ -37,7 +37,8 @@ fn start_primary(dir: &Path, address: SocketAddr, secondary: SocketAddr) -> Serv
     std::fs::write(
         &config,
         format!(
-            "listen: ['{address}']\nzones:\n  directory: zones\ncontrol-socket: tern.sock\n{KEY}\
+            "listen: ['{address}']\nzones:\n  directory: zones\ncontrol-socket: tern.sock\n\
+             state-directory: state\n{KEY}\
              transfer:\n  allow: ['127.0.0.0/8']\n  key: transfer-key\n\
              notify:\n  targets: ['{secondary}']\n  key: transfer-key\n"
         ),
@@ -98,6 +99,21 @@ fn a_secondary_transfers_follows_notify_and_keeps_its_copy() {
         secondary.log_text()
     );
     assert!(primary.wait_for_log("NOTIFY for example.net. serial 2 to", 1));
+    // By IXFR: the primary recorded the difference 1 -> 2 and saved it.
+    assert!(
+        secondary.wait_for_log("serial 2 received from", 1)
+            && secondary
+                .log_text()
+                .contains(&format!("serial 2 received from {primary_address} by IXFR")),
+        "{}",
+        secondary.log_text()
+    );
+    let journal = primary_dir.join("state/journal/example.net.ixfr");
+    assert!(
+        std::fs::metadata(&journal).is_ok_and(|meta| meta.len() > 0),
+        "{}",
+        journal.display()
+    );
     let (_, status) = control(&primary_dir, &["zone-status"]);
     assert_eq!(status, "example.net. role primary serial 2\n");
 
