@@ -8,7 +8,10 @@
 
 Each secondary starts with no copy of the zone and must serve it (authoritative SOA)
 within a bounded wait; then its own AXFR of the zone, read by dnspython, must equal
-tern's, record for record, and its log must show the transfer from tern's port. Before
+tern's, record for record, and its log must show the transfer from tern's port. Then the
+zone file changes and tern is sent SIGHUP: tern records the difference and sends NOTIFY
+(signed) to the three, each must serve the new serial, equal to the changed zone, and
+tern must log one signed incremental IXFR (8 records) out per secondary. Before
 that, clients: dnspython's `dns.query.xfr` with the key (dnspython checks the TSIG of
 every message), `kdig` with `-y` (Knot's client), `dig` with `-y` (BIND's client), and
 the refusals tern must give: no key REFUSED; an unknown key NOTAUTH/BADKEY; a wrong
@@ -24,8 +27,10 @@ Exits 1 on any failure, with the reason and the server's log.
 from __future__ import annotations
 
 import base64
+import os
 import pathlib
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -51,6 +56,7 @@ WRONG_SECRET = base64.b64encode(b"not the secret at all, 32 octet").decode()
 # How long a secondary may take to transfer the zone and serve it.
 TRANSFER_WAIT = 60.0
 COMMAND_TIMEOUT = 30
+
 # The line each secondary logs for a transfer from tern signed with the key.
 TRANSFER_LOG = {
     # Knot 3.2 does not name the key; tern refuses unsigned transfers here.
@@ -60,13 +66,14 @@ TRANSFER_LOG = {
 }
 
 
-def zone_text() -> str:
+def zone_text(serial: int = 2024010101, changed: bool = False) -> str:
     """A zone of a few thousand records of many types: delegations with glue, a
-    wildcard, CNAME, MX, SRV, TXT, AAAA, names in mixed case; several TCP messages."""
+    wildcard, CNAME, MX, SRV, TXT, AAAA, names in mixed case; several TCP messages.
+    `changed`: web's address differs, one name more and one less."""
     lines = [
         f"$ORIGIN {ZONE}.",
         "$TTL 300",
-        "@ SOA ns1 hostmaster 2024010101 7200 3600 1209600 300",
+        f"@ SOA ns1 hostmaster {serial} 7200 3600 1209600 300",
         "  NS ns1",
         "  NS ns2",
         "  MX 10 mail",
@@ -75,7 +82,8 @@ def zone_text() -> str:
         "mail A 192.0.2.25",
         "* TXT \"wildcard\"",
         "www CNAME web",
-        "web A 192.0.2.80",
+        f"web A 192.0.2.{81 if changed else 80}",
+        "added A 192.0.2.7" if changed else "removed A 192.0.2.8",
         "_sip._udp SRV 10 20 5060 sip",
         "sip A 192.0.2.60",
         "sub NS ns.sub",
@@ -165,6 +173,10 @@ acl:
   - id: local
     address: 127.0.0.0/8
     action: transfer
+  - id: notify
+    address: 127.0.0.1
+    key: {KEY_NAME}
+    action: notify
 template:
   - id: default
     storage: {self.workdir}
@@ -174,7 +186,7 @@ template:
 zone:
   - domain: {ZONE}
     master: tern
-    acl: local
+    acl: [local, notify]
 """)
         return ["knotd", "-c", str(conf)]
 
@@ -211,7 +223,7 @@ key:
 zone:
     name: {ZONE}
     zonefile: {ZONE}.zone
-    request-xfr: AXFR 127.0.0.1@{self.primary_port} {KEY_NAME}
+    request-xfr: 127.0.0.1@{self.primary_port} {KEY_NAME}
     allow-notify: 127.0.0.1 {KEY_NAME}
     provide-xfr: 127.0.0.0/8 NOKEY
 """)
@@ -235,6 +247,7 @@ class BindSecondary(harness.Bind):
     recursion no;
     dnssec-validation no;
     notify no;
+    allow-notify {{ 127.0.0.1; }};
     allow-transfer {{ 127.0.0.0/8; }};
     minimal-responses yes;
 }};
@@ -276,6 +289,28 @@ def check_clients(tern: smod.Server, expected: set) -> None:
         print(f"transfer/primary: kdig AXFR with key {key_arg!r}: {expected_text}")
 
 
+def serial(addr) -> int | None:
+    import dns.message
+    import dns.rdatatype
+    import wire
+
+    reply = wire.exchange(dns.message.make_query(ZONE + ".", "SOA").to_wire(), addr,
+                          tcp=False, timeout=1.0, retries=0)
+    if not reply.ok or reply.rcode != 0:
+        return None
+    return next((rd.serial for rrset in reply.message.answer for rd in rrset
+                 if rd.rdtype == dns.rdatatype.SOA), None)
+
+
+def wait_serial(server: smod.Server, expected: int, *logs: smod.Server) -> None:
+    deadline = time.monotonic() + TRANSFER_WAIT
+    while time.monotonic() < deadline:
+        if serial(server.addr) == expected:
+            return
+        time.sleep(0.1)
+    fail(f"{server.name} did not serve serial {expected} within {TRANSFER_WAIT:.0f}s", server, *logs)
+
+
 def wait_served(server: smod.Server) -> None:
     try:
         server.wait_ready(TRANSFER_WAIT)
@@ -285,26 +320,33 @@ def wait_served(server: smod.Server) -> None:
 
 def main() -> None:
     text = zone_text()
-    config = f"""keys:
-  - {{name: {KEY_NAME}, algorithm: hmac-sha256, secret: "{SECRET}"}}
-transfer:
-  allow: ["127.0.0.0/8"]
-  key: {KEY_NAME}
-"""
     with tempfile.TemporaryDirectory(prefix="tern-transfer-") as tmp:
         tmp = pathlib.Path(tmp)
         zone_dir = tmp / "zones"
         zone_dir.mkdir()
         (zone_dir / f"{ZONE}.zone").write_text(text)
         expected = zone_records(dns.zone.from_text(text, origin=ZONE + ".", relativize=False))
+        tern_port = smod.free_port()
+        secondaries = [
+            KnotSecondary(tmp / "knot", zone_dir, [ZONE], tern_port),
+            NsdSecondary(tmp / "nsd", zone_dir, [ZONE], tern_port),
+            BindSecondary(tmp / "bind", zone_dir, [ZONE], tern_port),
+        ]
+        targets = ", ".join(f'"127.0.0.1:{s.port}"' for s in secondaries)
+        config = f"""keys:
+  - {{name: {KEY_NAME}, algorithm: hmac-sha256, secret: "{SECRET}"}}
+transfer:
+  allow: ["127.0.0.0/8"]
+  key: {KEY_NAME}
+notify:
+  targets: [{targets}]
+  key: {KEY_NAME}
+state-directory: {tmp}/tern-state
+"""
         tern = TernPrimary(harness.tern_binary(), tmp / "tern", zone_dir, [ZONE], config_text=config)
+        tern.port = tern_port
         with harness.serving({"tern": tern}):
             check_clients(tern, expected)
-            secondaries = [
-                KnotSecondary(tmp / "knot", zone_dir, [ZONE], tern.port),
-                NsdSecondary(tmp / "nsd", zone_dir, [ZONE], tern.port),
-                BindSecondary(tmp / "bind", zone_dir, [ZONE], tern.port),
-            ]
             started = []
             try:
                 for secondary in secondaries:
@@ -324,6 +366,31 @@ transfer:
                              secondary)
                     print(f"transfer/primary: {secondary.name} transferred {len(got)} records "
                           f"from tern with TSIG; its copy equals the zone; its log: {line.strip()}")
+
+                # A change: tern reloads it (SIGHUP), records the difference and
+                # sends NOTIFY; each secondary asks for IXFR and gets the difference.
+                (zone_dir / f"{ZONE}.zone").write_text(zone_text(2024010102, changed=True))
+                changed = zone_records(dns.zone.from_text(zone_text(2024010102, changed=True),
+                                                          origin=ZONE + ".", relativize=False))
+                os.killpg(tern.proc.pid, signal.SIGHUP)
+                for secondary in secondaries:
+                    wait_serial(secondary, 2024010102, tern)
+                    got = zone_records(axfr(secondary.addr, None))
+                    if got != changed:
+                        fail(f"{secondary.name}'s copy of the change differs: "
+                             f"{sorted(got ^ changed)[:4]}", secondary)
+                    print(f"transfer/primary: {secondary.name} serves serial 2024010102 after "
+                          "tern's NOTIFY; its copy equals the changed zone")
+                # Each asked for IXFR and got the difference (8 records: three
+                # SOAs of the new version, the old SOA, two deletions, two
+                # additions), signed: one line in tern's log per secondary.
+                pattern = (r"example\. IXFR, outgoing, to 127\.0\.0\.1, serial 2024010102: "
+                           r"\d+ messages, 8 records, signed")
+                lines = [l for l in tern.log_tail(100000).splitlines() if re.search(pattern, l)]
+                if len(lines) != len(secondaries):
+                    fail(f"tern logged {len(lines)} incremental IXFRs, not {len(secondaries)} "
+                         f"({pattern})", tern)
+                print(f"transfer/primary: {len(lines)} incremental IXFRs out, e.g. {lines[0].strip()}")
             finally:
                 for secondary in started:
                     secondary.stop()

@@ -569,6 +569,7 @@ async fn send_transfer(
         }
     };
     pool::put(held);
+    transfer.log_end(complete);
     counters.running.set(counters.running.get() - 1);
     let outcome = if complete {
         &counters.completed

@@ -79,9 +79,36 @@ pub(crate) enum Start {
 pub(crate) struct Transfer {
     outgoing: Outgoing<Arc<Zone>>,
     tsig: Option<Session>,
+    /// For the log: the zone, the form of the answer and the client.
+    origin: LowerNameBuf,
+    kind: &'static str,
+    peer: IpAddr,
 }
 
 impl Transfer {
+    /// Logs how the transfer ended (as Knot logs each transfer out).
+    pub(crate) fn log_end(&self, complete: bool) {
+        let (messages, records) = self.outgoing.sent();
+        let signed = if self.tsig.is_some() { ", signed" } else { "" };
+        if complete {
+            log::info!(
+                "{} {}, outgoing, to {}, serial {}: {messages} messages, {records} records{signed}",
+                self.origin.as_name(),
+                self.kind,
+                self.peer,
+                self.outgoing.zone().serial()
+            );
+        } else {
+            log::warn!(
+                "{} {}, outgoing, to {}: aborted after {messages} messages (the client \
+                 stopped reading or closed, or the server is stopping)",
+                self.origin.as_name(),
+                self.kind,
+                self.peer
+            );
+        }
+    }
+
     /// Writes the next message (signed, if the request was) into `out`;
     /// `Ok(None)` once the transfer is complete, `Err` if it cannot go on.
     pub(crate) fn next(&mut self, out: &mut [u8]) -> Result<Option<usize>, ()> {
@@ -197,15 +224,19 @@ pub(crate) fn start(
             .then(|| journal.since(serial))
             .flatten()
     });
-    let outgoing = match difference {
-        _ if up_to_date => Outgoing::soa_only(zone, &view),
-        Some(difference) => Outgoing::incremental(zone, &view, difference),
-        None => Outgoing::full(zone, &view),
+    let (outgoing, kind) = match difference {
+        _ if up_to_date => (Outgoing::soa_only(zone, &view), "IXFR (current)"),
+        Some(difference) => (Outgoing::incremental(zone, &view, difference), "IXFR"),
+        None if question.qtype == RType::IXFR => (Outgoing::full(zone, &view), "IXFR (in full)"),
+        None => (Outgoing::full(zone, &view), "AXFR"),
     };
     counters.started.set(counters.started.get() + 1);
     Start::Stream(Box::new(Transfer {
         outgoing,
         tsig: session,
+        origin,
+        kind,
+        peer,
     }))
 }
 
