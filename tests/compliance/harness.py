@@ -46,13 +46,10 @@ class Bind(smod.Server):
     # Extra statements for the `options` block (`configured` sets them); empty by default.
     extra_options = ""
 
-    def command(self) -> list[str]:
-        conf = self.workdir / "named.conf"
-        zones = "\n".join(
-            f'zone "{z}" {{ type primary; file "{self.zone_dir}/{z}.zone"; }};' for z in self.zones
-        )
-        conf.write_text(
-            f"""options {{
+    def options_section(self, options: str, extra: str = "") -> str:
+        """The `options` block on this server's port and directory, with `options`
+        (notify and transfer statements) and `extra` added, and an empty `controls`."""
+        return f"""options {{
     directory "{self.workdir}";
     pid-file "{self.workdir}/named.pid";
     session-keyfile "{self.workdir}/session.key";
@@ -61,15 +58,20 @@ class Bind(smod.Server):
     listen-on-v6 {{ none; }};
     recursion no;
     dnssec-validation no;
-    notify no;
-    allow-transfer {{ none; }};
+{options}
     minimal-responses yes;
-{self.extra_options}
+{extra}
 }};
 controls {{ }};
-{zones}
 """
+
+    def command(self) -> list[str]:
+        conf = self.workdir / "named.conf"
+        zones = "\n".join(
+            f'zone "{z}" {{ type primary; file "{self.zone_dir}/{z}.zone"; }};' for z in self.zones
         )
+        options = "    notify no;\n    allow-transfer { none; };"
+        conf.write_text(self.options_section(options, self.extra_options) + zones + "\n")
         return ["named", "-g", "-4", "-n", "1", "-c", str(conf)]
 
 

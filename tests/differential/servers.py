@@ -143,12 +143,11 @@ class Server:
 class Knot(Server):
     name = "knot"
 
-    def command(self) -> list[str]:
-        conf = self.workdir / "knot.conf"
+    def base_config(self) -> str:
+        """The server, control, log and database sections, on this server's port and
+        directory (the transfer tests add keys, remotes, ACLs and zones to it)."""
         (self.workdir / "db").mkdir(exist_ok=True)
-        zone_entries = "\n".join(f"  - domain: {z}\n    file: {z}.zone" for z in self.zones)
-        conf.write_text(
-            f"""server:
+        return f"""server:
     listen: 127.0.0.1@{self.port}
     rundir: {self.workdir}
     background-workers: 1
@@ -164,7 +163,14 @@ log:
 
 database:
     storage: {self.workdir}/db
+"""
 
+    def command(self) -> list[str]:
+        conf = self.workdir / "knot.conf"
+        zone_entries = "\n".join(f"  - domain: {z}\n    file: {z}.zone" for z in self.zones)
+        conf.write_text(
+            self.base_config()
+            + f"""
 template:
   - id: default
     storage: {self.zone_dir}
@@ -183,17 +189,16 @@ zone:
 class Nsd(Server):
     name = "nsd"
 
-    def command(self) -> list[str]:
-        conf = self.workdir / "nsd.conf"
-        zone_entries = "\n".join(f"zone:\n    name: {z}\n    zonefile: {z}.zone\n" for z in self.zones)
-        conf.write_text(
-            f"""server:
+    def server_section(self, zonesdir: pathlib.Path) -> str:
+        """The server and remote-control sections (rate limiting off), zone files read
+        from `zonesdir`."""
+        return f"""server:
     ip-address: 127.0.0.1@{self.port}
     do-ip6: no
     server-count: 1
     username: ""
     chroot: ""
-    zonesdir: "{self.zone_dir}"
+    zonesdir: "{zonesdir}"
     database: ""
     pidfile: "{self.workdir}/nsd.pid"
     xfrdfile: "{self.workdir}/xfrd.state"
@@ -207,8 +212,12 @@ class Nsd(Server):
 remote-control:
     control-enable: no
 
-{zone_entries}"""
-        )
+"""
+
+    def command(self) -> list[str]:
+        conf = self.workdir / "nsd.conf"
+        zone_entries = "\n".join(f"zone:\n    name: {z}\n    zonefile: {z}.zone\n" for z in self.zones)
+        conf.write_text(self.server_section(self.zone_dir) + zone_entries)
         return ["nsd", "-d", "-c", str(conf)]
 
     def log_tail(self, lines: int = 30) -> str:

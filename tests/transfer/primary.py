@@ -138,7 +138,7 @@ class TernPrimary(harness.ConfiguredTern):
     pass
 
 
-class KnotSecondary(smod.Server):
+class KnotSecondary(smod.Knot):
     name = "knot"
 
     def __init__(self, workdir, zone_dir, zones, primary_port: int):
@@ -147,21 +147,7 @@ class KnotSecondary(smod.Server):
 
     def command(self) -> list[str]:
         conf = self.workdir / "knot.conf"
-        (self.workdir / "db").mkdir(exist_ok=True)
-        conf.write_text(f"""server:
-    listen: 127.0.0.1@{self.port}
-    rundir: {self.workdir}
-    background-workers: 1
-    udp-workers: 1
-    tcp-workers: 1
-control:
-    listen: {self.workdir}/knot.sock
-log:
-  - target: stdout
-    any: info
-database:
-    storage: {self.workdir}/db
-key:
+        conf.write_text(self.base_config() + f"""key:
   - id: {KEY_NAME}
     algorithm: hmac-sha256
     secret: {SECRET}
@@ -198,25 +184,7 @@ class NsdSecondary(smod.Nsd):
 
     def command(self) -> list[str]:
         conf = self.workdir / "nsd.conf"
-        conf.write_text(f"""server:
-    ip-address: 127.0.0.1@{self.port}
-    do-ip6: no
-    server-count: 1
-    username: ""
-    chroot: ""
-    zonesdir: "{self.workdir}"
-    database: ""
-    pidfile: "{self.workdir}/nsd.pid"
-    xfrdfile: "{self.workdir}/xfrd.state"
-    xfrdir: "{self.workdir}"
-    zonelistfile: "{self.workdir}/zone.list"
-    logfile: "{self.workdir}/nsd-internal.log"
-    verbosity: 2
-    rrl-ratelimit: 0
-    rrl-whitelist-ratelimit: 0
-remote-control:
-    control-enable: no
-key:
+        conf.write_text(self.server_section(self.workdir) + f"""key:
     name: {KEY_NAME}
     algorithm: hmac-sha256
     secret: "{SECRET}"
@@ -237,22 +205,8 @@ class BindSecondary(harness.Bind):
 
     def command(self) -> list[str]:
         conf = self.workdir / "named.conf"
-        conf.write_text(f"""options {{
-    directory "{self.workdir}";
-    pid-file "{self.workdir}/named.pid";
-    session-keyfile "{self.workdir}/session.key";
-    managed-keys-directory "{self.workdir}";
-    listen-on port {self.port} {{ 127.0.0.1; }};
-    listen-on-v6 {{ none; }};
-    recursion no;
-    dnssec-validation no;
-    notify no;
-    allow-notify {{ 127.0.0.1; }};
-    allow-transfer {{ 127.0.0.0/8; }};
-    minimal-responses yes;
-}};
-controls {{ }};
-key "{KEY_NAME}" {{ algorithm hmac-sha256; secret "{SECRET}"; }};
+        options = "    notify no;\n    allow-notify { 127.0.0.1; };\n    allow-transfer { 127.0.0.0/8; };"
+        conf.write_text(self.options_section(options) + f"""key "{KEY_NAME}" {{ algorithm hmac-sha256; secret "{SECRET}"; }};
 zone "{ZONE}" {{
     type secondary;
     primaries {{ 127.0.0.1 port {self.primary_port} key "{KEY_NAME}"; }};

@@ -127,7 +127,7 @@ class TernSecondary(harness.ConfiguredTern):
         return conf
 
 
-class KnotPrimary(smod.Server):
+class KnotPrimary(smod.Knot):
     name = "knot"
 
     def __init__(self, workdir, zone_dir, zones, tern_port: int):
@@ -136,21 +136,7 @@ class KnotPrimary(smod.Server):
 
     def command(self) -> list[str]:
         conf = self.workdir / "knot.conf"
-        (self.workdir / "db").mkdir(exist_ok=True)
-        conf.write_text(f"""server:
-    listen: 127.0.0.1@{self.port}
-    rundir: {self.workdir}
-    background-workers: 1
-    udp-workers: 1
-    tcp-workers: 1
-control:
-    listen: {self.workdir}/knot.sock
-log:
-  - target: stdout
-    any: info
-database:
-    storage: {self.workdir}/db
-key:
+        conf.write_text(self.base_config() + f"""key:
   - id: {KEY_NAME}
     algorithm: hmac-sha256
     secret: {SECRET}
@@ -194,19 +180,7 @@ class BindPrimary(harness.Bind):
 
     def command(self) -> list[str]:
         conf = self.workdir / "named.conf"
-        conf.write_text(f"""options {{
-    directory "{self.workdir}";
-    pid-file "{self.workdir}/named.pid";
-    session-keyfile "{self.workdir}/session.key";
-    managed-keys-directory "{self.workdir}";
-    listen-on port {self.port} {{ 127.0.0.1; }};
-    listen-on-v6 {{ none; }};
-    recursion no;
-    dnssec-validation no;
-    minimal-responses yes;
-}};
-controls {{ }};
-key "{KEY_NAME}" {{ algorithm hmac-sha256; secret "{SECRET}"; }};
+        conf.write_text(self.options_section("") + f"""key "{KEY_NAME}" {{ algorithm hmac-sha256; secret "{SECRET}"; }};
 zone "{ZONE}" {{
     type primary;
     file "{self.zone_dir}/{ZONE}.zone";
@@ -231,25 +205,7 @@ class NsdPrimary(smod.Nsd):
 
     def command(self) -> list[str]:
         conf = self.workdir / "nsd.conf"
-        conf.write_text(f"""server:
-    ip-address: 127.0.0.1@{self.port}
-    do-ip6: no
-    server-count: 1
-    username: ""
-    chroot: ""
-    zonesdir: "{self.zone_dir}"
-    database: ""
-    pidfile: "{self.workdir}/nsd.pid"
-    xfrdfile: "{self.workdir}/xfrd.state"
-    xfrdir: "{self.workdir}"
-    zonelistfile: "{self.workdir}/zone.list"
-    logfile: "{self.workdir}/nsd-internal.log"
-    verbosity: 2
-    rrl-ratelimit: 0
-    rrl-whitelist-ratelimit: 0
-remote-control:
-    control-enable: no
-key:
+        conf.write_text(self.server_section(self.zone_dir) + f"""key:
     name: {KEY_NAME}
     algorithm: hmac-sha256
     secret: "{SECRET}"

@@ -21,6 +21,7 @@ use tern_wire::name::Name;
 use tern_wire::types::RType;
 
 use crate::axfr::serial_at_or_after;
+use crate::reader::Reader;
 
 /// The journal's magic and version, first in an encoded journal.
 const MAGIC: &[u8; 8] = b"ternjnl1";
@@ -301,28 +302,6 @@ impl Journal {
             journal.differences.push_back(difference);
         }
         (reader.pos == bytes.len()).then_some(journal)
-    }
-}
-
-struct Reader<'a> {
-    bytes: &'a [u8],
-    pos: usize,
-}
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, len: usize) -> Option<&'a [u8]> {
-        let slice = self.bytes.get(self.pos..self.pos.checked_add(len)?)?;
-        self.pos += len;
-        Some(slice)
-    }
-
-    fn u16(&mut self) -> Option<u16> {
-        self.take(2).map(|b| u16::from_be_bytes([b[0], b[1]]))
-    }
-
-    fn u32(&mut self) -> Option<u32> {
-        self.take(4)
-            .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
     }
 }
 

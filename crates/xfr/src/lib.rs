@@ -22,4 +22,5 @@ pub mod axfr;
 pub mod fuzzing;
 pub mod incoming;
 pub mod journal;
+mod reader;
 pub mod tsig;

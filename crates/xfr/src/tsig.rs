@@ -31,6 +31,8 @@ use tern_wire::parse::{Header, MessageView, Section};
 use tern_wire::types::{RClass, RType};
 use tern_wire::TruncationError;
 
+use crate::reader::Reader;
+
 /// The fudge tern puts in the TSIG records it writes: the seconds a
 /// signature stays valid either side of its time (the RFC's suggestion,
 /// and what Knot, NSD and BIND send).
@@ -426,28 +428,6 @@ impl<'a> TsigRecord<'a> {
             error,
             other,
         })
-    }
-}
-
-struct Reader<'a> {
-    bytes: &'a [u8],
-    pos: usize,
-}
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, len: usize) -> Option<&'a [u8]> {
-        let slice = self.bytes.get(self.pos..self.pos.checked_add(len)?)?;
-        self.pos += len;
-        Some(slice)
-    }
-
-    fn u16(&mut self) -> Option<u16> {
-        self.take(2).map(|b| u16::from_be_bytes([b[0], b[1]]))
-    }
-
-    fn u32(&mut self) -> Option<u32> {
-        self.take(4)
-            .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
     }
 }
 

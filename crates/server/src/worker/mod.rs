@@ -91,6 +91,15 @@ use policy::{Cookies, Peer};
 pub(crate) use request::Forwarding;
 pub use request::UdpAnswer;
 
+/// The worker's mutable parts, borrowed apart from its inputs.
+struct Parts<'w> {
+    arena: &'w Bump,
+    cache: &'w mut ResponseCache,
+    forwarder: Option<&'w mut Forwarder>,
+    limiter: Option<&'w mut RateLimiter>,
+    counters: &'w mut Counters,
+}
+
 //----------- Worker ---------------------------------------------------------
 
 /// One core's answering state. Not shared: each core owns one, and the
@@ -242,21 +251,13 @@ impl Worker {
     ) -> UdpAnswer {
         self.counters.queries += 1;
         let peer = Peer::new(peer);
-        let answering = Answering {
-            catalog: &self.catalog,
-            options: &self.options,
-            full_udp_size: self.full_udp_size,
-            cookies: self.cookies.as_ref(),
-            transfer: &self.transfer,
-            xfr_out: &self.xfr_out,
-            notify: self.notify.as_ref(),
-        };
+        let (answering, parts) = self.split();
         let answer = answering.udp(
-            &self.arena,
-            &mut self.cache,
-            self.forwarder.as_mut(),
-            self.limiter.as_mut(),
-            &mut self.counters,
+            parts.arena,
+            parts.cache,
+            parts.forwarder,
+            parts.limiter,
+            parts.counters,
             query,
             &peer,
             now,
@@ -280,18 +281,46 @@ impl Worker {
         out: &mut [u8],
     ) -> UdpAnswer {
         self.counters.queries += 1;
-        let answering = Answering {
-            catalog: &self.catalog,
-            options: &self.options,
-            full_udp_size: self.full_udp_size,
-            cookies: self.cookies.as_ref(),
-            transfer: &self.transfer,
-            xfr_out: &self.xfr_out,
-            notify: self.notify.as_ref(),
-        };
-        let answer = answering.tcp(&self.arena, self.forwarder.as_mut(), query, peer, now, out);
+        let (answering, parts) = self.split();
+        let answer = answering.tcp(parts.arena, parts.forwarder, query, peer, now, out);
         self.arena.reset();
         self.count(answer, out)
+    }
+
+    /// The read-only answering inputs and the mutable parts, borrowed
+    /// apart so that a stage can read the one and change the other.
+    fn split(&mut self) -> (Answering<'_>, Parts<'_>) {
+        let Worker {
+            catalog,
+            options,
+            full_udp_size,
+            cache,
+            counters,
+            arena,
+            forwarder,
+            limiter,
+            cookies,
+            transfer,
+            xfr_out,
+            notify,
+        } = self;
+        let answering = Answering {
+            catalog,
+            options,
+            full_udp_size: *full_udp_size,
+            cookies: cookies.as_ref(),
+            transfer,
+            xfr_out,
+            notify: notify.as_ref(),
+        };
+        let parts = Parts {
+            arena,
+            cache,
+            forwarder: forwarder.as_mut(),
+            limiter: limiter.as_mut(),
+            counters,
+        };
+        (answering, parts)
     }
 
     /// Counts an answer written now or a dropped query, and hands the
@@ -428,21 +457,13 @@ impl Worker {
     /// The UDP path: the cache first, then `respond`. The request's views
     /// live in the arena, which is reset before returning.
     fn answer_udp(&mut self, query: &[u8], out: &mut [u8]) -> Response {
-        let answering = Answering {
-            catalog: &self.catalog,
-            options: &self.options,
-            full_udp_size: self.full_udp_size,
-            cookies: self.cookies.as_ref(),
-            transfer: &self.transfer,
-            xfr_out: &self.xfr_out,
-            notify: self.notify.as_ref(),
-        };
+        let (answering, parts) = self.split();
         let answer = answering.udp(
-            &self.arena,
-            &mut self.cache,
+            parts.arena,
+            parts.cache,
             None,
             None,
-            &mut self.counters,
+            parts.counters,
             query,
             &Peer::new(&|| None),
             0,
