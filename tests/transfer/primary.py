@@ -34,23 +34,15 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 
 HERE = pathlib.Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "compliance"))
-sys.path.insert(0, str(HERE.parent / "differential"))
+sys.path.insert(0, str(HERE))
 
-import dns.name  # noqa: E402
-import dns.query  # noqa: E402
-import dns.rcode  # noqa: E402
-import dns.tsig  # noqa: E402
-import dns.zone  # noqa: E402
-
+import common  # noqa: E402  (tests/transfer/common.py)
+from common import KEY_NAME, ZONE, axfr_records, text_records  # noqa: E402
 import harness  # noqa: E402  (tests/compliance/harness.py)
 import servers as smod  # noqa: E402  (tests/differential/servers.py)
 
-ZONE = "example"
-KEY_NAME = "transfer-key"
 SECRET = base64.b64encode(bytes(range(7, 39))).decode()
 WRONG_SECRET = base64.b64encode(b"not the secret at all, 32 octet").decode()
 # How long a secondary may take to transfer the zone and serve it.
@@ -99,31 +91,7 @@ def zone_text(serial: int = 2024010101, changed: bool = False) -> str:
 
 
 def fail(message: str, *logs: smod.Server) -> None:
-    print(f"transfer/primary: FAIL: {message}")
-    for server in logs:
-        print(f"--- {server.name} log:\n{server.log_tail(40)}")
-    sys.exit(1)
-
-
-def keyring(secret: str) -> dict:
-    return {dns.name.from_text(KEY_NAME): dns.tsig.Key(KEY_NAME, secret, "hmac-sha256")}
-
-
-def axfr(addr, secret: str | None) -> dns.zone.Zone:
-    """The zone by AXFR from `addr`, with dnspython checking every message's TSIG."""
-    ring = keyring(secret) if secret else None
-    messages = dns.query.xfr(addr[0], ZONE + ".", port=addr[1], keyring=ring,
-                             keyname=KEY_NAME if ring else None, relativize=False,
-                             timeout=10, lifetime=60)
-    return dns.zone.from_xfr(messages, relativize=False)
-
-
-def zone_records(zone: dns.zone.Zone) -> set:
-    """Every record as (owner, TTL, type, RDATA text), owners lowercased."""
-    out = set()
-    for name, ttl, rdata in zone.iterate_rdatas():
-        out.add((name.to_text().lower(), ttl, rdata.rdtype, rdata.to_text().lower()))
-    return out
+    common.fail("primary", message, *logs)
 
 
 def client_tool(tool: str, addr, key: str | None) -> tuple[int, str]:
@@ -218,7 +186,7 @@ zone "{ZONE}" {{
 
 def check_clients(tern: smod.Server, expected: set) -> None:
     # dnspython, checking every message's TSIG.
-    got = zone_records(axfr(tern.addr, SECRET))
+    got = axfr_records(tern.addr, SECRET)
     if got != expected:
         fail(f"dnspython AXFR differs from the zone file: {len(got ^ expected)} records", tern)
     print(f"transfer/primary: dnspython AXFR with TSIG: {len(got)} records, every message verified")
@@ -243,26 +211,8 @@ def check_clients(tern: smod.Server, expected: set) -> None:
         print(f"transfer/primary: kdig AXFR with key {key_arg!r}: {expected_text}")
 
 
-def serial(addr) -> int | None:
-    import dns.message
-    import dns.rdatatype
-    import wire
-
-    reply = wire.exchange(dns.message.make_query(ZONE + ".", "SOA").to_wire(), addr,
-                          tcp=False, timeout=1.0, retries=0)
-    if not reply.ok or reply.rcode != 0:
-        return None
-    return next((rd.serial for rrset in reply.message.answer for rd in rrset
-                 if rd.rdtype == dns.rdatatype.SOA), None)
-
-
 def wait_serial(server: smod.Server, expected: int, *logs: smod.Server) -> None:
-    deadline = time.monotonic() + TRANSFER_WAIT
-    while time.monotonic() < deadline:
-        if serial(server.addr) == expected:
-            return
-        time.sleep(0.1)
-    fail(f"{server.name} did not serve serial {expected} within {TRANSFER_WAIT:.0f}s", server, *logs)
+    common.wait_serial("primary", server, expected, TRANSFER_WAIT, *logs)
 
 
 def wait_served(server: smod.Server) -> None:
@@ -279,7 +229,7 @@ def main() -> None:
         zone_dir = tmp / "zones"
         zone_dir.mkdir()
         (zone_dir / f"{ZONE}.zone").write_text(text)
-        expected = zone_records(dns.zone.from_text(text, origin=ZONE + ".", relativize=False))
+        expected = text_records(text)
         tern_port = smod.free_port()
         secondaries = [
             KnotSecondary(tmp / "knot", zone_dir, [ZONE], tern_port),
@@ -308,7 +258,7 @@ state-directory: {tmp}/tern-state
                     started.append(secondary)
                 for secondary in secondaries:
                     wait_served(secondary)
-                    got = zone_records(axfr(secondary.addr, None))
+                    got = axfr_records(secondary.addr, None)
                     if got != expected:
                         diff = sorted(got ^ expected)[:5]
                         fail(f"{secondary.name}'s copy differs from tern's zone: {diff}", secondary)
@@ -324,12 +274,11 @@ state-directory: {tmp}/tern-state
                 # A change: tern reloads it (SIGHUP), records the difference and
                 # sends NOTIFY; each secondary asks for IXFR and gets the difference.
                 (zone_dir / f"{ZONE}.zone").write_text(zone_text(2024010102, changed=True))
-                changed = zone_records(dns.zone.from_text(zone_text(2024010102, changed=True),
-                                                          origin=ZONE + ".", relativize=False))
+                changed = text_records(zone_text(2024010102, changed=True))
                 os.killpg(tern.proc.pid, signal.SIGHUP)
                 for secondary in secondaries:
                     wait_serial(secondary, 2024010102, tern)
-                    got = zone_records(axfr(secondary.addr, None))
+                    got = axfr_records(secondary.addr, None)
                     if got != changed:
                         fail(f"{secondary.name}'s copy of the change differs: "
                              f"{sorted(got ^ changed)[:4]}", secondary)

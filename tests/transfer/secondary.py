@@ -32,22 +32,15 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 
 HERE = pathlib.Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "compliance"))
-sys.path.insert(0, str(HERE.parent / "differential"))
+sys.path.insert(0, str(HERE))
 
-import dns.name  # noqa: E402
-import dns.query  # noqa: E402
-import dns.tsig  # noqa: E402
-import dns.zone  # noqa: E402
-
+import common  # noqa: E402  (tests/transfer/common.py)
+from common import KEY_NAME, ZONE, axfr_records  # noqa: E402
 import harness  # noqa: E402
 import servers as smod  # noqa: E402
 
-ZONE = "example"
-KEY_NAME = "transfer-key"
 SECRET = base64.b64encode(bytes(range(40, 72))).decode()
 # How long tern may take to transfer a zone once it is due (a NOTIFY, or start).
 WAIT = 30.0
@@ -72,49 +65,15 @@ def zone_text(serial: int, www: int, extra: str, hosts: int = 400) -> str:
 
 
 def fail(message: str, *servers: smod.Server) -> None:
-    print(f"transfer/secondary: FAIL: {message}")
-    for server in servers:
-        print(f"--- {server.name} log:\n{server.log_tail(60)}")
-    sys.exit(1)
-
-
-def keyring() -> dict:
-    return {dns.name.from_text(KEY_NAME): dns.tsig.Key(KEY_NAME, SECRET, "hmac-sha256")}
+    common.fail("secondary", message, *servers)
 
 
 def records(addr) -> set:
-    """The zone by AXFR from `addr` with the key: (owner, TTL, type, RDATA)."""
-    messages = dns.query.xfr(addr[0], ZONE + ".", port=addr[1], keyring=keyring(),
-                             keyname=KEY_NAME, relativize=False, timeout=10, lifetime=60)
-    zone = dns.zone.from_xfr(messages, relativize=False)
-    return {(n.to_text().lower(), ttl, rd.rdtype, rd.to_text().lower())
-            for n, ttl, rd in zone.iterate_rdatas()}
-
-
-def serial(addr) -> int | None:
-    import dns.message
-    import dns.rdatatype
-    import wire
-
-    query = dns.message.make_query(ZONE + ".", dns.rdatatype.SOA)
-    reply = wire.exchange(query.to_wire(), addr, tcp=False, timeout=1.0, retries=0)
-    if not reply.ok or reply.rcode != 0 or not reply.answer:
-        return None
-    for rrset in reply.message.answer:
-        for rdata in rrset:
-            if rdata.rdtype == dns.rdatatype.SOA:
-                return rdata.serial
-    return None
+    return axfr_records(addr, SECRET)
 
 
 def wait_serial(tern, expected: int, *logs) -> None:
-    deadline = time.monotonic() + WAIT
-    while time.monotonic() < deadline:
-        if serial(tern.addr) == expected:
-            return
-        time.sleep(0.1)
-    fail(f"tern did not serve serial {expected} within {WAIT:.0f}s (has {serial(tern.addr)})",
-         tern, *logs)
+    common.wait_serial("secondary", tern, expected, WAIT, *logs)
 
 
 class TernSecondary(harness.ConfiguredTern):
