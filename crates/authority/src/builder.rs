@@ -222,6 +222,7 @@ impl ZoneBuilder {
             negative_ttl: 0,
             record_count: 0,
             signed: false,
+            expired: false,
             nsec: Vec::new(),
             nsec3: None,
         };

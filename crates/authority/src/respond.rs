@@ -22,6 +22,7 @@
 //! | class CH | TXT for version.bind/version.server/id.server/hostname.bind if configured (AA=0, TTL 0, as both do), else REFUSED |
 //! | other classes (ANY included, as the issue asks) | REFUSED |
 //! | a name in no loaded zone | REFUSED, AA=0, with EDE 20 "Not Authoritative" in the OPT (both) |
+//! | a name in a secondary zone past its EXPIRE | SERVFAIL, AA=0 (Knot) |
 //! | a COOKIE option of a bad length (any opcode, any EDNS version) | FORMERR, question, OPT without options (BIND; 0006) |
 //! | no question, a well-formed COOKIE, and a cookie to give | NOERROR, header and OPT with the cookie (RFC 7873 section 5.4, BIND) |
 //!
@@ -372,6 +373,9 @@ pub fn respond_with(
     let Some(zone) = catalog.find_for_query(qname.as_name(), question.qtype) else {
         return context.short(Rcode::REFUSED, true, out);
     };
+    if zone.expired {
+        return context.short(Rcode::SERVFAIL, true, out);
+    }
     // DNSSEC records go out with DO=1 from signed zones only (Knot and NSD
     // add no DS to referrals from an unsigned zone).
     let dnssec = zone.signed && edns.as_ref().is_some_and(|edns| edns.dnssec_ok);
@@ -570,7 +574,7 @@ impl Context<'_> {
         }
     }
 
-    /// A reply with no records: REFUSED, NOTIMP.
+    /// A reply with no records: REFUSED, NOTIMP, SERVFAIL.
     fn short(&self, rcode: Rcode, copy_flags: bool, out: &mut [u8]) -> Response {
         let options = if rcode == Rcode::REFUSED {
             EDE_NOT_AUTHORITATIVE

@@ -115,6 +115,10 @@ pub struct Zone {
     /// `zone_contents_is_signed`). Only signed zones get DS in referrals
     /// and NSEC/NSEC3 proofs.
     pub(crate) signed: bool,
+    /// A secondary zone past its SOA's EXPIRE: every query for a name in it
+    /// is answered SERVFAIL, as Knot does, rather than with data that may
+    /// be stale or by another zone.
+    pub(crate) expired: bool,
     /// The nodes that own an NSEC RRset, in canonical order (RFC 4034
     /// section 6.1), for the covering NSEC of a name.
     pub(crate) nsec: Vec<u32>,
@@ -141,6 +145,33 @@ impl Zone {
     /// The number of records (after duplicates were removed).
     pub fn record_count(&self) -> usize {
         self.record_count
+    }
+
+    /// The stand-in for a secondary zone that expired: its origin and SOA
+    /// (so that it is found as the zone of its names) and nothing else;
+    /// every query for it is answered SERVFAIL.
+    pub fn expired(&self) -> Zone {
+        let soa = self.soa_record();
+        let mut builder = crate::ZoneBuilder::new(self.origin());
+        // The SOA was valid in this zone: it is valid in the stand-in.
+        let mut zone = match builder.insert(
+            self.origin(),
+            RType::SOA,
+            tern_wire::types::RClass::IN,
+            soa.ttl,
+            soa.rdata,
+        ) {
+            Ok(()) => builder.finish().ok(),
+            Err(_) => None,
+        }
+        .unwrap_or_else(|| self.clone());
+        zone.expired = true;
+        zone
+    }
+
+    /// Whether this is the stand-in of an expired zone.
+    pub fn is_expired(&self) -> bool {
+        self.expired
     }
 
     /// The SOA serial, for logs.

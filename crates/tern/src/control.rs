@@ -397,17 +397,20 @@ fn zone_status(control: &Control, only: Option<&str>) -> String {
                 origin.as_name(),
                 zone.serial()
             )),
-            Some((_, _, status)) => text.push_str(&format!(
+            Some((_, serial, status)) => text.push_str(&format!(
                 "{} role secondary serial {} {}\n",
                 origin.as_name(),
-                zone.serial(),
+                serial.map_or_else(|| "none".to_string(), |serial| serial.to_string()),
                 describe_secondary(status)
             )),
         }
     }
-    // Secondary zones not served (never received, or expired).
-    for (origin, serial, status) in &secondaries {
-        if serial.is_some() || only.is_some_and(|only| only.as_bytes() != origin.as_slice()) {
+    // Secondary zones not in the catalog (never received).
+    for (origin, _, status) in &secondaries {
+        let served = catalog
+            .get(tern_wire::name::Name::from_wire(origin).unwrap_or(tern_wire::name::Name::ROOT))
+            .is_some();
+        if served || only.is_some_and(|only| only.as_bytes() != origin.as_slice()) {
             continue;
         }
         let name = tern_wire::name::Name::from_wire(origin)
@@ -432,7 +435,12 @@ fn describe_secondary(status: &crate::secondary::Status) -> String {
         }
     };
     format!(
-        "last-refresh {} next-refresh {} expires {} last-transfer {} outcome \"{}\"",
+        "{}last-refresh {} next-refresh {} expires {} last-transfer {} outcome \"{}\"",
+        if status.expired {
+            "expired (SERVFAIL) "
+        } else {
+            ""
+        },
         time(status.timers.last_refresh),
         time(status.timers.next_refresh),
         time(status.timers.expires),

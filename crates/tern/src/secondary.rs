@@ -40,6 +40,8 @@ pub(crate) struct Status {
     pub(crate) timers: Timers,
     /// The last refresh or transfer and how it ended.
     pub(crate) last_outcome: String,
+    /// Past its EXPIRE: answered SERVFAIL until a transfer succeeds.
+    pub(crate) expired: bool,
 }
 
 //----------- Served ---------------------------------------------------------
@@ -177,6 +179,7 @@ impl Served {
                 Some(_) => "loaded from the state directory".to_string(),
                 None => "not received yet".to_string(),
             },
+            expired: false,
         };
         self.lock()
             .status
@@ -190,7 +193,11 @@ impl Served {
             .status
             .iter()
             .map(|(origin, status)| {
-                let serial = inner.secondaries.get(origin).map(|zone| zone.serial());
+                let serial = inner
+                    .secondaries
+                    .get(origin)
+                    .filter(|zone| !zone.is_expired())
+                    .map(|zone| zone.serial());
                 (origin.clone(), serial, status.clone())
             })
             .collect()
@@ -224,10 +231,11 @@ impl Served {
                             zone.serial(),
                             if incremental { "IXFR" } else { "AXFR" }
                         ),
+                        expired: false,
                     },
                 );
                 let serial = zone.serial();
-                if let Some(old) = inner.secondaries.get(&key) {
+                if let Some(old) = inner.secondaries.get(&key).filter(|old| !old.is_expired()) {
                     self.record_difference(old, &zone);
                 }
                 inner.secondaries.insert(key, zone);
@@ -251,12 +259,19 @@ impl Served {
                 };
             }
             Event::Expired { origin } => {
+                // The zone stays in the catalog as a stand-in that answers
+                // SERVFAIL, until a transfer brings a fresh copy.
                 let mut inner = self.lock();
                 let key = origin.as_bytes().to_vec();
-                inner.secondaries.remove(&key);
+                if let Some(zone) = inner.secondaries.get(&key) {
+                    let stand_in = Arc::new(zone.expired());
+                    inner.secondaries.insert(key.clone(), stand_in);
+                }
                 let status = inner.status.entry(key).or_default();
                 status.last_outcome = "expired".to_string();
+                status.expired = true;
                 let catalog = inner.rebuild();
+                drop(inner);
                 self.handle.reload(catalog);
             }
         }

@@ -542,3 +542,36 @@ fn every_prefix_of_a_query_is_handled() {
     };
     assert!(n > q.len() && out[3] & 0x0f == 0, "NOERROR with an answer");
 }
+
+/// A secondary zone past its EXPIRE is answered SERVFAIL for every name in
+/// it (as Knot does), over UDP and TCP; its parent zone does not answer
+/// for it instead, and other zones are unaffected.
+#[test]
+fn an_expired_zone_is_servfail() {
+    let parent = zone_text(
+        "example.",
+        "@ 300 IN SOA ns hm 1 2 3 4 5\n@ 300 IN NS ns\nns 300 IN A 192.0.2.1\n\
+         sub 300 IN NS ns.sub\nns.sub 300 IN A 192.0.2.2\n",
+    );
+    let child = zone_text(
+        "sub.example.",
+        "@ 300 IN SOA ns hm 7 2 3 4 5\n@ 300 IN NS ns\nns 300 IN A 192.0.2.2\nwww 300 IN A 192.0.2.3\n",
+    );
+    let expired = child.expired();
+    assert!(expired.is_expired() && !child.is_expired());
+    assert_eq!(expired.serial(), 7);
+    let catalog = Catalog::new(vec![parent, expired]);
+    for transport in [Transport::Udp, Transport::Tcp] {
+        let how = Ask {
+            transport,
+            ..Ask::default()
+        };
+        for name in ["www.sub.example.", "sub.example.", "nx.sub.example."] {
+            let reply = ask(&catalog, name, RType::A, how);
+            assert_eq!((reply.rcode, reply.aa), (2, false), "{name}");
+            assert!(reply.answer.is_empty() && reply.authority.is_empty());
+        }
+        let reply = ask(&catalog, "ns.example.", RType::A, how);
+        assert_eq!((reply.rcode, reply.answer.len()), (0, 1));
+    }
+}

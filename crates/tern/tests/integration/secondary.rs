@@ -178,3 +178,48 @@ fn notify_from_anyone_else_is_refused_and_other_zones_are_notauth() {
     // A zone that is not ours: NOTAUTH.
     assert_eq!(rcode(&notify("example.org")), 9);
 }
+
+#[test]
+fn a_zone_past_its_expire_is_servfail_until_its_primary_is_back() {
+    let primary_dir = temp_dir("expire-primary");
+    let secondary_dir = temp_dir("expire-secondary");
+    let zones = primary_dir.join("zones");
+    std::fs::create_dir_all(&zones).unwrap();
+    // REFRESH and RETRY 2 s, EXPIRE 4 s (the shortest tern honours is 2).
+    write_atomically(
+        &zones.join("example.net.zone"),
+        "$TTL 300\n@ SOA ns hostmaster 1 2 2 4 300\n@ NS ns\nns A 192.0.2.1\nwww A 192.0.2.80\n",
+    );
+    let primary_address = free_address();
+    let secondary_address = free_address();
+    let primary = start_primary(&primary_dir, primary_address, secondary_address);
+    let secondary = start_secondary(&secondary_dir, secondary_address, primary_address);
+    assert!(wait_for(SIGNAL_TIMEOUT, || www(secondary_address)
+        == Some([192, 0, 2, 80])));
+
+    // The primary goes away: after EXPIRE, SERVFAIL (not the old data, not
+    // REFUSED).
+    drop(primary);
+    let servfail =
+        || ask(&client(), secondary_address, 11, "www.example.net").is_some_and(|a| rcode(&a) == 2);
+    assert!(
+        wait_for(SIGNAL_TIMEOUT, servfail),
+        "{}",
+        secondary.log_text()
+    );
+    let (_, status) = control(&secondary_dir, &["zone-status"]);
+    assert!(
+        status.starts_with("example.net. role secondary serial none ")
+            && status.contains("expired"),
+        "{status}"
+    );
+
+    // Back: the next retry brings the zone again.
+    let _primary = start_primary(&primary_dir, primary_address, secondary_address);
+    assert!(
+        wait_for(SIGNAL_TIMEOUT, || www(secondary_address)
+            == Some([192, 0, 2, 80])),
+        "{}",
+        secondary.log_text()
+    );
+}
