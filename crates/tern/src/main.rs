@@ -337,7 +337,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
             tern_server::xfr_in::Secondaries::start(
                 queue,
                 saved,
-                tern_xfr::incoming::Limits::default(),
+                config.transfer_limits,
                 move |event| events.on_event(event),
             )
             .context("starting the transfer thread")?,

@@ -87,6 +87,8 @@ pub(crate) struct Config {
     pub(crate) notify: tern_server::notify_out::NotifyTargets,
     /// Octets of IXFR history kept per zone; 0: none.
     pub(crate) ixfr_history: usize,
+    /// How large a zone received by transfer may be.
+    pub(crate) transfer_limits: tern_xfr::incoming::Limits,
 }
 
 /// The `cookies:` section.
@@ -149,6 +151,7 @@ impl Default for Config {
             state_directory: None,
             notify: tern_server::notify_out::NotifyTargets::default(),
             ixfr_history: DEFAULT_IXFR_HISTORY,
+            transfer_limits: tern_xfr::incoming::Limits::default(),
         }
     }
 }
@@ -255,6 +258,17 @@ impl Config {
         if let Some(size) = raw.transfer.as_ref().and_then(|t| t.ixfr_history.as_ref()) {
             config.ixfr_history = usize::try_from(size.0).context("transfer.ixfr-history")?;
         }
+        if let Some(records) = raw
+            .transfer
+            .as_ref()
+            .and_then(|t| t.max_zone_records.as_ref())
+        {
+            config.transfer_limits.records = records.0;
+        }
+        if let Some(size) = raw.transfer.as_ref().and_then(|t| t.max_zone_size.as_ref()) {
+            config.transfer_limits.bytes =
+                usize::try_from(size.0).context("transfer.max-zone-size")?;
+        }
         config.transfer = transfer_config(raw.keys.unwrap_or_default(), raw.transfer)?;
         config.secondaries = secondary_configs(secondaries, &config.transfer.keys)?;
         if let Some(dir) = raw.state_directory {
@@ -356,6 +370,10 @@ impl Config {
         compare(
             "transfer.ixfr-history",
             self.ixfr_history != next.ixfr_history,
+        );
+        compare(
+            "transfer.max-zone-records, transfer.max-zone-size",
+            self.transfer_limits != next.transfer_limits,
         );
         compare(
             "transfer",
@@ -816,7 +834,8 @@ mod tests {
             "keys: [{name: k, algorithm: hmac-sha256, secret: AAEC}]\n\
              zones:\n  secondary:\n    - {origin: Example.NET, primaries: ['127.0.0.1:5300', '[::1]:53'], key: k}\n    \
              - {origin: other., primaries: ['127.0.0.2:53']}\n\
-             state-directory: state\nnotify: {targets: ['127.0.0.1:5301'], key: k}\n",
+             state-directory: state\nnotify: {targets: ['127.0.0.1:5301'], key: k}\n\
+             transfer: {max-zone-records: 10, max-zone-size: 1K, ixfr-history: 0}\n",
             "/etc/tern",
         )
         .unwrap();
@@ -835,6 +854,14 @@ mod tests {
         );
         assert_eq!(config.notify.targets, ["127.0.0.1:5301".parse().unwrap()]);
         assert!(config.notify.key.is_some());
+        assert_eq!(
+            config.transfer_limits,
+            tern_xfr::incoming::Limits {
+                records: 10,
+                bytes: 1024
+            }
+        );
+        assert_eq!(config.ixfr_history, 0);
         let changes = Config::default().restart_changes(&config);
         for key in ["zones.secondary", "state-directory", "notify"] {
             assert!(changes.contains(&key), "{key}: {changes:?}");
@@ -935,5 +962,7 @@ mod tests {
         assert_eq!(example.transfer, defaults.transfer);
         assert_eq!(example.state_directory, defaults.state_directory);
         assert_eq!(example.notify, defaults.notify);
+        assert_eq!(example.ixfr_history, defaults.ixfr_history);
+        assert_eq!(example.transfer_limits, defaults.transfer_limits);
     }
 }

@@ -76,6 +76,10 @@ pub(crate) struct RawTransfer {
     pub(crate) key: Option<Parsed<KeyNameKind>>,
     #[serde(rename = "ixfr-history")]
     pub(crate) ixfr_history: Option<Parsed<SizeKind>>,
+    #[serde(rename = "max-zone-records")]
+    pub(crate) max_zone_records: Option<Parsed<Range<1, { value::MAX_ZONE_RECORDS }>>>,
+    #[serde(rename = "max-zone-size")]
+    pub(crate) max_zone_size: Option<Parsed<SizeKind>>,
 }
 
 /// `rate-limit:`, response rate limiting (docs/config.md); the section's

@@ -28,6 +28,9 @@ pub(crate) const MAX_SIZE: u64 = 64 << 30;
 /// search; a deployment has a handful).
 pub(crate) const MAX_KEYS: usize = 256;
 
+/// The most records `transfer.max-zone-records` may allow.
+pub(crate) const MAX_ZONE_RECORDS: usize = 1 << 30;
+
 /// The most NOTIFY targets.
 pub(crate) const MAX_NOTIFY_TARGETS: usize = 64;
 
