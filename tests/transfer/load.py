@@ -41,7 +41,7 @@ RECORDS = int(os.environ.get("LOAD_RECORDS", "1000000"))
 QPS = int(os.environ.get("LOAD_QPS", "10000"))
 # How long dnsperf runs: long enough to cover a whole transfer.
 SECONDS = int(os.environ.get("LOAD_SECONDS", "25"))
-TRANSFER_WAIT = 120.0
+TRANSFER_WAIT = 300.0
 
 
 def fail(message: str, *servers) -> None:

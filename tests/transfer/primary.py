@@ -288,7 +288,7 @@ state-directory: {tmp}/tern-state
                 # SOAs of the new version, the old SOA, two deletions, two
                 # additions), signed: one line in tern's log per secondary.
                 pattern = (r"example\. IXFR, outgoing, to 127\.0\.0\.1, serial 2024010102: "
-                           r"\d+ messages, 8 records, signed")
+                           r"\d+ messages, 8 records, signed, in ")
                 lines = [l for l in tern.log_tail(100000).splitlines() if re.search(pattern, l)]
                 if len(lines) != len(secondaries):
                     fail(f"tern logged {len(lines)} incremental IXFRs, not {len(secondaries)} "

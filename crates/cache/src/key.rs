@@ -39,9 +39,11 @@ pub struct CacheKey {
 
 impl CacheKey {
     /// The key of a parsed query, or `None` if the query cannot be answered
-    /// from the cache: no question, QR set, an opcode other than QUERY, or
-    /// an EDNS version other than 0 (all of which `respond` answers with an
-    /// error or drops, so the slow path must see them).
+    /// from the cache: no question, QR set, an opcode other than QUERY, an
+    /// EDNS version other than 0 (all of which `respond` answers with an
+    /// error or drops, so the slow path must see them), or a record in the
+    /// additional section other than the OPT (a TSIG: the answer must be
+    /// signed).
     ///
     /// `edns` must be the `Ok` result of [`MessageView::edns`] for the
     /// same query; when that call fails the query is FORMERR and must not
@@ -53,6 +55,11 @@ impl CacheKey {
             return None;
         }
         if edns.is_some_and(|edns| edns.version != 0) {
+            return None;
+        }
+        // A record in the additional section other than the OPT (a TSIG,
+        // typically): the answer depends on more than the key.
+        if header.counts()[3] > u16::from(edns.is_some()) {
             return None;
         }
         let question = view.question()?;
@@ -117,5 +124,15 @@ mod tests {
         // No question.
         let header_only = [0x12, 0x34, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
         assert_eq!(key_of(&header_only), None);
+        // A record beside the OPT (a TSIG's place), or one without an OPT:
+        // the answer must be signed, not copied.
+        let extra = b"\x00\x00\x01\x00\x01\x00\x00\x00\x00\x00\x00";
+        for edns in [Some((0, false)), None] {
+            let mut with_extra = query(0, edns);
+            with_extra[11] += 1;
+            with_extra.extend_from_slice(extra);
+            assert_eq!(key_of(&with_extra), None, "{edns:?}");
+            assert!(key_of(&query(0, edns)).is_some(), "the control {edns:?}");
+        }
     }
 }

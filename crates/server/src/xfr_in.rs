@@ -344,6 +344,7 @@ fn refresh(secondary: &mut Secondary, limits: Limits, events: &mut impl FnMut(Ev
     let origin = secondary.config.origin;
     let mut failures = Vec::new();
     for &primary in &secondary.config.primaries {
+        let started = Instant::now();
         match refresh_from(secondary, primary, limits) {
             Ok(Some((zone, incremental))) => {
                 let now = unix_time();
@@ -357,10 +358,12 @@ fn refresh(secondary: &mut Secondary, limits: Limits, events: &mut impl FnMut(Ev
                     last_transfer: now,
                 };
                 log::info!(
-                    "{}: serial {} received from {primary} by {}",
+                    "{}: serial {} received from {primary} by {}, {} records, in {:.2} s",
                     origin.as_name(),
                     zone.serial(),
-                    if incremental { "IXFR" } else { "AXFR" }
+                    if incremental { "IXFR" } else { "AXFR" },
+                    zone.record_count(),
+                    started.elapsed().as_secs_f64()
                 );
                 events(Event::Updated {
                     zone,

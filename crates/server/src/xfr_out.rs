@@ -83,6 +83,7 @@ pub(crate) struct Transfer {
     origin: LowerNameBuf,
     kind: &'static str,
     peer: IpAddr,
+    started: std::time::Instant,
 }
 
 impl Transfer {
@@ -92,11 +93,13 @@ impl Transfer {
         let signed = if self.tsig.is_some() { ", signed" } else { "" };
         if complete {
             log::info!(
-                "{} {}, outgoing, to {}, serial {}: {messages} messages, {records} records{signed}",
+                "{} {}, outgoing, to {}, serial {}: {messages} messages, {records} records{signed}, \
+                 in {:.2} s",
                 self.origin.as_name(),
                 self.kind,
                 self.peer,
-                self.outgoing.zone().serial()
+                self.outgoing.zone().serial(),
+                self.started.elapsed().as_secs_f64()
             );
         } else {
             log::warn!(
@@ -237,6 +240,7 @@ pub(crate) fn start(
         origin,
         kind,
         peer,
+        started: std::time::Instant::now(),
     }))
 }
 

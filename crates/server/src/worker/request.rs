@@ -67,11 +67,6 @@ impl<'q> Request<'q> {
             return None;
         }
         let edns = view.edns().ok()?;
-        // A record in the additional section other than the OPT (a TSIG,
-        // typically): not a query the cache may answer.
-        if view.header().counts()[3] > u16::from(edns.is_some()) {
-            return None;
-        }
         let options = edns.map_or(&[][..], |edns| edns.options);
         if !options.is_empty() && cookie::is_malformed(options) {
             return None;
