@@ -79,12 +79,14 @@ compliance: release
 
 ## Zone transfers with the reference servers, with TSIG (tests/transfer):
 ## tern as primary to Knot, NSD and BIND 9 secondaries, as secondary of each
-## of them (IXFR after NOTIFY from Knot and BIND), of a hostile primary, and
-## 1M-record transfers in and out while dnsperf loses no query.
+## of them (IXFR after NOTIFY from Knot and BIND), of a hostile primary,
+## tern's catalog zone consumed by Knot and BIND, and 1M-record transfers in
+## and out while dnsperf loses no query.
 transfer: release
 	TERN_BIN=$(RELEASE_BIN) python3 tests/transfer/primary.py
 	TERN_BIN=$(RELEASE_BIN) python3 tests/transfer/secondary.py
 	TERN_BIN=$(RELEASE_BIN) python3 tests/transfer/hostile.py
+	TERN_BIN=$(RELEASE_BIN) python3 tests/transfer/catalog.py
 	TERN_BIN=$(RELEASE_BIN) python3 tests/transfer/load.py
 
 ## Every cargo-fuzz target for FUZZ_SECONDS each (default 60; the issue's

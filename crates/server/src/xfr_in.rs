@@ -44,6 +44,11 @@ use tern_xfr::tsig::{Key, Session};
 
 use crate::signing::unix_time;
 
+/// Seconds since the epoch (for the binary's serials and timers).
+pub fn unix_seconds() -> u64 {
+    unix_time()
+}
+
 /// The shortest refresh or retry interval honoured (a SOA with a smaller
 /// one would have the thread asking its primary in a loop).
 pub const MIN_INTERVAL: u64 = 2;

@@ -28,6 +28,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 
+mod catalog;
 mod config;
 mod control;
 mod logger;
@@ -307,6 +308,13 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let server = tern_server::Server::start(server_config, Arc::clone(&catalog))
         .context("starting the server")?;
     let handle = server.handle();
+    let producer = config
+        .catalog_producer
+        .as_deref()
+        .map(zones::parse_origin)
+        .transpose()
+        .map_err(anyhow::Error::msg)
+        .context("zones.catalog-producer")?;
     let notifier = if config.notify.targets.is_empty() {
         None
     } else {
@@ -324,7 +332,11 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         primaries,
         saved_zones,
         catalog,
+        producer,
     ));
+    if config.catalog_producer.is_some() {
+        served.publish();
+    }
     for (zone, copy) in &saved {
         served.set_status(zone.origin, copy.as_ref().map(|(_, timers)| *timers));
     }

@@ -66,17 +66,67 @@ struct Inner {
     secondaries: BTreeMap<Vec<u8>, Arc<Zone>>,
     status: BTreeMap<Vec<u8>, Status>,
     catalog: Arc<Catalog>,
+    /// The catalog zone tern produces, if configured.
+    producer: Option<Producer>,
+}
+
+/// The catalog zone tern produces (`zones.catalog-producer`), rebuilt when
+/// the set of served zones changes.
+struct Producer {
+    origin: tern_wire::name::NameBuf,
+    serial: u32,
+    /// The lowercased origins it lists now.
+    members: Vec<Vec<u8>>,
+    zone: Option<Arc<Zone>>,
 }
 
 impl Inner {
-    fn rebuild(&mut self) -> Arc<Catalog> {
-        let zones = self
+    /// Builds the catalog of every served zone (and the produced catalog
+    /// zone, updated if the members changed); the produced zone's origin and
+    /// serial come back when they changed, for NOTIFY.
+    fn rebuild(&mut self) -> (Arc<Catalog>, Option<(LowerNameBuf, u32)>) {
+        let mut changed = None;
+        let mut zones: Vec<Arc<Zone>> = self
             .primaries
             .iter()
             .chain(self.secondaries.values())
-            .cloned();
-        self.catalog = Arc::new(Catalog::new(zones.collect::<Vec<_>>()));
-        Arc::clone(&self.catalog)
+            .cloned()
+            .collect();
+        if let Some(producer) = &mut self.producer {
+            let origin = producer.origin.as_name();
+            let mut members: Vec<Vec<u8>> = zones
+                .iter()
+                .filter(|zone| !zone.is_expired() && !zone.origin().eq_ignore_case(origin))
+                .map(|zone| zone.origin().as_bytes().to_vec())
+                .collect();
+            members.sort();
+            members.dedup();
+            if producer.zone.is_none() || producer.members != members {
+                producer.serial = producer.serial.wrapping_add(1);
+                let listed: Vec<Arc<Zone>> = zones
+                    .iter()
+                    .filter(|zone| {
+                        members
+                            .binary_search(&zone.origin().as_bytes().to_vec())
+                            .is_ok()
+                    })
+                    .cloned()
+                    .collect();
+                match crate::catalog::build(origin, producer.serial, &listed) {
+                    Ok(zone) => {
+                        producer.zone = Some(Arc::new(zone));
+                        producer.members = members;
+                        changed = Some((LowerNameBuf::from_name(origin), producer.serial));
+                    }
+                    Err(err) => log::error!("catalog zone {origin}: {err:#}; not updated"),
+                }
+            }
+            if let Some(zone) = &producer.zone {
+                zones.push(Arc::clone(zone));
+            }
+        }
+        self.catalog = Arc::new(Catalog::new(zones));
+        (Arc::clone(&self.catalog), changed)
     }
 }
 
@@ -93,6 +143,7 @@ impl Served {
         primaries: Vec<Arc<Zone>>,
         secondaries: Vec<Arc<Zone>>,
         catalog: Arc<Catalog>,
+        producer: Option<tern_wire::name::NameBuf>,
     ) -> Self {
         let secondaries = secondaries
             .into_iter()
@@ -109,7 +160,29 @@ impl Served {
                 secondaries,
                 status: BTreeMap::new(),
                 catalog,
+                // Serials from the clock, so that they grow across restarts.
+                producer: producer.map(|origin| Producer {
+                    origin,
+                    serial: tern_server::xfr_in::unix_seconds() as u32,
+                    members: Vec::new(),
+                    zone: None,
+                }),
             }),
+        }
+    }
+
+    /// Builds the catalog again and serves it (at start, to add the
+    /// produced catalog zone).
+    pub(crate) fn publish(&self) {
+        let (catalog, _) = self.lock().rebuild();
+        self.handle.reload(catalog);
+    }
+
+    /// Serves `catalog` and NOTIFYs the produced catalog zone's new serial.
+    fn serve(&self, (catalog, changed): (Arc<Catalog>, Option<(LowerNameBuf, u32)>)) {
+        self.handle.reload(catalog);
+        if let Some((origin, serial)) = changed {
+            let _ = self.notify(origin, serial);
         }
     }
 
@@ -142,9 +215,9 @@ impl Served {
             .map(|zone| (LowerNameBuf::from_name(zone.origin()), zone.serial()))
             .collect();
         inner.primaries = primaries;
-        let catalog = inner.rebuild();
+        let rebuilt = inner.rebuild();
         drop(inner);
-        self.handle.reload(catalog);
+        self.serve(rebuilt);
         for (origin, serial) in changed {
             let _ = self.notify(origin, serial);
         }
@@ -239,9 +312,9 @@ impl Served {
                     self.record_difference(old, &zone);
                 }
                 inner.secondaries.insert(key, zone);
-                let catalog = inner.rebuild();
+                let rebuilt = inner.rebuild();
                 drop(inner);
-                self.handle.reload(catalog);
+                self.serve(rebuilt);
                 let _ = self.notify(origin, serial);
             }
             Event::Timers {
@@ -270,9 +343,9 @@ impl Served {
                 let status = inner.status.entry(key).or_default();
                 status.last_outcome = "expired".to_string();
                 status.expired = true;
-                let catalog = inner.rebuild();
+                let rebuilt = inner.rebuild();
                 drop(inner);
-                self.handle.reload(catalog);
+                self.serve(rebuilt);
             }
         }
     }

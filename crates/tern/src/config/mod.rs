@@ -89,6 +89,8 @@ pub(crate) struct Config {
     pub(crate) ixfr_history: usize,
     /// How large a zone received by transfer may be.
     pub(crate) transfer_limits: tern_xfr::incoming::Limits,
+    /// The catalog zone (RFC 9432) tern produces, listing its zones.
+    pub(crate) catalog_producer: Option<String>,
 }
 
 /// The `cookies:` section.
@@ -152,6 +154,7 @@ impl Default for Config {
             notify: tern_server::notify_out::NotifyTargets::default(),
             ixfr_history: DEFAULT_IXFR_HISTORY,
             transfer_limits: tern_xfr::incoming::Limits::default(),
+            catalog_producer: None,
         }
     }
 }
@@ -206,6 +209,7 @@ impl Config {
         let mut secondaries = Vec::new();
         if let Some(zones) = raw.zones {
             secondaries = zones.secondary.unwrap_or_default();
+            config.catalog_producer = zones.catalog_producer.map(|origin| origin.0);
             config.zones_dir = zones.directory.map(|dir| base.join(dir.0));
             config.zone_files = zones
                 .list
@@ -370,6 +374,10 @@ impl Config {
         compare(
             "transfer.ixfr-history",
             self.ixfr_history != next.ixfr_history,
+        );
+        compare(
+            "zones.catalog-producer",
+            self.catalog_producer != next.catalog_producer,
         );
         compare(
             "transfer.max-zone-records, transfer.max-zone-size",

@@ -133,6 +133,8 @@ pub(crate) struct RawZones {
     pub(crate) directory: Option<Parsed<PathKind>>,
     pub(crate) list: Option<Vec<RawZone>>,
     pub(crate) secondary: Option<Vec<RawSecondary>>,
+    #[serde(rename = "catalog-producer")]
+    pub(crate) catalog_producer: Option<Parsed<OriginKind>>,
 }
 
 /// One zone of `zones.secondary`: received by transfer.

@@ -1,0 +1,104 @@
+//! The catalog zone tern produces (RFC 9432, schema version 2): a zone that
+//! lists every other zone tern serves, so that secondaries configured with it
+//! (Knot's `catalog-role: interpret`, BIND's `catalog-zones`) add and remove
+//! member zones as tern's change. It is built with the catalog of served
+//! zones, transferable like any zone, and its serial grows with every
+//! change of membership.
+//!
+//! ```text
+//! CATALOG.            0 SOA invalid. invalid. SERIAL 3600 600 2147483646 0
+//! CATALOG.            0 NS  invalid.
+//! version.CATALOG.    0 TXT "2"
+//! ID.zones.CATALOG.   0 PTR member.example.
+//! ```
+//!
+//! Each member's ID is the SHA-1 of its lowercased wire name in hex (as Knot
+//! and BIND make them): the same zone keeps the same ID, so a consumer sees
+//! a zone leave and come back as that, not as a new one.
+
+use std::sync::Arc;
+
+use anyhow::Context;
+use sha1::{Digest, Sha1};
+use tern_authority::{Zone, ZoneBuilder};
+use tern_wire::name::{Name, NameBuf};
+use tern_wire::types::{RClass, RType};
+
+/// Builds the catalog zone `origin` at `serial` listing `members` (the
+/// catalog itself is left out if among them).
+pub(crate) fn build(origin: Name<'_>, serial: u32, members: &[Arc<Zone>]) -> anyhow::Result<Zone> {
+    let invalid = Name::from_wire(b"\x07invalid\x00").expect("a valid name");
+    let mut builder = ZoneBuilder::new(origin);
+    let mut soa = Vec::new();
+    soa.extend_from_slice(invalid.as_bytes());
+    soa.extend_from_slice(invalid.as_bytes());
+    for field in [serial, 3600, 600, 2_147_483_646, 0] {
+        soa.extend_from_slice(&field.to_be_bytes());
+    }
+    builder.insert(origin, RType::SOA, RClass::IN, 0, &soa)?;
+    builder.insert(origin, RType::NS, RClass::IN, 0, invalid.as_bytes())?;
+    let version = child(b"version", origin)?;
+    builder.insert(version.as_name(), RType::TXT, RClass::IN, 0, b"\x012")?;
+    let zones = child(b"zones", origin)?;
+    for member in members {
+        let name = member.origin();
+        if name.eq_ignore_case(origin) {
+            continue;
+        }
+        let owner = child(member_id(name).as_bytes(), zones.as_name())?;
+        builder.insert(owner.as_name(), RType::PTR, RClass::IN, 0, name.as_bytes())?;
+    }
+    Ok(builder.finish()?)
+}
+
+/// `label.parent`.
+fn child(label: &[u8], parent: Name<'_>) -> anyhow::Result<NameBuf> {
+    let mut prefix = vec![label.len() as u8];
+    prefix.extend_from_slice(label);
+    NameBuf::concat(&prefix, parent).with_context(|| format!("a member name under {parent}"))
+}
+
+/// A member's unique ID: the SHA-1 of its lowercased wire name, in hex.
+fn member_id(name: Name<'_>) -> String {
+    let digest = Sha1::digest(name.to_lower().as_bytes());
+    digest.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn zone(origin: &str) -> Arc<Zone> {
+        let origin = NameBuf::from_text(origin.as_bytes(), None).unwrap();
+        let mut builder = ZoneBuilder::new(origin.as_name());
+        let soa = [
+            0u8, 0, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 4, 0, 0, 0, 5,
+        ];
+        builder
+            .insert(origin.as_name(), RType::SOA, RClass::IN, 300, &soa)
+            .unwrap();
+        Arc::new(builder.finish().unwrap())
+    }
+
+    #[test]
+    fn lists_every_member_but_itself_with_stable_ids() {
+        let origin = NameBuf::from_text(b"catalog.tern.", None).unwrap();
+        let members = [
+            zone("example.com."),
+            zone("Example.NET."),
+            zone("catalog.tern."),
+        ];
+        let catalog = build(origin.as_name(), 7, &members).unwrap();
+        assert_eq!(catalog.serial(), 7);
+        // SOA, NS, version TXT and two PTRs.
+        assert_eq!(catalog.record_count(), 5);
+        let again = build(origin.as_name(), 8, &members[..1]).unwrap();
+        assert_eq!(again.record_count(), 4);
+        let id = member_id(NameBuf::from_text(b"EXAMPLE.com.", None).unwrap().as_name());
+        assert_eq!(id.len(), 40);
+        assert_eq!(
+            id,
+            member_id(NameBuf::from_text(b"example.com.", None).unwrap().as_name())
+        );
+    }
+}
