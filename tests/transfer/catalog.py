@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""tern's catalog zone (RFC 9432, version 2) consumed by Knot and BIND 9 (issue 10).
+"""Catalog zones (RFC 9432, version 2) between tern, Knot and BIND 9 (issue 10).
 
 tern serves `example.com.` and `example.net.` from files and produces `catalog.tern.`
 (`zones.catalog-producer`), NOTIFYing Knot and BIND. Each consumer is configured with the
@@ -8,6 +8,11 @@ tern as default primary): it must come to serve both member zones, transferred f
 Then tern gets a third zone file (`example.org.`) and loses one (`example.net.`), and a
 SIGHUP: the catalog's serial grows, tern NOTIFYs, and each consumer must serve
 `example.org.` and stop serving `example.net.`.
+
+Then the other way: Knot generates `catalog.knot.` from two member zones and tern
+consumes it (`zones.catalog`, Knot as primary): tern must serve both members; Knot's
+configuration then swaps one member for another (`knotc reload`), Knot NOTIFYs, and tern
+must serve the new member and stop serving the removed one.
 
 Usage (from the repository root; loopback only):
 
@@ -123,6 +128,97 @@ class BindConsumer(harness.Bind):
         return ["named", "-g", "-4", "-n", "1", "-c", str(conf)]
 
 
+class KnotProducer(smod.Knot):
+    """Knot generating `catalog.knot.` from the member zones its configuration marks
+    (Knot 3.2: `catalog-role: generate`; `catalog-role: member` and `catalog-zone` on
+    each member), NOTIFYing tern."""
+
+    members = ("a.example", "b.example")
+
+    def __init__(self, workdir, zone_dir, zones, tern_port: int):
+        self.tern_port = tern_port
+        super().__init__(workdir, zone_dir, zones)
+
+    def write_config(self) -> pathlib.Path:
+        conf = self.workdir / "knot.conf"
+        members = "".join(f"""  - domain: {member}
+    file: {member}.zone
+    catalog-role: member
+    catalog-zone: catalog.knot.
+    notify: tern
+    acl: local
+""" for member in self.members)
+        conf.write_text(self.base_config() + f"""
+remote:
+  - id: tern
+    address: 127.0.0.1@{self.tern_port}
+acl:
+  - id: local
+    address: 127.0.0.0/8
+    action: transfer
+template:
+  - id: default
+    storage: {self.zone_dir}
+    zonefile-sync: -1
+    journal-content: changes
+    semantic-checks: off
+zone:
+  - domain: catalog.knot.
+    catalog-role: generate
+    notify: tern
+    acl: local
+{members}""")
+        return conf
+
+    def command(self) -> list[str]:
+        return ["knotd", "-c", str(self.write_config())]
+
+    def reload(self, members) -> None:
+        import subprocess
+
+        self.members = members
+        self.write_config()
+        done = subprocess.run(["knotc", "-s", str(self.workdir / "knot.sock"), "reload"],
+                              capture_output=True, text=True, timeout=30)
+        if done.returncode != 0:
+            fail(f"knotc reload: {done.stdout}{done.stderr}", self)
+
+
+def consume_knots_catalog(tmp: pathlib.Path) -> None:
+    """tern consumes Knot's catalog: its members become tern's secondary zones, and
+    follow the catalog when a member is added and another removed."""
+    zones = tmp / "knot-zones"
+    zones.mkdir()
+    for origin in ("a.example", "b.example", "c.example"):
+        (zones / f"{origin}.zone").write_text(zone(origin))
+    tern_port = smod.free_port()
+    knot = KnotProducer(tmp / "knot-producer", zones, ["a.example"], tern_port)
+    config = f"""listen: ["127.0.0.1:{tern_port}"]
+control-socket: {tmp}/tern-consumer.sock
+zones:
+  catalog:
+    - {{origin: catalog.knot., primaries: ["127.0.0.1:{knot.port}"]}}
+"""
+    tern = harness.ConfiguredTern(harness.tern_binary(), tmp / "tern-consumer", zones,
+                                  ["a.example"], config_text=config)
+    tern.port = tern_port
+    tern.command = lambda: [str(tern.binary), "serve", "--config",
+                            str(write(tern.workdir / "tern.yaml", tern.config_text))]
+    with harness.serving({"knot": knot}):
+        with harness.serving({"tern": tern}):
+            wait_until("tern serving b.example from Knot's catalog",
+                       lambda: serves(tern, "b.example"), tern, knot)
+            print("transfer/catalog: tern serves a.example and b.example from Knot's catalog")
+            knot.reload(("a.example", "c.example"))
+            wait_until("tern serving c.example", lambda: serves(tern, "c.example"), tern, knot)
+            wait_until("tern no longer serving b.example",
+                       lambda: not serves(tern, "b.example"), tern, knot)
+            if not serves(tern, "a.example"):
+                fail("tern dropped a.example", tern, knot)
+            print("transfer/catalog: tern added c.example and removed b.example after "
+                  "Knot's catalog changed")
+
+
 def main() -> None:
     with tempfile.TemporaryDirectory(prefix="tern-catalog-") as tmp:
         tmp = pathlib.Path(tmp)
@@ -169,6 +265,7 @@ zones:
                                lambda: not serves(consumer, "example.net"), consumer, tern)
                     print(f"transfer/catalog: {consumer.name} added example.org and removed "
                           "example.net after tern's catalog changed")
+        consume_knots_catalog(tmp)
     print("transfer/catalog: ok")
 
 

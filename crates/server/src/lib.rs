@@ -181,8 +181,9 @@ pub type SharedJournals = std::sync::Arc<std::sync::Mutex<tern_xfr::journal::Jou
 /// refresh the zone.
 #[derive(Clone, Debug)]
 pub struct NotifyIn {
-    /// The secondary zones, their primaries and keys.
-    pub zones: Vec<xfr_in::SecondaryConfig>,
+    /// The secondary zones, their primaries and keys (catalog members come
+    /// and go while the server runs).
+    pub zones: std::sync::Arc<std::sync::RwLock<Vec<xfr_in::SecondaryConfig>>>,
     /// Where accepted NOTIFYs go.
     pub handle: xfr_in::SecondariesHandle,
 }

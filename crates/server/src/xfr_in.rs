@@ -49,6 +49,10 @@ pub fn unix_seconds() -> u64 {
     unix_time()
 }
 
+/// How a refresh failure starts when the primary answered the SOA query
+/// with an error or without authority.
+const SOA_REFUSED: &str = "the SOA query was answered rcode";
+
 /// The shortest refresh or retry interval honoured (a SOA with a smaller
 /// one would have the thread asking its primary in a loop).
 pub const MIN_INTERVAL: u64 = 2;
@@ -134,6 +138,11 @@ enum Command {
     Refresh(LowerNameBuf),
     /// Transfer in full now, whatever the serial (`tern retransfer`).
     Retransfer(LowerNameBuf),
+    /// A new secondary zone (a member of a catalog), with its saved copy.
+    Add(Box<Start>),
+    /// A secondary zone no longer configured (a member that left its
+    /// catalog).
+    Remove(LowerNameBuf),
     Stop,
 }
 
@@ -160,6 +169,17 @@ impl SecondariesHandle {
     /// Transfers the zone in full now (`tern retransfer`).
     pub fn retransfer(&self, origin: LowerNameBuf) {
         let _ = self.commands.send(Command::Retransfer(origin));
+    }
+
+    /// Starts keeping a new secondary zone (a member added to a catalog),
+    /// from its saved copy if there is one; due at once without.
+    pub fn add(&self, start: Start) {
+        let _ = self.commands.send(Command::Add(Box::new(start)));
+    }
+
+    /// Stops keeping a secondary zone (a member removed from its catalog).
+    pub fn remove(&self, origin: LowerNameBuf) {
+        let _ = self.commands.send(Command::Remove(origin));
     }
 }
 
@@ -245,26 +265,8 @@ fn run(
     commands: Receiver<Command>,
     mut events: impl FnMut(Event),
 ) {
-    let mut secondaries: Vec<Secondary> = zones
-        .into_iter()
-        .map(|(config, saved)| {
-            let (zone, timers) = match saved {
-                Some((zone, timers)) => (Some(zone), timers),
-                None => (None, Timers::default()),
-            };
-            Secondary {
-                config,
-                zone,
-                timers,
-                force: false,
-            }
-        })
-        .collect();
-    let index: HashMap<Vec<u8>, usize> = secondaries
-        .iter()
-        .enumerate()
-        .map(|(i, s)| (s.config.origin.as_bytes().to_vec(), i))
-        .collect();
+    let mut secondaries: Vec<Secondary> = zones.into_iter().map(secondary).collect();
+    let mut index = index_of(&secondaries);
     // Each pass waits for a command or the next due zone, then refreshes
     // every due zone once.
     loop {
@@ -290,6 +292,17 @@ fn run(
                 secondary.timers.next_refresh = 0;
                 secondary.force = true;
             }
+            Ok(Command::Add(start)) => {
+                let added = secondary(*start);
+                if !index.contains_key(added.config.origin.as_bytes()) {
+                    secondaries.push(added);
+                    index = index_of(&secondaries);
+                }
+            }
+            Ok(Command::Remove(origin)) => {
+                secondaries.retain(|s| s.config.origin != origin);
+                index = index_of(&secondaries);
+            }
             Err(RecvTimeoutError::Timeout) => {}
         }
         let now = unix_time();
@@ -313,6 +326,29 @@ fn run(
             }
         }
     }
+}
+
+/// The thread's state of a zone it starts keeping.
+fn secondary((config, saved): Start) -> Secondary {
+    let (zone, timers) = match saved {
+        Some((zone, timers)) => (Some(zone), timers),
+        None => (None, Timers::default()),
+    };
+    Secondary {
+        config,
+        zone,
+        timers,
+        force: false,
+    }
+}
+
+/// Where each zone is in the list, by origin.
+fn index_of(secondaries: &[Secondary]) -> HashMap<Vec<u8>, usize> {
+    secondaries
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.config.origin.as_bytes().to_vec(), i))
+        .collect()
 }
 
 /// When the zone's expiry needs the thread awake (never without a zone).
@@ -425,9 +461,16 @@ fn refresh_from(
     let config = &secondary.config;
     if !secondary.force {
         if let Some(zone) = &secondary.zone {
-            let serial = soa_serial(config, primary)?;
-            if serial_at_or_after(zone.serial(), serial) {
-                return Ok(None);
+            // A primary that answers no SOA query for the zone (Knot does
+            // not answer for a catalog it generates) is asked by IXFR
+            // instead, whose answer says as much: the SOA alone if current.
+            match soa_serial(config, primary) {
+                Ok(serial) if serial_at_or_after(zone.serial(), serial) => return Ok(None),
+                Ok(_) => {}
+                Err(reason) if reason.starts_with(SOA_REFUSED) => {
+                    log::debug!("{}: {reason}; asking by IXFR", config.origin.as_name());
+                }
+                Err(reason) => return Err(reason),
             }
         }
     }
@@ -528,7 +571,7 @@ fn read_soa_serial(answer: &[u8], id: u16, origin: LowerNameBuf) -> Result<u32, 
     }
     if header.rcode_bits() != 0 || !header.aa() {
         return Err(format!(
-            "the SOA query was answered rcode {} {}",
+            "{SOA_REFUSED} {} {}",
             header.rcode_bits(),
             if header.aa() {
                 ""

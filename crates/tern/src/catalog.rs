@@ -21,7 +21,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use sha1::{Digest, Sha1};
 use tern_authority::{Zone, ZoneBuilder};
-use tern_wire::name::{Name, NameBuf};
+use tern_wire::name::{LowerNameBuf, Name, NameBuf};
 use tern_wire::types::{RClass, RType};
 
 /// Builds the catalog zone `origin` at `serial` listing `members` (the
@@ -64,6 +64,40 @@ fn member_id(name: Name<'_>) -> String {
     digest.iter().map(|byte| format!("{byte:02x}")).collect()
 }
 
+/// The member zones a catalog zone lists (RFC 9432 section 4): the PTR
+/// records directly below `zones.` (one label, the member's ID), their
+/// targets lowercased. The catalog must say `version` "2"; anything else is
+/// an error and the members are not taken.
+pub(crate) fn members(catalog: &Zone) -> anyhow::Result<Vec<LowerNameBuf>> {
+    let origin = catalog.origin();
+    let version = child(b"version", origin)?;
+    let zones = child(b"zones", origin)?;
+    let mut version_ok = false;
+    let mut members = Vec::new();
+    let mut cursor = tern_authority::RecordCursor::default();
+    while let Some(record) = catalog.next_record(&mut cursor) {
+        if record.owner.eq_ignore_case(version.as_name()) && record.rtype == RType::TXT {
+            version_ok = record.rdata == b"\x012";
+        }
+        let below_zones = record
+            .owner
+            .parent()
+            .is_some_and(|parent| parent.eq_ignore_case(zones.as_name()));
+        if below_zones && record.rtype == RType::PTR {
+            let target = Name::from_wire(record.rdata)
+                .with_context(|| format!("catalog {origin}: a member PTR without a name"))?;
+            let member = LowerNameBuf::from_name(target);
+            if !members.contains(&member) {
+                members.push(member);
+            }
+        }
+    }
+    if !version_ok {
+        anyhow::bail!("catalog {origin}: not version 2 (version.{origin} TXT \"2\")");
+    }
+    Ok(members)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -100,5 +134,22 @@ mod tests {
             id,
             member_id(NameBuf::from_text(b"example.com.", None).unwrap().as_name())
         );
+    }
+
+    #[test]
+    fn members_of_a_produced_catalog_read_back() {
+        let origin = NameBuf::from_text(b"catalog.tern.", None).unwrap();
+        let members = [zone("example.com."), zone("Example.NET.")];
+        let catalog = build(origin.as_name(), 7, &members).unwrap();
+        let mut listed: Vec<String> = super::members(&catalog)
+            .unwrap()
+            .iter()
+            .map(|name| name.as_name().to_string())
+            .collect();
+        listed.sort();
+        assert_eq!(listed, ["example.com.", "example.net."]);
+        // Not version 2: refused.
+        let old = zone("catalog.tern.");
+        assert!(super::members(&old).is_err());
     }
 }

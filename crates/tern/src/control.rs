@@ -398,15 +398,16 @@ fn zone_status(control: &Control, only: Option<&str>) -> String {
                 zone.serial()
             )),
             Some((_, serial, status)) => text.push_str(&format!(
-                "{} role secondary serial {} {}\n",
+                "{} role {} serial {} {}\n",
                 origin.as_name(),
+                status.role,
                 serial.map_or_else(|| "none".to_string(), |serial| serial.to_string()),
                 describe_secondary(status)
             )),
         }
     }
-    // Secondary zones not in the catalog (never received).
-    for (origin, _, status) in &secondaries {
+    // Secondary zones not served: never received, or consumed catalogs.
+    for (origin, serial, status) in &secondaries {
         let served = catalog
             .get(tern_wire::name::Name::from_wire(origin).unwrap_or(tern_wire::name::Name::ROOT))
             .is_some();
@@ -416,7 +417,9 @@ fn zone_status(control: &Control, only: Option<&str>) -> String {
         let name = tern_wire::name::Name::from_wire(origin)
             .map_or_else(|_| "?".to_string(), |n| n.to_string());
         text.push_str(&format!(
-            "{name} role secondary serial none {}\n",
+            "{name} role {} serial {} {}\n",
+            status.role,
+            serial.map_or_else(|| "none".to_string(), |serial| serial.to_string()),
             describe_secondary(status)
         ));
     }

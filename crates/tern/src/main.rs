@@ -259,27 +259,21 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         }
         anyhow::bail!("{} zone(s) failed to load", loaded.failed);
     }
-    if !config.secondaries.is_empty() && config.state_directory.is_none() {
+    if !(config.secondaries.is_empty() && config.catalogs.is_empty())
+        && config.state_directory.is_none()
+    {
         log::warn!(
             "no state-directory: received zones are kept in memory only and transferred again \
              at each start"
         );
     }
     // Secondary zones start from their saved copies, if any.
-    let saved: Vec<tern_server::xfr_in::Start> = config
-        .secondaries
-        .iter()
-        .map(|zone| {
-            (
-                zone.clone(),
-                secondary::load_saved(config.state_directory.as_deref(), zone),
-            )
-        })
-        .collect();
-    let saved_zones: Vec<Arc<tern_authority::Zone>> = saved
-        .iter()
-        .filter_map(|(_, copy)| copy.as_ref().map(|(zone, _)| Arc::clone(zone)))
-        .collect();
+    let plan = secondary::Plan::new(
+        config.state_directory.as_deref(),
+        &config.secondaries,
+        &config.catalogs,
+    );
+    let saved_zones = plan.served.clone();
     let zone_count = loaded.zones.len() + saved_zones.len();
     let primaries = loaded.zones;
     let catalog = Arc::new(tern_authority::Catalog::new(
@@ -299,9 +293,9 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         &every_zone,
     )));
     server_config.journals = Arc::clone(&journals);
-    if !config.secondaries.is_empty() {
+    if !plan.starts.is_empty() {
         server_config.notify_in = Some(tern_server::NotifyIn {
-            zones: config.secondaries.clone(),
+            zones: Arc::clone(&plan.notify_zones),
             handle: queue.handle(),
         });
     }
@@ -333,22 +327,29 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         saved_zones,
         catalog,
         producer,
+        plan.consumed.clone(),
+        Some(queue.handle()),
+        Arc::clone(&plan.notify_zones),
     ));
     if config.catalog_producer.is_some() {
         served.publish();
     }
-    for (zone, copy) in &saved {
-        served.set_status(zone.origin, copy.as_ref().map(|(_, timers)| *timers));
+    for ((zone, copy), role) in plan.starts.iter().zip(&plan.roles) {
+        served.set_status(
+            zone.origin,
+            copy.as_ref().map(|(_, timers)| *timers),
+            role.clone(),
+        );
     }
     served.notify_all();
-    let secondaries = if saved.is_empty() {
+    let secondaries = if plan.starts.is_empty() {
         None
     } else {
         let events = Arc::clone(&served);
         Some(
             tern_server::xfr_in::Secondaries::start(
                 queue,
-                saved,
+                plan.starts,
                 config.transfer_limits,
                 move |event| events.on_event(event),
             )

@@ -25,12 +25,15 @@ use std::sync::{Arc, Mutex};
 
 use tern_authority::{Catalog, RecordCursor, Zone};
 use tern_server::notify_out::NotifierHandle;
-use tern_server::xfr_in::{Event, SecondaryConfig, Timers};
+use tern_server::xfr_in::{Event, SecondariesHandle, SecondaryConfig, Timers};
 use tern_server::Handle;
 use tern_server::SharedJournals;
 use tern_wire::name::LowerNameBuf;
 use tern_wire::types::RClass;
 use tern_xfr::journal::{self, Difference, Journal, Journals};
+
+/// The secondary zones whose NOTIFYs the cores take (shared with them).
+pub(crate) type NotifyZones = Arc<std::sync::RwLock<Vec<SecondaryConfig>>>;
 
 //----------- Status ---------------------------------------------------------
 
@@ -42,6 +45,9 @@ pub(crate) struct Status {
     pub(crate) last_outcome: String,
     /// Past its EXPIRE: answered SERVFAIL until a transfer succeeds.
     pub(crate) expired: bool,
+    /// `secondary`, `catalog` (a consumed catalog, not served), or
+    /// `member of CATALOG`.
+    pub(crate) role: String,
 }
 
 //----------- Served ---------------------------------------------------------
@@ -56,6 +62,10 @@ pub(crate) struct Served {
     history_bytes: usize,
     /// Told of every serial that changes, when `notify.targets` is set.
     notifier: Option<NotifierHandle>,
+    /// The transfer thread, for catalog members that come and go.
+    secondaries_handle: Option<SecondariesHandle>,
+    /// The secondary zones NOTIFY is taken for (shared with the cores).
+    notify_zones: NotifyZones,
     inner: Mutex<Inner>,
 }
 
@@ -68,6 +78,9 @@ struct Inner {
     catalog: Arc<Catalog>,
     /// The catalog zone tern produces, if configured.
     producer: Option<Producer>,
+    /// The catalogs tern consumes, by lowercased origin: their
+    /// configuration (the members' primaries and key) and members now.
+    consumed: BTreeMap<Vec<u8>, (SecondaryConfig, Vec<LowerNameBuf>)>,
 }
 
 /// The catalog zone tern produces (`zones.catalog-producer`), rebuilt when
@@ -86,10 +99,16 @@ impl Inner {
     /// serial come back when they changed, for NOTIFY.
     fn rebuild(&mut self) -> (Arc<Catalog>, Option<(LowerNameBuf, u32)>) {
         let mut changed = None;
+        // Consumed catalogs are kept, not served (as Knot does).
         let mut zones: Vec<Arc<Zone>> = self
             .primaries
             .iter()
-            .chain(self.secondaries.values())
+            .chain(
+                self.secondaries
+                    .iter()
+                    .filter(|(origin, _)| !self.consumed.contains_key(*origin))
+                    .map(|(_, zone)| zone),
+            )
             .cloned()
             .collect();
         if let Some(producer) = &mut self.producer {
@@ -144,6 +163,9 @@ impl Served {
         secondaries: Vec<Arc<Zone>>,
         catalog: Arc<Catalog>,
         producer: Option<tern_wire::name::NameBuf>,
+        consumed: Vec<(SecondaryConfig, Vec<LowerNameBuf>)>,
+        secondaries_handle: Option<SecondariesHandle>,
+        notify_zones: NotifyZones,
     ) -> Self {
         let secondaries = secondaries
             .into_iter()
@@ -152,6 +174,8 @@ impl Served {
         Served {
             handle,
             notifier,
+            secondaries_handle,
+            notify_zones,
             journals,
             history_bytes,
             state_directory,
@@ -161,6 +185,10 @@ impl Served {
                 status: BTreeMap::new(),
                 catalog,
                 // Serials from the clock, so that they grow across restarts.
+                consumed: consumed
+                    .into_iter()
+                    .map(|(config, members)| (config.origin.as_bytes().to_vec(), (config, members)))
+                    .collect(),
                 producer: producer.map(|origin| Producer {
                     origin,
                     serial: tern_server::xfr_in::unix_seconds() as u32,
@@ -245,7 +273,7 @@ impl Served {
 
     /// Enters a secondary zone in the status table: with the timers of
     /// its saved copy, or as never received.
-    pub(crate) fn set_status(&self, origin: LowerNameBuf, timers: Option<Timers>) {
+    pub(crate) fn set_status(&self, origin: LowerNameBuf, timers: Option<Timers>, role: String) {
         let status = Status {
             timers: timers.unwrap_or_default(),
             last_outcome: match timers {
@@ -253,6 +281,7 @@ impl Served {
                 None => "not received yet".to_string(),
             },
             expired: false,
+            role,
         };
         self.lock()
             .status
@@ -295,6 +324,10 @@ impl Served {
                 self.save_timers(origin, timers);
                 let mut inner = self.lock();
                 let key = origin.as_bytes().to_vec();
+                let role = inner
+                    .status
+                    .get(&key)
+                    .map_or_else(|| "secondary".to_string(), |s| s.role.clone());
                 inner.status.insert(
                     key.clone(),
                     Status {
@@ -305,13 +338,17 @@ impl Served {
                             if incremental { "IXFR" } else { "AXFR" }
                         ),
                         expired: false,
+                        role,
                     },
                 );
                 let serial = zone.serial();
                 if let Some(old) = inner.secondaries.get(&key).filter(|old| !old.is_expired()) {
                     self.record_difference(old, &zone);
                 }
-                inner.secondaries.insert(key, zone);
+                inner.secondaries.insert(key.clone(), Arc::clone(&zone));
+                if inner.consumed.contains_key(&key) {
+                    self.apply_catalog(&mut inner, &key, &zone);
+                }
                 let rebuilt = inner.rebuild();
                 drop(inner);
                 self.serve(rebuilt);
@@ -347,6 +384,93 @@ impl Served {
                 drop(inner);
                 self.serve(rebuilt);
             }
+        }
+    }
+
+    /// A new version of a consumed catalog: members that joined become
+    /// secondary zones from the catalog's primaries (with its key), members
+    /// that left stop being kept and served. A catalog that does not read
+    /// (not version 2) changes nothing.
+    fn apply_catalog(&self, inner: &mut Inner, key: &[u8], catalog: &Zone) {
+        let members = match crate::catalog::members(catalog) {
+            Ok(members) => members,
+            Err(err) => {
+                log::error!("{err:#}; its members are unchanged");
+                return;
+            }
+        };
+        let Some((config, old)) = inner.consumed.get(key).cloned() else {
+            return;
+        };
+        let catalog_name = config.origin.as_name().to_string();
+        let mut kept = Vec::new();
+        for member in &members {
+            let taken = inner
+                .primaries
+                .iter()
+                .any(|zone| LowerNameBuf::from_name(zone.origin()) == *member)
+                || (!old.contains(member) && inner.status.contains_key(member.as_bytes()))
+                || inner.consumed.contains_key(member.as_bytes());
+            if taken {
+                log::warn!(
+                    "catalog {catalog_name}: member {} is configured otherwise; not taken",
+                    member.as_name()
+                );
+                continue;
+            }
+            kept.push(*member);
+            if old.contains(member) {
+                continue;
+            }
+            let member_config = SecondaryConfig {
+                origin: *member,
+                primaries: config.primaries.clone(),
+                key: config.key.clone(),
+            };
+            log::info!("catalog {catalog_name}: member {} added", member.as_name());
+            self.notify_zones
+                .write()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .push(member_config.clone());
+            let saved = load_saved(self.state_directory.as_deref(), &member_config);
+            inner.status.insert(
+                member.as_bytes().to_vec(),
+                Status {
+                    timers: saved
+                        .as_ref()
+                        .map(|(_, timers)| *timers)
+                        .unwrap_or_default(),
+                    last_outcome: "added by its catalog".to_string(),
+                    expired: false,
+                    role: format!("member of {catalog_name}"),
+                },
+            );
+            if let Some((zone, _)) = &saved {
+                inner
+                    .secondaries
+                    .insert(member.as_bytes().to_vec(), Arc::clone(zone));
+            }
+            if let Some(handle) = &self.secondaries_handle {
+                handle.add((member_config, saved));
+            }
+        }
+        for member in old.iter().filter(|member| !kept.contains(member)) {
+            log::info!(
+                "catalog {catalog_name}: member {} removed",
+                member.as_name()
+            );
+            inner.secondaries.remove(member.as_bytes());
+            inner.status.remove(member.as_bytes());
+            self.notify_zones
+                .write()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .retain(|zone| zone.origin != *member);
+            if let Some(handle) = &self.secondaries_handle {
+                handle.remove(*member);
+            }
+        }
+        if let Some(entry) = inner.consumed.get_mut(key) {
+            entry.1 = kept;
         }
     }
 
@@ -416,6 +540,85 @@ impl Served {
         self.inner
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+//----------- Start ----------------------------------------------------------
+
+/// What the secondary zones start from: each zone's configuration and saved
+/// copy (configured secondaries, consumed catalogs, and the members their
+/// saved copies list), its role, the copies to serve at once (catalogs are
+/// kept, not served), and the zones NOTIFY is taken for.
+pub(crate) struct Plan {
+    pub(crate) starts: Vec<tern_server::xfr_in::Start>,
+    pub(crate) roles: Vec<String>,
+    pub(crate) served: Vec<Arc<Zone>>,
+    pub(crate) consumed: Vec<(SecondaryConfig, Vec<LowerNameBuf>)>,
+    pub(crate) notify_zones: NotifyZones,
+}
+
+impl Plan {
+    /// The plan for `secondaries` and `catalogs`, from the state directory.
+    pub(crate) fn new(
+        state_directory: Option<&Path>,
+        secondaries: &[SecondaryConfig],
+        catalogs: &[SecondaryConfig],
+    ) -> Plan {
+        let mut plan = Plan {
+            starts: Vec::new(),
+            roles: Vec::new(),
+            served: Vec::new(),
+            consumed: Vec::new(),
+            notify_zones: NotifyZones::default(),
+        };
+        let add = |plan: &mut Plan, config: &SecondaryConfig, role: String, serve: bool| {
+            let saved = load_saved(state_directory, config);
+            if let (true, Some((zone, _))) = (serve, &saved) {
+                plan.served.push(Arc::clone(zone));
+            }
+            plan.starts.push((config.clone(), saved));
+            plan.roles.push(role);
+        };
+        for config in secondaries {
+            add(&mut plan, config, "secondary".to_string(), true);
+        }
+        for catalog in catalogs {
+            add(&mut plan, catalog, "catalog".to_string(), false);
+            let listed = plan
+                .starts
+                .last()
+                .and_then(|(_, saved)| saved.as_ref())
+                .and_then(|(zone, _)| crate::catalog::members(zone).ok())
+                .unwrap_or_default();
+            let mut members = Vec::new();
+            for member in listed {
+                let known = plan
+                    .starts
+                    .iter()
+                    .any(|(config, _)| config.origin == member);
+                if known {
+                    continue;
+                }
+                let config = SecondaryConfig {
+                    origin: member,
+                    primaries: catalog.primaries.clone(),
+                    key: catalog.key.clone(),
+                };
+                let role = format!("member of {}", catalog.origin.as_name());
+                add(&mut plan, &config, role, true);
+                members.push(member);
+            }
+            plan.consumed.push((catalog.clone(), members));
+        }
+        *plan
+            .notify_zones
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = plan
+            .starts
+            .iter()
+            .map(|(config, _)| config.clone())
+            .collect();
+        plan
     }
 }
 

@@ -49,7 +49,11 @@ impl Answering<'_> {
             failed => return failed_check(failed, &view, now, out).map(UdpAnswer::Send),
         };
         let origin = LowerNameBuf::from_name(question.name);
-        let zone = notify_in.zones.iter().find(|zone| zone.origin == origin);
+        let zones = notify_in
+            .zones
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let zone = zones.iter().find(|zone| zone.origin == origin);
         let rcode = match (zone, peer) {
             (None, _) => Rcode::NOTAUTH,
             (Some(zone), Some(peer))

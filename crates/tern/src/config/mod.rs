@@ -80,6 +80,9 @@ pub(crate) struct Config {
     pub(crate) transfer: tern_server::TransferConfig,
     /// Zones received by transfer.
     pub(crate) secondaries: Vec<tern_server::xfr_in::SecondaryConfig>,
+    /// Catalog zones (RFC 9432) consumed: their members become secondary
+    /// zones from the same primaries.
+    pub(crate) catalogs: Vec<tern_server::xfr_in::SecondaryConfig>,
     /// Where received zones, their timers and IXFR histories are saved;
     /// `None` (the default): nowhere, they live in memory only.
     pub(crate) state_directory: Option<PathBuf>,
@@ -150,6 +153,7 @@ impl Default for Config {
             cookies: Cookies::default(),
             transfer: tern_server::TransferConfig::default(),
             secondaries: Vec::new(),
+            catalogs: Vec::new(),
             state_directory: None,
             notify: tern_server::notify_out::NotifyTargets::default(),
             ixfr_history: DEFAULT_IXFR_HISTORY,
@@ -207,8 +211,10 @@ impl Config {
         }
         set(&mut config.driver, raw.driver);
         let mut secondaries = Vec::new();
+        let mut catalogs = Vec::new();
         if let Some(zones) = raw.zones {
             secondaries = zones.secondary.unwrap_or_default();
+            catalogs = zones.catalog.unwrap_or_default();
             config.catalog_producer = zones.catalog_producer.map(|origin| origin.0);
             config.zones_dir = zones.directory.map(|dir| base.join(dir.0));
             config.zone_files = zones
@@ -275,6 +281,19 @@ impl Config {
         }
         config.transfer = transfer_config(raw.keys.unwrap_or_default(), raw.transfer)?;
         config.secondaries = secondary_configs(secondaries, &config.transfer.keys)?;
+        config.catalogs = secondary_configs(catalogs, &config.transfer.keys)
+            .map_err(|err| anyhow::anyhow!("{err:#}").context("zones.catalog"))?;
+        if let Some(both) = config.catalogs.iter().find(|catalog| {
+            config
+                .secondaries
+                .iter()
+                .any(|zone| zone.origin == catalog.origin)
+        }) {
+            bail!(
+                "zones.catalog: {} is also in zones.secondary",
+                both.origin.as_name()
+            );
+        }
         if let Some(dir) = raw.state_directory {
             config.state_directory = Some(base.join(dir.0));
         }
@@ -366,6 +385,7 @@ impl Config {
         compare("cookies", self.cookies != next.cookies);
         compare("keys", self.transfer.keys != next.transfer.keys);
         compare("zones.secondary", self.secondaries != next.secondaries);
+        compare("zones.catalog", self.catalogs != next.catalogs);
         compare(
             "state-directory",
             self.state_directory != next.state_directory,

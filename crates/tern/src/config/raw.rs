@@ -135,6 +135,7 @@ pub(crate) struct RawZones {
     pub(crate) secondary: Option<Vec<RawSecondary>>,
     #[serde(rename = "catalog-producer")]
     pub(crate) catalog_producer: Option<Parsed<OriginKind>>,
+    pub(crate) catalog: Option<Vec<RawSecondary>>,
 }
 
 /// One zone of `zones.secondary`: received by transfer.
