@@ -200,6 +200,35 @@ pub struct TransferConfig {
     pub keys: Vec<tern_xfr::tsig::Key>,
     /// When set, every transfer request must be signed with this key.
     pub key: Option<tern_xfr::tsig::Key>,
+    /// Zones with their own `allow` and `key`, which replace the two above
+    /// for them.
+    pub zones: Vec<ZoneTransfer>,
+}
+
+/// One zone's own transfer rules (`transfer:` in its `zones.list` or
+/// `zones.secondary` entry).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ZoneTransfer {
+    /// The zone.
+    pub origin: tern_wire::name::LowerNameBuf,
+    /// Client prefixes allowed; empty: nobody.
+    pub allow: Vec<Cidr>,
+    /// The key every request must be signed with, if any.
+    pub key: Option<tern_xfr::tsig::Key>,
+}
+
+impl TransferConfig {
+    /// The allowed prefixes and required key for `origin`: its own, or the
+    /// global ones.
+    pub fn for_zone(
+        &self,
+        origin: tern_wire::name::LowerNameBuf,
+    ) -> (&[Cidr], Option<&tern_xfr::tsig::Key>) {
+        match self.zones.iter().find(|zone| zone.origin == origin) {
+            Some(zone) => (&zone.allow, zone.key.as_ref()),
+            None => (&self.allow, self.key.as_ref()),
+        }
+    }
 }
 
 //----------- TcpConfig ------------------------------------------------------

@@ -40,6 +40,36 @@ pub struct NotifyTargets {
     pub targets: Vec<SocketAddr>,
     /// Signs the NOTIFYs when set.
     pub key: Option<Key>,
+    /// Zones with their own targets and key (`notify:` in their
+    /// `zones.list` or `zones.secondary` entry), which replace the two above
+    /// for them.
+    pub zones: Vec<ZoneNotify>,
+}
+
+/// One zone's own NOTIFY targets and key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ZoneNotify {
+    /// The zone.
+    pub origin: LowerNameBuf,
+    /// The servers told of its changes.
+    pub targets: Vec<SocketAddr>,
+    /// Signs its NOTIFYs when set.
+    pub key: Option<Key>,
+}
+
+impl NotifyTargets {
+    /// The targets and key for `origin`: its own, or the global ones.
+    pub fn for_zone(&self, origin: LowerNameBuf) -> (&[SocketAddr], Option<&Key>) {
+        match self.zones.iter().find(|zone| zone.origin == origin) {
+            Some(zone) => (&zone.targets, zone.key.as_ref()),
+            None => (&self.targets, self.key.as_ref()),
+        }
+    }
+
+    /// Whether any zone has a target.
+    pub fn any(&self) -> bool {
+        !self.targets.is_empty() || self.zones.iter().any(|zone| !zone.targets.is_empty())
+    }
 }
 
 /// What the thread is asked: a zone and its new serial, or (`None`) to
@@ -76,7 +106,12 @@ impl Notifier {
     pub fn start(targets: NotifyTargets) -> io::Result<Self> {
         let (commands, receiver) = mpsc::channel();
         let socket4 = UdpSocket::bind("0.0.0.0:0")?;
-        let socket6 = if targets.targets.iter().any(SocketAddr::is_ipv6) {
+        let any_ipv6 = targets
+            .targets
+            .iter()
+            .chain(targets.zones.iter().flat_map(|zone| &zone.targets))
+            .any(SocketAddr::is_ipv6);
+        let socket6 = if any_ipv6 {
             Some(UdpSocket::bind("[::]:0")?)
         } else {
             None
@@ -145,7 +180,8 @@ fn run(
             Ok(None) | Err(RecvTimeoutError::Disconnected) => return,
             Ok(Some((origin, serial))) => {
                 pending.retain(|p| p.origin != origin);
-                for &target in &targets.targets {
+                let (zone_targets, _) = targets.for_zone(origin);
+                for &target in zone_targets {
                     pending.push(Pending {
                         origin,
                         serial,
@@ -175,7 +211,7 @@ fn run(
                 );
                 return false;
             }
-            send(p, targets.key.as_ref(), socket4, socket6, &mut buf);
+            send(p, targets.for_zone(p.origin).1, socket4, socket6, &mut buf);
             true
         });
         for socket in std::iter::once(socket4).chain(socket6) {

@@ -13,8 +13,8 @@
 //! | check | failing answer |
 //! |---|---|
 //! | a TSIG record that does not verify | NOTAUTH with the TSIG error (BADKEY, BADSIG, BADTIME), FORMERR if malformed |
-//! | the client's address in `transfer.allow` | REFUSED |
-//! | signed with `transfer.key`, when one is set | REFUSED |
+//! | the client's address in `transfer.allow` (the zone's own, if it has one) | REFUSED |
+//! | signed with `transfer.key` (the zone's own), when one is set | REFUSED |
 //! | a zone of ours at exactly the question's name, class IN | NOTAUTH |
 //! | fewer than [`MAX_TRANSFERS_OUT`] transfers running on this core | SERVFAIL (the secondary retries) |
 //!
@@ -180,10 +180,12 @@ pub(crate) fn start(
             None => Start::Answer(len),
         }
     };
-    if !config.allow.iter().any(|prefix| prefix.contains(peer)) {
+    let origin = LowerNameBuf::from_name(question.name);
+    let (allow, required) = config.for_zone(origin);
+    if !allow.iter().any(|prefix| prefix.contains(peer)) {
         return refuse(Rcode::REFUSED, session, out);
     }
-    if let Some(required) = &config.key {
+    if let Some(required) = required {
         if !session
             .as_ref()
             .is_some_and(|s| same_key(s.key(), required))
@@ -191,7 +193,6 @@ pub(crate) fn start(
             return refuse(Rcode::REFUSED, session, out);
         }
     }
-    let origin = LowerNameBuf::from_name(question.name);
     let zone = match catalog.get(origin.as_name()) {
         Some(zone) if question.qclass == RClass::IN => Arc::clone(zone),
         _ => return refuse(Rcode::NOTAUTH, session, out),

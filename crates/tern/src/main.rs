@@ -309,7 +309,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .transpose()
         .map_err(anyhow::Error::msg)
         .context("zones.catalog-producer")?;
-    let notifier = if config.notify.targets.is_empty() {
+    let notifier = if !config.notify.any() {
         None
     } else {
         Some(

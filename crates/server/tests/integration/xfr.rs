@@ -232,6 +232,29 @@ fn transfers_are_refused_to_other_clients_zones_and_over_udp() {
         assert_eq!(rcode_and_tsig_error(&answer), (NOTAUTH, None), "{zone}");
     }
 
+    // A zone's own rules replace the global ones: nobody globally, the
+    // zone open to loopback.
+    let own = running(
+        Driver::Legacy,
+        TransferConfig {
+            zones: vec![tern_server::ZoneTransfer {
+                origin: tern_wire::name::LowerNameBuf::from_name(
+                    NameBuf::from_text(b"example.com.", None).unwrap().as_name(),
+                ),
+                allow: vec![Cidr::parse("127.0.0.0/8").unwrap()],
+                key: None,
+            }],
+            ..TransferConfig::default()
+        },
+    );
+    let mut stream = tcp_connect(own.addr);
+    tcp_send(&mut stream, &request(7, "example.com.", AXFR, None));
+    let received = receive(&mut stream, false);
+    assert!(
+        received.messages.len() > 1,
+        "the zone's own allow list lets it through"
+    );
+
     // AXFR over UDP stays NOTIMP.
     let answer = udp_exchange(open.addr, &request(4, "example.com.", AXFR, None)).unwrap();
     assert_eq!(rcode_and_tsig_error(&answer), (NOTIMP, None));

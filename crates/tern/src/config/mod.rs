@@ -212,8 +212,18 @@ impl Config {
         set(&mut config.driver, raw.driver);
         let mut secondaries = Vec::new();
         let mut catalogs = Vec::new();
+        // Per-zone `transfer` and `notify` sections, read once the keys are.
+        let mut overrides: Vec<(String, Option<raw::RawTransfer>, Option<raw::RawNotify>)> =
+            Vec::new();
         if let Some(zones) = raw.zones {
             secondaries = zones.secondary.unwrap_or_default();
+            for zone in &mut secondaries {
+                overrides.push((
+                    zone.origin.0.clone(),
+                    zone.transfer.take(),
+                    zone.notify.take(),
+                ));
+            }
             catalogs = zones.catalog.unwrap_or_default();
             config.catalog_producer = zones.catalog_producer.map(|origin| origin.0);
             config.zones_dir = zones.directory.map(|dir| base.join(dir.0));
@@ -221,7 +231,10 @@ impl Config {
                 .list
                 .unwrap_or_default()
                 .into_iter()
-                .map(|zone| (zone.origin.0, base.join(zone.file.0)))
+                .map(|zone| {
+                    overrides.push((zone.origin.0.clone(), zone.transfer, zone.notify));
+                    (zone.origin.0, base.join(zone.file.0))
+                })
                 .collect();
         }
         if let Some(size) = raw.udp_size {
@@ -297,31 +310,41 @@ impl Config {
         if let Some(dir) = raw.state_directory {
             config.state_directory = Some(base.join(dir.0));
         }
+        let keys = config.transfer.keys.clone();
         if let Some(notify) = raw.notify {
-            config.notify.targets = notify
-                .targets
-                .unwrap_or_default()
-                .into_iter()
-                .map(|address| address.0)
-                .collect();
-            if config.notify.targets.len() > value::MAX_NOTIFY_TARGETS {
-                bail!(
-                    "notify.targets: more than {} targets",
-                    value::MAX_NOTIFY_TARGETS
-                );
+            (config.notify.targets, config.notify.key) =
+                notify_rules(notify, &keys).map_err(|err| err.context("notify"))?;
+        }
+        for (origin_text, transfer, notify) in overrides {
+            let origin = crate::zones::parse_origin(&origin_text).map_err(anyhow::Error::msg)?;
+            let origin = tern_wire::name::LowerNameBuf::from_name(origin.as_name());
+            let context = || format!("zone {}", origin.as_name());
+            if let Some(transfer) = transfer {
+                if transfer.ixfr_history.is_some()
+                    || transfer.max_zone_records.is_some()
+                    || transfer.max_zone_size.is_some()
+                {
+                    bail!(
+                        "{}: transfer: only allow and key may be set per zone",
+                        context()
+                    );
+                }
+                let (allow, key) = transfer_rules(transfer, &keys).with_context(context)?;
+                config
+                    .transfer
+                    .zones
+                    .push(tern_server::ZoneTransfer { origin, allow, key });
             }
-            if let Some(name) = notify.key {
-                config.notify.key = Some(
-                    config
-                        .transfer
-                        .keys
-                        .iter()
-                        .find(|key| key.lower_name().as_bytes() == name.0.as_bytes())
-                        .cloned()
-                        .with_context(|| {
-                            format!("notify.key: no key named {} in keys", name.0.as_name())
-                        })?,
-                );
+            if let Some(notify) = notify {
+                let (targets, key) = notify_rules(notify, &keys).with_context(context)?;
+                config
+                    .notify
+                    .zones
+                    .push(tern_server::notify_out::ZoneNotify {
+                        origin,
+                        targets,
+                        key,
+                    });
             }
         }
         Ok(config)
@@ -483,21 +506,66 @@ fn transfer_config(
     let Some(transfer) = transfer else {
         return Ok(config);
     };
-    config.allow = transfer
+    (config.allow, config.key) = transfer_rules(transfer, &config.keys)?;
+    Ok(config)
+}
+
+/// The key named `name` among `keys`.
+fn named_key(
+    keys: &[tern_xfr::tsig::Key],
+    name: &tern_wire::name::NameBuf,
+) -> Option<tern_xfr::tsig::Key> {
+    keys.iter()
+        .find(|key| key.lower_name().as_bytes() == name.as_bytes())
+        .cloned()
+}
+
+/// A `transfer` section's `allow` and `key`.
+fn transfer_rules(
+    transfer: raw::RawTransfer,
+    keys: &[tern_xfr::tsig::Key],
+) -> anyhow::Result<(Vec<tern_server::Cidr>, Option<tern_xfr::tsig::Key>)> {
+    let allow = transfer
         .allow
         .unwrap_or_default()
         .into_iter()
         .map(|cidr| cidr.0)
         .collect();
-    if let Some(name) = transfer.key {
-        let key = config
-            .keys
-            .iter()
-            .find(|key| key.lower_name().as_bytes() == name.0.as_bytes())
-            .with_context(|| format!("transfer.key: no key named {} in keys", name.0.as_name()))?;
-        config.key = Some(key.clone());
+    let key =
+        match transfer.key {
+            Some(name) => Some(named_key(keys, &name.0).with_context(|| {
+                format!("transfer.key: no key named {} in keys", name.0.as_name())
+            })?),
+            None => None,
+        };
+    Ok((allow, key))
+}
+
+/// A `notify` section's targets and key.
+fn notify_rules(
+    notify: raw::RawNotify,
+    keys: &[tern_xfr::tsig::Key],
+) -> anyhow::Result<(Vec<SocketAddr>, Option<tern_xfr::tsig::Key>)> {
+    let targets: Vec<SocketAddr> = notify
+        .targets
+        .unwrap_or_default()
+        .into_iter()
+        .map(|address| address.0)
+        .collect();
+    if targets.len() > value::MAX_NOTIFY_TARGETS {
+        bail!(
+            "notify.targets: more than {} targets",
+            value::MAX_NOTIFY_TARGETS
+        );
     }
-    Ok(config)
+    let key =
+        match notify.key {
+            Some(name) => Some(named_key(keys, &name.0).with_context(|| {
+                format!("notify.key: no key named {} in keys", name.0.as_name())
+            })?),
+            None => None,
+        };
+    Ok((targets, key))
 }
 
 /// `zones.secondary`: origins distinct, at least one primary each, keys
@@ -907,6 +975,61 @@ mod tests {
             let err = format!("{:#}", from_text(text, ".").unwrap_err());
             assert!(err.contains(expected), "{text}: {err}");
         }
+    }
+
+    #[test]
+    fn per_zone_transfer_and_notify() {
+        let config = from_text(
+            "keys: [{name: k, algorithm: hmac-sha256, secret: AAEC}]\n\
+             transfer: {allow: ['127.0.0.0/8'], key: k}\n\
+             notify: {targets: ['127.0.0.1:5301']}\n\
+             zones:\n  list:\n    - {origin: a.example, file: a.zone, transfer: {allow: ['192.0.2.0/24']}, \
+             notify: {targets: ['192.0.2.9:53'], key: k}}\n  \
+             secondary:\n    - {origin: b.example, primaries: ['127.0.0.1:53'], transfer: {allow: []}}\n",
+            ".",
+        )
+        .unwrap();
+        let a = tern_wire::name::LowerNameBuf::from_name(
+            tern_wire::name::NameBuf::from_text(b"a.example.", None)
+                .unwrap()
+                .as_name(),
+        );
+        let b = tern_wire::name::LowerNameBuf::from_name(
+            tern_wire::name::NameBuf::from_text(b"b.example.", None)
+                .unwrap()
+                .as_name(),
+        );
+        let other = tern_wire::name::LowerNameBuf::from_name(
+            tern_wire::name::NameBuf::from_text(b"c.example.", None)
+                .unwrap()
+                .as_name(),
+        );
+        // a.example: its own prefix and no key; b.example: nobody; others:
+        // the global rules.
+        let (allow, key) = config.transfer.for_zone(a);
+        assert!(allow[0].contains("192.0.2.1".parse().unwrap()) && key.is_none());
+        assert!(config.transfer.for_zone(b).0.is_empty());
+        let (allow, key) = config.transfer.for_zone(other);
+        assert!(allow[0].contains("127.0.0.1".parse().unwrap()) && key.is_some());
+        let (targets, key) = config.notify.for_zone(a);
+        assert_eq!(
+            (targets, key.is_some()),
+            (&["192.0.2.9:53".parse().unwrap()][..], true)
+        );
+        assert_eq!(
+            config.notify.for_zone(b).0,
+            &["127.0.0.1:5301".parse().unwrap()][..]
+        );
+        // Only allow and key per zone.
+        let err = format!(
+            "{:#}",
+            from_text(
+                "zones: {list: [{origin: a., file: a.zone, transfer: {ixfr-history: 0}}]}\n",
+                "."
+            )
+            .unwrap_err()
+        );
+        assert!(err.contains("only allow and key"), "{err}");
     }
 
     #[test]

@@ -145,6 +145,8 @@ pub(crate) struct RawSecondary {
     pub(crate) origin: Parsed<OriginKind>,
     pub(crate) primaries: Vec<Parsed<AddressKind>>,
     pub(crate) key: Option<Parsed<KeyNameKind>>,
+    pub(crate) transfer: Option<RawTransfer>,
+    pub(crate) notify: Option<RawNotify>,
 }
 
 /// One zone of the list.
@@ -153,6 +155,8 @@ pub(crate) struct RawSecondary {
 pub(crate) struct RawZone {
     pub(crate) origin: Parsed<OriginKind>,
     pub(crate) file: Parsed<PathKind>,
+    pub(crate) transfer: Option<RawTransfer>,
+    pub(crate) notify: Option<RawNotify>,
 }
 
 /// `tcp:`, the RFC 7766 limits.
