@@ -6,13 +6,15 @@ For each primary in turn, on loopback:
     primary (Knot / BIND / NSD, the key, NOTIFY to tern)  ──►  tern (zones.secondary, the key)
 
 1. tern starts with no copy and must serve the zone, equal record for record to the
-   primary's own AXFR of it (dnspython, every message's TSIG checked);
+   primary's own AXFR of it (dnspython, every message's TSIG checked), and answer a
+   list of questions (names that exist and do not, several types) as the primary does:
+   rcode, AA, the answer section and the authority section's SOA;
 2. the zone changes on the primary (serial + 1, one address changed, one name added, one
    removed) and the primary reloads it: Knot and BIND keep the difference (Knot's journal,
    BIND's `ixfr-from-differences`) and send NOTIFY; tern must then serve the new serial,
-   although the SOA's REFRESH is an hour, and equal the primary again. Knot and BIND must
-   log an outgoing IXFR (tern asked for the difference and got it); NSD 4.6 keeps no
-   differences and answers tern's IXFR with the whole zone;
+   although the SOA's REFRESH is an hour, and again equal the primary and answer as it
+   does. Knot and BIND must log an outgoing IXFR (tern asked for the difference and got
+   it); NSD 4.6 keeps no differences and answers tern's IXFR with the whole zone;
 3. `tern zone-status` names the zone, its serial and how it came.
 
 Usage (from the repository root; loopback only; starts and stops every server):
@@ -185,6 +187,39 @@ zone:
 PRIMARIES = {"knot": KnotPrimary, "bind": BindPrimary, "nsd": NsdPrimary}
 
 
+# The questions asked of tern and its primary after each transfer: names that exist,
+# that do not, and below the zone; the types the zone has and some it has not.
+QUESTIONS = [(f"{owner}.{ZONE}.", rtype)
+             for owner in ("www", "mail", "old", "new", "host0", "host7", "host399", "nx", "a.b")
+             for rtype in ("A", "AAAA", "MX", "TXT", "NS")] + [
+    (f"{ZONE}.", rtype) for rtype in ("SOA", "NS", "MX", "A")]
+
+
+def answer_summary(addr, qname: str, rtype: str):
+    """(rcode, AA, answer section, the SOA of the authority section) as text, sorted."""
+    import dns.flags
+    import dns.message
+    import wire
+
+    query = dns.message.make_query(qname, rtype)
+    query.flags &= ~dns.flags.RD
+    reply = wire.exchange(query.to_wire(), addr, tcp=False, timeout=1.0, retries=1)
+    if not reply.ok:
+        return ("no answer", reply.error)
+    message = reply.message
+    answer = sorted(str(rrset).lower() for rrset in message.answer)
+    soa = sorted(str(rrset).lower() for rrset in message.authority if rrset.rdtype == 6)
+    return (reply.rcode, bool(message.flags & dns.flags.AA), answer, soa)
+
+
+def same_answers(tern, primary, name: str) -> None:
+    """Every question of QUESTIONS answered alike by tern and the primary."""
+    for qname, rtype in QUESTIONS:
+        ours, theirs = answer_summary(tern.addr, qname, rtype), answer_summary(primary.addr, qname, rtype)
+        if ours != theirs:
+            fail(f"{name}: {qname} {rtype}: tern {ours} but {name} {theirs}", tern)
+
+
 def run_with(name: str) -> None:
     with tempfile.TemporaryDirectory(prefix=f"tern-secondary-{name}-") as tmp:
         tmp = pathlib.Path(tmp)
@@ -215,7 +250,9 @@ zones:
                 wait_serial(tern, 1, primary)
                 if records(tern.addr) != records(primary.addr):
                     fail(f"{name}: tern's copy of serial 1 differs from the primary's", tern)
-                print(f"transfer/secondary: {name}: serial 1 transferred, equal to the primary")
+                same_answers(tern, primary, name)
+                print(f"transfer/secondary: {name}: serial 1 transferred, equal to the primary; "
+                      f"{len(QUESTIONS)} questions answered alike")
 
                 # 2. A change, reloaded by the primary, announced by NOTIFY.
                 zone_file.write_text(zone_text(2, 81, "new"))
@@ -225,6 +262,7 @@ zones:
                 if got != expected:
                     fail(f"{name}: tern's copy of serial 2 differs: {sorted(got ^ expected)[:4]}",
                          tern)
+                same_answers(tern, primary, name)
                 how = "received"
                 if primary.ixfr_log is not None:
                     log = primary.log_tail(100000)
