@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """1M-record transfers while tern answers a steady load (issue 10): no query lost.
 
+0. A flood: NOTIFYs over UDP and AXFR requests over TCP, as fast as a Python thread sends
+   them, for zones tern does not take them for, while dnsperf asks: no query lost.
 1. Out: tern serves `big.example` (1,000,000 A records) and a small zone; Knot, its
    secondary, transfers `big.example` by AXFR while dnsperf asks tern for the small
    zone at a fixed rate. dnsperf must report every query answered, and Knot must serve
@@ -41,6 +43,10 @@ RECORDS = int(os.environ.get("LOAD_RECORDS", "1000000"))
 QPS = int(os.environ.get("LOAD_QPS", "10000"))
 # How long dnsperf runs: long enough to cover a whole transfer.
 SECONDS = int(os.environ.get("LOAD_SECONDS", "25"))
+# The most AXFR requests (and about 50 times as many NOTIFYs) the flood sends: enough
+# to keep a core busy, few enough not to churn through the ephemeral ports (a server
+# started later picks a port that must still be free).
+FLOOD_MAX = 2000
 TRANSFER_WAIT = 300.0
 
 
@@ -89,6 +95,40 @@ class Load:
         if not sent or not lost:
             fail(f"dnsperf's output has no counts:\n{output}")
         return int(sent.group(1)), int(lost.group(1)), output
+
+
+def flood(addr, stop: threading.Event, counts: dict) -> None:
+    """NOTIFYs over UDP (for a zone tern does not take them for: REFUSED or NOTAUTH)
+    and AXFR requests over TCP for a zone tern does not serve (NOTAUTH), as fast as
+    they go, until `stop`; at most FLOOD_MAX of each."""
+    import socket
+    import struct
+
+    import dns.message
+    import dns.opcode
+
+    notify = dns.message.make_query("small.example.", "SOA")
+    notify.set_opcode(dns.opcode.NOTIFY)
+    notify_wire = notify.to_wire()
+    axfr_wire = dns.message.make_query("nx.example.", "AXFR").to_wire()
+    udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    udp.setblocking(False)
+    counts["notify"] = counts["axfr"] = 0
+    while not stop.is_set() and counts["axfr"] < FLOOD_MAX:
+        for _ in range(50):
+            try:
+                udp.sendto(notify_wire, addr)
+                counts["notify"] += 1
+            except BlockingIOError:
+                break
+        try:
+            with socket.create_connection(addr, timeout=2) as tcp:
+                tcp.sendall(struct.pack("!H", len(axfr_wire)) + axfr_wire)
+                tcp.recv(512)
+                counts["axfr"] += 1
+        except OSError:
+            pass
+    udp.close()
 
 
 def check_load(load: Load, what: str, *servers) -> None:
@@ -176,8 +216,6 @@ def main() -> None:
 
         # 1. Out of tern.
         tern_port = smod.free_port()
-        knot_in = KnotSecondary(tmp / "knot-in", zones, ["big.example"], tern_port)
-        knot_out = KnotPrimary(tmp / "knot-out", knot_zones, ["big2.example"])
         config = f"""listen: ["127.0.0.1:{tern_port}"]
 control-socket: {tmp}/tern.sock
 transfer: {{allow: ["127.0.0.0/8"]}}
@@ -190,6 +228,21 @@ zones:
         tern.command = lambda: [str(tern.binary), "serve", "--config",
                                 str(write(tern.workdir / "tern.yaml", tern.config_text))]
         with harness.serving({"tern": tern}):
+            # 0. A flood of NOTIFY and AXFR requests while dnsperf asks.
+            load = Load(tern.addr, queries)
+            stop, counts = threading.Event(), {}
+            flooder = threading.Thread(target=flood, args=(tern.addr, stop, counts))
+            flooder.start()
+            sent, lost, output = load.result()
+            stop.set()
+            flooder.join()
+            if sent < QPS * SECONDS // 2 or lost != 0:
+                fail(f"flood: dnsperf sent {sent}, lost {lost}:\n{output[-1500:]}", tern)
+            print(f"transfer/load: a flood of {counts['notify']} NOTIFYs and {counts['axfr']} "
+                  f"AXFR requests beside dnsperf: sent {sent}, lost {lost}")
+
+            # Knot's port is picked now, after the flood's connections.
+            knot_in = KnotSecondary(tmp / "knot-in", zones, ["big.example"], tern_port)
             load = Load(tern.addr, queries)
             time.sleep(2)  # the load is steady before the transfer starts
             started = time.monotonic()
@@ -203,7 +256,8 @@ zones:
             finally:
                 knot_in.stop()
 
-        # 2. Into tern.
+        # 2. Into tern. (Knot's port is picked now, after the flood's connections.)
+        knot_out = KnotPrimary(tmp / "knot-out", knot_zones, ["big2.example"])
         with harness.serving({"knot": knot_out}):
             config = f"""listen: ["127.0.0.1:{tern_port}"]
 control-socket: {tmp}/tern.sock
