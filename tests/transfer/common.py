@@ -79,3 +79,29 @@ def wait_serial(script: str, server: smod.Server, expected: int, wait: float,
         time.sleep(0.1)
     fail(script, f"{server.name} did not serve serial {expected} within {wait:.0f}s "
          f"(has {serial(server.addr)})", server, *logs)
+
+
+def answer_summary(addr, qname: str, rtype: str):
+    """(rcode, AA, answer section, the SOA of the authority section) as text, sorted."""
+    import dns.flags
+
+    query = dns.message.make_query(qname, rtype)
+    query.flags &= ~dns.flags.RD
+    reply = wire.exchange(query.to_wire(), addr, tcp=False, timeout=1.0, retries=1)
+    if not reply.ok:
+        return ("no answer", reply.error)
+    message = reply.message
+    answer = sorted(str(rrset).lower() for rrset in message.answer)
+    soa = sorted(str(rrset).lower() for rrset in message.authority
+                 if rrset.rdtype == dns.rdatatype.SOA)
+    return (reply.rcode, bool(message.flags & dns.flags.AA), answer, soa)
+
+
+def same_answers(script: str, one: smod.Server, other: smod.Server, questions) -> None:
+    """Every (name, type) of `questions` answered alike by both servers: rcode, AA,
+    the answer section and the authority section's SOA."""
+    for qname, rtype in questions:
+        ours, theirs = answer_summary(one.addr, qname, rtype), answer_summary(other.addr, qname, rtype)
+        if ours != theirs:
+            fail(script, f"{qname} {rtype}: {one.name} {ours} but {other.name} {theirs}", one,
+                 other)

@@ -11,7 +11,8 @@ within a bounded wait; then its own AXFR of the zone, read by dnspython, must eq
 tern's, record for record, and its log must show the transfer from tern's port. Then the
 zone file changes and tern is sent SIGHUP: tern records the difference and sends NOTIFY
 (signed) to the three, each must serve the new serial, equal to the changed zone, and
-tern must log one signed incremental IXFR (8 records) out per secondary. Before
+tern must log one signed incremental IXFR (8 records) out per secondary, and each
+secondary must log it as an increment (Knot names the IXFR, NSD and BIND give its size). Before
 that, clients: dnspython's `dns.query.xfr` with the key (dnspython checks the TSIG of
 every message), `kdig` with `-y` (Knot's client), `dig` with `-y` (BIND's client), and
 the refusals tern must give: no key REFUSED; an unknown key NOTAUTH/BADKEY; a wrong
@@ -49,6 +50,20 @@ WRONG_SECRET = base64.b64encode(b"not the secret at all, 32 octet").decode()
 TRANSFER_WAIT = 60.0
 COMMAND_TIMEOUT = 30
 
+# Asked of tern and each secondary after the change: rcode, AA, answer and the
+# authority's SOA must be equal.
+QUESTIONS = [(f"{owner}{ZONE}.", rtype)
+             for owner in ("", "www.", "web.", "mail.", "ns1.", "added.", "removed.", "host0.",
+                           "host1499.", "mixed.case.", "_sip._udp.", "nx.", "any.wild.")
+             for rtype in ("A", "AAAA", "TXT", "MX", "SRV", "NS")] + [(f"{ZONE}.", "SOA")]
+
+# The line each secondary logs for the IXFR of the change from tern.
+INCREMENT_LOG = {
+    "knot": r"IXFR, incoming, remote 127\.0\.0\.1@{port}, finished",
+    "nsd": r"serial 2024010102 at \S+ from 127\.0\.0\.1@{port} TSIG verified with key "
+           r"transfer-key of 266 bytes",
+    "bind": r"from 127\.0\.0\.1#{port}: Transfer completed: 1 messages, 8 records",
+}
 # The line each secondary logs for a transfer from tern signed with the key.
 TRANSFER_LOG = {
     # Knot 3.2 does not name the key; tern refuses unsigned transfers here.
@@ -282,8 +297,10 @@ state-directory: {tmp}/tern-state
                     if got != changed:
                         fail(f"{secondary.name}'s copy of the change differs: "
                              f"{sorted(got ^ changed)[:4]}", secondary)
+                    common.same_answers("primary", secondary, tern, QUESTIONS)
                     print(f"transfer/primary: {secondary.name} serves serial 2024010102 after "
-                          "tern's NOTIFY; its copy equals the changed zone")
+                          f"tern's NOTIFY; its copy equals the changed zone and it answers "
+                          f"{len(QUESTIONS)} questions as tern does")
                 # Each asked for IXFR and got the difference (8 records: three
                 # SOAs of the new version, the old SOA, two deletions, two
                 # additions), signed: one line in tern's log per secondary.
@@ -294,6 +311,17 @@ state-directory: {tmp}/tern-state
                     fail(f"tern logged {len(lines)} incremental IXFRs, not {len(secondaries)} "
                          f"({pattern})", tern)
                 print(f"transfer/primary: {len(lines)} incremental IXFRs out, e.g. {lines[0].strip()}")
+                # And each secondary logged the change as an increment: Knot names
+                # the IXFR; NSD and BIND give its size (266 octets, 8 records: the
+                # whole zone would be 120 kB, 3,317 records).
+                for secondary in secondaries:
+                    pattern = INCREMENT_LOG[secondary.name].format(port=tern.port)
+                    log = secondary.log_tail(100000)
+                    line = next((l for l in log.splitlines() if re.search(pattern, l)), None)
+                    if line is None:
+                        fail(f"{secondary.name} logged no increment from tern ({pattern})",
+                             secondary)
+                    print(f"transfer/primary: {secondary.name}'s log: {line.strip()[-110:]}")
             finally:
                 for secondary in started:
                     secondary.stop()

@@ -195,29 +195,8 @@ QUESTIONS = [(f"{owner}.{ZONE}.", rtype)
     (f"{ZONE}.", rtype) for rtype in ("SOA", "NS", "MX", "A")]
 
 
-def answer_summary(addr, qname: str, rtype: str):
-    """(rcode, AA, answer section, the SOA of the authority section) as text, sorted."""
-    import dns.flags
-    import dns.message
-    import wire
-
-    query = dns.message.make_query(qname, rtype)
-    query.flags &= ~dns.flags.RD
-    reply = wire.exchange(query.to_wire(), addr, tcp=False, timeout=1.0, retries=1)
-    if not reply.ok:
-        return ("no answer", reply.error)
-    message = reply.message
-    answer = sorted(str(rrset).lower() for rrset in message.answer)
-    soa = sorted(str(rrset).lower() for rrset in message.authority if rrset.rdtype == 6)
-    return (reply.rcode, bool(message.flags & dns.flags.AA), answer, soa)
-
-
 def same_answers(tern, primary, name: str) -> None:
-    """Every question of QUESTIONS answered alike by tern and the primary."""
-    for qname, rtype in QUESTIONS:
-        ours, theirs = answer_summary(tern.addr, qname, rtype), answer_summary(primary.addr, qname, rtype)
-        if ours != theirs:
-            fail(f"{name}: {qname} {rtype}: tern {ours} but {name} {theirs}", tern)
+    common.same_answers("secondary", tern, primary, QUESTIONS)
 
 
 def run_with(name: str) -> None:
