@@ -33,52 +33,6 @@ def transfer_seconds(log: str, pattern: str) -> float | None:
     return float(match.group(1)) if match else None
 
 
-class KnotSecondaryOf(smod.Knot):
-    def __init__(self, workdir, zone_dir, zones, primary_port: int):
-        self.primary_port = primary_port
-        super().__init__(workdir, zone_dir, zones)
-
-    def command(self) -> list[str]:
-        conf = self.workdir / "knot.conf"
-        conf.write_text(self.base_config() + f"""
-remote:
-  - id: primary
-    address: 127.0.0.1@{self.primary_port}
-template:
-  - id: default
-    storage: {self.workdir}
-    zonefile-sync: -1
-    journal-content: none
-    semantic-checks: off
-zone:
-  - domain: big.example
-    master: primary
-""")
-        return ["knotd", "-c", str(conf)]
-
-
-class KnotPrimaryOf(smod.Knot):
-    def command(self) -> list[str]:
-        conf = self.workdir / "knot.conf"
-        conf.write_text(self.base_config() + f"""
-acl:
-  - id: local
-    address: 127.0.0.0/8
-    action: transfer
-template:
-  - id: default
-    storage: {self.zone_dir}
-    zonefile-sync: -1
-    journal-content: none
-    semantic-checks: off
-zone:
-  - domain: big.example
-    file: big.example.zone
-    acl: local
-""")
-        return ["knotd", "-c", str(conf)]
-
-
 def tern(workdir: pathlib.Path, zones: pathlib.Path, config) -> harness.ConfiguredTern:
     """tern with the configuration `config(port)`, serving big.example once ready."""
     server = harness.ConfiguredTern(harness.tern_binary(), workdir, zones, ["big.example"])
@@ -114,11 +68,13 @@ def main() -> None:
         print(f"zone: big.example, {load.RECORDS} A records + SOA, NS, A")
 
         def knot_primary(tag):
-            return KnotPrimaryOf(tmp / f"knot-primary-{tag}", zones, ["big.example"])
+            knot = load.KnotPrimary(tmp / f"knot-primary-{tag}", zones, ["big.example"])
+            knot.domain = "big.example"
+            return knot
 
         def knot_secondary(tag):
-            return lambda primary: KnotSecondaryOf(tmp / f"knot-secondary-{tag}", zones,
-                                                   ["big.example"], primary.port)
+            return lambda primary: load.KnotSecondary(tmp / f"knot-secondary-{tag}", zones,
+                                                      ["big.example"], primary.port)
 
         def tern_secondary(primary):
             return tern(tmp / "tern-secondary", zones, lambda port: f"""listen: ["127.0.0.1:{port}"]

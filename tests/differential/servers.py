@@ -165,20 +165,27 @@ database:
     storage: {self.workdir}/db
 """
 
+    @staticmethod
+    def template(storage, journal: str = "none", load: str = "") -> str:
+        """The default template: zone files in `storage`, never written back, the
+        journal keeping `journal` (none, changes), no semantic checks; `load`: a
+        `zonefile-load` mode, if any."""
+        load_line = f"    zonefile-load: {load}\n" if load else ""
+        return f"""template:
+  - id: default
+    storage: {storage}
+    zonefile-sync: -1
+{load_line}    journal-content: {journal}
+    semantic-checks: off
+"""
+
     def command(self) -> list[str]:
         conf = self.workdir / "knot.conf"
         zone_entries = "\n".join(f"  - domain: {z}\n    file: {z}.zone" for z in self.zones)
         conf.write_text(
             self.base_config()
             + f"""
-template:
-  - id: default
-    storage: {self.zone_dir}
-    zonefile-sync: -1
-    zonefile-load: whole
-    journal-content: none
-    semantic-checks: off
-
+{self.template(self.zone_dir, "none", "whole")}
 zone:
 {zone_entries}
 """

@@ -86,13 +86,7 @@ acl:
   - id: notify
     address: 127.0.0.1
     action: notify
-template:
-  - id: default
-    storage: {self.workdir}
-    zonefile-sync: -1
-    journal-content: none
-    semantic-checks: off
-  - id: member
+{self.template(self.workdir)}  - id: member
     storage: {self.workdir}
     zonefile-sync: -1
     journal-content: none
@@ -156,13 +150,7 @@ acl:
   - id: local
     address: 127.0.0.0/8
     action: transfer
-template:
-  - id: default
-    storage: {self.zone_dir}
-    zonefile-sync: -1
-    journal-content: changes
-    semantic-checks: off
-zone:
+{self.template(self.zone_dir, "changes")}zone:
   - domain: catalog.knot.
     catalog-role: generate
     notify: tern

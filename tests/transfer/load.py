@@ -139,6 +139,10 @@ def check_load(load: Load, what: str, *servers) -> None:
 
 
 class KnotSecondary(smod.Knot):
+    """Knot transferring `domain` from the primary at `primary_port`."""
+
+    domain = "big.example"
+
     def __init__(self, workdir, zone_dir, zones, primary_port: int):
         self.primary_port = primary_port
         super().__init__(workdir, zone_dir, zones)
@@ -149,20 +153,18 @@ class KnotSecondary(smod.Knot):
 remote:
   - id: tern
     address: 127.0.0.1@{self.primary_port}
-template:
-  - id: default
-    storage: {self.workdir}
-    zonefile-sync: -1
-    journal-content: none
-    semantic-checks: off
-zone:
-  - domain: big.example
+{self.template(self.workdir)}zone:
+  - domain: {self.domain}
     master: tern
 """)
         return ["knotd", "-c", str(conf)]
 
 
 class KnotPrimary(smod.Knot):
+    """Knot serving `domain` from `zone_dir`/`domain`.zone to any loopback client."""
+
+    domain = "big2.example"
+
     def command(self) -> list[str]:
         conf = self.workdir / "knot.conf"
         conf.write_text(self.base_config() + f"""
@@ -170,15 +172,9 @@ acl:
   - id: local
     address: 127.0.0.0/8
     action: transfer
-template:
-  - id: default
-    storage: {self.zone_dir}
-    zonefile-sync: -1
-    journal-content: none
-    semantic-checks: off
-zone:
-  - domain: big2.example
-    file: big2.example.zone
+{self.template(self.zone_dir)}zone:
+  - domain: {self.domain}
+    file: {self.domain}.zone
     acl: local
 """)
         return ["knotd", "-c", str(conf)]

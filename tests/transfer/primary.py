@@ -146,13 +146,7 @@ acl:
     address: 127.0.0.1
     key: {KEY_NAME}
     action: notify
-template:
-  - id: default
-    storage: {self.workdir}
-    zonefile-sync: -1
-    journal-content: none
-    semantic-checks: off
-zone:
+{self.template(self.workdir)}zone:
   - domain: {ZONE}
     master: tern
     acl: [local, notify]

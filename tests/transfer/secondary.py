@@ -110,14 +110,7 @@ acl:
     address: 127.0.0.0/8
     key: {KEY_NAME}
     action: transfer
-template:
-  - id: default
-    storage: {self.zone_dir}
-    zonefile-sync: -1
-    zonefile-load: difference
-    journal-content: changes
-    semantic-checks: off
-zone:
+{self.template(self.zone_dir, "changes", "difference")}zone:
   - domain: {ZONE}
     file: {ZONE}.zone
     notify: tern
