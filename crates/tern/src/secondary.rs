@@ -316,6 +316,12 @@ impl Served {
                 primary,
             } => {
                 let origin = LowerNameBuf::from_name(zone.origin());
+                let key = origin.as_bytes().to_vec();
+                // A member its catalog dropped while its transfer ran: the
+                // transfer thread forgets it too; nothing is kept.
+                if !self.lock().status.contains_key(&key) {
+                    return;
+                }
                 if let Some(dir) = &self.state_directory {
                     if let Err(err) = save_zone(dir, &zone) {
                         log::error!("{}: cannot save the received zone: {err}", origin.as_name());
@@ -323,7 +329,6 @@ impl Served {
                 }
                 self.save_timers(origin, timers);
                 let mut inner = self.lock();
-                let key = origin.as_bytes().to_vec();
                 let role = inner
                     .status
                     .get(&key)
@@ -359,27 +364,33 @@ impl Served {
                 timers,
                 failure,
             } => {
-                self.save_timers(origin, timers);
                 let mut inner = self.lock();
-                let status = inner.status.entry(origin.as_bytes().to_vec()).or_default();
+                // Nothing for a member its catalog dropped meanwhile.
+                let Some(status) = inner.status.get_mut(origin.as_bytes()) else {
+                    return;
+                };
                 status.timers = timers;
                 status.last_outcome = match failure {
                     Some(reason) => format!("refresh failed: {reason}"),
                     None => "refresh: current".to_string(),
                 };
+                drop(inner);
+                self.save_timers(origin, timers);
             }
             Event::Expired { origin } => {
                 // The zone stays in the catalog as a stand-in that answers
                 // SERVFAIL, until a transfer brings a fresh copy.
                 let mut inner = self.lock();
                 let key = origin.as_bytes().to_vec();
-                if let Some(zone) = inner.secondaries.get(&key) {
-                    let stand_in = Arc::new(zone.expired());
-                    inner.secondaries.insert(key.clone(), stand_in);
-                }
-                let status = inner.status.entry(key).or_default();
+                let Some(status) = inner.status.get_mut(&key) else {
+                    return;
+                };
                 status.last_outcome = "expired".to_string();
                 status.expired = true;
+                if let Some(zone) = inner.secondaries.get(&key) {
+                    let stand_in = Arc::new(zone.expired());
+                    inner.secondaries.insert(key, stand_in);
+                }
                 let rebuilt = inner.rebuild();
                 drop(inner);
                 self.serve(rebuilt);
