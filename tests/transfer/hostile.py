@@ -6,7 +6,7 @@ transfers (TCP), signed with the shared key by dnspython. It first serves a good
 (serial 1), which tern must take. Then, for each case below, it announces serial 2 and
 answers the transfer badly; `tern refresh` makes tern try at once. Each time tern must:
 log the exact reason (asserted below), keep serving serial 1 (the previous version:
-its www address is checked), and show the failure in `tern zone-status`.
+its www address is checked), and show the failure, counted, in `tern zone-status`.
 
 | case | what the primary does | the reason tern logs |
 |---|---|---|
@@ -299,8 +299,9 @@ zones:
                     if www(tern.addr) != "192.0.2.80":
                         fail(f"{case}: tern no longer serves serial 1's data", tern)
                     status = control(tmp, "zone-status", ZONE)
-                    if "serial 1 " not in status or "refresh failed" not in status:
-                        fail(f"{case}: zone-status: {status}", tern)
+                    if ("serial 1 " not in status or "refresh failed" not in status
+                            or f" failures {number + 1} " not in status):
+                        fail(f"{case}: zone-status (failure {number + 1}): {status}", tern)
                     print(f"transfer/hostile: {case}: refused, serial 1 kept; "
                           f"tern: {line.split(': ', 1)[-1][:110]}")
 

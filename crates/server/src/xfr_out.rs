@@ -116,7 +116,7 @@ impl Transfer {
     /// `Ok(None)` once the transfer is complete, `Err` if it cannot go on.
     pub(crate) fn next(&mut self, out: &mut [u8]) -> Result<Option<usize>, ()> {
         let reserve = self.tsig.as_ref().map_or(0, Session::record_len);
-        let limit = MAX_MESSAGE.min(out.len()) - reserve;
+        let limit = MAX_MESSAGE.min(out.len()).saturating_sub(reserve);
         let Some(len) = self.outgoing.next_message(out, limit).map_err(|_| ())? else {
             return Ok(None);
         };

@@ -438,7 +438,7 @@ fn describe_secondary(status: &crate::secondary::Status) -> String {
         }
     };
     format!(
-        "{}last-refresh {} next-refresh {} expires {} last-transfer {} outcome \"{}\"",
+        "{}last-refresh {} next-refresh {} expires {} last-transfer {} failures {} outcome \"{}\"",
         if status.expired {
             "expired (SERVFAIL) "
         } else {
@@ -448,6 +448,7 @@ fn describe_secondary(status: &crate::secondary::Status) -> String {
         time(status.timers.next_refresh),
         time(status.timers.expires),
         time(status.timers.last_transfer),
+        status.failures,
         status.last_outcome
     )
 }

@@ -48,6 +48,8 @@ pub(crate) struct Status {
     /// `secondary`, `catalog` (a consumed catalog, not served), or
     /// `member of CATALOG`.
     pub(crate) role: String,
+    /// Refreshes that failed since tern started (every primary tried).
+    pub(crate) failures: u64,
 }
 
 //----------- Served ---------------------------------------------------------
@@ -282,6 +284,7 @@ impl Served {
             },
             expired: false,
             role,
+            failures: 0,
         };
         self.lock()
             .status
@@ -329,10 +332,10 @@ impl Served {
                 }
                 self.save_timers(origin, timers);
                 let mut inner = self.lock();
-                let role = inner
-                    .status
-                    .get(&key)
-                    .map_or_else(|| "secondary".to_string(), |s| s.role.clone());
+                let (role, failures) = inner.status.get(&key).map_or_else(
+                    || ("secondary".to_string(), 0),
+                    |s| (s.role.clone(), s.failures),
+                );
                 inner.status.insert(
                     key.clone(),
                     Status {
@@ -344,6 +347,7 @@ impl Served {
                         ),
                         expired: false,
                         role,
+                        failures,
                     },
                 );
                 let serial = zone.serial();
@@ -370,6 +374,7 @@ impl Served {
                     return;
                 };
                 status.timers = timers;
+                status.failures += u64::from(failure.is_some());
                 status.last_outcome = match failure {
                     Some(reason) => format!("refresh failed: {reason}"),
                     None => "refresh: current".to_string(),
@@ -454,6 +459,7 @@ impl Served {
                     last_outcome: "added by its catalog".to_string(),
                     expired: false,
                     role: format!("member of {catalog_name}"),
+                    failures: 0,
                 },
             );
             if let Some((zone, _)) = &saved {
