@@ -213,13 +213,13 @@ impl Config {
         let mut secondaries = Vec::new();
         let mut catalogs = Vec::new();
         // Per-zone `transfer` and `notify` sections, read once the keys are.
-        let mut overrides: Vec<(String, Option<raw::RawTransfer>, Option<raw::RawNotify>)> =
-            Vec::new();
+        let mut overrides: Vec<Override> = Vec::new();
         if let Some(zones) = raw.zones {
             secondaries = zones.secondary.unwrap_or_default();
             for zone in &mut secondaries {
                 overrides.push((
                     zone.origin.0.clone(),
+                    None,
                     zone.transfer.take(),
                     zone.notify.take(),
                 ));
@@ -232,7 +232,8 @@ impl Config {
                 .unwrap_or_default()
                 .into_iter()
                 .map(|zone| {
-                    overrides.push((zone.origin.0.clone(), zone.transfer, zone.notify));
+                    let key = zone.key.map(|name| name.0);
+                    overrides.push((zone.origin.0.clone(), key, zone.transfer, zone.notify));
                     (zone.origin.0, base.join(zone.file.0))
                 })
                 .collect();
@@ -315,10 +316,47 @@ impl Config {
             (config.notify.targets, config.notify.key) =
                 notify_rules(notify, &keys).map_err(|err| err.context("notify"))?;
         }
-        for (origin_text, transfer, notify) in overrides {
+        for (origin_text, zone_key, mut transfer, mut notify) in overrides {
             let origin = crate::zones::parse_origin(&origin_text).map_err(anyhow::Error::msg)?;
             let origin = tern_wire::name::LowerNameBuf::from_name(origin.as_name());
             let context = || format!("zone {}", origin.as_name());
+            // A zone's `key`: its transfers must be signed with it and its
+            // NOTIFYs are, unless its own sections name another.
+            if let Some(name) = zone_key {
+                named_key(&keys, &name).with_context(|| {
+                    format!(
+                        "{}: key: no key named {} in keys",
+                        context(),
+                        name.as_name()
+                    )
+                })?;
+                let transfer = transfer.get_or_insert_with(|| raw::RawTransfer {
+                    allow: Some(
+                        config
+                            .transfer
+                            .allow
+                            .iter()
+                            .cloned()
+                            .map(raw::Parsed)
+                            .collect(),
+                    ),
+                    ..raw::RawTransfer::default()
+                });
+                transfer.key.get_or_insert(raw::Parsed(name));
+                let notify = notify.get_or_insert_with(|| raw::RawNotify {
+                    targets: Some(
+                        config
+                            .notify
+                            .targets
+                            .iter()
+                            .copied()
+                            .map(raw::Parsed)
+                            .collect(),
+                    ),
+                    ..raw::RawNotify::default()
+                });
+                notify.key.get_or_insert(raw::Parsed(name));
+            }
             if let Some(transfer) = transfer {
                 if transfer.ixfr_history.is_some()
                     || transfer.max_zone_records.is_some()
@@ -567,6 +605,15 @@ fn notify_rules(
         };
     Ok((targets, key))
 }
+
+/// A zone's own `key`, `transfer` and `notify` (from `zones.list` or
+/// `zones.secondary`), by origin.
+type Override = (
+    String,
+    Option<tern_wire::name::NameBuf>,
+    Option<raw::RawTransfer>,
+    Option<raw::RawNotify>,
+);
 
 /// `zones.secondary`: origins distinct, at least one primary each, keys
 /// from `keys`.
@@ -1020,6 +1067,29 @@ mod tests {
             config.notify.for_zone(b).0,
             &["127.0.0.1:5301".parse().unwrap()][..]
         );
+        // A zone's `key` alone: the global allow list and targets, signed
+        // with its key.
+        let keyed = from_text(
+            "keys: [{name: k, algorithm: hmac-sha256, secret: AAEC}]\n\
+             transfer: {allow: ['127.0.0.0/8']}\nnotify: {targets: ['127.0.0.1:5301']}\n\
+             zones: {list: [{origin: c.example, file: c.zone, key: k}]}\n",
+            ".",
+        )
+        .unwrap();
+        let (allow, key) = keyed.transfer.for_zone(other);
+        assert!(allow[0].contains("127.0.0.1".parse().unwrap()));
+        assert_eq!(key.map(|k| k.name().to_string()).as_deref(), Some("k."));
+        let (targets, key) = keyed.notify.for_zone(other);
+        assert_eq!((targets.len(), key.is_some()), (1, true));
+        let err = format!(
+            "{:#}",
+            from_text(
+                "zones: {list: [{origin: c., file: c.zone, key: nokey}]}\n",
+                "."
+            )
+            .unwrap_err()
+        );
+        assert!(err.contains("no key named"), "{err}");
         // Only allow and key per zone.
         let err = format!(
             "{:#}",

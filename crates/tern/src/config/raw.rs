@@ -155,6 +155,7 @@ pub(crate) struct RawSecondary {
 pub(crate) struct RawZone {
     pub(crate) origin: Parsed<OriginKind>,
     pub(crate) file: Parsed<PathKind>,
+    pub(crate) key: Option<Parsed<KeyNameKind>>,
     pub(crate) transfer: Option<RawTransfer>,
     pub(crate) notify: Option<RawNotify>,
 }
