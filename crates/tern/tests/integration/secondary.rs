@@ -223,3 +223,64 @@ fn a_zone_past_its_expire_is_servfail_until_its_primary_is_back() {
         secondary.log_text()
     );
 }
+
+/// A secondary of a secondary: the middle tern transfers from the primary
+/// and serves the zone on (transfer allowed, NOTIFY to the last), so a
+/// change on the primary reaches the end of the chain by NOTIFY and IXFR
+/// at each link, though every REFRESH is an hour.
+#[test]
+fn a_chain_of_secondaries_follows_the_primary() {
+    let primary_dir = temp_dir("chain-primary");
+    let middle_dir = temp_dir("chain-middle");
+    let last_dir = temp_dir("chain-last");
+    let zones = primary_dir.join("zones");
+    std::fs::create_dir_all(&zones).unwrap();
+    let zone_file = zones.join("example.net.zone");
+    write_atomically(&zone_file, &zone(1, 80));
+    let primary_address = free_address();
+    let middle_address = free_address();
+    let last_address = free_address();
+    let primary = start_primary(&primary_dir, primary_address, middle_address);
+    let middle_config = middle_dir.join("tern.yaml");
+    std::fs::write(
+        &middle_config,
+        format!(
+            "listen: ['{middle_address}']\ncontrol-socket: tern.sock\nstate-directory: state\n{KEY}\
+             zones:\n  secondary:\n    - {{origin: example.net., primaries: ['{primary_address}'], key: transfer-key,\n       \
+             transfer: {{allow: ['127.0.0.0/8'], key: transfer-key}},\n       \
+             notify: {{targets: ['{last_address}'], key: transfer-key}}}}\n"
+        ),
+    )
+    .unwrap();
+    let middle = Served::start(&middle_dir, &["--config", middle_config.to_str().unwrap()]);
+    let last = start_secondary(&last_dir, last_address, middle_address);
+    assert!(
+        wait_for(SIGNAL_TIMEOUT, || www(last_address)
+            == Some([192, 0, 2, 80])),
+        "the end of the chain never served the zone:\n{}\n{}",
+        middle.log_text(),
+        last.log_text()
+    );
+
+    write_atomically(&zone_file, &zone(2, 81));
+    primary.signal("HUP");
+    assert!(
+        wait_for(SIGNAL_TIMEOUT, || www(last_address)
+            == Some([192, 0, 2, 81])),
+        "the change did not reach the end of the chain:\nmiddle:\n{}\nlast:\n{}",
+        middle.log_text(),
+        last.log_text()
+    );
+    // Incremental at both links.
+    assert!(middle
+        .log_text()
+        .contains(&format!("serial 2 received from {primary_address} by IXFR")));
+    assert!(
+        last.wait_for_log(
+            &format!("serial 2 received from {middle_address} by IXFR"),
+            1
+        ),
+        "{}",
+        last.log_text()
+    );
+}
