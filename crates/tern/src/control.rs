@@ -3,23 +3,26 @@
 //! core: zones are re-read and built here, and the cores only receive the
 //! finished catalog through [`tern_server::Handle::reload`].
 //!
-//! - SIGHUP: re-read the configuration and every zone; a zone that fails
-//!   keeps its previous version; then swap the new catalog in on every
-//!   core. Settings the running cores cannot change (addresses, CPUs,
-//!   limits) are logged as needing a restart.
+//! - SIGHUP and `reload [ZONE]`: re-read the configuration and rebuild the
+//!   zones whose files changed (or the one named); a zone that fails keeps
+//!   its previous version; then swap the new catalog in on every core.
+//!   Settings the running cores cannot change (addresses, CPUs, limits)
+//!   are logged as needing a restart.
 //! - SIGTERM, SIGINT: log the counters and stop the cores (they finish
 //!   in-flight work); if they have not stopped within
 //!   [`SHUTDOWN_DEADLINE`], exit anyway.
 //! - SIGUSR1: log the per-core counters.
-//! - The control socket (a Unix stream socket): a client writes one
-//!   command line, `stats`, and reads the counters as text, one line per
-//!   core and a total; `tern stats` is that client.
+//! - The control socket (a Unix stream socket, mode 0600): a client writes
+//!   one command line (`stats`, `status`, `reload [ZONE]`, `stop` and the
+//!   zone-transfer commands) and reads the reply as text until the
+//!   connection closes; `tern stats` and the other subcommands are that
+//!   client.
 
 use std::io::{self, BufRead, BufReader, Read, Write};
-use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
@@ -42,7 +45,9 @@ pub(crate) const SHUTDOWN_DEADLINE: Duration = Duration::from_millis(1500);
 const STATS_COMMAND: &str = "stats";
 
 /// The control socket's commands, as `tern` subcommands name them.
-const COMMANDS: &str = "stats, zone-status [ZONE], refresh ZONE, retransfer ZONE, notify ZONE";
+const COMMANDS: &str =
+    "stats, status, reload [ZONE], stop, zone-status [ZONE], refresh ZONE, retransfer ZONE, \
+     notify ZONE";
 
 /// The longest command line read from a control client.
 const MAX_COMMAND_LEN: u64 = 256;
@@ -67,6 +72,9 @@ const UNPINNED_PREFIX: &str = "core -: ";
 /// Permissions of the control socket: its owner only.
 const SOCKET_MODE: u32 = 0o600;
 
+/// Permissions of the control socket's directory when tern makes it.
+const DIRECTORY_MODE: u32 = 0o700;
+
 //----------- Signals --------------------------------------------------------
 
 /// The signals `tern serve` handles, registered early (before the zones
@@ -83,7 +91,7 @@ impl ControlSignals {
     }
 
     /// Handles signals on a thread of its own until the process ends.
-    pub(crate) fn spawn(mut self, handle: Handle, mut reloader: Reloader) -> anyhow::Result<()> {
+    pub(crate) fn spawn(mut self, handle: Handle, reloader: SharedReloader) -> anyhow::Result<()> {
         std::thread::Builder::new()
             .name("tern-signals".into())
             .spawn(move || {
@@ -91,7 +99,9 @@ impl ControlSignals {
                 // SIGINT end the loop (and the process).
                 for signal in self.0.forever() {
                     match signal {
-                        SIGHUP => reloader.reload(),
+                        SIGHUP => {
+                            let _ = reload(&reloader, "SIGHUP", None);
+                        }
                         SIGUSR1 => log_stats("SIGUSR1", &handle.stats()),
                         SIGTERM => stop("SIGTERM", &handle),
                         SIGINT => stop("SIGINT", &handle),
@@ -128,49 +138,78 @@ fn stop(signal: &str, handle: &Handle) -> ! {
 //----------- Reloader -------------------------------------------------------
 
 /// What a reload needs: how the configuration was given, what is running,
-/// and the zones being served (for the previous versions of zones).
+/// the zones being served (for the previous versions of zones) and what
+/// each primary zone was loaded from. Shared by SIGHUP and the control
+/// socket's `reload`; one reload runs at a time.
 pub(crate) struct Reloader {
     overrides: Overrides,
     running: Config,
     served: Arc<Served>,
+    stamps: zones::Stamps,
 }
+
+/// A [`Reloader`] shared by the signal and control threads.
+pub(crate) type SharedReloader = Arc<Mutex<Reloader>>;
 
 impl Reloader {
     /// A reloader for a server started with `running` (which came from
-    /// `overrides`) serving `served`.
-    pub(crate) fn new(overrides: Overrides, running: Config, served: Arc<Served>) -> Self {
-        Reloader {
+    /// `overrides`) serving `served`, whose primary zones were loaded from
+    /// `stamps`.
+    pub(crate) fn new(
+        overrides: Overrides,
+        running: Config,
+        served: Arc<Served>,
+        stamps: zones::Stamps,
+    ) -> SharedReloader {
+        Arc::new(Mutex::new(Reloader {
             overrides,
             running,
             served,
-        }
+            stamps,
+        }))
     }
 
-    /// Re-reads the configuration and the zone files and swaps the new
-    /// catalog in (with the secondary zones as they are). A configuration
-    /// that does not load, or a zone directory that cannot be read, aborts
-    /// the reload: everything keeps serving as it was. A zone that fails
-    /// to load keeps its previous version.
-    pub(crate) fn reload(&mut self) {
-        log::info!("SIGHUP: reloading the configuration and zones");
-        let next = match Config::load(&self.overrides) {
-            Ok(next) => next,
-            Err(err) => {
-                log::error!("reload aborted, nothing changed: {err:#}");
-                return;
+    /// Re-reads the configuration, rebuilds the zones whose files changed
+    /// (or only `only`, whatever its files) and swaps the new catalog in
+    /// (with the secondary zones as they are). A configuration that does
+    /// not load, or a zone directory that cannot be read, aborts the
+    /// reload: everything keeps serving as it was. A zone that fails to
+    /// load (`tern check`'s checks run first) keeps its previous version.
+    /// Returns a one-line summary, or why nothing changed.
+    pub(crate) fn reload(&mut self, only: Option<&str>) -> Result<String, String> {
+        let only = only
+            .map(|text| {
+                zones::parse_origin(text).map(|name| name.as_name().as_bytes().to_ascii_lowercase())
+            })
+            .transpose()?;
+        let next = Config::load(&self.overrides)
+            .map_err(|err| format!("reload aborted, nothing changed: {err:#}"))?;
+        if let Some(only) = &only {
+            let configured = zones::configured_zones(&next)
+                .map_err(|err| format!("reload aborted, the zones are unchanged: {err:#}"))?;
+            let known = configured.iter().any(|(origin, _)| {
+                zones::parse_origin(origin)
+                    .is_ok_and(|name| name.as_name().as_bytes().eq_ignore_ascii_case(only))
+            });
+            if !known {
+                return Err(format!(
+                    "{} is not a zone loaded from a file",
+                    zones::origin_text(only)
+                ));
             }
-        };
+        }
         logger::set_level(next.log_level);
         for key in self.running.restart_changes(&next) {
             log::warn!("{key} changed in the configuration; it takes effect after a restart");
         }
-        let loaded = match zones::load_all(&next, Some(&self.served.catalog())) {
-            Ok(loaded) => loaded,
-            Err(err) => {
-                log::error!("reload aborted, the zones are unchanged: {err:#}");
-                return;
-            }
+        let catalog = self.served.catalog();
+        let previous = zones::Previous {
+            catalog: &catalog,
+            stamps: &self.stamps,
+            only: only.as_deref(),
         };
+        let loaded = zones::load_all(&next, Some(&previous))
+            .map_err(|err| format!("reload aborted, the zones are unchanged: {err:#}"))?;
         for line in &loaded.warnings {
             log::warn!("{line}");
         }
@@ -181,14 +220,40 @@ impl Reloader {
             log::warn!("zone {origin} failed to load; its previous version keeps serving");
         }
         let serving = loaded.zones.len();
-        self.served.set_primaries(loaded.zones);
-        log::info!(
-            "reloaded: {serving} zone(s) serving; {} failed to load, {} of them kept their \
-             previous version",
+        let summary = format!(
+            "reloaded: {serving} zone(s) serving, {} rebuilt, {} unchanged; {} failed to load, {} \
+             of them kept their previous version",
+            loaded.rebuilt,
+            serving - loaded.rebuilt - loaded.kept.len(),
             loaded.failed,
             loaded.kept.len()
         );
+        self.stamps = loaded.stamps;
+        self.served.set_primaries(loaded.zones);
+        log::info!("{summary}");
+        Ok(summary)
     }
+}
+
+/// Runs a reload asked for by `reason` (SIGHUP or the control socket) and
+/// logs its outcome.
+pub(crate) fn reload(
+    reloader: &SharedReloader,
+    reason: &str,
+    only: Option<&str>,
+) -> Result<String, String> {
+    match only {
+        Some(zone) => log::info!("{reason}: reloading zone {zone}"),
+        None => log::info!("{reason}: reloading the configuration and the changed zones"),
+    }
+    let mut reloader = reloader
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let outcome = reloader.reload(only);
+    if let Err(err) = &outcome {
+        log::error!("{err}");
+    }
+    outcome
 }
 
 //----------- Counters -------------------------------------------------------
@@ -225,14 +290,39 @@ pub(crate) struct ControlSocket {
 }
 
 impl ControlSocket {
-    /// Binds `path` and answers clients on a thread of its own. A stale
-    /// socket file (no server behind it) is replaced; a live one, or a
-    /// path that is not a socket, is an error.
+    /// Refuses a path that exists and is not a socket owned by this
+    /// process's user: tern does not start then, rather than remove or
+    /// talk through something that is not its own.
+    pub(crate) fn check_path(path: &Path) -> anyhow::Result<()> {
+        let Ok(meta) = std::fs::symlink_metadata(path) else {
+            return Ok(());
+        };
+        if !meta.file_type().is_socket() {
+            bail!(
+                "the control socket's path {} exists and is not a socket; remove it or set \
+                 control-socket",
+                path.display()
+            );
+        }
+        let uid = std::fs::metadata("/proc/self").map(|me| me.uid()).ok();
+        if uid.is_some_and(|uid| uid != meta.uid()) {
+            bail!(
+                "the control socket {} belongs to user {}, not to this one; remove it or set \
+                 control-socket",
+                path.display(),
+                meta.uid()
+            );
+        }
+        Ok(())
+    }
+
+    /// Binds `path` (making its directory, mode 0700, if it is missing)
+    /// and answers clients on a thread of its own. A stale socket file (no
+    /// server behind it) is replaced; a live one is an error, as is
+    /// anything [`ControlSocket::check_path`] refuses.
     pub(crate) fn start(path: &Path, control: Control) -> anyhow::Result<ControlSocket> {
-        if let Ok(meta) = std::fs::symlink_metadata(path) {
-            if !meta.file_type().is_socket() {
-                bail!("{} exists and is not a socket", path.display());
-            }
+        ControlSocket::check_path(path)?;
+        if std::fs::symlink_metadata(path).is_ok() {
             if UnixStream::connect(path).is_ok() {
                 bail!(
                     "{} is in use by another server; set control-socket or --socket",
@@ -241,6 +331,20 @@ impl ControlSocket {
             }
             std::fs::remove_file(path)
                 .with_context(|| format!("removing the stale socket {}", path.display()))?;
+        }
+        if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
+            if !dir.exists() {
+                std::fs::DirBuilder::new()
+                    .mode(DIRECTORY_MODE)
+                    .create(dir)
+                    .with_context(|| {
+                        format!(
+                            "creating {} for the control socket (set control-socket to choose \
+                             another place)",
+                            dir.display()
+                        )
+                    })?;
+            }
         }
         let listener =
             UnixListener::bind(path).with_context(|| format!("binding {}", path.display()))?;
@@ -291,6 +395,9 @@ pub(crate) struct Control {
     pub(crate) handle: Handle,
     pub(crate) served: Arc<Served>,
     pub(crate) secondaries: Option<SecondariesHandle>,
+    pub(crate) reloader: SharedReloader,
+    /// When serving began, for `status`.
+    pub(crate) started: Instant,
 }
 
 fn answer_client(stream: UnixStream, control: &Control) -> io::Result<()> {
@@ -302,6 +409,19 @@ fn answer_client(stream: UnixStream, control: &Control) -> io::Result<()> {
     let mut words = command.split_whitespace();
     let reply = match (words.next(), words.next(), words.next()) {
         (Some(STATS_COMMAND), None, _) => format_stats(&control.handle.stats()),
+        (Some("status"), None, _) => status(control),
+        (Some("reload"), zone, None) => match reload(&control.reloader, "control socket", zone) {
+            Ok(summary) => format!("{summary}\n"),
+            Err(err) => format!("error: {err}\n"),
+        },
+        (Some("stop"), None, _) => {
+            // The client reads until the connection closes: close it
+            // before stopping, which does not return.
+            (&stream).write_all(b"stopping\n")?;
+            stream.shutdown(std::net::Shutdown::Both)?;
+            drop(stream);
+            stop("control socket", &control.handle);
+        }
         (Some("zone-status"), zone, None) => zone_status(control, zone),
         (Some(verb @ ("refresh" | "retransfer")), Some(zone), None) => {
             secondary_command(control, verb, zone)
@@ -313,6 +433,31 @@ fn answer_client(stream: UnixStream, control: &Control) -> io::Result<()> {
         ),
     };
     (&stream).write_all(reply.as_bytes())
+}
+
+/// `status`: version, uptime, the cores answering, the zones served.
+fn status(control: &Control) -> String {
+    let catalog = control.served.catalog();
+    let secondaries = control.served.status();
+    let zones = catalog.zones().len();
+    format!(
+        "version {}\nuptime {} s\ncores {}\nzones {zones} ({} primary, {} secondary)\n",
+        env!("CARGO_PKG_VERSION"),
+        control.started.elapsed().as_secs(),
+        control.handle.stats().len(),
+        zones.saturating_sub(
+            secondaries
+                .iter()
+                .filter(|(origin, _, _)| {
+                    catalog
+                        .zones()
+                        .iter()
+                        .any(|zone| zone.origin().as_bytes().eq_ignore_ascii_case(origin))
+                })
+                .count()
+        ),
+        secondaries.len(),
+    )
 }
 
 /// The secondary zone named `text`, lowercased, if it is one.

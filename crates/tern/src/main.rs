@@ -6,6 +6,11 @@
 //! - `tern check`: validate the configuration and zones; non-zero exit on errors.
 //! - `tern dump ORIGIN FILE`: print a zone in canonical one-record-per-line form.
 //! - `tern stats`: print a running server's per-core counters.
+//! - `tern status`, `tern reload [ZONE]`, `tern stop`: a running server's
+//!   version and uptime, a reload of the changed zones (as SIGHUP), a stop
+//!   (as SIGTERM); over the control socket.
+//! - `tern zone-status [ZONE]`, `tern refresh ZONE`, `tern retransfer
+//!   ZONE`, `tern notify ZONE`: zone transfers (docs/config.md).
 //!
 //! Command-line flags override the YAML configuration file, which overrides
 //! the built-in defaults (docs/config.md lists every key).
@@ -83,6 +88,20 @@ enum Command {
     },
     /// Print the per-core counters of a running `tern serve`.
     Stats(StatsArgs),
+    /// Print a running server's version, uptime, cores and zone count.
+    Status(StatsArgs),
+    /// Reload the configuration and every zone whose files changed (or
+    /// only ZONE, whatever its files), as SIGHUP does; zones that did not
+    /// change are not rebuilt. A zone that fails its checks keeps serving
+    /// its previous version.
+    Reload {
+        #[command(flatten)]
+        server: StatsArgs,
+        /// Only this zone.
+        zone: Option<String>,
+    },
+    /// Stop a running server, as SIGTERM does.
+    Stop(StatsArgs),
     /// Print each zone's role and serial; for secondary zones the last and
     /// next refresh, the expiry and the last transfer's outcome.
     ZoneStatus {
@@ -224,6 +243,15 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Check(args) => check(args),
         Command::Dump { origin, file } => dump(&origin, &file),
         Command::Stats(args) => stats(args),
+        Command::Status(args) => control_command(&args, "status"),
+        Command::Reload { server, zone } => {
+            let command = match zone {
+                Some(zone) => format!("reload {zone}"),
+                None => "reload".to_string(),
+            };
+            control_command(&server, &command)
+        }
+        Command::Stop(args) => control_command(&args, "stop"),
         Command::ZoneStatus { server, zone } => {
             let command = match zone {
                 Some(zone) => format!("zone-status {zone}"),
@@ -247,6 +275,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let overrides = args.overrides()?;
     let config = Config::load(&overrides)?;
     logger::init(config.log_level);
+    ControlSocket::check_path(&config.control_socket)?;
     let signals = ControlSignals::register()?;
 
     let loaded = zones::load_all(&config, None)?;
@@ -275,6 +304,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     );
     let saved_zones = plan.served.clone();
     let zone_count = loaded.zones.len() + saved_zones.len();
+    let stamps = loaded.stamps;
     let primaries = loaded.zones;
     let catalog = Arc::new(tern_authority::Catalog::new(
         primaries
@@ -359,10 +389,13 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
 
     // Without its control socket the server still serves; `tern stats`
     // then cannot reach it, which the error says.
+    let reloader = Reloader::new(overrides, config.clone(), Arc::clone(&served), stamps);
     let control = Control {
         handle: handle.clone(),
         served: Arc::clone(&served),
         secondaries: secondaries.as_ref().map(|s| s.handle()),
+        reloader: Arc::clone(&reloader),
+        started: std::time::Instant::now(),
     };
     let socket = match ControlSocket::start(&config.control_socket, control) {
         Ok(socket) => Some(socket),
@@ -381,7 +414,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
             socket.path().display()
         )),
     );
-    signals.spawn(handle, Reloader::new(overrides, config, served))?;
+    signals.spawn(handle, reloader)?;
 
     let result = server.join();
     drop(secondaries);

@@ -6,8 +6,10 @@
 //! into a `ZoneBuilder`.
 
 use std::collections::HashMap;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::SystemTime;
 
 use anyhow::Context;
 use tern_authority::{Catalog, Zone, ZoneBuilder};
@@ -37,6 +39,63 @@ pub(crate) struct Loaded {
     pub(crate) failed: usize,
     /// The origins of rejected zones whose previous version is kept.
     pub(crate) kept: Vec<String>,
+    /// What each zone in `zones` was loaded from, by lowercased origin.
+    pub(crate) stamps: Stamps,
+    /// How many zones were parsed and built (the others in `zones` are
+    /// previous versions, unchanged or kept).
+    pub(crate) rebuilt: usize,
+}
+
+//----------- Stamp ----------------------------------------------------------
+
+/// What a zone was loaded from: its file and the files it includes, each
+/// with its size, modification time and identity (device and inode: a
+/// file renamed over it differs even within the clock's granularity) when
+/// the load began. A reload rebuilds a zone only when one of them differs
+/// (or is gone).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Stamp(Vec<(PathBuf, Option<FileStamp>)>);
+
+/// Size, modification time, device and inode.
+type FileStamp = (u64, SystemTime, u64, u64);
+
+/// Stamps by lowercased origin.
+pub(crate) type Stamps = HashMap<Vec<u8>, Stamp>;
+
+impl Stamp {
+    /// The files as they are now.
+    fn of<'a>(files: impl IntoIterator<Item = &'a Path>) -> Stamp {
+        Stamp(
+            files
+                .into_iter()
+                .map(|path| {
+                    let meta = std::fs::metadata(path).ok();
+                    let seen = meta.and_then(|meta| {
+                        Some((meta.len(), meta.modified().ok()?, meta.dev(), meta.ino()))
+                    });
+                    (path.to_path_buf(), seen)
+                })
+                .collect(),
+        )
+    }
+
+    /// Whether the zone is still `path` and none of its files changed.
+    fn unchanged(&self, path: &Path) -> bool {
+        self.0.first().is_some_and(|(first, _)| first == path)
+            && Stamp::of(self.0.iter().map(|(file, _)| file.as_path())) == *self
+    }
+}
+
+/// A reload's view of what is served: the zones and their stamps.
+pub(crate) struct Previous<'a> {
+    /// The catalog being served.
+    pub(crate) catalog: &'a Catalog,
+    /// What its primary zones were loaded from.
+    pub(crate) stamps: &'a Stamps,
+    /// `Some`: rebuild only this zone (lowercased wire origin), whatever
+    /// its files; keep every other served zone as it is. `None`: rebuild
+    /// the zones whose files changed, and load new ones.
+    pub(crate) only: Option<&'a [u8]>,
 }
 
 /// The zones a configuration names: every `NAME.zone` in the zone
@@ -64,13 +123,16 @@ pub(crate) fn configured_zones(config: &Config) -> anyhow::Result<Vec<(String, P
 }
 
 /// Loads every configured zone. A zone that fails is reported; if
-/// `previous` (the catalog being served) has a zone of that origin, that
-/// version is kept in the result, else the zone is left out. A zone named
-/// twice (in the directory and the list) is loaded once, from the first.
-pub(crate) fn load_all(config: &Config, previous: Option<&Catalog>) -> anyhow::Result<Loaded> {
+/// `previous` serves a zone of that origin, that version is kept in the
+/// result, else the zone is left out. A zone named twice (in the directory
+/// and the list) is loaded once, from the first. With `previous`, a zone
+/// whose files did not change is not rebuilt: its served version is
+/// reused (see [`Previous::only`] for a reload of one zone).
+pub(crate) fn load_all(config: &Config, previous: Option<&Previous<'_>>) -> anyhow::Result<Loaded> {
     let previous_by_origin: HashMap<Vec<u8>, &Arc<Zone>> = previous
-        .map(|catalog| {
-            catalog
+        .map(|previous| {
+            previous
+                .catalog
                 .zones()
                 .iter()
                 .map(|zone| (origin_key(zone.origin().as_bytes()), zone))
@@ -91,10 +153,30 @@ pub(crate) fn load_all(config: &Config, previous: Option<&Catalog>) -> anyhow::R
                 continue;
             }
             seen.insert(key.clone(), path.clone());
-            if !load_into(&mut loaded, &origin, &path) {
-                if let Some(zone) = previous_by_origin.get(&key) {
-                    loaded.zones.push(Arc::clone(zone));
-                    loaded.kept.push(origin);
+            let reused = previous.and_then(|previous| {
+                let zone = previous_by_origin.get(&key)?;
+                let stamp = previous.stamps.get(&key)?;
+                let keep = match previous.only {
+                    Some(only) => only != key.as_slice(),
+                    None => stamp.unchanged(&path),
+                };
+                keep.then(|| (Arc::clone(zone), stamp.clone()))
+            });
+            if let Some((zone, stamp)) = reused {
+                loaded.zones.push(zone);
+                loaded.stamps.insert(key, stamp);
+                continue;
+            }
+            if previous.is_some_and(|previous| previous.only.is_some_and(|only| only != key)) {
+                continue; // a new zone waits for a reload of all zones, or of itself
+            }
+            if let Some(stamp) = load_into(&mut loaded, &origin, &path) {
+                loaded.stamps.insert(key, stamp);
+            } else if let Some(zone) = previous_by_origin.get(&key) {
+                loaded.zones.push(Arc::clone(zone));
+                loaded.kept.push(origin);
+                if let Some(stamp) = previous.and_then(|previous| previous.stamps.get(&key)) {
+                    loaded.stamps.insert(key, stamp.clone());
                 }
             }
         } else {
@@ -123,22 +205,35 @@ pub(crate) fn parse_origin(origin: &str) -> Result<NameBuf, String> {
         .map_err(|err| format!("bad zone name {origin:?}: {err}"))
 }
 
+/// A wire-format origin as text (for messages).
+pub(crate) fn origin_text(wire: &[u8]) -> String {
+    tern_wire::name::Name::from_wire(wire).map_or_else(|_| "?".to_string(), |name| name.to_string())
+}
+
 /// Zone origins compare without regard to ASCII case.
 fn origin_key(wire: &[u8]) -> Vec<u8> {
     wire.to_ascii_lowercase()
 }
 
-/// Loads one zone into `loaded`; false if it failed.
-fn load_into(loaded: &mut Loaded, origin_text: &str, path: &Path) -> bool {
-    match load_zone(origin_text, path, &mut loaded.warnings) {
-        Ok(zone) => {
+/// Loads one zone into `loaded`; what it was loaded from, or `None` if
+/// it failed.
+fn load_into(loaded: &mut Loaded, origin_text: &str, path: &Path) -> Option<Stamp> {
+    // Stamped before reading: a file changed during the load differs from
+    // its stamp at the next reload, which then rebuilds the zone.
+    let mut stamp = Stamp::of([path]);
+    match load_zone_from(origin_text, path, &mut loaded.warnings) {
+        Ok((zone, files)) => {
             loaded.zones.push(Arc::new(zone));
-            true
+            loaded.rebuilt += 1;
+            // The zone file is first; the included ones follow.
+            let included = files.iter().skip(1).map(PathBuf::as_path);
+            stamp.0.extend(Stamp::of(included).0);
+            Some(stamp)
         }
         Err(errors) => {
             loaded.errors.extend(errors);
             loaded.failed += 1;
-            false
+            None
         }
     }
 }
@@ -155,6 +250,15 @@ pub(crate) fn load_zone(
     path: &Path,
     warnings: &mut Vec<String>,
 ) -> Result<Zone, Vec<String>> {
+    load_zone_from(origin_text, path, warnings).map(|(zone, _)| zone)
+}
+
+/// [`load_zone`], and the files read: the zone file, then those included.
+fn load_zone_from(
+    origin_text: &str,
+    path: &Path,
+    warnings: &mut Vec<String>,
+) -> Result<(Zone, Vec<PathBuf>), Vec<String>> {
     let origin =
         parse_origin(origin_text).map_err(|err| vec![format!("{}: {err}", path.display())])?;
     let mut records = Records::new();
@@ -213,6 +317,7 @@ pub(crate) fn load_zone(
     drop(records);
     builder
         .finish()
+        .map(|zone| (zone, files))
         .map_err(|err| vec![format!("{}: {err}", path.display())])
 }
 

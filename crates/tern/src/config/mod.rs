@@ -36,8 +36,14 @@ pub(crate) const DEFAULT_UDP_SIZE: u16 = 1232;
 /// The default log level.
 pub(crate) const DEFAULT_LOG_LEVEL: log::LevelFilter = log::LevelFilter::Info;
 
-/// The control socket's file name in `$XDG_RUNTIME_DIR`.
-const SOCKET_NAME: &str = "tern.sock";
+/// The control socket's directory, under `/run` for root and under
+/// `$XDG_RUNTIME_DIR` for other users, and its name in it.
+const SOCKET_DIR: &str = "tern";
+const SOCKET_NAME: &str = "control.sock";
+
+/// Where root's runtime files go (systemd's `RuntimeDirectory=tern` makes
+/// `/run/tern`).
+const ROOT_RUNTIME_DIR: &str = "/run";
 
 /// The longest Unix socket path: `sun_path` holds 108 bytes with the NUL.
 const MAX_SOCKET_PATH: usize = 107;
@@ -734,22 +740,27 @@ fn set<K: raw::Kind>(field: &mut K::Value, value: Option<raw::Parsed<K>>) {
 
 //----------- Control socket -------------------------------------------------
 
-/// The control socket when none is configured: `$XDG_RUNTIME_DIR/tern.sock`
-/// where that variable names an absolute directory (a per-user directory
-/// that systemd and most desktops create), else `/tmp/tern-UID.sock`.
+/// The control socket when none is configured: `/run/tern/control.sock`
+/// for root; for other users `$XDG_RUNTIME_DIR/tern/control.sock` (a
+/// per-user directory that systemd and most desktops create), or
+/// `/run/user/UID/tern/control.sock` without that variable. Never a fixed
+/// name in a directory that every user can write.
 pub(crate) fn default_control_socket() -> PathBuf {
-    if let Some(dir) = std::env::var_os("XDG_RUNTIME_DIR") {
-        let dir = PathBuf::from(dir);
-        if dir.is_absolute() {
-            return dir.join(SOCKET_NAME);
-        }
-    }
-    // The owner of /proc/self is this process's user; without procfs, the
-    // name falls back to one shared by all users of the machine.
-    match std::fs::metadata("/proc/self") {
-        Ok(meta) => std::env::temp_dir().join(format!("tern-{}.sock", meta.uid())),
-        Err(_) => std::env::temp_dir().join(SOCKET_NAME),
-    }
+    // The owner of /proc/self is this process's effective user.
+    let uid = std::fs::metadata("/proc/self").map(|meta| meta.uid()).ok();
+    let runtime = match (uid, std::env::var_os("XDG_RUNTIME_DIR")) {
+        (Some(0), _) => PathBuf::from(ROOT_RUNTIME_DIR),
+        (_, Some(dir)) if Path::new(&dir).is_absolute() => PathBuf::from(dir),
+        // systemd-logind's runtime directory, where XDG_RUNTIME_DIR points
+        // in a login session; elsewhere this does not exist and the server
+        // says to set control-socket, rather than falling back to a name
+        // in a directory every user can write.
+        (Some(uid), _) => Path::new(ROOT_RUNTIME_DIR)
+            .join("user")
+            .join(uid.to_string()),
+        (None, _) => PathBuf::from(ROOT_RUNTIME_DIR),
+    };
+    runtime.join(SOCKET_DIR).join(SOCKET_NAME)
 }
 
 /// Unix socket paths are limited by the size of `sun_path`.
@@ -1150,6 +1161,25 @@ mod tests {
         assert!(Config::default()
             .restart_changes(&config)
             .contains(&"listen"));
+    }
+
+    #[test]
+    fn the_default_control_socket_is_in_a_runtime_directory_of_its_user() {
+        let path = default_control_socket();
+        assert!(path.ends_with("tern/control.sock"), "{}", path.display());
+        let uid = std::fs::metadata("/proc/self").unwrap().uid();
+        let xdg = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from);
+        let expected = match (uid, xdg) {
+            (0, _) => PathBuf::from("/run/tern/control.sock"),
+            (_, Some(dir)) if dir.is_absolute() => dir.join("tern/control.sock"),
+            (uid, _) => PathBuf::from(format!("/run/user/{uid}/tern/control.sock")),
+        };
+        assert_eq!(path, expected);
+        assert!(
+            !path.starts_with(std::env::temp_dir()),
+            "{}",
+            path.display()
+        );
     }
 
     #[test]

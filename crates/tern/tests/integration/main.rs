@@ -4,6 +4,7 @@
 
 mod cli;
 mod config;
+mod control;
 mod reload;
 mod secondary;
 mod stats;

@@ -1,11 +1,11 @@
-//! SIGTERM and SIGINT: the server stops, even with an idle TCP client
-//! connected, logs its counters and exits 0 within 2 s.
+//! SIGTERM, SIGINT and `tern stop`: the server stops, even with an idle
+//! TCP client connected, logs its counters and exits 0 within 2 s.
 
 use std::io::Write;
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use crate::util::{ask, client, free_address, temp_dir, Served, GOOD};
+use crate::util::{ask, client, free_address, temp_dir, tern, Served, GOOD};
 
 /// The promise: stopped and exited within this long after the signal. A
 /// dhat-heap build writes its profile after the stop, symbolizing every
@@ -16,8 +16,18 @@ const STOP_WITHIN: Duration = if cfg!(feature = "dhat-heap") {
     Duration::from_secs(2)
 };
 
-fn stops_on(signal: &str) {
-    let dir = temp_dir(&format!("stop-{signal}"));
+/// How the test asks the server to stop.
+enum Stop {
+    Signal(&'static str),
+    Command,
+}
+
+fn stops_on(how: Stop) {
+    let name = match how {
+        Stop::Signal(signal) => signal,
+        Stop::Command => "command",
+    };
+    let dir = temp_dir(&format!("stop-{name}"));
     std::fs::write(dir.join("example.com.zone"), GOOD).unwrap();
     let address = free_address();
     let socket = dir.join("tern.sock");
@@ -41,11 +51,24 @@ fn stops_on(signal: &str) {
     assert!(socket.exists());
 
     let signalled = Instant::now();
-    server.signal(signal);
+    match how {
+        Stop::Signal(signal) => server.signal(signal),
+        Stop::Command => {
+            let out = tern()
+                .arg("stop")
+                .arg("--socket")
+                .arg(&socket)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{out:?}");
+            assert_eq!(String::from_utf8_lossy(&out.stdout), "stopping\n");
+        }
+    }
     let status = server.wait_exit(STOP_WITHIN + Duration::from_secs(3));
     let elapsed = signalled.elapsed();
     let log = server.log_text();
-    let status = status.unwrap_or_else(|| panic!("still running 5 s after SIG{signal}:\n{log}"));
+    let status =
+        status.unwrap_or_else(|| panic!("still running 5 s after the {name} stop:\n{log}"));
     assert!(status.success(), "exit status {status:?}:\n{log}");
     assert!(elapsed < STOP_WITHIN, "took {elapsed:?} to stop:\n{log}");
     assert!(log.contains("at shutdown: all cores: queries 1 "), "{log}");
@@ -55,10 +78,15 @@ fn stops_on(signal: &str) {
 
 #[test]
 fn sigterm_exits_zero_within_two_seconds() {
-    stops_on("TERM");
+    stops_on(Stop::Signal("TERM"));
 }
 
 #[test]
 fn sigint_exits_zero_within_two_seconds() {
-    stops_on("INT");
+    stops_on(Stop::Signal("INT"));
+}
+
+#[test]
+fn tern_stop_exits_zero_within_two_seconds() {
+    stops_on(Stop::Command);
 }
