@@ -4,7 +4,7 @@
 CARGO ?= cargo
 RELEASE_BIN := target/release/tern
 
-.PHONY: run build release test deps lint fmt unit test-repeat differential compliance transfer clean bench bench-check bench-peers bench-forward dhat fuzz soak
+.PHONY: run build release test deps lint fmt unit test-repeat differential compliance transfer metrics clean bench bench-check bench-peers bench-forward dhat fuzz soak
 
 ## Build in release mode and serve zones/ on 127.0.0.1:5353 (no config needed).
 run: release
@@ -19,8 +19,9 @@ build:
 ## Everything the project checks: formatting, lints, unit and integration
 ## tests (which compare with named-checkzone), the differential suite
 ## against Knot and NSD, the compliance checks against BIND and zone
-## transfers with all three. Installs the reference tools it needs.
-test: deps lint unit differential compliance transfer
+## transfers with all three, and the metrics endpoint read by Prometheus.
+## Installs the reference tools it needs.
+test: deps lint unit differential compliance transfer metrics
 
 ## Debian packages and Python modules the tests use (idempotent).
 deps:
@@ -76,6 +77,10 @@ compliance: release
 	TERN_BIN=$(RELEASE_BIN) python3 tests/compliance/cookies.py
 	TERN_BIN=$(RELEASE_BIN) python3 tests/compliance/rrl.py
 	TERN_BIN=$(RELEASE_BIN) python3 tests/compliance/forgery.py
+
+## The Prometheus endpoint, scraped by a real Prometheus (tests/metrics).
+metrics: release
+	TERN_BIN=$(RELEASE_BIN) python3 tests/metrics/prometheus.py
 
 ## Zone transfers with the reference servers, with TSIG (tests/transfer):
 ## tern as primary to Knot, NSD and BIND 9 secondaries, as secondary of each

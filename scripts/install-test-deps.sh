@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# Install what the differential test suite (tests/differential) needs on a Debian machine:
-# Knot DNS, NSD, dig/kdig, dnsperf, BIND's dnssec-keygen/dnssec-signzone (bind9-utils) and
+# Install what the test suites (tests/) need on a Debian machine:
+# Knot DNS, NSD, dig/kdig, dnsperf, Prometheus and promtool (tests/metrics), BIND's
+# dnssec-keygen/dnssec-signzone (bind9-utils) and
 # Python's dnspython with its DNSSEC extra (the `cryptography` package, for the validator
 # check). Idempotent: does nothing when everything is already there; runs `apt-get update`
 # only when a package is missing.
 set -euo pipefail
 
 PYTHON="${PYTHON:-python3}"
-PKGS=(knot knot-dnsutils nsd bind9-utils bind9-dnsutils dnsperf)
+PKGS=(knot knot-dnsutils nsd bind9-utils bind9-dnsutils dnsperf prometheus)
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then

@@ -61,26 +61,36 @@ impl Catalog {
     /// The zone whose origin is exactly `origin_lower` (lowercased), as a
     /// zone transfer asks for it.
     pub fn get(&self, origin_lower: Name<'_>) -> Option<&Arc<Zone>> {
-        let id = self.index.find(origin_lower.as_bytes(), |i| {
-            self.zones[i as usize].origin().as_bytes()
-        })?;
+        let id = self.position(origin_lower)?;
         Some(&self.zones[id as usize])
+    }
+
+    /// The index in [`Catalog::zones`] of the zone whose origin is exactly
+    /// `origin_lower` (lowercased).
+    pub fn position(&self, origin_lower: Name<'_>) -> Option<u32> {
+        self.index.find(origin_lower.as_bytes(), |i| {
+            self.zones[i as usize].origin().as_bytes()
+        })
+    }
+
+    /// The index in [`Catalog::zones`] of [`Catalog::find`]'s zone.
+    pub fn find_position(&self, qname_lower: Name<'_>) -> Option<u32> {
+        let mut suffix = Some(qname_lower);
+        while let Some(name) = suffix {
+            if let Some(id) = self.position(name) {
+                return Some(id);
+            }
+            suffix = name.parent();
+        }
+        None
     }
 
     /// The deepest zone whose origin is `qname_lower` or one of its
     /// ancestors. The name must already be lowercased. Bound: one hash
     /// look-up per label; no allocation.
     pub fn find(&self, qname_lower: Name<'_>) -> Option<&Zone> {
-        let mut suffix = Some(qname_lower);
-        while let Some(name) = suffix {
-            if let Some(id) = self.index.find(name.as_bytes(), |i| {
-                self.zones[i as usize].origin().as_bytes()
-            }) {
-                return Some(&self.zones[id as usize]);
-            }
-            suffix = name.parent();
-        }
-        None
+        let id = self.find_position(qname_lower)?;
+        Some(&self.zones[id as usize])
     }
 
     /// The zone that answers a query: DS records live on the parent side

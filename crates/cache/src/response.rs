@@ -116,6 +116,8 @@ struct Slot {
     bits: u8,
     /// SIEVE's bit: hit since the hand last passed.
     visited: bool,
+    /// The caller's tag (see [`ResponseCache::insert_tagged`]).
+    tag: u32,
 }
 
 impl Slot {
@@ -288,6 +290,18 @@ impl ResponseCache {
         limit: usize,
         out: &mut [u8],
     ) -> Option<usize> {
+        self.answer_tagged(key, query, limit, out)
+            .map(|(len, _)| len)
+    }
+
+    /// [`ResponseCache::answer`], with the tag the entry was stored with.
+    pub fn answer_tagged(
+        &mut self,
+        key: &CacheKey,
+        query: &[u8],
+        limit: usize,
+        out: &mut [u8],
+    ) -> Option<(usize, u32)> {
         let name_len = key.name.as_bytes().len();
         let question_end = HEADER_LEN + name_len + 4;
         let question = query.get(HEADER_LEN..question_end)?;
@@ -328,7 +342,7 @@ impl ResponseCache {
         out[HEADER_LEN..question_end].copy_from_slice(question);
         out[question_end..].copy_from_slice(tail);
         slot.visited = true;
-        Some(total)
+        Some((total, slot.tag))
     }
 
     /// Stores a complete answer written by `tern_authority::respond` for a
@@ -345,6 +359,13 @@ impl ResponseCache {
     ///
     /// Allocates the entry's bytes (the miss path only).
     pub fn insert(&mut self, key: CacheKey, answer: &[u8]) -> bool {
+        self.insert_tagged(key, answer, 0)
+    }
+
+    /// [`ResponseCache::insert`], storing `tag` with the entry for
+    /// [`ResponseCache::answer_tagged`] to return: a number the cache does
+    /// not read, such as the server's index of the answer's zone.
+    pub fn insert_tagged(&mut self, key: CacheKey, answer: &[u8], tag: u32) -> bool {
         let Some(tail_start) = cacheable(&key, answer) else {
             return false;
         };
@@ -392,6 +413,7 @@ impl ResponseCache {
             name_len: name.len() as u8,
             bits,
             visited: false,
+            tag,
         };
         let Some(index) = self.allocate(slot) else {
             return false;

@@ -169,6 +169,18 @@ fn snapshot(core: &Core) -> CoreStats {
     CoreStats {
         core: core.id,
         queries: counters.queries,
+        queries_by_type: counters.queries_by_type,
+        queries_by_transport: counters.queries_by_transport,
+        cookies: counters.cookies,
+        tcp_timeouts: core
+            .tcp_counters
+            .timeouts
+            .each_ref()
+            .map(std::cell::Cell::get),
+        zones: counters.zone_snapshot(|index| {
+            let zone = worker.catalog().zones().get(index)?;
+            Some(zone.origin().as_bytes().to_ascii_lowercase())
+        }),
         answers_by_rcode: counters.answers_by_rcode,
         badcookie: counters.badcookie,
         cache_hits: counters.cache_hits,

@@ -79,10 +79,14 @@ pub use rrl::{
     DEFAULT_IPV6_PREFIX, DEFAULT_RATE, DEFAULT_SLIP, DEFAULT_TABLE_SIZE, DEFAULT_WINDOW, MAX_RATE,
     MAX_SLIP, MAX_TABLE_SIZE, MAX_WINDOW, MIN_TABLE_SIZE,
 };
-pub use stats::CoreStats;
+pub use stats::{
+    CoreStats, ZoneCounters, COOKIE_RESULTS, FAMILIES, MAX_COUNTED_ZONES, OTHER_TYPE, QUERY_TYPES,
+    TCP_TIMEOUTS, TRANSPORTS, TYPE_SLOTS,
+};
 pub use sys::{thread_allocations, CountingAllocator};
 pub use tern_cache::forward::{
-    Cidr, ForwardConfig, ForwardStats, Policy, UpstreamStats, MAX_UPSTREAMS,
+    Cidr, ForwardConfig, ForwardStats, Policy, RttHistogram, UpstreamStats, MAX_UPSTREAMS,
+    RTT_BUCKETS_MS,
 };
 #[doc(hidden)]
 pub use worker::{UdpAnswer, Worker};

@@ -20,6 +20,157 @@ const RCODE_NAMES: [&str; 16] = [
     "nxrrset", "notauth", "notzone", "rcode11", "rcode12", "rcode13", "rcode14", "rcode15",
 ];
 
+/// Query types counted by name (the common ones, by their mnemonics);
+/// the rest count together under [`OTHER_TYPE`].
+pub const QUERY_TYPES: [(u16, &str); 24] = [
+    (1, "A"),
+    (2, "NS"),
+    (5, "CNAME"),
+    (6, "SOA"),
+    (12, "PTR"),
+    (13, "HINFO"),
+    (15, "MX"),
+    (16, "TXT"),
+    (28, "AAAA"),
+    (33, "SRV"),
+    (35, "NAPTR"),
+    (39, "DNAME"),
+    (43, "DS"),
+    (46, "RRSIG"),
+    (47, "NSEC"),
+    (48, "DNSKEY"),
+    (50, "NSEC3"),
+    (52, "TLSA"),
+    (64, "SVCB"),
+    (65, "HTTPS"),
+    (251, "IXFR"),
+    (252, "AXFR"),
+    (255, "ANY"),
+    (257, "CAA"),
+];
+
+/// The slot of the types not in [`QUERY_TYPES`] (`other`), and of queries
+/// whose question could not be read.
+pub const OTHER_TYPE: usize = QUERY_TYPES.len();
+
+/// Slots of the query-type counters: one per named type and `other`.
+pub const TYPE_SLOTS: usize = QUERY_TYPES.len() + 1;
+
+/// The slot of each type below 256 (CAA, 257, is looked up apart).
+static TYPE_SLOT: [u8; 256] = type_slots();
+
+const fn type_slots() -> [u8; 256] {
+    let mut slots = [OTHER_TYPE as u8; 256];
+    let mut index = 0;
+    while index < QUERY_TYPES.len() {
+        let qtype = QUERY_TYPES[index].0 as usize;
+        if qtype < 256 {
+            slots[qtype] = index as u8;
+        }
+        index += 1;
+    }
+    slots
+}
+
+/// The counter slot of a query type.
+pub(crate) fn type_slot(qtype: u16) -> usize {
+    match qtype {
+        0..=255 => usize::from(TYPE_SLOT[usize::from(qtype)]),
+        257 => QUERY_TYPES.len() - 1,
+        _ => OTHER_TYPE,
+    }
+}
+
+/// The transports and IP families queries are counted by:
+/// `queries_by_transport[transport * 2 + family]`.
+pub const TRANSPORTS: [&str; 2] = ["udp", "tcp"];
+
+/// See [`TRANSPORTS`].
+pub const FAMILIES: [&str; 2] = ["ipv4", "ipv6"];
+
+/// What became of the DNS COOKIE options of queries (UDP):
+/// `cookies[slot]`.
+pub const COOKIE_RESULTS: [&str; 4] = ["client-only", "valid", "invalid", "malformed"];
+
+/// Why TCP connections were closed by a timeout: `tcp_timeouts[slot]`.
+pub const TCP_TIMEOUTS: [&str; 4] = ["initial", "idle", "message", "write"];
+
+/// Index of [`TCP_TIMEOUTS`].
+pub(crate) const TIMEOUT_INITIAL: usize = 0;
+/// See [`TIMEOUT_INITIAL`].
+pub(crate) const TIMEOUT_IDLE: usize = 1;
+/// See [`TIMEOUT_INITIAL`].
+pub(crate) const TIMEOUT_MESSAGE: usize = 2;
+/// See [`TIMEOUT_INITIAL`].
+pub(crate) const TIMEOUT_WRITE: usize = 3;
+
+/// The type of the question of `query`, a message whose header was not
+/// read yet; `None` if there is none or it is cut short. Bounded: each
+/// label moves on by at least one octet.
+fn question_type(query: &[u8]) -> Option<u16> {
+    if query.get(4..6)? == [0, 0] {
+        return None;
+    }
+    let mut at = 12;
+    loop {
+        let len = usize::from(*query.get(at)?);
+        if len == 0 {
+            break;
+        }
+        if len & 0xc0 != 0 {
+            return None; // a pointer or reserved label type in a question
+        }
+        at += 1 + len;
+    }
+    let qtype = query.get(at + 1..at + 3)?;
+    Some(u16::from_be_bytes([qtype[0], qtype[1]]))
+}
+
+/// The most zones counted apart on a core (in catalog order); queries
+/// for zones past it count under no zone. Each costs a [`ZoneCounters`]
+/// (about 330 octets) per core.
+pub const MAX_COUNTED_ZONES: usize = 1 << 16;
+
+/// [`Counters::zone`] when the query being answered is for no zone of
+/// ours (or not known to be); otherwise it is the zone's index plus one
+/// (also the tag of the zone's answers in the answer cache).
+pub(crate) const NO_ZONE: u32 = 0;
+
+/// The [`Counters::zone`] (and cache tag) of the zone at `index`.
+pub(crate) fn zone_tag(index: Option<u32>) -> u32 {
+    index.map_or(NO_ZONE, |index| index.saturating_add(1))
+}
+
+/// One zone's counters on one core (or summed).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ZoneCounters {
+    /// Queries answered for the zone, by the type of their question (per
+    /// [`QUERY_TYPES`] slot, then [`OTHER_TYPE`]).
+    pub queries_by_type: [u64; TYPE_SLOTS],
+    /// Answers for the zone by header rcode.
+    pub answers_by_rcode: [u64; 16],
+}
+
+impl Default for ZoneCounters {
+    fn default() -> Self {
+        ZoneCounters {
+            queries_by_type: [0; TYPE_SLOTS],
+            answers_by_rcode: [0; 16],
+        }
+    }
+}
+
+impl ZoneCounters {
+    fn is_zero(&self) -> bool {
+        self.queries_by_type.iter().all(|&count| count == 0)
+    }
+
+    fn add(&mut self, other: &ZoneCounters) {
+        add(&mut self.queries_by_type, &other.queries_by_type);
+        add(&mut self.answers_by_rcode, &other.answers_by_rcode);
+    }
+}
+
 //----------- CoreStats ------------------------------------------------------
 
 /// A snapshot of one core's counters (or, from [`CoreStats::sum`] and the
@@ -30,6 +181,19 @@ pub struct CoreStats {
     pub core: Option<usize>,
     /// Queries received (UDP datagrams and TCP messages).
     pub queries: u64,
+    /// Queries by the type of their question: per [`QUERY_TYPES`] slot,
+    /// then [`OTHER_TYPE`].
+    pub queries_by_type: [u64; TYPE_SLOTS],
+    /// Queries by transport and IP family (see [`TRANSPORTS`]).
+    pub queries_by_transport: [u64; 4],
+    /// Queries with a DNS COOKIE option, by [`COOKIE_RESULTS`] (UDP).
+    pub cookies: [u64; 4],
+    /// TCP connections closed by each timeout of [`TCP_TIMEOUTS`].
+    pub tcp_timeouts: [u64; 4],
+    /// Per zone (lowercased wire origin), the queries answered for it;
+    /// zones with none are left out. Queries of no zone of ours are the
+    /// difference from the totals.
+    pub zones: Vec<(Vec<u8>, ZoneCounters)>,
     /// Answers written, by the rcode in their header (extended rcodes such
     /// as BADVERS count under their header bits, 0; BADCOOKIE apart, in
     /// `badcookie`). An answer the kernel then refused to send is also
@@ -77,6 +241,11 @@ impl CoreStats {
             .into_iter()
             .fold(CoreStats::default(), |mut total, one| {
                 total.queries += one.queries;
+                add(&mut total.queries_by_type, &one.queries_by_type);
+                add(&mut total.queries_by_transport, &one.queries_by_transport);
+                add(&mut total.cookies, &one.cookies);
+                add(&mut total.tcp_timeouts, &one.tcp_timeouts);
+                add_zones(&mut total.zones, &one.zones);
                 for (sum, count) in total.answers_by_rcode.iter_mut().zip(one.answers_by_rcode) {
                     *sum += count;
                 }
@@ -102,6 +271,23 @@ impl CoreStats {
     }
 }
 
+/// Adds one core's zone counters to a sum, zone by zone.
+fn add_zones(total: &mut Vec<(Vec<u8>, ZoneCounters)>, one: &[(Vec<u8>, ZoneCounters)]) {
+    for (origin, counters) in one {
+        match total.binary_search_by(|(known, _)| known.as_slice().cmp(origin)) {
+            Ok(at) => total[at].1.add(counters),
+            Err(at) => total.insert(at, (origin.clone(), counters.clone())),
+        }
+    }
+}
+
+/// Adds counts slot by slot.
+fn add(total: &mut [u64], one: &[u64]) {
+    for (sum, count) in total.iter_mut().zip(one) {
+        *sum += count;
+    }
+}
+
 /// Adds one core's forward counters to a sum: counts add up; an
 /// upstream's RTT in the sum is the largest of the cores' (the cores have
 /// the same upstreams in the same order).
@@ -117,6 +303,7 @@ fn add_forward(total: &mut ForwardStats, one: &ForwardStats) {
     total.coalesced += one.coalesced;
     total.stale_answers += one.stale_answers;
     total.servfails += one.servfails;
+    total.rtt.add(&one.rtt);
     if total.upstreams.len() < one.upstreams.len() {
         total
             .upstreams
@@ -215,6 +402,16 @@ impl fmt::Display for CoreStats {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Counters {
     pub(crate) queries: u64,
+    pub(crate) queries_by_type: [u64; TYPE_SLOTS],
+    pub(crate) queries_by_transport: [u64; 4],
+    pub(crate) cookies: [u64; 4],
+    /// Per zone of the catalog (by index, at most [`MAX_COUNTED_ZONES`]).
+    pub(crate) zones: Vec<ZoneCounters>,
+    /// The zone of the query being answered, as [`zone_tag`] makes it
+    /// ([`NO_ZONE`] until the answering stage knows it), and its type's
+    /// slot: the answer is counted under them.
+    pub(crate) zone: u32,
+    type_slot: u8,
     pub(crate) answers_by_rcode: [u64; 16],
     pub(crate) badcookie: u64,
     pub(crate) cache_hits: u64,
@@ -226,6 +423,59 @@ pub(crate) struct Counters {
 }
 
 impl Counters {
+    /// Counts a query, by the type of its question.
+    pub(crate) fn count_query(&mut self, query: &[u8]) {
+        self.queries += 1;
+        let slot = question_type(query).map_or(OTHER_TYPE, type_slot);
+        self.queries_by_type[slot] += 1;
+        self.type_slot = slot as u8;
+        self.zone = NO_ZONE;
+    }
+
+    /// Sizes the zone counters for a catalog of `zones` zones, each taking
+    /// the counts of the zone at `previous(index)` in the old one.
+    pub(crate) fn remap_zones(&mut self, zones: usize, previous: impl Fn(usize) -> Option<usize>) {
+        let mut old = std::mem::take(&mut self.zones);
+        self.zones = (0..zones.min(MAX_COUNTED_ZONES))
+            .map(|index| {
+                previous(index)
+                    .and_then(|at| old.get_mut(at))
+                    .map(std::mem::take)
+                    .unwrap_or_default()
+            })
+            .collect();
+        self.zone = NO_ZONE;
+    }
+
+    /// The zone counters that are not zero, by origin (`origin(index)`).
+    pub(crate) fn zone_snapshot(
+        &self,
+        origin: impl Fn(usize) -> Option<Vec<u8>>,
+    ) -> Vec<(Vec<u8>, ZoneCounters)> {
+        let mut zones: Vec<_> = self
+            .zones
+            .iter()
+            .enumerate()
+            .filter(|(_, counters)| !counters.is_zero())
+            .filter_map(|(index, counters)| Some((origin(index)?, counters.clone())))
+            .collect();
+        zones.sort_by(|a, b| a.0.cmp(&b.0));
+        zones
+    }
+
+    /// Counts the DNS COOKIE option of a query.
+    pub(crate) fn count_cookie(&mut self, check: &tern_authority::cookie::CookieCheck) {
+        use tern_authority::cookie::CookieCheck;
+        let slot = match check {
+            CookieCheck::None => return,
+            CookieCheck::ClientOnly(_) => 0,
+            CookieCheck::Valid(_) => 1,
+            CookieCheck::Invalid(_) => 2,
+            CookieCheck::Malformed => 3,
+        };
+        self.cookies[slot] += 1;
+    }
+
     /// Counts an answer about to be sent, from its header (and, for the
     /// header rcode of BADCOOKIE, its OPT).
     pub(crate) fn count_answer(&mut self, answer: &[u8]) {
@@ -235,6 +485,13 @@ impl Counters {
                 self.badcookie += 1;
             } else {
                 self.answers_by_rcode[rcode] += 1;
+                // Counted once: a later answer (forwarded) is of no zone.
+                let zone = std::mem::replace(&mut self.zone, NO_ZONE);
+                let index = zone.checked_sub(1).map(|index| index as usize);
+                if let Some(counters) = index.and_then(|index| self.zones.get_mut(index)) {
+                    counters.answers_by_rcode[rcode] += 1;
+                    counters.queries_by_type[usize::from(self.type_slot)] += 1;
+                }
             }
             if flags & 0x02 != 0 {
                 self.truncated += 1;
@@ -263,6 +520,17 @@ pub(crate) struct TcpCounters {
     pub(crate) accepted: Cell<u64>,
     pub(crate) open: Cell<u64>,
     pub(crate) refused: Cell<u64>,
+    /// Connections closed by each timeout of [`TCP_TIMEOUTS`].
+    pub(crate) timeouts: [Cell<u64>; 4],
+}
+
+impl TcpCounters {
+    /// Counts a connection closed by timeout `slot` ([`TIMEOUT_IDLE`]...).
+    pub(crate) fn timed_out(&self, slot: usize) {
+        if let Some(count) = self.timeouts.get(slot) {
+            count.set(count.get() + 1);
+        }
+    }
 }
 
 //=========== Tests ==========================================================
@@ -302,6 +570,50 @@ mod tests {
         assert!(a
             .to_string()
             .starts_with("core 0: queries 3 answers 2 (noerror 2)"));
+    }
+
+    #[test]
+    fn query_types_have_their_slots_and_the_rest_is_other() {
+        for (slot, (qtype, _)) in QUERY_TYPES.iter().enumerate() {
+            assert_eq!(type_slot(*qtype), slot);
+        }
+        assert_eq!(type_slot(99), OTHER_TYPE);
+        assert_eq!(type_slot(256), OTHER_TYPE);
+        assert_eq!(type_slot(65535), OTHER_TYPE);
+        let query = tern_testkit::query(1, "www.example.com.", 28, None);
+        assert_eq!(question_type(&query), Some(28));
+        // Cut short, no question, a pointer in the question: unread.
+        assert_eq!(question_type(&query[..query.len() - 3]), None);
+        let mut none = query.clone();
+        none[5] = 0;
+        assert_eq!(question_type(&none), None);
+        let mut pointer = query[..12].to_vec();
+        pointer.extend_from_slice(&[0xc0, 12, 0, 1, 0, 1]);
+        assert_eq!(question_type(&pointer), None);
+    }
+
+    #[test]
+    fn zone_counters_sum_by_origin() {
+        let zone = |count: u64| {
+            let mut counters = ZoneCounters::default();
+            counters.queries_by_type[0] = count;
+            counters
+        };
+        let a = CoreStats {
+            zones: vec![(b"a".to_vec(), zone(1)), (b"c".to_vec(), zone(2))],
+            ..CoreStats::default()
+        };
+        let b = CoreStats {
+            zones: vec![(b"b".to_vec(), zone(4)), (b"c".to_vec(), zone(8))],
+            ..CoreStats::default()
+        };
+        let total: CoreStats = [a, b].iter().sum();
+        let counts: Vec<(&[u8], u64)> = total
+            .zones
+            .iter()
+            .map(|(origin, counters)| (origin.as_slice(), counters.queries_by_type[0]))
+            .collect();
+        assert_eq!(counts, [(&b"a"[..], 1), (b"b", 4), (b"c", 10)]);
     }
 
     #[test]

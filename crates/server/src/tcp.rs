@@ -392,6 +392,7 @@ async fn read_half(
     // Until a first message has arrived, the wait for one is the initial
     // timeout; then the idle timeout.
     let mut between_messages = limits.initial_timeout;
+    let mut first_message = true;
     let buffer = loop {
         let Ok(consumed) = answer_frames(&buffer, pipe, core, &stop, peer, client).await else {
             break Some(buffer);
@@ -403,6 +404,7 @@ async fn read_half(
             // read: its clock starts now.
             frame_started = None;
             between_messages = limits.idle_timeout;
+            first_message = false;
         }
         if stop.fired() || pipe.writing_failed.get() {
             break Some(buffer);
@@ -415,10 +417,22 @@ async fn read_half(
         };
         let filled = buffer.len();
         let read = monoio::time::timeout(wait, reader.read(buffer.slice_mut(filled..)));
-        let Some(Some(Ok((result, slice)))) = stop.or(pipe.unless_failed(read)).await else {
-            // Stopped, timed out or the write half failed: the cancelled
-            // read kept the buffer.
-            break None;
+        let (result, slice) = match stop.or(pipe.unless_failed(read)).await {
+            Some(Some(Ok(read))) => read,
+            Some(Some(Err(_))) => {
+                // Timed out: the cancelled read kept the buffer.
+                let timeout = if filled > 0 {
+                    crate::stats::TIMEOUT_MESSAGE
+                } else if first_message {
+                    crate::stats::TIMEOUT_INITIAL
+                } else {
+                    crate::stats::TIMEOUT_IDLE
+                };
+                core.tcp_counters.timed_out(timeout);
+                break None;
+            }
+            // Stopped, or the write half failed.
+            _ => break None,
         };
         buffer = slice.into_inner();
         if matches!(result, Ok(0) | Err(_)) {
@@ -494,6 +508,9 @@ async fn answer_frames(
                 let now = core.now(false);
                 let mut worker = core.worker.borrow_mut();
                 worker.tick_cookie_clock();
+                // TCP over IPv4 or IPv6 (see stats::TRANSPORTS).
+                let family = usize::from(peer.ip().to_canonical().is_ipv6());
+                worker.count_transport(2 + family, 1);
                 worker.answer_tcp_from(query, Some(peer), now, &mut scratch)
             }
         };
@@ -661,6 +678,7 @@ async fn write_half(mut writer: TcpOwnedWriteHalf, pipe: &Pipe, core: &Core) -> 
             }
             // Timed out: the cancelled write keeps the buffer.
             Err(_) => {
+                core.tcp_counters.timed_out(crate::stats::TIMEOUT_WRITE);
                 pipe.in_flight.set(pipe.in_flight.get() - answers);
                 pipe.fail();
                 return None;

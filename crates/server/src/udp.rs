@@ -43,6 +43,11 @@ pub(crate) async fn serve(socket: Rc<UdpSocket>, index: usize, core: Rc<Core>) -
     let mut answers: Vec<Vec<u8>> = (0..BATCH).map(|_| pool::take(Size::Datagram)).collect();
     let mut sends = [(0usize, 0usize); BATCH];
     let fd = socket.as_raw_fd();
+    // The slot of UDP over this socket's family in the transport counters.
+    let transport = match socket.local_addr() {
+        Ok(address) if address.is_ipv6() => 1,
+        _ => 0,
+    };
     'serve: loop {
         // Readiness errors (none are expected on a bound UDP socket) are
         // ignored: the receive below reports the socket's real state.
@@ -57,6 +62,9 @@ pub(crate) async fn serve(socket: Rc<UdpSocket>, index: usize, core: Rc<Core>) -
                 // ICMP error): wait for readiness rather than spin.
                 Err(_) => break,
             };
+            core.worker
+                .borrow_mut()
+                .count_transport(transport, received as u64);
             let count = answer_batch(
                 &core,
                 index,

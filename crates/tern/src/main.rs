@@ -37,6 +37,7 @@ mod catalog;
 mod config;
 mod control;
 mod logger;
+mod metrics;
 mod secondary;
 mod zones;
 
@@ -272,6 +273,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     // writes dhat-heap.json in the working directory.
     #[cfg(feature = "dhat-heap")]
     let _profiler = dhat::Profiler::new_heap();
+    let started = std::time::SystemTime::now();
     let overrides = args.overrides()?;
     let config = Config::load(&overrides)?;
     logger::init(config.log_level);
@@ -404,6 +406,15 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
             None
         }
     };
+    if let Some(address) = config.metrics_listen {
+        let sources = metrics::Sources {
+            handle: handle.clone(),
+            served: Arc::clone(&served),
+            started,
+        };
+        let bound = metrics::start(address, sources)?;
+        log::info!("metrics on http://{bound}/metrics");
+    }
     let addresses: Vec<String> = config.listen.iter().map(|a| a.to_string()).collect();
     log::info!(
         "serving {zone_count} zone(s) on {} with {}{}",

@@ -50,6 +50,8 @@ pub(crate) struct Status {
     pub(crate) role: String,
     /// Refreshes that failed since tern started (every primary tried).
     pub(crate) failures: u64,
+    /// Transfers received since tern started: full (AXFR), incremental.
+    pub(crate) transfers: [u64; 2],
 }
 
 //----------- Served ---------------------------------------------------------
@@ -74,6 +76,9 @@ pub(crate) struct Served {
 #[derive(Default)]
 struct Inner {
     primaries: Vec<Arc<Zone>>,
+    /// When each served zone's version was loaded or received (Unix
+    /// seconds), by lowercased origin.
+    loaded: BTreeMap<Vec<u8>, u64>,
     /// By lowercased origin.
     secondaries: BTreeMap<Vec<u8>, Arc<Zone>>,
     status: BTreeMap<Vec<u8>, Status>,
@@ -169,6 +174,12 @@ impl Served {
         secondaries_handle: Option<SecondariesHandle>,
         notify_zones: NotifyZones,
     ) -> Self {
+        let now = unix_now();
+        let loaded = primaries
+            .iter()
+            .chain(&secondaries)
+            .map(|zone| (origin_key(zone), now))
+            .collect();
         let secondaries = secondaries
             .into_iter()
             .map(|zone| (zone.origin().as_bytes().to_vec(), zone))
@@ -183,6 +194,7 @@ impl Served {
             state_directory,
             inner: Mutex::new(Inner {
                 primaries,
+                loaded,
                 secondaries,
                 status: BTreeMap::new(),
                 catalog,
@@ -232,6 +244,13 @@ impl Served {
                 .find(|old| old.origin().as_bytes() == zone.origin().as_bytes());
             if let Some(old) = old {
                 self.record_difference(old, zone);
+            }
+        }
+        let now = unix_now();
+        for zone in &primaries {
+            let same = inner.primaries.iter().any(|old| Arc::ptr_eq(old, zone));
+            if !same {
+                inner.loaded.insert(origin_key(zone), now);
             }
         }
         let changed: Vec<(LowerNameBuf, u32)> = primaries
@@ -284,11 +303,17 @@ impl Served {
             },
             expired: false,
             role,
-            failures: 0,
+            ..Status::default()
         };
         self.lock()
             .status
             .insert(origin.as_bytes().to_vec(), status);
+    }
+
+    /// When the served version of each zone was loaded or received (Unix
+    /// seconds), by lowercased wire origin.
+    pub(crate) fn load_times(&self) -> BTreeMap<Vec<u8>, u64> {
+        self.lock().loaded.clone()
     }
 
     /// The status of each secondary zone, by origin.
@@ -332,10 +357,12 @@ impl Served {
                 }
                 self.save_timers(origin, timers);
                 let mut inner = self.lock();
-                let (role, failures) = inner.status.get(&key).map_or_else(
-                    || ("secondary".to_string(), 0),
-                    |s| (s.role.clone(), s.failures),
+                let (role, failures, mut transfers) = inner.status.get(&key).map_or_else(
+                    || ("secondary".to_string(), 0, [0; 2]),
+                    |s| (s.role.clone(), s.failures, s.transfers),
                 );
+                transfers[usize::from(incremental)] += 1;
+                inner.loaded.insert(key.clone(), unix_now());
                 inner.status.insert(
                     key.clone(),
                     Status {
@@ -348,6 +375,7 @@ impl Served {
                         expired: false,
                         role,
                         failures,
+                        transfers,
                     },
                 );
                 let serial = zone.serial();
@@ -459,7 +487,7 @@ impl Served {
                     last_outcome: "added by its catalog".to_string(),
                     expired: false,
                     role: format!("member of {catalog_name}"),
-                    failures: 0,
+                    ..Status::default()
                 },
             );
             if let Some((zone, _)) = &saved {
@@ -738,6 +766,16 @@ fn save_timers(state_directory: &Path, origin: LowerNameBuf, timers: Timers) -> 
     );
     let path = secondary_dir(state_directory).join(format!("{}timers", file_stem(origin)));
     write_atomically(&path, text.as_bytes())
+}
+
+/// A zone's lowercased wire origin, the key of the tables here.
+fn origin_key(zone: &Zone) -> Vec<u8> {
+    zone.origin().as_bytes().to_ascii_lowercase()
+}
+
+/// The time now in Unix seconds.
+fn unix_now() -> u64 {
+    tern_server::xfr_in::unix_seconds()
 }
 
 /// The saved copy and timers of a secondary zone, if both load.

@@ -340,8 +340,47 @@ pub struct ForwardStats {
     pub stale_answers: u64,
     /// Clients answered SERVFAIL by the forwarder.
     pub servfails: u64,
+    /// Round-trip times of accepted upstream answers.
+    pub rtt: RttHistogram,
     /// Per upstream, in configuration order.
     pub upstreams: Vec<UpstreamStats>,
+}
+
+/// The upper bounds, in milliseconds, of [`RttHistogram`]'s buckets (the
+/// forwarder's clock counts milliseconds); a last bucket takes the rest.
+pub const RTT_BUCKETS_MS: [u64; 12] = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000];
+
+/// Round-trip times of upstream answers: how many fell in each bucket of
+/// [`RTT_BUCKETS_MS`] (not cumulative; the last slot counts those above
+/// the last bound), and their sum.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RttHistogram {
+    /// Per bucket, then one for the rest.
+    pub buckets: [u64; RTT_BUCKETS_MS.len() + 1],
+    /// The sum of the samples in milliseconds.
+    pub sum_ms: u64,
+}
+
+impl RttHistogram {
+    /// Counts one sample of `ms` milliseconds.
+    fn record(&mut self, ms: u64) {
+        let bucket = RTT_BUCKETS_MS.partition_point(|&bound| bound < ms);
+        self.buckets[bucket] += 1;
+        self.sum_ms = self.sum_ms.saturating_add(ms);
+    }
+
+    /// Adds another histogram's counts (a sum over cores).
+    pub fn add(&mut self, other: &RttHistogram) {
+        for (sum, count) in self.buckets.iter_mut().zip(other.buckets) {
+            *sum += count;
+        }
+        self.sum_ms = self.sum_ms.saturating_add(other.sum_ms);
+    }
+
+    /// The number of samples.
+    pub fn count(&self) -> u64 {
+        self.buckets.iter().sum()
+    }
 }
 
 /// One upstream's counters.
@@ -1003,10 +1042,9 @@ impl Forwarder {
         let Some(Some(query)) = self.slots.get(slot as usize) else {
             return;
         };
-        let sample = now
-            .saturating_sub(query.sent_at)
-            .saturating_mul(1000)
-            .max(1);
+        let elapsed_ms = now.saturating_sub(query.sent_at);
+        self.stats.rtt.record(elapsed_ms);
+        let sample = elapsed_ms.saturating_mul(1000).max(1);
         let rtt = &mut self.rtt[usize::from(upstream)];
         *rtt = (*rtt * 7 + sample) / 8;
     }

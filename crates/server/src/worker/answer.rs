@@ -13,7 +13,7 @@ use super::policy::{Cookies, Peer};
 use super::request::{forward_key, head_len, Request, UdpAnswer};
 use super::{CLASSIC_UDP_SIZE, TCP_SIZE};
 use crate::rrl::RateLimiter;
-use crate::stats::Counters;
+use crate::stats::{zone_tag, Counters};
 use tern_wire::parse::MessageView;
 use tern_wire::types::RType;
 
@@ -60,6 +60,7 @@ impl Answering<'_> {
                 return answer;
             }
             let check = self.cookie_of(query, peer);
+            counters.count_cookie(&check);
             let extra = check
                 .reply_option()
                 .map_or(&[][..], |option| option.as_bytes());
@@ -90,17 +91,24 @@ impl Answering<'_> {
         {
             return answer;
         }
-        let answer = if let Some(len) = cache.answer(&request.key, query, request.limit, out) {
+        let answer = if let Some((len, zone)) =
+            cache.answer_tagged(&request.key, query, request.limit, out)
+        {
             counters.cache_hits += 1;
+            counters.zone = zone;
             UdpAnswer::Send(len)
         } else {
             counters.cache_misses += 1;
             let response = respond(self.catalog, query, Transport::Udp, self.options, out);
+            // The zone's counters: looked up on a miss only; the cache
+            // keeps it with the answer for the hits.
+            let zone = zone_tag(self.catalog.find_position(request.key.name.as_name()));
+            counters.zone = zone;
             // Only an answer written at the full size is what respond writes
             // for every client whose limit it fits; the cache checks the fit.
             let full_size = !request.key.edns || request.limit == self.full_udp_size;
             if let (Response::Send(len), true) = (response, full_size) {
-                cache.insert(request.key, &out[..len]);
+                cache.insert_tagged(request.key, &out[..len], zone);
             }
             response.into()
         };
@@ -112,7 +120,10 @@ impl Answering<'_> {
         };
         let answer = match check {
             CookieCheck::None => answer,
-            _ => self.with_cookie(&check, query, request.limit, answer, out),
+            _ => {
+                counters.count_cookie(&check);
+                self.with_cookie(&check, query, request.limit, answer, out)
+            }
         };
         let Some(limiter) = limiter else {
             return answer;

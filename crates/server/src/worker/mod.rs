@@ -139,12 +139,14 @@ impl Worker {
     /// `cache`.
     pub fn new(catalog: Arc<Catalog>, options: Options, cache: CacheLimits) -> Self {
         let full_udp_size = usize::from(options.max_udp_size).max(CLASSIC_UDP_SIZE);
+        let mut counters = Counters::default();
+        counters.remap_zones(catalog.zones().len(), |_| None);
         Worker {
             catalog,
             options,
             full_udp_size,
             cache: ResponseCache::new(cache),
-            counters: Counters::default(),
+            counters,
             arena: Bump::with_capacity(REQUEST_ARENA),
             forwarder: None,
             limiter: None,
@@ -249,7 +251,7 @@ impl Worker {
         now: u64,
         out: &mut [u8],
     ) -> UdpAnswer {
-        self.counters.queries += 1;
+        self.counters.count_query(query);
         let peer = Peer::new(peer);
         let (answering, parts) = self.split();
         let answer = answering.udp(
@@ -280,10 +282,14 @@ impl Worker {
         now: u64,
         out: &mut [u8],
     ) -> UdpAnswer {
-        self.counters.queries += 1;
+        self.counters.count_query(query);
         let (answering, parts) = self.split();
         let answer = answering.tcp(parts.arena, parts.forwarder, query, peer, now, out);
         self.arena.reset();
+        if let Some(request) = request::Request::parse(query, TCP_SIZE) {
+            let zone = self.catalog.find_position(request.key.name.as_name());
+            self.counters.zone = crate::stats::zone_tag(zone);
+        }
         self.count(answer, out)
     }
 
@@ -437,7 +443,7 @@ impl Worker {
     /// transport: `max(max_udp_size, 512)` octets for UDP, 65535 for TCP.
     /// Counts the query and the answer.
     pub fn answer(&mut self, query: &[u8], transport: Transport, out: &mut [u8]) -> Option<usize> {
-        self.counters.queries += 1;
+        self.counters.count_query(query);
         let response = match transport {
             Transport::Udp => self.answer_udp(query, out),
             Transport::Tcp => respond(&self.catalog, query, transport, &self.options, out),
@@ -479,8 +485,23 @@ impl Worker {
     /// Switches to a new catalog and empties the cache, whose answers came
     /// from the old one.
     pub(crate) fn reload(&mut self, catalog: Arc<Catalog>) {
+        // Each zone keeps its counts across versions (off the query path:
+        // this allocates).
+        let old = &self.catalog;
+        self.counters.remap_zones(catalog.zones().len(), |index| {
+            let origin = catalog.zones().get(index)?.origin();
+            old.position(origin).map(|at| at as usize)
+        });
         self.catalog = catalog;
         self.cache.clear();
+    }
+
+    /// Counts `queries` received over transport and family `slot` (see
+    /// [`crate::stats::TRANSPORTS`]).
+    pub(crate) fn count_transport(&mut self, slot: usize, queries: u64) {
+        if let Some(count) = self.counters.queries_by_transport.get_mut(slot) {
+            *count += queries;
+        }
     }
 
     /// Counts a query that never reached [`Worker::answer`] (cut short by

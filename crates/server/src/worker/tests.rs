@@ -495,3 +495,70 @@ fn queries_badcookie_does_not_answer_slip_as_tc() {
     assert_eq!(counters.truncated, counters.rrl_slipped);
     assert_eq!(counters.dropped, 0);
 }
+
+/// Queries are counted by type, and by zone from the cache too; a reload
+/// keeps each zone's counts; TCP queries and names of no zone count apart.
+#[test]
+fn queries_are_counted_by_zone_and_type_across_reloads() {
+    let two_zones = |serial: u32| {
+        let net = ZONE
+            .replace("example.com.", "example.net.")
+            .replace(" 1 7200", &format!(" {serial} 7200"));
+        Arc::new(Catalog::new([
+            tern_testkit::zone("example.com.", ZONE),
+            tern_testkit::zone("example.net.", &net),
+        ]))
+    };
+    let mut worker = Worker::new(two_zones(1), Options::default(), CacheLimits::default());
+    let mut out = [0u8; 65535];
+    let mut ask = |worker: &mut Worker, name: &str, qtype: u16, tcp: bool| {
+        let query = query(1, name, qtype, false);
+        let answer = if tcp {
+            worker.answer_tcp_from(&query, peer("127.0.0.1:53"), 0, &mut out)
+        } else {
+            worker.answer_udp_from(&query, peer("127.0.0.1:53"), 0, &mut out)
+        };
+        assert!(matches!(answer, UdpAnswer::Send(_)), "{name}");
+    };
+    for _ in 0..3 {
+        ask(&mut worker, "www.example.com.", 1, false); // a miss, then hits
+    }
+    ask(&mut worker, "nothing.example.net.", 28, false);
+    ask(&mut worker, "example.net.", 6, true);
+    ask(&mut worker, "www.example.org.", 1, false); // REFUSED: no zone
+    let zone = |worker: &Worker, origin: &[u8]| {
+        let counters = worker.counters();
+        let catalog = worker.catalog();
+        let index = catalog
+            .position(tern_wire::name::Name::from_wire(origin).unwrap())
+            .unwrap();
+        counters.zones[index as usize].clone()
+    };
+    let com = b"\x07example\x03com\x00";
+    let net = b"\x07example\x03net\x00";
+    assert_eq!(worker.counters().cache_hits, 2);
+    assert_eq!(zone(&worker, com).queries_by_type[0], 3, "A, hits included");
+    assert_eq!(zone(&worker, com).answers_by_rcode[0], 3);
+    let aaaa = crate::stats::type_slot(28);
+    let soa = crate::stats::type_slot(6);
+    assert_eq!(zone(&worker, net).queries_by_type[aaaa], 1);
+    assert_eq!(zone(&worker, net).answers_by_rcode[3], 1, "NXDOMAIN");
+    assert_eq!(zone(&worker, net).queries_by_type[soa], 1, "over TCP");
+    assert_eq!(worker.counters().queries_by_type[0], 4, "A, all zones");
+    assert_eq!(worker.counters().answers_by_rcode[5], 1, "REFUSED");
+    let zoned: u64 = worker
+        .counters()
+        .zones
+        .iter()
+        .map(|zone| zone.queries_by_type.iter().sum::<u64>())
+        .sum();
+    assert_eq!(zoned, 5, "example.org counts under no zone");
+
+    // A new catalog with the zones in the other order keeps their counts.
+    let reversed = Arc::new(Catalog::new(two_zones(2).zones().iter().rev().cloned()));
+    worker.reload(reversed);
+    assert_eq!(zone(&worker, com).queries_by_type[0], 3);
+    assert_eq!(zone(&worker, net).queries_by_type[soa], 1);
+    ask(&mut worker, "www.example.com.", 1, false);
+    assert_eq!(zone(&worker, com).queries_by_type[0], 4);
+}

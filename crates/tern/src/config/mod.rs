@@ -94,6 +94,8 @@ pub(crate) struct Config {
     pub(crate) state_directory: Option<PathBuf>,
     /// Where NOTIFYs go when a serial changes.
     pub(crate) notify: tern_server::notify_out::NotifyTargets,
+    /// The Prometheus endpoint's address; `None` (the default): off.
+    pub(crate) metrics_listen: Option<SocketAddr>,
     /// Octets of IXFR history kept per zone; 0: none.
     pub(crate) ixfr_history: usize,
     /// How large a zone received by transfer may be.
@@ -162,6 +164,7 @@ impl Default for Config {
             catalogs: Vec::new(),
             state_directory: None,
             notify: tern_server::notify_out::NotifyTargets::default(),
+            metrics_listen: None,
             ixfr_history: DEFAULT_IXFR_HISTORY,
             transfer_limits: tern_xfr::incoming::Limits::default(),
             catalog_producer: None,
@@ -317,6 +320,9 @@ impl Config {
         if let Some(dir) = raw.state_directory {
             config.state_directory = Some(base.join(dir.0));
         }
+        if let Some(metrics) = raw.metrics {
+            config.metrics_listen = metrics.listen.map(|address| address.0);
+        }
         let keys = config.transfer.keys.clone();
         if let Some(notify) = raw.notify {
             (config.notify.targets, config.notify.key) =
@@ -458,6 +464,7 @@ impl Config {
             self.state_directory != next.state_directory,
         );
         compare("notify", self.notify != next.notify);
+        compare("metrics", self.metrics_listen != next.metrics_listen);
         compare(
             "transfer.ixfr-history",
             self.ixfr_history != next.ixfr_history,
@@ -1191,8 +1198,8 @@ mod tests {
 
     /// docs/tern.example.yaml spells out every default, so that the
     /// documentation and the code cannot drift apart. Its `rate-limit`
-    /// section is the one difference: present (so rate limiting is on),
-    /// with the default values.
+    /// and `metrics` sections are the differences: present (so rate
+    /// limiting and the endpoint are on), with the default values.
     #[test]
     fn the_example_file_shows_the_defaults() {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/tern.example.yaml");
@@ -1215,5 +1222,10 @@ mod tests {
         assert_eq!(example.notify, defaults.notify);
         assert_eq!(example.ixfr_history, defaults.ixfr_history);
         assert_eq!(example.transfer_limits, defaults.transfer_limits);
+        assert_eq!(defaults.metrics_listen, None);
+        assert_eq!(
+            example.metrics_listen,
+            Some("127.0.0.1:9153".parse().unwrap())
+        );
     }
 }

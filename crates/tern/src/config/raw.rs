@@ -49,6 +49,14 @@ pub(crate) struct RawConfig {
     pub(crate) transfer: Option<RawTransfer>,
     pub(crate) state_directory: Option<Parsed<PathKind>>,
     pub(crate) notify: Option<RawNotify>,
+    pub(crate) metrics: Option<RawMetrics>,
+}
+
+/// `metrics:`, the Prometheus endpoint.
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawMetrics {
+    pub(crate) listen: Option<Parsed<AddressKind>>,
 }
 
 /// `notify:`, where NOTIFYs go when a serial changes.

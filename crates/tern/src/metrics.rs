@@ -1,0 +1,660 @@
+//! The Prometheus endpoint (`metrics.listen`): the text exposition format
+//! over HTTP, answered on a thread of its own, off the query path. Each
+//! scrape asks every core for a copy of its plain counters (as `tern
+//! stats` does), sums them, and adds the zones' serials and timers.
+//!
+//! Names follow Prometheus's conventions (a `tern_` prefix, `_total` for
+//! counters, seconds and Unix timestamps in seconds) and NSD's where they
+//! overlap: `nsd_queries_by_type_total` is `tern_queries_total{type}`,
+//! `nsd_queries_by_rcode_total` is `tern_answers_total{rcode}`. docs/
+//! operations.md lists every series.
+//!
+//! The HTTP side is small on purpose: one request per connection, one
+//! connection at a time, each bounded by [`CLIENT_TIMEOUT`] and
+//! [`MAX_REQUEST`]; `GET /metrics` (or `HEAD`) is answered, anything else
+//! gets 404 or 405.
+
+use std::fmt::Write as _;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::Context;
+use tern_server::{
+    CoreStats, Handle, COOKIE_RESULTS, FAMILIES, QUERY_TYPES, RTT_BUCKETS_MS, TCP_TIMEOUTS,
+    TRANSPORTS,
+};
+
+use crate::secondary::Served;
+
+/// How long one client may take to send its request and read the answer.
+const CLIENT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The longest request read (request line and headers).
+const MAX_REQUEST: usize = 8 * 1024;
+
+/// The pause after a failed `accept` (e.g. out of descriptors).
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+
+/// The header rcode names, by value, as Prometheus label values.
+const RCODE_LABELS: [&str; 16] = [
+    "NOERROR", "FORMERR", "SERVFAIL", "NXDOMAIN", "NOTIMP", "REFUSED", "YXDOMAIN", "YXRRSET",
+    "NXRRSET", "NOTAUTH", "NOTZONE", "RCODE11", "RCODE12", "RCODE13", "RCODE14", "RCODE15",
+];
+
+//----------- Endpoint -------------------------------------------------------
+
+/// What a scrape reads.
+pub(crate) struct Sources {
+    pub(crate) handle: Handle,
+    pub(crate) served: Arc<Served>,
+    /// When the process started serving.
+    pub(crate) started: SystemTime,
+}
+
+/// Binds `address` and answers scrapes on a thread of its own for the
+/// life of the process. Returns the bound address (the port may be 0 in
+/// the configuration).
+pub(crate) fn start(address: SocketAddr, sources: Sources) -> anyhow::Result<SocketAddr> {
+    let listener = TcpListener::bind(address)
+        .with_context(|| format!("binding the metrics endpoint {address}"))?;
+    let bound = listener.local_addr()?;
+    std::thread::Builder::new()
+        .name("tern-metrics".into())
+        .spawn(move || loop {
+            match listener.accept() {
+                Ok((stream, _)) => {
+                    if let Err(err) = answer(stream, &sources) {
+                        log::debug!("metrics client: {err}");
+                    }
+                }
+                Err(err) => {
+                    log::warn!("metrics endpoint: accept failed: {err}");
+                    std::thread::sleep(ACCEPT_BACKOFF);
+                }
+            }
+        })
+        .context("starting the metrics thread")?;
+    Ok(bound)
+}
+
+/// Reads one request and answers it.
+fn answer(mut stream: TcpStream, sources: &Sources) -> std::io::Result<()> {
+    let deadline = Instant::now() + CLIENT_TIMEOUT;
+    stream.set_write_timeout(Some(CLIENT_TIMEOUT))?;
+    let mut request = Vec::with_capacity(1024);
+    let mut chunk = [0u8; 1024];
+    // Bounded by MAX_REQUEST and the deadline: every pass reads at least
+    // one octet or ends.
+    while !request.windows(4).any(|window| window == b"\r\n\r\n") {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() || request.len() >= MAX_REQUEST {
+            return Ok(());
+        }
+        stream.set_read_timeout(Some(left))?;
+        let read = stream.read(&mut chunk)?;
+        if read == 0 {
+            return Ok(());
+        }
+        request.extend_from_slice(&chunk[..read]);
+    }
+    let line = request.split(|&octet| octet == b'\r').next().unwrap_or(&[]);
+    let mut words = line.split(|&octet| octet == b' ');
+    let (method, target) = (words.next().unwrap_or(&[]), words.next().unwrap_or(&[]));
+    let path = target.split(|&octet| octet == b'?').next().unwrap_or(&[]);
+    let (status, body) = match (method, path) {
+        (b"GET" | b"HEAD", b"/metrics") => ("200 OK", exposition(sources)),
+        (b"GET" | b"HEAD", b"/") => ("200 OK", "tern: metrics are at /metrics\n".to_string()),
+        (b"GET" | b"HEAD", _) => ("404 Not Found", "not found; try /metrics\n".to_string()),
+        _ => ("405 Method Not Allowed", "only GET and HEAD\n".to_string()),
+    };
+    let mut reply = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    if method != b"HEAD" {
+        reply.push_str(&body);
+    }
+    stream.write_all(reply.as_bytes())
+}
+
+/// The current metrics, in the text exposition format.
+fn exposition(sources: &Sources) -> String {
+    let cores = sources.handle.stats();
+    let total: CoreStats = cores.iter().sum();
+    let zones = zone_metrics(&sources.served);
+    let started = sources
+        .started
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |since| since.as_secs_f64());
+    render(&total, cores.len(), started, &zones)
+}
+
+//----------- Zones ----------------------------------------------------------
+
+/// One zone's series.
+#[derive(Debug, Default)]
+pub(crate) struct ZoneMetrics {
+    /// The origin in presentation format.
+    pub(crate) name: String,
+    /// The served serial; `None` for a secondary zone not received yet.
+    pub(crate) serial: Option<u32>,
+    /// When the served version was loaded or received (Unix seconds).
+    pub(crate) loaded: Option<u64>,
+    /// For secondary zones: their timers and transfers.
+    pub(crate) secondary: Option<crate::secondary::Status>,
+}
+
+/// Every zone served or expected: primaries, secondaries, consumed
+/// catalogs.
+fn zone_metrics(served: &Served) -> Vec<ZoneMetrics> {
+    let catalog = served.catalog();
+    let loaded = served.load_times();
+    let mut statuses = served.status();
+    let mut zones = Vec::new();
+    for zone in catalog.zones() {
+        let key = zone.origin().as_bytes().to_ascii_lowercase();
+        let secondary = statuses
+            .iter()
+            .position(|(origin, _, _)| *origin == key)
+            .map(|at| statuses.swap_remove(at).2);
+        zones.push(ZoneMetrics {
+            name: zone.origin().to_string(),
+            serial: Some(zone.serial()),
+            loaded: loaded.get(&key).copied(),
+            secondary,
+        });
+    }
+    // Secondary zones not served: never received, or consumed catalogs.
+    for (origin, serial, status) in statuses {
+        zones.push(ZoneMetrics {
+            name: crate::zones::origin_text(&origin),
+            serial,
+            loaded: None,
+            secondary: Some(status),
+        });
+    }
+    zones
+}
+
+//----------- Rendering ------------------------------------------------------
+
+/// Writes a family's HELP and TYPE lines.
+fn family(out: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} {kind}");
+}
+
+/// A family with one unlabelled sample.
+fn single(out: &mut String, name: &str, kind: &str, help: &str, value: impl std::fmt::Display) {
+    family(out, name, kind, help);
+    let _ = writeln!(out, "{name} {value}");
+}
+
+/// A label value escaped as the exposition format requires.
+fn escape(value: &str) -> String {
+    let mut escaped = String::with_capacity(value.len());
+    for c in value.chars() {
+        match c {
+            '\\' => escaped.push_str("\\\\"),
+            '"' => escaped.push_str("\\\""),
+            '\n' => escaped.push_str("\\n"),
+            c => escaped.push(c),
+        }
+    }
+    escaped
+}
+
+/// The text exposition of the summed counters `total` of `cores` cores,
+/// the process start time (Unix seconds) and the zones.
+pub(crate) fn render(
+    total: &CoreStats,
+    cores: usize,
+    started: f64,
+    zones: &[ZoneMetrics],
+) -> String {
+    let mut out = String::with_capacity(16 * 1024);
+    let o = &mut out;
+    family(
+        o,
+        "tern_build_info",
+        "gauge",
+        "The running build: its version.",
+    );
+    let _ = writeln!(
+        o,
+        "tern_build_info{{version=\"{}\"}} 1",
+        env!("CARGO_PKG_VERSION")
+    );
+    single(
+        o,
+        "tern_start_time_seconds",
+        "gauge",
+        "When the process started serving, in Unix seconds.",
+        started,
+    );
+    single(o, "tern_cores", "gauge", "Cores answering.", cores);
+
+    let zone_names: Vec<String> = total
+        .zones
+        .iter()
+        .map(|(origin, _)| escape(&crate::zones::origin_text(origin)))
+        .collect();
+    family(
+        o,
+        "tern_queries_total",
+        "counter",
+        "Queries, by the type of their question (other: the rest, and questions that could not be read), and by zone for the queries answered for one of ours; the series without a zone label count the rest.",
+    );
+    for (slot, count) in total.queries_by_type.iter().enumerate() {
+        let name = QUERY_TYPES.get(slot).map_or("other", |(_, name)| name);
+        let zoned: u64 = total
+            .zones
+            .iter()
+            .map(|(_, zone)| zone.queries_by_type[slot])
+            .sum();
+        let _ = writeln!(
+            o,
+            "tern_queries_total{{type=\"{name}\"}} {}",
+            count.saturating_sub(zoned)
+        );
+        for ((_, zone), zone_name) in total.zones.iter().zip(&zone_names) {
+            let count = zone.queries_by_type[slot];
+            if count > 0 {
+                let _ = writeln!(
+                    o,
+                    "tern_queries_total{{zone=\"{zone_name}\",type=\"{name}\"}} {count}"
+                );
+            }
+        }
+    }
+    family(
+        o,
+        "tern_queries_by_transport_total",
+        "counter",
+        "Queries received, by transport and IP family.",
+    );
+    for (slot, count) in total.queries_by_transport.iter().enumerate() {
+        let _ = writeln!(
+            o,
+            "tern_queries_by_transport_total{{transport=\"{}\",family=\"{}\"}} {count}",
+            TRANSPORTS[slot / 2],
+            FAMILIES[slot % 2]
+        );
+    }
+    family(
+        o,
+        "tern_answers_total",
+        "counter",
+        "Answers sent, by rcode (BADCOOKIE from the OPT record), and by zone as tern_queries_total.",
+    );
+    for (rcode, count) in total.answers_by_rcode.iter().enumerate() {
+        let label = RCODE_LABELS[rcode];
+        let zoned: u64 = total
+            .zones
+            .iter()
+            .map(|(_, zone)| zone.answers_by_rcode[rcode])
+            .sum();
+        let _ = writeln!(
+            o,
+            "tern_answers_total{{rcode=\"{label}\"}} {}",
+            count.saturating_sub(zoned)
+        );
+        for ((_, zone), zone_name) in total.zones.iter().zip(&zone_names) {
+            let count = zone.answers_by_rcode[rcode];
+            if count > 0 {
+                let _ = writeln!(
+                    o,
+                    "tern_answers_total{{zone=\"{zone_name}\",rcode=\"{label}\"}} {count}"
+                );
+            }
+        }
+    }
+    let _ = writeln!(
+        o,
+        "tern_answers_total{{rcode=\"BADCOOKIE\"}} {}",
+        total.badcookie
+    );
+    single(
+        o,
+        "tern_answers_from_cache_total",
+        "counter",
+        "UDP answers copied from the core's answer cache.",
+        total.cache_hits,
+    );
+    single(
+        o,
+        "tern_answer_cache_misses_total",
+        "counter",
+        "UDP queries the answer cache could have answered but did not.",
+        total.cache_misses,
+    );
+    single(
+        o,
+        "tern_answers_truncated_total",
+        "counter",
+        "Answers sent with TC set.",
+        total.truncated,
+    );
+    single(
+        o,
+        "tern_queries_dropped_total",
+        "counter",
+        "Queries not answered: malformed, responses, rate-limited and not slipped, or whose answer could not be sent.",
+        total.dropped,
+    );
+    single(
+        o,
+        "tern_rrl_limited_total",
+        "counter",
+        "UDP answers limited by response rate limiting (dropped or slipped).",
+        total.rrl_limited,
+    );
+    single(
+        o,
+        "tern_rrl_slipped_total",
+        "counter",
+        "Limited answers sent as a slip (TC=1, or BADCOOKIE).",
+        total.rrl_slipped,
+    );
+    family(
+        o,
+        "tern_cookies_total",
+        "counter",
+        "UDP queries with a DNS COOKIE option, by what it held.",
+    );
+    for (slot, count) in total.cookies.iter().enumerate() {
+        let _ = writeln!(
+            o,
+            "tern_cookies_total{{result=\"{}\"}} {count}",
+            COOKIE_RESULTS[slot]
+        );
+    }
+    single(
+        o,
+        "tern_tcp_connections_accepted_total",
+        "counter",
+        "TCP connections accepted and served.",
+        total.tcp_accepted,
+    );
+    single(
+        o,
+        "tern_tcp_connections_open",
+        "gauge",
+        "TCP connections open now.",
+        total.tcp_open,
+    );
+    single(
+        o,
+        "tern_tcp_connections_refused_total",
+        "counter",
+        "TCP connections closed at once at the per-core connection limit.",
+        total.tcp_refused,
+    );
+    family(
+        o,
+        "tern_tcp_connections_timed_out_total",
+        "counter",
+        "TCP connections closed by a timeout, by which one.",
+    );
+    for (slot, count) in total.tcp_timeouts.iter().enumerate() {
+        let _ = writeln!(
+            o,
+            "tern_tcp_connections_timed_out_total{{timeout=\"{}\"}} {count}",
+            TCP_TIMEOUTS[slot]
+        );
+    }
+    render_forward(o, &total.forward);
+    render_zones(o, zones);
+    out
+}
+
+/// The forwarder's series.
+fn render_forward(o: &mut String, forward: &tern_server::ForwardStats) {
+    single(
+        o,
+        "tern_forward_upstream_queries_total",
+        "counter",
+        "Queries sent to upstream resolvers.",
+        forward.upstream_queries,
+    );
+    single(
+        o,
+        "tern_forward_upstream_timeouts_total",
+        "counter",
+        "Upstream attempts that timed out.",
+        forward.upstream_timeouts,
+    );
+    single(
+        o,
+        "tern_forward_upstream_rejected_total",
+        "counter",
+        "Upstream answers dropped: unknown ID, mismatched question, malformed, out of the question's chain, or a wrong or missing cookie.",
+        forward.upstream_rejected,
+    );
+    single(
+        o,
+        "tern_forward_cache_hits_total",
+        "counter",
+        "Forwardable queries answered from the forward cache.",
+        forward.cache_hits,
+    );
+    single(
+        o,
+        "tern_forward_cache_misses_total",
+        "counter",
+        "Forwardable queries the forward cache could not answer.",
+        forward.cache_misses,
+    );
+    single(
+        o,
+        "tern_forward_stale_answers_total",
+        "counter",
+        "Answers served stale after every upstream failed.",
+        forward.stale_answers,
+    );
+    single(
+        o,
+        "tern_forward_servfails_total",
+        "counter",
+        "Clients answered SERVFAIL by the forwarder.",
+        forward.servfails,
+    );
+    family(
+        o,
+        "tern_forward_upstream_rtt_seconds",
+        "histogram",
+        "Round-trip times of accepted upstream answers (millisecond resolution).",
+    );
+    let mut cumulative = 0;
+    for (bucket, count) in forward.rtt.buckets.iter().enumerate() {
+        cumulative += count;
+        match RTT_BUCKETS_MS.get(bucket) {
+            Some(bound) => {
+                let _ = writeln!(
+                    o,
+                    "tern_forward_upstream_rtt_seconds_bucket{{le=\"{}\"}} {cumulative}",
+                    *bound as f64 / 1000.0
+                );
+            }
+            None => {
+                let _ = writeln!(
+                    o,
+                    "tern_forward_upstream_rtt_seconds_bucket{{le=\"+Inf\"}} {cumulative}"
+                );
+            }
+        }
+    }
+    let _ = writeln!(
+        o,
+        "tern_forward_upstream_rtt_seconds_sum {}",
+        forward.rtt.sum_ms as f64 / 1000.0
+    );
+    let _ = writeln!(o, "tern_forward_upstream_rtt_seconds_count {cumulative}");
+}
+
+/// The zones' series, each with a `zone` label.
+fn render_zones(o: &mut String, zones: &[ZoneMetrics]) {
+    let each = |o: &mut String,
+                name: &str,
+                kind: &str,
+                help: &str,
+                value: &dyn Fn(&ZoneMetrics) -> Option<u64>| {
+        family(o, name, kind, help);
+        for zone in zones {
+            if let Some(value) = value(zone) {
+                let _ = writeln!(o, "{name}{{zone=\"{}\"}} {value}", escape(&zone.name));
+            }
+        }
+    };
+    let timer = |pick: fn(&tern_server::xfr_in::Timers) -> u64| {
+        move |zone: &ZoneMetrics| {
+            let seconds = pick(&zone.secondary.as_ref()?.timers);
+            (seconds != 0).then_some(seconds)
+        }
+    };
+    each(
+        o,
+        "tern_zone_serial",
+        "gauge",
+        "The serial served.",
+        &|zone| zone.serial.map(u64::from),
+    );
+    each(
+        o,
+        "tern_zone_load_timestamp_seconds",
+        "gauge",
+        "When the served version was loaded or received.",
+        &|zone| zone.loaded,
+    );
+    each(
+        o,
+        "tern_zone_refresh_timestamp_seconds",
+        "gauge",
+        "Secondary zones: the last successful refresh.",
+        &timer(|timers| timers.last_refresh),
+    );
+    each(
+        o,
+        "tern_zone_next_refresh_timestamp_seconds",
+        "gauge",
+        "Secondary zones: when the next refresh is due.",
+        &timer(|timers| timers.next_refresh),
+    );
+    each(
+        o,
+        "tern_zone_expiry_timestamp_seconds",
+        "gauge",
+        "Secondary zones: when the zone expires unless refreshed.",
+        &timer(|timers| timers.expires),
+    );
+    each(
+        o,
+        "tern_zone_expired",
+        "gauge",
+        "Secondary zones: 1 while expired (answered SERVFAIL).",
+        &|zone| {
+            zone.secondary
+                .as_ref()
+                .map(|status| u64::from(status.expired))
+        },
+    );
+    each(
+        o,
+        "tern_zone_refresh_failures_total",
+        "counter",
+        "Secondary zones: refreshes that failed (every primary tried).",
+        &|zone| zone.secondary.as_ref().map(|status| status.failures),
+    );
+    family(
+        o,
+        "tern_zone_transfers_total",
+        "counter",
+        "Secondary zones: transfers received, by type.",
+    );
+    for zone in zones {
+        if let Some(status) = &zone.secondary {
+            for (kind, count) in ["axfr", "ixfr"].iter().zip(status.transfers) {
+                let _ = writeln!(
+                    o,
+                    "tern_zone_transfers_total{{zone=\"{}\",type=\"{kind}\"}} {count}",
+                    escape(&zone.name)
+                );
+            }
+        }
+    }
+}
+
+//=========== Tests ==========================================================
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn label_values_are_escaped() {
+        assert_eq!(escape(r#"a"b\c"#), r#"a\"b\\c"#);
+        assert_eq!(escape("a\nb"), "a\\nb");
+    }
+
+    #[test]
+    fn counters_and_zones_are_rendered() {
+        let mut total = CoreStats::default();
+        total.queries_by_type[0] = 5; // A
+        total.queries_by_type[tern_server::OTHER_TYPE] = 2;
+        let mut zone = tern_server::ZoneCounters::default();
+        zone.queries_by_type[0] = 3;
+        zone.answers_by_rcode[3] = 2;
+        total.zones.push((b"\x07example\x03com\x00".to_vec(), zone));
+        total.queries_by_transport[3] = 4; // TCP over IPv6
+        total.answers_by_rcode[3] = 6;
+        total.forward.rtt.buckets[0] = 1; // up to 1 ms
+        total.forward.rtt.buckets[3] = 2; // up to 10 ms
+        total.forward.rtt.sum_ms = 17;
+        let secondary = crate::secondary::Status {
+            transfers: [1, 3],
+            ..Default::default()
+        };
+        let zones = [
+            ZoneMetrics {
+                name: "example.com.".into(),
+                serial: Some(7),
+                loaded: Some(1_700_000_000),
+                secondary: None,
+            },
+            ZoneMetrics {
+                name: "example.net.".into(),
+                serial: None,
+                loaded: None,
+                secondary: Some(secondary),
+            },
+        ];
+        let text = render(&total, 2, 1.5e9, &zones);
+        for line in [
+            "tern_queries_total{type=\"A\"} 2",
+            "tern_queries_total{zone=\"example.com.\",type=\"A\"} 3",
+            "tern_answers_total{rcode=\"NXDOMAIN\"} 4",
+            "tern_answers_total{zone=\"example.com.\",rcode=\"NXDOMAIN\"} 2",
+            "tern_queries_total{type=\"other\"} 2",
+            "tern_queries_by_transport_total{transport=\"tcp\",family=\"ipv6\"} 4",
+            "tern_forward_upstream_rtt_seconds_bucket{le=\"0.001\"} 1",
+            "tern_forward_upstream_rtt_seconds_bucket{le=\"0.005\"} 1",
+            "tern_forward_upstream_rtt_seconds_bucket{le=\"0.01\"} 3",
+            "tern_forward_upstream_rtt_seconds_bucket{le=\"+Inf\"} 3",
+            "tern_forward_upstream_rtt_seconds_sum 0.017",
+            "tern_forward_upstream_rtt_seconds_count 3",
+            "tern_zone_serial{zone=\"example.com.\"} 7",
+            "tern_zone_load_timestamp_seconds{zone=\"example.com.\"} 1700000000",
+            "tern_zone_transfers_total{zone=\"example.net.\",type=\"ixfr\"} 3",
+            "tern_zone_expired{zone=\"example.net.\"} 0",
+            "tern_cores 2",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} missing:\n{text}");
+        }
+        // A zone not received has no serial line; a primary no timers.
+        assert!(!text.contains("tern_zone_serial{zone=\"example.net.\"}"));
+        assert!(!text.contains("tern_zone_expired{zone=\"example.com.\"}"));
+    }
+}
