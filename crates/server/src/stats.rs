@@ -423,13 +423,29 @@ pub(crate) struct Counters {
 }
 
 impl Counters {
-    /// Counts a query, by the type of its question.
-    pub(crate) fn count_query(&mut self, query: &[u8]) {
+    /// Counts a query; its type is counted by [`Counters::count_type`]
+    /// once the answering stage has read it ([`Counters::set_type`]).
+    pub(crate) fn count_query(&mut self) {
         self.queries += 1;
-        let slot = question_type(query).map_or(OTHER_TYPE, type_slot);
-        self.queries_by_type[slot] += 1;
-        self.type_slot = slot as u8;
+        self.type_slot = OTHER_TYPE as u8;
         self.zone = NO_ZONE;
+    }
+
+    /// The type of the question of the query being answered.
+    pub(crate) fn set_type(&mut self, qtype: u16) {
+        self.type_slot = type_slot(qtype) as u8;
+    }
+
+    /// [`Counters::set_type`] for a query the answering stage did not
+    /// parse: its question's type read here, if there is one.
+    pub(crate) fn set_type_of(&mut self, query: &[u8]) {
+        self.type_slot = question_type(query).map_or(OTHER_TYPE, type_slot) as u8;
+    }
+
+    /// Counts the query being answered by its type (once, however it was
+    /// answered, dropped or forwarded).
+    pub(crate) fn count_type(&mut self) {
+        self.queries_by_type[usize::from(self.type_slot)] += 1;
     }
 
     /// Sizes the zone counters for a catalog of `zones` zones, each taking

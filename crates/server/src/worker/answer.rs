@@ -47,6 +47,7 @@ impl Answering<'_> {
         out: &mut [u8],
     ) -> UdpAnswer {
         let Some(request) = Request::parse(query, self.full_udp_size) else {
+            counters.set_type_of(query);
             if let Some(answer) = self.ixfr_over_udp(query, peer, out) {
                 return answer;
             }
@@ -81,6 +82,7 @@ impl Answering<'_> {
             };
         };
         let request: &Request<'_> = arena.alloc(request);
+        counters.set_type(request.key.qtype.0);
         debug_assert_eq!(request.view.bytes().len(), query.len());
         // A query to forward names no zone of ours, and the answer cache
         // holds only our zones' answers (respond refuses other names, and

@@ -251,7 +251,7 @@ impl Worker {
         now: u64,
         out: &mut [u8],
     ) -> UdpAnswer {
-        self.counters.count_query(query);
+        self.counters.count_query();
         let peer = Peer::new(peer);
         let (answering, parts) = self.split();
         let answer = answering.udp(
@@ -282,13 +282,17 @@ impl Worker {
         now: u64,
         out: &mut [u8],
     ) -> UdpAnswer {
-        self.counters.count_query(query);
+        self.counters.count_query();
         let (answering, parts) = self.split();
         let answer = answering.tcp(parts.arena, parts.forwarder, query, peer, now, out);
         self.arena.reset();
-        if let Some(request) = request::Request::parse(query, TCP_SIZE) {
-            let zone = self.catalog.find_position(request.key.name.as_name());
-            self.counters.zone = crate::stats::zone_tag(zone);
+        match request::Request::parse(query, TCP_SIZE) {
+            Some(request) => {
+                let zone = self.catalog.find_position(request.key.name.as_name());
+                self.counters.zone = crate::stats::zone_tag(zone);
+                self.counters.set_type(request.key.qtype.0);
+            }
+            None => self.counters.set_type_of(query),
         }
         self.count(answer, out)
     }
@@ -332,6 +336,7 @@ impl Worker {
     /// Counts an answer written now or a dropped query, and hands the
     /// outcome back; a forwarded query's answer is counted when it arrives.
     fn count(&mut self, answer: UdpAnswer, out: &[u8]) -> UdpAnswer {
+        self.counters.count_type();
         match answer {
             UdpAnswer::Send(len) => self.counters.count_answer(&out[..len]),
             UdpAnswer::Drop => self.counters.dropped += 1,
@@ -443,11 +448,15 @@ impl Worker {
     /// transport: `max(max_udp_size, 512)` octets for UDP, 65535 for TCP.
     /// Counts the query and the answer.
     pub fn answer(&mut self, query: &[u8], transport: Transport, out: &mut [u8]) -> Option<usize> {
-        self.counters.count_query(query);
+        self.counters.count_query();
         let response = match transport {
             Transport::Udp => self.answer_udp(query, out),
-            Transport::Tcp => respond(&self.catalog, query, transport, &self.options, out),
+            Transport::Tcp => {
+                self.counters.set_type_of(query);
+                respond(&self.catalog, query, transport, &self.options, out)
+            }
         };
+        self.counters.count_type();
         match response {
             Response::Send(len) => {
                 self.counters.count_answer(&out[..len]);
@@ -508,6 +517,7 @@ impl Worker {
     /// the receive buffer) or whose answer could not be sent.
     pub(crate) fn count_dropped(&mut self, queries: u64, unsent_answers: u64) {
         self.counters.queries += queries;
+        self.counters.queries_by_type[crate::stats::OTHER_TYPE] += queries;
         self.counters.dropped += queries + unsent_answers;
     }
 
