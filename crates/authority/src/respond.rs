@@ -20,7 +20,8 @@
 //! | EDNS version > 0 | BADVERS, OPT version 0, DO echoed (Knot) |
 //! | AXFR or IXFR | NOTIMP over UDP, REFUSED over TCP; RD cleared (both clear it) |
 //! | class CH | TXT for version.bind/version.server/id.server/hostname.bind if configured (AA=0, TTL 0, as both do), else REFUSED |
-//! | other classes (ANY included, as the issue asks) | REFUSED |
+//! | class ANY (255) | answered as IN, the question echoed with class ANY, records of class IN, AA set (Knot; NSD answers too, without AA) |
+//! | other classes | REFUSED |
 //! | a name in no loaded zone | REFUSED, AA=0, with EDE 20 "Not Authoritative" in the OPT (both) |
 //! | a name in a secondary zone past its EXPIRE | SERVFAIL, AA=0 (Knot) |
 //! | a COOKIE option of a bad length (any opcode, any EDNS version) | FORMERR, question, OPT without options (BIND; 0006) |
@@ -366,7 +367,9 @@ pub fn respond_with(
     if question.qclass == RClass::CH {
         return context.chaos(out);
     }
-    if question.qclass != RClass::IN {
+    // Class ANY is answered as IN (Knot and NSD do; we serve class IN
+    // only, so IN is all there is): the question bytes are echoed as asked.
+    if question.qclass != RClass::IN && question.qclass != RClass::ANY {
         return context.short(Rcode::REFUSED, true, out);
     }
     let qname = question.name.to_lower();

@@ -15,7 +15,7 @@ use super::{CLASSIC_UDP_SIZE, TCP_SIZE};
 use crate::rrl::RateLimiter;
 use crate::stats::Counters;
 use tern_wire::parse::MessageView;
-use tern_wire::types::RType;
+use tern_wire::types::{RClass, RType};
 
 //----------- Answering ------------------------------------------------------
 
@@ -184,9 +184,12 @@ impl Answering<'_> {
         .into()
     }
 
-    /// For a query to forward (RD set, the client in `forward.allow`, the
-    /// name in none of our zones): the forward cache's answer written at
-    /// `limit`, or [`UdpAnswer::Forward`]. `None`: not a query to forward.
+    /// For a query to forward (RD set, class IN, the client in
+    /// `forward.allow`, the name in none of our zones): the forward cache's
+    /// answer written at `limit`, or [`UdpAnswer::Forward`]. `None`: not a
+    /// query to forward. Class ANY, which we answer as IN for our zones, is
+    /// not forwarded (what an upstream does with it varies): `respond`
+    /// refuses it.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn forwardable(
         &self,
@@ -201,6 +204,7 @@ impl Answering<'_> {
         let forwarder = forwarder?;
         let peer = peer.get()?;
         if !request.view.header().rd()
+            || request.key.qclass != RClass::IN
             || !forwarder.config().allows(peer.ip())
             || self.serves(request)
         {

@@ -58,12 +58,16 @@ pub(crate) enum Forwarding {
 impl<'q> Request<'q> {
     /// The views of a query the cache may answer; `None` sends the query to
     /// `respond` (malformed, not a plain QUERY, EDNS version above 0, a
-    /// COOKIE option of a bad length, a class other than IN, a zone
+    /// COOKIE option of a bad length, a class other than IN or ANY, a zone
     /// transfer, an additional record other than OPT such as a TSIG).
+    /// Class ANY, answered as IN, is cached under its own key: the answer
+    /// echoes the question's class.
     pub(super) fn parse(query: &'q [u8], full_udp_size: usize) -> Option<Self> {
         let view = MessageView::parse(query).ok()?;
         let question = view.question()?;
-        if question.qclass != RClass::IN || matches!(question.qtype, RType::AXFR | RType::IXFR) {
+        if !matches!(question.qclass, RClass::IN | RClass::ANY)
+            || matches!(question.qtype, RType::AXFR | RType::IXFR)
+        {
             return None;
         }
         let edns = view.edns().ok()?;

@@ -3,6 +3,7 @@ use tern_authority::{cookie, respond_with};
 
 use crate::rrl::RateLimitConfig;
 use crate::Cidr;
+use tern_cache::forward::ForwardConfig;
 
 const ZONE: &str = "\
 $ORIGIN example.com.
@@ -494,4 +495,51 @@ fn queries_badcookie_does_not_answer_slip_as_tc() {
     assert_eq!(counters.rrl_slipped, (count - RATE as usize) as u64);
     assert_eq!(counters.truncated, counters.rrl_slipped);
     assert_eq!(counters.dropped, 0);
+}
+
+//=== Class ANY ===
+
+/// QCLASS ANY is answered as IN, echoing the class asked, and served from
+/// the answer cache under its own key; it is not forwarded (a name outside
+/// our zones is REFUSED, as for IN without forwarding).
+#[test]
+fn class_any_is_answered_as_in_cached_and_not_forwarded() {
+    let mut forward = ForwardConfig::new(vec!["127.0.0.1:9".parse().unwrap()]);
+    forward.allow = vec![Cidr::parse("127.0.0.0/8").unwrap()];
+    let mut worker = Worker::new(catalog(), Options::default(), CacheLimits::default());
+    worker.set_forwarder(Forwarder::new(forward, 1232));
+    let mut any = query(7, "www.example.com.", 1, true);
+    let class_at = any.len() - 11 - 1;
+    any[class_at] = 255;
+    let in_class = query(7, "www.example.com.", 1, true);
+    let mut out = [0u8; 1232];
+    let mut expected = [0u8; 1232];
+    let UdpAnswer::Send(len) =
+        worker.answer_udp_from(&in_class, peer("127.0.0.1:53"), 0, &mut expected)
+    else {
+        panic!("IN not answered");
+    };
+    expected[class_at] = 255;
+    for round in 0..2 {
+        let hits = worker.counters().cache_hits;
+        let answer = worker.answer_udp_from(&any, peer("127.0.0.1:53"), 0, &mut out);
+        assert_eq!(answer, UdpAnswer::Send(len), "round {round}");
+        assert_eq!(&out[..len], &expected[..len], "round {round}");
+        assert_eq!(worker.counters().cache_hits, hits + round, "round {round}");
+    }
+    // Outside our zones, with RD from an allowed client: IN is forwarded,
+    // ANY refused.
+    let mut outside = query(8, "www.example.org.", 1, true);
+    assert_eq!(
+        worker.answer_udp_from(&outside, peer("127.0.0.1:53"), 0, &mut out),
+        UdpAnswer::Forward
+    );
+    let class_at = outside.len() - 11 - 1;
+    outside[class_at] = 255;
+    let UdpAnswer::Send(len) = worker.answer_udp_from(&outside, peer("127.0.0.1:53"), 0, &mut out)
+    else {
+        panic!("class ANY outside our zones not answered");
+    };
+    assert_eq!(out[3] & 0x0f, 5, "REFUSED");
+    assert_eq!(out[12 + 17 + 3], 255, "{:?}", &out[..len]);
 }
