@@ -24,6 +24,9 @@ use tern_wire::types::{RClass, RType};
 pub(super) struct Answering<'w> {
     pub(super) catalog: &'w Catalog,
     pub(super) options: &'w Options,
+    /// `options` without the NSID: answers to be cached are written with
+    /// these, and the NSID appended to a copy (as the COOKIE is).
+    pub(super) fill_options: &'w Options,
     pub(super) full_udp_size: usize,
     pub(super) cookies: Option<&'w Cookies>,
     pub(super) transfer: &'w crate::TransferConfig,
@@ -95,7 +98,7 @@ impl Answering<'_> {
             UdpAnswer::Send(len)
         } else {
             counters.cache_misses += 1;
-            let response = respond(self.catalog, query, Transport::Udp, self.options, out);
+            let response = respond(self.catalog, query, Transport::Udp, self.fill_options, out);
             // Only an answer written at the full size is what respond writes
             // for every client whose limit it fits; the cache checks the fit.
             let full_size = !request.key.edns || request.limit == self.full_udp_size;
@@ -105,14 +108,12 @@ impl Answering<'_> {
             response.into()
         };
         // Most queries carry no option: one branch.
-        let check = if request.options.is_empty() {
-            CookieCheck::None
+        let (check, answer) = if request.options.is_empty() {
+            (CookieCheck::None, answer)
         } else {
-            self.cookie(request.options, peer)
-        };
-        let answer = match check {
-            CookieCheck::None => answer,
-            _ => self.with_cookie(&check, query, request.limit, answer, out),
+            let check = self.cookie(request.options, peer);
+            let answer = self.with_options(request.nsid, &check, query, request.limit, answer, out);
+            (check, answer)
         };
         let Some(limiter) = limiter else {
             return answer;
@@ -218,6 +219,7 @@ impl Answering<'_> {
                 query,
                 head_len,
                 request.key.edns,
+                request.nsid,
                 limit,
                 now,
                 out,

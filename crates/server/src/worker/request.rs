@@ -7,7 +7,7 @@ use tern_wire::parse::{MessageView, HEADER_LEN};
 use tern_wire::types::{RClass, RType};
 
 use super::CLASSIC_UDP_SIZE;
-use tern_authority::cookie;
+use tern_authority::{cookie, nsid};
 
 //----------- Request --------------------------------------------------------
 
@@ -22,6 +22,9 @@ pub(super) struct Request<'q> {
     /// The options of the query's OPT (empty without one), for the cookie
     /// check.
     pub(super) options: &'q [u8],
+    /// The OPT holds an NSID option (RFC 5001): the answer gets ours, if
+    /// one is configured. Only looked for when there are options.
+    pub(super) nsid: bool,
 }
 
 //----------- UdpAnswer ------------------------------------------------------
@@ -72,6 +75,8 @@ impl<'q> Request<'q> {
         }
         let edns = view.edns().ok()?;
         let options = edns.map_or(&[][..], |edns| edns.options);
+        // Most queries carry no option: one branch.
+        let nsid = !options.is_empty() && nsid::requested(options);
         if !options.is_empty() && cookie::is_malformed(options) {
             return None;
         }
@@ -87,6 +92,7 @@ impl<'q> Request<'q> {
             key,
             limit,
             options,
+            nsid,
         })
     }
 }
