@@ -435,7 +435,8 @@ impl ZoneBuilder {
 /// Appends one RRset of type `rtype`: the records `records` (indexes,
 /// sorted by RDATA then insertion order), whose TTL and RDATA
 /// `record_of` gives. Exact duplicates are dropped; the TTL is that of the
-/// record inserted last.
+/// record inserted first, as BIND and RFC 2181 section 5.2 have it (the
+/// zone checks warn about the others: `tern_zone::check`).
 fn push_rrset<'r>(
     zone: &mut Zone,
     rtype: RType,
@@ -444,13 +445,13 @@ fn push_rrset<'r>(
 ) -> Result<(), BuildError> {
     let rdata_start = offset(zone.rdata.len(), "RDATA")?;
     let mut count = 0usize;
-    let mut last_inserted = 0;
+    let mut first_inserted = u32::MAX;
     let mut ttl = 0;
     let mut previous: Option<&[u8]> = None;
     for &index in records {
         let (record_ttl, rdata) = record_of(index);
-        if index >= last_inserted {
-            last_inserted = index;
+        if index <= first_inserted {
+            first_inserted = index;
             ttl = record_ttl;
         }
         if previous == Some(rdata) {
@@ -929,16 +930,18 @@ mod tests {
     }
 
     #[test]
-    fn duplicates_dropped_and_last_ttl_wins() {
+    fn duplicates_dropped_and_first_ttl_wins() {
         let mut b = builder();
-        insert(&mut b, "a.example.", RType::A, 100, &[192, 0, 2, 1]);
+        insert(&mut b, "a.example.", RType::A, 100, &[192, 0, 2, 9]);
         insert(&mut b, "A.example.", RType::A, 50, &[192, 0, 2, 2]);
         insert(&mut b, "a.example.", RType::A, 200, &[192, 0, 2, 1]);
+        insert(&mut b, "a.example.", RType::A, 300, &[192, 0, 2, 9]);
         let zone = b.finish().unwrap();
         let node = zone.find_node(name("a.example.").as_bytes()).unwrap();
         let set = zone.rrset(zone.rrset_index(node, RType::A).unwrap());
-        assert_eq!((set.count, set.ttl), (2, 200));
-        assert_eq!(zone.record_count(), 3);
+        // The first inserted record sorts last by RDATA: its TTL still wins.
+        assert_eq!((set.count, set.ttl), (3, 100));
+        assert_eq!(zone.record_count(), 4);
     }
 
     #[test]
@@ -1138,7 +1141,7 @@ mod tests {
         let types: Vec<RType> = zone.rrsets(www).iter().map(|set| set.rtype).collect();
         assert_eq!(types, [RType::A, RType::AAAA]);
         let a = zone.rrset(zone.rrset_index(www, RType::A).unwrap());
-        assert_eq!((a.count, a.ttl), (2, 30));
+        assert_eq!((a.count, a.ttl), (2, 60));
         let hashed = (0..zone.node_count() as u32)
             .find(|&node| zone.node(node).flags & FLAG_NSEC3_OWNER != 0)
             .unwrap();

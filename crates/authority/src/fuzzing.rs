@@ -116,6 +116,9 @@ pub fn respond(data: &[u8]) {
             version: Some("tern".into()),
             identity: Some("fuzz".into()),
         }),
+        // Sent to fuzzed queries that ask for it: its room counts toward
+        // the size limits `check` verifies.
+        nsid: Some(crate::nsid::Nsid::new(b"fuzz-nsid").expect("a short identifier")),
     };
     let mut out = std::vec![0u8; MAX_MESSAGE];
     let cookie = MessageView::parse(data)

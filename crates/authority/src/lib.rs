@@ -70,6 +70,7 @@ pub mod fuzzing;
 mod index;
 pub mod lookup;
 mod nsec3;
+pub mod nsid;
 mod proof;
 mod respond;
 mod zone;
@@ -77,8 +78,8 @@ mod zone;
 pub use builder::{BuildError, ZoneBuilder};
 pub use catalog::Catalog;
 pub use respond::{
-    append_option, bad_cookie, respond, respond_with, summary, ChaosIdentity, Options, Response,
-    Transport, DEFAULT_UDP_SIZE,
+    append_option, append_options, bad_cookie, respond, respond_with, summary, ChaosIdentity,
+    Options, Response, Transport, DEFAULT_UDP_SIZE,
 };
 pub use zone::{RecordCursor, Zone, ZoneRecord};
 

@@ -20,7 +20,8 @@
 //! | EDNS version > 0 | BADVERS, OPT version 0, DO echoed (Knot) |
 //! | AXFR or IXFR | NOTIMP over UDP, REFUSED over TCP; RD cleared (both clear it) |
 //! | class CH | TXT for version.bind/version.server/id.server/hostname.bind if configured (AA=0, TTL 0, as both do), else REFUSED |
-//! | other classes (ANY included, as the issue asks) | REFUSED |
+//! | class ANY (255) | answered as IN, the question echoed with class ANY, records of class IN, AA set (Knot; NSD answers too, without AA) |
+//! | other classes | REFUSED |
 //! | a name in no loaded zone | REFUSED, AA=0, with EDE 20 "Not Authoritative" in the OPT (both) |
 //! | a name in a secondary zone past its EXPIRE | SERVFAIL, AA=0 (Knot) |
 //! | a COOKIE option of a bad length (any opcode, any EDNS version) | FORMERR, question, OPT without options (BIND; 0006) |
@@ -30,6 +31,15 @@
 //! answer, [`append_option`] to an answer already written, and
 //! [`bad_cookie`] writes a BADCOOKIE answer
 //! (`docs/decisions/0006-dns-cookies.md`).
+//!
+//! NSID (RFC 5001, [`crate::nsid`]): with [`Options::nsid`] set, every
+//! answer that carries an OPT (records, NOERROR/NXDOMAIN, REFUSED,
+//! SERVFAIL, NOTIMP, FORMERR and BADVERS with an OPT, BADCOOKIE) carries
+//! the NSID option too, if the query's OPT held one; before the COOKIE,
+//! after our EDE. The option counts toward the UDP size: room is kept for
+//! it as for the COOKIE, so records that no longer fit set TC. Without
+//! the option in the query, or without `nsid`, nothing changes and the
+//! query's options are not even scanned when there are none.
 //!
 //! Every answer copies the ID and the opcode, and (NOTIMP and transfers
 //! excepted) RD and CD (RFC 4035 section 3.1.6; Knot 3.2.6 and NSD 4.6.1
@@ -73,6 +83,7 @@ use crate::builder::additional_types;
 use crate::catalog::Catalog;
 use crate::cookie::{self, CookieOption, Received};
 use crate::lookup::{rdata_name, resolve, Answer, Authority, Item, Owner, Proof};
+use crate::nsid::{self, Nsid};
 use crate::zone::{RRset, Zone};
 
 /// The advertised and default UDP payload size: the DNS flag day 2020
@@ -132,6 +143,23 @@ pub struct Options {
     pub max_udp_size: u16,
     /// CH TXT answers; `None` (the default) refuses class CH.
     pub chaos: Option<ChaosIdentity>,
+    /// The identifier sent to queries that ask for it (RFC 5001); `None`
+    /// (the default) sends none.
+    pub nsid: Option<Nsid>,
+}
+
+impl Options {
+    /// The NSID option to add to the answer of a query whose OPT holds
+    /// `query_options`: empty unless an identifier is configured and the
+    /// query asked for it.
+    fn nsid_for(&self, query_options: &[u8]) -> &[u8] {
+        match &self.nsid {
+            Some(nsid) if !query_options.is_empty() && nsid::requested(query_options) => {
+                nsid.as_option()
+            }
+            _ => &[],
+        }
+    }
 }
 
 impl Default for Options {
@@ -139,6 +167,7 @@ impl Default for Options {
         Options {
             max_udp_size: DEFAULT_UDP_SIZE,
             chaos: None,
+            nsid: None,
         }
     }
 }
@@ -178,21 +207,32 @@ pub fn summary(answer: &[u8]) -> Option<(Rcode, bool)> {
 /// query with EDNS: an answer without OPT whose last record's RDATA ended
 /// in those 11 octets would pass the check.
 pub fn append_option(out: &mut [u8], len: usize, limit: usize, option: &[u8]) -> Option<usize> {
+    append_options(out, len, limit, &[option])
+}
+
+/// [`append_option`] for several pieces of options, written in order (an
+/// NSID and a COOKIE, say): all or none.
+pub fn append_options(
+    out: &mut [u8],
+    len: usize,
+    limit: usize,
+    options: &[&[u8]],
+) -> Option<usize> {
     let arcount = out.get(10..12).filter(|_| len <= out.len())?;
     if arcount == [0, 0] {
         return None;
     }
-    extend_opt(out, len, limit, 0, option)
+    extend_opt(out, len, limit, 0, options)
 }
 
-/// Adds `option` to the OPT record ending `out[..len]` whose RDATA is
-/// `rdlen` octets long; the same checks as [`append_option`].
+/// Adds `options`, in order, to the OPT record ending `out[..len]` whose
+/// RDATA is `rdlen` octets long; the same checks as [`append_option`].
 fn extend_opt(
     out: &mut [u8],
     len: usize,
     limit: usize,
     rdlen: usize,
-    option: &[u8],
+    options: &[&[u8]],
 ) -> Option<usize> {
     let start = len.checked_sub(OPT_LEN + rdlen)?;
     if start < HEADER_LEN || len > out.len() {
@@ -202,12 +242,17 @@ fn extend_opt(
     if opt[..3] != [0, 0, 41] || usize::from(u16::from_be_bytes([opt[9], opt[10]])) != rdlen {
         return None;
     }
-    let new_rdlen = u16::try_from(rdlen + option.len()).ok()?;
-    let new_len = len + option.len();
+    let added: usize = options.iter().map(|option| option.len()).sum();
+    let new_rdlen = u16::try_from(rdlen + added).ok()?;
+    let new_len = len + added;
     if new_len > limit.min(out.len()) {
         return None;
     }
-    out[len..new_len].copy_from_slice(option);
+    let mut at = len;
+    for option in options {
+        out[at..at + option.len()].copy_from_slice(option);
+        at += option.len();
+    }
     out[start + 9..start + OPT_LEN].copy_from_slice(&new_rdlen.to_be_bytes());
     Some(new_len)
 }
@@ -252,14 +297,22 @@ pub fn bad_cookie(
     start_header(&mut builder, header, true);
     builder.set_rcode(Rcode::BADCOOKIE);
     let size = options.max_udp_size.max(CLASSIC_UDP_SIZE as u16);
+    let cookie = cookie.as_bytes();
     if builder.push_question_bytes(question.bytes).is_err()
         || builder
-            .push_opt(size, Rcode::BADCOOKIE, edns.dnssec_ok, cookie.as_bytes())
+            .push_opt(size, Rcode::BADCOOKIE, edns.dnssec_ok, cookie)
             .is_err()
     {
         return Response::Drop;
     }
-    Response::Send(builder.finish())
+    let len = builder.finish();
+    // The NSID after the COOKIE, if asked for and it fits in 512 octets.
+    let nsid = options.nsid_for(edns.options);
+    if nsid.is_empty() {
+        return Response::Send(len);
+    }
+    let extended = extend_opt(out, len, CLASSIC_UDP_SIZE, cookie.len(), &[nsid]);
+    Response::Send(extended.unwrap_or(len))
 }
 
 //----------- respond --------------------------------------------------------
@@ -284,7 +337,9 @@ pub fn respond(
 ///
 /// Which answers carry them follows BIND 9.18's COOKIE: answers of every
 /// rcode, REFUSED, NOTIMP, and FORMERR for a query without a question; not
-/// BADVERS, nor the FORMERR for a malformed COOKIE option.
+/// BADVERS, nor the FORMERR for a malformed COOKIE option. The NSID of
+/// [`Options::nsid`], when the query asks for it, goes in every answer
+/// with an OPT, before `extra_options`.
 ///
 /// COOKIE (`docs/decisions/0006-dns-cookies.md`): a COOKIE option of a
 /// length RFC 7873 does not allow, anywhere in the OPT, gets FORMERR with
@@ -324,11 +379,15 @@ pub fn respond_with(
         .as_ref()
         .map_or(Received::Absent, |edns| cookie::received(edns.options));
     // The replies without records below: header, question if any, OPT.
+    let nsid = edns
+        .as_ref()
+        .map_or(&[][..], |edns| options.nsid_for(edns.options));
     let reply = Error {
         header: &header,
         question: question.as_ref(),
         edns: edns.as_ref(),
         limit,
+        nsid,
     };
     if received == Received::Malformed {
         return reply.write(Rcode::FORMERR, true, &[], out);
@@ -352,6 +411,7 @@ pub fn respond_with(
         edns: edns.as_ref(),
         options,
         limit,
+        nsid,
         extra: extra_options,
     };
 
@@ -366,7 +426,9 @@ pub fn respond_with(
     if question.qclass == RClass::CH {
         return context.chaos(out);
     }
-    if question.qclass != RClass::IN {
+    // Class ANY is answered as IN (Knot and NSD do; we serve class IN
+    // only, so IN is all there is): the question bytes are echoed as asked.
+    if question.qclass != RClass::IN && question.qclass != RClass::ANY {
         return context.short(Rcode::REFUSED, true, out);
     }
     let qname = question.name.to_lower();
@@ -420,6 +482,9 @@ fn not_implemented(
         question: question.as_ref(),
         edns: edns.as_ref(),
         limit: size_limit(transport, edns.as_ref(), options),
+        nsid: edns
+            .as_ref()
+            .map_or(&[][..], |edns| options.nsid_for(edns.options)),
     };
     if edns.is_some_and(|edns| cookie::received(edns.options) == Received::Malformed) {
         return error.write(Rcode::FORMERR, false, &[], out);
@@ -442,6 +507,7 @@ fn error(
         question,
         edns: None,
         limit: MAX_MESSAGE,
+        nsid: &[],
     };
     error.write(rcode, copy_flags, &[], out)
 }
@@ -454,12 +520,14 @@ struct Error<'a> {
     question: Option<&'a Question<'a>>,
     edns: Option<&'a Edns<'a>>,
     limit: usize,
+    /// The NSID option to send (empty: none).
+    nsid: &'a [u8],
 }
 
 impl Error<'_> {
-    /// Header, question if any, OPT if the query had one (with
-    /// `extra_options` when they fit the limit). RD and CD are copied if
-    /// `copy_flags`.
+    /// Header, question if any, OPT if the query had one (with the NSID
+    /// and `extra_options` when they fit the limit). RD and CD are copied
+    /// if `copy_flags`.
     fn write(
         &self,
         rcode: Rcode,
@@ -488,12 +556,13 @@ impl Error<'_> {
             }
             builder.finish()
         };
-        if self.edns.is_none() || extra_options.is_empty() {
+        if self.edns.is_none() || (extra_options.is_empty() && self.nsid.is_empty()) {
             return Response::Send(len);
         }
         // Without the options if they do not fit (nothing else could go).
         let limit = self.limit.max(len);
-        Response::Send(extend_opt(out, len, limit, 0, extra_options).unwrap_or(len))
+        let extended = extend_opt(out, len, limit, 0, &[self.nsid, extra_options]);
+        Response::Send(extended.unwrap_or(len))
     }
 }
 
@@ -518,13 +587,16 @@ struct Context<'a> {
     edns: Option<&'a Edns<'a>>,
     options: &'a Options,
     limit: usize,
-    /// Options added after ours to the OPT (see [`respond_with`]).
+    /// The NSID option, added after ours (empty: none).
+    nsid: &'a [u8],
+    /// Options added after ours and the NSID to the OPT (see
+    /// [`respond_with`]).
     extra: &'a [u8],
 }
 
 impl Context<'_> {
     /// Starts a reply: header, question, room for the OPT with
-    /// `opt_options` and the extra options.
+    /// `opt_options`, the NSID and the extra options.
     fn begin<'b>(
         &self,
         out: &'b mut [u8],
@@ -536,15 +608,15 @@ impl Context<'_> {
         builder.push_question_bytes(self.question.bytes).ok()?;
         if self.edns.is_some() {
             builder
-                .reserve(OPT_LEN + opt_options.len() + self.extra.len())
+                .reserve(OPT_LEN + opt_options.len() + self.nsid.len() + self.extra.len())
                 .ok()?;
         }
         Some(builder)
     }
 
     /// Finishes a reply: the OPT (if the query had one) with `opt_options`,
-    /// the counts. The room for the extra options stays reserved: see
-    /// [`Context::extend`].
+    /// the counts. The room for the NSID and the extra options stays
+    /// reserved: see [`Context::extend`].
     fn end(&self, mut builder: MessageBuilder<'_>, rcode: Rcode, opt_options: &[u8]) -> Response {
         builder.set_rcode(rcode);
         if let Some(edns) = self.edns {
@@ -560,12 +632,16 @@ impl Context<'_> {
         Response::Send(builder.finish())
     }
 
-    /// Adds the extra options to the OPT that [`Context::end`] wrote with
-    /// `opt_options`, in the room [`Context::begin`] kept.
+    /// Adds the NSID and the extra options to the OPT that
+    /// [`Context::end`] wrote with `opt_options`, in the room
+    /// [`Context::begin`] kept.
     fn extend(&self, out: &mut [u8], response: Response, opt_options: &[u8]) -> Response {
+        let added = [self.nsid, self.extra];
         match response {
-            Response::Send(len) if self.edns.is_some() && !self.extra.is_empty() => {
-                match extend_opt(out, len, self.limit, opt_options.len(), self.extra) {
+            Response::Send(len)
+                if self.edns.is_some() && !(self.extra.is_empty() && self.nsid.is_empty()) =>
+            {
+                match extend_opt(out, len, self.limit, opt_options.len(), &added) {
                     Some(len) => Response::Send(len),
                     None => Response::Drop,
                 }

@@ -108,13 +108,16 @@ pub fn forward_answer(data: &[u8]) {
     };
     let qtype = TYPES[usize::from(selector & 0x0f)];
     let edns = selector & 0x10 != 0;
+    // The clients ask for our NSID: its room must count toward their limit.
+    let nsid = selector & 0x20 != 0;
     let upstream = SocketAddr::from(([127, 0, 0, 1], 53));
     let mut config = ForwardConfig::new(std::vec![upstream]);
     config.retries = 0;
     let mut forwarder = Forwarder::new(config, SERVER_UDP_SIZE);
+    forwarder.set_nsid(b"\x00\x03\x00\x04fuzz");
 
     let first = client_query(0x1111, qtype, edns);
-    let answers = ask(&mut forwarder, &first, edns, rest);
+    let answers = ask(&mut forwarder, &first, edns, nsid, rest);
     let Some(first_answer) = answers.first() else {
         return;
     };
@@ -130,6 +133,7 @@ pub fn forward_answer(data: &[u8]) {
         &second,
         HEAD_LEN,
         edns,
+        nsid,
         limit,
         START + 1_000,
         &mut out,
@@ -159,7 +163,13 @@ pub fn forward_answer(data: &[u8]) {
 /// Asks `query` through the forwarder and answers the upstream query with
 /// `rest` (over TCP too, if the UDP answer was truncated); the answers to
 /// clients that result.
-fn ask(forwarder: &mut Forwarder, query: &[u8], edns: bool, rest: &[u8]) -> Vec<Vec<u8>> {
+fn ask(
+    forwarder: &mut Forwarder,
+    query: &[u8],
+    edns: bool,
+    nsid: bool,
+    rest: &[u8],
+) -> Vec<Vec<u8>> {
     let client = Client::Udp {
         listener: 0,
         address: SocketAddr::from(([127, 0, 0, 1], 40000)),
@@ -172,6 +182,7 @@ fn ask(forwarder: &mut Forwarder, query: &[u8], edns: bool, rest: &[u8]) -> Vec<
         query,
         HEAD_LEN,
         edns,
+        nsid,
         limit(edns),
         START,
         &mut actions,
@@ -282,7 +293,7 @@ mod tests {
             config.retries = 0;
             let mut forwarder = Forwarder::new(config, SERVER_UDP_SIZE);
             let query = client_query(1, qtype, edns);
-            ask(&mut forwarder, &query, edns, &seed[1..]);
+            ask(&mut forwarder, &query, edns, false, &seed[1..]);
             cached += usize::from(forwarder.stats().upstream_answers == 1);
         }
         assert!(cached >= 5, "{cached} seeds accepted and cached");

@@ -8,8 +8,10 @@
 //! allocate); the measured passes must not allocate at all. Then the same
 //! UDP mix from three clients, plus queries with DNS cookies (a client
 //! cookie, a valid server cookie, a malformed one), through a worker with
-//! response rate limiting and cookies on: answers sent, dropped, slipped
-//! (TC=1 or BADCOOKIE) and cookies appended allocate nothing either.
+//! response rate limiting, cookies and an NSID on (plus queries asking for
+//! the NSID, of a cached answer and of a REFUSED one): answers sent,
+//! dropped, slipped (TC=1 or BADCOOKIE), cookies and NSIDs appended
+//! allocate nothing either.
 //!
 //! One check per process: dhat's testing mode allows a single
 //! profiler per process.
@@ -61,6 +63,15 @@ fn with_cookie(mut query: Vec<u8>, value: &[u8]) -> Vec<u8> {
     query.extend_from_slice(&[0, 10]);
     query.extend_from_slice(&(value.len() as u16).to_be_bytes());
     query.extend_from_slice(value);
+    query
+}
+
+/// `query` with an NSID request added to its OPT (which must be its last
+/// record and hold no option).
+fn with_nsid(mut query: Vec<u8>) -> Vec<u8> {
+    let rdlen = query.len() - 2;
+    query[rdlen..].copy_from_slice(&4u16.to_be_bytes());
+    query.extend_from_slice(&[0, 3, 0, 0]);
     query
 }
 
@@ -153,7 +164,12 @@ fn answer_path_makes_no_allocation() {
         errors_per_second: 3,
         ..RateLimitConfig::default()
     };
-    let mut limited = Worker::new(catalog(), Options::default(), CacheLimits::default());
+    // With an NSID too: appended to cached answers when asked.
+    let nsid_options = Options {
+        nsid: Some(tern_authority::nsid::Nsid::new(b"ns1.example.com").unwrap()),
+        ..Options::default()
+    };
+    let mut limited = Worker::new(catalog(), nsid_options, CacheLimits::default());
     limited.set_rate_limiter(RateLimiter::new(&config, 1));
     let secret = CookieSecret::new([9; 16]);
     let now_secs = 1_800_000_000;
@@ -169,6 +185,8 @@ fn answer_path_makes_no_allocation() {
         with_cookie(query(8, "www.example.com.", A, edns), &client_cookie),
         with_cookie(query(9, "www.example.com.", MX, edns), &valid),
         with_cookie(query(10, "nowhere.example.com.", A, edns), &[1; 12]),
+        with_nsid(query(11, "www.example.com.", A, edns)),
+        with_nsid(query(12, "www.example.org.", A, edns)),
     ];
     let udp: Vec<&Vec<u8>> = mix
         .iter()

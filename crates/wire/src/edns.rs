@@ -11,6 +11,9 @@
 use crate::error::ParseError;
 use crate::parse::RecordView;
 
+/// The option code of the Name Server Identifier (RFC 5001).
+pub const OPTION_NSID: u16 = 3;
+
 /// The option code of DNS cookies (RFC 7873).
 pub const OPTION_COOKIE: u16 = 10;
 

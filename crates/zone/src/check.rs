@@ -20,6 +20,7 @@
 //! | NSEC3 record whose hash parameters differ from the apex NSEC3PARAM, or NSEC3 without NSEC3PARAM | warning | warning | loads | warning |
 //! | NSEC3 chain broken (a next hashed owner that is not the next NSEC3 of the chain) | warning | warning | loads | warning |
 //! | NSEC chain broken (a next name that is not the next NSEC owner), or an authoritative name without NSEC | warning | warning | loads | warning |
+//! | records of one RRset with different TTLs (RRSIGs grouped by type covered) | warning, the first TTL served | silent, serves the last | warning, serves each record's own | warning, serves the first |
 //!
 //! The NSEC and NSEC3 checks only read the records: a continuous NSEC3
 //! chain covers every hash, so a name without a matching NSEC3 (which only
@@ -44,7 +45,7 @@ use hashbrown::{DefaultHashBuilder, HashTable};
 use tern_wire::name::{LowerNameBuf, Name, NameBuf, MAX_LABELS, MAX_NAME_LEN};
 use tern_wire::types::{RClass, RType};
 
-use crate::print::canonical_rdata;
+use crate::print::{canonical_rdata, covered_type};
 use crate::records::{RecordList, RecordRef};
 use crate::Location;
 
@@ -131,6 +132,7 @@ pub fn check_zone<R: RecordList + ?Sized>(origin: Name<'_>, records: &R) -> Vec<
     let zone = Zone::index(origin, records, &mut diagnostics);
     zone.check_apex(&mut diagnostics);
     zone.check_nodes(&mut diagnostics);
+    zone.check_ttls(&mut diagnostics);
     zone.check_below_dname(&mut diagnostics);
     zone.check_delegations(&mut diagnostics);
     zone.check_denial(&mut diagnostics);
@@ -514,6 +516,58 @@ impl<'r, R: RecordList + ?Sized> Zone<'r, R> {
         }
     }
 
+    /// One TTL per RRset (RFC 2181 section 5.2): a record whose TTL differs
+    /// from the first record of its RRset (same owner and type; RRSIGs by
+    /// the type they cover) is reported at its own line. The zone loads and
+    /// the RRset is served with the first record's TTL, as BIND does ("TTL
+    /// set to prior TTL"). An exact duplicate was dropped before (`group`)
+    /// whatever its TTL, so it is not reported.
+    ///
+    /// Cost: one sort per owner of its records' (type, covered, index), in
+    /// one buffer reused across owners.
+    fn check_ttls(&self, diagnostics: &mut Vec<Diagnostic>) {
+        let mut keyed: Vec<(RType, RType, u32)> = Vec::new();
+        for (_, members) in self.owners() {
+            if members.len() < 2 {
+                continue;
+            }
+            keyed.clear();
+            keyed.extend(members.iter().map(|&index| {
+                let rtype = self.records.rtype(index as usize);
+                let covered = if rtype == RType::RRSIG {
+                    covered_type(self.records.record(index as usize).rdata)
+                } else {
+                    RType(0)
+                };
+                (rtype, covered, index)
+            }));
+            // File order within each RRset: the index breaks ties.
+            keyed.sort_unstable();
+            let mut first: Option<(RType, RType, u32)> = None;
+            for &(rtype, covered, index) in &keyed {
+                let record = self.records.record(index as usize);
+                match first {
+                    Some((t, c, first_ttl)) if (t, c) == (rtype, covered) => {
+                        if record.ttl != first_ttl {
+                            let what = format!(
+                                "TTL {} differs from the TTL {first_ttl} of the first {} \
+                                 record of the RRset; the RRset is served with TTL {first_ttl}",
+                                record.ttl, record.rtype
+                            );
+                            diagnostics.push(Diagnostic::new(
+                                Severity::Warning,
+                                record.location,
+                                record.owner,
+                                &what,
+                            ));
+                        }
+                    }
+                    _ => first = Some((rtype, covered, record.ttl)),
+                }
+            }
+        }
+    }
+
     /// No records below a DNAME (RFC 6672 section 2.3): one error per DNAME
     /// owner, at its first descendant record.
     fn check_below_dname(&self, diagnostics: &mut Vec<Diagnostic>) {
@@ -873,16 +927,24 @@ mod tests {
     use super::*;
     use crate::Record;
 
-    /// Builds records from `owner TYPE rdata` lines, with a tiny reader for
-    /// the handful of types these tests use (the real scanner is tested in
-    /// its own modules). Line numbers are the 1-based index in `lines`.
+    /// Builds records from `owner [TTL] TYPE rdata` lines (TTL 300 when
+    /// left out), with a tiny reader for the handful of types these tests
+    /// use (the real scanner is tested in its own modules). Line numbers are
+    /// the 1-based index in `lines`.
     fn zone(lines: &[&str]) -> Vec<Record> {
         let origin = NameBuf::from_text(b"example.", None).unwrap();
         lines
             .iter()
             .enumerate()
             .map(|(index, line)| {
-                let fields: Vec<&str> = line.split_whitespace().collect();
+                let mut fields: Vec<&str> = line.split_whitespace().collect();
+                let ttl = match fields.get(1).and_then(|field| field.parse().ok()) {
+                    Some(ttl) => {
+                        fields.remove(1);
+                        ttl
+                    }
+                    None => 300,
+                };
                 let owner =
                     NameBuf::from_text(fields[0].as_bytes(), Some(origin.as_name())).unwrap();
                 let rtype = RType::from_text(fields[1].as_bytes()).unwrap();
@@ -914,11 +976,18 @@ mod tests {
                         [head, vec![next.len() as u8], next, vec![0, 1, 0x40]].concat()
                     }
                     RType::DS => vec![0, 1, 8, 2, 0xaa],
+                    // `[COVERED [SIGNATURE-OCTET]]`, covering CNAME by default
                     RType::RRSIG => [
-                        vec![0, 5, 8, 1, 0, 0, 0, 1],
+                        fields
+                            .get(2)
+                            .map_or(RType::CNAME, |t| RType::from_text(t.as_bytes()).unwrap())
+                            .0
+                            .to_be_bytes()
+                            .to_vec(),
+                        vec![8, 1, 0, 0, 0, 1],
                         vec![0; 10],
                         name("example."),
-                        vec![1],
+                        vec![fields.get(3).map_or(1, |octet| octet.parse().unwrap())],
                     ]
                     .concat(),
                     _ => name(fields[2]),
@@ -926,7 +995,7 @@ mod tests {
                 Record {
                     owner,
                     class: RClass::IN,
-                    ttl: 300,
+                    ttl,
                     rtype,
                     rdata,
                     location: Location {
@@ -1053,6 +1122,49 @@ mod tests {
                 "c CNAME b"
             ]),
             ["8:1: error: c.example.: multiple CNAME records"]
+        );
+    }
+
+    /// An RRset's records with different TTLs: a warning at each record
+    /// whose TTL differs from the first's; RRSIGs are grouped by the type
+    /// they cover, and other types and owners do not mix.
+    #[test]
+    fn differing_ttls_are_a_warning_at_the_record() {
+        assert_eq!(
+            check(&[
+                "www 600 A 192.0.2.1",
+                "www 100 A 192.0.2.2",
+                "www 600 A 192.0.2.3",
+                "WWW 900 A 192.0.2.4",
+                "www 100 TXT x",
+                "mail 100 A 192.0.2.1",
+            ]),
+            [
+                "5:1: warning: www.example.: TTL 100 differs from the TTL 600 of the first A \
+                 record of the RRset; the RRset is served with TTL 600",
+                "7:1: warning: WWW.example.: TTL 900 differs from the TTL 600 of the first A \
+                 record of the RRset; the RRset is served with TTL 600",
+            ]
+        );
+        assert_eq!(
+            check(&[
+                "www 300 A 192.0.2.1",
+                "www 60 TXT x",
+                "www 300 RRSIG A",
+                "www 60 RRSIG TXT",
+            ]),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            check(&[
+                "www 300 A 192.0.2.1",
+                "www 300 RRSIG A 1",
+                "www 30 RRSIG A 2"
+            ]),
+            [
+                "6:1: warning: www.example.: TTL 30 differs from the TTL 300 of the first RRSIG \
+              record of the RRset; the RRset is served with TTL 300"
+            ]
         );
     }
 

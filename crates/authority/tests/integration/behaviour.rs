@@ -179,7 +179,7 @@ fn refused_outside_our_zones_and_for_other_classes() {
     }
     let mut q = query("www.example.", RType::A, Ask::no_edns());
     let class_at = q.len() - 1;
-    for class in [3u8, 4, 254, 255] {
+    for class in [3u8, 4, 254] {
         q[class_at] = class;
         assert_eq!(
             send(&catalog, &q, Transport::Udp, &Options::default())
@@ -187,6 +187,55 @@ fn refused_outside_our_zones_and_for_other_classes() {
                 .rcode,
             5
         );
+    }
+}
+
+/// QCLASS ANY (255) is answered as IN (Knot 3.2.6, NSD 4.6.1): the same
+/// bytes as the class IN answer but for the question's class, echoed as
+/// asked; records of class IN; AA as for IN (Knot). Positive, NXDOMAIN,
+/// NODATA and referral answers, with and without EDNS; outside our zones
+/// it is REFUSED like IN.
+#[test]
+fn class_any_is_answered_as_in() {
+    let catalog = catalog();
+    let cases = [
+        ("www.example.", RType::A),
+        ("nothing.example.", RType::A),
+        ("www.example.", RType::MX),
+        ("www.sub.example.", RType::A),
+        ("www.example.org.", RType::A),
+    ];
+    for (name, rtype) in cases {
+        for ask in [Ask::no_edns(), Ask::default()] {
+            let opt_len = if ask.edns.is_some() { 11 } else { 0 };
+            let q_in = query(name, rtype, ask);
+            let question_end = q_in.len() - opt_len;
+            let mut q_any = q_in.clone();
+            q_any[question_end - 1] = 255;
+            let mut a_in = vec![0u8; 65535];
+            let mut a_any = vec![0u8; 65535];
+            let Response::Send(len_in) = respond(
+                &catalog,
+                &q_in,
+                Transport::Udp,
+                &Options::default(),
+                &mut a_in,
+            ) else {
+                panic!("{name}: IN dropped");
+            };
+            let Response::Send(len_any) = respond(
+                &catalog,
+                &q_any,
+                Transport::Udp,
+                &Options::default(),
+                &mut a_any,
+            ) else {
+                panic!("{name}: ANY dropped");
+            };
+            let mut expected = a_in[..len_in].to_vec();
+            expected[question_end - 1] = 255;
+            assert_eq!(&a_any[..len_any], &expected[..], "{name} {rtype:?}");
+        }
     }
 }
 

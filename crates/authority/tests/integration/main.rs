@@ -6,6 +6,7 @@ mod behaviour;
 mod cookies;
 mod dnssec;
 mod malformed;
+mod nsid;
 mod records;
 mod rfc1034;
 mod rfc4592;

@@ -169,13 +169,16 @@ pub(crate) struct ClientView<'a> {
     pub(crate) limit: usize,
     /// The UDP size our OPT advertises.
     pub(crate) udp_size: u16,
+    /// Our NSID option for the OPT (empty: none; only with `edns`).
+    pub(crate) nsid: &'a [u8],
 }
 
 /// Writes a forwarded answer for `client` into `out`: the client's ID and
 /// question, QR/RA and the stored flags with the client's RD and CD, the
-/// records with TTLs counted down, and an OPT if the client sent one. An
-/// answer over the client's limit is sent empty with TC set (the client
-/// retries over TCP). Returns the length, or `None` if `out` is too small
+/// records with TTLs counted down, and an OPT if the client sent one
+/// (holding `client.nsid`). An answer over the client's limit (the OPT and
+/// its NSID counted) is sent empty with TC set (the client retries over
+/// TCP). Returns the length, or `None` if `out` is too small
 /// even for that.
 pub(crate) fn write_answer(
     parts: Parts<'_>,
@@ -187,7 +190,8 @@ pub(crate) fn write_answer(
     if head.len() < HEADER_LEN {
         return None;
     }
-    let opt = if client.edns { OPT_LEN } else { 0 };
+    let nsid = if client.edns { client.nsid } else { &[] };
+    let opt = if client.edns { OPT_LEN + nsid.len() } else { 0 };
     let full = head.len() + parts.tail.len() + opt;
     let truncated = full > client.limit.min(out.len());
     let tail: &[u8] = if truncated { &[] } else { parts.tail };
@@ -220,11 +224,14 @@ pub(crate) fn write_answer(
         }
     }
     if client.edns {
-        let o = &mut out[total - OPT_LEN..];
+        let o = &mut out[total - opt..];
         o[0] = 0;
         o[1..3].copy_from_slice(&41u16.to_be_bytes());
         o[3..5].copy_from_slice(&client.udp_size.to_be_bytes());
-        o[5..11].copy_from_slice(&[0, 0, if client.dnssec_ok { 0x80 } else { 0 }, 0, 0, 0]);
+        o[5..9].copy_from_slice(&[0, 0, if client.dnssec_ok { 0x80 } else { 0 }, 0]);
+        // At most `MAX_NSID_OPTION` octets: the cast cannot wrap.
+        o[9..11].copy_from_slice(&(nsid.len() as u16).to_be_bytes());
+        o[OPT_LEN..].copy_from_slice(nsid);
     }
     Some(total)
 }

@@ -31,6 +31,13 @@
 //!
 //! Time is `now` in milliseconds of any monotonic clock, passed in; the
 //! cache uses whole seconds of it.
+//!
+//! NSID (RFC 5001): a client whose query asked for it (`nsid` of
+//! [`Forwarder::start`] and [`Forwarder::answer_from_cache`]) gets our
+//! identifier ([`Forwarder::set_nsid`]) in the OPT of its answer, whether
+//! from the cache, from upstream, stale or SERVFAIL; the upstream's own
+//! NSID is never asked for nor passed on. Cached entries hold no OPT: the
+//! option is written per client.
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
@@ -54,6 +61,12 @@ pub use validate::{MAX_CACHE_TTL, MAX_CNAME_CHAIN};
 use cache::{write_answer, ClientView, ForwardCache, Parts, Ttls};
 use cookie::{CookieCheck, UpstreamCookie};
 use validate::{validate, Prepared, Verdict};
+
+/// The longest NSID option sent: code, length and the 128 octets of
+/// `tern_authority::nsid::MAX_NSID_LEN`, so that a truncated answer (the
+/// client's header and question, an OPT with the option) still fits in
+/// 512 octets.
+pub const MAX_NSID_OPTION: usize = 4 + 128;
 
 /// The most upstreams: a query's tried set is a 64-bit mask.
 pub const MAX_UPSTREAMS: usize = 64;
@@ -406,6 +419,8 @@ struct Waiter {
     /// The client's header and question.
     head: Vec<u8>,
     edns: bool,
+    /// The client asked for our NSID.
+    nsid: bool,
     limit: usize,
 }
 
@@ -450,6 +465,8 @@ pub struct Forwarder {
     next_round_robin: usize,
     prefetch: Vec<ForwardKey>,
     stats: ForwardStats,
+    /// Our NSID option (code, length, value), empty when none.
+    nsid: Box<[u8]>,
 }
 
 impl Forwarder {
@@ -490,7 +507,20 @@ impl Forwarder {
                 upstreams,
                 ..ForwardStats::default()
             },
+            nsid: Box::default(),
         }
+    }
+
+    /// Sends `option`, a whole NSID option (`code, length, value`, as
+    /// `tern_authority::nsid::Nsid::as_option` encodes it), to clients
+    /// that ask for it; an empty `option`, or one longer than
+    /// [`MAX_NSID_OPTION`], sends none (the default).
+    pub fn set_nsid(&mut self, option: &[u8]) {
+        self.nsid = if option.len() <= MAX_NSID_OPTION {
+            option.into()
+        } else {
+            Box::default()
+        };
     }
 
     /// The configuration.
@@ -543,7 +573,8 @@ impl Forwarder {
     }
 
     /// On a fresh cache hit, writes the answer for `query` (whose header
-    /// and question end at `head_len`) into `out` and returns its length.
+    /// and question end at `head_len`; with an OPT if `edns`, holding our
+    /// NSID if `nsid`) into `out` and returns its length.
     /// No allocation; may queue a prefetch (see [`Forwarder::prefetches`]).
     #[allow(clippy::too_many_arguments)]
     pub fn answer_from_cache(
@@ -552,6 +583,7 @@ impl Forwarder {
         query: &[u8],
         head_len: usize,
         edns: bool,
+        nsid: bool,
         limit: usize,
         now: u64,
         out: &mut [u8],
@@ -568,6 +600,7 @@ impl Forwarder {
             dnssec_ok: key.dnssec_ok,
             limit,
             udp_size,
+            nsid: if nsid { &self.nsid } else { &[] },
         };
         let len = write_answer(
             entry.parts(),
@@ -621,6 +654,7 @@ impl Forwarder {
         query: &[u8],
         head_len: usize,
         edns: bool,
+        nsid: bool,
         limit: usize,
         now: u64,
         actions: &mut Vec<Action>,
@@ -634,6 +668,7 @@ impl Forwarder {
             client,
             head: head.to_vec(),
             edns,
+            nsid,
             limit,
         };
         if let Some(&slot) = self.by_key.get(&key) {
@@ -662,7 +697,7 @@ impl Forwarder {
         now: u64,
         out: &mut [u8],
     ) -> Option<usize> {
-        let client = self.client_view(key, waiter);
+        let client = client_view(key, waiter, self.udp_size, &self.nsid);
         if let Some(entry) = self.cache.stale(key, seconds(now)) {
             self.stats.stale_answers += 1;
             let ttl = self.config.stale_ttl.as_secs() as u32;
@@ -671,16 +706,6 @@ impl Forwarder {
         self.stats.servfails += 1;
         let servfail = Prepared::servfail(0);
         write_answer(Parts::of(&servfail), Ttls::Elapsed(0), client, out)
-    }
-
-    fn client_view<'w>(&self, key: &ForwardKey, waiter: &'w Waiter) -> ClientView<'w> {
-        ClientView {
-            head: &waiter.head,
-            edns: waiter.edns,
-            dnssec_ok: key.dnssec_ok,
-            limit: waiter.limit,
-            udp_size: self.udp_size,
-        }
     }
 
     /// Creates the in-flight question and sends its first attempt.
@@ -1085,11 +1110,14 @@ impl Forwarder {
                 .stale(&query.key, seconds(now))
                 .map_or(0, |e| e.parts().tail.len()),
         );
-        let mut out = vec![0u8; longest + tail + cache::OPT_LEN];
+        let mut out = vec![0u8; longest + tail + cache::OPT_LEN + self.nsid.len()];
+        // Owned for the loops below, which count into `self.stats`.
+        let nsid = self.nsid.clone();
+        let udp_size = self.udp_size;
         match prepared {
             Some(prepared) => {
                 for waiter in &query.waiters {
-                    let client = self.client_view(&key, waiter);
+                    let client = client_view(&key, waiter, udp_size, &nsid);
                     if let Some(len) =
                         write_answer(Parts::of(&prepared), Ttls::Elapsed(0), client, &mut out)
                     {
@@ -1105,7 +1133,7 @@ impl Forwarder {
                 let stale = self.cache.stale(&key, now_seconds).is_some();
                 let servfail = Prepared::servfail(self.config.servfail_ttl.as_secs() as u32);
                 for waiter in &query.waiters {
-                    let client = self.client_view(&key, waiter);
+                    let client = client_view(&key, waiter, udp_size, &nsid);
                     let written = match self.cache.stale(&key, now_seconds) {
                         Some(entry) => {
                             self.stats.stale_answers += 1;
@@ -1129,6 +1157,27 @@ impl Forwarder {
             }
         }
         self.cache.prefetch_done(&key);
+    }
+}
+
+/// What `waiter`'s answer needs from it: its head, OPT, NSID, limit.
+fn client_view<'w>(
+    key: &ForwardKey,
+    waiter: &'w Waiter,
+    udp_size: u16,
+    nsid: &'w [u8],
+) -> ClientView<'w> {
+    ClientView {
+        head: &waiter.head,
+        edns: waiter.edns,
+        dnssec_ok: key.dnssec_ok,
+        limit: waiter.limit,
+        udp_size,
+        nsid: if waiter.nsid && waiter.edns {
+            nsid
+        } else {
+            &[]
+        },
     }
 }
 

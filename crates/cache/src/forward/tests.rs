@@ -50,6 +50,7 @@ fn start(f: &mut Forwarder, query: &[u8], now: u64) -> Vec<Action> {
             query,
             query.len(),
             false,
+            false,
             512,
             now,
             &mut actions,
@@ -186,6 +187,7 @@ fn answers_waiters_then_counts_ttls_down_from_the_cache() {
             &other,
             other.len(),
             true,
+            false,
             512,
             31_000,
             &mut out,
@@ -204,6 +206,7 @@ fn answers_waiters_then_counts_ttls_down_from_the_cache() {
             &key_of(&other),
             &other,
             other.len(),
+            false,
             false,
             512,
             101_000,
@@ -317,6 +320,7 @@ fn identical_questions_share_one_upstream_query() {
             c,
             query,
             query.len(),
+            false,
             false,
             512,
             0,
@@ -555,18 +559,36 @@ fn popular_entries_are_prefetched_before_expiry() {
     let key = key_of(&query);
     let mut out = [0u8; 512];
     for now in [1_000, 2_000, 3_000] {
-        f.answer_from_cache(&key, &query, query.len(), false, 512, now, &mut out)
+        f.answer_from_cache(&key, &query, query.len(), false, false, 512, now, &mut out)
             .unwrap();
     }
     assert!(!f.has_prefetches(), "too early");
-    f.answer_from_cache(&key, &query, query.len(), false, 512, 95_000, &mut out)
-        .unwrap();
+    f.answer_from_cache(
+        &key,
+        &query,
+        query.len(),
+        false,
+        false,
+        512,
+        95_000,
+        &mut out,
+    )
+    .unwrap();
     assert!(f.has_prefetches());
     actions.clear();
     f.prefetches(95_000, &mut actions);
     let (u, s, sent) = transmit(&actions[0]);
-    f.answer_from_cache(&key, &query, query.len(), false, 512, 96_000, &mut out)
-        .unwrap();
+    f.answer_from_cache(
+        &key,
+        &query,
+        query.len(),
+        false,
+        false,
+        512,
+        96_000,
+        &mut out,
+    )
+    .unwrap();
     assert!(!f.has_prefetches(), "one prefetch at a time");
     actions.clear();
     f.on_response(
@@ -844,4 +866,103 @@ fn upstream_cookies_are_sent_learnt_and_required() {
         &mut actions,
     );
     assert_eq!(answers(&actions).len(), 1);
+}
+
+/// The NSID option of an answer's OPT, if any (`None` without an OPT).
+fn nsid_of(answer: &[u8]) -> Option<Option<Vec<u8>>> {
+    let view = MessageView::parse(answer).unwrap();
+    let edns = view.edns().unwrap()?;
+    Some(
+        edns.options()
+            .map(Result::unwrap)
+            .find(|&(code, _)| code == tern_wire::edns::OPTION_NSID)
+            .map(|(_, value)| value.to_vec()),
+    )
+}
+
+/// NSID: a client that asked (with EDNS) gets our identifier in the OPT
+/// of its answer, from upstream, from the cache, stale or SERVFAIL; others
+/// get none; the upstream query never asks for one.
+#[test]
+fn nsid_goes_to_the_clients_that_ask() {
+    let mut f = forwarder(|_| {});
+    f.set_nsid(b"\x00\x03\x00\x03fwd");
+    let query = client_query(0x4242, "www.example.org.", 1);
+    let key = key_of(&query);
+    let mut actions = Vec::new();
+    let mut out = [0u8; 512];
+    // Two waiters on one question: the first asked, the second did not.
+    for (port, nsid) in [(1, true), (2, false)] {
+        let started = f.start(
+            key,
+            client(port),
+            &query,
+            query.len(),
+            true,
+            nsid,
+            512,
+            1_000,
+            &mut actions,
+            &mut out,
+        );
+        assert_eq!(started, None);
+    }
+    let (upstream, socket, sent) = only_transmit(&actions);
+    assert_eq!(
+        nsid_of(&sent),
+        Some(None),
+        "the upstream query asks for no NSID"
+    );
+    actions.clear();
+    f.on_response(
+        upstream,
+        socket,
+        &response(&sent, 0, &[&a_record(100)], &[]),
+        1_020,
+        &mut actions,
+    );
+    let answered: Vec<(Client, Vec<u8>)> = actions
+        .iter()
+        .filter_map(|action| match action {
+            Action::Answer { client, bytes } => Some((*client, bytes.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(answered.len(), 2);
+    for (who, bytes) in &answered {
+        let expected = (*who == client(1)).then(|| b"fwd".to_vec());
+        assert_eq!(nsid_of(bytes), Some(expected), "{who:?}");
+    }
+    // From the cache: with, without, and without EDNS.
+    for (edns, nsid, expected) in [
+        (true, true, Some(Some(b"fwd".to_vec()))),
+        (true, false, Some(None)),
+        (false, true, None),
+    ] {
+        let len = f
+            .answer_from_cache(&key, &query, query.len(), edns, nsid, 512, 2_000, &mut out)
+            .unwrap();
+        assert_eq!(nsid_of(&out[..len]), expected, "edns {edns} nsid {nsid}");
+    }
+    // The option counts toward the limit: an answer that fits 512 octets
+    // exactly without it is truncated with it.
+    let len = f
+        .answer_from_cache(&key, &query, query.len(), true, false, 512, 2_000, &mut out)
+        .unwrap();
+    let limit = len + 3;
+    let len = f
+        .answer_from_cache(
+            &key,
+            &query,
+            query.len(),
+            true,
+            true,
+            limit,
+            2_000,
+            &mut out,
+        )
+        .unwrap();
+    let view = MessageView::parse(&out[..len]).unwrap();
+    assert!(view.header().tc() && len <= limit, "{len} {limit}");
+    assert_eq!(nsid_of(&out[..len]), Some(Some(b"fwd".to_vec())));
 }

@@ -15,7 +15,7 @@ use super::{CLASSIC_UDP_SIZE, TCP_SIZE};
 use crate::rrl::RateLimiter;
 use crate::stats::{zone_tag, Counters};
 use tern_wire::parse::MessageView;
-use tern_wire::types::RType;
+use tern_wire::types::{RClass, RType};
 
 //----------- Answering ------------------------------------------------------
 
@@ -24,6 +24,9 @@ use tern_wire::types::RType;
 pub(super) struct Answering<'w> {
     pub(super) catalog: &'w Catalog,
     pub(super) options: &'w Options,
+    /// `options` without the NSID: answers to be cached are written with
+    /// these, and the NSID appended to a copy (as the COOKIE is).
+    pub(super) fill_options: &'w Options,
     pub(super) full_udp_size: usize,
     pub(super) cookies: Option<&'w Cookies>,
     pub(super) transfer: &'w crate::TransferConfig,
@@ -101,7 +104,7 @@ impl Answering<'_> {
             UdpAnswer::Send(len)
         } else {
             counters.cache_misses += 1;
-            let response = respond(self.catalog, query, Transport::Udp, self.options, out);
+            let response = respond(self.catalog, query, Transport::Udp, self.fill_options, out);
             // The zone's counters: looked up on a miss only; the cache
             // keeps it with the answer for the hits.
             let zone = zone_tag(self.catalog.find_position(request.key.name.as_name()));
@@ -115,17 +118,13 @@ impl Answering<'_> {
             response.into()
         };
         // Most queries carry no option: one branch.
-        let check = if request.options.is_empty() {
-            CookieCheck::None
+        let (check, answer) = if request.options.is_empty() {
+            (CookieCheck::None, answer)
         } else {
-            self.cookie(request.options, peer)
-        };
-        let answer = match check {
-            CookieCheck::None => answer,
-            _ => {
-                counters.count_cookie(&check);
-                self.with_cookie(&check, query, request.limit, answer, out)
-            }
+            let check = self.cookie(request.options, peer);
+            counters.count_cookie(&check);
+            let answer = self.with_options(request.nsid, &check, query, request.limit, answer, out);
+            (check, answer)
         };
         let Some(limiter) = limiter else {
             return answer;
@@ -197,9 +196,12 @@ impl Answering<'_> {
         .into()
     }
 
-    /// For a query to forward (RD set, the client in `forward.allow`, the
-    /// name in none of our zones): the forward cache's answer written at
-    /// `limit`, or [`UdpAnswer::Forward`]. `None`: not a query to forward.
+    /// For a query to forward (RD set, class IN, the client in
+    /// `forward.allow`, the name in none of our zones): the forward cache's
+    /// answer written at `limit`, or [`UdpAnswer::Forward`]. `None`: not a
+    /// query to forward. Class ANY, which we answer as IN for our zones, is
+    /// not forwarded (what an upstream does with it varies): `respond`
+    /// refuses it.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn forwardable(
         &self,
@@ -214,6 +216,7 @@ impl Answering<'_> {
         let forwarder = forwarder?;
         let peer = peer.get()?;
         if !request.view.header().rd()
+            || request.key.qclass != RClass::IN
             || !forwarder.config().allows(peer.ip())
             || self.serves(request)
         {
@@ -227,6 +230,7 @@ impl Answering<'_> {
                 query,
                 head_len,
                 request.key.edns,
+                request.nsid,
                 limit,
                 now,
                 out,

@@ -45,6 +45,14 @@
 //! as its slip (as in BIND), so it can retry over UDP with a valid one.
 //! Forwarded answers carry no cookie.
 //!
+//! NSID (RFC 5001): with [`Options::nsid`] set, a query whose OPT asks for
+//! it gets it in its answer's OPT on every path. The answer cache keeps
+//! NSID-free answers (a miss is written with `fill_options`, which lack
+//! it) and the option is appended to the copy with the COOKIE, as above;
+//! `respond_with` adds it on the other paths, and the forwarder to
+//! forwarded answers. A query without options pays nothing for it: the
+//! request stage looks for the option only when the OPT has options.
+//!
 //! The stages, one module each: `request` (the query's views, parsed once
 //! for the cache path), `answer` (the answer cache, `respond`, and the
 //! routing of forwardable queries), `signed` (queries with a TSIG record:
@@ -59,7 +67,7 @@ use std::sync::Arc;
 
 use bumpalo::Bump;
 use tern_authority::cookie::CookieSecret;
-use tern_authority::{respond, Catalog, Options, Response, Transport};
+use tern_authority::{nsid, respond, Catalog, Options, Response, Transport};
 use tern_cache::forward::{Action, Client, ForwardStats, Forwarder};
 use tern_cache::{CacheLimits, ResponseCache};
 use tern_wire::parse::{MessageView, HEADER_LEN};
@@ -110,6 +118,9 @@ struct Parts<'w> {
 pub struct Worker {
     catalog: Arc<Catalog>,
     options: Options,
+    /// `options` without the NSID, for the answers the cache keeps
+    /// (NSID-free; the option is appended per query, as the COOKIE).
+    fill_options: Options,
     /// The UDP limit of a client that asks for at least our maximum:
     /// answers written at this limit (or without EDNS, at 512) are what
     /// `respond` writes for every client whose limit they fit, so only
@@ -141,9 +152,14 @@ impl Worker {
         let full_udp_size = usize::from(options.max_udp_size).max(CLASSIC_UDP_SIZE);
         let mut counters = Counters::default();
         counters.remap_zones(catalog.zones().len(), |_| None);
+        let fill_options = Options {
+            nsid: None,
+            ..options.clone()
+        };
         Worker {
             catalog,
             options,
+            fill_options,
             full_udp_size,
             cache: ResponseCache::new(cache),
             counters,
@@ -214,8 +230,12 @@ impl Worker {
         }
     }
 
-    /// Turns forwarding on with `forwarder`.
-    pub fn set_forwarder(&mut self, forwarder: Forwarder) {
+    /// Turns forwarding on with `forwarder`, which sends our NSID, if
+    /// any, to the clients that ask for it.
+    pub fn set_forwarder(&mut self, mut forwarder: Forwarder) {
+        if let Some(nsid) = &self.options.nsid {
+            forwarder.set_nsid(nsid.as_option());
+        }
         self.forwarder = Some(forwarder);
     }
 
@@ -303,6 +323,7 @@ impl Worker {
         let Worker {
             catalog,
             options,
+            fill_options,
             full_udp_size,
             cache,
             counters,
@@ -317,6 +338,7 @@ impl Worker {
         let answering = Answering {
             catalog,
             options,
+            fill_options,
             full_udp_size: *full_udp_size,
             cookies: cookies.as_ref(),
             transfer,
@@ -409,12 +431,14 @@ impl Worker {
                 .max(CLASSIC_UDP_SIZE)
                 .min(self.full_udp_size),
         });
+        let nsid = edns.is_some_and(|edns| nsid::requested(edns.options));
         match forwarder.start(
             key,
             client,
             query,
             head_len,
             edns.is_some(),
+            nsid,
             limit,
             now,
             actions,

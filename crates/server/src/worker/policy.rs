@@ -5,7 +5,7 @@ use std::cell::Cell;
 use std::net::{IpAddr, SocketAddr};
 
 use tern_authority::cookie::{self, CookieCheck, CookieSecret};
-use tern_authority::{append_option, bad_cookie, respond_with, Response, Transport};
+use tern_authority::{append_options, bad_cookie, respond_with, Response, Transport};
 
 use tern_wire::name::Name;
 use tern_wire::parse::{MessageView, HEADER_LEN};
@@ -103,31 +103,43 @@ impl Answering<'_> {
         self.cookie(edns.map_or(&[][..], |edns| edns.options), peer)
     }
 
-    /// Adds the COOKIE option of `check`, if any, to a UDP answer for one
-    /// of our zones written into `out` without it (from the cache or by
-    /// `respond`): appended to its OPT, or, where that would not fit
-    /// within `limit` (or the OPT has options of ours), the answer written
-    /// again by `respond_with`, which keeps room for it.
-    pub(super) fn with_cookie(
+    /// Adds our NSID (if `nsid`, the query asked, and one is configured)
+    /// and the COOKIE option of `check`, if any, to a UDP answer for one
+    /// of our zones written into `out` without them (from the cache or by
+    /// `respond` with the NSID-free options): appended to its OPT, or,
+    /// where that would not fit within `limit` (or the OPT has options of
+    /// ours), the answer written again by `respond_with`, which keeps room
+    /// for them (and adds the NSID itself).
+    pub(super) fn with_options(
         &self,
+        nsid: bool,
         check: &CookieCheck,
         query: &[u8],
         limit: usize,
         answer: UdpAnswer,
         out: &mut [u8],
     ) -> UdpAnswer {
-        let (UdpAnswer::Send(len), Some(option)) = (answer, check.reply_option()) else {
+        let UdpAnswer::Send(len) = answer else {
             return answer;
         };
-        let option = option.as_bytes();
-        match append_option(out, len, limit, option) {
+        let nsid = match &self.options.nsid {
+            Some(option) if nsid => option.as_option(),
+            _ => &[],
+        };
+        let cookie = check
+            .reply_option()
+            .map_or(&[][..], |option| option.as_bytes());
+        if nsid.is_empty() && cookie.is_empty() {
+            return answer;
+        }
+        match append_options(out, len, limit, &[nsid, cookie]) {
             Some(len) => UdpAnswer::Send(len),
             None => respond_with(
                 self.catalog,
                 query,
                 Transport::Udp,
                 self.options,
-                option,
+                cookie,
                 out,
             )
             .into(),

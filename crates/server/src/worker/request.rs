@@ -7,7 +7,7 @@ use tern_wire::parse::{MessageView, HEADER_LEN};
 use tern_wire::types::{RClass, RType};
 
 use super::CLASSIC_UDP_SIZE;
-use tern_authority::cookie;
+use tern_authority::{cookie, nsid};
 
 //----------- Request --------------------------------------------------------
 
@@ -22,6 +22,9 @@ pub(super) struct Request<'q> {
     /// The options of the query's OPT (empty without one), for the cookie
     /// check.
     pub(super) options: &'q [u8],
+    /// The OPT holds an NSID option (RFC 5001): the answer gets ours, if
+    /// one is configured. Only looked for when there are options.
+    pub(super) nsid: bool,
 }
 
 //----------- UdpAnswer ------------------------------------------------------
@@ -58,16 +61,22 @@ pub(crate) enum Forwarding {
 impl<'q> Request<'q> {
     /// The views of a query the cache may answer; `None` sends the query to
     /// `respond` (malformed, not a plain QUERY, EDNS version above 0, a
-    /// COOKIE option of a bad length, a class other than IN, a zone
+    /// COOKIE option of a bad length, a class other than IN or ANY, a zone
     /// transfer, an additional record other than OPT such as a TSIG).
+    /// Class ANY, answered as IN, is cached under its own key: the answer
+    /// echoes the question's class.
     pub(super) fn parse(query: &'q [u8], full_udp_size: usize) -> Option<Self> {
         let view = MessageView::parse(query).ok()?;
         let question = view.question()?;
-        if question.qclass != RClass::IN || matches!(question.qtype, RType::AXFR | RType::IXFR) {
+        if !matches!(question.qclass, RClass::IN | RClass::ANY)
+            || matches!(question.qtype, RType::AXFR | RType::IXFR)
+        {
             return None;
         }
         let edns = view.edns().ok()?;
         let options = edns.map_or(&[][..], |edns| edns.options);
+        // Most queries carry no option: one branch.
+        let nsid = !options.is_empty() && nsid::requested(options);
         if !options.is_empty() && cookie::is_malformed(options) {
             return None;
         }
@@ -83,6 +92,7 @@ impl<'q> Request<'q> {
             key,
             limit,
             options,
+            nsid,
         })
     }
 }

@@ -3,6 +3,7 @@ use tern_authority::{cookie, respond_with};
 
 use crate::rrl::RateLimitConfig;
 use crate::Cidr;
+use tern_cache::forward::ForwardConfig;
 
 const ZONE: &str = "\
 $ORIGIN example.com.
@@ -561,4 +562,187 @@ fn queries_are_counted_by_zone_and_type_across_reloads() {
     assert_eq!(zone(&worker, net).queries_by_type[soa], 1);
     ask(&mut worker, "www.example.com.", 1, false);
     assert_eq!(zone(&worker, com).queries_by_type[0], 4);
+}
+
+//=== Class ANY ===
+
+/// QCLASS ANY is answered as IN, echoing the class asked, and served from
+/// the answer cache under its own key; it is not forwarded (a name outside
+/// our zones is REFUSED, as for IN without forwarding).
+#[test]
+fn class_any_is_answered_as_in_cached_and_not_forwarded() {
+    let mut forward = ForwardConfig::new(vec!["127.0.0.1:9".parse().unwrap()]);
+    forward.allow = vec![Cidr::parse("127.0.0.0/8").unwrap()];
+    let mut worker = Worker::new(catalog(), Options::default(), CacheLimits::default());
+    worker.set_forwarder(Forwarder::new(forward, 1232));
+    let mut any = query(7, "www.example.com.", 1, true);
+    let class_at = any.len() - 11 - 1;
+    any[class_at] = 255;
+    let in_class = query(7, "www.example.com.", 1, true);
+    let mut out = [0u8; 1232];
+    let mut expected = [0u8; 1232];
+    let UdpAnswer::Send(len) =
+        worker.answer_udp_from(&in_class, peer("127.0.0.1:53"), 0, &mut expected)
+    else {
+        panic!("IN not answered");
+    };
+    expected[class_at] = 255;
+    for round in 0..2 {
+        let hits = worker.counters().cache_hits;
+        let answer = worker.answer_udp_from(&any, peer("127.0.0.1:53"), 0, &mut out);
+        assert_eq!(answer, UdpAnswer::Send(len), "round {round}");
+        assert_eq!(&out[..len], &expected[..len], "round {round}");
+        assert_eq!(worker.counters().cache_hits, hits + round, "round {round}");
+    }
+    // Outside our zones, with RD from an allowed client: IN is forwarded,
+    // ANY refused.
+    let mut outside = query(8, "www.example.org.", 1, true);
+    assert_eq!(
+        worker.answer_udp_from(&outside, peer("127.0.0.1:53"), 0, &mut out),
+        UdpAnswer::Forward
+    );
+    let class_at = outside.len() - 11 - 1;
+    outside[class_at] = 255;
+    let UdpAnswer::Send(len) = worker.answer_udp_from(&outside, peer("127.0.0.1:53"), 0, &mut out)
+    else {
+        panic!("class ANY outside our zones not answered");
+    };
+    assert_eq!(out[3] & 0x0f, 5, "REFUSED");
+    assert_eq!(out[12 + 17 + 3], 255, "{:?}", &out[..len]);
+}
+
+//=== NSID ===
+
+/// `query` with `option` (a whole EDNS option) added to its OPT, which
+/// must be its last record and hold no option yet.
+fn with_option(mut query: Vec<u8>, option: &[u8]) -> Vec<u8> {
+    let opt = query.len() - 11;
+    let rdlen = u16::from_be_bytes([query[opt + 9], query[opt + 10]]) + option.len() as u16;
+    query[opt + 9..opt + 11].copy_from_slice(&rdlen.to_be_bytes());
+    query.extend_from_slice(option);
+    query
+}
+
+/// The NSID option's value of an answer (`None`: no option).
+fn answer_nsid(answer: &[u8]) -> Option<Vec<u8>> {
+    let view = MessageView::parse(answer).unwrap();
+    let edns = view.edns().unwrap()?;
+    edns.options()
+        .map(Result::unwrap)
+        .find(|(code, _)| *code == 3)
+        .map(|(_, value)| value.to_vec())
+}
+
+fn nsid_options() -> Options {
+    Options {
+        nsid: Some(tern_authority::nsid::Nsid::new(b"core-7").unwrap()),
+        ..Options::default()
+    }
+}
+
+/// The answer cache keeps NSID-free answers and serves both kinds of
+/// query from one entry: with the option appended when asked (after a
+/// miss and on hits, with a COOKIE too), without it otherwise; a
+/// truncated answer still fits the client's limit.
+#[test]
+fn nsid_is_appended_to_cached_answers_only_when_asked() {
+    let mut worker = Worker::new(catalog(), nsid_options(), CacheLimits::default());
+    worker.set_cookie_secret(CookieSecret::new(SECRET));
+    worker.set_cookie_clock(NOW);
+    let ask = with_option(query(1, "www.example.com.", 1, true), &[0, 3, 0, 0]);
+    let plain = query(2, "www.example.com.", 1, true);
+    let mut out = [0u8; 1232];
+    let mut send = |worker: &mut Worker, q: &[u8]| match worker.answer_udp_from(
+        q,
+        peer("192.0.2.7:5300"),
+        0,
+        &mut out,
+    ) {
+        UdpAnswer::Send(len) => out[..len].to_vec(),
+        other => panic!("{other:?}"),
+    };
+    // Miss, then hits, alternating: the cache holds one entry throughout.
+    for round in 0..2 {
+        let hits = worker.counters().cache_hits;
+        let with = send(&mut worker, &ask);
+        assert_eq!(
+            answer_nsid(&with),
+            Some(b"core-7".to_vec()),
+            "round {round}"
+        );
+        let without = send(&mut worker, &plain);
+        assert_eq!(answer_nsid(&without), None, "round {round}");
+        assert_eq!(
+            worker.counters().cache_hits,
+            hits + 1 + round,
+            "round {round}"
+        );
+        // The same answer but for the ID and the option.
+        let mut expected = without.clone();
+        expected[..2].copy_from_slice(&with[..2]);
+        let opt = expected.len() - 11;
+        expected[opt + 9..opt + 11].copy_from_slice(&10u16.to_be_bytes());
+        expected.extend_from_slice(b"\x00\x03\x00\x06core-7");
+        assert_eq!(with, expected, "round {round}");
+    }
+    assert_eq!(worker.cached(), 1);
+    // With a COOKIE: both options, from the cache.
+    let cookie_option = [&[0, 10, 0, 8][..], &CLIENT_COOKIE].concat();
+    let both = with_option(
+        query(3, "www.example.com.", 1, true),
+        &[&cookie_option[..], &[0, 3, 0, 0]].concat(),
+    );
+    let answer = send(&mut worker, &both);
+    assert_eq!(answer_nsid(&answer), Some(b"core-7".to_vec()));
+    assert!(answer_cookie(&answer).0.is_some());
+    // Without EDNS: no OPT, no NSID.
+    let classic = query(4, "www.example.com.", 1, false);
+    assert!(MessageView::parse(&send(&mut worker, &classic))
+        .unwrap()
+        .edns()
+        .unwrap()
+        .is_none());
+    // REFUSED (its OPT has an EDE): the option after it.
+    let refused = with_option(query(5, "www.example.net.", 1, true), &[0, 3, 0, 0]);
+    let answer = send(&mut worker, &refused);
+    assert_eq!(answer[3] & 0x0f, 5, "{answer:?}");
+    assert_eq!(answer_nsid(&answer), Some(b"core-7".to_vec()));
+}
+
+/// Forwarded answers carry it too, and TCP answers.
+#[test]
+fn nsid_in_forwarded_and_tcp_answers() {
+    let mut forward = ForwardConfig::new(vec!["127.0.0.1:9".parse().unwrap()]);
+    forward.allow = vec![Cidr::parse("127.0.0.0/8").unwrap()];
+    forward.max_in_flight = 0; // answered at once: SERVFAIL
+    let mut worker = Worker::new(catalog(), nsid_options(), CacheLimits::default());
+    worker.set_forwarder(Forwarder::new(forward, 1232));
+    let ask = with_option(query(1, "www.example.org.", 1, true), &[0, 3, 0, 0]);
+    let mut out = [0u8; 1232];
+    assert_eq!(
+        worker.answer_udp_from(&ask, peer("127.0.0.1:5300"), 0, &mut out),
+        UdpAnswer::Forward
+    );
+    let client = tern_cache::forward::Client::Udp {
+        listener: 0,
+        address: "127.0.0.1:5300".parse().unwrap(),
+    };
+    let mut actions = Vec::new();
+    let len = worker
+        .forward(&ask, client, 0, &mut actions, &mut out)
+        .expect("answered at once");
+    assert_eq!(out[3] & 0x0f, 2, "SERVFAIL");
+    assert_eq!(answer_nsid(&out[..len]), Some(b"core-7".to_vec()));
+    let plain = query(2, "www.example.org.", 1, true);
+    let len = worker
+        .forward(&plain, client, 0, &mut actions, &mut out)
+        .expect("answered at once");
+    assert_eq!(answer_nsid(&out[..len]), None);
+
+    let ask = with_option(query(3, "www.example.com.", 1, true), &[0, 3, 0, 0]);
+    let mut tcp = vec![0u8; 65535];
+    let UdpAnswer::Send(len) = worker.answer_tcp_from(&ask, None, 0, &mut tcp) else {
+        panic!("TCP not answered");
+    };
+    assert_eq!(answer_nsid(&tcp[..len]), Some(b"core-7".to_vec()));
 }

@@ -4,6 +4,8 @@
 //! - `tcp`: framing, pipelining and each RFC 7766 limit;
 //! - `malformed`: malformed queries, other opcodes, EDNS and query flags
 //!   (docs/decisions/0005), over UDP and TCP;
+//! - `nsid`: NSID (RFC 5001) on the cache, respond, TCP and forward
+//!   paths;
 //! - `rrl`: response rate limiting of a loopback burst, and an exempt
 //!   client;
 //! - `runtime`: several cores on one port (SO_REUSEPORT), IPv6, reload
@@ -25,6 +27,7 @@ use tern_wire::parse::MessageView;
 
 mod forward;
 mod malformed;
+mod nsid;
 mod rrl;
 mod runtime;
 mod tcp;

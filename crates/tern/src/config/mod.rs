@@ -75,6 +75,8 @@ pub(crate) struct Config {
     pub(crate) control_socket: PathBuf,
     /// Answer CH TXT version.bind / id.server with these strings.
     pub(crate) chaos: Option<tern_authority::ChaosIdentity>,
+    /// The NSID (RFC 5001) sent to queries that ask for it; `None`: none.
+    pub(crate) nsid: Option<tern_authority::nsid::Nsid>,
     /// The caching forwarder; `None`: recursive queries for other names
     /// are REFUSED.
     pub(crate) forward: Option<tern_server::ForwardConfig>,
@@ -156,6 +158,7 @@ impl Default for Config {
             log_level: DEFAULT_LOG_LEVEL,
             control_socket: default_control_socket(),
             chaos: None,
+            nsid: None,
             forward: None,
             rate_limit: None,
             cookies: Cookies::default(),
@@ -275,6 +278,9 @@ impl Config {
                 version: chaos.version.map(|text| text.0),
                 identity: chaos.identity.map(|text| text.0),
             });
+        }
+        if let Some(nsid) = raw.nsid {
+            config.nsid = Some(nsid.0);
         }
         if let Some(forward) = raw.forward {
             config.forward = Some(forward_config(forward)?);
@@ -416,6 +422,7 @@ impl Config {
             answer: tern_authority::Options {
                 max_udp_size: self.udp_size,
                 chaos: self.chaos.clone(),
+                nsid: self.nsid.clone(),
             },
             tcp: self.tcp,
             cache: self.cache,
@@ -453,6 +460,7 @@ impl Config {
         compare("cache", self.cache != next.cache);
         compare("control-socket", self.control_socket != next.control_socket);
         compare("chaos", self.chaos != next.chaos);
+        compare("nsid", self.nsid != next.nsid);
         compare("forward", self.forward != next.forward);
         compare("rate-limit", self.rate_limit != next.rate_limit);
         compare("cookies", self.cookies != next.cookies);
@@ -792,6 +800,47 @@ mod tests {
 
     fn from_text(text: &str, base: &str) -> anyhow::Result<Config> {
         Config::from_raw(raw::parse(text)?, Path::new(base))
+    }
+
+    /// `nsid:` as text or as `hex:` digits; off by default; bad values
+    /// name the key and the line; a change needs a restart.
+    #[test]
+    fn nsid_text_or_hex() {
+        assert_eq!(Config::default().nsid, None);
+        let text = from_text("nsid: ns1.example\n", "/").unwrap();
+        assert_eq!(text.nsid.as_ref().unwrap().value(), b"ns1.example");
+        let hex = from_text("nsid: 'hex:6E7331ff'\n", "/").unwrap();
+        assert_eq!(hex.nsid.as_ref().unwrap().value(), b"ns1\xff");
+        let number = from_text("nsid: 7\n", "/").unwrap();
+        assert_eq!(number.nsid.as_ref().unwrap().value(), b"7");
+        assert_eq!(
+            text.server_config(None)
+                .answer
+                .nsid
+                .as_ref()
+                .unwrap()
+                .value(),
+            b"ns1.example"
+        );
+        assert_eq!(text.restart_changes(&hex), ["nsid"]);
+        for (bad, why) in [
+            ("nsid: 'hex:6e7'\n", "hexadecimal"),
+            ("nsid: 'hex:zz'\n", "hexadecimal"),
+            ("nsid: 'hex:'\n", "empty"),
+            ("nsid: ''\n", "empty"),
+            (&format!("nsid: {}\n", "a".repeat(129)), "at most 128"),
+            (
+                &format!("nsid: 'hex:{}'\n", "ab".repeat(129)),
+                "at most 128",
+            ),
+        ] {
+            let err = format!("{:#}", from_text(bad, "/").unwrap_err());
+            assert!(
+                err.contains("nsid") && err.contains("line 1") && err.contains(why),
+                "{bad}: {err}"
+            );
+        }
+        assert!(from_text(&format!("nsid: {}\n", "a".repeat(128)), "/").is_ok());
     }
 
     #[test]

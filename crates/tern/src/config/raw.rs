@@ -42,6 +42,7 @@ pub(crate) struct RawConfig {
     pub(crate) log_level: Option<Parsed<LogLevelKind>>,
     pub(crate) control_socket: Option<Parsed<PathKind>>,
     pub(crate) chaos: Option<RawChaos>,
+    pub(crate) nsid: Option<Parsed<NsidKind>>,
     pub(crate) forward: Option<RawForward>,
     pub(crate) rate_limit: Option<RawRateLimit>,
     pub(crate) cookies: Option<RawCookies>,
@@ -302,6 +303,17 @@ impl Kind for WindowKind {
     const EXPECTING: &'static str = "a duration in whole seconds like 15s";
     fn parse(text: &str) -> Result<u32, String> {
         value::parse_window(text)
+    }
+}
+
+/// An NSID (RFC 5001): text, or `hex:` and hexadecimal digits.
+pub(crate) struct NsidKind;
+
+impl Kind for NsidKind {
+    type Value = tern_authority::nsid::Nsid;
+    const EXPECTING: &'static str = "a string, or hex: and hexadecimal digits";
+    fn parse(text: &str) -> Result<Self::Value, String> {
+        value::parse_nsid(text)
     }
 }
 

@@ -184,6 +184,41 @@ pub(crate) fn parse_secret(text: &str) -> Result<[u8; 16], String> {
         .ok_or_else(|| "bad secret; expected 32 hexadecimal digits (16 octets)".to_string())
 }
 
+//----------- NSID -----------------------------------------------------------
+
+/// The prefix that marks an NSID written in hexadecimal.
+const NSID_HEX_PREFIX: &str = "hex:";
+
+/// Parses `nsid:`: the identifier's text as written (`ns1.example`), or
+/// `hex:` and an even number of hexadecimal digits for arbitrary octets
+/// (`hex:6e7331`, the form NSD's `nsid:` takes); 1 to
+/// [`tern_authority::nsid::MAX_NSID_LEN`] octets either way.
+pub(crate) fn parse_nsid(text: &str) -> Result<tern_authority::nsid::Nsid, String> {
+    let text = bounded(text)?;
+    let octets = match text.strip_prefix(NSID_HEX_PREFIX) {
+        Some(digits) => hex_octets(digits.trim()).ok_or_else(|| {
+            format!("bad hexadecimal NSID {text:?}; expected hex: and pairs of hex digits")
+        })?,
+        None => text.as_bytes().to_vec(),
+    };
+    tern_authority::nsid::Nsid::new(&octets).map_err(|err| format!("bad NSID {text:?}: {err}"))
+}
+
+/// The octets of an even number of hexadecimal digits; `None` otherwise.
+fn hex_octets(digits: &str) -> Option<Vec<u8>> {
+    if !digits.len().is_multiple_of(2) {
+        return None;
+    }
+    digits
+        .as_bytes()
+        .chunks_exact(2)
+        .map(|pair| {
+            let pair = std::str::from_utf8(pair).ok()?;
+            u8::from_str_radix(pair, 16).ok()
+        })
+        .collect()
+}
+
 //----------- Sizes ----------------------------------------------------------
 
 /// Parses a byte size: a whole number, optionally followed by `K`, `M` or

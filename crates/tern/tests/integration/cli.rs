@@ -41,6 +41,39 @@ fn check_reports_semantic_errors() {
     );
 }
 
+/// An RRset whose records carry different TTLs: `tern check` accepts the
+/// zone with a warning at the file and line of the differing record, and
+/// `tern serve` answers with the first record's TTL (as BIND).
+#[test]
+fn check_warns_about_differing_ttls_and_serve_uses_the_first() {
+    let dir = temp_dir("ttls");
+    let file = dir.join("example.com.zone");
+    std::fs::write(&file, format!("{GOOD}txt 600 TXT a\ntxt 100 TXT b\n")).unwrap();
+    let (ok, text) = run(tern().arg("check").arg("--zones").arg(&dir));
+    assert!(ok, "{text}");
+    let warning = format!(
+        "{}:7:1: warning: txt.example.com.: TTL 100 differs from the TTL 600 of the first TXT \
+         record of the RRset; the RRset is served with TTL 600",
+        file.display()
+    );
+    assert!(text.contains(&warning), "no {warning:?} in:\n{text}");
+
+    let query = b"\x12\x34\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\
+        \x03txt\x07example\x03com\x00\x00\x10\x00\x01";
+    let answer = serve_and_ask(&dir, query);
+    assert_eq!(
+        &answer[..8],
+        b"\x12\x34\x84\x00\x00\x01\x00\x02",
+        "{answer:?}"
+    );
+    // Both records, each with TTL 600: owner pointer, type, class, TTL,
+    // RDLENGTH, RDATA ("\x01a").
+    let first_ttl = query.len() + 2 + 2 + 2;
+    assert_eq!(&answer[first_ttl..first_ttl + 4], &600u32.to_be_bytes());
+    let second_ttl = first_ttl + 4 + 2 + 2 + 2 + 2 + 2;
+    assert_eq!(&answer[second_ttl..second_ttl + 4], &600u32.to_be_bytes());
+}
+
 #[test]
 fn dump_prints_canonical_records() {
     let (ok, text) = run(tern()
@@ -63,11 +96,21 @@ fn dump_prints_canonical_records() {
 fn serve_answers_from_a_zone_directory() {
     let dir = temp_dir("serve");
     std::fs::write(dir.join("example.com.zone"), GOOD).unwrap();
+    let query = b"\xab\xcd\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\
+        \x03www\x07example\x03com\x00\x00\x01\x00\x01";
+    let answer = serve_and_ask(&dir, query);
+    assert_eq!(&answer[..4], b"\xab\xcd\x84\x00", "ID, QR+AA, NOERROR");
+    assert_eq!(&answer[answer.len() - 4..], &[192, 0, 2, 2]);
+}
+
+/// Runs `tern serve --zones dir` until it answers `query` over UDP (the
+/// first answer, within 10 s), then stops it.
+fn serve_and_ask(dir: &std::path::Path, query: &[u8]) -> Vec<u8> {
     let addr = free_address();
     let mut child = tern()
         .arg("serve")
         .arg("--zones")
-        .arg(&dir)
+        .arg(dir)
         .arg("--listen")
         .arg(addr.to_string())
         .arg("--socket")
@@ -80,8 +123,6 @@ fn serve_answers_from_a_zone_directory() {
     client
         .set_read_timeout(Some(Duration::from_millis(200)))
         .unwrap();
-    let query = b"\xab\xcd\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\
-        \x03www\x07example\x03com\x00\x00\x01\x00\x01";
     let deadline = Instant::now() + Duration::from_secs(10);
     let mut answer = None;
     while answer.is_none() && Instant::now() < deadline {
@@ -93,7 +134,5 @@ fn serve_answers_from_a_zone_directory() {
     }
     let _ = child.kill();
     let _ = child.wait();
-    let answer = answer.expect("tern serve did not answer within 10 s");
-    assert_eq!(&answer[..4], b"\xab\xcd\x84\x00", "ID, QR+AA, NOERROR");
-    assert_eq!(&answer[answer.len() - 4..], &[192, 0, 2, 2]);
+    answer.expect("tern serve did not answer within 10 s")
 }
