@@ -31,7 +31,7 @@ use tern_wire::name::LowerNameBuf;
 
 use crate::config::{Config, Overrides};
 use crate::secondary::Served;
-use crate::{logger, zones};
+use crate::{logger, service, zones};
 
 /// How long the cores get to finish in-flight work after SIGTERM or
 /// SIGINT before the process exits regardless; under the 2 s an operator
@@ -115,6 +115,7 @@ fn stop(signal: &str, handle: &Handle) -> ! {
     // counters eats into it rather than extending it.
     let deadline = Instant::now() + SHUTDOWN_DEADLINE;
     log::info!("{signal}: stopping");
+    service::stopping();
     log_stats("at shutdown", &handle.stats());
     handle.shutdown();
     std::thread::sleep(deadline.saturating_duration_since(Instant::now()));
@@ -152,6 +153,8 @@ impl Reloader {
     /// the reload: everything keeps serving as it was. A zone that fails
     /// to load keeps its previous version.
     pub(crate) fn reload(&mut self) {
+        // RELOADING=1 now, READY=1 when this returns, whichever way.
+        let _reloading = service::Reloading::begin();
         log::info!("SIGHUP: reloading the configuration and zones");
         let next = match Config::load(&self.overrides) {
             Ok(next) => next,

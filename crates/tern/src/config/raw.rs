@@ -49,6 +49,7 @@ pub(crate) struct RawConfig {
     pub(crate) transfer: Option<RawTransfer>,
     pub(crate) state_directory: Option<Parsed<PathKind>>,
     pub(crate) notify: Option<RawNotify>,
+    pub(crate) user: Option<String>,
 }
 
 /// `notify:`, where NOTIFYs go when a serial changes.
