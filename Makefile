@@ -4,7 +4,7 @@
 CARGO ?= cargo
 RELEASE_BIN := target/release/tern
 
-.PHONY: run build release test deps lint fmt unit test-repeat differential compliance transfer metrics clean bench bench-check bench-peers bench-forward dhat fuzz soak
+.PHONY: run build release test deps lint fmt unit test-repeat differential compliance transfer metrics deb service clean bench bench-check bench-peers bench-forward dhat fuzz soak
 
 ## Build in release mode and serve zones/ on 127.0.0.1:5353 (no config needed).
 run: release
@@ -19,9 +19,9 @@ build:
 ## Everything the project checks: formatting, lints, unit and integration
 ## tests (which compare with named-checkzone), the differential suite
 ## against Knot and NSD, the compliance checks against BIND and zone
-## transfers with all three, and the metrics endpoint read by Prometheus.
-## Installs the reference tools it needs.
-test: deps lint unit differential compliance transfer metrics
+## transfers with all three, the metrics endpoint read by Prometheus, the
+## systemd service and the Debian package. Installs the reference tools it needs.
+test: deps lint unit differential compliance transfer metrics service
 
 ## Debian packages and Python modules the tests use (idempotent).
 deps:
@@ -93,6 +93,21 @@ transfer: release
 	TERN_BIN=$(RELEASE_BIN) python3 tests/transfer/hostile.py
 	TERN_BIN=$(RELEASE_BIN) python3 tests/transfer/catalog.py
 	TERN_BIN=$(RELEASE_BIN) python3 tests/transfer/load.py
+
+## The Debian package, built with dpkg-deb from the release binary
+## (scripts/build-deb.sh; docs/decisions/0010-packaging.md):
+## target/debian/tern_VERSION-1_ARCH.deb.
+deb: release
+	bash scripts/build-deb.sh $(RELEASE_BIN)
+
+## Running tern as a service (tests/service): systemd's notifications and
+## watchdog, dropping root to `user:` (needs root, as CI has), and the
+## Debian package (contents, lintian, systemd-analyze verify, serving from
+## the extracted package).
+service: deb
+	TERN_BIN=$(RELEASE_BIN) python3 tests/service/notify.py
+	TERN_BIN=$(RELEASE_BIN) python3 tests/service/privileges.py
+	TERN_BIN=$(RELEASE_BIN) python3 tests/service/package.py
 
 ## Every cargo-fuzz target for FUZZ_SECONDS each (default 60; the issue's
 ## runs use 1800). Installs cargo-fuzz; stable toolchain via RUSTC_BOOTSTRAP.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Install what the test suites (tests/) need on a Debian machine:
-# Knot DNS, NSD, dig/kdig, dnsperf, Prometheus and promtool (tests/metrics), BIND's
+# Install what the test suites (tests/differential, tests/service, tests/metrics, ...) need on
+# a Debian machine: Knot DNS, NSD, dig/kdig, dnsperf, Prometheus and promtool, BIND's
 # dnssec-keygen/dnssec-signzone (bind9-utils) and
 # Python's dnspython with its DNSSEC extra (the `cryptography` package, for the validator
 # check). Idempotent: does nothing when everything is already there; runs `apt-get update`
@@ -72,3 +72,19 @@ if ! dpkg-query -W -f='${Status}' bind9 2>/dev/null | grep -q "install ok instal
     apt_install bind9
 fi
 echo "install-test-deps: named $(named -v 2>&1 | head -1 | awk '{print $2}')"
+
+# The service and packaging tests (tests/service, `make deb`): dpkg-deb and
+# dpkg-shlibdeps (dpkg-dev), strip (binutils), lintian, systemd-analyze
+# (systemd), man (man-db); useradd (passwd) for the `user:` test.
+SERVICE_PKGS=(dpkg-dev binutils lintian systemd man-db passwd)
+missing=()
+for pkg in "${SERVICE_PKGS[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+        missing+=("$pkg")
+    fi
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+    echo "install-test-deps: missing Debian packages: ${missing[*]}"
+    apt_install "${missing[@]}"
+fi
+echo "install-test-deps: $(lintian --version), $(systemd-analyze --version | head -1)"

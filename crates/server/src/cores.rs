@@ -126,6 +126,9 @@ pub(crate) struct CoreStart {
     pub(crate) commands: Receiver<Command>,
     pub(crate) wake: UnixDatagram,
     pub(crate) ready: Sender<io::Result<()>>,
+    /// Opens once every core is ready (and the binary has dropped root):
+    /// a message lets the core serve; a closed channel stops it unserved.
+    pub(crate) go: Receiver<()>,
 }
 
 /// The body of one core's thread: pin, build the reactor the
@@ -180,6 +183,7 @@ async fn serve(start: CoreStart) -> io::Result<()> {
         commands,
         wake,
         ready,
+        go,
     } = start;
     let bound = bind_all(&config).and_then(|sockets| {
         wake.set_nonblocking(true)?;
@@ -263,6 +267,11 @@ async fn serve(start: CoreStart) -> io::Result<()> {
         }));
     }
     let _ = ready.send(Ok(()));
+    // Blocks this thread before its first await, so no task spawned above
+    // has run yet and no query has been read.
+    if go.recv().is_err() {
+        return Ok(());
+    }
 
     control::run(&core, index, commands, wake).await;
 

@@ -291,6 +291,19 @@ impl Server {
     /// io_uring asked for and unavailable), the others are stopped and the
     /// error is returned.
     pub fn start(config: ServerConfig, catalog: Arc<Catalog>) -> io::Result<Server> {
+        Server::start_then(config, catalog, || Ok(()))
+    }
+
+    /// As [`Server::start`], but once every core has bound its sockets and
+    /// before any of them reads a query, runs `before_serving` on the
+    /// calling thread (the binary drops root there, so that binding
+    /// port 53 is the only thing done as root). If it fails, the cores are
+    /// stopped without having served and its error is returned.
+    pub fn start_then(
+        config: ServerConfig,
+        catalog: Arc<Catalog>,
+        before_serving: impl FnOnce() -> io::Result<()>,
+    ) -> io::Result<Server> {
         let ids: Vec<Option<usize>> = if config.cores.is_empty() {
             vec![None]
         } else {
@@ -299,8 +312,11 @@ impl Server {
         let (handle, ends) = Handle::new(ids.len())?;
         let mut threads = Vec::with_capacity(ids.len());
         let mut ready = Vec::with_capacity(ids.len());
+        let mut gates = Vec::with_capacity(ids.len());
         for (index, (id, (commands, wake))) in ids.into_iter().zip(ends).enumerate() {
             let (ready_sender, ready_receiver) = std::sync::mpsc::channel();
+            let (gate, go) = std::sync::mpsc::channel();
+            gates.push(gate);
             let start = cores::CoreStart {
                 id,
                 index,
@@ -309,6 +325,7 @@ impl Server {
                 commands,
                 wake,
                 ready: ready_sender,
+                go,
             };
             let name = match id {
                 Some(id) => format!("tern-core-{id}"),
@@ -320,6 +337,8 @@ impl Server {
             match spawned {
                 Ok(thread) => threads.push(thread),
                 Err(err) => {
+                    // Closed gates: the cores already started stop unserved.
+                    drop(gates);
                     Server { threads, handle }.abort();
                     return Err(err);
                 }
@@ -333,8 +352,18 @@ impl Server {
                 Ok(Err(err)) => err,
                 Err(_) => io::Error::other("a core thread exited during start-up"),
             };
+            drop(gates);
             server.abort();
             return Err(failure);
+        }
+        if let Err(err) = before_serving() {
+            // The cores see their gate closed and stop without serving.
+            drop(gates);
+            server.abort();
+            return Err(err);
+        }
+        for gate in gates {
+            let _ = gate.send(());
         }
         Ok(server)
     }

@@ -34,7 +34,7 @@ use tern_wire::name::LowerNameBuf;
 
 use crate::config::{Config, Overrides};
 use crate::secondary::Served;
-use crate::{logger, zones};
+use crate::{logger, service, zones};
 
 /// How long the cores get to finish in-flight work after SIGTERM or
 /// SIGINT before the process exits regardless; under the 2 s an operator
@@ -125,6 +125,7 @@ fn stop(signal: &str, handle: &Handle) -> ! {
     // counters eats into it rather than extending it.
     let deadline = Instant::now() + SHUTDOWN_DEADLINE;
     log::info!("{signal}: stopping");
+    service::stopping();
     log_stats("at shutdown", &handle.stats());
     handle.shutdown();
     std::thread::sleep(deadline.saturating_duration_since(Instant::now()));
@@ -177,6 +178,8 @@ impl Reloader {
     /// load (`tern check`'s checks run first) keeps its previous version.
     /// Returns a one-line summary, or why nothing changed.
     pub(crate) fn reload(&mut self, only: Option<&str>) -> Result<String, String> {
+        // RELOADING=1 now, READY=1 when this returns, whichever way.
+        let _reloading = service::Reloading::begin();
         let only = only
             .map(|text| {
                 zones::parse_origin(text).map(|name| name.as_name().as_bytes().to_ascii_lowercase())
@@ -291,9 +294,10 @@ pub(crate) struct ControlSocket {
 
 impl ControlSocket {
     /// Refuses a path that exists and is not a socket owned by this
-    /// process's user: tern does not start then, rather than remove or
-    /// talk through something that is not its own.
-    pub(crate) fn check_path(path: &Path) -> anyhow::Result<()> {
+    /// process's user (or by `owner`, the user tern becomes after binding,
+    /// whose socket a previous run left): tern does not start then, rather
+    /// than remove or talk through something that is not its own.
+    pub(crate) fn check_path(path: &Path, owner: Option<u32>) -> anyhow::Result<()> {
         let Ok(meta) = std::fs::symlink_metadata(path) else {
             return Ok(());
         };
@@ -305,7 +309,8 @@ impl ControlSocket {
             );
         }
         let uid = std::fs::metadata("/proc/self").map(|me| me.uid()).ok();
-        if uid.is_some_and(|uid| uid != meta.uid()) {
+        let ours = uid.is_none_or(|uid| uid == meta.uid()) || owner == Some(meta.uid());
+        if !ours {
             bail!(
                 "the control socket {} belongs to user {}, not to this one; remove it or set \
                  control-socket",
@@ -316,12 +321,29 @@ impl ControlSocket {
         Ok(())
     }
 
+    /// Makes the socket's directory (mode 0700) for `owner` before tern
+    /// becomes that user, who may not create it (`/run/tern` as root).
+    pub(crate) fn prepare_directory(path: &Path, owner: (u32, u32)) -> anyhow::Result<()> {
+        let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) else {
+            return Ok(());
+        };
+        if dir.exists() {
+            return Ok(());
+        }
+        std::fs::DirBuilder::new()
+            .mode(DIRECTORY_MODE)
+            .create(dir)
+            .with_context(|| format!("creating {} for the control socket", dir.display()))?;
+        std::os::unix::fs::chown(dir, Some(owner.0), Some(owner.1))
+            .with_context(|| format!("giving {} to the configured user", dir.display()))
+    }
+
     /// Binds `path` (making its directory, mode 0700, if it is missing)
     /// and answers clients on a thread of its own. A stale socket file (no
     /// server behind it) is replaced; a live one is an error, as is
     /// anything [`ControlSocket::check_path`] refuses.
     pub(crate) fn start(path: &Path, control: Control) -> anyhow::Result<ControlSocket> {
-        ControlSocket::check_path(path)?;
+        ControlSocket::check_path(path, None)?;
         if std::fs::symlink_metadata(path).is_ok() {
             if UnixStream::connect(path).is_ok() {
                 bail!(

@@ -20,6 +20,9 @@
 //! - `zones`: zone files to tern-authority zones.
 //! - `control`: signals, reloads, and the control socket behind `tern stats`.
 //! - `logger`: the `log` backend (stderr, levels).
+//! - `service`: systemd's readiness, reload, stop and watchdog notifications.
+//! - `manpage`: the tern(8) page, from these command-line definitions.
+//! - `privileges`: becoming the configured `user` once the sockets are bound.
 //!
 //! The global allocator is tern-server's counting allocator, so that each
 //! core reports its heap allocations; with the `dhat-heap` feature it is
@@ -37,8 +40,11 @@ mod catalog;
 mod config;
 mod control;
 mod logger;
+mod manpage;
 mod metrics;
+mod privileges;
 mod secondary;
+mod service;
 mod zones;
 
 use config::{Config, Overrides};
@@ -133,6 +139,9 @@ enum Command {
         /// The zone.
         zone: String,
     },
+    /// Print the tern(8) manual page (roff) generated from these options.
+    #[command(hide = true)]
+    Manpage,
 }
 
 /// Flags shared by `serve` and `check` that override the configuration file.
@@ -265,6 +274,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             control_command(&server, &format!("retransfer {zone}"))
         }
         Command::Notify { server, zone } => control_command(&server, &format!("notify {zone}")),
+        Command::Manpage => manpage(),
     }
 }
 
@@ -277,8 +287,13 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let overrides = args.overrides()?;
     let config = Config::load(&overrides)?;
     logger::init(config.log_level);
-    ControlSocket::check_path(&config.control_socket)?;
     let signals = ControlSignals::register()?;
+    // Looked up now, so that a missing user fails the start before any work.
+    let account = config.user.as_deref().map(privileges::lookup).transpose()?;
+    ControlSocket::check_path(&config.control_socket, account.as_ref().map(|a| a.uid))?;
+    if let Some(account) = &account {
+        ControlSocket::prepare_directory(&config.control_socket, (account.uid, account.gid))?;
+    }
 
     let loaded = zones::load_all(&config, None)?;
     for line in &loaded.warnings {
@@ -331,8 +346,15 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
             handle: queue.handle(),
         });
     }
-    let server = tern_server::Server::start(server_config, Arc::clone(&catalog))
-        .context("starting the server")?;
+    let server = tern_server::Server::start_then(server_config, Arc::clone(&catalog), || {
+        // Every core has bound its sockets and none has read a query yet.
+        match &account {
+            Some(account) => privileges::drop_to(account)
+                .map_err(|err| std::io::Error::other(format!("{err:#}"))),
+            None => Ok(()),
+        }
+    })
+    .context("starting the server")?;
     let handle = server.handle();
     let producer = config
         .catalog_producer
@@ -425,7 +447,9 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
             socket.path().display()
         )),
     );
-    signals.spawn(handle, reloader)?;
+    let cores = config.cores.len().max(1);
+    signals.spawn(handle.clone(), reloader)?;
+    service::started(&handle, cores)?;
 
     let result = server.join();
     drop(secondaries);
@@ -466,6 +490,13 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
         );
         Ok(ExitCode::FAILURE)
     }
+}
+
+fn manpage() -> anyhow::Result<ExitCode> {
+    use clap::CommandFactory;
+    manpage::render(Cli::command(), &mut std::io::stdout().lock())
+        .context("writing the manual page")?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn dump(origin: &str, file: &std::path::Path) -> anyhow::Result<ExitCode> {

@@ -245,3 +245,52 @@ fn auto_driver_serves() {
     server.handle().shutdown();
     server.join().unwrap();
 }
+
+/// `start_then`'s hook runs with every core bound and none serving: a
+/// query sent from inside it gets no answer until the hook returns (the
+/// datagram waits in the bound socket), then it does. A failing hook fails
+/// the start with its error, and the cores it stopped have released the
+/// port.
+#[test]
+fn start_then_runs_its_hook_before_any_answer() {
+    for driver in DRIVERS {
+        let addr = free_addr("127.0.0.1").unwrap();
+        let mut config = ServerConfig::new(vec![addr]);
+        config.driver = driver;
+        config.cores = vec![0, 1];
+        let client = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let mut buf = [0u8; 4096];
+        let mut in_hook = None;
+        let server = Server::start_then(config.clone(), catalog(), || {
+            client
+                .send_to(&query(7, "www.example.com.", 1, None), addr)
+                .unwrap();
+            client.set_read_timeout(Some(SILENCE)).unwrap();
+            in_hook = Some(client.recv_from(&mut buf).is_ok());
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(
+            in_hook,
+            Some(false),
+            "{driver:?}: answered before the hook returned"
+        );
+        client.set_read_timeout(Some(TIMEOUT)).unwrap();
+        let (len, _) = client.recv_from(&mut buf).expect("answered after the hook");
+        assert_eq!(summary(&buf[..len]), (7, 0, false, 1), "{driver:?}");
+        server.handle().shutdown();
+        server.join().unwrap();
+
+        let failed = Server::start_then(config.clone(), catalog(), || {
+            Err(std::io::Error::other("hook says no"))
+        });
+        assert_eq!(
+            failed.err().map(|err| err.to_string()),
+            Some("hook says no".to_string()),
+            "{driver:?}"
+        );
+        // Plain sockets (no SO_REUSEPORT) bind only if no core holds the port.
+        UdpSocket::bind(addr).expect("the cores released the UDP port");
+        std::net::TcpListener::bind(addr).expect("the cores released the TCP port");
+    }
+}

@@ -104,6 +104,9 @@ pub(crate) struct Config {
     pub(crate) transfer_limits: tern_xfr::incoming::Limits,
     /// The catalog zone (RFC 9432) tern produces, listing its zones.
     pub(crate) catalog_producer: Option<String>,
+    /// The user `tern serve` becomes once its sockets are bound; `None`
+    /// (the default): it stays the user it was started as.
+    pub(crate) user: Option<String>,
 }
 
 /// The `cookies:` section.
@@ -171,6 +174,7 @@ impl Default for Config {
             ixfr_history: DEFAULT_IXFR_HISTORY,
             transfer_limits: tern_xfr::incoming::Limits::default(),
             catalog_producer: None,
+            user: None,
         }
     }
 }
@@ -329,6 +333,9 @@ impl Config {
         if let Some(metrics) = raw.metrics {
             config.metrics_listen = metrics.listen.map(|address| address.0);
         }
+        if let Some(user) = raw.user {
+            config.user = Some(check_user_name(user).context("user")?);
+        }
         let keys = config.transfer.keys.clone();
         if let Some(notify) = raw.notify {
             (config.notify.targets, config.notify.key) =
@@ -473,6 +480,7 @@ impl Config {
         );
         compare("notify", self.notify != next.notify);
         compare("metrics", self.metrics_listen != next.metrics_listen);
+        compare("user", self.user != next.user);
         compare(
             "transfer.ixfr-history",
             self.ixfr_history != next.ixfr_history,
@@ -751,6 +759,26 @@ fn set<K: raw::Kind>(field: &mut K::Value, value: Option<raw::Parsed<K>>) {
     if let Some(raw::Parsed(value)) = value {
         *field = value;
     }
+}
+
+//----------- User -----------------------------------------------------------
+
+/// The longest user name taken (useradd's limit is 32).
+const MAX_USER_NAME: usize = 256;
+
+/// A user name as the password database spells them: not empty, no NUL,
+/// white space, `:` or `/`. Whether the user exists is checked at start.
+fn check_user_name(name: String) -> anyhow::Result<String> {
+    if name.is_empty() || name.len() > MAX_USER_NAME {
+        bail!("a user name has 1 to {MAX_USER_NAME} characters");
+    }
+    if let Some(bad) = name
+        .chars()
+        .find(|c| c.is_whitespace() || c.is_control() || matches!(c, ':' | '/'))
+    {
+        bail!("{name:?}: {bad:?} is not allowed in a user name");
+    }
+    Ok(name)
 }
 
 //----------- Control socket -------------------------------------------------
@@ -1276,5 +1304,23 @@ mod tests {
             example.metrics_listen,
             Some("127.0.0.1:9153".parse().unwrap())
         );
+        assert_eq!(example.user, defaults.user);
+    }
+
+    #[test]
+    fn user_names() {
+        let config = from_text("user: tern\n", ".").unwrap();
+        assert_eq!(config.user.as_deref(), Some("tern"));
+        assert_eq!(Config::default().user, None);
+        for bad in [
+            "user: ''\n",
+            "user: 'a b'\n",
+            "user: 'a:b'\n",
+            "user: [x]\n",
+        ] {
+            assert!(from_text(bad, ".").is_err(), "{bad}");
+        }
+        let next = from_text("user: nobody\n", ".").unwrap();
+        assert_eq!(config.restart_changes(&next), ["user"]);
     }
 }

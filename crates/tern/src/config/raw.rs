@@ -51,6 +51,7 @@ pub(crate) struct RawConfig {
     pub(crate) state_directory: Option<Parsed<PathKind>>,
     pub(crate) notify: Option<RawNotify>,
     pub(crate) metrics: Option<RawMetrics>,
+    pub(crate) user: Option<String>,
 }
 
 /// `metrics:`, the Prometheus endpoint.
