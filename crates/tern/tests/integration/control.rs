@@ -8,7 +8,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use crate::util::{
-    ask, client, first_a, free_address, temp_dir, tern, write_atomically, Served, GOOD,
+    ask, client, first_a, free_address, temp_dir, tern, wait_for, write_atomically, Served, GOOD,
+    SIGNAL_TIMEOUT,
 };
 
 /// A server over `dir/zones` with its control socket at `dir/tern.sock`.
@@ -44,6 +45,13 @@ fn control(dir: &Path, args: &[&str]) -> Result<String, String> {
 
 fn resolve(address: SocketAddr, name: &str) -> Option<[u8; 4]> {
     ask(&client(), address, 7, name).and_then(|answer| first_a(&answer))
+}
+
+/// Whether `name` comes to resolve to `expected`: the reply to `reload`
+/// comes when the new catalog is posted to the cores, which switch within
+/// about a millisecond.
+fn eventually(address: SocketAddr, name: &str, expected: [u8; 4]) -> bool {
+    wait_for(SIGNAL_TIMEOUT, || resolve(address, name) == Some(expected))
 }
 
 /// Three zones; one changes, one is touched (same bytes, new mtime), one is
@@ -84,7 +92,7 @@ fn reload_rebuilds_only_the_zones_whose_files_changed() {
         "{reply}\n{}",
         server.log_text()
     );
-    assert_eq!(resolve(address, "www.example.com"), Some([192, 0, 2, 99]));
+    assert!(eventually(address, "www.example.com", [192, 0, 2, 99]));
     assert_eq!(resolve(address, "www.example.org"), Some([192, 0, 2, 2]));
 
     // A zone that fails its checks keeps serving its previous version.
@@ -129,7 +137,7 @@ fn reload_of_one_zone_leaves_the_others_as_they_are() {
         reply.contains("3 zone(s) serving, 1 rebuilt, 2 unchanged"),
         "{reply}"
     );
-    assert_eq!(resolve(address, "www.example.net"), Some([192, 0, 2, 50]));
+    assert!(eventually(address, "www.example.net", [192, 0, 2, 50]));
     assert_eq!(resolve(address, "www.example.com"), Some([192, 0, 2, 2]));
     // The named zone is rebuilt even when its files did not change.
     let reply = control(&dir, &["reload", "example.org."]).unwrap();
@@ -137,7 +145,7 @@ fn reload_of_one_zone_leaves_the_others_as_they_are() {
     // The zone left out is rebuilt by the next full reload, alone.
     let reply = control(&dir, &["reload"]).unwrap();
     assert!(reply.contains("1 rebuilt, 2 unchanged"), "{reply}");
-    assert_eq!(resolve(address, "www.example.com"), Some([192, 0, 2, 50]));
+    assert!(eventually(address, "www.example.com", [192, 0, 2, 50]));
     // A zone the configuration does not load is an error, and no reload.
     let err = control(&dir, &["reload", "example.edu"]).unwrap_err();
     assert!(
