@@ -471,7 +471,15 @@ fn describe_cores(cores: &[usize]) -> String {
 fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
     let loaded = match (&args.origin, &args.file) {
         (Some(origin), Some(file)) => zones::load_one_for_check(origin, file)?,
-        _ => zones::load_all(&Config::load(&args.files.overrides())?, None)?,
+        _ => {
+            let config = Config::load(&args.files.overrides())?;
+            // The service's ExecStartPre: a `user` that does not exist
+            // fails here, before the start.
+            if let Some(user) = &config.user {
+                privileges::lookup(user).context("user")?;
+            }
+            zones::load_all(&config, None)?
+        }
     };
     if let (None, Some(file)) = (&args.origin, &args.files.config) {
         println!("{}: configuration OK", file.display());

@@ -29,6 +29,25 @@ fn check_rejects_with_located_errors() {
 }
 
 #[test]
+fn check_refuses_a_user_that_does_not_exist() {
+    let dir = temp_dir("check-user");
+    std::fs::write(dir.join("example.com.zone"), GOOD).unwrap();
+    let config = dir.join("tern.yaml");
+    let zones = format!("zones:\n  directory: {}\n", dir.display());
+    std::fs::write(&config, format!("user: tern-no-such-user\n{zones}")).unwrap();
+    let (ok, text) = run(tern().arg("check").arg("--config").arg(&config));
+    assert!(!ok, "{text}");
+    assert!(
+        text.contains("user \"tern-no-such-user\" does not exist"),
+        "{text}"
+    );
+    // root always exists: the same file with it passes.
+    std::fs::write(&config, format!("user: root\n{zones}")).unwrap();
+    let (ok, text) = run(tern().arg("check").arg("--config").arg(&config));
+    assert!(ok, "{text}");
+}
+
+#[test]
 fn check_reports_semantic_errors() {
     let dir = temp_dir("semantic");
     let file = dir.join("example.com.zone");
