@@ -70,13 +70,15 @@ dhat:
 ## ISC genreport's EDNS checks, the malformed-message cases, cookies and
 ## rate limiting, tern against BIND 9; and off-path forgery of forwarded
 ## answers with BIND 9 as the upstream (tests/compliance; forgery.py needs
-## root for its raw socket, as CI has).
+## root for its raw socket, as CI has); NSID, class ANY and RRset TTLs
+## against Knot, NSD and BIND.
 compliance: release
 	TERN_BIN=$(RELEASE_BIN) python3 tests/compliance/edns.py
 	TERN_BIN=$(RELEASE_BIN) python3 tests/compliance/malformed.py
 	TERN_BIN=$(RELEASE_BIN) python3 tests/compliance/cookies.py
 	TERN_BIN=$(RELEASE_BIN) python3 tests/compliance/rrl.py
 	TERN_BIN=$(RELEASE_BIN) python3 tests/compliance/forgery.py
+	TERN_BIN=$(RELEASE_BIN) python3 tests/compliance/protocol.py
 
 ## The Prometheus endpoint, scraped by a real Prometheus (tests/metrics).
 metrics: release
