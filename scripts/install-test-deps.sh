@@ -24,16 +24,21 @@ apt_install() {
     $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y "$@"
 }
 
-missing=()
-for pkg in "${PKGS[@]}"; do
-    if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
-        missing+=("$pkg")
+# Installs the packages given that are not installed yet.
+install_missing() {
+    local pkg missing=()
+    for pkg in "$@"; do
+        if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+            missing+=("$pkg")
+        fi
+    done
+    if [ "${#missing[@]}" -gt 0 ]; then
+        echo "install-test-deps: missing Debian packages: ${missing[*]}"
+        apt_install "${missing[@]}"
     fi
-done
-if [ "${#missing[@]}" -gt 0 ]; then
-    echo "install-test-deps: missing Debian packages: ${missing[*]}"
-    apt_install "${PKGS[@]}"
-fi
+}
+
+install_missing "${PKGS[@]}"
 
 if ! "$PYTHON" -c 'import dns.message' 2>/dev/null; then
     echo "install-test-deps: installing dnspython for $PYTHON"
@@ -77,14 +82,5 @@ echo "install-test-deps: named $(named -v 2>&1 | head -1 | awk '{print $2}')"
 # dpkg-shlibdeps (dpkg-dev), strip (binutils), lintian, systemd-analyze
 # (systemd), man (man-db); useradd (passwd) for the `user:` test.
 SERVICE_PKGS=(dpkg-dev binutils lintian systemd man-db passwd)
-missing=()
-for pkg in "${SERVICE_PKGS[@]}"; do
-    if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
-        missing+=("$pkg")
-    fi
-done
-if [ "${#missing[@]}" -gt 0 ]; then
-    echo "install-test-deps: missing Debian packages: ${missing[*]}"
-    apt_install "${missing[@]}"
-fi
+install_missing "${SERVICE_PKGS[@]}"
 echo "install-test-deps: $(lintian --version), $(systemd-analyze --version | head -1)"

@@ -23,6 +23,16 @@ import dns.rcode  # noqa: E402
 
 from servers import free_port  # noqa: E402,F401  (tests/differential/servers.py)
 
+# The zone the service tests serve: a serial and www's address to fill in.
+ZONE = """$ORIGIN example.com.
+$TTL 300
+@    IN SOA ns1 hostmaster {serial} 7200 3600 1209600 300
+     IN NS  ns1
+ns1  IN A   192.0.2.1
+www  IN A   {address}
+"""
+
+
 # How long a start, a reload or a stop may take before the test fails.
 START_TIMEOUT = 30.0
 EVENT_TIMEOUT = 15.0

@@ -29,14 +29,6 @@ from common import Failure
 SCRIPT = "notify.py"
 WATCHDOG_USEC = 600_000  # pings every 300 ms
 
-ZONE = """$ORIGIN example.com.
-$TTL 300
-@    IN SOA ns1 hostmaster {serial} 7200 3600 1209600 300
-     IN NS  ns1
-ns1  IN A   192.0.2.1
-www  IN A   {address}
-"""
-
 
 class Listener:
     """The notification socket: collects every message, in order."""
@@ -72,7 +64,7 @@ def main() -> None:
         zones = tmp / "zones"
         zones.mkdir()
         zone = zones / "example.com.zone"
-        zone.write_text(ZONE.format(serial=1, address="192.0.2.80"))
+        zone.write_text(common.ZONE.format(serial=1, address="192.0.2.80"))
         port = common.free_port()
         config = tmp / "tern.yaml"
         good = (f"listen: ['127.0.0.1:{port}']\nzones: {{directory: {zones}}}\n"
@@ -104,7 +96,7 @@ def check(tern, listener, zone, config, good, port) -> None:
     common.wait_for("two WATCHDOG=1 pings", pings, proc=proc)
 
     # A reload that changes the zone.
-    zone.write_text(ZONE.format(serial=2, address="192.0.2.81"))
+    zone.write_text(common.ZONE.format(serial=2, address="192.0.2.81"))
     tern.signal(signal.SIGHUP)
     at, state = listener.next_state(at, proc, "RELOADING=1 after SIGHUP")
     if state[0] != "RELOADING=1" or len(state) != 2 or not state[1].startswith("MONOTONIC_USEC="):

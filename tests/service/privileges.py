@@ -32,14 +32,6 @@ SCRIPT = "privileges.py"
 USER = "tern-test"
 EXTRA_GROUP = "tern-test-extra"
 
-ZONE = """$ORIGIN example.com.
-$TTL 300
-@    IN SOA ns1 hostmaster {serial} 7200 3600 1209600 300
-     IN NS  ns1
-ns1  IN A   192.0.2.1
-www  IN A   {address}
-"""
-
 
 def ensure_account(created: list[tuple[str, str]]) -> None:
     """Creates the group and the user if absent; records what it created."""
@@ -104,7 +96,7 @@ def check_user(tmp: pathlib.Path, run_dir: pathlib.Path, account, groups) -> Non
     zones = tmp / "zones"
     zones.mkdir()
     zone = zones / "example.com.zone"
-    zone.write_text(ZONE.format(serial=1, address="192.0.2.80"))
+    zone.write_text(common.ZONE.format(serial=1, address="192.0.2.80"))
     port = common.free_port()
     socket_path = run_dir / "tern.sock"
     config = tmp / "tern.yaml"
@@ -132,7 +124,7 @@ def check_user(tmp: pathlib.Path, run_dir: pathlib.Path, account, groups) -> Non
                                    timeout=common.EVENT_TIMEOUT)
             if stats.returncode != 0 or "all cores: queries" not in stats.stdout:
                 raise Failure(f"tern stats: {stats.returncode} {stats.stdout}{stats.stderr}")
-            zone.write_text(ZONE.format(serial=2, address="192.0.2.81"))
+            zone.write_text(common.ZONE.format(serial=2, address="192.0.2.81"))
             tern.signal(signal.SIGHUP)
             common.wait_for("the reloaded zone", lambda: common.answer(
                 port, "www.example.com.") == ["192.0.2.81"], proc=tern.proc)

@@ -248,27 +248,14 @@ pub(crate) fn render(
         "counter",
         "Queries, by the type of their question (other: the rest, and questions that could not be read), and by zone for the queries answered for one of ours; the series without a zone label count the rest.",
     );
-    for (slot, count) in total.queries_by_type.iter().enumerate() {
+    for (slot, &count) in total.queries_by_type.iter().enumerate() {
         let name = QUERY_TYPES.get(slot).map_or("other", |(_, name)| name);
-        let zoned: u64 = total
-            .zones
-            .iter()
-            .map(|(_, zone)| zone.queries_by_type[slot])
-            .sum();
-        let _ = writeln!(
-            o,
-            "tern_queries_total{{type=\"{name}\"}} {}",
-            count.saturating_sub(zoned)
-        );
-        for ((_, zone), zone_name) in total.zones.iter().zip(&zone_names) {
-            let count = zone.queries_by_type[slot];
-            if count > 0 {
-                let _ = writeln!(
-                    o,
-                    "tern_queries_total{{zone=\"{zone_name}\",type=\"{name}\"}} {count}"
-                );
-            }
-        }
+        let sample = Sample {
+            metric: "tern_queries_total",
+            label: ("type", name),
+            count,
+        };
+        sample.by_zone(o, total, &zone_names, |zone| zone.queries_by_type[slot]);
     }
     family(
         o,
@@ -290,27 +277,13 @@ pub(crate) fn render(
         "counter",
         "Answers sent, by rcode (BADCOOKIE from the OPT record), and by zone as tern_queries_total.",
     );
-    for (rcode, count) in total.answers_by_rcode.iter().enumerate() {
-        let label = RCODE_LABELS[rcode];
-        let zoned: u64 = total
-            .zones
-            .iter()
-            .map(|(_, zone)| zone.answers_by_rcode[rcode])
-            .sum();
-        let _ = writeln!(
-            o,
-            "tern_answers_total{{rcode=\"{label}\"}} {}",
-            count.saturating_sub(zoned)
-        );
-        for ((_, zone), zone_name) in total.zones.iter().zip(&zone_names) {
-            let count = zone.answers_by_rcode[rcode];
-            if count > 0 {
-                let _ = writeln!(
-                    o,
-                    "tern_answers_total{{zone=\"{zone_name}\",rcode=\"{label}\"}} {count}"
-                );
-            }
-        }
+    for (rcode, &count) in total.answers_by_rcode.iter().enumerate() {
+        let sample = Sample {
+            metric: "tern_answers_total",
+            label: ("rcode", RCODE_LABELS[rcode]),
+            count,
+        };
+        sample.by_zone(o, total, &zone_names, |zone| zone.answers_by_rcode[rcode]);
     }
     let _ = writeln!(
         o,
@@ -409,6 +382,41 @@ pub(crate) fn render(
     render_forward(o, &total.forward);
     render_zones(o, zones);
     out
+}
+
+/// One sample of a counter that is also counted per zone.
+struct Sample<'a> {
+    metric: &'a str,
+    /// The label the sample has besides `zone`, and its value.
+    label: (&'a str, &'a str),
+    /// The count over every zone and none.
+    count: u64,
+}
+
+impl Sample<'_> {
+    /// Writes the zones' samples that are not zero (`of` reads a zone's
+    /// count) and, without a zone label, the rest of the count.
+    fn by_zone(
+        &self,
+        o: &mut String,
+        total: &CoreStats,
+        zone_names: &[String],
+        of: impl Fn(&tern_server::ZoneCounters) -> u64,
+    ) {
+        let (metric, (key, value)) = (self.metric, self.label);
+        let zoned: u64 = total.zones.iter().map(|(_, zone)| of(zone)).sum();
+        let rest = self.count.saturating_sub(zoned);
+        let _ = writeln!(o, "{metric}{{{key}=\"{value}\"}} {rest}");
+        for ((_, zone), zone_name) in total.zones.iter().zip(zone_names) {
+            let count = of(zone);
+            if count > 0 {
+                let _ = writeln!(
+                    o,
+                    "{metric}{{zone=\"{zone_name}\",{key}=\"{value}\"}} {count}"
+                );
+            }
+        }
+    }
 }
 
 /// The forwarder's series.

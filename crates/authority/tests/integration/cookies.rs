@@ -10,33 +10,16 @@ use std::net::{IpAddr, Ipv4Addr};
 
 use tern_authority::cookie::{self, CookieCheck, CookieOption, CookieSecret};
 use tern_authority::{
-    append_option, bad_cookie, respond, respond_with, Catalog, ChaosIdentity, Options, Response,
-    Transport,
+    append_option, bad_cookie, respond, respond_with, ChaosIdentity, Options, Response, Transport,
 };
 use tern_wire::parse::{Header, MessageView};
 use tern_wire::types::RType;
 
-use crate::support::{zone_text, Ask};
-
-const ZONE: &str = r#"$TTL 300
-@    SOA ns1 hostmaster 1 7200 3600 1209600 300
-     NS  ns1
-ns1  A   192.0.2.1
-www  A   192.0.2.80
-"#;
+use crate::support::{big_catalog, Ask};
 
 const CLIENT_COOKIE: [u8; 8] = [1, 2, 3, 4, 5, 6, 7, 8];
 const NOW: u32 = 1_700_000_000;
 const CLIENT: IpAddr = IpAddr::V4(Ipv4Addr::new(192, 0, 2, 7));
-
-fn catalog() -> Catalog {
-    let mut text = ZONE.to_string();
-    // About 1300 octets of TXT: truncated at 1232 and at 512.
-    for i in 0..20 {
-        text.push_str(&format!("big TXT \"{i:02} {}\"\n", "b".repeat(60)));
-    }
-    Catalog::new(vec![zone_text("example.", &text)])
-}
 
 fn options() -> Options {
     Options {
@@ -101,7 +84,14 @@ fn chaos_query(options: &[u8]) -> Vec<u8> {
 
 fn run(query: &[u8], transport: Transport, extra: &[u8]) -> Option<Vec<u8>> {
     let mut out = vec![0u8; 65535];
-    match respond_with(&catalog(), query, transport, &options(), extra, &mut out) {
+    match respond_with(
+        &big_catalog(),
+        query,
+        transport,
+        &options(),
+        extra,
+        &mut out,
+    ) {
         Response::Send(len) => Some(out[..len].to_vec()),
         Response::Drop => None,
     }
@@ -109,7 +99,7 @@ fn run(query: &[u8], transport: Transport, extra: &[u8]) -> Option<Vec<u8>> {
 
 fn plain(query: &[u8], transport: Transport) -> Option<Vec<u8>> {
     let mut out = vec![0u8; 65535];
-    match respond(&catalog(), query, transport, &options(), &mut out) {
+    match respond(&big_catalog(), query, transport, &options(), &mut out) {
         Response::Send(len) => Some(out[..len].to_vec()),
         Response::Drop => None,
     }

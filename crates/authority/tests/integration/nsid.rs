@@ -4,33 +4,17 @@
 //! byte; never unasked, never unconfigured, and within the UDP size.
 
 use tern_authority::nsid::Nsid;
-use tern_authority::{bad_cookie, respond_with, Catalog, Options, Response, Transport};
+use tern_authority::{bad_cookie, respond_with, Options, Response, Transport};
 use tern_wire::parse::MessageView;
 use tern_wire::types::RType;
 
-use crate::support::{zone_text, Ask};
-
-const ZONE: &str = r#"$TTL 300
-@    SOA ns1 hostmaster 1 7200 3600 1209600 300
-     NS  ns1
-ns1  A   192.0.2.1
-www  A   192.0.2.80
-"#;
+use crate::support::{big_catalog, Ask};
 
 /// An NSID request (empty option).
 const ASK_NSID: &[u8] = &[0, 3, 0, 0];
 
 /// A COOKIE option with a client cookie only.
 const CLIENT_COOKIE: &[u8] = &[0, 10, 0, 8, 1, 2, 3, 4, 5, 6, 7, 8];
-
-fn catalog() -> Catalog {
-    let mut text = ZONE.to_string();
-    // About 1300 octets of TXT: truncated at 1232 and at 512.
-    for i in 0..20 {
-        text.push_str(&format!("big TXT \"{i:02} {}\"\n", "b".repeat(60)));
-    }
-    Catalog::new(vec![zone_text("example.", &text)])
-}
 
 fn with_nsid() -> Options {
     Options {
@@ -60,7 +44,7 @@ fn query(name: &str, qtype: RType, opcode: u8, version: u8, size: u16, options: 
 
 fn answer(query: &[u8], transport: Transport, options: &Options, extra: &[u8]) -> Vec<u8> {
     let mut out = vec![0u8; 65535];
-    match respond_with(&catalog(), query, transport, options, extra, &mut out) {
+    match respond_with(&big_catalog(), query, transport, options, extra, &mut out) {
         Response::Send(len) => out[..len].to_vec(),
         Response::Drop => panic!("dropped"),
     }

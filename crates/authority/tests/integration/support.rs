@@ -192,3 +192,16 @@ pub(crate) fn corpus_queries(relative: &str) -> Vec<(String, RType)> {
         })
         .collect()
 }
+
+/// `example.` with www and a TXT RRset `big` of about 1300 octets, which is
+/// truncated at 1232 and at 512 (the option tests: cookies, NSID).
+pub(crate) fn big_catalog() -> Catalog {
+    let mut text = String::from(
+        "$TTL 300\n@ SOA ns1 hostmaster 1 7200 3600 1209600 300\n  NS ns1\nns1 A 192.0.2.1\n\
+         www A 192.0.2.80\n",
+    );
+    for i in 0..20 {
+        text.push_str(&format!("big TXT \"{i:02} {}\"\n", "b".repeat(60)));
+    }
+    Catalog::new(vec![zone_text("example.", &text)])
+}
