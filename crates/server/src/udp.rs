@@ -15,6 +15,7 @@ use monoio::net::udp::UdpSocket;
 use tern_cache::forward::Client;
 
 use crate::cores::Core;
+use crate::dnstap::{self, Kind};
 use crate::forward;
 use crate::pool::{self, Size};
 use crate::signal::{yield_now, StopListener};
@@ -110,6 +111,8 @@ fn answer_batch(
     let rate_limiting = worker.rate_limiting();
     let now = core.now(rate_limiting);
     worker.tick_cookie_clock();
+    // dnstap: one branch per batch when off; the clock read once a batch.
+    let tap = core.dnstap.as_ref().map(|tap| (tap, dnstap::now()));
     // Allocates only when a query is forwarded.
     let mut actions = Vec::new();
     for (slot, (query, answer)) in queries
@@ -126,17 +129,37 @@ fn answer_batch(
         let query = &query[..len];
         // The worker reads the address only if it needs it.
         let peer = || batch.peer(slot);
-        let answer_len = match worker.answer_udp_lazy(query, &peer, now, answer) {
-            UdpAnswer::Send(answer_len) => Some(answer_len),
-            UdpAnswer::Drop => None,
-            UdpAnswer::Forward => batch.peer(slot).and_then(|address| {
-                let client = Client::Udp {
-                    listener: index,
-                    address,
-                };
-                worker.forward(query, client, now, &mut actions, answer)
-            }),
+        let (answer_len, forwarded) = match worker.answer_udp_lazy(query, &peer, now, answer) {
+            UdpAnswer::Send(answer_len) => (Some(answer_len), false),
+            UdpAnswer::Drop => (None, false),
+            UdpAnswer::Forward => {
+                let answered = batch.peer(slot).and_then(|address| {
+                    let client = Client::Udp {
+                        listener: index,
+                        address,
+                    };
+                    worker.forward(query, client, now, &mut actions, answer)
+                });
+                (answered, true)
+            }
         };
+        if let Some((tap, time)) = tap {
+            if let Some(client) = batch.peer(slot) {
+                let local = tap.udp_local(index);
+                tap.log(Kind::query(forwarded), false, client, local, time, query);
+                if let Some(len) = answer_len {
+                    let answer = &answer[..len];
+                    tap.log(
+                        Kind::response(forwarded),
+                        false,
+                        client,
+                        local,
+                        time,
+                        answer,
+                    );
+                }
+            }
+        }
         if let Some(answer_len) = answer_len {
             sends[count] = (slot, answer_len);
             count += 1;
