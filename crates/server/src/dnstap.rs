@@ -900,6 +900,9 @@ impl Output {
                 stream: Some(mut out),
                 ..
             }) => {
+                // A reader that stalls now delays the shutdown by at most
+                // twice FINISH_TIMEOUT.
+                let _ = out.get_ref().set_write_timeout(Some(FINISH_TIMEOUT));
                 if out.write_all(&stop).and_then(|()| out.flush()).is_ok() {
                     if let Ok(mut stream) = out.into_inner() {
                         let _ = stream.set_read_timeout(Some(FINISH_TIMEOUT));
