@@ -84,8 +84,13 @@ const RECONNECT_MAX: Duration = Duration::from_secs(5);
 /// writer's progress or the shutdown.
 const SOCKET_TIMEOUT: Duration = Duration::from_secs(1);
 
-/// How long the writer waits for FINISH after STOP at the end.
+/// How long writing STOP and waiting for FINISH may take at the end.
 const FINISH_TIMEOUT: Duration = Duration::from_millis(500);
+
+/// Once the server stops, how long all further socket writes (the records
+/// the cores left) may take together; a reader too slow for that loses
+/// them. With [`FINISH_TIMEOUT`], the most the writer adds to a stop.
+const STOP_GRACE: Duration = Duration::from_secs(1);
 
 /// Frame Streams' limit on a control frame's length (fstrm's
 /// `FSTRM_CONTROL_FRAME_LENGTH_MAX`); a longer one from the reader ends
@@ -613,6 +618,7 @@ impl DnstapWriter {
         cores: usize,
     ) -> io::Result<(DnstapWriter, Vec<TapParts>)> {
         let limit = config.buffer.clamp(1, MAX_BUFFER);
+        let stop = Arc::new(AtomicBool::new(false));
         let output = match &config.output {
             DnstapOutput::File(path) => {
                 let file = File::create(path).map_err(|err| {
@@ -625,6 +631,7 @@ impl DnstapWriter {
             }
             DnstapOutput::Socket(path) => Output::Socket(SocketOutput {
                 path: path.clone(),
+                stop: Arc::clone(&stop),
                 stream: None,
                 next_attempt: Instant::now(),
                 backoff: RECONNECT_MIN,
@@ -651,7 +658,6 @@ impl DnstapWriter {
                 log_responses: config.log_responses,
             });
         }
-        let stop = Arc::new(AtomicBool::new(false));
         let mut frame = DnstapFrame {
             identity: (!config.identity.is_empty()).then(|| config.identity.clone()),
             version: (!config.version.is_empty()).then(|| config.version.clone()),
@@ -795,7 +801,9 @@ enum Output {
 /// one.
 struct SocketOutput {
     path: PathBuf,
-    stream: Option<BufWriter<UnixStream>>,
+    /// Set when the server stops (see [`Bounded`]).
+    stop: Arc<AtomicBool>,
+    stream: Option<BufWriter<Bounded>>,
     next_attempt: Instant,
     backoff: Duration,
     /// Whether the current run of failures was logged (once per run).
@@ -820,7 +828,7 @@ impl Output {
         if socket.stream.is_some() || Instant::now() < socket.next_attempt {
             return;
         }
-        match connect(&socket.path) {
+        match connect(&socket.path, &socket.stop) {
             Ok(stream) => {
                 log::info!("dnstap: connected to {}", socket.path.display());
                 socket.stream = Some(BufWriter::with_capacity(OUTPUT_BUFFER, stream));
@@ -900,12 +908,11 @@ impl Output {
                 stream: Some(mut out),
                 ..
             }) => {
-                // A reader that stalls now delays the shutdown by at most
-                // twice FINISH_TIMEOUT.
-                let _ = out.get_ref().set_write_timeout(Some(FINISH_TIMEOUT));
+                // STOP and FINISH together within FINISH_TIMEOUT: a reader
+                // that stalls now delays the shutdown no further.
+                out.get_mut().deadline = Some(Instant::now() + FINISH_TIMEOUT);
                 if out.write_all(&stop).and_then(|()| out.flush()).is_ok() {
                     if let Ok(mut stream) = out.into_inner() {
-                        let _ = stream.set_read_timeout(Some(FINISH_TIMEOUT));
                         // Whatever the reader answers, the stream ends here.
                         let finish = read_control(&mut stream);
                         if !matches!(
@@ -941,13 +948,67 @@ impl SocketOutput {
     }
 }
 
+/// The socket to the reader, every read and write bounded in time: each
+/// call by [`SOCKET_TIMEOUT`]; all of them by `deadline` when it is set
+/// (the handshake, the close), and from the moment the server stops by
+/// [`STOP_GRACE`]. A reader that trickles octets cannot hold the writer,
+/// nor the shutdown, for longer.
+struct Bounded {
+    stream: UnixStream,
+    stop: Arc<AtomicBool>,
+    deadline: Option<Instant>,
+}
+
+impl Bounded {
+    /// The timeout of the next call, or `TimedOut` past the deadline.
+    fn timeout(&mut self) -> io::Result<Duration> {
+        if self.stop.load(Ordering::Acquire) {
+            let grace = Instant::now() + STOP_GRACE;
+            self.deadline = Some(self.deadline.map_or(grace, |deadline| deadline.min(grace)));
+        }
+        let Some(deadline) = self.deadline else {
+            return Ok(SOCKET_TIMEOUT);
+        };
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "the reader is too slow",
+            ));
+        }
+        Ok(left.min(SOCKET_TIMEOUT))
+    }
+}
+
+impl Read for Bounded {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let timeout = self.timeout()?;
+        self.stream.set_read_timeout(Some(timeout))?;
+        self.stream.read(buf)
+    }
+}
+
+impl Write for Bounded {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let timeout = self.timeout()?;
+        self.stream.set_write_timeout(Some(timeout))?;
+        self.stream.write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
 /// Connects to a Frame Streams reader and makes the bidirectional
-/// handshake: READY with our content type, ACCEPT that lists it (or none),
-/// then START.
-fn connect(path: &Path) -> io::Result<UnixStream> {
-    let mut stream = UnixStream::connect(path)?;
-    stream.set_read_timeout(Some(SOCKET_TIMEOUT))?;
-    stream.set_write_timeout(Some(SOCKET_TIMEOUT))?;
+/// handshake, all within [`SOCKET_TIMEOUT`]: READY with our content type,
+/// ACCEPT that lists it (or none), then START.
+fn connect(path: &Path, stop: &Arc<AtomicBool>) -> io::Result<Bounded> {
+    let mut stream = Bounded {
+        stream: UnixStream::connect(path)?,
+        stop: Arc::clone(stop),
+        deadline: Some(Instant::now() + SOCKET_TIMEOUT),
+    };
     stream.write_all(&control_frame(CONTROL_READY, true))?;
     let accept = read_control(&mut stream)?;
     if accept.kind != CONTROL_ACCEPT {
@@ -963,6 +1024,8 @@ fn connect(path: &Path) -> io::Result<UnixStream> {
         ));
     }
     stream.write_all(&control_frame(CONTROL_START, true))?;
+    // From here on, each call is bounded (and all, once the server stops).
+    stream.deadline = None;
     Ok(stream)
 }
 
@@ -1249,9 +1312,39 @@ mod tests {
             let _ = reader.read_to_end(&mut rest);
             rest
         });
-        assert!(connect(&dir.path().join("tap.sock")).is_err());
+        let stop = Arc::new(AtomicBool::new(false));
+        assert!(connect(&dir.path().join("tap.sock"), &stop).is_err());
         // The writer closed without START.
         assert_eq!(reader.join().unwrap(), Vec::<u8>::new());
+    }
+
+    #[test]
+    fn a_reader_that_trickles_cannot_hold_the_handshake() {
+        // It answers READY with a valid ACCEPT, one octet every 100 ms:
+        // the handshake gives up after SOCKET_TIMEOUT, not 30 octets later.
+        let dir = tempdir::Dir::new();
+        let path = dir.path().join("tap.sock");
+        let listener = UnixListener::bind(&path).unwrap();
+        let reader = std::thread::spawn(move || {
+            let (mut reader, _) = listener.accept().unwrap();
+            read_control(&mut reader).unwrap();
+            for octet in control_frame(CONTROL_ACCEPT, true) {
+                if reader.write_all(&[octet]).is_err() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        });
+        let stop = Arc::new(AtomicBool::new(false));
+        let started = Instant::now();
+        let err = connect(&path, &stop).err().expect("the handshake fails");
+        assert_eq!(err.kind(), io::ErrorKind::TimedOut, "{err}");
+        let took = started.elapsed();
+        assert!(
+            took < SOCKET_TIMEOUT + Duration::from_millis(500),
+            "{took:?}"
+        );
+        reader.join().unwrap();
     }
 
     /// A temporary directory removed on drop (std only).
