@@ -78,19 +78,21 @@ const RECONNECT_MIN: Duration = Duration::from_millis(250);
 /// See [`RECONNECT_MIN`] (fstrm's own reopen interval is 5 s).
 const RECONNECT_MAX: Duration = Duration::from_secs(5);
 
-/// How long the socket's reader has to answer READY with ACCEPT, and a
-/// write to the socket may block before the connection is given up
-/// (then reopened): a reader that stops reading costs records, never the
-/// writer's progress or the shutdown.
-const SOCKET_TIMEOUT: Duration = Duration::from_secs(1);
+/// How long the handshake may take, and one read or write on the socket
+/// may block, before the connection is given up (then reopened): a reader
+/// that stops reading costs records, never the writer's progress or the
+/// shutdown.
+const SOCKET_TIMEOUT: Duration = Duration::from_millis(500);
 
 /// How long writing STOP and waiting for FINISH may take at the end.
-const FINISH_TIMEOUT: Duration = Duration::from_millis(500);
+const FINISH_TIMEOUT: Duration = Duration::from_millis(200);
 
-/// Once the server stops, how long all further socket writes (the records
-/// the cores left) may take together; a reader too slow for that loses
-/// them. With [`FINISH_TIMEOUT`], the most the writer adds to a stop.
-const STOP_GRACE: Duration = Duration::from_secs(1);
+/// Once the cores have stopped, how long all further socket writes (the
+/// records they left) may take together; a reader too slow for that loses
+/// them. With [`FINISH_TIMEOUT`], the most the writer adds to a stop: the
+/// cores take at most 0.8 s, so everything ends within the binary's 1.5 s
+/// shutdown deadline.
+const STOP_GRACE: Duration = Duration::from_millis(300);
 
 /// Frame Streams' limit on a control frame's length (fstrm's
 /// `FSTRM_CONTROL_FRAME_LENGTH_MAX`); a longer one from the reader ends
