@@ -182,6 +182,9 @@ class Tern:
             fail(f"tern did not stop within {STOP_WAIT} s:\n{log_tail(self.log)}")
         if self.proc.returncode != 0:
             fail(f"tern exited with {self.proc.returncode}:\n{log_tail(self.log)}")
+        # Not by the 1.5 s deadline's exit: the cores and the writer ended.
+        if self.logged("exiting without waiting"):
+            fail(f"tern stopped by its deadline, not by finishing:\n{log_tail(self.log)}")
         return time.monotonic() - started
 
     def kill(self) -> None:
@@ -293,6 +296,10 @@ def file_run(tmp: pathlib.Path, upstream: Upstream) -> str:
         took = tern.stop()
     finally:
         tern.kill()
+    raw = (tern.dir / "tap.fstrm").read_bytes()
+    start = struct.pack(">III", 0, 34, 2) + struct.pack(">II", 1, 22) + CONTENT_TYPE.encode()
+    if not raw.startswith(start) or not raw.endswith(struct.pack(">III", 0, 4, 3)):
+        fail(f"the file does not start with START and end with STOP: {raw[:40]!r}...{raw[-12:]!r}")
     messages = read_dnstap(tern.dir / "tap.fstrm")
     for name, transport, client, server in exchanges:
         expect_exchange(messages, name, ("AUTH_QUERY", "AUTH_RESPONSE"), transport.upper(),
