@@ -583,10 +583,10 @@ impl Tap {
         record.message.extend_from_slice(message);
         match self.records.try_send(record) {
             Ok(()) => {}
-            // Never full (there are no more records than room), but a
-            // writer gone drops the record: it is made again if needed.
+            // Never full (there are no more records than room). A writer
+            // gone takes the record with it and `created` still counts it,
+            // so the core soon drops without making new ones.
             Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
-                self.created.set(self.created.get().saturating_sub(1));
                 self.dropped.set(self.dropped.get() + 1);
             }
         }
