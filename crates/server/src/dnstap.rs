@@ -324,6 +324,7 @@ impl Record {
 
 /// The wall-clock time dnstap records (read once per UDP batch, or per
 /// TCP message, and only with dnstap on).
+#[inline(never)]
 pub(crate) fn now() -> Duration {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)

@@ -129,36 +129,22 @@ fn answer_batch(
         let query = &query[..len];
         // The worker reads the address only if it needs it.
         let peer = || batch.peer(slot);
-        let (answer_len, forwarded) = match worker.answer_udp_lazy(query, &peer, now, answer) {
-            UdpAnswer::Send(answer_len) => (Some(answer_len), false),
-            UdpAnswer::Drop => (None, false),
-            UdpAnswer::Forward => {
-                let answered = batch.peer(slot).and_then(|address| {
-                    let client = Client::Udp {
-                        listener: index,
-                        address,
-                    };
-                    worker.forward(query, client, now, &mut actions, answer)
-                });
-                (answered, true)
-            }
+        let outcome = worker.answer_udp_lazy(query, &peer, now, answer);
+        let forwarded = matches!(outcome, UdpAnswer::Forward);
+        let answer_len = match outcome {
+            UdpAnswer::Send(answer_len) => Some(answer_len),
+            UdpAnswer::Drop => None,
+            UdpAnswer::Forward => batch.peer(slot).and_then(|address| {
+                let client = Client::Udp {
+                    listener: index,
+                    address,
+                };
+                worker.forward(query, client, now, &mut actions, answer)
+            }),
         };
         if let Some((tap, time)) = tap {
-            if let Some(client) = batch.peer(slot) {
-                let local = tap.udp_local(index);
-                tap.log(Kind::query(forwarded), false, client, local, time, query);
-                if let Some(len) = answer_len {
-                    let answer = &answer[..len];
-                    tap.log(
-                        Kind::response(forwarded),
-                        false,
-                        client,
-                        local,
-                        time,
-                        answer,
-                    );
-                }
-            }
+            let answer = answer_len.map(|len| &answer[..len]);
+            log_exchange(tap, time, batch.peer(slot), index, forwarded, query, answer);
         }
         if let Some(answer_len) = answer_len {
             sends[count] = (slot, answer_len);
@@ -175,6 +161,36 @@ fn answer_batch(
         forward::dispatch(core, &mut actions);
     }
     count
+}
+
+/// Logs one query and its answer, if any, to dnstap: out of line, so the
+/// answer loop stays as it is when dnstap is off.
+#[cold]
+#[inline(never)]
+fn log_exchange(
+    tap: &dnstap::Tap,
+    time: std::time::Duration,
+    client: Option<std::net::SocketAddr>,
+    index: usize,
+    forwarded: bool,
+    query: &[u8],
+    answer: Option<&[u8]>,
+) {
+    let Some(client) = client else {
+        return;
+    };
+    let local = tap.udp_local(index);
+    tap.log(Kind::query(forwarded), false, client, local, time, query);
+    if let Some(answer) = answer {
+        tap.log(
+            Kind::response(forwarded),
+            false,
+            client,
+            local,
+            time,
+            answer,
+        );
+    }
 }
 
 /// Sends the answers of a batch, continuing after partial sends, waiting
