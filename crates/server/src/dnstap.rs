@@ -16,7 +16,7 @@
 //! with `try_send`. When every record is waiting for the writer, the
 //! message is dropped and counted; so are messages the writer cannot
 //! deliver (no reader on the socket, a failed write). When dnstap is off,
-//! the core has no [`Tap`] and the cost is one branch per batch or query.
+//! the core has no `Tap` and the cost is one branch per batch or query.
 
 use std::cell::Cell;
 use std::fs::File;
@@ -1150,9 +1150,10 @@ mod tests {
 
     #[test]
     fn a_full_buffer_drops_and_counts_without_blocking() {
-        // No writer draining (its output is a socket nobody listens on,
-        // and the writer is stopped only at the end): two records exist,
-        // the third message finds none.
+        // A socket nobody listens on: what the writer drains it drops,
+        // and what it has not drained yet fills the core's two records,
+        // so the core drops the rest itself. Every message is counted
+        // dropped, none is waited for, no third record is made.
         let dir = tempdir::Dir::new();
         let mut config = DnstapConfig::new(DnstapOutput::Socket(dir.path().join("none")));
         config.buffer = 2;
