@@ -4,7 +4,7 @@
 //! Two servers, one without dnstap and one with `dnstap.file` and a small
 //! per-core buffer, each count their core thread's allocations
 //! ([`CountingAllocator`], read through [`CoreStats::allocations`]). Each
-//! is warmed (its answer cache filled; with dnstap, every record made),
+//! is warmed (its answer cache filled; dnstap's records are made at start),
 //! then answers the same queries over UDP one at a time; the core's
 //! allocations over those queries, less what a statistics snapshot itself
 //! costs, must be the same with dnstap as without. The file written is
@@ -29,7 +29,8 @@ ns1  A   192.0.2.1
 www  A   192.0.2.80
 ";
 
-/// Records per core: small, so that the warm-up makes all of them.
+/// Records per core: small, so that the writer's lag fills them and some
+/// messages are dropped (a drop must not allocate either).
 const BUFFER: usize = 32;
 
 /// Queries answered while the core's allocations are measured.
