@@ -4,7 +4,7 @@
 CARGO ?= cargo
 RELEASE_BIN := target/release/tern
 
-.PHONY: run build release test deps lint fmt unit test-repeat differential compliance transfer metrics deb service clean bench bench-check bench-peers bench-forward dhat fuzz soak
+.PHONY: run build release test deps lint fmt unit test-repeat differential compliance transfer metrics dnstap deb service clean bench bench-check bench-peers bench-forward dhat fuzz soak
 
 ## Build in release mode and serve zones/ on 127.0.0.1:5353 (no config needed).
 run: release
@@ -20,8 +20,9 @@ build:
 ## tests (which compare with named-checkzone), the differential suite
 ## against Knot and NSD, the compliance checks against BIND and zone
 ## transfers with all three, the metrics endpoint read by Prometheus, the
+## dnstap output read by BIND's dnstap-read and fstrm_capture, the
 ## systemd service and the Debian package. Installs the reference tools it needs.
-test: deps lint unit differential compliance transfer metrics service
+test: deps lint unit differential compliance transfer metrics dnstap service
 
 ## Debian packages and Python modules the tests use (idempotent).
 deps:
@@ -83,6 +84,12 @@ compliance: release
 ## The Prometheus endpoint, scraped by a real Prometheus (tests/metrics).
 metrics: release
 	TERN_BIN=$(RELEASE_BIN) python3 tests/metrics/prometheus.py
+
+## dnstap to a file and to fstrm_capture's socket, read back with BIND's
+## dnstap-read; a reader that never reads costs dropped messages, not
+## answers (tests/dnstap).
+dnstap: release
+	TERN_BIN=$(RELEASE_BIN) python3 tests/dnstap/dnstap.py
 
 ## Zone transfers with the reference servers, with TSIG (tests/transfer):
 ## tern as primary to Knot, NSD and BIND 9 secondaries, as secondary of each

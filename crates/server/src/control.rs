@@ -201,5 +201,7 @@ fn snapshot(core: &Core) -> CoreStats {
             forward
         },
         allocations: core.allocations.map_or(0, |read| read()),
+        dnstap_written: core.dnstap.as_ref().map_or(0, |tap| tap.written()),
+        dnstap_dropped: core.dnstap.as_ref().map_or(0, |tap| tap.dropped()),
     }
 }

@@ -78,6 +78,9 @@ pub(crate) struct Core {
     pub(crate) xfr_out: crate::xfr_out::XfrOutCounters,
     /// The zones' IXFR histories.
     pub(crate) journals: crate::SharedJournals,
+    /// dnstap logging, when on: checked once per UDP batch, TCP message
+    /// and forwarded message.
+    pub(crate) dnstap: Option<crate::dnstap::Tap>,
 }
 
 impl Core {
@@ -129,6 +132,8 @@ pub(crate) struct CoreStart {
     /// Opens once every core is ready (and the binary has dropped root):
     /// a message lets the core serve; a closed channel stops it unserved.
     pub(crate) go: Receiver<()>,
+    /// This core's end of the dnstap writer, when dnstap is on.
+    pub(crate) dnstap: Option<crate::dnstap::TapParts>,
 }
 
 /// The body of one core's thread: pin, build the reactor the
@@ -184,6 +189,7 @@ async fn serve(start: CoreStart) -> io::Result<()> {
         wake,
         ready,
         go,
+        dnstap,
     } = start;
     let bound = bind_all(&config).and_then(|sockets| {
         wake.set_nonblocking(true)?;
@@ -208,6 +214,14 @@ async fn serve(start: CoreStart) -> io::Result<()> {
         connections * BUFFERS_PER_CONNECTION,
     );
     let udp: Vec<Rc<monoio::net::udp::UdpSocket>> = udp.into_iter().map(Rc::new).collect();
+    let dnstap = dnstap.map(|parts| {
+        let local = udp
+            .iter()
+            .zip(&config.listen)
+            .map(|(socket, listen)| socket.local_addr().unwrap_or(*listen))
+            .collect();
+        crate::dnstap::Tap::new(parts, local)
+    });
     let mut worker = Worker::new(catalog, config.answer.clone(), config.cache);
     if let Some(rate_limit) = &config.rate_limit {
         // Each core enforces its share: SO_REUSEPORT spreads a client's
@@ -247,6 +261,7 @@ async fn serve(start: CoreStart) -> io::Result<()> {
         transfer: config.transfer.clone(),
         xfr_out: crate::xfr_out::XfrOutCounters::default(),
         journals: std::sync::Arc::clone(&config.journals),
+        dnstap,
     });
     let mut tasks = Vec::with_capacity(udp.len() + tcp.len() + 1);
     for (index, socket) in udp.into_iter().enumerate() {

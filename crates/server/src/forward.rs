@@ -39,6 +39,7 @@ use monoio::net::TcpStream;
 use tern_cache::forward::{Action, Client, ForwardConfig, TcpToken};
 
 use crate::cores::Core;
+use crate::dnstap::{self, Kind};
 use crate::signal::Notify;
 use crate::tcp::Connections;
 
@@ -69,6 +70,8 @@ struct OpenSocket {
     socket: StdUdpSocket,
     /// Fired when the forwarder releases the socket: its task ends.
     released: Notify,
+    /// Its local and the upstream's address, for dnstap (when on).
+    addresses: Option<(SocketAddr, SocketAddr)>,
 }
 
 /// One core's forwarding sockets.
@@ -192,11 +195,25 @@ pub(crate) fn dispatch(core: &Rc<Core>, actions: &mut Vec<Action>) {
             Action::Answer {
                 client: Client::Udp { listener, address },
                 bytes,
-            } => answers.push((listener, address, bytes)),
+            } => {
+                if let Some(tap) = &core.dnstap {
+                    let local = tap.udp_local(listener);
+                    let time = dnstap::now();
+                    tap.log(Kind::ClientResponse, false, address, local, time, &bytes);
+                }
+                answers.push((listener, address, bytes));
+            }
             Action::Answer {
                 client: Client::Tcp { slot, connection },
                 bytes,
             } => {
+                if let Some(tap) = &core.dnstap {
+                    let addresses = io.connections.borrow().addresses(slot, connection);
+                    if let Some((client, local)) = addresses {
+                        let time = dnstap::now();
+                        tap.log(Kind::ClientResponse, true, client, local, time, &bytes);
+                    }
+                }
                 let mut worker = core.worker.borrow_mut();
                 worker.count_forwarded(&bytes);
                 if !io.connections.borrow().deliver(slot, connection, bytes) {
@@ -241,10 +258,25 @@ fn transmit(core: &Rc<Core>, io: &ForwardIo, upstream: usize, number: usize, byt
     let Ok((socket, ready)) = opened else {
         return;
     };
-    let _ = socket.send(bytes);
+    let sent = socket.send(bytes).is_ok();
+    let addresses = core.dnstap.as_ref().and_then(|tap| {
+        let local = socket.local_addr().ok()?;
+        if sent {
+            tap.log(
+                Kind::ForwarderQuery,
+                false,
+                local,
+                address,
+                dnstap::now(),
+                bytes,
+            );
+        }
+        Some((local, address))
+    });
     let open = Rc::new(OpenSocket {
         socket,
         released: Notify::default(),
+        addresses,
     });
     io.open
         .borrow_mut()
@@ -288,6 +320,11 @@ async fn receive(
                     // unreachable) and others: the timeout handles the query.
                     Err(_) => break,
                 };
+                if let (Some(tap), Some((local, remote))) = (&core.dnstap, open.addresses) {
+                    let time = dnstap::now();
+                    let answer = &buffer[..len];
+                    tap.log(Kind::ForwarderResponse, false, local, remote, time, answer);
+                }
                 let now = core.clock();
                 if let Some(forwarder) = core.worker.borrow_mut().forwarder() {
                     forwarder.on_response(upstream, number, &buffer[..len], now, &mut actions);
@@ -341,16 +378,34 @@ async fn tcp_attempt(core: Rc<Core>, address: SocketAddr, token: TcpToken, query
     let limit = io.timeout * 2;
     let exchange = async {
         let mut stream = TcpStream::connect_addr(address).await.ok()?;
+        let tap = core
+            .dnstap
+            .as_ref()
+            .and_then(|tap| Some((tap, stream.local_addr().ok()?)));
         let mut framed = Vec::with_capacity(query.len() + 2);
         framed.extend_from_slice(&(query.len() as u16).to_be_bytes());
         framed.extend_from_slice(&query);
         let (written, _) = stream.write_all(framed).await;
         written.ok()?;
+        if let Some((tap, local)) = tap {
+            tap.log(
+                Kind::ForwarderQuery,
+                true,
+                local,
+                address,
+                dnstap::now(),
+                &query,
+            );
+        }
         let (read, length) = stream.read_exact(vec![0u8; 2]).await;
         read.ok()?;
         let length = usize::from(u16::from_be_bytes([length[0], length[1]]));
         let (read, answer) = stream.read_exact(vec![0u8; length]).await;
         read.ok()?;
+        if let Some((tap, local)) = tap {
+            let time = dnstap::now();
+            tap.log(Kind::ForwarderResponse, true, local, address, time, &answer);
+        }
         Some(answer)
     };
     let answer = monoio::time::timeout(limit, exchange).await.ok().flatten();

@@ -31,6 +31,8 @@
 //! - `cores`: the core thread, its reactor and what its tasks share;
 //! - `control`: the control path ([`Handle`]);
 //! - `udp`, `tcp`: the transport loops;
+//! - `dnstap`: dnstap logging, each core's bounded buffer and the writer
+//!   thread (issue 11, docs/decisions/0011);
 //! - `forward`: upstream sockets, timers and TCP fallback for the
 //!   forwarder (issue 5);
 //! - `worker`: the per-core answering state and cache;
@@ -57,6 +59,7 @@ use tern_cache::CacheLimits;
 
 mod control;
 mod cores;
+pub mod dnstap;
 mod forward;
 pub mod notify_out;
 mod pool;
@@ -148,6 +151,8 @@ pub struct ServerConfig {
     /// [`thread_allocations`] with [`CountingAllocator`] installed); each
     /// core calls it for its statistics. `None`: allocations read as 0.
     pub allocations: Option<fn() -> u64>,
+    /// dnstap logging of queries and responses; `None` (the default): off.
+    pub dnstap: Option<dnstap::DnstapConfig>,
 }
 
 impl ServerConfig {
@@ -167,6 +172,7 @@ impl ServerConfig {
             notify_in: None,
             journals: SharedJournals::default(),
             allocations: None,
+            dnstap: None,
         }
     }
 }
@@ -282,6 +288,8 @@ impl Default for TcpConfig {
 pub struct Server {
     threads: Vec<JoinHandle<io::Result<()>>>,
     handle: Handle,
+    /// The dnstap writer, stopped once the cores have.
+    dnstap: Option<dnstap::DnstapWriter>,
 }
 
 impl Server {
@@ -310,6 +318,13 @@ impl Server {
             config.cores.iter().copied().map(Some).collect()
         };
         let (handle, ends) = Handle::new(ids.len())?;
+        let (dnstap, mut taps) = match &config.dnstap {
+            Some(tap) => {
+                let (writer, taps) = dnstap::DnstapWriter::start(tap, ids.len())?;
+                (Some(writer), taps.into_iter().map(Some).collect())
+            }
+            None => (None, Vec::new()),
+        };
         let mut threads = Vec::with_capacity(ids.len());
         let mut ready = Vec::with_capacity(ids.len());
         let mut gates = Vec::with_capacity(ids.len());
@@ -326,6 +341,7 @@ impl Server {
                 wake,
                 ready: ready_sender,
                 go,
+                dnstap: taps.get_mut(index).and_then(Option::take),
             };
             let name = match id {
                 Some(id) => format!("tern-core-{id}"),
@@ -339,13 +355,22 @@ impl Server {
                 Err(err) => {
                     // Closed gates: the cores already started stop unserved.
                     drop(gates);
-                    Server { threads, handle }.abort();
+                    Server {
+                        threads,
+                        handle,
+                        dnstap,
+                    }
+                    .abort();
                     return Err(err);
                 }
             }
             ready.push(ready_receiver);
         }
-        let server = Server { threads, handle };
+        let server = Server {
+            threads,
+            handle,
+            dnstap,
+        };
         for receiver in ready {
             let failure = match receiver.recv() {
                 Ok(Ok(())) => continue,
@@ -373,8 +398,9 @@ impl Server {
         self.handle.clone()
     }
 
-    /// Waits for every core to stop (after [`Handle::shutdown`]); returns
-    /// the first error.
+    /// Waits for every core to stop (after [`Handle::shutdown`]), then for
+    /// the dnstap writer to write what they left and close its output
+    /// (STOP); returns the first error.
     pub fn join(self) -> io::Result<()> {
         let mut result = Ok(());
         for thread in self.threads {
@@ -384,6 +410,9 @@ impl Server {
             if result.is_ok() {
                 result = outcome;
             }
+        }
+        if let Some(writer) = self.dnstap {
+            writer.finish();
         }
         result
     }

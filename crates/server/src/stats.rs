@@ -232,6 +232,12 @@ pub struct CoreStats {
     /// The forwarder's counters (all zero and no upstreams when
     /// forwarding is off).
     pub forward: ForwardStats,
+    /// dnstap messages of this core written out by the writer (0 when
+    /// dnstap is off).
+    pub dnstap_written: u64,
+    /// dnstap messages of this core dropped: its buffer was full, or the
+    /// writer could not deliver them (no reader on the socket).
+    pub dnstap_dropped: u64,
 }
 
 impl CoreStats {
@@ -261,6 +267,8 @@ impl CoreStats {
                 total.tcp_refused += one.tcp_refused;
                 total.allocations += one.allocations;
                 add_forward(&mut total.forward, &one.forward);
+                total.dnstap_written += one.dnstap_written;
+                total.dnstap_dropped += one.dnstap_dropped;
                 total
             })
     }
@@ -363,6 +371,13 @@ impl fmt::Display for CoreStats {
             self.rrl_slipped,
             self.allocations
         )?;
+        if self.dnstap_written + self.dnstap_dropped > 0 {
+            write!(
+                f,
+                " dnstap written {} dropped {}",
+                self.dnstap_written, self.dnstap_dropped
+            )?;
+        }
         let forward = &self.forward;
         if forward.upstreams.is_empty() {
             return Ok(());

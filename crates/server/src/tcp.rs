@@ -63,6 +63,7 @@ use monoio::net::{TcpListener, TcpStream};
 use tern_cache::forward::Client;
 
 use crate::cores::Core;
+use crate::dnstap::{self, Kind};
 use crate::forward;
 use crate::pool::{self, Size, STREAM_BUFFER};
 use crate::signal::{yield_now, Notify, StopListener};
@@ -143,6 +144,9 @@ struct Pipe {
     to_reader: Notify,
     /// Only on failure: ends the read half's wait for input.
     failure: Notify,
+    /// The client's and our address, for dnstap's CLIENT_RESPONSE of a
+    /// forwarded answer (set only when dnstap is on).
+    addresses: Cell<Option<(SocketAddr, SocketAddr)>>,
 }
 
 impl Pipe {
@@ -160,6 +164,7 @@ impl Pipe {
             to_writer: Notify::default(),
             to_reader: Notify::default(),
             failure: Notify::default(),
+            addresses: Cell::new(None),
         }
     }
 
@@ -334,6 +339,15 @@ impl Connections {
         }
     }
 
+    /// The client's and our address of connection `connection` in `slot`,
+    /// if it is open and dnstap is on.
+    pub(crate) fn addresses(&self, slot: u32, connection: u64) -> Option<(SocketAddr, SocketAddr)> {
+        match self.slots.get(slot as usize) {
+            Some(Some((number, pipe))) if *number == connection => pipe.addresses.get(),
+            _ => None,
+        }
+    }
+
     /// Open connections in the table.
     #[cfg(test)]
     fn len(&self) -> usize {
@@ -348,13 +362,16 @@ impl Connections {
 /// forwarding on, the connection has a slot in the core's table of
 /// [`Connections`] while it is open, where forwarded answers find it.
 async fn connection(stream: TcpStream, peer: SocketAddr, core: &Rc<Core>) {
+    // Our address, for dnstap (one getsockname per connection, only when on).
+    let local = core.dnstap.as_ref().and_then(|_| stream.local_addr().ok());
     let (reader, writer) = stream.into_split();
     let pipe = Rc::new(Pipe::new());
+    pipe.addresses.set(local.map(|local| (peer, local)));
     let client = core
         .forward
         .as_ref()
         .map(|io| (peer, io.connections.borrow_mut().register(&pipe)));
-    let read_side = read_half(reader, &pipe, core, peer, client);
+    let read_side = read_half(reader, &pipe, core, (peer, local), client);
     let write_side = write_half(writer, &pipe, core);
     let (read_buffer, write_buffer) = monoio::join!(read_side, write_side);
     if let (Some(io), Some((_, client))) = (core.forward.as_ref(), client) {
@@ -380,7 +397,7 @@ async fn read_half(
     mut reader: TcpOwnedReadHalf,
     pipe: &Pipe,
     core: &Rc<Core>,
-    peer: SocketAddr,
+    addresses: (SocketAddr, Option<SocketAddr>),
     client: Option<(SocketAddr, Client)>,
 ) -> Option<Vec<u8>> {
     let stop = core.stop.listener();
@@ -394,7 +411,8 @@ async fn read_half(
     let mut between_messages = limits.initial_timeout;
     let mut first_message = true;
     let buffer = loop {
-        let Ok(consumed) = answer_frames(&buffer, pipe, core, &stop, peer, client).await else {
+        let Ok(consumed) = answer_frames(&buffer, pipe, core, &stop, addresses, client).await
+        else {
             break Some(buffer);
         };
         if consumed > 0 {
@@ -455,9 +473,10 @@ async fn answer_frames(
     pipe: &Pipe,
     core: &Rc<Core>,
     stop: &StopListener,
-    peer: SocketAddr,
+    (peer, local): (SocketAddr, Option<SocketAddr>),
     client: Option<(SocketAddr, Client)>,
 ) -> Result<usize, ()> {
+    let local = local.unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)));
     let mut consumed = 0;
     // Each pass consumes a frame of at least PREFIX + MIN_MESSAGE octets.
     loop {
@@ -496,6 +515,10 @@ async fn answer_frames(
         };
         let answered = match transfer {
             Start::Stream(transfer) => {
+                if let Some(tap) = &core.dnstap {
+                    let time = dnstap::now();
+                    tap.log(Kind::AuthQuery, true, peer, local, time, query);
+                }
                 if !send_transfer(pipe, core, stop, transfer).await {
                     return Err(());
                 }
@@ -514,6 +537,14 @@ async fn answer_frames(
                 worker.answer_tcp_from(query, Some(peer), now, &mut scratch)
             }
         };
+        // dnstap: the query now, its answer once known (from the scratch
+        // buffer); one branch per message when off.
+        let forwarded = matches!(answered, UdpAnswer::Forward);
+        let tapped = core.dnstap.as_ref().map(|tap| {
+            let time = dnstap::now();
+            tap.log(Kind::query(forwarded), true, peer, local, time, query);
+            (tap, time)
+        });
         let len = match answered {
             UdpAnswer::Send(len) => len,
             UdpAnswer::Drop => continue,
@@ -530,6 +561,11 @@ async fn answer_frames(
                 }
             }
         };
+        if let Some((tap, time)) = tapped {
+            let scratch = core.scratch.borrow();
+            let answer = &scratch[..len];
+            tap.log(Kind::response(forwarded), true, peer, local, time, answer);
+        }
         // The answer is in the core's scratch buffer: queued at once, or,
         // since it must outlive the wait for room, copied into a buffer of
         // the connection's own.

@@ -15,6 +15,7 @@ use monoio::net::udp::UdpSocket;
 use tern_cache::forward::Client;
 
 use crate::cores::Core;
+use crate::dnstap::{self, Kind};
 use crate::forward;
 use crate::pool::{self, Size};
 use crate::signal::{yield_now, StopListener};
@@ -110,6 +111,8 @@ fn answer_batch(
     let rate_limiting = worker.rate_limiting();
     let now = core.now(rate_limiting);
     worker.tick_cookie_clock();
+    // dnstap: one branch per batch when off; the clock read once a batch.
+    let tap = core.dnstap.as_ref().map(|tap| (tap, dnstap::now()));
     // Allocates only when a query is forwarded.
     let mut actions = Vec::new();
     for (slot, (query, answer)) in queries
@@ -126,7 +129,9 @@ fn answer_batch(
         let query = &query[..len];
         // The worker reads the address only if it needs it.
         let peer = || batch.peer(slot);
-        let answer_len = match worker.answer_udp_lazy(query, &peer, now, answer) {
+        let outcome = worker.answer_udp_lazy(query, &peer, now, answer);
+        let forwarded = matches!(outcome, UdpAnswer::Forward);
+        let answer_len = match outcome {
             UdpAnswer::Send(answer_len) => Some(answer_len),
             UdpAnswer::Drop => None,
             UdpAnswer::Forward => batch.peer(slot).and_then(|address| {
@@ -137,6 +142,10 @@ fn answer_batch(
                 worker.forward(query, client, now, &mut actions, answer)
             }),
         };
+        if let Some((tap, time)) = tap {
+            let answer = answer_len.map(|len| &answer[..len]);
+            log_exchange(tap, time, batch.peer(slot), index, forwarded, query, answer);
+        }
         if let Some(answer_len) = answer_len {
             sends[count] = (slot, answer_len);
             count += 1;
@@ -152,6 +161,36 @@ fn answer_batch(
         forward::dispatch(core, &mut actions);
     }
     count
+}
+
+/// Logs one query and its answer, if any, to dnstap: out of line, so the
+/// answer loop stays as it is when dnstap is off.
+#[cold]
+#[inline(never)]
+fn log_exchange(
+    tap: &dnstap::Tap,
+    time: std::time::Duration,
+    client: Option<std::net::SocketAddr>,
+    index: usize,
+    forwarded: bool,
+    query: &[u8],
+    answer: Option<&[u8]>,
+) {
+    let Some(client) = client else {
+        return;
+    };
+    let local = tap.udp_local(index);
+    tap.log(Kind::query(forwarded), false, client, local, time, query);
+    if let Some(answer) = answer {
+        tap.log(
+            Kind::response(forwarded),
+            false,
+            client,
+            local,
+            time,
+            answer,
+        );
+    }
 }
 
 /// Sends the answers of a batch, continuing after partial sends, waiting

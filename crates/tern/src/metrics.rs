@@ -379,6 +379,20 @@ pub(crate) fn render(
             TCP_TIMEOUTS[slot]
         );
     }
+    single(
+        o,
+        "tern_dnstap_messages_total",
+        "counter",
+        "dnstap messages written to the file or socket.",
+        total.dnstap_written,
+    );
+    single(
+        o,
+        "tern_dnstap_dropped_total",
+        "counter",
+        "dnstap messages dropped: a core's buffer was full, or no reader took them.",
+        total.dnstap_dropped,
+    );
     render_forward(o, &total.forward);
     render_zones(o, zones);
     out
@@ -621,6 +635,8 @@ mod tests {
         total.forward.rtt.buckets[0] = 1; // up to 1 ms
         total.forward.rtt.buckets[3] = 2; // up to 10 ms
         total.forward.rtt.sum_ms = 17;
+        total.dnstap_written = 8;
+        total.dnstap_dropped = 1;
         let secondary = crate::secondary::Status {
             transfers: [1, 3],
             ..Default::default()
@@ -658,6 +674,8 @@ mod tests {
             "tern_zone_transfers_total{zone=\"example.net.\",type=\"ixfr\"} 3",
             "tern_zone_expired{zone=\"example.net.\"} 0",
             "tern_cores 2",
+            "tern_dnstap_messages_total 8",
+            "tern_dnstap_dropped_total 1",
         ] {
             assert!(text.lines().any(|l| l == line), "{line} missing:\n{text}");
         }

@@ -264,6 +264,7 @@ impl Worker {
     /// `peer` only if needed (the UDP loop's path: the address is copied
     /// out of the receive batch only for forwarding, rate limiting and
     /// queries with EDNS options when cookies are on).
+    #[inline]
     pub(crate) fn answer_udp_lazy(
         &mut self,
         query: &[u8],

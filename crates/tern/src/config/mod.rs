@@ -107,6 +107,8 @@ pub(crate) struct Config {
     /// The user `tern serve` becomes once its sockets are bound; `None`
     /// (the default): it stays the user it was started as.
     pub(crate) user: Option<String>,
+    /// dnstap logging; `None` (the default): off.
+    pub(crate) dnstap: Option<tern_server::dnstap::DnstapConfig>,
 }
 
 /// The `cookies:` section.
@@ -175,6 +177,7 @@ impl Default for Config {
             transfer_limits: tern_xfr::incoming::Limits::default(),
             catalog_producer: None,
             user: None,
+            dnstap: None,
         }
     }
 }
@@ -336,6 +339,9 @@ impl Config {
         if let Some(user) = raw.user {
             config.user = Some(check_user_name(user).context("user")?);
         }
+        if let Some(dnstap) = raw.dnstap {
+            config.dnstap = Some(dnstap_config(dnstap, base)?);
+        }
         let keys = config.transfer.keys.clone();
         if let Some(notify) = raw.notify {
             (config.notify.targets, config.notify.key) =
@@ -446,6 +452,7 @@ impl Config {
             notify_in: None,
             journals: tern_server::SharedJournals::default(),
             allocations,
+            dnstap: self.dnstap.clone(),
         }
     }
 
@@ -481,6 +488,7 @@ impl Config {
         compare("notify", self.notify != next.notify);
         compare("metrics", self.metrics_listen != next.metrics_listen);
         compare("user", self.user != next.user);
+        compare("dnstap", self.dnstap != next.dnstap);
         compare(
             "transfer.ixfr-history",
             self.ixfr_history != next.ixfr_history,
@@ -690,6 +698,64 @@ fn secondary_configs(
         });
     }
     Ok(secondaries)
+}
+
+/// The `dnstap:` section: exactly one output; the identity defaults to the
+/// host name and the version to tern's, as Knot's do.
+fn dnstap_config(
+    raw: raw::RawDnstap,
+    base: &Path,
+) -> anyhow::Result<tern_server::dnstap::DnstapConfig> {
+    use tern_server::dnstap::{DnstapConfig, DnstapOutput};
+    let output = match (raw.socket, raw.file) {
+        (Some(socket), None) => {
+            let path = base.join(socket.0);
+            check_socket_path(&path).context("dnstap.socket")?;
+            DnstapOutput::Socket(path)
+        }
+        (None, Some(file)) => DnstapOutput::File(base.join(file.0)),
+        (Some(_), Some(_)) => bail!("dnstap: set dnstap.socket or dnstap.file, not both"),
+        (None, None) => bail!("dnstap: set dnstap.socket or dnstap.file"),
+    };
+    let mut config = DnstapConfig::new(output);
+    config.identity = match raw.identity {
+        Some(identity) => identity.0.into_bytes(),
+        None => host_name().into_bytes(),
+    };
+    config.version = match raw.version {
+        Some(version) => version.0.into_bytes(),
+        None => default_dnstap_version().into_bytes(),
+    };
+    set(&mut config.buffer, raw.buffer);
+    if let Some(queries) = raw.log_queries {
+        config.log_queries = queries;
+    }
+    if let Some(responses) = raw.log_responses {
+        config.log_responses = responses;
+    }
+    Ok(config)
+}
+
+/// The version dnstap messages carry by default: `tern VERSION`.
+pub(crate) fn default_dnstap_version() -> String {
+    format!("tern {}", env!("CARGO_PKG_VERSION"))
+}
+
+/// This machine's host name (the kernel's, as `hostname` prints it); empty
+/// if it cannot be read, and cut to dnstap's identity limit.
+pub(crate) fn host_name() -> String {
+    let mut name = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|text| text.trim().to_string())
+        .unwrap_or_default();
+    let max = tern_server::dnstap::MAX_IDENTITY;
+    if name.len() > max {
+        let mut end = max;
+        while !name.is_char_boundary(end) {
+            end -= 1;
+        }
+        name.truncate(end);
+    }
+    name
 }
 
 /// The `rate-limit:` section over [`tern_server::RateLimitConfig`]'s
@@ -1198,6 +1264,59 @@ mod tests {
     }
 
     #[test]
+    fn dnstap_section() {
+        use tern_server::dnstap::{DnstapOutput, DEFAULT_BUFFER};
+        assert_eq!(Config::default().dnstap, None);
+        assert_eq!(Config::default().server_config(None).dnstap, None);
+        let file = from_text("dnstap:\n  file: tap.fstrm\n", "/var/lib/tern").unwrap();
+        let tap = file.dnstap.clone().unwrap();
+        assert_eq!(
+            tap.output,
+            DnstapOutput::File(PathBuf::from("/var/lib/tern/tap.fstrm"))
+        );
+        assert_eq!(tap.identity, host_name().into_bytes());
+        assert_eq!(tap.version, default_dnstap_version().into_bytes());
+        assert_eq!(tap.buffer, DEFAULT_BUFFER);
+        assert!(tap.log_queries && tap.log_responses);
+        assert_eq!(file.server_config(None).dnstap, Some(tap));
+
+        let socket = from_text(
+            "dnstap:\n  socket: /run/tern/dnstap.sock\n  identity: ns1\n  version: ''\n  \
+             buffer: 16\n  log-queries: false\n",
+            "/",
+        )
+        .unwrap();
+        let tap = socket.dnstap.clone().unwrap();
+        assert_eq!(
+            tap.output,
+            DnstapOutput::Socket(PathBuf::from("/run/tern/dnstap.sock"))
+        );
+        assert_eq!(tap.identity, b"ns1");
+        assert!(tap.version.is_empty());
+        assert_eq!(tap.buffer, 16);
+        assert!(!tap.log_queries && tap.log_responses);
+        assert_eq!(file.restart_changes(&socket), ["dnstap"]);
+
+        for (text, why) in [
+            ("dnstap: {}\n", "dnstap.socket or dnstap.file"),
+            ("dnstap:\n  file: a\n  socket: b\n", "not both"),
+            ("dnstap:\n  file: a\n  buffer: 0\n", "outside"),
+            ("dnstap:\n  file: a\n  sockets: b\n", "unknown field"),
+            (
+                &format!("dnstap:\n  socket: /{}\n", "s".repeat(200)),
+                "longer than a Unix socket path",
+            ),
+            (
+                &format!("dnstap:\n  file: a\n  identity: {}\n", "a".repeat(256)),
+                "longer than 255",
+            ),
+        ] {
+            let err = format!("{:#}", from_text(text, "/").unwrap_err());
+            assert!(err.contains(why), "{text:?}: {err}");
+        }
+    }
+
+    #[test]
     fn cookies_section() {
         // On by default, with a random secret drawn at start.
         let defaults = Config::default();
@@ -1305,6 +1424,8 @@ mod tests {
             Some("127.0.0.1:9153".parse().unwrap())
         );
         assert_eq!(example.user, defaults.user);
+        assert_eq!(defaults.dnstap, None);
+        assert_eq!(example.dnstap, defaults.dnstap);
     }
 
     #[test]

@@ -52,6 +52,21 @@ pub(crate) struct RawConfig {
     pub(crate) notify: Option<RawNotify>,
     pub(crate) metrics: Option<RawMetrics>,
     pub(crate) user: Option<String>,
+    pub(crate) dnstap: Option<RawDnstap>,
+}
+
+/// `dnstap:`, logging of queries and responses; exactly one of `socket`
+/// and `file` turns it on.
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub(crate) struct RawDnstap {
+    pub(crate) socket: Option<Parsed<PathKind>>,
+    pub(crate) file: Option<Parsed<PathKind>>,
+    pub(crate) identity: Option<Parsed<DnstapTextKind>>,
+    pub(crate) version: Option<Parsed<DnstapTextKind>>,
+    pub(crate) buffer: Option<Parsed<Range<1, { tern_server::dnstap::MAX_BUFFER }>>>,
+    pub(crate) log_queries: Option<bool>,
+    pub(crate) log_responses: Option<bool>,
 }
 
 /// `metrics:`, the Prometheus endpoint.
@@ -471,6 +486,22 @@ impl Kind for PathKind {
 
 /// A CHAOS answer: one TXT character-string.
 pub(crate) struct ChaosTextKind;
+
+/// dnstap's identity or version: a string of at most
+/// [`tern_server::dnstap::MAX_IDENTITY`] octets (empty: left out).
+pub(crate) struct DnstapTextKind;
+
+impl Kind for DnstapTextKind {
+    type Value = String;
+    const EXPECTING: &'static str = "a string";
+    fn parse(text: &str) -> Result<String, String> {
+        let max = tern_server::dnstap::MAX_IDENTITY;
+        if text.len() > max {
+            return Err(format!("{} bytes is longer than {max}", text.len()));
+        }
+        Ok(text.to_string())
+    }
+}
 
 impl Kind for ChaosTextKind {
     type Value = String;
