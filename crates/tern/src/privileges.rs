@@ -201,8 +201,14 @@ fn verify_threads(account: &Account) -> anyhow::Result<()> {
         let path = task.path().join("status");
         let status = match std::fs::read_to_string(&path) {
             Ok(status) => status,
-            // The thread ended between the listing and the read.
-            Err(err) if err.kind() == io::ErrorKind::NotFound => continue,
+            // The thread ended between the listing and the read (the
+            // file is gone, or reading it reports the thread gone: ESRCH).
+            Err(err)
+                if err.kind() == io::ErrorKind::NotFound
+                    || err.raw_os_error() == Some(libc::ESRCH) =>
+            {
+                continue
+            }
             Err(err) => return Err(err).with_context(|| format!("reading {}", path.display())),
         };
         for (key, want) in [("Uid:", account.uid), ("Gid:", account.gid)] {
