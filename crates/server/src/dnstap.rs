@@ -21,6 +21,7 @@ use std::cell::Cell;
 use std::fs::File;
 use std::io::{self, BufWriter, Read, Write};
 use std::net::SocketAddr;
+use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -614,9 +615,18 @@ impl DnstapWriter {
         let stop = Arc::new(AtomicBool::new(false));
         let output = match &config.output {
             DnstapOutput::File(path) => {
-                let file = File::create(path).map_err(|err| {
-                    io::Error::new(err.kind(), format!("dnstap.file {}: {err}", path.display()))
-                })?;
+                // Not through a symbolic link: the file may be in a
+                // directory the configured `user` can write, and this runs
+                // before tern drops root.
+                let file = std::fs::OpenOptions::new()
+                    .write(true)
+                    .create(true)
+                    .truncate(true)
+                    .custom_flags(libc::O_NOFOLLOW)
+                    .open(path)
+                    .map_err(|err| {
+                        io::Error::new(err.kind(), format!("dnstap.file {}: {err}", path.display()))
+                    })?;
                 let mut out = BufWriter::with_capacity(OUTPUT_BUFFER, file);
                 out.write_all(&control_frame(CONTROL_START, true))?;
                 out.flush()?;
@@ -822,7 +832,12 @@ impl Output {
         let Output::Socket(socket) = self else {
             return;
         };
-        if socket.stream.is_some() || Instant::now() < socket.next_attempt {
+        // Once the server stops, no new connection: what is left is
+        // dropped rather than the stop delayed by a handshake.
+        if socket.stream.is_some()
+            || Instant::now() < socket.next_attempt
+            || socket.stop.load(Ordering::Relaxed)
+        {
             return;
         }
         match connect(&socket.path, &socket.stop) {
@@ -1011,8 +1026,14 @@ impl Write for Bounded {
 /// handshake, all within [`SOCKET_TIMEOUT`]: READY with our content type,
 /// ACCEPT that lists it (or none), then START.
 fn connect(path: &Path, stop: &Arc<AtomicBool>) -> io::Result<Bounded> {
+    // A reader that listens but never accepts fills its backlog, and a
+    // plain connect then blocks for ever: bounded by the send timeout,
+    // which Linux applies to a Unix stream connect.
+    let socket = socket2::Socket::new(socket2::Domain::UNIX, socket2::Type::STREAM, None)?;
+    socket.set_write_timeout(Some(SOCKET_TIMEOUT))?;
+    socket.connect(&socket2::SockAddr::unix(path)?)?;
     let mut stream = Bounded {
-        stream: UnixStream::connect(path)?,
+        stream: UnixStream::from(std::os::fd::OwnedFd::from(socket)),
         stop: Arc::clone(stop),
         deadline: Some(Instant::now() + SOCKET_TIMEOUT),
     };
@@ -1175,6 +1196,35 @@ mod tests {
         // The writer gave both records back, and there are no others.
         let records = std::iter::from_fn(|| tap.free.try_recv().ok()).count();
         assert_eq!(records, 2);
+    }
+
+    /// A reader that listens but never accepts: its backlog fills, and
+    /// each connect must still end within the socket timeout, not block.
+    #[test]
+    fn a_reader_that_never_accepts_does_not_block_the_writer() {
+        let dir = tempdir::Dir::new();
+        let path = dir.path().join("never-accepts");
+        let listener =
+            socket2::Socket::new(socket2::Domain::UNIX, socket2::Type::STREAM, None).unwrap();
+        listener
+            .bind(&socket2::SockAddr::unix(&path).unwrap())
+            .unwrap();
+        listener.listen(0).unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        for attempt in 0..4 {
+            let started = Instant::now();
+            assert!(connect(&path, &stop).is_err(), "attempt {attempt}");
+            let took = started.elapsed();
+            assert!(took < SOCKET_TIMEOUT * 4, "attempt {attempt} took {took:?}");
+        }
+        // A file where the path should be is not written through a link.
+        let target = dir.path().join("target");
+        std::fs::write(&target, b"keep").unwrap();
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let config = DnstapConfig::new(DnstapOutput::File(link));
+        assert!(DnstapWriter::start(&config, 1).is_err());
+        assert_eq!(std::fs::read(&target).unwrap(), b"keep");
     }
 
     #[test]

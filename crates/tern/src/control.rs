@@ -56,6 +56,9 @@ const MAX_COMMAND_LEN: u64 = 256;
 /// of well under 1 KiB each.
 const MAX_REPLY_LEN: u64 = 1 << 20;
 
+/// How long `tern reload` waits for the reload's summary.
+const RELOAD_TIMEOUT: Duration = Duration::from_secs(600);
+
 /// How long either side of the control socket waits for the other.
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -635,7 +638,14 @@ pub(crate) fn request(path: &Path, command: &str) -> anyhow::Result<String> {
             path.display()
         )
     })?;
-    stream.set_read_timeout(Some(CLIENT_TIMEOUT))?;
+    // A reload replies once the changed zones are built, which can take
+    // minutes for large zones; the other commands reply at once.
+    let wait = if command.starts_with("reload") {
+        RELOAD_TIMEOUT
+    } else {
+        CLIENT_TIMEOUT
+    };
+    stream.set_read_timeout(Some(wait))?;
     stream.set_write_timeout(Some(CLIENT_TIMEOUT))?;
     stream.write_all(format!("{command}\n").as_bytes())?;
     let mut reply = String::new();

@@ -28,7 +28,8 @@ use tern_server::{
 
 use crate::secondary::Served;
 
-/// How long one client may take to send its request and read the answer.
+/// How long one client may take to send its request and read the answer,
+/// in all.
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The longest request read (request line and headers).
@@ -82,7 +83,6 @@ pub(crate) fn start(address: SocketAddr, sources: Sources) -> anyhow::Result<Soc
 /// Reads one request and answers it.
 fn answer(mut stream: TcpStream, sources: &Sources) -> std::io::Result<()> {
     let deadline = Instant::now() + CLIENT_TIMEOUT;
-    stream.set_write_timeout(Some(CLIENT_TIMEOUT))?;
     let mut request = Vec::with_capacity(1024);
     let mut chunk = [0u8; 1024];
     // Bounded by MAX_REQUEST and the deadline: every pass reads at least
@@ -117,7 +117,22 @@ fn answer(mut stream: TcpStream, sources: &Sources) -> std::io::Result<()> {
     if method != b"HEAD" {
         reply.push_str(&body);
     }
-    stream.write_all(reply.as_bytes())
+    // The whole exchange within the deadline: a client that reads a few
+    // octets at a time cannot hold the endpoint, which serves one client
+    // at a time. Bounded: each pass writes at least one octet or ends.
+    let mut rest = reply.as_bytes();
+    while !rest.is_empty() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Ok(());
+        }
+        stream.set_write_timeout(Some(left))?;
+        match stream.write(rest)? {
+            0 => return Ok(()),
+            written => rest = &rest[written..],
+        }
+    }
+    Ok(())
 }
 
 /// The current metrics, in the text exposition format.
