@@ -203,5 +203,18 @@ fn snapshot(core: &Core) -> CoreStats {
         allocations: core.allocations.map_or(0, |read| read()),
         dnstap_written: core.dnstap.as_ref().map_or(0, |tap| tap.written()),
         dnstap_dropped: core.dnstap.as_ref().map_or(0, |tap| tap.dropped()),
+        xdp: {
+            let mut xdp = core.xdp.borrow().clone();
+            xdp.kernel_dropped = core
+                .xdp_sockets
+                .iter()
+                .filter_map(|xsk| xsk.try_borrow().ok())
+                .map(|xsk| xsk.kernel_drops())
+                .sum();
+            if let Some(attachment) = &core.xdp_attachment {
+                xdp.passed = attachment.passed();
+            }
+            xdp
+        },
     }
 }

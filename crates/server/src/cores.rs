@@ -81,6 +81,16 @@ pub(crate) struct Core {
     /// dnstap logging, when on: checked once per UDP batch, TCP message
     /// and forwarded message.
     pub(crate) dnstap: Option<crate::dnstap::Tap>,
+    /// The AF_XDP path's counters on this core.
+    pub(crate) xdp: RefCell<crate::stats::XdpStats>,
+    /// This core's AF_XDP sockets (read for the kernel's drop counts).
+    pub(crate) xdp_sockets: Vec<Rc<RefCell<crate::xdp::Xsk>>>,
+    /// The UDP listener (index) of each family, IPv4 then IPv6, through
+    /// which the answers of queries received by AF_XDP and forwarded go
+    /// back (a socket bound to the listen address, as the query's).
+    pub(crate) xdp_listeners: [Option<usize>; 2],
+    /// The XDP program, on the first core only: its pass counters.
+    pub(crate) xdp_attachment: Option<Arc<crate::xdp::Attachment>>,
 }
 
 impl Core {
@@ -134,6 +144,10 @@ pub(crate) struct CoreStart {
     pub(crate) go: Receiver<()>,
     /// This core's end of the dnstap writer, when dnstap is on.
     pub(crate) dnstap: Option<crate::dnstap::TapParts>,
+    /// The interface queues whose AF_XDP sockets this core serves.
+    pub(crate) xdp: Vec<crate::xdp::QueuePlan>,
+    /// The XDP program, given to the first core for its counters.
+    pub(crate) xdp_attachment: Option<Arc<crate::xdp::Attachment>>,
 }
 
 /// The body of one core's thread: pin, build the reactor the
@@ -190,13 +204,16 @@ async fn serve(start: CoreStart) -> io::Result<()> {
         ready,
         go,
         dnstap,
+        xdp,
+        xdp_attachment,
     } = start;
     let bound = bind_all(&config).and_then(|sockets| {
         wake.set_nonblocking(true)?;
         let wake = monoio::net::unix::UnixDatagram::from_std(wake)?;
-        Ok((sockets, wake))
+        let xsks = crate::xdp::open(&xdp)?;
+        Ok((sockets, wake, xsks))
     });
-    let ((udp, tcp), wake) = match bound {
+    let ((udp, tcp), wake, xsks) = match bound {
         Ok(bound) => bound,
         Err(err) => {
             let _ = ready.send(Err(io::Error::new(err.kind(), err.to_string())));
@@ -262,6 +279,18 @@ async fn serve(start: CoreStart) -> io::Result<()> {
         xfr_out: crate::xfr_out::XfrOutCounters::default(),
         journals: std::sync::Arc::clone(&config.journals),
         dnstap,
+        xdp: RefCell::default(),
+        xdp_sockets: xsks
+            .into_iter()
+            .map(|xsk| Rc::new(RefCell::new(xsk)))
+            .collect(),
+        xdp_listeners: [false, true].map(|ipv6| {
+            config
+                .listen
+                .iter()
+                .position(|listen| listen.is_ipv6() == ipv6)
+        }),
+        xdp_attachment,
     });
     let mut tasks = Vec::with_capacity(udp.len() + tcp.len() + 1);
     for (index, socket) in udp.into_iter().enumerate() {
@@ -273,6 +302,12 @@ async fn serve(start: CoreStart) -> io::Result<()> {
     }
     for listener in tcp {
         tasks.push(monoio::spawn(crate::tcp::serve(listener, Rc::clone(&core))));
+    }
+    for xsk in &core.xdp_sockets {
+        tasks.push(monoio::spawn(crate::xdp::serve(
+            Rc::clone(xsk),
+            Rc::clone(&core),
+        )));
     }
     if core.forward.is_some() {
         let tick = crate::forward::tick(Rc::clone(&core));

@@ -42,8 +42,11 @@
 //! - `signal`: core-local stop and wake-up signals;
 //! - `socket`: socket creation (SO_REUSEPORT before bind);
 //! - `stats`: counters and snapshots;
-//! - `sys`: the only `unsafe`: `recvmmsg`/`sendmmsg` and the counting
-//!   allocator.
+//! - `sys`: `recvmmsg`/`sendmmsg` and the counting allocator;
+//! - `xdp`: the AF_XDP path (issue 12, docs/decisions/0012): the XDP
+//!   program's attachment, the per-core loop, and in `xdp::ring` the
+//!   AF_XDP socket and its rings. `sys` and `xdp::ring` are the only
+//!   modules with `unsafe`.
 
 #![deny(missing_docs)]
 
@@ -72,6 +75,7 @@ mod sys;
 mod tcp;
 mod udp;
 mod worker;
+mod xdp;
 pub mod xfr_in;
 mod xfr_out;
 
@@ -82,6 +86,7 @@ pub use rrl::{
     DEFAULT_IPV6_PREFIX, DEFAULT_RATE, DEFAULT_SLIP, DEFAULT_TABLE_SIZE, DEFAULT_WINDOW, MAX_RATE,
     MAX_SLIP, MAX_TABLE_SIZE, MAX_WINDOW, MIN_TABLE_SIZE,
 };
+pub use stats::XdpStats;
 pub use stats::{
     CoreStats, ZoneCounters, COOKIE_RESULTS, FAMILIES, MAX_COUNTED_ZONES, OTHER_TYPE, QUERY_TYPES,
     TCP_TIMEOUTS, TRANSPORTS, TYPE_SLOTS,
@@ -93,6 +98,7 @@ pub use tern_cache::forward::{
 };
 #[doc(hidden)]
 pub use worker::{UdpAnswer, Worker};
+pub use xdp::{MAX_XDP_ADDRESSES, MAX_XDP_QUEUES, XDP_PASSED};
 pub use xfr_out::MAX_TRANSFERS_OUT;
 
 /// The default idle timeout between TCP messages (RFC 7766 section 6.2.3
@@ -153,6 +159,9 @@ pub struct ServerConfig {
     pub allocations: Option<fn() -> u64>,
     /// dnstap logging of queries and responses; `None` (the default): off.
     pub dnstap: Option<dnstap::DnstapConfig>,
+    /// Interfaces whose UDP queries to `listen` are taken by AF_XDP
+    /// (issue 12); empty (the default): the sockets only.
+    pub xdp: Vec<String>,
 }
 
 impl ServerConfig {
@@ -173,6 +182,7 @@ impl ServerConfig {
             journals: SharedJournals::default(),
             allocations: None,
             dnstap: None,
+            xdp: Vec::new(),
         }
     }
 }
@@ -290,6 +300,9 @@ pub struct Server {
     handle: Handle,
     /// The dnstap writer, stopped once the cores have.
     dnstap: Option<dnstap::DnstapWriter>,
+    /// The XDP program on `xdp` interfaces: detached when the last
+    /// reference (this one, once the cores have stopped) is dropped.
+    xdp: Option<Arc<xdp::Attachment>>,
 }
 
 impl Server {
@@ -317,6 +330,23 @@ impl Server {
         } else {
             config.cores.iter().copied().map(Some).collect()
         };
+        // Attached before the cores bind: until a core puts its socket in
+        // the program's map, the program passes that queue's queries to
+        // the kernel, where the cores' UDP sockets answer them.
+        let xdp = if config.xdp.is_empty() {
+            None
+        } else {
+            let udp_size = usize::from(config.answer.max_udp_size).max(512);
+            Some(Arc::new(xdp::Attachment::attach(
+                &config.xdp,
+                &config.listen,
+                udp_size,
+            )?))
+        };
+        let mut xdp_plans = xdp
+            .as_ref()
+            .map(|attachment| attachment.plan(ids.len()))
+            .unwrap_or_default();
         let (handle, ends) = Handle::new(ids.len())?;
         let (dnstap, mut taps) = match &config.dnstap {
             Some(tap) => {
@@ -342,6 +372,12 @@ impl Server {
                 ready: ready_sender,
                 go,
                 dnstap: taps.get_mut(index).and_then(Option::take),
+                xdp: xdp_plans
+                    .get_mut(index)
+                    .map(std::mem::take)
+                    .unwrap_or_default(),
+                // The first core reports the program's own counters.
+                xdp_attachment: xdp.as_ref().filter(|_| index == 0).map(Arc::clone),
             };
             let name = match id {
                 Some(id) => format!("tern-core-{id}"),
@@ -359,6 +395,7 @@ impl Server {
                         threads,
                         handle,
                         dnstap,
+                        xdp,
                     }
                     .abort();
                     return Err(err);
@@ -370,6 +407,7 @@ impl Server {
             threads,
             handle,
             dnstap,
+            xdp,
         };
         for receiver in ready {
             let failure = match receiver.recv() {
@@ -414,6 +452,8 @@ impl Server {
         if let Some(writer) = self.dnstap {
             writer.finish();
         }
+        // The cores' sockets are closed; detach the program.
+        drop(self.xdp);
         result
     }
 

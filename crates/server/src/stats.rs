@@ -83,7 +83,10 @@ pub(crate) fn type_slot(qtype: u16) -> usize {
 
 /// The transports and IP families queries are counted by:
 /// `queries_by_transport[transport * 2 + family]`.
-pub const TRANSPORTS: [&str; 2] = ["udp", "tcp"];
+pub const TRANSPORTS: [&str; 3] = ["udp", "tcp", "xdp"];
+
+/// The slot of UDP over AF_XDP in [`TRANSPORTS`].
+pub(crate) const XDP_TRANSPORT: usize = 2;
 
 /// See [`TRANSPORTS`].
 pub const FAMILIES: [&str; 2] = ["ipv4", "ipv6"];
@@ -185,7 +188,7 @@ pub struct CoreStats {
     /// then [`OTHER_TYPE`].
     pub queries_by_type: [u64; TYPE_SLOTS],
     /// Queries by transport and IP family (see [`TRANSPORTS`]).
-    pub queries_by_transport: [u64; 4],
+    pub queries_by_transport: [u64; 6],
     /// Queries with a DNS COOKIE option, by [`COOKIE_RESULTS`] (UDP).
     pub cookies: [u64; 4],
     /// TCP connections closed by each timeout of [`TCP_TIMEOUTS`].
@@ -238,6 +241,44 @@ pub struct CoreStats {
     /// dnstap messages of this core dropped: its buffer was full, or the
     /// writer could not deliver them (no reader on the socket).
     pub dnstap_dropped: u64,
+    /// The AF_XDP path's counters (all zero without `xdp.interfaces`).
+    pub xdp: XdpStats,
+}
+
+//----------- XdpStats -------------------------------------------------------
+
+/// The AF_XDP path's frames (issue 12): received, answered, and dropped
+/// by reason; the queries among them are counted as the socket path's are
+/// (`queries_by_transport` under `xdp`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct XdpStats {
+    /// Frames taken from the AF_XDP sockets' rx rings.
+    pub received: u64,
+    /// Answer frames queued for sending.
+    pub answered: u64,
+    /// Frames refused by the frame parser, by
+    /// [`tern_wire::frame::Refusal::ALL`].
+    pub refused: [u64; 8],
+    /// Queries dropped because every answer frame was in flight.
+    pub no_frame: u64,
+    /// Frames the kernel lost on the way to tern: its rx ring or fill
+    /// ring was full or empty, or a descriptor was invalid (read from the
+    /// sockets at the snapshot).
+    pub kernel_dropped: u64,
+    /// Packets for tern's addresses that the XDP program passed to the
+    /// kernel, by [`crate::XDP_PASSED`] (counted on the first core only).
+    pub passed: [u64; 3],
+}
+
+impl XdpStats {
+    fn add(&mut self, other: &XdpStats) {
+        self.received += other.received;
+        self.answered += other.answered;
+        add(&mut self.refused, &other.refused);
+        self.no_frame += other.no_frame;
+        self.kernel_dropped += other.kernel_dropped;
+        add(&mut self.passed, &other.passed);
+    }
 }
 
 impl CoreStats {
@@ -269,6 +310,7 @@ impl CoreStats {
                 add_forward(&mut total.forward, &one.forward);
                 total.dnstap_written += one.dnstap_written;
                 total.dnstap_dropped += one.dnstap_dropped;
+                total.xdp.add(&one.xdp);
                 total
             })
     }
@@ -378,6 +420,19 @@ impl fmt::Display for CoreStats {
                 self.dnstap_written, self.dnstap_dropped
             )?;
         }
+        let xdp = &self.xdp;
+        if xdp != &XdpStats::default() {
+            write!(
+                f,
+                " xdp received {} answered {} refused {} no-frame {} kernel-dropped {} passed {}",
+                xdp.received,
+                xdp.answered,
+                xdp.refused.iter().sum::<u64>(),
+                xdp.no_frame,
+                xdp.kernel_dropped,
+                xdp.passed.iter().sum::<u64>()
+            )?;
+        }
         let forward = &self.forward;
         if forward.upstreams.is_empty() {
             return Ok(());
@@ -418,7 +473,7 @@ impl fmt::Display for CoreStats {
 pub(crate) struct Counters {
     pub(crate) queries: u64,
     pub(crate) queries_by_type: [u64; TYPE_SLOTS],
-    pub(crate) queries_by_transport: [u64; 4],
+    pub(crate) queries_by_transport: [u64; 6],
     pub(crate) cookies: [u64; 4],
     /// Per zone of the catalog (by index, at most [`MAX_COUNTED_ZONES`]).
     pub(crate) zones: Vec<ZoneCounters>,

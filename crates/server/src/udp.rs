@@ -167,7 +167,7 @@ fn answer_batch(
 /// answer loop stays as it is when dnstap is off.
 #[cold]
 #[inline(never)]
-fn log_exchange(
+pub(crate) fn log_exchange(
     tap: &dnstap::Tap,
     time: std::time::Duration,
     client: Option<std::net::SocketAddr>,

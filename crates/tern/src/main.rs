@@ -171,6 +171,10 @@ struct ServeArgs {
     /// The most verbose messages logged: error, warn, info or debug.
     #[arg(long, value_name = "LEVEL")]
     log_level: Option<String>,
+    /// Take UDP queries on this network interface with AF_XDP, past the
+    /// kernel's socket path (repeatable; replaces `xdp.interfaces`).
+    #[arg(long, value_name = "INTERFACE")]
+    xdp: Vec<String>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -215,6 +219,7 @@ impl ServeArgs {
                 &self.log_level,
                 config::value::parse_log_level,
             )?,
+            xdp: self.xdp.clone(),
             ..self.files.overrides()
         })
     }

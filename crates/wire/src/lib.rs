@@ -42,6 +42,7 @@
 pub mod build;
 pub mod edns;
 pub mod error;
+pub mod frame;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod name;

@@ -109,6 +109,9 @@ pub(crate) struct Config {
     pub(crate) user: Option<String>,
     /// dnstap logging; `None` (the default): off.
     pub(crate) dnstap: Option<tern_server::dnstap::DnstapConfig>,
+    /// Interfaces whose UDP queries AF_XDP takes (`xdp.interfaces`,
+    /// `--xdp`); empty (the default): the sockets only.
+    pub(crate) xdp: Vec<String>,
 }
 
 /// The `cookies:` section.
@@ -145,6 +148,8 @@ pub(crate) struct Overrides {
     pub(crate) control_socket: Option<PathBuf>,
     /// `--log-level`.
     pub(crate) log_level: Option<log::LevelFilter>,
+    /// `--xdp` (repeatable): replaces `xdp.interfaces` when not empty.
+    pub(crate) xdp: Vec<String>,
 }
 
 impl Default for Config {
@@ -178,6 +183,7 @@ impl Default for Config {
             catalog_producer: None,
             user: None,
             dnstap: None,
+            xdp: Vec::new(),
         }
     }
 }
@@ -206,6 +212,9 @@ impl Config {
         }
         if let Some(level) = overrides.log_level {
             config.log_level = level;
+        }
+        if !overrides.xdp.is_empty() {
+            config.xdp = check_interfaces(overrides.xdp.clone()).context("--xdp")?;
         }
         Ok(config)
     }
@@ -342,6 +351,9 @@ impl Config {
         if let Some(dnstap) = raw.dnstap {
             config.dnstap = Some(dnstap_config(dnstap, base)?);
         }
+        if let Some(interfaces) = raw.xdp.and_then(|xdp| xdp.interfaces) {
+            config.xdp = check_interfaces(interfaces).context("xdp.interfaces")?;
+        }
         let keys = config.transfer.keys.clone();
         if let Some(notify) = raw.notify {
             (config.notify.targets, config.notify.key) =
@@ -453,6 +465,7 @@ impl Config {
             journals: tern_server::SharedJournals::default(),
             allocations,
             dnstap: self.dnstap.clone(),
+            xdp: self.xdp.clone(),
         }
     }
 
@@ -489,6 +502,7 @@ impl Config {
         compare("metrics", self.metrics_listen != next.metrics_listen);
         compare("user", self.user != next.user);
         compare("dnstap", self.dnstap != next.dnstap);
+        compare("xdp", self.xdp != next.xdp);
         compare(
             "transfer.ixfr-history",
             self.ixfr_history != next.ixfr_history,
@@ -698,6 +712,32 @@ fn secondary_configs(
         });
     }
     Ok(secondaries)
+}
+
+/// The most interfaces `xdp.interfaces` may name.
+const MAX_XDP_INTERFACES: usize = 64;
+
+/// `xdp.interfaces` / `--xdp`: 1 to 64 distinct interface names, each as
+/// the kernel allows one (1 to 15 octets, no slash, colon or white space).
+fn check_interfaces(interfaces: Vec<String>) -> anyhow::Result<Vec<String>> {
+    if interfaces.is_empty() || interfaces.len() > MAX_XDP_INTERFACES {
+        bail!("1 to {MAX_XDP_INTERFACES} interfaces");
+    }
+    for (at, name) in interfaces.iter().enumerate() {
+        let valid = (1..=15).contains(&name.len())
+            && name != "."
+            && name != ".."
+            && !name
+                .chars()
+                .any(|c| c == '/' || c == ':' || c.is_whitespace() || c.is_control());
+        if !valid {
+            bail!("{name:?} is not an interface name (1 to 15 characters, no '/', ':' or spaces)");
+        }
+        if interfaces[..at].contains(name) {
+            bail!("{name} is named twice");
+        }
+    }
+    Ok(interfaces)
 }
 
 /// The `dnstap:` section: exactly one output; the identity defaults to the
@@ -1340,6 +1380,27 @@ mod tests {
     }
 
     #[test]
+    fn xdp_interfaces() {
+        assert!(Config::default().xdp.is_empty());
+        let config = from_text("xdp:\n  interfaces: [eth0, eth1.7]\n", ".").unwrap();
+        assert_eq!(config.xdp, ["eth0", "eth1.7"]);
+        assert_eq!(config.server_config(None).xdp, ["eth0", "eth1.7"]);
+        assert!(Config::default().restart_changes(&config).contains(&"xdp"));
+        for bad in [
+            "[]",
+            "[eth0, eth0]",
+            "['']",
+            "[../../etc]",
+            "[a-very-long-interface-name]",
+            "['eth 0']",
+            "[..]",
+        ] {
+            let text = format!("xdp:\n  interfaces: {bad}\n");
+            assert!(from_text(&text, ".").is_err(), "{bad} was accepted");
+        }
+    }
+
+    #[test]
     fn empty_file_is_the_defaults() {
         assert_eq!(from_text("", ".").unwrap(), Config::default());
         assert_eq!(from_text("# nothing\n", ".").unwrap(), Config::default());
@@ -1354,9 +1415,11 @@ mod tests {
             control_socket: Some(PathBuf::from("x.sock")),
             log_level: Some(log::LevelFilter::Warn),
             config: None,
+            xdp: vec!["eth1".to_string()],
         };
         let config = Config::load(&overrides).unwrap();
         assert_eq!(config.listen, overrides.listen);
+        assert_eq!(config.xdp, ["eth1"]);
         assert_eq!(config.cores, [1]);
         assert_eq!(config.zones_dir, Some(PathBuf::from("elsewhere")));
         assert_eq!(config.control_socket, Path::new("x.sock"));

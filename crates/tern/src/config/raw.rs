@@ -53,6 +53,14 @@ pub(crate) struct RawConfig {
     pub(crate) metrics: Option<RawMetrics>,
     pub(crate) user: Option<String>,
     pub(crate) dnstap: Option<RawDnstap>,
+    pub(crate) xdp: Option<RawXdp>,
+}
+
+/// `xdp:`, the AF_XDP path.
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawXdp {
+    pub(crate) interfaces: Option<Vec<String>>,
 }
 
 /// `dnstap:`, logging of queries and responses; exactly one of `socket`

@@ -1,0 +1,217 @@
+//! The AF_XDP path (issue 12, docs/decisions/0012-af-xdp.md): UDP queries
+//! taken from the network interface before the kernel's IP and UDP code,
+//! answered by the same worker as the socket path, and sent back as whole
+//! frames.
+//!
+//! ```text
+//!   NIC queue q ─► tern_xdp.c: UDP to a listen address and port? ─► XSK of queue q (core q % cores)
+//!                          └─ anything else (ARP, ICMP, TCP, fragments, options) ─► kernel
+//!   core: readable().await ─► rx (64) ─► frame::parse ─► Worker::answer_udp_lazy ─┐
+//!         tx ◄─ frame::write_reply (addresses swapped, checksums) ◄── answer in a UMEM frame
+//! ```
+//!
+//! - `program`: loads and attaches the XDP program (aya), one instance per
+//!   interface, and plans which core serves which queue;
+//! - `ring`: the AF_XDP socket, its UMEM and rings (the `unsafe`);
+//! - this module: the per-core loop.
+//!
+//! Each core polls its sockets inside its own monoio reactor, beside its
+//! UDP and TCP sockets: it waits for readability (io_uring's poll, or
+//! epoll), then drains the rx ring in batches, answering each query
+//! synchronously straight into a frame of the UMEM (the only copy of the
+//! answer), and kicks the kernel to send. Nothing is allocated per packet:
+//! the UMEM, rings and free list are made when the core starts.
+//!
+//! What the socket path does applies unchanged, because the same
+//! `Worker::answer_udp_lazy` answers: the answer cache, `respond`, EDNS
+//! sizes and truncation (a TC answer sends the client to TCP, which the
+//! program passes to the kernel), cookies, RRL, NSID and the counters.
+//! Queries to forward are handed to the forwarder with the UDP listener of
+//! the same family as the client's way back, exactly as a query read from
+//! that socket would be: their answers leave through the kernel.
+//!
+//! Frames refused by [`tern_wire::frame::parse`] are dropped and counted by
+//! reason (`tern_xdp_dropped_total{reason}`).
+
+use std::cell::RefCell;
+use std::io;
+use std::rc::Rc;
+
+use tern_cache::forward::Client;
+use tern_wire::frame;
+
+use crate::cores::Core;
+use crate::forward;
+use crate::signal::yield_now;
+use crate::worker::UdpAnswer;
+
+mod program;
+mod ring;
+
+pub(crate) use program::{Attachment, QueuePlan};
+pub use program::{MAX_XDP_ADDRESSES, MAX_XDP_QUEUES, XDP_PASSED};
+pub(crate) use ring::Xsk;
+use ring::{CopyMode, Exchange};
+
+/// Frames taken from the rx ring per batch: as many as a batch of the
+/// socket path's (`recvmmsg`) and then some, since no system call is
+/// saved by more.
+const BATCH: u32 = 64;
+
+/// Full batches answered back to back before the loop lets the core's
+/// other tasks run (as the UDP loop's `BATCHES_BEFORE_YIELD`).
+const BATCHES_BEFORE_YIELD: usize = 16;
+
+/// `sendto` calls per batch to push the tx ring out in copy mode (the
+/// kernel sends at most 32 frames per call; a batch is at most 64).
+const KICKS: usize = 4;
+
+//----------- open -----------------------------------------------------------
+
+/// Opens this core's AF_XDP sockets, one per planned queue, and puts each
+/// in its interface's socket map, so the program starts redirecting that
+/// queue's queries to it.
+pub(crate) fn open(plans: &[QueuePlan]) -> io::Result<Vec<Xsk>> {
+    let mut sockets = Vec::with_capacity(plans.len());
+    for plan in plans {
+        let fail = |err: io::Error| {
+            io::Error::new(
+                err.kind(),
+                format!("xdp: {} queue {}: {err}", plan.interface, plan.queue),
+            )
+        };
+        let xsk = Xsk::open(plan.index, plan.queue).map_err(fail)?;
+        let mode = match xsk.mode() {
+            CopyMode::Copy => "copy",
+            CopyMode::ZeroCopy => "zero-copy",
+        };
+        log::info!(
+            "xdp: {} queue {}: AF_XDP socket in {mode} mode",
+            plan.interface,
+            plan.queue
+        );
+        plan.sockets
+            .lock()
+            .map_err(|_| fail(io::Error::other("the socket map's lock is poisoned")))?
+            .set(plan.queue, xsk.fd(), 0)
+            .map_err(|err| {
+                fail(io::Error::other(format!(
+                    "cannot register the socket: {err}"
+                )))
+            })?;
+        sockets.push(xsk);
+    }
+    Ok(sockets)
+}
+
+//----------- serve ----------------------------------------------------------
+
+/// Serves one AF_XDP socket until the core stops.
+pub(crate) async fn serve(xsk: Rc<RefCell<Xsk>>, core: Rc<Core>) -> io::Result<()> {
+    let readiness = xsk.borrow().readiness()?;
+    let stop = core.stop.listener();
+    'serve: loop {
+        // Readiness errors are not expected on a bound socket; the rings
+        // below tell the socket's real state.
+        if stop.or(readiness.readable(false)).await.is_none() {
+            break;
+        }
+        for batches in 1.. {
+            let received = {
+                let mut xsk = xsk.borrow_mut();
+                let received = xsk.received(BATCH);
+                if received > 0 {
+                    answer_batch(&core, &mut xsk, received);
+                    xsk.recycle(received);
+                }
+                // Also sends what an earlier batch left in the tx ring.
+                xsk.flush(KICKS);
+                received
+            };
+            if received < BATCH {
+                break;
+            }
+            if stop.fired() {
+                break 'serve;
+            }
+            if batches % BATCHES_BEFORE_YIELD == 0 {
+                yield_now().await;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Answers the first `received` frames of the rx ring into tx frames.
+fn answer_batch(core: &Rc<Core>, xsk: &mut Xsk, received: u32) {
+    let mut worker = core.worker.borrow_mut();
+    let mut counters = core.xdp.borrow_mut();
+    let now = core.now(worker.rate_limiting());
+    worker.tick_cookie_clock();
+    let tap = core.dnstap.as_ref().map(|tap| (tap, crate::dnstap::now()));
+    // Allocates only when a query is forwarded (as the UDP loop).
+    let mut actions = Vec::new();
+    counters.received += u64::from(received);
+    for index in 0..received {
+        let exchange = xsk.answer(index, |frame, out| {
+            let datagram = match frame::parse(frame) {
+                Ok(datagram) => datagram,
+                Err(refusal) => {
+                    counters.refused[refusal.index()] += 1;
+                    return None;
+                }
+            };
+            let family = usize::from(datagram.is_ipv6());
+            worker.count_transport(crate::stats::XDP_TRANSPORT * 2 + family, 1);
+            let query = &frame[datagram.payload()];
+            let header_len = datagram.reply_header_len();
+            let answer = &mut out[header_len..];
+            let client = datagram.source();
+            let outcome = worker.answer_udp_lazy(query, &|| Some(client), now, answer);
+            let listener = core.xdp_listeners[family];
+            let forwarded = matches!(outcome, UdpAnswer::Forward);
+            let len = match outcome {
+                UdpAnswer::Send(len) => Some(len),
+                UdpAnswer::Drop => None,
+                UdpAnswer::Forward => listener.and_then(|listener| {
+                    let client = Client::Udp {
+                        listener,
+                        address: client,
+                    };
+                    worker.forward(query, client, now, &mut actions, answer)
+                }),
+            };
+            if let Some((tap, time)) = tap {
+                let logged = len.map(|len| &answer[..len]);
+                crate::udp::log_exchange(
+                    tap,
+                    time,
+                    Some(client),
+                    listener.unwrap_or(0),
+                    forwarded,
+                    query,
+                    logged,
+                );
+            }
+            datagram.write_reply(out, len?)
+        });
+        match exchange {
+            Exchange::Queued => counters.answered += 1,
+            Exchange::Unanswered => {}
+            Exchange::NoFrame | Exchange::Invalid => {
+                counters.no_frame += 1;
+                worker.count_dropped(1, 0);
+            }
+        }
+    }
+    if let Some(forwarder) = worker.forwarder() {
+        if forwarder.has_prefetches() {
+            forwarder.prefetches(now, &mut actions);
+        }
+    }
+    drop(counters);
+    drop(worker);
+    if !actions.is_empty() {
+        forward::dispatch(core, &mut actions);
+    }
+}

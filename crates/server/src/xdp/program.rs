@@ -1,0 +1,307 @@
+//! tern's XDP program on the interfaces: loaded with `aya` from the object
+//! that `build.rs` compiles out of `xdp/tern_xdp.c`, told the listen
+//! addresses, attached (natively where the driver can, generically
+//! otherwise), and detached when the [`Attachment`] is dropped.
+//!
+//! The program is attached through a BPF link: the kernel detaches it when
+//! the link's descriptor closes, which happens when tern exits, however it
+//! exits (a crash or `kill -9` included). A later start therefore finds the
+//! interface free; there is never a stale program of tern's to replace.
+//! Another program on the interface (another tool's, attached without a
+//! link) is not taken over: the start fails and names the interface.
+
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex};
+
+use aya::maps::{MapData, PerCpuArray, XskMap};
+use aya::programs::{Xdp, XdpMode};
+use aya::{Ebpf, EbpfLoader};
+
+use super::ring::FRAME_SIZE;
+use tern_wire::frame::{ETHERNET_LEN, IPV6_LEN, UDP_LEN, VLAN_LEN};
+
+/// Listen addresses per family the program matches (`MAX_ADDRESSES` in
+/// `tern_xdp.c`).
+pub const MAX_XDP_ADDRESSES: usize = 8;
+
+/// Receive queues per interface (the XSKMAP's size in `tern_xdp.c`).
+pub const MAX_XDP_QUEUES: u32 = 256;
+
+/// What the program counts when it passes a packet for our addresses to
+/// the kernel, in the order of its `tern_passed` map.
+pub const XDP_PASSED: [&str; 3] = ["fragment", "ipv4_options", "ipv6_extension"];
+
+/// The compiled program, if clang was there when tern was built.
+#[cfg(tern_xdp_program)]
+const PROGRAM: Option<&[u8]> = Some(include_bytes!(concat!(env!("OUT_DIR"), "/tern_xdp.o")));
+#[cfg(not(tern_xdp_program))]
+const PROGRAM: Option<&[u8]> = None;
+
+//----------- Attachment -----------------------------------------------------
+
+/// The program attached to every XDP interface; dropping it detaches them.
+pub(crate) struct Attachment {
+    interfaces: Vec<Interface>,
+}
+
+/// One interface with its own instance of the program (each has its own
+/// socket map, keyed by the interface's queue numbers).
+pub(crate) struct Interface {
+    pub(crate) name: String,
+    pub(crate) index: u32,
+    pub(crate) queues: u32,
+    /// The program's socket map: a core puts its socket for a queue here.
+    pub(crate) sockets: Arc<Mutex<XskMap<MapData>>>,
+    passed: PerCpuArray<MapData, u64>,
+    /// Holds the program and its link: dropped, the program is detached.
+    _program: Ebpf,
+}
+
+/// One queue a core serves: which interface and socket map.
+#[derive(Clone)]
+pub(crate) struct QueuePlan {
+    pub(crate) interface: String,
+    pub(crate) index: u32,
+    pub(crate) queue: u32,
+    pub(crate) sockets: Arc<Mutex<XskMap<MapData>>>,
+}
+
+impl Attachment {
+    /// Loads and attaches the program to each of `names`, matching UDP to
+    /// `listen`. `udp_size` is the largest UDP answer: it must fit the
+    /// interface's MTU, since the XDP path does not fragment.
+    pub(crate) fn attach(
+        names: &[String],
+        listen: &[SocketAddr],
+        udp_size: usize,
+    ) -> io::Result<Attachment> {
+        let Some(object) = PROGRAM else {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "xdp: this tern was built without its XDP program (clang was not found \
+                 when it was compiled): install clang and build it again",
+            ));
+        };
+        let addresses = Addresses::of(listen)?;
+        let mut interfaces = Vec::with_capacity(names.len());
+        for name in names {
+            interfaces.push(Interface::attach(name, object, &addresses, udp_size)?);
+        }
+        Ok(Attachment { interfaces })
+    }
+
+    /// The queues each of `cores` cores serves: queue `q` of every
+    /// interface goes to core `q % cores`.
+    pub(crate) fn plan(&self, cores: usize) -> Vec<Vec<QueuePlan>> {
+        let mut plans = vec![Vec::new(); cores.max(1)];
+        for interface in &self.interfaces {
+            for queue in 0..interface.queues {
+                plans[queue as usize % cores.max(1)].push(QueuePlan {
+                    interface: interface.name.clone(),
+                    index: interface.index,
+                    queue,
+                    sockets: Arc::clone(&interface.sockets),
+                });
+            }
+        }
+        plans
+    }
+
+    /// The packets for our addresses the program passed to the kernel, by
+    /// [`XDP_PASSED`], summed over CPUs and interfaces.
+    pub(crate) fn passed(&self) -> [u64; 3] {
+        let mut counts = [0; 3];
+        for interface in &self.interfaces {
+            for (index, count) in counts.iter_mut().enumerate() {
+                if let Ok(values) = interface.passed.get(&(index as u32), 0) {
+                    *count += values.iter().sum::<u64>();
+                }
+            }
+        }
+        counts
+    }
+}
+
+impl Interface {
+    fn attach(
+        name: &str,
+        object: &[u8],
+        addresses: &Addresses,
+        udp_size: usize,
+    ) -> io::Result<Interface> {
+        let fail = |what: String| io::Error::other(format!("xdp: {name}: {what}"));
+        // Interface names are at most 15 octets and never hold a slash
+        // (the path below must stay in /sys/class/net).
+        if name.is_empty() || name.len() > 15 || name.contains('/') || name.starts_with('.') {
+            return Err(fail("not an interface name".into()));
+        }
+        let sysfs = format!("/sys/class/net/{name}");
+        let read = |file: &str| std::fs::read_to_string(format!("{sysfs}/{file}"));
+        let index: u32 = read("ifindex")
+            .map_err(|_| fail("no such interface".into()))?
+            .trim()
+            .parse()
+            .map_err(|_| fail("cannot read its index".into()))?;
+        let mtu: usize = read("mtu")
+            .ok()
+            .and_then(|mtu| mtu.trim().parse().ok())
+            .ok_or_else(|| fail("cannot read its MTU".into()))?;
+        if ETHERNET_LEN + VLAN_LEN + mtu > FRAME_SIZE {
+            return Err(fail(format!(
+                "its MTU {mtu} is larger than an XDP frame holds ({})",
+                FRAME_SIZE - ETHERNET_LEN - VLAN_LEN
+            )));
+        }
+        if udp_size + IPV6_LEN + UDP_LEN > mtu {
+            return Err(fail(format!(
+                "udp-size {udp_size} does not fit its MTU {mtu} unfragmented (at most {}); \
+                 the XDP path does not fragment: lower udp-size or raise the MTU",
+                mtu - IPV6_LEN - UDP_LEN
+            )));
+        }
+        let queues = std::fs::read_dir(format!("{sysfs}/queues"))
+            .map(|entries| {
+                entries
+                    .filter_map(Result::ok)
+                    .filter(|entry| entry.file_name().to_string_lossy().starts_with("rx-"))
+                    .count() as u32
+            })
+            .unwrap_or(1)
+            .clamp(1, MAX_XDP_QUEUES);
+        let permission = |err: String| {
+            if err.contains("Operation not permitted") || err.contains("EPERM") {
+                fail(format!(
+                    "loading the XDP program needs CAP_BPF and CAP_NET_ADMIN (run tern as \
+                     root): {err}"
+                ))
+            } else {
+                fail(format!("cannot load the XDP program: {err}"))
+            }
+        };
+        let mut program = EbpfLoader::new()
+            .override_global("tern_v4_count", &addresses.v4_count, true)
+            .override_global("tern_v4_addresses", &addresses.v4, true)
+            .override_global("tern_v4_ports", &addresses.v4_ports, true)
+            .override_global("tern_v6_count", &addresses.v6_count, true)
+            .override_global("tern_v6_addresses", &addresses.v6, true)
+            .override_global("tern_v6_ports", &addresses.v6_ports, true)
+            .load(object)
+            .map_err(|err| permission(error_chain(&err)))?;
+        let xdp: &mut Xdp = program
+            .program_mut("tern_xdp")
+            .ok_or_else(|| fail("the XDP object has no tern_xdp program".into()))?
+            .try_into()
+            .map_err(|err| fail(format!("tern_xdp is not an XDP program: {err}")))?;
+        xdp.load().map_err(|err| permission(error_chain(&err)))?;
+        if let Err(native) = xdp.attach(name, XdpMode::Driver) {
+            let native = error_chain(&native);
+            if native.contains("Device or resource busy") || native.contains("EBUSY") {
+                return Err(fail(format!(
+                    "another XDP program is attached to it ({native}); detach it first \
+                     (ip link set dev {name} xdp off)"
+                )));
+            }
+            log::warn!(
+                "xdp: {name}: the driver has no native XDP ({native}); using generic XDP, \
+                 which is slower"
+            );
+            xdp.attach(name, XdpMode::Skb).map_err(|err| {
+                fail(format!(
+                    "cannot attach the XDP program: {}",
+                    error_chain(&err)
+                ))
+            })?;
+        }
+        let sockets = program
+            .take_map("tern_xsks")
+            .ok_or_else(|| fail("the XDP object has no tern_xsks map".into()))?;
+        let sockets = XskMap::try_from(sockets).map_err(|err| fail(err.to_string()))?;
+        let passed = program
+            .take_map("tern_passed")
+            .ok_or_else(|| fail("the XDP object has no tern_passed map".into()))?;
+        let passed = PerCpuArray::try_from(passed).map_err(|err| fail(err.to_string()))?;
+        log::info!("xdp: {name}: attached, {queues} receive queue(s), MTU {mtu}");
+        Ok(Interface {
+            name: name.to_string(),
+            index,
+            queues,
+            sockets: Arc::new(Mutex::new(sockets)),
+            passed,
+            _program: program,
+        })
+    }
+}
+
+/// An error with its sources, for a message that says why.
+fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut message = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !message.contains(&cause_text) {
+            message.push_str(": ");
+            message.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    message
+}
+
+//----------- Addresses ------------------------------------------------------
+
+/// The listen addresses as the program's globals hold them: as the packet
+/// holds them (network order), an all-zero address for a wildcard.
+struct Addresses {
+    v4_count: u32,
+    v4: [u32; MAX_XDP_ADDRESSES],
+    v4_ports: [u16; MAX_XDP_ADDRESSES],
+    v6_count: u32,
+    v6: [[u32; 4]; MAX_XDP_ADDRESSES],
+    v6_ports: [u16; MAX_XDP_ADDRESSES],
+}
+
+impl Addresses {
+    fn of(listen: &[SocketAddr]) -> io::Result<Addresses> {
+        let mut addresses = Addresses {
+            v4_count: 0,
+            v4: [0; MAX_XDP_ADDRESSES],
+            v4_ports: [0; MAX_XDP_ADDRESSES],
+            v6_count: 0,
+            v6: [[0; 4]; MAX_XDP_ADDRESSES],
+            v6_ports: [0; MAX_XDP_ADDRESSES],
+        };
+        let too_many = || {
+            io::Error::other(format!(
+                "xdp: at most {MAX_XDP_ADDRESSES} listen addresses per IP family"
+            ))
+        };
+        for address in listen {
+            let port = u16::from_ne_bytes(address.port().to_be_bytes());
+            match address.ip() {
+                IpAddr::V4(ip) => {
+                    let at = addresses.v4_count as usize;
+                    if at == MAX_XDP_ADDRESSES {
+                        return Err(too_many());
+                    }
+                    addresses.v4[at] = u32::from_ne_bytes(ip.octets());
+                    addresses.v4_ports[at] = port;
+                    addresses.v4_count += 1;
+                }
+                IpAddr::V6(ip) => {
+                    let at = addresses.v6_count as usize;
+                    if at == MAX_XDP_ADDRESSES {
+                        return Err(too_many());
+                    }
+                    let octets = ip.octets();
+                    for (word, chunk) in addresses.v6[at].iter_mut().zip(octets.chunks_exact(4)) {
+                        *word = u32::from_ne_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
+                    }
+                    addresses.v6_ports[at] = port;
+                    addresses.v6_count += 1;
+                }
+            }
+        }
+        Ok(addresses)
+    }
+}
