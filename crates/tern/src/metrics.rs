@@ -408,9 +408,62 @@ pub(crate) fn render(
         "dnstap messages dropped: a core's buffer was full, or no reader took them.",
         total.dnstap_dropped,
     );
+    render_xdp(o, &total.xdp);
     render_forward(o, &total.forward);
     render_zones(o, zones);
     out
+}
+
+/// The AF_XDP path's series (zero without `xdp.interfaces`).
+fn render_xdp(o: &mut String, xdp: &tern_server::XdpStats) {
+    single(
+        o,
+        "tern_xdp_received_total",
+        "counter",
+        "Frames taken from the AF_XDP sockets.",
+        xdp.received,
+    );
+    single(
+        o,
+        "tern_xdp_answered_total",
+        "counter",
+        "Answers sent through the AF_XDP sockets.",
+        xdp.answered,
+    );
+    family(
+        o,
+        "tern_xdp_dropped_total",
+        "counter",
+        "Frames dropped on the AF_XDP path, by reason: refused by the frame checks, no free \
+         answer frame (no_frame), lost by the kernel before tern (kernel).",
+    );
+    for refusal in tern_wire::frame::Refusal::ALL {
+        let _ = writeln!(
+            o,
+            "tern_xdp_dropped_total{{reason=\"{}\"}} {}",
+            refusal.name(),
+            xdp.refused[refusal.index()]
+        );
+    }
+    let _ = writeln!(
+        o,
+        "tern_xdp_dropped_total{{reason=\"no_frame\"}} {}",
+        xdp.no_frame
+    );
+    let _ = writeln!(
+        o,
+        "tern_xdp_dropped_total{{reason=\"kernel\"}} {}",
+        xdp.kernel_dropped
+    );
+    family(
+        o,
+        "tern_xdp_passed_total",
+        "counter",
+        "Packets for tern's addresses that the XDP program passed to the kernel's sockets, by reason.",
+    );
+    for (reason, count) in tern_server::XDP_PASSED.iter().zip(xdp.passed) {
+        let _ = writeln!(o, "tern_xdp_passed_total{{reason=\"{reason}\"}} {count}");
+    }
 }
 
 /// One sample of a counter that is also counted per zone.
@@ -652,6 +705,11 @@ mod tests {
         total.forward.rtt.sum_ms = 17;
         total.dnstap_written = 8;
         total.dnstap_dropped = 1;
+        total.queries_by_transport[5] = 9; // XDP over IPv6
+        total.xdp.received = 12;
+        total.xdp.refused[tern_wire::frame::Refusal::Checksum.index()] = 2;
+        total.xdp.kernel_dropped = 5;
+        total.xdp.passed[1] = 4; // IPv4 options
         let secondary = crate::secondary::Status {
             transfers: [1, 3],
             ..Default::default()
@@ -691,6 +749,11 @@ mod tests {
             "tern_cores 2",
             "tern_dnstap_messages_total 8",
             "tern_dnstap_dropped_total 1",
+            "tern_queries_by_transport_total{transport=\"xdp\",family=\"ipv6\"} 9",
+            "tern_xdp_received_total 12",
+            "tern_xdp_dropped_total{reason=\"checksum\"} 2",
+            "tern_xdp_dropped_total{reason=\"kernel\"} 5",
+            "tern_xdp_passed_total{reason=\"ipv4_options\"} 4",
         ] {
             assert!(text.lines().any(|l| l == line), "{line} missing:\n{text}");
         }

@@ -23,7 +23,7 @@
 //! | UDP length below 8 or beyond the IP payload | `UdpLength` |
 //! | a bad IPv4 header checksum, a bad UDP checksum (see below), an IPv6 UDP checksum of 0 | `Checksum` |
 //! | source unspecified, loopback, multicast, broadcast, reserved, IPv4-mapped, equal to the destination; source port 0 | `Source` |
-//! | destination multicast or broadcast | `Destination` |
+//! | destination multicast or broadcast; destination port 0 | `Destination` |
 //!
 //! Ethernet padding after the IP packet and octets after the UDP length are
 //! ignored, as the kernel does (it trims to the IP and then the UDP length).
@@ -120,7 +120,7 @@ pub enum Refusal {
     /// A source no answer may go to: unspecified, loopback, multicast,
     /// broadcast, reserved, IPv4-mapped, the destination itself, or port 0.
     Source,
-    /// A multicast or broadcast destination address.
+    /// A multicast or broadcast destination address, or port 0.
     Destination,
 }
 
@@ -383,6 +383,9 @@ pub fn parse(frame: &[u8]) -> Result<Datagram, Refusal> {
     }
     if source_port == 0 {
         return Err(Refusal::Source);
+    }
+    if destination_port == 0 {
+        return Err(Refusal::Destination);
     }
     Ok(Datagram {
         link_destination,
@@ -655,6 +658,18 @@ mod tests {
                 false
             ),
             Refusal::Source
+        );
+        // Destination port 0 (a reply would come from port 0; found by
+        // the fuzzer's round trip).
+        assert_eq!(
+            case(
+                &|f| {
+                    put16(f, 36, 0);
+                    put16(f, 40, 0);
+                },
+                false
+            ),
+            Refusal::Destination
         );
         // A shorter UDP length than the IP payload is trimmed, as by the
         // kernel: the payload ends where UDP says (checksum left out).

@@ -13,6 +13,9 @@
 //!   re-encoding the re-parsed message gives the same bytes.
 //! - [`name_from_text`]: text to name to text to name is the identity, and
 //!   so is wire to text to wire.
+//! - [`frame`]: the AF_XDP frame parser never panics, a datagram's payload
+//!   lies inside the frame, and the reply written for it parses back to a
+//!   datagram with the addresses and ports swapped and the same payload.
 
 use std::vec::Vec;
 
@@ -24,6 +27,31 @@ use crate::types::{RClass, RType};
 
 /// The largest message (two-octet TCP length prefix).
 const MAX_MESSAGE: usize = 65535;
+
+//----------- frame ----------------------------------------------------------
+
+/// Parses `data` as an Ethernet frame (the AF_XDP path's parser) and, if it
+/// holds a datagram, writes the reply to it and parses that back.
+pub fn frame(data: &[u8]) {
+    let Ok(datagram) = crate::frame::parse(data) else {
+        return;
+    };
+    let payload = datagram.payload();
+    assert!(
+        payload.end <= data.len(),
+        "the payload lies inside the frame"
+    );
+    let mut reply = std::vec![0; crate::frame::MAX_HEADERS_LEN + payload.len()];
+    let header_len = datagram.reply_header_len();
+    reply[header_len..header_len + payload.len()].copy_from_slice(&data[payload.clone()]);
+    let len = datagram
+        .write_reply(&mut reply, payload.len())
+        .expect("a datagram's payload fits a reply");
+    let back = crate::frame::parse(&reply[..len]).expect("a reply parses");
+    assert_eq!(back.source(), datagram.destination());
+    assert_eq!(back.destination(), datagram.source());
+    assert_eq!(&reply[back.payload()], &data[payload]);
+}
 
 //----------- parse_message --------------------------------------------------
 
@@ -242,6 +270,16 @@ mod tests {
         seeds.sort();
         assert!(seeds.len() >= 5, "{target}: too few seeds");
         seeds
+    }
+
+    #[test]
+    fn frame_seeds() {
+        let mut parsed = 0;
+        for (_, data) in seeds("frame") {
+            frame(&data);
+            parsed += usize::from(crate::frame::parse(&data).is_ok());
+        }
+        assert!(parsed >= 5, "the corpus holds real frames");
     }
 
     #[test]
