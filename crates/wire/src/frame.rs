@@ -23,7 +23,7 @@
 //! | UDP length below 8 or beyond the IP payload | `UdpLength` |
 //! | a bad IPv4 header checksum, a bad UDP checksum (see below), an IPv6 UDP checksum of 0 | `Checksum` |
 //! | source unspecified, loopback, multicast, broadcast, reserved, IPv4-mapped, equal to the destination; source port 0 | `Source` |
-//! | destination multicast or broadcast; destination port 0 | `Destination` |
+//! | destination as the source may not be (but equal); destination port 0 | `Destination` |
 //!
 //! Ethernet padding after the IP packet and octets after the UDP length are
 //! ignored, as the kernel does (it trims to the IP and then the UDP length).
@@ -120,7 +120,8 @@ pub enum Refusal {
     /// A source no answer may go to: unspecified, loopback, multicast,
     /// broadcast, reserved, IPv4-mapped, the destination itself, or port 0.
     Source,
-    /// A multicast or broadcast destination address, or port 0.
+    /// A destination no query may arrive at: unspecified, loopback,
+    /// multicast, broadcast, reserved, IPv4-mapped, or port 0.
     Destination,
 }
 
@@ -421,13 +422,14 @@ fn ipv4(frame: &[u8], at: usize) -> Result<(Addresses, usize, usize, u64), Refus
     let destination: [u8; 4] = array(header, 16);
     let usable = |address: [u8; 4]| {
         // 0/8 (this network), 127/8 (loopback), 224/4 (multicast) and
-        // 240/4 (reserved, with the limited broadcast) never send.
+        // 240/4 (reserved, with the limited broadcast) are never a
+        // unicast host on the wire, at either end.
         !matches!(address[0], 0 | 127 | 224..=255)
     };
     if !usable(source) || source == destination {
         return Err(Refusal::Source);
     }
-    if destination[0] >= 224 {
+    if !usable(destination) {
         return Err(Refusal::Destination);
     }
     let pseudo = add(u64::from(PROTOCOL_UDP), &header[12..20]);
@@ -457,17 +459,15 @@ fn ipv6(frame: &[u8], at: usize) -> Result<(Addresses, usize, usize, u64), Refus
     }
     let source: [u8; 16] = array(header, 8);
     let destination: [u8; 16] = array(header, 24);
-    let source_ip = Ipv6Addr::from(source);
-    let mapped = source[..12] == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF];
-    if source_ip.is_unspecified()
-        || source_ip.is_loopback()
-        || source_ip.is_multicast()
-        || mapped
-        || source == destination
-    {
+    let usable = |address: [u8; 16]| {
+        let ip = Ipv6Addr::from(address);
+        let mapped = address[..12] == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF];
+        !(ip.is_unspecified() || ip.is_loopback() || ip.is_multicast() || mapped)
+    };
+    if !usable(source) || source == destination {
         return Err(Refusal::Source);
     }
-    if Ipv6Addr::from(destination).is_multicast() {
+    if !usable(destination) {
         return Err(Refusal::Destination);
     }
     let pseudo = add(u64::from(PROTOCOL_UDP), &header[8..40]);
@@ -648,6 +648,8 @@ mod tests {
         assert_eq!(case(&|f| f[26] = 127, true), Refusal::Source);
         assert_eq!(case(&|f| f.copy_within(30..34, 26), true), Refusal::Source);
         assert_eq!(case(&|f| f[30..34].fill(255), true), Refusal::Destination);
+        assert_eq!(case(&|f| f[30] = 127, true), Refusal::Destination);
+        assert_eq!(case(&|f| f[30] = 0, true), Refusal::Destination);
         // Source port 0: the UDP checksum is recomputed by zeroing it.
         assert_eq!(
             case(
@@ -698,6 +700,10 @@ mod tests {
         let mut frame = good.clone();
         frame[14 + 8] = 0xFF; // multicast source
         assert_eq!(parse(&frame).unwrap_err(), Refusal::Source);
+        // A loopback destination (found by the fuzzer's round trip).
+        let mut frame = good.clone();
+        frame[14 + 24..14 + 40].copy_from_slice(&Ipv6Addr::LOCALHOST.octets());
+        assert_eq!(parse(&frame).unwrap_err(), Refusal::Destination);
         let mut frame = good;
         put16(&mut frame, 14 + 4, 900);
         assert_eq!(parse(&frame).unwrap_err(), Refusal::IpLength);
