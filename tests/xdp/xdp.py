@@ -11,9 +11,12 @@ What it proves, in order (each step's checks are listed in its function):
    offload is turned off on the client end (`ethtool -K txcPID tx off`): on a veth the
    kernel otherwise leaves UDP checksums partial (the pseudo-header sum only, to be finished
    by a NIC that does not exist), which a program that checks checksums, as an XDP path
-   must, would take for corrupt; real NICs deliver full checksums. Before tern starts, a
-   two-instruction XDP_PASS program is attached to the server end and detached again, so
-   that the "is a program attached" check used by step 6 is known to see one. The
+   must, would take for corrupt; real NICs deliver full checksums. A datagram per family
+   to the discard port, caught on the server end, proves the checksums are complete.
+   Before tern starts, a two-instruction XDP_PASS program is attached to the server end
+   (native mode) and detached again, so that the "is a program attached" check used by
+   step 6 is known to see one; and the answer comparison of step 3 is run on made-up
+   messages (a server cookie of the next second equal, anything else not). The
    namespaces, the processes and the temporary directory go on exit (try/finally, atexit,
    SIGINT/SIGTERM/SIGHUP); a namespace that cannot be created FAILS the test, never skips it.
 2. In the server namespace, tern A with `--xdp txsPID` on 198.51.100.1:53 and
@@ -31,7 +34,7 @@ What it proves, in order (each step's checks are listed in its function):
    A gave), bogus server cookies and malformed cookies, EDNS version 1, an unknown option,
    RD, 0x20 mixed case, and a cookie-only query (no question). Each is sent with the same
    bytes to A:53 and to B:5300 and the two answers must be equal octet for octet, except
-   the server cookie (see `compare_answers`): its timestamp may differ when the two
+   the server cookie (see `Comparison.answers`): its timestamp may differ when the two
    answers straddle a second, so the client cookie is compared exactly, the server
    cookie's length (16), version (1) and reserved octets (0) are checked, the timestamps
    must be within `COOKIE_CLOCK_SLACK` seconds, and when they are equal the whole server
@@ -49,11 +52,14 @@ What it proves, in order (each step's checks are listed in its function):
    end, addressed to the server end's MAC address. Each goes to A:53 and, rebuilt for
    port 5300, to B, and the replies are caught by a second AF_PACKET socket on the client
    end (which also sees replies the client's kernel would drop, such as VLAN-tagged
-   ones). After each frame a normal query must be answered (the core still serves). Each
-   case says what must happen: `answer` (A and B answer, equally), `none` (neither
-   answers), `same` (A does what B does) or `record` (printed, not judged). With XDP, the
-   sum of `tern_xdp_dropped_total` over its reasons must rise by at least the number of
-   cases marked as XDP drops, and each reason named by a case by at least its count.
+   ones: proven first by frames sent raw from the server end, one tagged). After each
+   frame a normal query must be answered (the core still serves). Each case says what
+   must happen: `answer` (A and B answer, equally), `none` (neither answers), `same` (A
+   does what B does) or `record` (printed, not judged). With XDP, A's metrics are read
+   before each frame and after its normal query: a case marked as an XDP drop must raise
+   `tern_xdp_dropped_total`, and the counter of its reason where it names one (each
+   case's rise is printed); at the end the sum over the reasons must have risen by at
+   least the number of drop cases, and each reason named by at least its count.
 6. Detach: after SIGTERM of A, `ip -d link show txsPID` shows no XDP program; a new A is
    killed with SIGKILL, and the next A starts, shows exactly one program, and answers
    (through XDP: its answered counter rises).
@@ -81,6 +87,7 @@ import ipaddress
 import json
 import os
 import pathlib
+import platform
 import random
 import re
 import shutil
@@ -335,17 +342,20 @@ class Namespace:
 
     @contextlib.contextmanager
     def entered(self):
-        target = os.open(f"/run/netns/{self.name}", os.O_RDONLY)
-        home = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
-        try:
-            setns(target)
+        # A stop signal waits for the way back (a signal raised between the two setns
+        # would leave the rest of the run in this namespace).
+        with Deferral.held():
+            target = os.open(f"/run/netns/{self.name}", os.O_RDONLY)
+            home = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
             try:
-                yield
+                setns(target)
+                try:
+                    yield
+                finally:
+                    setns(home)
             finally:
-                setns(home)
-        finally:
-            os.close(home)
-            os.close(target)
+                os.close(home)
+                os.close(target)
 
 
 @dataclasses.dataclass
@@ -480,9 +490,12 @@ def bpf_load_pass_program() -> int:
     attr = struct.pack("<IIQQIIQII16sII", 6, 2, ctypes.addressof(insns),
                        ctypes.addressof(license_text), 0, 0, 0, 0, 0, b"tern_xdp_probe", 0, 0)
     buffer = ctypes.create_string_buffer(attr.ljust(128, b"\0"), 128)
+    number = {"x86_64": 321, "aarch64": 280}.get(platform.machine())  # bpf(2)
+    if number is None:
+        raise Failure(f"the bpf system call's number on {platform.machine()} is not known here")
     syscall = LIBC.syscall
     syscall.restype = ctypes.c_long
-    fd = syscall(ctypes.c_long(321), ctypes.c_int(5), buffer, ctypes.c_uint(128))  # x86-64 bpf
+    fd = syscall(ctypes.c_long(number), ctypes.c_int(5), buffer, ctypes.c_uint(128))
     if fd < 0:
         errno = ctypes.get_errno()
         raise Failure(f"cannot load an XDP program (bpf BPF_PROG_LOAD): {os.strerror(errno)}")
