@@ -4,7 +4,7 @@
 CARGO ?= cargo
 RELEASE_BIN := target/release/tern
 
-.PHONY: run build release test deps lint fmt unit test-repeat differential compliance transfer metrics dnstap deb service clean bench bench-check bench-peers bench-forward dhat fuzz soak
+.PHONY: run build release test deps lint fmt unit test-repeat differential compliance transfer metrics dnstap xdp deb service clean bench bench-check bench-peers bench-forward dhat fuzz soak
 
 ## Build in release mode and serve zones/ on 127.0.0.1:5353 (no config needed).
 run: release
@@ -21,8 +21,9 @@ build:
 ## against Knot and NSD, the compliance checks against BIND and zone
 ## transfers with all three, the metrics endpoint read by Prometheus, the
 ## dnstap output read by BIND's dnstap-read and fstrm_capture, the
-## systemd service and the Debian package. Installs the reference tools it needs.
-test: deps lint unit differential compliance transfer metrics dnstap service
+## systemd service, the AF_XDP path against the socket path and the Debian
+## package. Installs the reference tools it needs.
+test: deps lint unit differential compliance transfer metrics dnstap xdp service
 
 ## Debian packages and Python modules the tests use (idempotent).
 deps:
@@ -90,6 +91,14 @@ metrics: release
 ## answers (tests/dnstap).
 dnstap: release
 	TERN_BIN=$(RELEASE_BIN) python3 tests/dnstap/dnstap.py
+
+## The AF_XDP path (tern serve --xdp) between two network namespaces joined by
+## a veth pair: its answers equal the socket path's for a generated query list
+## (dnspython, dig, kdig), TCP and ICMP still reach the kernel, hostile frames
+## sent raw are dropped and counted while the server keeps answering, and the
+## program is detached at exit (tests/xdp; needs root, as CI has).
+xdp: release
+	TERN_BIN=$(RELEASE_BIN) python3 tests/xdp/xdp.py
 
 ## Zone transfers with the reference servers, with TSIG (tests/transfer):
 ## tern as primary to Knot, NSD and BIND 9 secondaries, as secondary of each

@@ -86,4 +86,9 @@ echo "install-test-deps: named $(named -v 2>&1 | head -1 | awk '{print $2}')"
 # (systemd), man (man-db); useradd (passwd) for the `user:` test.
 SERVICE_PKGS=(dpkg-dev binutils lintian systemd man-db passwd)
 install_missing "${SERVICE_PKGS[@]}"
+
+# The AF_XDP test (tests/xdp): `ip netns` and veth pairs (iproute2), and ethtool to turn
+# off TX checksum offload on the client's end of the veth.
+XDP_PKGS=(iproute2 ethtool)
+install_missing "${XDP_PKGS[@]}"
 echo "install-test-deps: $(lintian --version), $(systemd-analyze --version | head -1)"
