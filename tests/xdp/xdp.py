@@ -10,9 +10,10 @@ What it proves, in order (each step's checks are listed in its function):
    2001:db8::1/64, the client end .2 and ::2, both IPv6 addresses `nodad`. TX checksum
    offload is turned off on the client end (`ethtool -K txcPID tx off`): on a veth the
    kernel otherwise leaves UDP checksums partial (the pseudo-header sum only, to be finished
-   by a NIC that does not exist), which a program that checks checksums, as an XDP path
-   must, would take for corrupt; real NICs deliver full checksums. A datagram per family
-   to the discard port, caught on the server end, proves the checksums are complete.
+   by a NIC that does not exist); real NICs deliver full checksums, and the crafted frames
+   need checksums that are exactly right or exactly wrong. A datagram per family to the
+   discard port, caught on the server end, proves the checksums are complete. (Step 4 turns
+   offload on for a moment: tern accepts partial checksums, docs/decisions/0012.)
    Before tern starts, a two-instruction XDP_PASS program is attached to the server end
    (native mode) and detached again, so that the "is a program attached" check used by
    step 6 is known to see one; and the answer comparison of step 3 is run on made-up
@@ -1216,6 +1217,31 @@ def compare_dig(network: Network, failures: list[str]) -> None:
 
 #----------- Step 4: TCP and ICMP ---------------------------------------------------
 
+def check_offloaded_checksums(network: Network, client: Client, a, failures: list[str]) -> None:
+    """With TX checksum offload back on at the client end (the veth default: the UDP checksum
+    holds only the pseudo-header's sum, for a device to finish), A still answers over XDP
+    (docs/decisions/0012: such checksums are accepted, as the kernel accepts them), and the
+    answers came through XDP (tern_xdp_answered_total rose by at least as many)."""
+    link = network.client_link
+    run(network.client.command(["ethtool", "-K", link, "tx", "on"]))
+    try:
+        before = metric(a.metrics(), METRIC_XDP_ANSWERED) or 0.0
+        answered = 0
+        for family in (4, 6):
+            wire = simple_query(client, "www.example.com.", "A")
+            if client.udp(wire, family, PORT_A) is None:
+                failures.append(f"with checksum offload on, A did not answer over IPv{family}")
+            else:
+                answered += 1
+        rose = (metric(a.metrics(), METRIC_XDP_ANSWERED) or 0.0) - before
+        if USE_XDP and rose < answered:
+            failures.append(f"with checksum offload on, {METRIC_XDP_ANSWERED} rose by "
+                            f"{rose:.0f} for {answered} answers: not through XDP")
+    finally:
+        run(network.client.command(["ethtool", "-K", link, "tx", "off"]))
+    say("partial (offloaded) UDP checksums over IPv4 and IPv6: answered")
+
+
 def check_tcp_and_icmp(client: Client, failures: list[str]) -> None:
     for family in (4, 6):
         wire = simple_query(client, "www.example.com.", "MX")
@@ -1893,6 +1919,7 @@ def main() -> int:
                 say(f"{name} rose by {rose:.0f} ({least} UDP answers from A)")
 
         check_tcp_and_icmp(client, failures)
+        check_offloaded_checksums(network, client, a, failures)
 
         before = a.metrics()
         drops = send_crafted(network, hostile_cases(), client, a, b, failures, comparison)

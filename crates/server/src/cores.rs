@@ -210,16 +210,20 @@ async fn serve(start: CoreStart) -> io::Result<()> {
     let bound = bind_all(&config).and_then(|sockets| {
         wake.set_nonblocking(true)?;
         let wake = monoio::net::unix::UnixDatagram::from_std(wake)?;
-        let xsks = crate::xdp::open(&xdp)?;
+        let xsks = crate::xdp::open(&xdp)?
+            .into_iter()
+            .map(|(xsk, local)| (Rc::new(RefCell::new(xsk)), local))
+            .collect();
         Ok((sockets, wake, xsks))
     });
-    let ((udp, tcp), wake, xsks) = match bound {
-        Ok(bound) => bound,
-        Err(err) => {
-            let _ = ready.send(Err(io::Error::new(err.kind(), err.to_string())));
-            return Err(err);
-        }
-    };
+    let ((udp, tcp), wake, xsks): (_, _, Vec<(Rc<RefCell<crate::xdp::Xsk>>, crate::xdp::Local)>) =
+        match bound {
+            Ok(bound) => bound,
+            Err(err) => {
+                let _ = ready.send(Err(io::Error::new(err.kind(), err.to_string())));
+                return Err(err);
+            }
+        };
 
     let datagram = usize::from(config.answer.max_udp_size)
         .max(512)
@@ -280,10 +284,7 @@ async fn serve(start: CoreStart) -> io::Result<()> {
         journals: std::sync::Arc::clone(&config.journals),
         dnstap,
         xdp: RefCell::default(),
-        xdp_sockets: xsks
-            .into_iter()
-            .map(|xsk| Rc::new(RefCell::new(xsk)))
-            .collect(),
+        xdp_sockets: xsks.iter().map(|(xsk, _)| Rc::clone(xsk)).collect(),
         xdp_listeners: [false, true].map(|ipv6| {
             config
                 .listen
@@ -303,9 +304,10 @@ async fn serve(start: CoreStart) -> io::Result<()> {
     for listener in tcp {
         tasks.push(monoio::spawn(crate::tcp::serve(listener, Rc::clone(&core))));
     }
-    for xsk in &core.xdp_sockets {
+    for (xsk, local) in xsks {
         tasks.push(monoio::spawn(crate::xdp::serve(
-            Rc::clone(xsk),
+            xsk,
+            local,
             Rc::clone(&core),
         )));
     }

@@ -218,6 +218,76 @@ impl Batch {
     }
 }
 
+//----------- interface_broadcasts -------------------------------------------
+
+/// The IPv4 broadcast addresses of interface `name`, read with
+/// `getifaddrs(3)`: for each of its addresses the one it names, and the
+/// all-ones host of its prefix (shorter than /31), which the kernel's
+/// routing treats as broadcast whatever was configured. The AF_XDP path
+/// drops queries "from" them, as the kernel does.
+pub(crate) fn interface_broadcasts(name: &str) -> io::Result<Vec<[u8; 4]>> {
+    let mut list: *mut libc::ifaddrs = ptr::null_mut();
+    // SAFETY: `getifaddrs` writes a list it allocated into `list`; it is
+    // freed below with `freeifaddrs`, after the last read.
+    if unsafe { libc::getifaddrs(&mut list) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mut broadcasts = Vec::new();
+    let mut entry = list;
+    while !entry.is_null() {
+        // SAFETY: `entry` is a node of the list `getifaddrs` returned, not
+        // yet freed; its name is a NUL-terminated string and its address
+        // pointers are null or point at sockaddrs of the family they
+        // give (`ifa_ifu` is the broadcast address with IFF_BROADCAST).
+        let (same, address, netmask, broadcast, next) = unsafe {
+            let node = &*entry;
+            let same = !node.ifa_name.is_null()
+                && std::ffi::CStr::from_ptr(node.ifa_name).to_bytes() == name.as_bytes();
+            let ipv4 = |address: *const libc::sockaddr| {
+                (!address.is_null() && i32::from((*address).sa_family) == libc::AF_INET).then(
+                    || {
+                        (*address.cast::<libc::sockaddr_in>())
+                            .sin_addr
+                            .s_addr
+                            .to_ne_bytes()
+                    },
+                )
+            };
+            let broadcast = if node.ifa_flags & libc::IFF_BROADCAST as libc::c_uint != 0 {
+                ipv4(node.ifa_ifu)
+            } else {
+                None
+            };
+            (
+                same,
+                ipv4(node.ifa_addr),
+                ipv4(node.ifa_netmask),
+                broadcast,
+                node.ifa_next,
+            )
+        };
+        if let (true, Some(address)) = (same, address) {
+            if let Some(broadcast) = broadcast.filter(|broadcast| *broadcast != [0; 4]) {
+                broadcasts.push(broadcast);
+            }
+            if let Some(netmask) = netmask {
+                let mask = u32::from_be_bytes(netmask);
+                if mask.count_ones() < 31 {
+                    let all_ones = u32::from_be_bytes(address) | !mask;
+                    broadcasts.push(all_ones.to_be_bytes());
+                }
+            }
+        }
+        entry = next;
+    }
+    // SAFETY: `list` came from `getifaddrs` and is freed once; nothing
+    // read from it is kept (the addresses were copied).
+    unsafe { libc::freeifaddrs(list) };
+    broadcasts.sort_unstable();
+    broadcasts.dedup();
+    Ok(broadcasts)
+}
+
 //----------- CountingAllocator ----------------------------------------------
 
 thread_local! {

@@ -228,6 +228,11 @@ impl Datagram {
         }
     }
 
+    /// The Ethernet address the frame was sent to.
+    pub fn link_destination(&self) -> [u8; 6] {
+        self.link_destination
+    }
+
     /// Whether the datagram came over IPv6.
     pub fn is_ipv6(&self) -> bool {
         matches!(self.addresses, Addresses::V6 { .. })

@@ -48,7 +48,7 @@ use crate::worker::UdpAnswer;
 mod program;
 mod ring;
 
-pub(crate) use program::{Attachment, QueuePlan};
+pub(crate) use program::{Attachment, Local, QueuePlan};
 pub use program::{MAX_XDP_ADDRESSES, MAX_XDP_QUEUES, XDP_PASSED};
 pub(crate) use ring::Xsk;
 use ring::{CopyMode, Exchange};
@@ -71,7 +71,7 @@ const KICKS: usize = 4;
 /// Opens this core's AF_XDP sockets, one per planned queue, and puts each
 /// in its interface's socket map, so the program starts redirecting that
 /// queue's queries to it.
-pub(crate) fn open(plans: &[QueuePlan]) -> io::Result<Vec<Xsk>> {
+pub(crate) fn open(plans: &[QueuePlan]) -> io::Result<Vec<(Xsk, Local)>> {
     let mut sockets = Vec::with_capacity(plans.len());
     for plan in plans {
         let fail = |err: io::Error| {
@@ -99,15 +99,34 @@ pub(crate) fn open(plans: &[QueuePlan]) -> io::Result<Vec<Xsk>> {
                     "cannot register the socket: {err}"
                 )))
             })?;
-        sockets.push(xsk);
+        sockets.push((xsk, plan.local.clone()));
     }
     Ok(sockets)
+}
+
+//----------- Local ----------------------------------------------------------
+
+impl Local {
+    /// Refuses a parsed datagram that the kernel would have dropped for
+    /// this interface: sent to another host's Ethernet address (`Link`),
+    /// or from one of its IPv4 broadcast addresses (`Source`).
+    fn check(&self, datagram: frame::Datagram) -> Result<frame::Datagram, frame::Refusal> {
+        if datagram.link_destination() != self.mac {
+            return Err(frame::Refusal::Link);
+        }
+        if let std::net::IpAddr::V4(source) = datagram.source().ip() {
+            if self.broadcasts.contains(&source.octets()) {
+                return Err(frame::Refusal::Source);
+            }
+        }
+        Ok(datagram)
+    }
 }
 
 //----------- serve ----------------------------------------------------------
 
 /// Serves one AF_XDP socket until the core stops.
-pub(crate) async fn serve(xsk: Rc<RefCell<Xsk>>, core: Rc<Core>) -> io::Result<()> {
+pub(crate) async fn serve(xsk: Rc<RefCell<Xsk>>, local: Local, core: Rc<Core>) -> io::Result<()> {
     let readiness = xsk.borrow().readiness()?;
     let stop = core.stop.listener();
     'serve: loop {
@@ -121,7 +140,7 @@ pub(crate) async fn serve(xsk: Rc<RefCell<Xsk>>, core: Rc<Core>) -> io::Result<(
                 let mut xsk = xsk.borrow_mut();
                 let received = xsk.received(BATCH);
                 if received > 0 {
-                    answer_batch(&core, &mut xsk, received);
+                    answer_batch(&core, &local, &mut xsk, received);
                     xsk.recycle(received);
                 }
                 // Also sends what an earlier batch left in the tx ring.
@@ -143,7 +162,7 @@ pub(crate) async fn serve(xsk: Rc<RefCell<Xsk>>, core: Rc<Core>) -> io::Result<(
 }
 
 /// Answers the first `received` frames of the rx ring into tx frames.
-fn answer_batch(core: &Rc<Core>, xsk: &mut Xsk, received: u32) {
+fn answer_batch(core: &Rc<Core>, local: &Local, xsk: &mut Xsk, received: u32) {
     let mut worker = core.worker.borrow_mut();
     let mut counters = core.xdp.borrow_mut();
     let now = core.now(worker.rate_limiting());
@@ -154,7 +173,7 @@ fn answer_batch(core: &Rc<Core>, xsk: &mut Xsk, received: u32) {
     counters.received += u64::from(received);
     for index in 0..received {
         let exchange = xsk.answer(index, |frame, out| {
-            let datagram = match frame::parse(frame) {
+            let datagram = match frame::parse(frame).and_then(|datagram| local.check(datagram)) {
                 Ok(datagram) => datagram,
                 Err(refusal) => {
                     counters.refused[refusal.index()] += 1;

@@ -51,6 +51,8 @@ pub(crate) struct Interface {
     pub(crate) name: String,
     pub(crate) index: u32,
     pub(crate) queues: u32,
+    /// What frames for this host look like on the interface.
+    pub(crate) local: Local,
     /// The program's socket map: a core puts its socket for a queue here.
     pub(crate) sockets: Arc<Mutex<XskMap<MapData>>>,
     passed: PerCpuArray<MapData, u64>,
@@ -65,6 +67,18 @@ pub(crate) struct QueuePlan {
     pub(crate) index: u32,
     pub(crate) queue: u32,
     pub(crate) sockets: Arc<Mutex<XskMap<MapData>>>,
+    pub(crate) local: Local,
+}
+
+/// What the kernel would check of a frame against the interface, and the
+/// frame parser cannot know: that it was sent to this host's Ethernet
+/// address (not another's, seen on a shared or promiscuous link), and that
+/// its IPv4 source is not one of the interface's broadcast addresses.
+/// Read when tern starts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Local {
+    pub(crate) mac: [u8; 6],
+    pub(crate) broadcasts: Vec<[u8; 4]>,
 }
 
 impl Attachment {
@@ -102,6 +116,7 @@ impl Attachment {
                     index: interface.index,
                     queue,
                     sockets: Arc::clone(&interface.sockets),
+                    local: interface.local.clone(),
                 });
             }
         }
@@ -160,6 +175,12 @@ impl Interface {
                 mtu - IPV6_LEN - UDP_LEN
             )));
         }
+        let mac = read("address")
+            .ok()
+            .and_then(|text| parse_mac(text.trim()))
+            .ok_or_else(|| fail("cannot read its Ethernet address".into()))?;
+        let broadcasts = crate::sys::interface_broadcasts(name)
+            .map_err(|err| fail(format!("cannot read its addresses: {err}")))?;
         let queues = std::fs::read_dir(format!("{sysfs}/queues"))
             .map(|entries| {
                 entries
@@ -226,11 +247,22 @@ impl Interface {
             name: name.to_string(),
             index,
             queues,
+            local: Local { mac, broadcasts },
             sockets: Arc::new(Mutex::new(sockets)),
             passed,
             _program: program,
         })
     }
+}
+
+/// `aa:bb:cc:dd:ee:ff` as sysfs writes an Ethernet address.
+fn parse_mac(text: &str) -> Option<[u8; 6]> {
+    let mut mac = [0; 6];
+    let mut parts = text.split(':');
+    for octet in &mut mac {
+        *octet = u8::from_str_radix(parts.next()?, 16).ok()?;
+    }
+    parts.next().is_none().then_some(mac)
 }
 
 /// An error with its sources, for a message that says why.
@@ -303,5 +335,48 @@ impl Addresses {
             }
         }
         Ok(addresses)
+    }
+}
+
+//=========== Tests ==========================================================
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ethernet_addresses_as_sysfs_writes_them() {
+        assert_eq!(
+            parse_mac("aa:38:c5:9a:91:b1"),
+            Some([0xaa, 0x38, 0xc5, 0x9a, 0x91, 0xb1])
+        );
+        for bad in [
+            "",
+            "aa:38:c5:9a:91",
+            "aa:38:c5:9a:91:b1:00",
+            "zz:38:c5:9a:91:b1",
+        ] {
+            assert_eq!(parse_mac(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn listen_addresses_as_the_program_reads_them() {
+        let listen: Vec<SocketAddr> = ["198.51.100.1:53", "0.0.0.0:5353", "[2001:db8::1]:53"]
+            .iter()
+            .map(|text| text.parse().unwrap())
+            .collect();
+        let addresses = Addresses::of(&listen).unwrap();
+        assert_eq!(addresses.v4_count, 2);
+        assert_eq!(addresses.v4[0].to_ne_bytes(), [198, 51, 100, 1]);
+        assert_eq!(addresses.v4_ports[0].to_ne_bytes(), [0, 53]);
+        assert_eq!(addresses.v4[1], 0);
+        assert_eq!(addresses.v6_count, 1);
+        assert_eq!(addresses.v6[0][0].to_ne_bytes(), [0x20, 0x01, 0x0d, 0xb8]);
+        assert_eq!(addresses.v6[0][3].to_ne_bytes(), [0, 0, 0, 1]);
+        let many: Vec<SocketAddr> = (1..=9)
+            .map(|host| SocketAddr::from(([198, 51, 100, host], 53)))
+            .collect();
+        assert!(Addresses::of(&many).is_err());
     }
 }
