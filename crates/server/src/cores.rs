@@ -51,6 +51,10 @@ const SHUTDOWN_GRACE: Duration = Duration::from_millis(800);
 /// How often a stopping core checks whether its connections are done.
 const SHUTDOWN_POLL: Duration = Duration::from_millis(10);
 
+/// One AF_XDP socket of a core, shared by its loop and the statistics, and
+/// what frames for this host look like on its interface.
+type XdpSocket = (Rc<RefCell<crate::xdp::Xsk>>, crate::xdp::Local);
+
 //----------- Core -----------------------------------------------------------
 
 /// What the tasks of one core share.
@@ -216,14 +220,13 @@ async fn serve(start: CoreStart) -> io::Result<()> {
             .collect();
         Ok((sockets, wake, xsks))
     });
-    let ((udp, tcp), wake, xsks): (_, _, Vec<(Rc<RefCell<crate::xdp::Xsk>>, crate::xdp::Local)>) =
-        match bound {
-            Ok(bound) => bound,
-            Err(err) => {
-                let _ = ready.send(Err(io::Error::new(err.kind(), err.to_string())));
-                return Err(err);
-            }
-        };
+    let ((udp, tcp), wake, xsks): (_, _, Vec<XdpSocket>) = match bound {
+        Ok(bound) => bound,
+        Err(err) => {
+            let _ = ready.send(Err(io::Error::new(err.kind(), err.to_string())));
+            return Err(err);
+        }
+    };
 
     let datagram = usize::from(config.answer.max_udp_size)
         .max(512)
