@@ -39,22 +39,20 @@ pub const CONTENT_TYPE: &[u8] = b"protobuf:dnstap.Dnstap";
 /// writer: at 100,000 messages a second on a core, 40 ms of them.
 pub const DEFAULT_BUFFER: usize = 4096;
 
-/// The largest per-core buffer accepted (records of about 600 octets
-/// each: 600 MiB per core at the limit).
-pub const MAX_BUFFER: usize = 1 << 20;
+/// The largest per-core buffer accepted (records of 4 KiB each, made at
+/// start: 256 MiB per core at the limit).
+pub const MAX_BUFFER: usize = 1 << 16;
 
 /// The longest identity or version string (Knot's limit is the same
 /// order; a DNS name's presentation form fits).
 pub const MAX_IDENTITY: usize = 255;
 
-/// A new record's message capacity: a UDP query or an ordinary answer
-/// fits without growing it.
-const RECORD_CAPACITY: usize = 512;
-
-/// A record whose message grew past this (a large TCP answer) is given
-/// back to the core shrunk, so a few large answers do not pin up to
-/// 64 KiB per record.
-const RECORD_KEEP: usize = 4096;
+/// The least message capacity of a record: the longest UDP query a core
+/// reads (`MAX_UDP_QUERY` in cores.rs). Records are made with the larger
+/// of this and the UDP answer limit, so that no UDP (or AF_XDP) query or
+/// answer ever grows one: only a TCP message longer than that does (it
+/// allocates, on the core), and the writer shrinks such a record back.
+const UDP_RECORD: usize = 4096;
 
 /// Records the writer takes from one core before it looks at the next.
 const DRAIN_BURST: usize = 256;
@@ -309,7 +307,8 @@ pub(crate) struct Record {
 }
 
 impl Record {
-    fn new() -> Record {
+    /// A record holding messages of up to `capacity` octets unchanged.
+    fn new(capacity: usize) -> Record {
         let unspecified = SocketAddr::from(([0, 0, 0, 0], 0));
         Record {
             kind: Kind::AuthQuery,
@@ -317,7 +316,7 @@ impl Record {
             query_address: unspecified,
             response_address: unspecified,
             time: Duration::ZERO,
-            message: Vec::with_capacity(RECORD_CAPACITY),
+            message: Vec::with_capacity(capacity),
         }
     }
 }
@@ -540,7 +539,7 @@ impl Tap {
 
     /// Hands one message to the writer, or counts it dropped. Never
     /// blocks; allocates only if the message outgrows its record (a TCP
-    /// answer over [`RECORD_CAPACITY`] octets).
+    /// message over the records' capacity, see [`UDP_RECORD`]).
     pub(crate) fn log(
         &self,
         kind: Kind,
@@ -610,8 +609,10 @@ impl DnstapWriter {
     pub(crate) fn start(
         config: &DnstapConfig,
         cores: usize,
+        udp_size: usize,
     ) -> io::Result<(DnstapWriter, Vec<TapParts>)> {
         let limit = config.buffer.clamp(1, MAX_BUFFER);
+        let capacity = udp_size.max(UDP_RECORD);
         let stop = Arc::new(AtomicBool::new(false));
         let output = match &config.output {
             DnstapOutput::File(path) => {
@@ -649,7 +650,7 @@ impl DnstapWriter {
             // Every record the core will use, made now, on this thread:
             // the core never makes one.
             for _ in 0..limit {
-                let _ = free.try_send(Record::new());
+                let _ = free.try_send(Record::new(capacity));
             }
             let counters = Arc::new(SharedCounters::default());
             ends.push(CoreEnd {
@@ -679,7 +680,8 @@ impl DnstapWriter {
                 let mut writer = Writer {
                     output,
                     ends,
-                    buffer: Vec::with_capacity(RECORD_CAPACITY * 2),
+                    buffer: Vec::with_capacity(capacity * 2),
+                    capacity,
                 };
                 writer.run(&mut frame, &stopping);
             })?;
@@ -719,6 +721,8 @@ struct Writer {
     ends: Vec<CoreEnd>,
     /// One encoded data frame (length and protobuf).
     buffer: Vec<u8>,
+    /// The records' message capacity: one that grew past it is replaced.
+    capacity: usize,
 }
 
 impl Writer {
@@ -769,8 +773,8 @@ impl Writer {
                     &end.counters.dropped
                 };
                 counter.fetch_add(1, Ordering::Relaxed);
-                if record.message.capacity() > RECORD_KEEP {
-                    record.message = Vec::with_capacity(RECORD_CAPACITY);
+                if record.message.capacity() > self.capacity {
+                    record.message = Vec::with_capacity(self.capacity);
                 }
                 // The return channel holds every record there is: never
                 // full. A core gone: the record is freed here.
@@ -1072,7 +1076,7 @@ mod tests {
         config.identity = b"ns1".to_vec();
         config.version = b"tern test".to_vec();
         config.buffer = buffer;
-        let (writer, mut parts) = DnstapWriter::start(&config, 1).unwrap();
+        let (writer, mut parts) = DnstapWriter::start(&config, 1, 1232).unwrap();
         let tap = Tap::new(parts.remove(0), Vec::new());
         (writer, tap, path, dir)
     }
@@ -1182,7 +1186,7 @@ mod tests {
         let dir = tempdir::Dir::new();
         let mut config = DnstapConfig::new(DnstapOutput::Socket(dir.path().join("none")));
         config.buffer = 2;
-        let (writer, mut parts) = DnstapWriter::start(&config, 1).unwrap();
+        let (writer, mut parts) = DnstapWriter::start(&config, 1, 1232).unwrap();
         let tap = Tap::new(parts.remove(0), Vec::new());
         let any: SocketAddr = "127.0.0.1:1".parse().unwrap();
         let started = Instant::now();
@@ -1223,7 +1227,7 @@ mod tests {
         let link = dir.path().join("link");
         std::os::unix::fs::symlink(&target, &link).unwrap();
         let config = DnstapConfig::new(DnstapOutput::File(link));
-        assert!(DnstapWriter::start(&config, 1).is_err());
+        assert!(DnstapWriter::start(&config, 1, 1232).is_err());
         assert_eq!(std::fs::read(&target).unwrap(), b"keep");
     }
 
@@ -1233,7 +1237,7 @@ mod tests {
         let path = dir.path().join("tap");
         let mut config = DnstapConfig::new(DnstapOutput::File(path.clone()));
         config.log_queries = false;
-        let (writer, mut parts) = DnstapWriter::start(&config, 1).unwrap();
+        let (writer, mut parts) = DnstapWriter::start(&config, 1, 1232).unwrap();
         let tap = Tap::new(parts.remove(0), Vec::new());
         let any: SocketAddr = "127.0.0.1:1".parse().unwrap();
         tap.log(Kind::AuthQuery, false, any, any, now(), b"q");
@@ -1260,7 +1264,7 @@ mod tests {
         let path = dir.path().join("tap.sock");
         let listener = UnixListener::bind(&path).unwrap();
         let config = DnstapConfig::new(DnstapOutput::Socket(path));
-        let (writer, mut parts) = DnstapWriter::start(&config, 1).unwrap();
+        let (writer, mut parts) = DnstapWriter::start(&config, 1, 1232).unwrap();
         let tap = Tap::new(parts.remove(0), Vec::new());
         let (mut reader, _) = listener.accept().unwrap();
         reader

@@ -9,6 +9,9 @@
 //! allocations over those queries, less what a statistics snapshot itself
 //! costs, must be the same with dnstap as without. The file written is
 //! then checked to hold the measured queries (so the tap was not idle).
+//! The warm-up asks for small answers only and the measured queries
+//! alternate with an answer of about 1,100 octets: a record must hold any
+//! UDP message from the start (records that grew on the core allocated).
 
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::Arc;
@@ -36,13 +39,25 @@ const BUFFER: usize = 32;
 /// Queries answered while the core's allocations are measured.
 const MEASURED: usize = 400;
 
-fn query(id: u16) -> Vec<u8> {
-    tern_testkit::query(id, "www.example.com.", 1, None)
+/// A query for the small answer; with `large`, every other one asks for
+/// the TXT of about 1,100 octets (EDNS 1232, so it is not truncated).
+fn query(id: u16, large: bool) -> Vec<u8> {
+    if large && id % 2 == 1 {
+        tern_testkit::query(id, "big.example.com.", 16, Some((1232, false)))
+    } else {
+        tern_testkit::query(id, "www.example.com.", 1, None)
+    }
 }
 
 /// Starts a server on a free loopback port.
 fn start(dnstap: Option<DnstapConfig>) -> (Server, SocketAddr) {
-    let catalog = Arc::new(tern_testkit::catalog("example.com.", ZONE));
+    // Four strings of 250 octets: an answer of about 1,100.
+    let strings: Vec<String> = ["a", "b", "c", "d"]
+        .iter()
+        .map(|letter| format!("\"{}\"", letter.repeat(250)))
+        .collect();
+    let zone = format!("{ZONE}big  TXT {}\n", strings.join(" "));
+    let catalog = Arc::new(tern_testkit::catalog("example.com.", &zone));
     for _ in 0..20 {
         let probe = UdpSocket::bind("127.0.0.1:0").unwrap();
         let addr = probe.local_addr().unwrap();
@@ -60,13 +75,17 @@ fn start(dnstap: Option<DnstapConfig>) -> (Server, SocketAddr) {
     panic!("no free loopback port");
 }
 
-/// Asks `count` queries one at a time, each answered.
-fn ask(client: &UdpSocket, server: SocketAddr, count: usize) {
-    let mut answer = [0u8; 512];
+/// Asks `count` queries one at a time, each answered (the large answers
+/// whole).
+fn ask(client: &UdpSocket, server: SocketAddr, count: usize, large: bool) {
+    let mut answer = [0u8; 2048];
     for id in 0..count {
-        client.send_to(&query(id as u16), server).unwrap();
+        client.send_to(&query(id as u16, large), server).unwrap();
         let (len, _) = client.recv_from(&mut answer).expect("an answer");
         assert!(len > 12 && answer[..2] == (id as u16).to_be_bytes());
+        if large && id % 2 == 1 {
+            assert!(len > 1000 && answer[2] & 0x02 == 0, "the TXT answer, whole");
+        }
     }
 }
 
@@ -78,11 +97,11 @@ fn measure(server: &Server, addr: SocketAddr) -> u64 {
         .set_read_timeout(Some(Duration::from_secs(3)))
         .unwrap();
     // The cache, the pools and (with dnstap) every record.
-    ask(&client, addr, 4 * BUFFER);
+    ask(&client, addr, 4 * BUFFER, false);
     let allocations = || server.handle().stats()[0].allocations;
     let first = allocations();
     let second = allocations();
-    ask(&client, addr, MEASURED);
+    ask(&client, addr, MEASURED, true);
     let third = allocations();
     (third - second) - (second - first)
 }
