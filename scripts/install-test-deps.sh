@@ -2,14 +2,15 @@
 # Install what the test suites (tests/differential, tests/service, tests/metrics, ...) need on
 # a Debian machine: Knot DNS, NSD, dig/kdig, dnsperf, Prometheus and promtool, BIND's
 # dnssec-keygen/dnssec-signzone (bind9-utils), dnstap-read (bind9-dnsutils) and
-# fstrm_capture (fstrm-bin) for the dnstap tests, and
+# fstrm_capture (fstrm-bin) for the dnstap tests, ethtool (veth offloads and kxdpgun, from
+# knot-dnsutils, for scripts/bench-xdp.sh), and
 # Python's dnspython with its DNSSEC extra (the `cryptography` package, for the validator
 # check). Idempotent: does nothing when everything is already there; runs `apt-get update`
 # only when a package is missing.
 set -euo pipefail
 
 PYTHON="${PYTHON:-python3}"
-PKGS=(knot knot-dnsutils nsd bind9-utils bind9-dnsutils dnsperf prometheus fstrm-bin)
+PKGS=(knot knot-dnsutils nsd bind9-utils bind9-dnsutils dnsperf prometheus fstrm-bin ethtool)
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then
