@@ -3,8 +3,9 @@
 # a Debian machine: Knot DNS, NSD, dig/kdig, dnsperf, Prometheus and promtool, BIND's
 # dnssec-keygen/dnssec-signzone (bind9-utils), dnstap-read (bind9-dnsutils) and
 # fstrm_capture (fstrm-bin) for the dnstap tests, clang (which builds the XDP program; tern
-# builds without it, but then `--xdp` refuses to start) and iproute2/ethtool for the XDP
-# test's namespaces, and
+# builds without it, but then `--xdp` refuses to start), iproute2 and ethtool for the XDP
+# test's namespaces and veth offloads (and kxdpgun, from knot-dnsutils, for
+# scripts/bench-xdp.sh), and
 # Python's dnspython with its DNSSEC extra (the `cryptography` package, for the validator
 # check). Idempotent: does nothing when everything is already there; runs `apt-get update`
 # only when a package is missing.

@@ -3,12 +3,13 @@
 
   wait-answer.py --port 5353 --name h999999.big. [--type A] [--since EPOCH] [--timeout 120]
 
-Sends one query (RD clear, no EDNS) every --interval seconds to 127.0.0.1 and
-stops at the first answer that is NOERROR, authoritative and has at least one
-answer record. Prints the time from --since (a `date +%s.%N` taken just before
-the server was started; default: when this script started) to that answer, in
-seconds. Exits 1 if --timeout passes first. Used by scripts/bench-peers.sh to
-time zone loads and to wait for servers to be ready.
+Sends one query (RD clear, no EDNS) every --interval seconds to --host (default
+127.0.0.1; IPv6 addresses too) and stops at the first answer that is NOERROR,
+authoritative and has at least one answer record. Prints the time from --since
+(a `date +%s.%N` taken just before the server was started; default: when this
+script started) to that answer, in seconds. Exits 1 if --timeout passes first.
+Used by scripts/bench-peers.sh to time zone loads and to wait for servers to be
+ready, and by scripts/bench-xdp.sh across its veth pair.
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ def main() -> int:
 
     start = args.since if args.since is not None else time.time()
     deadline = time.monotonic() + args.timeout
-    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_DGRAM)
     sock.settimeout(args.interval)
     question = encode_name(args.name) + struct.pack("!HH", TYPES[args.type], 1)
     query_id = 0
