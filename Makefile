@@ -4,7 +4,7 @@
 CARGO ?= cargo
 RELEASE_BIN := target/release/tern
 
-.PHONY: run build release test deps lint fmt unit test-repeat differential compliance transfer metrics dnstap xdp deb service clean bench bench-check bench-peers bench-xdp bench-forward dhat fuzz soak
+.PHONY: run build release test deps lint fmt unit test-repeat differential compliance transfer metrics dnstap xdp deb service clean bench bench-check bench-peers bench-xdp bench-forward dhat dhat-flood fuzz soak
 
 ## Build in release mode and serve zones/ on 127.0.0.1:5353 (no config needed).
 run: release
@@ -74,6 +74,11 @@ bench-forward: release
 ## Heap allocations per answered query under a fixed dnsperf workload.
 dhat:
 	bash scripts/dhat-report.sh
+
+## The same under a random-subdomain flood (every query a new name: a cache
+## miss and an insert into a full cache); must print 0.
+dhat-flood:
+	bash scripts/dhat-report.sh flood
 
 ## ISC genreport's EDNS checks, the malformed-message cases, cookies and
 ## rate limiting, tern against BIND 9; and off-path forgery of forwarded

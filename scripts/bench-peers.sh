@@ -29,6 +29,12 @@
 #             a dump gives user-space instructions per answered query.
 #             Deterministic (no kernel, no timing noise) but at a low rate, where no server
 #             gets to batch: it is a per-query path cost, not a throughput figure.
+#             With CG_FLOOD=1, a random-subdomain flood instead (gen-bench-zone.py flood:
+#             every name distinct): the first CG_FLOOD_WARM_UP names warm the server up,
+#             and the next CG_QUERIES, never asked before, are measured, so every one is
+#             a cache miss (for tern: respond, then an insert that evicts once its cache
+#             is full; start it with a small cache, TERN_CONFIG with `cache: {entries:
+#             10000}`, so that the warm-up fills it).
 # zone-load   A zone `big.` of BIG_RECORDS A records. For each server (and BIND's named,
 #             if installed) LOAD_ROUNDS times: the time from the server's start until the
 #             zone's last name answers, and then its memory: the largest VmRSS of its
@@ -86,6 +92,7 @@
 #   DNSPERF_OPTIONS [unset]: extra dnsperf flags for the throughput and callgrind runs
 #     (EDNS=1 applies to both too),
 #     e.g. "-E 10:0102030405060708" (a client cookie in every query, implies EDNS).
+#   CG_FLOOD [0] CG_FLOOD_WARM_UP [20000]: the callgrind section's flood (above).
 
 set -euo pipefail
 
@@ -99,6 +106,8 @@ RATE=${RATE:-150000}
 OUTSTANDING=${OUTSTANDING:-500}
 CG_QUERIES=${CG_QUERIES:-5000}
 CG_RATE=${CG_RATE:-1000}
+CG_FLOOD=${CG_FLOOD:-0}
+CG_FLOOD_WARM_UP=${CG_FLOOD_WARM_UP:-20000}
 BIG_RECORDS=${BIG_RECORDS:-1000000}
 LOAD_ROUNDS=${LOAD_ROUNDS:-3}
 LOAD_SERVERS=${LOAD_SERVERS:-"tern knot nsd named"}
@@ -506,7 +515,18 @@ section_callgrind() {
     echo "== callgrind: user-space instructions per answered query ($CG_QUERIES queries at $CG_RATE qps)"
     need valgrind "apt-get install valgrind"
     need callgrind_control "apt-get install valgrind"
-    head -n "$CG_QUERIES" "$WORK/queries.txt" >"$WORK/queries-callgrind.txt"
+    local warm_up="$WORK/queries-callgrind.txt" measured="$WORK/queries-callgrind.txt"
+    if [ "$CG_FLOOD" = 1 ]; then
+        echo "   a flood of new names: $CG_FLOOD_WARM_UP to warm up, then $CG_QUERIES others"
+        python3 "$ROOT/scripts/gen-bench-zone.py" flood --queries "$WORK/flood.txt" \
+            --count $((CG_FLOOD_WARM_UP + CG_QUERIES))
+        warm_up="$WORK/queries-callgrind-warm-up.txt"
+        measured="$WORK/queries-callgrind.txt"
+        head -n "$CG_FLOOD_WARM_UP" "$WORK/flood.txt" >"$warm_up"
+        tail -n +$((CG_FLOOD_WARM_UP + 1)) "$WORK/flood.txt" >"$measured"
+    else
+        head -n "$CG_QUERIES" "$WORK/queries.txt" >"$measured"
+    fi
     local query_args=()
     [ "$EDNS" = 1 ] && query_args=(-e)
     # shellcheck disable=SC2206 # one word per flag
@@ -524,7 +544,7 @@ section_callgrind() {
         # One pass first, unmeasured: the throughput runs loop over the query file many
         # times, so caches (tern's answer cache, the CPU's) are warm there too.
         timeout 600 taskset -c "$CLIENT_CPU" dnsperf -s 127.0.0.1 -p "$(port_of "$name")" \
-            -d "$WORK/queries-callgrind.txt" -n 1 -Q "$CG_RATE" -q 50 -t 5 -b "$CLIENT_BUFFER_KB" \
+            -d "$warm_up" -n 1 -Q "$CG_RATE" -q 50 -t 5 -b "$CLIENT_BUFFER_KB" \
             "${query_args[@]}" >"$WORK/callgrind-$name.warm-up.dnsperf" 2>&1 || true
         local pids
         pids=$(group_pids "$PGID" | tr '\n' ' ')
@@ -532,7 +552,7 @@ section_callgrind() {
         callgrind_control -z $pids >"$dir/callgrind-control.log" 2>&1
         local out="$WORK/callgrind-$name.dnsperf"
         timeout 600 taskset -c "$CLIENT_CPU" dnsperf -s 127.0.0.1 -p "$(port_of "$name")" \
-            -d "$WORK/queries-callgrind.txt" -n 1 -Q "$CG_RATE" -q 50 -t 5 -b "$CLIENT_BUFFER_KB" \
+            -d "$measured" -n 1 -Q "$CG_RATE" -q 50 -t 5 -b "$CLIENT_BUFFER_KB" \
             "${query_args[@]}" >"$out" 2>&1 || true
         # shellcheck disable=SC2086
         callgrind_control --dump=window $pids >>"$dir/callgrind-control.log" 2>&1

@@ -29,9 +29,22 @@ server sees the same bytes):
                 plus SOA and NS, for the zone-load measurement. The last
                 name, printed on stdout, is what the load timer waits for.
 
+  flood COUNT   a random-subdomain flood against the zone `bench.` (of
+                `mixed`): a dnsperf data file of COUNT query lines whose
+                names are all distinct, so that every query is a cache miss.
+                Each name's first label is 6 to 14 random letters and
+                digits, a hyphen and the line number in base 36 (so no two
+                are alike):
+
+                  50 %  {label}.bench. A         NXDOMAIN
+                  25 %  {label}.wild.bench. A    wildcard answer
+                  15 %  {label}.bench. AAAA      NXDOMAIN
+                  10 %  {label}.wild.bench. TXT  NODATA (from the wildcard)
+
 Usage:
   gen-bench-zone.py mixed --names 10000 --zone DIR/bench.zone --queries FILE [--count 100000]
   gen-bench-zone.py big --records 1000000 --zone DIR/big.zone
+  gen-bench-zone.py flood --count 100000 --queries FILE
 """
 
 from __future__ import annotations
@@ -106,6 +119,35 @@ def write_queries(out, names: int, count: int) -> None:
         out.write(query_line(rng.choice(kinds), names, rng) + "\n")
 
 
+# (share in percent, suffix, type) of the flood; the shares add up to 100.
+FLOOD = [
+    (50, "bench.", "A"),
+    (25, "wild.bench.", "A"),
+    (15, "bench.", "AAAA"),
+    (10, "wild.bench.", "TXT"),
+]
+
+FLOOD_ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789"
+BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"
+
+
+def base36(n: int) -> str:
+    digits = BASE36[n % 36]
+    while n >= 36:
+        n //= 36
+        digits = BASE36[n % 36] + digits
+    return digits
+
+
+def write_flood(out, count: int) -> None:
+    rng = random.Random(SEED + 1)
+    kinds = [(suffix, qtype) for share, suffix, qtype in FLOOD for _ in range(share)]
+    for i in range(count):
+        suffix, qtype = rng.choice(kinds)
+        label = "".join(rng.choice(FLOOD_ALPHABET) for _ in range(rng.randrange(6, 15)))
+        out.write(f"{label}-{base36(i)}.{suffix} {qtype}\n")
+
+
 def write_big_zone(out, records: int) -> str:
     out.write("$ORIGIN big.\n$TTL 3600\n")
     out.write(SOA)
@@ -132,6 +174,9 @@ def main() -> int:
     big = sub.add_parser("big", help="the zone big. of N A records")
     big.add_argument("--records", type=int, default=1_000_000)
     big.add_argument("--zone", required=True)
+    flood = sub.add_parser("flood", help="distinct random names under bench.")
+    flood.add_argument("--count", type=int, default=100_000, help="query lines to write")
+    flood.add_argument("--queries", required=True)
     args = parser.parse_args()
 
     if args.command == "mixed":
@@ -142,6 +187,9 @@ def main() -> int:
         if args.queries:
             with open(args.queries, "w") as out:
                 write_queries(out, args.names, args.count)
+    elif args.command == "flood":
+        with open(args.queries, "w") as out:
+            write_flood(out, args.count)
     else:
         if args.records < 1:
             parser.error("--records must be at least 1")

@@ -51,9 +51,14 @@
 //! cache, never grow its memory; see `hash.rs`), probes a
 //! `hashbrown::HashTable`, compares the name, and makes three copies into
 //! the caller's buffer. It allocates nothing and sets one bit (SIEVE's
-//! `visited`). A miss followed by an insert allocates one boxed byte
-//! string. Memory is bounded in entries and in bytes, each entry charged
-//! its stored bytes plus [`ENTRY_OVERHEAD`]; eviction is SIEVE, amortized
+//! `visited`). A miss followed by an insert allocates nothing either: the
+//! cache takes all its memory when it is made (the index and slot array
+//! for its entry limit, an arena for its byte limit whose pages are
+//! written only as entries reach them), and each entry's bytes are an
+//! extent of that arena, so a random-subdomain flood, every query a miss
+//! and an insert that evicts, runs without `malloc`. Memory is bounded in
+//! entries and in bytes, each entry charged its stored bytes (rounded up
+//! to 32 octets) plus [`ENTRY_OVERHEAD`]; eviction is SIEVE, amortized
 //! O(1). [`ResponseCache::clear`] empties the cache when the zones change.
 //!
 //! ## The forwarding cache
@@ -131,10 +136,11 @@ pub mod fuzzing;
 mod hash;
 mod key;
 mod response;
+mod slab;
 
 pub use hash::KeyedHash;
 pub use key::CacheKey;
 pub use response::{
-    CacheLimits, ResponseCache, DEFAULT_MAX_BYTES, DEFAULT_MAX_ENTRIES, ENTRY_OVERHEAD,
-    MAX_ANSWER_LEN,
+    CacheCounters, CacheLimits, ResponseCache, DEFAULT_MAX_BYTES, DEFAULT_MAX_ENTRIES,
+    ENTRY_OVERHEAD, MAX_ANSWER_LEN, MAX_ENTRY_LEN,
 };

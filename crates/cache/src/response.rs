@@ -1,9 +1,11 @@
-//! The response cache: pre-serialized answers, SIEVE eviction, a keyed hash.
+//! The response cache: pre-serialized answers, SIEVE eviction, a keyed hash,
+//! and memory taken once, when the cache is made.
 //!
-//! Layout. Entries live in a slot array (`Vec<Slot>`, 32 bytes a slot on
-//! 64-bit targets); a `hashbrown::HashTable<u32>` maps a key's hash to a
-//! slot index, so the index costs 4 bytes and one control byte an entry.
-//! Each slot owns one boxed byte string:
+//! Layout. Entries live in a slot array (`Vec<Slot>`, 28 bytes a slot);
+//! a `hashbrown::HashTable<u32>` maps a key's hash to a slot index, so the
+//! index costs 4 bytes and one control byte a bucket. Each slot's bytes
+//! are an extent of the cache's [`Slab`] (`crate::slab`): one arena of
+//! 32-octet granules, with free lists per size and coalescing, holding
 //!
 //! ```text
 //!   flags(2, RD clear) counts(8) | lowercased qname | tail (answer, authority, additional, OPT)
@@ -11,9 +13,34 @@
 //!
 //! The name is stored there rather than as a `LowerNameBuf` (256 bytes
 //! whatever the name's length): a typical entry then costs its real length
-//! plus [`ENTRY_OVERHEAD`], and the lookup compares the key's name with the
-//! stored bytes (one `memcmp`) after the table has matched 7 bits of hash
-//! and the slot's type, class, flags and name length.
+//! rounded up to the granule, plus [`ENTRY_OVERHEAD`], and the lookup
+//! compares the key's name with the stored bytes (one `memcmp`) after the
+//! table has matched 7 bits of hash and the slot's type, class, flags and
+//! name length.
+//!
+//! No allocation after [`ResponseCache::new`]. A random-subdomain flood
+//! makes every query a miss and an insert into a full cache, so the insert
+//! and the evictions must not allocate either (issue 12); they did, one
+//! boxed byte string per entry, until the storage became fixed:
+//!
+//! - the slab's arena is reserved whole at construction (the byte limit,
+//!   or less if the entry limit cannot use it all), but its pages are only
+//!   written, hence made resident, as entries first reach them: a core's
+//!   memory follows the most its cache has held, at the cost of address
+//!   space for the whole limit per core;
+//! - the slot array's capacity is reserved for the entry limit and never
+//!   exceeded (slots are reused through a free list);
+//! - the index is made for twice the entry limit. hashbrown leaves
+//!   tombstones when it removes, and an insert that finds no room left
+//!   rehashes in place only if the table is at most half full, else it
+//!   reallocates twice as large: at twice the limit it is never more than
+//!   half full. The price is about 11 to 23 index bytes an entry, counted
+//!   in [`ENTRY_OVERHEAD`].
+//!
+//! An entry of more than [`MAX_ENTRY_LEN`] stored bytes (an answer of more
+//! than 4102 octets, over UDP only with a `udp-size` above 4096) is not
+//! stored: `respond` writes it every time. [`ResponseCache::counters`]
+//! counts them.
 //!
 //! Eviction is SIEVE (Zhang et al., NSDI 2024): a FIFO list threaded
 //! through the slots (`prev`/`next` indices), a `visited` bit set on a hit,
@@ -22,7 +49,19 @@
 //! bool; an eviction is amortized O(1) and bounded by one pass over the
 //! list. Unlike CLOCK, new entries enter at the head while the hand keeps
 //! its place, so a flood of one-time names (random-subdomain attacks) is
-//! evicted before the entries that real clients keep asking for.
+//! evicted before the entries that real clients keep asking for. SIEVE
+//! evicts when the entry or the byte limit would be exceeded, and also,
+//! rarely, when the slab has the bytes free but not in one piece: the
+//! insert then evicts more SIEVE victims until their extents, merged with
+//! free neighbours, make room. A flood churns entries in FIFO order, which
+//! frees neighbouring extents together, so this is rare, and the counters
+//! say how rare: none in the unit tests' floods of a million names, about
+//! 3 % of evictions in a 16 KiB cache where one answer in eight is ten
+//! times the size of the others. A victim of exactly the new entry's size
+//! is reused in place, without a trip through the free lists: in a flood
+//! of answers of one kind that is the common case. An insert into a full
+//! cache costs about 60 instructions fewer than with the `free` and
+//! `malloc` it replaced (docs/benchmarks.md, "Cold cache").
 
 use core::mem::size_of;
 
@@ -32,10 +71,17 @@ use tern_wire::types::{Opcode, RClass, RType};
 
 use crate::hash::KeyedHash;
 use crate::key::{CacheKey, BIT_DO, BIT_EDNS};
+use crate::slab::{Slab, GRANULE, MAX_ALLOCATION};
 
-/// The largest answer stored: the largest DNS message (TCP's two-octet
-/// length prefix).
+/// The largest DNS message (TCP's two-octet length prefix): a longer
+/// answer is malformed.
 pub const MAX_ANSWER_LEN: usize = 65535;
+
+/// The most bytes one entry stores (template, name and tail): the slab's
+/// largest extent, 4 KiB. An answer stores 6 octets fewer than its length
+/// (the ID, and the question's type and class, come from each query), so
+/// answers of up to 4102 octets are cached.
+pub const MAX_ENTRY_LEN: usize = MAX_ALLOCATION;
 
 /// Header octets 2-3 (flags) and 4-11 (counts) kept from the answer.
 const TEMPLATE_LEN: usize = 10;
@@ -52,20 +98,22 @@ const MAX_SLOTS: usize = (u32::MAX - 1) as usize;
 /// "No slot" in the list links and the hand.
 const NIL: u32 = u32::MAX;
 
-/// Index bytes per entry: a `u32` and hashbrown's control byte, rounded up
-/// for its 7/8 maximum load.
-const INDEX_BYTES_PER_ENTRY: usize = 8;
+/// Index bytes per entry: a bucket is a `u32` and hashbrown's control
+/// byte; the table has room for twice the entries (see the module docs)
+/// at a load of at most 7/8, rounded up to a power of two: between 2.3
+/// and 4.6 buckets an entry, 16 bytes taken as typical.
+const INDEX_BYTES_PER_ENTRY: usize = 16;
 
-/// What the allocator adds to each boxed byte string: glibc malloc's chunk
-/// header plus rounding to 16 octets.
-const ALLOC_OVERHEAD: usize = 16;
+/// The index is made for this many times the entry limit, so that it is
+/// never more than half full and hashbrown never reallocates it.
+const INDEX_SLACK: usize = 2;
 
 /// Bytes charged to each entry on top of its stored bytes (template, name
-/// and tail): the slot, its share of the index and the allocator's
-/// overhead. [`ResponseCache::bytes`] is the sum of these honest costs;
-/// what it leaves out is the slack of the slot array and of the index
-/// after growth or eviction (at most `max_entries` slots).
-pub const ENTRY_OVERHEAD: usize = size_of::<Slot>() + INDEX_BYTES_PER_ENTRY + ALLOC_OVERHEAD;
+/// and tail, rounded up to the slab's 32-octet granule): the slot and its
+/// share of the index. [`ResponseCache::bytes`] is the sum of these
+/// costs. Both are allocated at construction for the entry limit, so
+/// what the charge leaves out is the part of them the cache does not use.
+pub const ENTRY_OVERHEAD: usize = size_of::<Slot>() + INDEX_BYTES_PER_ENTRY;
 
 /// The default [`CacheLimits::max_entries`].
 pub const DEFAULT_MAX_ENTRIES: usize = 100_000;
@@ -82,10 +130,14 @@ pub struct CacheLimits {
     /// distinct (name, type) pairs that a busy authoritative server sees
     /// asked within minutes.
     pub max_entries: usize,
-    /// The most bytes, counted as stored bytes plus [`ENTRY_OVERHEAD`] per
-    /// entry. Default [`DEFAULT_MAX_BYTES`] (64 MiB): 100 000 entries of a
-    /// typical 200-octet answer need about 25 MiB, so the entry limit
-    /// usually binds first and large answers cannot crowd memory.
+    /// The most bytes, counted as stored bytes (rounded up to 32 octets)
+    /// plus [`ENTRY_OVERHEAD`] per entry. Default [`DEFAULT_MAX_BYTES`]
+    /// (64 MiB): 100 000 entries of a typical 200-octet answer need about
+    /// 25 MiB, so the entry limit usually binds first and large answers
+    /// cannot crowd memory. The slab for the stored bytes is reserved at
+    /// this size (less when the entry limit cannot use so much), the slot
+    /// array and index for `max_entries` (fewer when this limit cannot
+    /// hold so many).
     pub max_bytes: usize,
 }
 
@@ -98,12 +150,31 @@ impl Default for CacheLimits {
     }
 }
 
+//----------- CacheCounters -------------------------------------------------
+
+/// What the cache did since it was made (a clear does not reset them).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CacheCounters {
+    /// Answers stored.
+    pub stored: u64,
+    /// Entries evicted, for any reason.
+    pub evicted: u64,
+    /// Of those, entries evicted although both limits held, because the
+    /// slab's free bytes were not in one piece large enough.
+    pub evicted_to_fit: u64,
+    /// Cacheable answers not stored because they are longer than
+    /// [`MAX_ENTRY_LEN`] allows.
+    pub too_large: u64,
+}
+
 //----------- Slot -----------------------------------------------------------
 
-/// One entry, or a free slot (empty `data`, `next` links the free list).
+/// One entry, or a free slot (`len` 0, `next` links the free list).
 struct Slot {
-    /// Template, lowercased name, tail; see the module docs.
-    data: Box<[u8]>,
+    /// The first granule of the entry's bytes in the slab.
+    at: u32,
+    /// Stored bytes: template, lowercased name, tail; see the module docs.
+    len: u16,
     /// The next older entry (towards the tail), or `NIL`.
     prev: u32,
     /// The next newer entry (towards the head), or `NIL`; in a free slot,
@@ -121,38 +192,49 @@ struct Slot {
 }
 
 impl Slot {
-    fn name(&self) -> &[u8] {
-        self.data
-            .get(TEMPLATE_LEN..TEMPLATE_LEN + usize::from(self.name_len))
-            .unwrap_or(&[])
+    /// The entry's bytes in `slab`.
+    #[inline]
+    fn data<'s>(&self, slab: &'s Slab) -> &'s [u8] {
+        slab.get(self.at, usize::from(self.len))
     }
 
-    fn tail(&self) -> &[u8] {
-        self.data
-            .get(TEMPLATE_LEN + usize::from(self.name_len)..)
-            .unwrap_or(&[])
+    #[inline]
+    fn name<'s>(&self, slab: &'s Slab) -> &'s [u8] {
+        slab.get_from(self.at, TEMPLATE_LEN, usize::from(self.name_len))
     }
 
-    fn matches(&self, name: &[u8], qtype: RType, qclass: RClass, bits: u8) -> bool {
+    fn matches(&self, slab: &Slab, name: &[u8], qtype: RType, qclass: RClass, bits: u8) -> bool {
         self.qtype == qtype
             && self.qclass == qclass
             && self.bits == bits
             && usize::from(self.name_len) == name.len()
-            && self.name() == name
+            && self.name(slab) == name
     }
 
     /// Whether this entry answers a question whose name is `query_name`
     /// as the client wrote it (the stored name is lowercase).
-    fn answers(&self, query_name: &[u8], qtype: RType, qclass: RClass, bits: u8) -> bool {
+    #[inline]
+    fn answers(
+        &self,
+        slab: &Slab,
+        query_name: &[u8],
+        qtype: RType,
+        qclass: RClass,
+        bits: u8,
+    ) -> bool {
         self.qtype == qtype
             && self.qclass == qclass
             && self.bits == bits
             && usize::from(self.name_len) == query_name.len()
-            && eq_lowercase(query_name, self.name())
+            && eq_lowercase(query_name, self.name(slab))
+    }
+
+    fn granules(&self) -> usize {
+        usize::from(self.len).div_ceil(GRANULE)
     }
 
     fn cost(&self) -> usize {
-        self.data.len() + ENTRY_OVERHEAD
+        self.granules() * GRANULE + ENTRY_OVERHEAD
     }
 }
 
@@ -195,8 +277,8 @@ fn hash_parts(hasher: &KeyedHash, name: &[u8], qtype: RType, qclass: RClass, bit
     hasher.hash(name, qtype.0, qclass.0, bits)
 }
 
-fn hash_slot(hasher: &KeyedHash, slot: &Slot) -> u64 {
-    hash_parts(hasher, slot.name(), slot.qtype, slot.qclass, slot.bits)
+fn hash_slot(hasher: &KeyedHash, slab: &Slab, slot: &Slot) -> u64 {
+    hash_parts(hasher, slot.name(slab), slot.qtype, slot.qclass, slot.bits)
 }
 
 //----------- ResponseCache --------------------------------------------------
@@ -205,9 +287,13 @@ fn hash_slot(hasher: &KeyedHash, slot: &Slot) -> u64 {
 /// [`CacheKey`]. Not shared: every method takes `&mut self` or `&self` of
 /// the core that owns it; there is no lock, atomic, `Arc` or `RefCell`.
 pub struct ResponseCache {
-    /// Hash of the key -> slot index.
+    /// Hash of the key -> slot index. Made for `INDEX_SLACK` times the
+    /// entry limit: never grows.
     table: HashTable<u32>,
+    /// Reserved for the entry limit: never grows past it.
     slots: Vec<Slot>,
+    /// The entries' bytes.
+    slab: Slab,
     /// Head of the free-slot list (threaded through `Slot::next`).
     free: u32,
     /// The newest entry.
@@ -219,6 +305,7 @@ pub struct ResponseCache {
     len: usize,
     bytes: usize,
     limits: CacheLimits,
+    counters: CacheCounters,
     /// foldhash under a per-process random key: query names are chosen by
     /// whoever sends packets (see `crate::hash` for why foldhash suffices
     /// in a bounded, evicting cache).
@@ -226,12 +313,44 @@ pub struct ResponseCache {
 }
 
 impl ResponseCache {
-    /// An empty cache; nothing is allocated until the first insert.
-    /// `max_entries` above `u32::MAX - 1` is lowered to it.
+    /// An empty cache, with all the memory it will ever use allocated:
+    /// the slot array, the index, and the slab (reserved, its pages
+    /// written only as entries reach them; see the module docs).
+    ///
+    /// The limits in force ([`ResponseCache::limits`]) may be lower than
+    /// asked: `max_entries` is at most what `max_bytes` can hold (entries
+    /// of one granule) and below `u32::MAX`; and should the system refuse
+    /// the memory, each part is halved until it agrees, the limits with
+    /// it. A cache with a limit of 0 allocates nothing.
     pub fn new(limits: CacheLimits) -> Self {
+        let most_entries = limits.max_bytes / (ENTRY_OVERHEAD + GRANULE);
+        let mut max_entries = limits.max_entries.min(MAX_SLOTS).min(most_entries);
+        let mut max_bytes = if max_entries == 0 {
+            0
+        } else {
+            limits.max_bytes
+        };
+        let mut table = HashTable::new();
+        let mut slots = Vec::new();
+        while max_entries > 0
+            && (table
+                .try_reserve(max_entries.saturating_mul(INDEX_SLACK), |_| 0)
+                .is_err()
+                || slots.try_reserve_exact(max_entries).is_err())
+        {
+            max_entries /= 2;
+        }
+        // The slab never holds more than the entries can use.
+        let wanted = max_bytes.min(max_entries.saturating_mul(MAX_ENTRY_LEN));
+        let slab = Slab::new(wanted);
+        if slab.capacity() < wanted / GRANULE * GRANULE {
+            // Reserved less than asked: the byte limit is what we got.
+            max_bytes = slab.capacity();
+        }
         ResponseCache {
-            table: HashTable::new(),
-            slots: Vec::new(),
+            table,
+            slots,
+            slab,
             free: NIL,
             head: NIL,
             tail: NIL,
@@ -239,9 +358,10 @@ impl ResponseCache {
             len: 0,
             bytes: 0,
             limits: CacheLimits {
-                max_entries: limits.max_entries.min(MAX_SLOTS),
-                max_bytes: limits.max_bytes,
+                max_entries,
+                max_bytes,
             },
+            counters: CacheCounters::default(),
             hasher: KeyedHash::new(),
         }
     }
@@ -261,10 +381,16 @@ impl ResponseCache {
         self.len == 0
     }
 
-    /// The bytes charged to the entries: stored bytes plus
-    /// [`ENTRY_OVERHEAD`] each. Never above `max_bytes`.
+    /// The bytes charged to the entries: stored bytes rounded up to the
+    /// slab's granule plus [`ENTRY_OVERHEAD`] each. Never above
+    /// `max_bytes`.
     pub fn bytes(&self) -> usize {
         self.bytes
+    }
+
+    /// What the cache did so far.
+    pub fn counters(&self) -> CacheCounters {
+        self.counters
     }
 
     /// On a hit, writes the whole answer for `query` into `out` and returns
@@ -322,21 +448,22 @@ impl ResponseCache {
         // flags. Comparing with the query rather than the key costs one
         // comparison instead of two, and a key not made from this query
         // can only miss.
-        let slots = &self.slots;
+        let (slots, slab) = (&self.slots, &self.slab);
         let &index = self.table.find(hash, |&i| {
             slots
                 .get(i as usize)
-                .is_some_and(|slot| slot.answers(query_name, qtype, qclass, bits))
+                .is_some_and(|slot| slot.answers(slab, query_name, qtype, qclass, bits))
         })?;
         let slot = self.slots.get_mut(index as usize)?;
-        let tail = slot.tail();
+        let data = slot.data(&self.slab);
+        let (template, tail) = data.split_at_checked(TEMPLATE_LEN + name_len)?;
         let total = question_end + tail.len();
         if total > limit {
             return None;
         }
         let out = out.get_mut(..total)?;
         out[..2].copy_from_slice(&query[..2]);
-        out[2..HEADER_LEN].copy_from_slice(&slot.data[..TEMPLATE_LEN]);
+        out[2..HEADER_LEN].copy_from_slice(&template[..TEMPLATE_LEN]);
         out[2] |= query[2] & RD;
         out[3] |= query[3] & CD;
         out[HEADER_LEN..question_end].copy_from_slice(question);
@@ -353,11 +480,14 @@ impl ResponseCache {
     /// [`MAX_ANSWER_LEN`]; QR is clear; TC is set; the opcode is not QUERY;
     /// the rcode is not NOERROR or NXDOMAIN (extended rcode included); its
     /// question differs from the key (name compared ignoring case); its OPT
-    /// presence or DO bit differs from the key; or it alone would exceed
+    /// presence or DO bit differs from the key; it would store more than
+    /// [`MAX_ENTRY_LEN`] bytes (counted in
+    /// [`CacheCounters::too_large`]); or it alone would exceed
     /// `max_bytes`. An entry with the same key is replaced. Then the oldest
-    /// unvisited entries are evicted until both limits hold.
+    /// unvisited entries are evicted until both limits hold and the slab
+    /// has an extent for it.
     ///
-    /// Allocates the entry's bytes (the miss path only).
+    /// Allocates nothing: the bytes go into the slab.
     pub fn insert(&mut self, key: CacheKey, answer: &[u8]) -> bool {
         self.insert_tagged(key, answer, 0)
     }
@@ -372,40 +502,74 @@ impl ResponseCache {
         let name = key.name.as_bytes();
         let tail = &answer[tail_start..];
         let stored = TEMPLATE_LEN + name.len() + tail.len();
-        if self.limits.max_entries == 0 || stored + ENTRY_OVERHEAD > self.limits.max_bytes {
+        if self.limits.max_entries == 0 {
+            return false;
+        }
+        if stored > MAX_ENTRY_LEN {
+            self.counters.too_large += 1;
+            return false;
+        }
+        let granules = stored.div_ceil(GRANULE);
+        let cost = granules * GRANULE + ENTRY_OVERHEAD;
+        if cost > self.limits.max_bytes {
             return false;
         }
         let bits = key.bits();
         let hash = hash_parts(&self.hasher, name, key.qtype, key.qclass, bits);
 
         // Replace, never duplicate.
-        let slots = &self.slots;
+        let (slots, slab) = (&self.slots, &self.slab);
         if let Ok(entry) = self.table.find_entry(hash, |&i| {
             slots
                 .get(i as usize)
-                .is_some_and(|slot| slot.matches(name, key.qtype, key.qclass, bits))
+                .is_some_and(|slot| slot.matches(slab, name, key.qtype, key.qclass, bits))
         }) {
             let (index, _) = entry.remove();
-            self.release(index);
+            let (at, granules) = self.release(index);
+            self.slab.free(at, granules);
         }
 
-        // Bounded: each round removes one entry, and `evict` fails only on
-        // an empty cache, which satisfies both limits given the checks above.
-        while self.len >= self.limits.max_entries
-            || self.bytes + stored + ENTRY_OVERHEAD > self.limits.max_bytes
-        {
-            if !self.evict() {
-                return false;
+        // Bounded: each round removes one entry. On an empty cache both
+        // limits hold (given the checks above) and the whole slab is
+        // wilderness, larger than `cost`, so the allocation succeeds.
+        let at = loop {
+            if self.has_room(cost) {
+                if let Some(at) = self.slab.allocate(granules) {
+                    break at;
+                }
+                self.counters.evicted_to_fit += 1;
             }
-        }
+            let Some((victim, victim_granules)) = self.evict() else {
+                return false;
+            };
+            // A victim of the same size, once the limits hold, is reused
+            // as it is: what freeing it and allocating would come to in a
+            // flood of answers of one size, without the free lists.
+            if victim_granules == granules && self.has_room(cost) {
+                break victim;
+            }
+            self.slab.free(victim, victim_granules);
+        };
 
-        let mut data = Vec::with_capacity(stored);
-        data.extend_from_slice(&[answer[2] & !RD, answer[3] & !CD]);
-        data.extend_from_slice(&answer[4..HEADER_LEN]);
-        data.extend_from_slice(name);
-        data.extend_from_slice(tail);
+        // The extent holds `stored` bytes (an empty slice would mean a bug
+        // in the slab: refused, not a panic).
+        let Some((template, rest)) = self
+            .slab
+            .get_mut(at, stored)
+            .split_at_mut_checked(TEMPLATE_LEN)
+        else {
+            self.slab.free(at, granules);
+            return false;
+        };
+        template[0] = answer[2] & !RD;
+        template[1] = answer[3] & !CD;
+        template[2..].copy_from_slice(&answer[4..HEADER_LEN]);
+        let (stored_name, stored_tail) = rest.split_at_mut(name.len());
+        stored_name.copy_from_slice(name);
+        stored_tail.copy_from_slice(tail);
         let slot = Slot {
-            data: data.into_boxed_slice(),
+            at,
+            len: stored as u16,
             prev: NIL,
             next: NIL,
             qtype: key.qtype,
@@ -416,30 +580,34 @@ impl ResponseCache {
             tag,
         };
         let Some(index) = self.allocate(slot) else {
+            self.slab.free(at, granules);
             return false;
         };
         self.push_head(index);
         let Self {
             table,
             slots,
+            slab,
             hasher,
             ..
         } = self;
         table.insert_unique(hash, index, |&i| {
             slots
                 .get(i as usize)
-                .map_or(0, |slot| hash_slot(hasher, slot))
+                .map_or(0, |slot| hash_slot(hasher, slab, slot))
         });
         self.len += 1;
-        self.bytes += stored + ENTRY_OVERHEAD;
+        self.bytes += cost;
+        self.counters.stored += 1;
         true
     }
 
     /// Drops every entry (the zones or the answering options changed).
-    /// Keeps the slot array's and the index's memory for reuse.
+    /// Keeps all the memory for reuse.
     pub fn clear(&mut self) {
         self.table.clear();
         self.slots.clear();
+        self.slab.clear();
         self.free = NIL;
         self.head = NIL;
         self.tail = NIL;
@@ -448,17 +616,23 @@ impl ResponseCache {
         self.bytes = 0;
     }
 
+    /// Whether an entry of `cost` fits within both limits.
+    fn has_room(&self, cost: usize) -> bool {
+        self.len < self.limits.max_entries && self.bytes + cost <= self.limits.max_bytes
+    }
+
     //--- SIEVE
 
     /// Evicts one entry: from the hand (or the tail) towards the head, the
     /// first entry not visited since the hand last passed; visited bits
-    /// passed over are cleared. Returns false on an empty cache.
+    /// passed over are cleared. Returns the victim's extent, for the caller
+    /// to free or reuse; `None` on an empty cache.
     ///
     /// Bound: `len + 1` steps. After `len` steps every entry has been
     /// examined once and its bit cleared, so the next step finds a victim.
-    fn evict(&mut self) -> bool {
+    fn evict(&mut self) -> Option<(u32, usize)> {
         if self.tail == NIL {
-            return false;
+            return None;
         }
         let mut at = if self.hand == NIL {
             self.tail
@@ -477,22 +651,25 @@ impl ResponseCache {
                 slot.next
             };
         }
-        let hash = hash_slot(&self.hasher, &self.slots[at as usize]);
+        let hash = hash_slot(&self.hasher, &self.slab, &self.slots[at as usize]);
         // `release` moves the hand to the victim's newer neighbour.
         self.hand = at;
         if let Ok(entry) = self.table.find_entry(hash, |&i| i == at) {
             entry.remove();
         }
-        self.release(at);
-        true
+        self.counters.evicted += 1;
+        Some(self.release(at))
     }
 
-    /// Unlinks an entry already removed from the index and frees its slot.
-    fn release(&mut self, index: u32) {
+    /// Unlinks an entry already removed from the index and frees its slot;
+    /// returns its extent (first granule, granules), which the caller
+    /// frees or reuses.
+    fn release(&mut self, index: u32) -> (u32, usize) {
         let slot = &mut self.slots[index as usize];
         let (prev, next) = (slot.prev, slot.next);
         let cost = slot.cost();
-        slot.data = Box::default();
+        let extent = (slot.at, slot.granules());
+        slot.len = 0;
         slot.visited = false;
         slot.prev = NIL;
         slot.next = self.free;
@@ -512,9 +689,11 @@ impl ResponseCache {
         }
         self.len -= 1;
         self.bytes -= cost;
+        extent
     }
 
-    /// Puts `slot` in a free slot or a new one; `None` past [`MAX_SLOTS`].
+    /// Puts `slot` in a free slot or a new one; `None` past the capacity
+    /// reserved (which the entry limit keeps from happening).
     fn allocate(&mut self, slot: Slot) -> Option<u32> {
         if self.free != NIL {
             let index = self.free;
@@ -523,7 +702,8 @@ impl ResponseCache {
             *place = slot;
             return Some(index);
         }
-        if self.slots.len() >= MAX_SLOTS {
+        // Within the capacity reserved: never reallocates.
+        if self.slots.len() >= self.slots.capacity() {
             return None;
         }
         self.slots.push(slot);

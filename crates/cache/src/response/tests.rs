@@ -350,10 +350,9 @@ fn insert_replaces_an_entry_with_the_same_key() {
     let answer = slow(&catalog, &www, Transport::Udp);
     assert!(cache.insert(key(&www), &answer));
     let bytes = cache.bytes();
-    assert_eq!(
-        bytes,
-        TEMPLATE_LEN + answer.len() - HEADER_LEN - 4 + ENTRY_OVERHEAD
-    );
+    let stored = TEMPLATE_LEN + answer.len() - HEADER_LEN - 4;
+    assert_eq!(stored, answer.len() - 6);
+    assert_eq!(bytes, stored.next_multiple_of(GRANULE) + ENTRY_OVERHEAD);
     assert!(cache.insert(key(&www), &answer));
     assert_eq!((cache.len(), cache.bytes()), (1, bytes));
 }
@@ -473,11 +472,31 @@ fn a_flood_of_unique_names_keeps_both_limits() {
     let recount: usize = cache
         .slots
         .iter()
-        .filter(|slot| !slot.data.is_empty())
+        .filter(|slot| slot.len != 0)
         .map(Slot::cost)
         .sum();
     assert_eq!(recount, cache.bytes());
     assert_eq!(cache.table.len(), cache.len());
+    cache.slab.assert_consistent(&live_extents(&cache));
+    // Evictions for want of one piece large enough are rare: the flood's
+    // FIFO order frees neighbours together.
+    let counters = cache.counters();
+    assert_eq!(counters.stored, u64::from(FLOOD) + 1);
+    assert_eq!(counters.evicted, counters.stored - cache.len() as u64);
+    assert!(
+        counters.evicted_to_fit * 50 < counters.evicted,
+        "{counters:?}"
+    );
+}
+
+/// The extents of the live entries: first granule -> granules.
+fn live_extents(cache: &ResponseCache) -> std::collections::BTreeMap<u32, u32> {
+    cache
+        .slots
+        .iter()
+        .filter(|slot| slot.len != 0)
+        .map(|slot| (slot.at, slot.granules() as u32))
+        .collect()
 }
 
 /// The SIEVE list stays consistent through inserts, hits, replacements
@@ -501,7 +520,7 @@ fn list_and_index_stay_consistent() {
         while at != NIL {
             let slot = &cache.slots[at as usize];
             assert_eq!(slot.prev, previous);
-            assert!(!slot.data.is_empty());
+            assert_ne!(slot.len, 0);
             previous = at;
             at = slot.next;
             seen += 1;
@@ -510,8 +529,110 @@ fn list_and_index_stay_consistent() {
         assert_eq!(previous, cache.head);
         assert_eq!(seen, cache.len());
         assert_eq!(cache.table.len(), cache.len());
-        assert!(cache.hand == NIL || !cache.slots[cache.hand as usize].data.is_empty());
+        cache.slab.assert_consistent(&live_extents(&cache));
+        assert!(cache.hand == NIL || cache.slots[cache.hand as usize].len != 0);
     }
+}
+
+/// The memory a cache will use is taken when it is made: a flood of
+/// answers of every size (evicting by entries, by bytes and to fit), a
+/// clear and another flood leave the index, the slot array and the slab
+/// with the capacity and place they had (the allocation-counting proof is
+/// `tests/alloc_hit.rs` and tern-server's `alloc_miss_flood`).
+#[test]
+fn memory_is_taken_once() {
+    let catalog = catalog();
+    let mut cache = small(300, 48 << 10);
+    let table = (cache.table.capacity(), cache.table.len());
+    let slots = (cache.slots.capacity(), cache.slots.as_ptr());
+    let slab = cache.slab.capacity();
+    assert!(
+        table.0 >= 2 * 300,
+        "the index has room for twice the entries"
+    );
+    assert!(slots.0 >= 300);
+    assert_eq!(slab, 48 << 10);
+    for round in 0..2 {
+        for i in 0..3000u32 {
+            let (name, qtype, transport) = match i % 5 {
+                0 => (format!("n{i}.big.example."), RType::TXT, Transport::Tcp),
+                1 => (format!("n{i}.example."), RType::A, Transport::Udp),
+                _ => (format!("n{i}.wild.example."), RType::A, Transport::Udp),
+            };
+            let q = query(&name, qtype, if i % 3 == 0 { PLAIN } else { EDNS });
+            let answer = slow(&catalog, &q, transport);
+            assert!(cache.insert(key(&q), &answer), "{name}");
+            if i % 7 == 0 {
+                assert_eq!(hit(&mut cache, &q), Some(answer));
+            }
+            assert!(cache.len() <= 300 && cache.bytes() <= 48 << 10);
+        }
+        cache.slab.assert_consistent(&live_extents(&cache));
+        assert_eq!(cache.table.capacity(), table.0, "round {round}");
+        assert_eq!((cache.slots.capacity(), cache.slots.as_ptr()), slots);
+        assert_eq!(cache.slab.capacity(), slab);
+        cache.clear();
+        assert_eq!(cache.table.capacity(), table.0);
+    }
+    assert!(cache.counters().evicted > 4000);
+}
+
+#[test]
+fn limits_are_lowered_to_what_can_be_held() {
+    // 76 000 bytes hold at most 1000 entries of one granule.
+    let cache = small(1 << 20, 1000 * (ENTRY_OVERHEAD + GRANULE));
+    assert_eq!(cache.limits().max_entries, 1000);
+    assert!(cache.table.capacity() < 4 * 2 * 1000);
+    // The slab is never larger than the entries could fill.
+    let cache = small(10, 1 << 30);
+    assert_eq!(cache.slab.capacity(), 10 * MAX_ENTRY_LEN);
+    assert_eq!(cache.limits().max_bytes, 1 << 30);
+    // Off: nothing reserved.
+    let off = small(0, 1 << 30);
+    assert_eq!(off.slab.capacity(), 0);
+    assert_eq!((off.table.capacity(), off.slots.capacity()), (0, 0));
+    assert_eq!(size_of::<Slot>(), 28, "the module docs say so");
+}
+
+/// A zone whose `*.huge` owns one TXT record per length in `lengths`
+/// (each a distinct string of that many octets, at least 3).
+fn huge(lengths: &[usize]) -> Catalog {
+    let mut text = String::from("$TTL 300\n@ SOA ns1 hostmaster 1 7200 3600 1209600 300\n");
+    text.push_str("@ NS ns1\n");
+    for (i, &len) in lengths.iter().enumerate() {
+        text.push_str(&format!("*.huge TXT \"{i:03}{}\"\n", "x".repeat(len - 3)));
+    }
+    tern_testkit::catalog("example.", &text)
+}
+
+/// An answer too large for the slab's largest extent is answered by
+/// `respond` each time, and counted; one octet shorter, it is stored.
+#[test]
+fn answers_beyond_the_largest_extent_are_counted_not_stored() {
+    let q = query("a.huge.example.", RType::TXT, PLAIN);
+    // Each record: a pointer to the question (2), type, class, TTL and
+    // length (10), the string's length octet and its text.
+    let one = slow(&huge(&[10]), &q, Transport::Tcp).len();
+    let base = one - (13 + 10);
+    let largest = MAX_ENTRY_LEN + 6;
+    let records = (largest - base - 13 - 3) / 213;
+    let last = largest - base - records * 213 - 13;
+    let mut lengths = vec![200; records];
+    lengths.push(last);
+    let fits = slow(&huge(&lengths), &q, Transport::Tcp);
+    assert_eq!(fits.len(), largest, "the largest answer stored");
+    *lengths.last_mut().unwrap() += 1;
+    let too_large = slow(&huge(&lengths), &q, Transport::Tcp);
+    assert_eq!(too_large.len(), largest + 1);
+
+    let mut cache = ResponseCache::new(CacheLimits::default());
+    assert!(!cache.insert(key(&q), &too_large));
+    assert_eq!(cache.counters().too_large, 1);
+    assert!(cache.is_empty());
+    assert!(cache.insert(key(&q), &fits));
+    assert_eq!(cache.bytes(), MAX_ENTRY_LEN + ENTRY_OVERHEAD);
+    assert_eq!(hit(&mut cache, &q), Some(fits));
+    assert_eq!(cache.counters().too_large, 1);
 }
 
 #[test]
