@@ -37,31 +37,6 @@ www      A     192.0.2.80
          AAAA  2001:db8::99
 ";
 
-/// A zone signed with NSEC3 opt-out (the RRSIGs and DNSKEYs left out but
-/// the SOA's, as in tern-authority's DNSSEC tests): with DO, a random name
-/// gets an NXDOMAIN with the closest encloser proof (three NSEC3 records,
-/// a SHA-1 of the name per query), a random name under `wild` a wildcard
-/// answer with its proof.
-const SIGNED: &str = r#"
-@ 300 IN SOA ns hostmaster 1 3600 900 604800 300
-@ 300 IN RRSIG SOA 13 1 300 20491231000000 20240101000000 55026 example. l240a6uDMoxBYv0rTCE8PQTbg5T8tbnhdWqcSv87naJ8DGuOzxxwmO+sNQ1d3QwMXPOy6acvvrLTiKFVDt4J8w==
-@ 300 IN NS ns
-@ 0 IN NSEC3PARAM 1 0 0 -
-044RRQCQPUG5LGJEM8M68PQUNOAFF06B 300 IN NSEC3 1 1 0 - 3msev9usmd4br9s97v51r2tdvmr9iqo1 NS DS RRSIG
-3MSEV9USMD4BR9S97V51R2TDVMR9IQO1 300 IN NSEC3 1 1 0 - 8agm2crj5dm2hpi9emkk214ccj3738k9 NS SOA RRSIG DNSKEY NSEC3PARAM
-8AGM2CRJ5DM2HPI9EMKK214CCJ3738K9 300 IN NSEC3 1 1 0 - 9kqnrpnekplbct2m3k9jh3cljviok2b5
-9KQNRPNEKPLBCT2M3K9JH3CLJVIOK2B5 300 IN NSEC3 1 1 0 - kncb8asp44gj31sjvi5s29d8q49gb30r A RRSIG
-a.b.ent 300 IN NS ns.elsewhere.test.
-insecure 300 IN NS ns.elsewhere.test.
-KNCB8ASP44GJ31SJVI5S29D8Q49GB30R 300 IN NSEC3 1 1 0 - q4900c1cjmipnhp5mnbgmlte8et5nhog A RRSIG
-ns 300 IN A 192.0.2.1
-Q4900C1CJMIPNHP5MNBGMLTE8ET5NHOG 300 IN NSEC3 1 1 0 - 044rrqcqpug5lgjem8m68pqunoaff06b TXT RRSIG
-secure 300 IN NS ns.elsewhere.test.
-secure 300 IN DS 12345 13 2 0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0
-*.wild 300 IN TXT "w"
-www 300 IN A 192.0.2.2
-"#;
-
 /// Queries in the flood: each name asked once.
 const FLOOD: usize = 12_000;
 
@@ -78,7 +53,7 @@ const AAAA: u16 = 28;
 
 fn catalog() -> Arc<Catalog> {
     let plain = tern_testkit::zone("example.com.", PLAIN);
-    let signed = tern_testkit::zone("example.", SIGNED);
+    let signed = tern_testkit::zone("example.", tern_testkit::NSEC3_OPT_OUT_ZONE);
     Arc::new(Catalog::new(vec![plain, signed]))
 }
 

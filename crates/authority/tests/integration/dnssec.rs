@@ -18,31 +18,6 @@ use crate::support::{ask, zone_file, zone_text, Ask, Reply};
 const NSEC_ZONE: &str = "knot/tests-extra__tests__basic__nsec__data__example.zone.nsec";
 const NSEC3_ZONE: &str = "knot/tests-extra__tests__basic__nsec3__data__example.zone.nsec3";
 
-/// A zone signed with NSEC3 opt-out by dnssec-signzone 9.18 (`-3 - -H 0
-/// -A`), with its RRSIG and DNSKEY records left out except the SOA's (which
-/// marks the zone signed): proof selection does not look at them. `insecure` and `a.b.ent` are insecure delegations
-/// without NSEC3 records of their own; `ent` and `b.ent` are empty
-/// non-terminals above one, without NSEC3 records either.
-const OPT_OUT: &str = r#"
-@ 300 IN SOA ns hostmaster 1 3600 900 604800 300
-@ 300 IN RRSIG SOA 13 1 300 20491231000000 20240101000000 55026 example. l240a6uDMoxBYv0rTCE8PQTbg5T8tbnhdWqcSv87naJ8DGuOzxxwmO+sNQ1d3QwMXPOy6acvvrLTiKFVDt4J8w==
-@ 300 IN NS ns
-@ 0 IN NSEC3PARAM 1 0 0 -
-044RRQCQPUG5LGJEM8M68PQUNOAFF06B 300 IN NSEC3 1 1 0 - 3msev9usmd4br9s97v51r2tdvmr9iqo1 NS DS RRSIG
-3MSEV9USMD4BR9S97V51R2TDVMR9IQO1 300 IN NSEC3 1 1 0 - 8agm2crj5dm2hpi9emkk214ccj3738k9 NS SOA RRSIG DNSKEY NSEC3PARAM
-8AGM2CRJ5DM2HPI9EMKK214CCJ3738K9 300 IN NSEC3 1 1 0 - 9kqnrpnekplbct2m3k9jh3cljviok2b5
-9KQNRPNEKPLBCT2M3K9JH3CLJVIOK2B5 300 IN NSEC3 1 1 0 - kncb8asp44gj31sjvi5s29d8q49gb30r A RRSIG
-a.b.ent 300 IN NS ns.elsewhere.test.
-insecure 300 IN NS ns.elsewhere.test.
-KNCB8ASP44GJ31SJVI5S29D8Q49GB30R 300 IN NSEC3 1 1 0 - q4900c1cjmipnhp5mnbgmlte8et5nhog A RRSIG
-ns 300 IN A 192.0.2.1
-Q4900C1CJMIPNHP5MNBGMLTE8ET5NHOG 300 IN NSEC3 1 1 0 - 044rrqcqpug5lgjem8m68pqunoaff06b TXT RRSIG
-secure 300 IN NS ns.elsewhere.test.
-secure 300 IN DS 12345 13 2 0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0
-*.wild 300 IN TXT "w"
-www 300 IN A 192.0.2.2
-"#;
-
 fn nsec() -> Catalog {
     Catalog::new(vec![zone_file("example.", NSEC_ZONE)])
 }
@@ -321,7 +296,10 @@ fn nsec3_no_data_wildcard_and_referrals() {
 
 #[test]
 fn opt_out_insecure_delegation() {
-    let catalog = Catalog::new(vec![zone_text("example.", OPT_OUT)]);
+    let catalog = Catalog::new(vec![zone_text(
+        "example.",
+        tern_testkit::NSEC3_OPT_OUT_ZONE,
+    )]);
     let apex = "3msev9usmd4br9s97v51r2tdvmr9iqo1.example. nsec3";
     // The referral: no DS, no NSEC3 for the cut; the apex is the closest
     // provable encloser, and its NSEC3 also covers the next closer name
