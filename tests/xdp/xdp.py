@@ -132,6 +132,9 @@ DROP_REASONS = (
 FLOOD_NAMES = 3000
 CACHE_ENTRIES = 1024
 
+# The rate-limiting step: identical queries sent at once (5 answers a second allowed).
+RRL_BURST = 60
+
 # Environment: the development switch (never set by the Makefile), the seed, the binary.
 ENV_NO_XDP = "TERN_XDP_TEST_NO_XDP"
 ENV_SEED = "TERN_XDP_TEST_SEED"
@@ -1903,6 +1906,65 @@ def check_detach(network: Network, a: Tern, client: Client, failures: list[str])
         "detached at SIGTERM")
 
 
+def check_rate_limiting(a: Tern, client: Client, failures: list[str]) -> None:
+    """Response rate limiting applies on the XDP path (issue 12): tern A restarted with
+    `rate-limit` (5 answers a second, slip 2) and sent a burst of RRL_BURST identical queries
+    over XDP. Once its XDP counter shows every one received, and the client has every
+    answer A sent, some were limited (tern_rrl_limited_total rose), slips went out as
+    truncated answers (TC=1) and fewer answers than queries arrived."""
+    original = a.config_path.read_text()
+    a.config_path.write_text(original + "rate-limit:\n  responses-per-second: 5\n"
+                             "  slip: 2\n")
+    try:
+        a.start()
+        wait_answering(client, a)
+        before = a.metrics()
+        name = "ratelimited.example.com."
+        sock = client.udp4
+        sent_ids = set()
+        for _ in range(RRL_BURST):
+            wire = simple_query(client, name, "A")
+            sent_ids.add(wire[:2])
+            sock.sendto(wire, (SERVER_V4, PORT_A))
+
+        def delta(samples: dict[str, float], metric_name: str) -> float:
+            return (metric(samples, metric_name) or 0.0) - (metric(before, metric_name) or 0.0)
+
+        after = {}
+
+        def processed() -> bool:
+            after.update(a.metrics())
+            return delta(after, METRIC_XDP_RECEIVED) >= RRL_BURST
+
+        wait_for("tern A to receive the burst over XDP", processed)
+        sent_answers = int(delta(after, METRIC_XDP_ANSWERED))
+        answers = []
+
+        def collected() -> bool:
+            sock.settimeout(0.05)
+            try:
+                data, _ = sock.recvfrom(65535)
+            except socket.timeout:
+                return False
+            if data[:2] in sent_ids:
+                answers.append(data)
+            return len(answers) >= sent_answers
+
+        if sent_answers:
+            wait_for(f"the {sent_answers} answers A sent to arrive", collected)
+        limited = delta(after, "tern_rrl_limited_total")
+        slipped = sum(1 for data in answers if data[2] & 0x02)
+        if limited < 1 or slipped < 1 or len(answers) >= RRL_BURST:
+            failures.append(f"rate limiting over XDP: {RRL_BURST} queries, {len(answers)} answers "
+                            f"({slipped} truncated slips), tern_rrl_limited_total rose by "
+                            f"{limited:.0f}: expected some limited and slipped")
+        say(f"rate limiting over XDP: {RRL_BURST} queries, {len(answers)} answered, {slipped} "
+            f"of them truncated slips, {limited:.0f} limited")
+        a.stop()
+    finally:
+        a.config_path.write_text(original)
+
+
 #----------- Main -----------------------------------------------------------------
 
 def main() -> int:
@@ -1983,6 +2045,8 @@ def main() -> int:
             say(f"XDP drop counters not checked (no XDP); {sum(drops.values())} cases are drops")
 
         check_detach(network, a, client, failures)
+        if USE_XDP:
+            check_rate_limiting(a, client, failures)
         b.stop()
     except Failure as e:
         failures.append(str(e))
