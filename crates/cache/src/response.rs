@@ -165,7 +165,17 @@ pub struct CacheCounters {
     /// Cacheable answers not stored because they are longer than
     /// [`MAX_ENTRY_LEN`] allows.
     pub too_large: u64,
+    /// Cacheable answers not stored because [`MAX_EVICTIONS_TO_FIT`]
+    /// evictions did not make a free piece large enough.
+    pub unplaced: u64,
 }
+
+/// The most entries one insert evicts, beyond what the limits require, to
+/// find a free piece of the slab large enough: bounds the work of one
+/// insert when the free space is fragmented (an attacker alternating
+/// floods of small and large answers could otherwise make one insert
+/// evict a large part of the cache). Past it the answer is not cached.
+pub const MAX_EVICTIONS_TO_FIT: u32 = 32;
 
 //----------- Slot -----------------------------------------------------------
 
@@ -529,13 +539,21 @@ impl ResponseCache {
             self.slab.free(at, granules);
         }
 
-        // Bounded: each round removes one entry. On an empty cache both
-        // limits hold (given the checks above) and the whole slab is
-        // wilderness, larger than `cost`, so the allocation succeeds.
+        // Bounded: each round removes one entry, and at most
+        // MAX_EVICTIONS_TO_FIT rounds are spent on fragmentation alone. On
+        // an empty cache both limits hold (given the checks above) and the
+        // whole slab is wilderness, larger than `cost`, so the allocation
+        // succeeds.
+        let mut to_fit = 0;
         let at = loop {
             if self.has_room(cost) {
                 if let Some(at) = self.slab.allocate(granules) {
                     break at;
+                }
+                to_fit += 1;
+                if to_fit > MAX_EVICTIONS_TO_FIT {
+                    self.counters.unplaced += 1;
+                    return false;
                 }
                 self.counters.evicted_to_fit += 1;
             }

@@ -89,10 +89,10 @@ pub(crate) struct Core {
     pub(crate) xdp: RefCell<crate::stats::XdpStats>,
     /// This core's AF_XDP sockets (read for the kernel's drop counts).
     pub(crate) xdp_sockets: Vec<Rc<RefCell<crate::xdp::Xsk>>>,
-    /// The UDP listener (index) of each family, IPv4 then IPv6, through
-    /// which the answers of queries received by AF_XDP and forwarded go
-    /// back (a socket bound to the listen address, as the query's).
-    pub(crate) xdp_listeners: [Option<usize>; 2],
+    /// The listen addresses, by UDP listener index: a query received by
+    /// AF_XDP and forwarded is answered through the listener of its
+    /// destination (`crate::xdp::listener_for`), as if read from it.
+    pub(crate) listen: Vec<std::net::SocketAddr>,
     /// The XDP program, on the first core only: its pass counters.
     pub(crate) xdp_attachment: Option<Arc<crate::xdp::Attachment>>,
 }
@@ -288,12 +288,7 @@ async fn serve(start: CoreStart) -> io::Result<()> {
         dnstap,
         xdp: RefCell::default(),
         xdp_sockets: xsks.iter().map(|(xsk, _)| Rc::clone(xsk)).collect(),
-        xdp_listeners: [false, true].map(|ipv6| {
-            config
-                .listen
-                .iter()
-                .position(|listen| listen.is_ipv6() == ipv6)
-        }),
+        listen: config.listen.clone(),
         xdp_attachment,
     });
     let mut tasks = Vec::with_capacity(udp.len() + tcp.len() + 1);

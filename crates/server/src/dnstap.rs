@@ -47,12 +47,13 @@ pub const MAX_BUFFER: usize = 1 << 16;
 /// order; a DNS name's presentation form fits).
 pub const MAX_IDENTITY: usize = 255;
 
-/// The least message capacity of a record: the longest UDP query a core
-/// reads (`MAX_UDP_QUERY` in cores.rs). Records are made with the larger
-/// of this and the UDP answer limit, so that no UDP (or AF_XDP) query or
-/// answer ever grows one: only a TCP message longer than that does (it
-/// allocates, on the core), and the writer shrinks such a record back.
-const UDP_RECORD: usize = 4096;
+/// A record's message capacity: the longest UDP query a core reads
+/// (`MAX_UDP_QUERY` in cores.rs), and any UDP answer with `udp-size` up to
+/// 4096 (the AF_XDP path's answers are smaller still: they fit the MTU).
+/// No such query or answer ever grows a record; a longer message (a TCP
+/// answer, or a UDP answer with `udp-size` above 4096) does, allocating on
+/// the core, and the writer gives the record back at this size.
+const RECORD_CAPACITY: usize = 4096;
 
 /// Records the writer takes from one core before it looks at the next.
 const DRAIN_BURST: usize = 256;
@@ -539,7 +540,7 @@ impl Tap {
 
     /// Hands one message to the writer, or counts it dropped. Never
     /// blocks; allocates only if the message outgrows its record (a TCP
-    /// message over the records' capacity, see [`UDP_RECORD`]).
+    /// message over [`RECORD_CAPACITY`]).
     pub(crate) fn log(
         &self,
         kind: Kind,
@@ -609,10 +610,9 @@ impl DnstapWriter {
     pub(crate) fn start(
         config: &DnstapConfig,
         cores: usize,
-        udp_size: usize,
     ) -> io::Result<(DnstapWriter, Vec<TapParts>)> {
         let limit = config.buffer.clamp(1, MAX_BUFFER);
-        let capacity = udp_size.max(UDP_RECORD);
+        let capacity = RECORD_CAPACITY;
         let stop = Arc::new(AtomicBool::new(false));
         let output = match &config.output {
             DnstapOutput::File(path) => {
@@ -1076,7 +1076,7 @@ mod tests {
         config.identity = b"ns1".to_vec();
         config.version = b"tern test".to_vec();
         config.buffer = buffer;
-        let (writer, mut parts) = DnstapWriter::start(&config, 1, 1232).unwrap();
+        let (writer, mut parts) = DnstapWriter::start(&config, 1).unwrap();
         let tap = Tap::new(parts.remove(0), Vec::new());
         (writer, tap, path, dir)
     }
@@ -1186,7 +1186,7 @@ mod tests {
         let dir = tempdir::Dir::new();
         let mut config = DnstapConfig::new(DnstapOutput::Socket(dir.path().join("none")));
         config.buffer = 2;
-        let (writer, mut parts) = DnstapWriter::start(&config, 1, 1232).unwrap();
+        let (writer, mut parts) = DnstapWriter::start(&config, 1).unwrap();
         let tap = Tap::new(parts.remove(0), Vec::new());
         let any: SocketAddr = "127.0.0.1:1".parse().unwrap();
         let started = Instant::now();
@@ -1227,7 +1227,7 @@ mod tests {
         let link = dir.path().join("link");
         std::os::unix::fs::symlink(&target, &link).unwrap();
         let config = DnstapConfig::new(DnstapOutput::File(link));
-        assert!(DnstapWriter::start(&config, 1, 1232).is_err());
+        assert!(DnstapWriter::start(&config, 1).is_err());
         assert_eq!(std::fs::read(&target).unwrap(), b"keep");
     }
 
@@ -1237,7 +1237,7 @@ mod tests {
         let path = dir.path().join("tap");
         let mut config = DnstapConfig::new(DnstapOutput::File(path.clone()));
         config.log_queries = false;
-        let (writer, mut parts) = DnstapWriter::start(&config, 1, 1232).unwrap();
+        let (writer, mut parts) = DnstapWriter::start(&config, 1).unwrap();
         let tap = Tap::new(parts.remove(0), Vec::new());
         let any: SocketAddr = "127.0.0.1:1".parse().unwrap();
         tap.log(Kind::AuthQuery, false, any, any, now(), b"q");
@@ -1264,7 +1264,7 @@ mod tests {
         let path = dir.path().join("tap.sock");
         let listener = UnixListener::bind(&path).unwrap();
         let config = DnstapConfig::new(DnstapOutput::Socket(path));
-        let (writer, mut parts) = DnstapWriter::start(&config, 1, 1232).unwrap();
+        let (writer, mut parts) = DnstapWriter::start(&config, 1).unwrap();
         let tap = Tap::new(parts.remove(0), Vec::new());
         let (mut reader, _) = listener.accept().unwrap();
         reader

@@ -350,8 +350,7 @@ impl Server {
         let (handle, ends) = Handle::new(ids.len())?;
         let (dnstap, mut taps) = match &config.dnstap {
             Some(tap) => {
-                let udp_size = usize::from(config.answer.max_udp_size).max(512);
-                let (writer, taps) = dnstap::DnstapWriter::start(tap, ids.len(), udp_size)?;
+                let (writer, taps) = dnstap::DnstapWriter::start(tap, ids.len())?;
                 (Some(writer), taps.into_iter().map(Some).collect())
             }
             None => (None, Vec::new()),

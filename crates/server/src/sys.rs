@@ -218,41 +218,62 @@ impl Batch {
     }
 }
 
-//----------- interface_broadcasts -------------------------------------------
+//----------- interface_addresses --------------------------------------------
 
-/// The IPv4 broadcast addresses of interface `name`, read with
-/// `getifaddrs(3)`: for each of its addresses the one it names, and the
-/// all-ones host of its prefix (shorter than /31), which the kernel's
-/// routing treats as broadcast whatever was configured. The AF_XDP path
-/// drops queries "from" them, as the kernel does.
-pub(crate) fn interface_broadcasts(name: &str) -> io::Result<Vec<[u8; 4]>> {
+/// The addresses of one interface, as `getifaddrs(3)` lists them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct InterfaceAddresses {
+    /// Its IPv4 addresses.
+    pub(crate) v4: Vec<[u8; 4]>,
+    /// Its IPv6 addresses.
+    pub(crate) v6: Vec<[u8; 16]>,
+    /// Its IPv4 broadcast addresses: for each address the one it names,
+    /// and the all-ones host of its prefix (shorter than /31), which the
+    /// kernel's routing treats as broadcast whatever was configured.
+    pub(crate) broadcasts: Vec<[u8; 4]>,
+}
+
+/// The addresses of interface `name` (the AF_XDP path matches wildcard
+/// listen addresses against them and drops queries "from" its broadcast
+/// addresses, as the kernel does).
+pub(crate) fn interface_addresses(name: &str) -> io::Result<InterfaceAddresses> {
     let mut list: *mut libc::ifaddrs = ptr::null_mut();
     // SAFETY: `getifaddrs` writes a list it allocated into `list`; it is
     // freed below with `freeifaddrs`, after the last read.
     if unsafe { libc::getifaddrs(&mut list) } < 0 {
         return Err(io::Error::last_os_error());
     }
-    let mut broadcasts = Vec::new();
+    let mut found = InterfaceAddresses::default();
     let mut entry = list;
     while !entry.is_null() {
         // SAFETY: `entry` is a node of the list `getifaddrs` returned, not
         // yet freed; its name is a NUL-terminated string and its address
         // pointers are null or point at sockaddrs of the family they
         // give (`ifa_ifu` is the broadcast address with IFF_BROADCAST).
-        let (same, address, netmask, broadcast, next) = unsafe {
+        let (same, address, v6, netmask, broadcast, next) = unsafe {
             let node = &*entry;
             let same = !node.ifa_name.is_null()
                 && std::ffi::CStr::from_ptr(node.ifa_name).to_bytes() == name.as_bytes();
-            let ipv4 = |address: *const libc::sockaddr| {
-                (!address.is_null() && i32::from((*address).sa_family) == libc::AF_INET).then(
-                    || {
-                        (*address.cast::<libc::sockaddr_in>())
-                            .sin_addr
-                            .s_addr
-                            .to_ne_bytes()
-                    },
-                )
+            let family = |address: *const libc::sockaddr| {
+                if address.is_null() {
+                    0
+                } else {
+                    i32::from((*address).sa_family)
+                }
             };
+            let ipv4 = |address: *const libc::sockaddr| {
+                (family(address) == libc::AF_INET).then(|| {
+                    (*address.cast::<libc::sockaddr_in>())
+                        .sin_addr
+                        .s_addr
+                        .to_ne_bytes()
+                })
+            };
+            let v6 = (family(node.ifa_addr) == libc::AF_INET6).then(|| {
+                (*node.ifa_addr.cast::<libc::sockaddr_in6>())
+                    .sin6_addr
+                    .s6_addr
+            });
             let broadcast = if node.ifa_flags & libc::IFF_BROADCAST as libc::c_uint != 0 {
                 ipv4(node.ifa_ifu)
             } else {
@@ -261,20 +282,27 @@ pub(crate) fn interface_broadcasts(name: &str) -> io::Result<Vec<[u8; 4]>> {
             (
                 same,
                 ipv4(node.ifa_addr),
+                v6,
                 ipv4(node.ifa_netmask),
                 broadcast,
                 node.ifa_next,
             )
         };
-        if let (true, Some(address)) = (same, address) {
-            if let Some(broadcast) = broadcast.filter(|broadcast| *broadcast != [0; 4]) {
-                broadcasts.push(broadcast);
+        if same {
+            if let Some(v6) = v6 {
+                found.v6.push(v6);
             }
-            if let Some(netmask) = netmask {
-                let mask = u32::from_be_bytes(netmask);
-                if mask.count_ones() < 31 {
-                    let all_ones = u32::from_be_bytes(address) | !mask;
-                    broadcasts.push(all_ones.to_be_bytes());
+            if let Some(address) = address {
+                found.v4.push(address);
+                if let Some(broadcast) = broadcast.filter(|broadcast| *broadcast != [0; 4]) {
+                    found.broadcasts.push(broadcast);
+                }
+                if let Some(netmask) = netmask {
+                    let mask = u32::from_be_bytes(netmask);
+                    if mask.count_ones() < 31 {
+                        let all_ones = u32::from_be_bytes(address) | !mask;
+                        found.broadcasts.push(all_ones.to_be_bytes());
+                    }
                 }
             }
         }
@@ -283,9 +311,13 @@ pub(crate) fn interface_broadcasts(name: &str) -> io::Result<Vec<[u8; 4]>> {
     // SAFETY: `list` came from `getifaddrs` and is freed once; nothing
     // read from it is kept (the addresses were copied).
     unsafe { libc::freeifaddrs(list) };
-    broadcasts.sort_unstable();
-    broadcasts.dedup();
-    Ok(broadcasts)
+    for list in [&mut found.v4, &mut found.broadcasts] {
+        list.sort_unstable();
+        list.dedup();
+    }
+    found.v6.sort_unstable();
+    found.v6.dedup();
+    Ok(found)
 }
 
 //----------- CountingAllocator ----------------------------------------------

@@ -11,10 +11,11 @@
 //     redirected to the AF_XDP socket of the receive queue it arrived on
 //     (tern's core for that queue), or passed to the kernel when that queue
 //     has no socket;
-//   - everything else: passed to the kernel (ARP, ICMP, TCP, other ports and
-//     addresses, IP fragments, IPv4 options, IPv6 extension headers, frames too
-//     short to hold the headers), so the host and tern's TCP keep working and
-//     a fragmented or optioned query is still answered by tern's UDP sockets.
+//   - everything else: passed to the kernel (frames for another Ethernet
+//     address, ARP, ICMP, TCP, other ports and addresses, IP fragments, IPv4
+//     options, IPv6 extension headers, frames too short to hold the headers),
+//     so the host and tern's TCP keep working and a fragmented or optioned
+//     query is still answered by tern's UDP sockets.
 //
 // Passes of packets for tern's addresses that tern's sockets answer instead
 // are counted per CPU in `tern_passed` (read by `tern_xdp_passed_total`).
@@ -91,8 +92,14 @@ struct {
     __type(value, __u64);
 } tern_passed SEC(".maps");
 
+// The interface's Ethernet address: frames to any other (another host's, seen
+// on a shared or promiscuous link; broadcast; multicast) are the kernel's.
+volatile const __u8 tern_mac[6] = {0};
+
 // The listen addresses and ports, as the packet holds them (network order).
-// An all-zero address is a wildcard listen address: any address of ours.
+// A wildcard listen address arrives here as the interface's own addresses
+// (the loader expands it), so a packet routed through this host to another
+// address is never taken.
 volatile const __u32 tern_v4_count = 0;
 volatile const __u32 tern_v4_addresses[MAX_ADDRESSES] = {0};
 volatile const __u16 tern_v4_ports[MAX_ADDRESSES] = {0};
@@ -147,35 +154,41 @@ INLINE int count_pass(__u32 reason) {
     return XDP_PASS;
 }
 
-// Whether `address` is one of ours (any port when `port` is 0).
-INLINE int v4_ours(__u32 address, __u16 port) {
+// Whether `address` and `port` are a listen address of ours; with
+// `any_port`, whether `address` is, whatever the port.
+INLINE int v4_ours(__u32 address, __u16 port, int any_port) {
 #pragma unroll
     for (int i = 0; i < MAX_ADDRESSES; i++) {
         if (i >= tern_v4_count)
             break;
-        if ((port == 0 || tern_v4_ports[i] == port) &&
-            (tern_v4_addresses[i] == 0 || tern_v4_addresses[i] == address))
+        if ((any_port || tern_v4_ports[i] == port) && tern_v4_addresses[i] == address)
             return 1;
     }
     return 0;
 }
 
-INLINE int v6_ours(const __u32 *address, __u16 port) {
+INLINE int v6_ours(const __u32 *address, __u16 port, int any_port) {
 #pragma unroll
     for (int i = 0; i < MAX_ADDRESSES; i++) {
         if (i >= tern_v6_count)
             break;
-        if (port != 0 && tern_v6_ports[i] != port)
+        if (!any_port && tern_v6_ports[i] != port)
             continue;
-        __u32 any = tern_v6_addresses[i][0] | tern_v6_addresses[i][1] |
-                    tern_v6_addresses[i][2] | tern_v6_addresses[i][3];
-        if (any == 0 || (tern_v6_addresses[i][0] == address[0] &&
-                         tern_v6_addresses[i][1] == address[1] &&
-                         tern_v6_addresses[i][2] == address[2] &&
-                         tern_v6_addresses[i][3] == address[3]))
+        if (tern_v6_addresses[i][0] == address[0] && tern_v6_addresses[i][1] == address[1] &&
+            tern_v6_addresses[i][2] == address[2] && tern_v6_addresses[i][3] == address[3])
             return 1;
     }
     return 0;
+}
+
+// Whether the frame was sent to this interface's own Ethernet address.
+INLINE int to_us(const struct ethernet *ethernet) {
+#pragma unroll
+    for (int i = 0; i < 6; i++) {
+        if (ethernet->destination[i] != tern_mac[i])
+            return 0;
+    }
+    return 1;
 }
 
 // IPv6 next-header values that are extension headers (RFC 8200 section 4,
@@ -192,6 +205,8 @@ int tern_xdp(struct xdp_md *context) {
     void *end = (void *)(long)context->data_end;
     struct ethernet *ethernet = data;
     if ((void *)(ethernet + 1) > end)
+        return XDP_PASS;
+    if (!to_us(ethernet))
         return XDP_PASS;
     __u16 protocol = ethernet->protocol;
     void *network = ethernet + 1;
@@ -210,33 +225,33 @@ int tern_xdp(struct xdp_md *context) {
         if (ip->protocol != IPPROTO_UDP)
             return XDP_PASS;
         if ((ip->fragment & net16(0x3FFF)) != 0) {
-            if (v4_ours(ip->destination, 0))
+            if (v4_ours(ip->destination, 0, 1))
                 return count_pass(PASSED_FRAGMENT);
             return XDP_PASS;
         }
         if (ip->version_ihl != 0x45) {
-            if (v4_ours(ip->destination, 0))
+            if (v4_ours(ip->destination, 0, 1))
                 return count_pass(PASSED_IPV4_OPTIONS);
             return XDP_PASS;
         }
         udp = (struct udp *)(ip + 1);
         if ((void *)(udp + 1) > end)
             return XDP_PASS;
-        if (!v4_ours(ip->destination, udp->destination))
+        if (!v4_ours(ip->destination, udp->destination, 0))
             return XDP_PASS;
     } else if (protocol == net16(ETH_P_IPV6)) {
         struct ipv6 *ip = network;
         if ((void *)(ip + 1) > end)
             return XDP_PASS;
         if (ip->next_header != IPPROTO_UDP) {
-            if (v6_extension(ip->next_header) && v6_ours(ip->destination, 0))
+            if (v6_extension(ip->next_header) && v6_ours(ip->destination, 0, 1))
                 return count_pass(PASSED_IPV6_EXTENSION);
             return XDP_PASS;
         }
         udp = (struct udp *)(ip + 1);
         if ((void *)(udp + 1) > end)
             return XDP_PASS;
-        if (!v6_ours(ip->destination, udp->destination))
+        if (!v6_ours(ip->destination, udp->destination, 0))
             return XDP_PASS;
     } else {
         return XDP_PASS;

@@ -35,6 +35,7 @@
 
 use std::cell::RefCell;
 use std::io;
+use std::net::SocketAddr;
 use std::rc::Rc;
 
 use tern_cache::forward::Client;
@@ -65,6 +66,11 @@ const BATCHES_BEFORE_YIELD: usize = 16;
 /// `sendto` calls per batch to push the tx ring out in copy mode (the
 /// kernel sends at most 32 frames per call; a batch is at most 64).
 const KICKS: usize = 4;
+
+/// How soon the loop tries again when answers are still in the tx ring or
+/// receive frames still wait for room in the fill ring, with nothing
+/// received meanwhile.
+const LEFTOVER_RETRY: std::time::Duration = std::time::Duration::from_millis(1);
 
 //----------- open -----------------------------------------------------------
 
@@ -104,6 +110,24 @@ pub(crate) fn open(plans: &[QueuePlan]) -> io::Result<Vec<(Xsk, Local)>> {
     Ok(sockets)
 }
 
+//----------- listener_for ---------------------------------------------------
+
+/// The UDP listener a query sent to `destination` would have been read
+/// from: the listen address equal to it, else the wildcard address of its
+/// family and port.
+fn listener_for(listen: &[SocketAddr], destination: SocketAddr) -> Option<usize> {
+    listen
+        .iter()
+        .position(|&address| address == destination)
+        .or_else(|| {
+            listen.iter().position(|address| {
+                address.ip().is_unspecified()
+                    && address.is_ipv6() == destination.is_ipv6()
+                    && address.port() == destination.port()
+            })
+        })
+}
+
 //----------- Local ----------------------------------------------------------
 
 impl Local {
@@ -131,8 +155,22 @@ pub(crate) async fn serve(xsk: Rc<RefCell<Xsk>>, local: Local, core: Rc<Core>) -
     let stop = core.stop.listener();
     'serve: loop {
         // Readiness errors are not expected on a bound socket; the rings
-        // below tell the socket's real state.
-        if stop.or(readiness.readable(false)).await.is_none() {
+        // below tell the socket's real state. With answers still in the tx
+        // ring (the device was busy) or receive frames not yet back in the
+        // fill ring, no arriving frame may prompt the next pass: come back
+        // after LEFTOVER_RETRY at the latest.
+        let leftovers = xsk.borrow_mut().has_leftovers();
+        let waited = if leftovers {
+            stop.or(monoio::time::timeout(
+                LEFTOVER_RETRY,
+                readiness.readable(false),
+            ))
+            .await
+            .map(|_| ())
+        } else {
+            stop.or(readiness.readable(false)).await.map(|_| ())
+        };
+        if waited.is_none() {
             break;
         }
         for batches in 1.. {
@@ -187,21 +225,23 @@ fn answer_batch(core: &Rc<Core>, local: &Local, xsk: &mut Xsk, received: u32) {
             let answer = &mut out[header_len..];
             let client = datagram.source();
             let outcome = worker.answer_udp_lazy(query, &|| Some(client), now, answer);
-            let listener = core.xdp_listeners[family];
             let forwarded = matches!(outcome, UdpAnswer::Forward);
             let len = match outcome {
                 UdpAnswer::Send(len) => Some(len),
                 UdpAnswer::Drop => None,
-                UdpAnswer::Forward => listener.and_then(|listener| {
-                    let client = Client::Udp {
-                        listener,
-                        address: client,
-                    };
-                    worker.forward(query, client, now, &mut actions, answer)
-                }),
+                UdpAnswer::Forward => {
+                    listener_for(&core.listen, datagram.destination()).and_then(|listener| {
+                        let client = Client::Udp {
+                            listener,
+                            address: client,
+                        };
+                        worker.forward(query, client, now, &mut actions, answer)
+                    })
+                }
             };
             if let Some((tap, time)) = tap {
                 let logged = len.map(|len| &answer[..len]);
+                let listener = listener_for(&core.listen, datagram.destination());
                 crate::udp::log_exchange(
                     tap,
                     time,
@@ -232,5 +272,33 @@ fn answer_batch(core: &Rc<Core>, local: &Local, xsk: &mut Xsk, received: u32) {
     drop(worker);
     if !actions.is_empty() {
         forward::dispatch(core, &mut actions);
+    }
+}
+
+//=========== Tests ==========================================================
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn forwarded_queries_go_back_through_the_listener_they_were_sent_to() {
+        let listen: Vec<SocketAddr> = [
+            "192.0.2.1:53",
+            "192.0.2.2:53",
+            "0.0.0.0:5353",
+            "[2001:db8::1]:53",
+            "[::]:53",
+        ]
+        .iter()
+        .map(|text| text.parse().unwrap())
+        .collect();
+        let to = |text: &str| listener_for(&listen, text.parse().unwrap());
+        assert_eq!(to("192.0.2.2:53"), Some(1));
+        assert_eq!(to("192.0.2.1:53"), Some(0));
+        assert_eq!(to("198.51.100.7:5353"), Some(2));
+        assert_eq!(to("[2001:db8::1]:53"), Some(3));
+        assert_eq!(to("[2001:db8::9]:53"), Some(4));
+        assert_eq!(to("198.51.100.7:53"), None);
     }
 }

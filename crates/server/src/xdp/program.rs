@@ -18,7 +18,7 @@ use aya::maps::{MapData, PerCpuArray, XskMap};
 use aya::programs::{Xdp, XdpMode};
 use aya::{Ebpf, EbpfLoader};
 
-use super::ring::FRAME_SIZE;
+use super::ring::{FRAME_SIZE, XDP_PACKET_HEADROOM};
 use tern_wire::frame::{ETHERNET_LEN, IPV6_LEN, UDP_LEN, VLAN_LEN};
 
 /// Listen addresses per family the program matches (`MAX_ADDRESSES` in
@@ -97,10 +97,9 @@ impl Attachment {
                  when it was compiled): install clang and build it again",
             ));
         };
-        let addresses = Addresses::of(listen)?;
         let mut interfaces = Vec::with_capacity(names.len());
         for name in names {
-            interfaces.push(Interface::attach(name, object, &addresses, udp_size)?);
+            interfaces.push(Interface::attach(name, object, listen, udp_size)?);
         }
         Ok(Attachment { interfaces })
     }
@@ -142,7 +141,7 @@ impl Interface {
     fn attach(
         name: &str,
         object: &[u8],
-        addresses: &Addresses,
+        listen: &[SocketAddr],
         udp_size: usize,
     ) -> io::Result<Interface> {
         let fail = |what: String| io::Error::other(format!("xdp: {name}: {what}"));
@@ -162,25 +161,27 @@ impl Interface {
             .ok()
             .and_then(|mtu| mtu.trim().parse().ok())
             .ok_or_else(|| fail("cannot read its MTU".into()))?;
-        if ETHERNET_LEN + VLAN_LEN + mtu > FRAME_SIZE {
+        let frame_room = FRAME_SIZE - XDP_PACKET_HEADROOM - ETHERNET_LEN - VLAN_LEN;
+        if mtu > frame_room {
             return Err(fail(format!(
-                "its MTU {mtu} is larger than an XDP frame holds ({})",
-                FRAME_SIZE - ETHERNET_LEN - VLAN_LEN
+                "its MTU {mtu} is larger than an XDP frame holds ({frame_room})"
             )));
         }
         if udp_size + IPV6_LEN + UDP_LEN > mtu {
             return Err(fail(format!(
                 "udp-size {udp_size} does not fit its MTU {mtu} unfragmented (at most {}); \
                  the XDP path does not fragment: lower udp-size or raise the MTU",
-                mtu - IPV6_LEN - UDP_LEN
+                mtu.saturating_sub(IPV6_LEN + UDP_LEN)
             )));
         }
         let mac = read("address")
             .ok()
             .and_then(|text| parse_mac(text.trim()))
             .ok_or_else(|| fail("cannot read its Ethernet address".into()))?;
-        let broadcasts = crate::sys::interface_broadcasts(name)
+        let own = crate::sys::interface_addresses(name)
             .map_err(|err| fail(format!("cannot read its addresses: {err}")))?;
+        let addresses = Addresses::of(listen, &own).map_err(fail)?;
+        let broadcasts = own.broadcasts;
         let queues = std::fs::read_dir(format!("{sysfs}/queues"))
             .map(|entries| {
                 entries
@@ -201,6 +202,7 @@ impl Interface {
             }
         };
         let mut program = EbpfLoader::new()
+            .override_global("tern_mac", &mac, true)
             .override_global("tern_v4_count", &addresses.v4_count, true)
             .override_global("tern_v4_addresses", &addresses.v4, true)
             .override_global("tern_v4_ports", &addresses.v4_ports, true)
@@ -294,7 +296,16 @@ struct Addresses {
 }
 
 impl Addresses {
-    fn of(listen: &[SocketAddr]) -> io::Result<Addresses> {
+    /// `listen` as the program matches it on an interface with the
+    /// addresses `own`: a wildcard listen address becomes each of the
+    /// interface's addresses of its family (with its port), so that the
+    /// program never takes a packet for an address not ours (one routed
+    /// through this host, say). An address added to the interface later is
+    /// not matched: the kernel's sockets answer it.
+    fn of(
+        listen: &[SocketAddr],
+        own: &crate::sys::InterfaceAddresses,
+    ) -> Result<Addresses, String> {
         let mut addresses = Addresses {
             v4_count: 0,
             v4: [0; MAX_XDP_ADDRESSES],
@@ -304,33 +315,48 @@ impl Addresses {
             v6_ports: [0; MAX_XDP_ADDRESSES],
         };
         let too_many = || {
-            io::Error::other(format!(
-                "xdp: at most {MAX_XDP_ADDRESSES} listen addresses per IP family"
-            ))
+            format!(
+                "more than {MAX_XDP_ADDRESSES} listen addresses per IP family (wildcards \
+                 count each address of the interface)"
+            )
         };
         for address in listen {
             let port = u16::from_ne_bytes(address.port().to_be_bytes());
             match address.ip() {
                 IpAddr::V4(ip) => {
-                    let at = addresses.v4_count as usize;
-                    if at == MAX_XDP_ADDRESSES {
-                        return Err(too_many());
+                    let expanded: Vec<[u8; 4]> = if ip.is_unspecified() {
+                        own.v4.clone()
+                    } else {
+                        vec![ip.octets()]
+                    };
+                    for octets in expanded {
+                        let at = addresses.v4_count as usize;
+                        if at == MAX_XDP_ADDRESSES {
+                            return Err(too_many());
+                        }
+                        addresses.v4[at] = u32::from_ne_bytes(octets);
+                        addresses.v4_ports[at] = port;
+                        addresses.v4_count += 1;
                     }
-                    addresses.v4[at] = u32::from_ne_bytes(ip.octets());
-                    addresses.v4_ports[at] = port;
-                    addresses.v4_count += 1;
                 }
                 IpAddr::V6(ip) => {
-                    let at = addresses.v6_count as usize;
-                    if at == MAX_XDP_ADDRESSES {
-                        return Err(too_many());
+                    let expanded: Vec<[u8; 16]> = if ip.is_unspecified() {
+                        own.v6.clone()
+                    } else {
+                        vec![ip.octets()]
+                    };
+                    for octets in expanded {
+                        let at = addresses.v6_count as usize;
+                        if at == MAX_XDP_ADDRESSES {
+                            return Err(too_many());
+                        }
+                        for (word, chunk) in addresses.v6[at].iter_mut().zip(octets.chunks_exact(4))
+                        {
+                            *word = u32::from_ne_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
+                        }
+                        addresses.v6_ports[at] = port;
+                        addresses.v6_count += 1;
                     }
-                    let octets = ip.octets();
-                    for (word, chunk) in addresses.v6[at].iter_mut().zip(octets.chunks_exact(4)) {
-                        *word = u32::from_ne_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
-                    }
-                    addresses.v6_ports[at] = port;
-                    addresses.v6_count += 1;
                 }
             }
         }
@@ -366,17 +392,27 @@ mod tests {
             .iter()
             .map(|text| text.parse().unwrap())
             .collect();
-        let addresses = Addresses::of(&listen).unwrap();
-        assert_eq!(addresses.v4_count, 2);
+        let own = crate::sys::InterfaceAddresses {
+            v4: vec![[198, 51, 100, 1], [198, 51, 100, 3]],
+            v6: vec![],
+            broadcasts: vec![[198, 51, 100, 255]],
+        };
+        let addresses = Addresses::of(&listen, &own).unwrap();
+        // The wildcard is the interface's two addresses, port 5353.
+        assert_eq!(addresses.v4_count, 3);
         assert_eq!(addresses.v4[0].to_ne_bytes(), [198, 51, 100, 1]);
         assert_eq!(addresses.v4_ports[0].to_ne_bytes(), [0, 53]);
-        assert_eq!(addresses.v4[1], 0);
+        assert_eq!(addresses.v4[2].to_ne_bytes(), [198, 51, 100, 3]);
+        assert_eq!(addresses.v4_ports[2].to_ne_bytes(), [0x14, 0xe9]);
         assert_eq!(addresses.v6_count, 1);
         assert_eq!(addresses.v6[0][0].to_ne_bytes(), [0x20, 0x01, 0x0d, 0xb8]);
         assert_eq!(addresses.v6[0][3].to_ne_bytes(), [0, 0, 0, 1]);
+        // An IPv6 wildcard on an interface without IPv6 addresses: none.
+        let any6: Vec<SocketAddr> = vec!["[::]:53".parse().unwrap()];
+        assert_eq!(Addresses::of(&any6, &own).unwrap().v6_count, 0);
         let many: Vec<SocketAddr> = (1..=9)
             .map(|host| SocketAddr::from(([198, 51, 100, host], 53)))
             .collect();
-        assert!(Addresses::of(&many).is_err());
+        assert!(Addresses::of(&many, &own).is_err());
     }
 }

@@ -29,9 +29,14 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::ptr;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-/// The octets of one UMEM frame: a page, so that any frame the interface's
-/// MTU allows (up to 4,078 octets behind Ethernet and a VLAN tag) fits.
+/// The octets of one UMEM frame: a page. The kernel receives into it
+/// after [`XDP_PACKET_HEADROOM`], so a received frame holds at most
+/// 3,840 octets: an MTU up to 3,822 behind Ethernet and a VLAN tag.
 pub(crate) const FRAME_SIZE: usize = 4096;
+
+/// What the kernel leaves in front of every received frame in the UMEM
+/// (`XDP_PACKET_HEADROOM`, include/uapi/linux/bpf.h).
+pub(crate) const XDP_PACKET_HEADROOM: usize = 256;
 
 /// Entries of each ring (rx, tx, fill, completion): a power of two, as the
 /// kernel requires. 2,048 received frames in flight is several milliseconds
@@ -153,7 +158,10 @@ impl<T: Copy> Ring<T> {
         // SAFETY: `producer` points at the ring's producer index in the
         // mapping this ring owns (see `map`).
         self.cached_producer = unsafe { (*self.producer).load(Ordering::Acquire) };
-        self.cached_producer.wrapping_sub(self.cached_consumer)
+        // At most a ring's worth, whatever the kernel's index says.
+        self.cached_producer
+            .wrapping_sub(self.cached_consumer)
+            .min(RING_SIZE)
     }
 
     /// Consumer side: the `index`-th entry not yet released (`index` below
@@ -178,7 +186,9 @@ impl<T: Copy> Ring<T> {
     fn room(&mut self) -> u32 {
         // SAFETY: as in `available`, for the consumer index.
         self.cached_consumer = unsafe { (*self.consumer).load(Ordering::Acquire) };
-        RING_SIZE - self.cached_producer.wrapping_sub(self.cached_consumer)
+        // Saturating: a consumer index ahead of ours (which a correct
+        // kernel never shows) reads as a full ring, not a panic.
+        RING_SIZE.saturating_sub(self.cached_producer.wrapping_sub(self.cached_consumer))
     }
 
     /// Producer side: writes the `index`-th entry after the last submitted
@@ -200,6 +210,11 @@ impl<T: Copy> Ring<T> {
 
     /// Whether the kernel asks to be woken up (`XDP_USE_NEED_WAKEUP`).
     fn needs_wakeup(&self) -> bool {
+        // The producer index stored just before (`submit`) must be visible
+        // before the flags are read, or a kernel that set the flag after
+        // seeing an empty ring would not be woken (a store then a load:
+        // only a full fence orders them).
+        std::sync::atomic::fence(Ordering::SeqCst);
         // SAFETY: as in `available`, for the flags word.
         let flags = unsafe { (*self.flags).load(Ordering::Relaxed) };
         flags & libc::XDP_RING_NEED_WAKEUP != 0
@@ -230,6 +245,12 @@ pub(crate) struct Xsk {
     free: Vec<u64>,
     /// Answers written into tx entries but not yet published.
     queued: u32,
+    /// Received frames released from rx but not yet back in the fill
+    /// ring: the kernel publishes its fill consumer index after its rx
+    /// producer index, so the fill ring can briefly look fuller than it
+    /// is. Made once at [`RING_SIZE`] capacity; handed back at the next
+    /// [`Xsk::recycle`].
+    unfilled: Vec<u64>,
     mode: CopyMode,
 }
 
@@ -301,6 +322,7 @@ impl Xsk {
             completion,
             free: Vec::with_capacity(FRAMES),
             queued: 0,
+            unfilled: Vec::with_capacity(RING_SIZE as usize),
             mode: CopyMode::Copy,
         };
         // Frames 0..RING_SIZE to the fill ring, the rest for answers.
@@ -422,21 +444,43 @@ impl Xsk {
         }
     }
 
-    /// Hands the first `count` received frames back to the fill ring.
+    /// Hands the first `count` received frames back to the fill ring (with
+    /// any that did not fit last time).
     pub(crate) fn recycle(&mut self, count: u32) {
-        // The fill ring has room for every frame taken from rx: the two
-        // rings together never hold more than the RING_SIZE receive
-        // frames (`min` only guards against a misbehaving kernel).
-        let back = count.min(self.fill.room());
-        for index in 0..back {
+        for index in 0..count {
             let address = self.rx.read(index).addr & !(FRAME_SIZE as u64 - 1);
-            self.fill.write(index, address);
+            // Never more than the RING_SIZE receive frames exist.
+            if self.unfilled.len() < self.unfilled.capacity() {
+                self.unfilled.push(address);
+            }
         }
         self.rx.release(count);
+        self.refill();
+    }
+
+    /// Puts the frames waiting in `unfilled` into the fill ring, as many as
+    /// it has room for (all of them, unless the kernel has not yet
+    /// published its consumer index: the rest go at the next call).
+    fn refill(&mut self) {
+        if self.unfilled.is_empty() {
+            return;
+        }
+        let back = (self.unfilled.len() as u32).min(self.fill.room());
+        let first = self.unfilled.len() - back as usize;
+        for (index, &address) in self.unfilled[first..].iter().enumerate() {
+            self.fill.write(index as u32, address);
+        }
+        self.unfilled.truncate(first);
         self.fill.submit(back);
         if self.fill.needs_wakeup() {
             self.wake_receive();
         }
+    }
+
+    /// Whether work is left that no received frame will prompt: answers
+    /// in the tx ring, or frames not yet back in the fill ring.
+    pub(crate) fn has_leftovers(&mut self) -> bool {
+        !self.unfilled.is_empty() || self.tx.room() < RING_SIZE
     }
 
     /// Where frame `address` (a descriptor's address, which may point past
@@ -445,7 +489,9 @@ impl Xsk {
     fn frame_bounds(&self, address: u64, len: usize) -> Option<(usize, usize)> {
         let start = usize::try_from(address).ok()?;
         let end = start.checked_add(len)?;
-        let frame_end = (start / FRAME_SIZE + 1) * FRAME_SIZE;
+        let frame_end = (start / FRAME_SIZE)
+            .checked_add(1)?
+            .checked_mul(FRAME_SIZE)?;
         if end > frame_end || end > self.umem.len {
             return None;
         }
@@ -459,6 +505,7 @@ impl Xsk {
     pub(crate) fn flush(&mut self, kicks: usize) -> u32 {
         self.tx.submit(self.queued);
         self.queued = 0;
+        self.refill();
         for _ in 0..kicks {
             let waiting = RING_SIZE - self.tx.room();
             if waiting == 0 {
