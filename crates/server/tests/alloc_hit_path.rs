@@ -55,17 +55,6 @@ fn catalog() -> Arc<Catalog> {
     Arc::new(tern_testkit::catalog("example.com.", &text))
 }
 
-/// `query` with a COOKIE option of `value` added to its OPT (which must be
-/// its last 11 octets).
-fn with_cookie(mut query: Vec<u8>, value: &[u8]) -> Vec<u8> {
-    let rdlen = query.len() - 2;
-    query[rdlen..].copy_from_slice(&(4 + value.len() as u16).to_be_bytes());
-    query.extend_from_slice(&[0, 10]);
-    query.extend_from_slice(&(value.len() as u16).to_be_bytes());
-    query.extend_from_slice(value);
-    query
-}
-
 /// `query` with an NSID request added to its OPT (which must be its last
 /// record and hold no option).
 fn with_nsid(mut query: Vec<u8>) -> Vec<u8> {
@@ -182,9 +171,9 @@ fn answer_path_makes_no_allocation() {
     let ip = "192.0.2.1".parse().unwrap();
     valid.extend_from_slice(&server_cookie(&secret, &client_cookie, ip, now_secs - 10));
     let cookies = [
-        with_cookie(query(8, "www.example.com.", A, edns), &client_cookie),
-        with_cookie(query(9, "www.example.com.", MX, edns), &valid),
-        with_cookie(query(10, "nowhere.example.com.", A, edns), &[1; 12]),
+        tern_testkit::with_cookie(query(8, "www.example.com.", A, edns), &client_cookie),
+        tern_testkit::with_cookie(query(9, "www.example.com.", MX, edns), &valid),
+        tern_testkit::with_cookie(query(10, "nowhere.example.com.", A, edns), &[1; 12]),
         with_nsid(query(11, "www.example.com.", A, edns)),
         with_nsid(query(12, "www.example.org.", A, edns)),
     ];

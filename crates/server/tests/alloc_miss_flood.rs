@@ -79,20 +79,6 @@ fn flood_query(prefix: &str, i: usize) -> Vec<u8> {
     }
 }
 
-/// `query` with a COOKIE option of `value` added to its OPT, if it has one
-/// (its last 11 octets, without options).
-fn with_cookie(mut query: Vec<u8>, value: &[u8]) -> Vec<u8> {
-    if query[11] == 0 {
-        return query;
-    }
-    let rdlen = query.len() - 2;
-    query[rdlen..].copy_from_slice(&(4 + value.len() as u16).to_be_bytes());
-    query.extend_from_slice(&[0, 10]);
-    query.extend_from_slice(&(value.len() as u16).to_be_bytes());
-    query.extend_from_slice(value);
-    query
-}
-
 /// Runs without libtest (`harness = false`): libtest's main thread records
 /// the running test in a map *after* starting it, and on a loaded machine
 /// that insert (4 allocations) landed inside the measured section. With our
@@ -115,7 +101,7 @@ fn a_flood_of_new_names_allocates_nothing() {
         .iter()
         .enumerate()
         .map(|(i, query)| match i % 3 {
-            0 => with_cookie(query.clone(), b"cookie!!"),
+            0 => tern_testkit::with_cookie(query.clone(), b"cookie!!"),
             _ => query.clone(),
         })
         .collect();

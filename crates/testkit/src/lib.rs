@@ -181,6 +181,21 @@ pub fn query_with(
     q
 }
 
+/// `query` with a COOKIE option (RFC 7873) of `value` added to its OPT,
+/// which must be its last 11 octets, as [`query`] writes it; a query
+/// without additional records is returned as it is.
+pub fn with_cookie(mut query: Vec<u8>, value: &[u8]) -> Vec<u8> {
+    if query[11] == 0 {
+        return query;
+    }
+    let rdlen = query.len() - 2;
+    query[rdlen..].copy_from_slice(&(4 + value.len() as u16).to_be_bytes());
+    query.extend_from_slice(&[0, 10]);
+    query.extend_from_slice(&(value.len() as u16).to_be_bytes());
+    query.extend_from_slice(value);
+    query
+}
+
 //----------- Fuzz seeds -----------------------------------------------------
 
 /// The committed seed inputs of fuzz target `target`
