@@ -604,6 +604,11 @@ def load_zones(directory: pathlib.Path) -> tuple[list[tuple[str, pathlib.Path]],
     return entries, data
 
 
+def tern_binary() -> pathlib.Path:
+    """The tern under test: TERN_BIN, or the release build of this tree."""
+    return pathlib.Path(os.environ.get("TERN_BIN", REPO / "target/release/tern")).resolve()
+
+
 def tern_config(name: str, workdir: pathlib.Path, port: int, metrics_port: int,
                 zone_list: list[tuple[str, pathlib.Path]]) -> str:
     lines = [
@@ -649,7 +654,7 @@ class Tern:
     def start(self) -> None:
         self.starts += 1
         self.log = self.workdir / f"tern-{self.starts}.log"
-        tern_bin = pathlib.Path(os.environ.get("TERN_BIN", REPO / "target/release/tern")).resolve()
+        tern_bin = tern_binary()
         argv = [str(tern_bin), "serve", "--config", str(self.config_path)]
         if self.xdp:
             argv += ["--xdp", self.network.server_link]
@@ -1230,7 +1235,7 @@ def compare_dig(network: Network, failures: list[str]) -> None:
 
 def core_allocations(tern) -> int:
     """The heap allocations of tern's cores so far (`tern stats`, the "all cores" line)."""
-    tern_bin = pathlib.Path(os.environ.get("TERN_BIN", REPO / "target/release/tern")).resolve()
+    tern_bin = tern_binary()
     out = subprocess.run([str(tern_bin), "stats", "--socket", str(tern.workdir / "tern.sock")],
                          capture_output=True, text=True, timeout=10)
     match = re.search(r"^all cores: .* allocations (\d+)", out.stdout, re.M)
@@ -1972,7 +1977,7 @@ def main() -> int:
         print(f"{SCRIPT}: FAIL: must run as root (network namespaces, raw sockets, BPF)",
               file=sys.stderr)
         return 1
-    tern_bin = pathlib.Path(os.environ.get("TERN_BIN", REPO / "target/release/tern")).resolve()
+    tern_bin = tern_binary()
     if not tern_bin.is_file():
         print(f"{SCRIPT}: FAIL: tern binary not found at {tern_bin} (set TERN_BIN)",
               file=sys.stderr)

@@ -23,14 +23,8 @@ use tern_server::{thread_allocations, CountingAllocator, Driver, Server, ServerC
 #[global_allocator]
 static ALLOCATOR: CountingAllocator = CountingAllocator;
 
-const ZONE: &str = "\
-$ORIGIN example.com.
-$TTL 300
-@    SOA ns1 hostmaster 1 7200 3600 1209600 300
-     NS  ns1
-ns1  A   192.0.2.1
-www  A   192.0.2.80
-";
+/// The zone the tests answer from.
+const ZONE: &str = tern_testkit::EXAMPLE_COM_ZONE;
 
 /// Records per core: small, so that the writer's lag fills them and some
 /// messages are dropped (a drop must not allocate either).

@@ -51,6 +51,18 @@ fn origin_name(origin: &str) -> NameBuf {
         .unwrap_or_else(|e| panic!("origin {origin:?}: {e:?}"))
 }
 
+/// A small zone `example.com.`: SOA (serial 1), NS, `ns1` and `www` A
+/// records; the tests that need a zone and nothing particular in it share
+/// it.
+pub const EXAMPLE_COM_ZONE: &str = "\
+$ORIGIN example.com.
+$TTL 300
+@    SOA ns1 hostmaster 1 7200 3600 1209600 300
+     NS  ns1
+ns1  A   192.0.2.1
+www  A   192.0.2.80
+";
+
 /// The zone `example.` signed with NSEC3 opt-out by dnssec-signzone 9.18
 /// (`-3 - -H 0 -A`), with its RRSIG and DNSKEY records left out except the
 /// SOA's (which marks the zone signed; proof selection does not look at
@@ -226,17 +238,9 @@ mod tests {
 
     use super::*;
 
-    const ZONE: &str = "\
-$TTL 300
-@    SOA ns1 hostmaster 1 7200 3600 1209600 300
-     NS  ns1
-ns1  A   192.0.2.1
-www  A   192.0.2.80
-";
-
     #[test]
     fn zone_holds_every_record_of_the_text() {
-        let zone = zone("example.com.", ZONE);
+        let zone = zone("example.com.", EXAMPLE_COM_ZONE);
         assert_eq!(zone.record_count(), 4);
         assert_eq!(zone.origin().to_string(), "example.com.");
     }

@@ -5,14 +5,8 @@ use crate::rrl::RateLimitConfig;
 use crate::Cidr;
 use tern_cache::forward::ForwardConfig;
 
-const ZONE: &str = "\
-$ORIGIN example.com.
-$TTL 300
-@    SOA ns1 hostmaster 1 7200 3600 1209600 300
- NS  ns1
-ns1  A   192.0.2.1
-www  A   192.0.2.80
-";
+/// The zone the tests answer from.
+const ZONE: &str = tern_testkit::EXAMPLE_COM_ZONE;
 
 /// The per-core rate of responses in these tests.
 const RATE: u32 = 5;

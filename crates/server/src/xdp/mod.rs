@@ -226,22 +226,27 @@ fn answer_batch(core: &Rc<Core>, local: &Local, xsk: &mut Xsk, received: u32) {
             let client = datagram.source();
             let outcome = worker.answer_udp_lazy(query, &|| Some(client), now, answer);
             let forwarded = matches!(outcome, UdpAnswer::Forward);
+            // The listener the query would have come through: the way back
+            // of a forwarded answer, and dnstap's local address. Looked up
+            // only for those.
+            let listener = if forwarded || tap.is_some() {
+                listener_for(&core.listen, datagram.destination())
+            } else {
+                None
+            };
             let len = match outcome {
                 UdpAnswer::Send(len) => Some(len),
                 UdpAnswer::Drop => None,
-                UdpAnswer::Forward => {
-                    listener_for(&core.listen, datagram.destination()).and_then(|listener| {
-                        let client = Client::Udp {
-                            listener,
-                            address: client,
-                        };
-                        worker.forward(query, client, now, &mut actions, answer)
-                    })
-                }
+                UdpAnswer::Forward => listener.and_then(|listener| {
+                    let client = Client::Udp {
+                        listener,
+                        address: client,
+                    };
+                    worker.forward(query, client, now, &mut actions, answer)
+                }),
             };
             if let Some((tap, time)) = tap {
                 let logged = len.map(|len| &answer[..len]);
-                let listener = listener_for(&core.listen, datagram.destination());
                 crate::udp::log_exchange(
                     tap,
                     time,

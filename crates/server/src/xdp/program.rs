@@ -314,54 +314,64 @@ impl Addresses {
             v6: [[0; 4]; MAX_XDP_ADDRESSES],
             v6_ports: [0; MAX_XDP_ADDRESSES],
         };
-        let too_many = || {
-            format!(
-                "more than {MAX_XDP_ADDRESSES} listen addresses per IP family (wildcards \
-                 count each address of the interface)"
-            )
-        };
         for address in listen {
             let port = u16::from_ne_bytes(address.port().to_be_bytes());
             match address.ip() {
                 IpAddr::V4(ip) => {
-                    let expanded: Vec<[u8; 4]> = if ip.is_unspecified() {
-                        own.v4.clone()
+                    let octets = ip.octets();
+                    let expanded = if ip.is_unspecified() {
+                        &own.v4[..]
                     } else {
-                        vec![ip.octets()]
+                        std::slice::from_ref(&octets)
                     };
                     for octets in expanded {
-                        let at = addresses.v4_count as usize;
-                        if at == MAX_XDP_ADDRESSES {
-                            return Err(too_many());
-                        }
-                        addresses.v4[at] = u32::from_ne_bytes(octets);
-                        addresses.v4_ports[at] = port;
-                        addresses.v4_count += 1;
+                        let value = u32::from_ne_bytes(*octets);
+                        let family = (&mut addresses.v4_count, &mut addresses.v4);
+                        push(family, &mut addresses.v4_ports, value, port)?;
                     }
                 }
                 IpAddr::V6(ip) => {
-                    let expanded: Vec<[u8; 16]> = if ip.is_unspecified() {
-                        own.v6.clone()
+                    let octets = ip.octets();
+                    let expanded = if ip.is_unspecified() {
+                        &own.v6[..]
                     } else {
-                        vec![ip.octets()]
+                        std::slice::from_ref(&octets)
                     };
                     for octets in expanded {
-                        let at = addresses.v6_count as usize;
-                        if at == MAX_XDP_ADDRESSES {
-                            return Err(too_many());
-                        }
-                        for (word, chunk) in addresses.v6[at].iter_mut().zip(octets.chunks_exact(4))
-                        {
+                        let mut value = [0; 4];
+                        for (word, chunk) in value.iter_mut().zip(octets.chunks_exact(4)) {
                             *word = u32::from_ne_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
                         }
-                        addresses.v6_ports[at] = port;
-                        addresses.v6_count += 1;
+                        let family = (&mut addresses.v6_count, &mut addresses.v6);
+                        push(family, &mut addresses.v6_ports, value, port)?;
                     }
                 }
             }
         }
         Ok(addresses)
     }
+}
+
+/// Appends one address (as the program reads it) and its port to one
+/// family's table: `family` is its count and addresses.
+fn push<T>(
+    family: (&mut u32, &mut [T; MAX_XDP_ADDRESSES]),
+    ports: &mut [u16; MAX_XDP_ADDRESSES],
+    value: T,
+    port: u16,
+) -> Result<(), String> {
+    let (count, values) = family;
+    let at = *count as usize;
+    if at == MAX_XDP_ADDRESSES {
+        return Err(format!(
+            "more than {MAX_XDP_ADDRESSES} listen addresses per IP family (wildcards count \
+             each address of the interface)"
+        ));
+    }
+    values[at] = value;
+    ports[at] = port;
+    *count += 1;
+    Ok(())
 }
 
 //=========== Tests ==========================================================
