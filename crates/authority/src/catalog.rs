@@ -15,65 +15,151 @@ use tern_wire::types::RType;
 use crate::index::NameIndex;
 use crate::zone::Zone;
 
+//----------- CatalogChange --------------------------------------------------
+
+/// One change to a [`Catalog`]: what a reload, a transfer or an update
+/// hands the cores, so that a new version of one zone costs that zone, not
+/// a new catalog of every zone.
+#[derive(Clone, Debug)]
+pub enum CatalogChange {
+    /// Serve this zone: a new version of an origin served now takes its
+    /// slot; a new origin takes a free slot.
+    Serve(Arc<Zone>),
+    /// Stop serving the zone of this origin (lowercased wire form).
+    Remove(Box<[u8]>),
+}
+
+/// What [`Catalog::apply`] did, and to which slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Applied {
+    /// A zone of a new origin now serves from this slot.
+    Added(u32),
+    /// A new version of a served zone replaced the old one in its slot.
+    Replaced(u32),
+    /// The zone in this slot stopped serving; the slot is free.
+    Removed(u32),
+    /// Nothing: a removal of an origin not served.
+    Nothing,
+}
+
 //----------- Catalog --------------------------------------------------------
 
-/// All loaded zones, immutable and shareable across threads. Zones are
-/// reference-counted so that a reload can build a new catalog that keeps
-/// the previous version of a zone that failed to load.
+/// All loaded zones, immutable while shared and changed only by
+/// [`Catalog::apply`] (each core applies the same changes to its own copy,
+/// in the same order, so the slots agree). Zones are reference-counted so
+/// that versions can be shared by every core and by the previous catalog.
+///
+/// Each zone has a slot, stable for as long as its origin is served: a new
+/// version takes the old one's slot, so whatever a core keeps per zone
+/// (counters, the tag of cached answers) stays with the zone. A removed
+/// zone's slot is reused by the next new origin.
 #[derive(Clone, Debug, Default)]
 pub struct Catalog {
-    zones: Vec<Arc<Zone>>,
+    slots: Vec<Option<Arc<Zone>>>,
     index: NameIndex,
+    /// Free slots, the most recently freed last.
+    free: Vec<u32>,
+    len: usize,
 }
 
 impl Catalog {
-    /// A catalog over `zones`. If two zones have the same origin, the first
-    /// one is kept.
+    /// A catalog over `zones`, in slots from 0 in their order. If two zones
+    /// have the same origin, the first one is kept.
     pub fn new<Z: Into<Arc<Zone>>>(zones: impl IntoIterator<Item = Z>) -> Catalog {
         let zones = zones.into_iter();
-        let mut kept: Vec<Arc<Zone>> = Vec::with_capacity(zones.size_hint().0);
-        let mut index = NameIndex::with_capacity(zones.size_hint().0);
+        let mut catalog = Catalog {
+            slots: Vec::with_capacity(zones.size_hint().0),
+            index: NameIndex::with_capacity(zones.size_hint().0),
+            free: Vec::new(),
+            len: 0,
+        };
         for zone in zones {
             let zone: Arc<Zone> = zone.into();
-            if index
-                .find(zone.origin().as_bytes(), |i| {
-                    kept[i as usize].origin().as_bytes()
-                })
-                .is_some()
-            {
-                continue;
+            if catalog.position(zone.origin()).is_none() {
+                catalog.apply(CatalogChange::Serve(zone));
             }
-            let id = kept.len() as u32;
-            let origin = zone.origin;
-            kept.push(zone);
-            index.insert(origin.as_bytes(), id, |i| {
-                kept[i as usize].origin().as_bytes()
-            });
         }
-        Catalog { zones: kept, index }
+        catalog
     }
 
-    /// The zones, in load order.
-    pub fn zones(&self) -> &[Arc<Zone>] {
-        &self.zones
+    /// Applies one change. Bound: one hash look-up, and an insertion or
+    /// removal; no walk over the other zones.
+    pub fn apply(&mut self, change: CatalogChange) -> Applied {
+        match change {
+            CatalogChange::Serve(zone) => {
+                if let Some(slot) = self.position(zone.origin()) {
+                    self.slots[slot as usize] = Some(zone);
+                    return Applied::Replaced(slot);
+                }
+                let slot = match self.free.pop() {
+                    Some(slot) => slot,
+                    None => {
+                        self.slots.push(None);
+                        u32::try_from(self.slots.len() - 1)
+                            .expect("fewer than 2^32 zones: each takes memory")
+                    }
+                };
+                let slots = &self.slots;
+                let origin = zone.origin();
+                self.index
+                    .insert(origin.as_bytes(), slot, |i| origin_of(slots, i));
+                self.slots[slot as usize] = Some(zone);
+                self.len += 1;
+                Applied::Added(slot)
+            }
+            CatalogChange::Remove(origin) => {
+                let slots = &self.slots;
+                let Some(slot) = self.index.remove(&origin, |i| origin_of(slots, i)) else {
+                    return Applied::Nothing;
+                };
+                self.slots[slot as usize] = None;
+                self.free.push(slot);
+                self.len -= 1;
+                Applied::Removed(slot)
+            }
+        }
+    }
+
+    /// The zones served, in slot order.
+    pub fn zones(&self) -> impl Iterator<Item = &Arc<Zone>> + '_ {
+        self.slots.iter().flatten()
+    }
+
+    /// How many zones are served.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether no zone is served.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// One more than the highest slot ever used: every slot is below it.
+    pub fn slot_count(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// The zone in `slot`, if one serves from it.
+    pub fn zone_at(&self, slot: u32) -> Option<&Arc<Zone>> {
+        self.slots.get(slot as usize)?.as_ref()
     }
 
     /// The zone whose origin is exactly `origin_lower` (lowercased), as a
     /// zone transfer asks for it.
     pub fn get(&self, origin_lower: Name<'_>) -> Option<&Arc<Zone>> {
-        let id = self.position(origin_lower)?;
-        Some(&self.zones[id as usize])
+        let slot = self.position(origin_lower)?;
+        self.zone_at(slot)
     }
 
-    /// The index in [`Catalog::zones`] of the zone whose origin is exactly
-    /// `origin_lower` (lowercased).
+    /// The slot of the zone whose origin is exactly `origin_lower`
+    /// (lowercased).
     pub fn position(&self, origin_lower: Name<'_>) -> Option<u32> {
-        self.index.find(origin_lower.as_bytes(), |i| {
-            self.zones[i as usize].origin().as_bytes()
-        })
+        self.index
+            .find(origin_lower.as_bytes(), |i| origin_of(&self.slots, i))
     }
 
-    /// The index in [`Catalog::zones`] of [`Catalog::find`]'s zone.
+    /// The slot of [`Catalog::find`]'s zone.
     pub fn find_position(&self, qname_lower: Name<'_>) -> Option<u32> {
         let mut suffix = Some(qname_lower);
         while let Some(name) = suffix {
@@ -89,8 +175,8 @@ impl Catalog {
     /// ancestors. The name must already be lowercased. Bound: one hash
     /// look-up per label; no allocation.
     pub fn find(&self, qname_lower: Name<'_>) -> Option<&Zone> {
-        let id = self.find_position(qname_lower)?;
-        Some(&self.zones[id as usize])
+        let slot = self.find_position(qname_lower)?;
+        self.zone_at(slot).map(|zone| &**zone)
     }
 
     /// The zone that answers a query: DS records live on the parent side
@@ -105,6 +191,15 @@ impl Catalog {
         }
         self.find(qname_lower)
     }
+}
+
+/// The origin of the zone in slot `slot`, for the index (which holds only
+/// slots that serve a zone).
+fn origin_of(slots: &[Option<Arc<Zone>>], slot: u32) -> &[u8] {
+    slots
+        .get(slot as usize)
+        .and_then(Option::as_ref)
+        .map_or(&[], |zone| zone.origin().as_bytes())
 }
 
 //=========== Tests ==========================================================
@@ -178,6 +273,67 @@ mod tests {
     #[test]
     fn duplicate_origins_keep_the_first() {
         let catalog = Catalog::new(vec![zone("example."), zone("EXAMPLE.")]);
-        assert_eq!(catalog.zones().len(), 1);
+        assert_eq!(catalog.len(), 1);
+        assert_eq!(catalog.zones().count(), 1);
+    }
+
+    #[test]
+    fn changes_keep_slots_and_reuse_free_ones() {
+        let mut catalog = Catalog::new(vec![zone("a."), zone("b."), zone("c.")]);
+        let b = catalog.position(name("b.").as_name());
+        assert_eq!(b, Some(1));
+        // A new version keeps its slot.
+        let newer = Arc::new(zone("b."));
+        assert_eq!(
+            catalog.apply(CatalogChange::Serve(Arc::clone(&newer))),
+            Applied::Replaced(1)
+        );
+        assert!(Arc::ptr_eq(
+            catalog.get(name("b.").as_name()).unwrap(),
+            &newer
+        ));
+        assert_eq!(catalog.len(), 3);
+        // A removal frees the slot, and only that zone goes.
+        assert_eq!(
+            catalog.apply(CatalogChange::Remove(name("a.").as_bytes().into())),
+            Applied::Removed(0)
+        );
+        assert_eq!(
+            catalog.apply(CatalogChange::Remove(name("a.").as_bytes().into())),
+            Applied::Nothing
+        );
+        assert!(catalog.get(name("a.").as_name()).is_none());
+        assert!(catalog.find(name("www.a.").as_name()).is_none());
+        assert_eq!(catalog.len(), 2);
+        assert_eq!(catalog.slot_count(), 3);
+        // The next new origin takes the free slot.
+        assert_eq!(
+            catalog.apply(CatalogChange::Serve(Arc::new(zone("d.")))),
+            Applied::Added(0)
+        );
+        assert_eq!(
+            catalog.apply(CatalogChange::Serve(Arc::new(zone("e.")))),
+            Applied::Added(3)
+        );
+        let origins: Vec<String> = catalog.zones().map(|z| z.origin().to_string()).collect();
+        assert_eq!(origins, ["d.", "b.", "c.", "e."]);
+        assert_eq!(
+            catalog
+                .find(name("x.c.").as_name())
+                .map(|z| z.origin().to_string()),
+            Some("c.".to_string())
+        );
+        // A copy given the same changes agrees slot for slot.
+        let mut copy = Catalog::new(vec![zone("a."), zone("b."), zone("c.")]);
+        copy.apply(CatalogChange::Serve(newer));
+        copy.apply(CatalogChange::Remove(name("a.").as_bytes().into()));
+        copy.apply(CatalogChange::Serve(Arc::new(zone("d."))));
+        copy.apply(CatalogChange::Serve(Arc::new(zone("e."))));
+        for slot in 0..4 {
+            assert_eq!(
+                copy.zone_at(slot).map(|z| z.origin().to_string()),
+                catalog.zone_at(slot).map(|z| z.origin().to_string())
+            );
+        }
     }
 }

@@ -47,6 +47,19 @@ impl NameIndex {
             .insert_unique(hash, id, move |&other| hasher.hash_one(key_of(other)));
     }
 
+    /// Removes `key`'s entry; the id it had, if it was present.
+    pub(crate) fn remove<'k>(
+        &mut self,
+        key: &[u8],
+        key_of: impl Fn(u32) -> &'k [u8],
+    ) -> Option<u32> {
+        let entry = self
+            .table
+            .find_entry(self.hash(key), |&id| key_of(id) == key)
+            .ok()?;
+        Some(entry.remove().0)
+    }
+
     /// Makes room for `additional` more entries, so that inserting them
     /// rehashes nothing; `key_of` returns the bytes of a stored id.
     pub(crate) fn reserve<'k>(&mut self, additional: usize, key_of: impl Fn(u32) -> &'k [u8]) {
@@ -89,5 +102,10 @@ mod tests {
         index.reserve(100, |i| keys[i as usize]);
         assert_eq!(index.len(), 3);
         assert_eq!(index.find(b"\x01a\x00", |i| keys[i as usize]), Some(0));
+        assert_eq!(index.remove(b"\x01a\x00", |i| keys[i as usize]), Some(0));
+        assert_eq!(index.remove(b"\x01a\x00", |i| keys[i as usize]), None);
+        assert_eq!(index.find(b"\x01a\x00", |i| keys[i as usize]), None);
+        assert_eq!(index.find(b"\x01b\x00", |i| keys[i as usize]), Some(1));
+        assert_eq!(index.len(), 2);
     }
 }

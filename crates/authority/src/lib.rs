@@ -76,7 +76,7 @@ mod respond;
 mod zone;
 
 pub use builder::{BuildError, ZoneBuilder};
-pub use catalog::Catalog;
+pub use catalog::{Applied, Catalog, CatalogChange};
 pub use respond::{
     append_option, append_options, bad_cookie, respond, respond_with, summary, ChaosIdentity,
     Options, Response, Transport, DEFAULT_UDP_SIZE,

@@ -1,7 +1,7 @@
 //! The response cache: pre-serialized answers, SIEVE eviction, a keyed hash,
 //! and memory taken once, when the cache is made.
 //!
-//! Layout. Entries live in a slot array (`Vec<Slot>`, 28 bytes a slot);
+//! Layout. Entries live in a slot array (`Vec<Slot>`, 32 bytes a slot);
 //! a `hashbrown::HashTable<u32>` maps a key's hash to a slot index, so the
 //! index costs 4 bytes and one control byte a bucket. Each slot's bytes
 //! are an extent of the cache's [`Slab`] (`crate::slab`): one arena of
@@ -41,6 +41,13 @@
 //! than 4102 octets, over UDP only with a `udp-size` above 4096) is not
 //! stored: `respond` writes it every time. [`ResponseCache::counters`]
 //! counts them.
+//!
+//! Invalidation by zone. Each entry carries its caller's tag (the server's
+//! slot of the answer's zone) and the cache's clock when it was stored. A
+//! new version of one zone invalidates its tag ([`ResponseCache::invalidate_tag`]):
+//! the clock ticks and the tag records it, and an entry stored before that
+//! no longer answers. The other zones' entries stay, and nothing is walked:
+//! replacing one zone of 100,000 costs that zone, not the cache.
 //!
 //! Eviction is SIEVE (Zhang et al., NSDI 2024): a FIFO list threaded
 //! through the slots (`prev`/`next` indices), a `visited` bit set on a hit,
@@ -199,6 +206,9 @@ struct Slot {
     visited: bool,
     /// The caller's tag (see [`ResponseCache::insert_tagged`]).
     tag: u32,
+    /// [`ResponseCache::clock`] when the entry was stored: it answers only
+    /// while no [`ResponseCache::invalidate_tag`] of its tag came later.
+    stamp: u32,
 }
 
 impl Slot {
@@ -320,6 +330,13 @@ pub struct ResponseCache {
     /// whoever sends packets (see `crate::hash` for why foldhash suffices
     /// in a bounded, evicting cache).
     hasher: KeyedHash,
+    /// Counts invalidations since the last [`ResponseCache::clear`]; an
+    /// entry records it when stored.
+    clock: u32,
+    /// By tag: the clock at the tag's last invalidation. Entries stored
+    /// before it no longer answer (they are evicted as SIEVE finds them);
+    /// a tag past the end was never invalidated.
+    tag_since: Vec<u32>,
 }
 
 impl ResponseCache {
@@ -373,6 +390,8 @@ impl ResponseCache {
             },
             counters: CacheCounters::default(),
             hasher: KeyedHash::new(),
+            clock: 0,
+            tag_since: Vec::new(),
         }
     }
 
@@ -465,6 +484,9 @@ impl ResponseCache {
                 .is_some_and(|slot| slot.answers(slab, query_name, qtype, qclass, bits))
         })?;
         let slot = self.slots.get_mut(index as usize)?;
+        if slot.stamp < self.tag_since.get(slot.tag as usize).copied().unwrap_or(0) {
+            return None; // its zone changed since: a miss, replaced by the insert
+        }
         let data = slot.data(&self.slab);
         let (template, tail) = data.split_at_checked(TEMPLATE_LEN + name_len)?;
         let total = question_end + tail.len();
@@ -596,6 +618,7 @@ impl ResponseCache {
             bits,
             visited: false,
             tag,
+            stamp: self.clock,
         };
         let Some(index) = self.allocate(slot) else {
             self.slab.free(at, granules);
@@ -620,9 +643,28 @@ impl ResponseCache {
         true
     }
 
+    /// Makes every entry stored with `tag` so far answer no more (a new
+    /// version of the zone whose answers carry it), at once and without a
+    /// walk: the entries stay until evicted, and an insert of the same key
+    /// replaces one. Not for the query path: the table of tags may grow.
+    pub fn invalidate_tag(&mut self, tag: u32) {
+        if self.clock == u32::MAX {
+            self.clear();
+            return;
+        }
+        self.clock += 1;
+        let tag = tag as usize;
+        if self.tag_since.len() <= tag {
+            self.tag_since.resize(tag + 1, 0);
+        }
+        self.tag_since[tag] = self.clock;
+    }
+
     /// Drops every entry (the zones or the answering options changed).
     /// Keeps all the memory for reuse.
     pub fn clear(&mut self) {
+        self.clock = 0;
+        self.tag_since.clear();
         self.table.clear();
         self.slots.clear();
         self.slab.clear();

@@ -16,7 +16,9 @@ use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+#[cfg(doc)]
 use tern_authority::Catalog;
+use tern_authority::CatalogChange;
 
 use crate::cores::Core;
 use crate::stats::CoreStats;
@@ -27,6 +29,10 @@ use crate::stats::CoreStats;
 /// the caller.
 const STATS_TIMEOUT: Duration = Duration::from_secs(1);
 
+/// How long [`Handle::update`] waits for the cores to apply a change (a
+/// core applies it between two batches).
+const UPDATE_TIMEOUT: Duration = Duration::from_secs(1);
+
 /// Wake-up datagrams are one octet; the receive buffer only has to hold
 /// one.
 const WAKE_BUFFER: usize = 16;
@@ -35,8 +41,9 @@ const WAKE_BUFFER: usize = 16;
 
 /// What a core can be asked to do.
 pub(crate) enum Command {
-    /// Serve from this catalog from now on and empty the cache.
-    Reload(Arc<Catalog>),
+    /// Apply these changes to the catalog (see `Worker::apply`), then say
+    /// so.
+    Update(Arc<[CatalogChange]>, Sender<()>),
     /// Send a snapshot of the counters, tagged with the core's index.
     Stats(Sender<(usize, CoreStats)>),
     /// Stop accepting, finish what is in flight, end the thread.
@@ -82,11 +89,29 @@ impl Handle {
         ))
     }
 
-    /// Every core switches to `catalog` (between two batches, so no query
-    /// is lost) and empties its cache. Returns at once; each core switches
-    /// within about a millisecond.
-    pub fn reload(&self, catalog: Arc<Catalog>) {
-        self.post(|| Command::Reload(Arc::clone(&catalog)));
+    /// Every core applies `changes` to its catalog, in order (between two
+    /// batches, so no query is lost, and each core's copy stays slot for
+    /// slot the same as [`Catalog::apply`] makes the caller's). Returns once
+    /// every core has applied them (within about a millisecond), so that
+    /// whoever is told of a new version next (a secondary, by NOTIFY) finds
+    /// it served; a core that has stopped, or has not answered within
+    /// [`UPDATE_TIMEOUT`], is not waited for. Costs the zones changed, not
+    /// the zones served.
+    pub fn update(&self, changes: Vec<CatalogChange>) {
+        if changes.is_empty() {
+            return;
+        }
+        let changes: Arc<[CatalogChange]> = changes.into();
+        let (sender, replies) = mpsc::channel();
+        self.post(|| Command::Update(Arc::clone(&changes), sender.clone()));
+        drop(sender);
+        let deadline = Instant::now() + UPDATE_TIMEOUT;
+        for _ in 0..self.links.len() {
+            let wait = deadline.saturating_duration_since(Instant::now());
+            if replies.recv_timeout(wait).is_err() {
+                break; // every core answered or stopped, or time is up
+            }
+        }
     }
 
     /// Every core stops accepting, finishes what it has started (bounded
@@ -149,7 +174,10 @@ pub(crate) async fn run(
         // each is taken once.
         loop {
             match commands.try_recv() {
-                Ok(Command::Reload(catalog)) => core.worker.borrow_mut().reload(catalog),
+                Ok(Command::Update(changes, applied)) => {
+                    core.worker.borrow_mut().apply(&changes);
+                    let _ = applied.send(());
+                }
                 Ok(Command::Stats(reply)) => {
                     let _ = reply.send((index, snapshot(core)));
                 }
@@ -177,9 +205,9 @@ fn snapshot(core: &Core) -> CoreStats {
             .timeouts
             .each_ref()
             .map(std::cell::Cell::get),
-        zones: counters.zone_snapshot(|index| {
-            let zone = worker.catalog().zones().get(index)?;
-            Some(zone.origin().as_bytes().to_ascii_lowercase())
+        zones: counters.zone_snapshot(worker.catalog().slot_count(), |slot| {
+            let zone = worker.catalog().zone_at(slot)?;
+            Some(zone.origin().as_bytes().to_vec())
         }),
         answers_by_rcode: counters.answers_by_rcode,
         badcookie: counters.badcookie,

@@ -203,10 +203,16 @@ pub type SharedJournals = std::sync::Arc<std::sync::Mutex<tern_xfr::journal::Jou
 pub struct NotifyIn {
     /// The secondary zones, their primaries and keys (catalog members come
     /// and go while the server runs).
-    pub zones: std::sync::Arc<std::sync::RwLock<Vec<xfr_in::SecondaryConfig>>>,
+    pub zones: NotifyZones,
     /// Where accepted NOTIFYs go.
     pub handle: xfr_in::SecondariesHandle,
 }
+
+/// The secondary zones whose NOTIFYs the cores take, by lowercased wire
+/// origin: a NOTIFY looks its zone up, whatever the number of zones.
+pub type NotifyZones = std::sync::Arc<
+    std::sync::RwLock<std::collections::HashMap<Box<[u8]>, xfr_in::SecondaryConfig>>,
+>;
 
 //----------- TransferConfig -------------------------------------------------
 

@@ -129,10 +129,16 @@ fn question_type(query: &[u8]) -> Option<u16> {
     Some(u16::from_be_bytes([qtype[0], qtype[1]]))
 }
 
-/// The most zones counted apart on a core (in catalog order); queries
-/// for zones past it count under no zone. Each costs a [`ZoneCounters`]
-/// (about 330 octets) per core.
+/// The most zones counted apart on a core (by catalog slot); queries for
+/// zones in later slots count under no zone. Each costs a
+/// [`ZoneCounters`] (328 octets) per core once the zone is queried on that
+/// core: the table is reserved whole and zeroed by the system, so the
+/// pages of zones never queried are never made resident.
 pub const MAX_COUNTED_ZONES: usize = 1 << 16;
+
+/// The counters of one zone in [`ZoneTable`]: its queries by type, then
+/// its answers by rcode.
+const ZONE_WORDS: usize = TYPE_SLOTS + 16;
 
 /// [`Counters::zone`] when the query being answered is for no zone of
 /// ours (or not known to be); otherwise it is the zone's index plus one
@@ -164,10 +170,6 @@ impl Default for ZoneCounters {
 }
 
 impl ZoneCounters {
-    fn is_zero(&self) -> bool {
-        self.queries_by_type.iter().all(|&count| count == 0)
-    }
-
     fn add(&mut self, other: &ZoneCounters) {
         add(&mut self.queries_by_type, &other.queries_by_type);
         add(&mut self.answers_by_rcode, &other.answers_by_rcode);
@@ -475,8 +477,8 @@ pub(crate) struct Counters {
     pub(crate) queries_by_type: [u64; TYPE_SLOTS],
     pub(crate) queries_by_transport: [u64; 6],
     pub(crate) cookies: [u64; 4],
-    /// Per zone of the catalog (by index, at most [`MAX_COUNTED_ZONES`]).
-    pub(crate) zones: Vec<ZoneCounters>,
+    /// Per zone of the catalog (by slot, at most [`MAX_COUNTED_ZONES`]).
+    pub(crate) zones: ZoneTable,
     /// The zone of the query being answered, as [`zone_tag`] makes it
     /// ([`NO_ZONE`] until the answering stage knows it), and its type's
     /// slot: the answer is counted under them.
@@ -493,6 +495,14 @@ pub(crate) struct Counters {
 }
 
 impl Counters {
+    /// Counters at zero, with a table for [`MAX_COUNTED_ZONES`] zones.
+    pub(crate) fn new() -> Self {
+        Counters {
+            zones: ZoneTable::new(),
+            ..Counters::default()
+        }
+    }
+
     /// Counts a query; its type is counted by [`Counters::count_type`]
     /// once the answering stage has read it ([`Counters::set_type`]).
     pub(crate) fn count_query(&mut self) {
@@ -518,32 +528,16 @@ impl Counters {
         self.queries_by_type[usize::from(self.type_slot)] += 1;
     }
 
-    /// Sizes the zone counters for a catalog of `zones` zones, each taking
-    /// the counts of the zone at `previous(index)` in the old one.
-    pub(crate) fn remap_zones(&mut self, zones: usize, previous: impl Fn(usize) -> Option<usize>) {
-        let mut old = std::mem::take(&mut self.zones);
-        self.zones = (0..zones.min(MAX_COUNTED_ZONES))
-            .map(|index| {
-                previous(index)
-                    .and_then(|at| old.get_mut(at))
-                    .map(std::mem::take)
-                    .unwrap_or_default()
-            })
-            .collect();
-        self.zone = NO_ZONE;
-    }
-
-    /// The zone counters that are not zero, by origin (`origin(index)`).
+    /// The zone counters that are not zero, by origin (`origin(slot)`),
+    /// among the first `slots` slots.
     pub(crate) fn zone_snapshot(
         &self,
-        origin: impl Fn(usize) -> Option<Vec<u8>>,
+        slots: usize,
+        origin: impl Fn(u32) -> Option<Vec<u8>>,
     ) -> Vec<(Vec<u8>, ZoneCounters)> {
-        let mut zones: Vec<_> = self
-            .zones
-            .iter()
-            .enumerate()
-            .filter(|(_, counters)| !counters.is_zero())
-            .filter_map(|(index, counters)| Some((origin(index)?, counters.clone())))
+        let mut zones: Vec<_> = (0..slots.min(self.zones.len()))
+            .filter(|&slot| !self.zones.is_zero(slot))
+            .filter_map(|slot| Some((origin(slot as u32)?, self.zones.get(slot)?)))
             .collect();
         zones.sort_by(|a, b| a.0.cmp(&b.0));
         zones
@@ -573,14 +567,77 @@ impl Counters {
                 self.answers_by_rcode[rcode] += 1;
                 // Counted once: a later answer (forwarded) is of no zone.
                 let zone = std::mem::replace(&mut self.zone, NO_ZONE);
-                let index = zone.checked_sub(1).map(|index| index as usize);
-                if let Some(counters) = index.and_then(|index| self.zones.get_mut(index)) {
-                    counters.answers_by_rcode[rcode] += 1;
-                    counters.queries_by_type[usize::from(self.type_slot)] += 1;
+                let slot = zone.checked_sub(1).map(|slot| slot as usize);
+                if let Some(counters) = slot.and_then(|slot| self.zones.words_mut(slot)) {
+                    counters[TYPE_SLOTS + rcode] += 1;
+                    counters[usize::from(self.type_slot)] += 1;
                 }
             }
             if flags & 0x02 != 0 {
                 self.truncated += 1;
+            }
+        }
+    }
+}
+
+//----------- ZoneTable ------------------------------------------------------
+
+/// One core's counters of each zone, by catalog slot: [`ZONE_WORDS`]
+/// counters a zone in one flat table, made once for [`MAX_COUNTED_ZONES`]
+/// zones with memory the system hands out zeroed (`calloc`: untouched
+/// pages cost nothing). A slot keeps its counts while its zone is
+/// replaced by new versions; a slot given to another zone starts again
+/// from zero ([`ZoneTable::reset`]).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct ZoneTable {
+    words: Vec<u64>,
+}
+
+impl ZoneTable {
+    /// A table for [`MAX_COUNTED_ZONES`] zones.
+    pub(crate) fn new() -> Self {
+        ZoneTable {
+            words: vec![0; MAX_COUNTED_ZONES * ZONE_WORDS],
+        }
+    }
+
+    /// How many zones it counts.
+    pub(crate) fn len(&self) -> usize {
+        self.words.len() / ZONE_WORDS
+    }
+
+    /// The counters of the zone in `slot`, if it is counted.
+    fn words_mut(&mut self, slot: usize) -> Option<&mut [u64]> {
+        self.words
+            .get_mut(slot * ZONE_WORDS..(slot + 1) * ZONE_WORDS)
+    }
+
+    /// A copy of the counters of the zone in `slot`.
+    pub(crate) fn get(&self, slot: usize) -> Option<ZoneCounters> {
+        let words = self.words.get(slot * ZONE_WORDS..(slot + 1) * ZONE_WORDS)?;
+        let mut counters = ZoneCounters::default();
+        counters
+            .queries_by_type
+            .copy_from_slice(&words[..TYPE_SLOTS]);
+        counters
+            .answers_by_rcode
+            .copy_from_slice(&words[TYPE_SLOTS..]);
+        Some(counters)
+    }
+
+    /// Whether the zone in `slot` has no queries counted (or is not
+    /// counted).
+    fn is_zero(&self, slot: usize) -> bool {
+        self.words
+            .get(slot * ZONE_WORDS..slot * ZONE_WORDS + TYPE_SLOTS)
+            .is_none_or(|words| words.iter().all(|&word| word == 0))
+    }
+
+    /// Zeroes the counters of `slot` (it now holds another zone).
+    pub(crate) fn reset(&mut self, slot: usize) {
+        if let Some(words) = self.words_mut(slot) {
+            if words.iter().any(|&word| word != 0) {
+                words.fill(0);
             }
         }
     }

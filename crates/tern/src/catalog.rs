@@ -16,17 +16,19 @@
 //! and BIND make them): the same zone keeps the same ID, so a consumer sees
 //! a zone leave and come back as that, not as a new one.
 
-use std::sync::Arc;
-
 use anyhow::Context;
 use sha1::{Digest, Sha1};
 use tern_authority::{Zone, ZoneBuilder};
 use tern_wire::name::{LowerNameBuf, Name, NameBuf};
 use tern_wire::types::{RClass, RType};
 
-/// Builds the catalog zone `origin` at `serial` listing `members` (the
-/// catalog itself is left out if among them).
-pub(crate) fn build(origin: Name<'_>, serial: u32, members: &[Arc<Zone>]) -> anyhow::Result<Zone> {
+/// Builds the catalog zone `origin` at `serial` listing the zones of
+/// `members` (the catalog itself is left out if among them).
+pub(crate) fn build<'a>(
+    origin: Name<'_>,
+    serial: u32,
+    members: impl IntoIterator<Item = Name<'a>>,
+) -> anyhow::Result<Zone> {
     let invalid = Name::from_wire(b"\x07invalid\x00").expect("a valid name");
     let mut builder = ZoneBuilder::new(origin);
     let mut soa = Vec::new();
@@ -40,8 +42,7 @@ pub(crate) fn build(origin: Name<'_>, serial: u32, members: &[Arc<Zone>]) -> any
     let version = child(b"version", origin)?;
     builder.insert(version.as_name(), RType::TXT, RClass::IN, 0, b"\x012")?;
     let zones = child(b"zones", origin)?;
-    for member in members {
-        let name = member.origin();
+    for name in members {
         if name.eq_ignore_case(origin) {
             continue;
         }
@@ -102,6 +103,8 @@ pub(crate) fn members(catalog: &Zone) -> anyhow::Result<Vec<LowerNameBuf>> {
 mod tests {
     use super::*;
 
+    use std::sync::Arc;
+
     fn zone(origin: &str) -> Arc<Zone> {
         let origin = NameBuf::from_text(origin.as_bytes(), None).unwrap();
         let mut builder = ZoneBuilder::new(origin.as_name());
@@ -122,11 +125,11 @@ mod tests {
             zone("Example.NET."),
             zone("catalog.tern."),
         ];
-        let catalog = build(origin.as_name(), 7, &members).unwrap();
+        let catalog = build(origin.as_name(), 7, members.iter().map(|z| z.origin())).unwrap();
         assert_eq!(catalog.serial(), 7);
         // SOA, NS, version TXT and two PTRs.
         assert_eq!(catalog.record_count(), 5);
-        let again = build(origin.as_name(), 8, &members[..1]).unwrap();
+        let again = build(origin.as_name(), 8, members[..1].iter().map(|z| z.origin())).unwrap();
         assert_eq!(again.record_count(), 4);
         let id = member_id(NameBuf::from_text(b"EXAMPLE.com.", None).unwrap().as_name());
         assert_eq!(id.len(), 40);
@@ -140,7 +143,7 @@ mod tests {
     fn members_of_a_produced_catalog_read_back() {
         let origin = NameBuf::from_text(b"catalog.tern.", None).unwrap();
         let members = [zone("example.com."), zone("Example.NET.")];
-        let catalog = build(origin.as_name(), 7, &members).unwrap();
+        let catalog = build(origin.as_name(), 7, members.iter().map(|z| z.origin())).unwrap();
         let mut listed: Vec<String> = super::members(&catalog)
             .unwrap()
             .iter()

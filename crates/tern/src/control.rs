@@ -183,39 +183,32 @@ impl Reloader {
     pub(crate) fn reload(&mut self, only: Option<&str>) -> Result<String, String> {
         // RELOADING=1 now, READY=1 when this returns, whichever way.
         let _reloading = service::Reloading::begin();
-        let only = only
+        let only: Option<zones::Origin> = only
             .map(|text| {
-                zones::parse_origin(text).map(|name| name.as_name().as_bytes().to_ascii_lowercase())
+                zones::parse_origin(text)
+                    .map(|name| name.as_name().as_bytes().to_ascii_lowercase().into())
             })
             .transpose()?;
         let next = Config::load(&self.overrides)
             .map_err(|err| format!("reload aborted, nothing changed: {err:#}"))?;
-        if let Some(only) = &only {
-            let configured = zones::configured_zones(&next)
-                .map_err(|err| format!("reload aborted, the zones are unchanged: {err:#}"))?;
-            let known = configured.iter().any(|(origin, _)| {
-                zones::parse_origin(origin)
-                    .is_ok_and(|name| name.as_name().as_bytes().eq_ignore_ascii_case(only))
-            });
-            if !known {
-                return Err(format!(
-                    "{} is not a zone loaded from a file",
-                    zones::origin_text(only)
-                ));
-            }
-        }
         logger::set_level(next.log_level);
         for key in self.running.restart_changes(&next) {
             log::warn!("{key} changed in the configuration; it takes effect after a restart");
         }
-        let catalog = self.served.catalog();
-        let previous = zones::Previous {
-            catalog: &catalog,
-            stamps: &self.stamps,
-            only: only.as_deref(),
+        let loaded = match &only {
+            // One zone: its file is found without reading the others.
+            Some(origin) => zones::load_one(&next, origin, self.stamps.contains_key(origin))
+                .map_err(|err| {
+                    let err = format!("{err:#}");
+                    if err.ends_with("is not a zone loaded from a file") {
+                        err
+                    } else {
+                        format!("reload aborted, the zones are unchanged: {err}")
+                    }
+                })?,
+            None => zones::load_all(&next, Some(&self.stamps))
+                .map_err(|err| format!("reload aborted, the zones are unchanged: {err:#}"))?,
         };
-        let loaded = zones::load_all(&next, Some(&previous))
-            .map_err(|err| format!("reload aborted, the zones are unchanged: {err:#}"))?;
         for line in &loaded.warnings {
             log::warn!("{line}");
         }
@@ -225,17 +218,24 @@ impl Reloader {
         for origin in &loaded.kept {
             log::warn!("zone {origin} failed to load; its previous version keeps serving");
         }
-        let serving = loaded.zones.len();
+        let mut zones = Vec::with_capacity(loaded.zones.len());
+        for (zone, stamp) in loaded.zones {
+            self.stamps.insert(zone.origin().as_bytes().into(), stamp);
+            zones.push(zone);
+        }
+        for origin in &loaded.removed {
+            self.stamps.remove(origin);
+        }
+        let rebuilt = zones.len();
+        let serving = self.stamps.len();
         let summary = format!(
-            "reloaded: {serving} zone(s) serving, {} rebuilt, {} unchanged; {} failed to load, {} \
-             of them kept their previous version",
-            loaded.rebuilt,
-            serving - loaded.rebuilt - loaded.kept.len(),
+            "reloaded: {serving} zone(s) serving, {rebuilt} rebuilt, {} unchanged; {} failed to \
+             load, {} of them kept their previous version",
+            serving - rebuilt - loaded.kept.len(),
             loaded.failed,
             loaded.kept.len()
         );
-        self.stamps = loaded.stamps;
-        self.served.set_primaries(loaded.zones);
+        self.served.update_primaries(zones, &loaded.removed);
         log::info!("{summary}");
         Ok(summary)
     }
@@ -462,26 +462,13 @@ fn answer_client(stream: UnixStream, control: &Control) -> io::Result<()> {
 
 /// `status`: version, uptime, the cores answering, the zones served.
 fn status(control: &Control) -> String {
-    let catalog = control.served.catalog();
-    let secondaries = control.served.status();
-    let zones = catalog.zones().len();
+    let (zones, primary, secondary) = control.served.counts();
     format!(
-        "version {}\nuptime {} s\ncores {}\nzones {zones} ({} primary, {} secondary)\n",
+        "version {}\nuptime {} s\ncores {}\nzones {zones} ({primary} primary, {secondary} \
+         secondary)\n",
         env!("CARGO_PKG_VERSION"),
         control.started.elapsed().as_secs(),
         control.handle.stats().len(),
-        zones.saturating_sub(
-            secondaries
-                .iter()
-                .filter(|(origin, _, _)| {
-                    catalog
-                        .zones()
-                        .iter()
-                        .any(|zone| zone.origin().as_bytes().eq_ignore_ascii_case(origin))
-                })
-                .count()
-        ),
-        secondaries.len(),
     )
 }
 
@@ -490,12 +477,7 @@ fn secondary_origin(control: &Control, text: &str) -> Result<LowerNameBuf, Strin
     let origin = zones::parse_origin(text)
         .map(|name| LowerNameBuf::from_name(name.as_name()))
         .map_err(|err| format!("error: {err}\n"))?;
-    if control
-        .served
-        .status()
-        .iter()
-        .any(|(known, _, _)| known.as_slice() == origin.as_bytes())
-    {
+    if control.served.is_secondary(origin.as_bytes()) {
         Ok(origin)
     } else {
         Err(format!(
@@ -528,16 +510,11 @@ fn notify_command(control: &Control, zone: &str) -> String {
         Ok(name) => LowerNameBuf::from_name(name.as_name()),
         Err(err) => return format!("error: {err}\n"),
     };
-    let catalog = control.served.catalog();
-    let Some(zone) = catalog.get(origin.as_name()) else {
+    let Some(serial) = control.served.serial(origin.as_name()) else {
         return format!("error: {} is not served\n", origin.as_name());
     };
-    if control.served.notify(origin, zone.serial()) {
-        format!(
-            "{}: NOTIFY for serial {} queued\n",
-            origin.as_name(),
-            zone.serial()
-        )
+    if control.served.notify(origin, serial) {
+        format!("{}: NOTIFY for serial {serial} queued\n", origin.as_name())
     } else {
         "error: no notify.targets configured\n".to_string()
     }
@@ -550,48 +527,23 @@ fn zone_status(control: &Control, only: Option<&str>) -> String {
         Ok(only) => only.map(|name| LowerNameBuf::from_name(name.as_name())),
         Err(err) => return format!("error: {err}\n"),
     };
-    let catalog = control.served.catalog();
-    let secondaries = control.served.status();
     let mut text = String::new();
-    for zone in catalog.zones() {
-        let origin = LowerNameBuf::from_name(zone.origin());
-        if only.is_some_and(|only| only != origin) {
-            continue;
-        }
-        let secondary = secondaries
-            .iter()
-            .find(|(known, _, _)| known.as_slice() == origin.as_bytes());
-        match secondary {
-            None => text.push_str(&format!(
-                "{} role primary serial {}\n",
-                origin.as_name(),
-                zone.serial()
-            )),
-            Some((_, serial, status)) => text.push_str(&format!(
-                "{} role {} serial {} {}\n",
-                origin.as_name(),
+    for view in control
+        .served
+        .views(only.as_ref().map(|only| only.as_bytes()))
+    {
+        let name = zones::origin_text(&view.origin);
+        let serial = view
+            .serial
+            .map_or_else(|| "none".to_string(), |serial| serial.to_string());
+        match &view.secondary {
+            None => text.push_str(&format!("{name} role primary serial {serial}\n")),
+            Some(status) => text.push_str(&format!(
+                "{name} role {} serial {serial} {}\n",
                 status.role,
-                serial.map_or_else(|| "none".to_string(), |serial| serial.to_string()),
                 describe_secondary(status)
             )),
         }
-    }
-    // Secondary zones not served: never received, or consumed catalogs.
-    for (origin, serial, status) in &secondaries {
-        let served = catalog
-            .get(tern_wire::name::Name::from_wire(origin).unwrap_or(tern_wire::name::Name::ROOT))
-            .is_some();
-        if served || only.is_some_and(|only| only.as_bytes() != origin.as_slice()) {
-            continue;
-        }
-        let name = tern_wire::name::Name::from_wire(origin)
-            .map_or_else(|_| "?".to_string(), |n| n.to_string());
-        text.push_str(&format!(
-            "{name} role {} serial {} {}\n",
-            status.role,
-            serial.map_or_else(|| "none".to_string(), |serial| serial.to_string()),
-            describe_secondary(status)
-        ));
     }
     if text.is_empty() {
         return "error: no such zone\n".to_string();

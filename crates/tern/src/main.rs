@@ -326,8 +326,14 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     );
     let saved_zones = plan.served.clone();
     let zone_count = loaded.zones.len() + saved_zones.len();
-    let stamps = loaded.stamps;
-    let primaries = loaded.zones;
+    let (primaries, stamps): (Vec<_>, zones::Stamps) = loaded
+        .zones
+        .into_iter()
+        .map(|(zone, stamp)| {
+            let origin: zones::Origin = zone.origin().as_bytes().into();
+            (zone, (origin, stamp))
+        })
+        .unzip();
     let catalog = Arc::new(tern_authority::Catalog::new(
         primaries
             .iter()
@@ -339,7 +345,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     // the NOTIFYs they accept.
     let queue = tern_server::xfr_in::Queue::new();
     let mut server_config = config.server_config(ALLOCATIONS);
-    let every_zone: Vec<Arc<tern_authority::Zone>> = catalog.zones().to_vec();
+    let every_zone: Vec<Arc<tern_authority::Zone>> = catalog.zones().cloned().collect();
     let journals = Arc::new(std::sync::Mutex::new(secondary::load_journals(
         config.state_directory.as_deref(),
         &every_zone,
@@ -376,20 +382,22 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
                 .context("starting the NOTIFY thread")?,
         )
     };
-    let served = Arc::new(secondary::Served::new(
+    let served = secondary::Served::new(
         handle.clone(),
         notifier.as_ref().map(|notifier| notifier.handle()),
         journals,
         config.ixfr_history,
         config.state_directory.clone(),
-        primaries,
-        saved_zones,
-        catalog,
+        secondary::Start {
+            primaries,
+            secondaries: saved_zones,
+            catalog: Arc::unwrap_or_clone(catalog),
+        },
         producer,
         plan.consumed.clone(),
         Some(queue.handle()),
         Arc::clone(&plan.notify_zones),
-    ));
+    );
     if config.catalog_producer.is_some() {
         served.publish();
     }

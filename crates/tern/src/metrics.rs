@@ -165,33 +165,16 @@ pub(crate) struct ZoneMetrics {
 /// Every zone served or expected: primaries, secondaries, consumed
 /// catalogs.
 fn zone_metrics(served: &Served) -> Vec<ZoneMetrics> {
-    let catalog = served.catalog();
-    let loaded = served.load_times();
-    let mut statuses = served.status();
-    let mut zones = Vec::new();
-    for zone in catalog.zones() {
-        let key = zone.origin().as_bytes().to_ascii_lowercase();
-        let secondary = statuses
-            .iter()
-            .position(|(origin, _, _)| *origin == key)
-            .map(|at| statuses.swap_remove(at).2);
-        zones.push(ZoneMetrics {
-            name: zone.origin().to_string(),
-            serial: Some(zone.serial()),
-            loaded: loaded.get(&key).copied(),
-            secondary,
-        });
-    }
-    // Secondary zones not served: never received, or consumed catalogs.
-    for (origin, serial, status) in statuses {
-        zones.push(ZoneMetrics {
-            name: crate::zones::origin_text(&origin),
-            serial,
-            loaded: None,
-            secondary: Some(status),
-        });
-    }
-    zones
+    served
+        .views(None)
+        .into_iter()
+        .map(|view| ZoneMetrics {
+            name: crate::zones::origin_text(&view.origin),
+            serial: view.served.or(view.serial),
+            loaded: view.loaded.filter(|_| view.served.is_some()),
+            secondary: view.secondary,
+        })
+        .collect()
 }
 
 //----------- Rendering ------------------------------------------------------

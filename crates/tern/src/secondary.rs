@@ -1,39 +1,66 @@
 //! The zones being served, primary and secondary, and the state directory
 //! (`state-directory`; without one, nothing is saved).
 //!
-//! [`Served`] holds the primary zones (from files, replaced by each reload)
-//! and the secondary zones (replaced by each transfer), builds the catalog
-//! of both (primaries first: a name configured as both is served from its
-//! file) and swaps it into the cores. The transfer thread
-//! (`tern_server::xfr_in`) reports to [`Served::on_event`], which saves a
-//! received zone before it is served: to `STATE/secondary/ORIGIN.zone`, as
-//! a zone file written to a temporary file and renamed over the old one,
-//! beside `ORIGIN.timers`, so that a restart serves it at once and keeps
-//! its timers. A copy that does not load at start is reported and
-//! ignored: the zone is transferred again.
+//! [`Served`] holds the primary zones (from files, changed by reloads) and
+//! the secondary zones (changed by transfers), and keeps the catalog the
+//! cores serve: a name configured as both is served from its file. Every
+//! change is made per zone: a new version, loaded or received, becomes one
+//! [`CatalogChange`] that the cores apply to their own copies
+//! ([`tern_server::Handle::update`]), so a reload of one zone among
+//! 100,000 costs that zone, not a new catalog of all of them. The tables
+//! here are keyed by origin; nothing walks every zone for one zone.
+//!
+//! The transfer thread (`tern_server::xfr_in`) reports to
+//! [`Served::on_event`], which saves a received zone before it is served:
+//! to `STATE/secondary/ORIGIN.zone`, as a zone file written to a
+//! temporary file and renamed over the old one, beside `ORIGIN.timers`,
+//! so that a restart serves it at once and keeps its timers. A copy that
+//! does not load at start is reported and ignored: the zone is transferred
+//! again.
 //!
 //! Each new version of a zone, loaded or received, adds its difference
 //! from the previous one to the zone's IXFR history (`tern_xfr::journal`),
 //! bounded by `transfer.ixfr-history` and saved to `STATE/journal/`
 //! after each change, so that IXFR answers survive a restart.
+//!
+//! The catalog zone tern produces (`zones.catalog-producer`) lists every
+//! served zone. Its members are kept as a set, changed per zone; the zone
+//! itself is rebuilt on a thread of its own once changes settle
+//! ([`PRODUCER_SETTLE`], at most [`PRODUCER_DELAY`] after the first), so
+//! that 100,000 zones arriving one by one cost a few rebuilds, not one
+//! each.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt::Write as _;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
 
-use tern_authority::{Catalog, RecordCursor, Zone};
+use tern_authority::{Catalog, CatalogChange, RecordCursor, Zone};
 use tern_server::notify_out::NotifierHandle;
 use tern_server::xfr_in::{Event, SecondariesHandle, SecondaryConfig, Timers};
 use tern_server::Handle;
 use tern_server::SharedJournals;
-use tern_wire::name::LowerNameBuf;
+use tern_wire::name::{LowerNameBuf, Name, NameBuf};
 use tern_wire::types::RClass;
 use tern_xfr::journal::{self, Difference, Journal, Journals};
 
-/// The secondary zones whose NOTIFYs the cores take (shared with them).
-pub(crate) type NotifyZones = Arc<std::sync::RwLock<Vec<SecondaryConfig>>>;
+/// The secondary zones whose NOTIFYs the cores take (shared with them),
+/// by lowercased wire origin.
+pub(crate) type NotifyZones = tern_server::NotifyZones;
+
+/// A zone's lowercased wire origin, the key of the tables here.
+pub(crate) type Origin = Box<[u8]>;
+
+/// How long the produced catalog zone waits for changes to stop before it
+/// is rebuilt.
+const PRODUCER_SETTLE: Duration = Duration::from_millis(100);
+
+/// The longest the produced catalog zone waits after a change, however
+/// many follow.
+const PRODUCER_DELAY: Duration = Duration::from_secs(1);
 
 //----------- Status ---------------------------------------------------------
 
@@ -54,9 +81,28 @@ pub(crate) struct Status {
     pub(crate) transfers: [u64; 2],
 }
 
+//----------- ZoneView -------------------------------------------------------
+
+/// One zone as `tern zone-status` and the metrics show it.
+#[derive(Clone, Debug)]
+pub(crate) struct ZoneView {
+    /// The origin, lowercased wire form.
+    pub(crate) origin: Origin,
+    /// The serial served (`None`: a secondary not received, expired, or a
+    /// consumed catalog's when not received).
+    pub(crate) serial: Option<u32>,
+    /// The serial of the version the cores serve, if they serve it (an
+    /// expired zone's stand-in keeps its last serial).
+    pub(crate) served: Option<u32>,
+    /// When the version held was loaded or received (Unix seconds).
+    pub(crate) loaded: Option<u64>,
+    /// For secondary zones (and consumed catalogs): their status.
+    pub(crate) secondary: Option<Status>,
+}
+
 //----------- Served ---------------------------------------------------------
 
-/// The zones being served and the handle that swaps them into the cores.
+/// The zones being served and the handle that changes them on the cores.
 pub(crate) struct Served {
     handle: Handle,
     state_directory: Option<PathBuf>,
@@ -70,95 +116,116 @@ pub(crate) struct Served {
     secondaries_handle: Option<SecondariesHandle>,
     /// The secondary zones NOTIFY is taken for (shared with the cores).
     notify_zones: NotifyZones,
+    /// Wakes the thread that rebuilds the produced catalog zone.
+    producer_wake: Mutex<Option<Sender<()>>>,
     inner: Mutex<Inner>,
 }
 
-#[derive(Default)]
+/// A version held, and when it was loaded or received (Unix seconds).
+type Held = (Arc<Zone>, u64);
+
 struct Inner {
-    primaries: Vec<Arc<Zone>>,
-    /// When each served zone's version was loaded or received (Unix
-    /// seconds), by lowercased origin.
-    loaded: BTreeMap<Vec<u8>, u64>,
-    /// By lowercased origin.
-    secondaries: BTreeMap<Vec<u8>, Arc<Zone>>,
-    status: BTreeMap<Vec<u8>, Status>,
-    catalog: Arc<Catalog>,
+    /// What the cores serve: every change to it is sent to them.
+    catalog: Catalog,
+    /// Zones loaded from files.
+    primaries: HashMap<Origin, Held>,
+    /// Versions received (consumed catalogs too: kept, not served).
+    secondaries: HashMap<Origin, Held>,
+    /// Every secondary zone and consumed catalog, received or not.
+    status: HashMap<Origin, Status>,
     /// The catalog zone tern produces, if configured.
     producer: Option<Producer>,
-    /// The catalogs tern consumes, by lowercased origin: their
-    /// configuration (the members' primaries and key) and members now.
-    consumed: BTreeMap<Vec<u8>, (SecondaryConfig, Vec<LowerNameBuf>)>,
+    /// The catalogs tern consumes: their configuration (the members'
+    /// primaries and key) and members now.
+    consumed: HashMap<Origin, (SecondaryConfig, HashSet<Origin>)>,
 }
 
-/// The catalog zone tern produces (`zones.catalog-producer`), rebuilt when
-/// the set of served zones changes.
+/// The catalog zone tern produces (`zones.catalog-producer`): its members
+/// follow the served zones, and the zone is rebuilt from them when they
+/// changed ([`Served::rebuild_producer`]).
 struct Producer {
-    origin: tern_wire::name::NameBuf,
+    origin: NameBuf,
+    key: Origin,
     serial: u32,
-    /// The lowercased origins it lists now.
-    members: Vec<Vec<u8>>,
-    zone: Option<Arc<Zone>>,
+    /// The served zones it lists: every served zone but itself and expired
+    /// ones, lowercased.
+    members: BTreeSet<Origin>,
+    /// The members differ from those of `zone`.
+    stale: bool,
+    zone: Option<Held>,
 }
 
 impl Inner {
-    /// Builds the catalog of every served zone (and the produced catalog
-    /// zone, updated if the members changed); the produced zone's origin and
-    /// serial come back when they changed, for NOTIFY.
-    fn rebuild(&mut self) -> (Arc<Catalog>, Option<(LowerNameBuf, u32)>) {
-        let mut changed = None;
-        // Consumed catalogs are kept, not served (as Knot does).
-        let mut zones: Vec<Arc<Zone>> = self
-            .primaries
-            .iter()
-            .chain(
-                self.secondaries
-                    .iter()
-                    .filter(|(origin, _)| !self.consumed.contains_key(*origin))
-                    .map(|(_, zone)| zone),
-            )
-            .cloned()
-            .collect();
-        if let Some(producer) = &mut self.producer {
-            let origin = producer.origin.as_name();
-            let mut members: Vec<Vec<u8>> = zones
-                .iter()
-                .filter(|zone| !zone.is_expired() && !zone.origin().eq_ignore_case(origin))
-                .map(|zone| zone.origin().as_bytes().to_vec())
-                .collect();
-            members.sort();
-            members.dedup();
-            if producer.zone.is_none() || producer.members != members {
-                producer.serial = producer.serial.wrapping_add(1);
-                let listed: Vec<Arc<Zone>> = zones
-                    .iter()
-                    .filter(|zone| {
-                        members
-                            .binary_search(&zone.origin().as_bytes().to_vec())
-                            .is_ok()
-                    })
-                    .cloned()
-                    .collect();
-                match crate::catalog::build(origin, producer.serial, &listed) {
-                    Ok(zone) => {
-                        producer.zone = Some(Arc::new(zone));
-                        producer.members = members;
-                        changed = Some((LowerNameBuf::from_name(origin), producer.serial));
-                    }
-                    Err(err) => log::error!("catalog zone {origin}: {err:#}; not updated"),
-                }
-            }
-            if let Some(zone) = &producer.zone {
-                zones.push(Arc::clone(zone));
+    /// The version the cores should serve for `origin`: its file's, else
+    /// the received one (not for a consumed catalog), else the produced
+    /// catalog zone.
+    fn wanted(&self, origin: &[u8]) -> Option<&Arc<Zone>> {
+        if let Some((zone, _)) = self.primaries.get(origin) {
+            return Some(zone);
+        }
+        if !self.consumed.contains_key(origin) {
+            if let Some((zone, _)) = self.secondaries.get(origin) {
+                return Some(zone);
             }
         }
-        self.catalog = Arc::new(Catalog::new(zones));
-        (Arc::clone(&self.catalog), changed)
+        self.producer
+            .as_ref()
+            .filter(|producer| &*producer.key == origin)
+            .and_then(|producer| producer.zone.as_ref())
+            .map(|(zone, _)| zone)
+    }
+
+    /// Brings the catalog in line with [`Inner::wanted`] for `origin`,
+    /// pushing the change (if any) for the cores, and keeps the produced
+    /// catalog's members in step. Bound: a few hash look-ups.
+    fn sync(&mut self, origin: &[u8], changes: &mut Vec<CatalogChange>) {
+        let wanted = self.wanted(origin).cloned();
+        let name = Name::from_wire(origin).unwrap_or(Name::ROOT);
+        let served = self.catalog.get(name);
+        let change = match (&wanted, served) {
+            (Some(zone), Some(served)) if Arc::ptr_eq(zone, served) => None,
+            (Some(zone), _) => Some(CatalogChange::Serve(Arc::clone(zone))),
+            (None, Some(_)) => Some(CatalogChange::Remove(origin.into())),
+            (None, None) => None,
+        };
+        if let Some(change) = change {
+            self.catalog.apply(change.clone());
+            changes.push(change);
+        }
+        if let Some(producer) = &mut self.producer {
+            if &*producer.key != origin {
+                let member = wanted.is_some_and(|zone| !zone.is_expired());
+                let changed = if member {
+                    producer.members.insert(origin.into())
+                } else {
+                    producer.members.remove(origin)
+                };
+                producer.stale |= changed;
+            }
+        }
+    }
+
+    /// A received version's serial, if it is current (not expired).
+    fn secondary_serial(&self, origin: &[u8]) -> Option<u32> {
+        self.secondaries
+            .get(origin)
+            .filter(|(zone, _)| !zone.is_expired())
+            .map(|(zone, _)| zone.serial())
     }
 }
 
+/// Everything a server starts serving: the zones loaded from files and the
+/// saved copies of secondary zones, as the cores' first catalog holds them
+/// (primaries first).
+pub(crate) struct Start {
+    pub(crate) primaries: Vec<Arc<Zone>>,
+    pub(crate) secondaries: Vec<Arc<Zone>>,
+    pub(crate) catalog: Catalog,
+}
+
 impl Served {
-    /// The zones a server was started with: `catalog` holds `primaries`
-    /// and the saved `secondaries`.
+    /// The zones a server was started with, and how to reach what runs
+    /// beside the cores.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         handle: Handle,
@@ -166,25 +233,20 @@ impl Served {
         journals: SharedJournals,
         history_bytes: usize,
         state_directory: Option<PathBuf>,
-        primaries: Vec<Arc<Zone>>,
-        secondaries: Vec<Arc<Zone>>,
-        catalog: Arc<Catalog>,
-        producer: Option<tern_wire::name::NameBuf>,
+        start: Start,
+        producer: Option<NameBuf>,
         consumed: Vec<(SecondaryConfig, Vec<LowerNameBuf>)>,
         secondaries_handle: Option<SecondariesHandle>,
         notify_zones: NotifyZones,
-    ) -> Self {
+    ) -> Arc<Self> {
         let now = unix_now();
-        let loaded = primaries
-            .iter()
-            .chain(&secondaries)
-            .map(|zone| (origin_key(zone), now))
-            .collect();
-        let secondaries = secondaries
-            .into_iter()
-            .map(|zone| (zone.origin().as_bytes().to_vec(), zone))
-            .collect();
-        Served {
+        let held = |zones: Vec<Arc<Zone>>| -> HashMap<Origin, Held> {
+            zones
+                .into_iter()
+                .map(|zone| (origin_key(&zone), (zone, now)))
+                .collect()
+        };
+        let served = Arc::new(Served {
             handle,
             notifier,
             secondaries_handle,
@@ -192,82 +254,177 @@ impl Served {
             journals,
             history_bytes,
             state_directory,
+            producer_wake: Mutex::new(None),
             inner: Mutex::new(Inner {
-                primaries,
-                loaded,
-                secondaries,
-                status: BTreeMap::new(),
-                catalog,
-                // Serials from the clock, so that they grow across restarts.
+                catalog: start.catalog,
+                primaries: held(start.primaries),
+                secondaries: held(start.secondaries),
+                status: HashMap::new(),
                 consumed: consumed
                     .into_iter()
-                    .map(|(config, members)| (config.origin.as_bytes().to_vec(), (config, members)))
+                    .map(|(config, members)| {
+                        let members = members.iter().map(|m| m.as_bytes().into()).collect();
+                        (config.origin.as_bytes().into(), (config, members))
+                    })
                     .collect(),
                 producer: producer.map(|origin| Producer {
+                    key: origin.as_name().to_lower().as_bytes().into(),
                     origin,
+                    // Serials from the clock, so that they grow across
+                    // restarts.
                     serial: tern_server::xfr_in::unix_seconds() as u32,
-                    members: Vec::new(),
+                    members: BTreeSet::new(),
+                    stale: true,
                     zone: None,
                 }),
             }),
+        });
+        if served.lock().producer.is_some() {
+            let (wake, woken) = mpsc::channel();
+            let weak = Arc::downgrade(&served);
+            let thread = std::thread::Builder::new()
+                .name("tern-catalog".into())
+                .spawn(move || producer_loop(&weak, &woken));
+            match thread {
+                Ok(_) => {
+                    *served
+                        .producer_wake
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner()) = Some(wake)
+                }
+                Err(err) => log::error!("cannot start the catalog producer's thread: {err}"),
+            }
         }
+        served
     }
 
-    /// Builds the catalog again and serves it (at start, to add the
-    /// produced catalog zone).
+    /// Lists every served zone in the produced catalog zone and serves it
+    /// (at start, before the first NOTIFY).
     pub(crate) fn publish(&self) {
-        let (catalog, _) = self.lock().rebuild();
-        self.handle.reload(catalog);
+        let mut changes = Vec::new();
+        {
+            let mut inner = self.lock();
+            let origins: Vec<Origin> = inner
+                .catalog
+                .zones()
+                .map(|zone| zone.origin().as_bytes().into())
+                .collect();
+            for origin in origins {
+                inner.sync(&origin, &mut changes);
+            }
+        }
+        self.handle.update(changes);
+        self.rebuild_producer();
     }
 
-    /// Serves `catalog` and NOTIFYs the produced catalog zone's new serial.
-    fn serve(&self, (catalog, changed): (Arc<Catalog>, Option<(LowerNameBuf, u32)>)) {
-        self.handle.reload(catalog);
-        if let Some((origin, serial)) = changed {
+    /// Builds the produced catalog zone again if its members changed,
+    /// serves it and NOTIFYs its new serial. Costs the members, once per
+    /// settled burst of changes (see [`producer_loop`]).
+    fn rebuild_producer(&self) {
+        let mut changes = Vec::new();
+        let mut notify = None;
+        {
+            let mut inner = self.lock();
+            let Some(producer) = inner.producer.as_mut().filter(|p| p.stale) else {
+                return;
+            };
+            let serial = producer.serial.wrapping_add(1);
+            let built = crate::catalog::build(
+                producer.origin.as_name(),
+                serial,
+                producer
+                    .members
+                    .iter()
+                    .filter_map(|origin| Name::from_wire(origin).ok()),
+            );
+            match built {
+                Ok(zone) => {
+                    producer.serial = serial;
+                    producer.stale = false;
+                    producer.zone = Some((Arc::new(zone), unix_now()));
+                    let key = producer.key.clone();
+                    notify = Some((LowerNameBuf::from_name(producer.origin.as_name()), serial));
+                    inner.sync(&key, &mut changes);
+                }
+                Err(err) => {
+                    producer.stale = false;
+                    log::error!("catalog zone {}: {err:#}; not updated", producer.origin);
+                }
+            }
+        }
+        self.handle.update(changes);
+        if let Some((origin, serial)) = notify {
             let _ = self.notify(origin, serial);
         }
     }
 
-    /// The catalog being served.
-    pub(crate) fn catalog(&self) -> Arc<Catalog> {
-        Arc::clone(&self.lock().catalog)
+    /// Sends the cores `changes` and, if the produced catalog's members
+    /// changed, wakes its thread.
+    fn commit(&self, changes: Vec<CatalogChange>, producer_stale: bool) {
+        self.handle.update(changes);
+        if producer_stale {
+            if let Some(wake) = &*self.producer_wake.lock().unwrap_or_else(|p| p.into_inner()) {
+                let _ = wake.send(());
+            }
+        }
     }
 
-    /// Replaces the primary zones (a reload), serves the result, and sends
-    /// NOTIFY for each zone whose serial changed or that is new.
-    pub(crate) fn set_primaries(&self, primaries: Vec<Arc<Zone>>) {
-        let mut inner = self.lock();
-        for zone in &primaries {
-            let old = inner
-                .primaries
+    /// Whether the produced catalog's members changed since it was built.
+    fn producer_stale(inner: &Inner) -> bool {
+        inner
+            .producer
+            .as_ref()
+            .is_some_and(|producer| producer.stale)
+    }
+
+    /// Serves new versions of primary zones and stops serving `removed`
+    /// ones (a reload), then sends NOTIFY for each zone whose serial
+    /// changed or that is new. Costs the zones given, not the zones served.
+    pub(crate) fn update_primaries(&self, zones: Vec<Arc<Zone>>, removed: &[Origin]) {
+        // The reload thread is the only one that changes primaries: the
+        // old versions read here stay current while the differences (as
+        // long as the zones) are computed without the lock.
+        let old: Vec<Option<Arc<Zone>>> = {
+            let inner = self.lock();
+            zones
                 .iter()
-                .find(|old| old.origin().as_bytes() == zone.origin().as_bytes());
-            if let Some(old) = old {
-                self.record_difference(old, zone);
+                .map(|zone| {
+                    inner
+                        .primaries
+                        .get(&*origin_key(zone))
+                        .map(|(old, _)| Arc::clone(old))
+                })
+                .collect()
+        };
+        let mut notify = Vec::new();
+        for (zone, old) in zones.iter().zip(&old) {
+            match old {
+                Some(old) => {
+                    self.record_difference(old, zone);
+                    if old.serial() != zone.serial() {
+                        notify.push((LowerNameBuf::from_name(zone.origin()), zone.serial()));
+                    }
+                }
+                None => notify.push((LowerNameBuf::from_name(zone.origin()), zone.serial())),
             }
         }
         let now = unix_now();
-        for zone in &primaries {
-            let same = inner.primaries.iter().any(|old| Arc::ptr_eq(old, zone));
-            if !same {
-                inner.loaded.insert(origin_key(zone), now);
+        let mut changes = Vec::new();
+        let stale = {
+            let mut inner = self.lock();
+            for zone in zones {
+                let origin = origin_key(&zone);
+                inner.primaries.insert(origin.clone(), (zone, now));
+                inner.sync(&origin, &mut changes);
             }
-        }
-        let changed: Vec<(LowerNameBuf, u32)> = primaries
-            .iter()
-            .filter(|zone| {
-                !inner.primaries.iter().any(|old| {
-                    old.origin().as_bytes() == zone.origin().as_bytes()
-                        && old.serial() == zone.serial()
-                })
-            })
-            .map(|zone| (LowerNameBuf::from_name(zone.origin()), zone.serial()))
-            .collect();
-        inner.primaries = primaries;
-        let rebuilt = inner.rebuild();
-        drop(inner);
-        self.serve(rebuilt);
-        for (origin, serial) in changed {
+            for origin in removed {
+                inner.primaries.remove(origin);
+                inner.sync(origin, &mut changes);
+            }
+            Self::producer_stale(&inner)
+        };
+        self.commit(changes, stale);
+        for (origin, serial) in notify {
             let _ = self.notify(origin, serial);
         }
     }
@@ -275,8 +432,17 @@ impl Served {
     /// Sends NOTIFY for every zone served now (at start, as Knot and BIND
     /// do once their zones are loaded).
     pub(crate) fn notify_all(&self) {
-        for zone in self.catalog().zones() {
-            let _ = self.notify(LowerNameBuf::from_name(zone.origin()), zone.serial());
+        if self.notifier.is_none() {
+            return;
+        }
+        let zones: Vec<(LowerNameBuf, u32)> = self
+            .lock()
+            .catalog
+            .zones()
+            .map(|zone| (LowerNameBuf::from_name(zone.origin()), zone.serial()))
+            .collect();
+        for (origin, serial) in zones {
+            let _ = self.notify(origin, serial);
         }
     }
 
@@ -305,32 +471,88 @@ impl Served {
             role,
             ..Status::default()
         };
-        self.lock()
-            .status
-            .insert(origin.as_bytes().to_vec(), status);
+        self.lock().status.insert(origin.as_bytes().into(), status);
     }
 
-    /// When the served version of each zone was loaded or received (Unix
-    /// seconds), by lowercased wire origin.
-    pub(crate) fn load_times(&self) -> BTreeMap<Vec<u8>, u64> {
-        self.lock().loaded.clone()
+    /// The serial served for `origin` (lowercased), if it is served.
+    pub(crate) fn serial(&self, origin: Name<'_>) -> Option<u32> {
+        self.lock().catalog.get(origin).map(|zone| zone.serial())
     }
 
-    /// The status of each secondary zone, by origin.
-    pub(crate) fn status(&self) -> Vec<(Vec<u8>, Option<u32>, Status)> {
+    /// Whether `origin` (lowercased) is a secondary zone or a consumed
+    /// catalog.
+    pub(crate) fn is_secondary(&self, origin: &[u8]) -> bool {
+        self.lock().status.contains_key(origin)
+    }
+
+    /// How many zones are served, and how many secondary zones (and
+    /// consumed catalogs) are kept, served or not.
+    pub(crate) fn counts(&self) -> (usize, usize, usize) {
         let inner = self.lock();
-        inner
+        let served = inner.catalog.len();
+        let secondary_served = inner
             .status
-            .iter()
-            .map(|(origin, status)| {
-                let serial = inner
-                    .secondaries
-                    .get(origin)
-                    .filter(|zone| !zone.is_expired())
-                    .map(|zone| zone.serial());
-                (origin.clone(), serial, status.clone())
+            .keys()
+            .filter(|origin| {
+                !inner.primaries.contains_key(*origin)
+                    && Name::from_wire(origin).is_ok_and(|name| inner.catalog.get(name).is_some())
             })
-            .collect()
+            .count();
+        (served, served - secondary_served, inner.status.len())
+    }
+
+    /// Every zone served or kept (served zones in slot order, then the
+    /// secondary zones not served), or only `only`. Bound: one pass over
+    /// the zones, a hash look-up each.
+    pub(crate) fn views(&self, only: Option<&[u8]>) -> Vec<ZoneView> {
+        let inner = self.lock();
+        let view = |origin: &[u8], zone: Option<&Arc<Zone>>| {
+            let secondary = inner.status.get(origin);
+            let primary = inner.primaries.contains_key(origin);
+            ZoneView {
+                origin: origin.into(),
+                serial: match (zone, secondary) {
+                    (Some(zone), _) if primary || secondary.is_none() => Some(zone.serial()),
+                    _ => inner.secondary_serial(origin),
+                },
+                served: zone.map(|zone| zone.serial()),
+                loaded: inner
+                    .primaries
+                    .get(origin)
+                    .or_else(|| inner.secondaries.get(origin))
+                    .or_else(|| {
+                        inner
+                            .producer
+                            .as_ref()
+                            .filter(|producer| &*producer.key == origin)
+                            .and_then(|producer| producer.zone.as_ref())
+                    })
+                    .map(|(_, when)| *when),
+                secondary: secondary.filter(|_| !primary).cloned(),
+            }
+        };
+        if let Some(only) = only {
+            let zone = Name::from_wire(only)
+                .ok()
+                .and_then(|name| inner.catalog.get(name));
+            if zone.is_none() && !inner.status.contains_key(only) {
+                return Vec::new();
+            }
+            return vec![view(only, zone)];
+        }
+        let mut views: Vec<ZoneView> = inner
+            .catalog
+            .zones()
+            .map(|zone| view(zone.origin().as_bytes(), Some(zone)))
+            .collect();
+        for origin in inner.status.keys() {
+            let served =
+                Name::from_wire(origin).is_ok_and(|name| inner.catalog.get(name).is_some());
+            if !served {
+                views.push(view(origin, None));
+            }
+        }
+        views
     }
 
     /// A report from the transfer thread: a new zone is saved, then
@@ -344,51 +566,55 @@ impl Served {
                 primary,
             } => {
                 let origin = LowerNameBuf::from_name(zone.origin());
-                let key = origin.as_bytes().to_vec();
+                let key: Origin = origin.as_bytes().into();
                 // A member its catalog dropped while its transfer ran: the
                 // transfer thread forgets it too; nothing is kept.
-                if !self.lock().status.contains_key(&key) {
-                    return;
-                }
+                let old = {
+                    let inner = self.lock();
+                    if !inner.status.contains_key(&key) {
+                        return;
+                    }
+                    inner
+                        .secondaries
+                        .get(&key)
+                        .filter(|(old, _)| !old.is_expired())
+                        .map(|(old, _)| Arc::clone(old))
+                };
                 if let Some(dir) = &self.state_directory {
                     if let Err(err) = save_zone(dir, &zone) {
                         log::error!("{}: cannot save the received zone: {err}", origin.as_name());
                     }
                 }
                 self.save_timers(origin, timers);
-                let mut inner = self.lock();
-                let (role, failures, mut transfers) = inner.status.get(&key).map_or_else(
-                    || ("secondary".to_string(), 0, [0; 2]),
-                    |s| (s.role.clone(), s.failures, s.transfers),
-                );
-                transfers[usize::from(incremental)] += 1;
-                inner.loaded.insert(key.clone(), unix_now());
-                inner.status.insert(
-                    key.clone(),
-                    Status {
-                        timers,
-                        last_outcome: format!(
-                            "serial {} by {} from {primary}",
-                            zone.serial(),
-                            if incremental { "IXFR" } else { "AXFR" }
-                        ),
-                        expired: false,
-                        role,
-                        failures,
-                        transfers,
-                    },
-                );
-                let serial = zone.serial();
-                if let Some(old) = inner.secondaries.get(&key).filter(|old| !old.is_expired()) {
+                // Only this thread's events change secondaries: `old` is
+                // still the version held.
+                if let Some(old) = &old {
                     self.record_difference(old, &zone);
                 }
-                inner.secondaries.insert(key.clone(), Arc::clone(&zone));
-                if inner.consumed.contains_key(&key) {
-                    self.apply_catalog(&mut inner, &key, &zone);
-                }
-                let rebuilt = inner.rebuild();
-                drop(inner);
-                self.serve(rebuilt);
+                let serial = zone.serial();
+                let mut changes = Vec::new();
+                let stale = {
+                    let mut inner = self.lock();
+                    let Some(status) = inner.status.get_mut(&key) else {
+                        return;
+                    };
+                    status.transfers[usize::from(incremental)] += 1;
+                    status.timers = timers;
+                    status.expired = false;
+                    status.last_outcome = format!(
+                        "serial {serial} by {} from {primary}",
+                        if incremental { "IXFR" } else { "AXFR" }
+                    );
+                    inner
+                        .secondaries
+                        .insert(key.clone(), (Arc::clone(&zone), unix_now()));
+                    if inner.consumed.contains_key(&key) {
+                        self.apply_catalog(&mut inner, &key, &zone, &mut changes);
+                    }
+                    inner.sync(&key, &mut changes);
+                    Self::producer_stale(&inner)
+                };
+                self.commit(changes, stale);
                 let _ = self.notify(origin, serial);
             }
             Event::Timers {
@@ -413,20 +639,23 @@ impl Served {
             Event::Expired { origin } => {
                 // The zone stays in the catalog as a stand-in that answers
                 // SERVFAIL, until a transfer brings a fresh copy.
-                let mut inner = self.lock();
-                let key = origin.as_bytes().to_vec();
-                let Some(status) = inner.status.get_mut(&key) else {
-                    return;
+                let key: Origin = origin.as_bytes().into();
+                let mut changes = Vec::new();
+                let stale = {
+                    let mut inner = self.lock();
+                    let Some(status) = inner.status.get_mut(&key) else {
+                        return;
+                    };
+                    status.last_outcome = "expired".to_string();
+                    status.expired = true;
+                    if let Some((zone, when)) = inner.secondaries.get(&key) {
+                        let stand_in = (Arc::new(zone.expired()), *when);
+                        inner.secondaries.insert(key.clone(), stand_in);
+                    }
+                    inner.sync(&key, &mut changes);
+                    Self::producer_stale(&inner)
                 };
-                status.last_outcome = "expired".to_string();
-                status.expired = true;
-                if let Some(zone) = inner.secondaries.get(&key) {
-                    let stand_in = Arc::new(zone.expired());
-                    inner.secondaries.insert(key, stand_in);
-                }
-                let rebuilt = inner.rebuild();
-                drop(inner);
-                self.serve(rebuilt);
+                self.commit(changes, stale);
             }
         }
     }
@@ -434,8 +663,14 @@ impl Served {
     /// A new version of a consumed catalog: members that joined become
     /// secondary zones from the catalog's primaries (with its key), members
     /// that left stop being kept and served. A catalog that does not read
-    /// (not version 2) changes nothing.
-    fn apply_catalog(&self, inner: &mut Inner, key: &[u8], catalog: &Zone) {
+    /// (not version 2) changes nothing. Costs the catalog's members.
+    fn apply_catalog(
+        &self,
+        inner: &mut Inner,
+        key: &[u8],
+        catalog: &Zone,
+        changes: &mut Vec<CatalogChange>,
+    ) {
         let members = match crate::catalog::members(catalog) {
             Ok(members) => members,
             Err(err) => {
@@ -443,18 +678,25 @@ impl Served {
                 return;
             }
         };
-        let Some((config, old)) = inner.consumed.get(key).cloned() else {
+        let Some((config, old)) = inner
+            .consumed
+            .get_mut(key)
+            .map(|(config, old)| (config.clone(), std::mem::take(old)))
+        else {
             return;
         };
         let catalog_name = config.origin.as_name().to_string();
-        let mut kept = Vec::new();
+        let mut kept: HashSet<Origin> = HashSet::with_capacity(members.len());
         for member in &members {
-            let taken = inner
-                .primaries
-                .iter()
-                .any(|zone| LowerNameBuf::from_name(zone.origin()) == *member)
-                || (!old.contains(member) && inner.status.contains_key(member.as_bytes()))
-                || inner.consumed.contains_key(member.as_bytes());
+            let member_key: Origin = member.as_bytes().into();
+            if old.contains(&member_key) {
+                kept.insert(member_key);
+                continue;
+            }
+            let taken = inner.primaries.contains_key(&member_key)
+                || inner.status.contains_key(&member_key)
+                || inner.consumed.contains_key(&member_key)
+                || kept.contains(&member_key);
             if taken {
                 log::warn!(
                     "catalog {catalog_name}: member {} is configured otherwise; not taken",
@@ -462,10 +704,7 @@ impl Served {
                 );
                 continue;
             }
-            kept.push(*member);
-            if old.contains(member) {
-                continue;
-            }
+            kept.insert(member_key.clone());
             let member_config = SecondaryConfig {
                 origin: *member,
                 primaries: config.primaries.clone(),
@@ -475,10 +714,10 @@ impl Served {
             self.notify_zones
                 .write()
                 .unwrap_or_else(|poisoned| poisoned.into_inner())
-                .push(member_config.clone());
+                .insert(member_key.clone(), member_config.clone());
             let saved = load_saved(self.state_directory.as_deref(), &member_config);
             inner.status.insert(
-                member.as_bytes().to_vec(),
+                member_key.clone(),
                 Status {
                     timers: saved
                         .as_ref()
@@ -493,25 +732,27 @@ impl Served {
             if let Some((zone, _)) = &saved {
                 inner
                     .secondaries
-                    .insert(member.as_bytes().to_vec(), Arc::clone(zone));
+                    .insert(member_key.clone(), (Arc::clone(zone), unix_now()));
+                inner.sync(&member_key, changes);
             }
             if let Some(handle) = &self.secondaries_handle {
                 handle.add((member_config, saved));
             }
         }
-        for member in old.iter().filter(|member| !kept.contains(member)) {
-            log::info!(
-                "catalog {catalog_name}: member {} removed",
-                member.as_name()
-            );
-            inner.secondaries.remove(member.as_bytes());
-            inner.status.remove(member.as_bytes());
+        for member in old.iter().filter(|member| !kept.contains(*member)) {
+            let Ok(name) = Name::from_wire(member) else {
+                continue;
+            };
+            log::info!("catalog {catalog_name}: member {name} removed");
+            inner.secondaries.remove(member);
+            inner.status.remove(member);
+            inner.sync(member, changes);
             self.notify_zones
                 .write()
                 .unwrap_or_else(|poisoned| poisoned.into_inner())
-                .retain(|zone| zone.origin != *member);
+                .remove(member);
             if let Some(handle) = &self.secondaries_handle {
-                handle.remove(*member);
+                handle.remove(LowerNameBuf::from_name(name));
             }
         }
         if let Some(entry) = inner.consumed.get_mut(key) {
@@ -588,6 +829,30 @@ impl Served {
     }
 }
 
+/// Rebuilds the produced catalog zone once the changes that woke it have
+/// settled: no new one for [`PRODUCER_SETTLE`], or [`PRODUCER_DELAY`]
+/// after the first. Ends with the server.
+fn producer_loop(served: &Weak<Served>, woken: &Receiver<()>) {
+    while woken.recv().is_ok() {
+        let deadline = Instant::now() + PRODUCER_DELAY;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            match woken.recv_timeout(left.min(PRODUCER_SETTLE)) {
+                Ok(()) => continue,
+                Err(RecvTimeoutError::Timeout) => break,
+                Err(RecvTimeoutError::Disconnected) => return,
+            }
+        }
+        let Some(served) = served.upgrade() else {
+            return;
+        };
+        served.rebuild_producer();
+    }
+}
+
 //----------- Start ----------------------------------------------------------
 
 /// What the secondary zones start from: each zone's configuration and saved
@@ -616,6 +881,13 @@ impl Plan {
             consumed: Vec::new(),
             notify_zones: NotifyZones::default(),
         };
+        // Every origin planned so far (a member listed twice, or also
+        // configured, is taken once).
+        let mut known: HashSet<Origin> = secondaries
+            .iter()
+            .chain(catalogs)
+            .map(|config| config.origin.as_bytes().into())
+            .collect();
         let add = |plan: &mut Plan, config: &SecondaryConfig, role: String, serve: bool| {
             let saved = load_saved(state_directory, config);
             if let (true, Some((zone, _))) = (serve, &saved) {
@@ -637,11 +909,7 @@ impl Plan {
                 .unwrap_or_default();
             let mut members = Vec::new();
             for member in listed {
-                let known = plan
-                    .starts
-                    .iter()
-                    .any(|(config, _)| config.origin == member);
-                if known {
+                if !known.insert(member.as_bytes().into()) {
                     continue;
                 }
                 let config = SecondaryConfig {
@@ -661,7 +929,7 @@ impl Plan {
             .unwrap_or_else(|poisoned| poisoned.into_inner()) = plan
             .starts
             .iter()
-            .map(|(config, _)| config.clone())
+            .map(|(config, _)| (config.origin.as_bytes().into(), config.clone()))
             .collect();
         plan
     }
@@ -769,8 +1037,8 @@ fn save_timers(state_directory: &Path, origin: LowerNameBuf, timers: Timers) -> 
 }
 
 /// A zone's lowercased wire origin, the key of the tables here.
-fn origin_key(zone: &Zone) -> Vec<u8> {
-    zone.origin().as_bytes().to_ascii_lowercase()
+fn origin_key(zone: &Zone) -> Origin {
+    zone.origin().as_bytes().into()
 }
 
 /// The time now in Unix seconds.

@@ -67,13 +67,15 @@ use std::sync::Arc;
 
 use bumpalo::Bump;
 use tern_authority::cookie::CookieSecret;
-use tern_authority::{nsid, respond, Catalog, Options, Response, Transport};
+use tern_authority::{
+    nsid, respond, Applied, Catalog, CatalogChange, Options, Response, Transport,
+};
 use tern_cache::forward::{Action, Client, ForwardStats, Forwarder};
 use tern_cache::{CacheLimits, ResponseCache};
 use tern_wire::parse::{MessageView, HEADER_LEN};
 
 use crate::rrl::RateLimiter;
-use crate::stats::Counters;
+use crate::stats::{zone_tag, Counters};
 
 /// The UDP size limit without EDNS (RFC 1035 section 4.2.1), which is
 /// also the smallest EDNS limit honoured (RFC 6891 section 6.2.3).
@@ -110,13 +112,12 @@ struct Parts<'w> {
 
 //----------- Worker ---------------------------------------------------------
 
-/// One core's answering state. Not shared: each core owns one, and the
-/// catalog is the only thing it holds in common with the other cores
-/// (read-only, behind an `Arc` cloned once per core and per reload, never
-/// per query).
+/// One core's answering state. Not shared: each core owns one, with its
+/// own copy of the catalog (the zones in it are shared, read-only, behind
+/// `Arc`s cloned once per core and per new version, never per query).
 #[doc(hidden)]
 pub struct Worker {
-    catalog: Arc<Catalog>,
+    catalog: Catalog,
     options: Options,
     /// `options` without the NSID, for the answers the cache keeps
     /// (NSID-free; the option is appended per query, as the COOKIE).
@@ -146,12 +147,12 @@ pub struct Worker {
 }
 
 impl Worker {
-    /// A worker over `catalog`, answering with `options`, caching within
-    /// `cache`.
+    /// A worker over a copy of `catalog`, answering with `options`,
+    /// caching within `cache`.
     pub fn new(catalog: Arc<Catalog>, options: Options, cache: CacheLimits) -> Self {
         let full_udp_size = usize::from(options.max_udp_size).max(CLASSIC_UDP_SIZE);
-        let mut counters = Counters::default();
-        counters.remap_zones(catalog.zones().len(), |_| None);
+        let catalog = Arc::unwrap_or_clone(catalog);
+        let counters = Counters::new();
         let fill_options = Options {
             nsid: None,
             ..options.clone()
@@ -173,8 +174,9 @@ impl Worker {
         }
     }
 
-    /// The catalog this worker answers from (replaced on reload).
-    pub(crate) fn catalog(&self) -> &Arc<Catalog> {
+    /// The catalog this worker answers from (changed by
+    /// [`Worker::apply`]).
+    pub(crate) fn catalog(&self) -> &Catalog {
         &self.catalog
     }
 
@@ -310,7 +312,7 @@ impl Worker {
         match request::Request::parse(query, TCP_SIZE) {
             Some(request) => {
                 let zone = self.catalog.find_position(request.key.name.as_name());
-                self.counters.zone = crate::stats::zone_tag(zone);
+                self.counters.zone = zone_tag(zone);
                 self.counters.set_type(request.key.qtype.0);
             }
             None => self.counters.set_type_of(query),
@@ -516,18 +518,29 @@ impl Worker {
         }
     }
 
-    /// Switches to a new catalog and empties the cache, whose answers came
-    /// from the old one.
-    pub(crate) fn reload(&mut self, catalog: Arc<Catalog>) {
-        // Each zone keeps its counts across versions (off the query path:
-        // this allocates).
-        let old = &self.catalog;
-        self.counters.remap_zones(catalog.zones().len(), |index| {
-            let origin = catalog.zones().get(index)?.origin();
-            old.position(origin).map(|at| at as usize)
-        });
-        self.catalog = catalog;
-        self.cache.clear();
+    /// Applies changes to the catalog, in order, between two batches.
+    /// A new version of a zone keeps its slot, its counters, and the
+    /// cached answers of every other zone: only its own stop answering
+    /// (their tag is invalidated). A zone added or removed can move names
+    /// from one zone to another (a child under its parent's cut), so it
+    /// empties the cache, once per call. Off the query path: this may
+    /// allocate.
+    pub(crate) fn apply(&mut self, changes: &[CatalogChange]) {
+        let mut clear = false;
+        for change in changes {
+            match self.catalog.apply(change.clone()) {
+                Applied::Replaced(slot) => self.cache.invalidate_tag(zone_tag(Some(slot))),
+                Applied::Added(slot) | Applied::Removed(slot) => {
+                    self.counters.zones.reset(slot as usize);
+                    clear = true;
+                }
+                Applied::Nothing => {}
+            }
+        }
+        if clear {
+            self.cache.clear();
+        }
+        self.counters.zone = crate::stats::NO_ZONE;
     }
 
     /// Counts `queries` received over transport and family `slot` (see

@@ -53,7 +53,7 @@ impl Answering<'_> {
             .zones
             .read()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let zone = zones.iter().find(|zone| zone.origin == origin);
+        let zone = zones.get(origin.as_bytes());
         let rcode = match (zone, peer) {
             (None, _) => Rcode::NOTAUTH,
             (Some(zone), Some(peer))

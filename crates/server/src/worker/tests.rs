@@ -527,7 +527,7 @@ fn queries_are_counted_by_zone_and_type_across_reloads() {
         let index = catalog
             .position(tern_wire::name::Name::from_wire(origin).unwrap())
             .unwrap();
-        counters.zones[index as usize].clone()
+        counters.zones.get(index as usize).unwrap()
     };
     let com = b"\x07example\x03com\x00";
     let net = b"\x07example\x03net\x00";
@@ -541,21 +541,57 @@ fn queries_are_counted_by_zone_and_type_across_reloads() {
     assert_eq!(zone(&worker, net).queries_by_type[soa], 1, "over TCP");
     assert_eq!(worker.counters().queries_by_type[0], 4, "A, all zones");
     assert_eq!(worker.counters().answers_by_rcode[5], 1, "REFUSED");
-    let zoned: u64 = worker
-        .counters()
-        .zones
-        .iter()
+    let zoned: u64 = (0..worker.counters().zones.len())
+        .filter_map(|slot| worker.counters().zones.get(slot))
         .map(|zone| zone.queries_by_type.iter().sum::<u64>())
         .sum();
     assert_eq!(zoned, 5, "example.org counts under no zone");
 
-    // A new catalog with the zones in the other order keeps their counts.
-    let reversed = Arc::new(Catalog::new(two_zones(2).zones().iter().rev().cloned()));
-    worker.reload(reversed);
+    // A new version of example.net keeps both zones' counts, and the
+    // cached answers of the other zone: only its own are dropped.
+    ask(&mut worker, "nothing.example.net.", 28, false);
+    assert_eq!(
+        worker.counters().cache_hits,
+        3,
+        "example.net's answer is cached"
+    );
+    let newer = two_zones(2).zones().nth(1).cloned().unwrap();
+    assert_eq!(newer.serial(), 2);
+    worker.apply(&[CatalogChange::Serve(newer)]);
     assert_eq!(zone(&worker, com).queries_by_type[0], 3);
     assert_eq!(zone(&worker, net).queries_by_type[soa], 1);
     ask(&mut worker, "www.example.com.", 1, false);
     assert_eq!(zone(&worker, com).queries_by_type[0], 4);
+    assert_eq!(
+        worker.counters().cache_hits,
+        4,
+        "example.com's answer survived"
+    );
+    ask(&mut worker, "nothing.example.net.", 28, false);
+    assert_eq!(worker.counters().cache_hits, 4, "example.net's was dropped");
+    ask(&mut worker, "nothing.example.net.", 28, false);
+    assert_eq!(worker.counters().cache_hits, 5, "and cached again");
+    // Removing a zone frees its slot, counts and all; a zone added there
+    // starts from zero.
+    let org = tern_testkit::zone(
+        "example.org.",
+        &ZONE.replace("example.com.", "example.org."),
+    );
+    worker.apply(&[
+        CatalogChange::Remove(com.to_vec().into_boxed_slice()),
+        CatalogChange::Serve(Arc::new(org)),
+    ]);
+    assert_eq!(
+        worker
+            .catalog()
+            .zone_at(0)
+            .map(|zone| zone.origin().to_string()),
+        Some("example.org.".to_string())
+    );
+    let org_wire = b"\x07example\x03org\x00";
+    assert_eq!(zone(&worker, org_wire).queries_by_type[0], 0);
+    ask(&mut worker, "www.example.org.", 1, false);
+    assert_eq!(zone(&worker, org_wire).queries_by_type[0], 1);
 }
 
 //=== Class ANY ===

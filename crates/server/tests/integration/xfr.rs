@@ -127,7 +127,7 @@ fn rcode_and_tsig_error(message: &[u8]) -> (u8, Option<u16>) {
 #[test]
 fn axfr_sends_every_record_between_two_soas_and_the_connection_goes_on() {
     let zone = catalog();
-    let zone = &zone.zones()[0];
+    let zone = zone.zones().next().unwrap();
     let mut expected: BTreeMap<(Vec<u8>, u16), usize> = BTreeMap::new();
     let mut cursor = tern_authority::RecordCursor::default();
     while let Some(record) = zone.next_record(&mut cursor) {
