@@ -12,6 +12,13 @@
 //! event handler, which saves it and swaps it into the cores as a reload
 //! does. A failed or refused transfer changes nothing that is served.
 //!
+//! The SOA query only saves a transfer: when it brings no usable answer
+//! (refused, as Knot answers for a catalog it generates; unsigned or badly
+//! signed when the zone has a key; none in time; not authoritative), the
+//! zone is asked for by IXFR anyway, whose answer is checked (and its
+//! signature) like any transfer's and is the SOA alone when the zone is
+//! current. Nothing from an unusable answer decides anything.
+//!
 //! Timers follow the zone's SOA: after a refresh (a transfer, or a SOA
 //! that is not newer) the next one is due in REFRESH seconds; after a
 //! failure, in RETRY seconds; EXPIRE seconds after the last successful
@@ -48,10 +55,6 @@ use crate::signing::unix_time;
 pub fn unix_seconds() -> u64 {
     unix_time()
 }
-
-/// How a refresh failure starts when the primary answered the SOA query
-/// with an error or without authority.
-const SOA_REFUSED: &str = "the SOA query was answered rcode";
 
 /// The shortest refresh or retry interval honoured (a SOA with a smaller
 /// one would have the thread asking its primary in a loop).
@@ -453,44 +456,58 @@ fn refresh(secondary: &mut Secondary, limits: Limits, events: &mut impl FnMut(Ev
 
 /// One primary: `Ok(None)` if the zone is current, a new version, or why
 /// not.
+///
+/// With a zone to refresh, the primary is first asked for its SOA; a usable
+/// answer (NOERROR, authoritative, the zone's SOA, verified with the key
+/// when there is one) that is not newer ends the refresh. Any other answer,
+/// or none, is only logged: the IXFR that follows decides, as BIND goes on
+/// to the transfer when its SOA query is refused or times out.
 fn refresh_from(
     secondary: &Secondary,
     primary: SocketAddr,
     limits: Limits,
 ) -> Result<Option<(Arc<Zone>, bool)>, String> {
     let config = &secondary.config;
-    if !secondary.force {
-        if let Some(zone) = &secondary.zone {
-            // A primary that answers no SOA query for the zone (Knot does
-            // not answer for a catalog it generates) is asked by IXFR
-            // instead, whose answer says as much: the SOA alone if current.
-            match soa_serial(config, primary) {
-                Ok(serial) if serial_at_or_after(zone.serial(), serial) => return Ok(None),
-                Ok(_) => {}
-                Err(reason) if reason.starts_with(SOA_REFUSED) => {
-                    log::debug!("{}: {reason}; asking by IXFR", config.origin.as_name());
-                }
-                Err(reason) => return Err(reason),
-            }
-        }
-    }
     let current = if secondary.force {
         None
     } else {
         secondary.zone.clone()
     };
-    let ixfr = current.is_some();
-    match transfer(config, primary, current, ixfr, limits) {
-        Ok(outcome) => Ok(outcome),
-        Err(reason) if ixfr => {
-            log::info!(
-                "{}: IXFR from {primary} failed ({reason}); trying AXFR",
-                config.origin.as_name()
-            );
-            transfer(config, primary, None, false, limits)
+    let mut soa_failure = None;
+    if let Some(zone) = &current {
+        match soa_serial(config, primary) {
+            Ok(serial) if serial_at_or_after(zone.serial(), serial) => return Ok(None),
+            Ok(_) => {}
+            Err(reason) => {
+                log::info!(
+                    "{}: no usable answer to the SOA query from {primary} ({reason}); \
+                     asking by IXFR",
+                    config.origin.as_name()
+                );
+                soa_failure = Some(reason);
+            }
         }
-        Err(reason) => Err(reason),
     }
+    let ixfr = current.is_some();
+    // A primary that takes no connection is not asked again for AXFR.
+    let outcome = connect(primary).and_then(|mut stream| {
+        match transfer(config, &mut stream, current, ixfr, limits) {
+            Err(reason) if ixfr => {
+                log::info!(
+                    "{}: IXFR from {primary} failed ({reason}); trying AXFR",
+                    config.origin.as_name()
+                );
+                drop(stream);
+                let mut stream = connect(primary)?;
+                transfer(config, &mut stream, None, false, limits)
+            }
+            outcome => outcome,
+        }
+    });
+    outcome.map_err(|reason| match soa_failure {
+        Some(soa) => format!("{reason} (and the SOA query before it: {soa})"),
+        None => reason,
+    })
 }
 
 /// A random message ID (from the thread's CSPRNG: a forger must not know
@@ -529,21 +546,24 @@ fn soa_serial(config: &SecondaryConfig, primary: SocketAddr) -> Result<u32, Stri
     };
     let socket = UdpSocket::bind(local).map_err(|e| e.to_string())?;
     socket.connect(primary).map_err(|e| e.to_string())?;
-    socket
-        .set_read_timeout(Some(IO_TIMEOUT))
-        .map_err(|e| e.to_string())?;
     socket.send(query).map_err(|e| e.to_string())?;
     let mut answer = vec![0u8; MAX_MESSAGE];
     let deadline = Instant::now() + IO_TIMEOUT;
     // Datagrams that are not the answer (a late one, a forgery with
-    // another ID) are skipped until the deadline.
+    // another ID) are skipped until the deadline. The first with our ID is
+    // the answer, usable or not: waiting on for a better one would let
+    // any forger delay every refresh by the whole timeout.
     let answer = loop {
-        if Instant::now() >= deadline {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
             return Err("no answer to the SOA query".to_string());
         }
+        socket
+            .set_read_timeout(Some(left))
+            .map_err(|e| e.to_string())?;
         let received = socket
             .recv(&mut answer)
-            .map_err(|_| "no answer to the SOA query")?;
+            .map_err(|e| format!("no answer to the SOA query ({e})"))?;
         let reply = &answer[..received];
         if reply.len() >= 2 && u16::from_be_bytes([reply[0], reply[1]]) == id {
             break reply.to_vec();
@@ -555,9 +575,14 @@ fn soa_serial(config: &SecondaryConfig, primary: SocketAddr) -> Result<u32, Stri
         answer
     };
     if let Some(session) = &mut session {
-        session
-            .verify(&answer, unix_time())
-            .map_err(|e| format!("the SOA answer: {e}"))?;
+        session.verify(&answer, unix_time()).map_err(|e| {
+            // The rcode only names the answer in the log (Knot's REFUSED
+            // for a catalog it generates is unsigned).
+            let rcode = MessageView::parse(&answer).map_or(String::new(), |view| {
+                format!(" (rcode {})", view.header().rcode_bits())
+            });
+            format!("the SOA answer{rcode}: {e}")
+        })?;
     }
     read_soa_serial(&answer, id, config.origin)
 }
@@ -569,16 +594,11 @@ fn read_soa_serial(answer: &[u8], id: u16, origin: LowerNameBuf) -> Result<u32, 
     if header.id() != id || !header.qr() {
         return Err("not an answer to the SOA query".to_string());
     }
-    if header.rcode_bits() != 0 || !header.aa() {
-        return Err(format!(
-            "{SOA_REFUSED} {} {}",
-            header.rcode_bits(),
-            if header.aa() {
-                ""
-            } else {
-                "(not authoritative)"
-            }
-        ));
+    if header.rcode_bits() != 0 {
+        return Err(format!("the SOA answer has rcode {}", header.rcode_bits()));
+    }
+    if !header.aa() {
+        return Err("the SOA answer is not authoritative".to_string());
     }
     view.section(Section::Answer)
         .flatten()
@@ -637,11 +657,11 @@ fn tcp_exchange(primary: SocketAddr, query: &[u8]) -> Result<Vec<u8>, String> {
     Ok(buf)
 }
 
-/// One transfer from `primary`: IXFR from `current` if `ixfr`, else AXFR.
+/// One transfer over `stream`: IXFR from `current` if `ixfr`, else AXFR.
 /// `Ok(None)`: the primary says the zone is current.
 fn transfer(
     config: &SecondaryConfig,
-    primary: SocketAddr,
+    stream: &mut TcpStream,
     current: Option<Arc<Zone>>,
     ixfr: bool,
     limits: Limits,
@@ -660,15 +680,14 @@ fn transfer(
     let len = incoming
         .request(&mut buf, unix_time())
         .map_err(|_| "no room for the request")?;
-    let mut stream = connect(primary)?;
-    send_framed(&mut stream, &buf[..len])?;
+    send_framed(stream, &buf[..len])?;
     let deadline = Instant::now() + TRANSFER_TIMEOUT;
     // Each pass takes one message; the deadline and the limits end it.
     loop {
         if Instant::now() >= deadline {
             return Err("the transfer took too long".to_string());
         }
-        let len = receive_framed(&mut stream, &mut buf)?;
+        let len = receive_framed(stream, &mut buf)?;
         match incoming.message(&buf[..len], unix_time()) {
             Ok(None) => continue,
             Ok(Some(Outcome::UpToDate { .. })) => return Ok(None),

@@ -284,3 +284,257 @@ fn a_chain_of_secondaries_follows_the_primary() {
         last.log_text()
     );
 }
+
+//----------- A primary whose SOA answers are of no use ----------------------
+
+/// What [`Front`] does with a SOA query over UDP.
+#[derive(Clone, Copy, Debug)]
+enum SoaAnswer {
+    /// REFUSED, unsigned: what Knot answers for a catalog it generates.
+    Refused,
+    /// NOERROR with the zone's SOA at this serial (ours: "current"), unsigned.
+    Unsigned(u32),
+    /// The same, signed with the right key name but another secret.
+    BadlySigned(u32),
+    /// Nothing.
+    Silent,
+}
+
+/// Stands where the secondary's primary is, as Knot does for a catalog it
+/// generates: a UDP query gets the current [`SoaAnswer`] (never a usable
+/// one), and each TCP connection (a transfer) is relayed to the real
+/// primary octet for octet, so the transfer's TSIG holds.
+struct Front {
+    answer: std::sync::Arc<std::sync::Mutex<SoaAnswer>>,
+    /// Signed SOA queries received.
+    asked: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    address: SocketAddr,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Front {
+    fn start(address: SocketAddr, primary: SocketAddr) -> Front {
+        use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+        use std::sync::{Arc, Mutex};
+
+        let answer = Arc::new(Mutex::new(SoaAnswer::Refused));
+        let asked = Arc::new(AtomicUsize::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let udp = std::net::UdpSocket::bind(address).unwrap();
+        // The read timeout only bounds how late the thread sees `stop`.
+        udp.set_read_timeout(Some(std::time::Duration::from_millis(100)))
+            .unwrap();
+        let tcp = std::net::TcpListener::bind(address).unwrap();
+        let udp_thread = {
+            let (answer, asked, stop) = (answer.clone(), asked.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                while !stop.load(Ordering::SeqCst) {
+                    let Ok((len, peer)) = udp.recv_from(&mut buf) else {
+                        continue;
+                    };
+                    let query = &buf[..len];
+                    let signed = tern_xfr::tsig::TsigRecord::find(query).is_ok_and(|r| r.is_some());
+                    let Some(end) = question_end(query) else {
+                        continue;
+                    };
+                    if !signed || query[end - 4..end - 2] != [0, 6] {
+                        continue;
+                    }
+                    asked.fetch_add(1, Ordering::SeqCst);
+                    let mode = *answer.lock().unwrap();
+                    if let Some(reply) = soa_answer(&query[..end], mode) {
+                        let _ = udp.send_to(&reply, peer);
+                    }
+                }
+            })
+        };
+        let tcp_thread = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                for client in tcp.incoming() {
+                    if stop.load(Ordering::SeqCst) {
+                        return;
+                    }
+                    if let Ok(client) = client {
+                        std::thread::spawn(move || relay(client, primary));
+                    }
+                }
+            })
+        };
+        Front {
+            answer,
+            asked,
+            stop,
+            address,
+            threads: vec![udp_thread, tcp_thread],
+        }
+    }
+
+    fn set(&self, answer: SoaAnswer) {
+        *self.answer.lock().unwrap() = answer;
+    }
+
+    fn asked(&self) -> usize {
+        self.asked.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+impl Drop for Front {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        // Wakes the accept loop.
+        let _ = std::net::TcpStream::connect(self.address);
+        for thread in self.threads.drain(..) {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// The offset after the question of a query with one.
+fn question_end(query: &[u8]) -> Option<usize> {
+    if query.len() < 12 || query[4..6] != [0, 1] {
+        return None;
+    }
+    let mut at = 12;
+    // A name has at most 127 labels.
+    for _ in 0..128 {
+        let len = usize::from(*query.get(at)?);
+        if len == 0 {
+            return Some(at + 5).filter(|&end| end <= query.len());
+        }
+        if len > 63 {
+            return None;
+        }
+        at += 1 + len;
+    }
+    None
+}
+
+/// The answer to a SOA query (its header and question) in `mode`.
+fn soa_answer(question: &[u8], mode: SoaAnswer) -> Option<Vec<u8>> {
+    let mut reply = question.to_vec();
+    reply[2] = 0x80 | (question[2] & 0x01); // QR, RD as asked
+    reply[3] = 0;
+    reply[6..12].copy_from_slice(&[0, 0, 0, 0, 0, 0]);
+    let serial = match mode {
+        SoaAnswer::Silent => return None,
+        SoaAnswer::Refused => {
+            reply[3] = 5;
+            return Some(reply);
+        }
+        SoaAnswer::Unsigned(serial) | SoaAnswer::BadlySigned(serial) => serial,
+    };
+    reply[2] |= 0x04; // AA
+    reply[7] = 1;
+    // The apex (a pointer to the question's name), SOA IN, TTL 300, RDATA:
+    // root MNAME and RNAME, then serial and the zone's timers.
+    reply.extend_from_slice(&[0xc0, 12, 0, 6, 0, 1, 0, 0, 1, 44, 0, 22, 0, 0]);
+    for field in [serial, 3600, 3600, 604_800, 300] {
+        reply.extend_from_slice(&field.to_be_bytes());
+    }
+    if let SoaAnswer::BadlySigned(_) = mode {
+        let name = tern_wire::name::Name::from_wire(b"\x0ctransfer-key\x00").unwrap();
+        let key = tern_xfr::tsig::Key::new(
+            name,
+            tern_xfr::tsig::Algorithm::HmacSha256,
+            b"not the transfer secret",
+        );
+        let mut session = tern_xfr::tsig::Session::new(&key);
+        let len = reply.len();
+        reply.resize(len + session.record_len(), 0);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        let signed = session.sign(&mut reply, len, now).unwrap();
+        reply.truncate(signed);
+    }
+    Some(reply)
+}
+
+/// Copies a TCP connection both ways between `client` and `primary` until
+/// either side closes it.
+fn relay(client: std::net::TcpStream, primary: SocketAddr) {
+    use std::net::{Shutdown, TcpStream};
+
+    let Ok(server) = TcpStream::connect(primary) else {
+        return;
+    };
+    // No transfer of this test idles this long.
+    for stream in [&client, &server] {
+        let _ = stream.set_read_timeout(Some(SIGNAL_TIMEOUT));
+    }
+    let (Ok(mut client_in), Ok(mut server_out)) = (client.try_clone(), server.try_clone()) else {
+        return;
+    };
+    let upstream = std::thread::spawn(move || {
+        let _ = std::io::copy(&mut client_in, &mut server_out);
+        let _ = server_out.shutdown(Shutdown::Write);
+    });
+    let (mut server_in, mut client_out) = (server, client);
+    let _ = std::io::copy(&mut server_in, &mut client_out);
+    let _ = client_out.shutdown(Shutdown::Write);
+    let _ = upstream.join();
+}
+
+/// Knot answers no query for a catalog it generates (REFUSED, unsigned),
+/// and a SOA answer can be lost, unsigned or forged: none of them may stop
+/// a secondary with a key from following its primary, nor tell it the zone
+/// is current. Each change here is announced by NOTIFY; each SOA query
+/// gets one kind of useless answer, and the secondary must go on to the
+/// (signed) IXFR and serve the new version.
+#[test]
+fn a_secondary_follows_a_primary_whose_soa_answers_are_of_no_use() {
+    let primary_dir = temp_dir("soa-primary");
+    let secondary_dir = temp_dir("soa-secondary");
+    let zones = primary_dir.join("zones");
+    std::fs::create_dir_all(&zones).unwrap();
+    let zone_file = zones.join("example.net.zone");
+    write_atomically(&zone_file, &zone(1, 80));
+    let primary_address = free_address();
+    let front_address = free_address();
+    let secondary_address = free_address();
+    let primary = start_primary(&primary_dir, primary_address, secondary_address);
+    let front = Front::start(front_address, primary_address);
+    let secondary = start_secondary(&secondary_dir, secondary_address, front_address);
+    assert!(
+        wait_for(SIGNAL_TIMEOUT, || www(secondary_address)
+            == Some([192, 0, 2, 80])),
+        "the secondary never served the zone:\n{}",
+        secondary.log_text()
+    );
+
+    let cases = [
+        (2, SoaAnswer::Refused, "rcode 5"),
+        (3, SoaAnswer::Unsigned(2), "message not signed"),
+        (4, SoaAnswer::BadlySigned(3), "BADSIG"),
+        (5, SoaAnswer::Silent, "no answer"),
+    ];
+    for (serial, answer, reason) in cases {
+        front.set(answer);
+        let asked = front.asked();
+        let skipped = secondary.log_text().matches("asking by IXFR").count();
+        write_atomically(&zone_file, &zone(serial, 80 + serial as u8));
+        primary.signal("HUP");
+        // A silent primary costs the SOA query its whole timeout (10 s).
+        let wait = SIGNAL_TIMEOUT * 3;
+        assert!(
+            wait_for(wait, || www(secondary_address)
+                == Some([192, 0, 2, 80 + serial as u8])),
+            "{answer:?}: serial {serial} never served:\nprimary:\n{}\nsecondary:\n{}",
+            primary.log_text(),
+            secondary.log_text()
+        );
+        assert!(front.asked() > asked, "{answer:?}: no SOA query was asked");
+        let log = secondary.log_text();
+        assert!(
+            log.contains(&format!(
+                "serial {serial} received from {front_address} by IXFR"
+            )) && log.matches("asking by IXFR").count() > skipped
+                && log.contains(reason),
+            "{answer:?}:\n{log}"
+        );
+    }
+}
