@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""NSID, QCLASS ANY and RRset TTLs (issue 11): tern beside Knot, NSD and BIND 9.
+"""NSID, QCLASS ANY and RRset TTLs (issues 11, 22): tern beside Knot, NSD and BIND 9.
 
 All four serve the same zone; Knot, NSD, BIND and tern each have an NSID of their own
 (Knot `nsid:` text, NSD `nsid:` hex, BIND `server-id`, tern `nsid:` text).
@@ -13,10 +13,12 @@ All four serve the same zone; Knot, NSD, BIND and tern each have an NSID of thei
 2. QCLASS ANY: `ns1.example. A` and `nx.example. A` in class ANY. tern's answer must equal
    Knot's: rcode, AA, the question as asked (class ANY), and the records (class IN) with
    their TTLs. NSD's is printed (it answers too, without AA).
-3. RRset TTLs: `www` has three A records with TTLs 600, 100, 900 (lines 7-9). tern must
-   answer with one TTL, the first (600), as BIND does; and `tern check` must warn at the
-   same lines as `named-checkzone` ("TTL set to prior TTL"). Knot (the last TTL) and NSD
-   (each record its own) are printed.
+3. RRset TTLs (issues 11 and 22, docs/decisions/0002): `www` has three A records with TTLs
+   600, 100, 900 (lines 7-9), `split` two groups of A records (600, then 100 after a record
+   of another name), `dup` one record written twice with TTLs 600 and 100. tern must answer
+   each with BIND's TTLs (600; 100; 600), and `tern check` must warn "differs" at the lines
+   where `named-checkzone` warns "TTL set to prior TTL". Knot (the last TTL) and NSD (each
+   record its own) are printed.
 
 Usage (from the repository root; loopback only, every server stopped at the end):
 
@@ -53,10 +55,21 @@ ns1  A   192.0.2.1
 www  600 A   192.0.2.80
 www  100 A   192.0.2.81
 www  900 A   192.0.2.82
+; one RRset in two groups: BIND keeps the later group's TTL
+split 600 A  192.0.2.90
+split 600 A  192.0.2.91
+mid       A  192.0.2.92
+split 100 A  192.0.2.93
+; one record written twice with two TTLs: the first is kept
+dup  600 A   192.0.2.94
+dup  100 A   192.0.2.94
 """ + "".join(f'big TXT "{i:02} {"b" * 60}"\n' for i in range(12))
 
-# The lines of the records whose TTL differs from the first of their RRset.
-DIFFERING_LINES = [8, 9]
+# The lines where named-checkzone warns "TTL set to prior TTL".
+DIFFERING_LINES = [8, 9, 17]
+
+# The TTLs BIND serves each name's A records with (docs/decisions/0002).
+BIND_TTLS = {"www": [600, 600, 600], "split": [100, 100, 100], "dup": [600]}
 
 NSIDS = {"tern": b"tern-nsid", "knot": b"knot-nsid", "nsd": b"nsd-nsid", "bind": b"bind-nsid"}
 
@@ -164,22 +177,23 @@ def part_class_any(started: dict) -> None:
 
 def part_ttls(started: dict, zone_file: pathlib.Path) -> None:
     print("\n== RRset TTLs")
-    ttls = {}
-    for server_name, server in started.items():
-        # dnspython merges the records of an RRset under one TTL: read the wire.
-        wire = harness.udp_exchange(server.addr, dns.message.make_query(
-            "www.example.", "A", use_edns=0).to_wire())
-        ttls[server_name] = wire_ttls(wire)
-        print(f"     www A TTLs {server_name:5} {ttls[server_name]}")
-    check(ttls["tern"] == [600, 600, 600], "tern answers with the first TTL (600) for every record")
-    check(ttls["tern"] == ttls["bind"], "tern's TTLs equal BIND's")
+    for name, expected in BIND_TTLS.items():
+        ttls = {}
+        for server_name, server in started.items():
+            # dnspython merges the records of an RRset under one TTL: read the wire.
+            wire = harness.udp_exchange(server.addr, dns.message.make_query(
+                f"{name}.example.", "A", use_edns=0).to_wire())
+            ttls[server_name] = wire_ttls(wire)
+            print(f"     {name:5} A TTLs {server_name:5} {ttls[server_name]}")
+        check(ttls["bind"] == expected, f"{name}: BIND serves {expected}")
+        check(ttls["tern"] == ttls["bind"], f"{name}: tern's TTLs equal BIND's")
 
     tern = subprocess.run([str(harness.tern_binary()), "check", ZONE, str(zone_file)],
                           capture_output=True, text=True, timeout=30)
     bind = subprocess.run(["named-checkzone", ZONE, str(zone_file)],
                           capture_output=True, text=True, timeout=30)
     tern_lines = sorted(int(m.group(1)) for m in re.finditer(
-        rf"{re.escape(str(zone_file))}:(\d+):\d+: warning: www\.example\.: TTL \d+ differs",
+        rf"{re.escape(str(zone_file))}:(\d+):\d+: warning: \w+\.example\.: TTL \d+ differs",
         tern.stdout + tern.stderr))
     bind_lines = sorted(int(m.group(1)) for m in re.finditer(
         r":(\d+): TTL set to prior TTL", bind.stdout + bind.stderr))
@@ -188,6 +202,8 @@ def part_ttls(started: dict, zone_file: pathlib.Path) -> None:
     check(tern.returncode == 0, "tern check accepts the zone")
     check(tern_lines == bind_lines == DIFFERING_LINES,
           f"tern check warns at the lines named-checkzone does ({DIFFERING_LINES})")
+    check("split.example.: TTL 100 replaces the TTL 600" in tern.stdout + tern.stderr,
+          "tern check says where the later group of `split` replaces the earlier TTL")
 
 
 def wire_ttls(wire: bytes | None) -> list[int] | None:
