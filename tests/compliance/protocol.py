@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""NSID, QCLASS ANY and RRset TTLs (issues 11, 22): tern beside Knot, NSD and BIND 9.
+"""NSID, QCLASS ANY, RRset TTLs and class CH (issues 11, 22): tern beside Knot, NSD, BIND 9.
 
 All four serve the same zone; Knot, NSD, BIND and tern each have an NSID of their own
 (Knot `nsid:` text, NSD `nsid:` hex, BIND `server-id`, tern `nsid:` text).
@@ -19,6 +19,12 @@ All four serve the same zone; Knot, NSD, BIND and tern each have an NSID of thei
    each with BIND's TTLs (600; 100; 600), and `tern check` must warn "differs" at the lines
    where `named-checkzone` warns "TTL set to prior TTL". Knot (the last TTL) and NSD (each
    record its own) are printed.
+4. Class CH (RFC 4892, issue 22): `id.server.`, `hostname.bind.`, `version.server.` and
+   `version.bind.` in mixed case, TXT, ANY and A, plus other names, over UDP and TCP, with
+   every server at its defaults: tern's answer must equal Knot's (rcode, flags, question,
+   records with TTL and class, EDNS options) with the texts aside, and tern's texts must be
+   the host name and `tern VERSION`. Then tern and Knot again with `identity: ""` and
+   `version: ""`: both must refuse alike. NSD and BIND are printed.
 
 Usage (from the repository root; loopback only, every server stopped at the end):
 
@@ -39,6 +45,7 @@ import tempfile
 import dns.edns
 import dns.flags
 import dns.message
+import dns.rcode
 import dns.rdataclass
 import dns.rdatatype
 
@@ -78,6 +85,14 @@ class Knot(smod.Knot):
     def base_config(self) -> str:
         return super().base_config().replace(
             "server:\n", f"server:\n    nsid: {NSIDS['knot'].decode()}\n", 1)
+
+
+class HiddenKnot(Knot):
+    """Knot with its CH identity and version set empty (they are then refused)."""
+
+    def base_config(self) -> str:
+        return super().base_config().replace(
+            "server:\n", 'server:\n    identity: ""\n    version: ""\n', 1)
 
 
 class Nsd(smod.Nsd):
@@ -206,6 +221,75 @@ def part_ttls(started: dict, zone_file: pathlib.Path) -> None:
           "tern check says where the later group of `split` replaces the earlier TTL")
 
 
+# Class CH: the RFC 4892 names, in mixed case, and names no server answers.
+CH_NAMES = ["id.server.", "HOSTNAME.bind.", "Version.Server.", "version.BIND."]
+CH_OTHER_NAMES = ["authors.bind.", "example.", "id.server.example."]
+
+
+def ch_ask(server, name: str, rdtype: str, *, tcp: bool, edns: bool):
+    query = dns.message.make_query(name, rdtype, "CH", use_edns=0 if edns else None)
+    query.flags &= ~dns.flags.RD
+    answer = (harness.tcp_exchange if tcp else harness.udp_exchange)(server.addr,
+                                                                     query.to_wire())
+    return None if answer is None else dns.message.from_wire(answer)
+
+
+def ch_shape(message):
+    """Everything of a CH answer but the TXT texts."""
+    if message is None:
+        return "no answer"
+    return {
+        "rcode": dns.rcode.to_text(message.rcode()),
+        "flags": dns.flags.to_text(message.flags),
+        "question": [(str(q.name), dns.rdataclass.to_text(q.rdclass),
+                      dns.rdatatype.to_text(q.rdtype)) for q in message.question],
+        "answer": [(str(r.name), dns.rdataclass.to_text(r.rdclass),
+                    dns.rdatatype.to_text(r.rdtype), r.ttl, len(r)) for r in message.answer],
+        "authority": len(message.authority),
+        "edns": message.edns,
+        "options": sorted(int(option.otype) for option in message.options),
+    }
+
+
+def ch_texts(message) -> list[bytes]:
+    if message is None:
+        return []
+    return [b"".join(rdata.strings) for rrset in message.answer for rdata in rrset
+            if rrset.rdtype == dns.rdatatype.TXT]
+
+
+def tern_version() -> str:
+    out = subprocess.run([str(harness.tern_binary()), "--version"], capture_output=True,
+                         text=True, timeout=30).stdout.split()
+    return f"tern {out[1]}" if len(out) > 1 else "?"
+
+
+def part_chaos(started: dict, hidden: bool) -> None:
+    print(f"\n== Class CH ({'identity and version hidden' if hidden else 'defaults'})")
+    host = pathlib.Path("/proc/sys/kernel/hostname").read_text().strip().encode()
+    version = tern_version().encode()
+    cases = [(name, rdtype) for name in CH_NAMES for rdtype in ("TXT", "ANY", "A")]
+    cases += [(name, "TXT") for name in CH_OTHER_NAMES]
+    for name, rdtype in cases:
+        for tcp in (False, True):
+            for edns in (True, False):
+                label = f"{name} {rdtype} {'tcp' if tcp else 'udp'}{'' if edns else ' no-edns'}"
+                got = {server_name: ch_ask(server, name, rdtype, tcp=tcp, edns=edns)
+                       for server_name, server in started.items()}
+                shapes = {server_name: ch_shape(m) for server_name, m in got.items()}
+                texts = {server_name: ch_texts(m) for server_name, m in got.items()}
+                for server_name in started:
+                    print(f"     {label:34} {server_name:5} {shapes[server_name]} "
+                          f"{texts[server_name]}")
+                check(shapes["tern"] == shapes["knot"],
+                      f"CH {label}: tern's answer equals Knot's but for the text")
+                if hidden or rdtype != "TXT" or name not in CH_NAMES:
+                    check(texts["tern"] == [], f"CH {label}: tern answers no text")
+                else:
+                    want = host if name.lower() in ("id.server.", "hostname.bind.") else version
+                    check(texts["tern"] == [want], f"CH {label}: tern answers {want!r}")
+
+
 def wire_ttls(wire: bytes | None) -> list[int] | None:
     """The TTLs of the answer section's records, in order, read from the wire."""
     if wire is None:
@@ -242,6 +326,14 @@ def main() -> int:
             part_nsid(started)
             part_class_any(started)
             part_ttls(started, zone_file)
+            part_chaos(started, hidden=False)
+        hidden = {
+            "tern": harness.ConfiguredTern(harness.tern_binary(), tmp / "tern-hidden", zone_dir,
+                                           [ZONE], config_text="identity: ''\nversion: ''\n"),
+            "knot": HiddenKnot(tmp / "knot-hidden", zone_dir, [ZONE]),
+        }
+        with harness.serving(hidden):
+            part_chaos(hidden, hidden=True)
     print(f"\n{len(failures)} failure(s)")
     for failure in failures:
         print("  " + failure)
