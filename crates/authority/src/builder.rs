@@ -435,8 +435,11 @@ impl ZoneBuilder {
 /// Appends one RRset of type `rtype`: the records `records` (indexes,
 /// sorted by RDATA then insertion order), whose TTL and RDATA
 /// `record_of` gives. Exact duplicates are dropped; the TTL is that of the
-/// record inserted first, as BIND and RFC 2181 section 5.2 have it (the
-/// zone checks warn about the others: `tern_zone::check`).
+/// record inserted first (RFC 2181 section 5.2 wants one). Records read
+/// from a zone file come here with one TTL per RRset already, the one
+/// BIND reads from the file (`tern_zone::ttl`, docs/decisions/0002:
+/// the first of the last group of consecutive records), so this rule
+/// only decides for records built otherwise (transfers, tests).
 fn push_rrset<'r>(
     zone: &mut Zone,
     rtype: RType,

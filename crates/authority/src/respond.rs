@@ -19,7 +19,7 @@
 //! | opcode other than QUERY (checked first) | NOTIMP, opcode and question echoed, only QR set |
 //! | EDNS version > 0 | BADVERS, OPT version 0, DO echoed (Knot) |
 //! | AXFR or IXFR | NOTIMP over UDP, REFUSED over TCP; RD cleared (both clear it) |
-//! | class CH | TXT for version.bind/version.server/id.server/hostname.bind if configured (AA=0, TTL 0, as both do), else REFUSED |
+//! | class CH | TXT for version.bind/version.server (`ChaosIdentity::version`) and id.server/hostname.bind (`identity`), any case, AA=0, TTL 0, the owner as asked (both); other names, other types (ANY too: NSD answers it with the TXT) and strings not set: REFUSED without EDE (Knot) |
 //! | class ANY (255) | answered as IN, the question echoed with class ANY, records of class IN, AA set (Knot; NSD answers too, without AA) |
 //! | other classes | REFUSED |
 //! | a name in no loaded zone | REFUSED, AA=0, with EDE 20 "Not Authoritative" in the OPT (both) |
@@ -125,7 +125,10 @@ pub enum Transport {
 
 //----------- ChaosIdentity --------------------------------------------------
 
-/// Strings for class CH TXT queries; each `None` means REFUSED.
+/// Strings for class CH TXT queries (RFC 4892); each `None` means
+/// REFUSED. tern's configuration sets them by default (`identity`: the
+/// host name, `version`: `tern VERSION`, as Knot does); the `Default`
+/// here, and `Options::chaos: None`, refuse both.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ChaosIdentity {
     /// The answer to `version.bind` and `version.server`.
@@ -650,13 +653,18 @@ impl Context<'_> {
         }
     }
 
-    /// A reply with no records: REFUSED, NOTIMP, SERVFAIL.
+    /// A reply with no records: REFUSED (with EDE 20), NOTIMP, SERVFAIL.
     fn short(&self, rcode: Rcode, copy_flags: bool, out: &mut [u8]) -> Response {
         let options = if rcode == Rcode::REFUSED {
             EDE_NOT_AUTHORITATIVE
         } else {
             &[][..]
         };
+        self.bare(rcode, copy_flags, options, out)
+    }
+
+    /// A reply with no records and `options` (ours) in its OPT.
+    fn bare(&self, rcode: Rcode, copy_flags: bool, options: &[u8], out: &mut [u8]) -> Response {
         let response = match self.begin(out, copy_flags, options) {
             Some(builder) => self.end(builder, rcode, options),
             None => Response::Drop,
@@ -664,7 +672,9 @@ impl Context<'_> {
         self.extend(out, response, options)
     }
 
-    /// Class CH: the configured identity strings, as TXT with TTL 0.
+    /// Class CH (RFC 4892): the configured identity strings as TXT, TTL 0,
+    /// AA clear; any other name or type (ANY included), or a string not
+    /// configured, REFUSED without an EDE option (Knot 3.2 on each).
     fn chaos(&self, out: &mut [u8]) -> Response {
         let name = self.question.name.to_lower();
         let chaos = self.options.chaos.as_ref();
@@ -678,7 +688,7 @@ impl Context<'_> {
             _ => None,
         };
         let Some(text) = text.filter(|_| self.question.qtype == RType::TXT) else {
-            return self.short(Rcode::REFUSED, true, out);
+            return self.bare(Rcode::REFUSED, true, &[], out);
         };
         let Some(mut builder) = self.begin(out, true, &[]) else {
             return Response::Drop;

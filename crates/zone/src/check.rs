@@ -20,7 +20,7 @@
 //! | NSEC3 record whose hash parameters differ from the apex NSEC3PARAM, or NSEC3 without NSEC3PARAM | warning | warning | loads | warning |
 //! | NSEC3 chain broken (a next hashed owner that is not the next NSEC3 of the chain) | warning | warning | loads | warning |
 //! | NSEC chain broken (a next name that is not the next NSEC owner), or an authoritative name without NSEC | warning | warning | loads | warning |
-//! | records of one RRset with different TTLs (RRSIGs grouped by type covered) | warning, the first TTL served | silent, serves the last | warning, serves each record's own | warning, serves the first |
+//! | records of one RRset with different TTLs (RRSIGs grouped by type covered) | warning, BIND's TTL served (`crate::ttl`) | silent, serves the last | warning, serves each record's own | warning within a group, serves the first of the last group |
 //!
 //! The NSEC and NSEC3 checks only read the records: a continuous NSEC3
 //! chain covers every hash, so a name without a matching NSEC3 (which only
@@ -45,7 +45,7 @@ use hashbrown::{DefaultHashBuilder, HashTable};
 use tern_wire::name::{LowerNameBuf, Name, NameBuf, MAX_LABELS, MAX_NAME_LEN};
 use tern_wire::types::{RClass, RType};
 
-use crate::print::{canonical_rdata, covered_type};
+use crate::print::canonical_rdata;
 use crate::records::{RecordList, RecordRef};
 use crate::Location;
 
@@ -84,7 +84,7 @@ pub struct Diagnostic {
 }
 
 impl Diagnostic {
-    fn new(severity: Severity, location: Location, owner: Name<'_>, what: &str) -> Self {
+    pub(crate) fn new(severity: Severity, location: Location, owner: Name<'_>, what: &str) -> Self {
         Diagnostic {
             severity,
             location,
@@ -132,7 +132,8 @@ pub fn check_zone<R: RecordList + ?Sized>(origin: Name<'_>, records: &R) -> Vec<
     let zone = Zone::index(origin, records, &mut diagnostics);
     zone.check_apex(&mut diagnostics);
     zone.check_nodes(&mut diagnostics);
-    zone.check_ttls(&mut diagnostics);
+    // One TTL per RRset (RFC 2181 section 5.2), read as BIND reads it.
+    diagnostics.extend_from_slice(crate::ttl::RrsetTtls::of(records).diagnostics());
     zone.check_below_dname(&mut diagnostics);
     zone.check_delegations(&mut diagnostics);
     zone.check_denial(&mut diagnostics);
@@ -512,58 +513,6 @@ impl<'r, R: RecordList + ?Sized> Zone<'r, R> {
                     later.owner,
                     "another record exists beside CNAME",
                 ));
-            }
-        }
-    }
-
-    /// One TTL per RRset (RFC 2181 section 5.2): a record whose TTL differs
-    /// from the first record of its RRset (same owner and type; RRSIGs by
-    /// the type they cover) is reported at its own line. The zone loads and
-    /// the RRset is served with the first record's TTL, as BIND does ("TTL
-    /// set to prior TTL"). An exact duplicate was dropped before (`group`)
-    /// whatever its TTL, so it is not reported.
-    ///
-    /// Cost: one sort per owner of its records' (type, covered, index), in
-    /// one buffer reused across owners.
-    fn check_ttls(&self, diagnostics: &mut Vec<Diagnostic>) {
-        let mut keyed: Vec<(RType, RType, u32)> = Vec::new();
-        for (_, members) in self.owners() {
-            if members.len() < 2 {
-                continue;
-            }
-            keyed.clear();
-            keyed.extend(members.iter().map(|&index| {
-                let rtype = self.records.rtype(index as usize);
-                let covered = if rtype == RType::RRSIG {
-                    covered_type(self.records.record(index as usize).rdata)
-                } else {
-                    RType(0)
-                };
-                (rtype, covered, index)
-            }));
-            // File order within each RRset: the index breaks ties.
-            keyed.sort_unstable();
-            let mut first: Option<(RType, RType, u32)> = None;
-            for &(rtype, covered, index) in &keyed {
-                let record = self.records.record(index as usize);
-                match first {
-                    Some((t, c, first_ttl)) if (t, c) == (rtype, covered) => {
-                        if record.ttl != first_ttl {
-                            let what = format!(
-                                "TTL {} differs from the TTL {first_ttl} of the first {} \
-                                 record of the RRset; the RRset is served with TTL {first_ttl}",
-                                record.ttl, record.rtype
-                            );
-                            diagnostics.push(Diagnostic::new(
-                                Severity::Warning,
-                                record.location,
-                                record.owner,
-                                &what,
-                            ));
-                        }
-                    }
-                    _ => first = Some((rtype, covered, record.ttl)),
-                }
             }
         }
     }
@@ -1125,9 +1074,11 @@ mod tests {
         );
     }
 
-    /// An RRset's records with different TTLs: a warning at each record
-    /// whose TTL differs from the first's; RRSIGs are grouped by the type
-    /// they cover, and other types and owners do not mix.
+    /// An RRset's records with different TTLs (`crate::ttl`): a warning at
+    /// each record whose TTL differs from the first of its RRset in its
+    /// group, and at a later group (`WWW` is spelled otherwise: another
+    /// group, as in BIND) whose TTL replaces the earlier; RRSIGs are grouped
+    /// by the type they cover, and other types and owners do not mix.
     #[test]
     fn differing_ttls_are_a_warning_at_the_record() {
         assert_eq!(
@@ -1140,10 +1091,11 @@ mod tests {
                 "mail 100 A 192.0.2.1",
             ]),
             [
-                "5:1: warning: www.example.: TTL 100 differs from the TTL 600 of the first A \
-                 record of the RRset; the RRset is served with TTL 600",
-                "7:1: warning: WWW.example.: TTL 900 differs from the TTL 600 of the first A \
-                 record of the RRset; the RRset is served with TTL 600",
+                "5:1: warning: www.example.: TTL 100 differs from the TTL 600 of the A record \
+                 at line 4 before it; the RRset is served with TTL 900",
+                "7:1: warning: WWW.example.: TTL 900 replaces the TTL 600 of the A records at \
+                 line 4, an earlier group of this name (the last group's TTL is kept); the \
+                 RRset is served with TTL 900",
             ]
         );
         assert_eq!(
@@ -1162,8 +1114,8 @@ mod tests {
                 "www 30 RRSIG A 2"
             ]),
             [
-                "6:1: warning: www.example.: TTL 30 differs from the TTL 300 of the first RRSIG \
-              record of the RRset; the RRset is served with TTL 300"
+                "6:1: warning: www.example.: TTL 30 differs from the TTL 300 of the RRSIG record \
+                 at line 5 before it; the RRset is served with TTL 300"
             ]
         );
     }

@@ -97,6 +97,7 @@ pub struct Location {
 
 pub mod check;
 pub mod print;
+pub mod ttl;
 
 //----------- Options --------------------------------------------------------
 

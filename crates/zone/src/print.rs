@@ -47,8 +47,12 @@ pub const CHUNK_CHARS: usize = 56;
 ///   names are lowercased, RFC 4034 section 6.2) written once.
 ///
 /// As BIND does, an RRset is written with the owner spelling of its first
-/// record in `records` and with the smallest TTL of its records.
+/// record in `records` and with the TTL BIND loads it with when its
+/// records disagree ([`crate::ttl`]: the first record's of the group read
+/// last), which is also the TTL tern serves. `records` must be in file
+/// order.
 pub fn write_zone(records: &[Record], out: &mut String) {
+    let ttls = crate::ttl::RrsetTtls::of(records);
     let canonical: Vec<Cow<'_, [u8]>> = records
         .iter()
         .map(|record| canonical_rdata(record.rtype, &record.rdata))
@@ -72,11 +76,7 @@ pub fn write_zone(records: &[Record], out: &mut String) {
             .copied()
             .min()
             .map_or(first, |index| &records[index]);
-        let ttl = group
-            .iter()
-            .map(|&index| records[index].ttl)
-            .min()
-            .unwrap_or(first.ttl);
+        let ttl = ttls.served(order[start], first.ttl);
         let mut previous: Option<usize> = None;
         for &index in group {
             if previous.is_some_and(|previous| canonical[previous] == canonical[index]) {

@@ -182,6 +182,19 @@ impl Records {
         self.rdata.len()
     }
 
+    /// Gives every record the TTL its RRset is served with, where the file
+    /// gave the RRset several ([`crate::ttl`], BIND's reading). Call it
+    /// after [`crate::check::check_zone`], which reports the records
+    /// whose TTL this changes.
+    pub fn settle_ttls(&mut self) {
+        let ttls = crate::ttl::RrsetTtls::of(self);
+        for &(index, ttl) in ttls.changes() {
+            if let Some(entry) = self.entries.get_mut(index as usize) {
+                entry.ttl = ttl;
+            }
+        }
+    }
+
     fn owner_bytes(&self, entry: &Entry) -> &[u8] {
         let start = entry.owner_start as usize;
         &self.owners[start..start + usize::from(entry.owner_len)]

@@ -270,6 +270,58 @@ fn chaos_answers_only_when_configured() {
     );
 }
 
+/// Class CH as Knot answers it (issue 22): the four names in any case,
+/// TXT only, the owner as asked; ANY, other types, other names and hidden
+/// strings are REFUSED without the EDE option that REFUSED carries for
+/// class IN names outside our zones.
+#[test]
+fn chaos_refusals_carry_no_ede() {
+    let catalog = catalog();
+    let options = Options {
+        chaos: Some(ChaosIdentity {
+            version: Some("tern 0.1".into()),
+            identity: Some("ns1".into()),
+        }),
+        ..Options::default()
+    };
+    let ch = |name: &str, rtype: RType| {
+        let mut q = query(name, rtype, Ask::default());
+        // The class of the question, before the 11-octet OPT.
+        let class_at = q.len() - 11 - 1;
+        q[class_at] = 3;
+        send(&catalog, &q, Transport::Udp, &options).unwrap()
+    };
+    let id = ch("Hostname.BIND.", RType::TXT);
+    assert_eq!((id.rcode, id.aa), (0, false));
+    assert_eq!(id.answer, ["hostname.bind. 0 txt \"ns1\""]);
+    assert_eq!(&id.raw[12 + 1..12 + 9], b"Hostname", "the owner as asked");
+    for (name, rtype) in [
+        ("id.server.", RType::ANY),
+        ("version.bind.", RType::A),
+        ("authors.bind.", RType::TXT),
+        ("example.", RType::TXT),
+    ] {
+        let r = ch(name, rtype);
+        assert_eq!((r.rcode, r.aa), (5, false), "{name} {rtype}");
+        // The OPT is the last record and has no options.
+        assert_eq!(r.raw[r.raw.len() - 2..], [0, 0], "{name} {rtype}: no EDE");
+    }
+    let hidden = Options {
+        chaos: Some(ChaosIdentity::default()),
+        ..Options::default()
+    };
+    let mut q = query("id.server.", RType::TXT, Ask::default());
+    let class_at = q.len() - 11 - 1;
+    q[class_at] = 3;
+    let r = send(&catalog, &q, Transport::Udp, &hidden).unwrap();
+    assert_eq!(r.rcode, 5);
+    assert_eq!(r.raw[r.raw.len() - 2..], [0, 0]);
+    // Class IN outside our zones keeps its EDE 20.
+    let r = ask(&catalog, "example.org.", RType::A, Ask::default());
+    assert_eq!(r.rcode, 5);
+    assert_eq!(r.raw[r.raw.len() - 2..], [0, 0x14]);
+}
+
 #[test]
 fn transfers_are_not_served() {
     let catalog = catalog();

@@ -54,11 +54,10 @@ impl Answering<'_> {
             if let Some(answer) = self.ixfr_over_udp(query, peer, out) {
                 return answer;
             }
-            if self.notify.is_some() {
-                let peer = peer.get().map(|peer| peer.ip());
-                if let Some(answer) = self.notify(query, peer, out) {
-                    return answer;
-                }
+            // NOTIFY, with or without secondary zones (the peer is read
+            // only for a NOTIFY to one of them).
+            if let Some(answer) = self.notify(query, peer, out) {
+                return answer;
             }
             if let Some(answer) = self.signed(query, Transport::Udp, out) {
                 return answer;
@@ -175,7 +174,7 @@ impl Answering<'_> {
                 }
             }
         }
-        if let Some(answer) = self.notify(query, peer.get().map(|peer| peer.ip()), out) {
+        if let Some(answer) = self.notify(query, &peer, out) {
             return answer;
         }
         if let Some(answer) = self.signed(query, Transport::Tcp, out) {

@@ -5,37 +5,46 @@
 //!
 //! | NOTIFY | answer |
 //! |---|---|
-//! | for a zone that is not one of our secondaries | NOTAUTH |
+//! | for a zone that is not one of our secondaries (a primary zone, an unknown one, or any zone of a server without secondary zones) | NOTAUTH (Knot) |
 //! | from an address that is none of the zone's primaries | REFUSED |
 //! | the zone has a key, and the NOTIFY is unsigned or signed with another | REFUSED |
 //! | a TSIG that does not verify | NOTAUTH with the TSIG error (FORMERR if malformed) |
 //! | otherwise | NOERROR, AA, the question echoed; signed if the NOTIFY was |
 //!
+//! Every answer echoes the ID, the opcode NOTIFY and the question, with QR
+//! set (RD copied; AA only on NOERROR). A server without secondary zones
+//! answers NOTIFY too, NOTAUTH as for any zone not one of its
+//! secondaries (Knot answers NOTAUTH, NSD REFUSED; NOTIMP would claim that
+//! NOTIFY is not implemented: docs/decisions/0001).
+//!
 //! A flood of NOTIFYs costs a parse and a queued command each; the
 //! transfer thread refreshes a zone at most once per pass however many
-//! arrive (they only make it due).
-
-use std::net::IpAddr;
+//! arrive (they only make it due). Other opcodes cost one test of the
+//! header's third octet.
 
 use tern_wire::name::LowerNameBuf;
 use tern_wire::parse::MessageView;
 use tern_wire::types::{Opcode, Rcode};
-use tern_xfr::tsig::{check_request, RequestCheck};
+use tern_xfr::tsig::{check_request, RequestCheck, Session};
 
 use super::answer::Answering;
+use super::policy::Peer;
 use super::request::UdpAnswer;
 use crate::signing::{error_answer, failed_check, unix_time};
 
 impl Answering<'_> {
-    /// The answer to `query` if it is a NOTIFY and NOTIFYs are taken (there
-    /// are secondary zones); `None` otherwise (answered as usual: NOTIMP).
+    /// The answer to `query` if it is a NOTIFY (opcode NOTIFY, QR clear,
+    /// one readable question); `None` otherwise (answered as usual).
     pub(super) fn notify(
         &self,
         query: &[u8],
-        peer: Option<IpAddr>,
+        peer: &Peer<'_>,
         out: &mut [u8],
     ) -> Option<UdpAnswer> {
-        let notify_in = self.notify?;
+        // QR clear and opcode 4: the top five bits of the third octet.
+        if query.get(2).is_none_or(|&flags| flags & 0xf8 != 0x20) {
+            return None;
+        }
         let view = MessageView::parse(query).ok()?;
         let header = view.header();
         if header.opcode() != Opcode::NOTIFY || header.qr() {
@@ -49,11 +58,16 @@ impl Answering<'_> {
             failed => return failed_check(failed, &view, now, out).map(UdpAnswer::Send),
         };
         let origin = LowerNameBuf::from_name(question.name);
+        // Without secondary zones, no zone is one of ours to refresh.
+        let Some(notify_in) = self.notify else {
+            return answer(&view, Rcode::NOTAUTH, session, now, out);
+        };
         let zones = notify_in
             .zones
             .read()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         let zone = zones.get(origin.as_bytes());
+        let peer = zone.and_then(|_| peer.get()).map(|peer| peer.ip());
         let rcode = match (zone, peer) {
             (None, _) => Rcode::NOTAUTH,
             (Some(zone), Some(peer))
@@ -70,14 +84,26 @@ impl Answering<'_> {
             }
             _ => Rcode::REFUSED,
         };
-        let len = error_answer(&view, rcode, out)?;
-        if rcode == Rcode::NOERROR {
-            out[2] |= 0x04; // AA
-        }
-        let len = match session {
-            Some(mut session) => session.sign(out, len, now).unwrap_or(len),
-            None => len,
-        };
-        Some(UdpAnswer::Send(len))
+        answer(&view, rcode, session, now, out)
     }
+}
+
+/// The answer to a NOTIFY: ID, opcode, RD and question echoed, QR set, AA
+/// on NOERROR; signed if the NOTIFY was.
+fn answer(
+    view: &MessageView<'_>,
+    rcode: Rcode,
+    session: Option<Session>,
+    now: u64,
+    out: &mut [u8],
+) -> Option<UdpAnswer> {
+    let len = error_answer(view, rcode, out)?;
+    if rcode == Rcode::NOERROR {
+        out[2] |= 0x04; // AA
+    }
+    let len = match session {
+        Some(mut session) => session.sign(out, len, now).unwrap_or(len),
+        None => len,
+    };
+    Some(UdpAnswer::Send(len))
 }

@@ -174,11 +174,11 @@ fn nxdomain_and_errors_have_their_own_accounts() {
     let elsewhere = |i: usize| format!("r{i}.example.org.");
     assert_eq!(burst(&mut worker, client, elsewhere, 1, 10, 0), (3, 0, 7));
     // NOTIMP (a malformed-path answer) shares the error account.
-    let mut notify = query(1, "www.example.com.", 6, false);
-    notify[2] = 0x20; // opcode NOTIFY
+    let mut status = query(1, "www.example.com.", 6, false);
+    status[2] = 0x10; // opcode STATUS
     let mut out = [0u8; 1232];
     assert_eq!(
-        worker.answer_udp_from(&notify, peer(client), 0, &mut out),
+        worker.answer_udp_from(&status, peer(client), 0, &mut out),
         UdpAnswer::Drop
     );
     // The responses account is untouched: NOERROR answers and NODATA.
@@ -465,11 +465,11 @@ fn queries_badcookie_does_not_answer_slip_as_tc() {
         ..RateLimitConfig::default()
     });
     let mut out = [0u8; 1232];
-    // A NOTIFY with a client cookie: NOTIMP, an error answer; when
+    // A STATUS with a client cookie: NOTIMP, an error answer; when
     // limited, BADCOOKIE does not answer another opcode, so it slips
     // as TC=1.
     let mut notify = cookie_query(13, "www.example.com.", &CLIENT_COOKIE);
-    notify[2] = 0x20;
+    notify[2] = 0x10;
     let count = 3 * RATE as usize;
     let mut kinds = Vec::new();
     for _ in 0..count {
@@ -775,4 +775,68 @@ fn nsid_in_forwarded_and_tcp_answers() {
         panic!("TCP not answered");
     };
     assert_eq!(answer_nsid(&tcp[..len]), Some(b"core-7".to_vec()));
+}
+
+//----------- NOTIFY ---------------------------------------------------------
+
+/// Issue 22: a NOTIFY to a server without secondary zones, for a zone it
+/// serves as primary and for one it does not know, over UDP and TCP, is
+/// answered as by a server whose secondary zones do not include it:
+/// NOTAUTH (Knot), with the ID, the opcode NOTIFY and the question
+/// echoed, QR set and AA clear; never NOTIMP.
+#[test]
+fn notify_without_secondary_zones_is_notauth() {
+    let bare = Worker::new(catalog(), Options::default(), CacheLimits::default());
+    let mut with_secondaries = Worker::new(catalog(), Options::default(), CacheLimits::default());
+    let queue = crate::xfr_in::Queue::new();
+    with_secondaries.set_notify(crate::NotifyIn {
+        zones: Arc::new(std::sync::RwLock::new(
+            [crate::xfr_in::SecondaryConfig {
+                origin: tern_wire::name::LowerNameBuf::from_name(
+                    tern_wire::name::NameBuf::from_text(b"secondary.test.", None)
+                        .unwrap()
+                        .as_name(),
+                ),
+                primaries: vec!["192.0.2.53:53".parse().unwrap()],
+                key: None,
+            }]
+            .into_iter()
+            .map(|config| (config.origin.as_bytes().into(), config))
+            .collect(),
+        )),
+        handle: queue.handle(),
+    });
+    let mut answers = Vec::new();
+    for (server, mut worker) in [("bare", bare), ("with secondaries", with_secondaries)] {
+        for zone in ["example.com.", "Unknown.TEST."] {
+            let mut notify = query(0x4e07, zone, 6, false);
+            notify[2] = 0x20 | 0x04; // opcode NOTIFY, AA (RFC 1996 section 3.7)
+            let question = MessageView::parse(&notify)
+                .unwrap()
+                .question()
+                .unwrap()
+                .bytes
+                .to_vec();
+            let mut out = vec![0u8; TCP_SIZE];
+            let udp = worker.answer_udp_from(&notify, peer("192.0.2.7:5300"), 0, &mut out);
+            let tcp_out = out.clone();
+            let tcp = worker.answer_tcp_from(&notify, peer("192.0.2.7:5300"), 0, &mut out);
+            for (transport, answer, bytes) in [("udp", udp, &tcp_out), ("tcp", tcp, &out)] {
+                let UdpAnswer::Send(len) = answer else {
+                    panic!("{server} {zone} {transport}: no answer ({answer:?})");
+                };
+                let view = MessageView::parse(&bytes[..len]).unwrap();
+                let header = view.header();
+                assert_eq!(header.id(), 0x4e07);
+                assert!(header.qr(), "{server} {zone} {transport}: QR");
+                assert!(!header.aa(), "{server} {zone} {transport}: AA");
+                assert_eq!(header.opcode(), tern_wire::types::Opcode::NOTIFY);
+                assert_eq!(view.question().unwrap().bytes, &question[..]);
+                assert_eq!(header.counts(), [1, 0, 0, 0]);
+                answers.push((server, zone, transport, header.rcode_bits()));
+            }
+        }
+    }
+    // NOTAUTH (9) everywhere: the same answer with and without secondaries.
+    assert!(answers.iter().all(|answer| answer.3 == 9), "{answers:?}");
 }

@@ -73,8 +73,10 @@ pub(crate) struct Config {
     pub(crate) log_level: log::LevelFilter,
     /// Where `tern stats` finds the running server.
     pub(crate) control_socket: PathBuf,
-    /// Answer CH TXT version.bind / id.server with these strings.
-    pub(crate) chaos: Option<tern_authority::ChaosIdentity>,
+    /// The CH TXT answers (RFC 4892): `identity` to id.server and
+    /// hostname.bind, `version` to version.bind and version.server; a
+    /// `None` string (configured empty) is REFUSED.
+    pub(crate) chaos: tern_authority::ChaosIdentity,
     /// The NSID (RFC 5001) sent to queries that ask for it; `None`: none.
     pub(crate) nsid: Option<tern_authority::nsid::Nsid>,
     /// The caching forwarder; `None`: recursive queries for other names
@@ -167,7 +169,7 @@ impl Default for Config {
             cache: tern_cache::CacheLimits::default(),
             log_level: DEFAULT_LOG_LEVEL,
             control_socket: default_control_socket(),
-            chaos: None,
+            chaos: default_chaos(),
             nsid: None,
             forward: None,
             rate_limit: None,
@@ -289,12 +291,7 @@ impl Config {
             config.control_socket = base.join(path.0);
             check_socket_path(&config.control_socket).context("control-socket")?;
         }
-        if let Some(chaos) = raw.chaos {
-            config.chaos = Some(tern_authority::ChaosIdentity {
-                version: chaos.version.map(|text| text.0),
-                identity: chaos.identity.map(|text| text.0),
-            });
-        }
+        config.chaos = chaos_config(raw.identity, raw.version, raw.chaos)?;
         if let Some(nsid) = raw.nsid {
             config.nsid = Some(nsid.0);
         }
@@ -446,7 +443,7 @@ impl Config {
             driver: self.driver,
             answer: tern_authority::Options {
                 max_udp_size: self.udp_size,
-                chaos: self.chaos.clone(),
+                chaos: Some(self.chaos.clone()),
                 nsid: self.nsid.clone(),
             },
             tcp: self.tcp,
@@ -486,7 +483,8 @@ impl Config {
         compare("tcp", self.tcp != next.tcp);
         compare("cache", self.cache != next.cache);
         compare("control-socket", self.control_socket != next.control_socket);
-        compare("chaos", self.chaos != next.chaos);
+        compare("identity", self.chaos.identity != next.chaos.identity);
+        compare("version", self.chaos.version != next.chaos.version);
         compare("nsid", self.nsid != next.nsid);
         compare("forward", self.forward != next.forward);
         compare("rate-limit", self.rate_limit != next.rate_limit);
@@ -781,6 +779,42 @@ pub(crate) fn default_dnstap_version() -> String {
     format!("tern {}", env!("CARGO_PKG_VERSION"))
 }
 
+/// The CH TXT answers by default: the host name and `tern VERSION`, as
+/// Knot answers its FQDN host name and `Knot DNS VERSION` (NSD the host
+/// name and `NSD VERSION`).
+fn default_chaos() -> tern_authority::ChaosIdentity {
+    let non_empty = |text: String| Some(text).filter(|text| !text.is_empty());
+    tern_authority::ChaosIdentity {
+        identity: non_empty(host_name()),
+        version: non_empty(default_dnstap_version()),
+    }
+}
+
+/// `identity` and `version` (or their deprecated spelling under `chaos:`,
+/// not both): each replaces its default; an empty string hides it (the
+/// query is REFUSED, as Knot does with `identity: ""`).
+fn chaos_config(
+    identity: Option<raw::Parsed<raw::ChaosTextKind>>,
+    version: Option<raw::Parsed<raw::ChaosTextKind>>,
+    deprecated: Option<raw::RawChaos>,
+) -> anyhow::Result<tern_authority::ChaosIdentity> {
+    let (old_identity, old_version) =
+        deprecated.map_or((None, None), |chaos| (chaos.identity, chaos.version));
+    let pick = |key: &str, new: Option<raw::Parsed<raw::ChaosTextKind>>, old| match (new, old) {
+        (Some(_), Some(_)) => bail!("set {key} or chaos.{key} (deprecated), not both"),
+        (Some(text), None) | (None, Some(text)) => Ok(Some(text.0)),
+        (None, None) => Ok(None),
+    };
+    let mut chaos = default_chaos();
+    if let Some(text) = pick("identity", identity, old_identity)? {
+        chaos.identity = Some(text).filter(|text| !text.is_empty());
+    }
+    if let Some(text) = pick("version", version, old_version)? {
+        chaos.version = Some(text).filter(|text| !text.is_empty());
+    }
+    Ok(chaos)
+}
+
 /// This machine's host name (the kernel's, as `hostname` prints it); empty
 /// if it cannot be read, and cut to dnstap's identity limit.
 pub(crate) fn host_name() -> String {
@@ -934,6 +968,48 @@ mod tests {
 
     fn from_text(text: &str, base: &str) -> anyhow::Result<Config> {
         Config::from_raw(raw::parse(text)?, Path::new(base))
+    }
+
+    /// `identity` and `version`: the CH TXT answers, on by default with
+    /// the host name and `tern VERSION`; an empty string hides one (None:
+    /// REFUSED); `chaos.identity` and `chaos.version` are deprecated
+    /// spellings, not to be mixed with the new keys; a change needs a
+    /// restart.
+    #[test]
+    fn chaos_identity_and_version() {
+        use tern_authority::ChaosIdentity;
+        let defaults = Config::default();
+        assert_eq!(
+            defaults.chaos,
+            ChaosIdentity {
+                identity: Some(host_name()).filter(|name| !name.is_empty()),
+                version: Some(format!("tern {}", env!("CARGO_PKG_VERSION"))),
+            }
+        );
+        assert_eq!(
+            defaults.server_config(None).answer.chaos,
+            Some(defaults.chaos.clone())
+        );
+        let set = from_text("identity: ns1.example\nversion: secret\n", "/").unwrap();
+        assert_eq!(set.chaos.identity.as_deref(), Some("ns1.example"));
+        assert_eq!(set.chaos.version.as_deref(), Some("secret"));
+        let hidden = from_text("identity: ''\nversion: \"\"\n", "/").unwrap();
+        assert_eq!(hidden.chaos, ChaosIdentity::default());
+        let version_only = from_text("version: ''\n", "/").unwrap();
+        assert_eq!(version_only.chaos.identity, defaults.chaos.identity);
+        assert_eq!(version_only.chaos.version, None);
+        // The deprecated section: what it sets, the keys it leaves out
+        // keep their defaults.
+        let old = from_text("chaos:\n  identity: ns2\n", "/").unwrap();
+        assert_eq!(old.chaos.identity.as_deref(), Some("ns2"));
+        assert_eq!(old.chaos.version, defaults.chaos.version);
+        let err = format!(
+            "{:#}",
+            from_text("identity: a\nchaos:\n  identity: b\n", "/").unwrap_err()
+        );
+        assert!(err.contains("chaos.identity"), "{err}");
+        assert_eq!(defaults.restart_changes(&set), ["identity", "version"]);
+        assert_eq!(defaults.restart_changes(&version_only), ["version"]);
     }
 
     /// `nsid:` as text or as `hex:` digits; off by default; bad values
@@ -1489,6 +1565,7 @@ mod tests {
         assert_eq!(example.user, defaults.user);
         assert_eq!(defaults.dnstap, None);
         assert_eq!(example.dnstap, defaults.dnstap);
+        assert_eq!(example.chaos, defaults.chaos);
     }
 
     #[test]

@@ -41,6 +41,8 @@ pub(crate) struct RawConfig {
     pub(crate) cache: Option<RawCache>,
     pub(crate) log_level: Option<Parsed<LogLevelKind>>,
     pub(crate) control_socket: Option<Parsed<PathKind>>,
+    pub(crate) identity: Option<Parsed<ChaosTextKind>>,
+    pub(crate) version: Option<Parsed<ChaosTextKind>>,
     pub(crate) chaos: Option<RawChaos>,
     pub(crate) nsid: Option<Parsed<NsidKind>>,
     pub(crate) forward: Option<RawForward>,
@@ -213,7 +215,8 @@ pub(crate) struct RawCache {
     pub(crate) bytes: Option<Parsed<SizeKind>>,
 }
 
-/// The optional CHAOS-class identity answers.
+/// `chaos:`, the deprecated spelling of the top-level `identity` and
+/// `version` keys (the CH TXT answers).
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawChaos {
@@ -666,6 +669,8 @@ mod tests {
             err.contains("chaos.version") && err.contains("line 2"),
             "{err}"
         );
+        let err = error(&format!("log-level: info\nidentity: {}\n", "i".repeat(256)));
+        assert!(err.contains("identity") && err.contains("line 2"), "{err}");
         let err = error("rate-limit:\n  slip: 11\n");
         assert!(
             err.contains("rate-limit.slip") && err.contains("line 2") && err.contains("0..=10"),

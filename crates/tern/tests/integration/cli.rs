@@ -71,8 +71,8 @@ fn check_warns_about_differing_ttls_and_serve_uses_the_first() {
     let (ok, text) = run(tern().arg("check").arg("--zones").arg(&dir));
     assert!(ok, "{text}");
     let warning = format!(
-        "{}:7:1: warning: txt.example.com.: TTL 100 differs from the TTL 600 of the first TXT \
-         record of the RRset; the RRset is served with TTL 600",
+        "{}:7:1: warning: txt.example.com.: TTL 100 differs from the TTL 600 of the TXT \
+         record at line 6 before it; the RRset is served with TTL 600",
         file.display()
     );
     assert!(text.contains(&warning), "no {warning:?} in:\n{text}");

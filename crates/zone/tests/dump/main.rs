@@ -287,7 +287,7 @@ fn check_one(path: &str, origin_text: &str) -> Vec<String> {
         Err(error) => return [problems, vec![error]].concat(),
     };
     // The round trip: the dump reads back to the records loaded, except
-    // that an RRset takes the smallest TTL of its records (as BIND does).
+    // that an RRset takes one TTL (as BIND does, `tern_zone::ttl`).
     problems.extend(set_difference(
         &keys(&zone.records, false),
         &keys(&reread, false),
@@ -421,4 +421,168 @@ fn missing_tool_fails_with_install_hint() {
         message.contains("scripts/install-test-deps.sh"),
         "{message}"
     );
+}
+
+//----------- RRset TTLs -----------------------------------------------------
+
+/// Zones whose RRsets are written with several TTLs (issue 22), each read
+/// by `named-checkzone -D`, by `tern dump` ([`write_zone`]) and by the
+/// serving path ([`tern_zone::Records::settle_ttls`]). After the common
+/// head (5 lines), the records; `{dir}` stands for the directory of the
+/// case's files.
+const TTL_CASES: &[(&str, &str)] = &[
+    ("duplicate", "www 600 A 192.0.2.80\nwww 100 A 192.0.2.80\n"),
+    (
+        "split",
+        "www 600 A 192.0.2.80\nwww 600 A 192.0.2.81\nmail A 192.0.2.25\nwww 100 A 192.0.2.82\n",
+    ),
+    (
+        "split-duplicate",
+        "www 600 A 192.0.2.80\nmail A 192.0.2.25\nwww 100 A 192.0.2.80\n",
+    ),
+    (
+        "split-ttl-directive",
+        "www A 192.0.2.80\nmail A 192.0.2.25\n$TTL 900\nwww A 192.0.2.81\n",
+    ),
+    (
+        "explicit-then-default",
+        "www 600 A 192.0.2.80\nwww A 192.0.2.81\n",
+    ),
+    (
+        "default-then-directive",
+        "www A 192.0.2.80\n$TTL 900\nwww A 192.0.2.81\n",
+    ),
+    (
+        "other-type-between",
+        "www 600 A 192.0.2.80\nwww 300 TXT x\nwww 100 A 192.0.2.81\n",
+    ),
+    (
+        "three-groups",
+        "www 600 A 192.0.2.80\nmail A 192.0.2.25\nwww 100 A 192.0.2.81\n\
+         mail A 192.0.2.26\nwww 900 A 192.0.2.82\n",
+    ),
+    (
+        "differing-groups",
+        "www 600 A 192.0.2.80\nwww 100 A 192.0.2.81\nmail A 192.0.2.25\n\
+         www 900 A 192.0.2.82\nwww 50 A 192.0.2.83\n",
+    ),
+    (
+        "duplicate-then-split",
+        "www 600 A 192.0.2.80\nwww 100 A 192.0.2.80\nmail A 192.0.2.25\nwww 900 A 192.0.2.81\n",
+    ),
+    ("case", "www 600 A 192.0.2.80\nWWW 100 A 192.0.2.81\n"),
+    (
+        "origin-directive",
+        "www 600 A 192.0.2.80\n$ORIGIN www.example.\n@ 100 A 192.0.2.81\n",
+    ),
+    (
+        "glue-between",
+        "sub 600 NS ns.sub\nns.sub 300 A 192.0.2.53\nsub 100 NS ns2.sub\nns2.sub A 192.0.2.54\n",
+    ),
+    (
+        "not-glue-between",
+        "sub 600 NS ns.sub\nns.sub A 192.0.2.53\nother A 192.0.2.9\nsub 100 NS ns2.sub\n",
+    ),
+    (
+        "glue-groups",
+        "sub 600 NS ns.sub\nns.sub 300 A 192.0.2.53\nns.sub 100 A 192.0.2.54\n\
+         sub 100 NS ns2.sub\nns.sub 900 A 192.0.2.55\n",
+    ),
+    (
+        "apex-glue",
+        "@ 600 NS ns2\nns2 A 192.0.2.2\n@ 100 NS ns3\nns3 A 192.0.2.3\n",
+    ),
+    (
+        "include",
+        "www 600 A 192.0.2.80\n$INCLUDE {dir}/include.txt\nwww 100 A 192.0.2.81\n",
+    ),
+    (
+        "generate-inside",
+        "www 600 A 192.0.2.80\n$GENERATE 1-2 www 100 A 192.0.2.$\nwww 50 A 192.0.2.81\n",
+    ),
+    (
+        "generate-twice",
+        "$GENERATE 1-2 www 100 A 192.0.2.$\n$GENERATE 3-4 www 200 A 192.0.2.$\n",
+    ),
+    (
+        "rrsig",
+        "www 600 A 192.0.2.80\n\
+         www 600 RRSIG A 8 2 300 20300101000000 20200101000000 1 example. AAAA\n\
+         www 300 RRSIG TXT 8 2 300 20300101000000 20200101000000 1 example. AAAA\n\
+         mail A 192.0.2.1\n\
+         www 100 RRSIG A 8 2 300 20300101000000 20200101000000 2 example. AAAA\n\
+         www 100 A 192.0.2.81\n",
+    ),
+];
+
+/// The head of every case: 5 lines.
+const TTL_HEAD: &str = "$ORIGIN example.\n$TTL 300\n@ SOA ns1 hostmaster 1 7200 3600 1209600 300\n  NS ns1\nns1 A 192.0.2.1\n";
+
+/// The lines BIND warns "TTL set to prior TTL" at, from its standard error.
+fn bind_ttl_warnings(errors: &str) -> Vec<u32> {
+    errors
+        .lines()
+        .filter(|line| line.contains("TTL set to prior TTL"))
+        .filter_map(|line| line.split(':').nth(1)?.trim().parse().ok())
+        .collect()
+}
+
+/// Issue 22: for each case, the TTLs tern dumps and serves equal
+/// `named-checkzone -D`'s, and `tern check` warns "differs" at the lines
+/// BIND warns "TTL set to prior TTL" at.
+#[test]
+fn rrset_ttls_follow_named_checkzone() {
+    let directory = std::env::temp_dir().join(format!("tern-ttl-cases-{}", std::process::id()));
+    std::fs::create_dir_all(&directory).unwrap();
+    std::fs::write(directory.join("include.txt"), "www 50 A 192.0.2.82\n").unwrap();
+    let origin = origin_name("example.");
+    let mut report = String::new();
+    for (name, body) in TTL_CASES {
+        let file = directory.join(format!("{name}.zone"));
+        let text = TTL_HEAD.to_string() + &body.replace("{dir}", &directory.to_string_lossy());
+        std::fs::write(&file, text).unwrap();
+        let file_text = file.to_string_lossy().into_owned();
+        let (ok, bind_text, bind_errors) = run_tool(
+            "named-checkzone",
+            &[
+                "-i", "local", "-k", "ignore", "-D", "-o", "-", "example.", &file_text,
+            ],
+            &directory,
+        );
+        assert!(ok, "{name}: named-checkzone rejects it:\n{bind_errors}");
+        let bind = keys(
+            &parse_text(&bind_text, "named-checkzone", &origin).unwrap(),
+            true,
+        );
+
+        let zone = parse_file(&file, origin.as_name(), &Options::default()).unwrap();
+        let mut ours = String::new();
+        write_zone(&zone.records, &mut ours);
+        let dumped = keys(&parse_text(&ours, "tern dump", &origin).unwrap(), true);
+
+        let mut records = tern_zone::Records::new();
+        tern_zone::scan_file(&file, origin.as_name(), &Options::default(), &mut records).unwrap();
+        let warned: Vec<u32> = check_zone(origin.as_name(), &records)
+            .iter()
+            .filter(|diagnostic| diagnostic.message.contains(" differs from the TTL "))
+            .map(|diagnostic| diagnostic.location.line)
+            .collect();
+        records.settle_ttls();
+        let served: Vec<Record> = records.iter().map(|record| record.to_record()).collect();
+        let served = keys(&served, true);
+
+        let mut problems = set_difference(&bind, &dumped, "BIND", "tern dump");
+        problems.extend(set_difference(&bind, &served, "BIND", "tern serve"));
+        let bind_warned = bind_ttl_warnings(&bind_errors);
+        if warned != bind_warned {
+            problems.push(format!(
+                "tern check warns at {warned:?}, named-checkzone at {bind_warned:?}"
+            ));
+        }
+        if !problems.is_empty() {
+            report.push_str(&format!("\n== {name}\n  {}\n", problems.join("\n  ")));
+        }
+    }
+    std::fs::remove_dir_all(&directory).unwrap();
+    assert!(report.is_empty(), "RRset TTLs differ from BIND's:{report}");
 }
