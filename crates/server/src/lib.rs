@@ -227,8 +227,9 @@ pub struct TransferConfig {
     /// When set, every transfer request must be signed with this key.
     pub key: Option<tern_xfr::tsig::Key>,
     /// Zones with their own `allow` and `key`, which replace the two above
-    /// for them.
-    pub zones: Vec<ZoneTransfer>,
+    /// for them, by lowercased wire origin (a request looks its zone up,
+    /// whatever the number of zones: [`TransferConfig::add_zone`]).
+    pub zones: std::collections::BTreeMap<Box<[u8]>, ZoneTransfer>,
 }
 
 /// One zone's own transfer rules (`transfer:` in its `zones.list` or
@@ -250,10 +251,15 @@ impl TransferConfig {
         &self,
         origin: tern_wire::name::LowerNameBuf,
     ) -> (&[Cidr], Option<&tern_xfr::tsig::Key>) {
-        match self.zones.iter().find(|zone| zone.origin == origin) {
+        match self.zones.get(origin.as_bytes()) {
             Some(zone) => (&zone.allow, zone.key.as_ref()),
             None => (&self.allow, self.key.as_ref()),
         }
+    }
+
+    /// Gives a zone its own rules.
+    pub fn add_zone(&mut self, zone: ZoneTransfer) {
+        self.zones.insert(zone.origin.as_bytes().into(), zone);
     }
 }
 

@@ -9,6 +9,8 @@
 //! still pending. Answers are matched by ID and source address; with a key
 //! the NOTIFY is signed and the answer must verify.
 
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
@@ -33,6 +35,11 @@ const FIRST_BACKOFF: Duration = Duration::from_secs(1);
 /// How often the thread looks for commands while NOTIFYs are pending.
 const POLL: Duration = Duration::from_millis(50);
 
+/// The most NOTIFYs sent in one pass (one [`POLL`]): 100,000 zones changed
+/// at once (a start) go out at 20,000 a second, not in one burst that
+/// overflows the secondaries' receive buffers.
+const SENDS_PER_PASS: usize = 1000;
+
 /// Where NOTIFYs go.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct NotifyTargets {
@@ -42,8 +49,8 @@ pub struct NotifyTargets {
     pub key: Option<Key>,
     /// Zones with their own targets and key (`notify:` in their
     /// `zones.list` or `zones.secondary` entry), which replace the two above
-    /// for them.
-    pub zones: Vec<ZoneNotify>,
+    /// for them, by lowercased wire origin ([`NotifyTargets::add_zone`]).
+    pub zones: std::collections::BTreeMap<Box<[u8]>, ZoneNotify>,
 }
 
 /// One zone's own NOTIFY targets and key.
@@ -60,15 +67,20 @@ pub struct ZoneNotify {
 impl NotifyTargets {
     /// The targets and key for `origin`: its own, or the global ones.
     pub fn for_zone(&self, origin: LowerNameBuf) -> (&[SocketAddr], Option<&Key>) {
-        match self.zones.iter().find(|zone| zone.origin == origin) {
+        match self.zones.get(origin.as_bytes()) {
             Some(zone) => (&zone.targets, zone.key.as_ref()),
             None => (&self.targets, self.key.as_ref()),
         }
     }
 
+    /// Gives a zone its own targets and key.
+    pub fn add_zone(&mut self, zone: ZoneNotify) {
+        self.zones.insert(zone.origin.as_bytes().into(), zone);
+    }
+
     /// Whether any zone has a target.
     pub fn any(&self) -> bool {
-        !self.targets.is_empty() || self.zones.iter().any(|zone| !zone.targets.is_empty())
+        !self.targets.is_empty() || self.zones.values().any(|zone| !zone.targets.is_empty())
     }
 }
 
@@ -109,7 +121,7 @@ impl Notifier {
         let any_ipv6 = targets
             .targets
             .iter()
-            .chain(targets.zones.iter().flat_map(|zone| &zone.targets))
+            .chain(targets.zones.values().flat_map(|zone| &zone.targets))
             .any(SocketAddr::is_ipv6);
         let socket6 = if any_ipv6 {
             Some(UdpSocket::bind("[::]:0")?)
@@ -156,18 +168,115 @@ struct Pending {
     session: Option<Session>,
 }
 
+/// The NOTIFYs waiting for their answers: a slab, indexed by zone (a newer
+/// serial replaces the zone's pending ones) and by the ID and target an
+/// answer comes back with, and a heap of their next sends. Every operation
+/// is a few look-ups, whatever the number of zones; a heap entry whose
+/// NOTIFY is gone or was rescheduled is stale and skipped.
+#[derive(Default)]
+struct Queue {
+    pending: Vec<Option<Pending>>,
+    free: Vec<u32>,
+    by_zone: HashMap<Box<[u8]>, Vec<u32>>,
+    by_answer: HashMap<(u16, SocketAddr), u32>,
+    due: BinaryHeap<Reverse<(Instant, u32)>>,
+}
+
+impl Queue {
+    /// Queues a NOTIFY of `serial` for `origin` to each of `targets`,
+    /// ending any still pending for the zone.
+    fn add(&mut self, origin: LowerNameBuf, serial: u32, targets: &[SocketAddr]) {
+        if let Some(ids) = self.by_zone.remove(origin.as_bytes()) {
+            for id in ids {
+                self.end(id);
+            }
+        }
+        let now = Instant::now();
+        let mut ids = Vec::with_capacity(targets.len());
+        for &target in targets {
+            let pending = Pending {
+                origin,
+                serial,
+                target,
+                id: 0,
+                sends: 0,
+                next: now,
+                session: None,
+            };
+            let slot = match self.free.pop() {
+                Some(slot) => {
+                    self.pending[slot as usize] = Some(pending);
+                    slot
+                }
+                None => {
+                    self.pending.push(Some(pending));
+                    (self.pending.len() - 1) as u32
+                }
+            };
+            self.due.push(Reverse((now, slot)));
+            ids.push(slot);
+        }
+        if !ids.is_empty() {
+            self.by_zone.insert(origin.as_bytes().into(), ids);
+        }
+    }
+
+    /// Forgets a NOTIFY (answered, given up or replaced).
+    fn end(&mut self, slot: u32) {
+        let Some(pending) = self.pending.get_mut(slot as usize).and_then(Option::take) else {
+            return;
+        };
+        if pending.sends > 0 {
+            self.by_answer.remove(&(pending.id, pending.target));
+        }
+        if let Some(ids) = self.by_zone.get_mut(pending.origin.as_bytes()) {
+            ids.retain(|&id| id != slot);
+            if ids.is_empty() {
+                self.by_zone.remove(pending.origin.as_bytes());
+            }
+        }
+        self.free.push(slot);
+    }
+
+    /// A NOTIFY whose next send is due at `now`, if any.
+    fn pop_due(&mut self, now: Instant) -> Option<u32> {
+        while let Some(&Reverse((when, slot))) = self.due.peek() {
+            let current = self
+                .pending
+                .get(slot as usize)
+                .and_then(Option::as_ref)
+                .is_some_and(|pending| pending.next == when);
+            if !current {
+                self.due.pop();
+                continue;
+            }
+            if when > now {
+                return None;
+            }
+            self.due.pop();
+            return Some(slot);
+        }
+        None
+    }
+
+    fn is_empty(&self) -> bool {
+        self.by_zone.is_empty()
+    }
+}
+
 fn run(
     targets: &NotifyTargets,
     socket4: &UdpSocket,
     socket6: Option<&UdpSocket>,
     commands: &Receiver<Command>,
 ) {
-    let mut pending: Vec<Pending> = Vec::new();
+    let mut queue = Queue::default();
     let mut buf = vec![0u8; 65535];
-    // Each pass takes the commands, sends what is due and reads answers
-    // for one poll interval; with nothing pending it waits for a command.
+    // Each pass takes the commands, sends what is due (at most
+    // SENDS_PER_PASS) and reads answers for one poll interval; with
+    // nothing pending it waits for a command.
     loop {
-        let command = if pending.is_empty() {
+        let command = if queue.is_empty() {
             commands.recv().map_err(|_| RecvTimeoutError::Disconnected)
         } else {
             match commands.try_recv() {
@@ -179,45 +288,43 @@ fn run(
         match command {
             Ok(None) | Err(RecvTimeoutError::Disconnected) => return,
             Ok(Some((origin, serial))) => {
-                pending.retain(|p| p.origin != origin);
                 let (zone_targets, _) = targets.for_zone(origin);
-                for &target in zone_targets {
-                    pending.push(Pending {
-                        origin,
-                        serial,
-                        target,
-                        id: 0,
-                        sends: 0,
-                        next: Instant::now(),
-                        session: None,
-                    });
-                }
+                queue.add(origin, serial, zone_targets);
                 continue; // take every queued command before sending
             }
             Err(RecvTimeoutError::Timeout) => {}
         }
         let now = Instant::now();
-        pending.retain_mut(|p| {
-            if p.next > now {
-                return true;
-            }
-            if p.sends == MAX_ATTEMPTS {
+        for _ in 0..SENDS_PER_PASS {
+            let Some(slot) = queue.pop_due(now) else {
+                break;
+            };
+            let Some(pending) = queue.pending[slot as usize].as_mut() else {
+                continue;
+            };
+            if pending.sends == MAX_ATTEMPTS {
                 log::warn!(
                     "NOTIFY for {} serial {} to {}: no answer after {} sends; given up",
-                    p.origin.as_name(),
-                    p.serial,
-                    p.target,
-                    p.sends
+                    pending.origin.as_name(),
+                    pending.serial,
+                    pending.target,
+                    pending.sends
                 );
-                return false;
+                queue.end(slot);
+                continue;
             }
-            send(p, targets.for_zone(p.origin).1, socket4, socket6, &mut buf);
-            true
-        });
+            if pending.sends > 0 {
+                queue.by_answer.remove(&(pending.id, pending.target));
+            }
+            let key = targets.for_zone(pending.origin).1;
+            send(pending, key, socket4, socket6, &mut buf);
+            queue.by_answer.insert((pending.id, pending.target), slot);
+            queue.due.push(Reverse((pending.next, slot)));
+        }
         for socket in std::iter::once(socket4).chain(socket6) {
             // Reads until the poll interval passes with nothing to read.
             while let Ok((len, from)) = socket.recv_from(&mut buf) {
-                answered(&mut pending, &buf[..len], from);
+                answered(&mut queue, &buf[..len], from);
             }
         }
     }
@@ -266,7 +373,7 @@ fn send(
 }
 
 /// Matches an answer to its pending NOTIFY and ends it.
-fn answered(pending: &mut Vec<Pending>, answer: &[u8], from: SocketAddr) {
+fn answered(queue: &mut Queue, answer: &[u8], from: SocketAddr) {
     let Ok(view) = MessageView::parse(answer) else {
         return;
     };
@@ -274,13 +381,12 @@ fn answered(pending: &mut Vec<Pending>, answer: &[u8], from: SocketAddr) {
     if !header.qr() || header.opcode() != Opcode::NOTIFY {
         return;
     }
-    let Some(index) = pending
-        .iter()
-        .position(|p| p.sends > 0 && p.id == header.id() && p.target == from)
-    else {
+    let Some(&slot) = queue.by_answer.get(&(header.id(), from)) else {
         return;
     };
-    let p = &mut pending[index];
+    let Some(p) = queue.pending[slot as usize].as_mut() else {
+        return;
+    };
     if let Some(session) = &mut p.session {
         if let Err(err) = session.verify(answer, unix_time()) {
             log::warn!(
@@ -305,5 +411,5 @@ fn answered(pending: &mut Vec<Pending>, answer: &[u8], from: SocketAddr) {
             from
         ),
     }
-    pending.swap_remove(index);
+    queue.end(slot);
 }

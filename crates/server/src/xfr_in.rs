@@ -31,7 +31,8 @@
 //! connection and read has [`IO_TIMEOUT`], each transfer
 //! [`TRANSFER_TIMEOUT`] in all, each zone the `tern_xfr::incoming::Limits`.
 
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
@@ -268,48 +269,41 @@ fn run(
     commands: Receiver<Command>,
     mut events: impl FnMut(Event),
 ) {
-    let mut secondaries: Vec<Secondary> = zones.into_iter().map(secondary).collect();
-    let mut index = index_of(&secondaries);
-    // Each pass waits for a command or the next due zone, then refreshes
-    // every due zone once.
+    let mut table = Table::default();
+    for start in zones {
+        table.add(secondary(start));
+    }
+    // Each pass waits for a command or the next due zone, then handles
+    // every zone that is due. Bound per pass: the commands waiting and the
+    // zones due, each a hash look-up and a heap operation; nothing walks
+    // every zone.
     loop {
         let now = unix_time();
-        let next = secondaries
-            .iter()
-            .map(|s| s.timers.next_refresh.min(expiry_due(s)))
-            .min()
-            .unwrap_or(u64::MAX);
-        let wait = Duration::from_secs(next.saturating_sub(now).min(MAX_INTERVAL));
-        match commands.recv_timeout(wait) {
-            Ok(Command::Stop) | Err(RecvTimeoutError::Disconnected) => return,
-            Ok(Command::Refresh(origin)) | Ok(Command::Retransfer(origin))
-                if !index.contains_key(origin.as_bytes()) =>
-            {
-                log::warn!("{}: not a secondary zone", origin.as_name());
+        let wait = table.next_due().map_or(MAX_INTERVAL, |due| {
+            due.saturating_sub(now).min(MAX_INTERVAL)
+        });
+        let mut command = commands.recv_timeout(Duration::from_secs(wait));
+        loop {
+            match command {
+                Ok(Command::Stop) | Err(RecvTimeoutError::Disconnected) => return,
+                Ok(Command::Refresh(origin)) => table.due_now(origin, false),
+                Ok(Command::Retransfer(origin)) => table.due_now(origin, true),
+                Ok(Command::Add(start)) => table.add(secondary(*start)),
+                Ok(Command::Remove(origin)) => table.remove(origin.as_bytes()),
+                Err(RecvTimeoutError::Timeout) => {}
             }
-            Ok(Command::Refresh(origin)) => {
-                secondaries[index[origin.as_bytes()]].timers.next_refresh = 0;
-            }
-            Ok(Command::Retransfer(origin)) => {
-                let secondary = &mut secondaries[index[origin.as_bytes()]];
-                secondary.timers.next_refresh = 0;
-                secondary.force = true;
-            }
-            Ok(Command::Add(start)) => {
-                let added = secondary(*start);
-                if !index.contains_key(added.config.origin.as_bytes()) {
-                    secondaries.push(added);
-                    index = index_of(&secondaries);
-                }
-            }
-            Ok(Command::Remove(origin)) => {
-                secondaries.retain(|s| s.config.origin != origin);
-                index = index_of(&secondaries);
-            }
-            Err(RecvTimeoutError::Timeout) => {}
+            // Every command already queued, before the due zones.
+            command = match commands.try_recv() {
+                Ok(next) => Ok(next),
+                Err(mpsc::TryRecvError::Empty) => break,
+                Err(mpsc::TryRecvError::Disconnected) => Err(RecvTimeoutError::Disconnected),
+            };
         }
         let now = unix_time();
-        for secondary in &mut secondaries {
+        while let Some(id) = table.pop_due(now) {
+            let Some(secondary) = table.zones.get_mut(id as usize).and_then(Option::as_mut) else {
+                continue;
+            };
             if secondary.zone.is_some()
                 && secondary.timers.expires != 0
                 && now >= secondary.timers.expires
@@ -327,7 +321,101 @@ fn run(
             if secondary.timers.next_refresh <= now {
                 refresh(secondary, limits, &mut events);
             }
+            table.schedule(id);
         }
+    }
+}
+
+//----------- Table ----------------------------------------------------------
+
+/// The thread's zones: a slab by id, an index by origin, and a heap of
+/// when each is next due (refresh or expiry). An entry of the heap whose
+/// zone is gone or whose time no longer matches is stale and skipped.
+#[derive(Default)]
+struct Table {
+    zones: Vec<Option<Secondary>>,
+    free: Vec<u32>,
+    index: HashMap<Box<[u8]>, u32>,
+    due: BinaryHeap<Reverse<(u64, u32)>>,
+}
+
+impl Table {
+    /// Keeps a new zone (a second of the same origin is ignored) and
+    /// schedules it.
+    fn add(&mut self, secondary: Secondary) {
+        let origin: Box<[u8]> = secondary.config.origin.as_bytes().into();
+        if self.index.contains_key(&origin) {
+            return;
+        }
+        let id = match self.free.pop() {
+            Some(id) => {
+                self.zones[id as usize] = Some(secondary);
+                id
+            }
+            None => {
+                self.zones.push(Some(secondary));
+                (self.zones.len() - 1) as u32
+            }
+        };
+        self.index.insert(origin, id);
+        self.schedule(id);
+    }
+
+    /// Stops keeping a zone.
+    fn remove(&mut self, origin: &[u8]) {
+        if let Some(id) = self.index.remove(origin) {
+            self.zones[id as usize] = None;
+            self.free.push(id);
+        }
+    }
+
+    /// Makes a zone due now (a NOTIFY, `tern refresh`); with `force`, its
+    /// next refresh skips the serial check and asks for AXFR.
+    fn due_now(&mut self, origin: LowerNameBuf, force: bool) {
+        let Some(&id) = self.index.get(origin.as_bytes()) else {
+            log::warn!("{}: not a secondary zone", origin.as_name());
+            return;
+        };
+        if let Some(secondary) = self.zones[id as usize].as_mut() {
+            secondary.timers.next_refresh = 0;
+            secondary.force |= force;
+        }
+        self.schedule(id);
+    }
+
+    /// When the zone `id` is next due: its refresh, or its expiry.
+    fn due_of(&self, id: u32) -> Option<u64> {
+        let secondary = self.zones.get(id as usize)?.as_ref()?;
+        let due = secondary.timers.next_refresh.min(expiry_due(secondary));
+        (due != u64::MAX).then_some(due)
+    }
+
+    /// Enters the zone's next due time in the heap.
+    fn schedule(&mut self, id: u32) {
+        if let Some(due) = self.due_of(id) {
+            self.due.push(Reverse((due, id)));
+        }
+    }
+
+    /// The earliest time a zone is due, dropping stale entries.
+    fn next_due(&mut self) -> Option<u64> {
+        while let Some(&Reverse((due, id))) = self.due.peek() {
+            if self.due_of(id) == Some(due) {
+                return Some(due);
+            }
+            self.due.pop();
+        }
+        None
+    }
+
+    /// A zone due at `now` or before, taken off the heap (it is scheduled
+    /// again once handled).
+    fn pop_due(&mut self, now: u64) -> Option<u32> {
+        let due = self.next_due()?;
+        if due > now {
+            return None;
+        }
+        self.due.pop().map(|Reverse((_, id))| id)
     }
 }
 
@@ -343,15 +431,6 @@ fn secondary((config, saved): Start) -> Secondary {
         timers,
         force: false,
     }
-}
-
-/// Where each zone is in the list, by origin.
-fn index_of(secondaries: &[Secondary]) -> HashMap<Vec<u8>, usize> {
-    secondaries
-        .iter()
-        .enumerate()
-        .map(|(i, s)| (s.config.origin.as_bytes().to_vec(), i))
-        .collect()
 }
 
 /// When the zone's expiry needs the thread awake (never without a zone).

@@ -237,13 +237,16 @@ fn transfers_are_refused_to_other_clients_zones_and_over_udp() {
     let own = running(
         Driver::Legacy,
         TransferConfig {
-            zones: vec![tern_server::ZoneTransfer {
+            zones: [tern_server::ZoneTransfer {
                 origin: tern_wire::name::LowerNameBuf::from_name(
                     NameBuf::from_text(b"example.com.", None).unwrap().as_name(),
                 ),
                 allow: vec![Cidr::parse("127.0.0.0/8").unwrap()],
                 key: None,
-            }],
+            }]
+            .into_iter()
+            .map(|zone| (zone.origin.as_bytes().into(), zone))
+            .collect(),
             ..TransferConfig::default()
         },
     );

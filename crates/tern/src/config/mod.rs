@@ -410,19 +410,15 @@ impl Config {
                 let (allow, key) = transfer_rules(transfer, &keys).with_context(context)?;
                 config
                     .transfer
-                    .zones
-                    .push(tern_server::ZoneTransfer { origin, allow, key });
+                    .add_zone(tern_server::ZoneTransfer { origin, allow, key });
             }
             if let Some(notify) = notify {
                 let (targets, key) = notify_rules(notify, &keys).with_context(context)?;
-                config
-                    .notify
-                    .zones
-                    .push(tern_server::notify_out::ZoneNotify {
-                        origin,
-                        targets,
-                        key,
-                    });
+                config.notify.add_zone(tern_server::notify_out::ZoneNotify {
+                    origin,
+                    targets,
+                    key,
+                });
             }
         }
         Ok(config)
