@@ -10,8 +10,14 @@ RELEASE_BIN := target/release/tern
 run: release
 	$(RELEASE_BIN) serve --zones zones --listen 127.0.0.1:5353
 
+## The release binary. When a clang is installed it must carry its XDP program
+## (scripts/check-xdp-program.py fails if the build left it out: issue 22);
+## `make run` still needs nothing but Rust (no python3: not checked).
 release:
 	$(CARGO) build --release --bin tern
+	@if command -v python3 >/dev/null 2>&1; then \
+		python3 scripts/check-xdp-program.py $(RELEASE_BIN); \
+	else echo "python3 not found: not checked that $(RELEASE_BIN) carries its XDP program"; fi
 
 build:
 	$(CARGO) build --workspace --all-targets

@@ -288,6 +288,9 @@ setup_network() {
     done
     # full UDP checksums in the packets the client's kernel sends (the readiness probes)
     in_ns "$NS_CLIENT" ethtool -K "$IF_CLIENT" tx off >/dev/null
+    # tern refuses XDP on a device that takes VLAN tags out of frames (on by default on a
+    # veth; docs/decisions/0012-af-xdp.md); no tagged traffic here, so nothing else changes
+    in_ns "$NS_SERVER" ethtool -K "$IF_SERVER" rxvlan off rx-vlan-stag-hw-parse off >/dev/null
     SERVER_MAC=$(mac_of "$NS_SERVER" "$IF_SERVER")
     CLIENT_MAC=$(mac_of "$NS_CLIENT" "$IF_CLIENT")
     ip -n "$NS_SERVER" neigh replace "$CLIENT_ADDR" lladdr "$CLIENT_MAC" dev "$IF_SERVER" nud permanent

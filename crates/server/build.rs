@@ -6,6 +6,19 @@
 //! `make test` installs clang (scripts/install-test-deps.sh) before it
 //! builds. With clang, a program that fails to compile fails the build.
 //! `TERN_CLANG` names another clang.
+//!
+//! Cargo runs this again only when something it was told to watch changed,
+//! and for a path it compares modification times with the last run's: a
+//! missing path always counts as changed (every build would compile this
+//! crate and the binary again), and a file a package manager installs keeps
+//! the package's time (Debian's `/usr/bin/clang` is dated 2023), older than
+//! any build, so it never does (issue 22: `make run` without clang, then
+//! `make test`, kept the binary without its program). What does change when
+//! clang is installed is the directory it goes into: adding an entry gives
+//! the directory the current time. So without clang this watches every
+//! directory of `PATH` (cargo also looks at their entries, by their own and
+//! their targets' times) and `PATH` itself; with clang, clang itself (an
+//! upgrade, a removal).
 
 use std::env;
 use std::path::{Path, PathBuf};
@@ -21,9 +34,11 @@ fn main() {
         .map(PathBuf::from)
         .or_else(|| find_in_path("clang"));
     let Some(clang) = clang else {
-        // Watching the usual place makes cargo build again once clang is
-        // installed there (a missing file is always out of date).
-        println!("cargo::rerun-if-changed=/usr/bin/clang");
+        // Where clang would be found once installed (see the crate docs).
+        println!("cargo::rerun-if-env-changed=PATH");
+        for directory in path_directories() {
+            println!("cargo::rerun-if-changed={}", directory.display());
+        }
         println!(
             "cargo::warning=clang not found: tern is built without its XDP program \
              (`tern serve --xdp` will refuse to start); install clang to build it"
@@ -43,6 +58,22 @@ fn main() {
         Ok(status) => panic!("{} failed to compile {SOURCE}: {status}", clang.display()),
         Err(err) => panic!("cannot run {}: {err}", clang.display()),
     }
+}
+
+/// The directories of `PATH` to watch: absolute ones that exist (a
+/// missing one would count as changed at every build; a relative one
+/// would be read against this crate's directory), each once.
+fn path_directories() -> Vec<PathBuf> {
+    let Some(path) = env::var_os("PATH") else {
+        return Vec::new();
+    };
+    let mut directories: Vec<PathBuf> = Vec::new();
+    for directory in env::split_paths(&path) {
+        if directory.is_absolute() && directory.is_dir() && !directories.contains(&directory) {
+            directories.push(directory);
+        }
+    }
+    directories
 }
 
 /// `name` in one of the directories of `PATH`.

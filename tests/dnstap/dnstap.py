@@ -15,7 +15,11 @@ tiny responder in this process (127.0.0.1):
    `dnstap-read` finds the queries in that file.
 3. A reader that makes the handshake and then never reads, with a tiny per-core
    buffer: a burst of queries is still answered at once, and the metrics endpoint
-   counts dropped messages; tern still stops promptly.
+   counts dropped messages (`tern_dnstap_dropped_total{reason}`); tern still stops
+   promptly. Then the reader reads everything the connection brought: it holds exactly
+   as many whole data frames as tern's closing log line counts written, and that line
+   counts at least one message lost (issue 22: the frames tern still held when the
+   stalled connection timed out; they were counted written before).
 
 Every wait is for an event (a log line, a process's exit, a count) and bounded; the
 processes and the temporary directory go on exit.
@@ -25,6 +29,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import re
 import shutil
 import signal
 import socket
@@ -430,22 +435,58 @@ def stalled_run(tmp: pathlib.Path, upstream: Upstream) -> str:
         endpoint = f"http://127.0.0.1:{metrics_port}/metrics"
 
         def dropped() -> float:
+            total = 0.0
             with urllib.request.urlopen(endpoint, timeout=5) as reply:
                 for line in reply.read().decode().splitlines():
-                    if line.startswith("tern_dnstap_dropped_total "):
-                        return float(line.split()[1])
-            return 0.0
+                    if line.startswith("tern_dnstap_dropped_total{reason="):
+                        total += float(line.split()[1])
+            return total
 
         wait_for("tern to count dropped dnstap messages", lambda: dropped() > 0)
         count_dropped = dropped()
         stop_took = tern.stop()
+        # Everything the stalled connection brought, now that tern has closed it.
+        received = whole_frames(conn)
+        closing = re.search(r"dnstap: closed: (\d+) messages written, (\d+) not written "
+                            r"\(no reader\), (\d+) lost", tern.log.read_text(errors="replace"))
+        if closing is None:
+            fail(f"tern did not log its dnstap totals at the stop:\n{log_tail(tern.log)}")
+        written, _, lost = (int(group) for group in closing.groups())
+        if written != received:
+            fail(f"tern counted {written} dnstap messages written, the reader received "
+                 f"{received} whole frames")
+        if lost < 1:
+            fail(f"the stalled connection timed out with frames in tern's buffer, yet none "
+                 f"was counted lost:\n{closing.group(0)}")
     finally:
         tern.kill()
         for conn in held:
             conn.close()
         listener.close()
     return (f"stalled reader: {count} queries answered in {took:.2f} s, "
-            f"{count_dropped:.0f} messages dropped and counted, tern stopped in {stop_took:.2f} s")
+            f"{count_dropped:.0f} messages dropped and counted, tern stopped in {stop_took:.2f} s; "
+            f"the reader then got {received} whole frames, as many as counted written, and "
+            f"{lost} were counted lost")
+
+
+def whole_frames(conn: socket.socket) -> int:
+    """Reads `conn` to its end: how many whole data frames came (a control frame, or
+    one cut short, ends the count)."""
+    data = bytearray()
+    conn.settimeout(WAIT)
+    while True:
+        chunk = conn.recv(1 << 16)
+        if not chunk:
+            break
+        data += chunk
+    count = at = 0
+    while at + 4 <= len(data):
+        (length,) = struct.unpack(">I", data[at:at + 4])
+        if length == 0 or at + 4 + length > len(data):
+            break
+        at += 4 + length
+        count += 1
+    return count
 
 
 def main() -> None:

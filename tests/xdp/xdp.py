@@ -20,6 +20,11 @@ What it proves, in order (each step's checks are listed in its function):
    messages (a server cookie of the next second equal, anything else not). The
    namespaces, the processes and the temporary directory go on exit (try/finally, atexit,
    SIGINT/SIGTERM/SIGHUP); a namespace that cannot be created FAILS the test, never skips it.
+   VLAN stripping (issue 22): the veth can take VLAN tags out of received frames, as a NIC
+   does with `rxvlan` (and has it on by default); tern must then refuse to start with
+   `--xdp`, naming the feature and the `ethtool -K` that turns it off, with no program left
+   attached: once with `rx-vlan-hw-parse` on, once with `rx-vlan-stag-hw-parse` on. Both
+   are then turned off for the rest of the run.
 2. In the server namespace, tern A with `--xdp txsPID` on 198.51.100.1:53 and
    [2001:db8::1]:53, and tern B, the socket path, on the same addresses at port 5300 (the
    XDP program takes only A's listen port, so B's traffic goes through the kernel). Same
@@ -27,7 +32,9 @@ What it proves, in order (each step's checks are listed in its function):
    default; A's metrics on 198.51.100.1:9100, B's on :9101. Zones: every zone in the
    repository's zones/ (read in place), the differential suite's generated zones renamed
    from example.com to example.org (wildcards, CNAME chains, DNAME, delegations, large
-   RRsets), and `big.test`, whose RRsets do not fit 512 or 1232 octets.
+   RRsets), and `big.test`, whose RRsets do not fit 512 or 1232 octets. A's log must say
+   its AF_XDP socket runs in copy mode: a veth has no zero-copy, so the kernel fell back
+   from it within tern's one bind (issue 22: no second bind after a refused zero-copy one).
 3. A generated query list (`QUERY_COUNT` queries plus fixed cases; seed `SEED`, or
    TERN_XDP_TEST_SEED): existing names, NXDOMAIN, NODATA, wildcards, CNAMEs, referrals,
    ANY, DS, unknown types, CH class, names of no zone, over IPv4 and IPv6, without EDNS
@@ -669,6 +676,29 @@ class Tern:
         if self.proc.poll() is not None:
             raise Failure(f"tern {self.label} exited with {self.proc.returncode} at start:\n"
                           f"{self.log_tail()}")
+
+    def start_refused(self) -> str:
+        """Starts and expects tern to exit non-zero before serving; returns its log."""
+        self.starts += 1
+        self.log = self.workdir / f"tern-{self.starts}.log"
+        argv = [str(tern_binary()), "serve", "--config", str(self.config_path)]
+        if self.xdp:
+            argv += ["--xdp", self.network.server_link]
+        with open(self.log, "wb") as log, Deferral.held():
+            self.proc = subprocess.Popen(self.network.server.command(argv),
+                                         stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                         start_new_session=True)
+            self.cleanup.processes.append(self.proc)
+        wait_for(f"tern {self.label} to exit or serve",
+                 lambda: self.proc.poll() is not None or " info: serving " in self.log_text(),
+                 timeout=START_WAIT)
+        if self.proc.poll() is None:
+            self.stop()
+            raise Failure(f"tern {self.label} started although it should have refused:\n"
+                          f"{self.log_tail()}")
+        if self.proc.returncode == 0:
+            raise Failure(f"tern {self.label} exited 0 instead of refusing:\n{self.log_tail()}")
+        return self.log_text()
 
     def log_text(self) -> str:
         try:
@@ -1863,6 +1893,48 @@ def check_xdp_drops(before: dict[str, float], after: dict[str, float], drops: di
                             f"{per_reason.get(reason, 0.0):.0f}, expected at least {count}")
 
 
+#----------- Step 1: VLAN stripping ------------------------------------------------
+
+def check_vlan_stripping_refused(network: Network, a: Tern, failures: list[str]) -> None:
+    """Step 1's last part: with rx-vlan-hw-parse or rx-vlan-stag-hw-parse on at the server
+    end, tern A refuses to start with --xdp, says why and how to turn it off, and leaves
+    no program attached; then both go off for the rest of the run."""
+    link = network.server_link
+    cases = (("rx-vlan-hw-parse", ["rxvlan", "on", "rx-vlan-stag-hw-parse", "off"],
+              f"ethtool -K {link} rxvlan off"),
+             ("rx-vlan-stag-hw-parse", ["rxvlan", "off", "rx-vlan-stag-hw-parse", "on"],
+              f"ethtool -K {link} rx-vlan-stag-hw-parse off"))
+    for feature, settings, remedy in cases:
+        run(network.server.command(["ethtool", "-K", link] + settings))
+        shown = run(network.server.command(["ethtool", "-k", link])).stdout
+        state = "; ".join(line.strip() for line in shown.splitlines()
+                          if line.strip().startswith(("rx-vlan-offload", "rx-vlan-stag-hw-parse")))
+        log = a.start_refused()
+        if f"({feature} on)" not in log or remedy not in log:
+            failures.append(f"with {feature} on ({state}), tern A's refusal does not name it "
+                            f"and `{remedy}`:\n{a.log_tail()}")
+            continue
+        programs = xdp_programs(network)
+        if programs:
+            failures.append(f"tern A refused with {feature} on but left XDP program(s) on "
+                            f"{link}: {programs}")
+            continue
+        say(f"{state}: tern A refused to start with --xdp, naming {feature} and `{remedy}`, "
+            "no program left")
+    run(network.server.command(["ethtool", "-K", link, "rxvlan", "off",
+                                "rx-vlan-stag-hw-parse", "off"]))
+
+
+def check_copy_mode(a: Tern, failures: list[str]) -> None:
+    """A veth has no zero-copy: the kernel chose copy mode at tern's one bind."""
+    log = a.log_text()
+    if "AF_XDP socket in copy mode" not in log or "zero-copy mode" in log:
+        failures.append(f"tern A's log does not say its AF_XDP socket runs in copy mode:\n"
+                        f"{a.log_tail()}")
+    else:
+        say("tern A's AF_XDP socket runs in copy mode (a veth has no zero-copy)")
+
+
 #----------- Step 6: detaching ------------------------------------------------------
 
 def check_detach(network: Network, a: Tern, client: Client, failures: list[str]) -> None:
@@ -2010,10 +2082,17 @@ def main() -> int:
                  tern_config("B", cleanup.directory / "b", PORT_B, METRICS_PORT_B, zone_list),
                  False, cleanup)
         terns = [a, b]
+        if USE_XDP:
+            check_vlan_stripping_refused(network, a, failures)
+        else:
+            run(network.server.command(["ethtool", "-K", network.server_link, "rxvlan", "off",
+                                        "rx-vlan-stag-hw-parse", "off"]))
         client = Client(network)
         for tern in terns:
             tern.start()
             wait_answering(client, tern)
+        if USE_XDP:
+            check_copy_mode(a, failures)
         programs = xdp_programs(network)
         if len(programs) != (1 if USE_XDP else 0):
             raise Failure(f"tern A serves with {len(programs)} XDP programs attached to "

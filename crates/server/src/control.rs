@@ -230,7 +230,7 @@ fn snapshot(core: &Core) -> CoreStats {
         },
         allocations: core.allocations.map_or(0, |read| read()),
         dnstap_written: core.dnstap.as_ref().map_or(0, |tap| tap.written()),
-        dnstap_dropped: core.dnstap.as_ref().map_or(0, |tap| tap.dropped()),
+        dnstap_dropped: core.dnstap.as_ref().map_or([0; 3], |tap| tap.dropped()),
         xdp: {
             let mut xdp = core.xdp.borrow().clone();
             xdp.kernel_dropped = core

@@ -16,10 +16,16 @@
 //! message is dropped and counted; so are messages the writer cannot
 //! deliver (no reader on the socket, a failed write). When dnstap is off,
 //! the core has no `Tap` and the cost is one branch per batch or query.
+//!
+//! A message counts as written once the last octet of its frame is handed
+//! to the file or socket (`write(2)` took it), not when it enters the
+//! writer's output buffer: frames still in that buffer when the connection
+//! fails, or when the stop's grace runs out, are counted as lost
+//! ([`DNSTAP_DROPPED`]), and the writer logs its totals when it closes.
 
 use std::cell::Cell;
 use std::fs::File;
-use std::io::{self, BufWriter, Read, Write};
+use std::io::{self, Read, Write};
 use std::net::SocketAddr;
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::net::UnixStream;
@@ -34,6 +40,19 @@ use prost::Message as _;
 
 /// The Frame Streams content type of dnstap.
 pub const CONTENT_TYPE: &[u8] = b"protobuf:dnstap.Dnstap";
+
+/// Why dnstap messages were dropped, in the order of [`Tap::dropped`]:
+/// `buffer`, the core's buffer was full (the writer is behind); `no_reader`,
+/// the writer had no reader to write to (no connection to the socket, a
+/// failed file); `lost`, the message was in the writer's output buffer, not
+/// yet wholly written, when the connection failed or the stop's grace ran
+/// out.
+pub const DNSTAP_DROPPED: [&str; 3] = ["buffer", "no_reader", "lost"];
+
+/// Indices in [`DNSTAP_DROPPED`].
+const DROPPED_BUFFER: usize = 0;
+const DROPPED_NO_READER: usize = 1;
+const DROPPED_LOST: usize = 2;
 
 /// The default number of records each core may have waiting for the
 /// writer: at 100,000 messages a second on a core, 40 ms of them.
@@ -65,8 +84,8 @@ const IDLE_SLEEP_MAX: Duration = Duration::from_millis(20);
 /// See [`IDLE_SLEEP_MAX`].
 const IDLE_SLEEP_MIN: Duration = Duration::from_millis(1);
 
-/// The output buffer of the writer (flushed whenever the cores have
-/// nothing more for it, and at the end).
+/// The output buffer of the writer: frames are written out when the next
+/// would not fit, whenever the cores have nothing more, and at the end.
 const OUTPUT_BUFFER: usize = 64 * 1024;
 
 /// The first wait before reconnecting to the socket; it doubles up to
@@ -481,10 +500,13 @@ fn parse_control(frame: &[u8]) -> Option<Control> {
 /// A core's counters that the writer adds to.
 #[derive(Debug, Default)]
 struct SharedCounters {
-    /// Records of this core written out.
+    /// Records of this core whose frame was wholly written out.
     written: AtomicU64,
-    /// Records of this core the writer could not deliver.
-    dropped: AtomicU64,
+    /// Records of this core the writer had no reader for.
+    no_reader: AtomicU64,
+    /// Records of this core in the output buffer when the connection
+    /// failed or the stop's grace ran out.
+    lost: AtomicU64,
 }
 
 /// What the writer keeps of each core.
@@ -589,9 +611,14 @@ impl Tap {
         self.counters.written.load(Ordering::Relaxed)
     }
 
-    /// Messages dropped so far, on the core and by the writer.
-    pub(crate) fn dropped(&self) -> u64 {
-        self.dropped.get() + self.counters.dropped.load(Ordering::Relaxed)
+    /// Messages dropped so far, on the core and by the writer, by
+    /// [`DNSTAP_DROPPED`].
+    pub(crate) fn dropped(&self) -> [u64; DNSTAP_DROPPED.len()] {
+        let mut dropped = [0; DNSTAP_DROPPED.len()];
+        dropped[DROPPED_BUFFER] = self.dropped.get();
+        dropped[DROPPED_NO_READER] = self.counters.no_reader.load(Ordering::Relaxed);
+        dropped[DROPPED_LOST] = self.counters.lost.load(Ordering::Relaxed);
+        dropped
     }
 }
 
@@ -628,9 +655,8 @@ impl DnstapWriter {
                     .map_err(|err| {
                         io::Error::new(err.kind(), format!("dnstap.file {}: {err}", path.display()))
                     })?;
-                let mut out = BufWriter::with_capacity(OUTPUT_BUFFER, file);
+                let mut out = file;
                 out.write_all(&control_frame(CONTROL_START, true))?;
-                out.flush()?;
                 Output::File(out)
             }
             DnstapOutput::Socket(path) => Output::Socket(SocketOutput {
@@ -682,6 +708,11 @@ impl DnstapWriter {
                     ends,
                     buffer: Vec::with_capacity(capacity * 2),
                     capacity,
+                    pending: Pending {
+                        octets: Vec::with_capacity(OUTPUT_BUFFER),
+                        frames: Vec::new(),
+                    },
+                    totals: [0; 3],
                 };
                 writer.run(&mut frame, &stopping);
             })?;
@@ -723,6 +754,21 @@ struct Writer {
     buffer: Vec<u8>,
     /// The records' message capacity: one that grew past it is replaced.
     capacity: usize,
+    /// Frames encoded but not yet written out.
+    pending: Pending,
+    /// Messages written, without a reader, and lost, over all cores: for
+    /// the log line at the end.
+    totals: [u64; 3],
+}
+
+/// The writer's output buffer: frames not yet written out, and whose each
+/// one is, so that each is counted written only once it was.
+struct Pending {
+    /// The frames back to back (about [`OUTPUT_BUFFER`] octets at most:
+    /// more only to hold one longer frame).
+    octets: Vec<u8>,
+    /// Where each frame ends in `octets`, and the index of its core.
+    frames: Vec<(usize, usize)>,
 }
 
 impl Writer {
@@ -737,7 +783,8 @@ impl Writer {
             self.output.reconnect_if_due();
             let drained = self.drain(frame);
             if drained == 0 {
-                self.output.flush();
+                self.pending
+                    .write_out(&mut self.output, &self.ends, &mut self.totals);
                 if stopping {
                     break;
                 }
@@ -747,32 +794,45 @@ impl Writer {
                 idle = IDLE_SLEEP_MIN;
             }
         }
+        // Nothing is pending here: the last pass wrote it out or lost it.
         self.output.close();
+        let [written, no_reader, lost] = self.totals;
+        log::info!(
+            "dnstap: closed: {written} messages written, {no_reader} not written (no reader), \
+             {lost} lost with the connection or at the stop"
+        );
     }
 
     /// Writes (or drops) what every core has waiting, at most
     /// [`DRAIN_BURST`] records each; returns how many were taken.
     fn drain(&mut self, frame: &mut DnstapFrame) -> usize {
         let mut taken = 0;
-        for end in &self.ends {
+        for (core, end) in self.ends.iter().enumerate() {
             for _ in 0..DRAIN_BURST {
                 let mut record = match end.records.try_recv() {
                     Ok(record) => record,
                     Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
                 };
                 taken += 1;
-                let written = if self.output.connected() {
+                let mut queued = false;
+                if self.output.connected() {
                     encode(frame, &mut record, &mut self.buffer);
-                    self.output.write(&self.buffer)
-                } else {
-                    false
-                };
-                let counter = if written {
-                    &end.counters.written
-                } else {
-                    &end.counters.dropped
-                };
-                counter.fetch_add(1, Ordering::Relaxed);
+                    if self.pending.octets.len() + self.buffer.len() > OUTPUT_BUFFER {
+                        self.pending
+                            .write_out(&mut self.output, &self.ends, &mut self.totals);
+                    }
+                    // The write above may have lost the connection.
+                    if self.output.connected() {
+                        self.pending.octets.extend_from_slice(&self.buffer);
+                        let frame_end = self.pending.octets.len();
+                        self.pending.frames.push((frame_end, core));
+                        queued = true;
+                    }
+                }
+                if !queued {
+                    end.counters.no_reader.fetch_add(1, Ordering::Relaxed);
+                    self.totals[1] += 1;
+                }
                 if record.message.capacity() > self.capacity {
                     record.message = Vec::with_capacity(self.capacity);
                 }
@@ -782,6 +842,29 @@ impl Writer {
             }
         }
         taken
+    }
+}
+
+impl Pending {
+    /// Writes the frames out and counts each, for its core and in
+    /// `totals`: written if its last octet was, lost otherwise (the
+    /// connection failed first).
+    fn write_out(&mut self, output: &mut Output, ends: &[CoreEnd], totals: &mut [u64; 3]) {
+        if self.octets.is_empty() {
+            return;
+        }
+        let done = output.write(&self.octets);
+        for &(frame_end, core) in &self.frames {
+            let (counter, total) = if frame_end <= done {
+                (&ends[core].counters.written, &mut totals[0])
+            } else {
+                (&ends[core].counters.lost, &mut totals[2])
+            };
+            counter.fetch_add(1, Ordering::Relaxed);
+            *total += 1;
+        }
+        self.octets.clear();
+        self.frames.clear();
     }
 }
 
@@ -799,10 +882,11 @@ fn encode(frame: &mut DnstapFrame, record: &mut Record, buffer: &mut Vec<u8>) {
 
 //----------- Output ---------------------------------------------------------
 
-/// Where the writer writes.
+/// Where the writer writes (unbuffered: the writer collects frames in its
+/// own buffer, to count each one written only when it is).
 enum Output {
     /// An open file.
-    File(BufWriter<File>),
+    File(File),
     Socket(SocketOutput),
     /// A file whose write failed, or closed: every record is dropped.
     Failed,
@@ -814,7 +898,7 @@ struct SocketOutput {
     path: PathBuf,
     /// Set when the server stops (see [`Bounded`]).
     stop: Arc<AtomicBool>,
-    stream: Option<BufWriter<Bounded>>,
+    stream: Option<Bounded>,
     next_attempt: Instant,
     backoff: Duration,
     /// Whether the current run of failures was logged (once per run).
@@ -847,7 +931,7 @@ impl Output {
         match connect(&socket.path, &socket.stop) {
             Ok(stream) => {
                 log::info!("dnstap: connected to {}", socket.path.display());
-                socket.stream = Some(BufWriter::with_capacity(OUTPUT_BUFFER, stream));
+                socket.stream = Some(stream);
                 socket.backoff = RECONNECT_MIN;
                 socket.logged_failure = false;
             }
@@ -865,49 +949,30 @@ impl Output {
         }
     }
 
-    /// Writes one data frame; false if it could not be (the record is
-    /// dropped; a socket is then closed and reopened later).
-    fn write(&mut self, frame: &[u8]) -> bool {
-        match self {
-            Output::File(out) => match out.write_all(frame) {
-                Ok(()) => true,
-                Err(err) => {
-                    log::error!("dnstap: writing the file failed ({err}); messages are dropped");
-                    *self = Output::Failed;
-                    false
-                }
+    /// Writes `octets` (whole frames) and returns how many were written:
+    /// all of them, or those before a failure (a file then fails for good;
+    /// a socket is closed and reopened later, since a frame cut short
+    /// leaves the stream unreadable past it).
+    fn write(&mut self, octets: &[u8]) -> usize {
+        let (done, failure) = match self {
+            Output::File(out) => write_counted(out, octets),
+            Output::Socket(socket) => match socket.stream.as_mut() {
+                Some(stream) => write_counted(stream, octets),
+                None => return 0,
             },
-            Output::Socket(socket) => {
-                let Some(stream) = socket.stream.as_mut() else {
-                    return false;
-                };
-                match stream.write_all(frame) {
-                    Ok(()) => true,
-                    Err(err) => {
-                        socket.disconnect(&err);
-                        false
-                    }
-                }
-            }
-            Output::Failed => false,
-        }
-    }
-
-    fn flush(&mut self) {
-        match self {
-            Output::File(out) => {
-                if let Err(err) = out.flush() {
+            Output::Failed => return 0,
+        };
+        if let Some(err) = failure {
+            match self {
+                Output::File(_) => {
                     log::error!("dnstap: writing the file failed ({err}); messages are dropped");
                     *self = Output::Failed;
                 }
+                Output::Socket(socket) => socket.disconnect(&err),
+                Output::Failed => {}
             }
-            Output::Socket(socket) => {
-                if let Some(Err(err)) = socket.stream.as_mut().map(BufWriter::flush) {
-                    socket.disconnect(&err);
-                }
-            }
-            Output::Failed => {}
         }
+        done
     }
 
     /// Writes STOP and closes (on a socket, after FINISH or a bounded
@@ -916,30 +981,28 @@ impl Output {
         let stop = control_frame(CONTROL_STOP, false);
         match std::mem::replace(self, Output::Failed) {
             Output::File(mut out) => {
-                if let Err(err) = out.write_all(&stop).and_then(|()| out.flush()) {
+                if let Err(err) = out.write_all(&stop) {
                     log::error!("dnstap: closing the file failed: {err}");
                 }
             }
             Output::Socket(SocketOutput {
-                stream: Some(mut out),
+                stream: Some(mut stream),
                 ..
             }) => {
                 // STOP and FINISH together within FINISH_TIMEOUT: a reader
                 // that stalls now delays the shutdown no further.
-                out.get_mut().deadline = Some(Instant::now() + FINISH_TIMEOUT);
-                if out.write_all(&stop).and_then(|()| out.flush()).is_ok() {
-                    if let Ok(mut stream) = out.into_inner() {
-                        // Whatever the reader answers, the stream ends here.
-                        let finish = read_control(&mut stream);
-                        if !matches!(
-                            finish,
-                            Ok(Control {
-                                kind: CONTROL_FINISH,
-                                ..
-                            })
-                        ) {
-                            log::debug!("dnstap: the reader did not answer STOP with FINISH");
-                        }
+                stream.deadline = Some(Instant::now() + FINISH_TIMEOUT);
+                if stream.write_all(&stop).is_ok() {
+                    // Whatever the reader answers, the stream ends here.
+                    let finish = read_control(&mut stream);
+                    if !matches!(
+                        finish,
+                        Ok(Control {
+                            kind: CONTROL_FINISH,
+                            ..
+                        })
+                    ) {
+                        log::debug!("dnstap: the reader did not answer STOP with FINISH");
                     }
                 }
             }
@@ -954,14 +1017,32 @@ impl SocketOutput {
             "dnstap: the reader on {} went away ({err}); reconnecting",
             self.path.display()
         );
-        // The buffered rest of a frame is dropped with the connection.
-        if let Some(out) = self.stream.take() {
-            let _ = out.into_parts();
-        }
+        self.stream = None;
         self.logged_failure = true;
         self.next_attempt = Instant::now() + self.backoff;
         self.backoff = (self.backoff * 2).min(RECONNECT_MAX);
     }
+}
+
+/// Writes `octets` to `out` until done or a failure: how many octets were
+/// written, and the failure. A write of nothing is one
+/// (`WriteZero`), and an interrupted one is made again.
+fn write_counted(out: &mut impl Write, octets: &[u8]) -> (usize, Option<io::Error>) {
+    let mut done = 0;
+    while done < octets.len() {
+        match out.write(&octets[done..]) {
+            Ok(0) => {
+                return (
+                    done,
+                    Some(io::Error::new(io::ErrorKind::WriteZero, "nothing written")),
+                )
+            }
+            Ok(written) => done += written,
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+            Err(err) => return (done, Some(err)),
+        }
+    }
+    (done, None)
 }
 
 /// The socket to the reader, every read and write bounded in time: each
@@ -1119,7 +1200,7 @@ mod tests {
         let upstream: SocketAddr = "[2001:db8::1]:53".parse().unwrap();
         tap.log(Kind::ForwarderQuery, false, client, upstream, time, b"up");
         writer.finish();
-        assert_eq!((tap.written(), tap.dropped()), (3, 0));
+        assert_eq!((tap.written(), tap.dropped()), (3, [0; 3]));
 
         let bytes = std::fs::read(&path).unwrap();
         let (start, data, stop) = frames(&bytes);
@@ -1196,10 +1277,79 @@ mod tests {
         assert!(started.elapsed() < Duration::from_secs(1));
         writer.finish();
         assert_eq!(tap.written(), 0);
-        assert_eq!(tap.dropped(), 1000);
+        let [buffer, no_reader, lost] = tap.dropped();
+        assert_eq!((buffer + no_reader, lost), (1000, 0));
         // The writer gave both records back, and there are no others.
         let records = std::iter::from_fn(|| tap.free.try_recv().ok()).count();
         assert_eq!(records, 2);
+    }
+
+    /// Issue 22: a message counts as written when its frame was, not when
+    /// it entered the writer's buffer. A reader that makes the handshake
+    /// and then stops reading: the socket's buffer fills, a write times
+    /// out, and what the writer still held is lost. Once the writer has
+    /// finished, the reader reads everything the connection brought:
+    /// exactly as many whole data frames as were counted written; every
+    /// message is counted once, and those the failed write held are lost.
+    #[test]
+    fn written_counts_what_the_reader_receives_and_lost_what_it_never_can() {
+        const MESSAGES: usize = 4000;
+        let dir = tempdir::Dir::new();
+        let path = dir.path().join("tap.sock");
+        let listener = UnixListener::bind(&path).unwrap();
+        let mut config = DnstapConfig::new(DnstapOutput::Socket(path));
+        config.buffer = MESSAGES;
+        let (writer, mut parts) = DnstapWriter::start(&config, 1).unwrap();
+        let tap = Tap::new(parts.remove(0), Vec::new());
+        let (handshake_done, handshake) = mpsc::channel();
+        let (writer_done, finished) = mpsc::channel::<()>();
+        let reader = std::thread::spawn(move || {
+            let (mut reader, _) = listener.accept().unwrap();
+            reader
+                .set_read_timeout(Some(Duration::from_secs(10)))
+                .unwrap();
+            assert_eq!(read_control(&mut reader).unwrap().kind, CONTROL_READY);
+            reader
+                .write_all(&control_frame(CONTROL_ACCEPT, true))
+                .unwrap();
+            assert_eq!(read_control(&mut reader).unwrap().kind, CONTROL_START);
+            handshake_done.send(()).unwrap();
+            // Stalled until the writer has finished; then everything.
+            finished.recv().unwrap();
+            let mut bytes = Vec::new();
+            reader.read_to_end(&mut bytes).unwrap();
+            // Whole data frames (a control frame, length 0, ends them; a
+            // frame cut short by the failed write is not whole).
+            let mut whole = 0;
+            let mut at = 0;
+            while at + 4 <= bytes.len() {
+                let len = u32::from_be_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+                if len == 0 || at + 4 + len > bytes.len() {
+                    break;
+                }
+                at += 4 + len;
+                whole += 1;
+            }
+            whole
+        });
+        handshake.recv().unwrap();
+        let any: SocketAddr = "127.0.0.1:1".parse().unwrap();
+        let message = [0x5a; 1000];
+        for _ in 0..MESSAGES {
+            tap.log(Kind::AuthQuery, false, any, any, now(), &message);
+        }
+        writer.finish();
+        writer_done.send(()).unwrap();
+        let received = reader.join().unwrap();
+        let [buffer, no_reader, lost] = tap.dropped();
+        assert_eq!(
+            tap.written(),
+            received as u64,
+            "dropped {:?}",
+            tap.dropped()
+        );
+        assert_eq!(tap.written() + buffer + no_reader + lost, MESSAGES as u64);
+        assert!(lost > 0, "dropped {:?}", tap.dropped());
     }
 
     /// A reader that listens but never accepts: its backlog fills, and
@@ -1313,7 +1463,7 @@ mod tests {
             .write_all(&control_frame(CONTROL_FINISH, false))
             .unwrap();
         finishing.join().unwrap();
-        assert_eq!((tap.written(), tap.dropped()), (1, 0));
+        assert_eq!((tap.written(), tap.dropped()), (1, [0; 3]));
     }
 
     #[test]

@@ -237,12 +237,13 @@ pub struct CoreStats {
     /// The forwarder's counters (all zero and no upstreams when
     /// forwarding is off).
     pub forward: ForwardStats,
-    /// dnstap messages of this core written out by the writer (0 when
-    /// dnstap is off).
+    /// dnstap messages of this core whose frame the writer wrote out (0
+    /// when dnstap is off).
     pub dnstap_written: u64,
-    /// dnstap messages of this core dropped: its buffer was full, or the
-    /// writer could not deliver them (no reader on the socket).
-    pub dnstap_dropped: u64,
+    /// dnstap messages of this core dropped, by
+    /// [`crate::dnstap::DNSTAP_DROPPED`]: its buffer was full, the writer
+    /// had no reader, or they were lost in the writer's buffer.
+    pub dnstap_dropped: [u64; 3],
     /// The AF_XDP path's counters (all zero without `xdp.interfaces`).
     pub xdp: XdpStats,
 }
@@ -311,7 +312,9 @@ impl CoreStats {
                 total.allocations += one.allocations;
                 add_forward(&mut total.forward, &one.forward);
                 total.dnstap_written += one.dnstap_written;
-                total.dnstap_dropped += one.dnstap_dropped;
+                for (sum, count) in total.dnstap_dropped.iter_mut().zip(one.dnstap_dropped) {
+                    *sum += count;
+                }
                 total.xdp.add(&one.xdp);
                 total
             })
@@ -415,11 +418,13 @@ impl fmt::Display for CoreStats {
             self.rrl_slipped,
             self.allocations
         )?;
-        if self.dnstap_written + self.dnstap_dropped > 0 {
+        let [buffer, no_reader, lost] = self.dnstap_dropped;
+        if self.dnstap_written + buffer + no_reader + lost > 0 {
             write!(
                 f,
-                " dnstap written {} dropped {}",
-                self.dnstap_written, self.dnstap_dropped
+                " dnstap written {} dropped {} (buffer {buffer} no-reader {no_reader} lost {lost})",
+                self.dnstap_written,
+                buffer + no_reader + lost
             )?;
         }
         let xdp = &self.xdp;

@@ -320,6 +320,133 @@ pub(crate) fn interface_addresses(name: &str) -> io::Result<InterfaceAddresses> 
     Ok(found)
 }
 
+//----------- interface_features ---------------------------------------------
+
+/// The most features an interface may report: `netdev_features_t` is 64
+/// bits today; the buffers below are sized for this many names (8 KiB).
+const MAX_FEATURES: usize = 256;
+
+/// Octets of one feature name (`ETH_GSTRING_LEN`, include/uapi/linux/ethtool.h).
+const ETH_GSTRING_LEN: usize = 32;
+
+/// `SIOCETHTOOL` commands and the string set of feature names
+/// (include/uapi/linux/ethtool.h).
+const ETHTOOL_GSTRINGS: u32 = 0x1b;
+const ETHTOOL_GSSET_INFO: u32 = 0x37;
+const ETHTOOL_GFEATURES: u32 = 0x3a;
+const ETH_SS_FEATURES: u32 = 4;
+
+/// One feature of an interface, as `ethtool -k` shows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Feature {
+    /// It is on.
+    pub(crate) active: bool,
+    /// `ethtool -K` can change it (`ethtool -k` marks the others `[fixed]`).
+    pub(crate) changeable: bool,
+}
+
+/// The state of each feature of `names` (the kernel's names, as
+/// `ethtool -k` shows them with `--show-features`: `rx-vlan-hw-parse`, not
+/// `rxvlan`) on interface `name`: `None` for a name this kernel does not
+/// have. Read with `SIOCETHTOOL` (`ETHTOOL_GSSET_INFO`, `ETHTOOL_GSTRINGS`,
+/// `ETHTOOL_GFEATURES`), as `ethtool -k` does; works for every interface,
+/// since the features are the kernel's, not the driver's.
+pub(crate) fn interface_features<const N: usize>(
+    name: &str,
+    names: [&str; N],
+) -> io::Result<[Option<Feature>; N]> {
+    if name.is_empty() || name.len() >= libc::IFNAMSIZ || name.contains('\0') {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not an interface name",
+        ));
+    }
+    // SAFETY: a plain system call creating a new descriptor; the result is
+    // checked and owned below. Any socket carries SIOCETHTOOL.
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just created and is owned by nothing else.
+    let socket = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&socket);
+
+    // How many feature names there are.
+    let mut info = [0u32; 5];
+    info[0] = ETHTOOL_GSSET_INFO;
+    // The u64 `sset_mask` at octet 8, in the machine's order.
+    let mask = (1u64 << ETH_SS_FEATURES).to_ne_bytes();
+    info[2] = u32::from_ne_bytes([mask[0], mask[1], mask[2], mask[3]]);
+    info[3] = u32::from_ne_bytes([mask[4], mask[5], mask[6], mask[7]]);
+    ethtool(fd, name, &mut info)?;
+    let count = info[4] as usize;
+    if count > MAX_FEATURES {
+        return Err(io::Error::other(format!(
+            "the kernel reports {count} interface features, more than {MAX_FEATURES}"
+        )));
+    }
+
+    // Their names: 32 octets each, after a 12-octet header.
+    let mut strings = vec![0u32; 3 + MAX_FEATURES * ETH_GSTRING_LEN / 4];
+    strings[0] = ETHTOOL_GSTRINGS;
+    strings[1] = ETH_SS_FEATURES;
+    strings[2] = count as u32;
+    ethtool(fd, name, &mut strings)?;
+    let count = (strings[2] as usize).min(count);
+    let octets: Vec<u8> = strings[3..]
+        .iter()
+        .flat_map(|word| word.to_ne_bytes())
+        .collect();
+
+    // Their states: blocks of 32 features (available, requested, active,
+    // never changed), after an 8-octet header.
+    let blocks = count.div_ceil(32);
+    let mut features = vec![0u32; 2 + 4 * blocks];
+    features[0] = ETHTOOL_GFEATURES;
+    features[1] = blocks as u32;
+    ethtool(fd, name, &mut features)?;
+
+    let mut found = [None; N];
+    for (index, entry) in octets.chunks_exact(ETH_GSTRING_LEN).take(count).enumerate() {
+        let text = entry.split(|&octet| octet == 0).next().unwrap_or(entry);
+        let Some(at) = names.iter().position(|wanted| wanted.as_bytes() == text) else {
+            continue;
+        };
+        let block = &features[2 + 4 * (index / 32)..][..4];
+        let bit = 1u32 << (index % 32);
+        found[at] = Some(Feature {
+            active: block[2] & bit != 0,
+            changeable: block[0] & bit != 0,
+        });
+    }
+    Ok(found)
+}
+
+/// `SIOCETHTOOL` on interface `name` (checked: shorter than `IFNAMSIZ`,
+/// no NUL) with `command`, an ethtool command structure whose first word
+/// is its command and that is large enough for what the kernel writes
+/// back (the callers size it from the header they fill).
+fn ethtool(fd: RawFd, name: &str, command: &mut [u32]) -> io::Result<()> {
+    // SAFETY: ifreq is a C struct of a byte array and a union of integers
+    // and pointers, for which all-zero bytes are a valid value.
+    let mut request: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (slot, &octet) in request.ifr_name.iter_mut().zip(name.as_bytes()) {
+        *slot = octet as libc::c_char;
+    }
+    request.ifr_ifru.ifru_data = command.as_mut_ptr().cast();
+    // SAFETY: `request` names the interface (NUL-terminated: the name is
+    // shorter than the zeroed array) and points at `command`, which lives
+    // past the call. Each command's kernel handler writes at most what its
+    // header announces: the feature blocks asked for (GFEATURES), one
+    // count per set in the mask (GSSET_INFO), or the names of the set,
+    // whose number the caller checked against the buffer (GSTRINGS).
+    let result = unsafe { libc::ioctl(fd, libc::SIOCETHTOOL as _, ptr::from_mut(&mut request)) };
+    if result < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 //----------- CountingAllocator ----------------------------------------------
 
 thread_local! {
@@ -405,6 +532,24 @@ mod tests {
     use std::os::fd::AsRawFd;
 
     use super::*;
+
+    #[test]
+    fn interface_features_as_ethtool_shows_them() {
+        // The loopback device is "loopback: on [fixed]" everywhere.
+        let [loopback, vlan, unknown] =
+            interface_features("lo", ["loopback", "rx-vlan-hw-parse", "no-such-feature"]).unwrap();
+        assert_eq!(
+            loopback,
+            Some(Feature {
+                active: true,
+                changeable: false
+            })
+        );
+        assert!(vlan.is_some());
+        assert_eq!(unknown, None);
+        assert!(interface_features("no-such-if0", ["loopback"]).is_err());
+        assert!(interface_features("a-name-far-too-long", ["loopback"]).is_err());
+    }
 
     #[test]
     fn batch_receives_and_answers_each_peer() {

@@ -381,16 +381,26 @@ pub(crate) fn render(
         o,
         "tern_dnstap_messages_total",
         "counter",
-        "dnstap messages written to the file or socket.",
+        "dnstap messages whose frame was written to the file or socket.",
         total.dnstap_written,
     );
-    single(
+    family(
         o,
         "tern_dnstap_dropped_total",
         "counter",
-        "dnstap messages dropped: a core's buffer was full, or no reader took them.",
-        total.dnstap_dropped,
+        "dnstap messages dropped: a core's buffer was full (buffer), the writer had no reader \
+         (no_reader), or they were in its buffer when the connection failed or the stop came \
+         (lost).",
     );
+    for (reason, count) in tern_server::dnstap::DNSTAP_DROPPED
+        .iter()
+        .zip(total.dnstap_dropped)
+    {
+        let _ = writeln!(
+            o,
+            "tern_dnstap_dropped_total{{reason=\"{reason}\"}} {count}"
+        );
+    }
     render_xdp(o, &total.xdp);
     render_forward(o, &total.forward);
     render_zones(o, zones);
@@ -687,7 +697,7 @@ mod tests {
         total.forward.rtt.buckets[3] = 2; // up to 10 ms
         total.forward.rtt.sum_ms = 17;
         total.dnstap_written = 8;
-        total.dnstap_dropped = 1;
+        total.dnstap_dropped = [1, 0, 3];
         total.queries_by_transport[5] = 9; // XDP over IPv6
         total.xdp.received = 12;
         total.xdp.refused[tern_wire::frame::Refusal::Checksum.index()] = 2;
@@ -731,7 +741,9 @@ mod tests {
             "tern_zone_expired{zone=\"example.net.\"} 0",
             "tern_cores 2",
             "tern_dnstap_messages_total 8",
-            "tern_dnstap_dropped_total 1",
+            "tern_dnstap_dropped_total{reason=\"buffer\"} 1",
+            "tern_dnstap_dropped_total{reason=\"no_reader\"} 0",
+            "tern_dnstap_dropped_total{reason=\"lost\"} 3",
             "tern_queries_by_transport_total{transport=\"xdp\",family=\"ipv6\"} 9",
             "tern_xdp_received_total 12",
             "tern_xdp_dropped_total{reason=\"checksum\"} 2",

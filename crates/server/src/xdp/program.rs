@@ -19,6 +19,7 @@ use aya::programs::{Xdp, XdpMode};
 use aya::{Ebpf, EbpfLoader};
 
 use super::ring::{FRAME_SIZE, XDP_PACKET_HEADROOM};
+use crate::sys::Feature;
 use tern_wire::frame::{ETHERNET_LEN, IPV6_LEN, UDP_LEN, VLAN_LEN};
 
 /// Listen addresses per family the program matches (`MAX_ADDRESSES` in
@@ -174,6 +175,11 @@ impl Interface {
                 mtu.saturating_sub(IPV6_LEN + UDP_LEN)
             )));
         }
+        let stripping = crate::sys::interface_features(name, VLAN_STRIPPING)
+            .map_err(|err| fail(format!("cannot read its features (ethtool -k): {err}")))?;
+        if let Some(refusal) = vlan_stripping_refusal(name, stripping) {
+            return Err(fail(refusal));
+        }
         let mac = read("address")
             .ok()
             .and_then(|text| parse_mac(text.trim()))
@@ -254,6 +260,56 @@ impl Interface {
             passed,
             _program: program,
         })
+    }
+}
+
+/// The features (the kernel's names) with which a device takes the VLAN
+/// tag out of a received frame and hands it beside the frame, where the
+/// XDP program does not see it: 802.1Q and 802.1ad tags. `ethtool -k`
+/// shows them as `rx-vlan-offload` and `rx-vlan-stag-hw-parse`.
+const VLAN_STRIPPING: [&str; 2] = ["rx-vlan-hw-parse", "rx-vlan-stag-hw-parse"];
+
+/// What `ethtool -K` calls each of [`VLAN_STRIPPING`].
+const VLAN_STRIPPING_ETHTOOL: [&str; 2] = ["rxvlan", "rx-vlan-stag-hw-parse"];
+
+/// Why tern refuses interface `name` whose [`VLAN_STRIPPING`] features are
+/// `states`, if it does: with one on, a tagged query reaches the program
+/// untagged, and its answer would leave untagged, on the wrong VLAN
+/// (docs/decisions/0012-af-xdp.md). A feature this kernel does not have
+/// strips nothing.
+fn vlan_stripping_refusal(name: &str, states: [Option<Feature>; 2]) -> Option<String> {
+    let on: Vec<usize> = (0..states.len())
+        .filter(|&index| states[index].is_some_and(|feature| feature.active))
+        .collect();
+    if on.is_empty() {
+        return None;
+    }
+    let listed = on
+        .iter()
+        .map(|&index| VLAN_STRIPPING[index])
+        .collect::<Vec<_>>()
+        .join(", ");
+    let problem = format!(
+        "the device takes VLAN tags out of received frames before XDP sees them ({listed} \
+         on), so answers to tagged queries would leave untagged, on the wrong VLAN"
+    );
+    if on
+        .iter()
+        .all(|&index| states[index].is_some_and(|feature| feature.changeable))
+    {
+        let features = on
+            .iter()
+            .map(|&index| format!("{} off", VLAN_STRIPPING_ETHTOOL[index]))
+            .collect::<Vec<_>>()
+            .join(" ");
+        Some(format!(
+            "{problem}; turn it off first: ethtool -K {name} {features}"
+        ))
+    } else {
+        Some(format!(
+            "{problem}; this device cannot turn it off (ethtool -k shows it [fixed]), so tern \
+             cannot serve it with XDP"
+        ))
     }
 }
 
@@ -394,6 +450,40 @@ mod tests {
         ] {
             assert_eq!(parse_mac(bad), None, "{bad}");
         }
+    }
+
+    #[test]
+    fn an_interface_that_strips_vlan_tags_is_refused() {
+        let on = Some(Feature {
+            active: true,
+            changeable: true,
+        });
+        let off = Some(Feature {
+            active: false,
+            changeable: true,
+        });
+        let fixed_on = Some(Feature {
+            active: true,
+            changeable: false,
+        });
+        assert_eq!(vlan_stripping_refusal("eth0", [off, off]), None);
+        assert_eq!(vlan_stripping_refusal("eth0", [None, None]), None);
+        assert_eq!(vlan_stripping_refusal("eth0", [off, None]), None);
+        let refusal = vlan_stripping_refusal("eth0", [on, off]).unwrap();
+        assert!(refusal.contains("(rx-vlan-hw-parse on)"), "{refusal}");
+        assert!(refusal.ends_with("ethtool -K eth0 rxvlan off"), "{refusal}");
+        let refusal = vlan_stripping_refusal("eth0", [on, on]).unwrap();
+        assert!(
+            refusal.ends_with("ethtool -K eth0 rxvlan off rx-vlan-stag-hw-parse off"),
+            "{refusal}"
+        );
+        let refusal = vlan_stripping_refusal("eth0", [off, on]).unwrap();
+        assert!(
+            refusal.ends_with("ethtool -K eth0 rx-vlan-stag-hw-parse off"),
+            "{refusal}"
+        );
+        let refusal = vlan_stripping_refusal("eth0", [fixed_on, off]).unwrap();
+        assert!(refusal.contains("cannot turn it off"), "{refusal}");
     }
 
     #[test]

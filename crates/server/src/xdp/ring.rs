@@ -232,6 +232,24 @@ pub(crate) enum CopyMode {
     ZeroCopy,
 }
 
+/// The flags of the socket's one bind: neither `XDP_ZEROCOPY` nor
+/// `XDP_COPY`, so the kernel tries zero-copy and falls back to copy mode
+/// by itself when the driver has none (`xp_assign_dev`: "fallback to copy
+/// mode"); [`options`] then says which it chose. Forcing zero-copy and
+/// binding again with `XDP_COPY` after a refusal would take the kernel's
+/// error path of a failed bind, which on some kernels leaks a reference to
+/// the device (issue 22), and then bind a socket whose first bind failed.
+const BIND_FLAGS: u16 = libc::XDP_USE_NEED_WAKEUP;
+
+/// The mode the kernel chose at bind, from the socket's `XDP_OPTIONS`.
+fn mode_of(options: libc::xdp_options) -> CopyMode {
+    if options.flags & libc::XDP_OPTIONS_ZEROCOPY != 0 {
+        CopyMode::ZeroCopy
+    } else {
+        CopyMode::Copy
+    }
+}
+
 /// One AF_XDP socket bound to one queue of one interface, with its own UMEM.
 pub(crate) struct Xsk {
     fd: OwnedFd,
@@ -333,38 +351,30 @@ impl Xsk {
         xsk.fill.submit(RING_SIZE);
         xsk.free
             .extend((receiving..FRAMES).map(|frame| (frame * FRAME_SIZE) as u64));
-        let bind = |flags: u16| {
-            let address = libc::sockaddr_xdp {
-                sxdp_family: libc::AF_XDP as u16,
-                sxdp_flags: flags | libc::XDP_USE_NEED_WAKEUP,
-                sxdp_ifindex: interface,
-                sxdp_queue_id: queue,
-                sxdp_shared_umem_fd: 0,
-            };
-            // SAFETY: `address` is a valid sockaddr_xdp of the size given,
-            // read by the kernel during the call only.
-            let result = unsafe {
-                libc::bind(
-                    raw,
-                    ptr::from_ref(&address).cast(),
-                    size_of::<libc::sockaddr_xdp>() as libc::socklen_t,
-                )
-            };
-            if result < 0 {
-                Err(io::Error::last_os_error())
-            } else {
-                Ok(())
-            }
+        let address = libc::sockaddr_xdp {
+            sxdp_family: libc::AF_XDP as u16,
+            sxdp_flags: BIND_FLAGS,
+            sxdp_ifindex: interface,
+            sxdp_queue_id: queue,
+            sxdp_shared_umem_fd: 0,
         };
-        match bind(libc::XDP_ZEROCOPY) {
-            Ok(()) => xsk.mode = CopyMode::ZeroCopy,
-            Err(_) => bind(libc::XDP_COPY).map_err(|err| {
-                io::Error::new(
-                    err.kind(),
-                    format!("cannot bind an AF_XDP socket to queue {queue}: {err}"),
-                )
-            })?,
+        // SAFETY: `address` is a valid sockaddr_xdp of the size given,
+        // read by the kernel during the call only.
+        let result = unsafe {
+            libc::bind(
+                raw,
+                ptr::from_ref(&address).cast(),
+                size_of::<libc::sockaddr_xdp>() as libc::socklen_t,
+            )
+        };
+        if result < 0 {
+            let err = io::Error::last_os_error();
+            return Err(io::Error::new(
+                err.kind(),
+                format!("cannot bind an AF_XDP socket to queue {queue}: {err}"),
+            ));
         }
+        xsk.mode = mode_of(options(raw)?);
         Ok(xsk)
     }
 
@@ -641,6 +651,32 @@ fn set_option<T>(fd: RawFd, name: libc::c_int, value: &T) -> io::Result<()> {
     Ok(())
 }
 
+/// The socket's `XDP_OPTIONS` (Linux 5.3 or later): whether it was bound
+/// in zero-copy mode.
+fn options(fd: RawFd) -> io::Result<libc::xdp_options> {
+    let mut options = libc::xdp_options { flags: 0 };
+    let mut len = size_of::<libc::xdp_options>() as libc::socklen_t;
+    // SAFETY: `options` is writable for `len` octets, the size the kernel
+    // is told; it writes at most that much and sets `len`.
+    let result = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_XDP,
+            libc::XDP_OPTIONS,
+            ptr::from_mut(&mut options).cast(),
+            &mut len,
+        )
+    };
+    if result < 0 {
+        let err = io::Error::last_os_error();
+        return Err(io::Error::new(
+            err.kind(),
+            format!("cannot read the AF_XDP socket's options (Linux 5.3 or later): {err}"),
+        ));
+    }
+    Ok(options)
+}
+
 /// Where the rings' indices and entries are in their mappings.
 fn mmap_offsets(fd: RawFd) -> io::Result<libc::xdp_mmap_offsets> {
     let zero = libc::xdp_ring_offset {
@@ -676,4 +712,25 @@ fn mmap_offsets(fd: RawFd) -> io::Result<libc::xdp_mmap_offsets> {
         ));
     }
     Ok(offsets)
+}
+
+//=========== Tests ==========================================================
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_kernel_chooses_zero_copy_or_copy_in_one_bind() {
+        // Neither mode is forced: a driver without zero-copy costs no
+        // failed bind (issue 22), the kernel falls back by itself.
+        assert_eq!(BIND_FLAGS & (libc::XDP_ZEROCOPY | libc::XDP_COPY), 0);
+        assert_ne!(BIND_FLAGS & libc::XDP_USE_NEED_WAKEUP, 0);
+        // The mode is what the kernel reports after the bind.
+        let zero_copy = libc::xdp_options {
+            flags: libc::XDP_OPTIONS_ZEROCOPY,
+        };
+        assert_eq!(mode_of(zero_copy), CopyMode::ZeroCopy);
+        assert_eq!(mode_of(libc::xdp_options { flags: 0 }), CopyMode::Copy);
+    }
 }
