@@ -41,7 +41,7 @@ use crate::index::NameIndex;
 use crate::nsec3::{self, Chain, Link, Params};
 use crate::zone::{
     canonical_cmp, node_name_bytes, Glue, Node, RRset, Zone, FLAG_APEX, FLAG_DELEG, FLAG_NONAUTH,
-    FLAG_NSEC3_OWNER, FLAG_WILDCARD_CHILD, NO_PARENT,
+    FLAG_NSEC3_OWNER, FLAG_WILDCARD_CHILD, NO_PARENT, SMALL_ZONE_NODES,
 };
 
 /// The most records one RRset may hold: the RR count is a `u16` in the
@@ -195,6 +195,8 @@ struct Pending {
 /// a counting sort, which keeps insertion order within a node, and sorts
 /// each node's few records by type and RDATA: no sort over the whole zone.
 pub struct ZoneBuilder {
+    /// The zone's origin, lowercased.
+    origin: NameBuf,
     /// The zone being built: its names, nodes and name index grow with the
     /// owners inserted; `finish` fills in the rest.
     zone: Zone,
@@ -210,8 +212,8 @@ pub struct ZoneBuilder {
 impl ZoneBuilder {
     /// Starts a zone with the given origin.
     pub fn new(origin: Name<'_>) -> ZoneBuilder {
+        let origin = NameBuf::from_name(origin.to_lower().as_name());
         let mut zone = Zone {
-            origin: NameBuf::from_name(origin.to_lower().as_name()),
             names: Vec::new(),
             nodes: Vec::new(),
             rrsets: Vec::new(),
@@ -226,10 +228,10 @@ impl ZoneBuilder {
             nsec: Vec::new(),
             nsec3: None,
         };
-        let apex_name = zone.origin;
-        let apex = ensure_node(&mut zone, apex_name.as_name()).expect("an empty zone has room");
+        let apex = ensure_node(&mut zone, origin.as_name()).expect("an empty zone has room");
         debug_assert_eq!(apex, 0);
         ZoneBuilder {
+            origin,
             zone,
             pending: Vec::new(),
             rdata: Vec::new(),
@@ -244,6 +246,12 @@ impl ZoneBuilder {
     pub fn reserve(&mut self, records: usize, rdata: usize) {
         self.pending.reserve(records);
         self.rdata.reserve(rdata);
+        // A small zone gets no index (see `SMALL_ZONE_NODES`), and its few
+        // nodes no room to spare: what `finish` would give back is a hole
+        // in the heap for every one of 100,000 small zones.
+        if records <= SMALL_ZONE_NODES {
+            return;
+        }
         // Most zones have about one owner per record; what stays unused
         // is given back by `finish`.
         self.zone.nodes.reserve(records);
@@ -269,7 +277,7 @@ impl ZoneBuilder {
         if rtype.is_meta() {
             return Err(BuildError::MetaType { rtype });
         }
-        let origin = self.zone.origin.as_name();
+        let origin = self.origin.as_name();
         if !owner.ends_with(origin) {
             return Err(BuildError::OutOfZone {
                 owner: owner.to_string(),
@@ -426,7 +434,10 @@ impl ZoneBuilder {
         check(&mut zone)?;
         resolve_glue(&mut zone)?;
         index_nsec(&mut zone);
-        zone.nsec3 = index_nsec3(&zone)?;
+        zone.nsec3 = index_nsec3(&zone)?.map(Box::new);
+        if zone.nodes.len() <= SMALL_ZONE_NODES {
+            zone.index = NameIndex::default(); // searched without (find_node)
+        }
         zone.shrink_to_fit();
         Ok(zone)
     }
@@ -488,7 +499,7 @@ fn push_rrset<'r>(
 impl fmt::Debug for ZoneBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ZoneBuilder")
-            .field("origin", &self.zone.origin)
+            .field("origin", &self.origin)
             .field("records", &self.pending.len())
             .finish()
     }
@@ -517,7 +528,7 @@ fn ensure_node(zone: &mut Zone, name: Name<'_>) -> Result<u32, BuildError> {
         }
         missing[count] = current;
         count += 1;
-        if current.len() == zone.origin.as_bytes().len() {
+        if zone.nodes.is_empty() {
             break; // the apex itself is being created
         }
         suffix = current.parent();
@@ -534,13 +545,34 @@ fn ensure_node(zone: &mut Zone, name: Name<'_>) -> Result<u32, BuildError> {
             rrsets_start: 0,
             parent,
         });
-        let (names, nodes) = (&zone.names, &zone.nodes);
-        zone.index.insert(current.as_bytes(), id, |other| {
-            node_name_bytes(names, nodes, other)
-        });
+        if !zone.index.is_empty() {
+            let (names, nodes) = (&zone.names, &zone.nodes);
+            zone.index.insert(current.as_bytes(), id, |other| {
+                node_name_bytes(names, nodes, other)
+            });
+        } else if zone.nodes.len() > SMALL_ZONE_NODES {
+            index_nodes(zone);
+        }
         parent = id;
     }
     Ok(parent)
+}
+
+/// Builds the name index of a zone that has just outgrown
+/// [`SMALL_ZONE_NODES`]: every node so far but the owners of NSEC3
+/// records (which look-ups must not find).
+fn index_nodes(zone: &mut Zone) {
+    let (names, nodes) = (&zone.names, &zone.nodes);
+    zone.index
+        .reserve(nodes.len(), |id| node_name_bytes(names, nodes, id));
+    for (id, node) in nodes.iter().enumerate() {
+        if node.flags & FLAG_NSEC3_OWNER == 0 {
+            let name = node_name_bytes(names, nodes, id as u32);
+            zone.index.insert(name, id as u32, |other| {
+                node_name_bytes(names, nodes, other)
+            });
+        }
+    }
 }
 
 /// A node for the owner of NSEC3 records: a child of the apex that the
@@ -715,7 +747,7 @@ fn set_flags(zone: &mut Zone) {
 
 /// The zone-level checks, and the SOA facts answering needs.
 fn check(zone: &mut Zone) -> Result<(), BuildError> {
-    let origin = || zone.origin.as_name().to_string();
+    let origin = || zone.origin().to_string();
     let soa = zone
         .rrset_index(0, RType::SOA)
         .ok_or_else(|| BuildError::MissingSoa { origin: origin() })?;

@@ -72,6 +72,11 @@ impl NameIndex {
     pub(crate) fn len(&self) -> usize {
         self.table.len()
     }
+
+    /// Whether there are none.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.table.is_empty()
+    }
 }
 
 impl core::fmt::Debug for NameIndex {

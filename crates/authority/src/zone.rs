@@ -32,6 +32,12 @@ use crate::nsec3::Chain;
 /// The parent id of the apex.
 pub(crate) const NO_PARENT: u32 = u32::MAX;
 
+/// The most names a zone may have and still be searched without an index
+/// (see [`Zone::find_node`]): comparing eight short names costs about what
+/// hashing one does, and the index would cost a small zone 112 bytes, a
+/// seventh of what a hosting provider's typical zone takes.
+pub(crate) const SMALL_ZONE_NODES: usize = 8;
+
 //----------- Flags ----------------------------------------------------------
 
 /// The zone apex.
@@ -98,12 +104,14 @@ pub(crate) struct Glue {
 /// mutability); look-ups allocate nothing.
 #[derive(Clone)]
 pub struct Zone {
-    pub(crate) origin: NameBuf,
+    /// Every node's name, lowercased; the apex (node 0, the origin) first.
     pub(crate) names: Vec<u8>,
     pub(crate) nodes: Vec<Node>,
     pub(crate) rrsets: Vec<RRset>,
     pub(crate) rdata: Vec<u8>,
     pub(crate) glue: Vec<Glue>,
+    /// Names to node ids. Empty in a zone of at most
+    /// [`SMALL_ZONE_NODES`] names, which are compared in turn instead.
     pub(crate) index: NameIndex,
     /// The apex SOA RRset.
     pub(crate) soa: u32,
@@ -122,14 +130,16 @@ pub struct Zone {
     /// The nodes that own an NSEC RRset, in canonical order (RFC 4034
     /// section 6.1), for the covering NSEC of a name.
     pub(crate) nsec: Vec<u32>,
-    /// The NSEC3 chain, if the apex has an NSEC3PARAM record.
-    pub(crate) nsec3: Option<Chain>,
+    /// The NSEC3 chain, if the apex has an NSEC3PARAM record (boxed: most
+    /// zones have none, and each zone's own size counts when there are a
+    /// million of them).
+    pub(crate) nsec3: Option<Box<Chain>>,
 }
 
 impl Zone {
-    /// The zone's origin, lowercased.
+    /// The zone's origin, lowercased: the apex node's name.
     pub fn origin(&self) -> Name<'_> {
-        self.origin.as_name()
+        self.node_name(0)
     }
 
     /// The number of names, empty non-terminals included.
@@ -269,16 +279,25 @@ impl Zone {
     pub(crate) fn node_name(&self, node: u32) -> Name<'_> {
         let node = &self.nodes[node as usize];
         let start = node.name_start as usize;
-        Name::from_wire(&self.names[start..start + usize::from(node.name_len)])
-            .expect("node names are validated when the zone is built")
+        // Validated when the zone was built; the arena never changes.
+        Name::from_validated(&self.names[start..start + usize::from(node.name_len)])
     }
 
     pub(crate) fn node(&self, node: u32) -> &Node {
         &self.nodes[node as usize]
     }
 
-    /// The node named exactly `lower` (lowercased wire bytes).
+    /// The node named exactly `lower` (lowercased wire bytes). Bound: one
+    /// hash look-up, or in a small zone at most [`SMALL_ZONE_NODES`]
+    /// comparisons.
     pub(crate) fn find_node(&self, lower: &[u8]) -> Option<u32> {
+        if self.index.is_empty() {
+            // Names of NSEC3 records are not in the tree (as not indexed).
+            return (0..self.nodes.len() as u32).find(|&id| {
+                self.nodes[id as usize].flags & FLAG_NSEC3_OWNER == 0
+                    && self.node_name_bytes(id) == lower
+            });
+        }
         self.index.find(lower, |id| self.node_name_bytes(id))
     }
 
@@ -301,7 +320,7 @@ impl Zone {
             if let Some(node) = self.find_node(suffix.as_bytes()) {
                 return Some((node, exact));
             }
-            if suffix.len() <= self.origin.as_bytes().len() {
+            if suffix.len() <= self.origin().len() {
                 // The apex always exists; only a name outside could get here.
                 return None;
             }
@@ -431,7 +450,7 @@ pub(crate) fn node_name_bytes<'n>(names: &'n [u8], nodes: &[Node], node: u32) ->
 impl core::fmt::Debug for Zone {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Zone")
-            .field("origin", &self.origin)
+            .field("origin", &self.origin())
             .field("nodes", &self.nodes.len())
             .field("rrsets", &self.rrsets.len())
             .field("records", &self.record_count)

@@ -149,7 +149,6 @@ pub(crate) struct Reloader {
     overrides: Overrides,
     running: Config,
     served: Arc<Served>,
-    stamps: zones::Stamps,
 }
 
 /// A [`Reloader`] shared by the signal and control threads.
@@ -163,13 +162,11 @@ impl Reloader {
         overrides: Overrides,
         running: Config,
         served: Arc<Served>,
-        stamps: zones::Stamps,
     ) -> SharedReloader {
         Arc::new(Mutex::new(Reloader {
             overrides,
             running,
             served,
-            stamps,
         }))
     }
 
@@ -197,7 +194,7 @@ impl Reloader {
         }
         let loaded = match &only {
             // One zone: its file is found without reading the others.
-            Some(origin) => zones::load_one(&next, origin, self.stamps.contains_key(origin))
+            Some(origin) => zones::load_one(&next, origin, self.served.is_primary(origin))
                 .map_err(|err| {
                     let err = format!("{err:#}");
                     if err.ends_with("is not a zone loaded from a file") {
@@ -206,7 +203,7 @@ impl Reloader {
                         format!("reload aborted, the zones are unchanged: {err}")
                     }
                 })?,
-            None => zones::load_all(&next, Some(&self.stamps))
+            None => zones::load_all(&next, Some(&*self.served))
                 .map_err(|err| format!("reload aborted, the zones are unchanged: {err:#}"))?,
         };
         for line in &loaded.warnings {
@@ -218,16 +215,8 @@ impl Reloader {
         for origin in &loaded.kept {
             log::warn!("zone {origin} failed to load; its previous version keeps serving");
         }
-        let mut zones = Vec::with_capacity(loaded.zones.len());
-        for (zone, stamp) in loaded.zones {
-            self.stamps.insert(zone.origin().as_bytes().into(), stamp);
-            zones.push(zone);
-        }
-        for origin in &loaded.removed {
-            self.stamps.remove(origin);
-        }
-        let rebuilt = zones.len();
-        let serving = self.stamps.len();
+        let rebuilt = loaded.zones.len();
+        let serving = self.served.update_primaries(loaded.zones, &loaded.removed);
         let summary = format!(
             "reloaded: {serving} zone(s) serving, {rebuilt} rebuilt, {} unchanged; {} failed to \
              load, {} of them kept their previous version",
@@ -235,7 +224,6 @@ impl Reloader {
             loaded.failed,
             loaded.kept.len()
         );
-        self.served.update_primaries(zones, &loaded.removed);
         log::info!("{summary}");
         Ok(summary)
     }

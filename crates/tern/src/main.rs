@@ -45,6 +45,7 @@ mod metrics;
 mod privileges;
 mod secondary;
 mod service;
+mod work;
 mod zones;
 
 use config::{Config, Overrides};
@@ -326,17 +327,11 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     );
     let saved_zones = plan.served.clone();
     let zone_count = loaded.zones.len() + saved_zones.len();
-    let (primaries, stamps): (Vec<_>, zones::Stamps) = loaded
-        .zones
-        .into_iter()
-        .map(|(zone, stamp)| {
-            let origin: zones::Origin = zone.origin().as_bytes().into();
-            (zone, (origin, stamp))
-        })
-        .unzip();
+    let primaries = loaded.zones;
     let catalog = Arc::new(tern_authority::Catalog::new(
         primaries
             .iter()
+            .map(|(zone, _)| zone)
             .chain(&saved_zones)
             .cloned()
             .collect::<Vec<_>>(),
@@ -426,7 +421,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
 
     // Without its control socket the server still serves; `tern stats`
     // then cannot reach it, which the error says.
-    let reloader = Reloader::new(overrides, config.clone(), Arc::clone(&served), stamps);
+    let reloader = Reloader::new(overrides, config.clone(), Arc::clone(&served));
     let control = Control {
         handle: handle.clone(),
         served: Arc::clone(&served),

@@ -5,7 +5,6 @@
 //! section 1.1): this module is the one place that converts parsed records
 //! into a `ZoneBuilder`.
 
-use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -31,7 +30,8 @@ pub(crate) struct Loaded {
     /// Zones built by this load (new ones, and those whose files changed),
     /// each with what it was loaded from.
     pub(crate) zones: Vec<(Arc<Zone>, Stamp)>,
-    /// Zones loaded before that the configuration no longer names.
+    /// Zones loaded before that the configuration no longer names (a
+    /// load with previous zones only).
     pub(crate) removed: Vec<Origin>,
     /// Located errors; each rejected its zone.
     pub(crate) errors: Vec<String>,
@@ -52,15 +52,17 @@ pub(crate) struct Loaded {
 /// with its size, modification time and identity (device and inode: a
 /// file renamed over it differs even within the clock's granularity) taken
 /// just before it was read. A reload rebuilds a zone only when one of them
-/// differs (or is gone).
+/// differs (or is gone). The zone file's is kept inline: most zones
+/// include nothing, and a stamp is kept for every zone.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Stamp(Box<[(Box<Path>, Option<FileStamp>)]>);
+pub(crate) struct Stamp {
+    path: Box<Path>,
+    file: Option<FileStamp>,
+    includes: Box<[(Box<Path>, Option<FileStamp>)]>,
+}
 
 /// Size, modification time, device and inode.
 type FileStamp = (u64, SystemTime, u64, u64);
-
-/// Stamps by lowercased wire origin.
-pub(crate) type Stamps = HashMap<Origin, Stamp>;
 
 /// A zone's lowercased wire origin.
 pub(crate) type Origin = Box<[u8]>;
@@ -73,9 +75,179 @@ fn file_stamp(path: &Path) -> Option<FileStamp> {
 
 impl Stamp {
     /// Whether the zone is still `path` and none of its files changed.
-    fn unchanged(&self, path: &Path) -> bool {
-        self.0.first().is_some_and(|(first, _)| &**first == path)
-            && self.0.iter().all(|(file, seen)| file_stamp(file) == *seen)
+    /// Bound: a `stat` per file.
+    pub(crate) fn unchanged(&self, path: &Path) -> bool {
+        &*self.path == path
+            && file_stamp(path) == self.file
+            && self
+                .includes
+                .iter()
+                .all(|(file, seen)| file_stamp(file) == *seen)
+    }
+}
+
+/// What a reload asks of the zones served now.
+pub(crate) trait Previous {
+    /// Whether a zone of this origin (lowercased wire form) was loaded
+    /// from `path` and none of its files changed since; `None` if no zone
+    /// of this origin was loaded from a file.
+    fn unchanged(&self, origin: &[u8], path: &Path) -> Option<bool>;
+
+    /// The origins of the zones loaded from files that `configured` does
+    /// not name.
+    fn not_configured(&self, configured: &dyn Fn(&[u8]) -> bool) -> Vec<Origin>;
+}
+
+//----------- Listing --------------------------------------------------------
+
+/// Byte strings kept in one buffer: the names of 100,000 zone files or
+/// their origins are two allocations, not 100,000 (a reload then leaves no
+/// holes of them in the heap).
+#[derive(Default)]
+struct Strings {
+    bytes: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+impl Strings {
+    fn push(&mut self, string: &[u8]) {
+        self.bytes.extend_from_slice(string);
+        self.ends.push(self.bytes.len());
+    }
+
+    fn get(&self, index: usize) -> &[u8] {
+        let start = index.checked_sub(1).map_or(0, |before| self.ends[before]);
+        &self.bytes[start..self.ends[index]]
+    }
+}
+
+/// [`Strings`] of text.
+#[derive(Default)]
+struct Texts {
+    text: String,
+    ends: Vec<usize>,
+}
+
+impl Texts {
+    fn push(&mut self, string: &str) {
+        self.text.push_str(string);
+        self.ends.push(self.text.len());
+    }
+
+    fn get(&self, index: usize) -> &str {
+        let start = index.checked_sub(1).map_or(0, |before| self.ends[before]);
+        // Both ends are where a whole `str` was pushed: char boundaries.
+        self.text.get(start..self.ends[index]).unwrap_or_default()
+    }
+
+    fn len(&self) -> usize {
+        self.ends.len()
+    }
+}
+
+/// The zone files a configuration names, in the order they are loaded:
+/// every `NAME.zone` in the zone directory in name order, then the listed
+/// ones. Reading the directory keeps only the names.
+struct Listing<'c> {
+    dir: Option<&'c Path>,
+    /// The directory's zone names (file names without `.zone`) ...
+    stems: Texts,
+    /// ... in name order.
+    order: Vec<usize>,
+    listed: &'c [(String, PathBuf)],
+}
+
+impl<'c> Listing<'c> {
+    fn read(config: &'c Config) -> anyhow::Result<Self> {
+        let mut stems = Texts::default();
+        if let Some(dir) = &config.zones_dir {
+            let entries = std::fs::read_dir(dir)
+                .with_context(|| format!("reading zone directory {}", dir.display()))?;
+            for entry in entries {
+                let entry = entry?;
+                let file_name = entry.file_name();
+                let Some(stem) = file_name.to_str().and_then(|f| f.strip_suffix(ZONE_SUFFIX))
+                else {
+                    continue;
+                };
+                if stem.is_empty() {
+                    continue;
+                }
+                // The directory entry's type, without a stat per file; a
+                // symbolic link is followed.
+                let is_file = match entry.file_type() {
+                    Ok(kind) if kind.is_symlink() => entry.path().is_file(),
+                    Ok(kind) => kind.is_file(),
+                    Err(_) => false,
+                };
+                if is_file {
+                    stems.push(stem);
+                }
+                crate::work::visit(1);
+            }
+        }
+        let mut order: Vec<usize> = (0..stems.len()).collect();
+        order.sort_unstable_by(|&a, &b| {
+            crate::work::visit(1);
+            stems.get(a).cmp(stems.get(b))
+        });
+        Ok(Listing {
+            dir: config.zones_dir.as_deref(),
+            stems,
+            order,
+            listed: &config.zone_files,
+        })
+    }
+
+    fn len(&self) -> usize {
+        self.order.len() + self.listed.len()
+    }
+
+    /// The origin as written (the file name, or the list's) of entry `i`.
+    fn text(&self, i: usize) -> &str {
+        match self.order.get(i) {
+            Some(&stem) => self.stems.get(stem),
+            None => &self.listed[i - self.order.len()].0,
+        }
+    }
+
+    /// The file of entry `i`.
+    fn path(&self, i: usize) -> PathBuf {
+        match (self.order.get(i), self.dir) {
+            (Some(_), Some(dir)) => dir.join(format!("{}{ZONE_SUFFIX}", self.text(i))),
+            _ => self.listed[i - self.order.len()].1.clone(),
+        }
+    }
+
+    /// Each entry's lowercased wire origin (empty where the name does not
+    /// parse); the entries that name an origin already named by an earlier
+    /// one, with that one: `first[i]` is `i` for an entry that is loaded;
+    /// and the entries with an origin, sorted by it: `(origins, first,
+    /// sorted)`.
+    fn origins(&self) -> (Strings, Vec<usize>, Vec<usize>) {
+        let mut origins = Strings::default();
+        for i in 0..self.len() {
+            crate::work::visit(1);
+            match parse_origin(self.text(i)) {
+                Ok(name) => origins.push(&name.as_name().as_bytes().to_ascii_lowercase()),
+                Err(_) => origins.push(&[]),
+            }
+        }
+        let mut sorted: Vec<usize> = (0..self.len())
+            .filter(|&i| !origins.get(i).is_empty())
+            .collect();
+        sorted.sort_unstable_by(|&a, &b| {
+            crate::work::visit(1);
+            origins.get(a).cmp(origins.get(b)).then(a.cmp(&b))
+        });
+        let mut first: Vec<usize> = (0..self.len()).collect();
+        for pair in sorted.windows(2) {
+            crate::work::visit(1);
+            if origins.get(pair[0]) == origins.get(pair[1]) {
+                first[pair[1]] = first[pair[0]];
+            }
+        }
+        (origins, first, sorted)
     }
 }
 
@@ -96,10 +268,6 @@ impl<'c> ZoneFiles<'c> {
     /// directory (tried by name first, read whole only if that fails, as
     /// for a file name in another case), else in the list.
     pub(crate) fn find(&self, origin: &[u8]) -> anyhow::Result<Option<(String, PathBuf)>> {
-        let matches = |text: &str| {
-            parse_origin(text)
-                .is_ok_and(|name| name.as_name().as_bytes().eq_ignore_ascii_case(origin))
-        };
         if let Some(dir) = &self.config.zones_dir {
             let text = origin_text(origin);
             let bare = text.strip_suffix('.').unwrap_or(&text);
@@ -109,100 +277,65 @@ impl<'c> ZoneFiles<'c> {
                     return Ok(Some((stem.to_string(), path)));
                 }
             }
-            // Another spelling (case) of the name: the whole directory.
-            let listed = configured_zones(&Config {
-                zone_files: Vec::new(),
-                ..self.config.clone()
-            })?;
-            if let Some(found) = listed.into_iter().find(|(text, _)| matches(text)) {
-                return Ok(Some(found));
-            }
         }
-        Ok(self
-            .config
-            .zone_files
-            .iter()
-            .find(|(text, _)| matches(text))
-            .cloned())
+        // Another spelling (case) of the name, or a listed zone.
+        let listing = Listing::read(self.config)?;
+        let found = (0..listing.len()).find(|&i| {
+            parse_origin(listing.text(i))
+                .is_ok_and(|name| name.as_name().as_bytes().eq_ignore_ascii_case(origin))
+        });
+        Ok(found.map(|i| (listing.text(i).to_string(), listing.path(i))))
     }
 }
 
-/// The zones a configuration names: every `NAME.zone` in the zone
-/// directory (in name order) and the listed ones.
-pub(crate) fn configured_zones(config: &Config) -> anyhow::Result<Vec<(String, PathBuf)>> {
-    let mut zones = Vec::new();
-    if let Some(dir) = &config.zones_dir {
-        let entries = std::fs::read_dir(dir)
-            .with_context(|| format!("reading zone directory {}", dir.display()))?;
-        for entry in entries {
-            let entry = entry?;
-            let file_name = entry.file_name();
-            let Some(file_name) = file_name.to_str() else {
-                continue;
-            };
-            let Some(origin) = file_name.strip_suffix(ZONE_SUFFIX) else {
-                continue;
-            };
-            if origin.is_empty() {
-                continue;
-            }
-            // The directory entry's type, without a stat per file; a
-            // symbolic link is followed.
-            let is_file = match entry.file_type() {
-                Ok(kind) if kind.is_symlink() => entry.path().is_file(),
-                Ok(kind) => kind.is_file(),
-                Err(_) => false,
-            };
-            if is_file {
-                zones.push((origin.to_string(), entry.path()));
-            }
-        }
-        zones.sort();
-    }
-    zones.extend(config.zone_files.iter().cloned());
-    Ok(zones)
-}
-
-/// Loads the configured zones. With `previous` (what the zones served now
-/// were loaded from), a zone whose files did not change is not read again
-/// (its version serves on), a zone that fails keeps its previous version,
-/// and previous zones the configuration no longer names are listed as
-/// removed; without, every zone is loaded. A zone named twice (in the
-/// directory and the list) is loaded once, from the first. Bound: one
-/// `stat` per unchanged zone; only changed zones are read.
-pub(crate) fn load_all(config: &Config, previous: Option<&Stamps>) -> anyhow::Result<Loaded> {
+/// Loads the configured zones. With `previous` (the zones served now), a
+/// zone whose files did not change is not read again (its version serves
+/// on), a zone that fails keeps its previous version, and the zones the
+/// configuration no longer names are listed in [`Loaded::removed`];
+/// without, every zone is loaded. A zone named twice (in the directory and
+/// the list) is loaded once, from the first. Bound: one `stat` per
+/// unchanged zone, and a handful of allocations whatever the number of
+/// zones; only changed zones are read.
+pub(crate) fn load_all(config: &Config, previous: Option<&dyn Previous>) -> anyhow::Result<Loaded> {
+    let listing = Listing::read(config)?;
+    let (origins, first, sorted) = listing.origins();
     let mut loaded = Loaded::default();
-    let mut seen: HashMap<Origin, PathBuf> = HashMap::new();
-    for (origin, path) in configured_zones(config)? {
-        let Ok(name) = parse_origin(&origin) else {
-            load_into(&mut loaded, &origin, &path);
+    for (i, &first_i) in first.iter().enumerate() {
+        crate::work::visit(1);
+        let text = listing.text(i);
+        let path = listing.path(i);
+        let origin = origins.get(i);
+        if origin.is_empty() {
+            load_into(&mut loaded, text, &path); // reports the bad name
             continue;
-        };
-        let key: Origin = name.as_name().as_bytes().to_ascii_lowercase().into();
-        if let Some(first) = seen.get(&key) {
+        }
+        if first_i != i {
             loaded.warnings.push(format!(
-                "{}: warning: zone {origin} is also loaded from {}; this file is ignored",
+                "{}: warning: zone {text} is also loaded from {}; this file is ignored",
                 path.display(),
-                first.display()
+                listing.path(first_i).display()
             ));
             continue;
         }
-        let stamp = previous.and_then(|previous| previous.get(&key));
-        seen.insert(key, path.clone());
-        if stamp.is_some_and(|stamp| stamp.unchanged(&path)) {
+        let unchanged = previous.and_then(|previous| previous.unchanged(origin, &path));
+        if unchanged == Some(true) {
             loaded.unchanged += 1;
             continue;
         }
-        if !load_into(&mut loaded, &origin, &path) && stamp.is_some() {
-            loaded.kept.push(origin);
+        if !load_into(&mut loaded, text, &path) && unchanged.is_some() {
+            loaded.kept.push(text.to_string());
         }
     }
     if let Some(previous) = previous {
-        loaded.removed = previous
-            .keys()
-            .filter(|origin| !seen.contains_key(*origin))
-            .cloned()
-            .collect();
+        let configured = |origin: &[u8]| {
+            sorted
+                .binary_search_by(|&i| {
+                    crate::work::visit(1);
+                    origins.get(i).cmp(origin)
+                })
+                .is_ok()
+        };
+        loaded.removed = previous.not_configured(&configured);
     }
     Ok(loaded)
 }
@@ -312,8 +445,9 @@ fn load_zone_with(
 ) -> Result<(Zone, Stamp), Vec<String>> {
     let origin =
         parse_origin(origin_text).map_err(|err| vec![format!("{}: {err}", path.display())])?;
+    let file = file_stamp(path);
     let mut includes = StampingInclude {
-        stamps: vec![(path.to_path_buf().into_boxed_path(), file_stamp(path))],
+        stamps: Vec::new(),
         read,
     };
     let data = std::fs::read(path)
@@ -376,7 +510,11 @@ fn load_zone_with(
     }
     drop(records);
     drop(data);
-    let stamp = Stamp(includes.stamps.into_boxed_slice());
+    let stamp = Stamp {
+        path: path.into(),
+        file,
+        includes: includes.stamps.into_boxed_slice(),
+    };
     builder
         .finish()
         .map(|zone| (zone, stamp))
@@ -433,7 +571,7 @@ mod tests {
             load_zone_with("example.", &zone_file, &mut warnings, &mut EditAfterRead).unwrap();
         // The version loaded is the one read, before the edit ...
         assert_eq!(zone.record_count(), 3);
-        assert_eq!(stamp.0.len(), 2, "the zone file and its include");
+        assert_eq!(stamp.includes.len(), 1, "the include");
         // ... so the next reload must see the edit and rebuild the zone.
         assert!(
             !stamp.unchanged(&zone_file),

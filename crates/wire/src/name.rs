@@ -88,6 +88,16 @@ impl<'a> Name<'a> {
         Name(bytes)
     }
 
+    /// Wraps bytes that were checked with [`Name::from_wire`] when they were
+    /// stored and have not changed since (a zone's arena of names, built
+    /// once and then only read): looking a name up again then costs no
+    /// second check. Checked again in debug builds only. Bytes that are not
+    /// a valid name give wrong answers from the methods (never unsafety).
+    pub fn from_validated(bytes: &'a [u8]) -> Self {
+        debug_assert!(Name::from_wire(bytes).is_ok(), "not a validated name");
+        Name(bytes)
+    }
+
     /// The wire bytes, root label included.
     pub const fn as_bytes(self) -> &'a [u8] {
         self.0
