@@ -39,11 +39,10 @@
 //! NSID is never asked for nor passed on. Cached entries hold no OPT: the
 //! option is written per client.
 
-use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
-use hashbrown::HashTable;
+use hashbrown::{HashMap, HashTable};
 use rand::RngCore;
 
 use tern_wire::name::{LowerNameBuf, Name};
@@ -585,6 +584,11 @@ pub struct Forwarder {
     /// Hashes `by_key`'s keys: foldhash under a per-process random key,
     /// as the caches (the table is bounded by `max-in-flight`).
     hasher: KeyedHash,
+    /// A transmit -> the slot of its question. Made for twice the
+    /// transmits that can be open (up to [`RESERVED_TRANSMITS`]).
+    /// hashbrown's foldhash, seeded at random per table: the keys are our
+    /// socket numbers and IDs; an answer chooses only the ID it carries,
+    /// and only from the upstream's address and port.
     by_wire: HashMap<Transmit, u32>,
     rtt: Vec<u64>,
     /// The next socket number.
