@@ -268,6 +268,7 @@ async fn serve(start: CoreStart) -> io::Result<()> {
         ));
         crate::forward::ForwardIo::new(forward, udp.iter().map(Rc::clone).collect())
     });
+    let forward = forward.transpose()?;
     let core = Rc::new(Core {
         id,
         worker: RefCell::new(worker),

@@ -9,26 +9,41 @@
 //! the forwarder releases it (answered, abandoned or timed out), so an
 //! off-path forger cannot learn a port before the query leaves
 //! (docs/security.md). Nothing is shared between cores. Sends are
-//! synchronous (`MSG_DONTWAIT` through std's non-blocking socket), so the
-//! UDP loop starts a forward without awaiting; each open socket has a
-//! receive task that waits for readiness, drains the socket and feeds
-//! every datagram to the forwarder, until its release; a tick task runs
-//! the timeouts. TC=1 from an upstream: the query is repeated
-//! over TCP in a task of its own. Answers for waiting UDP clients are
-//! sent from the listening socket the query arrived on; answers for TCP
-//! clients join their connection's queue (`crate::tcp::Connections`).
+//! synchronous (`MSG_DONTWAIT`), so the UDP loop starts a forward
+//! without awaiting. The open sockets of a core are members of one epoll
+//! set (level-triggered), whose descriptor the reactor watches: one
+//! receive task waits until any member is readable, drains the readable
+//! ones and feeds every datagram to the forwarder. A tick task runs the
+//! timeouts. TC=1 from an upstream: the query is repeated over TCP in a
+//! task of its own. Answers for waiting UDP clients are sent at once from
+//! the listening socket the query arrived on (in a task of their own only
+//! if its buffer is full); answers for TCP clients join their
+//! connection's queue (`crate::tcp::Connections`).
 //!
 //! ```text
-//!  UDP loop ── Forward ──► worker.forward() ──► Transmit ──► open a socket, send(), spawn its receive task
-//!  receive task: readable().await → recv() until empty → on_response() → Answer → send_to(client)
-//!                ends on Release (the socket closes)
+//!  UDP loop ── Forward ──► worker.forward() ──► Transmit ──► open a socket, add it to the set, send()
+//!  receive task: set readable().await → each readable socket: recv() until empty
+//!                → on_response() → Answer → sendto(client) │ Release → close the socket
 //!  tick task:    sleep(TICK) → on_timeout() → Transmit (retry) | Answer (stale, SERVFAIL)
 //! ```
+//!
+//! Memory (issue 22): a forwarded miss allocates nothing on the core
+//! once the core has seen as many questions in flight as it will. The
+//! sockets' table and the map from the forwarder's socket numbers are
+//! made at start for up to [`RESERVED_SOCKETS`] open sockets; the set
+//! needs no reactor object per socket (monoio allocates one for each
+//! socket it wraps); one receive buffer serves every socket; the lists of
+//! actions are lent and given back ([`Actions`]); and the bytes of every
+//! action go back to the forwarder once sent (`Forwarder::recycle`).
+//! What still allocates: an answer whose listening socket's buffer is
+//! full (it waits in a task), and TCP (the attempt's task and buffers,
+//! and answers queued on a client's connection).
 
-use std::cell::RefCell;
+use std::cell::{RefCell, RefMut};
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket as StdUdpSocket};
-use std::ops::RangeInclusive;
+use std::ops::{Deref, DerefMut, RangeInclusive};
+use std::os::fd::AsRawFd;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -36,11 +51,11 @@ use hashbrown::HashMap;
 use monoio::io::{AsyncReadRentExt, AsyncWriteRentExt};
 use monoio::net::udp::UdpSocket;
 use monoio::net::TcpStream;
-use tern_cache::forward::{Action, Client, ForwardConfig, TcpToken};
+use tern_cache::forward::{Action, Client, ForwardConfig, Policy, TcpToken};
 
 use crate::cores::Core;
 use crate::dnstap::{self, Kind};
-use crate::signal::Notify;
+use crate::sys::{self, Epoll};
 use crate::tcp::Connections;
 
 /// How often the tick task checks the timeouts: a tenth of the default
@@ -51,8 +66,20 @@ const TICK: Duration = Duration::from_millis(20);
 const MAX_UPSTREAM_DATAGRAM: usize = 65535;
 
 /// Datagrams drained from one upstream socket before the receive task
-/// lets the core's other tasks run.
+/// turns to the next (a socket left readable is reported again).
 const RECEIVE_BURST: usize = 64;
+
+/// Readable upstream sockets taken from the set per wait.
+const READY_BATCH: usize = 64;
+
+/// Open upstream sockets the core's table is made for at start (fewer if
+/// the forwarder can never have so many: `max-in-flight` times the
+/// upstreams of a race). Past it, the table grows once to the most open
+/// at once.
+const RESERVED_SOCKETS: usize = 1024;
+
+/// Actions a lent list holds before it grows (once).
+const RESERVED_ACTIONS: usize = 64;
 
 /// Random source ports tried for a new upstream socket before the kernel
 /// is left to pick one (also at random): a port can be in use.
@@ -66,18 +93,32 @@ const DEFAULT_PORTS: RangeInclusive<u16> = 32768..=60999;
 
 /// An open upstream socket: one UDP transmit's.
 struct OpenSocket {
-    /// Connected and non-blocking.
+    /// Connected and non-blocking; a member of the core's set.
     socket: StdUdpSocket,
-    /// Fired when the forwarder releases the socket: its task ends.
-    released: Notify,
+    /// The forwarder's upstream index and socket number.
+    upstream: usize,
+    number: usize,
     /// Its local and the upstream's address, for dnstap (when on).
     addresses: Option<(SocketAddr, SocketAddr)>,
 }
 
+/// The open upstream sockets of a core: a table whose index is the
+/// socket's token in the set, and the forwarder's numbers for them.
+struct Sockets {
+    table: Vec<Option<OpenSocket>>,
+    /// Free indices of `table`.
+    free: Vec<u32>,
+    /// (upstream, socket number) -> index.
+    by_number: HashMap<(usize, usize), u32>,
+}
+
 /// One core's forwarding sockets.
 pub(crate) struct ForwardIo {
-    /// The open upstream sockets, by (upstream, socket number).
-    open: RefCell<HashMap<(usize, usize), Rc<OpenSocket>>>,
+    sockets: RefCell<Sockets>,
+    /// The open sockets as one descriptor.
+    set: RefCell<Epoll>,
+    /// The set's descriptor, as the reactor waits for it.
+    readiness: monoio::net::unix::UnixDatagram,
     upstreams: Vec<SocketAddr>,
     timeout: Duration,
     /// The source ports drawn from.
@@ -86,30 +127,154 @@ pub(crate) struct ForwardIo {
     listeners: Vec<Rc<UdpSocket>>,
     /// The open TCP connections, where answers for TCP clients go.
     pub(crate) connections: RefCell<Connections>,
-    /// Where every receive task of the core reads a datagram: borrowed
-    /// only between a `recv` and the forwarder's `on_response`, never
-    /// across an await, so one buffer serves all the open sockets.
+    /// Where the receive task reads a datagram: borrowed only between a
+    /// `recv` and the forwarder's `on_response`, never across an await,
+    /// so one buffer serves all the open sockets.
     receive_buffer: RefCell<Box<[u8]>>,
+    /// The list [`actions`] lends.
+    actions: RefCell<Vec<Action>>,
 }
 
 impl ForwardIo {
     /// The forwarding state of a core: no socket is open until a query
-    /// leaves.
-    pub(crate) fn new(config: &ForwardConfig, listeners: Vec<Rc<UdpSocket>>) -> ForwardIo {
-        ForwardIo {
-            open: RefCell::new(HashMap::new()),
+    /// leaves. Fails if the system refuses the epoll set.
+    pub(crate) fn new(
+        config: &ForwardConfig,
+        listeners: Vec<Rc<UdpSocket>>,
+    ) -> io::Result<ForwardIo> {
+        let per_question = if config.policy == Policy::Race {
+            config.race.min(config.upstreams.len()).max(1)
+        } else {
+            1
+        };
+        let sockets = config
+            .max_in_flight
+            .saturating_mul(per_question)
+            .min(RESERVED_SOCKETS);
+        let set = Epoll::new(READY_BATCH)?;
+        let readiness = set.readiness()?;
+        Ok(ForwardIo {
+            sockets: RefCell::new(Sockets {
+                table: Vec::with_capacity(sockets),
+                free: Vec::with_capacity(sockets),
+                by_number: HashMap::with_capacity(sockets.saturating_mul(2)),
+            }),
+            set: RefCell::new(set),
+            readiness,
             upstreams: config.upstreams.clone(),
             timeout: config.timeout,
             ports: local_port_range(),
             listeners,
             connections: RefCell::new(Connections::default()),
             receive_buffer: RefCell::new(vec![0; MAX_UPSTREAM_DATAGRAM].into_boxed_slice()),
-        }
+            actions: RefCell::new(Vec::with_capacity(RESERVED_ACTIONS)),
+        })
     }
 
     /// Upstream sockets open now.
     pub(crate) fn open_sockets(&self) -> usize {
-        self.open.borrow().len()
+        self.sockets.borrow().by_number.len()
+    }
+
+    /// Adds `socket` to the table and the set as the forwarder's socket
+    /// `number` of `upstream`, then sends `bytes` on it (after: an answer
+    /// that comes at once is seen); returns whether they were sent. If
+    /// the set refuses it, the socket closes unused: the forwarder's
+    /// timeout retries.
+    fn open(
+        &self,
+        socket: StdUdpSocket,
+        upstream: usize,
+        number: usize,
+        addresses: Option<(SocketAddr, SocketAddr)>,
+        bytes: &[u8],
+    ) -> Option<bool> {
+        let mut sockets = self.sockets.borrow_mut();
+        let index = match sockets.free.pop() {
+            Some(index) => index,
+            None => {
+                sockets.table.push(None);
+                u32::try_from(sockets.table.len() - 1).ok()?
+            }
+        };
+        if self.set.borrow().add(&socket, u64::from(index)).is_err() {
+            sockets.free.push(index);
+            return None;
+        }
+        let sent = socket.send(bytes).is_ok();
+        sockets.table[index as usize] = Some(OpenSocket {
+            socket,
+            upstream,
+            number,
+            addresses,
+        });
+        sockets.by_number.insert((upstream, number), index);
+        Some(sent)
+    }
+
+    /// Closes the forwarder's socket `number` of `upstream` (it leaves
+    /// the set as it closes).
+    fn close(&self, upstream: usize, number: usize) {
+        let mut sockets = self.sockets.borrow_mut();
+        let Some(index) = sockets.by_number.remove(&(upstream, number)) else {
+            return;
+        };
+        if let Some(entry) = sockets.table.get_mut(index as usize) {
+            *entry = None;
+        }
+        sockets.free.push(index);
+    }
+}
+
+//----------- Actions --------------------------------------------------------
+
+/// A list for the forwarder's actions, lent by the core (to a UDP loop's
+/// batch, say) and given back, its memory with it, when dropped: a batch
+/// that forwards allocates no list. Lending costs a borrow flag's check,
+/// not a move of the list (the batches of cache hits take one too).
+pub(crate) enum Actions<'c> {
+    /// The core's list.
+    Lent(RefMut<'c, Vec<Action>>),
+    /// A list of its own: forwarding is off (it never grows), or the
+    /// core's is lent already.
+    Own(Vec<Action>),
+}
+
+/// Lends the core's list of actions (empty); see [`Actions`].
+pub(crate) fn actions(core: &Core) -> Actions<'_> {
+    match core.forward.as_ref().map(|io| io.actions.try_borrow_mut()) {
+        Some(Ok(list)) => Actions::Lent(list),
+        _ => Actions::Own(Vec::new()),
+    }
+}
+
+impl Deref for Actions<'_> {
+    type Target = Vec<Action>;
+
+    fn deref(&self) -> &Vec<Action> {
+        match self {
+            Actions::Lent(list) => list,
+            Actions::Own(list) => list,
+        }
+    }
+}
+
+impl DerefMut for Actions<'_> {
+    fn deref_mut(&mut self) -> &mut Vec<Action> {
+        match self {
+            Actions::Lent(list) => list,
+            Actions::Own(list) => list,
+        }
+    }
+}
+
+impl Drop for Actions<'_> {
+    /// Actions never dispatched are dropped, not left to the next
+    /// borrower.
+    fn drop(&mut self) {
+        if !self.is_empty() {
+            self.clear();
+        }
     }
 }
 
@@ -161,28 +326,28 @@ fn local_port_range() -> RangeInclusive<u16> {
 //----------- dispatch -------------------------------------------------------
 
 /// Carries out the forwarder's actions: UDP transmits now (a full socket
-/// buffer drops the datagram; the timeout retries), answers for TCP
-/// clients into their connection's queue now (dropped if it has closed),
-/// TCP attempts and UDP client answers in a task. Must not be called
-/// while the worker is borrowed.
+/// buffer drops the datagram; the timeout retries), answers for UDP
+/// clients now (in a task if the listening socket's buffer is full),
+/// answers for TCP clients into their connection's queue now (dropped if
+/// it has closed), TCP attempts in a task. The bytes of the actions done
+/// go back to the forwarder. Must not be called while the worker is
+/// borrowed.
 pub(crate) fn dispatch(core: &Rc<Core>, actions: &mut Vec<Action>) {
     let Some(io) = core.forward.as_ref() else {
         actions.clear();
         return;
     };
-    let mut answers = Vec::new();
     for action in actions.drain(..) {
         match action {
             Action::Transmit {
                 upstream,
                 socket,
                 bytes,
-            } => transmit(core, io, upstream, socket, &bytes),
-            Action::Release { upstream, socket } => {
-                if let Some(open) = io.open.borrow_mut().remove(&(upstream, socket)) {
-                    open.released.notify();
-                }
+            } => {
+                transmit(core, io, upstream, socket, &bytes);
+                recycle(core, bytes);
             }
+            Action::Release { upstream, socket } => io.close(upstream, socket),
             Action::TransmitTcp {
                 upstream,
                 token,
@@ -201,7 +366,7 @@ pub(crate) fn dispatch(core: &Rc<Core>, actions: &mut Vec<Action>) {
                     let time = dnstap::now();
                     tap.log(Kind::ClientResponse, false, address, local, time, &bytes);
                 }
-                answers.push((listener, address, bytes));
+                answer_udp(core, io, listener, address, bytes);
             }
             Action::Answer {
                 client: Client::Tcp { slot, connection },
@@ -222,134 +387,156 @@ pub(crate) fn dispatch(core: &Rc<Core>, actions: &mut Vec<Action>) {
             }
         }
     }
-    if !answers.is_empty() {
-        let core = Rc::clone(core);
-        monoio::spawn(async move {
-            for (listener, address, bytes) in answers {
-                core.worker.borrow_mut().count_forwarded(&bytes);
-                let Some(listener) = core
-                    .forward
-                    .as_ref()
-                    .and_then(|io| io.listeners.get(listener))
-                else {
-                    continue;
-                };
-                let listener = Rc::clone(listener);
-                let (sent, _) = listener.send_to(bytes, address).await;
-                if sent.is_err() {
-                    core.worker.borrow_mut().count_dropped(0, 1);
-                }
-            }
-        });
+}
+
+/// Gives an action's bytes back to the forwarder.
+fn recycle(core: &Core, bytes: Vec<u8>) {
+    if let Some(forwarder) = core.worker.borrow_mut().forwarder() {
+        forwarder.recycle(bytes);
     }
 }
 
-/// Opens socket `number` for `upstream`, sends `bytes` on it and starts
-/// its receive task. On failure (out of descriptors, say) nothing is
-/// sent: the forwarder's timeout retries.
+/// Sends a forwarded answer to `address` from listening socket
+/// `listener`, at once; if the socket's buffer is full, from a task that
+/// waits for room (which allocates: rare).
+fn answer_udp(
+    core: &Rc<Core>,
+    io: &ForwardIo,
+    listener: usize,
+    address: SocketAddr,
+    bytes: Vec<u8>,
+) {
+    let Some(socket) = io.listeners.get(listener) else {
+        recycle(core, bytes);
+        return;
+    };
+    match sys::send_now(socket.as_raw_fd(), &bytes, address) {
+        Err(err)
+            if matches!(
+                err.kind(),
+                io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+            ) =>
+        {
+            let socket = Rc::clone(socket);
+            let core = Rc::clone(core);
+            monoio::spawn(async move {
+                core.worker.borrow_mut().count_forwarded(&bytes);
+                let (sent, bytes) = socket.send_to(bytes, address).await;
+                if sent.is_err() {
+                    core.worker.borrow_mut().count_dropped(0, 1);
+                }
+                recycle(&core, bytes);
+            });
+        }
+        sent => {
+            let mut worker = core.worker.borrow_mut();
+            worker.count_forwarded(&bytes);
+            if sent.is_err() {
+                worker.count_dropped(0, 1);
+            }
+            if let Some(forwarder) = worker.forwarder() {
+                forwarder.recycle(bytes);
+            }
+        }
+    }
+}
+
+/// Opens socket `number` for `upstream`, adds it to the set and sends
+/// `bytes` on it. On failure (out of descriptors, say) nothing is sent:
+/// the forwarder's timeout retries.
 fn transmit(core: &Rc<Core>, io: &ForwardIo, upstream: usize, number: usize, bytes: &[u8]) {
     let Some(&address) = io.upstreams.get(upstream) else {
         return;
     };
-    let opened = open_socket(address, &io.ports).and_then(|socket| {
-        let ready = UdpSocket::from_std(socket.try_clone()?)?;
-        Ok((socket, ready))
-    });
-    let Ok((socket, ready)) = opened else {
+    let Ok(socket) = open_socket(address, &io.ports) else {
         return;
     };
-    let sent = socket.send(bytes).is_ok();
-    let addresses = core.dnstap.as_ref().and_then(|tap| {
+    let addresses = core.dnstap.as_ref().and_then(|_| {
         let local = socket.local_addr().ok()?;
-        if sent {
-            tap.log(
-                Kind::ForwarderQuery,
-                false,
-                local,
-                address,
-                dnstap::now(),
-                bytes,
-            );
-        }
         Some((local, address))
     });
-    let open = Rc::new(OpenSocket {
-        socket,
-        released: Notify::default(),
-        addresses,
-    });
-    io.open
-        .borrow_mut()
-        .insert((upstream, number), Rc::clone(&open));
-    monoio::spawn(receive(Rc::clone(core), upstream, number, open, ready));
+    let sent = io.open(socket, upstream, number, addresses, bytes) == Some(true);
+    if let (Some(tap), Some((local, _)), true) = (&core.dnstap, addresses, sent) {
+        tap.log(
+            Kind::ForwarderQuery,
+            false,
+            local,
+            address,
+            dnstap::now(),
+            bytes,
+        );
+    }
 }
 
 //----------- Tasks ----------------------------------------------------------
 
-/// Receives the answers arriving on one upstream socket until the
-/// forwarder releases it or the core stops; then the socket closes.
-async fn receive(
-    core: Rc<Core>,
-    upstream: usize,
-    number: usize,
-    open: Rc<OpenSocket>,
-    ready: UdpSocket,
-) {
+/// The core's forwarding task: receives the upstreams' answers and runs
+/// the timeouts, until the core stops.
+pub(crate) async fn tick(core: Rc<Core>) {
+    monoio::join!(receive(Rc::clone(&core)), timeouts(core));
+}
+
+/// Waits until an open upstream socket is readable, then drains each
+/// readable one ([`RECEIVE_BURST`] datagrams at most, then the next) and
+/// feeds every datagram to the forwarder; until the core stops.
+async fn receive(core: Rc<Core>) {
+    let Some(io) = core.forward.as_ref() else {
+        return;
+    };
     let stop = core.stop.listener();
-    let mut actions = Vec::new();
+    let mut actions = Vec::with_capacity(RESERVED_ACTIONS);
     loop {
-        let readable = async {
-            monoio::select! {
-                _ = ready.readable(false) => true,
-                _ = open.released.wait() => false,
-            }
-        };
-        if stop.or(readable).await != Some(true) {
+        if stop.or(io.readiness.readable(false)).await.is_none() {
             break;
         }
-        let Some(io) = core.forward.as_ref() else {
-            break;
-        };
-        for _ in 0..RECEIVE_BURST {
-            {
-                let mut buffer = io.receive_buffer.borrow_mut();
-                let len = match open.socket.recv(&mut buffer) {
-                    Ok(len) => len,
-                    Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
-                    // WouldBlock: drained; ECONNREFUSED (ICMP port
-                    // unreachable) and others: the timeout handles the query.
-                    Err(_) => break,
-                };
-                if let (Some(tap), Some((local, remote))) = (&core.dnstap, open.addresses) {
-                    let time = dnstap::now();
-                    let answer = &buffer[..len];
-                    tap.log(Kind::ForwarderResponse, false, local, remote, time, answer);
-                }
-                let now = core.clock();
-                if let Some(forwarder) = core.worker.borrow_mut().forwarder() {
-                    forwarder.on_response(upstream, number, &buffer[..len], now, &mut actions);
-                }
-            }
-            dispatch(&core, &mut actions);
+        let ready = io.set.borrow_mut().poll().unwrap_or(0);
+        for i in 0..ready {
+            let Some(index) = io.set.borrow().token(i) else {
+                break;
+            };
+            drain(&core, io, index, &mut actions);
         }
         crate::signal::yield_now().await;
     }
-    if let Some(io) = core.forward.as_ref() {
-        // Ended by the core's stop: forget the socket here too.
-        let mut sockets = io.open.borrow_mut();
-        if sockets
-            .get(&(upstream, number))
-            .is_some_and(|entry| Rc::ptr_eq(entry, &open))
+}
+
+/// Receives up to [`RECEIVE_BURST`] datagrams from the socket at `index`
+/// of the table (if it is still open) and hands each to the forwarder.
+fn drain(core: &Rc<Core>, io: &ForwardIo, index: u64, actions: &mut Vec<Action>) {
+    for _ in 0..RECEIVE_BURST {
         {
-            sockets.remove(&(upstream, number));
+            let sockets = io.sockets.borrow();
+            let Some(Some(open)) = sockets.table.get(index as usize) else {
+                return;
+            };
+            let mut buffer = io.receive_buffer.borrow_mut();
+            let len = match open.socket.recv(&mut buffer) {
+                Ok(len) => len,
+                Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
+                // WouldBlock: drained; ECONNREFUSED (ICMP port
+                // unreachable) and others: the timeout handles the query.
+                Err(_) => return,
+            };
+            if let (Some(tap), Some((local, remote))) = (&core.dnstap, open.addresses) {
+                let time = dnstap::now();
+                let answer = &buffer[..len];
+                tap.log(Kind::ForwarderResponse, false, local, remote, time, answer);
+            }
+            let (upstream, number) = (open.upstream, open.number);
+            drop(sockets);
+            let now = core.clock();
+            if let Some(forwarder) = core.worker.borrow_mut().forwarder() {
+                forwarder.on_response(upstream, number, &buffer[..len], now, actions);
+            }
         }
+        dispatch(core, actions);
     }
 }
 
 /// Runs the forwarder's timeouts every [`TICK`] until the core stops.
-pub(crate) async fn tick(core: Rc<Core>) {
+async fn timeouts(core: Rc<Core>) {
     let stop = core.stop.listener();
-    let mut actions = Vec::new();
+    let mut actions = Vec::with_capacity(RESERVED_ACTIONS);
     loop {
         if stop.or(monoio::time::sleep(TICK)).await.is_none() {
             break;
@@ -413,6 +600,7 @@ async fn tcp_attempt(core: Rc<Core>, address: SocketAddr, token: TcpToken, query
     let now = core.clock();
     if let Some(forwarder) = core.worker.borrow_mut().forwarder() {
         forwarder.on_tcp_response(token, answer.as_deref(), now, &mut actions);
+        forwarder.recycle(query);
     }
     dispatch(&core, &mut actions);
 }

@@ -9,6 +9,11 @@
 //! core against 20k for one io_uring `recv_from`/`send_to` per packet
 //! (STYLE 1.3).
 //!
+//! [`Epoll`] watches the forwarder's upstream sockets of one core as one
+//! descriptor, and [`send_now`] sends one datagram without blocking: the
+//! forwarder's I/O (`crate::forward`) then needs no reactor object per
+//! upstream socket, which monoio allocates.
+//!
 //! [`CountingAllocator`] wraps the system allocator and counts allocations
 //! per thread, so that each core can report its own count.
 //!
@@ -20,7 +25,8 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::io;
 use std::mem::size_of;
-use std::os::fd::RawFd;
+use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::ptr;
 
 /// Datagrams moved per system call. 32 amortizes the system call and the
@@ -216,6 +222,121 @@ impl Batch {
         }
         Ok((sent as usize).min(count))
     }
+}
+
+//----------- Epoll ----------------------------------------------------------
+
+/// A level-triggered epoll instance and room for the events of one wait.
+/// Descriptors are added with a token, which each wait reports for those
+/// readable; a descriptor leaves the set when it is closed. The instance
+/// is itself a descriptor that polls readable while any member is, so
+/// the reactor waits for all of them at once ([`Epoll::readiness`]).
+pub(crate) struct Epoll {
+    fd: OwnedFd,
+    events: Box<[libc::epoll_event]>,
+    /// How many of `events` the last wait filled.
+    ready: usize,
+}
+
+impl Epoll {
+    /// An empty set; each wait reports up to `capacity` readable members.
+    pub(crate) fn new(capacity: usize) -> io::Result<Self> {
+        // SAFETY: epoll_create1 takes no pointer; it returns a new
+        // descriptor or -1.
+        let fd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fd` was just created and is owned by nothing else.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        Ok(Epoll {
+            fd,
+            events: vec![libc::epoll_event { events: 0, u64: 0 }; capacity.max(1)]
+                .into_boxed_slice(),
+            ready: 0,
+        })
+    }
+
+    /// Adds `fd`, level-triggered for reading, reported as `token`.
+    pub(crate) fn add(&self, fd: &impl AsRawFd, token: u64) -> io::Result<()> {
+        let mut event = libc::epoll_event {
+            events: libc::EPOLLIN as u32,
+            u64: token,
+        };
+        // SAFETY: `event` is a valid epoll_event the kernel only reads
+        // during the call; both descriptors are open (borrowed).
+        let result = unsafe {
+            libc::epoll_ctl(
+                self.fd.as_raw_fd(),
+                libc::EPOLL_CTL_ADD,
+                fd.as_raw_fd(),
+                &mut event,
+            )
+        };
+        if result < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// Collects the members readable now, without waiting; returns how
+    /// many ([`Epoll::token`] tells which).
+    pub(crate) fn poll(&mut self) -> io::Result<usize> {
+        self.ready = 0;
+        let capacity = self.events.len().min(i32::MAX as usize) as libc::c_int;
+        // SAFETY: the kernel writes at most `capacity` events into
+        // `self.events`, which holds that many and is borrowed mutably for
+        // the call; a timeout of 0 never blocks.
+        let count =
+            unsafe { libc::epoll_wait(self.fd.as_raw_fd(), self.events.as_mut_ptr(), capacity, 0) };
+        if count < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        self.ready = (count as usize).min(self.events.len());
+        Ok(self.ready)
+    }
+
+    /// The token of readable member `i` of the last [`Epoll::poll`].
+    pub(crate) fn token(&self, i: usize) -> Option<u64> {
+        let event = self.events.get(..self.ready)?.get(i)?;
+        // A copy: the field of a packed struct is read by value.
+        let token = event.u64;
+        Some(token)
+    }
+
+    /// A duplicate of the instance's descriptor as a monoio datagram
+    /// socket, used only to wait until a member is readable (io_uring's
+    /// poll, or epoll): nothing is ever sent or received through it.
+    pub(crate) fn readiness(&self) -> io::Result<monoio::net::unix::UnixDatagram> {
+        let duplicate = self.fd.try_clone()?;
+        monoio::net::unix::UnixDatagram::from_std(std::os::unix::net::UnixDatagram::from(duplicate))
+    }
+}
+
+//----------- send_now -------------------------------------------------------
+
+/// Sends `bytes` to `to` from socket `fd` without blocking (`sendto(2)`
+/// with `MSG_DONTWAIT`); `WouldBlock` if its buffer is full.
+pub(crate) fn send_now(fd: RawFd, bytes: &[u8], to: SocketAddr) -> io::Result<usize> {
+    let address = socket2::SockAddr::from(to);
+    // SAFETY: `bytes` is a live buffer of `bytes.len()` octets and
+    // `address` a valid socket address of `address.len()` octets, both
+    // borrowed for the call, which only reads them; `fd` is an open
+    // socket of the caller.
+    let sent = unsafe {
+        libc::sendto(
+            fd,
+            bytes.as_ptr().cast(),
+            bytes.len(),
+            libc::MSG_DONTWAIT,
+            address.as_ptr().cast(),
+            address.len(),
+        )
+    };
+    if sent < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(sent as usize)
 }
 
 //----------- interface_addresses --------------------------------------------
@@ -588,6 +709,36 @@ mod tests {
                 &[n as u8, n as u8, n as u8, n as u8, n as u8, 0xaa]
             );
         }
+    }
+
+    #[test]
+    fn the_set_reports_readable_members_until_they_close() {
+        let mut set = Epoll::new(4).unwrap();
+        let quiet = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let busy = UdpSocket::bind("127.0.0.1:0").unwrap();
+        set.add(&quiet, 7).unwrap();
+        set.add(&busy, 9).unwrap();
+        assert_eq!(set.poll().unwrap(), 0);
+        let client = UdpSocket::bind("127.0.0.1:0").unwrap();
+        client
+            .send_to(&[1, 2, 3], busy.local_addr().unwrap())
+            .unwrap();
+        // Loopback delivers at once; level-triggered: reported until read.
+        for _ in 0..2 {
+            assert_eq!(set.poll().unwrap(), 1);
+            assert_eq!((set.token(0), set.token(1)), (Some(9), None));
+        }
+        // A member leaves the set when it closes, data and all.
+        drop(busy);
+        assert_eq!(set.poll().unwrap(), 0);
+        // `send_now` reaches the quiet one.
+        let sent = send_now(client.as_raw_fd(), &[4, 5], quiet.local_addr().unwrap()).unwrap();
+        assert_eq!(sent, 2);
+        assert_eq!(set.poll().unwrap(), 1);
+        assert_eq!(set.token(0), Some(7));
+        let mut buffer = [0u8; 8];
+        assert_eq!(quiet.recv(&mut buffer).unwrap(), 2);
+        assert_eq!(set.poll().unwrap(), 0);
     }
 
     #[test]

@@ -113,8 +113,8 @@ fn answer_batch(
     worker.tick_cookie_clock();
     // dnstap: one branch per batch when off; the clock read once a batch.
     let tap = core.dnstap.as_ref().map(|tap| (tap, dnstap::now()));
-    // Allocates only when a query is forwarded.
-    let mut actions = Vec::new();
+    // The core's list, lent for the batch: forwarding allocates none.
+    let mut actions = forward::actions(core);
     for (slot, (query, answer)) in queries
         .iter()
         .zip(answers.iter_mut())

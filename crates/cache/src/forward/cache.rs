@@ -10,11 +10,23 @@
 //! clock), so no two clients see a TTL that did not count down. Nothing
 //! is allocated on a hit.
 //!
-//! Bounds: entries and bytes (stored bytes plus [`FORWARD_ENTRY_OVERHEAD`]
-//! each); eviction is CLOCK over the slot array: a hit sets `visited`, the
-//! hand clears it and evicts the first entry without it. Expired entries
-//! stay (for serve-stale, RFC 8767) until [`MAX_STALE`] past their expiry
-//! or until evicted.
+//! Memory. As in the answer cache (`crate::response`), everything is
+//! taken when the cache is made: the slot array for the entry limit, the
+//! index for twice that, and a [`Slab`] for the byte limit, whose pages are
+//! written only as entries reach them. Each entry's bytes (name, tail, TTL
+//! offsets) are one extent of the slab, so neither an insert nor an
+//! eviction allocates: a flood of forwarded misses, each an insert into a
+//! full cache, runs without `malloc`. An entry holds at most
+//! [`MAX_FORWARD_ENTRY_LEN`] bytes (4 KiB, the slab's largest extent);
+//! a longer answer, which only a TCP retry can bring, is forwarded but not
+//! cached.
+//!
+//! Bounds: entries and bytes (stored bytes rounded up to the slab's
+//! 32-octet granule, plus [`FORWARD_ENTRY_OVERHEAD`] each); eviction is
+//! CLOCK over the slot array: a hit sets `visited`, the hand clears it and
+//! evicts the first entry without it. Expired entries stay (for
+//! serve-stale, RFC 8767) until [`MAX_STALE`] past their expiry or until
+//! evicted.
 
 use core::mem::size_of;
 
@@ -24,15 +36,33 @@ use tern_wire::parse::HEADER_LEN;
 use super::validate::Prepared;
 use super::ForwardKey;
 use crate::hash::KeyedHash;
-use crate::response::CacheLimits;
+use crate::response::{CacheLimits, MAX_EVICTIONS_TO_FIT};
+use crate::slab::{Slab, GRANULE, MAX_ALLOCATION};
 
 /// How long past its expiry an entry may still be served stale (RFC 8767
 /// section 5 suggests 1 to 3 days; one day keeps memory for live names).
 pub const MAX_STALE: u32 = 86_400;
 
-/// Bytes charged per entry besides its stored bytes: the slot, its share
-/// of the index, and the allocator's overhead for two boxed slices.
-pub const FORWARD_ENTRY_OVERHEAD: usize = size_of::<Option<Entry>>() + 8 + 2 * 16;
+/// The most bytes one entry stores: the lowercased name, the tail and two
+/// octets per TTL offset, in one extent of the slab (4 KiB).
+pub const MAX_FORWARD_ENTRY_LEN: usize = MAX_ALLOCATION;
+
+/// Index bytes per entry: a `u32` bucket and its control byte, in a table
+/// made for twice the entries (as the answer cache's).
+const INDEX_BYTES_PER_ENTRY: usize = 16;
+
+/// The index is made for this many times the entry limit, so that it is
+/// never more than half full and hashbrown never reallocates it.
+const INDEX_SLACK: usize = 2;
+
+/// The most slots: indices are `u32`.
+const MAX_SLOTS: usize = (u32::MAX - 1) as usize;
+
+/// Bytes charged per entry besides its stored bytes (rounded up to the
+/// slab's granule): the slot, its share of the index and its place on the
+/// free list, all allocated at construction for the entry limit.
+pub const FORWARD_ENTRY_OVERHEAD: usize =
+    size_of::<Option<Entry>>() + INDEX_BYTES_PER_ENTRY + size_of::<u32>();
 
 /// The OPT record written for an EDNS client: root owner, type 41, our UDP
 /// size, no extended rcode, version 0, flags (DO), no options.
@@ -47,11 +77,14 @@ const CD: u8 = 0x10;
 
 //----------- Entry ----------------------------------------------------------
 
-/// One cached answer.
+/// One cached answer: where its bytes are in the slab, and its facts.
 pub(crate) struct Entry {
-    /// Lowercased name, then the tail.
-    data: Box<[u8]>,
-    ttl_offsets: Box<[u16]>,
+    /// The first granule of its bytes: the lowercased name, the tail,
+    /// then each TTL offset as two octets (little-endian).
+    at: u32,
+    /// Stored bytes.
+    len: u16,
+    tail_len: u16,
     name_len: u8,
     bits: u8,
     qtype: u16,
@@ -64,35 +97,34 @@ pub(crate) struct Entry {
     ttl: u32,
     hits: u32,
     visited: bool,
-    pub(crate) prefetching: bool,
+    prefetching: bool,
 }
 
 impl Entry {
-    fn name(&self) -> &[u8] {
-        &self.data[..usize::from(self.name_len)]
+    fn data<'s>(&self, slab: &'s Slab) -> &'s [u8] {
+        slab.get(self.at, usize::from(self.len))
     }
 
-    fn tail(&self) -> &[u8] {
-        &self.data[usize::from(self.name_len)..]
+    fn name<'s>(&self, slab: &'s Slab) -> &'s [u8] {
+        slab.get(self.at, usize::from(self.name_len))
     }
 
-    fn matches(&self, key: &ForwardKey) -> bool {
+    fn matches(&self, slab: &Slab, key: &ForwardKey) -> bool {
         self.qtype == key.qtype.0
             && self.qclass == key.qclass.0
             && self.bits == key.bits()
-            && self.name() == key.name.as_bytes()
+            && self.name(slab) == key.name.as_bytes()
+    }
+
+    fn granules(&self) -> usize {
+        usize::from(self.len).div_ceil(GRANULE)
     }
 
     fn cost(&self) -> usize {
-        self.data.len() + 2 * self.ttl_offsets.len() + FORWARD_ENTRY_OVERHEAD
+        self.granules() * GRANULE + FORWARD_ENTRY_OVERHEAD
     }
 
-    /// Seconds left before expiry (0 once expired).
-    pub(crate) fn remaining(&self, now: u32) -> u32 {
-        (self.stored + self.ttl).saturating_sub(now)
-    }
-
-    pub(crate) fn fresh(&self, now: u32) -> bool {
+    fn fresh(&self, now: u32) -> bool {
         now < self.stored.saturating_add(self.ttl)
     }
 
@@ -102,27 +134,50 @@ impl Entry {
             .saturating_add(self.ttl)
             .saturating_add(MAX_STALE)
     }
+}
+
+//----------- Found ----------------------------------------------------------
+
+/// A cached answer as read: its entry and the slab holding its bytes.
+#[derive(Clone, Copy)]
+pub(crate) struct Found<'c> {
+    entry: &'c Entry,
+    slab: &'c Slab,
+}
+
+impl<'c> Found<'c> {
+    /// Seconds left before expiry (0 once expired).
+    pub(crate) fn remaining(&self, now: u32) -> u32 {
+        (self.entry.stored + self.entry.ttl).saturating_sub(now)
+    }
 
     /// The entry's parts, for [`write_answer`].
-    pub(crate) fn parts(&self) -> Parts<'_> {
+    pub(crate) fn parts(&self) -> Parts<'c> {
+        let data = self.entry.data(self.slab);
+        let name_len = usize::from(self.entry.name_len);
+        let tail_end = name_len + usize::from(self.entry.tail_len);
         Parts {
-            flags: self.flags,
-            counts: self.counts,
-            tail: self.tail(),
-            ttl_offsets: &self.ttl_offsets,
+            flags: self.entry.flags,
+            counts: self.entry.counts,
+            tail: data.get(name_len..tail_end).unwrap_or(&[]),
+            ttl_offsets: data.get(tail_end..).unwrap_or(&[]),
         }
     }
 
     pub(crate) fn elapsed(&self, now: u32) -> u32 {
-        now.saturating_sub(self.stored)
+        now.saturating_sub(self.entry.stored)
     }
 
     pub(crate) fn hits(&self) -> u32 {
-        self.hits
+        self.entry.hits
     }
 
     pub(crate) fn ttl(&self) -> u32 {
-        self.ttl
+        self.entry.ttl
+    }
+
+    pub(crate) fn prefetching(&self) -> bool {
+        self.entry.prefetching
     }
 }
 
@@ -135,7 +190,9 @@ pub(crate) struct Parts<'a> {
     pub(crate) flags: [u8; 2],
     pub(crate) counts: [u16; 3],
     pub(crate) tail: &'a [u8],
-    pub(crate) ttl_offsets: &'a [u16],
+    /// Offsets in `tail` of every TTL field, two octets each,
+    /// little-endian.
+    pub(crate) ttl_offsets: &'a [u8],
 }
 
 impl<'a> Parts<'a> {
@@ -210,8 +267,8 @@ pub(crate) fn write_answer(
     let records = &mut out[head.len()..head.len() + tail.len()];
     records.copy_from_slice(tail);
     if !truncated {
-        for &offset in parts.ttl_offsets {
-            let at = usize::from(offset);
+        for offset in parts.ttl_offsets.chunks_exact(2) {
+            let at = usize::from(u16::from_le_bytes([offset[0], offset[1]]));
             let Some(field) = records.get_mut(at..at + 4) else {
                 continue;
             };
@@ -240,9 +297,15 @@ pub(crate) fn write_answer(
 
 /// One core's cache of forwarded answers. Not shared.
 pub(crate) struct ForwardCache {
+    /// Hash of the key -> slot. Made for `INDEX_SLACK` times the entry
+    /// limit: never grows.
     table: HashTable<u32>,
+    /// Reserved for the entry limit: never grows past it.
     slots: Vec<Option<Entry>>,
+    /// Free slots; reserved for the entry limit.
     free: Vec<u32>,
+    /// The entries' bytes.
+    slab: Slab,
     hand: usize,
     len: usize,
     bytes: usize,
@@ -253,17 +316,48 @@ pub(crate) struct ForwardCache {
 }
 
 impl ForwardCache {
+    /// An empty cache with all the memory it will use: the slots and the
+    /// index for the entry limit, and the slab for the byte limit (its
+    /// pages written only as entries reach them). As the answer cache's,
+    /// the limits in force may be lower than asked: at most the entries
+    /// `max_bytes` can hold, and each part halved until the system grants
+    /// it.
     pub(crate) fn new(limits: CacheLimits) -> Self {
+        let most_entries = limits.max_bytes / (FORWARD_ENTRY_OVERHEAD + GRANULE);
+        let mut max_entries = limits.max_entries.min(MAX_SLOTS).min(most_entries);
+        let mut max_bytes = if max_entries == 0 {
+            0
+        } else {
+            limits.max_bytes
+        };
+        let mut table = HashTable::new();
+        let mut slots = Vec::new();
+        let mut free = Vec::new();
+        while max_entries > 0
+            && (table
+                .try_reserve(max_entries.saturating_mul(INDEX_SLACK), |_| 0)
+                .is_err()
+                || slots.try_reserve_exact(max_entries).is_err()
+                || free.try_reserve_exact(max_entries).is_err())
+        {
+            max_entries /= 2;
+        }
+        let wanted = max_bytes.min(max_entries.saturating_mul(MAX_FORWARD_ENTRY_LEN));
+        let slab = Slab::new(wanted);
+        if slab.capacity() < wanted / GRANULE * GRANULE {
+            max_bytes = slab.capacity();
+        }
         ForwardCache {
-            table: HashTable::new(),
-            slots: Vec::new(),
-            free: Vec::new(),
+            table,
+            slots,
+            free,
+            slab,
             hand: 0,
             len: 0,
             bytes: 0,
             limits: CacheLimits {
-                max_entries: limits.max_entries.min(u32::MAX as usize - 1),
-                max_bytes: limits.max_bytes,
+                max_entries,
+                max_bytes,
             },
             hasher: KeyedHash::new(),
         }
@@ -277,30 +371,28 @@ impl ForwardCache {
         self.bytes
     }
 
-    fn hash(&self, name: &[u8], qtype: u16, qclass: u16, bits: u8) -> u64 {
-        self.hasher.hash(name, qtype, qclass, bits)
-    }
-
     fn hash_key(&self, key: &ForwardKey) -> u64 {
-        self.hash(key.name.as_bytes(), key.qtype.0, key.qclass.0, key.bits())
+        self.hasher
+            .hash(key.name.as_bytes(), key.qtype.0, key.qclass.0, key.bits())
     }
 
     /// The slot of `key`'s entry, fresh or not.
     fn find(&self, key: &ForwardKey) -> Option<u32> {
         let hash = self.hash_key(key);
-        let slots = &self.slots;
+        let (slots, slab) = (&self.slots, &self.slab);
         self.table
             .find(hash, |&i| {
                 slots
                     .get(i as usize)
                     .and_then(Option::as_ref)
-                    .is_some_and(|entry| entry.matches(key))
+                    .is_some_and(|entry| entry.matches(slab, key))
             })
             .copied()
     }
 
-    /// A fresh entry for `key`, marked as used. No allocation.
-    pub(crate) fn fresh(&mut self, key: &ForwardKey, now: u32) -> Option<&mut Entry> {
+    /// The fresh entry for `key`, counted as a hit and marked as used
+    /// (its slot and the entry). No allocation.
+    pub(crate) fn fresh(&mut self, key: &ForwardKey, now: u32) -> Option<(u32, Found<'_>)> {
         let index = self.find(key)?;
         let entry = self.slots.get_mut(index as usize)?.as_mut()?;
         if !entry.fresh(now) {
@@ -308,15 +400,32 @@ impl ForwardCache {
         }
         entry.visited = true;
         entry.hits = entry.hits.saturating_add(1);
-        Some(entry)
+        let entry = &*entry;
+        Some((
+            index,
+            Found {
+                entry,
+                slab: &self.slab,
+            },
+        ))
     }
 
     /// An entry for `key` that expired less than [`MAX_STALE`] ago (or is
     /// still fresh).
-    pub(crate) fn stale(&self, key: &ForwardKey, now: u32) -> Option<&Entry> {
+    pub(crate) fn stale(&self, key: &ForwardKey, now: u32) -> Option<Found<'_>> {
         let index = self.find(key)?;
         let entry = self.slots.get(index as usize)?.as_ref()?;
-        entry.usable_stale(now).then_some(entry)
+        entry.usable_stale(now).then_some(Found {
+            entry,
+            slab: &self.slab,
+        })
+    }
+
+    /// Marks the entry in slot `index` as being prefetched.
+    pub(crate) fn start_prefetch(&mut self, index: u32) {
+        if let Some(Some(entry)) = self.slots.get_mut(index as usize) {
+            entry.prefetching = true;
+        }
     }
 
     /// Clears the prefetching mark of `key`'s entry.
@@ -329,35 +438,67 @@ impl ForwardCache {
     }
 
     /// Stores `prepared` for `key` at `now`, replacing any entry; evicts
-    /// until both limits hold. Returns whether it was stored (a zero TTL,
-    /// an answer alone over the byte limit, or a zero entry limit: not).
+    /// until both limits hold and the slab has an extent for it (at most
+    /// [`MAX_EVICTIONS_TO_FIT`] evictions beyond the limits). Returns
+    /// whether it was stored (a zero TTL, an answer alone over the byte
+    /// limit or over [`MAX_FORWARD_ENTRY_LEN`], or a zero entry limit:
+    /// not). Allocates nothing: the bytes go into the slab.
     pub(crate) fn insert(&mut self, key: &ForwardKey, prepared: &Prepared, now: u32) -> bool {
         if prepared.ttl == 0 || self.limits.max_entries == 0 {
             return false;
         }
         let name = key.name.as_bytes();
-        let cost = name.len()
-            + prepared.tail.len()
-            + 2 * prepared.ttl_offsets.len()
-            + FORWARD_ENTRY_OVERHEAD;
+        let stored = name.len() + prepared.tail.len() + prepared.ttl_offsets.len();
+        if stored > MAX_FORWARD_ENTRY_LEN {
+            return false;
+        }
+        let granules = stored.div_ceil(GRANULE);
+        let cost = granules * GRANULE + FORWARD_ENTRY_OVERHEAD;
         if cost > self.limits.max_bytes {
             return false;
         }
         self.remove(key);
-        // Bounded: each round removes one entry; `evict` fails only when
-        // the cache is empty, and then both limits hold given the checks
-        // above.
-        while self.len >= self.limits.max_entries || self.bytes + cost > self.limits.max_bytes {
-            if !self.evict() {
-                return false;
+        // Bounded: each round evicts one entry, and at most
+        // MAX_EVICTIONS_TO_FIT rounds are spent on fragmentation alone. On
+        // an empty cache both limits hold (given the checks above) and the
+        // whole slab is free, so the allocation succeeds.
+        let mut to_fit = 0;
+        let at = loop {
+            if self.has_room(cost) {
+                if let Some(at) = self.slab.allocate(granules) {
+                    break at;
+                }
+                to_fit += 1;
+                if to_fit > MAX_EVICTIONS_TO_FIT {
+                    return false;
+                }
             }
+            let Some((victim, victim_granules)) = self.evict() else {
+                return false;
+            };
+            // A victim of the same size, once the limits hold, is reused
+            // as it is.
+            if victim_granules == granules && self.has_room(cost) {
+                break victim;
+            }
+            self.slab.free(victim, victim_granules);
+        };
+        let bytes = self.slab.get_mut(at, stored);
+        if bytes.len() != stored {
+            // Out of the slab's range: a bug there; refused, not a panic.
+            self.slab.free(at, granules);
+            return false;
         }
-        let mut data = Vec::with_capacity(name.len() + prepared.tail.len());
-        data.extend_from_slice(name);
-        data.extend_from_slice(&prepared.tail);
+        let (stored_name, rest) = bytes.split_at_mut(name.len());
+        let (stored_tail, stored_offsets) = rest.split_at_mut(prepared.tail.len());
+        stored_name.copy_from_slice(name);
+        stored_tail.copy_from_slice(&prepared.tail);
+        stored_offsets.copy_from_slice(&prepared.ttl_offsets);
         let entry = Entry {
-            data: data.into_boxed_slice(),
-            ttl_offsets: prepared.ttl_offsets.clone().into_boxed_slice(),
+            at,
+            // At most MAX_FORWARD_ENTRY_LEN: the casts cannot wrap.
+            len: stored as u16,
+            tail_len: prepared.tail.len() as u16,
             name_len: name.len() as u8,
             bits: key.bits(),
             qtype: key.qtype.0,
@@ -370,6 +511,8 @@ impl ForwardCache {
             visited: false,
             prefetching: false,
         };
+        // A free slot, or a new one: fewer than `max_entries` are in use,
+        // and the array is reserved for that many, so it never grows.
         let index = match self.free.pop() {
             Some(index) => {
                 self.slots[index as usize] = Some(entry);
@@ -384,11 +527,14 @@ impl ForwardCache {
         let Self {
             table,
             slots,
+            slab,
             hasher,
             ..
         } = self;
         table.insert_unique(hash, index, |&i| match slots.get(i as usize) {
-            Some(Some(entry)) => hasher.hash(entry.name(), entry.qtype, entry.qclass, entry.bits),
+            Some(Some(entry)) => {
+                hasher.hash(entry.name(slab), entry.qtype, entry.qclass, entry.bits)
+            }
             _ => 0,
         });
         self.len += 1;
@@ -396,35 +542,44 @@ impl ForwardCache {
         true
     }
 
-    /// Removes `key`'s entry, if any.
+    /// Whether an entry of `cost` fits within both limits.
+    fn has_room(&self, cost: usize) -> bool {
+        self.len < self.limits.max_entries && self.bytes + cost <= self.limits.max_bytes
+    }
+
+    /// Removes `key`'s entry, if any, and frees its bytes.
     fn remove(&mut self, key: &ForwardKey) {
         let hash = self.hash_key(key);
-        let slots = &self.slots;
+        let (slots, slab) = (&self.slots, &self.slab);
         if let Ok(found) = self.table.find_entry(hash, |&i| {
             slots
                 .get(i as usize)
                 .and_then(Option::as_ref)
-                .is_some_and(|entry| entry.matches(key))
+                .is_some_and(|entry| entry.matches(slab, key))
         }) {
             let (index, _) = found.remove();
-            self.release(index);
+            if let Some((at, granules)) = self.release(index) {
+                self.slab.free(at, granules);
+            }
         }
     }
 
-    /// Frees a slot already removed from the index.
-    fn release(&mut self, index: u32) {
-        if let Some(entry) = self.slots.get_mut(index as usize).and_then(Option::take) {
-            self.len -= 1;
-            self.bytes -= entry.cost();
-            self.free.push(index);
-        }
+    /// Frees a slot already removed from the index; returns its extent,
+    /// which the caller frees (or reuses).
+    fn release(&mut self, index: u32) -> Option<(u32, usize)> {
+        let entry = self.slots.get_mut(index as usize).and_then(Option::take)?;
+        self.len -= 1;
+        self.bytes -= entry.cost();
+        self.free.push(index);
+        Some((entry.at, entry.granules()))
     }
 
     /// CLOCK: from the hand, clears visited bits and evicts the first entry
-    /// without one. Bound: two passes over the slots.
-    fn evict(&mut self) -> bool {
+    /// without one; returns its extent, not yet freed. Bound: two passes
+    /// over the slots.
+    fn evict(&mut self) -> Option<(u32, usize)> {
         if self.len == 0 || self.slots.is_empty() {
-            return false;
+            return None;
         }
         let slots = self.slots.len();
         for _ in 0..2 * slots + 1 {
@@ -437,16 +592,17 @@ impl ForwardCache {
                 entry.visited = false;
                 continue;
             }
-            let Some(entry) = self.slots[at].as_ref() else {
-                continue;
-            };
-            let hash = self.hash(entry.name(), entry.qtype, entry.qclass, entry.bits);
+            let hash = self.hasher.hash(
+                entry.name(&self.slab),
+                entry.qtype,
+                entry.qclass,
+                entry.bits,
+            );
             if let Ok(found) = self.table.find_entry(hash, |&i| i as usize == at) {
                 found.remove();
             }
-            self.release(at as u32);
-            return true;
+            return self.release(at as u32);
         }
-        false
+        None
     }
 }

@@ -39,28 +39,29 @@
 //! NSID is never asked for nor passed on. Cached entries hold no OPT: the
 //! option is written per client.
 
-use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
+use hashbrown::{HashMap, HashTable};
 use rand::RngCore;
 
-use tern_wire::name::LowerNameBuf;
+use tern_wire::name::{LowerNameBuf, Name};
 use tern_wire::parse::{MessageView, HEADER_LEN};
 use tern_wire::types::{RClass, RType};
 
+use crate::hash::KeyedHash;
 use crate::response::CacheLimits;
 
 mod cache;
 mod cookie;
 mod validate;
 
-pub use cache::{FORWARD_ENTRY_OVERHEAD, MAX_STALE};
+pub use cache::{FORWARD_ENTRY_OVERHEAD, MAX_FORWARD_ENTRY_LEN, MAX_STALE};
 pub use validate::{MAX_CACHE_TTL, MAX_CNAME_CHAIN};
 
 use cache::{write_answer, ClientView, ForwardCache, Parts, Ttls};
 use cookie::{CookieCheck, UpstreamCookie};
-use validate::{validate, Prepared, Verdict};
+use validate::{Prepared, Validator, Verdict};
 
 /// The longest NSID option sent: code, length and the 128 octets of
 /// `tern_authority::nsid::MAX_NSID_LEN`, so that a truncated answer (the
@@ -413,23 +414,78 @@ pub struct UpstreamStats {
 
 //----------- Forwarder ------------------------------------------------------
 
+/// In-flight records made with the forwarder: `max-in-flight` of them, but
+/// no more than this many (a record with its lists is some hundreds of
+/// octets, which a forwarder that never has so many in flight would
+/// waste). Past it, the array grows, once, to the most in flight at once.
+const RESERVED_IN_FLIGHT: usize = 1024;
+
+/// In-flight records and action buffers made with the forwarder, ready
+/// for use: as many as one batch of a UDP loop can need at once (the
+/// server receives up to 32 datagrams at a time, each of which may start
+/// a question), so that how many a batch starts, which depends on timing,
+/// makes no allocation. More are made, and kept, when more are needed at
+/// once.
+pub const READY_AT_START: usize = 32;
+
+/// The longest header and question of a client's query.
+const MAX_HEAD: usize = HEADER_LEN + 255 + 4;
+
+/// Waiters, transmits and upstreams of an attempt that a new in-flight
+/// record has room for before its lists grow.
+const RECORD_ROOM: usize = 4;
+
+/// The most entries the transmits' table is made for; past it, it grows
+/// once to the most transmits open at once.
+const RESERVED_TRANSMITS: usize = 1 << 16;
+
+/// Spare buffers kept for the bytes of [`Action`]s (see
+/// [`Forwarder::recycle`]); more are freed.
+pub const SPARE_BUFFERS: usize = 256;
+
+/// The capacity of a new buffer for an action's bytes, at least: the
+/// largest UDP answer most clients take (the forwarder's own UDP size, if
+/// larger). Upstream queries, at most 326 octets, fit as well. A buffer
+/// that had to grow past it (a forwarded answer over TCP) is not kept.
+pub const BUFFER_LEN: usize = 4096;
+
+/// Waiters whose lists an in-flight record keeps for a later question;
+/// lists grown for more (a burst of clients asking the same question) are
+/// freed when their question ends, so that the kept memory stays at about
+/// this many headers and questions per record.
+const KEPT_WAITERS: usize = 16;
+
+/// The longest upstream query before its COOKIE option: header, name,
+/// type and class, an OPT without options.
+const MAX_WIRE: usize = HEADER_LEN + 255 + 4 + 11;
+
+// An upstream query with its COOKIE option fits a new buffer.
+const _: () = assert!(MAX_WIRE + cookie::MAX_OPTION_LEN <= BUFFER_LEN);
+
 /// A client waiting for an in-flight question.
+#[derive(Clone, Copy)]
 struct Waiter {
     client: Client,
-    /// The client's header and question.
-    head: Vec<u8>,
+    /// Where the client's header and question are in its question's
+    /// `heads`.
+    head_start: usize,
+    head_len: usize,
     edns: bool,
     /// The client asked for our NSID.
     nsid: bool,
     limit: usize,
 }
 
-/// A question in flight upstream.
+/// A question in flight upstream; or, `active` false, a record kept for
+/// a later question, with the memory of its lists.
 struct Query {
+    active: bool,
     key: ForwardKey,
     /// The upstream query (its ID is rewritten per attempt).
     wire: Vec<u8>,
     waiters: Vec<Waiter>,
+    /// The waiters' headers and questions, one after the other.
+    heads: Vec<u8>,
     /// Attempts made so far.
     attempts: u32,
     /// Upstreams tried (bit per index).
@@ -443,19 +499,96 @@ struct Query {
     tcp: Option<TcpToken>,
 }
 
+impl Query {
+    /// A record for no question yet, its lists made: room for the
+    /// upstream query, one waiter's header and question, and
+    /// [`RECORD_ROOM`] waiters and transmits.
+    fn idle() -> Query {
+        Query {
+            active: false,
+            key: ForwardKey {
+                name: Name::ROOT.to_lower(),
+                qtype: RType(0),
+                qclass: RClass(0),
+                dnssec_ok: false,
+                checking_disabled: false,
+            },
+            wire: Vec::with_capacity(MAX_WIRE),
+            waiters: Vec::with_capacity(RECORD_ROOM),
+            heads: Vec::with_capacity(MAX_HEAD),
+            attempts: 0,
+            tried: 0,
+            outstanding: Vec::with_capacity(RECORD_ROOM),
+            latest: Vec::with_capacity(RECORD_ROOM),
+            sent_at: 0,
+            deadline: 0,
+            tcp: None,
+        }
+    }
+}
+
+/// The question in flight in `slot`, if any.
+fn active(slots: &[Query], slot: u32) -> Option<&Query> {
+    slots.get(slot as usize).filter(|query| query.active)
+}
+
+/// [`active`], writable.
+fn active_mut(slots: &mut [Query], slot: u32) -> Option<&mut Query> {
+    slots.get_mut(slot as usize).filter(|query| query.active)
+}
+
+/// `waiter`'s header and question in `heads`.
+fn head_of<'h>(heads: &'h [u8], waiter: &Waiter) -> &'h [u8] {
+    heads
+        .get(waiter.head_start..waiter.head_start + waiter.head_len)
+        .unwrap_or(&[])
+}
+
 /// A UDP transmit: `(upstream, socket, id)`.
 type Transmit = (u16, u32, u16);
 
+/// The upstreams an attempt goes to, in order.
+struct Chosen {
+    upstreams: [u16; MAX_UPSTREAMS],
+    len: usize,
+}
+
+impl Chosen {
+    fn as_slice(&self) -> &[u16] {
+        &self.upstreams[..self.len]
+    }
+}
+
 /// One core's forwarding state: the forward cache, the questions in
 /// flight, the upstreams' RTTs and the counters. See the module docs.
+///
+/// Memory. A forwarded miss allocates nothing once the forwarder has
+/// seen as many questions in flight as it ever will (its tables are made
+/// for `max-in-flight`, room for up to 1024 in-flight records is
+/// reserved, and [`READY_AT_START`] records and buffers are made ready):
+/// the in-flight records are reused with their lists, the cache takes
+/// entries from its slab, answers are checked in memory reserved once,
+/// and the bytes of every [`Action`] are written into a spare buffer that
+/// the server hands back with [`Forwarder::recycle`] once it has sent
+/// them.
 pub struct Forwarder {
     config: ForwardConfig,
     udp_size: u16,
     cache: ForwardCache,
-    slots: Vec<Option<Query>>,
+    slots: Vec<Query>,
     free: Vec<u32>,
     in_flight: usize,
-    by_key: HashMap<ForwardKey, u32>,
+    /// The key's hash -> the slot of its question in flight. Made for
+    /// twice `max-in-flight`: never grows.
+    by_key: HashTable<u32>,
+    /// Hashes `by_key`'s keys: foldhash under a per-process random key,
+    /// as the caches (the table is bounded by `max-in-flight`).
+    hasher: KeyedHash,
+    /// A transmit -> the slot of its question. Made for twice the
+    /// transmits that can be open (up to [`RESERVED_TRANSMITS`]).
+    /// hashbrown's foldhash, seeded at random per table: the keys are our
+    /// socket numbers and IDs; an answer chooses only the ID it carries,
+    /// and only from the upstream's address and port.
     by_wire: HashMap<Transmit, u32>,
     rtt: Vec<u64>,
     /// The next socket number.
@@ -464,6 +597,14 @@ pub struct Forwarder {
     cookies: Vec<UpstreamCookie>,
     next_round_robin: usize,
     prefetch: Vec<ForwardKey>,
+    /// The prefetches being started (swapped with `prefetch`).
+    prefetching: Vec<ForwardKey>,
+    /// Checks upstream answers; holds the last good one, cut up.
+    validator: Validator,
+    /// Spare buffers for the actions' bytes.
+    buffers: Vec<Vec<u8>>,
+    /// The capacity of a new buffer.
+    buffer_len: usize,
     stats: ForwardStats,
     /// Our NSID option (code, length, value), empty when none.
     nsid: Box<[u8]>,
@@ -489,25 +630,49 @@ impl Forwarder {
                 ..UpstreamStats::default()
             })
             .collect();
+        let records = config.max_in_flight.min(RESERVED_IN_FLIGHT);
+        let ready = config.max_in_flight.min(READY_AT_START);
+        let buffer_len = BUFFER_LEN.max(usize::from(udp_size));
+        let mut slots = Vec::with_capacity(records);
+        slots.extend((0..ready).map(|_| Query::idle()));
+        let mut free = Vec::with_capacity(records);
+        free.extend((0..ready as u32).rev());
+        let mut buffers = Vec::with_capacity(SPARE_BUFFERS);
+        buffers.extend((0..READY_AT_START).map(|_| Vec::with_capacity(buffer_len)));
+        let per_question = if config.policy == Policy::Race {
+            config.race.min(config.upstreams.len()).max(1)
+        } else {
+            1
+        };
+        let transmits = config
+            .max_in_flight
+            .saturating_mul(per_question)
+            .saturating_mul(2)
+            .min(RESERVED_TRANSMITS);
         Forwarder {
             cache: ForwardCache::new(config.cache),
             rtt: vec![INITIAL_RTT_MICROS; config.upstreams.len()],
-            config,
             udp_size,
-            slots: Vec::new(),
-            free: Vec::new(),
+            slots,
+            free,
             in_flight: 0,
-            by_key: HashMap::new(),
-            by_wire: HashMap::new(),
+            by_key: HashTable::with_capacity(config.max_in_flight.saturating_mul(2)),
+            hasher: KeyedHash::new(),
+            by_wire: HashMap::with_capacity(transmits),
             next_socket: 0,
             cookies,
             next_round_robin: 0,
             prefetch: Vec::with_capacity(PREFETCH_QUEUE),
+            prefetching: Vec::with_capacity(PREFETCH_QUEUE),
+            validator: Validator::new(usize::from(UPSTREAM_UDP_SIZE)),
+            buffers,
+            buffer_len,
             stats: ForwardStats {
                 upstreams,
                 ..ForwardStats::default()
             },
             nsid: Box::default(),
+            config,
         }
     }
 
@@ -552,6 +717,18 @@ impl Forwarder {
         self.in_flight
     }
 
+    /// Gives back the bytes of an [`Action`] the server has carried out,
+    /// for the bytes of a later one: with every buffer given back, the
+    /// forwarder allocates none for its actions. Kept only while fewer
+    /// than [`SPARE_BUFFERS`] are, and if no larger than a new buffer
+    /// (one grown for a long answer over TCP is freed).
+    pub fn recycle(&mut self, mut bytes: Vec<u8>) {
+        if self.buffers.len() < SPARE_BUFFERS && bytes.capacity() <= self.buffer_len {
+            bytes.clear();
+            self.buffers.push(bytes);
+        }
+    }
+
     /// The cached answer for `key` as `(rcode, remaining TTL)`, fresh or
     /// stale; for tests and diagnostics.
     pub fn peek(&self, key: &ForwardKey, now: u64) -> Option<(u8, u32)> {
@@ -590,7 +767,7 @@ impl Forwarder {
     ) -> Option<usize> {
         let now_seconds = seconds(now);
         let udp_size = self.udp_size;
-        let Some(entry) = self.cache.fresh(key, now_seconds) else {
+        let Some((index, entry)) = self.cache.fresh(key, now_seconds) else {
             self.stats.cache_misses += 1;
             return None;
         };
@@ -609,13 +786,13 @@ impl Forwarder {
             out,
         )?;
         let remaining = entry.remaining(now_seconds);
-        if entry.hits() >= PREFETCH_MIN_HITS
+        let prefetch = entry.hits() >= PREFETCH_MIN_HITS
             && entry.ttl() >= PREFETCH_MIN_TTL
             && remaining <= entry.ttl() / 10
-            && !entry.prefetching
-            && self.prefetch.len() < PREFETCH_QUEUE
-        {
-            entry.prefetching = true;
+            && !entry.prefetching()
+            && self.prefetch.len() < PREFETCH_QUEUE;
+        if prefetch {
+            self.cache.start_prefetch(index);
             self.prefetch.push(*key);
         }
         self.stats.cache_hits += 1;
@@ -630,14 +807,17 @@ impl Forwarder {
     /// Starts the queued prefetches: questions with no waiting client,
     /// whose answers refresh the cache.
     pub fn prefetches(&mut self, now: u64, actions: &mut Vec<Action>) {
-        let keys: Vec<ForwardKey> = self.prefetch.drain(..).collect();
-        for key in keys {
-            if self.by_key.contains_key(&key) || self.in_flight >= self.config.max_in_flight {
+        // The queue and its spare swap: neither is allocated again.
+        let spare = std::mem::take(&mut self.prefetching);
+        let mut keys = std::mem::replace(&mut self.prefetch, spare);
+        for key in keys.drain(..) {
+            if self.in_flight_slot(&key).is_some() || self.in_flight >= self.config.max_in_flight {
                 self.cache.prefetch_done(&key);
                 continue;
             }
             self.launch(key, None, now, actions);
         }
+        self.prefetching = keys;
     }
 
     /// A query the cache could not answer: joins the same question in
@@ -666,26 +846,31 @@ impl Forwarder {
         }
         let waiter = Waiter {
             client,
-            head: head.to_vec(),
+            head_start: 0,
+            head_len: head.len(),
             edns,
             nsid,
             limit,
         };
-        if let Some(&slot) = self.by_key.get(&key) {
+        if let Some(slot) = self.in_flight_slot(&key) {
             let max_waiters = self.config.max_waiters;
-            if let Some(Some(query)) = self.slots.get_mut(slot as usize) {
+            if let Some(query) = active_mut(&mut self.slots, slot) {
                 if query.waiters.len() < max_waiters {
-                    query.waiters.push(waiter);
+                    query.waiters.push(Waiter {
+                        head_start: query.heads.len(),
+                        ..waiter
+                    });
+                    query.heads.extend_from_slice(head);
                     self.stats.coalesced += 1;
                     return None;
                 }
             }
-            return self.answer_now(&key, &waiter, now, out);
+            return self.answer_now(&key, head, &waiter, now, out);
         }
         if self.in_flight >= self.config.max_in_flight || self.config.upstreams.is_empty() {
-            return self.answer_now(&key, &waiter, now, out);
+            return self.answer_now(&key, head, &waiter, now, out);
         }
-        self.launch(key, Some(waiter), now, actions);
+        self.launch(key, Some((waiter, head)), now, actions);
         None
     }
 
@@ -693,11 +878,12 @@ impl Forwarder {
     fn answer_now(
         &mut self,
         key: &ForwardKey,
+        head: &[u8],
         waiter: &Waiter,
         now: u64,
         out: &mut [u8],
     ) -> Option<usize> {
-        let client = client_view(key, waiter, self.udp_size, &self.nsid);
+        let client = client_view(key, head, waiter, self.udp_size, &self.nsid);
         if let Some(entry) = self.cache.stale(key, seconds(now)) {
             self.stats.stale_answers += 1;
             let ttl = self.config.stale_ttl.as_secs() as u32;
@@ -708,72 +894,75 @@ impl Forwarder {
         write_answer(Parts::of(&servfail), Ttls::Elapsed(0), client, out)
     }
 
-    /// Creates the in-flight question and sends its first attempt.
+    /// The hash of `key` in `by_key`.
+    fn key_hash(&self, key: &ForwardKey) -> u64 {
+        key_hash(&self.hasher, key)
+    }
+
+    /// The slot of `key`'s question in flight, if any.
+    fn in_flight_slot(&self, key: &ForwardKey) -> Option<u32> {
+        let hash = self.key_hash(key);
+        let slots = &self.slots;
+        self.by_key
+            .find(hash, |&i| {
+                active(slots, i).is_some_and(|query| query.key == *key)
+            })
+            .copied()
+    }
+
+    /// Creates the in-flight question, in a kept record if there is one,
+    /// and sends its first attempt.
     fn launch(
         &mut self,
         key: ForwardKey,
-        waiter: Option<Waiter>,
+        waiter: Option<(Waiter, &[u8])>,
         now: u64,
         actions: &mut Vec<Action>,
     ) {
-        let wire = self.upstream_query(&key);
-        let query = Query {
-            key,
-            wire,
-            waiters: waiter.into_iter().collect(),
-            attempts: 0,
-            tried: 0,
-            outstanding: Vec::new(),
-            latest: Vec::new(),
-            sent_at: now,
-            deadline: now,
-            tcp: None,
-        };
         let slot = match self.free.pop() {
-            Some(slot) => {
-                self.slots[slot as usize] = Some(query);
-                slot
-            }
+            Some(slot) => slot,
             None => {
-                self.slots.push(Some(query));
+                self.slots.push(Query::idle());
                 (self.slots.len() - 1) as u32
             }
         };
-        self.in_flight += 1;
-        self.by_key.insert(key, slot);
-        self.attempt(slot, now, actions);
-    }
-
-    /// The upstream query for `key`: RD, the key's CD, the name in random
-    /// case (0x20: an answer must echo it exactly), an OPT with the key's
-    /// DO. The ID is set per attempt.
-    fn upstream_query(&self, key: &ForwardKey) -> Vec<u8> {
-        let name = key.name.as_bytes();
-        let mut wire = Vec::with_capacity(HEADER_LEN + name.len() + 4 + 11);
-        let cd = if key.checking_disabled { 0x10 } else { 0 };
-        wire.extend_from_slice(&[0, 0, 0x01, cd, 0, 1, 0, 0, 0, 0, 0, 1]);
-        // One fresh random bit per letter: 64 at a time.
-        let (mut bits, mut left) = (0u64, 0u32);
-        for &octet in name {
-            let mut octet = octet;
-            if octet.is_ascii_lowercase() {
-                if left == 0 {
-                    (bits, left) = (random(), u64::BITS);
-                }
-                if bits & 1 == 1 {
-                    octet = octet.to_ascii_uppercase();
-                }
-                bits >>= 1;
-                left -= 1;
-            }
-            wire.push(octet);
+        let Some(query) = self.slots.get_mut(slot as usize) else {
+            return;
+        };
+        query.active = true;
+        query.key = key;
+        write_upstream_query(&key, &mut query.wire);
+        query.waiters.clear();
+        query.heads.clear();
+        if let Some((waiter, head)) = waiter {
+            query.waiters.push(Waiter {
+                head_start: 0,
+                ..waiter
+            });
+            query.heads.extend_from_slice(head);
         }
-        wire.extend_from_slice(&key.qtype.0.to_be_bytes());
-        wire.extend_from_slice(&key.qclass.0.to_be_bytes());
-        wire.extend_from_slice(&[0, 0, 41]);
-        wire.extend_from_slice(&UPSTREAM_UDP_SIZE.to_be_bytes());
-        wire.extend_from_slice(&[0, 0, if key.dnssec_ok { 0x80 } else { 0 }, 0, 0, 0]);
-        wire
+        query.attempts = 0;
+        query.tried = 0;
+        query.outstanding.clear();
+        query.latest.clear();
+        query.sent_at = now;
+        query.deadline = now;
+        query.tcp = None;
+        self.in_flight += 1;
+        let hash = self.key_hash(&key);
+        let Self {
+            by_key,
+            slots,
+            hasher,
+            ..
+        } = self;
+        // Never grows: made for twice the questions that can be in flight.
+        by_key.insert_unique(hash, slot, |&i| {
+            slots
+                .get(i as usize)
+                .map_or(0, |query| key_hash(hasher, &query.key))
+        });
+        self.attempt(slot, now, actions);
     }
 
     /// Sends the next attempt of `slot`'s question: one upstream, or
@@ -785,7 +974,7 @@ impl Forwarder {
         } else {
             1
         };
-        let Some(Some(query)) = self.slots.get(slot as usize) else {
+        let Some(query) = active(&self.slots, slot) else {
             return;
         };
         let mut tried = query.tried;
@@ -796,17 +985,20 @@ impl Forwarder {
         let timeout = self.config.timeout.as_millis() as u64;
         // Each transmit: a socket of its own and an ID of its own, distinct
         // from the race's others (so that no answer fits two of them).
-        let mut transmits: Vec<Transmit> = Vec::with_capacity(chosen.len());
-        for &upstream in &chosen {
+        let mut transmits: [Transmit; MAX_UPSTREAMS] = [(0, 0, 0); MAX_UPSTREAMS];
+        let mut made = 0;
+        for &upstream in chosen.as_slice() {
             let socket = self.new_socket();
             let mut id = random() as u16;
             // Bounded: at most MAX_UPSTREAMS - 1 IDs are taken.
-            while transmits.iter().any(|&(_, _, taken)| taken == id) {
+            while transmits[..made].iter().any(|&(_, _, taken)| taken == id) {
                 id = id.wrapping_add(1);
             }
-            transmits.push((upstream, socket, id));
+            transmits[made] = (upstream, socket, id);
+            made += 1;
         }
-        let Some(Some(query)) = self.slots.get_mut(slot as usize) else {
+        let transmits = &transmits[..made];
+        let Some(query) = active_mut(&mut self.slots, slot) else {
             return;
         };
         query.attempts += 1;
@@ -814,18 +1006,24 @@ impl Forwarder {
         query.latest.clear();
         query.sent_at = now;
         query.deadline = now + timeout;
-        for &(upstream, socket, id) in &transmits {
+        for &(upstream, socket, id) in transmits {
             query.tried |= 1 << upstream;
             query.latest.push(upstream);
             query.outstanding.push((upstream, socket, id));
-            let bytes = with_cookie(&query.wire, id, &self.cookies[usize::from(upstream)]);
+            let mut bytes = take_buffer(&mut self.buffers, self.buffer_len);
+            with_cookie(
+                &query.wire,
+                id,
+                &self.cookies[usize::from(upstream)],
+                &mut bytes,
+            );
             actions.push(Action::Transmit {
                 upstream: usize::from(upstream),
                 socket: socket as usize,
                 bytes,
             });
         }
-        for &(upstream, socket, id) in &transmits {
+        for &(upstream, socket, id) in transmits {
             self.by_wire.insert((upstream, socket, id), slot);
             self.stats.upstream_queries += 1;
             self.stats.upstreams[usize::from(upstream)].queries += 1;
@@ -833,28 +1031,39 @@ impl Forwarder {
     }
 
     /// `wanted` upstreams not in `tried`, by the policy.
-    fn choose(&mut self, tried: u64, wanted: usize) -> Vec<u16> {
-        let count = self.config.upstreams.len();
-        let mut candidates: Vec<u16> = (0..count as u16)
-            .filter(|&u| tried & (1 << u) == 0)
-            .collect();
+    fn choose(&mut self, tried: u64, wanted: usize) -> Chosen {
+        let count = self.config.upstreams.len().min(MAX_UPSTREAMS);
+        let mut chosen = Chosen {
+            upstreams: [0; MAX_UPSTREAMS],
+            len: 0,
+        };
+        for upstream in 0..count as u16 {
+            if tried & (1 << upstream) == 0 {
+                chosen.upstreams[chosen.len] = upstream;
+                chosen.len += 1;
+            }
+        }
+        let candidates = &mut chosen.upstreams[..chosen.len];
         match self.config.policy {
             Policy::RoundRobin => {
                 let start = self.next_round_robin;
                 self.next_round_robin = self.next_round_robin.wrapping_add(1);
-                candidates.sort_by_key(|&u| (usize::from(u) + count - start % count) % count);
+                // Distinct keys: the order is that of a stable sort.
+                candidates
+                    .sort_unstable_by_key(|&u| (usize::from(u) + count - start % count) % count);
             }
             Policy::Fastest | Policy::Race => {
                 let rtt = &self.rtt;
-                candidates.sort_by_key(|&u| rtt[usize::from(u)]);
+                // Ties by index: the order is that of a stable sort.
+                candidates.sort_unstable_by_key(|&u| (rtt[usize::from(u)], u));
                 if candidates.len() > 1 && random().is_multiple_of(PROBE_ONE_IN) {
                     let pick = 1 + (random() as usize) % (candidates.len() - 1);
                     candidates.swap(0, pick);
                 }
             }
         }
-        candidates.truncate(wanted);
-        candidates
+        chosen.len = chosen.len.min(wanted);
+        chosen
     }
 
     /// An answer that arrived on connected socket `socket` of upstream
@@ -878,7 +1087,7 @@ impl Forwarder {
             self.stats.upstream_rejected += 1;
             return;
         };
-        let Some(Some(query)) = self.slots.get(slot as usize) else {
+        let Some(query) = active(&self.slots, slot) else {
             return;
         };
         match self.cookies[usize::from(upstream)].check(bytes) {
@@ -891,7 +1100,7 @@ impl Forwarder {
             CookieCheck::Retry => {
                 // BADCOOKIE: the new server cookie is stored; ask again.
                 self.forget_transmit(slot, (upstream, socket, id), actions);
-                let Some(Some(query)) = self.slots.get(slot as usize) else {
+                let Some(query) = active(&self.slots, slot) else {
                     return;
                 };
                 if query.outstanding.is_empty() && query.tcp.is_none() {
@@ -902,19 +1111,19 @@ impl Forwarder {
         }
         let question = &query.wire[HEADER_LEN..query.wire.len() - 11];
         let negative_max = self.config.negative_ttl_max.as_secs() as u32;
-        match validate(question, bytes, negative_max) {
+        match self.validator.check(question, bytes, negative_max) {
             Verdict::Bad(_) => self.stats.upstream_rejected += 1,
-            Verdict::Good(prepared) => {
+            Verdict::Good => {
                 self.learn_rtt(upstream, slot, now);
                 self.stats.upstream_answers += 1;
                 self.stats.upstreams[usize::from(upstream)].answers += 1;
-                self.complete(slot, Some(prepared), now, actions);
+                self.complete(slot, true, now, actions);
             }
             Verdict::Truncated => {
                 self.learn_rtt(upstream, slot, now);
                 self.forget_transmit(slot, (upstream, socket, id), actions);
                 let timeout = self.config.timeout.as_millis() as u64;
-                let Some(Some(query)) = self.slots.get_mut(slot as usize) else {
+                let Some(query) = active_mut(&mut self.slots, slot) else {
                     return;
                 };
                 if query.tcp.is_some() {
@@ -924,7 +1133,13 @@ impl Forwarder {
                 query.tcp = Some(token);
                 // TCP needs a handshake first: two timeouts.
                 query.deadline = now + 2 * timeout;
-                let bytes = with_cookie(&query.wire, id, &self.cookies[usize::from(upstream)]);
+                let mut bytes = take_buffer(&mut self.buffers, self.buffer_len);
+                with_cookie(
+                    &query.wire,
+                    id,
+                    &self.cookies[usize::from(upstream)],
+                    &mut bytes,
+                );
                 self.stats.upstream_queries += 1;
                 self.stats.upstreams[usize::from(upstream)].queries += 1;
                 actions.push(Action::TransmitTcp {
@@ -936,7 +1151,7 @@ impl Forwarder {
             Verdict::Failure => {
                 self.stats.upstreams[usize::from(upstream)].answers += 1;
                 self.forget_transmit(slot, (upstream, socket, id), actions);
-                let Some(Some(query)) = self.slots.get(slot as usize) else {
+                let Some(query) = active(&self.slots, slot) else {
                     return;
                 };
                 if query.outstanding.is_empty() && query.tcp.is_none() {
@@ -956,7 +1171,7 @@ impl Forwarder {
         actions: &mut Vec<Action>,
     ) {
         let slot = token.slot;
-        let Some(Some(query)) = self.slots.get_mut(slot as usize) else {
+        let Some(query) = active_mut(&mut self.slots, slot) else {
             return;
         };
         if query.tcp != Some(token) {
@@ -969,7 +1184,7 @@ impl Forwarder {
                 match self.cookies[usize::from(token.upstream)].check(bytes) {
                     CookieCheck::Good => {
                         let negative_max = self.config.negative_ttl_max.as_secs() as u32;
-                        validate(question, bytes, negative_max)
+                        self.validator.check(question, bytes, negative_max)
                     }
                     CookieCheck::Bad(reason) => {
                         self.stats.upstream_bad_cookies += 1;
@@ -982,10 +1197,10 @@ impl Forwarder {
             None => Verdict::Failure,
         };
         match verdict {
-            Verdict::Good(prepared) => {
+            Verdict::Good => {
                 self.stats.upstream_answers += 1;
                 self.stats.upstreams[usize::from(token.upstream)].answers += 1;
-                self.complete(slot, Some(prepared), now, actions);
+                self.complete(slot, true, now, actions);
             }
             Verdict::Bad(_) | Verdict::Truncated => {
                 self.stats.upstream_rejected += 1;
@@ -1000,25 +1215,31 @@ impl Forwarder {
     pub fn on_timeout(&mut self, now: u64, actions: &mut Vec<Action>) {
         let timeout_micros = self.config.timeout.as_micros() as u64;
         for slot in 0..self.slots.len() as u32 {
-            let Some(Some(query)) = self.slots.get_mut(slot as usize) else {
+            let Some(query) = active_mut(&mut self.slots, slot) else {
                 continue;
             };
             if query.deadline > now {
                 continue;
             }
             query.tcp = None;
-            let latest = std::mem::take(&mut query.latest);
+            // Taken for the loops below and given back, memory and all.
+            let mut latest = std::mem::take(&mut query.latest);
+            let mut outstanding = std::mem::take(&mut query.outstanding);
             // The timed-out transmits' sockets close: a late answer is
             // not waited for on a port that stays open.
-            for transmit in std::mem::take(&mut query.outstanding) {
+            for transmit in outstanding.drain(..) {
                 self.by_wire.remove(&transmit);
                 actions.push(release(transmit));
             }
-            for upstream in latest {
+            for upstream in latest.drain(..) {
                 self.stats.upstream_timeouts += 1;
                 self.stats.upstreams[usize::from(upstream)].timeouts += 1;
                 let rtt = &mut self.rtt[usize::from(upstream)];
                 *rtt = (*rtt * 2).max(timeout_micros);
+            }
+            if let Some(query) = self.slots.get_mut(slot as usize) {
+                query.latest = latest;
+                query.outstanding = outstanding;
             }
             self.next_attempt(slot, now, actions);
         }
@@ -1028,27 +1249,27 @@ impl Forwarder {
     pub fn next_deadline(&self) -> Option<u64> {
         self.slots
             .iter()
-            .flatten()
+            .filter(|query| query.active)
             .map(|query| query.deadline)
             .min()
     }
 
     /// Retries if attempts remain, else ends the question unanswered.
     fn next_attempt(&mut self, slot: u32, now: u64, actions: &mut Vec<Action>) {
-        let Some(Some(query)) = self.slots.get(slot as usize) else {
+        let Some(query) = active(&self.slots, slot) else {
             return;
         };
         if query.attempts <= self.config.retries {
             self.attempt(slot, now, actions);
         } else {
-            self.complete(slot, None, now, actions);
+            self.complete(slot, false, now, actions);
         }
     }
 
     /// Ends a transmit: its socket is released.
     fn forget_transmit(&mut self, slot: u32, transmit: Transmit, actions: &mut Vec<Action>) {
         self.by_wire.remove(&transmit);
-        if let Some(Some(query)) = self.slots.get_mut(slot as usize) {
+        if let Some(query) = active_mut(&mut self.slots, slot) {
             query.outstanding.retain(|&t| t != transmit);
         }
         actions.push(release(transmit));
@@ -1064,7 +1285,7 @@ impl Forwarder {
     }
 
     fn learn_rtt(&mut self, upstream: u16, slot: u32, now: u64) {
-        let Some(Some(query)) = self.slots.get(slot as usize) else {
+        let Some(query) = active(&self.slots, slot) else {
             return;
         };
         let elapsed_ms = now.saturating_sub(query.sent_at);
@@ -1074,101 +1295,141 @@ impl Forwarder {
         *rtt = (*rtt * 7 + sample) / 8;
     }
 
-    /// Ends a question: answers every waiter from `prepared` (and caches
-    /// it), or, with `None`, from a stale entry or with SERVFAIL (cached
-    /// for `servfail-ttl`).
-    fn complete(
-        &mut self,
-        slot: u32,
-        prepared: Option<Prepared>,
-        now: u64,
-        actions: &mut Vec<Action>,
-    ) {
-        let Some(query) = self.slots.get_mut(slot as usize).and_then(Option::take) else {
+    /// Ends a question: answers every waiter from the validator's
+    /// prepared answer if `good` (and caches it), or else from a stale
+    /// entry or with SERVFAIL (cached for `servfail-ttl`). The record
+    /// stays in its slot, its lists' memory kept for a later question.
+    fn complete(&mut self, slot: u32, good: bool, now: u64, actions: &mut Vec<Action>) {
+        let Some(query) = active_mut(&mut self.slots, slot) else {
             return;
         };
+        query.active = false;
+        let key = query.key;
+        // Taken for the loops below and given back, memory and all.
+        let mut waiters = std::mem::take(&mut query.waiters);
+        let mut heads = std::mem::take(&mut query.heads);
+        let mut outstanding = std::mem::take(&mut query.outstanding);
         self.free.push(slot);
         self.in_flight -= 1;
-        self.by_key.remove(&query.key);
-        for &transmit in &query.outstanding {
+        let hash = self.key_hash(&key);
+        if let Ok(entry) = self.by_key.find_entry(hash, |&i| i == slot) {
+            entry.remove();
+        }
+        for transmit in outstanding.drain(..) {
             self.by_wire.remove(&transmit);
             actions.push(release(transmit));
         }
         let now_seconds = seconds(now);
-        let key = query.key;
         let stale_ttl = self.config.stale_ttl.as_secs() as u32;
-        // Each waiter's answer fits its header, question, the records
-        // and an OPT; sized once per completion.
-        let longest = query
-            .waiters
-            .iter()
-            .map(|w| w.head.len())
-            .max()
-            .unwrap_or(0);
-        let tail = prepared.as_ref().map_or(0, |p| p.tail.len()).max(
-            self.cache
-                .stale(&query.key, seconds(now))
-                .map_or(0, |e| e.parts().tail.len()),
-        );
-        let mut out = vec![0u8; longest + tail + cache::OPT_LEN + self.nsid.len()];
-        // Owned for the loops below, which count into `self.stats`.
-        let nsid = self.nsid.clone();
+        // Taken for the loops below, which count into `self.stats` and
+        // take buffers; given back after.
+        let nsid = std::mem::take(&mut self.nsid);
         let udp_size = self.udp_size;
-        match prepared {
-            Some(prepared) => {
-                for waiter in &query.waiters {
-                    let client = client_view(&key, waiter, udp_size, &nsid);
-                    if let Some(len) =
-                        write_answer(Parts::of(&prepared), Ttls::Elapsed(0), client, &mut out)
-                    {
-                        actions.push(Action::Answer {
-                            client: waiter.client,
-                            bytes: out[..len].to_vec(),
-                        });
-                    }
+        if good {
+            let prepared = std::mem::take(&mut self.validator.prepared);
+            for waiter in &waiters {
+                let client = client_view(&key, head_of(&heads, waiter), waiter, udp_size, &nsid);
+                let mut bytes = take_buffer(&mut self.buffers, self.buffer_len);
+                match write_into(Parts::of(&prepared), Ttls::Elapsed(0), client, &mut bytes) {
+                    Some(()) => actions.push(Action::Answer {
+                        client: waiter.client,
+                        bytes,
+                    }),
+                    None => self.recycle(bytes),
                 }
-                self.cache.insert(&key, &prepared, now_seconds);
             }
-            None => {
-                let stale = self.cache.stale(&key, now_seconds).is_some();
-                let servfail = Prepared::servfail(self.config.servfail_ttl.as_secs() as u32);
-                for waiter in &query.waiters {
-                    let client = client_view(&key, waiter, udp_size, &nsid);
-                    let written = match self.cache.stale(&key, now_seconds) {
-                        Some(entry) => {
-                            self.stats.stale_answers += 1;
-                            write_answer(entry.parts(), Ttls::Fixed(stale_ttl), client, &mut out)
-                        }
-                        None => {
-                            self.stats.servfails += 1;
-                            write_answer(Parts::of(&servfail), Ttls::Elapsed(0), client, &mut out)
-                        }
-                    };
-                    if let Some(len) = written {
-                        actions.push(Action::Answer {
-                            client: waiter.client,
-                            bytes: out[..len].to_vec(),
-                        });
+            self.cache.insert(&key, &prepared, now_seconds);
+            self.validator.prepared = prepared;
+        } else {
+            let stale = self.cache.stale(&key, now_seconds).is_some();
+            let servfail = Prepared::servfail(self.config.servfail_ttl.as_secs() as u32);
+            for waiter in &waiters {
+                let client = client_view(&key, head_of(&heads, waiter), waiter, udp_size, &nsid);
+                let mut bytes = take_buffer(&mut self.buffers, self.buffer_len);
+                let written = match self.cache.stale(&key, now_seconds) {
+                    Some(entry) => {
+                        self.stats.stale_answers += 1;
+                        write_into(entry.parts(), Ttls::Fixed(stale_ttl), client, &mut bytes)
                     }
+                    None => {
+                        self.stats.servfails += 1;
+                        write_into(Parts::of(&servfail), Ttls::Elapsed(0), client, &mut bytes)
+                    }
+                };
+                match written {
+                    Some(()) => actions.push(Action::Answer {
+                        client: waiter.client,
+                        bytes,
+                    }),
+                    None => self.recycle(bytes),
                 }
-                if !stale {
-                    self.cache.insert(&key, &servfail, now_seconds);
-                }
+            }
+            if !stale {
+                self.cache.insert(&key, &servfail, now_seconds);
             }
         }
         self.cache.prefetch_done(&key);
+        self.nsid = nsid;
+        waiters.clear();
+        heads.clear();
+        if waiters.capacity() > KEPT_WAITERS {
+            // Grown by a burst of coalesced clients: not kept.
+            waiters = Vec::new();
+            heads = Vec::new();
+        }
+        if let Some(query) = self.slots.get_mut(slot as usize) {
+            query.waiters = waiters;
+            query.heads = heads;
+            query.outstanding = outstanding;
+        }
     }
+}
+
+/// The hash of `key` under `hasher`.
+fn key_hash(hasher: &KeyedHash, key: &ForwardKey) -> u64 {
+    hasher.hash(key.name.as_bytes(), key.qtype.0, key.qclass.0, key.bits())
+}
+
+/// A spare buffer from `buffers`, or a new one of `len` octets' capacity.
+fn take_buffer(buffers: &mut Vec<Vec<u8>>, len: usize) -> Vec<u8> {
+    buffers.pop().unwrap_or_else(|| Vec::with_capacity(len))
+}
+
+/// [`write_answer`] into `bytes`, made exactly as long as the answer:
+/// within its capacity for any answer up to the client's limit (a longer
+/// one is sent empty with TC set).
+fn write_into(
+    parts: Parts<'_>,
+    ttls: Ttls,
+    client: ClientView<'_>,
+    bytes: &mut Vec<u8>,
+) -> Option<()> {
+    let opt = if client.edns {
+        cache::OPT_LEN + client.nsid.len()
+    } else {
+        0
+    };
+    let full = client.head.len() + parts.tail.len() + opt;
+    // Room for the whole answer if it is within the limit, else for the
+    // truncated one: `write_answer` decides the same way.
+    let room = full.min(client.limit.max(client.head.len() + opt));
+    bytes.clear();
+    bytes.resize(room, 0);
+    let len = write_answer(parts, ttls, client, bytes)?;
+    bytes.truncate(len);
+    Some(())
 }
 
 /// What `waiter`'s answer needs from it: its head, OPT, NSID, limit.
 fn client_view<'w>(
     key: &ForwardKey,
-    waiter: &'w Waiter,
+    head: &'w [u8],
+    waiter: &Waiter,
     udp_size: u16,
     nsid: &'w [u8],
 ) -> ClientView<'w> {
     ClientView {
-        head: &waiter.head,
+        head,
         edns: waiter.edns,
         dnssec_ok: key.dnssec_ok,
         limit: waiter.limit,
@@ -1188,14 +1449,47 @@ fn random() -> u64 {
     rand::rng().next_u64()
 }
 
-/// The upstream query `wire` (whose OPT has no options) with ID `id` and
-/// the upstream's COOKIE option.
-fn with_cookie(wire: &[u8], id: u16, cookie: &UpstreamCookie) -> Vec<u8> {
-    let mut bytes = Vec::with_capacity(wire.len() + cookie::MAX_OPTION_LEN);
+/// Writes into `bytes` the upstream query `wire` (whose OPT has no
+/// options) with ID `id` and the upstream's COOKIE option: at most
+/// [`MAX_WIRE`] and `cookie::MAX_OPTION_LEN` octets.
+fn with_cookie(wire: &[u8], id: u16, cookie: &UpstreamCookie, bytes: &mut Vec<u8>) {
+    bytes.clear();
     bytes.extend_from_slice(wire);
-    bytes[..2].copy_from_slice(&id.to_be_bytes());
-    cookie.append_to(&mut bytes);
-    bytes
+    if let Some(header) = bytes.get_mut(..2) {
+        header.copy_from_slice(&id.to_be_bytes());
+    }
+    cookie.append_to(bytes);
+}
+
+/// Writes into `wire` the upstream query for `key`: RD, the key's CD, the
+/// name in random case (0x20: an answer must echo it exactly), an OPT
+/// with the key's DO. The ID is set per attempt.
+fn write_upstream_query(key: &ForwardKey, wire: &mut Vec<u8>) {
+    let name = key.name.as_bytes();
+    wire.clear();
+    let cd = if key.checking_disabled { 0x10 } else { 0 };
+    wire.extend_from_slice(&[0, 0, 0x01, cd, 0, 1, 0, 0, 0, 0, 0, 1]);
+    // One fresh random bit per letter: 64 at a time.
+    let (mut bits, mut left) = (0u64, 0u32);
+    for &octet in name {
+        let mut octet = octet;
+        if octet.is_ascii_lowercase() {
+            if left == 0 {
+                (bits, left) = (random(), u64::BITS);
+            }
+            if bits & 1 == 1 {
+                octet = octet.to_ascii_uppercase();
+            }
+            bits >>= 1;
+            left -= 1;
+        }
+        wire.push(octet);
+    }
+    wire.extend_from_slice(&key.qtype.0.to_be_bytes());
+    wire.extend_from_slice(&key.qclass.0.to_be_bytes());
+    wire.extend_from_slice(&[0, 0, 41]);
+    wire.extend_from_slice(&UPSTREAM_UDP_SIZE.to_be_bytes());
+    wire.extend_from_slice(&[0, 0, if key.dnssec_ok { 0x80 } else { 0 }, 0, 0, 0]);
 }
 
 fn release((upstream, socket, _): Transmit) -> Action {

@@ -220,6 +220,34 @@ fn answers_waiters_then_counts_ttls_down_from_the_cache() {
     assert_eq!((stats.upstream_queries, stats.upstream_answers), (1, 1));
 }
 
+/// An entry is one extent of the cache's slab: an answer that would store
+/// more than [`MAX_FORWARD_ENTRY_LEN`] octets still reaches its client,
+/// but is not cached; one just within is.
+#[test]
+fn answers_longer_than_an_entry_are_forwarded_not_cached() {
+    let mut f = forwarder(|_| {});
+    for (name, records, cached) in [("big.example.org.", 300, 0), ("fits.example.org.", 200, 1)] {
+        let query = client_query(9, name, 1);
+        let (upstream, socket, sent) = only_transmit(&start(&mut f, &query, 1_000));
+        let record = a_record(60);
+        let answer: Vec<&[u8]> = (0..records).map(|_| &record[..]).collect();
+        let upstream_answer = response(&sent, 0, &answer, &[]);
+        // The name, the records, two octets of TTL offset per record.
+        let stored = key_of(&query).name.as_bytes().len() + records * (record.len() + 2);
+        assert_eq!(
+            stored > MAX_FORWARD_ENTRY_LEN,
+            cached == 0,
+            "{name}: {stored}"
+        );
+        let mut actions = Vec::new();
+        f.on_response(upstream, socket, &upstream_answer, 1_010, &mut actions);
+        let answers = answers(&actions);
+        assert_eq!(answers.len(), 1, "{name}");
+        assert_eq!(answers[0][2] & 0x02, 0x02, "{name}: TC at 512 octets");
+        assert_eq!(f.cached(), cached, "{name}");
+    }
+}
+
 #[test]
 fn negative_answers_are_cached_for_the_soa_minimum_capped() {
     let mut f = forwarder(|config| config.negative_ttl_max = Duration::from_secs(600));

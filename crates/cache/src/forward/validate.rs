@@ -45,7 +45,7 @@ const AD: u8 = 0x20;
 //----------- Prepared -------------------------------------------------------
 
 /// A checked upstream answer, cut into what every client's copy shares.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Prepared {
     /// Header octets 2 and 3 as sent to clients: QR, RA, AD as upstream
     /// set it and the rcode; RD and CD are the client's own, added later.
@@ -54,14 +54,16 @@ pub(crate) struct Prepared {
     pub(crate) counts: [u16; 3],
     /// The records after the question, upstream's OPT left out.
     pub(crate) tail: Vec<u8>,
-    /// Offsets in `tail` of every record's TTL field.
-    pub(crate) ttl_offsets: Vec<u16>,
+    /// Offsets in `tail` of every record's TTL field, two octets each,
+    /// little-endian (as the cache stores them).
+    pub(crate) ttl_offsets: Vec<u8>,
     /// How long the answer may be cached, in seconds (0: not cached).
     pub(crate) ttl: u32,
 }
 
 impl Prepared {
-    /// A SERVFAIL with no records, cached for `ttl` seconds.
+    /// A SERVFAIL with no records, cached for `ttl` seconds. No
+    /// allocation (empty vectors).
     pub(crate) fn servfail(ttl: u32) -> Prepared {
         Prepared {
             flags: [QR, RA | 2],
@@ -78,8 +80,9 @@ impl Prepared {
 /// What an upstream's answer is worth.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Verdict {
-    /// A checked answer (NOERROR or NXDOMAIN).
-    Good(Prepared),
+    /// A checked answer (NOERROR or NXDOMAIN), cut up in
+    /// [`Validator::prepared`].
+    Good,
     /// TC set: ask again over TCP.
     Truncated,
     /// A well-formed error (SERVFAIL, REFUSED, ...): try another upstream.
@@ -88,90 +91,156 @@ pub(crate) enum Verdict {
     Bad(&'static str),
 }
 
-/// Checks `answer` against the question we sent (`question`: name as sent,
-/// type, class) and cuts it up. `negative_ttl_max` caps the TTL of
-/// NXDOMAIN and NODATA answers (RFC 2308 section 5). The ID is the
-/// caller's business: it matched the answer to the query.
-pub(crate) fn validate(question: &[u8], answer: &[u8], negative_ttl_max: u32) -> Verdict {
-    if answer.len() > MAX_ANSWER_LEN {
-        return Verdict::Bad("longer than a DNS message");
-    }
-    let Ok(view) = MessageView::parse(answer) else {
-        return Verdict::Bad("malformed header or question");
-    };
-    let header = view.header();
-    if !header.qr() || header.opcode() != Opcode::QUERY {
-        return Verdict::Bad("not a response to a query");
-    }
-    let Some(asked) = view.question() else {
-        return Verdict::Bad("no question");
-    };
-    if asked.bytes != question {
-        return Verdict::Bad("question differs from the one sent");
-    }
-    if header.tc() {
-        return Verdict::Truncated;
-    }
-    let edns = match view.edns() {
-        Ok(edns) => edns,
-        Err(_) => return Verdict::Bad("malformed records"),
-    };
-    let extended = edns.map_or(0, |edns| edns.extended_rcode);
-    match (extended, header.rcode_bits()) {
-        (0, 0 | 3) => {}
-        _ => return Verdict::Failure,
-    }
-    let nxdomain = header.rcode_bits() == 3;
-    match cut(&view, asked.name.to_lower().as_name().to_buf(), asked.qtype) {
-        Ok(cut) => {
-            let tail_start = HEADER_LEN + question.len();
-            let ttl = if cut.negative || nxdomain {
-                cut.negative_ttl.map_or(0, |ttl| ttl.min(negative_ttl_max))
-            } else {
-                cut.min_answer_ttl.unwrap_or(0)
-            }
-            .min(MAX_CACHE_TTL);
-            let mut tail = answer[tail_start..cut.end].to_vec();
-            let negative = cut.negative || nxdomain;
-            // Cap every TTL: at a day, and for a negative answer at its
-            // negative TTL (RFC 2308 section 5: the SOA's TTL is that).
-            let cap = if negative { ttl } else { MAX_CACHE_TTL };
-            let mut ttl_offsets = Vec::with_capacity(cut.ttl_offsets.len());
-            for &offset in &cut.ttl_offsets {
-                let at = offset - tail_start;
-                let field = &mut tail[at..at + 4];
-                let value = u32::from_be_bytes([field[0], field[1], field[2], field[3]]);
-                // RFC 2181 section 8: a TTL with the top bit set is zero.
-                let value = if value > i32::MAX as u32 { 0 } else { value }.min(cap);
-                field.copy_from_slice(&value.to_be_bytes());
-                ttl_offsets.push(at as u16);
-            }
-            let counts = header.counts();
-            // The OPT counted in ARCOUNT is left out (cut found it among
-            // the additional records, so the count is at least one).
-            let Some(additional) = counts[3].checked_sub(u16::from(cut.opt)) else {
-                return Verdict::Bad("an OPT record outside the additional section");
-            };
-            Verdict::Good(Prepared {
-                flags: [QR, RA | (answer[3] & AD) | header.rcode_bits()],
-                counts: [counts[1], counts[2], additional],
-                tail,
-                ttl_offsets,
-                ttl,
-            })
+//----------- Validator ------------------------------------------------------
+
+/// Records whose facts the validator holds without growing: answers with
+/// more make its list grow once, to the most seen.
+const RECORDS_RESERVED: usize = 32;
+
+/// TTL offsets held without growing (two octets each).
+const TTL_OFFSETS_RESERVED: usize = 64;
+
+/// Checks upstream answers in memory of its own, reserved once and reused
+/// for every answer (the bit per octet of the message, the records'
+/// facts, the chain, the cut-up answer), so that checking allocates
+/// nothing; only an answer with more records than any before it, or a
+/// tail longer, makes a list grow, once.
+pub(crate) struct Validator {
+    scratch: Scratch,
+    /// The last answer found [`Verdict::Good`], cut up.
+    pub(crate) prepared: Prepared,
+}
+
+/// What [`cut`] works in.
+struct Scratch {
+    labels: LabelStarts,
+    records: Vec<Record>,
+    chain: Vec<NameBuf>,
+    /// Offsets in the message of every kept record's TTL field.
+    ttl_fields: Vec<usize>,
+}
+
+impl Validator {
+    /// A validator with its memory reserved: a bit per octet of the
+    /// longest message, [`RECORDS_RESERVED`] records, the longest chain,
+    /// and a tail of `tail` octets.
+    pub(crate) fn new(tail: usize) -> Self {
+        Validator {
+            scratch: Scratch {
+                labels: LabelStarts(Vec::with_capacity(MAX_ANSWER_LEN / 64 + 1)),
+                records: Vec::with_capacity(RECORDS_RESERVED),
+                chain: Vec::with_capacity(MAX_CNAME_CHAIN + 1),
+                ttl_fields: Vec::with_capacity(RECORDS_RESERVED),
+            },
+            prepared: Prepared {
+                tail: Vec::with_capacity(tail),
+                ttl_offsets: Vec::with_capacity(TTL_OFFSETS_RESERVED),
+                ..Prepared::default()
+            },
         }
-        Err(what) => Verdict::Bad(what),
     }
+
+    /// Checks `answer` against the question we sent (`question`: name as
+    /// sent, type, class) and, if good, cuts it up into
+    /// [`Validator::prepared`]. `negative_ttl_max` caps the TTL of
+    /// NXDOMAIN and NODATA answers (RFC 2308 section 5). The ID is the
+    /// caller's business: it matched the answer to the query.
+    pub(crate) fn check(
+        &mut self,
+        question: &[u8],
+        answer: &[u8],
+        negative_ttl_max: u32,
+    ) -> Verdict {
+        if answer.len() > MAX_ANSWER_LEN {
+            return Verdict::Bad("longer than a DNS message");
+        }
+        let Ok(view) = MessageView::parse(answer) else {
+            return Verdict::Bad("malformed header or question");
+        };
+        let header = view.header();
+        if !header.qr() || header.opcode() != Opcode::QUERY {
+            return Verdict::Bad("not a response to a query");
+        }
+        let Some(asked) = view.question() else {
+            return Verdict::Bad("no question");
+        };
+        if asked.bytes != question {
+            return Verdict::Bad("question differs from the one sent");
+        }
+        if header.tc() {
+            return Verdict::Truncated;
+        }
+        let edns = match view.edns() {
+            Ok(edns) => edns,
+            Err(_) => return Verdict::Bad("malformed records"),
+        };
+        let extended = edns.map_or(0, |edns| edns.extended_rcode);
+        match (extended, header.rcode_bits()) {
+            (0, 0 | 3) => {}
+            _ => return Verdict::Failure,
+        }
+        let nxdomain = header.rcode_bits() == 3;
+        let qname = asked.name.to_lower().as_name().to_buf();
+        let cut = match cut(&view, qname, asked.qtype, &mut self.scratch) {
+            Ok(cut) => cut,
+            Err(what) => return Verdict::Bad(what),
+        };
+        let counts = header.counts();
+        // The OPT counted in ARCOUNT is left out (cut found it among the
+        // additional records, so the count is at least one).
+        let Some(additional) = counts[3].checked_sub(u16::from(cut.opt)) else {
+            return Verdict::Bad("an OPT record outside the additional section");
+        };
+        let tail_start = HEADER_LEN + question.len();
+        let negative = cut.negative || nxdomain;
+        let ttl = if negative {
+            cut.negative_ttl.map_or(0, |ttl| ttl.min(negative_ttl_max))
+        } else {
+            cut.min_answer_ttl.unwrap_or(0)
+        }
+        .min(MAX_CACHE_TTL);
+        let prepared = &mut self.prepared;
+        prepared.tail.clear();
+        prepared
+            .tail
+            .extend_from_slice(&answer[tail_start..cut.end]);
+        prepared.ttl_offsets.clear();
+        // Cap every TTL: at a day, and for a negative answer at its
+        // negative TTL (RFC 2308 section 5: the SOA's TTL is that).
+        let cap = if negative { ttl } else { MAX_CACHE_TTL };
+        for &offset in &self.scratch.ttl_fields {
+            let at = offset - tail_start;
+            let field = &mut prepared.tail[at..at + 4];
+            let value = u32::from_be_bytes([field[0], field[1], field[2], field[3]]);
+            // RFC 2181 section 8: a TTL with the top bit set is zero.
+            let value = if value > i32::MAX as u32 { 0 } else { value }.min(cap);
+            field.copy_from_slice(&value.to_be_bytes());
+            // Within a message of at most 65535 octets: no wrap.
+            prepared
+                .ttl_offsets
+                .extend_from_slice(&(at as u16).to_le_bytes());
+        }
+        prepared.flags = [QR, RA | (answer[3] & AD) | header.rcode_bits()];
+        prepared.counts = [counts[1], counts[2], additional];
+        prepared.ttl = ttl;
+        Verdict::Good
+    }
+}
+
+/// Checks `answer` with a validator of its own (tests).
+#[cfg(test)]
+pub(crate) fn validate(question: &[u8], answer: &[u8], negative_ttl_max: u32) -> Verdict {
+    Validator::new(0).check(question, answer, negative_ttl_max)
 }
 
 //----------- Cut ------------------------------------------------------------
 
-/// What the walk over the records found.
+/// What the walk over the records found (the TTL fields in
+/// `Scratch::ttl_fields`).
 struct Cut {
     /// Where the records we keep end (the OPT's start, or the message end).
     end: usize,
     opt: bool,
-    ttl_offsets: Vec<usize>,
     /// The smallest TTL in the answer section.
     min_answer_ttl: Option<u32>,
     /// NOERROR without the question's type at the chain's end (NODATA).
@@ -193,7 +262,12 @@ struct Record {
 }
 
 /// Walks every record once: checks pointers and the answer chain.
-fn cut(view: &MessageView<'_>, qname: NameBuf, qtype: RType) -> Result<Cut, &'static str> {
+fn cut(
+    view: &MessageView<'_>,
+    qname: NameBuf,
+    qtype: RType,
+    scratch: &mut Scratch,
+) -> Result<Cut, &'static str> {
     let message = view.bytes();
     let counts = view.header().counts();
     let total = usize::from(counts[1]) + usize::from(counts[2]) + usize::from(counts[3]);
@@ -203,10 +277,18 @@ fn cut(view: &MessageView<'_>, qname: NameBuf, qtype: RType) -> Result<Cut, &'st
     let Some(question) = view.question() else {
         return Err("no question");
     };
-    let mut labels = LabelStarts::new(message.len());
-    check_name(message, HEADER_LEN, &mut labels)?;
+    let Scratch {
+        labels,
+        records,
+        chain,
+        ttl_fields,
+    } = scratch;
+    labels.reset(message.len());
+    records.clear();
+    chain.clear();
+    ttl_fields.clear();
+    check_name(message, HEADER_LEN, labels)?;
     let mut pos = HEADER_LEN + question.bytes.len();
-    let mut records = Vec::with_capacity(total);
     let mut end = message.len();
     let mut opt = false;
     for index in 0..total {
@@ -218,7 +300,7 @@ fn cut(view: &MessageView<'_>, qname: NameBuf, qtype: RType) -> Result<Cut, &'st
             2
         };
         let start = pos;
-        let name_end = check_name(message, pos, &mut labels)?;
+        let name_end = check_name(message, pos, labels)?;
         let fixed = message
             .get(name_end..name_end + 10)
             .ok_or("record runs past the end")?;
@@ -239,7 +321,7 @@ fn cut(view: &MessageView<'_>, qname: NameBuf, qtype: RType) -> Result<Cut, &'st
             end = start;
             break;
         }
-        check_rdata_names(message, rtype, rdata, rdata_end, &mut labels)?;
+        check_rdata_names(message, rtype, rdata, rdata_end, labels)?;
         let owner = lower(message, start)?;
         let target = if rtype == RType::CNAME {
             Some(lower(message, rdata)?)
@@ -263,7 +345,7 @@ fn cut(view: &MessageView<'_>, qname: NameBuf, qtype: RType) -> Result<Cut, &'st
     let qclass = question.qclass.0;
 
     // The chain: the query name, then each CNAME target in turn.
-    let mut chain: Vec<NameBuf> = vec![qname];
+    chain.push(qname);
     let chasing = qtype != RType::CNAME && qtype != RType::ANY;
     // Bounded: each round adds a new name to the chain, at most
     // MAX_CNAME_CHAIN + 1 of them.
@@ -293,9 +375,8 @@ fn cut(view: &MessageView<'_>, qname: NameBuf, qtype: RType) -> Result<Cut, &'st
     let mut min_answer_ttl: Option<u32> = None;
     let mut found = false;
     let mut negative_ttl = None;
-    let mut ttl_offsets = Vec::with_capacity(records.len());
-    for record in &records {
-        ttl_offsets.push(record.rdata.0 - 6);
+    for record in records.iter() {
+        ttl_fields.push(record.rdata.0 - 6);
         if record.section == 0 {
             if record.class != qclass {
                 return Err("answer record of another class");
@@ -340,7 +421,6 @@ fn cut(view: &MessageView<'_>, qname: NameBuf, qtype: RType) -> Result<Cut, &'st
     Ok(Cut {
         end,
         opt,
-        ttl_offsets,
         min_answer_ttl,
         negative: !found,
         negative_ttl,
@@ -353,8 +433,11 @@ fn cut(view: &MessageView<'_>, qname: NameBuf, qtype: RType) -> Result<Cut, &'st
 struct LabelStarts(Vec<u64>);
 
 impl LabelStarts {
-    fn new(message_len: usize) -> Self {
-        LabelStarts(vec![0; message_len / 64 + 1])
+    /// No label known yet in a message of `message_len` octets. Within
+    /// the capacity reserved for the longest message: no allocation.
+    fn reset(&mut self, message_len: usize) {
+        self.0.clear();
+        self.0.resize(message_len / 64 + 1, 0);
     }
 
     fn mark(&mut self, offset: usize) {
@@ -533,10 +616,7 @@ mod tests {
         // record whose owner points at the start of the CNAME target's
         // first label: both taken.
         let (question, mut message) = with_target(&[3, b'w', b'e', b'b', 0xc0, 12 + 2]);
-        assert!(matches!(
-            validate(&question, &message, 300),
-            Verdict::Good(_)
-        ));
+        assert!(matches!(validate(&question, &message, 300), Verdict::Good));
         let target_at = message.len() - 6;
         message[7] = 2; // ANCOUNT
         message.extend_from_slice(&[0xc0, target_at as u8]);
@@ -550,7 +630,7 @@ mod tests {
         message[question_in_message..question_in_message + 2].copy_from_slice(&A.to_be_bytes());
         assert!(matches!(
             validate(&question_a, &message, 300),
-            Verdict::Good(_)
+            Verdict::Good
         ));
         // The same A record pointing one octet further, at "web"'s first
         // letter: refused.
@@ -583,7 +663,7 @@ mod tests {
         for (qtype, rdata) in good {
             let (question, message) = answer(NAME, qtype, rdata);
             assert!(
-                matches!(validate(&question, &message, 300), Verdict::Good(_)),
+                matches!(validate(&question, &message, 300), Verdict::Good),
                 "type {qtype}"
             );
         }
