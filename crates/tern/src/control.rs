@@ -22,7 +22,7 @@ use std::io::{self, BufRead, BufReader, Read, Write};
 use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
@@ -94,7 +94,7 @@ impl ControlSignals {
     }
 
     /// Handles signals on a thread of its own until the process ends.
-    pub(crate) fn spawn(mut self, handle: Handle, reloader: SharedReloader) -> anyhow::Result<()> {
+    pub(crate) fn spawn(mut self, handle: Handle, reloads: Reloads) -> anyhow::Result<()> {
         std::thread::Builder::new()
             .name("tern-signals".into())
             .spawn(move || {
@@ -102,9 +102,7 @@ impl ControlSignals {
                 // SIGINT end the loop (and the process).
                 for signal in self.0.forever() {
                     match signal {
-                        SIGHUP => {
-                            let _ = reload(&reloader, "SIGHUP", None);
-                        }
+                        SIGHUP => reloads.request("SIGHUP", None, None),
                         SIGUSR1 => log_stats("SIGUSR1", &handle.stats()),
                         SIGTERM => stop("SIGTERM", &handle),
                         SIGINT => stop("SIGINT", &handle),
@@ -142,32 +140,75 @@ fn stop(signal: &str, handle: &Handle) -> ! {
 //----------- Reloader -------------------------------------------------------
 
 /// What a reload needs: how the configuration was given, what is running,
-/// the zones being served (for the previous versions of zones) and what
-/// each primary zone was loaded from. Shared by SIGHUP and the control
-/// socket's `reload`; one reload runs at a time.
+/// and the zones being served. It lives on a thread of its own
+/// ([`Reloads`]), so that neither a signal nor a control client waits
+/// behind a reload: SIGTERM and `tern stop` stop the server at once, even
+/// while a large zone is being rebuilt. One reload runs at a time.
 pub(crate) struct Reloader {
     overrides: Overrides,
     running: Config,
     served: Arc<Served>,
 }
 
-/// A [`Reloader`] shared by the signal and control threads.
-pub(crate) type SharedReloader = Arc<Mutex<Reloader>>;
+/// One reload asked for: why (for the log), of which zone (`None`: every
+/// zone that changed), and the control client waiting for its summary.
+struct ReloadRequest {
+    reason: &'static str,
+    only: Option<String>,
+    reply: Option<UnixStream>,
+}
+
+/// Asks the reload thread for reloads; cheap to clone.
+#[derive(Clone)]
+pub(crate) struct Reloads {
+    requests: mpsc::Sender<ReloadRequest>,
+}
+
+impl Reloads {
+    /// Starts the reload thread for `reloader`.
+    pub(crate) fn start(reloader: Reloader) -> anyhow::Result<Reloads> {
+        let (requests, received) = mpsc::channel::<ReloadRequest>();
+        std::thread::Builder::new()
+            .name("tern-reload".into())
+            .spawn(move || {
+                let mut reloader = reloader;
+                // Bounded: one request at a time, until every sender is
+                // gone (the process ends first).
+                for request in received {
+                    let outcome = reload(&mut reloader, request.reason, request.only.as_deref());
+                    if let Some(stream) = request.reply {
+                        let reply = match outcome {
+                            Ok(summary) => format!("{summary}\n"),
+                            Err(err) => format!("error: {err}\n"),
+                        };
+                        let _ = (&stream).write_all(reply.as_bytes());
+                    }
+                }
+            })
+            .context("starting the reload thread")?;
+        Ok(Reloads { requests })
+    }
+
+    /// Queues a reload; returns at once. With `reply`, its summary is
+    /// written there when it is done.
+    fn request(&self, reason: &'static str, only: Option<&str>, reply: Option<UnixStream>) {
+        let _ = self.requests.send(ReloadRequest {
+            reason,
+            only: only.map(str::to_string),
+            reply,
+        });
+    }
+}
 
 impl Reloader {
     /// A reloader for a server started with `running` (which came from
-    /// `overrides`) serving `served`, whose primary zones were loaded from
-    /// `stamps`.
-    pub(crate) fn new(
-        overrides: Overrides,
-        running: Config,
-        served: Arc<Served>,
-    ) -> SharedReloader {
-        Arc::new(Mutex::new(Reloader {
+    /// `overrides`) serving `served`.
+    pub(crate) fn new(overrides: Overrides, running: Config, served: Arc<Served>) -> Reloader {
+        Reloader {
             overrides,
             running,
             served,
-        }))
+        }
     }
 
     /// Re-reads the configuration, rebuilds the zones whose files changed
@@ -231,18 +272,11 @@ impl Reloader {
 
 /// Runs a reload asked for by `reason` (SIGHUP or the control socket) and
 /// logs its outcome.
-pub(crate) fn reload(
-    reloader: &SharedReloader,
-    reason: &str,
-    only: Option<&str>,
-) -> Result<String, String> {
+fn reload(reloader: &mut Reloader, reason: &str, only: Option<&str>) -> Result<String, String> {
     match only {
         Some(zone) => log::info!("{reason}: reloading zone {zone}"),
         None => log::info!("{reason}: reloading the configuration and the changed zones"),
     }
-    let mut reloader = reloader
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
     let outcome = reloader.reload(only);
     if let Err(err) = &outcome {
         log::error!("{err}");
@@ -408,7 +442,7 @@ pub(crate) struct Control {
     pub(crate) handle: Handle,
     pub(crate) served: Arc<Served>,
     pub(crate) secondaries: Option<SecondariesHandle>,
-    pub(crate) reloader: SharedReloader,
+    pub(crate) reloads: Reloads,
     /// When serving began, for `status`.
     pub(crate) started: Instant,
 }
@@ -423,10 +457,15 @@ fn answer_client(stream: UnixStream, control: &Control) -> io::Result<()> {
     let reply = match (words.next(), words.next(), words.next()) {
         (Some(STATS_COMMAND), None, _) => format_stats(&control.handle.stats()),
         (Some("status"), None, _) => status(control),
-        (Some("reload"), zone, None) => match reload(&control.reloader, "control socket", zone) {
-            Ok(summary) => format!("{summary}\n"),
-            Err(err) => format!("error: {err}\n"),
-        },
+        (Some("reload"), zone, None) => {
+            // The reload thread answers when it is done (the client waits up
+            // to RELOAD_TIMEOUT); this thread takes the next client.
+            stream.set_write_timeout(Some(CLIENT_TIMEOUT))?;
+            control
+                .reloads
+                .request("control socket", zone, Some(stream));
+            return Ok(());
+        }
         (Some("stop"), None, _) => {
             // The client reads until the connection closes: close it
             // before stopping, which does not return.

@@ -49,7 +49,7 @@ mod work;
 mod zones;
 
 use config::{Config, Overrides};
-use control::{Control, ControlSignals, ControlSocket, Reloader};
+use control::{Control, ControlSignals, ControlSocket, Reloader, Reloads};
 
 //----------- Allocator ------------------------------------------------------
 
@@ -421,12 +421,16 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
 
     // Without its control socket the server still serves; `tern stats`
     // then cannot reach it, which the error says.
-    let reloader = Reloader::new(overrides, config.clone(), Arc::clone(&served));
+    let reloads = Reloads::start(Reloader::new(
+        overrides,
+        config.clone(),
+        Arc::clone(&served),
+    ))?;
     let control = Control {
         handle: handle.clone(),
         served: Arc::clone(&served),
         secondaries: secondaries.as_ref().map(|s| s.handle()),
-        reloader: Arc::clone(&reloader),
+        reloads: reloads.clone(),
         started: std::time::Instant::now(),
     };
     let socket = match ControlSocket::start(&config.control_socket, control) {
@@ -456,7 +460,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         )),
     );
     let cores = config.cores.len().max(1);
-    signals.spawn(handle.clone(), reloader)?;
+    signals.spawn(handle.clone(), reloads)?;
     service::started(&handle, cores)?;
 
     let result = server.join();

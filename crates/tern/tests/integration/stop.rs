@@ -90,3 +90,59 @@ fn sigint_exits_zero_within_two_seconds() {
 fn tern_stop_exits_zero_within_two_seconds() {
     stops_on(Stop::Command);
 }
+
+/// A zone of `records` address records, with `serial`: one that takes
+/// seconds to load in a debug build.
+fn big_zone(records: usize, serial: u32) -> String {
+    let mut text = format!(
+        "$TTL 300\n@ SOA ns hostmaster {serial} 3600 900 604800 300\n@ NS ns\nns A 192.0.2.1\n"
+    );
+    for i in 0..records {
+        text.push_str(&format!("h{i} A 192.0.2.{}\n", i % 250 + 1));
+    }
+    text
+}
+
+/// Issue 22: SIGTERM during a reload stops at once. The reload of a large
+/// zone runs on a thread of its own; the signal thread used to run it and
+/// took SIGTERM only after it ended (minutes, for a large enough reload).
+#[test]
+fn sigterm_does_not_wait_for_a_reload() {
+    let dir = temp_dir("stop-during-reload");
+    std::fs::write(dir.join("example.com.zone"), GOOD).unwrap();
+    std::fs::write(dir.join("big.test.zone"), big_zone(200_000, 1)).unwrap();
+    let address = free_address();
+    let socket = dir.join("tern.sock");
+    let mut server = Served::start(
+        &dir,
+        &[
+            "--zones",
+            dir.to_str().unwrap(),
+            "--listen",
+            &address.to_string(),
+            "--socket",
+            socket.to_str().unwrap(),
+        ],
+    );
+    assert!(ask(&client(), address, 1, "www.example.com").is_some());
+    std::fs::write(dir.join("big.test.zone"), big_zone(200_001, 2)).unwrap();
+    server.signal("HUP");
+    assert!(
+        server.wait_for_log("SIGHUP: reloading", 1),
+        "{}",
+        server.log_text()
+    );
+    let signalled = Instant::now();
+    server.signal("TERM");
+    let status = server.wait_exit(STOP_WITHIN + Duration::from_secs(10));
+    let elapsed = signalled.elapsed();
+    let log = server.log_text();
+    assert!(
+        status.is_some_and(|status| status.success()),
+        "{status:?}:\n{log}"
+    );
+    assert!(elapsed < STOP_WITHIN, "took {elapsed:?} to stop:\n{log}");
+    // The reload was still running when the server stopped: the stop did
+    // not wait for it.
+    assert!(!log.contains("reloaded:"), "{log}");
+}
