@@ -8,8 +8,11 @@ tern as root with `user: tern-test` on a loopback port and checks, for every thr
 /proc/PID/task, that the Uid and Gid lines are the user's four times and that Groups
 lists exactly its groups; that it answers; that `tern stats` reaches the control
 socket it created as that user; that a SIGHUP reload (zone files read as the user)
-serves the changed zone. Then `user: tern-no-such-user` must fail the start with an
-error naming the user, before anything is bound. Needs root (CI runs as root).
+serves the changed zone. What needs root is done before the drop and the rest after it
+(issue 22): the metrics endpoint on a port below 1024 answers, and the dnstap writer's
+first connection to its socket comes from the user (SO_PEERCRED), as every later one
+would. Then `user: tern-no-such-user` must fail the start with an error naming the user,
+before anything is bound. Needs root (CI runs as root).
 
   TERN_BIN=target/release/tern python3 tests/service/privileges.py
 """
@@ -22,8 +25,12 @@ import pathlib
 import pwd
 import shutil
 import signal
+import socket
+import struct
 import subprocess
 import tempfile
+import threading
+import urllib.request
 
 import common
 from common import Failure
@@ -92,16 +99,59 @@ def main() -> None:
         remove_accounts(created)
 
 
+def free_low_port() -> int:
+    """A free TCP port below 1024 on 127.0.0.1 (only root binds one)."""
+    for port in range(1023, 900, -1):
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise Failure("no free port below 1024 on 127.0.0.1")
+
+
+class PeerCredentials:
+    """A Unix socket that records the uid of whoever connects first."""
+
+    def __init__(self, path: pathlib.Path) -> None:
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.listener.bind(str(path))
+        os.chmod(path, 0o777)  # the user may connect
+        self.listener.listen(4)
+        self.uids: list[int] = []
+        self.connected = threading.Event()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        try:
+            connection, _ = self.listener.accept()
+        except OSError:
+            return
+        with connection:
+            creds = connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
+                                          struct.calcsize("3i"))
+            self.uids.append(struct.unpack("3i", creds)[1])
+            self.connected.set()
+
+    def close(self) -> None:
+        self.listener.close()
+
+
 def check_user(tmp: pathlib.Path, run_dir: pathlib.Path, account, groups) -> None:
     zones = tmp / "zones"
     zones.mkdir()
     zone = zones / "example.com.zone"
     zone.write_text(common.ZONE.format(serial=1, address="192.0.2.80"))
     port = common.free_port()
+    metrics_port = free_low_port()
     socket_path = run_dir / "tern.sock"
+    tap = PeerCredentials(tmp / "tap.sock")
     config = tmp / "tern.yaml"
     config.write_text(f"user: {USER}\nlisten: ['127.0.0.1:{port}']\n"
-                      f"zones: {{directory: {zones}}}\ncontrol-socket: {socket_path}\n")
+                      f"zones: {{directory: {zones}}}\ncontrol-socket: {socket_path}\n"
+                      f"metrics: {{listen: '127.0.0.1:{metrics_port}'}}\n"
+                      f"dnstap: {{socket: {tmp / 'tap.sock'}}}\n")
     with common.Tern(["--config", str(config)], tmp / "tern.log") as tern:
         try:
             common.wait_for("an answer from tern", lambda: common.answer(
@@ -117,6 +167,16 @@ def check_user(tmp: pathlib.Path, run_dir: pathlib.Path, account, groups) -> Non
                     raise Failure(f"thread {name}: Groups {extra}, want {groups}")
             if len(tasks) < 2:
                 raise Failure(f"only {len(tasks)} thread(s): the cores are missing")
+            # Bound as root, served as the user.
+            with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics",
+                                        timeout=common.EVENT_TIMEOUT) as reply:
+                if reply.status != 200 or b"tern_queries_total" not in reply.read():
+                    raise Failure(f"metrics on port {metrics_port}: {reply.status}")
+            if not tap.connected.wait(common.EVENT_TIMEOUT):
+                raise Failure("the dnstap writer never connected to its socket")
+            if tap.uids != [account.pw_uid]:
+                raise Failure(f"the dnstap writer connected as uid {tap.uids}, not as the "
+                              f"user ({account.pw_uid}): before root was dropped")
             if os.stat(socket_path).st_uid != account.pw_uid:
                 raise Failure("the control socket is not the user's")
             stats = subprocess.run([str(common.tern_binary()), "stats", "--socket",
@@ -140,9 +200,12 @@ def check_user(tmp: pathlib.Path, run_dir: pathlib.Path, account, groups) -> Non
             tern.proc.wait(timeout=common.EVENT_TIMEOUT)
         except Failure as err:
             raise Failure(f"{err}\n--- tern log:\n{tern.log_text()}") from None
+    tap.close()
     if os.stat(socket_path).st_uid != account.pw_uid:
         raise Failure("no stale socket of the user's was left to start over")
     # Started again as root, tern takes the user's stale socket as its own.
+    config.write_text(f"user: {USER}\nlisten: ['127.0.0.1:{port}']\n"
+                      f"zones: {{directory: {zones}}}\ncontrol-socket: {socket_path}\n")
     with common.Tern(["--config", str(config)], tmp / "tern-again.log") as tern:
         common.wait_for("an answer after the restart", lambda: common.answer(
             port, "www.example.com.") == ["192.0.2.81"], common.START_TIMEOUT, tern.proc)

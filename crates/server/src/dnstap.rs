@@ -633,10 +633,15 @@ pub(crate) struct DnstapWriter {
 impl DnstapWriter {
     /// Starts the writer for `cores` cores and returns each core's end. A
     /// file is created (or truncated) here, so that an error reaches the
-    /// caller; a socket is connected by the writer, again and again.
+    /// caller (before tern drops root: the file may be where only root
+    /// writes); a socket is connected by the writer, again and again, and
+    /// not before `go` is given: the first connection is made as the user
+    /// tern serves as, like every later one (a closed `go`: the server
+    /// never served, nothing is connected).
     pub(crate) fn start(
         config: &DnstapConfig,
         cores: usize,
+        go: mpsc::Receiver<()>,
     ) -> io::Result<(DnstapWriter, Vec<TapParts>)> {
         let limit = config.buffer.clamp(1, MAX_BUFFER);
         let capacity = RECORD_CAPACITY;
@@ -714,6 +719,10 @@ impl DnstapWriter {
                     },
                     totals: [0; 3],
                 };
+                if go.recv().is_err() {
+                    writer.output.close();
+                    return;
+                }
                 writer.run(&mut frame, &stopping);
             })?;
         Ok((
@@ -1150,6 +1159,13 @@ mod tests {
 
     use super::*;
 
+    /// The writer, given its go at once (as after the server's start).
+    fn start_now(config: &DnstapConfig, cores: usize) -> io::Result<(DnstapWriter, Vec<TapParts>)> {
+        let (gate, go) = mpsc::channel();
+        gate.send(()).unwrap();
+        DnstapWriter::start(config, cores, go)
+    }
+
     fn parts(buffer: usize) -> (DnstapWriter, Tap, PathBuf, tempdir::Dir) {
         let dir = tempdir::Dir::new();
         let path = dir.path().join("tap.fstrm");
@@ -1157,7 +1173,7 @@ mod tests {
         config.identity = b"ns1".to_vec();
         config.version = b"tern test".to_vec();
         config.buffer = buffer;
-        let (writer, mut parts) = DnstapWriter::start(&config, 1).unwrap();
+        let (writer, mut parts) = start_now(&config, 1).unwrap();
         let tap = Tap::new(parts.remove(0), Vec::new());
         (writer, tap, path, dir)
     }
@@ -1267,7 +1283,7 @@ mod tests {
         let dir = tempdir::Dir::new();
         let mut config = DnstapConfig::new(DnstapOutput::Socket(dir.path().join("none")));
         config.buffer = 2;
-        let (writer, mut parts) = DnstapWriter::start(&config, 1).unwrap();
+        let (writer, mut parts) = start_now(&config, 1).unwrap();
         let tap = Tap::new(parts.remove(0), Vec::new());
         let any: SocketAddr = "127.0.0.1:1".parse().unwrap();
         let started = Instant::now();
@@ -1282,6 +1298,35 @@ mod tests {
         // The writer gave both records back, and there are no others.
         let records = std::iter::from_fn(|| tap.free.try_recv().ok()).count();
         assert_eq!(records, 2);
+    }
+
+    /// Issue 22: the writer connects to its socket only once the server
+    /// gives it the go (after tern dropped root), so that the first
+    /// connection is made as the user every later one is made as. A
+    /// server that never served (its go dropped) connects nothing.
+    #[test]
+    fn a_socket_is_not_connected_before_the_go() {
+        let dir = tempdir::Dir::new();
+        let path = dir.path().join("tap.sock");
+        let listener = UnixListener::bind(&path).unwrap();
+        let config = DnstapConfig::new(DnstapOutput::Socket(path));
+        let (gate, go) = mpsc::channel();
+        let (writer, _parts) = DnstapWriter::start(&config, 1, go).unwrap();
+        drop(gate);
+        // Without its go the writer ends by itself (it is not told to
+        // stop): then whatever it connected is queued.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !writer.thread.as_ref().is_some_and(JoinHandle::is_finished) {
+            assert!(Instant::now() < deadline, "the writer runs without its go");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        writer.finish();
+        listener.set_nonblocking(true).unwrap();
+        let accepted = listener.accept();
+        assert!(
+            matches!(&accepted, Err(err) if err.kind() == io::ErrorKind::WouldBlock),
+            "the writer connected before its go: {accepted:?}"
+        );
     }
 
     /// Issue 22: a message counts as written when its frame was, not when
@@ -1299,7 +1344,7 @@ mod tests {
         let listener = UnixListener::bind(&path).unwrap();
         let mut config = DnstapConfig::new(DnstapOutput::Socket(path));
         config.buffer = MESSAGES;
-        let (writer, mut parts) = DnstapWriter::start(&config, 1).unwrap();
+        let (writer, mut parts) = start_now(&config, 1).unwrap();
         let tap = Tap::new(parts.remove(0), Vec::new());
         let (handshake_done, handshake) = mpsc::channel();
         let (writer_done, finished) = mpsc::channel::<()>();
@@ -1377,7 +1422,7 @@ mod tests {
         let link = dir.path().join("link");
         std::os::unix::fs::symlink(&target, &link).unwrap();
         let config = DnstapConfig::new(DnstapOutput::File(link));
-        assert!(DnstapWriter::start(&config, 1).is_err());
+        assert!(start_now(&config, 1).is_err());
         assert_eq!(std::fs::read(&target).unwrap(), b"keep");
     }
 
@@ -1387,7 +1432,7 @@ mod tests {
         let path = dir.path().join("tap");
         let mut config = DnstapConfig::new(DnstapOutput::File(path.clone()));
         config.log_queries = false;
-        let (writer, mut parts) = DnstapWriter::start(&config, 1).unwrap();
+        let (writer, mut parts) = start_now(&config, 1).unwrap();
         let tap = Tap::new(parts.remove(0), Vec::new());
         let any: SocketAddr = "127.0.0.1:1".parse().unwrap();
         tap.log(Kind::AuthQuery, false, any, any, now(), b"q");
@@ -1414,7 +1459,7 @@ mod tests {
         let path = dir.path().join("tap.sock");
         let listener = UnixListener::bind(&path).unwrap();
         let config = DnstapConfig::new(DnstapOutput::Socket(path));
-        let (writer, mut parts) = DnstapWriter::start(&config, 1).unwrap();
+        let (writer, mut parts) = start_now(&config, 1).unwrap();
         let tap = Tap::new(parts.remove(0), Vec::new());
         let (mut reader, _) = listener.accept().unwrap();
         reader

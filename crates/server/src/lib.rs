@@ -330,8 +330,10 @@ impl Server {
     /// As [`Server::start`], but once every core has bound its sockets and
     /// before any of them reads a query, runs `before_serving` on the
     /// calling thread (the binary drops root there, so that binding
-    /// port 53 is the only thing done as root). If it fails, the cores are
-    /// stopped without having served and its error is returned.
+    /// port 53 and opening the dnstap file are the only things done as
+    /// root; the dnstap writer connects to its socket after it). If it
+    /// fails, the cores are stopped without having served and its error is
+    /// returned.
     pub fn start_then(
         config: ServerConfig,
         catalog: Arc<Catalog>,
@@ -360,16 +362,18 @@ impl Server {
             .map(|attachment| attachment.plan(ids.len()))
             .unwrap_or_default();
         let (handle, ends) = Handle::new(ids.len())?;
+        let mut gates = Vec::with_capacity(ids.len() + 1);
         let (dnstap, mut taps) = match &config.dnstap {
             Some(tap) => {
-                let (writer, taps) = dnstap::DnstapWriter::start(tap, ids.len())?;
+                let (gate, go) = std::sync::mpsc::channel();
+                gates.push(gate);
+                let (writer, taps) = dnstap::DnstapWriter::start(tap, ids.len(), go)?;
                 (Some(writer), taps.into_iter().map(Some).collect())
             }
             None => (None, Vec::new()),
         };
         let mut threads = Vec::with_capacity(ids.len());
         let mut ready = Vec::with_capacity(ids.len());
-        let mut gates = Vec::with_capacity(ids.len());
         for (index, (id, (commands, wake))) in ids.into_iter().zip(ends).enumerate() {
             let (ready_sender, ready_receiver) = std::sync::mpsc::channel();
             let (gate, go) = std::sync::mpsc::channel();

@@ -333,8 +333,7 @@ impl ControlSocket {
                 path.display()
             );
         }
-        let uid = std::fs::metadata("/proc/self").map(|me| me.uid()).ok();
-        let ours = uid.is_none_or(|uid| uid == meta.uid()) || owner == Some(meta.uid());
+        let ours = own_uid() == meta.uid() || owner == Some(meta.uid());
         if !ours {
             bail!(
                 "the control socket {} belongs to user {}, not to this one; remove it or set \
@@ -347,13 +346,15 @@ impl ControlSocket {
     }
 
     /// Makes the socket's directory (mode 0700) for `owner` before tern
-    /// becomes that user, who may not create it (`/run/tern` as root).
+    /// becomes that user, who may not create it (`/run/tern` as root). A
+    /// directory that is there already must be a directory (not a
+    /// symbolic link) of `owner`'s or root's.
     pub(crate) fn prepare_directory(path: &Path, owner: (u32, u32)) -> anyhow::Result<()> {
         let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) else {
             return Ok(());
         };
-        if dir.exists() {
-            return Ok(());
+        if std::fs::symlink_metadata(dir).is_ok() {
+            return check_directory(dir, owner.0);
         }
         std::fs::DirBuilder::new()
             .mode(DIRECTORY_MODE)
@@ -366,7 +367,9 @@ impl ControlSocket {
     /// Binds `path` (making its directory, mode 0700, if it is missing)
     /// and answers clients on a thread of its own. A stale socket file (no
     /// server behind it) is replaced; a live one is an error, as is
-    /// anything [`ControlSocket::check_path`] refuses.
+    /// anything [`ControlSocket::check_path`] or [`check_directory`]
+    /// refuses. The socket appears at `path` with its final permissions:
+    /// see [`bind_private`].
     pub(crate) fn start(path: &Path, control: Control) -> anyhow::Result<ControlSocket> {
         ControlSocket::check_path(path, None)?;
         if std::fs::symlink_metadata(path).is_ok() {
@@ -380,7 +383,9 @@ impl ControlSocket {
                 .with_context(|| format!("removing the stale socket {}", path.display()))?;
         }
         if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
-            if !dir.exists() {
+            if std::fs::symlink_metadata(dir).is_ok() {
+                check_directory(dir, own_uid())?;
+            } else {
                 std::fs::DirBuilder::new()
                     .mode(DIRECTORY_MODE)
                     .create(dir)
@@ -393,13 +398,10 @@ impl ControlSocket {
                     })?;
             }
         }
-        let listener =
-            UnixListener::bind(path).with_context(|| format!("binding {}", path.display()))?;
+        let listener = bind_private(path)?;
         let socket = ControlSocket {
             path: path.to_path_buf(),
         };
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(SOCKET_MODE))
-            .with_context(|| format!("restricting {}", path.display()))?;
         std::thread::Builder::new()
             .name("tern-control".into())
             .spawn(move || accept_loop(&listener, &control))
@@ -411,6 +413,77 @@ impl ControlSocket {
     pub(crate) fn path(&self) -> &Path {
         &self.path
     }
+}
+
+/// This process's user id (as the files it creates get it); root if it
+/// cannot be read.
+fn own_uid() -> u32 {
+    std::fs::metadata("/proc/self").map_or(0, |me| me.uid())
+}
+
+/// Refuses a directory for the control socket that is a symbolic link or
+/// not a directory (tern would make its socket wherever the link points),
+/// or that belongs to another user than `owner` and root (who could
+/// replace tern's socket with one of their own).
+fn check_directory(dir: &Path, owner: u32) -> anyhow::Result<()> {
+    let meta =
+        std::fs::symlink_metadata(dir).with_context(|| format!("reading {}", dir.display()))?;
+    if meta.file_type().is_symlink() {
+        bail!(
+            "{}, the control socket's directory, is a symbolic link; use the directory itself \
+             (set control-socket)",
+            dir.display()
+        );
+    }
+    if !meta.is_dir() {
+        bail!(
+            "{}, the control socket's directory, is not a directory",
+            dir.display()
+        );
+    }
+    if meta.uid() != owner && meta.uid() != 0 {
+        bail!(
+            "{}, the control socket's directory, belongs to user {}, not to tern's; set \
+             control-socket",
+            dir.display(),
+            meta.uid()
+        );
+    }
+    Ok(())
+}
+
+/// Binds the socket at `path` with no moment at which another user could
+/// connect to it before its permissions are set: it is bound in a
+/// directory of its own that only this user may enter (mode 0700, next to
+/// `path`), made owner-only there, and then renamed into place.
+fn bind_private(path: &Path) -> anyhow::Result<UnixListener> {
+    let dir = path
+        .parent()
+        .filter(|dir| !dir.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let staging = dir.join(format!(".tern-{}", std::process::id()));
+    if std::fs::symlink_metadata(&staging).is_ok() {
+        // Left by an earlier process of this id: ours (checked) to remove.
+        check_directory(&staging, own_uid())?;
+        std::fs::remove_dir_all(&staging)
+            .with_context(|| format!("removing {}", staging.display()))?;
+    }
+    std::fs::DirBuilder::new()
+        .mode(DIRECTORY_MODE)
+        .create(&staging)
+        .with_context(|| format!("creating {}", staging.display()))?;
+    let bound = (|| {
+        let temporary = staging.join("s");
+        let listener = UnixListener::bind(&temporary)
+            .with_context(|| format!("binding {}", path.display()))?;
+        std::fs::set_permissions(&temporary, std::fs::Permissions::from_mode(SOCKET_MODE))
+            .with_context(|| format!("restricting {}", path.display()))?;
+        std::fs::rename(&temporary, path)
+            .with_context(|| format!("moving the control socket to {}", path.display()))?;
+        Ok(listener)
+    })();
+    let _ = std::fs::remove_dir_all(&staging);
+    bound
 }
 
 impl Drop for ControlSocket {
@@ -636,4 +709,70 @@ pub(crate) fn request(path: &Path, command: &str) -> anyhow::Result<String> {
         bail!("the server answered: {}", error.trim_end());
     }
     Ok(reply)
+}
+
+//=========== Tests ==========================================================
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("tern-control-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    /// Issue 22: the socket is bound where nobody else can reach it and
+    /// moved into place with its final mode; nothing is left beside it.
+    #[test]
+    fn the_socket_appears_owner_only() {
+        let dir = scratch("bind");
+        let path = dir.join("tern.sock");
+        let listener = bind_private(&path).unwrap();
+        let meta = std::fs::symlink_metadata(&path).unwrap();
+        assert!(meta.file_type().is_socket());
+        assert_eq!(meta.mode() & 0o777, SOCKET_MODE);
+        let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+        assert_eq!(left.len(), 1, "only the socket: {left:?}");
+        // It is the listening socket, at its new place.
+        let _client = UnixStream::connect(&path).unwrap();
+        assert!(listener.accept().is_ok());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Issue 22: a directory for the socket that is a symbolic link, or
+    /// another user's, is refused; the user's own or root's is taken.
+    #[test]
+    fn a_linked_or_foreign_directory_is_refused() {
+        let dir = scratch("dirs");
+        let real = dir.join("real");
+        std::fs::create_dir(&real).unwrap();
+        let link = dir.join("link");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        let me = own_uid();
+        let refused = ControlSocket::prepare_directory(&link.join("tern.sock"), (me, 0))
+            .unwrap_err()
+            .to_string();
+        assert!(refused.contains("symbolic link"), "{refused}");
+        assert!(check_directory(&link, me).is_err());
+        assert!(check_directory(&real, me).is_ok());
+        // Owned by someone else than the owner (unless that someone is
+        // root, which this test may be).
+        let foreign = check_directory(&real, me.wrapping_add(1));
+        assert_eq!(foreign.is_ok(), me == 0, "{foreign:?}");
+        if me == 0 {
+            // As root (CI): a directory of another user's.
+            let theirs = dir.join("theirs");
+            std::fs::create_dir(&theirs).unwrap();
+            std::os::unix::fs::chown(&theirs, Some(54_321), None).unwrap();
+            let refused = check_directory(&theirs, 0).unwrap_err().to_string();
+            assert!(refused.contains("belongs to user 54321"), "{refused}");
+        }
+        let file = dir.join("file");
+        std::fs::write(&file, "").unwrap();
+        assert!(check_directory(&file, me).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

@@ -352,6 +352,9 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
             handle: queue.handle(),
         });
     }
+    // Bound while tern may still be root (a port below 1024), and before
+    // anything serves: a failure here stops the start cleanly.
+    let metrics_listener = config.metrics_listen.map(metrics::bind).transpose()?;
     let server = tern_server::Server::start_then(server_config, Arc::clone(&catalog), || {
         // Every core has bound its sockets and none has read a query yet.
         match &account {
@@ -362,6 +365,9 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     })
     .context("starting the server")?;
     let handle = server.handle();
+    // From here an error stops the cores cleanly before it is returned:
+    // never a process that dies half-started.
+    let mut server = StopUnlessServing(Some(server));
     let producer = config
         .catalog_producer
         .as_deref()
@@ -440,13 +446,13 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
             None
         }
     };
-    if let Some(address) = config.metrics_listen {
+    if let Some(listener) = metrics_listener {
         let sources = metrics::Sources {
             handle: handle.clone(),
             served: Arc::clone(&served),
             started,
         };
-        let bound = metrics::start(address, sources)?;
+        let bound = metrics::serve(listener, sources)?;
         log::info!("metrics on http://{bound}/metrics");
     }
     let addresses: Vec<String> = config.listen.iter().map(|a| a.to_string()).collect();
@@ -463,13 +469,34 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     signals.spawn(handle.clone(), reloads)?;
     service::started(&handle, cores)?;
 
-    let result = server.join();
+    let result = server.serving().join();
     drop(secondaries);
     drop(notifier);
     drop(socket);
     result.context("serving")?;
     log::info!("stopped");
     Ok(ExitCode::SUCCESS)
+}
+
+/// A started server that, dropped before [`StopUnlessServing::serving`]
+/// (an error after the start), stops its cores and waits for them.
+struct StopUnlessServing(Option<tern_server::Server>);
+
+impl StopUnlessServing {
+    /// The start completed: the server, to serve until it is stopped.
+    fn serving(&mut self) -> tern_server::Server {
+        self.0.take().expect("taken once, at the end of the start")
+    }
+}
+
+impl Drop for StopUnlessServing {
+    fn drop(&mut self) {
+        if let Some(server) = self.0.take() {
+            log::error!("the start did not complete; stopping");
+            server.handle().shutdown();
+            let _ = server.join();
+        }
+    }
 }
 
 fn describe_cores(cores: &[usize]) -> String {

@@ -54,12 +54,18 @@ pub(crate) struct Sources {
     pub(crate) started: SystemTime,
 }
 
-/// Binds `address` and answers scrapes on a thread of its own for the
-/// life of the process. Returns the bound address (the port may be 0 in
-/// the configuration).
-pub(crate) fn start(address: SocketAddr, sources: Sources) -> anyhow::Result<SocketAddr> {
-    let listener = TcpListener::bind(address)
-        .with_context(|| format!("binding the metrics endpoint {address}"))?;
+/// Binds the metrics endpoint's `address` (the port may be 0 in the
+/// configuration): at start, before tern drops root, so that a port below
+/// 1024 works with `user:` and a failure stops the start before anything
+/// serves.
+pub(crate) fn bind(address: SocketAddr) -> anyhow::Result<TcpListener> {
+    TcpListener::bind(address).with_context(|| format!("binding the metrics endpoint {address}"))
+}
+
+/// Answers scrapes on `listener` (bound by [`bind`] before tern dropped
+/// root: a port below 1024 needs it) on a thread of its own; the address
+/// it listens on.
+pub(crate) fn serve(listener: TcpListener, sources: Sources) -> anyhow::Result<SocketAddr> {
     let bound = listener.local_addr()?;
     std::thread::Builder::new()
         .name("tern-metrics".into())
