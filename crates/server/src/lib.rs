@@ -187,32 +187,43 @@ impl ServerConfig {
     }
 }
 
-//----------- SharedJournals -------------------------------------------------
-
-/// Each zone's IXFR history, by lowercased origin: written where zones are
-/// loaded or received, read by a core for each IXFR request (never on the
-/// query path).
-pub type SharedJournals = std::sync::Arc<std::sync::Mutex<tern_xfr::journal::Journals>>;
+pub use tern_xfr::journal::SharedJournals;
 
 //----------- NotifyIn -------------------------------------------------------
 
 /// NOTIFY (RFC 1996) taken for secondary zones: from their primaries (and
-/// signed with their key, where set), each makes the transfer thread
-/// refresh the zone.
-#[derive(Clone, Debug)]
+/// signed with their key, where set), each is passed to `refresh` (the
+/// zones' owner makes the zone due). The cores know no more of secondary
+/// zones than this.
+#[derive(Clone)]
 pub struct NotifyIn {
     /// The secondary zones, their primaries and keys (catalog members come
     /// and go while the server runs).
     pub zones: NotifyZones,
-    /// Where accepted NOTIFYs go.
-    pub handle: xfr_in::SecondariesHandle,
+    /// Called with the origin of each NOTIFY accepted, on the core: it
+    /// must only hand the origin on (a channel send).
+    pub refresh: std::sync::Arc<dyn Fn(tern_wire::name::LowerNameBuf) + Send + Sync>,
+}
+
+impl std::fmt::Debug for NotifyIn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NotifyIn").finish_non_exhaustive()
+    }
+}
+
+/// Where NOTIFYs for one secondary zone may come from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NotifySource {
+    /// The zone's primaries: a NOTIFY from another address is REFUSED.
+    pub primaries: Vec<SocketAddr>,
+    /// The key a NOTIFY must be signed with, if any.
+    pub key: Option<tern_xfr::tsig::Key>,
 }
 
 /// The secondary zones whose NOTIFYs the cores take, by lowercased wire
 /// origin: a NOTIFY looks its zone up, whatever the number of zones.
-pub type NotifyZones = std::sync::Arc<
-    std::sync::RwLock<std::collections::HashMap<Box<[u8]>, xfr_in::SecondaryConfig>>,
->;
+pub type NotifyZones =
+    std::sync::Arc<std::sync::RwLock<std::collections::HashMap<Box<[u8]>, NotifySource>>>;
 
 //----------- TransferConfig -------------------------------------------------
 

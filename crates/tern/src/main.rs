@@ -349,7 +349,10 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     if !plan.starts.is_empty() {
         server_config.notify_in = Some(tern_server::NotifyIn {
             zones: Arc::clone(&plan.notify_zones),
-            handle: queue.handle(),
+            refresh: {
+                let secondaries = queue.handle();
+                Arc::new(move |origin| secondaries.refresh(origin))
+            },
         });
     }
     // Bound while tern may still be root (a port below 1024), and before

@@ -803,7 +803,7 @@ impl Served {
             self.notify_zones
                 .write()
                 .unwrap_or_else(|poisoned| poisoned.into_inner())
-                .insert(member_key.clone(), member_config.clone());
+                .insert(member_key.clone(), notify_source(&member_config));
             let saved = load_saved(self.state_directory.as_deref(), &member_config);
             inner.status.insert(
                 member_key.clone(),
@@ -1043,9 +1043,18 @@ impl Plan {
             .unwrap_or_else(|poisoned| poisoned.into_inner()) = plan
             .starts
             .iter()
-            .map(|(config, _)| (config.origin.as_bytes().into(), config.clone()))
+            .map(|(config, _)| (config.origin.as_bytes().into(), notify_source(config)))
             .collect();
         plan
+    }
+}
+
+/// Where NOTIFYs for a secondary zone may come from: its primaries, with
+/// its key.
+fn notify_source(config: &SecondaryConfig) -> tern_server::NotifySource {
+    tern_server::NotifySource {
+        primaries: config.primaries.clone(),
+        key: config.key.clone(),
     }
 }
 

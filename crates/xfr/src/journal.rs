@@ -316,5 +316,10 @@ pub fn is_newer(old: &Zone, new: &Zone) -> bool {
 /// Keeps the journals of many zones, by lowercased origin.
 pub type Journals = BTreeMap<Vec<u8>, Journal>;
 
+/// Each zone's IXFR history, shared: written by the zones' owner as zones
+/// are loaded or received, read by a core for each IXFR request (never on
+/// the query path).
+pub type SharedJournals = std::sync::Arc<std::sync::Mutex<Journals>>;
+
 #[cfg(test)]
 mod tests;

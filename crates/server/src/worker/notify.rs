@@ -79,7 +79,7 @@ impl Answering<'_> {
                         })
                     }) =>
             {
-                notify_in.handle.refresh(origin);
+                (notify_in.refresh)(origin);
                 Rcode::NOERROR
             }
             _ => Rcode::REFUSED,

@@ -788,23 +788,19 @@ fn nsid_in_forwarded_and_tcp_answers() {
 fn notify_without_secondary_zones_is_notauth() {
     let bare = Worker::new(catalog(), Options::default(), CacheLimits::default());
     let mut with_secondaries = Worker::new(catalog(), Options::default(), CacheLimits::default());
-    let queue = crate::xfr_in::Queue::new();
     with_secondaries.set_notify(crate::NotifyIn {
         zones: Arc::new(std::sync::RwLock::new(
-            [crate::xfr_in::SecondaryConfig {
-                origin: tern_wire::name::LowerNameBuf::from_name(
-                    tern_wire::name::NameBuf::from_text(b"secondary.test.", None)
-                        .unwrap()
-                        .as_name(),
-                ),
-                primaries: vec!["192.0.2.53:53".parse().unwrap()],
-                key: None,
-            }]
+            [(
+                b"\x09secondary\x04test\x00"[..].into(),
+                crate::NotifySource {
+                    primaries: vec!["192.0.2.53:53".parse().unwrap()],
+                    key: None,
+                },
+            )]
             .into_iter()
-            .map(|config| (config.origin.as_bytes().into(), config))
             .collect(),
         )),
-        handle: queue.handle(),
+        refresh: Arc::new(|_| {}),
     });
     let mut answers = Vec::new();
     for (server, mut worker) in [("bare", bare), ("with secondaries", with_secondaries)] {
