@@ -64,7 +64,6 @@ mod control;
 mod cores;
 pub mod dnstap;
 mod forward;
-pub mod notify_out;
 mod pool;
 mod rrl;
 mod signal;
@@ -76,7 +75,6 @@ mod tcp;
 mod udp;
 mod worker;
 mod xdp;
-pub mod xfr_in;
 mod xfr_out;
 
 pub use control::Handle;

@@ -28,9 +28,9 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM, SIGUSR1};
 use signal_hook::iterator::Signals;
-use tern_server::xfr_in::SecondariesHandle;
 use tern_server::{CoreStats, Handle};
 use tern_wire::name::LowerNameBuf;
+use tern_zones::refresh::SecondariesHandle;
 
 use crate::config::{Config, Overrides};
 use crate::secondary::Served;

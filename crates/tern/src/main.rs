@@ -338,7 +338,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     ));
     // The transfer thread's queue exists before the cores, which send it
     // the NOTIFYs they accept.
-    let queue = tern_server::xfr_in::Queue::new();
+    let queue = tern_zones::refresh::Queue::new();
     let mut server_config = config.server_config(ALLOCATIONS);
     let every_zone: Vec<Arc<tern_authority::Zone>> = catalog.zones().cloned().collect();
     let journals = Arc::new(std::sync::Mutex::new(secondary::load_journals(
@@ -382,7 +382,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         None
     } else {
         Some(
-            tern_server::notify_out::Notifier::start(config.notify.clone())
+            tern_zones::notify::Notifier::start(config.notify.clone())
                 .context("starting the NOTIFY thread")?,
         )
     };
@@ -418,7 +418,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     } else {
         let events = Arc::clone(&served);
         Some(
-            tern_server::xfr_in::Secondaries::start(
+            tern_zones::refresh::Secondaries::start(
                 queue,
                 plan.starts,
                 config.transfer_limits,

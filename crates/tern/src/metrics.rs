@@ -598,7 +598,7 @@ fn render_zones(o: &mut String, zones: &[ZoneMetrics]) {
             }
         }
     };
-    let timer = |pick: fn(&tern_server::xfr_in::Timers) -> u64| {
+    let timer = |pick: fn(&tern_zones::refresh::Timers) -> u64| {
         move |zone: &ZoneMetrics| {
             let seconds = pick(&zone.secondary.as_ref()?.timers);
             (seconds != 0).then_some(seconds)

@@ -10,7 +10,7 @@
 //! 100,000 costs that zone, not a new catalog of all of them. The tables
 //! here are keyed by origin; nothing walks every zone for one zone.
 //!
-//! The transfer thread (`tern_server::xfr_in`) reports to
+//! The transfer thread (`tern_zones::refresh`) reports to
 //! [`Served::on_event`], which saves a received zone before it is served:
 //! to `STATE/secondary/ORIGIN.zone`, as a zone file written to a
 //! temporary file and renamed over the old one, beside `ORIGIN.timers`,
@@ -39,13 +39,13 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use tern_authority::{Applied, Catalog, CatalogChange, RecordCursor, Zone};
-use tern_server::notify_out::NotifierHandle;
-use tern_server::xfr_in::{Event, SecondariesHandle, SecondaryConfig, Timers};
 use tern_server::Handle;
 use tern_server::SharedJournals;
 use tern_wire::name::{LowerNameBuf, Name, NameBuf};
 use tern_wire::types::RClass;
 use tern_xfr::journal::{self, Difference, Journal, Journals};
+use tern_zones::notify::NotifierHandle;
+use tern_zones::refresh::{Event, SecondariesHandle, SecondaryConfig, Timers};
 
 use crate::zones::Stamp;
 
@@ -327,7 +327,7 @@ impl Served {
                     origin,
                     // Serials from the clock, so that they grow across
                     // restarts.
-                    serial: tern_server::xfr_in::unix_seconds() as u32,
+                    serial: tern_zones::unix_time() as u32,
                     members: BTreeSet::new(),
                     stale: true,
                     zone: None,
@@ -974,7 +974,7 @@ impl crate::zones::Previous for Served {
 /// saved copies list), its role, the copies to serve at once (catalogs are
 /// kept, not served), and the zones NOTIFY is taken for.
 pub(crate) struct Plan {
-    pub(crate) starts: Vec<tern_server::xfr_in::Start>,
+    pub(crate) starts: Vec<tern_zones::refresh::Start>,
     pub(crate) roles: Vec<String>,
     pub(crate) served: Vec<Arc<Zone>>,
     pub(crate) consumed: Vec<(SecondaryConfig, Vec<LowerNameBuf>)>,
@@ -1166,7 +1166,7 @@ fn origin_key(zone: &Zone) -> Origin {
 
 /// The time now in Unix seconds.
 fn unix_now() -> u64 {
-    tern_server::xfr_in::unix_seconds()
+    tern_zones::unix_time()
 }
 
 /// The saved copy and timers of a secondary zone, if both load.

@@ -89,15 +89,15 @@ pub(crate) struct Config {
     /// TSIG keys and who may transfer our zones.
     pub(crate) transfer: tern_server::TransferConfig,
     /// Zones received by transfer.
-    pub(crate) secondaries: Vec<tern_server::xfr_in::SecondaryConfig>,
+    pub(crate) secondaries: Vec<tern_zones::refresh::SecondaryConfig>,
     /// Catalog zones (RFC 9432) consumed: their members become secondary
     /// zones from the same primaries.
-    pub(crate) catalogs: Vec<tern_server::xfr_in::SecondaryConfig>,
+    pub(crate) catalogs: Vec<tern_zones::refresh::SecondaryConfig>,
     /// Where received zones, their timers and IXFR histories are saved;
     /// `None` (the default): nowhere, they live in memory only.
     pub(crate) state_directory: Option<PathBuf>,
     /// Where NOTIFYs go when a serial changes.
-    pub(crate) notify: tern_server::notify_out::NotifyTargets,
+    pub(crate) notify: tern_zones::notify::NotifyTargets,
     /// The Prometheus endpoint's address; `None` (the default): off.
     pub(crate) metrics_listen: Option<SocketAddr>,
     /// Octets of IXFR history kept per zone; 0: none.
@@ -178,7 +178,7 @@ impl Default for Config {
             secondaries: Vec::new(),
             catalogs: Vec::new(),
             state_directory: None,
-            notify: tern_server::notify_out::NotifyTargets::default(),
+            notify: tern_zones::notify::NotifyTargets::default(),
             metrics_listen: None,
             ixfr_history: DEFAULT_IXFR_HISTORY,
             transfer_limits: tern_xfr::incoming::Limits::default(),
@@ -414,7 +414,7 @@ impl Config {
             }
             if let Some(notify) = notify {
                 let (targets, key) = notify_rules(notify, &keys).with_context(context)?;
-                config.notify.add_zone(tern_server::notify_out::ZoneNotify {
+                config.notify.add_zone(tern_zones::notify::ZoneNotify {
                     origin,
                     targets,
                     key,
@@ -665,8 +665,8 @@ type Override = (
 fn secondary_configs(
     raw: Vec<raw::RawSecondary>,
     keys: &[tern_xfr::tsig::Key],
-) -> anyhow::Result<Vec<tern_server::xfr_in::SecondaryConfig>> {
-    let mut secondaries: Vec<tern_server::xfr_in::SecondaryConfig> = Vec::new();
+) -> anyhow::Result<Vec<tern_zones::refresh::SecondaryConfig>> {
+    let mut secondaries: Vec<tern_zones::refresh::SecondaryConfig> = Vec::new();
     for zone in raw {
         let origin = crate::zones::parse_origin(&zone.origin.0).map_err(anyhow::Error::msg)?;
         let origin = tern_wire::name::LowerNameBuf::from_name(origin.as_name());
@@ -695,7 +695,7 @@ fn secondary_configs(
             ),
             None => None,
         };
-        secondaries.push(tern_server::xfr_in::SecondaryConfig {
+        secondaries.push(tern_zones::refresh::SecondaryConfig {
             origin,
             primaries: zone
                 .primaries

@@ -24,7 +24,7 @@ use tern_wire::parse::MessageView;
 use tern_wire::types::{Opcode, RClass, RType};
 use tern_xfr::tsig::{Key, Session};
 
-use crate::signing::unix_time;
+use crate::unix_time;
 
 /// Sends of one NOTIFY to one target before it is given up.
 pub const MAX_ATTEMPTS: u32 = 6;

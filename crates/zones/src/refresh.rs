@@ -50,12 +50,7 @@ use tern_xfr::axfr::{serial_at_or_after, MAX_MESSAGE};
 use tern_xfr::incoming::{Incoming, Limits, Outcome};
 use tern_xfr::tsig::{Key, Session};
 
-use crate::signing::unix_time;
-
-/// Seconds since the epoch (for the binary's serials and timers).
-pub fn unix_seconds() -> u64 {
-    unix_time()
-}
+use crate::unix_time;
 
 /// The shortest refresh or retry interval honoured (a SOA with a smaller
 /// one would have the thread asking its primary in a loop).

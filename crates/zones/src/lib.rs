@@ -1,0 +1,27 @@
+//! # tern-zones: one owner for every zone's versions
+//!
+//! A zone gets a new version when its file is loaded or changes, when a
+//! transfer brings one, and (next) when it is signed or updated. This crate
+//! is where every such version is committed, and where the threads that
+//! produce versions off the cores live (docs/decisions/0013):
+//!
+//! - [`refresh`]: the secondary zones' timers and transfers in (the
+//!   refresh thread, as NSD's xfrd);
+//! - [`notify`]: NOTIFY out to the secondaries of a zone that changed.
+//!
+//! Nothing here runs on a core or is known to the per-core runtime
+//! (`tern-server`): the cores receive finished versions as catalog changes,
+//! and hand an accepted NOTIFY to a callback.
+
+#![deny(missing_docs)]
+
+pub mod notify;
+pub mod refresh;
+
+/// Seconds since the epoch (0 before 1970): the timers of secondary zones,
+/// the serials of the produced catalog, TSIG's clock.
+pub fn unix_time() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.as_secs())
+}
