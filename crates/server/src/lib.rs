@@ -209,19 +209,7 @@ impl std::fmt::Debug for NotifyIn {
     }
 }
 
-/// Where NOTIFYs for one secondary zone may come from.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct NotifySource {
-    /// The zone's primaries: a NOTIFY from another address is REFUSED.
-    pub primaries: Vec<SocketAddr>,
-    /// The key a NOTIFY must be signed with, if any.
-    pub key: Option<tern_xfr::tsig::Key>,
-}
-
-/// The secondary zones whose NOTIFYs the cores take, by lowercased wire
-/// origin: a NOTIFY looks its zone up, whatever the number of zones.
-pub type NotifyZones =
-    std::sync::Arc<std::sync::RwLock<std::collections::HashMap<Box<[u8]>, NotifySource>>>;
+pub use tern_xfr::notify::{NotifySource, NotifyZones};
 
 //----------- TransferConfig -------------------------------------------------
 

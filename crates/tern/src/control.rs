@@ -30,11 +30,12 @@ use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM, SIGUSR1};
 use signal_hook::iterator::Signals;
 use tern_server::{CoreStats, Handle};
 use tern_wire::name::LowerNameBuf;
+use tern_zones::load::LoadError;
 use tern_zones::refresh::SecondariesHandle;
 
 use crate::config::{Config, Overrides};
-use crate::secondary::Served;
-use crate::{logger, service, zones};
+use crate::{logger, service};
+use tern_zones::owner::Served;
 
 /// How long the cores get to finish in-flight work after SIGTERM or
 /// SIGINT before the process exits regardless; under the 2 s an operator
@@ -221,9 +222,9 @@ impl Reloader {
     pub(crate) fn reload(&mut self, only: Option<&str>) -> Result<String, String> {
         // RELOADING=1 now, READY=1 when this returns, whichever way.
         let _reloading = service::Reloading::begin();
-        let only: Option<zones::Origin> = only
+        let only: Option<tern_zones::load::Origin> = only
             .map(|text| {
-                zones::parse_origin(text)
+                tern_zones::load::parse_origin(text)
                     .map(|name| name.as_name().as_bytes().to_ascii_lowercase().into())
             })
             .transpose()?;
@@ -233,18 +234,17 @@ impl Reloader {
         for key in self.running.restart_changes(&next) {
             log::warn!("{key} changed in the configuration; it takes effect after a restart");
         }
+        let sources = next.zone_sources();
         let loaded = match &only {
             // One zone: its file is found without reading the others.
-            Some(origin) => zones::load_one(&next, origin, self.served.is_primary(origin))
-                .map_err(|err| {
-                    let err = format!("{err:#}");
-                    if err.ends_with("is not a zone loaded from a file") {
-                        err
-                    } else {
-                        format!("reload aborted, the zones are unchanged: {err}")
-                    }
-                })?,
-            None => zones::load_all(&next, Some(&*self.served))
+            Some(origin) => {
+                tern_zones::load::load_one(&sources, origin, self.served.is_primary(origin))
+                    .map_err(|err| match err {
+                        LoadError::NotConfigured { .. } => err.to_string(),
+                        _ => format!("reload aborted, the zones are unchanged: {err}"),
+                    })?
+            }
+            None => tern_zones::load::load_all(&sources, Some(&*self.served))
                 .map_err(|err| format!("reload aborted, the zones are unchanged: {err:#}"))?,
         };
         for line in &loaded.warnings {
@@ -574,7 +574,7 @@ fn status(control: &Control) -> String {
 
 /// The secondary zone named `text`, lowercased, if it is one.
 fn secondary_origin(control: &Control, text: &str) -> Result<LowerNameBuf, String> {
-    let origin = zones::parse_origin(text)
+    let origin = tern_zones::load::parse_origin(text)
         .map(|name| LowerNameBuf::from_name(name.as_name()))
         .map_err(|err| format!("error: {err}\n"))?;
     if control.served.is_secondary(origin.as_bytes()) {
@@ -606,7 +606,7 @@ fn secondary_command(control: &Control, verb: &str, zone: &str) -> String {
 
 /// `notify ZONE`: NOTIFY the configured targets of a served zone's serial.
 fn notify_command(control: &Control, zone: &str) -> String {
-    let origin = match zones::parse_origin(zone) {
+    let origin = match tern_zones::load::parse_origin(zone) {
         Ok(name) => LowerNameBuf::from_name(name.as_name()),
         Err(err) => return format!("error: {err}\n"),
     };
@@ -623,7 +623,7 @@ fn notify_command(control: &Control, zone: &str) -> String {
 /// `zone-status [ZONE]`: each zone's role and serial; for secondaries the
 /// timers and the last refresh's outcome.
 fn zone_status(control: &Control, only: Option<&str>) -> String {
-    let only = match only.map(zones::parse_origin).transpose() {
+    let only = match only.map(tern_zones::load::parse_origin).transpose() {
         Ok(only) => only.map(|name| LowerNameBuf::from_name(name.as_name())),
         Err(err) => return format!("error: {err}\n"),
     };
@@ -632,7 +632,7 @@ fn zone_status(control: &Control, only: Option<&str>) -> String {
         .served
         .views(only.as_ref().map(|only| only.as_bytes()))
     {
-        let name = zones::origin_text(&view.origin);
+        let name = tern_zones::load::origin_text(&view.origin);
         let serial = view
             .serial
             .map_or_else(|| "none".to_string(), |serial| serial.to_string());
@@ -651,7 +651,7 @@ fn zone_status(control: &Control, only: Option<&str>) -> String {
     text
 }
 
-fn describe_secondary(status: &crate::secondary::Status) -> String {
+fn describe_secondary(status: &tern_zones::owner::Status) -> String {
     let time = |seconds: u64| {
         if seconds == 0 {
             "never".to_string()

@@ -36,17 +36,13 @@ use std::sync::Arc;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 
-mod catalog;
 mod config;
 mod control;
 mod logger;
 mod manpage;
 mod metrics;
 mod privileges;
-mod secondary;
 mod service;
-mod work;
-mod zones;
 
 use config::{Config, Overrides};
 use control::{Control, ControlSignals, ControlSocket, Reloader, Reloads};
@@ -301,7 +297,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         ControlSocket::prepare_directory(&config.control_socket, (account.uid, account.gid))?;
     }
 
-    let loaded = zones::load_all(&config, None)?;
+    let loaded = tern_zones::load::load_all(&config.zone_sources(), None)?;
     for line in &loaded.warnings {
         log::warn!("{line}");
     }
@@ -320,7 +316,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         );
     }
     // Secondary zones start from their saved copies, if any.
-    let plan = secondary::Plan::new(
+    let plan = tern_zones::owner::Plan::new(
         config.state_directory.as_deref(),
         &config.secondaries,
         &config.catalogs,
@@ -341,7 +337,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let queue = tern_zones::refresh::Queue::new();
     let mut server_config = config.server_config(ALLOCATIONS);
     let every_zone: Vec<Arc<tern_authority::Zone>> = catalog.zones().cloned().collect();
-    let journals = Arc::new(std::sync::Mutex::new(secondary::load_journals(
+    let journals = Arc::new(std::sync::Mutex::new(tern_zones::owner::load_journals(
         config.state_directory.as_deref(),
         &every_zone,
     )));
@@ -374,7 +370,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let producer = config
         .catalog_producer
         .as_deref()
-        .map(zones::parse_origin)
+        .map(tern_zones::load::parse_origin)
         .transpose()
         .map_err(anyhow::Error::msg)
         .context("zones.catalog-producer")?;
@@ -386,13 +382,13 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
                 .context("starting the NOTIFY thread")?,
         )
     };
-    let served = secondary::Served::new(
-        handle.clone(),
+    let served = tern_zones::owner::Served::new(
+        Arc::new(Cores(handle.clone())),
         notifier.as_ref().map(|notifier| notifier.handle()),
         journals,
         config.ixfr_history,
         config.state_directory.clone(),
-        secondary::Start {
+        tern_zones::owner::Start {
             primaries,
             secondaries: saved_zones,
             catalog: Arc::unwrap_or_clone(catalog),
@@ -481,6 +477,25 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The cores, as the zones' owner reaches them.
+struct Cores(tern_server::Handle);
+
+impl tern_zones::Cores for Cores {
+    fn update(&self, changes: Vec<tern_authority::CatalogChange>) {
+        self.0.update(changes);
+    }
+}
+
+/// Parses a zone and prints it in canonical form (`tern dump`).
+fn dump_zone(origin_text: &str, path: &std::path::Path) -> anyhow::Result<String> {
+    let origin = tern_zones::load::parse_origin(origin_text).map_err(anyhow::Error::msg)?;
+    let parsed = tern_zone::parse_file(path, origin.as_name(), &tern_zone::Options::default())
+        .map_err(|errors| anyhow::anyhow!("{errors}"))?;
+    let mut text = String::new();
+    tern_zone::print::write_zone(&parsed.records, &mut text);
+    Ok(text)
+}
+
 /// A started server that, dropped before [`StopUnlessServing::serving`]
 /// (an error after the start), stops its cores and waits for them.
 struct StopUnlessServing(Option<tern_server::Server>);
@@ -512,7 +527,7 @@ fn describe_cores(cores: &[usize]) -> String {
 
 fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
     let loaded = match (&args.origin, &args.file) {
-        (Some(origin), Some(file)) => zones::load_one_for_check(origin, file)?,
+        (Some(origin), Some(file)) => tern_zones::load::load_one_for_check(origin, file),
         _ => {
             let config = Config::load(&args.files.overrides())?;
             // The service's ExecStartPre: a `user` that does not exist
@@ -520,7 +535,7 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
             if let Some(user) = &config.user {
                 privileges::lookup(user).context("user")?;
             }
-            zones::load_all(&config, None)?
+            tern_zones::load::load_all(&config.zone_sources(), None)?
         }
     };
     if let (None, Some(file)) = (&args.origin, &args.files.config) {
@@ -550,7 +565,7 @@ fn manpage() -> anyhow::Result<ExitCode> {
 }
 
 fn dump(origin: &str, file: &std::path::Path) -> anyhow::Result<ExitCode> {
-    let text = zones::dump(origin, file)?;
+    let text = dump_zone(origin, file)?;
     print!("{text}");
     Ok(ExitCode::SUCCESS)
 }

@@ -26,7 +26,7 @@ use tern_server::{
     TRANSPORTS,
 };
 
-use crate::secondary::Served;
+use tern_zones::owner::Served;
 
 /// How long one client may take to send its request and read the answer,
 /// in all.
@@ -165,7 +165,7 @@ pub(crate) struct ZoneMetrics {
     /// When the served version was loaded or received (Unix seconds).
     pub(crate) loaded: Option<u64>,
     /// For secondary zones: their timers and transfers.
-    pub(crate) secondary: Option<crate::secondary::Status>,
+    pub(crate) secondary: Option<tern_zones::owner::Status>,
 }
 
 /// Every zone served or expected: primaries, secondaries, consumed
@@ -175,7 +175,7 @@ fn zone_metrics(served: &Served) -> Vec<ZoneMetrics> {
         .views(None)
         .into_iter()
         .map(|view| ZoneMetrics {
-            name: crate::zones::origin_text(&view.origin),
+            name: tern_zones::load::origin_text(&view.origin),
             serial: view.served.or(view.serial),
             loaded: view.loaded.filter(|_| view.served.is_some()),
             secondary: view.secondary,
@@ -244,7 +244,7 @@ pub(crate) fn render(
     let zone_names: Vec<String> = total
         .zones
         .iter()
-        .map(|(origin, _)| escape(&crate::zones::origin_text(origin)))
+        .map(|(origin, _)| escape(&tern_zones::load::origin_text(origin)))
         .collect();
     family(
         o,
@@ -709,7 +709,7 @@ mod tests {
         total.xdp.refused[tern_wire::frame::Refusal::Checksum.index()] = 2;
         total.xdp.kernel_dropped = 5;
         total.xdp.passed[1] = 4; // IPv4 options
-        let secondary = crate::secondary::Status {
+        let secondary = tern_zones::owner::Status {
             transfers: [1, 3],
             ..Default::default()
         };

@@ -9,6 +9,7 @@
 //! | [`axfr`] | the messages of an outgoing transfer: AXFR, and IXFR answered in full or with the SOA alone |
 //! | [`incoming`] | the request of a secondary and the checks and assembly of the answer: AXFR, and IXFR current, full or as differences |
 //! | [`journal`] | the differences between versions of a zone and the bounded history IXFR answers from |
+//! | [`notify`] | who may send a NOTIFY for a secondary zone |
 //! | [`tsig`] | RFC 8945 transaction signatures: signing and checking messages and multi-message streams |
 //!
 //! Every input is hostile: a peer's message is parsed through `tern-wire`'s
@@ -22,5 +23,6 @@ pub mod axfr;
 pub mod fuzzing;
 pub mod incoming;
 pub mod journal;
+pub mod notify;
 mod reader;
 pub mod tsig;

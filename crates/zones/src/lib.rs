@@ -15,8 +15,23 @@
 
 #![deny(missing_docs)]
 
+pub mod catalog_zone;
+pub mod load;
 pub mod notify;
+pub mod owner;
 pub mod refresh;
+mod work;
+
+use tern_authority::CatalogChange;
+
+/// The cores, as the zones' owner reaches them: the binary implements it
+/// for `tern_server::Handle`, a test for a counter.
+pub trait Cores: Send + Sync {
+    /// Every core applies `changes` to its own catalog, in order; returns
+    /// once they have (so that a NOTIFY sent next finds the new versions
+    /// served).
+    fn update(&self, changes: Vec<CatalogChange>);
+}
 
 /// Seconds since the epoch (0 before 1970): the timers of secondary zones,
 /// the serials of the produced catalog, TSIG's clock.

@@ -357,7 +357,8 @@ impl Config {
                 notify_rules(notify, &keys).map_err(|err| err.context("notify"))?;
         }
         for (origin_text, zone_key, mut transfer, mut notify) in overrides {
-            let origin = crate::zones::parse_origin(&origin_text).map_err(anyhow::Error::msg)?;
+            let origin =
+                tern_zones::load::parse_origin(&origin_text).map_err(anyhow::Error::msg)?;
             let origin = tern_wire::name::LowerNameBuf::from_name(origin.as_name());
             let context = || format!("zone {}", origin.as_name());
             // A zone's `key`: its transfers must be signed with it and its
@@ -422,6 +423,14 @@ impl Config {
             }
         }
         Ok(config)
+    }
+
+    /// Where the zone files are, as the zones' loader takes it.
+    pub(crate) fn zone_sources(&self) -> tern_zones::load::Sources {
+        tern_zones::load::Sources {
+            dir: self.zones_dir.clone(),
+            listed: self.zone_files.clone(),
+        }
     }
 
     /// The runtime's view of this configuration. `allocations` reads the
@@ -668,7 +677,7 @@ fn secondary_configs(
 ) -> anyhow::Result<Vec<tern_zones::refresh::SecondaryConfig>> {
     let mut secondaries: Vec<tern_zones::refresh::SecondaryConfig> = Vec::new();
     for zone in raw {
-        let origin = crate::zones::parse_origin(&zone.origin.0).map_err(anyhow::Error::msg)?;
+        let origin = tern_zones::load::parse_origin(&zone.origin.0).map_err(anyhow::Error::msg)?;
         let origin = tern_wire::name::LowerNameBuf::from_name(origin.as_name());
         let context = || format!("zones.secondary: {}", origin.as_name());
         if secondaries.iter().any(|known| known.origin == origin) {

@@ -428,7 +428,7 @@ impl Kind for OriginKind {
     type Value = String;
     const EXPECTING: &'static str = "a zone name like example.com";
     fn parse(text: &str) -> Result<String, String> {
-        crate::zones::parse_origin(text)?;
+        tern_zones::load::parse_origin(text)?;
         Ok(text.to_string())
     }
 }

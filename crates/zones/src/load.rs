@@ -10,13 +10,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use anyhow::Context;
 use tern_authority::{Zone, ZoneBuilder};
 use tern_wire::name::NameBuf;
 use tern_zone::check::Severity;
 use tern_zone::{RecordList, Records};
-
-use crate::config::Config;
 
 /// The file-name suffix of zone files in a zone directory.
 const ZONE_SUFFIX: &str = ".zone";
@@ -26,24 +23,24 @@ const ZONE_SUFFIX: &str = ".zone";
 /// The outcome of loading a set of zones: the new versions, and every
 /// message about the others.
 #[derive(Default)]
-pub(crate) struct Loaded {
+pub struct Loaded {
     /// Zones built by this load (new ones, and those whose files changed),
     /// each with what it was loaded from.
-    pub(crate) zones: Vec<(Arc<Zone>, Stamp)>,
+    pub zones: Vec<(Arc<Zone>, Stamp)>,
     /// Zones loaded before that the configuration no longer names (a
     /// load with previous zones only).
-    pub(crate) removed: Vec<Origin>,
+    pub removed: Vec<Origin>,
     /// Located errors; each rejected its zone.
-    pub(crate) errors: Vec<String>,
+    pub errors: Vec<String>,
     /// Located warnings.
-    pub(crate) warnings: Vec<String>,
+    pub warnings: Vec<String>,
     /// How many zones were rejected.
-    pub(crate) failed: usize,
+    pub failed: usize,
     /// The origins of rejected zones whose previous version is kept.
-    pub(crate) kept: Vec<String>,
+    pub kept: Vec<String>,
     /// Zones configured whose files did not change: not rebuilt, their
     /// versions serve on.
-    pub(crate) unchanged: usize,
+    pub unchanged: usize,
 }
 
 //----------- Stamp ----------------------------------------------------------
@@ -55,7 +52,7 @@ pub(crate) struct Loaded {
 /// differs (or is gone). The zone file's is kept inline: most zones
 /// include nothing, and a stamp is kept for every zone.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Stamp {
+pub struct Stamp {
     path: Box<Path>,
     file: Option<FileStamp>,
     includes: Box<[(Box<Path>, Option<FileStamp>)]>,
@@ -65,7 +62,51 @@ pub(crate) struct Stamp {
 type FileStamp = (u64, SystemTime, u64, u64);
 
 /// A zone's lowercased wire origin.
-pub(crate) type Origin = Box<[u8]>;
+pub type Origin = Box<[u8]>;
+
+/// Where the zone files are, as the configuration says.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Sources {
+    /// A directory of zone files: every `NAME.zone` in it is the zone
+    /// NAME.
+    pub dir: Option<PathBuf>,
+    /// Zones listed one by one: origin as written, and file.
+    pub listed: Vec<(String, PathBuf)>,
+}
+
+/// Why a load did not happen at all (a zone that fails to load is not an
+/// error of the load: its messages are in [`Loaded`]).
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum LoadError {
+    /// The zone directory could not be read.
+    Directory {
+        /// The directory.
+        dir: PathBuf,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// The zone asked for is not one the configuration names.
+    NotConfigured {
+        /// Its name.
+        origin: String,
+    },
+}
+
+impl std::fmt::Display for LoadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LoadError::Directory { dir, error } => {
+                write!(f, "reading zone directory {}: {error}", dir.display())
+            }
+            LoadError::NotConfigured { origin } => {
+                write!(f, "{origin} is not a zone loaded from a file")
+            }
+        }
+    }
+}
+
+impl std::error::Error for LoadError {}
 
 /// The stamp of one file as it is now.
 fn file_stamp(path: &Path) -> Option<FileStamp> {
@@ -76,7 +117,7 @@ fn file_stamp(path: &Path) -> Option<FileStamp> {
 impl Stamp {
     /// Whether the zone is still `path` and none of its files changed.
     /// Bound: a `stat` per file.
-    pub(crate) fn unchanged(&self, path: &Path) -> bool {
+    pub fn unchanged(&self, path: &Path) -> bool {
         &*self.path == path
             && file_stamp(path) == self.file
             && self
@@ -87,7 +128,7 @@ impl Stamp {
 }
 
 /// What a reload asks of the zones served now.
-pub(crate) trait Previous {
+pub trait Previous {
     /// Whether a zone of this origin (lowercased wire form) was loaded
     /// from `path` and none of its files changed since; `None` if no zone
     /// of this origin was loaded from a file.
@@ -158,13 +199,16 @@ struct Listing<'c> {
 }
 
 impl<'c> Listing<'c> {
-    fn read(config: &'c Config) -> anyhow::Result<Self> {
+    fn read(sources: &'c Sources) -> Result<Self, LoadError> {
         let mut stems = Texts::default();
-        if let Some(dir) = &config.zones_dir {
-            let entries = std::fs::read_dir(dir)
-                .with_context(|| format!("reading zone directory {}", dir.display()))?;
+        if let Some(dir) = &sources.dir {
+            let failed = |error| LoadError::Directory {
+                dir: dir.clone(),
+                error,
+            };
+            let entries = std::fs::read_dir(dir).map_err(failed)?;
             for entry in entries {
-                let entry = entry?;
+                let entry = entry.map_err(failed)?;
                 let file_name = entry.file_name();
                 let Some(stem) = file_name.to_str().and_then(|f| f.strip_suffix(ZONE_SUFFIX))
                 else {
@@ -192,10 +236,10 @@ impl<'c> Listing<'c> {
             stems.get(a).cmp(stems.get(b))
         });
         Ok(Listing {
-            dir: config.zones_dir.as_deref(),
+            dir: sources.dir.as_deref(),
             stems,
             order,
-            listed: &config.zone_files,
+            listed: &sources.listed,
         })
     }
 
@@ -253,22 +297,22 @@ impl<'c> Listing<'c> {
 
 /// The zone files a configuration names, by lowercased origin, without
 /// reading them all: what a reload of one zone looks up.
-pub(crate) struct ZoneFiles<'c> {
-    config: &'c Config,
+pub struct ZoneFiles<'c> {
+    sources: &'c Sources,
 }
 
 impl<'c> ZoneFiles<'c> {
-    /// The files of `config`.
-    pub(crate) fn new(config: &'c Config) -> Self {
-        ZoneFiles { config }
+    /// The files of `sources`.
+    pub fn new(sources: &'c Sources) -> Self {
+        ZoneFiles { sources }
     }
 
     /// The origin as configured and the file of the zone `origin`
     /// (lowercased wire form), if the configuration names it: in the zone
     /// directory (tried by name first, read whole only if that fails, as
     /// for a file name in another case), else in the list.
-    pub(crate) fn find(&self, origin: &[u8]) -> anyhow::Result<Option<(String, PathBuf)>> {
-        if let Some(dir) = &self.config.zones_dir {
+    pub fn find(&self, origin: &[u8]) -> Result<Option<(String, PathBuf)>, LoadError> {
+        if let Some(dir) = &self.sources.dir {
             let text = origin_text(origin);
             let bare = text.strip_suffix('.').unwrap_or(&text);
             for stem in [bare, text.as_str()] {
@@ -279,7 +323,7 @@ impl<'c> ZoneFiles<'c> {
             }
         }
         // Another spelling (case) of the name, or a listed zone.
-        let listing = Listing::read(self.config)?;
+        let listing = Listing::read(self.sources)?;
         let found = (0..listing.len()).find(|&i| {
             parse_origin(listing.text(i))
                 .is_ok_and(|name| name.as_name().as_bytes().eq_ignore_ascii_case(origin))
@@ -296,8 +340,8 @@ impl<'c> ZoneFiles<'c> {
 /// the list) is loaded once, from the first. Bound: one `stat` per
 /// unchanged zone, and a handful of allocations whatever the number of
 /// zones; only changed zones are read.
-pub(crate) fn load_all(config: &Config, previous: Option<&dyn Previous>) -> anyhow::Result<Loaded> {
-    let listing = Listing::read(config)?;
+pub fn load_all(sources: &Sources, previous: Option<&dyn Previous>) -> Result<Loaded, LoadError> {
+    let listing = Listing::read(sources)?;
     let (origins, first, sorted) = listing.origins();
     let mut loaded = Loaded::default();
     for (i, &first_i) in first.iter().enumerate() {
@@ -340,13 +384,15 @@ pub(crate) fn load_all(config: &Config, previous: Option<&dyn Previous>) -> anyh
     Ok(loaded)
 }
 
-/// Loads the zone `origin` (lowercased wire form) of `config` whatever its
+/// Loads the zone `origin` (lowercased wire form) of `sources` whatever its
 /// files, and nothing else (`tern reload ZONE`); `served` says whether a
 /// version of it serves now (kept if this one fails). An error if the
 /// configuration does not name it.
-pub(crate) fn load_one(config: &Config, origin: &[u8], served: bool) -> anyhow::Result<Loaded> {
-    let Some((text, path)) = ZoneFiles::new(config).find(origin)? else {
-        anyhow::bail!("{} is not a zone loaded from a file", origin_text(origin));
+pub fn load_one(sources: &Sources, origin: &[u8], served: bool) -> Result<Loaded, LoadError> {
+    let Some((text, path)) = ZoneFiles::new(sources).find(origin)? else {
+        return Err(LoadError::NotConfigured {
+            origin: origin_text(origin),
+        });
     };
     let mut loaded = Loaded::default();
     if !load_into(&mut loaded, &text, &path) && served {
@@ -356,15 +402,15 @@ pub(crate) fn load_one(config: &Config, origin: &[u8], served: bool) -> anyhow::
 }
 
 /// Loads one zone, for `tern check ORIGIN FILE`.
-pub(crate) fn load_one_for_check(origin: &str, path: &Path) -> anyhow::Result<Loaded> {
+pub fn load_one_for_check(origin: &str, path: &Path) -> Loaded {
     let mut loaded = Loaded::default();
     load_into(&mut loaded, origin, path);
-    Ok(loaded)
+    loaded
 }
 
 /// Parses a zone name given in the configuration or on the command line;
 /// a missing final dot is implied.
-pub(crate) fn parse_origin(origin: &str) -> Result<NameBuf, String> {
+pub fn parse_origin(origin: &str) -> Result<NameBuf, String> {
     let absolute = if origin.ends_with('.') {
         origin.to_string()
     } else {
@@ -375,7 +421,7 @@ pub(crate) fn parse_origin(origin: &str) -> Result<NameBuf, String> {
 }
 
 /// A wire-format origin as text (for messages).
-pub(crate) fn origin_text(wire: &[u8]) -> String {
+pub fn origin_text(wire: &[u8]) -> String {
     tern_wire::name::Name::from_wire(wire).map_or_else(|_| "?".to_string(), |name| name.to_string())
 }
 
@@ -418,7 +464,7 @@ impl tern_zone::Include for StampingInclude<'_> {
 /// arenas), the checks read it in place, the builder copies it into its own
 /// tables, and it is freed before the builder's adjust pass allocates the
 /// served zone.
-pub(crate) fn load_zone(
+pub fn load_zone(
     origin_text: &str,
     path: &Path,
     warnings: &mut Vec<String>,
@@ -519,16 +565,6 @@ fn load_zone_with(
         .finish()
         .map(|zone| (zone, stamp))
         .map_err(|err| vec![format!("{}: {err}", path.display())])
-}
-
-/// Parses a zone and prints it in canonical form (`tern dump`).
-pub(crate) fn dump(origin_text: &str, path: &Path) -> anyhow::Result<String> {
-    let origin = parse_origin(origin_text).map_err(anyhow::Error::msg)?;
-    let parsed = tern_zone::parse_file(path, origin.as_name(), &tern_zone::Options::default())
-        .map_err(|errors| anyhow::anyhow!("{errors}"))?;
-    let mut text = String::new();
-    tern_zone::print::write_zone(&parsed.records, &mut text);
-    Ok(text)
 }
 
 //=========== Tests ==========================================================

@@ -6,11 +6,11 @@
 //! cores serve: a name configured as both is served from its file. Every
 //! change is made per zone: a new version, loaded or received, becomes one
 //! [`CatalogChange`] that the cores apply to their own copies
-//! ([`tern_server::Handle::update`]), so a reload of one zone among
+//! ([`Cores::update`]), so a reload of one zone among
 //! 100,000 costs that zone, not a new catalog of all of them. The tables
 //! here are keyed by origin; nothing walks every zone for one zone.
 //!
-//! The transfer thread (`tern_zones::refresh`) reports to
+//! The transfer thread (`crate::refresh`) reports to
 //! [`Served::on_event`], which saves a received zone before it is served:
 //! to `STATE/secondary/ORIGIN.zone`, as a zone file written to a
 //! temporary file and renamed over the old one, beside `ORIGIN.timers`,
@@ -39,22 +39,16 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use tern_authority::{Applied, Catalog, CatalogChange, RecordCursor, Zone};
-use tern_server::Handle;
-use tern_server::SharedJournals;
 use tern_wire::name::{LowerNameBuf, Name, NameBuf};
 use tern_wire::types::RClass;
-use tern_xfr::journal::{self, Difference, Journal, Journals};
-use tern_zones::notify::NotifierHandle;
-use tern_zones::refresh::{Event, SecondariesHandle, SecondaryConfig, Timers};
+use tern_xfr::journal::{self, Difference, Journal, Journals, SharedJournals};
+use tern_xfr::notify::{NotifySource, NotifyZones};
 
-use crate::zones::Stamp;
+use crate::notify::NotifierHandle;
+use crate::refresh::{Event, SecondariesHandle, SecondaryConfig, Timers};
 
-/// The secondary zones whose NOTIFYs the cores take (shared with them),
-/// by lowercased wire origin.
-pub(crate) type NotifyZones = tern_server::NotifyZones;
-
-/// A zone's lowercased wire origin, the key of the tables here.
-pub(crate) type Origin = Box<[u8]>;
+use crate::load::{Origin, Stamp};
+use crate::Cores;
 
 /// How long the produced catalog zone waits for changes to stop before it
 /// is rebuilt.
@@ -68,45 +62,46 @@ const PRODUCER_DELAY: Duration = Duration::from_secs(1);
 
 /// What `tern zone-status` shows of a secondary zone.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct Status {
-    pub(crate) timers: Timers,
+pub struct Status {
+    /// The zone's refresh timers.
+    pub timers: Timers,
     /// The last refresh or transfer and how it ended.
-    pub(crate) last_outcome: String,
+    pub last_outcome: String,
     /// Past its EXPIRE: answered SERVFAIL until a transfer succeeds.
-    pub(crate) expired: bool,
+    pub expired: bool,
     /// `secondary`, `catalog` (a consumed catalog, not served), or
     /// `member of CATALOG`.
-    pub(crate) role: String,
+    pub role: String,
     /// Refreshes that failed since tern started (every primary tried).
-    pub(crate) failures: u64,
+    pub failures: u64,
     /// Transfers received since tern started: full (AXFR), incremental.
-    pub(crate) transfers: [u64; 2],
+    pub transfers: [u64; 2],
 }
 
 //----------- ZoneView -------------------------------------------------------
 
 /// One zone as `tern zone-status` and the metrics show it.
 #[derive(Clone, Debug)]
-pub(crate) struct ZoneView {
+pub struct ZoneView {
     /// The origin, lowercased wire form.
-    pub(crate) origin: Origin,
+    pub origin: Origin,
     /// The serial served (`None`: a secondary not received, expired, or a
     /// consumed catalog's when not received).
-    pub(crate) serial: Option<u32>,
+    pub serial: Option<u32>,
     /// The serial of the version the cores serve, if they serve it (an
     /// expired zone's stand-in keeps its last serial).
-    pub(crate) served: Option<u32>,
+    pub served: Option<u32>,
     /// When the version held was loaded or received (Unix seconds).
-    pub(crate) loaded: Option<u64>,
+    pub loaded: Option<u64>,
     /// For secondary zones (and consumed catalogs): their status.
-    pub(crate) secondary: Option<Status>,
+    pub secondary: Option<Status>,
 }
 
 //----------- Served ---------------------------------------------------------
 
 /// The zones being served and the handle that changes them on the cores.
-pub(crate) struct Served {
-    handle: Handle,
+pub struct Served {
+    cores: Arc<dyn Cores>,
     state_directory: Option<PathBuf>,
     /// Each zone's IXFR history, shared with the cores.
     journals: SharedJournals,
@@ -271,18 +266,22 @@ impl Inner {
 /// Everything a server starts serving: the zones loaded from files and the
 /// saved copies of secondary zones, as the cores' first catalog holds them
 /// (primaries first).
-pub(crate) struct Start {
-    pub(crate) primaries: Vec<(Arc<Zone>, Stamp)>,
-    pub(crate) secondaries: Vec<Arc<Zone>>,
-    pub(crate) catalog: Catalog,
+pub struct Start {
+    /// The zones loaded from files, with what each was loaded from.
+    pub primaries: Vec<(Arc<Zone>, Stamp)>,
+    /// The saved copies of secondary zones that serve at once.
+    pub secondaries: Vec<Arc<Zone>>,
+    /// The catalog the cores start with: the primaries, then the
+    /// secondaries.
+    pub catalog: Catalog,
 }
 
 impl Served {
     /// The zones a server was started with, and how to reach what runs
     /// beside the cores.
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn new(
-        handle: Handle,
+    pub fn new(
+        cores: Arc<dyn Cores>,
         notifier: Option<NotifierHandle>,
         journals: SharedJournals,
         history_bytes: usize,
@@ -301,7 +300,7 @@ impl Served {
                 .collect()
         };
         let served = Arc::new(Served {
-            handle,
+            cores,
             notifier,
             secondaries_handle,
             notify_zones,
@@ -327,7 +326,7 @@ impl Served {
                     origin,
                     // Serials from the clock, so that they grow across
                     // restarts.
-                    serial: tern_zones::unix_time() as u32,
+                    serial: crate::unix_time() as u32,
                     members: BTreeSet::new(),
                     stale: true,
                     zone: None,
@@ -374,7 +373,7 @@ impl Served {
 
     /// Lists every served zone in the produced catalog zone and serves it
     /// (at start, before the first NOTIFY).
-    pub(crate) fn publish(&self) {
+    pub fn publish(&self) {
         let mut changes = Vec::new();
         {
             let mut inner = self.lock();
@@ -387,7 +386,7 @@ impl Served {
                 inner.sync(&origin, &mut changes);
             }
         }
-        self.handle.update(changes);
+        self.cores.update(changes);
         self.rebuild_producer();
     }
 
@@ -403,7 +402,7 @@ impl Served {
                 return;
             };
             let serial = producer.serial.wrapping_add(1);
-            let built = crate::catalog::build(
+            let built = crate::catalog_zone::build(
                 producer.origin.as_name(),
                 serial,
                 producer
@@ -426,7 +425,7 @@ impl Served {
                 }
             }
         }
-        self.handle.update(changes);
+        self.cores.update(changes);
         if let Some((origin, serial)) = notify {
             let _ = self.notify(origin, serial);
         }
@@ -436,7 +435,7 @@ impl Served {
     /// changed, wakes its thread.
     fn commit(&self, changes: Vec<CatalogChange>, producer_stale: bool) {
         crate::work::visit(changes.len());
-        self.handle.update(changes);
+        self.cores.update(changes);
         if producer_stale {
             if let Some(wake) = &*self.producer_wake.lock().unwrap_or_else(|p| p.into_inner()) {
                 let _ = wake.send(());
@@ -453,7 +452,7 @@ impl Served {
     }
 
     /// Whether `origin` (lowercased) is a zone loaded from a file.
-    pub(crate) fn is_primary(&self, origin: &[u8]) -> bool {
+    pub fn is_primary(&self, origin: &[u8]) -> bool {
         self.lock().primary(origin).is_some()
     }
 
@@ -461,11 +460,7 @@ impl Served {
     /// ones (a reload), then sends NOTIFY for each zone whose serial changed
     /// or that is new. Returns how many primary zones there are now. Costs
     /// the zones given, not the zones served.
-    pub(crate) fn update_primaries(
-        &self,
-        zones: Vec<(Arc<Zone>, Stamp)>,
-        removed: &[Origin],
-    ) -> usize {
+    pub fn update_primaries(&self, zones: Vec<(Arc<Zone>, Stamp)>, removed: &[Origin]) -> usize {
         // The reload thread is the only one that changes primaries: the
         // old versions read here stay current while the differences (as
         // long as the zones) are computed without the lock.
@@ -519,7 +514,7 @@ impl Served {
 
     /// Sends NOTIFY for every zone served now (at start, as Knot and BIND
     /// do once their zones are loaded).
-    pub(crate) fn notify_all(&self) {
+    pub fn notify_all(&self) {
         if self.notifier.is_none() {
             return;
         }
@@ -536,7 +531,7 @@ impl Served {
 
     /// Queues NOTIFY for `origin` at `serial`; false if there are no
     /// targets.
-    pub(crate) fn notify(&self, origin: LowerNameBuf, serial: u32) -> bool {
+    pub fn notify(&self, origin: LowerNameBuf, serial: u32) -> bool {
         match &self.notifier {
             Some(notifier) => {
                 notifier.notify(origin, serial);
@@ -548,7 +543,7 @@ impl Served {
 
     /// Enters a secondary zone in the status table: with the timers of
     /// its saved copy, or as never received.
-    pub(crate) fn set_status(&self, origin: LowerNameBuf, timers: Option<Timers>, role: String) {
+    pub fn set_status(&self, origin: LowerNameBuf, timers: Option<Timers>, role: String) {
         let status = Status {
             timers: timers.unwrap_or_default(),
             last_outcome: match timers {
@@ -563,19 +558,19 @@ impl Served {
     }
 
     /// The serial served for `origin` (lowercased), if it is served.
-    pub(crate) fn serial(&self, origin: Name<'_>) -> Option<u32> {
+    pub fn serial(&self, origin: Name<'_>) -> Option<u32> {
         self.lock().catalog.get(origin).map(|zone| zone.serial())
     }
 
     /// Whether `origin` (lowercased) is a secondary zone or a consumed
     /// catalog.
-    pub(crate) fn is_secondary(&self, origin: &[u8]) -> bool {
+    pub fn is_secondary(&self, origin: &[u8]) -> bool {
         self.lock().status.contains_key(origin)
     }
 
     /// How many zones are served, and how many secondary zones (and
     /// consumed catalogs) are kept, served or not.
-    pub(crate) fn counts(&self) -> (usize, usize, usize) {
+    pub fn counts(&self) -> (usize, usize, usize) {
         let inner = self.lock();
         let served = inner.catalog.len();
         let secondary_served = inner
@@ -592,7 +587,7 @@ impl Served {
     /// Every zone served or kept (served zones in slot order, then the
     /// secondary zones not served), or only `only`. Bound: one pass over
     /// the zones, a hash look-up each.
-    pub(crate) fn views(&self, only: Option<&[u8]>) -> Vec<ZoneView> {
+    pub fn views(&self, only: Option<&[u8]>) -> Vec<ZoneView> {
         let inner = self.lock();
         let view = |origin: &[u8], zone: Option<&Arc<Zone>>| {
             let secondary = inner.status.get(origin);
@@ -645,7 +640,7 @@ impl Served {
 
     /// A report from the transfer thread: a new zone is saved, then
     /// served; timers are saved.
-    pub(crate) fn on_event(&self, event: Event) {
+    pub fn on_event(&self, event: Event) {
         match event {
             Event::Updated {
                 zone,
@@ -759,7 +754,7 @@ impl Served {
         catalog: &Zone,
         changes: &mut Vec<CatalogChange>,
     ) {
-        let members = match crate::catalog::members(catalog) {
+        let members = match crate::catalog_zone::members(catalog) {
             Ok(members) => members,
             Err(err) => {
                 log::error!("{err:#}; its members are unchanged");
@@ -942,7 +937,7 @@ fn producer_loop(served: &Weak<Served>, woken: &Receiver<()>) {
     }
 }
 
-impl crate::zones::Previous for Served {
+impl crate::load::Previous for Served {
     fn unchanged(&self, origin: &[u8], path: &Path) -> Option<bool> {
         crate::work::visit(1);
         // A stat per file, under the lock: no copy of the stamp.
@@ -973,17 +968,23 @@ impl crate::zones::Previous for Served {
 /// copy (configured secondaries, consumed catalogs, and the members their
 /// saved copies list), its role, the copies to serve at once (catalogs are
 /// kept, not served), and the zones NOTIFY is taken for.
-pub(crate) struct Plan {
-    pub(crate) starts: Vec<tern_zones::refresh::Start>,
-    pub(crate) roles: Vec<String>,
-    pub(crate) served: Vec<Arc<Zone>>,
-    pub(crate) consumed: Vec<(SecondaryConfig, Vec<LowerNameBuf>)>,
-    pub(crate) notify_zones: NotifyZones,
+pub struct Plan {
+    /// Each secondary zone (configured, consumed catalog, member) for the
+    /// refresh thread, with its saved copy.
+    pub starts: Vec<crate::refresh::Start>,
+    /// The role of each of `starts`, for `tern zone-status`.
+    pub roles: Vec<String>,
+    /// The saved copies to serve at once (not consumed catalogs).
+    pub served: Vec<Arc<Zone>>,
+    /// The consumed catalogs and the members their saved copies list.
+    pub consumed: Vec<(SecondaryConfig, Vec<LowerNameBuf>)>,
+    /// The zones NOTIFY is taken for.
+    pub notify_zones: NotifyZones,
 }
 
 impl Plan {
     /// The plan for `secondaries` and `catalogs`, from the state directory.
-    pub(crate) fn new(
+    pub fn new(
         state_directory: Option<&Path>,
         secondaries: &[SecondaryConfig],
         catalogs: &[SecondaryConfig],
@@ -1019,7 +1020,7 @@ impl Plan {
                 .starts
                 .last()
                 .and_then(|(_, saved)| saved.as_ref())
-                .and_then(|(zone, _)| crate::catalog::members(zone).ok())
+                .and_then(|(zone, _)| crate::catalog_zone::members(zone).ok())
                 .unwrap_or_default();
             let mut members = Vec::new();
             for member in listed {
@@ -1051,8 +1052,8 @@ impl Plan {
 
 /// Where NOTIFYs for a secondary zone may come from: its primaries, with
 /// its key.
-fn notify_source(config: &SecondaryConfig) -> tern_server::NotifySource {
-    tern_server::NotifySource {
+fn notify_source(config: &SecondaryConfig) -> NotifySource {
+    NotifySource {
         primaries: config.primaries.clone(),
         key: config.key.clone(),
     }
@@ -1102,7 +1103,7 @@ fn journal_path(state_directory: &Path, origin: LowerNameBuf) -> PathBuf {
 
 /// The saved IXFR histories of `zones` that end at the version served (a
 /// history that does not, or does not read, is dropped).
-pub(crate) fn load_journals(state_directory: Option<&Path>, zones: &[Arc<Zone>]) -> Journals {
+pub fn load_journals(state_directory: Option<&Path>, zones: &[Arc<Zone>]) -> Journals {
     let mut journals = Journals::new();
     let Some(state_directory) = state_directory else {
         return journals;
@@ -1166,11 +1167,11 @@ fn origin_key(zone: &Zone) -> Origin {
 
 /// The time now in Unix seconds.
 fn unix_now() -> u64 {
-    tern_zones::unix_time()
+    crate::unix_time()
 }
 
 /// The saved copy and timers of a secondary zone, if both load.
-pub(crate) fn load_saved(
+pub fn load_saved(
     state_directory: Option<&Path>,
     config: &SecondaryConfig,
 ) -> Option<(Arc<Zone>, Timers)> {
@@ -1183,7 +1184,7 @@ pub(crate) fn load_saved(
     }
     let origin_text = config.origin.as_name().to_string();
     let mut warnings = Vec::new();
-    let zone = match crate::zones::load_zone(&origin_text, &zone_path, &mut warnings) {
+    let zone = match crate::load::load_zone(&origin_text, &zone_path, &mut warnings) {
         Ok(zone) => zone,
         Err(errors) => {
             log::warn!(
@@ -1222,8 +1223,19 @@ fn parse_timers(text: &str) -> Timers {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{Config, Overrides};
-    use crate::zones::{self, Previous as _};
+    use crate::load::{self, Previous as _, Sources};
+
+    /// Cores that count the changes they are sent.
+    #[derive(Default)]
+    struct CountedCores {
+        changes: Mutex<usize>,
+    }
+
+    impl Cores for CountedCores {
+        fn update(&self, changes: Vec<CatalogChange>) {
+            *self.changes.lock().unwrap() += changes.len();
+        }
+    }
 
     /// A small zone, as a hosting provider's (scripts/gen-zones.py).
     fn small_zone(index: usize, serial: u32) -> String {
@@ -1236,7 +1248,7 @@ mod tests {
 
     /// The work of a reload of every zone and of a reload of one zone,
     /// each after one zone of `count` changed: (zones visited, zones
-    /// visited), counted by `crate::work`.
+    /// visited), counted by `crate::work`; each sends the cores one change.
     fn reload_work(count: usize) -> (u64, u64) {
         let dir =
             std::env::temp_dir().join(format!("tern-reload-work-{}-{count}", std::process::id()));
@@ -1248,21 +1260,16 @@ mod tests {
             )
             .unwrap();
         }
-        let config = Config::load(&Overrides {
-            zones: Some(dir.clone()),
-            ..Overrides::default()
-        })
-        .unwrap();
-        let loaded = zones::load_all(&config, None).unwrap();
+        let sources = Sources {
+            dir: Some(dir.clone()),
+            listed: Vec::new(),
+        };
+        let loaded = load::load_all(&sources, None).unwrap();
         assert_eq!(loaded.zones.len(), count);
         let catalog = Catalog::new(loaded.zones.iter().map(|(zone, _)| Arc::clone(zone)));
-        let server = tern_server::Server::start(
-            tern_server::ServerConfig::new(vec!["127.0.0.1:0".parse().unwrap()]),
-            Arc::new(catalog.clone()),
-        )
-        .unwrap();
+        let cores = Arc::new(CountedCores::default());
         let served = Served::new(
-            server.handle(),
+            Arc::clone(&cores) as Arc<dyn Cores>,
             None,
             SharedJournals::default(),
             0,
@@ -1291,7 +1298,7 @@ mod tests {
 
         edit(2);
         crate::work::take();
-        let loaded = zones::load_all(&config, Some(&*served)).unwrap();
+        let loaded = load::load_all(&sources, Some(&*served)).unwrap();
         assert_eq!((loaded.zones.len(), loaded.unchanged), (1, count - 1));
         served.update_primaries(loaded.zones, &loaded.removed);
         let full = crate::work::take();
@@ -1299,8 +1306,8 @@ mod tests {
 
         edit(3);
         crate::work::take();
-        let loaded = zones::load_one(
-            &config,
+        let loaded = load::load_one(
+            &sources,
             origin.as_bytes(),
             served.is_primary(origin.as_bytes()),
         )
@@ -1313,8 +1320,7 @@ mod tests {
             Some(true)
         );
 
-        server.handle().shutdown();
-        server.join().unwrap();
+        assert_eq!(*cores.changes.lock().unwrap(), 2, "one change each");
         std::fs::remove_dir_all(&dir).unwrap();
         (full, one)
     }

@@ -16,19 +16,62 @@
 //! and BIND make them): the same zone keeps the same ID, so a consumer sees
 //! a zone leave and come back as that, not as a new one.
 
-use anyhow::Context;
 use sha1::{Digest, Sha1};
-use tern_authority::{Zone, ZoneBuilder};
+use tern_authority::{BuildError, Zone, ZoneBuilder};
 use tern_wire::name::{LowerNameBuf, Name, NameBuf};
 use tern_wire::types::{RClass, RType};
 
+/// Why a catalog zone could not be built or read.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum CatalogError {
+    /// The catalog is not of schema version 2 (`version.CATALOG TXT "2"`).
+    NotVersion2 {
+        /// The catalog's origin.
+        catalog: String,
+    },
+    /// A member's PTR record does not hold a name.
+    BadMember {
+        /// The catalog's origin.
+        catalog: String,
+    },
+    /// A member's owner name under `zones.CATALOG.` would be too long.
+    Name(tern_wire::ParseError),
+    /// The catalog zone does not build.
+    Build(BuildError),
+}
+
+impl std::fmt::Display for CatalogError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CatalogError::NotVersion2 { catalog } => write!(
+                f,
+                "catalog {catalog}: not version 2 (version.{catalog} TXT \"2\")"
+            ),
+            CatalogError::BadMember { catalog } => {
+                write!(f, "catalog {catalog}: a member PTR without a name")
+            }
+            CatalogError::Name(err) => write!(f, "a member name: {err}"),
+            CatalogError::Build(err) => write!(f, "{err}"),
+        }
+    }
+}
+
+impl std::error::Error for CatalogError {}
+
+impl From<BuildError> for CatalogError {
+    fn from(err: BuildError) -> Self {
+        CatalogError::Build(err)
+    }
+}
+
 /// Builds the catalog zone `origin` at `serial` listing the zones of
 /// `members` (the catalog itself is left out if among them).
-pub(crate) fn build<'a>(
+pub fn build<'a>(
     origin: Name<'_>,
     serial: u32,
     members: impl IntoIterator<Item = Name<'a>>,
-) -> anyhow::Result<Zone> {
+) -> Result<Zone, CatalogError> {
     let invalid = Name::from_wire(b"\x07invalid\x00").expect("a valid name");
     let mut builder = ZoneBuilder::new(origin);
     let mut soa = Vec::new();
@@ -53,10 +96,10 @@ pub(crate) fn build<'a>(
 }
 
 /// `label.parent`.
-fn child(label: &[u8], parent: Name<'_>) -> anyhow::Result<NameBuf> {
+fn child(label: &[u8], parent: Name<'_>) -> Result<NameBuf, CatalogError> {
     let mut prefix = vec![label.len() as u8];
     prefix.extend_from_slice(label);
-    NameBuf::concat(&prefix, parent).with_context(|| format!("a member name under {parent}"))
+    NameBuf::concat(&prefix, parent).map_err(CatalogError::Name)
 }
 
 /// A member's unique ID: the SHA-1 of its lowercased wire name, in hex.
@@ -67,9 +110,10 @@ fn member_id(name: Name<'_>) -> String {
 
 /// The member zones a catalog zone lists (RFC 9432 section 4): the PTR
 /// records directly below `zones.` (one label, the member's ID), their
-/// targets lowercased. The catalog must say `version` "2"; anything else is
-/// an error and the members are not taken.
-pub(crate) fn members(catalog: &Zone) -> anyhow::Result<Vec<LowerNameBuf>> {
+/// targets lowercased, each once (in name order). The catalog must say
+/// `version` "2"; anything else is an error and the members are not taken.
+/// Bound: a pass over the catalog and a sort of its members.
+pub fn members(catalog: &Zone) -> Result<Vec<LowerNameBuf>, CatalogError> {
     let origin = catalog.origin();
     let version = child(b"version", origin)?;
     let zones = child(b"zones", origin)?;
@@ -85,17 +129,20 @@ pub(crate) fn members(catalog: &Zone) -> anyhow::Result<Vec<LowerNameBuf>> {
             .parent()
             .is_some_and(|parent| parent.eq_ignore_case(zones.as_name()));
         if below_zones && record.rtype == RType::PTR {
-            let target = Name::from_wire(record.rdata)
-                .with_context(|| format!("catalog {origin}: a member PTR without a name"))?;
-            let member = LowerNameBuf::from_name(target);
-            if !members.contains(&member) {
-                members.push(member);
-            }
+            let target = Name::from_wire(record.rdata).map_err(|_| CatalogError::BadMember {
+                catalog: origin.to_string(),
+            })?;
+            members.push(LowerNameBuf::from_name(target));
         }
     }
     if !version_ok {
-        anyhow::bail!("catalog {origin}: not version 2 (version.{origin} TXT \"2\")");
+        return Err(CatalogError::NotVersion2 {
+            catalog: origin.to_string(),
+        });
     }
+    // A member listed under two IDs is taken once.
+    members.sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+    members.dedup();
     Ok(members)
 }
 
