@@ -316,7 +316,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         );
     }
     // Secondary zones start from their saved copies, if any.
-    let plan = tern_zones::owner::Plan::new(
+    let plan = tern_zones::start::Plan::new(
         config.state_directory.as_deref(),
         &config.secondaries,
         &config.catalogs,
@@ -337,7 +337,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let queue = tern_zones::refresh::Queue::new();
     let mut server_config = config.server_config(ALLOCATIONS);
     let every_zone: Vec<Arc<tern_authority::Zone>> = catalog.zones().cloned().collect();
-    let journals = Arc::new(std::sync::Mutex::new(tern_zones::owner::load_journals(
+    let journals = Arc::new(std::sync::Mutex::new(tern_zones::state::load_journals(
         config.state_directory.as_deref(),
         &every_zone,
     )));

@@ -20,6 +20,8 @@ pub mod load;
 pub mod notify;
 pub mod owner;
 pub mod refresh;
+pub mod start;
+pub mod state;
 mod work;
 
 use tern_authority::CatalogChange;

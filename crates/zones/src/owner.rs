@@ -31,23 +31,22 @@
 //! each.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
-use std::fmt::Write as _;
-use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
-use tern_authority::{Applied, Catalog, CatalogChange, RecordCursor, Zone};
+use tern_authority::{Applied, Catalog, CatalogChange, Zone};
 use tern_wire::name::{LowerNameBuf, Name, NameBuf};
-use tern_wire::types::RClass;
-use tern_xfr::journal::{self, Difference, Journal, Journals, SharedJournals};
-use tern_xfr::notify::{NotifySource, NotifyZones};
+use tern_xfr::journal::{self, Difference, SharedJournals};
+use tern_xfr::notify::NotifyZones;
 
 use crate::notify::NotifierHandle;
 use crate::refresh::{Event, SecondariesHandle, SecondaryConfig, Timers};
 
 use crate::load::{Origin, Stamp};
+use crate::start::notify_source;
+use crate::state::{journal_path, load_saved, save_timers, save_zone, write_atomically};
 use crate::Cores;
 
 /// How long the produced catalog zone waits for changes to stop before it
@@ -962,204 +961,6 @@ impl crate::load::Previous for Served {
     }
 }
 
-//----------- Start ----------------------------------------------------------
-
-/// What the secondary zones start from: each zone's configuration and saved
-/// copy (configured secondaries, consumed catalogs, and the members their
-/// saved copies list), its role, the copies to serve at once (catalogs are
-/// kept, not served), and the zones NOTIFY is taken for.
-pub struct Plan {
-    /// Each secondary zone (configured, consumed catalog, member) for the
-    /// refresh thread, with its saved copy.
-    pub starts: Vec<crate::refresh::Start>,
-    /// The role of each of `starts`, for `tern zone-status`.
-    pub roles: Vec<String>,
-    /// The saved copies to serve at once (not consumed catalogs).
-    pub served: Vec<Arc<Zone>>,
-    /// The consumed catalogs and the members their saved copies list.
-    pub consumed: Vec<(SecondaryConfig, Vec<LowerNameBuf>)>,
-    /// The zones NOTIFY is taken for.
-    pub notify_zones: NotifyZones,
-}
-
-impl Plan {
-    /// The plan for `secondaries` and `catalogs`, from the state directory.
-    pub fn new(
-        state_directory: Option<&Path>,
-        secondaries: &[SecondaryConfig],
-        catalogs: &[SecondaryConfig],
-    ) -> Plan {
-        let mut plan = Plan {
-            starts: Vec::new(),
-            roles: Vec::new(),
-            served: Vec::new(),
-            consumed: Vec::new(),
-            notify_zones: NotifyZones::default(),
-        };
-        // Every origin planned so far (a member listed twice, or also
-        // configured, is taken once).
-        let mut known: HashSet<Origin> = secondaries
-            .iter()
-            .chain(catalogs)
-            .map(|config| config.origin.as_bytes().into())
-            .collect();
-        let add = |plan: &mut Plan, config: &SecondaryConfig, role: String, serve: bool| {
-            let saved = load_saved(state_directory, config);
-            if let (true, Some((zone, _))) = (serve, &saved) {
-                plan.served.push(Arc::clone(zone));
-            }
-            plan.starts.push((config.clone(), saved));
-            plan.roles.push(role);
-        };
-        for config in secondaries {
-            add(&mut plan, config, "secondary".to_string(), true);
-        }
-        for catalog in catalogs {
-            add(&mut plan, catalog, "catalog".to_string(), false);
-            let listed = plan
-                .starts
-                .last()
-                .and_then(|(_, saved)| saved.as_ref())
-                .and_then(|(zone, _)| crate::catalog_zone::members(zone).ok())
-                .unwrap_or_default();
-            let mut members = Vec::new();
-            for member in listed {
-                if !known.insert(member.as_bytes().into()) {
-                    continue;
-                }
-                let config = SecondaryConfig {
-                    origin: member,
-                    primaries: catalog.primaries.clone(),
-                    key: catalog.key.clone(),
-                };
-                let role = format!("member of {}", catalog.origin.as_name());
-                add(&mut plan, &config, role, true);
-                members.push(member);
-            }
-            plan.consumed.push((catalog.clone(), members));
-        }
-        *plan
-            .notify_zones
-            .write()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()) = plan
-            .starts
-            .iter()
-            .map(|(config, _)| (config.origin.as_bytes().into(), notify_source(config)))
-            .collect();
-        plan
-    }
-}
-
-/// Where NOTIFYs for a secondary zone may come from: its primaries, with
-/// its key.
-fn notify_source(config: &SecondaryConfig) -> NotifySource {
-    NotifySource {
-        primaries: config.primaries.clone(),
-        key: config.key.clone(),
-    }
-}
-
-//----------- State directory ------------------------------------------------
-
-/// `STATE/secondary`.
-fn secondary_dir(state_directory: &Path) -> PathBuf {
-    state_directory.join("secondary")
-}
-
-/// The file name of a zone's files: its origin in presentation form, with
-/// anything but letters, digits, `-`, `_` and `.` written `%XX`.
-fn file_stem(origin: LowerNameBuf) -> String {
-    let text = origin.as_name().to_string();
-    let mut stem = String::with_capacity(text.len());
-    for byte in text.bytes() {
-        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.') {
-            stem.push(byte as char);
-        } else {
-            let _ = write!(stem, "%{byte:02X}");
-        }
-    }
-    stem
-}
-
-/// Writes `bytes` to `path` through a temporary file and a rename, so that
-/// `path` always holds a whole file.
-fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let mut temporary = path.as_os_str().to_owned();
-    temporary.push(".tmp");
-    let temporary = PathBuf::from(temporary);
-    std::fs::write(&temporary, bytes)?;
-    std::fs::rename(&temporary, path)
-}
-
-/// `STATE/journal/ORIGIN.ixfr`.
-fn journal_path(state_directory: &Path, origin: LowerNameBuf) -> PathBuf {
-    state_directory
-        .join("journal")
-        .join(format!("{}ixfr", file_stem(origin)))
-}
-
-/// The saved IXFR histories of `zones` that end at the version served (a
-/// history that does not, or does not read, is dropped).
-pub fn load_journals(state_directory: Option<&Path>, zones: &[Arc<Zone>]) -> Journals {
-    let mut journals = Journals::new();
-    let Some(state_directory) = state_directory else {
-        return journals;
-    };
-    for zone in zones {
-        let origin = LowerNameBuf::from_name(zone.origin());
-        let Ok(bytes) = std::fs::read(journal_path(state_directory, origin)) else {
-            continue;
-        };
-        match Journal::decode(&bytes) {
-            Some(journal) if journal.ends_at(zone.serial()) => {
-                journals.insert(origin.as_bytes().to_vec(), journal);
-            }
-            _ => log::info!(
-                "zone {}: its saved IXFR history does not end at serial {}; not used",
-                origin.as_name(),
-                zone.serial()
-            ),
-        }
-    }
-    journals
-}
-
-/// Saves a received zone as a zone file.
-fn save_zone(state_directory: &Path, zone: &Zone) -> io::Result<()> {
-    let origin = LowerNameBuf::from_name(zone.origin());
-    let mut text = format!(
-        "; {} received by transfer; tern rewrites this file\n",
-        origin.as_name()
-    );
-    let mut cursor = RecordCursor::default();
-    while let Some(record) = zone.next_record(&mut cursor) {
-        let record = tern_zone::Record {
-            owner: record.owner.to_buf(),
-            class: RClass::IN,
-            ttl: record.ttl,
-            rtype: record.rtype,
-            rdata: record.rdata.to_vec(),
-            location: tern_zone::Location::default(),
-        };
-        tern_zone::print::write_record(&record, &mut text);
-    }
-    let path = secondary_dir(state_directory).join(format!("{}zone", file_stem(origin)));
-    write_atomically(&path, text.as_bytes())
-}
-
-/// Saves a zone's timers: one `name value` line each.
-fn save_timers(state_directory: &Path, origin: LowerNameBuf, timers: Timers) -> io::Result<()> {
-    let text = format!(
-        "last-refresh {}\nnext-refresh {}\nexpires {}\nlast-transfer {}\n",
-        timers.last_refresh, timers.next_refresh, timers.expires, timers.last_transfer
-    );
-    let path = secondary_dir(state_directory).join(format!("{}timers", file_stem(origin)));
-    write_atomically(&path, text.as_bytes())
-}
-
 /// A zone's lowercased wire origin, the key of the tables here.
 fn origin_key(zone: &Zone) -> Origin {
     zone.origin().as_bytes().into()
@@ -1168,56 +969,6 @@ fn origin_key(zone: &Zone) -> Origin {
 /// The time now in Unix seconds.
 fn unix_now() -> u64 {
     crate::unix_time()
-}
-
-/// The saved copy and timers of a secondary zone, if both load.
-pub fn load_saved(
-    state_directory: Option<&Path>,
-    config: &SecondaryConfig,
-) -> Option<(Arc<Zone>, Timers)> {
-    let state_directory = state_directory?;
-    let stem = file_stem(config.origin);
-    let dir = secondary_dir(state_directory);
-    let zone_path = dir.join(format!("{stem}zone"));
-    if !zone_path.exists() {
-        return None;
-    }
-    let origin_text = config.origin.as_name().to_string();
-    let mut warnings = Vec::new();
-    let zone = match crate::load::load_zone(&origin_text, &zone_path, &mut warnings) {
-        Ok(zone) => zone,
-        Err(errors) => {
-            log::warn!(
-                "{origin_text}: the saved copy {} does not load ({}); transferring it again",
-                zone_path.display(),
-                errors.join("; ")
-            );
-            return None;
-        }
-    };
-    let timers = std::fs::read_to_string(dir.join(format!("{stem}timers")))
-        .map(|text| parse_timers(&text))
-        .unwrap_or_default();
-    Some((Arc::new(zone), timers))
-}
-
-fn parse_timers(text: &str) -> Timers {
-    let mut timers = Timers::default();
-    for line in text.lines() {
-        let mut words = line.split_whitespace();
-        let (Some(name), Some(value)) = (words.next(), words.next()) else {
-            continue;
-        };
-        let Ok(value) = value.parse() else { continue };
-        match name {
-            "last-refresh" => timers.last_refresh = value,
-            "next-refresh" => timers.next_refresh = value,
-            "expires" => timers.expires = value,
-            "last-transfer" => timers.last_transfer = value,
-            _ => {}
-        }
-    }
-    timers
 }
 
 #[cfg(test)]
@@ -1352,27 +1103,5 @@ mod tests {
         // One zone: the same work at both sizes, and little of it.
         assert_eq!(one_small, one_large);
         assert!(one_small <= 8, "{one_small} visits to reload one zone");
-    }
-
-    #[test]
-    fn file_names_and_timers_round_trip() {
-        let name = tern_wire::name::NameBuf::from_text(b"Ex/ample.net.", None).unwrap();
-        assert_eq!(
-            file_stem(LowerNameBuf::from_name(name.as_name())),
-            "ex%2Fample.net."
-        );
-        let timers = Timers {
-            last_refresh: 1,
-            next_refresh: 2,
-            expires: 3,
-            last_transfer: 4,
-        };
-        let dir = std::env::temp_dir().join(format!("tern-secondary-test-{}", std::process::id()));
-        let origin = LowerNameBuf::from_name(name.as_name());
-        save_timers(&dir, origin, timers).unwrap();
-        let text =
-            std::fs::read_to_string(secondary_dir(&dir).join("ex%2Fample.net.timers")).unwrap();
-        assert_eq!(parse_timers(&text), timers);
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
