@@ -30,12 +30,13 @@ use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM, SIGUSR1};
 use signal_hook::iterator::Signals;
 use tern_server::{CoreStats, Handle};
 use tern_wire::name::LowerNameBuf;
+use tern_zones::event::Event;
 use tern_zones::load::LoadError;
 use tern_zones::refresh::SecondariesHandle;
 
 use crate::config::{Config, Overrides};
 use crate::{logger, service};
-use tern_zones::owner::Served;
+use tern_zones::owner::Zones;
 
 /// How long the cores get to finish in-flight work after SIGTERM or
 /// SIGINT before the process exits regardless; under the 2 s an operator
@@ -148,7 +149,7 @@ fn stop(signal: &str, handle: &Handle) -> ! {
 pub(crate) struct Reloader {
     overrides: Overrides,
     running: Config,
-    served: Arc<Served>,
+    zones: Arc<Zones>,
 }
 
 /// One reload asked for: why (for the log), of which zone (`None`: every
@@ -204,11 +205,11 @@ impl Reloads {
 impl Reloader {
     /// A reloader for a server started with `running` (which came from
     /// `overrides`) serving `served`.
-    pub(crate) fn new(overrides: Overrides, running: Config, served: Arc<Served>) -> Reloader {
+    pub(crate) fn new(overrides: Overrides, running: Config, zones: Arc<Zones>) -> Reloader {
         Reloader {
             overrides,
             running,
-            served,
+            zones,
         }
     }
 
@@ -238,13 +239,13 @@ impl Reloader {
         let loaded = match &only {
             // One zone: its file is found without reading the others.
             Some(origin) => {
-                tern_zones::load::load_one(&sources, origin, self.served.is_primary(origin))
+                tern_zones::load::load_one(&sources, origin, self.zones.is_primary(origin))
                     .map_err(|err| match err {
                         LoadError::NotConfigured { .. } => err.to_string(),
                         _ => format!("reload aborted, the zones are unchanged: {err}"),
                     })?
             }
-            None => tern_zones::load::load_all(&sources, Some(&*self.served))
+            None => tern_zones::load::load_all(&sources, Some(&*self.zones))
                 .map_err(|err| format!("reload aborted, the zones are unchanged: {err:#}"))?,
         };
         for line in &loaded.warnings {
@@ -257,7 +258,11 @@ impl Reloader {
             log::warn!("zone {origin} failed to load; its previous version keeps serving");
         }
         let rebuilt = loaded.zones.len();
-        let serving = self.served.update_primaries(loaded.zones, &loaded.removed);
+        self.zones.apply(Event::Loaded {
+            zones: loaded.zones,
+            unloaded: loaded.removed,
+        });
+        let serving = self.zones.primary_count();
         let summary = format!(
             "reloaded: {serving} zone(s) serving, {rebuilt} rebuilt, {} unchanged; {} failed to \
              load, {} of them kept their previous version",
@@ -513,7 +518,7 @@ fn accept_loop(listener: &UnixListener, control: &Control) {
 /// What the control socket acts on.
 pub(crate) struct Control {
     pub(crate) handle: Handle,
-    pub(crate) served: Arc<Served>,
+    pub(crate) zones: Arc<Zones>,
     pub(crate) secondaries: Option<SecondariesHandle>,
     pub(crate) reloads: Reloads,
     /// When serving began, for `status`.
@@ -562,7 +567,7 @@ fn answer_client(stream: UnixStream, control: &Control) -> io::Result<()> {
 
 /// `status`: version, uptime, the cores answering, the zones served.
 fn status(control: &Control) -> String {
-    let (zones, primary, secondary) = control.served.counts();
+    let (zones, primary, secondary) = control.zones.counts();
     format!(
         "version {}\nuptime {} s\ncores {}\nzones {zones} ({primary} primary, {secondary} \
          secondary)\n",
@@ -577,7 +582,7 @@ fn secondary_origin(control: &Control, text: &str) -> Result<LowerNameBuf, Strin
     let origin = tern_zones::load::parse_origin(text)
         .map(|name| LowerNameBuf::from_name(name.as_name()))
         .map_err(|err| format!("error: {err}\n"))?;
-    if control.served.is_secondary(origin.as_bytes()) {
+    if control.zones.is_secondary(origin.as_bytes()) {
         Ok(origin)
     } else {
         Err(format!(
@@ -610,14 +615,14 @@ fn notify_command(control: &Control, zone: &str) -> String {
         Ok(name) => LowerNameBuf::from_name(name.as_name()),
         Err(err) => return format!("error: {err}\n"),
     };
-    let Some(serial) = control.served.serial(origin.as_name()) else {
+    let Some(serial) = control.zones.serial(origin.as_name()) else {
         return format!("error: {} is not served\n", origin.as_name());
     };
-    if control.served.notify(origin, serial) {
-        format!("{}: NOTIFY for serial {serial} queued\n", origin.as_name())
-    } else {
-        "error: no notify.targets configured\n".to_string()
+    if !control.zones.notifies() {
+        return "error: no notify.targets configured\n".to_string();
     }
+    control.zones.apply(Event::NotifyAsked { origin });
+    format!("{}: NOTIFY for serial {serial} queued\n", origin.as_name())
 }
 
 /// `zone-status [ZONE]`: each zone's role and serial; for secondaries the
@@ -629,7 +634,7 @@ fn zone_status(control: &Control, only: Option<&str>) -> String {
     };
     let mut text = String::new();
     for view in control
-        .served
+        .zones
         .views(only.as_ref().map(|only| only.as_bytes()))
     {
         let name = tern_zones::load::origin_text(&view.origin);

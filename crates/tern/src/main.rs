@@ -382,7 +382,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
                 .context("starting the NOTIFY thread")?,
         )
     };
-    let served = tern_zones::owner::Served::new(
+    let zones = tern_zones::owner::Zones::new(
         Arc::new(Cores(handle.clone())),
         notifier.as_ref().map(|notifier| notifier.handle()),
         journals,
@@ -399,26 +399,26 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         Arc::clone(&plan.notify_zones),
     );
     if config.catalog_producer.is_some() {
-        served.publish();
+        zones.publish();
     }
     for ((zone, copy), role) in plan.starts.iter().zip(&plan.roles) {
-        served.set_status(
+        zones.set_status(
             zone.origin,
             copy.as_ref().map(|(_, timers)| *timers),
             role.clone(),
         );
     }
-    served.notify_all();
+    zones.notify_all();
     let secondaries = if plan.starts.is_empty() {
         None
     } else {
-        let events = Arc::clone(&served);
+        let events = Arc::clone(&zones);
         Some(
             tern_zones::refresh::Secondaries::start(
                 queue,
                 plan.starts,
                 config.transfer_limits,
-                move |event| events.on_event(event),
+                move |event| events.apply(event),
             )
             .context("starting the transfer thread")?,
         )
@@ -426,14 +426,10 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
 
     // Without its control socket the server still serves; `tern stats`
     // then cannot reach it, which the error says.
-    let reloads = Reloads::start(Reloader::new(
-        overrides,
-        config.clone(),
-        Arc::clone(&served),
-    ))?;
+    let reloads = Reloads::start(Reloader::new(overrides, config.clone(), Arc::clone(&zones)))?;
     let control = Control {
         handle: handle.clone(),
-        served: Arc::clone(&served),
+        zones: Arc::clone(&zones),
         secondaries: secondaries.as_ref().map(|s| s.handle()),
         reloads: reloads.clone(),
         started: std::time::Instant::now(),
@@ -448,7 +444,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     if let Some(listener) = metrics_listener {
         let sources = metrics::Sources {
             handle: handle.clone(),
-            served: Arc::clone(&served),
+            zones: Arc::clone(&zones),
             started,
         };
         let bound = metrics::serve(listener, sources)?;

@@ -26,7 +26,7 @@ use tern_server::{
     TRANSPORTS,
 };
 
-use tern_zones::owner::Served;
+use tern_zones::owner::Zones;
 
 /// How long one client may take to send its request and read the answer,
 /// in all.
@@ -49,7 +49,7 @@ const RCODE_LABELS: [&str; 16] = [
 /// What a scrape reads.
 pub(crate) struct Sources {
     pub(crate) handle: Handle,
-    pub(crate) served: Arc<Served>,
+    pub(crate) zones: Arc<Zones>,
     /// When the process started serving.
     pub(crate) started: SystemTime,
 }
@@ -145,7 +145,7 @@ fn answer(mut stream: TcpStream, sources: &Sources) -> std::io::Result<()> {
 fn exposition(sources: &Sources) -> String {
     let cores = sources.handle.stats();
     let total: CoreStats = cores.iter().sum();
-    let zones = zone_metrics(&sources.served);
+    let zones = zone_metrics(&sources.zones);
     let started = sources
         .started
         .duration_since(UNIX_EPOCH)
@@ -170,8 +170,8 @@ pub(crate) struct ZoneMetrics {
 
 /// Every zone served or expected: primaries, secondaries, consumed
 /// catalogs.
-fn zone_metrics(served: &Served) -> Vec<ZoneMetrics> {
-    served
+fn zone_metrics(zones: &Zones) -> Vec<ZoneMetrics> {
+    zones
         .views(None)
         .into_iter()
         .map(|view| ZoneMetrics {

@@ -16,6 +16,7 @@
 #![deny(missing_docs)]
 
 pub mod catalog_zone;
+pub mod event;
 pub mod load;
 pub mod notify;
 pub mod owner;

@@ -1,27 +1,21 @@
-//! The zones being served, primary and secondary, and the state directory
-//! (`state-directory`; without one, nothing is saved).
+//! The owner of every zone's versions (docs/decisions/0013): [`Zones`].
 //!
-//! [`Served`] holds the primary zones (from files, changed by reloads) and
-//! the secondary zones (changed by transfers), and keeps the catalog the
-//! cores serve: a name configured as both is served from its file. Every
-//! change is made per zone: a new version, loaded or received, becomes one
+//! Producers report what happened to a zone as an [`Event`] to
+//! [`Zones::apply`]: the loader its new versions (`Loaded`), the refresh
+//! thread a transfer received, a refresh, an expiry; the control socket a
+//! NOTIFY asked for. The owner commits each event for the zones it names:
+//! the difference from the version replaced into the zone's IXFR history
+//! (`tern_xfr::journal`, bounded by `transfer.ixfr-history`, saved to
+//! `STATE/journal/`), a received zone's copy and timers in the state
+//! directory (`crate::state`: a restart serves it at once), the catalog
+//! the cores serve (a primary wins over a secondary of its origin), catalog
+//! zones, and NOTIFY.
+//!
+//! Every change is made per zone: a new version becomes one
 //! [`CatalogChange`] that the cores apply to their own copies
-//! ([`Cores::update`]), so a reload of one zone among
-//! 100,000 costs that zone, not a new catalog of all of them. The tables
-//! here are keyed by origin; nothing walks every zone for one zone.
-//!
-//! The transfer thread (`crate::refresh`) reports to
-//! [`Served::on_event`], which saves a received zone before it is served:
-//! to `STATE/secondary/ORIGIN.zone`, as a zone file written to a
-//! temporary file and renamed over the old one, beside `ORIGIN.timers`,
-//! so that a restart serves it at once and keeps its timers. A copy that
-//! does not load at start is reported and ignored: the zone is transferred
-//! again.
-//!
-//! Each new version of a zone, loaded or received, adds its difference
-//! from the previous one to the zone's IXFR history (`tern_xfr::journal`),
-//! bounded by `transfer.ixfr-history` and saved to `STATE/journal/`
-//! after each change, so that IXFR answers survive a restart.
+//! ([`Cores::update`]), so a reload of one zone among 100,000 costs that
+//! zone, not a new catalog of all of them. The tables here are keyed by
+//! origin or by catalog slot; nothing walks every zone for one zone.
 //!
 //! The catalog zone tern produces (`zones.catalog-producer`) lists every
 //! served zone. Its members are kept as a set, changed per zone; the zone
@@ -41,8 +35,9 @@ use tern_wire::name::{LowerNameBuf, Name, NameBuf};
 use tern_xfr::journal::{self, Difference, SharedJournals};
 use tern_xfr::notify::NotifyZones;
 
+use crate::event::Event;
 use crate::notify::NotifierHandle;
-use crate::refresh::{Event, SecondariesHandle, SecondaryConfig, Timers};
+use crate::refresh::{SecondariesHandle, SecondaryConfig, Timers};
 
 use crate::load::{Origin, Stamp};
 use crate::start::notify_source;
@@ -96,10 +91,10 @@ pub struct ZoneView {
     pub secondary: Option<Status>,
 }
 
-//----------- Served ---------------------------------------------------------
+//----------- Zones ---------------------------------------------------------
 
 /// The zones being served and the handle that changes them on the cores.
-pub struct Served {
+pub struct Zones {
     cores: Arc<dyn Cores>,
     state_directory: Option<PathBuf>,
     /// Each zone's IXFR history, shared with the cores.
@@ -149,7 +144,7 @@ struct Inner {
 
 /// The catalog zone tern produces (`zones.catalog-producer`): its members
 /// follow the served zones, and the zone is rebuilt from them when they
-/// changed ([`Served::rebuild_producer`]).
+/// changed ([`Zones::rebuild_producer`]).
 struct Producer {
     origin: NameBuf,
     key: Origin,
@@ -275,7 +270,7 @@ pub struct Start {
     pub catalog: Catalog,
 }
 
-impl Served {
+impl Zones {
     /// The zones a server was started with, and how to reach what runs
     /// beside the cores.
     #[allow(clippy::too_many_arguments)]
@@ -298,7 +293,7 @@ impl Served {
                 .map(|zone| (origin_key(&zone), (zone, now)))
                 .collect()
         };
-        let served = Arc::new(Served {
+        let served = Arc::new(Zones {
             cores,
             notifier,
             secondaries_handle,
@@ -455,11 +450,38 @@ impl Served {
         self.lock().primary(origin).is_some()
     }
 
-    /// Serves new versions of primary zones and stops serving the `removed`
-    /// ones (a reload), then sends NOTIFY for each zone whose serial changed
-    /// or that is new. Returns how many primary zones there are now. Costs
-    /// the zones given, not the zones served.
-    pub fn update_primaries(&self, zones: Vec<(Arc<Zone>, Stamp)>, removed: &[Origin]) -> usize {
+    /// Commits one event for the zones it names (docs/decisions/0013),
+    /// on the producer's thread: the parts as long as a zone (a
+    /// difference, a saved copy) are done before the owner's lock is taken;
+    /// under it, a few look-ups and the catalog changes, which reach every
+    /// core before this returns; then NOTIFY.
+    pub fn apply(&self, event: Event) {
+        match event {
+            Event::Loaded { zones, unloaded } => self.loaded(zones, &unloaded),
+            Event::NotifyAsked { origin } => {
+                if let Some(serial) = self.serial(origin.as_name()) {
+                    let _ = self.notify(origin, serial);
+                }
+            }
+            refreshed => self.refreshed(refreshed),
+        }
+    }
+
+    /// How many zones loaded from files there are.
+    pub fn primary_count(&self) -> usize {
+        self.lock().primary_count
+    }
+
+    /// Whether NOTIFYs go anywhere (`notify.targets`).
+    pub fn notifies(&self) -> bool {
+        self.notifier.is_some()
+    }
+
+    /// [`Event::Loaded`]: serves new versions of primary zones and stops
+    /// serving the `removed` ones, then sends NOTIFY for each zone whose
+    /// serial changed or that is new. Costs the zones given, not the zones
+    /// served.
+    fn loaded(&self, zones: Vec<(Arc<Zone>, Stamp)>, removed: &[Origin]) {
         // The reload thread is the only one that changes primaries: the
         // old versions read here stay current while the differences (as
         // long as the zones) are computed without the lock.
@@ -488,7 +510,7 @@ impl Served {
         }
         let now = unix_now();
         let mut changes = Vec::new();
-        let (stale, count) = {
+        let stale = {
             let mut inner = self.lock();
             for (zone, stamp) in zones {
                 let primary = Primary { loaded: now, stamp };
@@ -502,13 +524,12 @@ impl Served {
                     inner.clear_primary(slot, &mut changes);
                 }
             }
-            (Self::producer_stale(&inner), inner.primary_count)
+            Self::producer_stale(&inner)
         };
         self.commit(changes, stale);
         for (origin, serial) in notify {
             let _ = self.notify(origin, serial);
         }
-        count
     }
 
     /// Sends NOTIFY for every zone served now (at start, as Knot and BIND
@@ -530,7 +551,7 @@ impl Served {
 
     /// Queues NOTIFY for `origin` at `serial`; false if there are no
     /// targets.
-    pub fn notify(&self, origin: LowerNameBuf, serial: u32) -> bool {
+    fn notify(&self, origin: LowerNameBuf, serial: u32) -> bool {
         match &self.notifier {
             Some(notifier) => {
                 notifier.notify(origin, serial);
@@ -637,11 +658,11 @@ impl Served {
         views
     }
 
-    /// A report from the transfer thread: a new zone is saved, then
-    /// served; timers are saved.
-    pub fn on_event(&self, event: Event) {
+    /// The refresh thread's events: a new zone is saved, then served;
+    /// timers are saved; an expired zone answers SERVFAIL.
+    fn refreshed(&self, event: Event) {
         match event {
-            Event::Updated {
+            Event::Received {
                 zone,
                 timers,
                 incremental,
@@ -699,7 +720,7 @@ impl Served {
                 self.commit(changes, stale);
                 let _ = self.notify(origin, serial);
             }
-            Event::Timers {
+            Event::Refreshed {
                 origin,
                 timers,
                 failure,
@@ -739,6 +760,7 @@ impl Served {
                 };
                 self.commit(changes, stale);
             }
+            Event::Loaded { .. } | Event::NotifyAsked { .. } => {}
         }
     }
 
@@ -915,7 +937,7 @@ impl Served {
 /// Rebuilds the produced catalog zone once the changes that woke it have
 /// settled: no new one for [`PRODUCER_SETTLE`], or [`PRODUCER_DELAY`]
 /// after the first. Ends with the server.
-fn producer_loop(served: &Weak<Served>, woken: &Receiver<()>) {
+fn producer_loop(served: &Weak<Zones>, woken: &Receiver<()>) {
     while woken.recv().is_ok() {
         let deadline = Instant::now() + PRODUCER_DELAY;
         loop {
@@ -936,7 +958,7 @@ fn producer_loop(served: &Weak<Served>, woken: &Receiver<()>) {
     }
 }
 
-impl crate::load::Previous for Served {
+impl crate::load::Previous for Zones {
     fn unchanged(&self, origin: &[u8], path: &Path) -> Option<bool> {
         crate::work::visit(1);
         // A stat per file, under the lock: no copy of the stamp.
@@ -1019,7 +1041,7 @@ mod tests {
         assert_eq!(loaded.zones.len(), count);
         let catalog = Catalog::new(loaded.zones.iter().map(|(zone, _)| Arc::clone(zone)));
         let cores = Arc::new(CountedCores::default());
-        let served = Served::new(
+        let served = Zones::new(
             Arc::clone(&cores) as Arc<dyn Cores>,
             None,
             SharedJournals::default(),
@@ -1051,7 +1073,10 @@ mod tests {
         crate::work::take();
         let loaded = load::load_all(&sources, Some(&*served)).unwrap();
         assert_eq!((loaded.zones.len(), loaded.unchanged), (1, count - 1));
-        served.update_primaries(loaded.zones, &loaded.removed);
+        served.apply(Event::Loaded {
+            zones: loaded.zones,
+            unloaded: loaded.removed,
+        });
         let full = crate::work::take();
         assert_eq!(served.serial(origin.as_name()), Some(2));
 
@@ -1063,7 +1088,10 @@ mod tests {
             served.is_primary(origin.as_bytes()),
         )
         .unwrap();
-        served.update_primaries(loaded.zones, &loaded.removed);
+        served.apply(Event::Loaded {
+            zones: loaded.zones,
+            unloaded: loaded.removed,
+        });
         let one = crate::work::take();
         assert_eq!(served.serial(origin.as_name()), Some(3));
         assert_eq!(

@@ -50,6 +50,8 @@ use tern_xfr::axfr::{serial_at_or_after, MAX_MESSAGE};
 use tern_xfr::incoming::{Incoming, Limits, Outcome};
 use tern_xfr::tsig::{Key, Session};
 
+use crate::event::Event;
+
 use crate::unix_time;
 
 /// The shortest refresh or retry interval honoured (a SOA with a smaller
@@ -98,37 +100,6 @@ pub struct Timers {
 /// A secondary zone to start with: its configuration, and the version
 /// and timers saved when tern last stopped, if any.
 pub type Start = (SecondaryConfig, Option<(Arc<Zone>, Timers)>);
-
-/// What the transfer thread reports.
-#[derive(Debug)]
-pub enum Event {
-    /// A new version of a zone arrived.
-    Updated {
-        /// The zone.
-        zone: Arc<Zone>,
-        /// Its timers now.
-        timers: Timers,
-        /// It came as IXFR differences.
-        incremental: bool,
-        /// The primary it came from.
-        primary: SocketAddr,
-    },
-    /// A refresh found the zone current, or a refresh failed: the timers
-    /// changed, the zone did not.
-    Timers {
-        /// The zone's origin.
-        origin: LowerNameBuf,
-        /// Its timers now.
-        timers: Timers,
-        /// Why the refresh failed, if it did.
-        failure: Option<String>,
-    },
-    /// The zone was not refreshed within its SOA's EXPIRE.
-    Expired {
-        /// The zone's origin.
-        origin: LowerNameBuf,
-    },
-}
 
 /// What the transfer thread can be asked.
 #[derive(Debug)]
@@ -483,7 +454,7 @@ fn refresh(secondary: &mut Secondary, limits: Limits, events: &mut impl FnMut(Ev
                     zone.record_count(),
                     started.elapsed().as_secs_f64()
                 );
-                events(Event::Updated {
+                events(Event::Received {
                     zone,
                     timers: secondary.timers,
                     incremental,
@@ -500,7 +471,7 @@ fn refresh(secondary: &mut Secondary, limits: Limits, events: &mut impl FnMut(Ev
                 secondary.timers.last_refresh = now;
                 secondary.timers.next_refresh = now + refresh;
                 secondary.timers.expires = now + expire;
-                events(Event::Timers {
+                events(Event::Refreshed {
                     origin,
                     timers: secondary.timers,
                     failure: None,
@@ -521,7 +492,7 @@ fn refresh(secondary: &mut Secondary, limits: Limits, events: &mut impl FnMut(Ev
         .as_deref()
         .map_or(FIRST_RETRY, |zone| soa_timers(zone).1);
     secondary.timers.next_refresh = unix_time() + retry;
-    events(Event::Timers {
+    events(Event::Refreshed {
         origin,
         timers: secondary.timers,
         failure: Some(failures.join("; ")),
