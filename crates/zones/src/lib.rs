@@ -14,6 +14,7 @@
 //! and hand an accepted NOTIFY to a callback.
 
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod catalog_zone;
 pub mod event;
