@@ -35,9 +35,12 @@ test: deps lint unit differential compliance transfer metrics dnstap xdp service
 deps:
 	bash scripts/install-test-deps.sh
 
+## Formatting, clippy, and no import circle between a crate's files
+## (scripts/import-graph.py; STYLE.md 1.5).
 lint:
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	python3 scripts/import-graph.py
 
 fmt:
 	$(CARGO) fmt --all
