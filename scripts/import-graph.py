@@ -79,8 +79,6 @@ KNOWN_CIRCLES = {
     ],
     # parse.rs <-> edns.rs.
     "wire": [{"edns.rs", "parse.rs"}],
-    # axfr.rs -> journal.rs (Difference) -> axfr.rs (serial_at_or_after).
-    "xfr": [{"axfr.rs", "journal.rs"}],
     # ttl.rs takes Diagnostic, covered_type and RecordList from check.rs,
     # print.rs and records.rs, which all call RrsetTtls::of. Not in issue
     # 23's list (ttl.rs came with issue 22).

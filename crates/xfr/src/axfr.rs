@@ -27,6 +27,9 @@ use tern_wire::TruncationError;
 
 use crate::journal::Difference;
 
+// tern-server takes serial arithmetic from here, as before it had a module.
+pub use crate::serial::serial_at_or_after;
+
 /// A transfer message is closed once it holds this many octets (NSD and
 /// Knot send messages of 16 to 64 KiB); one record larger than the rest
 /// of the message still goes in, up to the 65,535 octets TCP can frame.
@@ -271,13 +274,6 @@ pub fn ixfr_serial(query: &MessageView<'_>) -> Option<u32> {
             let b = record.rdata.get(at..at + 4)?;
             Some(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
         })
-}
-
-/// Whether serial `a` is at or after serial `b` in RFC 1982 arithmetic.
-/// Serials exactly half the space apart compare as neither.
-pub fn serial_at_or_after(a: u32, b: u32) -> bool {
-    let diff = a.wrapping_sub(b);
-    diff == 0 || (diff < 1 << 31)
 }
 
 #[cfg(test)]

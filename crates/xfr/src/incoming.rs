@@ -34,7 +34,8 @@ use tern_wire::parse::{MessageView, Section};
 use tern_wire::types::{Opcode, RClass, RType};
 use tern_wire::TruncationError;
 
-use crate::axfr::{serial_at_or_after, MAX_MESSAGE};
+use crate::axfr::MAX_MESSAGE;
+use crate::serial::serial_at_or_after;
 use crate::tsig::{Session, TsigError, TsigRecord};
 
 /// The default most records one transfer may bring (`Limits::records`).

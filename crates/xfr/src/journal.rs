@@ -20,8 +20,8 @@ use tern_authority::{RecordCursor, Zone};
 use tern_wire::name::Name;
 use tern_wire::types::RType;
 
-use crate::axfr::serial_at_or_after;
 use crate::reader::Reader;
+use crate::serial::serial_at_or_after;
 
 /// The journal's magic and version, first in an encoded journal.
 const MAGIC: &[u8; 8] = b"ternjnl1";

@@ -25,4 +25,5 @@ pub mod incoming;
 pub mod journal;
 pub mod notify;
 mod reader;
+mod serial;
 pub mod tsig;
