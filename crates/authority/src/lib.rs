@@ -62,6 +62,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+mod answer;
 mod builder;
 mod catalog;
 pub mod cookie;

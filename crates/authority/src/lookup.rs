@@ -26,170 +26,15 @@
 use tern_wire::name::{LowerNameBuf, Name, NameBuf};
 use tern_wire::types::{RType, Rcode};
 
+use crate::answer::{Answer, Authority, Item, Owner};
 use crate::proof;
 use crate::zone::Zone;
 
-/// The most CNAME or DNAME steps followed for one query. Knot 3.2 uses 5
-/// (`CNAME_CHAIN_MAX`, checked: a 24-link chain yields 5 CNAMEs); NSD
-/// follows longer chains. Past the limit the answer ends with the last
-/// CNAME, NOERROR and no authority, as in Knot.
-pub const CNAME_CHAIN_MAX: usize = 5;
-
-/// Answer-section items: each step adds at most a DNAME and a synthesized
-/// CNAME, and the final RRset one more.
-const MAX_ANSWER_ITEMS: usize = 2 * CNAME_CHAIN_MAX + 1;
-
-/// Denial-of-existence RRsets (NSEC or NSEC3) in one answer. An NXDOMAIN
-/// needs at most 3 (RFC 5155 section 7.2.2), a wildcard NODATA 3; each
-/// wildcard step of a CNAME chain adds 1 (NSEC) or 1 (NSEC3 next closer).
-/// With [`CNAME_CHAIN_MAX`] steps that is at most 5 + 3 = 8; past the
-/// capacity further proofs are dropped (the answer is then not
-/// validatable, never malformed).
-pub(crate) const MAX_PROOFS: usize = 16;
+pub use crate::answer::CNAME_CHAIN_MAX;
 
 /// YXDOMAIN (RFC 2136 section 2.2), the rcode of an overlong DNAME
 /// substitution.
 pub(crate) const YXDOMAIN: Rcode = Rcode(6);
-
-//----------- Owner ----------------------------------------------------------
-
-/// Where the owner name of an answer record comes from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Owner {
-    /// The query name as the client wrote it.
-    Qname,
-    /// A name inside the zone's RDATA arena (a CNAME or glue target).
-    Rdata(u32),
-    /// A CNAME target synthesized from a DNAME (index into the plan).
-    Synth(u8),
-    /// A node's own (lowercased) name.
-    Node(u32),
-}
-
-//----------- Item -----------------------------------------------------------
-
-/// One RRset of the answer section.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Item {
-    /// A zone RRset (index into the zone's RRsets), under `owner`.
-    RRset { owner: Owner, set: u32 },
-    /// A CNAME synthesized from a DNAME (RFC 6672 section 3.1): its target
-    /// is the plan's synthesized name `target`; TTL is the DNAME's.
-    SynthCname { owner: Owner, target: u8, ttl: u32 },
-}
-
-//----------- Authority ------------------------------------------------------
-
-/// What goes into the authority section.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Authority {
-    /// Nothing (positive answers: Knot adds no apex NS, see the crate docs).
-    None,
-    /// The apex SOA with the negative TTL (NODATA, NXDOMAIN).
-    Soa,
-    /// The NS RRset of a delegation point (a referral).
-    Delegation { cut: u32, set: u32 },
-}
-
-//----------- Proof ----------------------------------------------------------
-
-/// An NSEC or NSEC3 RRset for the authority section: the node that owns it
-/// and its index.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Proof {
-    pub(crate) node: u32,
-    pub(crate) set: u32,
-}
-
-//----------- Answer ---------------------------------------------------------
-
-/// The plan of an answer: references into one zone, fixed capacity.
-pub(crate) struct Answer {
-    pub(crate) rcode: Rcode,
-    pub(crate) authoritative: bool,
-    pub(crate) authority: Authority,
-    /// DNSSEC requested (DO=1): RRSIGs with every RRset, proofs planned.
-    pub(crate) dnssec: bool,
-    /// The DS RRset at the cut of a referral (DO=1 only).
-    pub(crate) ds: Option<u32>,
-    items: [Item; MAX_ANSWER_ITEMS],
-    item_count: usize,
-    synth: [NameBuf; CNAME_CHAIN_MAX],
-    synth_count: usize,
-    proofs: [Proof; MAX_PROOFS],
-    proof_count: usize,
-    /// How many proofs precede the SOA of a negative answer.
-    soa_at: usize,
-}
-
-impl Answer {
-    fn new(dnssec: bool) -> Self {
-        Answer {
-            rcode: Rcode::NOERROR,
-            authoritative: true,
-            authority: Authority::None,
-            dnssec,
-            ds: None,
-            proofs: [Proof { node: 0, set: 0 }; MAX_PROOFS],
-            proof_count: 0,
-            soa_at: MAX_PROOFS,
-            items: [Item::RRset {
-                owner: Owner::Qname,
-                set: 0,
-            }; MAX_ANSWER_ITEMS],
-            item_count: 0,
-            synth: [NameBuf::root(); CNAME_CHAIN_MAX],
-            synth_count: 0,
-        }
-    }
-
-    /// The answer-section RRsets, in order.
-    pub(crate) fn items(&self) -> &[Item] {
-        &self.items[..self.item_count]
-    }
-
-    /// The denial-of-existence RRsets, in the order planned.
-    pub(crate) fn proofs(&self) -> &[Proof] {
-        &self.proofs[..self.proof_count]
-    }
-
-    /// How many proofs are written before the SOA of a negative answer:
-    /// those planned before the NODATA was found (wildcard expansions), or
-    /// all of them for an NXDOMAIN.
-    pub(crate) fn soa_at(&self) -> usize {
-        self.soa_at
-    }
-
-    /// Adds a proof unless it is already planned or the plan is full.
-    pub(crate) fn add_proof(&mut self, proof: Proof) {
-        if self.proof_count < MAX_PROOFS && !self.proofs().contains(&proof) {
-            self.proofs[self.proof_count] = proof;
-            self.proof_count += 1;
-        }
-    }
-
-    /// A synthesized CNAME target.
-    pub(crate) fn synth(&self, index: u8) -> Name<'_> {
-        self.synth[usize::from(index)].as_name()
-    }
-
-    /// Appends an item; false if the plan is full (it cannot be: the chain
-    /// limit bounds the items).
-    fn push(&mut self, item: Item) -> bool {
-        if self.item_count == MAX_ANSWER_ITEMS {
-            return false;
-        }
-        self.items[self.item_count] = item;
-        self.item_count += 1;
-        true
-    }
-
-    fn contains_set(&self, set: u32) -> bool {
-        self.items()
-            .iter()
-            .any(|item| matches!(item, Item::RRset { set: s, .. } if *s == set))
-    }
-}
 
 //----------- Outcome --------------------------------------------------------
 
@@ -243,7 +88,7 @@ pub(crate) fn resolve(zone: &Zone, qname: Name<'_>, qtype: RType, dnssec: bool) 
             Step::Hit => break,
             Step::NoData { node, wildcard } => {
                 answer.authority = Authority::Soa;
-                answer.soa_at = answer.proof_count;
+                answer.place_soa();
                 if dnssec {
                     proof::no_data(zone, &mut answer, sname.as_name(), node, wildcard);
                 }
@@ -406,12 +251,9 @@ fn follow_dname(
     let Ok(synthesized) = NameBuf::concat(prefix, target) else {
         return Step::YxDomain;
     };
-    if answer.synth_count == CNAME_CHAIN_MAX {
+    let Some(index) = answer.add_synth(synthesized) else {
         return Step::Hit;
-    }
-    let index = answer.synth_count as u8;
-    answer.synth[answer.synth_count] = synthesized;
-    answer.synth_count += 1;
+    };
     if !answer.push(Item::SynthCname {
         owner,
         target: index,

@@ -23,7 +23,7 @@
 use tern_wire::name::{Name, NameBuf};
 use tern_wire::types::RType;
 
-use crate::lookup::{Answer, Proof};
+use crate::answer::{Answer, Proof};
 use crate::nsec3::{Chain, NONE};
 use crate::zone::{Zone, NO_PARENT};
 

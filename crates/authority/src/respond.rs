@@ -79,10 +79,11 @@ use tern_wire::name::Name;
 use tern_wire::parse::{Header, MessageView, Question, Section, HEADER_LEN};
 use tern_wire::types::{Opcode, RClass, RType, Rcode};
 
+use crate::answer::{Answer, Authority, Item, Owner, Proof};
 use crate::builder::additional_types;
 use crate::catalog::Catalog;
 use crate::cookie::{self, CookieOption, Received};
-use crate::lookup::{rdata_name, resolve, Answer, Authority, Item, Owner, Proof};
+use crate::lookup::{rdata_name, resolve};
 use crate::nsid::{self, Nsid};
 use crate::zone::{RRset, Zone};
 
