@@ -68,8 +68,9 @@ KNOWN_CIRCLES = {
     # 23's list: the arrow back goes through the crate root's re-export.
     "authority": [{"builder.rs", "zone.rs"}],
     "server": [
-        # cores.rs spawns the loops; each loop imports Core from it.
-        {"control.rs", "cores.rs", "forward.rs", "tcp.rs", "udp.rs", "xdp/mod.rs"},
+        # Core (core.rs) holds the forwarding sockets (forward.rs), which
+        # hold the TCP connections' table (tcp.rs); both files' tasks take Core.
+        {"core.rs", "forward.rs", "tcp.rs"},
         # The request path: worker/answer.rs <-> worker/policy.rs.
         {"worker/answer.rs", "worker/policy.rs"},
     ],

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use tern_authority::Catalog;
 use tern_authority::CatalogChange;
 
-use crate::cores::Core;
+use crate::core::Core;
 use crate::stats::CoreStats;
 
 /// How long [`Handle::stats`] waits for the cores to answer. A core

@@ -1,5 +1,5 @@
-//! One core: its thread (pinned), its reactor, its sockets and the state
-//! its tasks share.
+//! One core: its thread (pinned), its reactor and its sockets; it builds
+//! the state its tasks share ([`Core`], in `core.rs`) and spawns them.
 //!
 //! Everything a core creates stays on its thread: the sockets are bound
 //! there (SO_REUSEPORT before bind, so every core joins the same reuse
@@ -20,6 +20,7 @@ use monoio::{IoUringDriver, LegacyDriver, RuntimeBuilder};
 use tern_authority::Catalog;
 
 use crate::control::{self, Command};
+use crate::core::Core;
 use crate::pool::{self, STREAM_BUFFER};
 use crate::signal::Stop;
 use crate::socket;
@@ -54,65 +55,6 @@ const SHUTDOWN_POLL: Duration = Duration::from_millis(10);
 /// One AF_XDP socket of a core, shared by its loop and the statistics, and
 /// what frames for this host look like on its interface.
 type XdpSocket = (Rc<RefCell<crate::xdp::Xsk>>, crate::xdp::Local);
-
-//----------- Core -----------------------------------------------------------
-
-/// What the tasks of one core share.
-pub(crate) struct Core {
-    /// The CPU this core is pinned to, if any.
-    pub(crate) id: Option<usize>,
-    pub(crate) worker: RefCell<Worker>,
-    pub(crate) tcp: TcpConfig,
-    pub(crate) tcp_counters: TcpCounters,
-    pub(crate) stop: Stop,
-    /// The output buffer of TCP answers (65535 octets): answering is
-    /// synchronous, so one per core suffices; a connection copies the
-    /// answer into its own pending buffer.
-    pub(crate) scratch: RefCell<Vec<u8>>,
-    /// Reads this thread's allocation count, for statistics.
-    pub(crate) allocations: Option<fn() -> u64>,
-    /// The forwarding sockets, when `forward` is configured.
-    pub(crate) forward: Option<crate::forward::ForwardIo>,
-    /// The core's clock (forwarder timers, rate limiting): milliseconds
-    /// since this.
-    pub(crate) epoch: Instant,
-    /// Who may transfer our zones.
-    pub(crate) transfer: crate::TransferConfig,
-    /// Outgoing transfers on this core.
-    pub(crate) xfr_out: crate::xfr_out::XfrOutCounters,
-    /// The zones' IXFR histories.
-    pub(crate) journals: crate::SharedJournals,
-    /// dnstap logging, when on: checked once per UDP batch, TCP message
-    /// and forwarded message.
-    pub(crate) dnstap: Option<crate::dnstap::Tap>,
-    /// The AF_XDP path's counters on this core.
-    pub(crate) xdp: RefCell<crate::stats::XdpStats>,
-    /// This core's AF_XDP sockets (read for the kernel's drop counts).
-    pub(crate) xdp_sockets: Vec<Rc<RefCell<crate::xdp::Xsk>>>,
-    /// The listen addresses, by UDP listener index: a query received by
-    /// AF_XDP and forwarded is answered through the listener of its
-    /// destination (`crate::xdp::listener_for`), as if read from it.
-    pub(crate) listen: Vec<std::net::SocketAddr>,
-    /// The XDP program, on the first core only: its pass counters.
-    pub(crate) xdp_attachment: Option<Arc<crate::xdp::Attachment>>,
-}
-
-impl Core {
-    /// Milliseconds of the core's clock.
-    pub(crate) fn clock(&self) -> u64 {
-        self.epoch.elapsed().as_millis() as u64
-    }
-
-    /// The time for the worker: the core's clock when forwarding or rate
-    /// limiting, else 0 (nothing needs the time: the clock is not read).
-    pub(crate) fn now(&self, rate_limiting: bool) -> u64 {
-        if self.forward.is_some() || rate_limiting {
-            self.clock()
-        } else {
-            0
-        }
-    }
-}
 
 //----------- allowed_cpus ---------------------------------------------------
 

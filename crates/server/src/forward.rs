@@ -53,7 +53,7 @@ use monoio::net::udp::UdpSocket;
 use monoio::net::TcpStream;
 use tern_cache::forward::{Action, Client, ForwardConfig, Policy, TcpToken};
 
-use crate::cores::Core;
+use crate::core::Core;
 use crate::dnstap::{self, Kind};
 use crate::sys::{self, Epoll};
 use crate::tcp::Connections;

@@ -61,6 +61,7 @@ use tern_authority::{Catalog, Options};
 use tern_cache::CacheLimits;
 
 mod control;
+mod core;
 mod cores;
 pub mod dnstap;
 mod forward;

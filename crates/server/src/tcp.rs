@@ -62,7 +62,7 @@ use monoio::net::tcp::{TcpOwnedReadHalf, TcpOwnedWriteHalf};
 use monoio::net::{TcpListener, TcpStream};
 use tern_cache::forward::Client;
 
-use crate::cores::Core;
+use crate::core::Core;
 use crate::dnstap::{self, Kind};
 use crate::forward;
 use crate::pool::{self, Size, STREAM_BUFFER};

@@ -14,7 +14,7 @@ use std::rc::Rc;
 use monoio::net::udp::UdpSocket;
 use tern_cache::forward::Client;
 
-use crate::cores::Core;
+use crate::core::Core;
 use crate::dnstap::{self, Kind};
 use crate::forward;
 use crate::pool::{self, Size};

@@ -41,7 +41,7 @@ use std::rc::Rc;
 use tern_cache::forward::Client;
 use tern_wire::frame;
 
-use crate::cores::Core;
+use crate::core::Core;
 use crate::forward;
 use crate::signal::yield_now;
 use crate::worker::UdpAnswer;
