@@ -68,9 +68,10 @@ KNOWN_CIRCLES = {
     # 23's list: the arrow back goes through the crate root's re-export.
     "authority": [{"builder.rs", "zone.rs"}],
     "server": [
-        # Core (core.rs) holds the forwarding sockets (forward.rs), which
-        # hold the TCP connections' table (tcp.rs); both files' tasks take Core.
-        {"core.rs", "forward.rs", "tcp.rs"},
+        # Core (core.rs) holds the forwarding sockets (forward/sockets.rs),
+        # which hold the TCP connections' table (tcp.rs), whose tasks take
+        # Core and call forward.rs's.
+        {"core.rs", "forward.rs", "forward/sockets.rs", "tcp.rs"},
         # The request path: worker/answer.rs <-> worker/policy.rs.
         {"worker/answer.rs", "worker/policy.rs"},
     ],

@@ -30,7 +30,7 @@ pub(crate) struct Core {
     /// Reads this thread's allocation count, for statistics.
     pub(crate) allocations: Option<fn() -> u64>,
     /// The forwarding sockets, when `forward` is configured.
-    pub(crate) forward: Option<crate::forward::ForwardIo>,
+    pub(crate) forward: Option<crate::forward::sockets::ForwardIo>,
     /// The core's clock (forwarder timers, rate limiting): milliseconds
     /// since this.
     pub(crate) epoch: Instant,

@@ -208,7 +208,7 @@ async fn serve(start: CoreStart) -> io::Result<()> {
             forward.clone(),
             udp_size,
         ));
-        crate::forward::ForwardIo::new(forward, udp.iter().map(Rc::clone).collect())
+        crate::forward::sockets::ForwardIo::new(forward, udp.iter().map(Rc::clone).collect())
     });
     let forward = forward.transpose()?;
     let core = Rc::new(Core {
