@@ -67,14 +67,8 @@ KNOWN_CIRCLES = {
     # (Zone::expired builds its stand-in with a ZoneBuilder). Not in issue
     # 23's list: the arrow back goes through the crate root's re-export.
     "authority": [{"builder.rs", "zone.rs"}],
-    "server": [
-        # Core (core.rs) holds the forwarding sockets (forward/sockets.rs),
-        # which hold the TCP connections' table (tcp.rs), whose tasks take
-        # Core and call forward.rs's.
-        {"core.rs", "forward.rs", "forward/sockets.rs", "tcp.rs"},
-        # The request path: worker/answer.rs <-> worker/policy.rs.
-        {"worker/answer.rs", "worker/policy.rs"},
-    ],
+    # The request path: worker/answer.rs <-> worker/policy.rs.
+    "server": [{"worker/answer.rs", "worker/policy.rs"}],
     # parse.rs <-> edns.rs.
     "wire": [{"edns.rs", "parse.rs"}],
     # ttl.rs takes Diagnostic, covered_type and RecordList from check.rs,

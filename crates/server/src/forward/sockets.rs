@@ -19,7 +19,7 @@ use monoio::net::udp::UdpSocket;
 use tern_cache::forward::{Action, ForwardConfig, Policy};
 
 use crate::sys::Epoll;
-use crate::tcp::Connections;
+use crate::tcp::connections::Connections;
 
 /// The largest upstream answer over UDP accepted into the receive buffer.
 const MAX_UPSTREAM_DATAGRAM: usize = 65535;
