@@ -96,6 +96,7 @@ pub struct Location {
 }
 
 pub mod check;
+mod diagnostic;
 pub mod print;
 pub mod ttl;
 

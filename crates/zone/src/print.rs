@@ -116,13 +116,7 @@ fn dump_order(record: &Record) -> u32 {
     (rank << 1) | signature
 }
 
-/// The type an RRSIG covers (its first two octets), or type 0 when short.
-pub fn covered_type(rdata: &[u8]) -> RType {
-    match rdata {
-        [high, low, ..] => RType(u16::from_be_bytes([*high, *low])),
-        _ => RType(0),
-    }
-}
+pub use crate::ttl::covered_type;
 
 //----------- write_record ---------------------------------------------------
 

@@ -182,16 +182,11 @@ impl Records {
         self.rdata.len()
     }
 
-    /// Gives every record the TTL its RRset is served with, where the file
-    /// gave the RRset several ([`crate::ttl`], BIND's reading). Call it
-    /// after [`crate::check::check_zone`], which reports the records
-    /// whose TTL this changes.
-    pub fn settle_ttls(&mut self) {
-        let ttls = crate::ttl::RrsetTtls::of(self);
-        for &(index, ttl) in ttls.changes() {
-            if let Some(entry) = self.entries.get_mut(index as usize) {
-                entry.ttl = ttl;
-            }
+    /// Serves the record at `index` with `ttl` (see
+    /// [`crate::ttl::settle_ttls`]).
+    pub(crate) fn set_ttl(&mut self, index: usize, ttl: u32) {
+        if let Some(entry) = self.entries.get_mut(index) {
+            entry.ttl = ttl;
         }
     }
 

@@ -39,10 +39,29 @@ use hashbrown::{DefaultHashBuilder, HashTable};
 use tern_wire::name::{Name, MAX_NAME_LEN};
 use tern_wire::types::RType;
 
-use crate::check::{Diagnostic, Severity};
-use crate::print::covered_type;
+use crate::diagnostic::{Diagnostic, Severity};
 use crate::records::{RecordList, RecordRef};
 use crate::{Location, Record};
+
+/// The type an RRSIG covers (its first two octets), or type 0 when short:
+/// an RRSIG's TTL goes with the RRset it covers.
+pub fn covered_type(rdata: &[u8]) -> RType {
+    match rdata {
+        [high, low, ..] => RType(u16::from_be_bytes([*high, *low])),
+        _ => RType(0),
+    }
+}
+
+/// Gives every record of `records` the TTL its RRset is served with, where
+/// the file gave the RRset several (BIND's reading, see the module docs).
+/// Call it after [`crate::check::check_zone`], which reports the records
+/// whose TTL this changes.
+pub fn settle_ttls(records: &mut crate::Records) {
+    let ttls = RrsetTtls::of(&*records);
+    for &(index, ttl) in ttls.changes() {
+        records.set_ttl(index as usize, ttl);
+    }
+}
 
 //----------- RrsetTtls ------------------------------------------------------
 

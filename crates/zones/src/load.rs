@@ -531,7 +531,7 @@ fn load_zone_with(
     if !errors.is_empty() {
         return Err(errors);
     }
-    records.settle_ttls(); // each RRset's TTL as BIND reads the file (tern_zone::ttl)
+    tern_zone::ttl::settle_ttls(&mut records); // each RRset's TTL as BIND reads the file (tern_zone::ttl)
     let mut builder = ZoneBuilder::new(origin.as_name());
     builder.reserve(records.len(), records.rdata_len());
     for record in records.iter() {

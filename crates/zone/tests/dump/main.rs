@@ -427,7 +427,7 @@ fn missing_tool_fails_with_install_hint() {
 
 /// Zones whose RRsets are written with several TTLs (issue 22), each read
 /// by `named-checkzone -D`, by `tern dump` ([`write_zone`]) and by the
-/// serving path ([`tern_zone::Records::settle_ttls`]). After the common
+/// serving path ([`tern_zone::ttl::settle_ttls`]). After the common
 /// head (5 lines), the records; `{dir}` stands for the directory of the
 /// case's files.
 const TTL_CASES: &[(&str, &str)] = &[
@@ -567,7 +567,7 @@ fn rrset_ttls_follow_named_checkzone() {
             .filter(|diagnostic| diagnostic.message.contains(" differs from the TTL "))
             .map(|diagnostic| diagnostic.location.line)
             .collect();
-        records.settle_ttls();
+        tern_zone::ttl::settle_ttls(&mut records);
         let served: Vec<Record> = records.iter().map(|record| record.to_record()).collect();
         let served = keys(&served, true);
 
