@@ -505,6 +505,32 @@ impl fmt::Debug for ZoneBuilder {
     }
 }
 
+//----------- Zone::expired -------------------------------------------------
+
+impl Zone {
+    /// The stand-in for a secondary zone that expired: its origin and SOA
+    /// (so that it is found as the zone of its names) and nothing else;
+    /// every query for it is answered SERVFAIL.
+    pub fn expired(&self) -> Zone {
+        let soa = self.soa_record();
+        let mut builder = ZoneBuilder::new(self.origin());
+        // The SOA was valid in this zone: it is valid in the stand-in.
+        let mut zone = match builder.insert(
+            self.origin(),
+            RType::SOA,
+            tern_wire::types::RClass::IN,
+            soa.ttl,
+            soa.rdata,
+        ) {
+            Ok(()) => builder.finish().ok(),
+            Err(_) => None,
+        }
+        .unwrap_or_else(|| self.clone());
+        zone.expired = true;
+        zone
+    }
+}
+
 //----------- Adjust steps ---------------------------------------------------
 
 /// A `u32` offset, or the error saying which arena outgrew it.

@@ -157,28 +157,6 @@ impl Zone {
         self.record_count
     }
 
-    /// The stand-in for a secondary zone that expired: its origin and SOA
-    /// (so that it is found as the zone of its names) and nothing else;
-    /// every query for it is answered SERVFAIL.
-    pub fn expired(&self) -> Zone {
-        let soa = self.soa_record();
-        let mut builder = crate::ZoneBuilder::new(self.origin());
-        // The SOA was valid in this zone: it is valid in the stand-in.
-        let mut zone = match builder.insert(
-            self.origin(),
-            RType::SOA,
-            tern_wire::types::RClass::IN,
-            soa.ttl,
-            soa.rdata,
-        ) {
-            Ok(()) => builder.finish().ok(),
-            Err(_) => None,
-        }
-        .unwrap_or_else(|| self.clone());
-        zone.expired = true;
-        zone
-    }
-
     /// Whether this is the stand-in of an expired zone.
     pub fn is_expired(&self) -> bool {
         self.expired
