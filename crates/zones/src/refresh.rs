@@ -83,19 +83,7 @@ pub struct SecondaryConfig {
     pub key: Option<Key>,
 }
 
-/// A secondary zone's timers, in seconds since the epoch (0: never). Saved
-/// with the zone, so that a restart keeps them.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Timers {
-    /// The last successful refresh (a transfer or a SOA not newer).
-    pub last_refresh: u64,
-    /// When the next refresh is due.
-    pub next_refresh: u64,
-    /// When the zone expires unless refreshed (0: no zone yet).
-    pub expires: u64,
-    /// When the last transfer completed.
-    pub last_transfer: u64,
-}
+pub use crate::event::Timers;
 
 /// A secondary zone to start with: its configuration, and the version
 /// and timers saved when tern last stopped, if any.
