@@ -63,21 +63,10 @@ import sys
 # reported circle must lie within to be tolerated. Remove an entry in the
 # commit that breaks its circle; the check fails while an entry is stale.
 KNOWN_CIRCLES = {
-    # builder.rs -> zone.rs (canonical_cmp, ..) and zone.rs -> builder.rs
-    # (Zone::expired builds its stand-in with a ZoneBuilder). Not in issue
-    # 23's list: the arrow back goes through the crate root's re-export.
-    "authority": [{"builder.rs", "zone.rs"}],
     # The request path: worker/answer.rs <-> worker/policy.rs.
     "server": [{"worker/answer.rs", "worker/policy.rs"}],
     # parse.rs <-> edns.rs.
     "wire": [{"edns.rs", "parse.rs"}],
-    # ttl.rs takes Diagnostic, covered_type and RecordList from check.rs,
-    # print.rs and records.rs, which all call RrsetTtls::of. Not in issue
-    # 23's list (ttl.rs came with issue 22).
-    "zone": [{"check.rs", "print.rs", "records.rs", "ttl.rs"}],
-    # event.rs names refresh.rs's Timers, refresh.rs sends event.rs's
-    # Event (the crate came with issue 23, after its list).
-    "zones": [{"event.rs", "refresh.rs"}],
 }
 
 # How many re-exports in a row the resolution follows (a bound, not a limit
