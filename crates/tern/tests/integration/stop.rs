@@ -22,17 +22,13 @@ enum Stop {
     Command,
 }
 
-fn stops_on(how: Stop) {
-    let name = match how {
-        Stop::Signal(signal) => signal,
-        Stop::Command => "command",
-    };
-    let dir = temp_dir(&format!("stop-{name}"));
-    std::fs::write(dir.join("example.com.zone"), GOOD).unwrap();
+/// `tern serve` of the zone files in `dir` (example.com among them), once
+/// it answers: the server, its address and its control socket.
+fn serve_zones(dir: &std::path::Path) -> (Served, std::net::SocketAddr, std::path::PathBuf) {
     let address = free_address();
     let socket = dir.join("tern.sock");
-    let mut server = Served::start(
-        &dir,
+    let server = Served::start(
+        dir,
         &[
             "--zones",
             dir.to_str().unwrap(),
@@ -43,6 +39,17 @@ fn stops_on(how: Stop) {
         ],
     );
     assert!(ask(&client(), address, 1, "www.example.com").is_some());
+    (server, address, socket)
+}
+
+fn stops_on(how: Stop) {
+    let name = match how {
+        Stop::Signal(signal) => signal,
+        Stop::Command => "command",
+    };
+    let dir = temp_dir(&format!("stop-{name}"));
+    std::fs::write(dir.join("example.com.zone"), GOOD).unwrap();
+    let (mut server, address, socket) = serve_zones(&dir);
     // An idle TCP connection, and one with half a message: neither may
     // hold the server up.
     let idle = TcpStream::connect(address).unwrap();
@@ -111,20 +118,7 @@ fn sigterm_does_not_wait_for_a_reload() {
     let dir = temp_dir("stop-during-reload");
     std::fs::write(dir.join("example.com.zone"), GOOD).unwrap();
     std::fs::write(dir.join("big.test.zone"), big_zone(200_000, 1)).unwrap();
-    let address = free_address();
-    let socket = dir.join("tern.sock");
-    let mut server = Served::start(
-        &dir,
-        &[
-            "--zones",
-            dir.to_str().unwrap(),
-            "--listen",
-            &address.to_string(),
-            "--socket",
-            socket.to_str().unwrap(),
-        ],
-    );
-    assert!(ask(&client(), address, 1, "www.example.com").is_some());
+    let (mut server, _, _) = serve_zones(&dir);
     std::fs::write(dir.join("big.test.zone"), big_zone(200_001, 2)).unwrap();
     server.signal("HUP");
     assert!(
