@@ -78,7 +78,7 @@ use tern_wire::types::{Opcode, RClass, RType};
 
 use crate::hash::KeyedHash;
 use crate::key::{CacheKey, BIT_DO, BIT_EDNS};
-use crate::slab::{Slab, GRANULE, MAX_ALLOCATION};
+use crate::slab::{reserve_cache, Slab, GRANULE, INDEX_SLACK, MAX_ALLOCATION};
 
 /// The largest DNS message (TCP's two-octet length prefix): a longer
 /// answer is malformed.
@@ -99,9 +99,6 @@ const RD: u8 = 0x01;
 /// The CD bit in header octet 3 (copied from each query, like RD).
 const CD: u8 = 0x10;
 
-/// The most slots: indices are `u32` and `u32::MAX` means "none".
-const MAX_SLOTS: usize = (u32::MAX - 1) as usize;
-
 /// "No slot" in the list links and the hand.
 const NIL: u32 = u32::MAX;
 
@@ -110,10 +107,6 @@ const NIL: u32 = u32::MAX;
 /// at a load of at most 7/8, rounded up to a power of two: between 2.3
 /// and 4.6 buckets an entry, 16 bytes taken as typical.
 const INDEX_BYTES_PER_ENTRY: usize = 16;
-
-/// The index is made for this many times the entry limit, so that it is
-/// never more than half full and hashbrown never reallocates it.
-const INDEX_SLACK: usize = 2;
 
 /// Bytes charged to each entry on top of its stored bytes (template, name
 /// and tail, rounded up to the slab's 32-octet granule): the slot and its
@@ -350,30 +343,20 @@ impl ResponseCache {
     /// the memory, each part is halved until it agrees, the limits with
     /// it. A cache with a limit of 0 allocates nothing.
     pub fn new(limits: CacheLimits) -> Self {
-        let most_entries = limits.max_bytes / (ENTRY_OVERHEAD + GRANULE);
-        let mut max_entries = limits.max_entries.min(MAX_SLOTS).min(most_entries);
-        let mut max_bytes = if max_entries == 0 {
-            0
-        } else {
-            limits.max_bytes
-        };
         let mut table = HashTable::new();
         let mut slots = Vec::new();
-        while max_entries > 0
-            && (table
-                .try_reserve(max_entries.saturating_mul(INDEX_SLACK), |_| 0)
-                .is_err()
-                || slots.try_reserve_exact(max_entries).is_err())
-        {
-            max_entries /= 2;
-        }
-        // The slab never holds more than the entries can use.
-        let wanted = max_bytes.min(max_entries.saturating_mul(MAX_ENTRY_LEN));
-        let slab = Slab::new(wanted);
-        if slab.capacity() < wanted / GRANULE * GRANULE {
-            // Reserved less than asked: the byte limit is what we got.
-            max_bytes = slab.capacity();
-        }
+        let (max_entries, max_bytes, slab) = reserve_cache(
+            limits.max_entries,
+            limits.max_bytes,
+            ENTRY_OVERHEAD,
+            MAX_ENTRY_LEN,
+            |entries| {
+                table
+                    .try_reserve(entries.saturating_mul(INDEX_SLACK), |_| 0)
+                    .is_ok()
+                    && slots.try_reserve_exact(entries).is_ok()
+            },
+        );
         ResponseCache {
             table,
             slots,

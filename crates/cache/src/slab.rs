@@ -414,5 +414,50 @@ fn set_bit(map: &mut [u64], granule: u32, on: bool) {
     }
 }
 
+//----------- Reserving a cache ----------------------------------------------
+
+/// The most entries a cache of `u32` slot indices can have (`u32::MAX`
+/// means "none").
+pub(crate) const MAX_SLOTS: usize = (u32::MAX - 1) as usize;
+
+/// An index made for this many times a cache's entry limit is never more
+/// than half full, so hashbrown never reallocates it (see the answer
+/// cache's module docs).
+pub(crate) const INDEX_SLACK: usize = 2;
+
+/// Reserves a cache's memory once, for at most `max_entries` entries and
+/// `max_bytes` bytes, an entry costing its bytes rounded to the granule
+/// plus `entry_overhead`, and none longer than `max_entry_len`:
+/// `reserve_entries(n)` reserves the cache's own tables (slots, index) for
+/// `n` entries and says whether the system granted them. The entry limit
+/// is at most what the byte limit can hold (entries of one granule) and
+/// [`MAX_SLOTS`]; should the system refuse, it is halved until it agrees.
+/// The slab is reserved for the bytes the entries could fill (its pages
+/// written only as entries reach them), and the byte limit lowered to what
+/// was granted. Returns the limits in force, entries then bytes, and the
+/// slab; a limit of 0 reserves nothing.
+pub(crate) fn reserve_cache(
+    max_entries: usize,
+    max_bytes: usize,
+    entry_overhead: usize,
+    max_entry_len: usize,
+    mut reserve_entries: impl FnMut(usize) -> bool,
+) -> (usize, usize, Slab) {
+    let most_entries = max_bytes / (entry_overhead + GRANULE);
+    let mut max_entries = max_entries.min(MAX_SLOTS).min(most_entries);
+    let mut max_bytes = if max_entries == 0 { 0 } else { max_bytes };
+    while max_entries > 0 && !reserve_entries(max_entries) {
+        max_entries /= 2;
+    }
+    // The slab never holds more than the entries can use.
+    let wanted = max_bytes.min(max_entries.saturating_mul(max_entry_len));
+    let slab = Slab::new(wanted);
+    if slab.capacity() < wanted / GRANULE * GRANULE {
+        // Reserved less than asked: the byte limit is what we got.
+        max_bytes = slab.capacity();
+    }
+    (max_entries, max_bytes, slab)
+}
+
 #[cfg(test)]
 mod tests;

@@ -37,7 +37,7 @@ use super::validate::Prepared;
 use super::ForwardKey;
 use crate::hash::KeyedHash;
 use crate::response::{CacheLimits, MAX_EVICTIONS_TO_FIT};
-use crate::slab::{Slab, GRANULE, MAX_ALLOCATION};
+use crate::slab::{reserve_cache, Slab, GRANULE, INDEX_SLACK, MAX_ALLOCATION};
 
 /// How long past its expiry an entry may still be served stale (RFC 8767
 /// section 5 suggests 1 to 3 days; one day keeps memory for live names).
@@ -50,13 +50,6 @@ pub const MAX_FORWARD_ENTRY_LEN: usize = MAX_ALLOCATION;
 /// Index bytes per entry: a `u32` bucket and its control byte, in a table
 /// made for twice the entries (as the answer cache's).
 const INDEX_BYTES_PER_ENTRY: usize = 16;
-
-/// The index is made for this many times the entry limit, so that it is
-/// never more than half full and hashbrown never reallocates it.
-const INDEX_SLACK: usize = 2;
-
-/// The most slots: indices are `u32`.
-const MAX_SLOTS: usize = (u32::MAX - 1) as usize;
 
 /// Bytes charged per entry besides its stored bytes (rounded up to the
 /// slab's granule): the slot, its share of the index and its place on the
@@ -323,30 +316,22 @@ impl ForwardCache {
     /// `max_bytes` can hold, and each part halved until the system grants
     /// it.
     pub(crate) fn new(limits: CacheLimits) -> Self {
-        let most_entries = limits.max_bytes / (FORWARD_ENTRY_OVERHEAD + GRANULE);
-        let mut max_entries = limits.max_entries.min(MAX_SLOTS).min(most_entries);
-        let mut max_bytes = if max_entries == 0 {
-            0
-        } else {
-            limits.max_bytes
-        };
         let mut table = HashTable::new();
         let mut slots = Vec::new();
         let mut free = Vec::new();
-        while max_entries > 0
-            && (table
-                .try_reserve(max_entries.saturating_mul(INDEX_SLACK), |_| 0)
-                .is_err()
-                || slots.try_reserve_exact(max_entries).is_err()
-                || free.try_reserve_exact(max_entries).is_err())
-        {
-            max_entries /= 2;
-        }
-        let wanted = max_bytes.min(max_entries.saturating_mul(MAX_FORWARD_ENTRY_LEN));
-        let slab = Slab::new(wanted);
-        if slab.capacity() < wanted / GRANULE * GRANULE {
-            max_bytes = slab.capacity();
-        }
+        let (max_entries, max_bytes, slab) = reserve_cache(
+            limits.max_entries,
+            limits.max_bytes,
+            FORWARD_ENTRY_OVERHEAD,
+            MAX_FORWARD_ENTRY_LEN,
+            |entries| {
+                table
+                    .try_reserve(entries.saturating_mul(INDEX_SLACK), |_| 0)
+                    .is_ok()
+                    && slots.try_reserve_exact(entries).is_ok()
+                    && free.try_reserve_exact(entries).is_ok()
+            },
+        );
         ForwardCache {
             table,
             slots,
