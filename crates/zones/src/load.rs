@@ -137,6 +137,9 @@ pub trait Previous {
     /// The origins of the zones loaded from files that `configured` does
     /// not name.
     fn not_configured(&self, configured: &dyn Fn(&[u8]) -> bool) -> Vec<Origin>;
+
+    /// How many zones were loaded from files.
+    fn count(&self) -> usize;
 }
 
 //----------- Listing --------------------------------------------------------
@@ -344,6 +347,8 @@ pub fn load_all(sources: &Sources, previous: Option<&dyn Previous>) -> Result<Lo
     let listing = Listing::read(sources)?;
     let (origins, first, sorted) = listing.origins();
     let mut loaded = Loaded::default();
+    // The zones loaded before that this configuration still names.
+    let mut named = 0;
     for (i, &first_i) in first.iter().enumerate() {
         crate::work::visit(1);
         let text = listing.text(i);
@@ -362,6 +367,7 @@ pub fn load_all(sources: &Sources, previous: Option<&dyn Previous>) -> Result<Lo
             continue;
         }
         let unchanged = previous.and_then(|previous| previous.unchanged(origin, &path));
+        named += usize::from(unchanged.is_some());
         if unchanged == Some(true) {
             loaded.unchanged += 1;
             continue;
@@ -370,7 +376,9 @@ pub fn load_all(sources: &Sources, previous: Option<&dyn Previous>) -> Result<Lo
             loaded.kept.push(text.to_string());
         }
     }
-    if let Some(previous) = previous {
+    // Only when some zone loaded before is no longer named is each of them
+    // looked for in the configuration.
+    if let Some(previous) = previous.filter(|previous| previous.count() > named) {
         let configured = |origin: &[u8]| {
             sorted
                 .binary_search_by(|&i| {

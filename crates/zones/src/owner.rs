@@ -959,6 +959,10 @@ fn producer_loop(served: &Weak<Zones>, woken: &Receiver<()>) {
 }
 
 impl crate::load::Previous for Zones {
+    fn count(&self) -> usize {
+        self.lock().primary_count
+    }
+
     fn unchanged(&self, origin: &[u8], path: &Path) -> Option<bool> {
         crate::work::visit(1);
         // A stat per file, under the lock: no copy of the stamp.

@@ -64,6 +64,7 @@ fn sighup_serves_the_changed_zone() {
     let dir = temp_dir("reload");
     let zones = zone_dir(&dir);
     std::fs::write(zones.join("example.com.zone"), GOOD).unwrap();
+    std::fs::write(zones.join("example.org.zone"), GOOD).unwrap();
     let address = free_address();
     // Every core caches the old answer; each must empty its cache.
     let server = serve_with(&dir, address, "cores: all\n");
@@ -71,13 +72,16 @@ fn sighup_serves_the_changed_zone() {
         resolve_from_many(address, "www.example.com"),
         [Some([192, 0, 2, 2]); CLIENTS]
     );
+    assert_eq!(resolve(address, "www.example.org"), Some([192, 0, 2, 2]));
 
     let changed = GOOD
         .replace("192.0.2.2", "192.0.2.99")
         .replace(" 1 2 3 4 5", " 2 2 3 4 5");
     write_atomically(&zones.join("example.com.zone"), &changed);
-    // A zone added to the directory is served after the reload too.
+    // A zone added to the directory is served after the reload too, and
+    // one removed from it no longer is.
     write_atomically(&zones.join("example.net.zone"), GOOD);
+    std::fs::remove_file(zones.join("example.org.zone")).unwrap();
     server.signal("HUP");
     assert!(server.wait_for_log("reloaded:", 1), "{}", server.log_text());
     // Every core switches within about a millisecond of the reload.
@@ -86,6 +90,12 @@ fn sighup_serves_the_changed_zone() {
     });
     assert!(switched, "a core still answers the old data");
     assert_eq!(resolve(address, "www.example.net"), Some([192, 0, 2, 2]));
+    let removed = ask(&client(), address, 9, "www.example.org").expect("an answer");
+    assert_eq!(
+        rcode(&removed),
+        5,
+        "example.org is no longer served: REFUSED"
+    );
 }
 
 #[test]
