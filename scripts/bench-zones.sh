@@ -226,6 +226,23 @@ wait_idle() {
     done
 }
 
+# group_cpu PGID: the CPU time (user + system, s) of the group's processes and of the
+# children they reaped (NSD's reload runs in a child process that exits).
+group_cpu() {
+    local pid total=0 ticks
+    for pid in $(group_pids "$1"); do
+        # the command name is in parentheses and may hold spaces: cut after the last ')'
+        ticks=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | awk '{print $12 + $13 + $14 + $15}') || continue
+        total=$((total + ${ticks:-0}))
+    done
+    awk -v ticks="$total" -v hz="$CLK_TCK" 'BEGIN {printf "%.2f", ticks / hz}'
+}
+
+# cpu_since BEFORE PGID: the group's CPU seconds since BEFORE (a group_cpu figure)
+cpu_since() {
+    awk -v before="$1" -v now="$(group_cpu "$2")" 'BEGIN {printf "%.2f", now - before}'
+}
+
 # record COUNT NAME FIELD ROUND VALUE
 record() {
     printf '%s\t%s\t%s\t%s\t%s\n' "$@" >>"$RESULTS_TSV"
@@ -241,6 +258,7 @@ reload_step() {
     local name=$1 count=$2 round=$3 field=$4 zone=$5 file=$6 serial out
     shift 6
     serial=$(edit_zone "$file")
+    STEP_CPU_BEFORE=$(group_cpu "$PGID")
     out=$(taskset -c "$CLIENT_CPU" "$PYTHON" "$ROOT/scripts/wait-serial.py" --port "$PORT" \
         --name "$zone" --serial "$serial" --timeout "$RELOAD_TIMEOUT" \
         --log "$RUN_DIR/control.log" -- "$@") || true
@@ -293,12 +311,15 @@ print('\n'.join(f'z{r.randrange(int(sys.argv[1]))}.example.' for _ in range(int(
             "$slowest" "$elapsed")
     done
     record "$count" "$name" start 0 "$slowest"
+    local cpu
+    cpu=$(group_cpu "$pgid")
+    record "$count" "$name" start_cpu 0 "$cpu"
     local pss rss hwm
     read -r pss rss hwm <<<"$(group_memory "$pgid")"
     record "$count" "$name" pss 0 "$pss"
     record "$count" "$name" rss 0 "$rss"
     record "$count" "$name" hwm 0 "$hwm"
-    echo "  start: $slowest s until $last and ${#spot[@]} random zones answered;" \
+    echo "  start: $slowest s ($cpu s CPU) until $last and ${#spot[@]} random zones answered;" \
         "PSS $(mib "$pss") MiB, RSS $(mib "$rss") MiB, VmHWM $(mib "$hwm") MiB"
 
     local round
@@ -307,19 +328,23 @@ print('\n'.join(f'z{r.randrange(int(sys.argv[1]))}.example.' for _ in range(int(
         if ! reload_step "$name" "$count" "$round" reload "$zone" "$file" "${RELOAD_ALL[@]}"; then
             break
         fi
-        local reload_text=$STEP
         wait_idle "$pgid"
+        cpu=$(cpu_since "$STEP_CPU_BEFORE" "$pgid")
+        record "$count" "$name" reload_cpu "$round" "$cpu"
+        local reload_text="$STEP, $cpu s CPU"
         read -r pss rss hwm <<<"$(group_memory "$pgid")"
         record "$count" "$name" pss_reload "$round" "$pss"
         if ! reload_step "$name" "$count" "$round" zone "$zone" "$file" "${RELOAD_ONE[@]}"; then
             break
         fi
         wait_idle "$pgid"
+        cpu=$(cpu_since "$STEP_CPU_BEFORE" "$pgid")
+        record "$count" "$name" zone_cpu "$round" "$cpu"
         local pss_zone
         read -r pss_zone rss hwm <<<"$(group_memory "$pgid")"
         record "$count" "$name" pss_zone "$round" "$pss_zone"
         echo "  round $round: reload after 1 edit $reload_text, PSS then $(mib "$pss") MiB;" \
-            "reload of $zone $STEP, PSS then $(mib "$pss_zone") MiB"
+            "reload of $zone $STEP, $cpu s CPU, PSS then $(mib "$pss_zone") MiB"
         alive "$pgid" || break
     done
     if ! alive "$pgid"; then
@@ -354,6 +379,12 @@ def fmt_s(v, limit):
     if v == "dnf":
         return f"did not finish (> {limit} s)"
     return f"{v:.3f}" if v < 10 else f"{v:.1f}"
+def fmt_cpu(wall, cpu, limit):
+    """wall seconds, and the server's CPU seconds in brackets"""
+    text = fmt_s(wall, limit)
+    if isinstance(wall, float) and isinstance(cpu, float):
+        text += f" ({cpu:.2f})" if cpu < 10 else f" ({cpu:.0f})"
+    return text
 def fmt_mib(v):
     if v is None or v == "dnf":
         return "-"
@@ -363,17 +394,22 @@ def last(count, server, field):
     return float(got[-1]) if got else None
 FIGURES = [
     ("start, s", lambda c, s: median(c, s, "start"), "s"),
+    ("start, CPU s", lambda c, s: median(c, s, "start_cpu"), "s"),
     ("PSS, MiB", lambda c, s: median(c, s, "pss"), "mib"),
     ("VmHWM, MiB", lambda c, s: median(c, s, "hwm"), "mib"),
     ("reload after 1 edit, s", lambda c, s: median(c, s, "reload"), "s"),
+    ("reload after 1 edit, CPU s", lambda c, s: median(c, s, "reload_cpu"), "s"),
     ("PSS after reloads, MiB", lambda c, s: last(c, s, "pss_zone"), "mib"),
     ("reload of 1 zone, s", lambda c, s: median(c, s, "zone"), "s"),
+    ("reload of 1 zone, CPU s", lambda c, s: median(c, s, "zone_cpu"), "s"),
 ]
 for count in counts:
     if not any(r[0] == count for r in rows):
         continue
     print()
     print(f"#### {int(count):,} zones")
+    print()
+    print("(seconds: wall clock, and in brackets the server's CPU time)")
     print()
     print("| server | start until every zone answers, s | PSS, MiB | RSS, MiB | VmHWM, MiB "
           "| reload (SIGHUP) after 1 edit, s | PSS after it, MiB | reload of that zone, s "
@@ -385,12 +421,12 @@ for count in counts:
         pss = median(count, server, "pss")
         per_zone = "-" if pss in (None, "dnf") else f"{pss * 1024 / int(count):.0f}"
         died = " (exited)" if values(count, server, "died") else ""
-        print(f"| {server}{died} | {fmt_s(median(count, server, 'start'), start_limit)} "
+        print(f"| {server}{died} | {fmt_cpu(median(count, server, 'start'), median(count, server, 'start_cpu'), start_limit)} "
               f"| {fmt_mib(pss)} | {fmt_mib(median(count, server, 'rss'))} "
               f"| {fmt_mib(median(count, server, 'hwm'))} "
-              f"| {fmt_s(median(count, server, 'reload'), reload_limit)} "
+              f"| {fmt_cpu(median(count, server, 'reload'), median(count, server, 'reload_cpu'), reload_limit)} "
               f"| {fmt_mib(last(count, server, 'pss_reload'))} "
-              f"| {fmt_s(median(count, server, 'zone'), reload_limit)} "
+              f"| {fmt_cpu(median(count, server, 'zone'), median(count, server, 'zone_cpu'), reload_limit)} "
               f"| {fmt_mib(last(count, server, 'pss_zone'))} | {per_zone} |")
 ran = [c for c in counts if any(r[0] == c for r in rows)]
 if len(ran) > 1:
@@ -426,6 +462,7 @@ PY
 need python3 "python3"
 # the interpreter itself, not a version manager's shim that starts slower
 PYTHON=$(python3 -c 'import sys; print(sys.executable)')
+CLK_TCK=$(getconf CLK_TCK)
 need taskset "util-linux"
 for name in $SERVERS; do
     case $name in
