@@ -70,7 +70,7 @@ bench-peers: release
 ## tern, Knot and NSD serving 10,000, 100,000 and 1,000,000 small zones, one at a
 ## time on CPU 0: time until every zone answers, memory, a reload after one edit
 ## (SIGHUP / knotc reload / nsd-control reload) and a one-zone reload, 3 rounds.
-## Needs ~4 GiB of disk under /tmp for the 1M zone files; about an hour with the defaults.
+## Needs ~4 GiB of disk under /tmp for the 1M zone files; about 40 minutes with the defaults.
 ## COUNTS="10000 100000" for a shorter run (see the script's header).
 bench-zones: release
 	TERN_BIN=$(RELEASE_BIN) bash scripts/bench-zones.sh

@@ -118,7 +118,7 @@ cleanup() {
         mkdir -p "$RESULTS"
         cp "$WORKDIR"/*.tsv "$WORKDIR"/*.md "$RESULTS"/ 2>/dev/null || true
         cp -r "$WORKDIR"/run-* "$RESULTS"/ 2>/dev/null || true
-        cp "$WORKDIR"/conf-*/*.conf "$RESULTS"/ 2>/dev/null || true
+        cp -r "$WORKDIR"/conf-* "$RESULTS"/ 2>/dev/null || true
     fi
     if [ "$KEEP" != 1 ]; then
         if [ "$OWN_WORKDIR" = 1 ]; then
@@ -189,8 +189,11 @@ start_server() {
             ;;
         knot)
             command=(knotd -c "$conf/knot.conf")
-            RELOAD_ALL=(knotc -s "$state/knot.sock" -t "$RELOAD_TIMEOUT" reload)
-            RELOAD_ONE=(knotc -s "$state/knot.sock" -t "$RELOAD_TIMEOUT" zone-reload "$zone")
+            # knotc's timeout is whole seconds
+            local timeout=${RELOAD_TIMEOUT%.*}
+            [ "${timeout:-0}" -ge 1 ] || timeout=1
+            RELOAD_ALL=(knotc -s "$state/knot.sock" -t "$timeout" reload)
+            RELOAD_ONE=(knotc -s "$state/knot.sock" -t "$timeout" zone-reload "$zone")
             ;;
         nsd)
             command=(nsd -d -c "$conf/nsd.conf")
@@ -407,12 +410,12 @@ for count in counts:
     if not any(r[0] == count for r in rows):
         continue
     print()
-    print(f"#### {int(count):,} zones")
+    print(f"### {int(count):,} zones")
     print()
     print("(seconds: wall clock, and in brackets the server's CPU time)")
     print()
     print("| server | start until every zone answers, s | PSS, MiB | RSS, MiB | VmHWM, MiB "
-          "| reload (SIGHUP) after 1 edit, s | PSS after it, MiB | reload of that zone, s "
+          "| reload after 1 edit (SIGHUP, knotc or nsd-control reload), s | PSS after it, MiB | reload of that zone, s "
           "| PSS after the last round, MiB | PSS per zone, bytes |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for server in servers:
@@ -431,7 +434,7 @@ for count in counts:
 ran = [c for c in counts if any(r[0] == c for r in rows)]
 if len(ran) > 1:
     print()
-    print("#### Growth with the number of zones")
+    print("### Growth with the number of zones")
     print()
     steps = list(zip(ran, ran[1:]))
     def short(c):
