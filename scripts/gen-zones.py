@@ -1,14 +1,21 @@
 #!/usr/bin/env python3
 """Writes COUNT small zone files into DIR, as a hosting provider's server holds them.
 
-    scripts/gen-zones.py DIR COUNT [--knot FILE] [--nsd FILE] [--tern FILE]
+    scripts/gen-zones.py DIR COUNT [--knot FILE] [--nsd FILE] [--port P] [--state DIR]
+                         [--workers N]
 
 Each zone `zN.example.` (N from 0) has seven records: SOA, two NS (the
 provider's name servers, outside the zone), an A and an AAAA at the apex,
-`www` as a CNAME to the apex and an MX: what a small hosted domain holds. The file is `DIR/zN.example.zone`, so `tern serve --zones DIR`
-serves them all. With --knot/--nsd/--tern, also writes a configuration that
-lists every zone for that server (Knot and NSD need each zone named; tern reads
-the directory).
+`www` as a CNAME to the apex and an MX: what a small hosted domain holds. The
+file is `DIR/zN.example.zone`, so `tern serve --zones DIR` serves them all.
+With --knot/--nsd, also writes a configuration that lists every zone for that
+server (Knot and NSD need each zone named; tern reads the directory), for
+Debian's knot 3.2 and nsd 4.6: listening on 127.0.0.1@PORT, N workers (Knot's
+udp-, tcp- and background-workers, NSD's server-count), their state (pid
+file, control socket `knot.sock` / `nsd.ctl`, Knot's databases, NSD's xfrd
+files) in --state, logging notices only (Knot's info level writes two lines per
+zone loaded), NSD without response rate limiting and running as the user that
+starts it. Used by scripts/bench-zones.sh.
 """
 import argparse
 import os
@@ -44,6 +51,7 @@ def main():
     parser.add_argument("--nsd", help="write an nsd.conf listing the zones")
     parser.add_argument("--port", type=int, default=5300)
     parser.add_argument("--state", default="/tmp", help="Knot's and NSD's storage directory")
+    parser.add_argument("--workers", type=int, default=1, help="Knot's and NSD's worker threads or processes")
     args = parser.parse_args()
     os.makedirs(args.directory, exist_ok=True)
     directory = os.path.abspath(args.directory)
@@ -54,9 +62,14 @@ def main():
             out.write(f"""server:
     listen: 127.0.0.1@{args.port}
     rundir: {args.state}
-    background-workers: 1
-    udp-workers: 1
-    tcp-workers: 1
+    background-workers: {args.workers}
+    udp-workers: {args.workers}
+    tcp-workers: {args.workers}
+control:
+    listen: {args.state}/knot.sock
+log:
+  - target: stderr
+    any: notice
 database:
     storage: {args.state}
 template:
@@ -65,6 +78,7 @@ template:
     file: "%s.zone"
     journal-content: none
     zonefile-load: whole
+    zonefile-sync: -1
     semantic-checks: off
 zone:
 """)
@@ -74,7 +88,10 @@ zone:
         with open(args.nsd, "w") as out:
             out.write(f"""server:
     ip-address: 127.0.0.1@{args.port}
-    server-count: 1
+    do-ip6: no
+    server-count: {args.workers}
+    username: ""
+    chroot: ""
     zonesdir: "{directory}"
     database: ""
     zonelistfile: "{args.state}/zone.list"
