@@ -58,8 +58,26 @@ pub struct Stamp {
     includes: Box<[(Box<Path>, Option<FileStamp>)]>,
 }
 
-/// Size, modification time, device and inode.
-type FileStamp = (u64, SystemTime, u64, u64);
+/// One file's size, modification time, device and inode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileStamp(u64, SystemTime, u64, u64);
+
+impl FileStamp {
+    /// The stamp of the file at `path` as it is now (its target, if a
+    /// symbolic link); `None` if it cannot be read.
+    pub fn of(path: &Path) -> Option<FileStamp> {
+        FileStamp::of_metadata(&std::fs::metadata(path).ok()?)
+    }
+
+    fn of_metadata(meta: &std::fs::Metadata) -> Option<FileStamp> {
+        Some(FileStamp(
+            meta.len(),
+            meta.modified().ok()?,
+            meta.dev(),
+            meta.ino(),
+        ))
+    }
+}
 
 /// A zone's lowercased wire origin.
 pub type Origin = Box<[u8]>;
@@ -108,31 +126,26 @@ impl std::fmt::Display for LoadError {
 
 impl std::error::Error for LoadError {}
 
-/// The stamp of one file as it is now.
-fn file_stamp(path: &Path) -> Option<FileStamp> {
-    let meta = std::fs::metadata(path).ok()?;
-    Some((meta.len(), meta.modified().ok()?, meta.dev(), meta.ino()))
-}
-
 impl Stamp {
-    /// Whether the zone is still `path` and none of its files changed.
-    /// Bound: a `stat` per file.
-    pub fn unchanged(&self, path: &Path) -> bool {
+    /// Whether the zone is still `path`, whose file's stamp is now `file`,
+    /// and none of its files changed. Bound: a `stat` per included file.
+    pub fn unchanged(&self, path: &Path, file: Option<FileStamp>) -> bool {
         &*self.path == path
-            && file_stamp(path) == self.file
+            && file == self.file
             && self
                 .includes
                 .iter()
-                .all(|(file, seen)| file_stamp(file) == *seen)
+                .all(|(file, seen)| FileStamp::of(file) == *seen)
     }
 }
 
 /// What a reload asks of the zones served now.
 pub trait Previous {
     /// Whether a zone of this origin (lowercased wire form) was loaded
-    /// from `path` and none of its files changed since; `None` if no zone
-    /// of this origin was loaded from a file.
-    fn unchanged(&self, origin: &[u8], path: &Path) -> Option<bool>;
+    /// from `path`, whose stamp is now `file`, and none of its files
+    /// changed since; `None` if no zone of this origin was loaded from a
+    /// file.
+    fn unchanged(&self, origin: &[u8], path: &Path, file: Option<FileStamp>) -> Option<bool>;
 
     /// The origins of the zones loaded from files that `configured` does
     /// not name.
@@ -194,16 +207,19 @@ impl Texts {
 /// ones. Reading the directory keeps only the names.
 struct Listing<'c> {
     dir: Option<&'c Path>,
-    /// The directory's zone names (file names without `.zone`) ...
+    /// The directory's zone names (file names without `.zone`), in name
+    /// order (laid out in it: the passes over them read memory in order) ...
     stems: Texts,
-    /// ... in name order.
-    order: Vec<usize>,
+    /// ... and their files' stamps, read as the directory is (a `stat`
+    /// relative to it, cheaper than one by the whole path).
+    stamps: Vec<Option<FileStamp>>,
     listed: &'c [(String, PathBuf)],
 }
 
 impl<'c> Listing<'c> {
     fn read(sources: &'c Sources) -> Result<Self, LoadError> {
         let mut stems = Texts::default();
+        let mut stamps = Vec::new();
         if let Some(dir) = &sources.dir {
             let failed = |error| LoadError::Directory {
                 dir: dir.clone(),
@@ -220,15 +236,16 @@ impl<'c> Listing<'c> {
                 if stem.is_empty() {
                     continue;
                 }
-                // The directory entry's type, without a stat per file; a
-                // symbolic link is followed.
-                let is_file = match entry.file_type() {
-                    Ok(kind) if kind.is_symlink() => entry.path().is_file(),
-                    Ok(kind) => kind.is_file(),
-                    Err(_) => false,
+                // The entry's stamp, from a stat relative to the directory;
+                // a symbolic link is followed (by its whole path).
+                let meta = match entry.file_type() {
+                    Ok(kind) if kind.is_symlink() => std::fs::metadata(entry.path()).ok(),
+                    Ok(kind) if kind.is_file() => entry.metadata().ok(),
+                    _ => None,
                 };
-                if is_file {
+                if let Some(meta) = meta.filter(std::fs::Metadata::is_file) {
                     stems.push(stem);
+                    stamps.push(FileStamp::of_metadata(&meta));
                 }
                 crate::work::visit(1);
             }
@@ -238,40 +255,68 @@ impl<'c> Listing<'c> {
             crate::work::visit(1);
             stems.get(a).cmp(stems.get(b))
         });
+        let mut sorted = Texts::default();
+        for &i in &order {
+            sorted.push(stems.get(i));
+        }
         Ok(Listing {
             dir: sources.dir.as_deref(),
-            stems,
-            order,
+            stems: sorted,
+            stamps: order.iter().map(|&i| stamps[i]).collect(),
             listed: &sources.listed,
         })
     }
 
     fn len(&self) -> usize {
-        self.order.len() + self.listed.len()
+        self.stems.len() + self.listed.len()
     }
 
     /// The origin as written (the file name, or the list's) of entry `i`.
     fn text(&self, i: usize) -> &str {
-        match self.order.get(i) {
-            Some(&stem) => self.stems.get(stem),
-            None => &self.listed[i - self.order.len()].0,
+        if i < self.stems.len() {
+            self.stems.get(i)
+        } else {
+            &self.listed[i - self.stems.len()].0
         }
     }
 
     /// The file of entry `i`.
     fn path(&self, i: usize) -> PathBuf {
-        match (self.order.get(i), self.dir) {
-            (Some(_), Some(dir)) => dir.join(format!("{}{ZONE_SUFFIX}", self.text(i))),
-            _ => self.listed[i - self.order.len()].1.clone(),
+        let mut path = PathBuf::new();
+        self.path_into(i, &mut path);
+        path
+    }
+
+    /// The file of entry `i`, written into `path` (whose allocation a loop
+    /// over the entries reuses).
+    fn path_into(&self, i: usize, path: &mut PathBuf) {
+        path.clear();
+        match self.dir.filter(|_| i < self.stems.len()) {
+            Some(dir) => {
+                path.push(dir);
+                path.push(self.text(i));
+                path.as_mut_os_string().push(ZONE_SUFFIX);
+            }
+            None => path.push(&self.listed[i - self.stems.len()].1),
+        }
+    }
+
+    /// The stamp of entry `i`'s file (`path`) now: read with the directory
+    /// for the directory's zones, by its path for the listed ones.
+    fn stamp(&self, i: usize, path: &Path) -> Option<FileStamp> {
+        if i < self.stems.len() {
+            self.stamps.get(i).copied().flatten()
+        } else {
+            FileStamp::of(path)
         }
     }
 
     /// Each entry's lowercased wire origin (empty where the name does not
-    /// parse); the entries that name an origin already named by an earlier
-    /// one, with that one: `first[i]` is `i` for an entry that is loaded;
-    /// and the entries with an origin, sorted by it: `(origins, first,
-    /// sorted)`.
-    fn origins(&self) -> (Strings, Vec<usize>, Vec<usize>) {
+    /// parse), and the first entry of each origin: `first[i]` is `i` for
+    /// an entry that is loaded, and the earlier entry that names the same
+    /// origin for one that is not. Bound: a parse and a hash look-up per
+    /// entry; the origins are kept in one buffer.
+    fn origins(&self) -> (Strings, Vec<usize>) {
         let mut origins = Strings::default();
         for i in 0..self.len() {
             crate::work::visit(1);
@@ -280,21 +325,18 @@ impl<'c> Listing<'c> {
                 Err(_) => origins.push(&[]),
             }
         }
-        let mut sorted: Vec<usize> = (0..self.len())
-            .filter(|&i| !origins.get(i).is_empty())
-            .collect();
-        sorted.sort_unstable_by(|&a, &b| {
-            crate::work::visit(1);
-            origins.get(a).cmp(origins.get(b)).then(a.cmp(&b))
-        });
         let mut first: Vec<usize> = (0..self.len()).collect();
-        for pair in sorted.windows(2) {
-            crate::work::visit(1);
-            if origins.get(pair[0]) == origins.get(pair[1]) {
-                first[pair[1]] = first[pair[0]];
+        {
+            let mut seen: hashbrown::HashMap<&[u8], usize> =
+                hashbrown::HashMap::with_capacity(self.len());
+            for (i, first) in first.iter_mut().enumerate() {
+                let origin = origins.get(i);
+                if !origin.is_empty() {
+                    *first = *seen.entry(origin).or_insert(i);
+                }
             }
         }
-        (origins, first, sorted)
+        (origins, first)
     }
 }
 
@@ -345,14 +387,15 @@ impl<'c> ZoneFiles<'c> {
 /// zones; only changed zones are read.
 pub fn load_all(sources: &Sources, previous: Option<&dyn Previous>) -> Result<Loaded, LoadError> {
     let listing = Listing::read(sources)?;
-    let (origins, first, sorted) = listing.origins();
+    let (origins, first) = listing.origins();
     let mut loaded = Loaded::default();
     // The zones loaded before that this configuration still names.
     let mut named = 0;
+    let mut path = PathBuf::new();
     for (i, &first_i) in first.iter().enumerate() {
         crate::work::visit(1);
         let text = listing.text(i);
-        let path = listing.path(i);
+        listing.path_into(i, &mut path);
         let origin = origins.get(i);
         if origin.is_empty() {
             load_into(&mut loaded, text, &path); // reports the bad name
@@ -366,7 +409,8 @@ pub fn load_all(sources: &Sources, previous: Option<&dyn Previous>) -> Result<Lo
             ));
             continue;
         }
-        let unchanged = previous.and_then(|previous| previous.unchanged(origin, &path));
+        let unchanged = previous
+            .and_then(|previous| previous.unchanged(origin, &path, listing.stamp(i, &path)));
         named += usize::from(unchanged.is_some());
         if unchanged == Some(true) {
             loaded.unchanged += 1;
@@ -379,13 +423,13 @@ pub fn load_all(sources: &Sources, previous: Option<&dyn Previous>) -> Result<Lo
     // Only when some zone loaded before is no longer named is each of them
     // looked for in the configuration.
     if let Some(previous) = previous.filter(|previous| previous.count() > named) {
+        let configured: hashbrown::HashSet<&[u8]> = (0..listing.len())
+            .map(|i| origins.get(i))
+            .filter(|origin| !origin.is_empty())
+            .collect();
         let configured = |origin: &[u8]| {
-            sorted
-                .binary_search_by(|&i| {
-                    crate::work::visit(1);
-                    origins.get(i).cmp(origin)
-                })
-                .is_ok()
+            crate::work::visit(1);
+            configured.contains(origin)
         };
         loaded.removed = previous.not_configured(&configured);
     }
@@ -460,7 +504,7 @@ impl tern_zone::Include for StampingInclude<'_> {
     fn include(&mut self, from: &Path, target: &str) -> Result<tern_zone::IncludedFile, String> {
         let path = tern_zone::resolve_include(from, target);
         self.stamps
-            .push((path.clone().into_boxed_path(), file_stamp(&path)));
+            .push((path.clone().into_boxed_path(), FileStamp::of(&path)));
         self.read.include(from, target)
     }
 }
@@ -499,7 +543,7 @@ fn load_zone_with(
 ) -> Result<(Zone, Stamp), Vec<String>> {
     let origin =
         parse_origin(origin_text).map_err(|err| vec![format!("{}: {err}", path.display())])?;
-    let file = file_stamp(path);
+    let file = FileStamp::of(path);
     let mut includes = StampingInclude {
         stamps: Vec::new(),
         read,
@@ -618,12 +662,12 @@ mod tests {
         assert_eq!(stamp.includes.len(), 1, "the include");
         // ... so the next reload must see the edit and rebuild the zone.
         assert!(
-            !stamp.unchanged(&zone_file),
+            !stamp.unchanged(&zone_file, FileStamp::of(&zone_file)),
             "the include was stamped after it changed: the edit would be missed"
         );
         // Unedited, a stamp stays the same.
         let (_, stamp) = load_zone_from("example.", &zone_file, &mut warnings).unwrap();
-        assert!(stamp.unchanged(&zone_file));
+        assert!(stamp.unchanged(&zone_file, FileStamp::of(&zone_file)));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -39,7 +39,7 @@ use crate::event::Event;
 use crate::notify::NotifierHandle;
 use crate::refresh::{SecondariesHandle, SecondaryConfig, Timers};
 
-use crate::load::{Origin, Stamp};
+use crate::load::{FileStamp, Origin, Stamp};
 use crate::start::notify_source;
 use crate::state::{journal_path, load_saved, save_timers, save_zone, write_atomically};
 use crate::Cores;
@@ -963,10 +963,10 @@ impl crate::load::Previous for Zones {
         self.lock().primary_count
     }
 
-    fn unchanged(&self, origin: &[u8], path: &Path) -> Option<bool> {
+    fn unchanged(&self, origin: &[u8], path: &Path, file: Option<FileStamp>) -> Option<bool> {
         crate::work::visit(1);
-        // A stat per file, under the lock: no copy of the stamp.
-        Some(self.lock().primary(origin)?.stamp.unchanged(path))
+        // A stat per included file, under the lock: no copy of the stamp.
+        Some(self.lock().primary(origin)?.stamp.unchanged(path, file))
     }
 
     fn not_configured(&self, configured: &dyn Fn(&[u8]) -> bool) -> Vec<Origin> {
@@ -1098,8 +1098,9 @@ mod tests {
         });
         let one = crate::work::take();
         assert_eq!(served.serial(origin.as_name()), Some(3));
+        let path = dir.join("z7.example.zone");
         assert_eq!(
-            served.unchanged(origin.as_bytes(), &dir.join("z7.example.zone")),
+            served.unchanged(origin.as_bytes(), &path, FileStamp::of(&path)),
             Some(true)
         );
 
