@@ -31,8 +31,6 @@
 //! - `cores`: the core thread, its reactor and what its tasks share;
 //! - `control`: the control path ([`Handle`]);
 //! - `udp`, `tcp`: the transport loops;
-//! - `dnstap`: dnstap logging, each core's bounded buffer and the writer
-//!   thread (issue 11, docs/decisions/0011);
 //! - `forward`: upstream sockets, timers and TCP fallback for the
 //!   forwarder (issue 5);
 //! - `worker`: the per-core answering state and cache;
@@ -63,7 +61,6 @@ use tern_cache::CacheLimits;
 mod control;
 mod core;
 mod cores;
-pub mod dnstap;
 mod forward;
 mod pool;
 mod rrl;
@@ -157,7 +154,7 @@ pub struct ServerConfig {
     /// core calls it for its statistics. `None`: allocations read as 0.
     pub allocations: Option<fn() -> u64>,
     /// dnstap logging of queries and responses; `None` (the default): off.
-    pub dnstap: Option<dnstap::DnstapConfig>,
+    pub dnstap: Option<tern_dnstap::DnstapConfig>,
     /// Interfaces whose UDP queries to `listen` are taken by AF_XDP
     /// (issue 12); empty (the default): the sockets only.
     pub xdp: Vec<String>,
@@ -309,7 +306,7 @@ pub struct Server {
     threads: Vec<JoinHandle<io::Result<()>>>,
     handle: Handle,
     /// The dnstap writer, stopped once the cores have.
-    dnstap: Option<dnstap::DnstapWriter>,
+    dnstap: Option<tern_dnstap::DnstapWriter>,
     /// The XDP program on `xdp` interfaces: detached when the last
     /// reference (this one, once the cores have stopped) is dropped.
     xdp: Option<Arc<xdp::Attachment>>,
@@ -365,7 +362,7 @@ impl Server {
             Some(tap) => {
                 let (gate, go) = std::sync::mpsc::channel();
                 gates.push(gate);
-                let (writer, taps) = dnstap::DnstapWriter::start(tap, ids.len(), go)?;
+                let (writer, taps) = tern_dnstap::DnstapWriter::start(tap, ids.len(), go)?;
                 (Some(writer), taps.into_iter().map(Some).collect())
             }
             None => (None, Vec::new()),

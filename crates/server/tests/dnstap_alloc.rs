@@ -17,7 +17,7 @@ use std::net::{SocketAddr, UdpSocket};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tern_server::dnstap::{DnstapConfig, DnstapOutput};
+use tern_dnstap::{DnstapConfig, DnstapOutput};
 use tern_server::{thread_allocations, CountingAllocator, Driver, Server, ServerConfig};
 
 #[global_allocator]

@@ -1,3 +1,5 @@
+//! # tern-dnstap: each message tern takes or sends, logged off the cores
+//!
 //! dnstap (issue 11): each DNS message the server takes or sends, logged
 //! as a dnstap protobuf inside a Frame Streams data frame, to a file or a
 //! Unix socket, as Knot, NSD and BIND emit them (docs/decisions/0011).
@@ -22,6 +24,9 @@
 //! writer's output buffer: frames still in that buffer when the connection
 //! fails, or when the stop's grace runs out, are counted as lost
 //! ([`DNSTAP_DROPPED`]), and the writer logs its totals when it closes.
+
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 use std::cell::Cell;
 use std::fs::File;
@@ -67,7 +72,7 @@ pub const MAX_BUFFER: usize = 1 << 16;
 pub const MAX_IDENTITY: usize = 255;
 
 /// A record's message capacity: the longest UDP query a core reads
-/// (`MAX_UDP_QUERY` in cores.rs), and any UDP answer with `udp-size` up to
+/// (`MAX_UDP_QUERY` in tern-server's cores.rs), and any UDP answer with `udp-size` up to
 /// 4096 (the AF_XDP path's answers are smaller still: they fit the MTU).
 /// No such query or answer ever grows a record; a longer message (a TCP
 /// answer, or a UDP answer with `udp-size` above 4096) does, allocating on
@@ -202,7 +207,7 @@ pub enum Kind {
 impl Kind {
     /// The query kind: CLIENT_QUERY for a forwarded query, AUTH_QUERY
     /// otherwise.
-    pub(crate) fn query(forwarded: bool) -> Kind {
+    pub fn query(forwarded: bool) -> Kind {
         if forwarded {
             Kind::ClientQuery
         } else {
@@ -212,7 +217,7 @@ impl Kind {
 
     /// The response kind: CLIENT_RESPONSE for a forwarded query's answer,
     /// AUTH_RESPONSE otherwise.
-    pub(crate) fn response(forwarded: bool) -> Kind {
+    pub fn response(forwarded: bool) -> Kind {
         if forwarded {
             Kind::ClientResponse
         } else {
@@ -344,7 +349,7 @@ impl Record {
 /// The wall-clock time dnstap records (read once per UDP batch, or per
 /// TCP message, and only with dnstap on).
 #[inline(never)]
-pub(crate) fn now() -> Duration {
+pub fn now() -> Duration {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default()
@@ -517,7 +522,7 @@ struct CoreEnd {
 }
 
 /// One core's end, before its core takes it.
-pub(crate) struct TapParts {
+pub struct TapParts {
     records: SyncSender<Record>,
     free: Receiver<Record>,
     counters: Arc<SharedCounters>,
@@ -525,8 +530,8 @@ pub(crate) struct TapParts {
     log_responses: bool,
 }
 
-/// One core's dnstap handle: core-local, no locks; see the module docs.
-pub(crate) struct Tap {
+/// One core's dnstap handle: core-local, no locks; see the crate docs.
+pub struct Tap {
     records: SyncSender<Record>,
     free: Receiver<Record>,
     /// Messages dropped on the core: no free record, or no writer.
@@ -540,7 +545,7 @@ pub(crate) struct Tap {
 
 impl Tap {
     /// The core's tap; `udp_local`: its UDP listeners' addresses.
-    pub(crate) fn new(parts: TapParts, udp_local: Vec<SocketAddr>) -> Tap {
+    pub fn new(parts: TapParts, udp_local: Vec<SocketAddr>) -> Tap {
         Tap {
             records: parts.records,
             free: parts.free,
@@ -553,7 +558,7 @@ impl Tap {
     }
 
     /// The local address of UDP listener `index`.
-    pub(crate) fn udp_local(&self, index: usize) -> SocketAddr {
+    pub fn udp_local(&self, index: usize) -> SocketAddr {
         self.udp_local
             .get(index)
             .copied()
@@ -563,7 +568,7 @@ impl Tap {
     /// Hands one message to the writer, or counts it dropped. Never
     /// blocks; allocates only if the message outgrows its record (a TCP
     /// message over [`RECORD_CAPACITY`]).
-    pub(crate) fn log(
+    pub fn log(
         &self,
         kind: Kind,
         tcp: bool,
@@ -607,13 +612,13 @@ impl Tap {
     }
 
     /// Messages written out so far.
-    pub(crate) fn written(&self) -> u64 {
+    pub fn written(&self) -> u64 {
         self.counters.written.load(Ordering::Relaxed)
     }
 
     /// Messages dropped so far, on the core and by the writer, by
     /// [`DNSTAP_DROPPED`].
-    pub(crate) fn dropped(&self) -> [u64; DNSTAP_DROPPED.len()] {
+    pub fn dropped(&self) -> [u64; DNSTAP_DROPPED.len()] {
         let mut dropped = [0; DNSTAP_DROPPED.len()];
         dropped[DROPPED_BUFFER] = self.dropped.get();
         dropped[DROPPED_NO_READER] = self.counters.no_reader.load(Ordering::Relaxed);
@@ -625,7 +630,7 @@ impl Tap {
 //----------- Writer ---------------------------------------------------------
 
 /// The writer thread: started with the server, stopped after its cores.
-pub(crate) struct DnstapWriter {
+pub struct DnstapWriter {
     thread: Option<JoinHandle<()>>,
     stop: Arc<AtomicBool>,
 }
@@ -638,7 +643,7 @@ impl DnstapWriter {
     /// not before `go` is given: the first connection is made as the user
     /// tern serves as, like every later one (a closed `go`: the server
     /// never served, nothing is connected).
-    pub(crate) fn start(
+    pub fn start(
         config: &DnstapConfig,
         cores: usize,
         go: mpsc::Receiver<()>,
@@ -736,7 +741,7 @@ impl DnstapWriter {
 
     /// Once the cores have stopped: writes what they left, then STOP (and
     /// waits a bounded time for FINISH on a socket), and closes.
-    pub(crate) fn finish(mut self) {
+    pub fn finish(mut self) {
         self.stop_and_join();
     }
 
