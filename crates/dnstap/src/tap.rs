@@ -34,6 +34,7 @@ pub(crate) struct CoreEnd {
 }
 
 /// One core's end, before its core takes it.
+#[derive(Debug)]
 pub struct TapParts {
     records: SyncSender<Record>,
     free: Receiver<Record>,

@@ -24,9 +24,9 @@ pub(crate) fn start_now(
     config: &DnstapConfig,
     cores: usize,
 ) -> io::Result<(DnstapWriter, Vec<TapParts>)> {
-    let (gate, go) = mpsc::channel();
-    gate.send(()).unwrap();
-    DnstapWriter::start(config, cores, go)
+    let (mut writer, parts) = DnstapWriter::start(config, cores)?;
+    writer.go();
+    Ok((writer, parts))
 }
 
 fn parts(buffer: usize) -> (DnstapWriter, Tap, PathBuf, tempdir::Dir) {

@@ -30,25 +30,37 @@ const IDLE_SLEEP_MIN: Duration = Duration::from_millis(1);
 /// would not fit, whenever the cores have nothing more, and at the end.
 const OUTPUT_BUFFER: usize = 64 * 1024;
 
-/// The writer thread: started with the server, stopped after its cores.
+/// The writer thread, and its order with the server's (the binary keeps
+/// it):
+///
+/// 1. [`DnstapWriter::start`] before the cores start, while tern may still
+///    be root: the file is opened then, and each core's [`TapParts`] go
+///    to the server's configuration;
+/// 2. [`DnstapWriter::go`] once every core is serving (root dropped): only
+///    then may the writer connect to its socket;
+/// 3. [`DnstapWriter::finish`] once every core has stopped: the writer
+///    writes what they left, then STOP (and FINISH from a socket's
+///    reader), and ends.
+///
+/// A start that fails never gives the go: finishing (or dropping) the
+/// writer then closes its gate, and it ends without having connected.
 pub struct DnstapWriter {
     thread: Option<JoinHandle<()>>,
     stop: Arc<AtomicBool>,
+    /// The writer's go, until it is given: dropped unsent, the writer
+    /// ends (STOP on a file) without connecting anything.
+    gate: Option<mpsc::Sender<()>>,
 }
 
 impl DnstapWriter {
-    /// Starts the writer for `cores` cores and returns each core's end. A
-    /// file is created (or truncated) here, so that an error reaches the
-    /// caller (before tern drops root: the file may be where only root
-    /// writes); a socket is connected by the writer, again and again, and
-    /// not before `go` is given: the first connection is made as the user
-    /// tern serves as, like every later one (a closed `go`: the server
-    /// never served, nothing is connected).
-    pub fn start(
-        config: &DnstapConfig,
-        cores: usize,
-        go: mpsc::Receiver<()>,
-    ) -> io::Result<(DnstapWriter, Vec<TapParts>)> {
+    /// Starts the writer for `cores` cores and returns each core's end, in
+    /// order. A file is created (or truncated) here, so that an error
+    /// reaches the caller (before tern drops root: the file may be where
+    /// only root writes); a socket is connected by the writer, again and
+    /// again, and not before [`DnstapWriter::go`]: the first connection is
+    /// made as the user tern serves as, like every later one.
+    pub fn start(config: &DnstapConfig, cores: usize) -> io::Result<(DnstapWriter, Vec<TapParts>)> {
+        let (gate, go) = mpsc::channel();
         let limit = config.buffer.clamp(1, MAX_BUFFER);
         let capacity = RECORD_CAPACITY;
         let stop = Arc::new(AtomicBool::new(false));
@@ -87,18 +99,32 @@ impl DnstapWriter {
             DnstapWriter {
                 thread: Some(thread),
                 stop,
+                gate: Some(gate),
             },
             parts,
         ))
     }
 
+    /// Once every core serves (after tern dropped root): the writer starts
+    /// taking the cores' records and may connect to its socket. Given
+    /// once; later calls do nothing.
+    pub fn go(&mut self) {
+        if let Some(gate) = self.gate.take() {
+            // A writer gone already has nothing to be told.
+            let _ = gate.send(());
+        }
+    }
+
     /// Once the cores have stopped: writes what they left, then STOP (and
-    /// waits a bounded time for FINISH on a socket), and closes.
+    /// waits a bounded time for FINISH on a socket), and closes. Without
+    /// its go (a start that failed), it closes having connected nothing.
     pub fn finish(mut self) {
         self.stop_and_join();
     }
 
     fn stop_and_join(&mut self) {
+        // The go never given: closed, so the thread ends without it.
+        drop(self.gate.take());
         self.stop.store(true, Ordering::Release);
         if let Some(thread) = self.thread.take() {
             thread.thread().unpark();
@@ -255,9 +281,8 @@ mod tests {
         let path = dir.path().join("tap.sock");
         let listener = UnixListener::bind(&path).unwrap();
         let config = DnstapConfig::new(DnstapOutput::Socket(path));
-        let (gate, go) = mpsc::channel();
-        let (writer, _parts) = DnstapWriter::start(&config, 1, go).unwrap();
-        drop(gate);
+        let (mut writer, _parts) = DnstapWriter::start(&config, 1).unwrap();
+        drop(writer.gate.take());
         // Without its go the writer ends by itself (it is not told to
         // stop): then whatever it connected is queued.
         let deadline = Instant::now() + Duration::from_secs(10);

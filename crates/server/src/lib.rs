@@ -117,8 +117,9 @@ pub enum Driver {
 
 //----------- ServerConfig ---------------------------------------------------
 
-/// Everything the runtime needs to know, already validated.
-#[derive(Clone, Debug)]
+/// Everything the runtime needs to know, already validated. Not `Clone`:
+/// it carries each core's dnstap end ([`ServerConfig::dnstap`]).
+#[derive(Debug)]
 pub struct ServerConfig {
     /// Addresses to serve on, over both UDP and TCP.
     pub listen: Vec<SocketAddr>,
@@ -153,8 +154,11 @@ pub struct ServerConfig {
     /// [`thread_allocations`] with [`CountingAllocator`] installed); each
     /// core calls it for its statistics. `None`: allocations read as 0.
     pub allocations: Option<fn() -> u64>,
-    /// dnstap logging of queries and responses; `None` (the default): off.
-    pub dnstap: Option<tern_dnstap::DnstapConfig>,
+    /// dnstap logging of queries and responses: each core's end of the
+    /// dnstap writer, one per core in the order of `cores` (whoever starts
+    /// the server starts the writer, [`tern_dnstap::DnstapWriter::start`],
+    /// and finishes it after [`Server::join`]); empty (the default): off.
+    pub dnstap: Vec<tern_dnstap::TapParts>,
     /// Interfaces whose UDP queries to `listen` are taken by AF_XDP
     /// (issue 12); empty (the default): the sockets only.
     pub xdp: Vec<String>,
@@ -177,8 +181,30 @@ impl ServerConfig {
             notify_in: None,
             journals: SharedJournals::default(),
             allocations: None,
-            dnstap: None,
+            dnstap: Vec::new(),
             xdp: Vec::new(),
+        }
+    }
+
+    /// A copy of the settings for one core: everything but the dnstap
+    /// ends, which are not copied but handed out one per core.
+    fn settings(&self) -> ServerConfig {
+        ServerConfig {
+            listen: self.listen.clone(),
+            cores: self.cores.clone(),
+            driver: self.driver,
+            answer: self.answer.clone(),
+            tcp: self.tcp,
+            cache: self.cache,
+            forward: self.forward.clone(),
+            rate_limit: self.rate_limit.clone(),
+            cookies: self.cookies.clone(),
+            transfer: self.transfer.clone(),
+            notify_in: self.notify_in.clone(),
+            journals: Arc::clone(&self.journals),
+            allocations: self.allocations,
+            dnstap: Vec::new(),
+            xdp: self.xdp.clone(),
         }
     }
 }
@@ -305,8 +331,6 @@ impl Default for TcpConfig {
 pub struct Server {
     threads: Vec<JoinHandle<io::Result<()>>>,
     handle: Handle,
-    /// The dnstap writer, stopped once the cores have.
-    dnstap: Option<tern_dnstap::DnstapWriter>,
     /// The XDP program on `xdp` interfaces: detached when the last
     /// reference (this one, once the cores have stopped) is dropped.
     xdp: Option<Arc<xdp::Attachment>>,
@@ -325,12 +349,12 @@ impl Server {
     /// As [`Server::start`], but once every core has bound its sockets and
     /// before any of them reads a query, runs `before_serving` on the
     /// calling thread (the binary drops root there, so that binding
-    /// port 53 and opening the dnstap file are the only things done as
-    /// root; the dnstap writer connects to its socket after it). If it
-    /// fails, the cores are stopped without having served and its error is
-    /// returned.
+    /// port 53 and opening the dnstap file, before this, are the only
+    /// things done as root; the binary gives the dnstap writer its go once
+    /// this returns). If it fails, the cores are stopped without having
+    /// served and its error is returned.
     pub fn start_then(
-        config: ServerConfig,
+        mut config: ServerConfig,
         catalog: Arc<Catalog>,
         before_serving: impl FnOnce() -> io::Result<()>,
     ) -> io::Result<Server> {
@@ -339,6 +363,15 @@ impl Server {
         } else {
             config.cores.iter().copied().map(Some).collect()
         };
+        // Each core's dnstap end, one per core (or none: dnstap is off).
+        let taps = std::mem::take(&mut config.dnstap);
+        if !taps.is_empty() && taps.len() != ids.len() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("dnstap: {} tap ends for {} cores", taps.len(), ids.len()),
+            ));
+        }
+        let mut taps = taps.into_iter();
         // Attached before the cores bind: until a core puts its socket in
         // the program's map, the program passes that queue's queries to
         // the kernel, where the cores' UDP sockets answer them.
@@ -357,16 +390,7 @@ impl Server {
             .map(|attachment| attachment.plan(ids.len()))
             .unwrap_or_default();
         let (handle, ends) = Handle::new(ids.len())?;
-        let mut gates = Vec::with_capacity(ids.len() + 1);
-        let (dnstap, mut taps) = match &config.dnstap {
-            Some(tap) => {
-                let (gate, go) = std::sync::mpsc::channel();
-                gates.push(gate);
-                let (writer, taps) = tern_dnstap::DnstapWriter::start(tap, ids.len(), go)?;
-                (Some(writer), taps.into_iter().map(Some).collect())
-            }
-            None => (None, Vec::new()),
-        };
+        let mut gates = Vec::with_capacity(ids.len());
         let mut threads = Vec::with_capacity(ids.len());
         let mut ready = Vec::with_capacity(ids.len());
         for (index, (id, (commands, wake))) in ids.into_iter().zip(ends).enumerate() {
@@ -376,13 +400,13 @@ impl Server {
             let start = cores::CoreStart {
                 id,
                 index,
-                config: config.clone(),
+                config: config.settings(),
                 catalog: Arc::clone(&catalog),
                 commands,
                 wake,
                 ready: ready_sender,
                 go,
-                dnstap: taps.get_mut(index).and_then(Option::take),
+                dnstap: taps.next(),
                 xdp: xdp_plans
                     .get_mut(index)
                     .map(std::mem::take)
@@ -405,7 +429,6 @@ impl Server {
                     Server {
                         threads,
                         handle,
-                        dnstap,
                         xdp,
                     }
                     .abort();
@@ -417,7 +440,6 @@ impl Server {
         let server = Server {
             threads,
             handle,
-            dnstap,
             xdp,
         };
         for receiver in ready {
@@ -447,9 +469,9 @@ impl Server {
         self.handle.clone()
     }
 
-    /// Waits for every core to stop (after [`Handle::shutdown`]), then for
-    /// the dnstap writer to write what they left and close its output
-    /// (STOP); returns the first error.
+    /// Waits for every core to stop (after [`Handle::shutdown`]); returns
+    /// the first error. Once it returns, no core logs to dnstap any more:
+    /// the writer may be finished (it writes what they left, then STOP).
     pub fn join(self) -> io::Result<()> {
         let mut result = Ok(());
         for thread in self.threads {
@@ -459,9 +481,6 @@ impl Server {
             if result.is_ok() {
                 result = outcome;
             }
-        }
-        if let Some(writer) = self.dnstap {
-            writer.finish();
         }
         // The cores' sockets are closed; detach the program.
         drop(self.xdp);
