@@ -80,7 +80,7 @@ impl Tap {
 
     /// Hands one message to the writer, or counts it dropped. Never
     /// blocks; allocates only if the message outgrows its record (a TCP
-    /// message over [`crate::record::RECORD_CAPACITY`]).
+    /// message over a record's capacity, 4096 octets).
     pub fn log(
         &self,
         kind: Kind,

@@ -1,6 +1,7 @@
 //! # tern-server: the thread-per-core runtime around the answer pipeline
 //!
-//! This is the only crate that performs I/O. [`Server::start`] starts one
+//! This crate performs the cores' I/O (the threads off the cores live in
+//! `tern-zones`, `tern-dnstap` and the binary). [`Server::start`] starts one
 //! OS thread per configured CPU, pins it, and runs its own monoio reactor
 //! on it (io_uring, or the epoll-based legacy driver where io_uring is
 //! unavailable or not wanted: [`Driver`]). Each core binds its own UDP and
