@@ -20,6 +20,10 @@ tiny responder in this process (127.0.0.1):
    as many whole data frames as tern's closing log line counts written, and that line
    counts at least one message lost (issue 22: the frames tern still held when the
    stalled connection timed out; they were counted written before).
+4. A start that fails (the listen port is held by a socket without SO_REUSEPORT):
+   tern exits with the bind error, and a reader listening on `dnstap.socket` was
+   never connected to: the writer, started before the cores, gets its go only once
+   they serve (issue 23: the binary, not tern-server, now starts and finishes it).
 
 Every wait is for an event (a log line, a process's exit, a count) and bounded; the
 processes and the temporary directory go on exit.
@@ -469,6 +473,53 @@ def stalled_run(tmp: pathlib.Path, upstream: Upstream) -> str:
             f"{lost} were counted lost")
 
 
+def failed_start_run(tmp: pathlib.Path, upstream: Upstream) -> str:
+    """A start that fails never connects the writer to its socket."""
+    where = tmp / "failed"
+    (where / "zones").mkdir(parents=True)
+    (where / "zones" / "example.com.zone").write_text(ZONE)
+    sock_path = where / "dnstap.sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(sock_path))
+    listener.listen(8)
+    # Held without SO_REUSEPORT: the cores' bind fails.
+    taken = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    taken.bind(("127.0.0.1", 0))
+    port = taken.getsockname()[1]
+    (where / "tern.yaml").write_text(
+        f"listen: ['127.0.0.1:{port}']\n"
+        "zones:\n  directory: zones\n"
+        "control-socket: tern.sock\n"
+        f"dnstap:\n  socket: {sock_path}\n"
+    )
+    log = where / "tern.log"
+    tern_bin = pathlib.Path(os.environ.get("TERN_BIN", "target/release/tern")).resolve()
+    try:
+        with open(log, "wb") as stderr:
+            proc = subprocess.run(
+                [str(tern_bin), "serve", "--config", str(where / "tern.yaml")],
+                cwd=where, stdout=subprocess.DEVNULL, stderr=stderr, timeout=WAIT,
+            )
+        text = log.read_text(errors="replace")
+        if proc.returncode == 0 or "starting the server" not in text:
+            fail(f"tern did not fail its start (exit {proc.returncode}):\n{log_tail(log)}")
+        # tern has exited: any connection it made is in the listener's queue.
+        listener.setblocking(False)
+        try:
+            conn, _ = listener.accept()
+        except BlockingIOError:
+            pass
+        else:
+            conn.close()
+            fail(f"the dnstap writer connected although the start failed:\n{log_tail(log)}")
+        if "dnstap: connected" in text:
+            fail(f"tern logged a dnstap connection at a failed start:\n{log_tail(log)}")
+    finally:
+        taken.close()
+        listener.close()
+    return "failed start: tern exited with the bind error, its writer never connected"
+
+
 def whole_frames(conn: socket.socket) -> int:
     """Reads `conn` to its end: how many whole data frames came (a control frame, or
     one cut short, ends the count)."""
@@ -493,7 +544,8 @@ def main() -> None:
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="tern-dnstap-"))
     upstream = Upstream()
     try:
-        results = [run(tmp, upstream) for run in (file_run, socket_run, stalled_run)]
+        results = [run(tmp, upstream) for run in (file_run, socket_run, stalled_run,
+                                                failed_start_run)]
     except Failure as err:
         print(f"{SCRIPT}: FAIL: {err}", file=sys.stderr)
         for log in sorted(tmp.glob("*/tern.log")):

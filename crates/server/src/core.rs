@@ -42,7 +42,7 @@ pub(crate) struct Core {
     pub(crate) journals: crate::SharedJournals,
     /// dnstap logging, when on: checked once per UDP batch, TCP message
     /// and forwarded message.
-    pub(crate) dnstap: Option<crate::dnstap::Tap>,
+    pub(crate) dnstap: Option<tern_dnstap::Tap>,
     /// The AF_XDP path's counters on this core.
     pub(crate) xdp: RefCell<crate::stats::XdpStats>,
     /// This core's AF_XDP sockets (read for the kernel's drop counts).

@@ -89,7 +89,7 @@ pub(crate) struct CoreStart {
     /// a message lets the core serve; a closed channel stops it unserved.
     pub(crate) go: Receiver<()>,
     /// This core's end of the dnstap writer, when dnstap is on.
-    pub(crate) dnstap: Option<crate::dnstap::TapParts>,
+    pub(crate) dnstap: Option<tern_dnstap::TapParts>,
     /// The interface queues whose AF_XDP sockets this core serves.
     pub(crate) xdp: Vec<crate::xdp::QueuePlan>,
     /// The XDP program, given to the first core for its counters.
@@ -186,7 +186,7 @@ async fn serve(start: CoreStart) -> io::Result<()> {
             .zip(&config.listen)
             .map(|(socket, listen)| socket.local_addr().unwrap_or(*listen))
             .collect();
-        crate::dnstap::Tap::new(parts, local)
+        tern_dnstap::Tap::new(parts, local)
     });
     let mut worker = Worker::new(catalog, config.answer.clone(), config.cache);
     if let Some(rate_limit) = &config.rate_limit {

@@ -50,9 +50,9 @@ use std::time::Duration;
 use monoio::io::{AsyncReadRentExt, AsyncWriteRentExt};
 use monoio::net::TcpStream;
 use tern_cache::forward::{Action, Client, TcpToken};
+use tern_dnstap::{self as dnstap, Kind};
 
 use crate::core::Core;
-use crate::dnstap::{self, Kind};
 use crate::sys;
 
 pub(crate) mod sockets;

@@ -1,6 +1,7 @@
 //! # tern-server: the thread-per-core runtime around the answer pipeline
 //!
-//! This is the only crate that performs I/O. [`Server::start`] starts one
+//! This crate performs the cores' I/O (the threads off the cores live in
+//! `tern-zones`, `tern-dnstap` and the binary). [`Server::start`] starts one
 //! OS thread per configured CPU, pins it, and runs its own monoio reactor
 //! on it (io_uring, or the epoll-based legacy driver where io_uring is
 //! unavailable or not wanted: [`Driver`]). Each core binds its own UDP and
@@ -31,8 +32,6 @@
 //! - `cores`: the core thread, its reactor and what its tasks share;
 //! - `control`: the control path ([`Handle`]);
 //! - `udp`, `tcp`: the transport loops;
-//! - `dnstap`: dnstap logging, each core's bounded buffer and the writer
-//!   thread (issue 11, docs/decisions/0011);
 //! - `forward`: upstream sockets, timers and TCP fallback for the
 //!   forwarder (issue 5);
 //! - `worker`: the per-core answering state and cache;
@@ -63,7 +62,6 @@ use tern_cache::CacheLimits;
 mod control;
 mod core;
 mod cores;
-pub mod dnstap;
 mod forward;
 mod pool;
 mod rrl;
@@ -120,8 +118,9 @@ pub enum Driver {
 
 //----------- ServerConfig ---------------------------------------------------
 
-/// Everything the runtime needs to know, already validated.
-#[derive(Clone, Debug)]
+/// Everything the runtime needs to know, already validated. Not `Clone`:
+/// it carries each core's dnstap end ([`ServerConfig::dnstap`]).
+#[derive(Debug)]
 pub struct ServerConfig {
     /// Addresses to serve on, over both UDP and TCP.
     pub listen: Vec<SocketAddr>,
@@ -156,8 +155,11 @@ pub struct ServerConfig {
     /// [`thread_allocations`] with [`CountingAllocator`] installed); each
     /// core calls it for its statistics. `None`: allocations read as 0.
     pub allocations: Option<fn() -> u64>,
-    /// dnstap logging of queries and responses; `None` (the default): off.
-    pub dnstap: Option<dnstap::DnstapConfig>,
+    /// dnstap logging of queries and responses: each core's end of the
+    /// dnstap writer, one per core in the order of `cores` (whoever starts
+    /// the server starts the writer, [`tern_dnstap::DnstapWriter::start`],
+    /// and finishes it after [`Server::join`]); empty (the default): off.
+    pub dnstap: Vec<tern_dnstap::TapParts>,
     /// Interfaces whose UDP queries to `listen` are taken by AF_XDP
     /// (issue 12); empty (the default): the sockets only.
     pub xdp: Vec<String>,
@@ -180,8 +182,30 @@ impl ServerConfig {
             notify_in: None,
             journals: SharedJournals::default(),
             allocations: None,
-            dnstap: None,
+            dnstap: Vec::new(),
             xdp: Vec::new(),
+        }
+    }
+
+    /// A copy of the settings for one core: everything but the dnstap
+    /// ends, which are not copied but handed out one per core.
+    fn settings(&self) -> ServerConfig {
+        ServerConfig {
+            listen: self.listen.clone(),
+            cores: self.cores.clone(),
+            driver: self.driver,
+            answer: self.answer.clone(),
+            tcp: self.tcp,
+            cache: self.cache,
+            forward: self.forward.clone(),
+            rate_limit: self.rate_limit.clone(),
+            cookies: self.cookies.clone(),
+            transfer: self.transfer.clone(),
+            notify_in: self.notify_in.clone(),
+            journals: Arc::clone(&self.journals),
+            allocations: self.allocations,
+            dnstap: Vec::new(),
+            xdp: self.xdp.clone(),
         }
     }
 }
@@ -308,8 +332,6 @@ impl Default for TcpConfig {
 pub struct Server {
     threads: Vec<JoinHandle<io::Result<()>>>,
     handle: Handle,
-    /// The dnstap writer, stopped once the cores have.
-    dnstap: Option<dnstap::DnstapWriter>,
     /// The XDP program on `xdp` interfaces: detached when the last
     /// reference (this one, once the cores have stopped) is dropped.
     xdp: Option<Arc<xdp::Attachment>>,
@@ -328,12 +350,12 @@ impl Server {
     /// As [`Server::start`], but once every core has bound its sockets and
     /// before any of them reads a query, runs `before_serving` on the
     /// calling thread (the binary drops root there, so that binding
-    /// port 53 and opening the dnstap file are the only things done as
-    /// root; the dnstap writer connects to its socket after it). If it
-    /// fails, the cores are stopped without having served and its error is
-    /// returned.
+    /// port 53 and opening the dnstap file, before this, are the only
+    /// things done as root; the binary gives the dnstap writer its go once
+    /// this returns). If it fails, the cores are stopped without having
+    /// served and its error is returned.
     pub fn start_then(
-        config: ServerConfig,
+        mut config: ServerConfig,
         catalog: Arc<Catalog>,
         before_serving: impl FnOnce() -> io::Result<()>,
     ) -> io::Result<Server> {
@@ -342,6 +364,15 @@ impl Server {
         } else {
             config.cores.iter().copied().map(Some).collect()
         };
+        // Each core's dnstap end, one per core (or none: dnstap is off).
+        let taps = std::mem::take(&mut config.dnstap);
+        if !taps.is_empty() && taps.len() != ids.len() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("dnstap: {} tap ends for {} cores", taps.len(), ids.len()),
+            ));
+        }
+        let mut taps = taps.into_iter();
         // Attached before the cores bind: until a core puts its socket in
         // the program's map, the program passes that queue's queries to
         // the kernel, where the cores' UDP sockets answer them.
@@ -360,16 +391,7 @@ impl Server {
             .map(|attachment| attachment.plan(ids.len()))
             .unwrap_or_default();
         let (handle, ends) = Handle::new(ids.len())?;
-        let mut gates = Vec::with_capacity(ids.len() + 1);
-        let (dnstap, mut taps) = match &config.dnstap {
-            Some(tap) => {
-                let (gate, go) = std::sync::mpsc::channel();
-                gates.push(gate);
-                let (writer, taps) = dnstap::DnstapWriter::start(tap, ids.len(), go)?;
-                (Some(writer), taps.into_iter().map(Some).collect())
-            }
-            None => (None, Vec::new()),
-        };
+        let mut gates = Vec::with_capacity(ids.len());
         let mut threads = Vec::with_capacity(ids.len());
         let mut ready = Vec::with_capacity(ids.len());
         for (index, (id, (commands, wake))) in ids.into_iter().zip(ends).enumerate() {
@@ -379,13 +401,13 @@ impl Server {
             let start = cores::CoreStart {
                 id,
                 index,
-                config: config.clone(),
+                config: config.settings(),
                 catalog: Arc::clone(&catalog),
                 commands,
                 wake,
                 ready: ready_sender,
                 go,
-                dnstap: taps.get_mut(index).and_then(Option::take),
+                dnstap: taps.next(),
                 xdp: xdp_plans
                     .get_mut(index)
                     .map(std::mem::take)
@@ -408,7 +430,6 @@ impl Server {
                     Server {
                         threads,
                         handle,
-                        dnstap,
                         xdp,
                     }
                     .abort();
@@ -420,7 +441,6 @@ impl Server {
         let server = Server {
             threads,
             handle,
-            dnstap,
             xdp,
         };
         for receiver in ready {
@@ -450,9 +470,9 @@ impl Server {
         self.handle.clone()
     }
 
-    /// Waits for every core to stop (after [`Handle::shutdown`]), then for
-    /// the dnstap writer to write what they left and close its output
-    /// (STOP); returns the first error.
+    /// Waits for every core to stop (after [`Handle::shutdown`]); returns
+    /// the first error. Once it returns, no core logs to dnstap any more:
+    /// the writer may be finished (it writes what they left, then STOP).
     pub fn join(self) -> io::Result<()> {
         let mut result = Ok(());
         for thread in self.threads {
@@ -462,9 +482,6 @@ impl Server {
             if result.is_ok() {
                 result = outcome;
             }
-        }
-        if let Some(writer) = self.dnstap {
-            writer.finish();
         }
         // The cores' sockets are closed; detach the program.
         drop(self.xdp);

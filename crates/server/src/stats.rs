@@ -241,7 +241,7 @@ pub struct CoreStats {
     /// when dnstap is off).
     pub dnstap_written: u64,
     /// dnstap messages of this core dropped, by
-    /// [`crate::dnstap::DNSTAP_DROPPED`]: its buffer was full, the writer
+    /// [`tern_dnstap::DNSTAP_DROPPED`]: its buffer was full, the writer
     /// had no reader, or they were lost in the writer's buffer.
     pub dnstap_dropped: [u64; 3],
     /// The AF_XDP path's counters (all zero without `xdp.interfaces`).

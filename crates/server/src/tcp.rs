@@ -56,9 +56,9 @@ use monoio::io::{AsyncReadRent, AsyncWriteRentExt, Splitable};
 use monoio::net::tcp::{TcpOwnedReadHalf, TcpOwnedWriteHalf};
 use monoio::net::{TcpListener, TcpStream};
 use tern_cache::forward::Client;
+use tern_dnstap::{self as dnstap, Kind};
 
 use crate::core::Core;
-use crate::dnstap::{self, Kind};
 use crate::forward;
 use crate::pool::{self, Size};
 use crate::signal::{yield_now, StopListener};

@@ -13,9 +13,9 @@ use std::rc::Rc;
 
 use monoio::net::udp::UdpSocket;
 use tern_cache::forward::Client;
+use tern_dnstap::{self as dnstap, Kind};
 
 use crate::core::Core;
-use crate::dnstap::{self, Kind};
 use crate::forward;
 use crate::pool::{self, Size};
 use crate::signal::{yield_now, StopListener};

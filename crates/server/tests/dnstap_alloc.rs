@@ -2,7 +2,8 @@
 //! exist (issue 11, docs/decisions/0011-dnstap.md).
 //!
 //! Two servers, one without dnstap and one with `dnstap.file` and a small
-//! per-core buffer, each count their core thread's allocations
+//! per-core buffer (its writer started here, as the binary does: before
+//! the server, given its go once it serves, finished after it), each count their core thread's allocations
 //! ([`CountingAllocator`], read through [`CoreStats::allocations`]). Each
 //! is warmed (its answer cache filled; dnstap's records are made at start),
 //! then answers the same queries over UDP one at a time; the core's
@@ -17,7 +18,7 @@ use std::net::{SocketAddr, UdpSocket};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tern_server::dnstap::{DnstapConfig, DnstapOutput};
+use tern_dnstap::{DnstapConfig, DnstapOutput, DnstapWriter};
 use tern_server::{thread_allocations, CountingAllocator, Driver, Server, ServerConfig};
 
 #[global_allocator]
@@ -43,8 +44,9 @@ fn query(id: u16, large: bool) -> Vec<u8> {
     }
 }
 
-/// Starts a server on a free loopback port.
-fn start(dnstap: Option<DnstapConfig>) -> (Server, SocketAddr) {
+/// Starts a server on a free loopback port, with its dnstap writer when
+/// `dnstap` is set.
+fn start(dnstap: Option<DnstapConfig>) -> (Server, Option<DnstapWriter>, SocketAddr) {
     // Four strings of 250 octets: an answer of about 1,100.
     let strings: Vec<String> = ["a", "b", "c", "d"]
         .iter()
@@ -59,9 +61,18 @@ fn start(dnstap: Option<DnstapConfig>) -> (Server, SocketAddr) {
         let mut config = ServerConfig::new(vec![addr]);
         config.driver = Driver::Legacy;
         config.allocations = Some(thread_allocations);
-        config.dnstap = dnstap.clone();
+        let mut writer = dnstap.as_ref().map(|tap| {
+            let (writer, taps) = DnstapWriter::start(tap, 1).expect("starting the writer");
+            config.dnstap = taps;
+            writer
+        });
         match Server::start(config, Arc::clone(&catalog)) {
-            Ok(server) => return (server, addr),
+            Ok(server) => {
+                if let Some(writer) = &mut writer {
+                    writer.go();
+                }
+                return (server, writer, addr);
+            }
             Err(err) if err.kind() == std::io::ErrorKind::AddrInUse => continue,
             Err(err) => panic!("starting: {err}"),
         }
@@ -101,7 +112,7 @@ fn measure(server: &Server, addr: SocketAddr) -> u64 {
 }
 
 fn main() {
-    let (plain, addr) = start(None);
+    let (plain, _, addr) = start(None);
     let without = measure(&plain, addr);
     plain.handle().shutdown();
     plain.join().unwrap();
@@ -111,11 +122,13 @@ fn main() {
     let path = dir.join("tap.fstrm");
     let mut config = DnstapConfig::new(DnstapOutput::File(path.clone()));
     config.buffer = BUFFER;
-    let (tapped, addr) = start(Some(config));
+    let (tapped, writer, addr) = start(Some(config));
     let with = measure(&tapped, addr);
     let stats = tapped.handle().stats();
     tapped.handle().shutdown();
     tapped.join().unwrap();
+    // The cores have stopped: the writer writes what they left, then STOP.
+    writer.expect("dnstap is on").finish();
     let written = std::fs::metadata(&path).unwrap().len();
     let _ = std::fs::remove_dir_all(&dir);
 

@@ -354,6 +354,22 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     // Bound while tern may still be root (a port below 1024), and before
     // anything serves: a failure here stops the start cleanly.
     let metrics_listener = config.metrics_listen.map(metrics::bind).transpose()?;
+    // The dnstap writer starts before the cores, which each take their end
+    // of it: its file is opened now, while tern may still be root. It gets
+    // its go once they serve (root dropped), so that its first socket
+    // connection is made as the user, and is finished after they stop.
+    let mut dnstap = match &config.dnstap {
+        Some(tap) => {
+            let cores = config.cores.len().max(1);
+            let (writer, taps) =
+                tern_dnstap::DnstapWriter::start(tap, cores).context("starting the server")?;
+            server_config.dnstap = taps;
+            Some(writer)
+        }
+        None => None,
+    };
+    // A start that fails returns here: the writer, dropped without its go,
+    // ends having connected nothing.
     let server = tern_server::Server::start_then(server_config, Arc::clone(&catalog), || {
         // Every core has bound its sockets and none has read a query yet.
         match &account {
@@ -363,10 +379,13 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         }
     })
     .context("starting the server")?;
+    if let Some(writer) = &mut dnstap {
+        writer.go();
+    }
     let handle = server.handle();
     // From here an error stops the cores cleanly before it is returned:
     // never a process that dies half-started.
-    let mut server = StopUnlessServing(Some(server));
+    let mut server = StopUnlessServing(Some(Serving { server, dnstap }));
     let producer = config
         .catalog_producer
         .as_deref()
@@ -493,23 +512,44 @@ fn dump_zone(origin_text: &str, path: &std::path::Path) -> anyhow::Result<String
 }
 
 /// A started server that, dropped before [`StopUnlessServing::serving`]
-/// (an error after the start), stops its cores and waits for them.
-struct StopUnlessServing(Option<tern_server::Server>);
+/// (an error after the start), stops its cores and waits for them, then
+/// for its dnstap writer.
+struct StopUnlessServing(Option<Serving>);
 
 impl StopUnlessServing {
     /// The start completed: the server, to serve until it is stopped.
-    fn serving(&mut self) -> tern_server::Server {
+    fn serving(&mut self) -> Serving {
         self.0.take().expect("taken once, at the end of the start")
     }
 }
 
 impl Drop for StopUnlessServing {
     fn drop(&mut self) {
-        if let Some(server) = self.0.take() {
+        if let Some(serving) = self.0.take() {
             log::error!("the start did not complete; stopping");
-            server.handle().shutdown();
-            let _ = server.join();
+            serving.server.handle().shutdown();
+            let _ = serving.join();
         }
+    }
+}
+
+/// The serving cores and the dnstap writer they log to.
+struct Serving {
+    server: tern_server::Server,
+    dnstap: Option<tern_dnstap::DnstapWriter>,
+}
+
+impl Serving {
+    /// Waits for every core to stop (after `Handle::shutdown`), then for
+    /// the dnstap writer to write what they left and close its output
+    /// (STOP, and FINISH from a socket's reader): finished only once no
+    /// core can log any more. Returns the cores' first error.
+    fn join(self) -> std::io::Result<()> {
+        let result = self.server.join();
+        if let Some(writer) = self.dnstap {
+            writer.finish();
+        }
+        result
     }
 }
 

@@ -398,10 +398,7 @@ pub(crate) fn render(
          (no_reader), or they were in its buffer when the connection failed or the stop came \
          (lost).",
     );
-    for (reason, count) in tern_server::dnstap::DNSTAP_DROPPED
-        .iter()
-        .zip(total.dnstap_dropped)
-    {
+    for (reason, count) in tern_dnstap::DNSTAP_DROPPED.iter().zip(total.dnstap_dropped) {
         let _ = writeln!(
             o,
             "tern_dnstap_dropped_total{{reason=\"{reason}\"}} {count}"

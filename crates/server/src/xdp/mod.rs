@@ -205,7 +205,7 @@ fn answer_batch(core: &Rc<Core>, local: &Local, xsk: &mut Xsk, received: u32) {
     let mut counters = core.xdp.borrow_mut();
     let now = core.now(worker.rate_limiting());
     worker.tick_cookie_clock();
-    let tap = core.dnstap.as_ref().map(|tap| (tap, crate::dnstap::now()));
+    let tap = core.dnstap.as_ref().map(|tap| (tap, tern_dnstap::now()));
     // Allocates only when a query is forwarded (as the UDP loop).
     let mut actions = Vec::new();
     counters.received += u64::from(received);

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use tern_dnstap::{DnstapConfig, DnstapOutput, DnstapWriter};
 use tern_server::{CoreStats, Server, ServerConfig};
 
 use crate::*;
@@ -257,13 +258,16 @@ fn auto_driver_serves() {
 fn start_then_runs_its_hook_before_any_answer() {
     for driver in DRIVERS {
         let addr = free_addr("127.0.0.1").unwrap();
-        let mut config = ServerConfig::new(vec![addr]);
-        config.driver = driver;
-        config.cores = vec![0, 1];
+        let config = || {
+            let mut config = ServerConfig::new(vec![addr]);
+            config.driver = driver;
+            config.cores = vec![0, 1];
+            config
+        };
         let client = UdpSocket::bind("127.0.0.1:0").unwrap();
         let mut buf = [0u8; 4096];
         let mut in_hook = None;
-        let server = Server::start_then(config.clone(), catalog(), || {
+        let server = Server::start_then(config(), catalog(), || {
             client
                 .send_to(&query(7, "www.example.com.", 1, None), addr)
                 .unwrap();
@@ -283,7 +287,7 @@ fn start_then_runs_its_hook_before_any_answer() {
         server.handle().shutdown();
         server.join().unwrap();
 
-        let failed = Server::start_then(config.clone(), catalog(), || {
+        let failed = Server::start_then(config(), catalog(), || {
             Err(std::io::Error::other("hook says no"))
         });
         assert_eq!(
@@ -295,4 +299,25 @@ fn start_then_runs_its_hook_before_any_answer() {
         UdpSocket::bind(addr).expect("the cores released the UDP port");
         std::net::TcpListener::bind(addr).expect("the cores released the TCP port");
     }
+}
+
+/// The cores take one dnstap end each: ends made for another number of
+/// cores fail the start before anything is bound.
+#[test]
+fn dnstap_ends_are_one_per_core() {
+    let dir = std::env::temp_dir().join(format!("tern-dnstap-ends-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let tap = DnstapConfig::new(DnstapOutput::File(dir.join("tap.fstrm")));
+    let (writer, taps) = DnstapWriter::start(&tap, 2).unwrap();
+    let addr = free_addr("127.0.0.1").unwrap();
+    let mut config = ServerConfig::new(vec![addr]);
+    config.dnstap = taps;
+    let failed = Server::start(config, catalog());
+    assert_eq!(
+        failed.err().map(|err| err.kind()),
+        Some(std::io::ErrorKind::InvalidInput)
+    );
+    UdpSocket::bind(addr).expect("nothing was bound");
+    writer.finish();
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -110,7 +110,7 @@ pub(crate) struct Config {
     /// (the default): it stays the user it was started as.
     pub(crate) user: Option<String>,
     /// dnstap logging; `None` (the default): off.
-    pub(crate) dnstap: Option<tern_server::dnstap::DnstapConfig>,
+    pub(crate) dnstap: Option<tern_dnstap::DnstapConfig>,
     /// Interfaces whose UDP queries AF_XDP takes (`xdp.interfaces`,
     /// `--xdp`); empty (the default): the sockets only.
     pub(crate) xdp: Vec<String>,
@@ -466,7 +466,8 @@ impl Config {
             notify_in: None,
             journals: tern_server::SharedJournals::default(),
             allocations,
-            dnstap: self.dnstap.clone(),
+            // Each core's end of the dnstap writer, which `serve` starts.
+            dnstap: Vec::new(),
             xdp: self.xdp.clone(),
         }
     }
@@ -745,11 +746,8 @@ fn check_interfaces(interfaces: Vec<String>) -> anyhow::Result<Vec<String>> {
 
 /// The `dnstap:` section: exactly one output; the identity defaults to the
 /// host name and the version to tern's, as Knot's do.
-fn dnstap_config(
-    raw: raw::RawDnstap,
-    base: &Path,
-) -> anyhow::Result<tern_server::dnstap::DnstapConfig> {
-    use tern_server::dnstap::{DnstapConfig, DnstapOutput};
+fn dnstap_config(raw: raw::RawDnstap, base: &Path) -> anyhow::Result<tern_dnstap::DnstapConfig> {
+    use tern_dnstap::{DnstapConfig, DnstapOutput};
     let output = match (raw.socket, raw.file) {
         (Some(socket), None) => {
             let path = base.join(socket.0);
@@ -826,7 +824,7 @@ pub(crate) fn host_name() -> String {
     let mut name = std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|text| text.trim().to_string())
         .unwrap_or_default();
-    let max = tern_server::dnstap::MAX_IDENTITY;
+    let max = tern_dnstap::MAX_IDENTITY;
     if name.len() > max {
         let mut end = max;
         while !name.is_char_boundary(end) {
@@ -1386,9 +1384,8 @@ mod tests {
 
     #[test]
     fn dnstap_section() {
-        use tern_server::dnstap::{DnstapOutput, DEFAULT_BUFFER};
+        use tern_dnstap::{DnstapOutput, DEFAULT_BUFFER};
         assert_eq!(Config::default().dnstap, None);
-        assert_eq!(Config::default().server_config(None).dnstap, None);
         let file = from_text("dnstap:\n  file: tap.fstrm\n", "/var/lib/tern").unwrap();
         let tap = file.dnstap.clone().unwrap();
         assert_eq!(
@@ -1399,7 +1396,6 @@ mod tests {
         assert_eq!(tap.version, default_dnstap_version().into_bytes());
         assert_eq!(tap.buffer, DEFAULT_BUFFER);
         assert!(tap.log_queries && tap.log_responses);
-        assert_eq!(file.server_config(None).dnstap, Some(tap));
 
         let socket = from_text(
             "dnstap:\n  socket: /run/tern/dnstap.sock\n  identity: ns1\n  version: ''\n  \

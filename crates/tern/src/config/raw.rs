@@ -74,7 +74,7 @@ pub(crate) struct RawDnstap {
     pub(crate) file: Option<Parsed<PathKind>>,
     pub(crate) identity: Option<Parsed<DnstapTextKind>>,
     pub(crate) version: Option<Parsed<DnstapTextKind>>,
-    pub(crate) buffer: Option<Parsed<Range<1, { tern_server::dnstap::MAX_BUFFER }>>>,
+    pub(crate) buffer: Option<Parsed<Range<1, { tern_dnstap::MAX_BUFFER }>>>,
     pub(crate) log_queries: Option<bool>,
     pub(crate) log_responses: Option<bool>,
 }
@@ -499,14 +499,14 @@ impl Kind for PathKind {
 pub(crate) struct ChaosTextKind;
 
 /// dnstap's identity or version: a string of at most
-/// [`tern_server::dnstap::MAX_IDENTITY`] octets (empty: left out).
+/// [`tern_dnstap::MAX_IDENTITY`] octets (empty: left out).
 pub(crate) struct DnstapTextKind;
 
 impl Kind for DnstapTextKind {
     type Value = String;
     const EXPECTING: &'static str = "a string";
     fn parse(text: &str) -> Result<String, String> {
-        let max = tern_server::dnstap::MAX_IDENTITY;
+        let max = tern_dnstap::MAX_IDENTITY;
         if text.len() > max {
             return Err(format!("{} bytes is longer than {max}", text.len()));
         }
