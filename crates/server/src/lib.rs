@@ -88,7 +88,7 @@ pub use stats::{
     CoreStats, ZoneCounters, COOKIE_RESULTS, FAMILIES, MAX_COUNTED_ZONES, OTHER_TYPE, QUERY_TYPES,
     TCP_TIMEOUTS, TRANSPORTS, TYPE_SLOTS,
 };
-pub use sys::{thread_allocations, CountingAllocator};
+pub use sys::{fix_allocator_threshold, thread_allocations, CountingAllocator};
 pub use tern_cache::forward::{
     Cidr, ForwardConfig, ForwardStats, Policy, RttHistogram, UpstreamStats, MAX_UPSTREAMS,
     RTT_BUCKETS_MS,

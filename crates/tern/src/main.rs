@@ -236,6 +236,7 @@ fn parse_flag<T>(
 //----------- main -----------------------------------------------------------
 
 fn main() -> ExitCode {
+    tern_server::fix_allocator_threshold();
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => code,
