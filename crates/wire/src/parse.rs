@@ -222,7 +222,7 @@ impl<'a> MessageView<'a> {
             if found.is_some() {
                 return Err(ParseError::new("more than one OPT record"));
             }
-            found = Some(Edns::from_record(&record)?);
+            found = Some(Edns::from_fields(record.class, record.ttl, record.rdata)?);
         }
         if records.pos != self.message.len() {
             return Err(ParseError::new("trailing bytes after the last record"));
