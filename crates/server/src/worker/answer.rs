@@ -5,34 +5,17 @@ use std::net::SocketAddr;
 
 use bumpalo::Bump;
 use tern_authority::cookie::CookieCheck;
-use tern_authority::{respond, respond_with, Catalog, Options, Response, Transport};
+use tern_authority::{respond, respond_with, Response, Transport};
 use tern_cache::forward::Forwarder;
 use tern_cache::ResponseCache;
 
-use super::policy::{Cookies, Peer};
+use super::answering::{Answering, Peer};
 use super::request::{forward_key, head_len, Request, UdpAnswer};
 use super::{CLASSIC_UDP_SIZE, TCP_SIZE};
 use crate::rrl::RateLimiter;
 use crate::stats::{zone_tag, Counters};
 use tern_wire::parse::MessageView;
 use tern_wire::types::{RClass, RType};
-
-//----------- Answering ------------------------------------------------------
-
-/// The worker's read-only answering inputs, borrowed apart from its
-/// mutable parts (cache, counters) and its arena.
-pub(super) struct Answering<'w> {
-    pub(super) catalog: &'w Catalog,
-    pub(super) options: &'w Options,
-    /// `options` without the NSID: answers to be cached are written with
-    /// these, and the NSID appended to a copy (as the COOKIE is).
-    pub(super) fill_options: &'w Options,
-    pub(super) full_udp_size: usize,
-    pub(super) cookies: Option<&'w Cookies>,
-    pub(super) transfer: &'w crate::TransferConfig,
-    pub(super) xfr_out: &'w crate::xfr_out::XfrOutCounters,
-    pub(super) notify: Option<&'w crate::NotifyIn>,
-}
 
 impl Answering<'_> {
     /// The cache first, then `respond`; the request's views go in `arena`.

@@ -91,13 +91,13 @@ const TCP_SIZE: usize = 65535;
 const REQUEST_ARENA: usize = 4096;
 
 mod answer;
+mod answering;
 mod notify;
 mod policy;
 mod request;
 mod signed;
 
-use answer::Answering;
-use policy::{Cookies, Peer};
+use answering::{Answering, Cookies, Peer};
 pub(crate) use request::Forwarding;
 pub use request::UdpAnswer;
 

@@ -27,8 +27,7 @@ use tern_wire::parse::MessageView;
 use tern_wire::types::{Opcode, Rcode};
 use tern_xfr::tsig::{check_request, RequestCheck, Session};
 
-use super::answer::Answering;
-use super::policy::Peer;
+use super::answering::{Answering, Peer};
 use super::request::UdpAnswer;
 use crate::signing::{error_answer, failed_check, unix_time};
 

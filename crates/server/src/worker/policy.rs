@@ -1,81 +1,19 @@
 //! The policy stage: DNS cookies (docs/decisions/0006) and response rate
 //! limiting (docs/decisions/0007) applied to an answer once it is written.
 
-use std::cell::Cell;
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 
-use tern_authority::cookie::{self, CookieCheck, CookieSecret};
+use tern_authority::cookie::{self, CookieCheck};
 use tern_authority::{append_options, bad_cookie, respond_with, Response, Transport};
 
 use tern_wire::name::Name;
 use tern_wire::parse::{MessageView, HEADER_LEN};
 use tern_wire::types::RType;
 
-use super::answer::Answering;
+use super::answering::{Answering, Peer};
 use super::request::UdpAnswer;
 use crate::rrl::{write_slip, Category, RateLimiter, Verdict};
 use crate::stats::Counters;
-
-//----------- Cookies --------------------------------------------------------
-
-/// A worker's DNS cookie state: the secret (the same on every core) and
-/// the wall clock in Unix seconds, read at most once per UDP batch and per
-/// TCP message, by the first query there that carries an option
-/// ([`Worker::tick_cookie_clock`] marks it stale), never per query.
-pub(super) struct Cookies {
-    pub(super) secret: CookieSecret,
-    /// The clock's last reading.
-    pub(super) now: Cell<u32>,
-    /// Whether `now` must be read again before use.
-    pub(super) stale: Cell<bool>,
-}
-
-impl Cookies {
-    /// The wall clock, read if stale.
-    pub(super) fn now(&self) -> u32 {
-        if self.stale.replace(false) {
-            self.now.set(unix_seconds());
-        }
-        self.now.get()
-    }
-}
-
-//----------- Peer -----------------------------------------------------------
-
-/// The client's address, read (from the receive batch) the first time
-/// something needs it: the forwarder, the rate limiter, or a query with
-/// EDNS options when cookies are on. Most queries need none of them.
-pub(super) struct Peer<'p> {
-    pub(super) read: &'p dyn Fn() -> Option<SocketAddr>,
-    pub(super) value: Cell<Option<Option<SocketAddr>>>,
-}
-
-impl<'p> Peer<'p> {
-    pub(super) fn new(read: &'p dyn Fn() -> Option<SocketAddr>) -> Self {
-        Peer {
-            read,
-            value: Cell::new(None),
-        }
-    }
-
-    /// The address, read now if not yet.
-    pub(super) fn get(&self) -> Option<SocketAddr> {
-        if let Some(value) = self.value.get() {
-            return value;
-        }
-        let value = (self.read)();
-        self.value.set(Some(value));
-        value
-    }
-}
-
-/// The wall clock in Unix seconds, as RFC 9018 timestamps count (modulo
-/// 2^32, compared in serial-number arithmetic); 0 before 1970.
-pub(super) fn unix_seconds() -> u32 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |since| since.as_secs() as u32)
-}
 
 impl Answering<'_> {
     /// The cookie check of a query whose OPT has `options`, from `peer`:

@@ -14,7 +14,7 @@ use tern_authority::{respond, Response, Transport};
 use tern_wire::parse::MessageView;
 use tern_xfr::tsig::{check_request, RequestCheck, TsigRecord};
 
-use super::answer::Answering;
+use super::answering::Answering;
 use super::request::UdpAnswer;
 use super::{CLASSIC_UDP_SIZE, TCP_SIZE};
 use crate::signing::{failed_check, truncated_answer, unix_time};
