@@ -27,7 +27,9 @@
 //! | a COOKIE option of a bad length (any opcode, any EDNS version) | FORMERR, question, OPT without options (BIND; 0006) |
 //! | no question, a well-formed COOKIE, and a cookie to give | NOERROR, header and OPT with the cookie (RFC 7873 section 5.4, BIND) |
 //!
-//! [`respond_with`] adds options such as a COOKIE to the OPT of the
+//! [`respond_to`] takes a query parsed once ([`Query`]); [`respond`] and
+//! [`respond_with`] parse the bytes first, for callers that hold only
+//! them. [`respond_to`] adds options such as a COOKIE to the OPT of the
 //! answer, [`append_option`] to an answer already written, and
 //! [`bad_cookie`] writes a BADCOOKIE answer
 //! (`docs/decisions/0006-dns-cookies.md`).
@@ -76,7 +78,8 @@
 use tern_wire::build::MessageBuilder;
 use tern_wire::edns::Edns;
 use tern_wire::name::Name;
-use tern_wire::parse::{Header, MessageView, Question, Section, HEADER_LEN};
+use tern_wire::parse::{Header, Question, Section, HEADER_LEN};
+use tern_wire::query::Query;
 use tern_wire::types::{Opcode, RClass, RType, Rcode};
 
 use crate::builder::additional_types;
@@ -205,7 +208,7 @@ pub fn summary(answer: &[u8]) -> Option<(Rcode, bool)> {
 /// OPT (root owner, type 41, RDLENGTH 0), then writes the options and sets
 /// the RDLENGTH. Returns the new length, or `None`, leaving `out[..len]` as
 /// it was, if the answer does not end that way or the result would exceed
-/// `limit` (or `out`): then answer with [`respond_with`] instead, which
+/// `limit` (or `out`): then answer with [`respond_to`] instead, which
 /// truncates as needed. The caller must know the answer was written for a
 /// query with EDNS: an answer without OPT whose last record's RDATA ended
 /// in those 11 octets would pass the check.
@@ -275,16 +278,16 @@ fn extend_opt(
 /// `Drop` unless the query is a QUERY with one readable question and an
 /// OPT of version 0 with a well-formed COOKIE option.
 pub fn bad_cookie(
-    query: &[u8],
+    query: &Query<'_>,
     options: &Options,
     cookie: &CookieOption,
     out: &mut [u8],
 ) -> Response {
-    let Ok(message) = MessageView::parse(query) else {
+    let Ok(message) = query.message() else {
         return Response::Drop;
     };
     let header = message.header();
-    let (Some(question), Ok(Some(edns))) = (message.question(), message.edns()) else {
+    let (Some(question), Ok(Some(edns))) = (message.question(), query.edns()) else {
         return Response::Drop;
     };
     if header.qr()
@@ -321,7 +324,9 @@ pub fn bad_cookie(
 //----------- respond --------------------------------------------------------
 
 /// Answers one query into `out` (65535 octets suffice for any answer):
-/// [`respond_with`] without extra options.
+/// [`respond_to`] without extra options, for a caller that holds the
+/// bytes only (a server parses each query once into a [`Query`] and calls
+/// [`respond_to`]).
 pub fn respond(
     catalog: &Catalog,
     query: &[u8],
@@ -329,7 +334,20 @@ pub fn respond(
     options: &Options,
     out: &mut [u8],
 ) -> Response {
-    respond_with(catalog, query, transport, options, &[], out)
+    respond_to(catalog, &Query::parse(query), transport, options, &[], out)
+}
+
+/// [`respond_to`] for a query's bytes: parses them, then answers.
+pub fn respond_with(
+    catalog: &Catalog,
+    query: &[u8],
+    transport: Transport,
+    options: &Options,
+    extra_options: &[u8],
+    out: &mut [u8],
+) -> Response {
+    let query = Query::parse(query);
+    respond_to(catalog, &query, transport, options, extra_options, out)
 }
 
 /// Answers one query into `out`, adding `extra_options` (raw EDNS options,
@@ -350,15 +368,18 @@ pub fn respond(
 /// EDNS version; a query without a question but with a COOKIE option is
 /// answered NOERROR, header and OPT only, when `extra_options` carry a
 /// COOKIE (RFC 7873 section 5.4, BIND).
-pub fn respond_with(
+///
+/// The query was parsed once by the caller ([`Query::parse`]); nothing
+/// here reads its bytes again.
+pub fn respond_to(
     catalog: &Catalog,
-    query: &[u8],
+    query: &Query<'_>,
     transport: Transport,
     options: &Options,
     extra_options: &[u8],
     out: &mut [u8],
 ) -> Response {
-    let Ok(header) = Header::from_message(query) else {
+    let Some(header) = query.header() else {
         return Response::Drop;
     };
     if header.qr() {
@@ -370,11 +391,11 @@ pub fn respond_with(
     if header.counts()[0] > 1 {
         return error(&header, None, Rcode::FORMERR, true, out);
     }
-    let Ok(message) = MessageView::parse(query) else {
+    let Ok(message) = query.message() else {
         return Response::Drop;
     };
     let question = message.question();
-    let Ok(edns) = message.edns() else {
+    let Ok(edns) = query.edns() else {
         return error(&header, question.as_ref(), Rcode::FORMERR, true, out);
     };
     let limit = size_limit(transport, edns.as_ref(), options);
@@ -471,15 +492,14 @@ fn size_limit(transport: Transport, edns: Option<&Edns<'_>>, options: &Options) 
 /// header. A malformed COOKIE option makes it a FORMERR, as in BIND.
 fn not_implemented(
     header: &Header,
-    query: &[u8],
+    query: &Query<'_>,
     transport: Transport,
     options: &Options,
     extra_options: &[u8],
     out: &mut [u8],
 ) -> Response {
-    let message = MessageView::parse(query).ok();
-    let question = message.and_then(|message| message.question());
-    let edns = message.and_then(|message| message.edns().ok().flatten());
+    let question = query.question();
+    let edns = query.edns().ok().flatten();
     let error = Error {
         header,
         question: question.as_ref(),
@@ -593,7 +613,7 @@ struct Context<'a> {
     /// The NSID option, added after ours (empty: none).
     nsid: &'a [u8],
     /// Options added after ours and the NSID to the OPT (see
-    /// [`respond_with`]).
+    /// [`respond_to`]).
     extra: &'a [u8],
 }
 

@@ -8,6 +8,7 @@ use tern_authority::{append_options, bad_cookie, respond_with, Response, Transpo
 
 use tern_wire::name::Name;
 use tern_wire::parse::{MessageView, HEADER_LEN};
+use tern_wire::query::Query;
 use tern_wire::types::RType;
 
 use super::answering::{Answering, Peer};
@@ -140,7 +141,7 @@ impl Answering<'_> {
                 // over TCP.
                 let badcookie = check
                     .reply_option()
-                    .map(|option| bad_cookie(query, self.options, option, out));
+                    .map(|option| bad_cookie(&Query::parse(query), self.options, option, out));
                 let len = match badcookie {
                     Some(Response::Send(len)) => len,
                     Some(Response::Drop) | None => {
