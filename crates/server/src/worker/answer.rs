@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 
 use bumpalo::Bump;
 use tern_authority::cookie::CookieCheck;
-use tern_authority::{respond, respond_with, Response, Transport};
+use tern_authority::{respond_to, Response, Transport};
 use tern_cache::forward::Forwarder;
 use tern_cache::ResponseCache;
 
@@ -14,7 +14,7 @@ use super::request::{forward_key, head_len, Request, UdpAnswer};
 use super::{CLASSIC_UDP_SIZE, TCP_SIZE};
 use crate::rrl::RateLimiter;
 use crate::stats::{zone_tag, Counters};
-use tern_wire::parse::MessageView;
+use tern_wire::query::Query;
 use tern_wire::types::{RClass, RType};
 
 impl Answering<'_> {
@@ -27,12 +27,12 @@ impl Answering<'_> {
         forwarder: Option<&mut Forwarder>,
         limiter: Option<&mut RateLimiter>,
         counters: &mut Counters,
-        query: &[u8],
+        query: &Query<'_>,
         peer: &Peer<'_>,
         now: u64,
         out: &mut [u8],
     ) -> UdpAnswer {
-        let Some(request) = Request::parse(query, self.full_udp_size) else {
+        let Some(request) = Request::from_query(query, self.full_udp_size) else {
             counters.set_type_of(query);
             if let Some(answer) = self.ixfr_over_udp(query, peer, out) {
                 return answer;
@@ -50,7 +50,7 @@ impl Answering<'_> {
             let extra = check
                 .reply_option()
                 .map_or(&[][..], |option| option.as_bytes());
-            let answer = respond_with(
+            let answer = respond_to(
                 self.catalog,
                 query,
                 Transport::Udp,
@@ -68,25 +68,32 @@ impl Answering<'_> {
         };
         let request: &Request<'_> = arena.alloc(request);
         counters.set_type(request.key.qtype.0);
-        debug_assert_eq!(request.view.bytes().len(), query.len());
+        let bytes = query.bytes();
         // A query to forward names no zone of ours, and the answer cache
         // holds only our zones' answers (respond refuses other names, and
         // refusals are not cached): it would miss. Decide forwarding first
         // (one `catalog.find`) and skip its probe and hash.
         if let Some(answer) =
-            self.forwardable(request, forwarder, query, peer, request.limit, now, out)
+            self.forwardable(request, forwarder, bytes, peer, request.limit, now, out)
         {
             return answer;
         }
         let answer = if let Some((len, zone)) =
-            cache.answer_tagged(&request.key, query, request.limit, out)
+            cache.answer_tagged(&request.key, bytes, request.limit, out)
         {
             counters.cache_hits += 1;
             counters.zone = zone;
             UdpAnswer::Send(len)
         } else {
             counters.cache_misses += 1;
-            let response = respond(self.catalog, query, Transport::Udp, self.fill_options, out);
+            let response = respond_to(
+                self.catalog,
+                query,
+                Transport::Udp,
+                self.fill_options,
+                &[],
+                out,
+            );
             // The zone's counters: looked up on a miss only; the cache
             // keeps it with the answer for the hits.
             let zone = zone_tag(self.catalog.find_position(request.key.name.as_name()));
@@ -138,9 +145,9 @@ impl Answering<'_> {
     #[allow(clippy::too_many_arguments)]
     pub(super) fn tcp(
         &self,
-        arena: &Bump,
         forwarder: Option<&mut Forwarder>,
-        query: &[u8],
+        query: &Query<'_>,
+        request: Option<&Request<'_>>,
         peer: Option<SocketAddr>,
         now: u64,
         out: &mut [u8],
@@ -148,10 +155,9 @@ impl Answering<'_> {
         let read = || peer;
         let peer = Peer::new(&read);
         if forwarder.is_some() && peer.get().is_some() {
-            if let Some(request) = Request::parse(query, TCP_SIZE) {
-                let request: &Request<'_> = arena.alloc(request);
+            if let Some(request) = request {
                 if let Some(answer) =
-                    self.forwardable(request, forwarder, query, &peer, TCP_SIZE, now, out)
+                    self.forwardable(request, forwarder, query.bytes(), &peer, TCP_SIZE, now, out)
                 {
                     return answer;
                 }
@@ -167,7 +173,7 @@ impl Answering<'_> {
         let extra = check
             .reply_option()
             .map_or(&[][..], |option| option.as_bytes());
-        respond_with(
+        respond_to(
             self.catalog,
             query,
             Transport::Tcp,
@@ -234,16 +240,22 @@ impl Answering<'_> {
 impl Answering<'_> {
     /// An IXFR over UDP: the SOA alone to a client that may transfer the
     /// zone, or the refusal (`crate::xfr_out`); `None` for other queries.
-    fn ixfr_over_udp(&self, query: &[u8], peer: &Peer<'_>, out: &mut [u8]) -> Option<UdpAnswer> {
+    fn ixfr_over_udp(
+        &self,
+        query: &Query<'_>,
+        peer: &Peer<'_>,
+        out: &mut [u8],
+    ) -> Option<UdpAnswer> {
         // Only a QUERY (opcode 0, QR clear) can be one.
-        if query.get(2).is_none_or(|flags| flags & 0xf8 != 0) {
+        if query.bytes().get(2).is_none_or(|flags| flags & 0xf8 != 0) {
             return None;
         }
-        let limit = MessageView::parse(query)
-            .ok()
-            .filter(|view| view.question().is_some_and(|q| q.qtype == RType::IXFR))
-            .map(|view| {
-                view.edns()
+        let limit = query
+            .question()
+            .filter(|question| question.qtype == RType::IXFR)
+            .map(|_| {
+                query
+                    .edns()
                     .ok()
                     .flatten()
                     .map_or(CLASSIC_UDP_SIZE, |edns| usize::from(edns.udp_size))

@@ -4,10 +4,10 @@
 use std::net::IpAddr;
 
 use tern_authority::cookie::{self, CookieCheck};
-use tern_authority::{append_options, bad_cookie, respond_with, Response, Transport};
+use tern_authority::{append_options, bad_cookie, respond_to, Response, Transport};
 
 use tern_wire::name::Name;
-use tern_wire::parse::{MessageView, HEADER_LEN};
+use tern_wire::parse::HEADER_LEN;
 use tern_wire::query::Query;
 use tern_wire::types::RType;
 
@@ -30,16 +30,13 @@ impl Answering<'_> {
         }
     }
 
-    /// [`Answering::cookie`] for a query not parsed yet (the paths that
-    /// do not go through [`Request`]).
-    pub(super) fn cookie_of(&self, query: &[u8], peer: &Peer<'_>) -> CookieCheck {
+    /// [`Answering::cookie`] for a query that did not go through
+    /// [`Request`]: the options of its OPT, if it has a readable one.
+    pub(super) fn cookie_of(&self, query: &Query<'_>, peer: &Peer<'_>) -> CookieCheck {
         if self.cookies.is_none() {
             return CookieCheck::None;
         }
-        let edns = MessageView::parse(query)
-            .ok()
-            .and_then(|view| view.edns().ok().flatten());
-        self.cookie(edns.map_or(&[][..], |edns| edns.options), peer)
+        self.cookie(query.edns_options(), peer)
     }
 
     /// Adds our NSID (if `nsid`, the query asked, and one is configured)
@@ -53,7 +50,7 @@ impl Answering<'_> {
         &self,
         nsid: bool,
         check: &CookieCheck,
-        query: &[u8],
+        query: &Query<'_>,
         limit: usize,
         answer: UdpAnswer,
         out: &mut [u8],
@@ -73,7 +70,7 @@ impl Answering<'_> {
         }
         match append_options(out, len, limit, &[nsid, cookie]) {
             Some(len) => UdpAnswer::Send(len),
-            None => respond_with(
+            None => respond_to(
                 self.catalog,
                 query,
                 Transport::Udp,
@@ -95,7 +92,7 @@ impl Answering<'_> {
         &self,
         limiter: &mut RateLimiter,
         counters: &mut Counters,
-        (query, check): (&[u8], &CookieCheck),
+        (query, check): (&Query<'_>, &CookieCheck),
         question: Option<(Name<'_>, RType)>,
         ip: IpAddr,
         now: u64,
@@ -141,7 +138,7 @@ impl Answering<'_> {
                 // over TCP.
                 let badcookie = check
                     .reply_option()
-                    .map(|option| bad_cookie(&Query::parse(query), self.options, option, out));
+                    .map(|option| bad_cookie(query, self.options, option, out));
                 let len = match badcookie {
                     Some(Response::Send(len)) => len,
                     Some(Response::Drop) | None => {
@@ -158,15 +155,15 @@ impl Answering<'_> {
         }
     }
 
-    /// [`Answering::limit`] for a query the cache path could not parse
+    /// [`Answering::limit`] for a query the cache path did not take
     /// (another class or opcode, a malformed or EDNS-version error): its
-    /// question, if readable, is parsed and lowercased here.
+    /// question, if it has one, is lowercased here.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn limit_unparsed(
         &self,
         limiter: &mut RateLimiter,
         counters: &mut Counters,
-        query: &[u8],
+        query: &Query<'_>,
         check: &CookieCheck,
         peer: &Peer<'_>,
         now: u64,
@@ -179,9 +176,8 @@ impl Answering<'_> {
         let Some(ip) = peer.get().map(|peer| peer.ip()) else {
             return answer;
         };
-        let question = MessageView::parse(query)
-            .ok()
-            .and_then(|view| view.question())
+        let question = query
+            .question()
             .map(|question| (question.name.to_lower(), question.qtype));
         let question = question
             .as_ref()

@@ -10,9 +10,9 @@
 //! set, and that is signed (RFC 8945 section 5.3), so the client retries
 //! over TCP.
 
-use tern_authority::{respond, Response, Transport};
-use tern_wire::parse::MessageView;
-use tern_xfr::tsig::{check_request, RequestCheck, TsigRecord};
+use tern_authority::{respond_to, Response, Transport};
+use tern_wire::query::Query;
+use tern_xfr::tsig::{check_parsed_request, RequestCheck, TsigRecord};
 
 use super::answering::Answering;
 use super::request::UdpAnswer;
@@ -25,23 +25,24 @@ impl Answering<'_> {
     /// carries no TSIG record (answer it as usual).
     pub(super) fn signed(
         &self,
-        query: &[u8],
+        query: &Query<'_>,
         transport: Transport,
         out: &mut [u8],
     ) -> Option<UdpAnswer> {
-        if !matches!(TsigRecord::find(query), Ok(Some(_)) | Err(_)) {
+        // A message that does not parse is not answered here.
+        let view = query.message().ok()?;
+        if !matches!(TsigRecord::find_in(view), Ok(Some(_)) | Err(_)) {
             return None;
         }
         let now = unix_time();
-        let view = MessageView::parse(query).ok()?;
-        let mut session = match check_request(&self.transfer.keys, query, now) {
+        let mut session = match check_parsed_request(&self.transfer.keys, view, now) {
             RequestCheck::Unsigned => return None,
             RequestCheck::Signed(session) => session,
-            failed => return failed_check(failed, &view, now, out).map(UdpAnswer::Send),
+            failed => return failed_check(failed, view, now, out).map(UdpAnswer::Send),
         };
         let limit = match transport {
             Transport::Tcp => TCP_SIZE,
-            Transport::Udp => view
+            Transport::Udp => query
                 .edns()
                 .ok()
                 .flatten()
@@ -53,11 +54,12 @@ impl Answering<'_> {
         };
         let reserve = session.record_len();
         let room = out.len().min(limit).checked_sub(reserve)?;
-        let len = match respond(
+        let len = match respond_to(
             self.catalog,
             query,
             transport,
             self.options,
+            &[],
             &mut out[..room],
         ) {
             Response::Send(len) => len,
@@ -68,7 +70,7 @@ impl Answering<'_> {
             // Too large with the signature: the header and question alone,
             // truncated, signed.
             _ => {
-                let len = truncated_answer(&view, out)?;
+                let len = truncated_answer(view, out)?;
                 session.sign(out, len, now).ok()?
             }
         };

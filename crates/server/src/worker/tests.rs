@@ -1,5 +1,6 @@
 use super::*;
 use tern_authority::{cookie, respond_with};
+use tern_wire::parse::MessageView;
 
 use crate::rrl::RateLimitConfig;
 use crate::Cidr;
