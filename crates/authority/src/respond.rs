@@ -379,6 +379,57 @@ pub fn respond_to(
     extra_options: &[u8],
     out: &mut [u8],
 ) -> Response {
+    let mut zone = None;
+    answer_query(
+        catalog,
+        query,
+        transport,
+        options,
+        extra_options,
+        out,
+        &mut zone,
+    )
+}
+
+/// [`respond_to`], and the catalog slot of the zone the query's name is
+/// in ([`Catalog::find_position`] of the lowercased name), found on the
+/// way, so that a server counting answers by zone does not walk the
+/// catalog again: `None` when the name is in none of our zones, or was
+/// not looked up (a query answered before that: malformed, another
+/// opcode or class, BADVERS, a transfer; every query a cache key can be
+/// made for is looked up).
+pub fn respond_to_at(
+    catalog: &Catalog,
+    query: &Query<'_>,
+    transport: Transport,
+    options: &Options,
+    extra_options: &[u8],
+    out: &mut [u8],
+) -> (Response, Option<u32>) {
+    let mut zone = None;
+    let response = answer_query(
+        catalog,
+        query,
+        transport,
+        options,
+        extra_options,
+        out,
+        &mut zone,
+    );
+    (response, zone)
+}
+
+/// [`respond_to_at`]'s work; `located` is set to the slot, if any, when
+/// the name is looked up.
+fn answer_query(
+    catalog: &Catalog,
+    query: &Query<'_>,
+    transport: Transport,
+    options: &Options,
+    extra_options: &[u8],
+    out: &mut [u8],
+    located: &mut Option<u32>,
+) -> Response {
     let Some(header) = query.header() else {
         return Response::Drop;
     };
@@ -456,7 +507,18 @@ pub fn respond_to(
         return context.short(Rcode::REFUSED, true, out);
     }
     let qname = question.name.to_lower();
-    let Some(zone) = catalog.find_for_query(qname.as_name(), question.qtype) else {
+    // The zone of the name, walked once: DS, answered from the parent's
+    // side of a cut, looks again from one label up.
+    let position = catalog.find_position(qname.as_name());
+    *located = position;
+    let zone = if question.qtype == RType::DS {
+        catalog.find_for_query(qname.as_name(), question.qtype)
+    } else {
+        position
+            .and_then(|slot| catalog.zone_at(slot))
+            .map(|zone| &**zone)
+    };
+    let Some(zone) = zone else {
         return context.short(Rcode::REFUSED, true, out);
     };
     if zone.expired {
