@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 
 use bumpalo::Bump;
 use tern_authority::cookie::CookieCheck;
-use tern_authority::{respond_to, Response, Transport};
+use tern_authority::{respond_to, respond_to_at, Response, Transport};
 use tern_cache::forward::Forwarder;
 use tern_cache::ResponseCache;
 
@@ -32,7 +32,11 @@ impl Answering<'_> {
         now: u64,
         out: &mut [u8],
     ) -> UdpAnswer {
-        let Some(request) = Request::from_query(query, self.full_udp_size) else {
+        // Made in the arena, in place: a `Request` (with its cache key)
+        // is a few hundred octets, not worth copying there.
+        let made =
+            arena.alloc_try_with(|| Request::from_query(query, self.full_udp_size).ok_or(()));
+        let Ok(request) = made else {
             counters.set_type_of(query);
             if let Some(answer) = self.ixfr_over_udp(query, peer, out) {
                 return answer;
@@ -66,7 +70,7 @@ impl Answering<'_> {
                 (None, _) => answer,
             };
         };
-        let request: &Request<'_> = arena.alloc(request);
+        let request: &Request<'_> = request;
         counters.set_type(request.key.qtype.0);
         let bytes = query.bytes();
         // A query to forward names no zone of ours, and the answer cache
@@ -86,7 +90,10 @@ impl Answering<'_> {
             UdpAnswer::Send(len)
         } else {
             counters.cache_misses += 1;
-            let response = respond_to(
+            // The zone's counters: found by respond on a miss (a cache
+            // key's query is always looked up); the cache keeps it with the
+            // answer for the hits.
+            let (response, zone) = respond_to_at(
                 self.catalog,
                 query,
                 Transport::Udp,
@@ -94,15 +101,14 @@ impl Answering<'_> {
                 &[],
                 out,
             );
-            // The zone's counters: looked up on a miss only; the cache
-            // keeps it with the answer for the hits.
-            let zone = zone_tag(self.catalog.find_position(request.key.name.as_name()));
+            let zone = zone_tag(zone);
             counters.zone = zone;
             // Only an answer written at the full size is what respond writes
             // for every client whose limit it fits; the cache checks the fit.
+            // Written just now for this key's query: not parsed again.
             let full_size = !request.key.edns || request.limit == self.full_udp_size;
             if let (Response::Send(len), true) = (response, full_size) {
-                cache.insert_tagged(request.key, &out[..len], zone);
+                cache.insert_written(request.key, &out[..len], head_len(request), zone);
             }
             response.into()
         };
