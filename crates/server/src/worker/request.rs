@@ -67,7 +67,9 @@ impl<'q> Request<'q> {
     /// transfer, an additional record other than OPT such as a TSIG).
     /// Class ANY, answered as IN, is cached under its own key: the answer
     /// echoes the question's class.
+    ///
     /// Reads nothing again: the message and its OPT come from `query`.
+    #[inline(always)]
     pub(super) fn from_query(query: &'q Query<'q>, full_udp_size: usize) -> Option<Self> {
         let view = query.message().ok()?;
         let question = view.question()?;
