@@ -682,6 +682,7 @@ struct Context<'a> {
 impl Context<'_> {
     /// Starts a reply: header, question, room for the OPT with
     /// `opt_options`, the NSID and the extra options.
+    #[inline]
     fn begin<'b>(
         &self,
         out: &'b mut [u8],
@@ -702,7 +703,7 @@ impl Context<'_> {
     /// Finishes a reply: the OPT (if the query had one) with `opt_options`,
     /// the counts. The room for the NSID and the extra options stays
     /// reserved: see [`Context::extend`].
-    fn end(&self, mut builder: MessageBuilder<'_>, rcode: Rcode, opt_options: &[u8]) -> Response {
+    fn end(&self, builder: &mut MessageBuilder<'_>, rcode: Rcode, opt_options: &[u8]) -> Response {
         builder.set_rcode(rcode);
         if let Some(edns) = self.edns {
             builder.release(OPT_LEN + opt_options.len());
@@ -714,7 +715,7 @@ impl Context<'_> {
                 return Response::Drop;
             }
         }
-        Response::Send(builder.finish())
+        Response::Send(builder.finish_in_place())
     }
 
     /// Adds the NSID and the extra options to the OPT that
@@ -748,7 +749,7 @@ impl Context<'_> {
     /// A reply with no records and `options` (ours) in its OPT.
     fn bare(&self, rcode: Rcode, copy_flags: bool, options: &[u8], out: &mut [u8]) -> Response {
         let response = match self.begin(out, copy_flags, options) {
-            Some(builder) => self.end(builder, rcode, options),
+            Some(mut builder) => self.end(&mut builder, rcode, options),
             None => Response::Drop,
         };
         self.extend(out, response, options)
@@ -792,7 +793,7 @@ impl Context<'_> {
         {
             builder.set_tc(true);
         }
-        let response = self.end(builder, Rcode::NOERROR, &[]);
+        let response = self.end(&mut builder, Rcode::NOERROR, &[]);
         self.extend(out, response, &[])
     }
 
@@ -802,14 +803,15 @@ impl Context<'_> {
             return Response::Drop;
         };
         builder.set_aa(answer.authoritative);
+        // The builder is lent, not moved: it holds its compression table.
         let mut writer = Writer {
             zone,
             answer,
             qname: self.question.name,
-            builder,
+            builder: &mut builder,
         };
         writer.write_all();
-        let response = self.end(writer.builder, answer.rcode, &[]);
+        let response = self.end(&mut builder, answer.rcode, &[]);
         self.extend(out, response, &[])
     }
 }
@@ -827,14 +829,14 @@ struct Seen {
 //----------- Writer ---------------------------------------------------------
 
 /// Writes an answer plan's sections.
-struct Writer<'a, 'b> {
+struct Writer<'a, 'w, 'b> {
     zone: &'a Zone,
     answer: &'a Answer,
     qname: Name<'a>,
-    builder: MessageBuilder<'b>,
+    builder: &'w mut MessageBuilder<'b>,
 }
 
-impl<'a> Writer<'a, '_> {
+impl<'a> Writer<'a, '_, '_> {
     fn write_all(&mut self) {
         self.builder.set_section(Section::Answer);
         for item in self.answer.items() {
