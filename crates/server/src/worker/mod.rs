@@ -8,7 +8,7 @@
 //!                          │
 //!                          └─miss──► tern_authority::respond() ──► cache.insert() if the
 //!                                                                  answer was written at
-//! TCP query ──────────────────────► tern_authority::respond()      the full UDP size
+//! TCP query ──parse────────────────► tern_authority::respond()      the full UDP size
 //! ```
 //!
 //! Only UDP answers go through the cache: TCP answers are never truncated,
@@ -53,8 +53,15 @@
 //! forwarded answers. A query without options pays nothing for it: the
 //! request stage looks for the option only when the OPT has options.
 //!
-//! The stages, one module each: `request` (the query's views, parsed once
-//! for the cache path), `answer` (the answer cache, `respond`, and the
+//! The query comes parsed: each transport parses it once into a
+//! [`tern_wire::query::Query`] (the entry points that take bytes,
+//! [`Worker::answer_udp_from`], [`Worker::answer_tcp_from`] and
+//! [`Worker::forward`], parse it for callers that hold only bytes), and
+//! every stage takes that `Query`; none parses the bytes again.
+//!
+//! The stages, one module each: `request` (what the cache path needs of
+//! the query), `answering` (the read-only inputs the stages share),
+//! `answer` (the answer cache, `respond`, and the
 //! routing of forwardable queries), `signed` (queries with a TSIG record:
 //! checked, answered and signed, never cached), `notify` (NOTIFY for
 //! secondary zones), `policy` (cookies and rate

@@ -2,7 +2,7 @@
 //! the SOA query a secondary sends before it transfers a zone, is checked
 //! against the configured keys and its answer signed; one that fails the
 //! check gets NOTAUTH with the TSIG error (FORMERR if malformed). Signed
-//! queries never come from or go to the answer cache: `Request::parse`
+//! queries never come from or go to the answer cache: `Request::from_query`
 //! sends every query with an additional record other than OPT here.
 //!
 //! A signed UDP answer must fit the client's size with its TSIG record;
