@@ -383,6 +383,7 @@ pub fn respond_to(
     answer_query(
         catalog,
         query,
+        None,
         transport,
         options,
         extra_options,
@@ -398,9 +399,14 @@ pub fn respond_to(
 /// not looked up (a query answered before that: malformed, another
 /// opcode or class, BADVERS, a transfer; every query a cache key can be
 /// made for is looked up).
+///
+/// `lowered`: the query name already lowercased, if the caller has it (a
+/// cache key's name), so that it is not lowercased twice; it must be the
+/// question's name, lowercased (`None`: lowercased here).
 pub fn respond_to_at(
     catalog: &Catalog,
     query: &Query<'_>,
+    lowered: Option<Name<'_>>,
     transport: Transport,
     options: &Options,
     extra_options: &[u8],
@@ -410,6 +416,7 @@ pub fn respond_to_at(
     let response = answer_query(
         catalog,
         query,
+        lowered,
         transport,
         options,
         extra_options,
@@ -421,9 +428,11 @@ pub fn respond_to_at(
 
 /// [`respond_to_at`]'s work; `located` is set to the slot, if any, when
 /// the name is looked up.
+#[allow(clippy::too_many_arguments)]
 fn answer_query(
     catalog: &Catalog,
     query: &Query<'_>,
+    lowered: Option<Name<'_>>,
     transport: Transport,
     options: &Options,
     extra_options: &[u8],
@@ -506,13 +515,26 @@ fn answer_query(
     if question.qclass != RClass::IN && question.qclass != RClass::ANY {
         return context.short(Rcode::REFUSED, true, out);
     }
-    let qname = question.name.to_lower();
+    let lowered_here;
+    let qname = match lowered {
+        Some(name) => {
+            debug_assert!(
+                name.eq_ignore_case(question.name)
+                    && !name.as_bytes().iter().any(u8::is_ascii_uppercase)
+            );
+            name
+        }
+        None => {
+            lowered_here = question.name.to_lower();
+            lowered_here.as_name()
+        }
+    };
     // The zone of the name, walked once: DS, answered from the parent's
     // side of a cut, looks again from one label up.
-    let position = catalog.find_position(qname.as_name());
+    let position = catalog.find_position(qname);
     *located = position;
     let zone = if question.qtype == RType::DS {
-        catalog.find_for_query(qname.as_name(), question.qtype)
+        catalog.find_for_query(qname, question.qtype)
     } else {
         position
             .and_then(|slot| catalog.zone_at(slot))
@@ -527,7 +549,7 @@ fn answer_query(
     // DNSSEC records go out with DO=1 from signed zones only (Knot and NSD
     // add no DS to referrals from an unsigned zone).
     let dnssec = zone.signed && edns.as_ref().is_some_and(|edns| edns.dnssec_ok);
-    let answer = resolve(zone, qname.as_name(), question.qtype, dnssec);
+    let answer = resolve(zone, qname, question.qtype, dnssec);
     context.answer(zone, &answer, out)
 }
 

@@ -679,7 +679,8 @@ fn an_expired_zone_is_servfail() {
     }
 }
 
-/// `respond_to_at` writes what `respond` writes and tells the slot of the
+/// `respond_to_at` writes what `respond` writes (with the name lowercased
+/// by the caller or not) and tells the slot of the
 /// zone the name is in, as `Catalog::find_position` finds it (the server
 /// counts answers by it without walking the catalog again); DS is answered
 /// from the parent side and still reports the name's own zone.
@@ -699,13 +700,34 @@ fn respond_to_at_reports_the_zone_of_the_name() {
         let mut expected = vec![0u8; 65535];
         let mut out = vec![0u8; 65535];
         let response = respond(&catalog, &bytes, Transport::Udp, &options, &mut expected);
-        let (at, slot) = respond_to_at(&catalog, &parsed, Transport::Udp, &options, &[], &mut out);
+        let (at, slot) = respond_to_at(
+            &catalog,
+            &parsed,
+            None,
+            Transport::Udp,
+            &options,
+            &[],
+            &mut out,
+        );
+        // The same with the name lowercased by the caller.
+        let lower = parsed.question().unwrap().name.to_lower();
+        let mut given = vec![0u8; 65535];
+        let (with_name, given_slot) = respond_to_at(
+            &catalog,
+            &parsed,
+            Some(lower.as_name()),
+            Transport::Udp,
+            &options,
+            &[],
+            &mut given,
+        );
+        assert_eq!((with_name, given_slot), (at, slot), "{name}");
         assert_eq!(at, response, "{name}");
         let Response::Send(len) = response else {
             panic!("{name}: dropped");
         };
         assert_eq!(out[..len], expected[..len], "{name}");
-        let lower = parsed.question().unwrap().name.to_lower();
+        assert_eq!(given[..len], expected[..len], "{name}");
         assert_eq!(slot, catalog.find_position(lower.as_name()), "{name}");
         assert_eq!(slot.is_some(), !name.ends_with(".org."), "{name}");
     }

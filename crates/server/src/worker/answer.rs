@@ -96,6 +96,7 @@ impl Answering<'_> {
             let (response, zone) = respond_to_at(
                 self.catalog,
                 query,
+                Some(request.key.name.as_name()),
                 Transport::Udp,
                 self.fill_options,
                 &[],
