@@ -62,12 +62,7 @@ import sys
 # (issue 23): each is the set of files (relative to the crate's src/) a
 # reported circle must lie within to be tolerated. Remove an entry in the
 # commit that breaks its circle; the check fails while an entry is stale.
-KNOWN_CIRCLES = {
-    # The request path: worker/answer.rs <-> worker/policy.rs.
-    "server": [{"worker/answer.rs", "worker/policy.rs"}],
-    # parse.rs <-> edns.rs.
-    "wire": [{"edns.rs", "parse.rs"}],
-}
+KNOWN_CIRCLES: dict = {}
 
 # How many re-exports in a row the resolution follows (a bound, not a limit
 # the code here comes near: the longest chain is one).

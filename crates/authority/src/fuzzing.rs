@@ -146,7 +146,8 @@ pub fn respond(data: &[u8]) {
         let extra = cookie.as_bytes();
         let response = crate::respond_with(catalog(), data, transport, &options, extra, &mut out);
         check(data, transport, &options, response, &out);
-        let response = crate::bad_cookie(data, &options, &cookie, &mut out);
+        let query = tern_wire::query::Query::parse(data);
+        let response = crate::bad_cookie(&query, &options, &cookie, &mut out);
         check(data, Transport::Udp, &options, response, &out);
     }
 }

@@ -79,8 +79,8 @@ mod zone;
 pub use builder::{BuildError, ZoneBuilder};
 pub use catalog::{Applied, Catalog, CatalogChange};
 pub use respond::{
-    append_option, append_options, bad_cookie, respond, respond_with, summary, ChaosIdentity,
-    Options, Response, Transport, DEFAULT_UDP_SIZE,
+    append_option, append_options, bad_cookie, respond, respond_to, respond_to_at, respond_with,
+    summary, ChaosIdentity, Options, Response, Transport, DEFAULT_UDP_SIZE,
 };
 pub use zone::{RecordCursor, Zone, ZoneRecord};
 

@@ -27,7 +27,9 @@
 //! | a COOKIE option of a bad length (any opcode, any EDNS version) | FORMERR, question, OPT without options (BIND; 0006) |
 //! | no question, a well-formed COOKIE, and a cookie to give | NOERROR, header and OPT with the cookie (RFC 7873 section 5.4, BIND) |
 //!
-//! [`respond_with`] adds options such as a COOKIE to the OPT of the
+//! [`respond_to`] takes a query parsed once ([`Query`]); [`respond`] and
+//! [`respond_with`] parse the bytes first, for callers that hold only
+//! them. [`respond_to`] adds options such as a COOKIE to the OPT of the
 //! answer, [`append_option`] to an answer already written, and
 //! [`bad_cookie`] writes a BADCOOKIE answer
 //! (`docs/decisions/0006-dns-cookies.md`).
@@ -76,7 +78,8 @@
 use tern_wire::build::MessageBuilder;
 use tern_wire::edns::Edns;
 use tern_wire::name::Name;
-use tern_wire::parse::{Header, MessageView, Question, Section, HEADER_LEN};
+use tern_wire::parse::{Header, Question, Section, HEADER_LEN};
+use tern_wire::query::Query;
 use tern_wire::types::{Opcode, RClass, RType, Rcode};
 
 use crate::answer::{Answer, Authority, Item, Owner, Proof};
@@ -206,7 +209,7 @@ pub fn summary(answer: &[u8]) -> Option<(Rcode, bool)> {
 /// OPT (root owner, type 41, RDLENGTH 0), then writes the options and sets
 /// the RDLENGTH. Returns the new length, or `None`, leaving `out[..len]` as
 /// it was, if the answer does not end that way or the result would exceed
-/// `limit` (or `out`): then answer with [`respond_with`] instead, which
+/// `limit` (or `out`): then answer with [`respond_to`] instead, which
 /// truncates as needed. The caller must know the answer was written for a
 /// query with EDNS: an answer without OPT whose last record's RDATA ended
 /// in those 11 octets would pass the check.
@@ -276,16 +279,16 @@ fn extend_opt(
 /// `Drop` unless the query is a QUERY with one readable question and an
 /// OPT of version 0 with a well-formed COOKIE option.
 pub fn bad_cookie(
-    query: &[u8],
+    query: &Query<'_>,
     options: &Options,
     cookie: &CookieOption,
     out: &mut [u8],
 ) -> Response {
-    let Ok(message) = MessageView::parse(query) else {
+    let Ok(message) = query.message() else {
         return Response::Drop;
     };
     let header = message.header();
-    let (Some(question), Ok(Some(edns))) = (message.question(), message.edns()) else {
+    let (Some(question), Ok(Some(edns))) = (message.question(), query.edns()) else {
         return Response::Drop;
     };
     if header.qr()
@@ -322,7 +325,9 @@ pub fn bad_cookie(
 //----------- respond --------------------------------------------------------
 
 /// Answers one query into `out` (65535 octets suffice for any answer):
-/// [`respond_with`] without extra options.
+/// [`respond_to`] without extra options, for a caller that holds the
+/// bytes only (a server parses each query once into a [`Query`] and calls
+/// [`respond_to`]).
 pub fn respond(
     catalog: &Catalog,
     query: &[u8],
@@ -330,7 +335,20 @@ pub fn respond(
     options: &Options,
     out: &mut [u8],
 ) -> Response {
-    respond_with(catalog, query, transport, options, &[], out)
+    respond_to(catalog, &Query::parse(query), transport, options, &[], out)
+}
+
+/// [`respond_to`] for a query's bytes: parses them, then answers.
+pub fn respond_with(
+    catalog: &Catalog,
+    query: &[u8],
+    transport: Transport,
+    options: &Options,
+    extra_options: &[u8],
+    out: &mut [u8],
+) -> Response {
+    let query = Query::parse(query);
+    respond_to(catalog, &query, transport, options, extra_options, out)
 }
 
 /// Answers one query into `out`, adding `extra_options` (raw EDNS options,
@@ -351,15 +369,78 @@ pub fn respond(
 /// EDNS version; a query without a question but with a COOKIE option is
 /// answered NOERROR, header and OPT only, when `extra_options` carry a
 /// COOKIE (RFC 7873 section 5.4, BIND).
-pub fn respond_with(
+///
+/// The query was parsed once by the caller ([`Query::parse`]); nothing
+/// here reads its bytes again.
+pub fn respond_to(
     catalog: &Catalog,
-    query: &[u8],
+    query: &Query<'_>,
     transport: Transport,
     options: &Options,
     extra_options: &[u8],
     out: &mut [u8],
 ) -> Response {
-    let Ok(header) = Header::from_message(query) else {
+    let mut zone = None;
+    answer_query(
+        catalog,
+        query,
+        None,
+        transport,
+        options,
+        extra_options,
+        out,
+        &mut zone,
+    )
+}
+
+/// [`respond_to`], and the catalog slot of the zone the query's name is
+/// in ([`Catalog::find_position`] of the lowercased name), found on the
+/// way, so that a server counting answers by zone does not walk the
+/// catalog again: `None` when the name is in none of our zones, or was
+/// not looked up (a query answered before that: malformed, another
+/// opcode or class, BADVERS, a transfer; every query a cache key can be
+/// made for is looked up).
+///
+/// `lowered`: the query name already lowercased, if the caller has it (a
+/// cache key's name), so that it is not lowercased twice; it must be the
+/// question's name, lowercased (`None`: lowercased here).
+pub fn respond_to_at(
+    catalog: &Catalog,
+    query: &Query<'_>,
+    lowered: Option<Name<'_>>,
+    transport: Transport,
+    options: &Options,
+    extra_options: &[u8],
+    out: &mut [u8],
+) -> (Response, Option<u32>) {
+    let mut zone = None;
+    let response = answer_query(
+        catalog,
+        query,
+        lowered,
+        transport,
+        options,
+        extra_options,
+        out,
+        &mut zone,
+    );
+    (response, zone)
+}
+
+/// [`respond_to_at`]'s work; `located` is set to the slot, if any, when
+/// the name is looked up.
+#[allow(clippy::too_many_arguments)]
+fn answer_query(
+    catalog: &Catalog,
+    query: &Query<'_>,
+    lowered: Option<Name<'_>>,
+    transport: Transport,
+    options: &Options,
+    extra_options: &[u8],
+    out: &mut [u8],
+    located: &mut Option<u32>,
+) -> Response {
+    let Some(header) = query.header() else {
         return Response::Drop;
     };
     if header.qr() {
@@ -371,11 +452,11 @@ pub fn respond_with(
     if header.counts()[0] > 1 {
         return error(&header, None, Rcode::FORMERR, true, out);
     }
-    let Ok(message) = MessageView::parse(query) else {
+    let Ok(message) = query.message() else {
         return Response::Drop;
     };
     let question = message.question();
-    let Ok(edns) = message.edns() else {
+    let Ok(edns) = query.edns() else {
         return error(&header, question.as_ref(), Rcode::FORMERR, true, out);
     };
     let limit = size_limit(transport, edns.as_ref(), options);
@@ -435,8 +516,32 @@ pub fn respond_with(
     if question.qclass != RClass::IN && question.qclass != RClass::ANY {
         return context.short(Rcode::REFUSED, true, out);
     }
-    let qname = question.name.to_lower();
-    let Some(zone) = catalog.find_for_query(qname.as_name(), question.qtype) else {
+    let lowered_here;
+    let qname = match lowered {
+        Some(name) => {
+            debug_assert!(
+                name.eq_ignore_case(question.name)
+                    && !name.as_bytes().iter().any(u8::is_ascii_uppercase)
+            );
+            name
+        }
+        None => {
+            lowered_here = question.name.to_lower();
+            lowered_here.as_name()
+        }
+    };
+    // The zone of the name, walked once: DS, answered from the parent's
+    // side of a cut, looks again from one label up.
+    let position = catalog.find_position(qname);
+    *located = position;
+    let zone = if question.qtype == RType::DS {
+        catalog.find_for_query(qname, question.qtype)
+    } else {
+        position
+            .and_then(|slot| catalog.zone_at(slot))
+            .map(|zone| &**zone)
+    };
+    let Some(zone) = zone else {
         return context.short(Rcode::REFUSED, true, out);
     };
     if zone.expired {
@@ -445,7 +550,7 @@ pub fn respond_with(
     // DNSSEC records go out with DO=1 from signed zones only (Knot and NSD
     // add no DS to referrals from an unsigned zone).
     let dnssec = zone.signed && edns.as_ref().is_some_and(|edns| edns.dnssec_ok);
-    let answer = resolve(zone, qname.as_name(), question.qtype, dnssec);
+    let answer = resolve(zone, qname, question.qtype, dnssec);
     context.answer(zone, &answer, out)
 }
 
@@ -472,15 +577,14 @@ fn size_limit(transport: Transport, edns: Option<&Edns<'_>>, options: &Options) 
 /// header. A malformed COOKIE option makes it a FORMERR, as in BIND.
 fn not_implemented(
     header: &Header,
-    query: &[u8],
+    query: &Query<'_>,
     transport: Transport,
     options: &Options,
     extra_options: &[u8],
     out: &mut [u8],
 ) -> Response {
-    let message = MessageView::parse(query).ok();
-    let question = message.and_then(|message| message.question());
-    let edns = message.and_then(|message| message.edns().ok().flatten());
+    let question = query.question();
+    let edns = query.edns().ok().flatten();
     let error = Error {
         header,
         question: question.as_ref(),
@@ -594,13 +698,14 @@ struct Context<'a> {
     /// The NSID option, added after ours (empty: none).
     nsid: &'a [u8],
     /// Options added after ours and the NSID to the OPT (see
-    /// [`respond_with`]).
+    /// [`respond_to`]).
     extra: &'a [u8],
 }
 
 impl Context<'_> {
     /// Starts a reply: header, question, room for the OPT with
     /// `opt_options`, the NSID and the extra options.
+    #[inline]
     fn begin<'b>(
         &self,
         out: &'b mut [u8],
@@ -621,7 +726,7 @@ impl Context<'_> {
     /// Finishes a reply: the OPT (if the query had one) with `opt_options`,
     /// the counts. The room for the NSID and the extra options stays
     /// reserved: see [`Context::extend`].
-    fn end(&self, mut builder: MessageBuilder<'_>, rcode: Rcode, opt_options: &[u8]) -> Response {
+    fn end(&self, builder: &mut MessageBuilder<'_>, rcode: Rcode, opt_options: &[u8]) -> Response {
         builder.set_rcode(rcode);
         if let Some(edns) = self.edns {
             builder.release(OPT_LEN + opt_options.len());
@@ -633,7 +738,7 @@ impl Context<'_> {
                 return Response::Drop;
             }
         }
-        Response::Send(builder.finish())
+        Response::Send(builder.finish_in_place())
     }
 
     /// Adds the NSID and the extra options to the OPT that
@@ -667,7 +772,7 @@ impl Context<'_> {
     /// A reply with no records and `options` (ours) in its OPT.
     fn bare(&self, rcode: Rcode, copy_flags: bool, options: &[u8], out: &mut [u8]) -> Response {
         let response = match self.begin(out, copy_flags, options) {
-            Some(builder) => self.end(builder, rcode, options),
+            Some(mut builder) => self.end(&mut builder, rcode, options),
             None => Response::Drop,
         };
         self.extend(out, response, options)
@@ -711,7 +816,7 @@ impl Context<'_> {
         {
             builder.set_tc(true);
         }
-        let response = self.end(builder, Rcode::NOERROR, &[]);
+        let response = self.end(&mut builder, Rcode::NOERROR, &[]);
         self.extend(out, response, &[])
     }
 
@@ -721,14 +826,15 @@ impl Context<'_> {
             return Response::Drop;
         };
         builder.set_aa(answer.authoritative);
+        // The builder is lent, not moved: it holds its compression table.
         let mut writer = Writer {
             zone,
             answer,
             qname: self.question.name,
-            builder,
+            builder: &mut builder,
         };
         writer.write_all();
-        let response = self.end(writer.builder, answer.rcode, &[]);
+        let response = self.end(&mut builder, answer.rcode, &[]);
         self.extend(out, response, &[])
     }
 }
@@ -746,14 +852,14 @@ struct Seen {
 //----------- Writer ---------------------------------------------------------
 
 /// Writes an answer plan's sections.
-struct Writer<'a, 'b> {
+struct Writer<'a, 'w, 'b> {
     zone: &'a Zone,
     answer: &'a Answer,
     qname: Name<'a>,
-    builder: MessageBuilder<'b>,
+    builder: &'w mut MessageBuilder<'b>,
 }
 
-impl<'a> Writer<'a, '_> {
+impl<'a> Writer<'a, '_, '_> {
     fn write_all(&mut self) {
         self.builder.set_section(Section::Answer);
         for item in self.answer.items() {

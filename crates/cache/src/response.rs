@@ -514,6 +514,43 @@ impl ResponseCache {
         let Some(tail_start) = cacheable(&key, answer) else {
             return false;
         };
+        self.store(key, answer, tail_start, tag)
+    }
+
+    /// [`ResponseCache::insert_tagged`] for an answer the caller wrote
+    /// itself, with `tern_authority::respond_to` and no extra options, to
+    /// the query `key` was made from, whose header and question end at
+    /// `head_len`: such an answer echoes the key's question and its OPT
+    /// presence and DO bit, is well formed, and has no extended rcode (a
+    /// query with an EDNS version above 0 has no key), so only its header
+    /// is checked here (QR set, TC clear, opcode QUERY, NOERROR or
+    /// NXDOMAIN), and it is not parsed again. The miss path of a server
+    /// that has just answered the query.
+    pub fn insert_written(
+        &mut self,
+        key: CacheKey,
+        answer: &[u8],
+        head_len: usize,
+        tag: u32,
+    ) -> bool {
+        let Some(&[flags, rcode]) = answer.get(2..4) else {
+            return false;
+        };
+        // QR set; opcode QUERY and TC clear (the bits between QR and RD);
+        // rcode NOERROR or NXDOMAIN.
+        if flags & 0xfa != 0x80
+            || !matches!(rcode & 0x0f, 0 | 3)
+            || answer.len() > MAX_ANSWER_LEN
+            || head_len < HEADER_LEN
+            || head_len > answer.len()
+        {
+            return false;
+        }
+        self.store(key, answer, head_len, tag)
+    }
+
+    /// Stores `answer`, whose tail starts at `tail_start`, under `key`.
+    fn store(&mut self, key: CacheKey, answer: &[u8], tail_start: usize, tag: u32) -> bool {
         let name = key.name.as_bytes();
         let tail = &answer[tail_start..];
         let stored = TEMPLATE_LEN + name.len() + tail.len();

@@ -37,7 +37,8 @@
 use std::net::IpAddr;
 
 use tern_wire::build::MessageBuilder;
-use tern_wire::parse::{MessageView, HEADER_LEN};
+use tern_wire::parse::HEADER_LEN;
+use tern_wire::query::Query;
 use tern_wire::types::Rcode;
 
 use tern_cache::KeyedHash;
@@ -400,17 +401,22 @@ fn age(now: u32, then: u32) -> u32 {
 /// `tern_authority::bad_cookie`'s BADCOOKIE answer instead, which carries
 /// its cookie.) A query whose question cannot be read gets the header
 /// alone. 0 if `out` cannot hold a header.
-pub fn write_slip(query: &[u8], answer_flags: [u8; 2], udp_size: u16, out: &mut [u8]) -> usize {
+pub fn write_slip(
+    query: &Query<'_>,
+    answer_flags: [u8; 2],
+    udp_size: u16,
+    out: &mut [u8],
+) -> usize {
     let Ok(mut builder) = MessageBuilder::new(out, SLIP_SIZE) else {
         return 0;
     };
-    if let Some(id) = query.get(..2) {
+    if let Some(id) = query.bytes().get(..2) {
         builder.set_id(u16::from_be_bytes([id[0], id[1]]));
     }
     let header = builder.header_mut();
     header[2] = answer_flags[0] | TC;
     header[3] = answer_flags[1];
-    let Ok(view) = MessageView::parse(query) else {
+    let Ok(view) = query.message() else {
         return builder.finish();
     };
     if let Some(question) = view.question() {
@@ -418,7 +424,7 @@ pub fn write_slip(query: &[u8], answer_flags: [u8; 2], udp_size: u16, out: &mut 
             return builder.finish();
         }
     }
-    if let Ok(Some(edns)) = view.edns() {
+    if let Ok(Some(edns)) = query.edns() {
         // An OPT of 11 octets always fits after a question (at most 259).
         let _ = builder.push_opt(udp_size, Rcode::NOERROR, edns.dnssec_ok, &[]);
     }
@@ -431,6 +437,7 @@ pub fn write_slip(query: &[u8], answer_flags: [u8; 2], udp_size: u16, out: &mut 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tern_wire::parse::MessageView;
 
     const NAME: &[u8] = b"\x03www\x07example\x03com\x00";
 
@@ -795,7 +802,7 @@ mod tests {
         query.extend_from_slice(&[0, 0, 41, 0x10, 0, 0, 0, 0x80, 0, 0, 0]);
         let mut out = [0u8; 1232];
         // The real answer's flags: QR AA RD; RA, NXDOMAIN.
-        let len = write_slip(&query, [0x85, 0x83], 1232, &mut out);
+        let len = write_slip(&Query::parse(&query), [0x85, 0x83], 1232, &mut out);
         let view = MessageView::parse(&out[..len]).unwrap();
         let header = view.header();
         assert_eq!(header.id(), 0xbeef);
@@ -809,19 +816,27 @@ mod tests {
         let edns = view.edns().unwrap().unwrap();
         assert_eq!(edns.udp_size, 1232);
         assert!(edns.dnssec_ok);
-        assert_eq!(edns.options, &[]);
+        assert!(edns.options.is_empty());
         // Without EDNS: no OPT; an unreadable query: the header alone.
         let plain = &query[..query.len() - 11];
         let mut plain = plain.to_vec();
         plain[11] = 0;
-        let len = write_slip(&plain, [0x84, 0x00], 1232, &mut out);
+        let len = write_slip(&Query::parse(&plain), [0x84, 0x00], 1232, &mut out);
         let view = MessageView::parse(&out[..len]).unwrap();
         assert_eq!(view.header().counts(), [1, 0, 0, 0]);
         assert!(view.header().tc());
-        let len = write_slip(&[0xab, 0xcd, 0xff], [0x80, 0x01], 1232, &mut out);
+        let len = write_slip(
+            &Query::parse(&[0xab, 0xcd, 0xff]),
+            [0x80, 0x01],
+            1232,
+            &mut out,
+        );
         assert_eq!(len, HEADER_LEN);
         assert_eq!(&out[..4], &[0xab, 0xcd, 0x82, 0x01]);
-        assert_eq!(write_slip(&query, [0x80, 0], 1232, &mut out[..4]), 0);
+        assert_eq!(
+            write_slip(&Query::parse(&query), [0x80, 0], 1232, &mut out[..4]),
+            0
+        );
         // The longest question still leaves room for the OPT.
         let mut long = vec![0xbe, 0xef, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 1];
         for _ in 0..4 {
@@ -830,7 +845,7 @@ mod tests {
         }
         long.extend_from_slice(&[1, b'b', 0, 0, 1, 0, 1]);
         long.extend_from_slice(&[0, 0, 41, 0x10, 0, 0, 0, 0x80, 0, 0, 0]);
-        let len = write_slip(&long, [0x80, 0], 1232, &mut out);
+        let len = write_slip(&Query::parse(&long), [0x80, 0], 1232, &mut out);
         assert!(len <= SLIP_SIZE);
         let view = MessageView::parse(&out[..len]).unwrap();
         assert_eq!(view.header().counts(), [1, 0, 0, 1]);

@@ -521,10 +521,16 @@ impl Counters {
         self.type_slot = type_slot(qtype) as u8;
     }
 
-    /// [`Counters::set_type`] for a query the answering stage did not
-    /// parse: its question's type read here, if there is one.
-    pub(crate) fn set_type_of(&mut self, query: &[u8]) {
-        self.type_slot = question_type(query).map_or(OTHER_TYPE, type_slot) as u8;
+    /// [`Counters::set_type`] for a query the cache path did not take:
+    /// its question's type, if it has one. A message whose question could
+    /// not be parsed (two questions, say) is counted by its first
+    /// question's type, read here, if that much of it reads.
+    pub(crate) fn set_type_of(&mut self, query: &tern_wire::query::Query<'_>) {
+        let qtype = match query.message() {
+            Ok(message) => message.question().map(|question| question.qtype.0),
+            Err(_) => question_type(query.bytes()),
+        };
+        self.type_slot = qtype.map_or(OTHER_TYPE, type_slot) as u8;
     }
 
     /// Counts the query being answered by its type (once, however it was

@@ -57,6 +57,7 @@ use monoio::net::tcp::{TcpOwnedReadHalf, TcpOwnedWriteHalf};
 use monoio::net::{TcpListener, TcpStream};
 use tern_cache::forward::Client;
 use tern_dnstap::{self as dnstap, Kind};
+use tern_wire::query::Query;
 
 use crate::core::Core;
 use crate::forward;
@@ -255,6 +256,9 @@ async fn answer_frames(
             return Ok(consumed);
         };
         consumed += PREFIX + size;
+        // Parsed once: the transfer check and every stage of the worker
+        // take it.
+        let parsed = Query::parse(query);
         let max_in_flight = core.tcp.max_in_flight;
         let transfer = {
             let mut scratch = core.scratch.borrow_mut();
@@ -264,7 +268,7 @@ async fn answer_frames(
                 &core.transfer,
                 Some(&core.journals),
                 &core.xfr_out,
-                query,
+                &parsed,
                 peer.ip(),
                 None,
                 &mut scratch,
@@ -291,7 +295,7 @@ async fn answer_frames(
                 // TCP over IPv4 or IPv6 (see stats::TRANSPORTS).
                 let family = usize::from(peer.ip().to_canonical().is_ipv6());
                 worker.count_transport(2 + family, 1);
-                worker.answer_tcp_from(query, Some(peer), now, &mut scratch)
+                worker.answer_tcp(&parsed, Some(peer), now, &mut scratch)
             }
         };
         // dnstap: the query now, its answer once known (from the scratch
@@ -312,7 +316,7 @@ async fn answer_frames(
                 if !wait_for_room(pipe, 0, max_in_flight, stop).await {
                     return Err(());
                 }
-                match forward_query(core, pipe, query, client) {
+                match forward_query(core, pipe, &parsed, client) {
                     Some(len) => len,
                     None => continue,
                 }
@@ -394,7 +398,7 @@ async fn send_transfer(
 /// upstream transmits leave at once and the connection counts one more
 /// answer in flight, or, when the forwarder answers at once (a stale
 /// answer or SERVFAIL), that answer's length in the core's scratch buffer.
-fn forward_query(core: &Rc<Core>, pipe: &Pipe, query: &[u8], client: Client) -> Option<usize> {
+fn forward_query(core: &Rc<Core>, pipe: &Pipe, query: &Query<'_>, client: Client) -> Option<usize> {
     let now = core.now(false);
     // Allocates: a forwarded query does anyway (its upstream query).
     let mut actions = Vec::new();

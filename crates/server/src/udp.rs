@@ -14,6 +14,7 @@ use std::rc::Rc;
 use monoio::net::udp::UdpSocket;
 use tern_cache::forward::Client;
 use tern_dnstap::{self as dnstap, Kind};
+use tern_wire::query::Query;
 
 use crate::core::Core;
 use crate::forward;
@@ -127,9 +128,11 @@ fn answer_batch(
             continue;
         };
         let query = &query[..len];
+        // Parsed once: every stage of the worker takes it.
+        let parsed = Query::parse(query);
         // The worker reads the address only if it needs it.
         let peer = || batch.peer(slot);
-        let outcome = worker.answer_udp_lazy(query, &peer, now, answer);
+        let outcome = worker.answer_udp_lazy(&parsed, &peer, now, answer);
         let forwarded = matches!(outcome, UdpAnswer::Forward);
         let answer_len = match outcome {
             UdpAnswer::Send(answer_len) => Some(answer_len),
@@ -139,7 +142,7 @@ fn answer_batch(
                     listener: index,
                     address,
                 };
-                worker.forward(query, client, now, &mut actions, answer)
+                worker.forward_query(&parsed, client, now, &mut actions, answer)
             }),
         };
         if let Some((tap, time)) = tap {

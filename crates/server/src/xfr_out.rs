@@ -30,10 +30,10 @@ use std::sync::Arc;
 
 use tern_authority::{Catalog, Zone};
 use tern_wire::name::LowerNameBuf;
-use tern_wire::parse::MessageView;
+use tern_wire::query::Query;
 use tern_wire::types::{Opcode, RClass, RType, Rcode};
 use tern_xfr::axfr::{ixfr_serial, serial_at_or_after, Outgoing, MAX_MESSAGE};
-use tern_xfr::tsig::{check_request, Key, RequestCheck, Session};
+use tern_xfr::tsig::{check_parsed_request, Key, RequestCheck, Session};
 
 use crate::signing::{error_answer, failed_check, unix_time};
 use crate::TransferConfig;
@@ -142,12 +142,12 @@ pub(crate) fn start(
     config: &TransferConfig,
     journals: Option<&crate::SharedJournals>,
     counters: &XfrOutCounters,
-    query: &[u8],
+    query: &Query<'_>,
     peer: IpAddr,
     udp_limit: Option<usize>,
     out: &mut [u8],
 ) -> Start {
-    let Ok(view) = MessageView::parse(query) else {
+    let Ok(view) = query.message().copied() else {
         return Start::NotTransfer;
     };
     let header = view.header();
@@ -162,7 +162,7 @@ pub(crate) fn start(
         return Start::NotTransfer;
     }
     let now = unix_time();
-    let session = match check_request(&config.keys, query, now) {
+    let session = match check_parsed_request(&config.keys, &view, now) {
         RequestCheck::Unsigned => None,
         RequestCheck::Signed(session) => Some(session),
         failed => {

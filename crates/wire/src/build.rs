@@ -323,7 +323,14 @@ impl<'b> MessageBuilder<'b> {
     }
 
     /// Writes the section counts into the header and returns the length.
-    pub fn finish(self) -> usize {
+    pub fn finish(mut self) -> usize {
+        self.finish_in_place()
+    }
+
+    /// [`MessageBuilder::finish`] through a reference, for a caller that
+    /// lends the builder out rather than moving it (a builder is a couple
+    /// of hundred octets: its compression table).
+    pub fn finish_in_place(&mut self) -> usize {
         for (i, count) in self.counts.iter().enumerate() {
             self.buf[4 + 2 * i..6 + 2 * i].copy_from_slice(&count.to_be_bytes());
         }

@@ -9,7 +9,6 @@
 //! ```
 
 use crate::error::ParseError;
-use crate::parse::RecordView;
 
 /// The option code of the Name Server Identifier (RFC 5001).
 pub const OPTION_NSID: u16 = 3;
@@ -39,14 +38,16 @@ pub struct Edns<'a> {
 }
 
 impl<'a> Edns<'a> {
-    /// Reads an OPT record; the options must be well-formed.
-    pub fn from_record(record: &RecordView<'a>) -> Result<Self, ParseError> {
+    /// Reads an OPT record from its CLASS, TTL and RDATA fields (a record
+    /// view of `crate::parse` hands them over: this module reads no
+    /// message); the options must be well-formed.
+    pub fn from_fields(class: u16, ttl: u32, rdata: &'a [u8]) -> Result<Self, ParseError> {
         let edns = Edns {
-            udp_size: record.class.max(MIN_UDP_SIZE),
-            extended_rcode: (record.ttl >> 24) as u8,
-            version: (record.ttl >> 16) as u8,
-            dnssec_ok: record.ttl & 0x8000 != 0,
-            options: record.rdata,
+            udp_size: class.max(MIN_UDP_SIZE),
+            extended_rcode: (ttl >> 24) as u8,
+            version: (ttl >> 16) as u8,
+            dnssec_ok: ttl & 0x8000 != 0,
+            options: rdata,
         };
         for option in edns.options() {
             option?;

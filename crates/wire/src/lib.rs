@@ -15,6 +15,7 @@
 //! | [`name::NameBuf`], [`name::LowerNameBuf`] | owned names on the stack, the latter lowercased |
 //! | [`parse::MessageView`] | a parsed message: header and question eagerly, sections lazily |
 //! | [`edns::Edns`] | the OPT pseudo-record of a query |
+//! | [`query::Query`] | a received query parsed once: view (or why not) and OPT, for every stage |
 //! | [`build::MessageBuilder`] | writes a message into `&mut [u8]` with compression and rollback |
 //!
 //! A query, byte by byte:
@@ -47,6 +48,7 @@ pub mod frame;
 pub mod fuzzing;
 pub mod name;
 pub mod parse;
+pub mod query;
 pub mod rdata;
 pub mod types;
 

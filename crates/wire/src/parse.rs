@@ -132,6 +132,8 @@ impl<'a> MessageView<'a> {
     /// Parses the header and, if QDCOUNT is 1, the question. A QDCOUNT
     /// other than 0 or 1 is rejected: no server answers several questions.
     pub fn parse(message: &'a [u8]) -> Result<Self, ParseError> {
+        #[cfg(any(test, feature = "parse-count"))]
+        count::note(message);
         let header = Header::from_message(message)?;
         let mut question = None;
         let mut records_start = HEADER_LEN;
@@ -222,7 +224,7 @@ impl<'a> MessageView<'a> {
             if found.is_some() {
                 return Err(ParseError::new("more than one OPT record"));
             }
-            found = Some(Edns::from_record(&record)?);
+            found = Some(Edns::from_fields(record.class, record.ttl, record.rdata)?);
         }
         if records.pos != self.message.len() {
             return Err(ParseError::new("trailing bytes after the last record"));
@@ -440,6 +442,47 @@ impl<'a> CompressedName<'a> {
     }
 }
 
+//----------- count ----------------------------------------------------------
+
+/// Counts the parses of one message, for tests that prove a query is
+/// parsed once on its way through a server (issue 23). Compiled only in
+/// this crate's tests and with the `parse-count` feature, which only
+/// test builds enable (as a dev-dependency feature): release builds have
+/// neither the counter nor its branch.
+///
+/// The message is told apart by its address and length, so the parses of
+/// other messages (answers read back, a copy of the query) do not count.
+/// Per thread: each test thread counts its own.
+#[cfg(any(test, feature = "parse-count"))]
+pub mod count {
+    use std::cell::Cell;
+
+    std::thread_local! {
+        /// The watched message's address and length, and its parses.
+        static WATCHED: Cell<(usize, usize, usize)> = const { Cell::new((0, 0, 0)) };
+    }
+
+    /// Starts counting the parses of `message` on this thread, from 0
+    /// (and stops counting the message watched before).
+    pub fn watch(message: &[u8]) {
+        WATCHED.set((message.as_ptr() as usize, message.len(), 0));
+    }
+
+    /// How many times [`super::MessageView::parse`] read the watched
+    /// message since [`watch`].
+    pub fn parses() -> usize {
+        WATCHED.get().2
+    }
+
+    /// Called by every parse.
+    pub(super) fn note(message: &[u8]) {
+        let (address, len, parses) = WATCHED.get();
+        if address == message.as_ptr() as usize && len == message.len() {
+            WATCHED.set((address, len, parses + 1));
+        }
+    }
+}
+
 //=========== Tests ==========================================================
 
 #[cfg(test)]
@@ -448,6 +491,21 @@ mod tests {
 
     const QUERY: &[u8] = b"\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\
         \x03www\x07example\x03com\x00\x00\x01\x00\x01";
+
+    #[test]
+    fn parses_of_the_watched_message_are_counted() {
+        // One binding: each use of a constant may have its own address.
+        let query = QUERY;
+        let copy = query.to_vec();
+        count::watch(query);
+        assert_eq!(count::parses(), 0);
+        MessageView::parse(query).unwrap();
+        MessageView::parse(&copy).unwrap();
+        assert!(MessageView::parse(&query[..11]).is_err());
+        assert_eq!(count::parses(), 1);
+        MessageView::parse(query).unwrap();
+        assert_eq!(count::parses(), 2);
+    }
 
     #[test]
     fn parses_question() {

@@ -368,6 +368,11 @@ impl<'a> TsigRecord<'a> {
     /// that does not parse exactly are malformed.
     pub fn find(message: &'a [u8]) -> Result<Option<Self>, TsigError> {
         let view = MessageView::parse(message).map_err(|e| TsigError::Malformed(e.what))?;
+        Self::find_in(&view)
+    }
+
+    /// [`TsigRecord::find`] in a message already parsed.
+    pub fn find_in(view: &MessageView<'a>) -> Result<Option<Self>, TsigError> {
         let counts = view.header().counts();
         let total = usize::from(counts[1]) + usize::from(counts[2]) + usize::from(counts[3]);
         let mut end = 12 + view.question().map_or(0, |q| q.bytes.len());
@@ -493,7 +498,25 @@ pub enum RequestCheck<'a> {
 /// Checks a request's signature against the configured keys
 /// (RFC 8945 section 5.2: key, then MAC, then time).
 pub fn check_request<'a>(keys: &[Key], message: &'a [u8], now: u64) -> RequestCheck<'a> {
-    let record = match TsigRecord::find(message) {
+    match MessageView::parse(message) {
+        Ok(view) => check_parsed_request(keys, &view, now),
+        Err(error) => RequestCheck::Failed {
+            error: TsigError::Malformed(error.what),
+            record: None,
+            session: None,
+        },
+    }
+}
+
+/// [`check_request`] of a request already parsed (a server parses each
+/// query once and hands the view to every stage).
+pub fn check_parsed_request<'a>(
+    keys: &[Key],
+    view: &MessageView<'a>,
+    now: u64,
+) -> RequestCheck<'a> {
+    let message = view.bytes();
+    let record = match TsigRecord::find_in(view) {
         Ok(None) => return RequestCheck::Unsigned,
         Ok(Some(record)) => record,
         Err(error) => {

@@ -8,7 +8,9 @@
 //! cut, a child zone under its parent's delegation, additional records from
 //! wildcards and without duplicates.
 
-use tern_authority::{respond, Catalog, ChaosIdentity, Options, Response, Transport};
+use tern_authority::{
+    respond, respond_to_at, Catalog, ChaosIdentity, Options, Response, Transport,
+};
 use tern_wire::types::RType;
 
 use crate::support::{ask, lines, query, send, sorted, zone_text, Ask};
@@ -674,5 +676,59 @@ fn an_expired_zone_is_servfail() {
         }
         let reply = ask(&catalog, "ns.example.", RType::A, how);
         assert_eq!((reply.rcode, reply.answer.len()), (0, 1));
+    }
+}
+
+/// `respond_to_at` writes what `respond` writes (with the name lowercased
+/// by the caller or not) and tells the slot of the
+/// zone the name is in, as `Catalog::find_position` finds it (the server
+/// counts answers by it without walking the catalog again); DS is answered
+/// from the parent side and still reports the name's own zone.
+#[test]
+fn respond_to_at_reports_the_zone_of_the_name() {
+    let catalog = catalog();
+    let options = Options::default();
+    for (name, qtype) in [
+        ("www.example.", RType::A),
+        ("NoPe.Example.", RType::AAAA),
+        ("www.sub.example.", RType::A),
+        ("sub.example.", RType::DS),
+        ("www.example.org.", RType::A),
+    ] {
+        let bytes = query(name, qtype, Ask::default());
+        let parsed = tern_wire::query::Query::parse(&bytes);
+        let mut expected = vec![0u8; 65535];
+        let mut out = vec![0u8; 65535];
+        let response = respond(&catalog, &bytes, Transport::Udp, &options, &mut expected);
+        let (at, slot) = respond_to_at(
+            &catalog,
+            &parsed,
+            None,
+            Transport::Udp,
+            &options,
+            &[],
+            &mut out,
+        );
+        // The same with the name lowercased by the caller.
+        let lower = parsed.question().unwrap().name.to_lower();
+        let mut given = vec![0u8; 65535];
+        let (with_name, given_slot) = respond_to_at(
+            &catalog,
+            &parsed,
+            Some(lower.as_name()),
+            Transport::Udp,
+            &options,
+            &[],
+            &mut given,
+        );
+        assert_eq!((with_name, given_slot), (at, slot), "{name}");
+        assert_eq!(at, response, "{name}");
+        let Response::Send(len) = response else {
+            panic!("{name}: dropped");
+        };
+        assert_eq!(out[..len], expected[..len], "{name}");
+        assert_eq!(given[..len], expected[..len], "{name}");
+        assert_eq!(slot, catalog.find_position(lower.as_name()), "{name}");
+        assert_eq!(slot.is_some(), !name.ends_with(".org."), "{name}");
     }
 }

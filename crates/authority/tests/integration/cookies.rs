@@ -13,6 +13,7 @@ use tern_authority::{
     append_option, bad_cookie, respond, respond_with, ChaosIdentity, Options, Response, Transport,
 };
 use tern_wire::parse::{Header, MessageView};
+use tern_wire::query::Query;
 use tern_wire::types::RType;
 
 use crate::support::{big_catalog, Ask};
@@ -415,7 +416,7 @@ fn bad_cookie_answer_as_bind_writes_it() {
     assert!(matches!(result, CookieCheck::Invalid(_)));
     assert_eq!(result.reply_option(), Some(&extra), "the same fresh cookie");
     let mut out = vec![0u8; 65535];
-    let Response::Send(len) = bad_cookie(&q, &options(), &extra, &mut out) else {
+    let Response::Send(len) = bad_cookie(&Query::parse(&q), &options(), &extra, &mut out) else {
         panic!("answered");
     };
     // ID, QR RD, CD and rcode 23 & 15 = 7; one question, one additional.
@@ -458,7 +459,7 @@ fn bad_cookie_is_only_for_queries_with_a_cookie() {
     ] {
         let mut out = vec![0u8; 65535];
         assert_eq!(
-            bad_cookie(&q, &options(), &extra, &mut out),
+            bad_cookie(&Query::parse(&q), &options(), &extra, &mut out),
             Response::Drop,
             "{name}"
         );

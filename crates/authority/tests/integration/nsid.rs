@@ -226,11 +226,18 @@ fn badcookie_carries_it() {
     let check = tern_authority::cookie::check(Some(&edns), &secret, client, 1_700_000_000);
     let cookie = check.reply_option().unwrap();
     let mut out = vec![0u8; 512];
-    let Response::Send(len) = bad_cookie(&q, &nsid, cookie, &mut out) else {
+    let Response::Send(len) =
+        bad_cookie(&tern_wire::query::Query::parse(&q), &nsid, cookie, &mut out)
+    else {
         panic!("dropped");
     };
     let mut plain = vec![0u8; 512];
-    let Response::Send(plain_len) = bad_cookie(&q, &Options::default(), cookie, &mut plain) else {
+    let Response::Send(plain_len) = bad_cookie(
+        &tern_wire::query::Query::parse(&q),
+        &Options::default(),
+        cookie,
+        &mut plain,
+    ) else {
         panic!("dropped");
     };
     assert_eq!(

@@ -148,6 +148,63 @@ fn hit_equals_the_slow_path_for_another_id_rd_and_case() {
     }
 }
 
+/// `insert_written` (the server's miss path, which does not parse its own
+/// answer again) stores what `insert_tagged` stores for every answer
+/// `respond` writes, and refuses what it refuses by the header: TC, an
+/// rcode other than NOERROR and NXDOMAIN.
+#[test]
+fn an_answer_written_for_the_key_is_stored_as_insert_stores_it() {
+    let catalog = catalog();
+    let cases: &[(&str, RType)] = &[
+        ("wWw.example.", RType::A),
+        ("mail.example.", RType::MX),
+        ("alias.example.", RType::A),
+        ("X.wild.example.", RType::A),
+        ("nope.example.", RType::A),
+        ("www.example.", RType::TXT),
+        ("a.sub.example.", RType::A),
+        ("other.test.", RType::A), // REFUSED: not stored
+        ("x.big.example.", RType::TXT),
+    ];
+    for &(name, qtype) in cases {
+        for ask in [EDNS, PLAIN] {
+            for dnssec_ok in [false, true] {
+                let ask = Ask {
+                    edns: ask.edns.map(|(_, version)| (dnssec_ok, version)),
+                    ..ask
+                };
+                let asked = query(name, qtype, ask);
+                let head_len = MessageView::parse(&asked)
+                    .unwrap()
+                    .question()
+                    .map_or(HEADER_LEN, |question| HEADER_LEN + question.bytes.len());
+                // At 512 octets (without EDNS) the big TXT set is cut: TC.
+                let mut out = vec![0; 512];
+                let len = match respond(
+                    &catalog,
+                    &asked,
+                    Transport::Udp,
+                    &Options::default(),
+                    &mut out,
+                ) {
+                    Response::Send(len) => len,
+                    Response::Drop => panic!("dropped"),
+                };
+                let answer = &out[..len];
+                let mut checked = ResponseCache::new(CacheLimits::default());
+                let mut written = ResponseCache::new(CacheLimits::default());
+                let stored = checked.insert_tagged(key(&asked), answer, 7);
+                assert_eq!(
+                    written.insert_written(key(&asked), answer, head_len, 7),
+                    stored,
+                    "{name} {qtype}"
+                );
+                assert_eq!(hit(&mut written, &asked), hit(&mut checked, &asked));
+            }
+        }
+    }
+}
+
 #[test]
 fn rd_is_taken_from_each_query() {
     let catalog = catalog();

@@ -5,34 +5,17 @@ use std::net::SocketAddr;
 
 use bumpalo::Bump;
 use tern_authority::cookie::CookieCheck;
-use tern_authority::{respond, respond_with, Catalog, Options, Response, Transport};
+use tern_authority::{respond_to, respond_to_at, Response, Transport};
 use tern_cache::forward::Forwarder;
 use tern_cache::ResponseCache;
 
-use super::policy::{Cookies, Peer};
+use super::answering::{Answering, Peer};
 use super::request::{forward_key, head_len, Request, UdpAnswer};
 use super::{CLASSIC_UDP_SIZE, TCP_SIZE};
 use crate::rrl::RateLimiter;
 use crate::stats::{zone_tag, Counters};
-use tern_wire::parse::MessageView;
+use tern_wire::query::Query;
 use tern_wire::types::{RClass, RType};
-
-//----------- Answering ------------------------------------------------------
-
-/// The worker's read-only answering inputs, borrowed apart from its
-/// mutable parts (cache, counters) and its arena.
-pub(super) struct Answering<'w> {
-    pub(super) catalog: &'w Catalog,
-    pub(super) options: &'w Options,
-    /// `options` without the NSID: answers to be cached are written with
-    /// these, and the NSID appended to a copy (as the COOKIE is).
-    pub(super) fill_options: &'w Options,
-    pub(super) full_udp_size: usize,
-    pub(super) cookies: Option<&'w Cookies>,
-    pub(super) transfer: &'w crate::TransferConfig,
-    pub(super) xfr_out: &'w crate::xfr_out::XfrOutCounters,
-    pub(super) notify: Option<&'w crate::NotifyIn>,
-}
 
 impl Answering<'_> {
     /// The cache first, then `respond`; the request's views go in `arena`.
@@ -44,12 +27,16 @@ impl Answering<'_> {
         forwarder: Option<&mut Forwarder>,
         limiter: Option<&mut RateLimiter>,
         counters: &mut Counters,
-        query: &[u8],
+        query: &Query<'_>,
         peer: &Peer<'_>,
         now: u64,
         out: &mut [u8],
     ) -> UdpAnswer {
-        let Some(request) = Request::parse(query, self.full_udp_size) else {
+        // Made in the arena, in place: a `Request` (with its cache key)
+        // is a few hundred octets, not worth copying there.
+        let made =
+            arena.alloc_try_with(|| Request::from_query(query, self.full_udp_size).ok_or(()));
+        let Ok(request) = made else {
             counters.set_type_of(query);
             if let Some(answer) = self.ixfr_over_udp(query, peer, out) {
                 return answer;
@@ -67,7 +54,7 @@ impl Answering<'_> {
             let extra = check
                 .reply_option()
                 .map_or(&[][..], |option| option.as_bytes());
-            let answer = respond_with(
+            let answer = respond_to(
                 self.catalog,
                 query,
                 Transport::Udp,
@@ -83,36 +70,46 @@ impl Answering<'_> {
                 (None, _) => answer,
             };
         };
-        let request: &Request<'_> = arena.alloc(request);
+        let request: &Request<'_> = request;
         counters.set_type(request.key.qtype.0);
-        debug_assert_eq!(request.view.bytes().len(), query.len());
+        let bytes = query.bytes();
         // A query to forward names no zone of ours, and the answer cache
         // holds only our zones' answers (respond refuses other names, and
         // refusals are not cached): it would miss. Decide forwarding first
         // (one `catalog.find`) and skip its probe and hash.
         if let Some(answer) =
-            self.forwardable(request, forwarder, query, peer, request.limit, now, out)
+            self.forwardable(request, forwarder, bytes, peer, request.limit, now, out)
         {
             return answer;
         }
         let answer = if let Some((len, zone)) =
-            cache.answer_tagged(&request.key, query, request.limit, out)
+            cache.answer_tagged(&request.key, bytes, request.limit, out)
         {
             counters.cache_hits += 1;
             counters.zone = zone;
             UdpAnswer::Send(len)
         } else {
             counters.cache_misses += 1;
-            let response = respond(self.catalog, query, Transport::Udp, self.fill_options, out);
-            // The zone's counters: looked up on a miss only; the cache
-            // keeps it with the answer for the hits.
-            let zone = zone_tag(self.catalog.find_position(request.key.name.as_name()));
+            // The zone's counters: found by respond on a miss (a cache
+            // key's query is always looked up); the cache keeps it with the
+            // answer for the hits.
+            let (response, zone) = respond_to_at(
+                self.catalog,
+                query,
+                Some(request.key.name.as_name()),
+                Transport::Udp,
+                self.fill_options,
+                &[],
+                out,
+            );
+            let zone = zone_tag(zone);
             counters.zone = zone;
             // Only an answer written at the full size is what respond writes
             // for every client whose limit it fits; the cache checks the fit.
+            // Written just now for this key's query: not parsed again.
             let full_size = !request.key.edns || request.limit == self.full_udp_size;
             if let (Response::Send(len), true) = (response, full_size) {
-                cache.insert_tagged(request.key, &out[..len], zone);
+                cache.insert_written(request.key, &out[..len], head_len(request), zone);
             }
             response.into()
         };
@@ -155,9 +152,9 @@ impl Answering<'_> {
     #[allow(clippy::too_many_arguments)]
     pub(super) fn tcp(
         &self,
-        arena: &Bump,
         forwarder: Option<&mut Forwarder>,
-        query: &[u8],
+        query: &Query<'_>,
+        request: Option<&Request<'_>>,
         peer: Option<SocketAddr>,
         now: u64,
         out: &mut [u8],
@@ -165,10 +162,9 @@ impl Answering<'_> {
         let read = || peer;
         let peer = Peer::new(&read);
         if forwarder.is_some() && peer.get().is_some() {
-            if let Some(request) = Request::parse(query, TCP_SIZE) {
-                let request: &Request<'_> = arena.alloc(request);
+            if let Some(request) = request {
                 if let Some(answer) =
-                    self.forwardable(request, forwarder, query, &peer, TCP_SIZE, now, out)
+                    self.forwardable(request, forwarder, query.bytes(), &peer, TCP_SIZE, now, out)
                 {
                     return answer;
                 }
@@ -184,7 +180,7 @@ impl Answering<'_> {
         let extra = check
             .reply_option()
             .map_or(&[][..], |option| option.as_bytes());
-        respond_with(
+        respond_to(
             self.catalog,
             query,
             Transport::Tcp,
@@ -251,16 +247,22 @@ impl Answering<'_> {
 impl Answering<'_> {
     /// An IXFR over UDP: the SOA alone to a client that may transfer the
     /// zone, or the refusal (`crate::xfr_out`); `None` for other queries.
-    fn ixfr_over_udp(&self, query: &[u8], peer: &Peer<'_>, out: &mut [u8]) -> Option<UdpAnswer> {
+    fn ixfr_over_udp(
+        &self,
+        query: &Query<'_>,
+        peer: &Peer<'_>,
+        out: &mut [u8],
+    ) -> Option<UdpAnswer> {
         // Only a QUERY (opcode 0, QR clear) can be one.
-        if query.get(2).is_none_or(|flags| flags & 0xf8 != 0) {
+        if query.bytes().get(2).is_none_or(|flags| flags & 0xf8 != 0) {
             return None;
         }
-        let limit = MessageView::parse(query)
-            .ok()
-            .filter(|view| view.question().is_some_and(|q| q.qtype == RType::IXFR))
-            .map(|view| {
-                view.edns()
+        let limit = query
+            .question()
+            .filter(|question| question.qtype == RType::IXFR)
+            .map(|_| {
+                query
+                    .edns()
                     .ok()
                     .flatten()
                     .map_or(CLASSIC_UDP_SIZE, |edns| usize::from(edns.udp_size))

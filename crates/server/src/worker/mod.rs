@@ -8,7 +8,7 @@
 //!                          │
 //!                          └─miss──► tern_authority::respond() ──► cache.insert() if the
 //!                                                                  answer was written at
-//! TCP query ──────────────────────► tern_authority::respond()      the full UDP size
+//! TCP query ──parse────────────────► tern_authority::respond()      the full UDP size
 //! ```
 //!
 //! Only UDP answers go through the cache: TCP answers are never truncated,
@@ -53,8 +53,15 @@
 //! forwarded answers. A query without options pays nothing for it: the
 //! request stage looks for the option only when the OPT has options.
 //!
-//! The stages, one module each: `request` (the query's views, parsed once
-//! for the cache path), `answer` (the answer cache, `respond`, and the
+//! The query comes parsed: each transport parses it once into a
+//! [`tern_wire::query::Query`] (the entry points that take bytes,
+//! [`Worker::answer_udp_from`], [`Worker::answer_tcp_from`] and
+//! [`Worker::forward`], parse it for callers that hold only bytes), and
+//! every stage takes that `Query`; none parses the bytes again.
+//!
+//! The stages, one module each: `request` (what the cache path needs of
+//! the query), `answering` (the read-only inputs the stages share),
+//! `answer` (the answer cache, `respond`, and the
 //! routing of forwardable queries), `signed` (queries with a TSIG record:
 //! checked, answered and signed, never cached), `notify` (NOTIFY for
 //! secondary zones), `policy` (cookies and rate
@@ -68,11 +75,12 @@ use std::sync::Arc;
 use bumpalo::Bump;
 use tern_authority::cookie::CookieSecret;
 use tern_authority::{
-    nsid, respond, Applied, Catalog, CatalogChange, Options, Response, Transport,
+    nsid, respond_to, Applied, Catalog, CatalogChange, Options, Response, Transport,
 };
 use tern_cache::forward::{Action, Client, ForwardStats, Forwarder};
 use tern_cache::{CacheLimits, ResponseCache};
-use tern_wire::parse::{MessageView, HEADER_LEN};
+use tern_wire::parse::HEADER_LEN;
+use tern_wire::query::Query;
 
 use crate::rrl::RateLimiter;
 use crate::stats::{zone_tag, Counters};
@@ -91,13 +99,13 @@ const TCP_SIZE: usize = 65535;
 const REQUEST_ARENA: usize = 4096;
 
 mod answer;
+mod answering;
 mod notify;
 mod policy;
 mod request;
 mod signed;
 
-use answer::Answering;
-use policy::{Cookies, Peer};
+use answering::{Answering, Cookies, Peer};
 pub(crate) use request::Forwarding;
 pub use request::UdpAnswer;
 
@@ -251,7 +259,8 @@ impl Worker {
     /// queries are answered from the forward cache or come back as
     /// [`UdpAnswer::Forward`], and, with a rate limiter, answers to `peer`
     /// are limited (dropped, or replaced by a slip). Counts the query and
-    /// the answer.
+    /// the answer. For callers that hold the bytes only (tests): the
+    /// transports parse each query once and call `answer_udp_lazy`.
     pub fn answer_udp_from(
         &mut self,
         query: &[u8],
@@ -259,17 +268,18 @@ impl Worker {
         now: u64,
         out: &mut [u8],
     ) -> UdpAnswer {
-        self.answer_udp_lazy(query, &|| peer, now, out)
+        self.answer_udp_lazy(&Query::parse(query), &|| peer, now, out)
     }
 
     /// [`Worker::answer_udp_from`] with the client's address read by
     /// `peer` only if needed (the UDP loop's path: the address is copied
     /// out of the receive batch only for forwarding, rate limiting and
     /// queries with EDNS options when cookies are on).
+    /// The query was parsed once, by the transport; every stage takes it.
     #[inline]
     pub(crate) fn answer_udp_lazy(
         &mut self,
-        query: &[u8],
+        query: &Query<'_>,
         peer: &dyn Fn() -> Option<SocketAddr>,
         now: u64,
         out: &mut [u8],
@@ -297,7 +307,9 @@ impl Worker {
     /// answered from the forward cache or come back as
     /// [`UdpAnswer::Forward`] (then call `Worker::forward_tcp`); anything
     /// else is answered by `respond`. `peer: None` forwards nothing.
-    /// Counts the query and the answer.
+    /// Counts the query and the answer. For callers that hold the bytes
+    /// only (tests): the TCP loop parses each query once and calls
+    /// `answer_tcp`.
     pub fn answer_tcp_from(
         &mut self,
         query: &[u8],
@@ -305,11 +317,22 @@ impl Worker {
         now: u64,
         out: &mut [u8],
     ) -> UdpAnswer {
+        self.answer_tcp(&Query::parse(query), peer, now, out)
+    }
+
+    /// [`Worker::answer_tcp_from`] for a query parsed once.
+    pub(crate) fn answer_tcp(
+        &mut self,
+        query: &Query<'_>,
+        peer: Option<SocketAddr>,
+        now: u64,
+        out: &mut [u8],
+    ) -> UdpAnswer {
         self.counters.count_query();
+        let request = request::Request::from_query(query, TCP_SIZE);
         let (answering, parts) = self.split();
-        let answer = answering.tcp(parts.arena, parts.forwarder, query, peer, now, out);
-        self.arena.reset();
-        match request::Request::parse(query, TCP_SIZE) {
+        let answer = answering.tcp(parts.forwarder, query, request.as_ref(), peer, now, out);
+        match &request {
             Some(request) => {
                 let zone = self.catalog.find_position(request.key.name.as_name());
                 self.counters.zone = zone_tag(zone);
@@ -374,10 +397,24 @@ impl Worker {
     /// as [`UdpAnswer::Forward`]: the upstream transmits go to `actions`.
     /// Returns the length of an answer written at once into `out` (too
     /// many questions in flight: a stale answer or SERVFAIL), which the
-    /// caller sends like any other.
+    /// caller sends like any other. For callers that hold the bytes only
+    /// (tests): the transports call `forward_query` with the query they
+    /// parsed.
     pub fn forward(
         &mut self,
         query: &[u8],
+        client: Client,
+        now: u64,
+        actions: &mut Vec<Action>,
+        out: &mut [u8],
+    ) -> Option<usize> {
+        self.forward_query(&Query::parse(query), client, now, actions, out)
+    }
+
+    /// [`Worker::forward`] for a query parsed once.
+    pub(crate) fn forward_query(
+        &mut self,
+        query: &Query<'_>,
         client: Client,
         now: u64,
         actions: &mut Vec<Action>,
@@ -395,7 +432,7 @@ impl Worker {
     /// the client now waits is told apart from a query not taken.
     pub(crate) fn forward_tcp(
         &mut self,
-        query: &[u8],
+        query: &Query<'_>,
         client: Client,
         now: u64,
         actions: &mut Vec<Action>,
@@ -408,7 +445,7 @@ impl Worker {
     /// `None` for the client's UDP limit.
     fn start_forward(
         &mut self,
-        query: &[u8],
+        query: &Query<'_>,
         client: Client,
         limit: Option<usize>,
         now: u64,
@@ -418,14 +455,14 @@ impl Worker {
         let Some(forwarder) = self.forwarder.as_mut() else {
             return Forwarding::Dropped;
         };
-        let Ok(view) = MessageView::parse(query) else {
+        let Ok(view) = query.message() else {
             return Forwarding::Dropped;
         };
-        let (Ok(edns), Some(question)) = (view.edns(), view.question()) else {
+        let (Ok(edns), Some(question)) = (query.edns(), view.question()) else {
             return Forwarding::Dropped;
         };
         let head_len = HEADER_LEN + question.bytes.len();
-        let Some(key) = Forwarder::key(&view, edns.is_some_and(|edns| edns.dnssec_ok)) else {
+        let Some(key) = Forwarder::key(view, edns.is_some_and(|edns| edns.dnssec_ok)) else {
             return Forwarding::Dropped;
         };
         let limit = limit.unwrap_or(match edns {
@@ -438,7 +475,7 @@ impl Worker {
         match forwarder.start(
             key,
             client,
-            query,
+            query.bytes(),
             head_len,
             edns.is_some(),
             nsid,
@@ -476,11 +513,12 @@ impl Worker {
     /// Counts the query and the answer.
     pub fn answer(&mut self, query: &[u8], transport: Transport, out: &mut [u8]) -> Option<usize> {
         self.counters.count_query();
+        let query = Query::parse(query);
         let response = match transport {
-            Transport::Udp => self.answer_udp(query, out),
+            Transport::Udp => self.answer_udp(&query, out),
             Transport::Tcp => {
-                self.counters.set_type_of(query);
-                respond(&self.catalog, query, transport, &self.options, out)
+                self.counters.set_type_of(&query);
+                respond_to(&self.catalog, &query, transport, &self.options, &[], out)
             }
         };
         self.counters.count_type();
@@ -498,7 +536,7 @@ impl Worker {
 
     /// The UDP path: the cache first, then `respond`. The request's views
     /// live in the arena, which is reset before returning.
-    fn answer_udp(&mut self, query: &[u8], out: &mut [u8]) -> Response {
+    fn answer_udp(&mut self, query: &Query<'_>, out: &mut [u8]) -> Response {
         let (answering, parts) = self.split();
         let answer = answering.udp(
             parts.arena,

@@ -24,11 +24,11 @@
 
 use tern_wire::name::LowerNameBuf;
 use tern_wire::parse::MessageView;
+use tern_wire::query::Query;
 use tern_wire::types::{Opcode, Rcode};
-use tern_xfr::tsig::{check_request, RequestCheck, Session};
+use tern_xfr::tsig::{check_parsed_request, RequestCheck, Session};
 
-use super::answer::Answering;
-use super::policy::Peer;
+use super::answering::{Answering, Peer};
 use super::request::UdpAnswer;
 use crate::signing::{error_answer, failed_check, unix_time};
 
@@ -37,30 +37,34 @@ impl Answering<'_> {
     /// one readable question); `None` otherwise (answered as usual).
     pub(super) fn notify(
         &self,
-        query: &[u8],
+        query: &Query<'_>,
         peer: &Peer<'_>,
         out: &mut [u8],
     ) -> Option<UdpAnswer> {
         // QR clear and opcode 4: the top five bits of the third octet.
-        if query.get(2).is_none_or(|&flags| flags & 0xf8 != 0x20) {
+        if query
+            .bytes()
+            .get(2)
+            .is_none_or(|&flags| flags & 0xf8 != 0x20)
+        {
             return None;
         }
-        let view = MessageView::parse(query).ok()?;
+        let view = query.message().ok()?;
         let header = view.header();
         if header.opcode() != Opcode::NOTIFY || header.qr() {
             return None;
         }
         let question = view.question()?;
         let now = unix_time();
-        let session = match check_request(&self.transfer.keys, query, now) {
+        let session = match check_parsed_request(&self.transfer.keys, view, now) {
             RequestCheck::Unsigned => None,
             RequestCheck::Signed(session) => Some(session),
-            failed => return failed_check(failed, &view, now, out).map(UdpAnswer::Send),
+            failed => return failed_check(failed, view, now, out).map(UdpAnswer::Send),
         };
         let origin = LowerNameBuf::from_name(question.name);
         // Without secondary zones, no zone is one of ours to refresh.
         let Some(notify_in) = self.notify else {
-            return answer(&view, Rcode::NOTAUTH, session, now, out);
+            return answer(view, Rcode::NOTAUTH, session, now, out);
         };
         let zones = notify_in
             .zones
@@ -84,7 +88,7 @@ impl Answering<'_> {
             }
             _ => Rcode::REFUSED,
         };
-        answer(&view, rcode, session, now, out)
+        answer(view, rcode, session, now, out)
     }
 }
 

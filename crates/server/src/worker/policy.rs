@@ -1,81 +1,20 @@
 //! The policy stage: DNS cookies (docs/decisions/0006) and response rate
 //! limiting (docs/decisions/0007) applied to an answer once it is written.
 
-use std::cell::Cell;
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 
-use tern_authority::cookie::{self, CookieCheck, CookieSecret};
-use tern_authority::{append_options, bad_cookie, respond_with, Response, Transport};
+use tern_authority::cookie::{self, CookieCheck};
+use tern_authority::{append_options, bad_cookie, respond_to, Response, Transport};
 
 use tern_wire::name::Name;
-use tern_wire::parse::{MessageView, HEADER_LEN};
+use tern_wire::parse::HEADER_LEN;
+use tern_wire::query::Query;
 use tern_wire::types::RType;
 
-use super::answer::Answering;
+use super::answering::{Answering, Peer};
 use super::request::UdpAnswer;
 use crate::rrl::{write_slip, Category, RateLimiter, Verdict};
 use crate::stats::Counters;
-
-//----------- Cookies --------------------------------------------------------
-
-/// A worker's DNS cookie state: the secret (the same on every core) and
-/// the wall clock in Unix seconds, read at most once per UDP batch and per
-/// TCP message, by the first query there that carries an option
-/// ([`Worker::tick_cookie_clock`] marks it stale), never per query.
-pub(super) struct Cookies {
-    pub(super) secret: CookieSecret,
-    /// The clock's last reading.
-    pub(super) now: Cell<u32>,
-    /// Whether `now` must be read again before use.
-    pub(super) stale: Cell<bool>,
-}
-
-impl Cookies {
-    /// The wall clock, read if stale.
-    pub(super) fn now(&self) -> u32 {
-        if self.stale.replace(false) {
-            self.now.set(unix_seconds());
-        }
-        self.now.get()
-    }
-}
-
-//----------- Peer -----------------------------------------------------------
-
-/// The client's address, read (from the receive batch) the first time
-/// something needs it: the forwarder, the rate limiter, or a query with
-/// EDNS options when cookies are on. Most queries need none of them.
-pub(super) struct Peer<'p> {
-    pub(super) read: &'p dyn Fn() -> Option<SocketAddr>,
-    pub(super) value: Cell<Option<Option<SocketAddr>>>,
-}
-
-impl<'p> Peer<'p> {
-    pub(super) fn new(read: &'p dyn Fn() -> Option<SocketAddr>) -> Self {
-        Peer {
-            read,
-            value: Cell::new(None),
-        }
-    }
-
-    /// The address, read now if not yet.
-    pub(super) fn get(&self) -> Option<SocketAddr> {
-        if let Some(value) = self.value.get() {
-            return value;
-        }
-        let value = (self.read)();
-        self.value.set(Some(value));
-        value
-    }
-}
-
-/// The wall clock in Unix seconds, as RFC 9018 timestamps count (modulo
-/// 2^32, compared in serial-number arithmetic); 0 before 1970.
-pub(super) fn unix_seconds() -> u32 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |since| since.as_secs() as u32)
-}
 
 impl Answering<'_> {
     /// The cookie check of a query whose OPT has `options`, from `peer`:
@@ -91,16 +30,13 @@ impl Answering<'_> {
         }
     }
 
-    /// [`Answering::cookie`] for a query not parsed yet (the paths that
-    /// do not go through [`Request`]).
-    pub(super) fn cookie_of(&self, query: &[u8], peer: &Peer<'_>) -> CookieCheck {
+    /// [`Answering::cookie`] for a query that did not go through
+    /// [`Request`]: the options of its OPT, if it has a readable one.
+    pub(super) fn cookie_of(&self, query: &Query<'_>, peer: &Peer<'_>) -> CookieCheck {
         if self.cookies.is_none() {
             return CookieCheck::None;
         }
-        let edns = MessageView::parse(query)
-            .ok()
-            .and_then(|view| view.edns().ok().flatten());
-        self.cookie(edns.map_or(&[][..], |edns| edns.options), peer)
+        self.cookie(query.edns_options(), peer)
     }
 
     /// Adds our NSID (if `nsid`, the query asked, and one is configured)
@@ -114,7 +50,7 @@ impl Answering<'_> {
         &self,
         nsid: bool,
         check: &CookieCheck,
-        query: &[u8],
+        query: &Query<'_>,
         limit: usize,
         answer: UdpAnswer,
         out: &mut [u8],
@@ -134,7 +70,7 @@ impl Answering<'_> {
         }
         match append_options(out, len, limit, &[nsid, cookie]) {
             Some(len) => UdpAnswer::Send(len),
-            None => respond_with(
+            None => respond_to(
                 self.catalog,
                 query,
                 Transport::Udp,
@@ -156,7 +92,7 @@ impl Answering<'_> {
         &self,
         limiter: &mut RateLimiter,
         counters: &mut Counters,
-        (query, check): (&[u8], &CookieCheck),
+        (query, check): (&Query<'_>, &CookieCheck),
         question: Option<(Name<'_>, RType)>,
         ip: IpAddr,
         now: u64,
@@ -219,15 +155,15 @@ impl Answering<'_> {
         }
     }
 
-    /// [`Answering::limit`] for a query the cache path could not parse
+    /// [`Answering::limit`] for a query the cache path did not take
     /// (another class or opcode, a malformed or EDNS-version error): its
-    /// question, if readable, is parsed and lowercased here.
+    /// question, if it has one, is lowercased here.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn limit_unparsed(
         &self,
         limiter: &mut RateLimiter,
         counters: &mut Counters,
-        query: &[u8],
+        query: &Query<'_>,
         check: &CookieCheck,
         peer: &Peer<'_>,
         now: u64,
@@ -240,9 +176,8 @@ impl Answering<'_> {
         let Some(ip) = peer.get().map(|peer| peer.ip()) else {
             return answer;
         };
-        let question = MessageView::parse(query)
-            .ok()
-            .and_then(|view| view.question())
+        let question = query
+            .question()
             .map(|question| (question.name.to_lower(), question.qtype));
         let question = question
             .as_ref()

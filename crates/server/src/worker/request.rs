@@ -1,9 +1,11 @@
-//! The request stage: one query's zero-copy views, parsed once for the
-//! cache path, and what the worker decided for it.
+//! The request stage: what the cache path needs of a query parsed once
+//! (a [`Query`], made by the transport), and what the worker decided for
+//! it.
 
 use tern_cache::forward::ForwardKey;
 use tern_cache::CacheKey;
 use tern_wire::parse::{MessageView, HEADER_LEN};
+use tern_wire::query::Query;
 use tern_wire::types::{RClass, RType};
 
 use super::CLASSIC_UDP_SIZE;
@@ -11,12 +13,12 @@ use tern_authority::{cookie, nsid};
 
 //----------- Request --------------------------------------------------------
 
-/// One UDP query's zero-copy views, as the cache path needs them: the
-/// parsed message (borrowing the receive buffer), its cache key and its
-/// UDP size limit. Lives in the worker's request arena for the synchronous
-/// section only.
+/// What the cache path needs of one query, taken from its [`Query`]: the
+/// parsed message (borrowed from the query, which borrows the receive
+/// buffer), its cache key and its UDP size limit. Lives in the worker's
+/// request arena for the synchronous section only.
 pub(super) struct Request<'q> {
-    pub(super) view: MessageView<'q>,
+    pub(super) view: &'q MessageView<'q>,
     pub(super) key: CacheKey,
     pub(super) limit: usize,
     /// The options of the query's OPT (empty without one), for the cookie
@@ -59,28 +61,31 @@ pub(crate) enum Forwarding {
 }
 
 impl<'q> Request<'q> {
-    /// The views of a query the cache may answer; `None` sends the query to
-    /// `respond` (malformed, not a plain QUERY, EDNS version above 0, a
+    /// What the cache path needs of a query it may answer; `None` sends
+    /// the query to `respond` (malformed, not a plain QUERY, EDNS version above 0, a
     /// COOKIE option of a bad length, a class other than IN or ANY, a zone
     /// transfer, an additional record other than OPT such as a TSIG).
     /// Class ANY, answered as IN, is cached under its own key: the answer
     /// echoes the question's class.
-    pub(super) fn parse(query: &'q [u8], full_udp_size: usize) -> Option<Self> {
-        let view = MessageView::parse(query).ok()?;
+    ///
+    /// Reads nothing again: the message and its OPT come from `query`.
+    #[inline(always)]
+    pub(super) fn from_query(query: &'q Query<'q>, full_udp_size: usize) -> Option<Self> {
+        let view = query.message().ok()?;
         let question = view.question()?;
         if !matches!(question.qclass, RClass::IN | RClass::ANY)
             || matches!(question.qtype, RType::AXFR | RType::IXFR)
         {
             return None;
         }
-        let edns = view.edns().ok()?;
+        let edns = query.edns().ok()?;
         let options = edns.map_or(&[][..], |edns| edns.options);
         // Most queries carry no option: one branch.
         let nsid = !options.is_empty() && nsid::requested(options);
         if !options.is_empty() && cookie::is_malformed(options) {
             return None;
         }
-        let key = CacheKey::from_query(&view, edns.as_ref())?;
+        let key = CacheKey::from_query(view, edns.as_ref())?;
         let limit = match edns {
             None => CLASSIC_UDP_SIZE,
             Some(edns) => usize::from(edns.udp_size)

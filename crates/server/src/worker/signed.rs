@@ -2,7 +2,7 @@
 //! the SOA query a secondary sends before it transfers a zone, is checked
 //! against the configured keys and its answer signed; one that fails the
 //! check gets NOTAUTH with the TSIG error (FORMERR if malformed). Signed
-//! queries never come from or go to the answer cache: `Request::parse`
+//! queries never come from or go to the answer cache: `Request::from_query`
 //! sends every query with an additional record other than OPT here.
 //!
 //! A signed UDP answer must fit the client's size with its TSIG record;
@@ -10,11 +10,11 @@
 //! set, and that is signed (RFC 8945 section 5.3), so the client retries
 //! over TCP.
 
-use tern_authority::{respond, Response, Transport};
-use tern_wire::parse::MessageView;
-use tern_xfr::tsig::{check_request, RequestCheck, TsigRecord};
+use tern_authority::{respond_to, Response, Transport};
+use tern_wire::query::Query;
+use tern_xfr::tsig::{check_parsed_request, RequestCheck, TsigRecord};
 
-use super::answer::Answering;
+use super::answering::Answering;
 use super::request::UdpAnswer;
 use super::{CLASSIC_UDP_SIZE, TCP_SIZE};
 use crate::signing::{failed_check, truncated_answer, unix_time};
@@ -25,23 +25,24 @@ impl Answering<'_> {
     /// carries no TSIG record (answer it as usual).
     pub(super) fn signed(
         &self,
-        query: &[u8],
+        query: &Query<'_>,
         transport: Transport,
         out: &mut [u8],
     ) -> Option<UdpAnswer> {
-        if !matches!(TsigRecord::find(query), Ok(Some(_)) | Err(_)) {
+        // A message that does not parse is not answered here.
+        let view = query.message().ok()?;
+        if !matches!(TsigRecord::find_in(view), Ok(Some(_)) | Err(_)) {
             return None;
         }
         let now = unix_time();
-        let view = MessageView::parse(query).ok()?;
-        let mut session = match check_request(&self.transfer.keys, query, now) {
+        let mut session = match check_parsed_request(&self.transfer.keys, view, now) {
             RequestCheck::Unsigned => return None,
             RequestCheck::Signed(session) => session,
-            failed => return failed_check(failed, &view, now, out).map(UdpAnswer::Send),
+            failed => return failed_check(failed, view, now, out).map(UdpAnswer::Send),
         };
         let limit = match transport {
             Transport::Tcp => TCP_SIZE,
-            Transport::Udp => view
+            Transport::Udp => query
                 .edns()
                 .ok()
                 .flatten()
@@ -53,11 +54,12 @@ impl Answering<'_> {
         };
         let reserve = session.record_len();
         let room = out.len().min(limit).checked_sub(reserve)?;
-        let len = match respond(
+        let len = match respond_to(
             self.catalog,
             query,
             transport,
             self.options,
+            &[],
             &mut out[..room],
         ) {
             Response::Send(len) => len,
@@ -68,7 +70,7 @@ impl Answering<'_> {
             // Too large with the signature: the header and question alone,
             // truncated, signed.
             _ => {
-                let len = truncated_answer(&view, out)?;
+                let len = truncated_answer(view, out)?;
                 session.sign(out, len, now).ok()?
             }
         };

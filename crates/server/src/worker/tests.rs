@@ -1,5 +1,6 @@
 use super::*;
 use tern_authority::{cookie, respond_with};
+use tern_wire::parse::MessageView;
 
 use crate::rrl::RateLimitConfig;
 use crate::Cidr;
@@ -835,4 +836,231 @@ fn notify_without_secondary_zones_is_notauth() {
     }
     // NOTAUTH (9) everywhere: the same answer with and without secondaries.
     assert!(answers.iter().all(|answer| answer.3 == 9), "{answers:?}");
+}
+
+//----------- Parsed once ----------------------------------------------------
+
+/// The TSIG key of the parse-count test.
+fn parse_test_key() -> tern_xfr::tsig::Key {
+    let name = tern_wire::name::NameBuf::from_text(b"transfer-key.", None).unwrap();
+    tern_xfr::tsig::Key::new(
+        name.as_name(),
+        tern_xfr::tsig::Algorithm::HmacSha256,
+        b"secret",
+    )
+}
+
+/// `query` signed with `key` at the current time.
+fn signed_query(query: &[u8], key: &tern_xfr::tsig::Key) -> Vec<u8> {
+    let mut session = tern_xfr::tsig::Session::new(key);
+    let mut buf = query.to_vec();
+    let len = buf.len();
+    buf.resize(len + session.record_len(), 0);
+    let now = crate::signing::unix_time();
+    let len = session.sign(&mut buf, len, now).unwrap();
+    buf.truncate(len);
+    buf
+}
+
+/// Every kind of query the behaviour tests above send, and more: cache
+/// hits and misses, NXDOMAIN and NODATA, forwarded names, NOTIFY, IXFR and
+/// AXFR over UDP, signed queries (a good key and an unknown one), cookies
+/// (client only, a valid server cookie, malformed), NSID, EDNS version 1,
+/// another opcode, classes CH and ANY, and malformed messages (trailing
+/// bytes, two questions, a cut question, a short header, QR set).
+fn parse_test_queries() -> Vec<(&'static str, Vec<u8>)> {
+    let key = parse_test_key();
+    let mut queries = vec![
+        ("hit/miss, EDNS", query(1, "www.example.com.", 1, true)),
+        ("hit/miss, no EDNS", query(2, "Www.Example.com.", 1, false)),
+        ("NXDOMAIN", query(3, "nope.example.com.", 1, true)),
+        ("NODATA", query(4, "www.example.com.", 28, false)),
+        ("forwarded", query(5, "www.example.org.", 1, true)),
+        (
+            "forwarded, no EDNS",
+            query(6, "host.example.net.", 28, false),
+        ),
+        (
+            "cookie, client only",
+            cookie_query(7, "www.example.com.", &CLIENT_COOKIE),
+        ),
+        (
+            "cookie, malformed",
+            cookie_query(8, "www.example.com.", &[1, 2, 3, 4, 5]),
+        ),
+        (
+            "NSID",
+            with_option(query(9, "www.example.com.", 1, true), &[0, 3, 0, 0]),
+        ),
+        ("AXFR", query(10, "example.com.", 252, false)),
+        (
+            "signed SOA",
+            signed_query(&query(11, "example.com.", 6, true), &key),
+        ),
+        (
+            "signed with an unknown key",
+            signed_query(
+                &query(12, "example.com.", 6, false),
+                &tern_xfr::tsig::Key::new(
+                    tern_wire::name::NameBuf::from_text(b"other.", None)
+                        .unwrap()
+                        .as_name(),
+                    tern_xfr::tsig::Algorithm::HmacSha256,
+                    b"x",
+                ),
+            ),
+        ),
+        ("class CH", query(13, "version.bind.", 16, false)),
+    ];
+    let mut valid = cookie_query(14, "www.example.com.", &CLIENT_COOKIE);
+    let cookie = server_cookie_for("127.0.0.1", NOW);
+    let at = valid.len() - 8;
+    valid.truncate(at - 4);
+    let mut option = vec![0, 10, 0, 24];
+    option.extend_from_slice(&CLIENT_COOKIE);
+    option.extend_from_slice(&cookie[8..]);
+    let opt = valid.len() - 11;
+    valid[opt + 9..opt + 11].copy_from_slice(&[0, 0]);
+    queries.push(("cookie, valid server cookie", with_option(valid, &option)));
+    let mut ixfr = query(15, "example.com.", 251, false);
+    ixfr[9] = 1; // NSCOUNT: the client's SOA
+    ixfr.extend_from_slice(&[0xc0, 12, 0, 6, 0, 1, 0, 0, 0, 0, 0, 22, 0, 0]);
+    ixfr.extend_from_slice(&[0; 20]);
+    queries.push(("IXFR", ixfr));
+    let mut notify = query(16, "example.com.", 6, false);
+    notify[2] = 0x20 | 0x04;
+    queries.push(("NOTIFY", notify));
+    let mut badvers = query(17, "www.example.com.", 1, true);
+    let ttl_at = badvers.len() - 6;
+    badvers[ttl_at - 2] = 1; // the OPT's version
+    queries.push(("EDNS version 1", badvers));
+    let mut status = query(18, "www.example.com.", 1, true);
+    status[2] = 0x10; // opcode STATUS
+    queries.push(("opcode STATUS", status));
+    let mut any = query(19, "www.example.com.", 1, true);
+    let class_at = any.len() - 11 - 1;
+    any[class_at] = 255;
+    queries.push(("class ANY", any));
+    let mut trailing = query(20, "www.example.com.", 1, true);
+    trailing.push(0);
+    queries.push(("malformed: trailing octet", trailing));
+    let mut two = query(21, "www.example.com.", 1, false);
+    two[5] = 2;
+    queries.push(("malformed: two questions", two));
+    let cut = query(22, "www.example.com.", 1, false);
+    queries.push(("malformed: cut question", cut[..20].to_vec()));
+    queries.push(("malformed: short header", cut[..11].to_vec()));
+    let mut response = query(23, "www.example.com.", 1, false);
+    response[2] |= 0x80;
+    queries.push(("QR set", response));
+    queries
+}
+
+/// A worker with every stage on: cookies, rate limiting (127.0.0.0/8
+/// exempt, 5 answers a second, every limited answer slips),
+/// forwarding (127.0.0.0/8 allowed; none in flight, so the forwarder
+/// answers SERVFAIL at once), transfers (127.0.0.0/8) and a TSIG key, NSID.
+fn parse_test_worker() -> (Worker, crate::TransferConfig) {
+    let mut worker = Worker::new(catalog(), nsid_options(), CacheLimits::default());
+    worker.set_cookie_secret(CookieSecret::new(SECRET));
+    worker.set_cookie_clock(NOW);
+    let limits = RateLimitConfig {
+        slip: 1,
+        ..config()
+    };
+    worker.set_rate_limiter(RateLimiter::new(&limits, 1));
+    let mut forward = ForwardConfig::new(vec!["127.0.0.1:9".parse().unwrap()]);
+    forward.allow = vec![Cidr::parse("127.0.0.0/8").unwrap()];
+    forward.max_in_flight = 0;
+    worker.set_forwarder(Forwarder::new(forward, 1232));
+    let transfer = crate::TransferConfig {
+        allow: vec![Cidr::parse("127.0.0.0/8").unwrap()],
+        keys: vec![parse_test_key()],
+        ..crate::TransferConfig::default()
+    };
+    worker.set_transfer(transfer.clone());
+    (worker, transfer)
+}
+
+/// Issue 23: a query is parsed once on every path. Each query of
+/// [`parse_test_queries`], several rounds (misses, then hits, then rate
+/// limited), from an exempt client (forwarded, transfers allowed) and a
+/// limited one (slips, refused transfers), over UDP (answer, then
+/// forward) and TCP (the transfer check, answer, then forward) as the
+/// transports call the worker: `MessageView::parse` reads its bytes once.
+#[test]
+fn every_query_is_parsed_once() {
+    use tern_wire::parse::count;
+    use tern_wire::query::Query;
+    let (mut worker, transfer) = parse_test_worker();
+    let xfr_counters = crate::xfr_out::XfrOutCounters::default();
+    let queries = parse_test_queries();
+    let mut out = vec![0u8; TCP_SIZE];
+    let mut actions = Vec::new();
+    let mut wrong = Vec::new();
+    // Enough for the rate limiter to slip each of the limited client's
+    // kinds of answers.
+    const ROUNDS: usize = 6;
+    for round in 0..ROUNDS {
+        for from in ["127.0.0.1:5300", "192.0.2.7:5300"] {
+            let address: SocketAddr = from.parse().unwrap();
+            for (what, query) in &queries {
+                // As the UDP loop: parse, answer, forward.
+                count::watch(query);
+                let parsed = Query::parse(query);
+                let udp = worker.answer_udp_lazy(&parsed, &|| Some(address), 0, &mut out);
+                if udp == UdpAnswer::Forward {
+                    let client = tern_cache::forward::Client::Udp {
+                        listener: 0,
+                        address,
+                    };
+                    worker.forward_query(&parsed, client, 0, &mut actions, &mut out);
+                }
+                let parses = count::parses();
+                if parses != 1 {
+                    wrong.push(format!("UDP {what} from {from}, round {round}: {parses}"));
+                }
+                // As the TCP loop: parse, the transfer check, answer,
+                // forward.
+                count::watch(query);
+                let parsed = Query::parse(query);
+                let start = crate::xfr_out::start(
+                    worker.catalog(),
+                    &transfer,
+                    None,
+                    &xfr_counters,
+                    &parsed,
+                    address.ip(),
+                    None,
+                    &mut out,
+                );
+                if matches!(start, crate::xfr_out::Start::NotTransfer) {
+                    let tcp = worker.answer_tcp(&parsed, Some(address), 0, &mut out);
+                    if tcp == UdpAnswer::Forward {
+                        let client = tern_cache::forward::Client::Tcp {
+                            connection: 0,
+                            slot: 0,
+                        };
+                        worker.forward_tcp(&parsed, client, 0, &mut actions, &mut out);
+                    }
+                }
+                let parses = count::parses();
+                if parses != 1 {
+                    wrong.push(format!("TCP {what} from {from}, round {round}: {parses}"));
+                }
+                actions.clear();
+            }
+        }
+    }
+    // Every path was taken.
+    let counters = worker.counters();
+    assert!(counters.cache_hits > 0 && counters.cache_misses > 0);
+    assert!(counters.rrl_slipped > 0, "{counters:?}");
+    assert!(counters.badcookie > 0, "a BADCOOKIE slip: {counters:?}");
+    assert!(xfr_counters.refused.get() > 0, "a refused transfer");
+    assert!(
+        wrong.is_empty(),
+        "parsed other than once:\n{}",
+        wrong.join("\n")
+    );
 }

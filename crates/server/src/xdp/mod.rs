@@ -40,6 +40,7 @@ use std::rc::Rc;
 
 use tern_cache::forward::Client;
 use tern_wire::frame;
+use tern_wire::query::Query;
 
 use crate::core::Core;
 use crate::forward;
@@ -224,7 +225,9 @@ fn answer_batch(core: &Rc<Core>, local: &Local, xsk: &mut Xsk, received: u32) {
             let header_len = datagram.reply_header_len();
             let answer = &mut out[header_len..];
             let client = datagram.source();
-            let outcome = worker.answer_udp_lazy(query, &|| Some(client), now, answer);
+            // Parsed once: every stage of the worker takes it.
+            let parsed = Query::parse(query);
+            let outcome = worker.answer_udp_lazy(&parsed, &|| Some(client), now, answer);
             let forwarded = matches!(outcome, UdpAnswer::Forward);
             // The listener the query would have come through: the way back
             // of a forwarded answer, and dnstap's local address. Looked up
@@ -242,7 +245,7 @@ fn answer_batch(core: &Rc<Core>, local: &Local, xsk: &mut Xsk, received: u32) {
                         listener,
                         address: client,
                     };
-                    worker.forward(query, client, now, &mut actions, answer)
+                    worker.forward_query(&parsed, client, now, &mut actions, answer)
                 }),
             };
             if let Some((tap, time)) = tap {
