@@ -159,6 +159,18 @@ impl Catalog {
             .find(origin_lower.as_bytes(), |i| origin_of(&self.slots, i))
     }
 
+    /// [`Catalog::position`], trying slot `guess` first: a walk over the
+    /// zones in the order they were added (a reload in name order, after a
+    /// start that loaded them so) finds each where it guessed, reading the
+    /// slots in order instead of probing the index. Bound: one comparison
+    /// more than `position` at worst.
+    pub fn position_from(&self, origin_lower: Name<'_>, guess: u32) -> Option<u32> {
+        if origin_of(&self.slots, guess) == origin_lower.as_bytes() {
+            return Some(guess);
+        }
+        self.position(origin_lower)
+    }
+
     /// The slot of [`Catalog::find`]'s zone.
     pub fn find_position(&self, qname_lower: Name<'_>) -> Option<u32> {
         let mut suffix = Some(qname_lower);
@@ -238,6 +250,17 @@ mod tests {
         assert_eq!(got("sub.example.com.").as_deref(), Some("sub.example.com."));
         assert_eq!(got("www.example.com."), None);
         assert_eq!(got("com."), None);
+    }
+
+    #[test]
+    fn position_from_finds_the_slot_whatever_the_guess() {
+        let catalog = Catalog::new(vec![zone("a."), zone("b."), zone("c.")]);
+        let b = name("b.");
+        let slot = catalog.position(b.as_name()).unwrap();
+        for guess in [0, 1, 2, 3, u32::MAX] {
+            assert_eq!(catalog.position_from(b.as_name(), guess), Some(slot));
+        }
+        assert_eq!(catalog.position_from(name("d.").as_name(), slot), None);
     }
 
     #[test]

@@ -144,8 +144,16 @@ pub trait Previous {
     /// Whether a zone of this origin (lowercased wire form) was loaded
     /// from `path`, whose stamp is now `file`, and none of its files
     /// changed since; `None` if no zone of this origin was loaded from a
-    /// file.
-    fn unchanged(&self, origin: &[u8], path: &Path, file: Option<FileStamp>) -> Option<bool>;
+    /// file. `near` is where the previous call found its zone, and is
+    /// set to where this one found it: a walk in name order passes it on,
+    /// so that a zone is looked for first next to the one before.
+    fn unchanged(
+        &self,
+        origin: &[u8],
+        path: &Path,
+        file: Option<FileStamp>,
+        near: &mut u32,
+    ) -> Option<bool>;
 
     /// The origins of the zones loaded from files that `configured` does
     /// not name.
@@ -202,6 +210,16 @@ impl Texts {
     }
 }
 
+/// The first eight bytes of `name` (zeros after a shorter one) as a
+/// big-endian number: two names whose numbers differ are in the order of
+/// their numbers.
+fn name_prefix(name: &str) -> u64 {
+    let mut prefix = [0; 8];
+    let len = name.len().min(8);
+    prefix[..len].copy_from_slice(&name.as_bytes()[..len]);
+    u64::from_be_bytes(prefix)
+}
+
 /// The zone files a configuration names, in the order they are loaded:
 /// every `NAME.zone` in the zone directory in name order, then the listed
 /// ones. Reading the directory keeps only the names.
@@ -250,19 +268,26 @@ impl<'c> Listing<'c> {
                 crate::work::visit(1);
             }
         }
-        let mut order: Vec<usize> = (0..stems.len()).collect();
-        order.sort_unstable_by(|&a, &b| {
+        // Sorted by their first eight bytes, read as a number (in the
+        // order of the names: a file name holds no NUL), then by the
+        // whole name: most comparisons read no name.
+        let mut order: Vec<(u64, usize)> = (0..stems.len())
+            .map(|i| (name_prefix(stems.get(i)), i))
+            .collect();
+        order.sort_unstable_by(|&(a_prefix, a), &(b_prefix, b)| {
             crate::work::visit(1);
-            stems.get(a).cmp(stems.get(b))
+            a_prefix
+                .cmp(&b_prefix)
+                .then_with(|| stems.get(a).cmp(stems.get(b)))
         });
         let mut sorted = Texts::default();
-        for &i in &order {
+        for &(_, i) in &order {
             sorted.push(stems.get(i));
         }
         Ok(Listing {
             dir: sources.dir.as_deref(),
             stems: sorted,
-            stamps: order.iter().map(|&i| stamps[i]).collect(),
+            stamps: order.iter().map(|&(_, i)| stamps[i]).collect(),
             listed: &sources.listed,
         })
     }
@@ -392,6 +417,7 @@ pub fn load_all(sources: &Sources, previous: Option<&dyn Previous>) -> Result<Lo
     // The zones loaded before that this configuration still names.
     let mut named = 0;
     let mut path = PathBuf::new();
+    let mut near = 0;
     for (i, &first_i) in first.iter().enumerate() {
         crate::work::visit(1);
         let text = listing.text(i);
@@ -409,8 +435,9 @@ pub fn load_all(sources: &Sources, previous: Option<&dyn Previous>) -> Result<Lo
             ));
             continue;
         }
-        let unchanged = previous
-            .and_then(|previous| previous.unchanged(origin, &path, listing.stamp(i, &path)));
+        let unchanged = previous.and_then(|previous| {
+            previous.unchanged(origin, &path, listing.stamp(i, &path), &mut near)
+        });
         named += usize::from(unchanged.is_some());
         if unchanged == Some(true) {
             loaded.unchanged += 1;
