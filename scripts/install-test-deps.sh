@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install what the test suites (tests/differential, tests/service, tests/metrics, ...) need on
 # a Debian machine: Knot DNS, NSD, dig/kdig, dnsperf, Prometheus and promtool, BIND's
-# dnssec-keygen/dnssec-signzone (bind9-utils), dnstap-read (bind9-dnsutils) and
+# dnssec-keygen/dnssec-signzone/dnssec-verify (bind9-utils), ldns-verify-zone (ldnsutils, for
+# crates/dnssec's signed zones), dnstap-read (bind9-dnsutils) and
 # fstrm_capture (fstrm-bin) for the dnstap tests, clang (which builds the XDP program; tern
 # builds without it, but then `--xdp` refuses to start), iproute2 and ethtool for the XDP
 # test's namespaces and veth offloads (and kxdpgun, from knot-dnsutils, for
@@ -12,7 +13,7 @@
 set -euo pipefail
 
 PYTHON="${PYTHON:-python3}"
-PKGS=(knot knot-dnsutils nsd bind9-utils bind9-dnsutils dnsperf prometheus fstrm-bin clang iproute2 ethtool)
+PKGS=(knot knot-dnsutils nsd bind9-utils bind9-dnsutils ldnsutils dnsperf prometheus fstrm-bin clang iproute2 ethtool)
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then

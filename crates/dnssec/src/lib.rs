@@ -1,0 +1,61 @@
+//! # tern-dnssec: DNSSEC signing, without I/O
+//!
+//! A zone given as records goes in, the same zone signed with NSEC comes
+//! out (RFC 4033, 4034, 4035): the DNSKEY RRset, an RRSIG for every
+//! authoritative RRset and the NSEC chain. Nothing here reads a file, a
+//! clock or the network: the caller hands over the keys (PKCS#8 bytes),
+//! the records and the signatures' inception and expiration, and gets
+//! records back. The crypto is ring's (key generation, ECDSA P-256 and
+//! Ed25519 signatures, randomness from its `SystemRandom`); the DS digest
+//! is the `sha2` crate's SHA-256. No crypto of ours.
+//!
+//! Modules, each importing only those listed before it:
+//! - [`key`]: algorithms and key roles, key generation and loading, the
+//!   DNSKEY RDATA, key tag and DS;
+//! - [`canonical`]: canonical RDATA and RRset order, the labels field;
+//! - [`nsec`]: the NSEC RDATA and its type bitmap;
+//! - [`rrsig`]: the signature over one RRset and its validity;
+//! - [`zone`]: a whole zone signed with NSEC.
+//!
+//! Signing a small zone with one combined signing key:
+//!
+//! ```
+//! use tern_dnssec::{sign_zone, Algorithm, KeyRole, SignOptions, SigningKey, Validity};
+//! use tern_wire::name::NameBuf;
+//! use tern_wire::types::RType;
+//! use tern_zone::{parse_bytes, NoInclude, Options};
+//!
+//! let origin = NameBuf::from_text(b"example.", None).unwrap();
+//! let text = b"@ 3600 SOA ns hostmaster 1 2h 1h 1w 300\n  NS ns\nns A 192.0.2.1\n";
+//! let zone = parse_bytes(text, "example.zone".as_ref(), origin.as_name(),
+//!     &Options::default(), &mut NoInclude).unwrap();
+//!
+//! let (key, _pkcs8) = SigningKey::generate(Algorithm::EcdsaP256Sha256, KeyRole::Csk).unwrap();
+//! let options = SignOptions {
+//!     validity: Validity::new(1_700_000_000, 1_700_000_000 + 14 * 86_400).unwrap(),
+//!     dnskey_ttl: None,
+//! };
+//! let signed = sign_zone(origin.as_name(), &zone.records, &[key], &options).unwrap();
+//!
+//! // example.: SOA, NS, DNSKEY, NSEC and their 4 RRSIGs;
+//! // ns.example.: A, NSEC and their 2 RRSIGs.
+//! assert_eq!(signed.signatures, 6);
+//! assert_eq!(signed.records.len(), 3 + 1 + 2 + 6);
+//! let nsec = signed.records.iter().find(|record| record.rtype == RType::NSEC).unwrap();
+//! // Next name ns.example., then window 0 of 7 octets: NS SOA RRSIG NSEC DNSKEY.
+//! assert_eq!(nsec.rdata, b"\x02ns\x07example\x00\x00\x07\x22\x00\x00\x00\x00\x03\x80");
+//! assert_eq!(nsec.ttl, 300); // the SOA's MINIMUM, lower than its TTL
+//! ```
+
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+pub mod canonical;
+pub mod key;
+pub mod nsec;
+pub mod rrsig;
+pub mod zone;
+
+pub use key::{Algorithm, KeyError, KeyRole, SigningKey};
+pub use rrsig::{sign_rrset, Rrset, Validity};
+pub use zone::{sign_zone, SignError, SignOptions, SignedZone, MAX_KEYS};

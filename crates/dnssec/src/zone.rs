@@ -1,0 +1,568 @@
+//! A whole zone signed with NSEC (RFC 4035 section 2).
+//!
+//! [`sign_zone`] takes the zone's records (any `tern_zone::RecordList`,
+//! as the scanner makes them), the keys and the validity, and returns the
+//! records to serve:
+//!
+//! - the input's own DNSSEC records are dropped: every RRSIG, NSEC and
+//!   NSEC3, and the apex's DNSKEY and NSEC3PARAM; the DNSKEY RRset of the
+//!   keys given takes their place (TTL: the caller's, else the SOA's, as
+//!   Knot's `dnskey-ttl` default);
+//! - each record keeps the TTL tern serves it with
+//!   (`tern_zone::ttl::RrsetTtls`), which is the original TTL signed;
+//! - duplicates (equal in canonical form) are written once;
+//! - every authoritative RRset gets one RRSIG per key of its role: the
+//!   apex's DNSKEY, CDS and CDNSKEY RRsets by the KSKs (or CSK), all the
+//!   others by the ZSKs (or CSK);
+//! - at a delegation (NS below the apex) only the DS RRset is signed; the
+//!   names below it (glue) are neither signed nor in the NSEC chain, nor
+//!   are the delegation's other types in its bitmap (RFC 4035 section
+//!   2.3);
+//! - each name that owns authoritative records, or is a delegation, gets
+//!   an NSEC naming the next such name in canonical order (the last names
+//!   the apex) and its types with RRSIG and NSEC; empty non-terminals own
+//!   nothing and get none; the NSEC TTL is the lower of the SOA's MINIMUM
+//!   and the SOA's TTL (RFC 9077 section 3.3); next names are written
+//!   lowercased.
+//!
+//! Not handled in this slice: names below a DNAME are signed like any
+//! other (RFC 6672 occlusion is not modelled), and the zone is assumed to
+//! have passed `tern_zone::check` (one class, no CNAME beside other data).
+
+use std::borrow::Cow;
+use std::cmp::Ordering;
+use std::fmt;
+
+use tern_wire::name::{Name, NameBuf};
+use tern_wire::types::{RClass, RType};
+use tern_zone::ttl::RrsetTtls;
+use tern_zone::{Location, Record, RecordList};
+
+use crate::key::{KeyError, SigningKey};
+use crate::nsec::nsec_rdata;
+use crate::rrsig::{sign_rrset, Rrset, Validity};
+
+/// The most keys a zone is signed with at once (a CSK or a KSK and a ZSK,
+/// each doubled during a rollover, leaves room to spare).
+pub const MAX_KEYS: usize = 8;
+
+//----------- SignOptions ----------------------------------------------------
+
+/// What the signer needs besides the records and the keys.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SignOptions {
+    /// Inception and expiration of every signature made.
+    pub validity: Validity,
+    /// The DNSKEY RRset's TTL; `None` gives it the SOA's TTL.
+    pub dnskey_ttl: Option<u32>,
+}
+
+//----------- SignedZone -----------------------------------------------------
+
+/// A signed zone.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SignedZone {
+    /// The records to serve, in canonical order: the input's (less the
+    /// DNSSEC records replaced, and duplicates), the DNSKEY RRset, the
+    /// NSEC records and the RRSIGs. Records made here have the default
+    /// [`Location`].
+    pub records: Vec<Record>,
+    /// The RRSIG records made.
+    pub signatures: usize,
+    /// The input's DNSSEC records dropped (RRSIG, NSEC, NSEC3 anywhere;
+    /// DNSKEY and NSEC3PARAM at the apex).
+    pub replaced: usize,
+}
+
+//----------- SignError ------------------------------------------------------
+
+/// Why a zone could not be signed.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub enum SignError {
+    /// No key was given.
+    NoKeys,
+    /// More than [`MAX_KEYS`] keys were given.
+    TooManyKeys,
+    /// No key signs the DNSKEY RRset (a KSK or CSK).
+    NoKeySigningKey,
+    /// No key signs the other RRsets (a ZSK or CSK).
+    NoZoneSigningKey,
+    /// The apex has no SOA record, or its RDATA is not an SOA's.
+    NoSoa,
+    /// The apex has more than one SOA record.
+    SeveralSoa,
+    /// The owner of the input's record at this index (in the record
+    /// list, so the caller can locate it) is not at or below the apex.
+    OutOfZone(usize),
+    /// A key failed to sign.
+    Key(KeyError),
+}
+
+impl fmt::Display for SignError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SignError::NoKeys => f.write_str("no signing key"),
+            SignError::TooManyKeys => write!(f, "more than {MAX_KEYS} signing keys"),
+            SignError::NoKeySigningKey => f.write_str("no KSK or CSK to sign the DNSKEY RRset"),
+            SignError::NoZoneSigningKey => f.write_str("no ZSK or CSK to sign the zone"),
+            SignError::NoSoa => f.write_str("no SOA record at the apex"),
+            SignError::SeveralSoa => f.write_str("more than one SOA record at the apex"),
+            SignError::OutOfZone(index) => write!(f, "record {index} is out of zone"),
+            SignError::Key(error) => write!(f, "{error}"),
+        }
+    }
+}
+
+impl std::error::Error for SignError {}
+
+impl From<KeyError> for SignError {
+    fn from(error: KeyError) -> Self {
+        SignError::Key(error)
+    }
+}
+
+//----------- sign_zone ------------------------------------------------------
+
+/// What a name is to the signer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum NodeKind {
+    /// The apex: everything signed.
+    Apex,
+    /// A name with authoritative data: everything signed.
+    Authoritative,
+    /// A delegation point: only its DS signed; NS and DS in its bitmap.
+    Delegation,
+    /// Below a delegation: nothing signed, no NSEC.
+    Glue,
+}
+
+/// The records of one owner name: a range of the sorted records.
+#[derive(Clone, Copy, Debug)]
+struct Node {
+    start: usize,
+    end: usize,
+    kind: NodeKind,
+}
+
+/// Signs the zone at `origin` made of `records` (in file order) with
+/// `keys`; see the module documentation for what is made. Bound: a sort
+/// of the records, then one pass; one signature per key and
+/// authoritative RRset.
+pub fn sign_zone<R: RecordList + ?Sized>(
+    origin: Name<'_>,
+    records: &R,
+    keys: &[SigningKey],
+    options: &SignOptions,
+) -> Result<SignedZone, SignError> {
+    check_keys(keys)?;
+    let (kept, replaced) = keep_records(origin, records)?;
+    let mut sorted = sort_records(kept);
+    let soa = apex_soa(origin, &sorted)?;
+    let dnskey_ttl = options.dnskey_ttl.unwrap_or(soa.ttl);
+    let nsec_ttl = soa.ttl.min(soa.minimum);
+    // The DNSKEY RRset goes right after the apex's other records, where
+    // the apex node (the first, as the apex sorts first) ends.
+    let apex_end = sorted
+        .iter()
+        .position(|record| !record.owner.as_name().eq_ignore_case(origin))
+        .unwrap_or(sorted.len());
+    let mut dnskeys: Vec<&[u8]> = keys.iter().map(SigningKey::dnskey_rdata).collect();
+    dnskeys.sort_unstable();
+    dnskeys.dedup();
+    let dnskey_records = dnskeys.iter().map(|rdata| Record {
+        owner: sorted[0].owner,
+        class: soa.class,
+        ttl: dnskey_ttl,
+        rtype: RType::DNSKEY,
+        rdata: rdata.to_vec(),
+        location: Location::default(),
+    });
+    let dnskey_records: Vec<Record> = dnskey_records.collect();
+    sorted.splice(apex_end..apex_end, dnskey_records);
+
+    let nodes = nodes(origin, &sorted);
+    let signer = origin.to_lower();
+    let mut out = Vec::with_capacity(sorted.len() * 3);
+    let mut signatures = 0;
+    let chain: Vec<&Node> = nodes
+        .iter()
+        .filter(|node| node.kind != NodeKind::Glue)
+        .collect();
+    let mut next_of = chain.iter().skip(1).map(|node| node.start);
+    let mut rdata: Vec<&[u8]> = Vec::new();
+    for node in &nodes {
+        let owner = sorted[node.start].owner;
+        let mut types = Vec::new();
+        let mut start = node.start;
+        while start < node.end {
+            let first = &sorted[start];
+            let mut end = start + 1;
+            while end < node.end
+                && sorted[end].rtype == first.rtype
+                && sorted[end].class == first.class
+            {
+                end += 1;
+            }
+            let signed = match node.kind {
+                NodeKind::Apex | NodeKind::Authoritative => true,
+                NodeKind::Delegation => first.rtype == RType::DS,
+                NodeKind::Glue => false,
+            };
+            let in_bitmap = match node.kind {
+                NodeKind::Delegation => matches!(first.rtype, RType::NS | RType::DS),
+                _ => signed,
+            };
+            if in_bitmap {
+                types.push(first.rtype);
+            }
+            if signed {
+                rdata.clear();
+                rdata.extend(sorted[start..end].iter().map(|record| &record.rdata[..]));
+                let rrset = Rrset {
+                    owner: owner.as_name(),
+                    class: first.class,
+                    rtype: first.rtype,
+                    ttl: first.ttl,
+                    rdata: &rdata,
+                };
+                let by_key_signing_keys = node.kind == NodeKind::Apex
+                    && matches!(first.rtype, RType::DNSKEY | RType::CDS | RType::CDNSKEY);
+                signatures += sign_with(
+                    &rrset,
+                    signer.as_name(),
+                    keys,
+                    by_key_signing_keys,
+                    options,
+                    &mut out,
+                )?;
+            }
+            for record in &sorted[start..end] {
+                // One TTL per RRset: the one signed.
+                out.push(Record {
+                    ttl: first.ttl,
+                    ..record.clone()
+                });
+            }
+            start = end;
+        }
+        if node.kind == NodeKind::Glue {
+            continue;
+        }
+        types.extend([RType::RRSIG, RType::NSEC]);
+        let next = match next_of.next() {
+            Some(index) => sorted[index].owner.as_name().to_lower(),
+            None => origin.to_lower(),
+        };
+        let nsec = [&nsec_rdata(next.as_name(), &types)[..]];
+        let rrset = Rrset {
+            owner: owner.as_name(),
+            class: soa.class,
+            rtype: RType::NSEC,
+            ttl: nsec_ttl,
+            rdata: &nsec,
+        };
+        signatures += sign_with(&rrset, signer.as_name(), keys, false, options, &mut out)?;
+        out.push(Record {
+            owner,
+            class: soa.class,
+            ttl: nsec_ttl,
+            rtype: RType::NSEC,
+            rdata: nsec[0].to_vec(),
+            location: Location::default(),
+        });
+    }
+    Ok(SignedZone {
+        records: out,
+        signatures,
+        replaced,
+    })
+}
+
+/// At least one key for each role, at most [`MAX_KEYS`].
+fn check_keys(keys: &[SigningKey]) -> Result<(), SignError> {
+    if keys.is_empty() {
+        return Err(SignError::NoKeys);
+    }
+    if keys.len() > MAX_KEYS {
+        return Err(SignError::TooManyKeys);
+    }
+    if !keys.iter().any(|key| key.role().signs_keys()) {
+        return Err(SignError::NoKeySigningKey);
+    }
+    if !keys.iter().any(|key| key.role().signs_zone()) {
+        return Err(SignError::NoZoneSigningKey);
+    }
+    Ok(())
+}
+
+/// The records to sign, each with the TTL tern serves it with, and the
+/// number of DNSSEC records dropped to be made anew.
+fn keep_records<R: RecordList + ?Sized>(
+    origin: Name<'_>,
+    records: &R,
+) -> Result<(Vec<Record>, usize), SignError> {
+    let ttls = RrsetTtls::of(records);
+    let mut kept = Vec::with_capacity(records.len());
+    let mut replaced = 0;
+    for index in 0..records.len() {
+        let record = records.record(index);
+        if !record.owner.ends_with(origin) {
+            return Err(SignError::OutOfZone(index));
+        }
+        let at_apex = record.owner.eq_ignore_case(origin);
+        let made_here = matches!(record.rtype, RType::RRSIG | RType::NSEC | RType::NSEC3)
+            || (at_apex && matches!(record.rtype, RType::DNSKEY | RType::NSEC3PARAM));
+        if made_here {
+            replaced += 1;
+            continue;
+        }
+        let mut owned = record.to_record();
+        owned.ttl = ttls.served(index, record.ttl);
+        kept.push(owned);
+    }
+    Ok((kept, replaced))
+}
+
+/// The records in canonical order (owner, then type, class and canonical
+/// RDATA), each once: of records equal in canonical form, the first in
+/// file order stays.
+fn sort_records(records: Vec<Record>) -> Vec<Record> {
+    let mut order: Vec<usize> = (0..records.len()).collect();
+    let keep = {
+        let canonical: Vec<Cow<'_, [u8]>> = records
+            .iter()
+            .map(|record| tern_zone::print::canonical_rdata(record.rtype, &record.rdata))
+            .collect();
+        let rrset_order = |a: &Record, b: &Record| {
+            a.owner
+                .as_name()
+                .canonical_cmp(b.owner.as_name())
+                .then(a.rtype.0.cmp(&b.rtype.0))
+                .then(a.class.0.cmp(&b.class.0))
+        };
+        order.sort_by(|&a, &b| {
+            rrset_order(&records[a], &records[b])
+                .then_with(|| canonical[a].cmp(&canonical[b]))
+                .then(a.cmp(&b))
+        });
+        let mut keep = vec![true; order.len()];
+        for pair in 1..order.len() {
+            let (a, b) = (order[pair - 1], order[pair]);
+            if rrset_order(&records[a], &records[b]) == Ordering::Equal
+                && canonical[a] == canonical[b]
+            {
+                keep[pair] = false;
+            }
+        }
+        keep
+    };
+    let mut slots: Vec<Option<Record>> = records.into_iter().map(Some).collect();
+    order
+        .iter()
+        .zip(keep)
+        .filter(|(_, keep)| *keep)
+        .filter_map(|(&index, _)| slots[index].take())
+        .collect()
+}
+
+/// What the signer needs of the SOA.
+#[derive(Clone, Copy, Debug)]
+struct Soa {
+    class: RClass,
+    ttl: u32,
+    minimum: u32,
+}
+
+/// The apex's one SOA record.
+fn apex_soa(origin: Name<'_>, sorted: &[Record]) -> Result<Soa, SignError> {
+    let mut soas = sorted
+        .iter()
+        .take_while(|record| record.owner.as_name().eq_ignore_case(origin))
+        .filter(|record| record.rtype == RType::SOA);
+    let soa = soas.next().ok_or(SignError::NoSoa)?;
+    if soas.next().is_some() {
+        return Err(SignError::SeveralSoa);
+    }
+    let minimum = tern_wire::rdata::soa_minimum(&soa.rdata).ok_or(SignError::NoSoa)?;
+    Ok(Soa {
+        class: soa.class,
+        ttl: soa.ttl,
+        minimum,
+    })
+}
+
+/// The names of the sorted records, with what each is. A delegation's
+/// names below it follow it directly in canonical order, so one cut at a
+/// time is remembered.
+fn nodes(origin: Name<'_>, sorted: &[Record]) -> Vec<Node> {
+    let mut nodes = Vec::new();
+    let mut cut: Option<NameBuf> = None;
+    let mut start = 0;
+    while start < sorted.len() {
+        let owner = sorted[start].owner.as_name();
+        let mut end = start + 1;
+        while end < sorted.len() && sorted[end].owner.as_name().eq_ignore_case(owner) {
+            end += 1;
+        }
+        let below_cut = cut
+            .as_ref()
+            .is_some_and(|cut| owner.ends_with(cut.as_name()));
+        let kind = if below_cut {
+            NodeKind::Glue
+        } else if owner.eq_ignore_case(origin) {
+            cut = None;
+            NodeKind::Apex
+        } else if sorted[start..end]
+            .iter()
+            .any(|record| record.rtype == RType::NS)
+        {
+            cut = Some(owner.to_buf());
+            NodeKind::Delegation
+        } else {
+            cut = None;
+            NodeKind::Authoritative
+        };
+        nodes.push(Node { start, end, kind });
+        start = end;
+    }
+    nodes
+}
+
+/// Signs `rrset` with each key of its role, pushing the RRSIG records to
+/// `out`; returns how many.
+fn sign_with(
+    rrset: &Rrset<'_>,
+    signer: Name<'_>,
+    keys: &[SigningKey],
+    by_key_signing_keys: bool,
+    options: &SignOptions,
+    out: &mut Vec<Record>,
+) -> Result<usize, SignError> {
+    let mut made = 0;
+    for key in keys {
+        let role = key.role();
+        let chosen = if by_key_signing_keys {
+            role.signs_keys()
+        } else {
+            role.signs_zone()
+        };
+        if !chosen {
+            continue;
+        }
+        let rdata = sign_rrset(rrset, signer, key, options.validity)?;
+        out.push(Record {
+            owner: rrset.owner.to_buf(),
+            class: rrset.class,
+            ttl: rrset.ttl,
+            rtype: RType::RRSIG,
+            rdata,
+            location: Location::default(),
+        });
+        made += 1;
+    }
+    Ok(made)
+}
+
+//=========== Tests ==========================================================
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use tern_zone::{parse_bytes, NoInclude, Options};
+
+    use super::*;
+    use crate::key::{Algorithm, KeyRole};
+
+    fn zone(text: &str) -> (NameBuf, Vec<Record>) {
+        let origin = NameBuf::from_text(b"example.", None).unwrap();
+        let records = parse_bytes(
+            text.as_bytes(),
+            Path::new("test"),
+            origin.as_name(),
+            &Options::default(),
+            &mut NoInclude,
+        )
+        .unwrap()
+        .records;
+        (origin, records)
+    }
+
+    fn options() -> SignOptions {
+        SignOptions {
+            validity: Validity::new(1_000_000, 2_000_000).unwrap(),
+            dnskey_ttl: Some(60),
+        }
+    }
+
+    fn key(role: KeyRole) -> SigningKey {
+        SigningKey::generate(Algorithm::Ed25519, role).unwrap().0
+    }
+
+    const SOA: &str = "@ 600 SOA ns hostmaster 1 2 3 4 5\n";
+
+    /// Each way a zone or key set cannot be signed is its own error.
+    #[test]
+    fn refusals() {
+        let (origin, records) = zone(SOA);
+        let sign = |records: &[Record], keys: &[SigningKey]| {
+            sign_zone(origin.as_name(), records, keys, &options()).unwrap_err()
+        };
+        assert!(matches!(sign(&records, &[]), SignError::NoKeys));
+        assert!(matches!(
+            sign(&records, &[key(KeyRole::Zsk)]),
+            SignError::NoKeySigningKey
+        ));
+        assert!(matches!(
+            sign(&records, &[key(KeyRole::Ksk)]),
+            SignError::NoZoneSigningKey
+        ));
+        let many: Vec<SigningKey> = (0..=MAX_KEYS).map(|_| key(KeyRole::Csk)).collect();
+        assert!(matches!(sign(&records, &many), SignError::TooManyKeys));
+        let csk = [key(KeyRole::Csk)];
+        assert!(matches!(
+            sign(&zone("www A 192.0.2.1\n").1, &csk),
+            SignError::NoSoa
+        ));
+        let soa_below = zone("www 600 SOA ns hostmaster 1 2 3 4 5\n").1;
+        assert!(matches!(sign(&soa_below, &csk), SignError::NoSoa));
+        let two = zone(&format!("{SOA}@ SOA ns hostmaster 2 2 3 4 5\n")).1;
+        assert!(matches!(sign(&two, &csk), SignError::SeveralSoa));
+        let outside = zone(&format!("{SOA}www A 192.0.2.1\nexample.net. A 192.0.2.1\n")).1;
+        assert!(matches!(sign(&outside, &csk), SignError::OutOfZone(2)));
+    }
+
+    /// The caller's DNSKEY TTL is used; an apex DNSKEY or NSEC3PARAM and
+    /// every RRSIG, NSEC and NSEC3 of the input are replaced, but a
+    /// DNSKEY below the apex is data like any other.
+    #[test]
+    fn replaced_records() {
+        let (origin, records) = zone(&format!(
+            "{SOA}@ DNSKEY 256 3 15 l02Woi0iS8Aa25FQkUd9RMzZHJpBoRQwAQEX1SxZJA4=\n\
+             @ NSEC3PARAM 1 0 0 -\n\
+             @ NSEC example. SOA\n\
+             x NSEC3 1 0 0 - 0123456789ABCDEFGHIJKLMNOPQRSTUV A\n\
+             host DNSKEY 256 3 15 l02Woi0iS8Aa25FQkUd9RMzZHJpBoRQwAQEX1SxZJA4=\n"
+        ));
+        let csk = key(KeyRole::Csk);
+        let dnskey = csk.dnskey_rdata().to_vec();
+        let signed = sign_zone(origin.as_name(), &records, &[csk], &options()).unwrap();
+        assert_eq!(signed.replaced, 4);
+        let dnskeys: Vec<&Record> = signed
+            .records
+            .iter()
+            .filter(|record| record.rtype == RType::DNSKEY)
+            .collect();
+        assert_eq!(dnskeys.len(), 2);
+        assert_eq!(
+            (dnskeys[0].rdata.as_slice(), dnskeys[0].ttl),
+            (&dnskey[..], 60)
+        );
+        assert_eq!(dnskeys[1].owner.to_string(), "host.example.");
+        assert!(!signed
+            .records
+            .iter()
+            .any(|record| matches!(record.rtype, RType::NSEC3 | RType::NSEC3PARAM)));
+    }
+}
