@@ -14,6 +14,7 @@
 //!   DNSKEY RDATA, key tag and DS;
 //! - [`canonical`]: canonical RDATA and RRset order, the labels field;
 //! - [`nsec`]: the NSEC RDATA and its type bitmap;
+//! - [`nsec3`]: NSEC3 parameters, hashes and RDATA;
 //! - [`rrsig`]: the signature over one RRset and its validity;
 //! - [`zone`]: a whole zone signed with NSEC.
 //!
@@ -53,9 +54,11 @@
 pub mod canonical;
 pub mod key;
 pub mod nsec;
+pub mod nsec3;
 pub mod rrsig;
 pub mod zone;
 
 pub use key::{Algorithm, KeyError, KeyRole, SigningKey};
+pub use nsec3::Nsec3Params;
 pub use rrsig::{sign_rrset, Rrset, Validity};
 pub use zone::{sign_zone, SignError, SignOptions, SignedZone, MAX_KEYS};
