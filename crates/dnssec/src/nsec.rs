@@ -1,5 +1,5 @@
 //! NSEC RDATA: the next owner name and the type bitmap (RFC 4034 section
-//! 4.1).
+//! 4.1); the bitmap is NSEC3's too (RFC 5155 section 3.2.1).
 //!
 //! The bitmap is split into windows of 256 types (the type's high octet);
 //! each window present is written as its number, the length of its bitmap
@@ -13,14 +13,23 @@ use tern_wire::types::RType;
 const WINDOW_OCTETS: usize = 32;
 
 /// The NSEC RDATA for `next` (written as given) and the types present at
-/// the owner, in any order, duplicates allowed. Bound: one pass over
-/// `types` after a sort; at most 256 windows of 34 octets.
+/// the owner, in any order, duplicates allowed. Bound: see
+/// [`push_type_bitmap`].
 pub fn nsec_rdata(next: Name<'_>, types: &[RType]) -> Vec<u8> {
+    let mut rdata = Vec::with_capacity(next.len() + 2 + WINDOW_OCTETS);
+    rdata.extend_from_slice(next.as_bytes());
+    push_type_bitmap(types, &mut rdata);
+    rdata
+}
+
+/// Appends to `rdata` the type bitmap of `types` (any order, duplicates
+/// allowed), as NSEC (RFC 4034 section 4.1.2) and NSEC3 (RFC 5155 section
+/// 3.2.1) write it. Bound: one pass over `types` after a sort; at most
+/// 256 windows of 34 octets.
+pub fn push_type_bitmap(types: &[RType], rdata: &mut Vec<u8>) {
     let mut types: Vec<u16> = types.iter().map(|rtype| rtype.0).collect();
     types.sort_unstable();
     types.dedup();
-    let mut rdata = Vec::with_capacity(next.len() + 2 + WINDOW_OCTETS);
-    rdata.extend_from_slice(next.as_bytes());
     let mut index = 0;
     while index < types.len() {
         let window = (types[index] >> 8) as u8;
@@ -37,7 +46,6 @@ pub fn nsec_rdata(next: Name<'_>, types: &[RType]) -> Vec<u8> {
         rdata.push(used as u8);
         rdata.extend_from_slice(&bitmap[..used]);
     }
-    rdata
 }
 
 //=========== Tests ==========================================================

@@ -1,4 +1,5 @@
-//! A whole zone signed with NSEC (RFC 4035 section 2).
+//! A whole zone signed with NSEC (RFC 4035 section 2) or NSEC3 (RFC
+//! 5155 section 7.1).
 //!
 //! [`sign_zone`] takes the zone's records (any `tern_zone::RecordList`,
 //! as the scanner makes them), the keys and the validity, and returns the
@@ -23,7 +24,19 @@
 //!   the apex) and its types with RRSIG and NSEC; empty non-terminals own
 //!   nothing and get none; the NSEC TTL is the lower of the SOA's MINIMUM
 //!   and the SOA's TTL (RFC 9077 section 3.3); next names are written
-//!   lowercased.
+//!   lowercased;
+//! - with NSEC3 ([`Denial::Nsec3`]) instead: the NSEC3PARAM at the apex
+//!   (flags 0, TTL 0 as Knot and BIND write it), signed like any apex
+//!   RRset; an NSEC3 for each name that has authoritative data, each
+//!   delegation (unless opt-out leaves out those without DS) and each
+//!   empty non-terminal above them (so none above only left-out
+//!   delegations, RFC 5155 section 7.1), never for glue; its bitmap
+//!   names the types at the original owner, RRSIG when one of them is
+//!   signed (an insecure delegation's holds NS alone), nothing for an
+//!   empty non-terminal; the next hashed owner is the next in hash order,
+//!   the last naming the first; the NSEC's TTL; the opt-out flag on every
+//!   NSEC3 when opted out; each NSEC3 RRset signed by the ZSKs. Two names
+//!   with one hash are refused ([`SignError::Nsec3Collision`]).
 //!
 //! Not handled in this slice: names below a DNAME are signed like any
 //! other (RFC 6672 occlusion is not modelled), and the zone is assumed to
@@ -31,15 +44,20 @@
 
 use std::borrow::Cow;
 use std::cmp::Ordering;
+use std::collections::HashSet;
 use std::fmt;
 
-use tern_wire::name::{Name, NameBuf};
+use tern_wire::name::{LowerNameBuf, Name, NameBuf};
 use tern_wire::types::{RClass, RType};
 use tern_zone::ttl::RrsetTtls;
 use tern_zone::{Location, Record, RecordList};
 
 use crate::key::{KeyError, SigningKey};
 use crate::nsec::nsec_rdata;
+use crate::nsec3::{
+    hashed_owner, nsec3_hash, nsec3_rdata, nsec3param_rdata, Hash, Nsec3Params, HASH_LEN,
+    MAX_ITERATIONS, MAX_SALT_LEN,
+};
 use crate::rrsig::{sign_rrset, Rrset, Validity};
 
 /// The most keys a zone is signed with at once (a CSK or a KSK and a ZSK,
@@ -49,12 +67,27 @@ pub const MAX_KEYS: usize = 8;
 //----------- SignOptions ----------------------------------------------------
 
 /// What the signer needs besides the records and the keys.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SignOptions {
     /// Inception and expiration of every signature made.
     pub validity: Validity,
     /// The DNSKEY RRset's TTL; `None` gives it the SOA's TTL.
     pub dnskey_ttl: Option<u32>,
+    /// How names that do not exist are denied.
+    pub denial: Denial,
+}
+
+//----------- Denial ---------------------------------------------------------
+
+/// The chain that denies existence.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Denial {
+    /// NSEC records (RFC 4034 section 4).
+    #[default]
+    Nsec,
+    /// NSEC3 records with these parameters (RFC 5155;
+    /// `Nsec3Params::default()` is RFC 9276's choice).
+    Nsec3(Nsec3Params),
 }
 
 //----------- SignedZone -----------------------------------------------------
@@ -95,6 +128,16 @@ pub enum SignError {
     /// The owner of the input's record at this index (in the record
     /// list, so the caller can locate it) is not at or below the apex.
     OutOfZone(usize),
+    /// More NSEC3 iterations than [`MAX_ITERATIONS`].
+    Nsec3Iterations(u16),
+    /// An NSEC3 salt longer than [`MAX_SALT_LEN`] octets.
+    Nsec3SaltTooLong,
+    /// The apex is too long for a hashed owner below it (more than 222
+    /// octets).
+    Nsec3OwnerTooLong,
+    /// Two names of the zone have the same NSEC3 hash (RFC 5155 section
+    /// 7.1: another salt is needed); the first of them is given.
+    Nsec3Collision(Box<NameBuf>),
     /// A key failed to sign.
     Key(KeyError),
 }
@@ -109,6 +152,17 @@ impl fmt::Display for SignError {
             SignError::NoSoa => f.write_str("no SOA record at the apex"),
             SignError::SeveralSoa => f.write_str("more than one SOA record at the apex"),
             SignError::OutOfZone(index) => write!(f, "record {index} is out of zone"),
+            SignError::Nsec3Iterations(iterations) => write!(
+                f,
+                "{iterations} NSEC3 iterations: more than {MAX_ITERATIONS}"
+            ),
+            SignError::Nsec3SaltTooLong => {
+                write!(f, "NSEC3 salt longer than {MAX_SALT_LEN} octets")
+            }
+            SignError::Nsec3OwnerTooLong => f.write_str("apex too long for NSEC3 owners"),
+            SignError::Nsec3Collision(name) => {
+                write!(f, "NSEC3 hash collision: {name} and another name")
+            }
             SignError::Key(error) => write!(f, "{error}"),
         }
     }
@@ -156,6 +210,10 @@ pub fn sign_zone<R: RecordList + ?Sized>(
     options: &SignOptions,
 ) -> Result<SignedZone, SignError> {
     check_keys(keys)?;
+    let nsec3 = match &options.denial {
+        Denial::Nsec => None,
+        Denial::Nsec3(params) => Some(check_nsec3(origin, params)?),
+    };
     let (kept, replaced) = keep_records(origin, records)?;
     let mut sorted = sort_records(kept);
     let soa = apex_soa(origin, &sorted)?;
@@ -178,7 +236,17 @@ pub fn sign_zone<R: RecordList + ?Sized>(
         rdata: rdata.to_vec(),
         location: Location::default(),
     });
-    let dnskey_records: Vec<Record> = dnskey_records.collect();
+    let mut dnskey_records: Vec<Record> = dnskey_records.collect();
+    if let Some(params) = nsec3 {
+        dnskey_records.push(Record {
+            owner: sorted[0].owner,
+            class: soa.class,
+            ttl: NSEC3PARAM_TTL,
+            rtype: RType::NSEC3PARAM,
+            rdata: nsec3param_rdata(params),
+            location: Location::default(),
+        });
+    }
     sorted.splice(apex_end..apex_end, dnskey_records);
 
     let nodes = nodes(origin, &sorted);
@@ -191,9 +259,11 @@ pub fn sign_zone<R: RecordList + ?Sized>(
         .collect();
     let mut next_of = chain.iter().skip(1).map(|node| node.start);
     let mut rdata: Vec<&[u8]> = Vec::new();
+    let mut hashed: Vec<Hashed> = Vec::new();
     for node in &nodes {
         let owner = sorted[node.start].owner;
         let mut types = Vec::new();
+        let mut any_signed = false;
         let mut start = node.start;
         while start < node.end {
             let first = &sorted[start];
@@ -217,6 +287,7 @@ pub fn sign_zone<R: RecordList + ?Sized>(
                 types.push(first.rtype);
             }
             if signed {
+                any_signed = true;
                 rdata.clear();
                 rdata.extend(sorted[start..end].iter().map(|record| &record.rdata[..]));
                 let rrset = Rrset {
@@ -249,6 +320,18 @@ pub fn sign_zone<R: RecordList + ?Sized>(
         if node.kind == NodeKind::Glue {
             continue;
         }
+        if nsec3.is_some() {
+            if any_signed {
+                types.push(RType::RRSIG);
+            }
+            hashed.push(Hashed {
+                name: owner.as_name().to_lower(),
+                types,
+                insecure_delegation: node.kind == NodeKind::Delegation && !any_signed,
+                hash: [0; HASH_LEN],
+            });
+            continue;
+        }
         types.extend([RType::RRSIG, RType::NSEC]);
         let next = match next_of.next() {
             Some(index) => sorted[index].owner.as_name().to_lower(),
@@ -272,11 +355,162 @@ pub fn sign_zone<R: RecordList + ?Sized>(
             location: Location::default(),
         });
     }
+    if let Some(params) = nsec3 {
+        let chain = Chain {
+            origin,
+            class: soa.class,
+            ttl: nsec_ttl,
+            params,
+        };
+        let (records, made) = chain.sign(hashed, signer.as_name(), keys, options)?;
+        signatures += made;
+        out = merge(out, records);
+    }
     Ok(SignedZone {
         records: out,
         signatures,
         replaced,
     })
+}
+
+/// The NSEC3PARAM's TTL: 0, as Knot and BIND write it (RFC 5155 names
+/// none; the record is for the zone's servers, not for caches).
+const NSEC3PARAM_TTL: u32 = 0;
+
+/// The NSEC3 parameters, if they can be signed with.
+fn check_nsec3<'p>(
+    origin: Name<'_>,
+    params: &'p Nsec3Params,
+) -> Result<&'p Nsec3Params, SignError> {
+    if params.iterations > MAX_ITERATIONS {
+        return Err(SignError::Nsec3Iterations(params.iterations));
+    }
+    if params.salt.len() > MAX_SALT_LEN {
+        return Err(SignError::Nsec3SaltTooLong);
+    }
+    if hashed_owner(&[0; HASH_LEN], origin).is_none() {
+        return Err(SignError::Nsec3OwnerTooLong);
+    }
+    Ok(params)
+}
+
+/// A name in the NSEC3 chain, with what its NSEC3 says.
+struct Hashed {
+    /// The original owner, lowercased.
+    name: LowerNameBuf,
+    /// The types at the original owner (RRSIG included when signed).
+    types: Vec<RType>,
+    /// A delegation without DS: left out of the chain with opt-out.
+    insecure_delegation: bool,
+    /// Its hash, once made.
+    hash: Hash,
+}
+
+/// The NSEC3 chain of one zone.
+struct Chain<'a> {
+    origin: Name<'a>,
+    class: RClass,
+    ttl: u32,
+    params: &'a Nsec3Params,
+}
+
+impl Chain<'_> {
+    /// The NSEC3 records of `names` (each name of the zone that is not
+    /// glue, in canonical order) and of the empty non-terminals above
+    /// them, with their RRSIGs, in canonical order of their owners; and
+    /// how many RRSIGs. Bound: one hash per name and empty non-terminal
+    /// (each name's ancestors are walked until one already seen), a sort,
+    /// one signature per NSEC3 and zone-signing key.
+    fn sign(
+        &self,
+        mut names: Vec<Hashed>,
+        signer: Name<'_>,
+        keys: &[SigningKey],
+        options: &SignOptions,
+    ) -> Result<(Vec<Record>, usize), SignError> {
+        if self.params.opt_out {
+            names.retain(|name| !name.insecure_delegation);
+        }
+        let mut seen: HashSet<LowerNameBuf> = names.iter().map(|name| name.name).collect();
+        let mut empty = Vec::new();
+        let depth = self.origin.label_count();
+        for hashed in &names {
+            let mut name = hashed.name.as_name();
+            while let Some(parent) = name.parent() {
+                if parent.label_count() <= depth || !seen.insert(parent.to_lower()) {
+                    break;
+                }
+                empty.push(Hashed {
+                    name: parent.to_lower(),
+                    types: Vec::new(),
+                    insecure_delegation: false,
+                    hash: [0; HASH_LEN],
+                });
+                name = parent;
+            }
+        }
+        names.append(&mut empty);
+        for name in &mut names {
+            name.hash = nsec3_hash(
+                name.name.as_name(),
+                self.params.iterations,
+                &self.params.salt,
+            );
+        }
+        names.sort_unstable_by_key(|name| name.hash);
+        if let Some(pair) = names.windows(2).find(|pair| pair[0].hash == pair[1].hash) {
+            return Err(SignError::Nsec3Collision(Box::new(
+                pair[0].name.as_name().to_buf(),
+            )));
+        }
+        let mut out = Vec::with_capacity(names.len() * 2);
+        let mut signatures = 0;
+        for (index, name) in names.iter().enumerate() {
+            let next = &names[(index + 1) % names.len()].hash;
+            let owner =
+                hashed_owner(&name.hash, self.origin).ok_or(SignError::Nsec3OwnerTooLong)?;
+            let rdata = [&nsec3_rdata(self.params, next, &name.types)[..]];
+            let rrset = Rrset {
+                owner: owner.as_name(),
+                class: self.class,
+                rtype: RType::NSEC3,
+                ttl: self.ttl,
+                rdata: &rdata,
+            };
+            signatures += sign_with(&rrset, signer, keys, false, options, &mut out)?;
+            out.push(Record {
+                owner,
+                class: self.class,
+                ttl: self.ttl,
+                rtype: RType::NSEC3,
+                rdata: rdata[0].to_vec(),
+                location: Location::default(),
+            });
+        }
+        Ok((out, signatures))
+    }
+}
+
+/// The records of `a` and `b`, each in canonical order of owners, merged
+/// into one in that order (an owner's records stay together, `a`'s
+/// first).
+fn merge(a: Vec<Record>, b: Vec<Record>) -> Vec<Record> {
+    let mut out = Vec::with_capacity(a.len() + b.len());
+    let mut a = a.into_iter().peekable();
+    let mut b = b.into_iter().peekable();
+    loop {
+        let take_a = match (a.peek(), b.peek()) {
+            (Some(x), Some(y)) => {
+                x.owner.as_name().canonical_cmp(y.owner.as_name()) != Ordering::Greater
+            }
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (None, None) => break,
+        };
+        let next = if take_a { a.next() } else { b.next() };
+        out.extend(next);
+    }
+    out
 }
 
 /// At least one key for each role, at most [`MAX_KEYS`].
@@ -493,6 +727,7 @@ mod tests {
         SignOptions {
             validity: Validity::new(1_000_000, 2_000_000).unwrap(),
             dnskey_ttl: Some(60),
+            denial: Denial::Nsec,
         }
     }
 
@@ -531,6 +766,130 @@ mod tests {
         assert!(matches!(sign(&two, &csk), SignError::SeveralSoa));
         let outside = zone(&format!("{SOA}www A 192.0.2.1\nexample.net. A 192.0.2.1\n")).1;
         assert!(matches!(sign(&outside, &csk), SignError::OutOfZone(2)));
+    }
+
+    /// NSEC3 parameters beyond the bounds are refused before anything is
+    /// signed; a collision of hashes is refused (shown with one name
+    /// given twice: two names with one SHA-1 hash are not at hand).
+    #[test]
+    fn nsec3_refusals() {
+        let (origin, records) = zone(SOA);
+        let csk = [key(KeyRole::Csk)];
+        let sign = |params: Nsec3Params| {
+            let options = SignOptions {
+                denial: Denial::Nsec3(params),
+                ..options()
+            };
+            sign_zone(origin.as_name(), &records, &csk, &options)
+        };
+        let iterations = |iterations| Nsec3Params {
+            iterations,
+            ..Nsec3Params::default()
+        };
+        assert!(sign(iterations(MAX_ITERATIONS)).is_ok());
+        assert!(matches!(
+            sign(iterations(MAX_ITERATIONS + 1)),
+            Err(SignError::Nsec3Iterations(151))
+        ));
+        let salt = |len| Nsec3Params {
+            salt: vec![0xab; len],
+            ..Nsec3Params::default()
+        };
+        assert!(sign(salt(MAX_SALT_LEN)).is_ok());
+        assert!(matches!(
+            sign(salt(MAX_SALT_LEN + 1)),
+            Err(SignError::Nsec3SaltTooLong)
+        ));
+
+        let params = Nsec3Params::default();
+        let chain = Chain {
+            origin: origin.as_name(),
+            class: RClass::IN,
+            ttl: 5,
+            params: &params,
+        };
+        let www = NameBuf::from_text(b"www.example.", None).unwrap();
+        let twice = (0..2)
+            .map(|_| Hashed {
+                name: www.as_name().to_lower(),
+                types: vec![RType::A],
+                insecure_delegation: false,
+                hash: [0; HASH_LEN],
+            })
+            .collect();
+        let error = chain
+            .sign(twice, origin.as_name(), &csk, &options())
+            .unwrap_err();
+        assert!(
+            matches!(error, SignError::Nsec3Collision(name) if name.as_name() == www.as_name())
+        );
+    }
+
+    /// With NSEC3: the chain holds the apex, the names with data, the
+    /// delegations and the empty non-terminals above them, not the glue;
+    /// with opt-out the insecure delegation and the empty non-terminal
+    /// only it makes are left out and every NSEC3 has the flag.
+    #[test]
+    fn nsec3_chain_members() {
+        let (origin, records) = zone(&format!(
+            "{SOA}@ NS ns\nns A 192.0.2.1\na.b.c TXT x\n\
+             sub NS ns.sub\nsub DS 1 13 2 00\nns.sub A 192.0.2.2\n\
+             x.unsigned NS ns.example.net.\n"
+        ));
+        let csk = [key(KeyRole::Csk)];
+        let hashes = |opt_out| {
+            let params = Nsec3Params {
+                opt_out,
+                ..Nsec3Params::default()
+            };
+            let options = SignOptions {
+                denial: Denial::Nsec3(params),
+                ..options()
+            };
+            let signed = sign_zone(origin.as_name(), &records, &csk, &options).unwrap();
+            assert!(!signed
+                .records
+                .iter()
+                .any(|record| record.rtype == RType::NSEC));
+            let nsec3: Vec<&Record> = signed
+                .records
+                .iter()
+                .filter(|record| record.rtype == RType::NSEC3)
+                .collect();
+            assert!(nsec3
+                .iter()
+                .all(|record| record.rdata[1] == u8::from(opt_out)));
+            let mut owners: Vec<String> = nsec3
+                .iter()
+                .map(|record| record.owner.to_string())
+                .collect();
+            owners.sort();
+            owners
+        };
+        let expect = |names: &[&str]| {
+            let mut owners: Vec<String> = names
+                .iter()
+                .map(|name| {
+                    let name = NameBuf::from_text(name.as_bytes(), None).unwrap();
+                    let hash = nsec3_hash(name.as_name(), 0, &[]);
+                    hashed_owner(&hash, origin.as_name()).unwrap().to_string()
+                })
+                .collect();
+            owners.sort();
+            owners
+        };
+        let secure = [
+            "example.",
+            "ns.example.",
+            "a.b.c.example.",
+            "b.c.example.",
+            "c.example.",
+            "sub.example.",
+        ];
+        let mut all = secure.to_vec();
+        all.extend(["x.unsigned.example.", "unsigned.example."]);
+        assert_eq!(hashes(false), expect(&all));
+        assert_eq!(hashes(true), expect(&secure));
     }
 
     /// The caller's DNSKEY TTL is used; an apex DNSKEY or NSEC3PARAM and

@@ -16,13 +16,27 @@
 //!   its DS and its bitmap holds NS and DS, empty non-terminals get no
 //!   NSEC, a wildcard's labels field leaves out the `*`, the NSEC TTL is
 //!   the SOA's MINIMUM when lower than its TTL, the DNSKEY RRset is signed
-//!   by the KSK alone and the rest by the ZSK alone.
+//!   by the KSK alone and the rest by the ZSK alone;
+//! - the same zones signed with NSEC3 instead (RFC 9276's parameters, no
+//!   opt-out; opt-out with 5 iterations and a salt; and the reverse)
+//!   verify too, and each verifier rejects them once one octet of the
+//!   signature over an NSEC3 is flipped;
+//! - with NSEC3: an NSEC3 for the apex, each name with data, each
+//!   delegation and each empty non-terminal, none for glue, none for an
+//!   insecure delegation nor the empty non-terminal only it makes when
+//!   opted out; bitmaps with RRSIG where something is signed (an insecure
+//!   delegation's is NS alone, an empty non-terminal's empty); one
+//!   circular chain in hash order; the flags, parameters and TTLs; the
+//!   NSEC3PARAM at the apex with flags 0; every NSEC3 signed by the ZSK.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use tern_dnssec::{sign_zone, Algorithm, KeyRole, SignOptions, SigningKey, Validity};
+use tern_dnssec::nsec3::{hashed_owner, nsec3_hash};
+use tern_dnssec::{
+    sign_zone, Algorithm, Denial, KeyRole, Nsec3Params, SignOptions, SigningKey, Validity,
+};
 use tern_wire::name::NameBuf;
 use tern_wire::types::RType;
 use tern_zone::print::write_zone;
@@ -34,7 +48,8 @@ use tern_zone::{parse_bytes, NoInclude, Options, Record};
 /// empty non-terminals, and so is `CASE.example.` above `Mixed.CASE`,
 /// whose owner is never spelled in lower case; `sub` is a signed delegation with glue (and glue
 /// below the glue), `insecure` an unsigned one with an A record at the
-/// cut; the input's RRSIG, NSEC and apex DNSKEY are stale and replaced.
+/// cut, `a.optout` an unsigned one below an empty non-terminal; the
+/// input's RRSIG, NSEC and apex DNSKEY are stale and replaced.
 const EXAMPLE: &str = "\
 $TTL 3600
 @         SOA   ns1 hostmaster 2026112701 7200 3600 1209600 300
@@ -65,6 +80,7 @@ insecure  A     192.0.2.55
 ns.insecure AAAA 2001:db8::53
 zzz       TXT   \"last name\"
 Mixed.CASE A    192.0.2.9
+a.optout  NS    ns2.example.net.
 ";
 
 /// `example.org.`: signed with an Ed25519 KSK and ZSK; a wildcard right
@@ -88,7 +104,7 @@ ns.child  A     198.51.100.4
 fn csk_p256_zone_verifies() {
     let (key, _) = SigningKey::generate(Algorithm::EcdsaP256Sha256, KeyRole::Csk).unwrap();
     let key_tag = key.key_tag();
-    let (origin, records) = signed("example.", EXAMPLE, vec![key], 3);
+    let (origin, records) = signed("example.", EXAMPLE, vec![key], 3, Denial::Nsec);
     check_structure(&records);
     // Every RRSIG is the CSK's.
     assert!(rrsigs(&records).all(|rdata| key_tag_of(rdata) == key_tag));
@@ -102,7 +118,7 @@ fn ksk_zsk_ed25519_zone_verifies() {
     let (ksk, _) = SigningKey::generate(Algorithm::Ed25519, KeyRole::Ksk).unwrap();
     let (zsk, _) = SigningKey::generate(Algorithm::Ed25519, KeyRole::Zsk).unwrap();
     let (ksk_tag, zsk_tag) = (ksk.key_tag(), zsk.key_tag());
-    let (origin, records) = signed("example.org.", EXAMPLE_ORG, vec![ksk, zsk], 0);
+    let (origin, records) = signed("example.org.", EXAMPLE_ORG, vec![ksk, zsk], 0, Denial::Nsec);
     // The DNSKEY RRset by the KSK only, everything else by the ZSK only.
     for record in of_type(&records, RType::RRSIG) {
         let expected = if covered(&record.rdata) == RType::DNSKEY {
@@ -129,6 +145,137 @@ fn ksk_zsk_ed25519_zone_verifies() {
     verify_all("ksk-zsk-ed25519", &origin, &records, Keys::KskZsk);
 }
 
+/// The names of `example.` that own data or are delegations, less glue,
+/// and its empty non-terminals; and which of those are insecure
+/// delegations or the empty non-terminals only those make.
+const EXAMPLE_NAMES: [&str; 11] = [
+    "example.",
+    "_dns._tcp.example.",
+    "alias.example.",
+    "a.b.c.example.",
+    "Mixed.CASE.example.",
+    "mail.example.",
+    "ns1.example.",
+    "sub.example.",
+    "*.wild.example.",
+    "www.example.",
+    "zzz.example.",
+];
+const EXAMPLE_EMPTY: [&str; 5] = [
+    "_tcp.example.",
+    "c.example.",
+    "b.c.example.",
+    "CASE.example.",
+    "wild.example.",
+];
+const EXAMPLE_OPTED_OUT: [&str; 3] = ["insecure.example.", "a.optout.example.", "optout.example."];
+
+#[test]
+fn csk_p256_zone_nsec3_verifies() {
+    let (key, _) = SigningKey::generate(Algorithm::EcdsaP256Sha256, KeyRole::Csk).unwrap();
+    let key_tag = key.key_tag();
+    let params = Nsec3Params::default();
+    let denial = Denial::Nsec3(params.clone());
+    let (origin, records) = signed("example.", EXAMPLE, vec![key], 3, denial);
+    let mut names: Vec<&str> = EXAMPLE_NAMES.to_vec();
+    names.extend(EXAMPLE_EMPTY);
+    names.extend(EXAMPLE_OPTED_OUT);
+    check_nsec3(&origin, &records, &params, &names, 300, key_tag);
+    check_example_nsec3_bitmaps(&origin, &records, &params);
+    // The insecure delegations are in the chain: NS alone.
+    assert_eq!(
+        nsec3_types(&origin, &records, &params, "insecure.example."),
+        [RType::NS]
+    );
+    assert_eq!(
+        nsec3_types(&origin, &records, &params, "a.optout.example."),
+        [RType::NS]
+    );
+    assert_eq!(
+        nsec3_types(&origin, &records, &params, "optout.example."),
+        []
+    );
+    verify_all("csk-p256-nsec3", &origin, &records, Keys::Csk);
+}
+
+#[test]
+fn csk_p256_zone_nsec3_opt_out_verifies() {
+    let (key, _) = SigningKey::generate(Algorithm::EcdsaP256Sha256, KeyRole::Csk).unwrap();
+    let key_tag = key.key_tag();
+    let params = Nsec3Params {
+        iterations: 5,
+        salt: vec![0xc0, 0x1d, 0xca, 0xfe],
+        opt_out: true,
+    };
+    let denial = Denial::Nsec3(params.clone());
+    let (origin, records) = signed("example.", EXAMPLE, vec![key], 3, denial);
+    let mut names: Vec<&str> = EXAMPLE_NAMES.to_vec();
+    names.extend(EXAMPLE_EMPTY);
+    check_nsec3(&origin, &records, &params, &names, 300, key_tag);
+    check_example_nsec3_bitmaps(&origin, &records, &params);
+    verify_all("csk-p256-nsec3-opt-out", &origin, &records, Keys::Csk);
+}
+
+#[test]
+fn ksk_zsk_ed25519_zone_nsec3_verifies() {
+    let (ksk, _) = SigningKey::generate(Algorithm::Ed25519, KeyRole::Ksk).unwrap();
+    let (zsk, _) = SigningKey::generate(Algorithm::Ed25519, KeyRole::Zsk).unwrap();
+    let zsk_tag = zsk.key_tag();
+    let params = Nsec3Params {
+        iterations: 5,
+        salt: vec![0xaa, 0xbb, 0xcc, 0xdd],
+        opt_out: false,
+    };
+    let denial = Denial::Nsec3(params.clone());
+    let (origin, records) = signed("example.org.", EXAMPLE_ORG, vec![ksk, zsk], 0, denial);
+    let names = [
+        "example.org.",
+        "ns.example.org.",
+        "*.example.org.",
+        "x.y.example.org.",
+        "y.example.org.",
+        "child.example.org.",
+    ];
+    // The SOA's TTL 7200 is lower than MINIMUM 86400.
+    check_nsec3(&origin, &records, &params, &names, 7200, zsk_tag);
+    assert_eq!(
+        nsec3_types(&origin, &records, &params, "child.example.org."),
+        [RType::NS]
+    );
+    assert_eq!(
+        nsec3_types(&origin, &records, &params, "*.example.org."),
+        [RType::A, RType::RRSIG]
+    );
+    verify_all("ksk-zsk-ed25519-nsec3", &origin, &records, Keys::KskZsk);
+}
+
+#[test]
+fn ksk_zsk_ed25519_zone_nsec3_opt_out_verifies() {
+    let (ksk, _) = SigningKey::generate(Algorithm::Ed25519, KeyRole::Ksk).unwrap();
+    let (zsk, _) = SigningKey::generate(Algorithm::Ed25519, KeyRole::Zsk).unwrap();
+    let zsk_tag = zsk.key_tag();
+    let params = Nsec3Params {
+        opt_out: true,
+        ..Nsec3Params::default()
+    };
+    let denial = Denial::Nsec3(params.clone());
+    let (origin, records) = signed("example.org.", EXAMPLE_ORG, vec![ksk, zsk], 0, denial);
+    let names = [
+        "example.org.",
+        "ns.example.org.",
+        "*.example.org.",
+        "x.y.example.org.",
+        "y.example.org.",
+    ];
+    check_nsec3(&origin, &records, &params, &names, 7200, zsk_tag);
+    verify_all(
+        "ksk-zsk-ed25519-nsec3-opt-out",
+        &origin,
+        &records,
+        Keys::KskZsk,
+    );
+}
+
 //----------- Signing and checking -------------------------------------------
 
 /// Parses `text` at `origin`, signs it (valid from an hour ago for 14
@@ -139,6 +286,7 @@ fn signed(
     text: &str,
     keys: Vec<SigningKey>,
     replaced: usize,
+    denial: Denial,
 ) -> (NameBuf, Vec<Record>) {
     let origin = NameBuf::from_text(origin.as_bytes(), None).unwrap();
     let zone = parse_bytes(
@@ -156,6 +304,7 @@ fn signed(
     let options = SignOptions {
         validity: Validity::new(now - 3600, now + 14 * 86400).unwrap(),
         dnskey_ttl: None,
+        denial,
     };
     let signed = sign_zone(origin.as_name(), &zone.records, &keys, &options).unwrap();
     assert_eq!(signed.replaced, replaced);
@@ -202,6 +351,7 @@ fn check_structure(records: &[Record]) {
         "b.c.example.",
         "case.example.",
         "wild.example.",
+        "optout.example.",
     ] {
         assert!(
             at(records, empty, RType::NSEC).is_empty(),
@@ -232,9 +382,133 @@ fn check_structure(records: &[Record]) {
     assert_eq!(at(records, "example.", RType::DNSKEY).len(), 1);
 }
 
+/// What the NSEC3 records of `example.` must say, opted out or not.
+fn check_example_nsec3_bitmaps(origin: &NameBuf, records: &[Record], params: &Nsec3Params) {
+    let types = |owner| nsec3_types(origin, records, params, owner);
+    assert_eq!(
+        types("example."),
+        [
+            RType::NS,
+            RType::SOA,
+            RType::MX,
+            RType::RRSIG,
+            RType::DNSKEY,
+            RType::NSEC3PARAM
+        ]
+    );
+    assert_eq!(types("sub.example."), [RType::NS, RType::DS, RType::RRSIG]);
+    assert_eq!(types("www.example."), [RType::A, RType::AAAA, RType::RRSIG]);
+    assert_eq!(
+        types("*.wild.example."),
+        [RType::MX, RType::TXT, RType::RRSIG]
+    );
+    for empty in EXAMPLE_EMPTY {
+        assert_eq!(types(empty), [], "{empty}");
+    }
+    // Glue, at and below the cuts: no NSEC3 (check_nsec3 counts them all).
+    for glue in [
+        "ns.sub.example.",
+        "deep.ns.sub.example.",
+        "ns.insecure.example.",
+    ] {
+        assert!(nsec3_of(origin, records, params, glue).is_none(), "{glue}");
+    }
+}
+
+/// The zone's NSEC3 chain: an NSEC3 for each of `names` and nothing
+/// else, in one circle in hash order with `params`' flags, iterations and
+/// salt and the TTL `ttl`; each signed by the key `zsk` alone; the
+/// NSEC3PARAM at the apex (flags 0, TTL 0) signed; no NSEC.
+fn check_nsec3(
+    origin: &NameBuf,
+    records: &[Record],
+    params: &Nsec3Params,
+    names: &[&str],
+    ttl: u32,
+    zsk: u16,
+) {
+    assert_eq!(of_type(records, RType::NSEC).count(), 0);
+    let nsec3param = at(records, &origin.to_string(), RType::NSEC3PARAM);
+    assert_eq!(nsec3param.len(), 1);
+    let mut expected = vec![1, 0];
+    expected.extend_from_slice(&params.iterations.to_be_bytes());
+    expected.push(params.salt.len() as u8);
+    expected.extend_from_slice(&params.salt);
+    assert_eq!(nsec3param[0].rdata, expected);
+    assert_eq!(nsec3param[0].ttl, 0);
+    let signed_over = |record: &Record| {
+        at(records, &record.owner.to_string(), RType::RRSIG)
+            .iter()
+            .filter(|rrsig| covered(&rrsig.rdata) == record.rtype)
+            .map(|rrsig| key_tag_of(&rrsig.rdata))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(signed_over(nsec3param[0]), [zsk]);
+
+    let mut hashes: Vec<[u8; 20]> = names
+        .iter()
+        .map(|name| {
+            let name = NameBuf::from_text(name.as_bytes(), None).unwrap();
+            nsec3_hash(name.as_name(), params.iterations, &params.salt)
+        })
+        .collect();
+    hashes.sort_unstable();
+    hashes.dedup();
+    let chain: Vec<&Record> = of_type(records, RType::NSEC3).collect();
+    assert_eq!(chain.len(), hashes.len(), "NSEC3 records");
+    for (index, hash) in hashes.iter().enumerate() {
+        let owner = hashed_owner(hash, origin.as_name()).unwrap();
+        let record = chain
+            .iter()
+            .find(|record| record.owner.as_name() == owner.as_name())
+            .unwrap_or_else(|| panic!("no NSEC3 at {owner}"));
+        let rdata = &record.rdata;
+        let salt_len = usize::from(rdata[4]);
+        assert_eq!(rdata[0], 1, "{}", line(record));
+        assert_eq!(rdata[1], u8::from(params.opt_out), "{}", line(record));
+        assert_eq!(rdata[2..4], params.iterations.to_be_bytes());
+        assert_eq!(rdata[5..5 + salt_len], params.salt[..]);
+        assert_eq!(rdata[5 + salt_len], 20);
+        let next = &rdata[6 + salt_len..26 + salt_len];
+        assert_eq!(next, hashes[(index + 1) % hashes.len()], "{}", line(record));
+        assert_eq!(record.ttl, ttl);
+        assert_eq!(signed_over(record), [zsk], "{}", line(record));
+    }
+}
+
+/// The NSEC3 whose hashed owner is `name`'s hash, if any.
+fn nsec3_of<'a>(
+    origin: &NameBuf,
+    records: &'a [Record],
+    params: &Nsec3Params,
+    name: &str,
+) -> Option<&'a Record> {
+    let name = NameBuf::from_text(name.as_bytes(), None).unwrap();
+    let hash = nsec3_hash(name.as_name(), params.iterations, &params.salt);
+    let owner = hashed_owner(&hash, origin.as_name()).unwrap();
+    records
+        .iter()
+        .find(|record| record.rtype == RType::NSEC3 && record.owner.as_name() == owner.as_name())
+}
+
+/// The types of the NSEC3 of `name`, in bitmap order.
+fn nsec3_types(
+    origin: &NameBuf,
+    records: &[Record],
+    params: &Nsec3Params,
+    name: &str,
+) -> Vec<RType> {
+    let record =
+        nsec3_of(origin, records, params, name).unwrap_or_else(|| panic!("no NSEC3 for {name}"));
+    let rdata = &record.rdata;
+    let salt_len = usize::from(rdata[4]);
+    bitmap_types(rdata, 6 + salt_len + 20)
+}
+
 /// The zone passes both verifiers, and each of them fails it once one
 /// octet of the signature over www's A RRset (or the first of the
-/// signatures over the DNSKEY RRset) is flipped.
+/// signatures over the DNSKEY RRset, or over an NSEC3 when there are
+/// some) is flipped.
 fn verify_all(name: &str, origin: &NameBuf, records: &[Record], keys: Keys) {
     let directory = std::env::temp_dir().join(format!("tern-dnssec-{}-{name}", std::process::id()));
     std::fs::create_dir_all(&directory).unwrap();
@@ -246,17 +520,20 @@ fn verify_all(name: &str, origin: &NameBuf, records: &[Record], keys: Keys) {
     assert!(ok, "ldns-verify-zone rejects {}:\n{report}", good.display());
 
     let www = format!("www.{origin_text}");
-    let targets = [
+    let mut targets = vec![
         (
             if origin_text == "example." {
-                www.as_str()
+                www.clone()
             } else {
-                "ns.example.org."
+                "ns.example.org.".to_owned()
             },
             RType::A,
         ),
-        (origin_text.as_str(), RType::DNSKEY),
+        (origin_text.clone(), RType::DNSKEY),
     ];
+    if let Some(nsec3) = of_type(records, RType::NSEC3).nth(2) {
+        targets.push((nsec3.owner.to_string(), RType::NSEC3));
+    }
     for (owner, rtype) in targets {
         let mut broken = records.to_vec();
         let victim = broken
@@ -264,7 +541,7 @@ fn verify_all(name: &str, origin: &NameBuf, records: &[Record], keys: Keys) {
             .find(|record| {
                 record.rtype == RType::RRSIG
                     && covered(&record.rdata) == rtype
-                    && record.owner.to_string().eq_ignore_ascii_case(owner)
+                    && record.owner.to_string().eq_ignore_ascii_case(&owner)
             })
             .unwrap_or_else(|| panic!("no RRSIG over {owner} {rtype}"));
         // An octet in the middle of the signature (the last 64 octets).
@@ -375,7 +652,12 @@ fn nsec_next(records: &[Record], owner: &str) -> String {
 /// The types of the NSEC at `owner`, in bitmap order.
 fn nsec_types(records: &[Record], owner: &str) -> Vec<RType> {
     let rdata = &nsec_at(records, owner).rdata;
-    let (_, mut at) = tern_wire::name::Name::parse_prefix(rdata).unwrap();
+    let (_, at) = tern_wire::name::Name::parse_prefix(rdata).unwrap();
+    bitmap_types(rdata, at)
+}
+
+/// The types of the bitmap that starts at `at` in `rdata`.
+fn bitmap_types(rdata: &[u8], mut at: usize) -> Vec<RType> {
     let mut types = Vec::new();
     while at < rdata.len() {
         let (window, length) = (u16::from(rdata[at]), usize::from(rdata[at + 1]));
