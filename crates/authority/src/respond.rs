@@ -913,12 +913,7 @@ impl<'a> Writer<'a, '_, '_> {
         };
         match answer.authority {
             Authority::None => proofs(self, answer.proofs()),
-            Authority::Soa => {
-                let soa = *self.zone.rrset(self.zone.soa);
-                proofs(self, before)
-                    && self.write_rrset(self.zone.origin(), &soa, self.zone.negative_ttl)
-                    && proofs(self, after)
-            }
+            Authority::Soa => proofs(self, before) && self.write_soa() && proofs(self, after),
             Authority::Delegation { cut, set } => {
                 let rrset = *self.zone.rrset(set);
                 let owner = self.zone.node_name(cut);
@@ -937,6 +932,32 @@ impl<'a> Writer<'a, '_, '_> {
     /// to make an answer fit (RFC 4035 section 3.1.1 asks for TC instead).
     fn write_rrset(&mut self, owner: Name<'_>, rrset: &RRset, ttl: u32) -> bool {
         self.write_records(owner, rrset, ttl, self.answer.dnssec)
+    }
+
+    /// The apex SOA of a negative answer, with the negative TTL, and with
+    /// DO=1 its RRSIGs, all or nothing: the record from the zone's
+    /// precompressed plan (the same octets as `write_rrset` gives, without
+    /// the compression look-ups, when it follows the question directly).
+    fn write_soa(&mut self) -> bool {
+        let zone = self.zone;
+        let soa = *zone.rrset(zone.soa);
+        let (Some(plan), Some(rdata)) = (&zone.soa_plan, zone.rdata_iter(&soa).next()) else {
+            return self.write_rrset(zone.origin(), &soa, zone.negative_ttl);
+        };
+        let mark = self.builder.mark();
+        let ttl = zone.negative_ttl;
+        if self
+            .builder
+            .push_precompressed(zone.origin(), RType::SOA, RClass::IN, ttl, rdata, plan)
+            .is_err()
+        {
+            return false;
+        }
+        if self.answer.dnssec && !self.write_signatures(zone.origin(), &soa, ttl) {
+            self.builder.rollback(mark);
+            return false;
+        }
+        true
     }
 
     /// Writes the records of an RRset, and its RRSIGs if `signed`, all or
