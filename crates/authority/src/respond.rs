@@ -550,7 +550,8 @@ fn answer_query(
     // DNSSEC records go out with DO=1 from signed zones only (Knot and NSD
     // add no DS to referrals from an unsigned zone).
     let dnssec = zone.signed && edns.as_ref().is_some_and(|edns| edns.dnssec_ok);
-    let answer = resolve(zone, qname, question.qtype, dnssec);
+    let mut answer = Answer::new(dnssec);
+    resolve(zone, qname, question.qtype, &mut answer);
     context.answer(zone, &answer, out)
 }
 
@@ -713,14 +714,28 @@ impl Context<'_> {
         opt_options: &[u8],
     ) -> Option<MessageBuilder<'b>> {
         let mut builder = MessageBuilder::new(out, self.limit).ok()?;
-        start_header(&mut builder, self.header, copy_flags);
+        self.start(&mut builder, copy_flags, opt_options)?;
+        Some(builder)
+    }
+
+    /// [`Context::begin`] on a builder the caller made, which is then not
+    /// moved (a builder is a couple of hundred octets: its compression
+    /// table; each move is a copy).
+    #[inline]
+    fn start(
+        &self,
+        builder: &mut MessageBuilder<'_>,
+        copy_flags: bool,
+        opt_options: &[u8],
+    ) -> Option<()> {
+        start_header(builder, self.header, copy_flags);
         builder.push_question_bytes(self.question.bytes).ok()?;
         if self.edns.is_some() {
             builder
                 .reserve(OPT_LEN + opt_options.len() + self.nsid.len() + self.extra.len())
                 .ok()?;
         }
-        Some(builder)
+        Some(())
     }
 
     /// Finishes a reply: the OPT (if the query had one) with `opt_options`,
@@ -822,9 +837,12 @@ impl Context<'_> {
 
     /// Encodes a planned answer.
     fn answer(&self, zone: &Zone, answer: &Answer, out: &mut [u8]) -> Response {
-        let Some(mut builder) = self.begin(out, true, &[]) else {
+        let Ok(mut builder) = MessageBuilder::new(out, self.limit) else {
             return Response::Drop;
         };
+        if self.start(&mut builder, true, &[]).is_none() {
+            return Response::Drop;
+        }
         builder.set_aa(answer.authoritative);
         // The builder is lent, not moved: it holds its compression table.
         let mut writer = Writer {
