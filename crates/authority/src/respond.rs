@@ -1041,6 +1041,11 @@ impl<'a> Writer<'a, '_, '_> {
     /// compact than ours; NSD's rule depends only on the order, so it can
     /// be matched exactly and it keeps IPv4 glue for every name server.
     fn write_additional(&mut self) {
+        // Most answers have no targets (negative answers, A, AAAA, TXT):
+        // they skip the table of what was written (768 octets to clear).
+        if !self.has_targets() {
+            return;
+        }
         let mut seen = Seen {
             entries: [(0, RType(0), 0); MAX_ADDITIONAL_RRSETS],
             count: 0,
@@ -1049,6 +1054,18 @@ impl<'a> Writer<'a, '_, '_> {
         self.write_additional_records(&mut seen);
         if self.answer.dnssec {
             self.write_additional_signatures(&seen);
+        }
+    }
+
+    /// Whether the answer has RRsets whose targets may go into the
+    /// additional section: a referral's NS, or answer RRsets with glue.
+    fn has_targets(&self) -> bool {
+        match self.answer.authority {
+            Authority::Delegation { .. } => true,
+            _ => self.answer.items().iter().any(|item| match item {
+                Item::RRset { set, .. } => self.zone.rrset(*set).glue_count > 0,
+                Item::SynthCname { .. } => false,
+            }),
         }
     }
 
