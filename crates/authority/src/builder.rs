@@ -222,6 +222,7 @@ impl ZoneBuilder {
             index: NameIndex::default(),
             soa: 0,
             negative_ttl: 0,
+            soa_plan: None,
             record_count: 0,
             signed: false,
             expired: false,
@@ -791,6 +792,10 @@ fn check(zone: &mut Zone) -> Result<(), BuildError> {
         })?;
     zone.soa = soa;
     zone.negative_ttl = set.ttl.min(minimum);
+    zone.soa_plan = zone
+        .rdata_iter(&set)
+        .next()
+        .and_then(|rdata| tern_wire::build::Precompressed::plan(zone.origin(), RType::SOA, rdata));
     zone.signed = set.sig_count > 0;
 
     for node in 0..zone.nodes.len() as u32 {
@@ -988,6 +993,8 @@ mod tests {
         );
         assert_eq!(zone.closest_encloser(name("example.org.").as_name()), None);
         assert_eq!(zone.negative_ttl, 300);
+        // Negative answers write the SOA from its plan.
+        assert!(zone.soa_plan.is_some());
     }
 
     #[test]

@@ -550,7 +550,8 @@ fn answer_query(
     // DNSSEC records go out with DO=1 from signed zones only (Knot and NSD
     // add no DS to referrals from an unsigned zone).
     let dnssec = zone.signed && edns.as_ref().is_some_and(|edns| edns.dnssec_ok);
-    let answer = resolve(zone, qname, question.qtype, dnssec);
+    let mut answer = Answer::new(dnssec);
+    resolve(zone, qname, question.qtype, &mut answer);
     context.answer(zone, &answer, out)
 }
 
@@ -713,14 +714,28 @@ impl Context<'_> {
         opt_options: &[u8],
     ) -> Option<MessageBuilder<'b>> {
         let mut builder = MessageBuilder::new(out, self.limit).ok()?;
-        start_header(&mut builder, self.header, copy_flags);
+        self.start(&mut builder, copy_flags, opt_options)?;
+        Some(builder)
+    }
+
+    /// [`Context::begin`] on a builder the caller made, which is then not
+    /// moved (a builder is a couple of hundred octets: its compression
+    /// table; each move is a copy).
+    #[inline]
+    fn start(
+        &self,
+        builder: &mut MessageBuilder<'_>,
+        copy_flags: bool,
+        opt_options: &[u8],
+    ) -> Option<()> {
+        start_header(builder, self.header, copy_flags);
         builder.push_question_bytes(self.question.bytes).ok()?;
         if self.edns.is_some() {
             builder
                 .reserve(OPT_LEN + opt_options.len() + self.nsid.len() + self.extra.len())
                 .ok()?;
         }
-        Some(builder)
+        Some(())
     }
 
     /// Finishes a reply: the OPT (if the query had one) with `opt_options`,
@@ -822,9 +837,12 @@ impl Context<'_> {
 
     /// Encodes a planned answer.
     fn answer(&self, zone: &Zone, answer: &Answer, out: &mut [u8]) -> Response {
-        let Some(mut builder) = self.begin(out, true, &[]) else {
+        let Ok(mut builder) = MessageBuilder::new(out, self.limit) else {
             return Response::Drop;
         };
+        if self.start(&mut builder, true, &[]).is_none() {
+            return Response::Drop;
+        }
         builder.set_aa(answer.authoritative);
         // The builder is lent, not moved: it holds its compression table.
         let mut writer = Writer {
@@ -913,12 +931,7 @@ impl<'a> Writer<'a, '_, '_> {
         };
         match answer.authority {
             Authority::None => proofs(self, answer.proofs()),
-            Authority::Soa => {
-                let soa = *self.zone.rrset(self.zone.soa);
-                proofs(self, before)
-                    && self.write_rrset(self.zone.origin(), &soa, self.zone.negative_ttl)
-                    && proofs(self, after)
-            }
+            Authority::Soa => proofs(self, before) && self.write_soa() && proofs(self, after),
             Authority::Delegation { cut, set } => {
                 let rrset = *self.zone.rrset(set);
                 let owner = self.zone.node_name(cut);
@@ -937,6 +950,32 @@ impl<'a> Writer<'a, '_, '_> {
     /// to make an answer fit (RFC 4035 section 3.1.1 asks for TC instead).
     fn write_rrset(&mut self, owner: Name<'_>, rrset: &RRset, ttl: u32) -> bool {
         self.write_records(owner, rrset, ttl, self.answer.dnssec)
+    }
+
+    /// The apex SOA of a negative answer, with the negative TTL, and with
+    /// DO=1 its RRSIGs, all or nothing: the record from the zone's
+    /// precompressed plan (the same octets as `write_rrset` gives, without
+    /// the compression look-ups, when it follows the question directly).
+    fn write_soa(&mut self) -> bool {
+        let zone = self.zone;
+        let soa = *zone.rrset(zone.soa);
+        let (Some(plan), Some(rdata)) = (&zone.soa_plan, zone.rdata_iter(&soa).next()) else {
+            return self.write_rrset(zone.origin(), &soa, zone.negative_ttl);
+        };
+        let mark = self.builder.mark();
+        let ttl = zone.negative_ttl;
+        if self
+            .builder
+            .push_precompressed(zone.origin(), RType::SOA, RClass::IN, ttl, rdata, plan)
+            .is_err()
+        {
+            return false;
+        }
+        if self.answer.dnssec && !self.write_signatures(zone.origin(), &soa, ttl) {
+            self.builder.rollback(mark);
+            return false;
+        }
+        true
     }
 
     /// Writes the records of an RRset, and its RRSIGs if `signed`, all or
@@ -1002,6 +1041,11 @@ impl<'a> Writer<'a, '_, '_> {
     /// compact than ours; NSD's rule depends only on the order, so it can
     /// be matched exactly and it keeps IPv4 glue for every name server.
     fn write_additional(&mut self) {
+        // Most answers have no targets (negative answers, A, AAAA, TXT):
+        // they skip the table of what was written (768 octets to clear).
+        if !self.has_targets() {
+            return;
+        }
         let mut seen = Seen {
             entries: [(0, RType(0), 0); MAX_ADDITIONAL_RRSETS],
             count: 0,
@@ -1010,6 +1054,18 @@ impl<'a> Writer<'a, '_, '_> {
         self.write_additional_records(&mut seen);
         if self.answer.dnssec {
             self.write_additional_signatures(&seen);
+        }
+    }
+
+    /// Whether the answer has RRsets whose targets may go into the
+    /// additional section: a referral's NS, or answer RRsets with glue.
+    fn has_targets(&self) -> bool {
+        match self.answer.authority {
+            Authority::Delegation { .. } => true,
+            _ => self.answer.items().iter().any(|item| match item {
+                Item::RRset { set, .. } => self.zone.rrset(*set).glue_count > 0,
+                Item::SynthCname { .. } => false,
+            }),
         }
     }
 

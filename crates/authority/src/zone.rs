@@ -23,6 +23,7 @@
 
 use core::cmp::Ordering;
 
+use tern_wire::build::Precompressed;
 use tern_wire::name::{Name, NameBuf, MAX_LABELS};
 use tern_wire::types::RType;
 
@@ -118,6 +119,9 @@ pub struct Zone {
     /// min(SOA TTL, SOA MINIMUM): the TTL of the SOA in negative answers
     /// (RFC 2308 section 3).
     pub(crate) negative_ttl: u32,
+    /// The apex SOA's names compressed once (NSD's pre-encoded SOA), for
+    /// the SOA of negative answers; `None` for the root zone.
+    pub(crate) soa_plan: Option<Precompressed>,
     pub(crate) record_count: usize,
     /// The zone is signed: its apex SOA has an RRSIG (Knot's
     /// `zone_contents_is_signed`). Only signed zones get DS in referrals

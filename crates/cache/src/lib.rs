@@ -141,6 +141,6 @@ mod slab;
 pub use hash::KeyedHash;
 pub use key::CacheKey;
 pub use response::{
-    CacheCounters, CacheLimits, ResponseCache, DEFAULT_MAX_BYTES, DEFAULT_MAX_ENTRIES,
+    CacheCounters, CacheLimits, KeyHash, ResponseCache, DEFAULT_MAX_BYTES, DEFAULT_MAX_ENTRIES,
     ENTRY_OVERHEAD, MAX_ANSWER_LEN, MAX_ENTRY_LEN, MAX_EVICTIONS_TO_FIT,
 };

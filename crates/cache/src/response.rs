@@ -294,6 +294,13 @@ fn hash_slot(hasher: &KeyedHash, slab: &Slab, slot: &Slot) -> u64 {
     hash_parts(hasher, slot.name(slab), slot.qtype, slot.qclass, slot.bits)
 }
 
+//----------- KeyHash --------------------------------------------------------
+
+/// A [`CacheKey`]'s hash under one cache's hasher
+/// ([`ResponseCache::key_hash`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KeyHash(u64);
+
 //----------- ResponseCache --------------------------------------------------
 
 /// One core's cache of complete authoritative answers, keyed by
@@ -440,6 +447,35 @@ impl ResponseCache {
         limit: usize,
         out: &mut [u8],
     ) -> Option<(usize, u32)> {
+        let hash = self.key_hash(key);
+        self.answer_hashed(key, hash, query, limit, out)
+    }
+
+    /// The hash of `key` under this cache's hasher, for
+    /// [`ResponseCache::answer_hashed`] and
+    /// [`ResponseCache::insert_written`]: a miss is then answered and
+    /// stored with one hash of its key, not two.
+    pub fn key_hash(&self, key: &CacheKey) -> KeyHash {
+        KeyHash(hash_parts(
+            &self.hasher,
+            key.name.as_bytes(),
+            key.qtype,
+            key.qclass,
+            key.bits(),
+        ))
+    }
+
+    /// [`ResponseCache::answer_tagged`] with the key's hash, made by
+    /// [`ResponseCache::key_hash`] of the same key.
+    pub fn answer_hashed(
+        &mut self,
+        key: &CacheKey,
+        hash: KeyHash,
+        query: &[u8],
+        limit: usize,
+        out: &mut [u8],
+    ) -> Option<(usize, u32)> {
+        let hash = hash.0;
         let name_len = key.name.as_bytes().len();
         let question_end = HEADER_LEN + name_len + 4;
         let question = query.get(HEADER_LEN..question_end)?;
@@ -447,13 +483,6 @@ impl ResponseCache {
         let qtype = RType(u16::from_be_bytes([type_class[0], type_class[1]]));
         let qclass = RClass(u16::from_be_bytes([type_class[2], type_class[3]]));
         let bits = key.bits();
-        let hash = hash_parts(
-            &self.hasher,
-            key.name.as_bytes(),
-            key.qtype,
-            key.qclass,
-            bits,
-        );
         // The entry must answer the query's own question: its name equal
         // ignoring case (hence the same labels, so the tail's pointers stay
         // valid), its type and class; the key gives the hash and the EDNS
@@ -514,7 +543,8 @@ impl ResponseCache {
         let Some(tail_start) = cacheable(&key, answer) else {
             return false;
         };
-        self.store(key, answer, tail_start, tag)
+        let hash = self.key_hash(&key);
+        self.store(&key, hash, answer, tail_start, tag)
     }
 
     /// [`ResponseCache::insert_tagged`] for an answer the caller wrote
@@ -525,10 +555,12 @@ impl ResponseCache {
     /// query with an EDNS version above 0 has no key), so only its header
     /// is checked here (QR set, TC clear, opcode QUERY, NOERROR or
     /// NXDOMAIN), and it is not parsed again. The miss path of a server
-    /// that has just answered the query.
+    /// that has just answered the query, which also probed with the key's
+    /// hash, `hash` ([`ResponseCache::key_hash`] of `key`).
     pub fn insert_written(
         &mut self,
-        key: CacheKey,
+        key: &CacheKey,
+        hash: KeyHash,
         answer: &[u8],
         head_len: usize,
         tag: u32,
@@ -546,11 +578,19 @@ impl ResponseCache {
         {
             return false;
         }
-        self.store(key, answer, head_len, tag)
+        self.store(key, hash, answer, head_len, tag)
     }
 
-    /// Stores `answer`, whose tail starts at `tail_start`, under `key`.
-    fn store(&mut self, key: CacheKey, answer: &[u8], tail_start: usize, tag: u32) -> bool {
+    /// Stores `answer`, whose tail starts at `tail_start`, under `key`,
+    /// whose hash is `hash`.
+    fn store(
+        &mut self,
+        key: &CacheKey,
+        hash: KeyHash,
+        answer: &[u8],
+        tail_start: usize,
+        tag: u32,
+    ) -> bool {
         let name = key.name.as_bytes();
         let tail = &answer[tail_start..];
         let stored = TEMPLATE_LEN + name.len() + tail.len();
@@ -567,7 +607,7 @@ impl ResponseCache {
             return false;
         }
         let bits = key.bits();
-        let hash = hash_parts(&self.hasher, name, key.qtype, key.qclass, bits);
+        let hash = hash.0;
 
         // Replace, never duplicate.
         let (slots, slab) = (&self.slots, &self.slab);

@@ -38,20 +38,25 @@ pub(crate) const BATCH: usize = 32;
 //----------- Batch ----------------------------------------------------------
 
 /// The kernel-facing descriptors of one batch: message headers, I/O
-/// vectors and peer addresses, allocated once per UDP loop. The buffers
-/// themselves belong to the caller and are lent for each call.
+/// vectors and peer addresses, allocated once per UDP loop, and the
+/// receive buffers, which the batch owns for its life. Answer buffers
+/// belong to the caller and are lent for each send.
 ///
 /// Receiving and sending use separate headers and vectors, so that the
-/// receive headers are written once, in [`Batch::new`], and each receive
-/// only refreshes what can have changed: the I/O vectors (the caller's
-/// buffers) and the address lengths the kernel overwrote in the previous
-/// call. With one datagram per call, rewriting all [`BATCH`] headers cost
-/// about 700 instructions per query.
+/// receive headers and vectors are written once, in [`Batch::new`], and
+/// each receive only refreshes what can have changed: the address lengths
+/// the kernel overwrote in the previous call. With one datagram per call,
+/// rewriting all [`BATCH`] headers cost about 700 instructions per query,
+/// pointing the 32 vectors at lent buffers about 130 more.
 pub(crate) struct Batch {
     /// Receive headers; each points at its own `recv_vectors` and
     /// `addresses` entry, set once in `new`.
     recv_headers: Box<[libc::mmsghdr; BATCH]>,
+    /// Each points at its own buffer of `buffers`, set once in `new`.
     recv_vectors: Box<[libc::iovec; BATCH]>,
+    /// The receive buffers: never resized nor lent mutably, so their
+    /// memory stays where `recv_vectors` point.
+    buffers: Vec<Vec<u8>>,
     send_headers: Box<[libc::mmsghdr; BATCH]>,
     send_vectors: Box<[libc::iovec; BATCH]>,
     addresses: Box<[libc::sockaddr_storage; BATCH]>,
@@ -71,8 +76,11 @@ const ADDRESS_CAPACITY: libc::socklen_t = size_of::<libc::sockaddr_storage>() as
 
 impl Batch {
     /// Descriptors with every receive header pointing at its own address
-    /// slot and I/O vector (empty until the first receive).
-    pub(crate) fn new() -> Self {
+    /// slot and I/O vector, and each vector at its own buffer of `buffers`
+    /// (the first [`BATCH`]; datagram `i` goes into buffer `i`, its whole
+    /// length).
+    pub(crate) fn new(mut buffers: Vec<Vec<u8>>) -> Self {
+        buffers.truncate(BATCH);
         let mut batch = Batch {
             // SAFETY: mmsghdr, iovec and sockaddr_storage are plain C
             // structs of integers and raw pointers, for which all-zero bytes
@@ -80,6 +88,7 @@ impl Batch {
             recv_headers: Box::new(unsafe { std::mem::zeroed() }),
             // SAFETY: as above.
             recv_vectors: Box::new(unsafe { std::mem::zeroed() }),
+            buffers,
             // SAFETY: as above.
             send_headers: Box::new(unsafe { std::mem::zeroed() }),
             // SAFETY: as above.
@@ -90,8 +99,9 @@ impl Batch {
             address_lengths: [0; BATCH],
             lengths: [None; BATCH],
         };
-        // The pointers target the boxes' heap memory, which stays put when
-        // the `Batch` itself moves and lives as long as the headers.
+        // The pointers target the boxes' and the buffers' heap memory,
+        // which stays put when the `Batch` itself moves and lives as long
+        // as the headers.
         for i in 0..BATCH {
             let header = &mut batch.recv_headers[i].msg_hdr;
             header.msg_name = ptr::addr_of_mut!(batch.addresses[i]).cast();
@@ -99,20 +109,23 @@ impl Batch {
             header.msg_iov = ptr::addr_of_mut!(batch.recv_vectors[i]);
             header.msg_iovlen = 1;
         }
-        batch
-    }
-
-    /// Receives up to `buffers.len()` (at most [`BATCH`]) datagrams without
-    /// blocking, datagram `i` into `buffers[i]` (its whole length). Returns
-    /// how many arrived; `WouldBlock` if none was waiting.
-    pub(crate) fn receive(&mut self, fd: RawFd, buffers: &mut [Vec<u8>]) -> io::Result<usize> {
-        let count = buffers.len().min(BATCH);
-        // The buffers may differ from the last call's: point every vector
-        // offered to the kernel at this call's.
-        for (vector, buffer) in self.recv_vectors.iter_mut().zip(buffers.iter_mut()) {
+        for (vector, buffer) in batch.recv_vectors.iter_mut().zip(&mut batch.buffers) {
             vector.iov_base = buffer.as_mut_ptr().cast();
             vector.iov_len = buffer.len();
         }
+        batch
+    }
+
+    /// The receive buffers, given back (to their pool).
+    pub(crate) fn into_buffers(self) -> Vec<Vec<u8>> {
+        self.buffers
+    }
+
+    /// Receives up to one datagram per buffer (at most [`BATCH`]) without
+    /// blocking. Returns how many arrived; `WouldBlock` if none was
+    /// waiting.
+    pub(crate) fn receive(&mut self, fd: RawFd) -> io::Result<usize> {
+        let count = self.buffers.len();
         // Only the headers the kernel wrote last time have a changed
         // `msg_namelen`; the others still hold what `new` or this restored.
         for header in self.recv_headers.iter_mut().take(self.received) {
@@ -122,10 +135,11 @@ impl Batch {
         // SAFETY: the first `count` headers point (since `new`) at `count`
         // address slots of `ADDRESS_CAPACITY` bytes and I/O vectors owned by
         // `self`, with `msg_namelen` reset to that capacity above, and each
-        // of those vectors at a live buffer of `iov_len` bytes borrowed
-        // mutably for this call (just set); none of them moves or is freed
-        // during the call, and the kernel writes only within those lengths.
-        // `fd` is an open socket owned by the caller.
+        // of those vectors (since `new`) at its buffer of `self.buffers`,
+        // `iov_len` bytes long: the buffers are never resized, moved out or
+        // borrowed mutably, so that memory is theirs, live and unborrowed
+        // during the call (`&mut self`). The kernel writes only within those
+        // lengths. `fd` is an open socket owned by the caller.
         let received = unsafe {
             libc::recvmmsg(
                 fd,
@@ -143,7 +157,7 @@ impl Batch {
         }
         let received = (received as usize).min(count);
         self.received = received;
-        for (i, buffer) in buffers.iter().take(received).enumerate() {
+        for (i, buffer) in self.buffers.iter().take(received).enumerate() {
             let header = &self.recv_headers[i];
             self.address_lengths[i] = header.msg_hdr.msg_namelen.min(ADDRESS_CAPACITY);
             self.lengths[i] = if header.msg_hdr.msg_flags & libc::MSG_TRUNC != 0 {
@@ -153,6 +167,16 @@ impl Batch {
             };
         }
         Ok(received)
+    }
+
+    /// Received datagram `i`, or `None` if it was cut short (or `i` was
+    /// not received in the last call).
+    pub(crate) fn datagram(&self, i: usize) -> Option<&[u8]> {
+        if i >= self.received {
+            return None;
+        }
+        let len = self.length(i)?;
+        self.buffers.get(i).map(|buffer| &buffer[..len])
     }
 
     /// The sender of received datagram `i` (for the forwarding ACL and
@@ -705,17 +729,19 @@ mod tests {
         for (n, client) in clients.iter().enumerate() {
             client.send_to(&[n as u8; 5], address).unwrap();
         }
-        let mut batch = Batch::new();
-        let mut buffers = vec![vec![0u8; 64]; BATCH];
+        let mut batch = Batch::new(vec![vec![0u8; 64]; BATCH]);
         // Loopback delivers at once: all three arrive in one call.
-        let received = batch.receive(server.as_raw_fd(), &mut buffers).unwrap();
+        let received = batch.receive(server.as_raw_fd()).unwrap();
         assert_eq!(received, 3);
         let mut answers = Vec::new();
+        let mut buffers = vec![vec![0u8; 64]; BATCH];
         for (i, buffer) in buffers.iter_mut().take(3).enumerate() {
             assert_eq!(batch.length(i), Some(5));
+            buffer[..5].copy_from_slice(batch.datagram(i).unwrap());
             buffer[5] = 0xaa;
             answers.push((i, 6));
         }
+        assert_eq!(batch.datagram(3), None, "not received");
         assert_eq!(
             batch.send(server.as_raw_fd(), &buffers, &answers).unwrap(),
             3
@@ -767,24 +793,24 @@ mod tests {
     #[test]
     fn batch_reports_would_block_and_cut_datagrams() {
         let server = UdpSocket::bind("127.0.0.1:0").unwrap();
-        let mut batch = Batch::new();
-        let mut buffers = vec![vec![0u8; 4]; 2];
-        let err = batch.receive(server.as_raw_fd(), &mut buffers).unwrap_err();
+        let mut batch = Batch::new(vec![vec![0u8; 4]; 2]);
+        let err = batch.receive(server.as_raw_fd()).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::WouldBlock);
         let client = UdpSocket::bind("127.0.0.1:0").unwrap();
         client
             .send_to(&[1; 10], server.local_addr().unwrap())
             .unwrap();
-        assert_eq!(batch.receive(server.as_raw_fd(), &mut buffers).unwrap(), 1);
+        assert_eq!(batch.receive(server.as_raw_fd()).unwrap(), 1);
         assert_eq!(
             batch.length(0),
             None,
             "a 10-byte datagram in 4 bytes is cut"
         );
+        assert_eq!(batch.datagram(0), None);
     }
 
     #[test]
-    fn batch_restores_address_lengths_and_follows_new_buffers() {
+    fn batch_restores_address_lengths() {
         use std::os::unix::net::UnixDatagram;
         // Unix socket addresses vary in length with the path: a short
         // sender first, then a longer one, must not see its address cut to
@@ -799,22 +825,18 @@ mod tests {
         for path in [&short, &long] {
             let _ = std::fs::remove_file(path);
         }
-        let mut batch = Batch::new();
-        let mut buffers = vec![vec![0u8; 16]; BATCH];
+        let mut batch = Batch::new(vec![vec![0u8; 16]; BATCH]);
         let first = UnixDatagram::bind(&short).unwrap();
         first.send_to(&[1; 3], &server_path).unwrap();
-        assert_eq!(batch.receive(server.as_raw_fd(), &mut buffers).unwrap(), 1);
+        assert_eq!(batch.receive(server.as_raw_fd()).unwrap(), 1);
         let short_len = batch.address_lengths[0];
-        assert_eq!(buffers[0][..3], [1; 3]);
+        assert_eq!(batch.datagram(0), Some(&[1; 3][..]));
 
-        // Other buffers this time: the datagram must land in them.
-        let mut other = vec![vec![0u8; 16]; 2];
+        // The same buffer again: the new datagram replaces the old one.
         let second = UnixDatagram::bind(&long).unwrap();
         second.send_to(&[2; 4], &server_path).unwrap();
-        assert_eq!(batch.receive(server.as_raw_fd(), &mut other).unwrap(), 1);
-        assert_eq!(batch.length(0), Some(4));
-        assert_eq!(other[0][..4], [2; 4]);
-        assert_eq!(buffers[0][..4], [1, 1, 1, 0], "the old buffer is untouched");
+        assert_eq!(batch.receive(server.as_raw_fd()).unwrap(), 1);
+        assert_eq!(batch.datagram(0), Some(&[2; 4][..]));
         let long_len = batch.address_lengths[0];
         let extra = long.as_os_str().len() - short.as_os_str().len();
         assert_eq!(long_len as usize, short_len as usize + extra);

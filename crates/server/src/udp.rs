@@ -40,8 +40,9 @@ const SEND_WAITS: usize = 3;
 /// core stops.
 pub(crate) async fn serve(socket: Rc<UdpSocket>, index: usize, core: Rc<Core>) -> io::Result<()> {
     let stop = core.stop.listener();
-    let mut batch = Batch::new();
-    let mut queries: Vec<Vec<u8>> = (0..BATCH).map(|_| pool::take(Size::Datagram)).collect();
+    // The batch owns the receive buffers: its I/O vectors point at them
+    // once, not at every receive.
+    let mut batch = Batch::new((0..BATCH).map(|_| pool::take(Size::Datagram)).collect());
     let mut answers: Vec<Vec<u8>> = (0..BATCH).map(|_| pool::take(Size::Datagram)).collect();
     let mut sends = [(0usize, 0usize); BATCH];
     let fd = socket.as_raw_fd();
@@ -57,7 +58,7 @@ pub(crate) async fn serve(socket: Rc<UdpSocket>, index: usize, core: Rc<Core>) -
             break;
         }
         for batches in 1.. {
-            let received = match batch.receive(fd, &mut queries) {
+            let received = match batch.receive(fd) {
                 Ok(received) => received,
                 Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
                 // WouldBlock: drained. Anything else (ENOMEM, a pending
@@ -67,15 +68,7 @@ pub(crate) async fn serve(socket: Rc<UdpSocket>, index: usize, core: Rc<Core>) -
             core.worker
                 .borrow_mut()
                 .count_transport(transport, received as u64);
-            let count = answer_batch(
-                &core,
-                index,
-                &batch,
-                &queries,
-                &mut answers,
-                received,
-                &mut sends,
-            );
+            let count = answer_batch(&core, index, &batch, &mut answers, received, &mut sends);
             send_batch(&socket, &mut batch, &answers, &sends[..count], &stop, &core).await;
             if received < BATCH {
                 break; // the socket's queue is empty
@@ -88,7 +81,7 @@ pub(crate) async fn serve(socket: Rc<UdpSocket>, index: usize, core: Rc<Core>) -
             }
         }
     }
-    for buffer in queries.into_iter().chain(answers) {
+    for buffer in batch.into_buffers().into_iter().chain(answers) {
         pool::put(buffer);
     }
     Ok(())
@@ -102,7 +95,6 @@ fn answer_batch(
     core: &Rc<Core>,
     index: usize,
     batch: &Batch,
-    queries: &[Vec<u8>],
     answers: &mut [Vec<u8>],
     received: usize,
     sends: &mut [(usize, usize); BATCH],
@@ -116,18 +108,12 @@ fn answer_batch(
     let tap = core.dnstap.as_ref().map(|tap| (tap, dnstap::now()));
     // The core's list, lent for the batch: forwarding allocates none.
     let mut actions = forward::actions(core);
-    for (slot, (query, answer)) in queries
-        .iter()
-        .zip(answers.iter_mut())
-        .take(received)
-        .enumerate()
-    {
-        let Some(len) = batch.length(slot) else {
+    for (slot, answer) in answers.iter_mut().take(received).enumerate() {
+        let Some(query) = batch.datagram(slot) else {
             // Longer than the receive buffer: no DNS query is.
             worker.count_dropped(1, 0);
             continue;
         };
-        let query = &query[..len];
         // Parsed once: every stage of the worker takes it.
         let parsed = Query::parse(query);
         // The worker reads the address only if it needs it.

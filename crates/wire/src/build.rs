@@ -425,6 +425,318 @@ impl<'b> MessageBuilder<'b> {
     }
 }
 
+//----------- Precompressed -------------------------------------------------
+
+/// The most RDATA names a [`Precompressed`] plan covers (an SOA's two).
+const PLANNED_NAMES: usize = 2;
+
+/// [`PlannedName::target`] of a name written whole, without a pointer.
+const NO_POINTER: u16 = u16::MAX;
+
+/// [`PlannedName::target`] flag: the pointer targets the record itself (an
+/// earlier name of its RDATA), not the origin.
+const RECORD_RELATIVE: u16 = 0x4000;
+
+/// [`PlannedName::below`] of a name not strictly below the origin.
+const NOT_BELOW: u8 = u8::MAX;
+
+/// How one RDATA name of a [`Precompressed`] record is written.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct PlannedName {
+    /// Where the name starts in the RDATA.
+    at: u16,
+    /// Its length uncompressed.
+    len: u8,
+    /// The octets written as they are (labels) before the pointer; `len`
+    /// if there is no pointer.
+    literal: u8,
+    /// The pointer's target: an offset into the origin as it stands in the
+    /// question, or with [`RECORD_RELATIVE`] into the record (whose owner
+    /// is two octets); [`NO_POINTER`] for none.
+    target: u16,
+    /// Where, in the name, its label just below the origin starts, if the
+    /// name is strictly below the origin; [`NOT_BELOW`] otherwise.
+    below: u8,
+}
+
+/// A record owned by a zone's origin whose RDATA names were compressed
+/// once, when the zone was built, as [`MessageBuilder::push_record`]
+/// compresses them right after a question in the zone: NSD's way with the
+/// SOA of negative answers. [`MessageBuilder::push_precompressed`] then
+/// writes it with copies and at most two pointers, without searching the
+/// compression table, and gives the same octets as `push_record`.
+///
+/// That holds when the message holds a question and nothing else, the
+/// question's name ends with the origin, and no RDATA name strictly below
+/// the origin shares its label just below the origin with the question's
+/// name (else that name would compress against the question): the plan
+/// then only relocates its pointers. Otherwise `push_precompressed` calls
+/// `push_record`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Precompressed {
+    names: [PlannedName; PLANNED_NAMES],
+    count: u8,
+    /// The labels written literally, each a new compression target.
+    labels: u8,
+    /// The origin's length, and the RDATA's, as planned (checked when the
+    /// plan is used).
+    origin_len: u8,
+    rdata_len: u16,
+}
+
+impl Precompressed {
+    /// Plans a record of `rtype` with `rdata` owned by `origin` (not the
+    /// root). `None` if there is nothing the plan can do: the root, more
+    /// than two names, more labels than the compression table holds, or
+    /// RDATA too long for a message.
+    pub fn plan(origin: Name<'_>, rtype: RType, rdata: &[u8]) -> Option<Self> {
+        if origin.is_root() {
+            return None;
+        }
+        let mut plan = Precompressed {
+            origin_len: u8::try_from(origin.len()).ok()?,
+            rdata_len: u16::try_from(rdata.len()).ok()?,
+            ..Precompressed::default()
+        };
+        let mut labels = origin.label_count();
+        for (at, name) in compressible_names(rtype, rdata) {
+            let slot = plan.names.get_mut(usize::from(plan.count))?;
+            labels += name.label_count();
+            *slot = PlannedName {
+                at: u16::try_from(at).ok()?,
+                len: u8::try_from(name.len()).ok()?,
+                below: below_origin(name, origin),
+                ..PlannedName::default()
+            };
+            plan.count += 1;
+        }
+        if labels > COMPRESSION_ENTRIES {
+            return None;
+        }
+        // The record written after a question for the origin itself.
+        let question_end = HEADER_LEN + origin.len() + 4;
+        let record = question_end;
+        let mut buf = vec![0u8; record + 12 + rdata.len()];
+        let len = buf.len();
+        let mut builder = MessageBuilder::new(&mut buf, len).ok()?;
+        builder.push_question(origin, rtype, RClass::IN).ok()?;
+        builder.set_section(Section::Answer);
+        builder
+            .push_record(origin, rtype, RClass::IN, 0, rdata)
+            .ok()?;
+        let pointer = (0xc000 | HEADER_LEN as u16).to_be_bytes();
+        if buf[record..record + 2] != pointer {
+            return None;
+        }
+        // Read each name back as written.
+        let mut out = record + 12;
+        let mut copied = 0;
+        for planned in &mut plan.names[..usize::from(plan.count)] {
+            out += usize::from(planned.at) - copied;
+            let mut literal = 0;
+            let target = loop {
+                let octet = *buf.get(out + literal)?;
+                if octet == 0 {
+                    literal += 1;
+                    break NO_POINTER;
+                }
+                if octet & 0xc0 == 0xc0 {
+                    let low = *buf.get(out + literal + 1)?;
+                    let to = usize::from(u16::from_be_bytes([octet & 0x3f, low]));
+                    break if (HEADER_LEN..HEADER_LEN + origin.len()).contains(&to) {
+                        (to - HEADER_LEN) as u16
+                    } else if to >= record {
+                        RECORD_RELATIVE | u16::try_from(to - record).ok()?
+                    } else {
+                        return None;
+                    };
+                }
+                plan.labels += 1;
+                literal += 1 + usize::from(octet);
+            };
+            planned.literal = u8::try_from(literal).ok()?;
+            planned.target = target;
+            if (target == NO_POINTER) != (literal == usize::from(planned.len)) {
+                return None;
+            }
+            out += literal + if target == NO_POINTER { 0 } else { 2 };
+            copied = usize::from(planned.at) + usize::from(planned.len);
+        }
+        Some(plan)
+    }
+
+    /// The RDATA's length once written.
+    fn written_len(&self) -> usize {
+        let saved: usize = self.names[..usize::from(self.count)]
+            .iter()
+            .filter(|name| name.target != NO_POINTER)
+            .map(|name| usize::from(name.len) - usize::from(name.literal) - 2)
+            .sum();
+        usize::from(self.rdata_len) - saved
+    }
+}
+
+/// Where `name`'s label just below `origin` starts, if `name` is strictly
+/// below it; [`NOT_BELOW`] otherwise.
+fn below_origin(name: Name<'_>, origin: Name<'_>) -> u8 {
+    if name.len() <= origin.len() || !name.ends_with(origin) {
+        return NOT_BELOW;
+    }
+    let mut at = 0;
+    let mut rest = name;
+    // Bound: each step drops a label; the origin is a suffix.
+    while let Some(parent) = rest.parent() {
+        if parent.len() == origin.len() {
+            return at as u8;
+        }
+        at += 1 + rest.first_label().len();
+        rest = parent;
+    }
+    NOT_BELOW
+}
+
+impl MessageBuilder<'_> {
+    /// Writes a record of the zone's origin `owner` with a plan made by
+    /// [`Precompressed::plan`] for the same origin, type and RDATA: the
+    /// same octets as [`MessageBuilder::push_record`], with copies and
+    /// relocated pointers when the message holds only a question in the
+    /// zone, by `push_record` otherwise.
+    pub fn push_precompressed(
+        &mut self,
+        owner: Name<'_>,
+        rtype: RType,
+        class: RClass,
+        ttl: u32,
+        rdata: &[u8],
+        plan: &Precompressed,
+    ) -> Result<(), TruncationError> {
+        match self.origin_in_question(owner, rdata, plan) {
+            Some(origin_at) => self.write_planned(origin_at, rtype, class, ttl, rdata, plan),
+            None => self.push_record(owner, rtype, class, ttl, rdata),
+        }
+    }
+
+    /// Where `owner` stands in the question, if the plan holds for this
+    /// message (see [`Precompressed`]).
+    fn origin_in_question(
+        &self,
+        owner: Name<'_>,
+        rdata: &[u8],
+        plan: &Precompressed,
+    ) -> Option<usize> {
+        if self.counts != [1, 0, 0, 0]
+            || owner.len() != usize::from(plan.origin_len)
+            || rdata.len() != usize::from(plan.rdata_len)
+        {
+            return None;
+        }
+        // The question's name, written as received: its labels, where the
+        // origin would start and the label before it.
+        let mut pos = HEADER_LEN;
+        let mut labels = 0;
+        let mut before = None;
+        // Bound: a name has at most MAX_LABELS labels, and the question was
+        // read as a name before it was written.
+        for _ in 0..crate::name::MAX_LABELS {
+            let octet = *self.buf.get(pos)?;
+            if octet == 0 {
+                break;
+            }
+            if octet & 0xc0 != 0 {
+                return None;
+            }
+            let next = pos + 1 + usize::from(octet);
+            if next + owner.len() == self.len - 4 {
+                before = Some(pos);
+            }
+            labels += 1;
+            pos = next;
+        }
+        let end = pos + 1;
+        if end + 4 != self.len
+            || labels != self.entry_count
+            || labels + usize::from(plan.labels) > COMPRESSION_ENTRIES
+        {
+            return None;
+        }
+        let origin_at = end.checked_sub(owner.len())?;
+        if origin_at < HEADER_LEN
+            || !(self.buf[origin_at..end] == *owner.as_bytes()
+                || self.buf[origin_at..end].eq_ignore_ascii_case(owner.as_bytes()))
+            || self.len + 12 + plan.written_len() > MAX_POINTER_TARGET
+        {
+            return None;
+        }
+        if origin_at > HEADER_LEN {
+            // A label boundary, found above; and no name below the origin
+            // may share the question's label just below it.
+            let before = before?;
+            let label = &self.buf[before..origin_at];
+            let shares = plan.names[..usize::from(plan.count)].iter().any(|name| {
+                name.below != NOT_BELOW && {
+                    let at = usize::from(name.at) + usize::from(name.below);
+                    rdata
+                        .get(at..at + label.len())
+                        .is_some_and(|theirs| theirs.eq_ignore_ascii_case(label))
+                }
+            });
+            if shares {
+                return None;
+            }
+        }
+        Some(origin_at)
+    }
+
+    fn write_planned(
+        &mut self,
+        origin_at: usize,
+        rtype: RType,
+        class: RClass,
+        ttl: u32,
+        rdata: &[u8],
+        plan: &Precompressed,
+    ) -> Result<(), TruncationError> {
+        let rdlen = plan.written_len();
+        if self.len + 12 + rdlen > self.limit {
+            return Err(TruncationError);
+        }
+        let record = self.len;
+        let mut head = [0u8; 12];
+        head[..2].copy_from_slice(&(0xc000 | origin_at as u16).to_be_bytes());
+        head[2..4].copy_from_slice(&rtype.0.to_be_bytes());
+        head[4..6].copy_from_slice(&class.0.to_be_bytes());
+        head[6..10].copy_from_slice(&ttl.to_be_bytes());
+        head[10..12].copy_from_slice(&(rdlen as u16).to_be_bytes());
+        self.write(&head)?;
+        let names = &plan.names[..usize::from(plan.count)];
+        let mut starts = [0usize; PLANNED_NAMES];
+        let mut copied = 0;
+        for (name, start) in names.iter().zip(&mut starts) {
+            let at = usize::from(name.at);
+            self.write(&rdata[copied..at])?;
+            *start = self.len;
+            self.write(&rdata[at..at + usize::from(name.literal)])?;
+            if name.target != NO_POINTER {
+                let target = if name.target & RECORD_RELATIVE != 0 {
+                    record + usize::from(name.target & !RECORD_RELATIVE)
+                } else {
+                    origin_at + usize::from(name.target)
+                };
+                self.write(&(0xc000 | target as u16).to_be_bytes())?;
+            }
+            copied = at + usize::from(name.len);
+        }
+        self.write(&rdata[copied..])?;
+        for (name, &start) in names.iter().zip(&starts) {
+            let at = usize::from(name.at);
+            let written = Name::from_validated(&rdata[at..at + usize::from(name.len)]);
+            self.register(start, written);
+        }
+        self.counts[self.section] += 1;
+        Ok(())
+    }
+}
+
 //=========== Tests ==========================================================
 
 #[cfg(test)]
@@ -515,6 +827,126 @@ mod tests {
             &buf[12..len],
             b"\x00\x00\x29\x04\xd0\x01\x00\x80\x00\x00\x00"
         );
+    }
+
+    /// A message's octets, or why it could not be written.
+    type Written = Result<Vec<u8>, TruncationError>;
+
+    /// A message with `qname`'s question (as received) and, in the
+    /// authority section, the SOA of `origin`: by `push_record`, and by
+    /// `push_precompressed` with a plan. Returns both and whether the plan
+    /// was used.
+    fn soa_both_ways(
+        origin: &str,
+        soa: &[u8],
+        qname: &str,
+        limit: usize,
+    ) -> (Written, Written, bool) {
+        let origin = name(origin);
+        let plan = Precompressed::plan(origin.as_name(), RType::SOA, soa).unwrap();
+        let mut question = name(qname).as_bytes().to_vec();
+        question.extend_from_slice(&[0, 6, 0, 1]);
+        let mut results = Vec::new();
+        let mut planned = false;
+        for precompressed in [false, true] {
+            let mut buf = [0u8; 1024];
+            // `limit`: the room after the question.
+            let limit = HEADER_LEN + question.len() + limit;
+            let mut b = MessageBuilder::new(&mut buf, limit).unwrap();
+            b.push_question_bytes(&question).unwrap();
+            b.set_section(Section::Authority);
+            let result = if precompressed {
+                planned = b.origin_in_question(origin.as_name(), soa, &plan).is_some();
+                b.push_precompressed(origin.as_name(), RType::SOA, RClass::IN, 300, soa, &plan)
+            } else {
+                b.push_record(origin.as_name(), RType::SOA, RClass::IN, 300, soa)
+            };
+            // A later record compresses against what the SOA registered.
+            let after = b.push_record(origin.as_name(), RType::NS, RClass::IN, 1, soa);
+            let len = b.finish();
+            results.push(result.and(after).map(|()| buf[..len].to_vec()));
+        }
+        let second = results.pop().unwrap();
+        (results.pop().unwrap(), second, planned)
+    }
+
+    fn soa_rdata(mname: &str, rname: &str) -> Vec<u8> {
+        let mut rdata = name(mname).as_bytes().to_vec();
+        rdata.extend_from_slice(name(rname).as_bytes());
+        rdata.extend_from_slice(&[0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 4, 0, 0, 0, 5]);
+        rdata
+    }
+
+    #[test]
+    fn precompressed_soa_is_written_as_push_record_writes_it() {
+        let long = "a.".repeat(70);
+        let sixty = "a.".repeat(60);
+        let origins = ["example.com.", "Sub.Example.", "com."];
+        let mut used = 0;
+        let mut cases = 0;
+        for origin in origins {
+            let names = [
+                format!("ns1.{origin}"),
+                format!("hostmaster.{origin}"),
+                format!("NS1.{}", origin.to_uppercase()),
+                format!("x.ns1.{origin}"),
+                format!("b.a.{origin}"),
+                origin.to_string(),
+                "ns.other.net.".to_string(),
+                "mail.example.com.".to_string(),
+                "com.".to_string(),
+                ".".to_string(),
+            ];
+            let qnames = [
+                origin.to_string(),
+                origin.to_uppercase(),
+                format!("random123.{origin}"),
+                format!("ns1.{origin}"),
+                format!("Ns1.{origin}"),
+                format!("x.ns1.{origin}"),
+                format!("hostmaster.{}", origin.to_uppercase()),
+                format!("a.{origin}"),
+                format!("c.b.a.{origin}"),
+                format!("x.{origin}"),
+                format!("{long}{origin}"),
+                format!("{sixty}{origin}"),
+            ];
+            for mname in &names {
+                for rname in &names {
+                    let soa = soa_rdata(mname, rname);
+                    for qname in &qnames {
+                        for limit in [600, 70, 20] {
+                            let (general, planned, fast) =
+                                soa_both_ways(origin, &soa, qname, limit);
+                            assert_eq!(
+                                general, planned,
+                                "origin {origin} mname {mname} rname {rname} qname {qname}"
+                            );
+                            cases += 1;
+                            used += usize::from(fast);
+                        }
+                    }
+                }
+            }
+        }
+        // The plan is used in most cases, and not in all.
+        assert!(used > cases / 2 && used < cases, "{used} of {cases}");
+    }
+
+    #[test]
+    fn precompressed_soa_after_other_records_is_written_by_push_record() {
+        let origin = name("example.com.");
+        let soa = soa_rdata("ns1.example.com.", "hostmaster.example.com.");
+        let plan = Precompressed::plan(origin.as_name(), RType::SOA, &soa).unwrap();
+        let mut buf = [0u8; 512];
+        let mut b = MessageBuilder::new(&mut buf, 512).unwrap();
+        b.push_question(name("www.example.com.").as_name(), RType::A, RClass::IN)
+            .unwrap();
+        b.set_section(Section::Answer);
+        b.push_record(origin.as_name(), RType::A, RClass::IN, 1, &[1, 2, 3, 4])
+            .unwrap();
+        assert_eq!(b.origin_in_question(origin.as_name(), &soa, &plan), None);
+        assert_eq!(Precompressed::plan(Name::ROOT, RType::SOA, &soa), None);
     }
 
     #[test]

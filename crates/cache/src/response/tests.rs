@@ -195,7 +195,11 @@ fn an_answer_written_for_the_key_is_stored_as_insert_stores_it() {
                 let mut written = ResponseCache::new(CacheLimits::default());
                 let stored = checked.insert_tagged(key(&asked), answer, 7);
                 assert_eq!(
-                    written.insert_written(key(&asked), answer, head_len, 7),
+                    {
+                        let key = key(&asked);
+                        let hash = written.key_hash(&key);
+                        written.insert_written(&key, hash, answer, head_len, 7)
+                    },
                     stored,
                     "{name} {qtype}"
                 );

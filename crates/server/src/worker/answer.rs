@@ -82,8 +82,10 @@ impl Answering<'_> {
         {
             return answer;
         }
+        // One hash of the key for the probe and, on a miss, the insert.
+        let hash = cache.key_hash(&request.key);
         let answer = if let Some((len, zone)) =
-            cache.answer_tagged(&request.key, bytes, request.limit, out)
+            cache.answer_hashed(&request.key, hash, bytes, request.limit, out)
         {
             counters.cache_hits += 1;
             counters.zone = zone;
@@ -109,7 +111,7 @@ impl Answering<'_> {
             // Written just now for this key's query: not parsed again.
             let full_size = !request.key.edns || request.limit == self.full_udp_size;
             if let (Response::Send(len), true) = (response, full_size) {
-                cache.insert_written(request.key, &out[..len], head_len(request), zone);
+                cache.insert_written(&request.key, hash, &out[..len], head_len(request), zone);
             }
             response.into()
         };
