@@ -4,7 +4,7 @@
 CARGO ?= cargo
 RELEASE_BIN := target/release/tern
 
-.PHONY: run build release test deps lint fmt unit test-repeat differential compliance transfer metrics dnstap xdp deb service clean bench bench-check bench-peers bench-zones bench-xdp bench-forward dhat dhat-flood fuzz soak
+.PHONY: run build release test deps lint fmt unit test-repeat differential compliance transfer dnssec metrics dnstap xdp deb service clean bench bench-check bench-peers bench-zones bench-xdp bench-forward dhat dhat-flood fuzz soak
 
 ## Build in release mode and serve zones/ on 127.0.0.1:5353 (no config needed).
 run: release
@@ -25,11 +25,12 @@ build:
 ## Everything the project checks: formatting, lints, unit and integration
 ## tests (which compare with named-checkzone), the differential suite
 ## against Knot and NSD, the compliance checks against BIND and zone
-## transfers with all three, the metrics endpoint read by Prometheus, the
+## transfers with all three, zones tern signs checked by dnssec-verify and
+## ldns-verify-zone, the metrics endpoint read by Prometheus, the
 ## dnstap output read by BIND's dnstap-read and fstrm_capture, the
 ## systemd service, the AF_XDP path against the socket path and the Debian
 ## package. Installs the reference tools it needs.
-test: deps lint unit differential compliance transfer metrics dnstap xdp service
+test: deps lint unit differential compliance transfer dnssec metrics dnstap xdp service
 
 ## Debian packages and Python modules the tests use (idempotent).
 deps:
@@ -109,6 +110,12 @@ compliance: release
 	TERN_BIN=$(RELEASE_BIN) python3 tests/compliance/rrl.py
 	TERN_BIN=$(RELEASE_BIN) python3 tests/compliance/forgery.py
 	TERN_BIN=$(RELEASE_BIN) python3 tests/compliance/protocol.py
+
+## Zones tern signs (dnssec-policy): read back by AXFR and checked by BIND's
+## dnssec-verify and ldns-verify-zone, keys kept across restarts, a reload
+## signed, a corrupt key file failing its zone alone (tests/dnssec).
+dnssec: release
+	TERN_BIN=$(RELEASE_BIN) python3 tests/dnssec/signing.py
 
 ## The Prometheus endpoint, scraped by a real Prometheus (tests/metrics).
 metrics: release

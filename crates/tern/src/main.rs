@@ -572,7 +572,12 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
             if let Some(user) = &config.user {
                 privileges::lookup(user).context("user")?;
             }
-            tern_zones::load::load_all(&config.zone_sources(), None)?
+            // Checked unsigned: a check never reads or generates keys.
+            let sources = tern_zones::load::Sources {
+                signing: None,
+                ..config.zone_sources()
+            };
+            tern_zones::load::load_all(&sources, None)?
         }
     };
     if let (None, Some(file)) = (&args.origin, &args.files.config) {

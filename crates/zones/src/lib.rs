@@ -8,6 +8,8 @@
 //! - [`refresh`]: the secondary zones' timers and transfers in (the
 //!   refresh thread, as NSD's xfrd);
 //! - [`notify`]: NOTIFY out to the secondaries of a zone that changed.
+//! - [`signing`] and [`keys`]: zones signed as they are loaded (`dnssec-policy`),
+//!   and their keys in the state directory.
 //!
 //! Nothing here runs on a core or is known to the per-core runtime
 //! (`tern-server`): the cores receive finished versions as catalog changes,
@@ -18,15 +20,20 @@
 
 pub mod catalog_zone;
 pub mod event;
+pub mod keys;
 pub mod load;
 pub mod notify;
 pub mod owner;
 pub mod refresh;
+pub mod signing;
 pub mod start;
 pub mod state;
 mod work;
 
+use std::fmt::Write as _;
+
 use tern_authority::CatalogChange;
+use tern_wire::name::LowerNameBuf;
 
 /// The cores, as the zones' owner reaches them: the binary implements it
 /// for `tern_server::Handle`, a test for a counter.
@@ -35,6 +42,21 @@ pub trait Cores: Send + Sync {
     /// once they have (so that a NOTIFY sent next finds the new versions
     /// served).
     fn update(&self, changes: Vec<CatalogChange>);
+}
+
+/// The file name of a zone's files: its origin in presentation form, with
+/// anything but letters, digits, `-`, `_` and `.` written `%XX`.
+pub(crate) fn file_stem(origin: LowerNameBuf) -> String {
+    let text = origin.as_name().to_string();
+    let mut stem = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.') {
+            stem.push(byte as char);
+        } else {
+            let _ = write!(stem, "%{byte:02X}");
+        }
+    }
+    stem
 }
 
 /// Seconds since the epoch (0 before 1970): the timers of secondary zones,

@@ -15,6 +15,8 @@ use tern_wire::name::NameBuf;
 use tern_zone::check::Severity;
 use tern_zone::{RecordList, Records};
 
+use crate::signing::{Policy, Signing};
+
 /// The file-name suffix of zone files in a zone directory.
 const ZONE_SUFFIX: &str = ".zone";
 
@@ -41,6 +43,10 @@ pub struct Loaded {
     /// Zones configured whose files did not change: not rebuilt, their
     /// versions serve on.
     pub unchanged: usize,
+    /// How many of the failed zones failed to be signed (logged here, not
+    /// in `errors`: a zone that cannot be signed is not served, but does
+    /// not stop the start).
+    pub signing_failed: usize,
 }
 
 //----------- Stamp ----------------------------------------------------------
@@ -90,6 +96,9 @@ pub struct Sources {
     pub dir: Option<PathBuf>,
     /// Zones listed one by one: origin as written, and file.
     pub listed: Vec<(String, PathBuf)>,
+    /// The zones signed as they are loaded, and where their keys are;
+    /// `None`: none is.
+    pub signing: Option<Signing>,
 }
 
 /// Why a load did not happen at all (a zone that fails to load is not an
@@ -424,7 +433,7 @@ pub fn load_all(sources: &Sources, previous: Option<&dyn Previous>) -> Result<Lo
         listing.path_into(i, &mut path);
         let origin = origins.get(i);
         if origin.is_empty() {
-            load_into(&mut loaded, text, &path); // reports the bad name
+            load_into(&mut loaded, text, &path, None); // reports the bad name
             continue;
         }
         if first_i != i {
@@ -443,7 +452,8 @@ pub fn load_all(sources: &Sources, previous: Option<&dyn Previous>) -> Result<Lo
             loaded.unchanged += 1;
             continue;
         }
-        if !load_into(&mut loaded, text, &path) && unchanged.is_some() {
+        let signer = signer(sources, origin);
+        if !load_into(&mut loaded, text, &path, signer) && unchanged.is_some() {
             loaded.kept.push(text.to_string());
         }
     }
@@ -474,7 +484,7 @@ pub fn load_one(sources: &Sources, origin: &[u8], served: bool) -> Result<Loaded
         });
     };
     let mut loaded = Loaded::default();
-    if !load_into(&mut loaded, &text, &path) && served {
+    if !load_into(&mut loaded, &text, &path, signer(sources, origin)) && served {
         loaded.kept.push(text);
     }
     Ok(loaded)
@@ -483,7 +493,7 @@ pub fn load_one(sources: &Sources, origin: &[u8], served: bool) -> Result<Loaded
 /// Loads one zone, for `tern check ORIGIN FILE`.
 pub fn load_one_for_check(origin: &str, path: &Path) -> Loaded {
     let mut loaded = Loaded::default();
-    load_into(&mut loaded, origin, path);
+    load_into(&mut loaded, origin, path, None);
     loaded
 }
 
@@ -504,16 +514,60 @@ pub fn origin_text(wire: &[u8]) -> String {
     tern_wire::name::Name::from_wire(wire).map_or_else(|_| "?".to_string(), |name| name.to_string())
 }
 
-/// Loads one zone into `loaded`; whether it loaded.
-fn load_into(loaded: &mut Loaded, origin_text: &str, path: &Path) -> bool {
-    match load_zone_from(origin_text, path, &mut loaded.warnings) {
+/// What signs a zone as it is loaded: its policy, and where its keys are.
+#[derive(Clone, Copy)]
+struct Signer<'s> {
+    policy: &'s Policy,
+    state_directory: &'s Path,
+}
+
+/// The signer of the zone `origin` (lowercased wire form), if its
+/// configuration names a policy.
+fn signer<'s>(sources: &'s Sources, origin: &[u8]) -> Option<Signer<'s>> {
+    let signing = sources.signing.as_ref()?;
+    Some(Signer {
+        policy: signing.policy(origin)?,
+        state_directory: &signing.state_directory,
+    })
+}
+
+/// Why a zone did not load.
+enum Failure {
+    /// Located errors of its files.
+    Zone(Vec<String>),
+    /// Signing it failed (a key file, the signer): the zone is not served
+    /// unsigned.
+    Signing(String),
+}
+
+/// Loads one zone into `loaded`, signed by `signer` if given; whether it
+/// loaded. A signing failure is logged here, with the zone and the cause.
+fn load_into(
+    loaded: &mut Loaded,
+    origin_text: &str,
+    path: &Path,
+    signer: Option<Signer<'_>>,
+) -> bool {
+    match load_zone_with(
+        origin_text,
+        path,
+        &mut loaded.warnings,
+        &mut tern_zone::FileInclude,
+        signer,
+    ) {
         Ok((zone, stamp)) => {
             loaded.zones.push((Arc::new(zone), stamp));
             true
         }
-        Err(errors) => {
+        Err(Failure::Zone(errors)) => {
             loaded.errors.extend(errors);
             loaded.failed += 1;
+            false
+        }
+        Err(Failure::Signing(error)) => {
+            log::error!("zone {origin_text}: not signed, this version is not served: {error}");
+            loaded.failed += 1;
+            loaded.signing_failed += 1;
             false
         }
     }
@@ -558,25 +612,47 @@ fn load_zone_from(
     path: &Path,
     warnings: &mut Vec<String>,
 ) -> Result<(Zone, Stamp), Vec<String>> {
-    load_zone_with(origin_text, path, warnings, &mut tern_zone::FileInclude)
+    load_zone_with(
+        origin_text,
+        path,
+        warnings,
+        &mut tern_zone::FileInclude,
+        None,
+    )
+    .map_err(|failure| match failure {
+        Failure::Zone(errors) => errors,
+        Failure::Signing(error) => vec![format!("{}: {error}", path.display())],
+    })
 }
 
-/// [`load_zone_from`], with the `$INCLUDE`d files read by `read`.
+/// A zone's records as read, or as signed.
+enum Built {
+    Plain(Records),
+    Signed(Vec<tern_zone::Record>),
+}
+
+/// [`load_zone_from`], with the `$INCLUDE`d files read by `read`, and
+/// the records signed by `signer` (if given) before the zone is built.
 fn load_zone_with(
     origin_text: &str,
     path: &Path,
     warnings: &mut Vec<String>,
     read: &mut dyn tern_zone::Include,
-) -> Result<(Zone, Stamp), Vec<String>> {
-    let origin =
-        parse_origin(origin_text).map_err(|err| vec![format!("{}: {err}", path.display())])?;
+    signer: Option<Signer<'_>>,
+) -> Result<(Zone, Stamp), Failure> {
+    let origin = parse_origin(origin_text)
+        .map_err(|err| Failure::Zone(vec![format!("{}: {err}", path.display())]))?;
     let file = FileStamp::of(path);
     let mut includes = StampingInclude {
         stamps: Vec::new(),
         read,
     };
-    let data = std::fs::read(path)
-        .map_err(|err| vec![format!("{}: cannot read zone file: {err}", path.display())])?;
+    let data = std::fs::read(path).map_err(|err| {
+        Failure::Zone(vec![format!(
+            "{}: cannot read zone file: {err}",
+            path.display()
+        )])
+    })?;
     let mut records = Records::new();
     let files = tern_zone::scan_bytes(
         &data,
@@ -587,11 +663,13 @@ fn load_zone_with(
         &mut records,
     )
     .map_err(|errors| {
-        errors
-            .errors
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
+        Failure::Zone(
+            errors
+                .errors
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>(),
+        )
     })?;
     let mut errors = Vec::new();
     let file_of = |location: tern_zone::Location| {
@@ -608,12 +686,33 @@ fn load_zone_with(
         }
     }
     if !errors.is_empty() {
-        return Err(errors);
+        return Err(Failure::Zone(errors));
     }
     tern_zone::ttl::settle_ttls(&mut records); // each RRset's TTL as BIND reads the file (tern_zone::ttl)
+                                               // A zone with a policy is built from its signed records only: a
+                                               // signing failure leaves nothing to serve.
+    let built = match signer {
+        Some(signer) => {
+            let signed = crate::signing::sign(
+                origin.as_name(),
+                &records,
+                signer.policy,
+                signer.state_directory,
+                crate::unix_time(),
+            )
+            .map_err(Failure::Signing)?;
+            drop(records);
+            Built::Signed(signed.records)
+        }
+        None => Built::Plain(records),
+    };
+    let (list, rdata_len): (&dyn RecordList, usize) = match &built {
+        Built::Plain(records) => (records, records.rdata_len()),
+        Built::Signed(records) => (records, records.iter().map(|r| r.rdata.len()).sum()),
+    };
     let mut builder = ZoneBuilder::new(origin.as_name());
-    builder.reserve(records.len(), records.rdata_len());
-    for record in records.iter() {
+    builder.reserve(list.len(), rdata_len);
+    for record in (0..list.len()).map(|index| list.record(index)) {
         if let Err(err) = builder.insert(
             record.owner,
             record.rtype,
@@ -631,9 +730,9 @@ fn load_zone_with(
         }
     }
     if !errors.is_empty() {
-        return Err(errors);
+        return Err(Failure::Zone(errors));
     }
-    drop(records);
+    drop(built);
     drop(data);
     let stamp = Stamp {
         path: path.into(),
@@ -643,7 +742,7 @@ fn load_zone_with(
     builder
         .finish()
         .map(|zone| (zone, stamp))
-        .map_err(|err| vec![format!("{}: {err}", path.display())])
+        .map_err(|err| Failure::Zone(vec![format!("{}: {err}", path.display())]))
 }
 
 //=========== Tests ==========================================================
@@ -682,8 +781,15 @@ mod tests {
         .unwrap();
         std::fs::write(dir.join("hosts.inc"), "www A 192.0.2.1\n").unwrap();
         let mut warnings = Vec::new();
-        let (zone, stamp) =
-            load_zone_with("example.", &zone_file, &mut warnings, &mut EditAfterRead).unwrap();
+        let (zone, stamp) = load_zone_with(
+            "example.",
+            &zone_file,
+            &mut warnings,
+            &mut EditAfterRead,
+            None,
+        )
+        .ok()
+        .unwrap();
         // The version loaded is the one read, before the edit ...
         assert_eq!(zone.record_count(), 3);
         assert_eq!(stamp.includes.len(), 1, "the include");
@@ -695,6 +801,67 @@ mod tests {
         // Unedited, a stamp stays the same.
         let (_, stamp) = load_zone_from("example.", &zone_file, &mut warnings).unwrap();
         assert!(stamp.unchanged(&zone_file, FileStamp::of(&zone_file)));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A zone with a policy is built signed; when its keys do not read it
+    /// is not built, its failure is a signing one (not a zone-file error,
+    /// which would stop the start), and a served version is kept.
+    #[test]
+    fn a_zone_with_a_policy_is_signed_or_not_built() {
+        let dir = std::env::temp_dir().join(format!("tern-zones-sign-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let zone_file = dir.join("example.zone");
+        std::fs::write(
+            &zone_file,
+            "$TTL 300\n@ SOA ns hostmaster 1 3600 900 604800 300\n@ NS ns\nns A 192.0.2.1\n",
+        )
+        .unwrap();
+        let origin: Origin = b"\x07example\x00".to_vec().into();
+        let policy = Arc::new(crate::signing::Policy::new("p".to_string()));
+        let sources = Sources {
+            dir: None,
+            listed: vec![("example.".to_string(), zone_file.clone())],
+            signing: Some(Signing::new(
+                dir.join("state"),
+                1,
+                vec![(origin.clone(), policy)],
+            )),
+        };
+        let loaded = load_all(&sources, None).unwrap();
+        assert_eq!(
+            (loaded.zones.len(), loaded.failed),
+            (1, 0),
+            "{:?}",
+            loaded.errors
+        );
+        // SOA, NS, A, DNSKEY, two NSECs and six RRSIGs.
+        assert_eq!(loaded.zones[0].0.record_count(), 12);
+        let key_dir = crate::keys::key_dir(
+            &dir.join("state"),
+            parse_origin("example.").unwrap().as_name(),
+        );
+        let files: Vec<_> = std::fs::read_dir(&key_dir).unwrap().collect();
+        assert_eq!(files.len(), 2, "a CSK's .pem and .meta");
+        for file in files {
+            let path = file.unwrap().path();
+            if path.extension().is_some_and(|suffix| suffix == "pem") {
+                std::fs::write(&path, "not a key").unwrap();
+            }
+        }
+        let loaded = load_one(&sources, &origin, true).unwrap();
+        assert!(loaded.zones.is_empty());
+        assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
+        assert_eq!((loaded.failed, loaded.signing_failed), (1, 1));
+        assert_eq!(loaded.kept, ["example."]);
+        // Unsigned, the same file loads: 3 records.
+        let unsigned = Sources {
+            signing: None,
+            ..sources
+        };
+        let loaded = load_all(&unsigned, None).unwrap();
+        assert_eq!(loaded.zones[0].0.record_count(), 3);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

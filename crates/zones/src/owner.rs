@@ -1052,6 +1052,7 @@ mod tests {
         let sources = Sources {
             dir: Some(dir.clone()),
             listed: Vec::new(),
+            signing: None,
         };
         let loaded = load::load_all(&sources, None).unwrap();
         assert_eq!(loaded.zones.len(), count);

@@ -4,7 +4,6 @@
 //! that a restart serves the saved copies at once and keeps their timers
 //! and histories.
 
-use std::fmt::Write as _;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -14,26 +13,12 @@ use tern_wire::name::LowerNameBuf;
 use tern_wire::types::RClass;
 use tern_xfr::journal::{Journal, Journals};
 
+use crate::file_stem;
 use crate::refresh::{SecondaryConfig, Timers};
 
 /// `STATE/secondary`.
 fn secondary_dir(state_directory: &Path) -> PathBuf {
     state_directory.join("secondary")
-}
-
-/// The file name of a zone's files: its origin in presentation form, with
-/// anything but letters, digits, `-`, `_` and `.` written `%XX`.
-fn file_stem(origin: LowerNameBuf) -> String {
-    let text = origin.as_name().to_string();
-    let mut stem = String::with_capacity(text.len());
-    for byte in text.bytes() {
-        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.') {
-            stem.push(byte as char);
-        } else {
-            let _ = write!(stem, "%{byte:02X}");
-        }
-    }
-    stem
 }
 
 /// Writes `bytes` to `path` through a temporary file and a rename, so that

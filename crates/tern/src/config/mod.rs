@@ -114,6 +114,9 @@ pub(crate) struct Config {
     /// Interfaces whose UDP queries AF_XDP takes (`xdp.interfaces`,
     /// `--xdp`); empty (the default): the sockets only.
     pub(crate) xdp: Vec<String>,
+    /// The zones signed as they are loaded (`dnssec-policy`), their
+    /// policies and where their keys are; `None` (the default): none.
+    pub(crate) signing: Option<tern_zones::signing::Signing>,
 }
 
 /// The `cookies:` section.
@@ -186,6 +189,7 @@ impl Default for Config {
             user: None,
             dnstap: None,
             xdp: Vec::new(),
+            signing: None,
         }
     }
 }
@@ -244,6 +248,8 @@ impl Config {
         let mut catalogs = Vec::new();
         // Per-zone `transfer` and `notify` sections, read once the keys are.
         let mut overrides: Vec<Override> = Vec::new();
+        // `dnssec-policy` of the listed zones: origin as written, policy.
+        let mut signed_zones: Vec<(String, String)> = Vec::new();
         if let Some(zones) = raw.zones {
             secondaries = zones.secondary.unwrap_or_default();
             for zone in &mut secondaries {
@@ -262,6 +268,9 @@ impl Config {
                 .unwrap_or_default()
                 .into_iter()
                 .map(|zone| {
+                    if let Some(policy) = zone.dnssec_policy {
+                        signed_zones.push((zone.origin.0.clone(), policy.0));
+                    }
                     let key = zone.key.map(|name| name.0);
                     overrides.push((zone.origin.0.clone(), key, zone.transfer, zone.notify));
                     (zone.origin.0, base.join(zone.file.0))
@@ -351,6 +360,8 @@ impl Config {
         if let Some(interfaces) = raw.xdp.and_then(|xdp| xdp.interfaces) {
             config.xdp = check_interfaces(interfaces).context("xdp.interfaces")?;
         }
+        config.signing =
+            signing_config(raw.dnssec, &signed_zones, config.state_directory.as_deref())?;
         let keys = config.transfer.keys.clone();
         if let Some(notify) = raw.notify {
             (config.notify.targets, config.notify.key) =
@@ -425,11 +436,13 @@ impl Config {
         Ok(config)
     }
 
-    /// Where the zone files are, as the zones' loader takes it.
+    /// Where the zone files are, and which are signed, as the zones'
+    /// loader takes it.
     pub(crate) fn zone_sources(&self) -> tern_zones::load::Sources {
         tern_zones::load::Sources {
             dir: self.zones_dir.clone(),
             listed: self.zone_files.clone(),
+            signing: self.signing.clone(),
         }
     }
 
@@ -672,6 +685,103 @@ type Override = (
 
 /// `zones.secondary`: origins distinct, at least one primary each, keys
 /// from `keys`.
+/// The default of `dnssec.signing-threads`.
+pub(crate) const DEFAULT_SIGNING_THREADS: usize = 2;
+
+/// The `dnssec:` section and the listed zones' `dnssec-policy` (origin as
+/// written, policy name): `None` when no zone names a policy. A policy
+/// named twice, a zone naming a policy that does not exist, and a signed
+/// zone without a state directory (where its keys live) are errors.
+fn signing_config(
+    raw: Option<raw::RawDnssec>,
+    signed_zones: &[(String, String)],
+    state_directory: Option<&Path>,
+) -> anyhow::Result<Option<tern_zones::signing::Signing>> {
+    use tern_zones::signing::{Nsec3Policy, ParentCheck, Policy};
+    let raw = raw.unwrap_or_default();
+    let threads = raw
+        .signing_threads
+        .map_or(DEFAULT_SIGNING_THREADS, |threads| threads.0);
+    let mut policies: Vec<std::sync::Arc<Policy>> = Vec::new();
+    for raw_policy in raw.policies.unwrap_or_default() {
+        let name = raw_policy.name.0;
+        let context = || format!("dnssec.policies: {name}");
+        if policies.iter().any(|known| known.name == name) {
+            bail!("{}: named twice", context());
+        }
+        let mut policy = Policy::new(name.clone());
+        set(&mut policy.algorithm, raw_policy.algorithm);
+        set(&mut policy.keys, raw_policy.keys);
+        set(&mut policy.zsk_lifetime, raw_policy.zsk_lifetime);
+        set(&mut policy.ksk_lifetime, raw_policy.ksk_lifetime);
+        set(&mut policy.rrsig_lifetime, raw_policy.rrsig_lifetime);
+        set(&mut policy.rrsig_refresh, raw_policy.rrsig_refresh);
+        set(&mut policy.cds_cdnskey, raw_policy.cds_cdnskey);
+        policy.dnskey_ttl = raw_policy.dnskey_ttl.map(|ttl| ttl.0);
+        policy.nsec3 = raw_policy.nsec3.map(|nsec3| Nsec3Policy {
+            // Both within their limits, as parsed.
+            iterations: nsec3
+                .iterations
+                .map_or(0, |n| u16::try_from(n.0).unwrap_or(u16::MAX)),
+            salt_length: nsec3
+                .salt_length
+                .map_or(0, |n| u8::try_from(n.0).unwrap_or(u8::MAX)),
+            opt_out: nsec3.opt_out.unwrap_or(false),
+        });
+        policy.parent = raw_policy.parent.map(|parent| ParentCheck {
+            servers: parent
+                .servers
+                .unwrap_or_default()
+                .into_iter()
+                .map(|server| server.0)
+                .collect(),
+            check_interval: parent.check_interval.map_or(3600, |interval| interval.0),
+        });
+        if policy.rrsig_lifetime == 0 {
+            bail!("{}: rrsig-lifetime must be above zero", context());
+        }
+        if policy.rrsig_refresh >= policy.rrsig_lifetime {
+            bail!(
+                "{}: rrsig-refresh ({} s) must be shorter than rrsig-lifetime ({} s)",
+                context(),
+                policy.rrsig_refresh,
+                policy.rrsig_lifetime
+            );
+        }
+        policies.push(std::sync::Arc::new(policy));
+    }
+    if signed_zones.is_empty() {
+        return Ok(None);
+    }
+    let mut zones = Vec::with_capacity(signed_zones.len());
+    for (origin_text, name) in signed_zones {
+        let origin = tern_zones::load::parse_origin(origin_text).map_err(anyhow::Error::msg)?;
+        let policy = policies
+            .iter()
+            .find(|policy| &policy.name == name)
+            .with_context(|| {
+                format!(
+                    "zone {}: dnssec-policy: no policy named {name} in dnssec.policies",
+                    origin.as_name()
+                )
+            })?;
+        let origin: tern_zones::load::Origin =
+            origin.as_name().as_bytes().to_ascii_lowercase().into();
+        zones.push((origin, std::sync::Arc::clone(policy)));
+    }
+    let Some(state_directory) = state_directory else {
+        bail!(
+            "dnssec-policy: signed zones need a state-directory, where their keys are kept \
+             (STATE/keys); none is configured"
+        );
+    };
+    Ok(Some(tern_zones::signing::Signing::new(
+        state_directory.to_path_buf(),
+        threads,
+        zones,
+    )))
+}
+
 fn secondary_configs(
     raw: Vec<raw::RawSecondary>,
     keys: &[tern_xfr::tsig::Key],
@@ -686,6 +796,13 @@ fn secondary_configs(
         }
         if zone.primaries.is_empty() {
             bail!("{}: name at least one primary", context());
+        }
+        if let Some(policy) = zone.dnssec_policy {
+            bail!(
+                "{}: dnssec-policy {}: signing secondary zones is not supported yet",
+                context(),
+                policy.0
+            );
         }
         if zone.primaries.len() > value::MAX_PRIMARIES {
             bail!(
@@ -1300,6 +1417,109 @@ mod tests {
             ("notify: {targets: [nowhere]}\n", "notify.targets"),
         ] {
             let err = format!("{:#}", from_text(text, ".").unwrap_err());
+            assert!(err.contains(expected), "{text}: {err}");
+        }
+    }
+
+    #[test]
+    fn dnssec_policies_and_signed_zones() {
+        use tern_zones::keys::KeyScheme;
+        let config = from_text(
+            "state-directory: state\n\
+             dnssec:\n  signing-threads: 3\n  policies:\n    - name: default\n    \
+             - {name: kz, algorithm: ed25519, keys: ksk-zsk, zsk-lifetime: 90d, ksk-lifetime: 0, \
+             rrsig-lifetime: 2w, rrsig-refresh: 3d, dnskey-ttl: 1h, cds-cdnskey: always, \
+             nsec3: {iterations: 0, salt-length: 8, opt-out: true}, \
+             parent: {servers: ['127.0.0.1:5300'], check-interval: 1h}}\n\
+             zones:\n  list:\n    - {origin: A.example, file: a.zone, dnssec-policy: default}\n    \
+             - {origin: b.example, file: b.zone, dnssec-policy: kz}\n    \
+             - {origin: c.example, file: c.zone}\n",
+            "/etc/tern",
+        )
+        .unwrap();
+        let signing = config.signing.as_ref().unwrap();
+        assert_eq!(signing.state_directory, Path::new("/etc/tern/state"));
+        assert_eq!(signing.threads, 3);
+        assert_eq!(signing.zones.len(), 2);
+        let a = signing.policy(b"\x01a\x07example\x00").unwrap();
+        assert_eq!(*a, tern_zones::signing::Policy::new("default".to_string()));
+        assert_eq!(a.algorithm, tern_dnssec::Algorithm::EcdsaP256Sha256);
+        assert_eq!(
+            (a.rrsig_lifetime, a.rrsig_refresh),
+            (14 * 86_400, 7 * 86_400)
+        );
+        assert_eq!(a.keys, KeyScheme::Csk);
+        assert!(a.nsec3.is_none());
+        let b = signing.policy(b"\x01b\x07example\x00").unwrap();
+        assert_eq!(b.algorithm, tern_dnssec::Algorithm::Ed25519);
+        assert_eq!(b.keys, KeyScheme::KskZsk);
+        assert_eq!((b.zsk_lifetime, b.ksk_lifetime), (90 * 86_400, 0));
+        assert_eq!(
+            (b.rrsig_lifetime, b.rrsig_refresh),
+            (14 * 86_400, 3 * 86_400)
+        );
+        assert_eq!(b.dnskey_ttl, Some(3600));
+        let nsec3 = b.nsec3.as_ref().unwrap();
+        assert_eq!(
+            (nsec3.iterations, nsec3.salt_length, nsec3.opt_out),
+            (0, 8, true)
+        );
+        assert_eq!(b.parent.as_ref().unwrap().check_interval, 3600);
+        assert!(signing.policy(b"\x01c\x07example\x00").is_none());
+        // The zones' loader is given the same.
+        assert_eq!(config.zone_sources().signing.as_ref(), Some(signing));
+        // Defaults: two signing threads; no zone signed, no signing.
+        let config = from_text("dnssec: {policies: [{name: p}]}\n", ".").unwrap();
+        assert!(config.signing.is_none());
+        let config = from_text(
+            "state-directory: s\ndnssec: {policies: [{name: p}]}\n\
+             zones: {list: [{origin: a., file: a.zone, dnssec-policy: p}]}\n",
+            ".",
+        )
+        .unwrap();
+        assert_eq!(config.signing.unwrap().threads, DEFAULT_SIGNING_THREADS);
+        let zone = "zones: {list: [{origin: a., file: a.zone, dnssec-policy: p}]}\n";
+        for (text, expected) in [
+            (
+                format!("state-directory: s\ndnssec: {{policies: [{{name: q}}]}}\n{zone}"),
+                "zone a.: dnssec-policy: no policy named p in dnssec.policies",
+            ),
+            (
+                format!("dnssec: {{policies: [{{name: p}}]}}\n{zone}"),
+                "need a state-directory",
+            ),
+            (
+                "dnssec: {policies: [{name: p, algorithm: rsasha256}]}\n".to_string(),
+                "rsasha256 is not supported yet",
+            ),
+            (
+                "dnssec: {policies: [{name: p}, {name: p}]}\n".to_string(),
+                "dnssec.policies: p: named twice",
+            ),
+            (
+                "dnssec: {policies: [{name: p, rrsig-lifetime: 7d}]}\n".to_string(),
+                "must be shorter than rrsig-lifetime",
+            ),
+            (
+                "dnssec: {policies: [{name: p, nsec3: {iterations: 151}}]}\n".to_string(),
+                "0..=150",
+            ),
+            (
+                "dnssec: {policies: [{name: p, keys: zsk}]}\n".to_string(),
+                "csk or ksk-zsk",
+            ),
+            (
+                "dnssec: {signing-threads: 0}\n".to_string(),
+                "dnssec.signing-threads",
+            ),
+            (
+                "state-directory: s\ndnssec: {policies: [{name: p}]}\n\
+                 zones: {secondary: [{origin: a., primaries: ['127.0.0.1:1'], dnssec-policy: p}]}\n"
+                    .to_string(),
+                "signing secondary zones is not supported yet",
+            ),
+        ] {
+            let err = format!("{:#}", from_text(&text, ".").unwrap_err());
             assert!(err.contains(expected), "{text}: {err}");
         }
     }

@@ -56,6 +56,49 @@ pub(crate) struct RawConfig {
     pub(crate) user: Option<String>,
     pub(crate) dnstap: Option<RawDnstap>,
     pub(crate) xdp: Option<RawXdp>,
+    pub(crate) dnssec: Option<RawDnssec>,
+}
+
+/// `dnssec:`, signing (issue 24).
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub(crate) struct RawDnssec {
+    pub(crate) policies: Option<Vec<RawPolicy>>,
+    pub(crate) signing_threads: Option<Parsed<Range<1, { value::MAX_SIGNING_THREADS }>>>,
+}
+
+/// One policy of `dnssec.policies`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub(crate) struct RawPolicy {
+    pub(crate) name: Parsed<PolicyNameKind>,
+    pub(crate) algorithm: Option<Parsed<DnssecAlgorithmKind>>,
+    pub(crate) keys: Option<Parsed<KeySchemeKind>>,
+    pub(crate) zsk_lifetime: Option<Parsed<LifetimeKind>>,
+    pub(crate) ksk_lifetime: Option<Parsed<LifetimeKind>>,
+    pub(crate) rrsig_lifetime: Option<Parsed<LifetimeKind>>,
+    pub(crate) rrsig_refresh: Option<Parsed<LifetimeKind>>,
+    pub(crate) nsec3: Option<RawNsec3>,
+    pub(crate) dnskey_ttl: Option<Parsed<TtlKind>>,
+    pub(crate) cds_cdnskey: Option<Parsed<CdsKind>>,
+    pub(crate) parent: Option<RawParent>,
+}
+
+/// A policy's `nsec3:`; its presence chooses NSEC3.
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub(crate) struct RawNsec3 {
+    pub(crate) iterations: Option<Parsed<Range<0, { value::MAX_NSEC3_ITERATIONS }>>>,
+    pub(crate) salt_length: Option<Parsed<Range<0, { value::MAX_NSEC3_SALT }>>>,
+    pub(crate) opt_out: Option<bool>,
+}
+
+/// A policy's `parent:`, where the DS set is checked.
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub(crate) struct RawParent {
+    pub(crate) servers: Option<Vec<Parsed<AddressKind>>>,
+    pub(crate) check_interval: Option<Parsed<LifetimeKind>>,
 }
 
 /// `xdp:`, the AF_XDP path.
@@ -182,6 +225,8 @@ pub(crate) struct RawSecondary {
     pub(crate) key: Option<Parsed<KeyNameKind>>,
     pub(crate) transfer: Option<RawTransfer>,
     pub(crate) notify: Option<RawNotify>,
+    #[serde(rename = "dnssec-policy")]
+    pub(crate) dnssec_policy: Option<Parsed<PolicyNameKind>>,
 }
 
 /// One zone of the list.
@@ -193,6 +238,8 @@ pub(crate) struct RawZone {
     pub(crate) key: Option<Parsed<KeyNameKind>>,
     pub(crate) transfer: Option<RawTransfer>,
     pub(crate) notify: Option<RawNotify>,
+    #[serde(rename = "dnssec-policy")]
+    pub(crate) dnssec_policy: Option<Parsed<PolicyNameKind>>,
 }
 
 /// `tcp:`, the RFC 7766 limits.
@@ -478,6 +525,89 @@ impl Kind for Base64Kind {
             return Err("bad secret: empty".to_string());
         }
         Ok(secret)
+    }
+}
+
+/// A DNSSEC policy's name: 1 to 64 letters, digits, `-`, `_` and `.`.
+pub(crate) struct PolicyNameKind;
+
+impl Kind for PolicyNameKind {
+    type Value = String;
+    const EXPECTING: &'static str = "a policy name like default";
+    fn parse(text: &str) -> Result<String, String> {
+        value::parse_policy_name(text)
+    }
+}
+
+/// `ecdsap256sha256` or `ed25519` (`rsasha256` refused for now).
+pub(crate) struct DnssecAlgorithmKind;
+
+impl Kind for DnssecAlgorithmKind {
+    type Value = tern_dnssec::Algorithm;
+    const EXPECTING: &'static str = "ecdsap256sha256 or ed25519";
+    fn parse(text: &str) -> Result<Self::Value, String> {
+        value::parse_dnssec_algorithm(text)
+    }
+}
+
+/// `csk` or `ksk-zsk`.
+pub(crate) struct KeySchemeKind;
+
+impl Kind for KeySchemeKind {
+    type Value = tern_zones::keys::KeyScheme;
+    const EXPECTING: &'static str = "csk or ksk-zsk";
+    fn parse(text: &str) -> Result<Self::Value, String> {
+        match text {
+            "csk" => Ok(tern_zones::keys::KeyScheme::Csk),
+            "ksk-zsk" => Ok(tern_zones::keys::KeyScheme::KskZsk),
+            _ => Err(format!("unknown keys {text:?}; expected csk or ksk-zsk")),
+        }
+    }
+}
+
+/// `none`, `rollover` or `always`.
+pub(crate) struct CdsKind;
+
+impl Kind for CdsKind {
+    type Value = tern_zones::signing::CdsCdnskey;
+    const EXPECTING: &'static str = "none, rollover or always";
+    fn parse(text: &str) -> Result<Self::Value, String> {
+        use tern_zones::signing::CdsCdnskey;
+        match text {
+            "none" => Ok(CdsCdnskey::None),
+            "rollover" => Ok(CdsCdnskey::Rollover),
+            "always" => Ok(CdsCdnskey::Always),
+            _ => Err(format!(
+                "unknown cds-cdnskey {text:?}; expected none, rollover or always"
+            )),
+        }
+    }
+}
+
+/// A key or signature lifetime: `14d`, `2w`, `12h`, `30m`, `90s` or a
+/// bare number of seconds; `0` is allowed (never, where it means that).
+pub(crate) struct LifetimeKind;
+
+impl Kind for LifetimeKind {
+    type Value = u64;
+    const EXPECTING: &'static str = "a lifetime like 14d or 12h";
+    fn parse(text: &str) -> Result<u64, String> {
+        value::parse_lifetime(text)
+    }
+}
+
+/// A TTL: a lifetime of at most 2^31 - 1 seconds (RFC 2181 section 8).
+pub(crate) struct TtlKind;
+
+impl Kind for TtlKind {
+    type Value = u32;
+    const EXPECTING: &'static str = "a TTL like 3600 or 1h";
+    fn parse(text: &str) -> Result<u32, String> {
+        let seconds = value::parse_lifetime(text)?;
+        u32::try_from(seconds)
+            .ok()
+            .filter(|&ttl| ttl <= value::MAX_TTL)
+            .ok_or_else(|| format!("TTL {text:?} is above {}", value::MAX_TTL))
     }
 }
 

@@ -157,6 +157,73 @@ pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     Ok(duration)
 }
 
+/// The most signing threads (`dnssec.signing-threads`).
+pub(crate) const MAX_SIGNING_THREADS: usize = 256;
+
+/// The most NSEC3 iterations (as BIND; tern-dnssec's limit).
+pub(crate) const MAX_NSEC3_ITERATIONS: usize = tern_dnssec::nsec3::MAX_ITERATIONS as usize;
+
+/// The longest NSEC3 salt in octets.
+pub(crate) const MAX_NSEC3_SALT: usize = tern_dnssec::nsec3::MAX_SALT_LEN;
+
+/// The longest key or signature lifetime: 10 years.
+pub(crate) const MAX_LIFETIME: u64 = 3660 * 86_400;
+
+/// The largest TTL (RFC 2181 section 8).
+pub(crate) const MAX_TTL: u32 = (1 << 31) - 1;
+
+/// The longest DNSSEC policy name.
+const MAX_POLICY_NAME: usize = 64;
+
+/// Parses a lifetime: a whole number followed by `s`, `m`, `h`, `d` or
+/// `w`, or a bare number of seconds; 0 is allowed, values above
+/// [`MAX_LIFETIME`] are not. In seconds.
+pub(crate) fn parse_lifetime(text: &str) -> Result<u64, String> {
+    let expected =
+        || format!("bad lifetime {text:?}; expected a number with s, m, h, d or w, e.g. 14d");
+    let (number, unit) = number_and_unit(bounded(text)?).ok_or_else(expected)?;
+    let unit = match unit {
+        "" | "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        "w" => 7 * 86_400,
+        _ => return Err(expected()),
+    };
+    let seconds = number.saturating_mul(unit);
+    if seconds > MAX_LIFETIME {
+        return Err(format!(
+            "lifetime {text:?} is above the {}-day maximum",
+            MAX_LIFETIME / 86_400
+        ));
+    }
+    Ok(seconds)
+}
+
+/// Parses a DNSSEC algorithm's name.
+pub(crate) fn parse_dnssec_algorithm(text: &str) -> Result<tern_dnssec::Algorithm, String> {
+    let name = text.trim().to_ascii_lowercase();
+    if name == "rsasha256" {
+        return Err(
+            "rsasha256 is not supported yet: tern signs with ecdsap256sha256 or ed25519"
+                .to_string(),
+        );
+    }
+    tern_zones::keys::algorithm_by_name(&name)
+        .ok_or_else(|| format!("unknown algorithm {text:?}; expected ecdsap256sha256 or ed25519"))
+}
+
+/// Parses a policy name: 1 to 64 letters, digits, `-`, `_` and `.`.
+pub(crate) fn parse_policy_name(text: &str) -> Result<String, String> {
+    let good = |byte: u8| byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.');
+    if text.is_empty() || text.len() > MAX_POLICY_NAME || !text.bytes().all(good) {
+        return Err(format!(
+            "bad policy name {text:?}; expected 1 to {MAX_POLICY_NAME} letters, digits, -, _ or ."
+        ));
+    }
+    Ok(text.to_string())
+}
+
 /// Parses a rate-limit window: a duration (as [`parse_duration`]) of
 /// whole seconds.
 pub(crate) fn parse_window(text: &str) -> Result<u32, String> {
