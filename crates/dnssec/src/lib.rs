@@ -40,6 +40,7 @@
 //!     validity: Validity::new(1_700_000_000, 1_700_000_000 + 14 * 86_400).unwrap(),
 //!     dnskey_ttl: None,
 //!     denial: Denial::Nsec,
+//!     serial_above: None,
 //! };
 //! let signed = sign_zone(origin.as_name(), &zone.records, &keys, &options).unwrap();
 //!
@@ -73,4 +74,4 @@ pub mod zone;
 pub use key::{Algorithm, KeyError, KeyRole, SigningKey};
 pub use nsec3::Nsec3Params;
 pub use rrsig::{sign_rrset, Rrset, Validity};
-pub use zone::{sign_zone, Denial, SignError, SignOptions, SignedZone, MAX_KEYS};
+pub use zone::{serial_higher, sign_zone, Denial, SignError, SignOptions, SignedZone, MAX_KEYS};

@@ -75,6 +75,12 @@ pub struct SignOptions {
     pub dnskey_ttl: Option<u32>,
     /// How names that do not exist are denied.
     pub denial: Denial,
+    /// The serial served before, if any: the signed zone's SOA serial is
+    /// then made higher than it (RFC 1982), the input's when that is
+    /// higher, else this one plus one (Knot's `serial-policy: increment`),
+    /// so that secondaries see every signed version as new. `None`: the
+    /// input's serial.
+    pub serial_above: Option<u32>,
 }
 
 //----------- Denial ---------------------------------------------------------
@@ -217,6 +223,9 @@ pub fn sign_zone<R: RecordList + ?Sized>(
     let (kept, replaced) = keep_records(origin, records)?;
     let mut sorted = sort_records(kept);
     let soa = apex_soa(origin, &sorted)?;
+    if let Some(above) = options.serial_above {
+        raise_serial(origin, &mut sorted, above);
+    }
     let dnskey_ttl = options.dnskey_ttl.unwrap_or(soa.ttl);
     let nsec_ttl = soa.ttl.min(soa.minimum);
     // The DNSKEY RRset goes right after the apex's other records, where
@@ -626,6 +635,37 @@ fn apex_soa(origin: Name<'_>, sorted: &[Record]) -> Result<Soa, SignError> {
     })
 }
 
+/// Makes the apex SOA's serial higher than `above` in RFC 1982 terms: the
+/// input's if it is, else `above + 1` (a serial exactly 2^31 away counts
+/// as not higher). The SOA was checked by [`apex_soa`].
+fn raise_serial(origin: Name<'_>, sorted: &mut [Record], above: u32) {
+    let soa = sorted
+        .iter_mut()
+        .take_while(|record| record.owner.as_name().eq_ignore_case(origin))
+        .find(|record| record.rtype == RType::SOA);
+    let Some(soa) = soa else {
+        return;
+    };
+    // The serial is the first of the 20 octets of timers that end the
+    // RDATA (checked by `soa_minimum` in `apex_soa`).
+    let Some(at) = soa.rdata.len().checked_sub(20) else {
+        return;
+    };
+    let Some(field) = soa.rdata.get_mut(at..at + 4) else {
+        return;
+    };
+    let serial = u32::from_be_bytes([field[0], field[1], field[2], field[3]]);
+    if !serial_higher(serial, above) {
+        field.copy_from_slice(&above.wrapping_add(1).to_be_bytes());
+    }
+}
+
+/// Whether serial `a` is higher than `b` (RFC 1982 section 3.2; the
+/// undefined case, 2^31 apart, is not higher).
+pub fn serial_higher(a: u32, b: u32) -> bool {
+    a != b && (a.wrapping_sub(b) as i32) > 0
+}
+
 /// The names of the sorted records, with what each is. A delegation's
 /// names below it follow it directly in canonical order, so one cut at a
 /// time is remembered.
@@ -728,6 +768,7 @@ mod tests {
             validity: Validity::new(1_000_000, 2_000_000).unwrap(),
             dnskey_ttl: Some(60),
             denial: Denial::Nsec,
+            serial_above: None,
         }
     }
 
@@ -736,6 +777,37 @@ mod tests {
     }
 
     const SOA: &str = "@ 600 SOA ns hostmaster 1 2 3 4 5\n";
+
+    /// With a serial served before, the signed SOA's serial is the
+    /// input's when higher (RFC 1982), else the one served plus one; the
+    /// SOA's signature covers the serial it gets.
+    #[test]
+    fn serial_above_the_one_served() {
+        let (origin, records) = zone("@ 600 SOA ns hostmaster 10 2 3 4 5\n");
+        let csk = [key(KeyRole::Csk)];
+        let serial_of = |above: Option<u32>| {
+            let options = SignOptions {
+                serial_above: above,
+                ..options()
+            };
+            let signed = sign_zone(origin.as_name(), &records, &csk, &options).unwrap();
+            let soa = signed
+                .records
+                .iter()
+                .find(|record| record.rtype == RType::SOA)
+                .unwrap();
+            let at = soa.rdata.len() - 20;
+            u32::from_be_bytes(soa.rdata[at..at + 4].try_into().unwrap())
+        };
+        assert_eq!(serial_of(None), 10);
+        assert_eq!(serial_of(Some(9)), 10, "the file's is higher");
+        assert_eq!(serial_of(Some(10)), 11, "the same: one more");
+        assert_eq!(serial_of(Some(500)), 501, "the file's is lower");
+        assert_eq!(serial_of(Some(u32::MAX)), 10, "10 is after 2^32 - 1");
+        assert_eq!(serial_of(Some(10 + (1 << 31))), 11 + (1 << 31));
+        assert!(serial_higher(0, u32::MAX) && !serial_higher(u32::MAX, 0));
+        assert!(!serial_higher(0, 1 << 31) && !serial_higher(1 << 31, 0));
+    }
 
     /// Each way a zone or key set cannot be signed is its own error.
     #[test]

@@ -191,6 +191,13 @@ impl Reloads {
         Ok(Reloads { requests })
     }
 
+    /// Queues the re-signing of the signed zone `origin` (its signatures
+    /// near expiry): a `tern reload ZONE`, whose failure keeps the
+    /// previous version serving. Returns at once.
+    pub(crate) fn resign(&self, origin: LowerNameBuf) {
+        self.request("re-signing", Some(&origin.as_name().to_string()), None);
+    }
+
     /// Queues a reload; returns at once. With `reply`, its summary is
     /// written there when it is done.
     fn request(&self, reason: &'static str, only: Option<&str>, reply: Option<UnixStream>) {
@@ -238,13 +245,11 @@ impl Reloader {
         let sources = next.zone_sources();
         let loaded = match &only {
             // One zone: its file is found without reading the others.
-            Some(origin) => {
-                tern_zones::load::load_one(&sources, origin, self.zones.is_primary(origin))
-                    .map_err(|err| match err {
-                        LoadError::NotConfigured { .. } => err.to_string(),
-                        _ => format!("reload aborted, the zones are unchanged: {err}"),
-                    })?
-            }
+            Some(origin) => tern_zones::load::load_one(&sources, origin, Some(&*self.zones))
+                .map_err(|err| match err {
+                    LoadError::NotConfigured { .. } => err.to_string(),
+                    _ => format!("reload aborted, the zones are unchanged: {err}"),
+                })?,
             None => tern_zones::load::load_all(&sources, Some(&*self.zones))
                 .map_err(|err| format!("reload aborted, the zones are unchanged: {err:#}"))?,
         };

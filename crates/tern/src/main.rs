@@ -447,6 +447,10 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     // Without its control socket the server still serves; `tern stats`
     // then cannot reach it, which the error says.
     let reloads = Reloads::start(Reloader::new(overrides, config.clone(), Arc::clone(&zones)))?;
+    let resigns = reloads.clone();
+    zones
+        .start_resigning(move |origin| resigns.resign(origin))
+        .context("starting the re-signing thread")?;
     let control = Control {
         handle: handle.clone(),
         zones: Arc::clone(&zones),

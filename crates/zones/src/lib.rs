@@ -9,7 +9,9 @@
 //!   refresh thread, as NSD's xfrd);
 //! - [`notify`]: NOTIFY out to the secondaries of a zone that changed.
 //! - [`signing`] and [`keys`]: zones signed as they are loaded (`dnssec-policy`),
-//!   and their keys in the state directory.
+//!   and their keys in the state directory;
+//! - [`resign`]: the signed zones' timers, re-signing each before its
+//!   signatures expire (the `tern-resign` thread).
 //!
 //! Nothing here runs on a core or is known to the per-core runtime
 //! (`tern-server`): the cores receive finished versions as catalog changes,
@@ -25,6 +27,7 @@ pub mod load;
 pub mod notify;
 pub mod owner;
 pub mod refresh;
+pub mod resign;
 pub mod signing;
 pub mod start;
 pub mod state;

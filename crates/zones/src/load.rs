@@ -56,12 +56,14 @@ pub struct Loaded {
 /// file renamed over it differs even within the clock's granularity) taken
 /// just before it was read. A reload rebuilds a zone only when one of them
 /// differs (or is gone). The zone file's is kept inline: most zones
-/// include nothing, and a stamp is kept for every zone.
+/// include nothing, and a stamp is kept for every zone. A signed zone's
+/// also says when it must be signed again ([`Stamp::resign_at`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Stamp {
     path: Box<Path>,
     file: Option<FileStamp>,
     includes: Box<[(Box<Path>, Option<FileStamp>)]>,
+    resign_at: Option<u64>,
 }
 
 /// One file's size, modification time, device and inode.
@@ -136,6 +138,12 @@ impl std::fmt::Display for LoadError {
 impl std::error::Error for LoadError {}
 
 impl Stamp {
+    /// When the zone, if signed, must be signed again (Unix time): its
+    /// signatures' expiration less its policy's `rrsig-refresh`.
+    pub fn resign_at(&self) -> Option<u64> {
+        self.resign_at
+    }
+
     /// Whether the zone is still `path`, whose file's stamp is now `file`,
     /// and none of its files changed. Bound: a `stat` per included file.
     pub fn unchanged(&self, path: &Path, file: Option<FileStamp>) -> bool {
@@ -170,6 +178,11 @@ pub trait Previous {
 
     /// How many zones were loaded from files.
     fn count(&self) -> usize;
+
+    /// The serial served for the zone of this origin (lowercased wire
+    /// form) loaded from a file, if one is: a signed zone's next version
+    /// gets a higher one.
+    fn serial(&self, origin: &[u8]) -> Option<u32>;
 }
 
 //----------- Listing --------------------------------------------------------
@@ -452,7 +465,7 @@ pub fn load_all(sources: &Sources, previous: Option<&dyn Previous>) -> Result<Lo
             loaded.unchanged += 1;
             continue;
         }
-        let signer = signer(sources, origin);
+        let signer = signer(sources, origin, previous);
         if !load_into(&mut loaded, text, &path, signer) && unchanged.is_some() {
             loaded.kept.push(text.to_string());
         }
@@ -474,17 +487,23 @@ pub fn load_all(sources: &Sources, previous: Option<&dyn Previous>) -> Result<Lo
 }
 
 /// Loads the zone `origin` (lowercased wire form) of `sources` whatever its
-/// files, and nothing else (`tern reload ZONE`); `served` says whether a
-/// version of it serves now (kept if this one fails). An error if the
-/// configuration does not name it.
-pub fn load_one(sources: &Sources, origin: &[u8], served: bool) -> Result<Loaded, LoadError> {
+/// files, and nothing else (`tern reload ZONE`, and a signed zone's
+/// re-signing); `previous` holds the version served now, if any (kept if
+/// this one fails; a signed zone's new serial is above its serial). An
+/// error if the configuration does not name it.
+pub fn load_one(
+    sources: &Sources,
+    origin: &[u8],
+    previous: Option<&dyn Previous>,
+) -> Result<Loaded, LoadError> {
+    let served = previous.is_some_and(|previous| previous.serial(origin).is_some());
     let Some((text, path)) = ZoneFiles::new(sources).find(origin)? else {
         return Err(LoadError::NotConfigured {
             origin: origin_text(origin),
         });
     };
     let mut loaded = Loaded::default();
-    if !load_into(&mut loaded, &text, &path, signer(sources, origin)) && served {
+    if !load_into(&mut loaded, &text, &path, signer(sources, origin, previous)) && served {
         loaded.kept.push(text);
     }
     Ok(loaded)
@@ -514,20 +533,28 @@ pub fn origin_text(wire: &[u8]) -> String {
     tern_wire::name::Name::from_wire(wire).map_or_else(|_| "?".to_string(), |name| name.to_string())
 }
 
-/// What signs a zone as it is loaded: its policy, and where its keys are.
+/// What signs a zone as it is loaded: its policy, where its keys are, and
+/// the serial served now (the signed one is made higher).
 #[derive(Clone, Copy)]
 struct Signer<'s> {
     policy: &'s Policy,
     state_directory: &'s Path,
+    serial_above: Option<u32>,
 }
 
 /// The signer of the zone `origin` (lowercased wire form), if its
-/// configuration names a policy.
-fn signer<'s>(sources: &'s Sources, origin: &[u8]) -> Option<Signer<'s>> {
+/// configuration names a policy; the serial `previous` serves for it is
+/// the one to go above.
+fn signer<'s>(
+    sources: &'s Sources,
+    origin: &[u8],
+    previous: Option<&dyn Previous>,
+) -> Option<Signer<'s>> {
     let signing = sources.signing.as_ref()?;
     Some(Signer {
         policy: signing.policy(origin)?,
         state_directory: &signing.state_directory,
+        serial_above: previous.and_then(|previous| previous.serial(origin)),
     })
 }
 
@@ -691,17 +718,21 @@ fn load_zone_with(
     tern_zone::ttl::settle_ttls(&mut records); // each RRset's TTL as BIND reads the file (tern_zone::ttl)
                                                // A zone with a policy is built from its signed records only: a
                                                // signing failure leaves nothing to serve.
+    let mut resign_at = None;
     let built = match signer {
         Some(signer) => {
+            let now = crate::unix_time();
             let signed = crate::signing::sign(
                 origin.as_name(),
                 &records,
                 signer.policy,
                 signer.state_directory,
-                crate::unix_time(),
+                now,
+                signer.serial_above,
             )
             .map_err(Failure::Signing)?;
             drop(records);
+            resign_at = Some(crate::signing::resign_due(signer.policy, now));
             Built::Signed(signed.records)
         }
         None => Built::Plain(records),
@@ -738,6 +769,7 @@ fn load_zone_with(
         path: path.into(),
         file,
         includes: includes.stamps.into_boxed_slice(),
+        resign_at,
     };
     builder
         .finish()
@@ -750,6 +782,27 @@ fn load_zone_with(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A zone served at this serial, loaded from a file.
+    struct Served(u32);
+
+    impl Previous for Served {
+        fn unchanged(&self, _: &[u8], _: &Path, _: Option<FileStamp>, _: &mut u32) -> Option<bool> {
+            Some(false)
+        }
+
+        fn not_configured(&self, _: &dyn Fn(&[u8]) -> bool) -> Vec<Origin> {
+            Vec::new()
+        }
+
+        fn count(&self) -> usize {
+            1
+        }
+
+        fn serial(&self, _: &[u8]) -> Option<u32> {
+            Some(self.0)
+        }
+    }
 
     /// Reads includes from disk, then changes the file it read: an edit
     /// made while the zone loads.
@@ -838,6 +891,18 @@ mod tests {
         );
         // SOA, NS, A, DNSKEY, two NSECs and six RRSIGs.
         assert_eq!(loaded.zones[0].0.record_count(), 12);
+        // The file's serial at first; it is signed again half a lifetime
+        // (the default refresh: 7 of 14 days) from now.
+        assert_eq!(loaded.zones[0].0.serial(), 1);
+        let resign_at = loaded.zones[0].1.resign_at().unwrap();
+        let half = 7 * 86_400;
+        assert!((crate::unix_time() + half).abs_diff(resign_at) < 60);
+        // Signed again over serial 1 with the file unchanged: serial 2; a
+        // higher file serial is kept.
+        let loaded = load_one(&sources, &origin, Some(&Served(1))).unwrap();
+        assert_eq!(loaded.zones[0].0.serial(), 2);
+        let loaded = load_all(&sources, Some(&Served(0))).unwrap();
+        assert_eq!(loaded.zones[0].0.serial(), 1);
         let key_dir = crate::keys::key_dir(
             &dir.join("state"),
             parse_origin("example.").unwrap().as_name(),
@@ -850,7 +915,7 @@ mod tests {
                 std::fs::write(&path, "not a key").unwrap();
             }
         }
-        let loaded = load_one(&sources, &origin, true).unwrap();
+        let loaded = load_one(&sources, &origin, Some(&Served(1))).unwrap();
         assert!(loaded.zones.is_empty());
         assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
         assert_eq!((loaded.failed, loaded.signing_failed), (1, 1));

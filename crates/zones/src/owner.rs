@@ -109,6 +109,8 @@ pub struct Zones {
     notify_zones: NotifyZones,
     /// Wakes the thread that rebuilds the produced catalog zone.
     producer_wake: Mutex<Option<Sender<()>>>,
+    /// When each signed zone is to be signed again ([`crate::resign`]).
+    resigner: crate::resign::Resigner,
     inner: Mutex<Inner>,
 }
 
@@ -302,6 +304,7 @@ impl Zones {
             history_bytes,
             state_directory,
             producer_wake: Mutex::new(None),
+            resigner: crate::resign::Resigner::default(),
             inner: Mutex::new(Inner {
                 catalog: Catalog::default(),
                 primaries: Vec::new(),
@@ -341,6 +344,9 @@ impl Zones {
                 };
                 if inner.primaries.len() <= slot {
                     inner.primaries.resize_with(slot + 1, || None);
+                }
+                if let Some(at) = stamp.resign_at() {
+                    served.resigner.schedule(zone.origin().as_bytes(), at);
                 }
                 inner.primaries[slot] = Some(Primary { loaded: now, stamp });
                 inner.primary_count += 1;
@@ -445,6 +451,19 @@ impl Zones {
             .is_some_and(|producer| producer.stale)
     }
 
+    /// Starts the thread that re-signs the signed zones (`tern-resign`,
+    /// [`crate::resign`]): `on_due` is called with each signed zone when
+    /// its signatures near expiry, and must load and sign it again from
+    /// its file as `tern reload ZONE` does (on the reload thread: the only
+    /// one that changes primary zones), handing the new version here as
+    /// [`Event::Loaded`].
+    pub fn start_resigning(
+        &self,
+        on_due: impl Fn(LowerNameBuf) + Send + 'static,
+    ) -> std::io::Result<()> {
+        self.resigner.start(Box::new(on_due))
+    }
+
     /// Whether `origin` (lowercased) is a zone loaded from a file.
     pub fn is_primary(&self, origin: &[u8]) -> bool {
         self.lock().primary(origin).is_some()
@@ -513,10 +532,15 @@ impl Zones {
         let stale = {
             let mut inner = self.lock();
             for (zone, stamp) in zones {
+                match stamp.resign_at() {
+                    Some(at) => self.resigner.schedule(zone.origin().as_bytes(), at),
+                    None => self.resigner.cancel(zone.origin().as_bytes()),
+                }
                 let primary = Primary { loaded: now, stamp };
                 inner.set_primary(zone, primary, &mut changes);
             }
             for origin in removed {
+                self.resigner.cancel(origin);
                 let slot = Name::from_wire(origin)
                     .ok()
                     .and_then(|name| inner.catalog.position(name));
@@ -963,6 +987,12 @@ impl crate::load::Previous for Zones {
         self.lock().primary_count
     }
 
+    fn serial(&self, origin: &[u8]) -> Option<u32> {
+        let inner = self.lock();
+        inner.primary(origin)?;
+        Some(inner.catalog.get(Name::from_wire(origin).ok()?)?.serial())
+    }
+
     fn unchanged(
         &self,
         origin: &[u8],
@@ -1099,12 +1129,7 @@ mod tests {
 
         edit(3);
         crate::work::take();
-        let loaded = load::load_one(
-            &sources,
-            origin.as_bytes(),
-            served.is_primary(origin.as_bytes()),
-        )
-        .unwrap();
+        let loaded = load::load_one(&sources, origin.as_bytes(), Some(&*served)).unwrap();
         served.apply(Event::Loaded {
             zones: loaded.zones,
             unloaded: loaded.removed,

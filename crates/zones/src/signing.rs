@@ -4,9 +4,10 @@
 //! built.
 //!
 //! This slice signs a zone whole each time its file is loaded, on the
-//! thread that loads it (start, or the reload thread), never on a core.
-//! Re-signing before the signatures expire, incremental signing and
-//! rollovers are later slices.
+//! thread that loads it (start, or the reload thread), never on a core,
+//! and again, whole, `rrsig-refresh` before its signatures expire
+//! ([`crate::resign`]). Incremental signing, re-signing spread over time
+//! and rollovers are later slices.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -74,8 +75,7 @@ pub struct Policy {
     pub ksk_lifetime: u64,
     /// How long a signature is valid from its signing.
     pub rrsig_lifetime: u64,
-    /// How long before expiry a signature is made anew (not acted on
-    /// yet).
+    /// How long before expiry the zone is signed anew.
     pub rrsig_refresh: u64,
     /// NSEC3, or NSEC when `None`.
     pub nsec3: Option<Nsec3Policy>,
@@ -141,16 +141,27 @@ impl Signing {
     }
 }
 
+/// When a zone signed under `policy` at Unix time `now` must be signed
+/// again: its signatures' expiration (they all expire together in this
+/// slice) less `rrsig-refresh`.
+pub fn resign_due(policy: &Policy, now: u64) -> u64 {
+    now.saturating_add(policy.rrsig_lifetime)
+        .saturating_sub(policy.rrsig_refresh)
+}
+
 /// Signs the zone `origin` made of `records` (each RRset's TTL settled)
 /// under `policy` at Unix time `now`, with its keys from `state_directory`
-/// (generated on its first signing). Errors name the zone's key file or
-/// the signer's reason.
+/// (generated on its first signing). With `serial_above` (the serial
+/// served now), the signed serial is higher than it (the file's if that
+/// is higher, else one more: `tern_dnssec::SignOptions::serial_above`).
+/// Errors name the zone's key file or the signer's reason.
 pub fn sign<R: RecordList + ?Sized>(
     origin: Name<'_>,
     records: &R,
     policy: &Policy,
     state_directory: &Path,
     now: u64,
+    serial_above: Option<u32>,
 ) -> Result<SignedZone, String> {
     let stored =
         keys::load_or_generate(state_directory, origin, policy.algorithm, policy.keys, now)?;
@@ -181,6 +192,7 @@ pub fn sign<R: RecordList + ?Sized>(
         validity,
         dnskey_ttl: policy.dnskey_ttl,
         denial,
+        serial_above,
     };
     sign_zone(origin, records, &keys, &options).map_err(|err| format!("signing: {err}"))
 }

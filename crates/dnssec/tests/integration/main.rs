@@ -305,6 +305,7 @@ fn signed(
         validity: Validity::new(now - 3600, now + 14 * 86400).unwrap(),
         dnskey_ttl: None,
         denial,
+        serial_above: None,
     };
     let signed = sign_zone(origin.as_name(), &zone.records, &keys, &options).unwrap();
     assert_eq!(signed.replaced, replaced);
