@@ -740,6 +740,11 @@ fn signing_config(
         if policy.rrsig_lifetime == 0 {
             bail!("{}: rrsig-lifetime must be above zero", context());
         }
+        if policy.rrsig_refresh == 0 {
+            // Re-signed only once the signatures expired: a broken chain
+            // until the new version is served.
+            bail!("{}: rrsig-refresh must be above zero", context());
+        }
         if policy.rrsig_refresh >= policy.rrsig_lifetime {
             bail!(
                 "{}: rrsig-refresh ({} s) must be shorter than rrsig-lifetime ({} s)",
@@ -1499,6 +1504,10 @@ mod tests {
             (
                 "dnssec: {policies: [{name: p, rrsig-lifetime: 7d}]}\n".to_string(),
                 "must be shorter than rrsig-lifetime",
+            ),
+            (
+                "dnssec: {policies: [{name: p, rrsig-refresh: 0}]}\n".to_string(),
+                "rrsig-refresh must be above zero",
             ),
             (
                 "dnssec: {policies: [{name: p, nsec3: {iterations: 151}}]}\n".to_string(),
