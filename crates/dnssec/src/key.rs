@@ -352,11 +352,10 @@ pub(crate) mod tests {
         );
     }
 
-    /// RFC 6605 section 6.1: the P-256 key (private key
-    /// `GU6SnQ/Ou+xC5RumuIUIuJZteXT2z0O/ok1s38Et6mQ=`) loaded from PKCS#8
-    /// gives the RFC's DNSKEY (64 octets, no 0x04), key tag 55648 and DS.
-    #[test]
-    fn p256_key_of_rfc6605_example() {
+    /// RFC 6605 section 6.1's P-256 key (private key
+    /// `GU6SnQ/Ou+xC5RumuIUIuJZteXT2z0O/ok1s38Et6mQ=`), loaded from PKCS#8
+    /// as a KSK, and its public key (64 octets, no 0x04).
+    pub(crate) fn rfc6605_key() -> (SigningKey, Vec<u8>) {
         let private = BASE64
             .decode(b"GU6SnQ/Ou+xC5RumuIUIuJZteXT2z0O/ok1s38Et6mQ=")
             .unwrap();
@@ -371,6 +370,15 @@ pub(crate) mod tests {
             &p256_pkcs8(&private, &public),
         )
         .unwrap();
+        (key, public)
+    }
+
+    /// RFC 6605 section 6.1: the P-256 key (private key
+    /// `GU6SnQ/Ou+xC5RumuIUIuJZteXT2z0O/ok1s38Et6mQ=`) loaded from PKCS#8
+    /// gives the RFC's DNSKEY (64 octets, no 0x04), key tag 55648 and DS.
+    #[test]
+    fn p256_key_of_rfc6605_example() {
+        let (key, public) = rfc6605_key();
         assert_eq!(key.public_key(), public.as_slice());
         assert_eq!(key.dnskey_rdata()[..4], [1, 1, 3, 13]);
         assert_eq!(key.key_tag(), 55648);

@@ -144,7 +144,7 @@ mod tests {
     use tern_wire::name::NameBuf;
 
     use super::*;
-    use crate::key::tests::{ed25519_pkcs8, p256_pkcs8};
+    use crate::key::tests::ed25519_pkcs8;
     use crate::key::{Algorithm, KeyRole};
 
     fn name(text: &str) -> NameBuf {
@@ -195,20 +195,7 @@ mod tests {
     /// and fails once one octet of it is flipped.
     #[test]
     fn p256_signed_data_of_rfc6605_example() {
-        let private = BASE64
-            .decode(b"GU6SnQ/Ou+xC5RumuIUIuJZteXT2z0O/ok1s38Et6mQ=")
-            .unwrap();
-        let public = BASE64
-            .decode(
-                b"GojIhhXUN/u4v54ZQqGSnyhWJwaubCvTmeexv7bR6edbkrSqQpF64cYbcB7wNcP+e+MAnLr+Wi9xMWyQLc8NAA==",
-            )
-            .unwrap();
-        let key = SigningKey::from_pkcs8(
-            Algorithm::EcdsaP256Sha256,
-            KeyRole::Ksk,
-            &p256_pkcs8(&private, &public),
-        )
-        .unwrap();
+        let (key, public) = crate::key::tests::rfc6605_key();
         let owner = name("www.example.net.");
         let address: &[u8] = &[192, 0, 2, 1];
         let rrset = Rrset {
