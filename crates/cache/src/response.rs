@@ -69,6 +69,20 @@
 //! of answers of one kind that is the common case. An insert into a full
 //! cache costs about 60 instructions fewer than with the `free` and
 //! `malloc` it replaced (docs/benchmarks.md, "Cold cache").
+//!
+//! Admission. Once the cache is full, an answer is stored only if its key
+//! was missed before (the "doorkeeper" of TinyLFU, Einziger et al., 2017):
+//! a bit array indexed by the key's hash remembers the keys missed once,
+//! and is cleared after as many marks as the cache has entries, so it
+//! remembers roughly the last cache-full of one-time names. In a
+//! random-subdomain flood every name is asked once: its answer is written
+//! and sent but not stored, which costs one bit instead of an eviction and
+//! an insert (about 600 instructions), and the entries that real clients
+//! keep asking for are not pushed out by names nobody asks again. A name
+//! asked twice while the cache is full is stored at its second miss; while
+//! the cache has room every answer is stored at once. Whether a name
+//! counts as seen can be wrong in one direction only (two keys sharing a
+//! bit): a one-time name is then stored, as it was before admission.
 
 use core::mem::size_of;
 
@@ -168,6 +182,9 @@ pub struct CacheCounters {
     /// Cacheable answers not stored because [`MAX_EVICTIONS_TO_FIT`]
     /// evictions did not make a free piece large enough.
     pub unplaced: u64,
+    /// Answers not stored because the cache was full and their key had
+    /// not been missed before (see "Admission" in the module docs).
+    pub not_admitted: u64,
 }
 
 /// The most entries one insert evicts, beyond what the limits require, to
@@ -176,6 +193,87 @@ pub struct CacheCounters {
 /// floods of small and large answers could otherwise make one insert
 /// evict a large part of the cache). Past it the answer is not cached.
 pub const MAX_EVICTIONS_TO_FIT: u32 = 32;
+
+//----------- Doorkeeper -----------------------------------------------------
+
+/// Bits of the doorkeeper per cache entry: with as many marks as entries
+/// before it is cleared, at most one bit in eight is set, so a one-time
+/// key is taken for a seen one at most one time in eight.
+const DOORKEEPER_BITS_PER_ENTRY: usize = 8;
+
+/// The keys missed once, as one bit per hash value modulo its size (a
+/// power of two), cleared before the mark after `limit` marks (so the
+/// newest mark always survives). Made once with the cache;
+/// never allocates after.
+struct Doorkeeper {
+    words: Vec<u64>,
+    /// Bits minus one: the index mask.
+    mask: u64,
+    /// Marks since the last clear.
+    marks: usize,
+    /// Marks before the bits are cleared: the cache's entry limit.
+    limit: usize,
+}
+
+impl Doorkeeper {
+    /// A doorkeeper for a cache of `entries`; should the memory be refused,
+    /// one that admits everything (the cache then behaves as without one).
+    fn new(entries: usize) -> Self {
+        let bits = entries
+            .saturating_mul(DOORKEEPER_BITS_PER_ENTRY)
+            .checked_next_power_of_two()
+            .unwrap_or(0)
+            .max(64);
+        let mut words = Vec::new();
+        if entries == 0 || words.try_reserve_exact(bits / 64).is_err() {
+            return Doorkeeper {
+                words,
+                mask: 0,
+                marks: 0,
+                limit: 0,
+            };
+        }
+        words.resize(bits / 64, 0);
+        Doorkeeper {
+            words,
+            mask: bits as u64 - 1,
+            marks: 0,
+            limit: entries,
+        }
+    }
+
+    /// Whether a key of this hash was marked since the last clear; marks it
+    /// if not.
+    fn admit(&mut self, hash: u64) -> bool {
+        if self.words.is_empty() {
+            return true;
+        }
+        // The table's buckets use the hash's low bits and its tag the top
+        // seven; the middle ones are as good and independent of both.
+        let bit = (hash >> 20) & self.mask;
+        let Some(word) = self.words.get_mut((bit / 64) as usize) else {
+            return true;
+        };
+        let flag = 1u64 << (bit % 64);
+        if *word & flag != 0 {
+            return true;
+        }
+        if self.marks >= self.limit {
+            self.clear();
+        }
+        if let Some(word) = self.words.get_mut((bit / 64) as usize) {
+            *word |= flag;
+        }
+        self.marks += 1;
+        false
+    }
+
+    /// Forgets every key.
+    fn clear(&mut self) {
+        self.words.fill(0);
+        self.marks = 0;
+    }
+}
 
 //----------- Slot -----------------------------------------------------------
 
@@ -337,6 +435,8 @@ pub struct ResponseCache {
     /// before it no longer answer (they are evicted as SIEVE finds them);
     /// a tag past the end was never invalidated.
     tag_since: Vec<u32>,
+    /// The keys missed once while the cache was full (see "Admission").
+    doorkeeper: Doorkeeper,
 }
 
 impl ResponseCache {
@@ -364,6 +464,7 @@ impl ResponseCache {
                     && slots.try_reserve_exact(entries).is_ok()
             },
         );
+        let doorkeeper = Doorkeeper::new(max_entries);
         ResponseCache {
             table,
             slots,
@@ -382,6 +483,7 @@ impl ResponseCache {
             hasher: KeyedHash::new(),
             clock: 0,
             tag_since: Vec::new(),
+            doorkeeper,
         }
     }
 
@@ -608,6 +710,10 @@ impl ResponseCache {
         }
         let bits = key.bits();
         let hash = hash.0;
+        if !self.has_room(cost) && !self.doorkeeper.admit(hash) {
+            self.counters.not_admitted += 1;
+            return false;
+        }
 
         // Replace, never duplicate.
         let (slots, slab) = (&self.slots, &self.slab);
@@ -734,6 +840,7 @@ impl ResponseCache {
         self.hand = NIL;
         self.len = 0;
         self.bytes = 0;
+        self.doorkeeper.clear();
     }
 
     /// Whether an entry of `cost` fits within both limits.
