@@ -5,7 +5,9 @@
 //! so a child zone loaded under its parent's delegation answers for its own
 //! names. Each step hashes a borrowed suffix of the one query-name buffer;
 //! nothing is built per label (hickory's `base_name()` per label is the
-//! pattern avoided, see `docs/style.md`).
+//! pattern avoided, see `docs/style.md`). Only suffixes with as many labels
+//! as some origin has are looked up: a server of second-level zones hashes
+//! one suffix of `www.example.com.`, not three.
 
 use std::sync::Arc;
 
@@ -60,7 +62,15 @@ pub struct Catalog {
     /// Free slots, the most recently freed last.
     free: Vec<u32>,
     len: usize,
+    /// By label count (root excluded): how many origins have it.
+    by_labels: Vec<u32>,
+    /// Bit `n` set when some origin has `n` labels.
+    depths: u128,
 }
+
+/// The most labels a name has, root excluded (255 octets, at least two a
+/// label): [`Catalog`]'s depths fit a `u128`.
+const MAX_LABELS: usize = 127;
 
 impl Catalog {
     /// A catalog over `zones`, in slots from 0 in their order. If two zones
@@ -72,6 +82,8 @@ impl Catalog {
             index: NameIndex::with_capacity(zones.size_hint().0),
             free: Vec::new(),
             len: 0,
+            by_labels: Vec::new(),
+            depths: 0,
         };
         for zone in zones {
             let zone: Arc<Zone> = zone.into();
@@ -103,6 +115,7 @@ impl Catalog {
                 let origin = zone.origin();
                 self.index
                     .insert(origin.as_bytes(), slot, |i| origin_of(slots, i));
+                self.count_depth(origin.label_count(), true);
                 self.slots[slot as usize] = Some(zone);
                 self.len += 1;
                 Applied::Added(slot)
@@ -112,11 +125,33 @@ impl Catalog {
                 let Some(slot) = self.index.remove(&origin, |i| origin_of(slots, i)) else {
                     return Applied::Nothing;
                 };
+                if let Some(zone) = &self.slots[slot as usize] {
+                    self.count_depth(zone.origin().label_count(), false);
+                }
                 self.slots[slot as usize] = None;
                 self.free.push(slot);
                 self.len -= 1;
                 Applied::Removed(slot)
             }
+        }
+    }
+
+    /// Counts an origin of `labels` labels in or out of the depths.
+    fn count_depth(&mut self, labels: usize, added: bool) {
+        let labels = labels.min(MAX_LABELS);
+        if self.by_labels.len() <= labels {
+            self.by_labels.resize(labels + 1, 0);
+        }
+        let count = &mut self.by_labels[labels];
+        *count = if added {
+            count.saturating_add(1)
+        } else {
+            count.saturating_sub(1)
+        };
+        if *count == 0 {
+            self.depths &= !(1u128 << labels);
+        } else {
+            self.depths |= 1u128 << labels;
         }
     }
 
@@ -172,13 +207,24 @@ impl Catalog {
     }
 
     /// The slot of [`Catalog::find`]'s zone.
+    ///
+    /// Only the suffixes with as many labels as some origin has are looked
+    /// up, deepest first. Bound: one hash look-up per such suffix, one
+    /// step per label.
     pub fn find_position(&self, qname_lower: Name<'_>) -> Option<u32> {
-        let mut suffix = Some(qname_lower);
-        while let Some(name) = suffix {
+        let mut at = qname_lower.label_count().min(MAX_LABELS);
+        let mut depths = self.depths & (u128::MAX >> (MAX_LABELS - at));
+        let mut name = qname_lower;
+        while depths != 0 {
+            let depth = (u128::BITS - 1 - depths.leading_zeros()) as usize;
+            while at > depth {
+                name = name.parent()?;
+                at -= 1;
+            }
             if let Some(id) = self.position(name) {
                 return Some(id);
             }
-            suffix = name.parent();
+            depths &= !(1u128 << depth);
         }
         None
     }
@@ -291,6 +337,52 @@ mod tests {
         assert_eq!(ds.unwrap().origin().to_string(), "example.com.");
         let ds = catalog.find_for_query(name("com.").as_name(), RType::DS);
         assert_eq!(ds.unwrap().origin().to_string(), "com.");
+    }
+
+    /// Only the depths some origin has are looked up, and they follow the
+    /// changes: a removed origin's depth is skipped once no other origin
+    /// has it, and a new one is looked up at once.
+    #[test]
+    fn depths_follow_the_origins() {
+        let mut catalog = Catalog::new(vec![zone("a.b.example.com."), zone("com.")]);
+        let origin = |catalog: &Catalog, q: &str| {
+            catalog
+                .find(name(q).as_name())
+                .map(|z| z.origin().to_string())
+        };
+        assert_eq!(catalog.depths, 0b10010);
+        assert_eq!(
+            origin(&catalog, "x.a.b.example.com.").as_deref(),
+            Some("a.b.example.com.")
+        );
+        assert_eq!(
+            origin(&catalog, "a.b.example.com.").as_deref(),
+            Some("a.b.example.com.")
+        );
+        assert_eq!(
+            origin(&catalog, "x.b.example.com.").as_deref(),
+            Some("com.")
+        );
+        assert_eq!(origin(&catalog, "com.").as_deref(), Some("com."));
+        assert_eq!(origin(&catalog, "b.example.com.").as_deref(), Some("com."));
+        catalog.apply(CatalogChange::Remove(
+            name("a.b.example.com.").as_bytes().into(),
+        ));
+        assert_eq!(catalog.depths, 0b10);
+        assert_eq!(
+            origin(&catalog, "x.a.b.example.com.").as_deref(),
+            Some("com.")
+        );
+        catalog.apply(CatalogChange::Serve(Arc::new(zone("."))));
+        assert_eq!(catalog.depths, 0b11);
+        assert_eq!(origin(&catalog, "org.").as_deref(), Some("."));
+        assert_eq!(origin(&catalog, ".").as_deref(), Some("."));
+        // A name of the most labels there are: 127 of one octet.
+        let deepest = "x.".repeat(127);
+        assert_eq!(origin(&catalog, &deepest).as_deref(), Some("."));
+        catalog.apply(CatalogChange::Serve(Arc::new(zone(&deepest))));
+        assert_eq!(origin(&catalog, &deepest), Some(deepest.clone()));
+        assert_eq!(catalog.depths, 0b11 | 1 << 127);
     }
 
     #[test]
