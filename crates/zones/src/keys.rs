@@ -416,6 +416,32 @@ fn generate(
     Ok(stored)
 }
 
+/// Writes a key made elsewhere (`tern keys import`) into the key
+/// directory `dir` (made, mode 0700, if missing) as [`load_or_generate`]
+/// writes the keys it generates: the metadata, then the private key.
+/// Refuses to replace a file of the same name. Returns the private key's
+/// path.
+pub fn store_key(dir: &Path, meta: &KeyMeta, pkcs8: &[u8]) -> Result<PathBuf, String> {
+    DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|err| format!("{}: cannot create: {err}", dir.display()))?;
+    let stem = meta.stem();
+    let meta_path = dir.join(format!("{stem}{META_SUFFIX}"));
+    let key_path = dir.join(format!("{stem}{KEY_SUFFIX}"));
+    for path in [&meta_path, &key_path] {
+        if path.exists() {
+            return Err(format!("{}: already there", path.display()));
+        }
+    }
+    write_private(&meta_path, meta.to_text().as_bytes())
+        .map_err(|err| format!("{}: cannot write: {err}", meta_path.display()))?;
+    write_private(&key_path, to_pem(pkcs8).as_bytes())
+        .map_err(|err| format!("{}: cannot write: {err}", key_path.display()))?;
+    Ok(key_path)
+}
+
 /// Writes `bytes` to `path` whole and readable by its owner only: into
 /// `.NAME.tmp` beside it (mode 0600 from its creation), fsync, rename over
 /// `path`, fsync of the directory.
