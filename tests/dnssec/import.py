@@ -10,8 +10,8 @@ same files and tern serves the zones:
     rsa.test   RSA/SHA-256 2048-bit KSK and ZSK made for a BIND `dnssec-policy`
                (`dnssec-keygen -k`: `.key`, `.private` and `.state`), NSEC3
     ed.test    one Ed25519 key with flags 257, imported as a CSK (no ZSK beside it)
-    pem.test   an ECDSA P-256 key made by OpenSSL (`genpkey`, PKCS#8 PEM), imported with
-               `--role csk --algorithm ecdsap256sha256`
+    pem.test   an ECDSA P-256 key in a PKCS#8 PEM file written by Python's `cryptography`
+               (OpenSSL's writer), imported with `--role csk --algorithm ecdsap256sha256`
     new.test   no import: policy `algorithm: rsasha256, key-size: 3072`, KSK and ZSK that
                tern generates (RSA from scratch)
 
@@ -22,7 +22,7 @@ Checked, in order (each step fails the script with tern's log):
 2. tern serves each zone read back by AXFR with exactly BIND's DNSKEY RRset (the same
    RDATA, so the same key tags), every RRSIG made by an imported key (the DNSKEY RRset by
    the KSK, the SOA by the ZSK), and the AXFR passes BIND's `dnssec-verify` and ldns's
-   `ldns-verify-zone`; the PEM zone's DNSKEY is OpenSSL's public key; new.test's keys are
+   `ldns-verify-zone`; the PEM zone's DNSKEY is the PEM key's public key; new.test's keys are
    RSA of 3072 bits (RFC 3110 form), and it verifies the same way.
 3. While tern runs, a third key (a new ZSK from `dnssec-keygen`) is imported into
    p256.test and `tern reload p256.test.` is sent: tern's DNSKEY RRset becomes BIND's plus
@@ -53,6 +53,8 @@ import dns.message  # noqa: E402
 import dns.rdata  # noqa: E402
 import dns.rdatatype  # noqa: E402
 import dns.zone  # noqa: E402
+from cryptography.hazmat.primitives import serialization  # noqa: E402
+from cryptography.hazmat.primitives.asymmetric import ec  # noqa: E402
 
 import harness  # noqa: E402  (tests/compliance/harness.py)
 import servers as smod  # noqa: E402  (tests/differential/servers.py)
@@ -218,13 +220,14 @@ def main() -> None:
             if len(bind_dnskeys[origin]) != wanted:
                 fail(f"BIND signed {origin} with {len(bind_dnskeys[origin])} keys, not {wanted}")
             print(f"dnssec/import: BIND signed {origin} with key tags {tags(bind_dnskeys[origin])}")
-        # OpenSSL's key for pem.test, and its public key (the DER's last 64 octets).
+        # pem.test's key as PKCS#8 PEM, and its public key in DNSSEC form (x and y).
+        private = ec.generate_private_key(ec.SECP256R1())
         pem = tmp / "pem-key.pem"
-        must(["openssl", "genpkey", "-algorithm", "EC", "-pkeyopt",
-              "ec_paramgen_curve:P-256", "-out", str(pem)])
-        public = subprocess.run(["openssl", "pkey", "-in", str(pem), "-pubout", "-outform",
-                                 "DER"], capture_output=True, timeout=COMMAND_TIMEOUT).stdout
-        pem_public = public[-64:]
+        pem.write_bytes(private.private_bytes(serialization.Encoding.PEM,
+                                              serialization.PrivateFormat.PKCS8,
+                                              serialization.NoEncryption()))
+        pem_public = private.public_key().public_bytes(
+            serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint)[1:]
 
         config = tmp / "tern.yaml"
         config.write_text(f"""control-socket: {tmp}/tern.sock
@@ -285,7 +288,7 @@ zones:
                 if origin == PEM:
                     (key,) = apex_dnskeys(served)
                     if len(dnskeys) != 1 or key.key != pem_public or key.flags != 257:
-                        fail(f"{PEM}: DNSKEY {key} is not OpenSSL's public key "
+                        fail(f"{PEM}: DNSKEY {key} is not the PEM key's public key "
                              f"{base64.b64encode(pem_public).decode()}")
                 elif dnskeys != bind_dnskeys[origin]:
                     fail(f"{origin}: tern's DNSKEY RRset differs from BIND's")
