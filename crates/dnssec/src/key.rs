@@ -244,6 +244,72 @@ pub fn p256_pkcs8(private: &[u8], public: &[u8]) -> Result<Vec<u8>, KeyError> {
     Ok(der)
 }
 
+/// The id-ecPublicKey algorithm (RFC 5480 section 2.1.1).
+const OID_EC_PUBLIC_KEY: &str = "1.2.840.10045.2.1";
+
+/// The prime256v1 (secp256r1) curve (RFC 5480 section 2.1.1.1).
+const OID_P256: &str = "1.2.840.10045.3.1.7";
+
+/// A P-256 PKCS#8 document as other software writes it, rewritten in the
+/// form ring reads ([`p256_pkcs8`]): GnuTLS, so Knot's `keys/*.pem`,
+/// writes the private scalar as 33 octets with a leading zero (an
+/// INTEGER's form; RFC 5915 wants 32), which ring refuses. The document
+/// is parsed with RustCrypto's `pkcs8` and `der` crates: PrivateKeyInfo
+/// of id-ecPublicKey on P-256 holding an ECPrivateKey of version 1 with
+/// its public key (the curve parameters, if there, must be P-256's). The
+/// scalar is taken without leading zeros, padded to 32 octets; whether it
+/// and the public key belong together is for ring to check.
+pub fn p256_pkcs8_repaired(document: &[u8]) -> Result<Vec<u8>, KeyError> {
+    use rsa::pkcs8::der::asn1::{BitStringRef, ObjectIdentifier, OctetStringRef};
+    use rsa::pkcs8::der::{Decode as _, Reader as _, SliceReader, TagMode, TagNumber};
+    let bad = |_| KeyError::Part("P-256 PKCS#8 document");
+    let info = rsa::pkcs8::PrivateKeyInfo::from_der(document).map_err(bad)?;
+    let curve = info
+        .algorithm
+        .parameters_oid()
+        .map_err(|_| KeyError::Part("P-256 PKCS#8 curve"))?;
+    if info.algorithm.oid != ObjectIdentifier::new_unwrap(OID_EC_PUBLIC_KEY)
+        || curve != ObjectIdentifier::new_unwrap(OID_P256)
+    {
+        return Err(KeyError::Part("P-256 PKCS#8 algorithm"));
+    }
+    let mut reader = SliceReader::new(info.private_key).map_err(bad)?;
+    let (scalar, public) = reader
+        .sequence(|reader| {
+            let version = u8::decode(reader)?;
+            let scalar = OctetStringRef::decode(reader)?;
+            let parameters =
+                reader.context_specific::<ObjectIdentifier>(TagNumber::N0, TagMode::Explicit)?;
+            let public =
+                reader.context_specific::<BitStringRef<'_>>(TagNumber::N1, TagMode::Explicit)?;
+            Ok((version, scalar, parameters, public))
+        })
+        .map_err(bad)
+        .and_then(|(version, scalar, parameters, public)| {
+            if version != 1
+                || parameters.is_some_and(|oid| oid != ObjectIdentifier::new_unwrap(OID_P256))
+            {
+                return Err(KeyError::Part("P-256 ECPrivateKey"));
+            }
+            let public = public
+                .and_then(|bits| bits.as_bytes())
+                .ok_or(KeyError::Part("P-256 public key"))?;
+            Ok((scalar.as_bytes(), public))
+        })?;
+    let start = scalar.iter().position(|&b| b != 0).unwrap_or(scalar.len());
+    let significant = &scalar[start..];
+    if significant.len() > PRIVATE_KEY_LEN {
+        return Err(KeyError::Part("P-256 private key"));
+    }
+    let mut private = [0u8; PRIVATE_KEY_LEN];
+    private[PRIVATE_KEY_LEN - significant.len()..].copy_from_slice(significant);
+    let public = match public.split_first() {
+        Some((0x04, coordinates)) => coordinates,
+        _ => return Err(KeyError::Part("P-256 public key")),
+    };
+    p256_pkcs8(&private, public)
+}
+
 /// The PKCS#8 v1 document of an Ed25519 seed (32 octets; RFC 8410
 /// section 7).
 pub fn ed25519_pkcs8(seed: &[u8]) -> Result<Vec<u8>, KeyError> {
@@ -742,6 +808,45 @@ pub(crate) mod tests {
             }),
             Err(KeyError::Part("modulus"))
         ));
+    }
+
+    /// Knot's (GnuTLS's) P-256 PKCS#8, its scalar as 33 octets with a
+    /// leading zero, which ring refuses as it is: repaired, ring reads it,
+    /// with the key tag `keymgr list` printed. Other documents are refused
+    /// with a reason, and a well-formed one comes out as it went in.
+    #[test]
+    fn knot_p256_pkcs8_is_repaired() {
+        let knot = BASE64
+            .decode(
+                b"MIGUAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBHoweAIBAQQhAM//CuSCK2peRVtq\
+                  q5fL0OVZl1IU6nYJj+fqRf0aoiZqoAoGCCqGSM49AwEHoUQDQgAETaEg2pTNbdAf\
+                  X7fiSNONOkRJYhO9iyc2JO1Tpog3J+uaGToXFNgnnm1gqZWLYcro6dvIwGiTQVNF\
+                  yMTq6dviEw==",
+            )
+            .unwrap();
+        assert!(SigningKey::from_pkcs8(Algorithm::EcdsaP256Sha256, KeyRole::Csk, &knot).is_err());
+        let repaired = p256_pkcs8_repaired(&knot).unwrap();
+        let key =
+            SigningKey::from_pkcs8(Algorithm::EcdsaP256Sha256, KeyRole::Csk, &repaired).unwrap();
+        assert_eq!(key.key_tag(), 34649);
+        let generated = generate_pkcs8(Algorithm::EcdsaP256Sha256).unwrap();
+        let again = p256_pkcs8_repaired(&generated).unwrap();
+        assert_eq!(
+            SigningKey::from_pkcs8(Algorithm::EcdsaP256Sha256, KeyRole::Csk, &again)
+                .unwrap()
+                .dnskey_rdata(),
+            SigningKey::from_pkcs8(Algorithm::EcdsaP256Sha256, KeyRole::Csk, &generated)
+                .unwrap()
+                .dnskey_rdata()
+        );
+        let ed25519 = generate_pkcs8(Algorithm::Ed25519).unwrap();
+        assert!(matches!(
+            p256_pkcs8_repaired(&ed25519),
+            Err(KeyError::Part(_))
+        ));
+        for cut in 0..knot.len() {
+            assert!(p256_pkcs8_repaired(&knot[..cut]).is_err());
+        }
     }
 
     /// RFC 3110 section 2: an exponent above 255 octets is written after a

@@ -20,8 +20,8 @@ use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 use tern_dnssec::key::{
-    dnskey_rdata, ed25519_pkcs8, p256_pkcs8, rsa_pkcs8, RsaParts, DNSKEY_PROTOCOL, FLAG_SEP,
-    FLAG_ZONE, P256_PUBLIC_KEY_LEN,
+    dnskey_rdata, ed25519_pkcs8, p256_pkcs8, p256_pkcs8_repaired, rsa_pkcs8, RsaParts,
+    DNSKEY_PROTOCOL, FLAG_SEP, FLAG_ZONE, P256_PUBLIC_KEY_LEN,
 };
 use tern_dnssec::{Algorithm, KeyRole, SigningKey, MAX_KEYS};
 use tern_wire::name::{Name, NameBuf};
@@ -266,6 +266,15 @@ impl Source {
                         path.display()
                     )
                 })?;
+                // Knot's (GnuTLS's) P-256 keys need their scalar's leading
+                // zero taken out before ring reads them.
+                let pkcs8 = if algorithm == Algorithm::EcdsaP256Sha256
+                    && SigningKey::from_pkcs8(algorithm, role, &pkcs8).is_err()
+                {
+                    p256_pkcs8_repaired(&pkcs8).unwrap_or(pkcs8)
+                } else {
+                    pkcs8
+                };
                 // No timing metadata: published and active from now.
                 let times = Times {
                     now,
@@ -1347,6 +1356,24 @@ mod tests {
         assert_eq!(written[0].0.key_tag, key.key_tag());
         assert_eq!(written[0].0.created, NOW);
         assert_eq!(written[0].0.active, Some(NOW));
+        // Knot's PEM (keymgr 3.2, GnuTLS: a 33-octet scalar), with the
+        // key tag `keymgr list` printed.
+        std::fs::write(
+            &file,
+            "-----BEGIN PRIVATE KEY-----\n\
+             MIGUAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBHoweAIBAQQhAM//CuSCK2peRVtq\n\
+             q5fL0OVZl1IU6nYJj+fqRf0aoiZqoAoGCCqGSM49AwEHoUQDQgAETaEg2pTNbdAf\n\
+             X7fiSNONOkRJYhO9iyc2JO1Tpog3J+uaGToXFNgnnm1gqZWLYcro6dvIwGiTQVNF\n\
+             yMTq6dviEw==\n\
+             -----END PRIVATE KEY-----\n",
+        )
+        .unwrap();
+        let written = run(ImportOptions {
+            role: Some(KeyRole::Csk),
+            algorithm: Some(Algorithm::EcdsaP256Sha256),
+        })
+        .unwrap();
+        assert_eq!(written[0].0.key_tag, 34649);
         std::fs::write(&file, "-----BEGIN EC PRIVATE KEY-----\nAAAA\n").unwrap();
         let err = run(ImportOptions {
             role: Some(KeyRole::Zsk),
