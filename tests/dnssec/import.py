@@ -12,6 +12,8 @@ same files and tern serves the zones:
     ed.test    one Ed25519 key with flags 257, imported as a CSK (no ZSK beside it)
     pem.test   an ECDSA P-256 key in a PKCS#8 PEM file written by Python's `cryptography`
                (OpenSSL's writer), imported with `--role csk --algorithm ecdsap256sha256`
+    knot.test  an ECDSA P-256 CSK made by Knot's `keymgr generate` (its `keys/ID.pem`,
+               GnuTLS's PKCS#8), imported the same way: a move from Knot
     new.test   no import: policy `algorithm: rsasha256, key-size: 3072`, KSK and ZSK that
                tern generates (RSA from scratch)
 
@@ -22,7 +24,8 @@ Checked, in order (each step fails the script with tern's log):
 2. tern serves each zone read back by AXFR with exactly BIND's DNSKEY RRset (the same
    RDATA, so the same key tags), every RRSIG made by an imported key (the DNSKEY RRset by
    the KSK, the SOA by the ZSK), and the AXFR passes BIND's `dnssec-verify` and ldns's
-   `ldns-verify-zone`; the PEM zone's DNSKEY is the PEM key's public key; new.test's keys are
+   `ldns-verify-zone`; the PEM zone's DNSKEY is the PEM key's public key, the Knot
+   zone's the one `keymgr dnskey` prints; new.test's keys are
    RSA of 3072 bits (RFC 3110 form), and it verifies the same way.
 3. While tern runs, a third key (a new ZSK from `dnssec-keygen`) is imported into
    p256.test and `tern reload p256.test.` is sent: tern's DNSKEY RRset becomes BIND's plus
@@ -60,8 +63,9 @@ import harness  # noqa: E402  (tests/compliance/harness.py)
 import servers as smod  # noqa: E402  (tests/differential/servers.py)
 import wire  # noqa: E402  (tests/differential/wire.py)
 
-P256, RSA, ED, PEM, NEW = "p256.test", "rsa.test", "ed.test", "pem.test", "new.test"
-IMPORTED = [P256, RSA, ED, PEM]
+P256, RSA, ED, PEM, KNOT, NEW = (
+    "p256.test", "rsa.test", "ed.test", "pem.test", "knot.test", "new.test")
+IMPORTED = [P256, RSA, ED, PEM, KNOT]
 COMMAND_TIMEOUT = 120
 # How long tern may take to start, or to serve a reloaded zone.
 WAIT = 60.0
@@ -208,18 +212,18 @@ def main() -> None:
         if len(list(keys.glob(f"K{RSA}.+008+*.state"))) != 2:
             fail(f"dnssec-keygen -k made no two .state files: {sorted(keys.iterdir())}")
         keygen(keys, ED, "-a", "ED25519", "-f", "KSK")
-        bind_dnskeys: dict[str, set[bytes]] = {}
+        expected_dnskeys: dict[str, set[bytes]] = {}
         for origin in (P256, RSA, ED):
             signed = tmp / f"{origin}.bind"
             must(["dnssec-signzone", "-S", "-K", str(keys), "-d", str(tmp), "-o", f"{origin}.",
                   "-f", str(signed)] + (["-z"] if origin == ED else [])
                  + (["-3", "-"] if origin == RSA else []) + [str(zone_dir / f"{origin}.zone")])
             verify(origin, signed, csk_only=origin == ED)
-            bind_dnskeys[origin] = dnskey_set(read_zone(origin, signed))
+            expected_dnskeys[origin] = dnskey_set(read_zone(origin, signed))
             wanted = 1 if origin == ED else 2
-            if len(bind_dnskeys[origin]) != wanted:
-                fail(f"BIND signed {origin} with {len(bind_dnskeys[origin])} keys, not {wanted}")
-            print(f"dnssec/import: BIND signed {origin} with key tags {tags(bind_dnskeys[origin])}")
+            if len(expected_dnskeys[origin]) != wanted:
+                fail(f"BIND signed {origin} with {len(expected_dnskeys[origin])} keys, not {wanted}")
+            print(f"dnssec/import: BIND signed {origin} with key tags {tags(expected_dnskeys[origin])}")
         # pem.test's key as PKCS#8 PEM, and its public key in DNSSEC form (x and y).
         private = ec.generate_private_key(ec.SECP256R1())
         pem = tmp / "pem-key.pem"
@@ -228,6 +232,16 @@ def main() -> None:
                                               serialization.NoEncryption()))
         pem_public = private.public_key().public_bytes(
             serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint)[1:]
+        # knot.test's CSK from Knot's keymgr, and the DNSKEY it prints for it.
+        kasp = tmp / "kasp"
+        kasp.mkdir()
+        knot_id = must(["keymgr", "-D", str(kasp), f"{KNOT}.", "generate", "algorithm=13",
+                        "ksk=yes", "zsk=yes"]).strip().splitlines()[0]
+        knot_record = must(["keymgr", "-D", str(kasp), f"{KNOT}.", "dnskey", knot_id]).split()
+        if knot_record[1:3] != ["DNSKEY", "257"]:
+            fail(f"keymgr dnskey printed {knot_record}")
+        expected_dnskeys[KNOT] = {dns.rdata.from_text("IN", "DNSKEY",
+                                                  " ".join(knot_record[2:])).to_wire()}
 
         config = tmp / "tern.yaml"
         config.write_text(f"""control-socket: {tmp}/tern.sock
@@ -240,6 +254,7 @@ dnssec:
     - {{name: rsa, algorithm: rsasha256, keys: ksk-zsk, nsec3: {{iterations: 0}}}}
     - {{name: ed, algorithm: ed25519}}
     - {{name: pem}}
+    - {{name: knot}}
     - {{name: new, algorithm: rsasha256, key-size: 3072, keys: ksk-zsk}}
 zones:
   list:
@@ -247,6 +262,7 @@ zones:
     - {{origin: {RSA}, file: {zone_dir}/{RSA}.zone, dnssec-policy: rsa}}
     - {{origin: {ED}, file: {zone_dir}/{ED}.zone, dnssec-policy: ed}}
     - {{origin: {PEM}, file: {zone_dir}/{PEM}.zone, dnssec-policy: pem}}
+    - {{origin: {KNOT}, file: {zone_dir}/{KNOT}.zone, dnssec-policy: knot}}
     - {{origin: {NEW}, file: {zone_dir}/{NEW}.zone, dnssec-policy: new}}
     - {{origin: plain.test, file: {zone_dir}/plain.test.zone}}
 """)
@@ -254,8 +270,9 @@ zones:
 
         # 1. The imports, before tern first signs these zones.
         for origin in IMPORTED:
-            if origin == PEM:
-                done = import_keys(binary, config, origin, [pem], "--role", "csk",
+            if origin in (PEM, KNOT):
+                key_file = pem if origin == PEM else kasp / "keys" / f"{knot_id}.pem"
+                done = import_keys(binary, config, origin, [key_file], "--role", "csk",
                                    "--algorithm", "ecdsap256sha256")
             else:
                 done = import_keys(binary, config, origin, sorted(keys.glob(f"K{origin}.+*")))
@@ -264,7 +281,7 @@ zones:
             print(f"dnssec/import: {done.stdout.strip()}")
             if origin != PEM:
                 printed = sorted(int(tag) for tag in re.findall(r"key tag (\d+)", done.stdout))
-                bind_tags = tags(bind_dnskeys[origin])
+                bind_tags = tags(expected_dnskeys[origin])
                 if printed != bind_tags:
                     fail(f"{origin}: tern imported key tags {printed}, BIND's are {bind_tags}")
         again = import_keys(binary, config, P256, sorted(keys.glob(f"K{P256}.+*")))
@@ -290,8 +307,8 @@ zones:
                     if len(dnskeys) != 1 or key.key != pem_public or key.flags != 257:
                         fail(f"{PEM}: DNSKEY {key} is not the PEM key's public key "
                              f"{base64.b64encode(pem_public).decode()}")
-                elif dnskeys != bind_dnskeys[origin]:
-                    fail(f"{origin}: tern's DNSKEY RRset differs from BIND's")
+                elif dnskeys != expected_dnskeys[origin]:
+                    fail(f"{origin}: tern's DNSKEY RRset differs from BIND's (Knot's)")
                 ksks = {dns.dnssec.key_id(k) for k in apex_dnskeys(served) if k.flags == 257}
                 zsks = {dns.dnssec.key_id(k) for k in apex_dnskeys(served)
                         if k.flags == 256} or ksks
@@ -299,11 +316,12 @@ zones:
                         or signers(served, dns.rdatatype.SOA) != zsks:
                     fail(f"{origin}: DNSKEY signed by {signers(served, dns.rdatatype.DNSKEY)}, "
                          f"SOA by {signers(served, dns.rdatatype.SOA)}; KSKs {ksks}, ZSKs {zsks}")
-                result = verify(origin, tmp / f"{origin}.axfr", csk_only=origin in (ED, PEM))
+                result = verify(origin, tmp / f"{origin}.axfr",
+                                csk_only=origin in (ED, PEM, KNOT))
                 print(f"dnssec/import: {origin} served with the imported keys "
                       f"{sorted(ksks | zsks)}: {result}")
             served = axfr(tern, NEW, tmp / f"{NEW}.axfr")
-            sizes = sorted((k.flags, k.algorithm, (len(k.key) - 1 - k.key[0]) * 8)
+            sizes = sorted((int(k.flags), int(k.algorithm), (len(k.key) - 1 - k.key[0]) * 8)
                            for k in apex_dnskeys(served))
             if sizes != [(256, 8, 3072), (257, 8, 3072)]:
                 fail(f"{NEW}: DNSKEYs (flags, algorithm, modulus bits) {sizes}")
@@ -321,10 +339,10 @@ zones:
                           if " DNSKEY " in line and not line.startswith(";"))
             fields = record.split(" DNSKEY ", 1)[1]
             new_rdata = dns.rdata.from_text("IN", "DNSKEY", fields).to_wire()
-            if served_dnskeys(tern, P256) != bind_dnskeys[P256]:
+            if served_dnskeys(tern, P256) != expected_dnskeys[P256]:
                 fail(f"{P256}: the DNSKEY RRset changed before the reload")
             must([str(binary), "reload", "--socket", f"{tmp}/tern.sock", f"{P256}."])
-            wanted = bind_dnskeys[P256] | {new_rdata}
+            wanted = expected_dnskeys[P256] | {new_rdata}
             deadline = time.monotonic() + WAIT
             while served_dnskeys(tern, P256) != wanted:
                 if time.monotonic() > deadline:
