@@ -144,7 +144,7 @@ mod tests {
     use tern_wire::name::NameBuf;
 
     use super::*;
-    use crate::key::tests::ed25519_pkcs8;
+    use crate::key::ed25519_pkcs8;
     use crate::key::{Algorithm, KeyRole};
 
     fn name(text: &str) -> NameBuf {
@@ -161,8 +161,12 @@ mod tests {
         let seed = BASE64
             .decode(b"ODIyNjAzODQ2MjgwODAxMjI2NDUxOTAyMDQxNDIyNjI=")
             .unwrap();
-        let key = SigningKey::from_pkcs8(Algorithm::Ed25519, KeyRole::Csk, &ed25519_pkcs8(&seed))
-            .unwrap();
+        let key = SigningKey::from_pkcs8(
+            Algorithm::Ed25519,
+            KeyRole::Csk,
+            &ed25519_pkcs8(&seed).unwrap(),
+        )
+        .unwrap();
         let owner = name("EXAMPLE.com.");
         let mx: &[u8] = b"\x00\x0a\x04MAIL\x07example\x03com\x00";
         let rrset = Rrset {

@@ -11,6 +11,8 @@
 //!   (as SIGTERM); over the control socket.
 //! - `tern zone-status [ZONE]`, `tern refresh ZONE`, `tern retransfer
 //!   ZONE`, `tern notify ZONE`: zone transfers (docs/config.md).
+//! - `tern keys import ZONE FILES...`: existing DNSSEC keys (BIND's, PEM)
+//!   into a signed zone's key directory (docs/operations.md).
 //!
 //! Command-line flags override the YAML configuration file, which overrides
 //! the built-in defaults (docs/config.md lists every key).
@@ -38,6 +40,7 @@ use clap::{Parser, Subcommand};
 
 mod config;
 mod control;
+mod keys_import;
 mod logger;
 mod manpage;
 mod metrics;
@@ -136,9 +139,22 @@ enum Command {
         /// The zone.
         zone: String,
     },
+    /// DNSSEC keys of the signed zones (docs/operations.md).
+    #[command(subcommand)]
+    Keys(KeysCommand),
     /// Print the tern(8) manual page (roff) generated from these options.
     #[command(hide = true)]
     Manpage,
+}
+
+#[derive(Subcommand, Debug)]
+enum KeysCommand {
+    /// Import existing keys into a signed zone's key directory: BIND's
+    /// K<zone>+<alg>+<tag>.key/.private/.state files or PKCS#8 PEM files,
+    /// each keeping its DNSKEY and key tag; refuses a tag the zone has.
+    /// The server signs with them from the zone's next load (`tern reload
+    /// ZONE`).
+    Import(keys_import::ImportArgs),
 }
 
 /// Flags shared by `serve` and `check` that override the configuration file.
@@ -277,6 +293,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             control_command(&server, &format!("retransfer {zone}"))
         }
         Command::Notify { server, zone } => control_command(&server, &format!("notify {zone}")),
+        Command::Keys(KeysCommand::Import(args)) => keys_import::run(args),
         Command::Manpage => manpage(),
     }
 }

@@ -19,7 +19,7 @@ use tern_dnssec::{Algorithm, KeyRole, SigningKey, MAX_KEYS};
 use tern_wire::name::{LowerNameBuf, Name};
 
 /// The largest key or metadata file read (a P-256 or Ed25519 PKCS#8 PEM
-/// is about 250 octets).
+/// is about 250 octets, a 4096-bit RSA one about 3,300).
 pub const MAX_KEY_FILE: u64 = 16 * 1024;
 
 /// The most entries of a zone's key directory looked at.
@@ -65,6 +65,7 @@ impl KeyScheme {
 /// The configuration's and the metadata's name of an algorithm.
 pub fn algorithm_name(algorithm: Algorithm) -> &'static str {
     match algorithm {
+        Algorithm::RsaSha256 => "rsasha256",
         Algorithm::EcdsaP256Sha256 => "ecdsap256sha256",
         Algorithm::Ed25519 => "ed25519",
     }
@@ -73,6 +74,7 @@ pub fn algorithm_name(algorithm: Algorithm) -> &'static str {
 /// The algorithm of a name [`algorithm_name`] gives.
 pub fn algorithm_by_name(name: &str) -> Option<Algorithm> {
     match name {
+        "rsasha256" => Some(Algorithm::RsaSha256),
         "ecdsap256sha256" => Some(Algorithm::EcdsaP256Sha256),
         "ed25519" => Some(Algorithm::Ed25519),
         _ => None,
@@ -251,14 +253,15 @@ pub struct StoredKey {
 }
 
 /// The keys of the zone `origin`: those in its key directory, or, when it
-/// holds none (or does not exist), new ones of `algorithm` for each of
-/// `scheme`'s roles, written there first (`now`: their times). An error
-/// names the file and the cause; nothing is generated when any key file
-/// is there, whether it reads or not.
+/// holds none (or does not exist), new ones of `algorithm` (RSA ones of
+/// `rsa_bits`) for each of `scheme`'s roles, written there first (`now`:
+/// their times). An error names the file and the cause; nothing is
+/// generated when any key file is there, whether it reads or not.
 pub fn load_or_generate(
     state_directory: &Path,
     origin: Name<'_>,
     algorithm: Algorithm,
+    rsa_bits: usize,
     scheme: KeyScheme,
     now: u64,
 ) -> Result<Vec<StoredKey>, String> {
@@ -267,7 +270,7 @@ pub fn load_or_generate(
     if !keys.is_empty() {
         return Ok(keys);
     }
-    generate(&dir, algorithm, scheme, now)
+    generate(&dir, algorithm, rsa_bits, scheme, now)
 }
 
 /// The keys in `dir` (none if it does not exist), in file-name order.
@@ -359,6 +362,7 @@ fn read_key(key_path: &Path, meta_path: &Path) -> Result<StoredKey, String> {
 fn generate(
     dir: &Path,
     algorithm: Algorithm,
+    rsa_bits: usize,
     scheme: KeyScheme,
     now: u64,
 ) -> Result<Vec<StoredKey>, String> {
@@ -371,7 +375,7 @@ fn generate(
     for &role in scheme.roles() {
         let mut tries = 0;
         let (key, pkcs8) = loop {
-            let (key, pkcs8) = SigningKey::generate(algorithm, role)
+            let (key, pkcs8) = SigningKey::generate_sized(algorithm, role, rsa_bits)
                 .map_err(|err| format!("generating a key: {err}"))?;
             tries += 1;
             if tries == TAG_TRIES
@@ -410,6 +414,32 @@ fn generate(
         });
     }
     Ok(stored)
+}
+
+/// Writes a key made elsewhere (`tern keys import`) into the key
+/// directory `dir` (made, mode 0700, if missing) as [`load_or_generate`]
+/// writes the keys it generates: the metadata, then the private key.
+/// Refuses to replace a file of the same name. Returns the private key's
+/// path.
+pub fn store_key(dir: &Path, meta: &KeyMeta, pkcs8: &[u8]) -> Result<PathBuf, String> {
+    DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|err| format!("{}: cannot create: {err}", dir.display()))?;
+    let stem = meta.stem();
+    let meta_path = dir.join(format!("{stem}{META_SUFFIX}"));
+    let key_path = dir.join(format!("{stem}{KEY_SUFFIX}"));
+    for path in [&meta_path, &key_path] {
+        if path.exists() {
+            return Err(format!("{}: already there", path.display()));
+        }
+    }
+    write_private(&meta_path, meta.to_text().as_bytes())
+        .map_err(|err| format!("{}: cannot write: {err}", meta_path.display()))?;
+    write_private(&key_path, to_pem(pkcs8).as_bytes())
+        .map_err(|err| format!("{}: cannot write: {err}", key_path.display()))?;
+    Ok(key_path)
 }
 
 /// Writes `bytes` to `path` whole and readable by its owner only: into
@@ -466,6 +496,7 @@ mod tests {
             &state,
             origin.as_name(),
             Algorithm::Ed25519,
+            0,
             KeyScheme::KskZsk,
             1_800_000_000,
         )
@@ -482,6 +513,7 @@ mod tests {
             &state,
             origin.as_name(),
             Algorithm::EcdsaP256Sha256,
+            0,
             KeyScheme::Csk,
             1_900_000_000,
         )
@@ -504,6 +536,7 @@ mod tests {
             &state,
             origin.as_name(),
             Algorithm::Ed25519,
+            0,
             KeyScheme::Csk,
             0,
         )
@@ -516,6 +549,7 @@ mod tests {
             &state,
             origin.as_name(),
             Algorithm::Ed25519,
+            0,
             KeyScheme::Csk,
             0,
         )

@@ -10,6 +10,8 @@
 //! - [`notify`]: NOTIFY out to the secondaries of a zone that changed.
 //! - [`signing`] and [`keys`]: zones signed as they are loaded (`dnssec-policy`),
 //!   and their keys in the state directory;
+//! - [`import`]: keys imported into a zone's key directory from BIND's
+//!   files and PEM (`tern keys import`);
 //! - [`resign`]: the signed zones' timers, re-signing each before its
 //!   signatures expire (the `tern-resign` thread).
 //!
@@ -22,6 +24,7 @@
 
 pub mod catalog_zone;
 pub mod event;
+pub mod import;
 pub mod keys;
 pub mod load;
 pub mod notify;

@@ -67,6 +67,9 @@ pub struct Policy {
     pub name: String,
     /// The keys' algorithm.
     pub algorithm: Algorithm,
+    /// The modulus of RSA keys generated, in bits (`key-size`; not looked
+    /// at for the other algorithms).
+    pub key_size: usize,
     /// CSK, or KSK and ZSK.
     pub keys: KeyScheme,
     /// The ZSK's lifetime (not acted on yet); 0: never rolled.
@@ -93,6 +96,7 @@ impl Policy {
         Policy {
             name,
             algorithm: Algorithm::EcdsaP256Sha256,
+            key_size: tern_dnssec::key::RSA_DEFAULT_BITS,
             keys: KeyScheme::Csk,
             zsk_lifetime: 30 * 86_400,
             ksk_lifetime: 0,
@@ -163,8 +167,14 @@ pub fn sign<R: RecordList + ?Sized>(
     now: u64,
     serial_above: Option<u32>,
 ) -> Result<SignedZone, String> {
-    let stored =
-        keys::load_or_generate(state_directory, origin, policy.algorithm, policy.keys, now)?;
+    let stored = keys::load_or_generate(
+        state_directory,
+        origin,
+        policy.algorithm,
+        policy.key_size,
+        policy.keys,
+        now,
+    )?;
     let keys: Vec<_> = stored.into_iter().map(|stored| stored.key).collect();
     let validity = Validity::new(
         now.saturating_sub(INCEPTION_BACKDATE),

@@ -8,7 +8,8 @@
 //!   delegation, empty non-terminals, wildcards, a CNAME, mixed-case
 //!   names (owners and inside RDATA) and stale DNSSEC records in the input
 //!   verifies when signed with one ECDSA P-256 CSK and when signed with an
-//!   Ed25519 KSK and ZSK;
+//!   Ed25519 KSK and ZSK; a smaller zone with an RSA/SHA-256 KSK (3072
+//!   bits) and ZSK (2048 bits), and the RSA signatures' lengths;
 //! - both verifiers reject each of those zones once one octet of one
 //!   signature is flipped (an RRSIG over an A RRset, over the DNSKEY
 //!   RRset), so a passing run means the signatures were checked;
@@ -143,6 +144,27 @@ fn ksk_zsk_ed25519_zone_verifies() {
     assert!(at(&records, "ns.child.example.org.", RType::RRSIG).is_empty());
     assert!(at(&records, "y.example.org.", RType::NSEC).is_empty());
     verify_all("ksk-zsk-ed25519", &origin, &records, Keys::KskZsk);
+}
+
+#[test]
+fn ksk_zsk_rsa_zone_verifies() {
+    let (ksk, _) = SigningKey::generate_sized(Algorithm::RsaSha256, KeyRole::Ksk, 3072).unwrap();
+    let (zsk, _) = SigningKey::generate_sized(Algorithm::RsaSha256, KeyRole::Zsk, 2048).unwrap();
+    let (ksk_tag, zsk_tag) = (ksk.key_tag(), zsk.key_tag());
+    let (origin, records) = signed("example.org.", EXAMPLE_ORG, vec![ksk, zsk], 0, Denial::Nsec);
+    for record in of_type(&records, RType::RRSIG) {
+        let (tag, length) = if covered(&record.rdata) == RType::DNSKEY {
+            (ksk_tag, 384)
+        } else {
+            (zsk_tag, 256)
+        };
+        assert_eq!(key_tag_of(&record.rdata), tag, "{}", line(record));
+        assert_eq!(record.rdata[2], 8, "{}", line(record));
+        // The signature ends the RDATA after the signer's name.
+        let signer_end = 18 + origin.as_name().as_bytes().len();
+        assert_eq!(record.rdata.len() - signer_end, length, "{}", line(record));
+    }
+    verify_all("ksk-zsk-rsa", &origin, &records, Keys::KskZsk);
 }
 
 /// The names of `example.` that own data or are delegations, less glue,

@@ -711,6 +711,13 @@ fn signing_config(
         }
         let mut policy = Policy::new(name.clone());
         set(&mut policy.algorithm, raw_policy.algorithm);
+        if raw_policy.key_size.is_some() && policy.algorithm != tern_dnssec::Algorithm::RsaSha256 {
+            bail!(
+                "{}: key-size is for rsasha256 only (the other algorithms have one size)",
+                context()
+            );
+        }
+        set(&mut policy.key_size, raw_policy.key_size);
         set(&mut policy.keys, raw_policy.keys);
         set(&mut policy.zsk_lifetime, raw_policy.zsk_lifetime);
         set(&mut policy.ksk_lifetime, raw_policy.ksk_lifetime);
@@ -1435,17 +1442,21 @@ mod tests {
              - {name: kz, algorithm: ed25519, keys: ksk-zsk, zsk-lifetime: 90d, ksk-lifetime: 0, \
              rrsig-lifetime: 2w, rrsig-refresh: 3d, dnskey-ttl: 1h, cds-cdnskey: always, \
              nsec3: {iterations: 0, salt-length: 8, opt-out: true}, \
-             parent: {servers: ['127.0.0.1:5300'], check-interval: 1h}}\n\
+             parent: {servers: ['127.0.0.1:5300'], check-interval: 1h}}\n    \
+             - {name: r, algorithm: RSASHA256, key-size: 3072}\n    \
+             - {name: r2, algorithm: rsasha256}\n\
              zones:\n  list:\n    - {origin: A.example, file: a.zone, dnssec-policy: default}\n    \
              - {origin: b.example, file: b.zone, dnssec-policy: kz}\n    \
-             - {origin: c.example, file: c.zone}\n",
+             - {origin: c.example, file: c.zone}\n    \
+             - {origin: d.example, file: d.zone, dnssec-policy: r}\n    \
+             - {origin: e.example, file: e.zone, dnssec-policy: r2}\n",
             "/etc/tern",
         )
         .unwrap();
         let signing = config.signing.as_ref().unwrap();
         assert_eq!(signing.state_directory, Path::new("/etc/tern/state"));
         assert_eq!(signing.threads, 3);
-        assert_eq!(signing.zones.len(), 2);
+        assert_eq!(signing.zones.len(), 4);
         let a = signing.policy(b"\x01a\x07example\x00").unwrap();
         assert_eq!(*a, tern_zones::signing::Policy::new("default".to_string()));
         assert_eq!(a.algorithm, tern_dnssec::Algorithm::EcdsaP256Sha256);
@@ -1471,6 +1482,16 @@ mod tests {
         );
         assert_eq!(b.parent.as_ref().unwrap().check_interval, 3600);
         assert!(signing.policy(b"\x01c\x07example\x00").is_none());
+        let d = signing.policy(b"\x01d\x07example\x00").unwrap();
+        assert_eq!(
+            (d.algorithm, d.key_size),
+            (tern_dnssec::Algorithm::RsaSha256, 3072)
+        );
+        let e = signing.policy(b"\x01e\x07example\x00").unwrap();
+        assert_eq!(
+            (e.algorithm, e.key_size),
+            (tern_dnssec::Algorithm::RsaSha256, 2048)
+        );
         // The zones' loader is given the same.
         assert_eq!(config.zone_sources().signing.as_ref(), Some(signing));
         // Defaults: two signing threads; no zone signed, no signing.
@@ -1494,8 +1515,22 @@ mod tests {
                 "need a state-directory",
             ),
             (
-                "dnssec: {policies: [{name: p, algorithm: rsasha256}]}\n".to_string(),
-                "rsasha256 is not supported yet",
+                "dnssec: {policies: [{name: p, algorithm: rsasha1}]}\n".to_string(),
+                "expected ecdsap256sha256, ed25519 or rsasha256",
+            ),
+            (
+                "dnssec: {policies: [{name: p, algorithm: rsasha256, key-size: 1024}]}\n"
+                    .to_string(),
+                "key size 1024 is below 2048 bits",
+            ),
+            (
+                "dnssec: {policies: [{name: p, algorithm: rsasha256, key-size: 4097}]}\n"
+                    .to_string(),
+                "key size 4097 is above 4096 bits",
+            ),
+            (
+                "dnssec: {policies: [{name: p, key-size: 2048}]}\n".to_string(),
+                "dnssec.policies: p: key-size is for rsasha256 only",
             ),
             (
                 "dnssec: {policies: [{name: p}, {name: p}]}\n".to_string(),

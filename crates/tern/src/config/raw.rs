@@ -73,6 +73,7 @@ pub(crate) struct RawDnssec {
 pub(crate) struct RawPolicy {
     pub(crate) name: Parsed<PolicyNameKind>,
     pub(crate) algorithm: Option<Parsed<DnssecAlgorithmKind>>,
+    pub(crate) key_size: Option<Parsed<KeySizeKind>>,
     pub(crate) keys: Option<Parsed<KeySchemeKind>>,
     pub(crate) zsk_lifetime: Option<Parsed<LifetimeKind>>,
     pub(crate) ksk_lifetime: Option<Parsed<LifetimeKind>>,
@@ -539,14 +540,25 @@ impl Kind for PolicyNameKind {
     }
 }
 
-/// `ecdsap256sha256` or `ed25519` (`rsasha256` refused for now).
+/// `ecdsap256sha256`, `ed25519` or `rsasha256`.
 pub(crate) struct DnssecAlgorithmKind;
 
 impl Kind for DnssecAlgorithmKind {
     type Value = tern_dnssec::Algorithm;
-    const EXPECTING: &'static str = "ecdsap256sha256 or ed25519";
+    const EXPECTING: &'static str = "ecdsap256sha256, ed25519 or rsasha256";
     fn parse(text: &str) -> Result<Self::Value, String> {
         value::parse_dnssec_algorithm(text)
+    }
+}
+
+/// An RSA modulus in bits, 2048 to 4096.
+pub(crate) struct KeySizeKind;
+
+impl Kind for KeySizeKind {
+    type Value = usize;
+    const EXPECTING: &'static str = "a key size in bits like 2048";
+    fn parse(text: &str) -> Result<usize, String> {
+        value::parse_key_size(text)
     }
 }
 

@@ -203,14 +203,31 @@ pub(crate) fn parse_lifetime(text: &str) -> Result<u64, String> {
 /// Parses a DNSSEC algorithm's name.
 pub(crate) fn parse_dnssec_algorithm(text: &str) -> Result<tern_dnssec::Algorithm, String> {
     let name = text.trim().to_ascii_lowercase();
-    if name == "rsasha256" {
-        return Err(
-            "rsasha256 is not supported yet: tern signs with ecdsap256sha256 or ed25519"
-                .to_string(),
-        );
+    tern_zones::keys::algorithm_by_name(&name).ok_or_else(|| {
+        format!("unknown algorithm {text:?}; expected ecdsap256sha256, ed25519 or rsasha256")
+    })
+}
+
+/// Parses an RSA key size in bits: [`tern_dnssec::key::RSA_MIN_BITS`] to
+/// [`tern_dnssec::key::RSA_MAX_BITS`], the sizes ring signs with.
+pub(crate) fn parse_key_size(text: &str) -> Result<usize, String> {
+    use tern_dnssec::key::{RSA_MAX_BITS, RSA_MIN_BITS};
+    let bits: usize = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("bad key size {text:?}; expected a number of bits like 2048"))?;
+    if bits < RSA_MIN_BITS {
+        return Err(format!(
+            "key size {bits} is below {RSA_MIN_BITS} bits: tern signs RSA with ring, which \
+             refuses smaller keys (as RFC 8624 and NIST SP 800-57 advise)"
+        ));
     }
-    tern_zones::keys::algorithm_by_name(&name)
-        .ok_or_else(|| format!("unknown algorithm {text:?}; expected ecdsap256sha256 or ed25519"))
+    if bits > RSA_MAX_BITS {
+        return Err(format!(
+            "key size {bits} is above {RSA_MAX_BITS} bits, the largest ring signs with"
+        ));
+    }
+    Ok(bits)
 }
 
 /// Parses a policy name: 1 to 64 letters, digits, `-`, `_` and `.`.
