@@ -11,6 +11,8 @@
 //!   (as SIGTERM); over the control socket.
 //! - `tern zone-status [ZONE]`, `tern refresh ZONE`, `tern retransfer
 //!   ZONE`, `tern notify ZONE`: zone transfers (docs/config.md).
+//! - `tern keys list|rollover|ds|ds-seen|generate`: a signed zone's keys
+//!   (docs/config.md, "Key rollovers").
 //!
 //! Command-line flags override the YAML configuration file, which overrides
 //! the built-in defaults (docs/config.md lists every key).
@@ -19,6 +21,7 @@
 //! - `config`: the YAML file and the validated configuration.
 //! - `zones`: zone files to tern-authority zones.
 //! - `control`: signals, reloads, and the control socket behind `tern stats`.
+//! - `keyctl`: `tern keys`, on both sides of the control socket.
 //! - `logger`: the `log` backend (stderr, levels).
 //! - `service`: systemd's readiness, reload, stop and watchdog notifications.
 //! - `manpage`: the tern(8) page, from these command-line definitions.
@@ -38,6 +41,7 @@ use clap::{Parser, Subcommand};
 
 mod config;
 mod control;
+mod keyctl;
 mod logger;
 mod manpage;
 mod metrics;
@@ -135,6 +139,14 @@ enum Command {
         server: StatsArgs,
         /// The zone.
         zone: String,
+    },
+    /// A signed zone's keys: list them, roll them, print or confirm their
+    /// DS at the parent.
+    Keys {
+        #[command(flatten)]
+        server: StatsArgs,
+        #[command(subcommand)]
+        action: keyctl::KeysCommand,
     },
     /// Print the tern(8) manual page (roff) generated from these options.
     #[command(hide = true)]
@@ -277,6 +289,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             control_command(&server, &format!("retransfer {zone}"))
         }
         Command::Notify { server, zone } => control_command(&server, &format!("notify {zone}")),
+        Command::Keys { server, action } => control_command(&server, &action.line()),
         Command::Manpage => manpage(),
     }
 }
