@@ -605,13 +605,13 @@ pub fn describe(meta: &keys::KeyMeta, policy: &Policy, now: u64) -> (&'static st
     (state, next)
 }
 
-/// The zone's rollover in progress, in a few words, if any.
+/// The zone's rollover in progress as `ROLE:OLD->NEW`, if any.
 pub fn describe_rollover(stored: &[StoredKey], now: u64) -> Option<String> {
     let metas: Vec<&keys::KeyMeta> = stored.iter().map(|key| &key.meta).collect();
     let old = metas[in_progress(&metas, now)?];
     let new = old.successor.unwrap_or_default();
     Some(format!(
-        "{} {} -> {}",
+        "{}:{}->{}",
         keys::role_text(old.role),
         old.key_tag,
         new
