@@ -360,4 +360,53 @@ mod tests {
         assert_eq!(retry_after(2), 2 * RETRY_FIRST);
         assert_eq!(retry_after(40), RETRY_MAX);
     }
+
+    /// A parent check is entered (due now) only for a zone awaiting a DS
+    /// whose policy names the parent's servers; it is kept, with the
+    /// keys of the latest version, until a version awaits none; the next
+    /// check is entered after one ran; a cancelled zone has none.
+    #[test]
+    fn parent_checks_follow_the_awaited_ds() {
+        let keys = |awaiting_ds: bool, servers: bool| {
+            let mut policy = crate::signing::Policy::new("p".into());
+            policy.parent = Some(crate::signing::ParentCheck {
+                servers: if servers {
+                    vec!["127.0.0.1:53".parse().unwrap()]
+                } else {
+                    Vec::new()
+                },
+                check_interval: 5,
+            });
+            Arc::new(ZoneKeys {
+                origin: tern_wire::name::NameBuf::from_text(b"a.", None).unwrap(),
+                dir: std::path::PathBuf::from("/nonexistent"),
+                policy: Arc::new(policy),
+                next_event: None,
+                awaiting_ds,
+            })
+        };
+        let origin = &b"\x01a\x00"[..];
+        let resigner = Resigner::default();
+        resigner.watch_parent(origin, Some(&keys(false, true)));
+        resigner.watch_parent(origin, Some(&keys(true, false)));
+        assert!(
+            resigner.lock().checks.is_empty(),
+            "nothing awaited, or no servers"
+        );
+        resigner.watch_parent(origin, Some(&keys(true, true)));
+        let mut table = Table::default();
+        std::mem::swap(&mut table, &mut *resigner.lock());
+        let now = crate::unix_time();
+        let (due, _) = table.pop_check(now + 1).unwrap();
+        assert_eq!(&*due, origin);
+        assert_eq!(table.pop_check(now + 1).map(|(o, _)| o), None, "taken off");
+        table.recheck(&due, now + 10);
+        assert_eq!(table.next_check(), Some(now + 10));
+        std::mem::swap(&mut table, &mut *resigner.lock());
+        resigner.watch_parent(origin, Some(&keys(false, true)));
+        assert!(resigner.lock().checks.is_empty(), "no DS awaited any more");
+        resigner.watch_parent(origin, Some(&keys(true, true)));
+        resigner.cancel(origin);
+        assert_eq!(resigner.lock().next_check(), None);
+    }
 }
