@@ -115,11 +115,13 @@ compliance: release
 ## dnssec-verify and ldns-verify-zone, keys kept across restarts, a reload
 ## signed, a corrupt key file failing its zone alone, a zone signed again
 ## before its signatures expire without its file changing, keys moved from
-## BIND and PEM without a rollover and RSA signing (tests/dnssec).
+## BIND and PEM without a rollover and RSA signing, and ZSK, KSK and CSK
+## rollovers under a validating Unbound with no bogus answer (tests/dnssec).
 dnssec: release
 	TERN_BIN=$(RELEASE_BIN) python3 tests/dnssec/signing.py
 	TERN_BIN=$(RELEASE_BIN) python3 tests/dnssec/resign.py
 	TERN_BIN=$(RELEASE_BIN) python3 tests/dnssec/import.py
+	TERN_BIN=$(RELEASE_BIN) python3 tests/dnssec/rollover.py
 
 ## The Prometheus endpoint, scraped by a real Prometheus (tests/metrics).
 metrics: release

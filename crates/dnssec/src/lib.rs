@@ -74,4 +74,7 @@ pub mod zone;
 pub use key::{Algorithm, KeyError, KeyRole, SigningKey};
 pub use nsec3::Nsec3Params;
 pub use rrsig::{sign_rrset, Rrset, Validity};
-pub use zone::{serial_higher, sign_zone, Denial, SignError, SignOptions, SignedZone, MAX_KEYS};
+pub use zone::{
+    serial_higher, sign_zone, sign_zone_with, Denial, KeySet, SignError, SignOptions, SignedZone,
+    ZoneKey, MAX_KEYS,
+};

@@ -38,6 +38,12 @@
 //!   NSEC3 when opted out; each NSEC3 RRset signed by the ZSKs. Two names
 //!   with one hash are refused ([`SignError::Nsec3Collision`]).
 //!
+//! [`sign_zone_with`] takes a [`KeySet`] instead, for a zone in a key
+//! rollover (RFC 7583): each key says whether it signs the apex's
+//! DNSKEY, CDS and CDNSKEY RRsets, the other RRsets, both or neither (a
+//! key published ahead of its use, or kept after it), and the set names
+//! the keys whose CDS and CDNSKEY records (RFC 7344) the apex publishes.
+//!
 //! Not handled in this slice: names below a DNAME are signed like any
 //! other (RFC 6672 occlusion is not modelled), and the zone is assumed to
 //! have passed `tern_zone::check` (one class, no CNAME beside other data).
@@ -94,6 +100,49 @@ pub enum Denial {
     /// NSEC3 records with these parameters (RFC 5155;
     /// `Nsec3Params::default()` is RFC 9276's choice).
     Nsec3(Nsec3Params),
+}
+
+//----------- KeySet ---------------------------------------------------------
+
+/// One key of a [`KeySet`]: its DNSKEY is published; it signs what its
+/// flags say (whatever its role: a CSK being rolled signs only the
+/// DNSKEY RRset for a while).
+#[derive(Clone, Copy, Debug)]
+pub struct ZoneKey<'k> {
+    /// The key.
+    pub key: &'k SigningKey,
+    /// Whether it signs the apex's DNSKEY, CDS and CDNSKEY RRsets.
+    pub signs_keys: bool,
+    /// Whether it signs the other authoritative RRsets.
+    pub signs_zone: bool,
+}
+
+/// The keys of one signing, as a rollover has them at that time.
+#[derive(Clone, Debug, Default)]
+pub struct KeySet<'k> {
+    /// Every key whose DNSKEY is published, with what each signs.
+    pub keys: Vec<ZoneKey<'k>>,
+    /// The keys whose CDS (SHA-256) and CDNSKEY records the apex
+    /// publishes (RFC 7344, RFC 8078), with the DNSKEY RRset's TTL,
+    /// replacing any the input has there; `None`: the input's are kept.
+    pub cds: Option<Vec<&'k SigningKey>>,
+}
+
+impl<'k> KeySet<'k> {
+    /// Every key published and signing as its role says, no CDS made.
+    pub fn by_role(keys: &'k [SigningKey]) -> KeySet<'k> {
+        KeySet {
+            keys: keys
+                .iter()
+                .map(|key| ZoneKey {
+                    key,
+                    signs_keys: key.role().signs_keys(),
+                    signs_zone: key.role().signs_zone(),
+                })
+                .collect(),
+            cds: None,
+        }
+    }
 }
 
 //----------- SignedZone -----------------------------------------------------
@@ -215,12 +264,26 @@ pub fn sign_zone<R: RecordList + ?Sized>(
     keys: &[SigningKey],
     options: &SignOptions,
 ) -> Result<SignedZone, SignError> {
-    check_keys(keys)?;
+    sign_zone_with(origin, records, &KeySet::by_role(keys), options)
+}
+
+/// [`sign_zone`] with the keys as a rollover uses them: each key of
+/// `keys` published, signing what it says, and the CDS and CDNSKEY
+/// records of `keys.cds` at the apex (see the module documentation).
+pub fn sign_zone_with<R: RecordList + ?Sized>(
+    origin: Name<'_>,
+    records: &R,
+    keys: &KeySet<'_>,
+    options: &SignOptions,
+) -> Result<SignedZone, SignError> {
+    check_keys(&keys.keys)?;
+    let cds = keys.cds.as_deref();
+    let keys = &keys.keys[..];
     let nsec3 = match &options.denial {
         Denial::Nsec => None,
         Denial::Nsec3(params) => Some(check_nsec3(origin, params)?),
     };
-    let (kept, replaced) = keep_records(origin, records)?;
+    let (kept, replaced) = keep_records(origin, records, cds.is_some())?;
     let mut sorted = sort_records(kept);
     let soa = apex_soa(origin, &sorted)?;
     if let Some(above) = options.serial_above {
@@ -234,7 +297,7 @@ pub fn sign_zone<R: RecordList + ?Sized>(
         .iter()
         .position(|record| !record.owner.as_name().eq_ignore_case(origin))
         .unwrap_or(sorted.len());
-    let mut dnskeys: Vec<&[u8]> = keys.iter().map(SigningKey::dnskey_rdata).collect();
+    let mut dnskeys: Vec<&[u8]> = keys.iter().map(|key| key.key.dnskey_rdata()).collect();
     dnskeys.sort_unstable();
     dnskeys.dedup();
     let dnskey_records = dnskeys.iter().map(|rdata| Record {
@@ -246,6 +309,16 @@ pub fn sign_zone<R: RecordList + ?Sized>(
         location: Location::default(),
     });
     let mut dnskey_records: Vec<Record> = dnskey_records.collect();
+    for (rtype, rdata) in cds_records(sorted[0].owner.as_name(), cds.unwrap_or_default()) {
+        dnskey_records.push(Record {
+            owner: sorted[0].owner,
+            class: soa.class,
+            ttl: dnskey_ttl,
+            rtype,
+            rdata,
+            location: Location::default(),
+        });
+    }
     if let Some(params) = nsec3 {
         dnskey_records.push(Record {
             owner: sorted[0].owner,
@@ -434,7 +507,7 @@ impl Chain<'_> {
         &self,
         mut names: Vec<Hashed>,
         signer: Name<'_>,
-        keys: &[SigningKey],
+        keys: &[ZoneKey<'_>],
         options: &SignOptions,
     ) -> Result<(Vec<Record>, usize), SignError> {
         if self.params.opt_out {
@@ -522,28 +595,45 @@ fn merge(a: Vec<Record>, b: Vec<Record>) -> Vec<Record> {
     out
 }
 
-/// At least one key for each role, at most [`MAX_KEYS`].
-fn check_keys(keys: &[SigningKey]) -> Result<(), SignError> {
+/// The CDS and CDNSKEY RDATA of `keys` at `owner`, each type in
+/// canonical RDATA order and once (the CDS RRset first, as its type is
+/// lower).
+fn cds_records(owner: Name<'_>, keys: &[&SigningKey]) -> Vec<(RType, Vec<u8>)> {
+    let mut cds: Vec<Vec<u8>> = keys.iter().map(|key| key.ds_rdata(owner)).collect();
+    let mut cdnskey: Vec<Vec<u8>> = keys.iter().map(|key| key.dnskey_rdata().to_vec()).collect();
+    for set in [&mut cds, &mut cdnskey] {
+        set.sort_unstable();
+        set.dedup();
+    }
+    let cds = cds.into_iter().map(|rdata| (RType::CDS, rdata));
+    cds.chain(cdnskey.into_iter().map(|rdata| (RType::CDNSKEY, rdata)))
+        .collect()
+}
+
+/// At least one key for each use, at most [`MAX_KEYS`].
+fn check_keys(keys: &[ZoneKey<'_>]) -> Result<(), SignError> {
     if keys.is_empty() {
         return Err(SignError::NoKeys);
     }
     if keys.len() > MAX_KEYS {
         return Err(SignError::TooManyKeys);
     }
-    if !keys.iter().any(|key| key.role().signs_keys()) {
+    if !keys.iter().any(|key| key.signs_keys) {
         return Err(SignError::NoKeySigningKey);
     }
-    if !keys.iter().any(|key| key.role().signs_zone()) {
+    if !keys.iter().any(|key| key.signs_zone) {
         return Err(SignError::NoZoneSigningKey);
     }
     Ok(())
 }
 
 /// The records to sign, each with the TTL tern serves it with, and the
-/// number of DNSSEC records dropped to be made anew.
+/// number of DNSSEC records dropped to be made anew (with `own_cds`, the
+/// apex's CDS and CDNSKEY records too).
 fn keep_records<R: RecordList + ?Sized>(
     origin: Name<'_>,
     records: &R,
+    own_cds: bool,
 ) -> Result<(Vec<Record>, usize), SignError> {
     let ttls = RrsetTtls::of(records);
     let mut kept = Vec::with_capacity(records.len());
@@ -555,7 +645,8 @@ fn keep_records<R: RecordList + ?Sized>(
         }
         let at_apex = record.owner.eq_ignore_case(origin);
         let made_here = matches!(record.rtype, RType::RRSIG | RType::NSEC | RType::NSEC3)
-            || (at_apex && matches!(record.rtype, RType::DNSKEY | RType::NSEC3PARAM));
+            || (at_apex && matches!(record.rtype, RType::DNSKEY | RType::NSEC3PARAM))
+            || (at_apex && own_cds && matches!(record.rtype, RType::CDS | RType::CDNSKEY));
         if made_here {
             replaced += 1;
             continue;
@@ -708,23 +799,22 @@ fn nodes(origin: Name<'_>, sorted: &[Record]) -> Vec<Node> {
 fn sign_with(
     rrset: &Rrset<'_>,
     signer: Name<'_>,
-    keys: &[SigningKey],
+    keys: &[ZoneKey<'_>],
     by_key_signing_keys: bool,
     options: &SignOptions,
     out: &mut Vec<Record>,
 ) -> Result<usize, SignError> {
     let mut made = 0;
     for key in keys {
-        let role = key.role();
         let chosen = if by_key_signing_keys {
-            role.signs_keys()
+            key.signs_keys
         } else {
-            role.signs_zone()
+            key.signs_zone
         };
         if !chosen {
             continue;
         }
-        let rdata = sign_rrset(rrset, signer, key, options.validity)?;
+        let rdata = sign_rrset(rrset, signer, key.key, options.validity)?;
         out.push(Record {
             owner: rrset.owner.to_buf(),
             class: rrset.class,
@@ -809,6 +899,83 @@ mod tests {
         assert!(!serial_higher(0, 1 << 31) && !serial_higher(1 << 31, 0));
     }
 
+    /// A rollover's key set: a key published ahead (signing nothing) is
+    /// in the DNSKEY RRset and signs nothing; a CSK that signs only the
+    /// keys signs the DNSKEY RRset alone; the CDS and CDNSKEY of the keys
+    /// named replace the input's and are signed by the key-signing keys.
+    #[test]
+    fn a_rollovers_key_set() {
+        let text = format!("{SOA}@ CDS 1 13 2 0000\nwww A 192.0.2.1\n");
+        let (origin, records) = zone(&text);
+        let (old, new, zsk) = (key(KeyRole::Csk), key(KeyRole::Csk), key(KeyRole::Zsk));
+        let keys = KeySet {
+            keys: vec![
+                ZoneKey {
+                    key: &old,
+                    signs_keys: true,
+                    signs_zone: false,
+                },
+                ZoneKey {
+                    key: &new,
+                    signs_keys: true,
+                    signs_zone: true,
+                },
+                ZoneKey {
+                    key: &zsk,
+                    signs_keys: false,
+                    signs_zone: false,
+                },
+            ],
+            cds: Some(vec![&new]),
+        };
+        let signed = sign_zone_with(origin.as_name(), &records, &keys, &options()).unwrap();
+        let of = |rtype: RType| -> Vec<&Record> {
+            signed
+                .records
+                .iter()
+                .filter(|record| record.rtype == rtype)
+                .collect()
+        };
+        assert_eq!(of(RType::DNSKEY).len(), 3);
+        let cds = of(RType::CDS);
+        assert_eq!(cds.len(), 1, "the input's CDS replaced");
+        assert_eq!(cds[0].rdata, new.ds_rdata(origin.as_name()));
+        assert_eq!(cds[0].ttl, 60, "the DNSKEY TTL");
+        let cdnskey = of(RType::CDNSKEY);
+        assert_eq!(cdnskey.len(), 1);
+        assert_eq!(cdnskey[0].rdata, new.dnskey_rdata());
+        // Signers by type covered: the key tag is at octets 16-17 of the
+        // RRSIG RDATA, the type covered at 0-1.
+        let signers = |covered: RType| -> Vec<u16> {
+            let mut tags: Vec<u16> = of(RType::RRSIG)
+                .iter()
+                .filter(|sig| u16::from_be_bytes([sig.rdata[0], sig.rdata[1]]) == covered.0)
+                .map(|sig| u16::from_be_bytes([sig.rdata[16], sig.rdata[17]]))
+                .collect();
+            tags.sort_unstable();
+            tags.dedup();
+            tags
+        };
+        let mut both = vec![old.key_tag(), new.key_tag()];
+        both.sort_unstable();
+        for covered in [RType::DNSKEY, RType::CDS, RType::CDNSKEY] {
+            assert_eq!(signers(covered), both, "{covered:?}");
+        }
+        for covered in [RType::SOA, RType::A, RType::NSEC] {
+            assert_eq!(signers(covered), [new.key_tag()], "{covered:?}");
+        }
+        // Without CDS asked for, the input's stay.
+        let keys = KeySet { cds: None, ..keys };
+        let signed = sign_zone_with(origin.as_name(), &records, &keys, &options()).unwrap();
+        let cds: Vec<&Record> = signed
+            .records
+            .iter()
+            .filter(|r| r.rtype == RType::CDS)
+            .collect();
+        assert_eq!(cds.len(), 1);
+        assert_eq!(cds[0].rdata, [0, 1, 13, 2, 0, 0]);
+    }
+
     /// Each way a zone or key set cannot be signed is its own error.
     #[test]
     fn refusals() {
@@ -890,7 +1057,12 @@ mod tests {
             })
             .collect();
         let error = chain
-            .sign(twice, origin.as_name(), &csk, &options())
+            .sign(
+                twice,
+                origin.as_name(),
+                &KeySet::by_role(&csk).keys,
+                &options(),
+            )
             .unwrap_err();
         assert!(
             matches!(error, SignError::Nsec3Collision(name) if name.as_name() == www.as_name())

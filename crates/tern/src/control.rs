@@ -49,7 +49,7 @@ const STATS_COMMAND: &str = "stats";
 /// The control socket's commands, as `tern` subcommands name them.
 const COMMANDS: &str =
     "stats, status, reload [ZONE], stop, zone-status [ZONE], refresh ZONE, retransfer ZONE, \
-     notify ZONE";
+     notify ZONE, keys ...";
 
 /// The longest command line read from a control client.
 const MAX_COMMAND_LEN: u64 = 256;
@@ -562,6 +562,7 @@ fn answer_client(stream: UnixStream, control: &Control) -> io::Result<()> {
             secondary_command(control, verb, zone)
         }
         (Some("notify"), Some(zone), None) => notify_command(control, zone),
+        (Some("keys"), _, _) => crate::keyctl::command(&control.zones, &control.reloads, &command),
         _ => format!(
             "error: unknown command {:?}; the commands are: {COMMANDS}\n",
             command.trim()
@@ -647,7 +648,10 @@ fn zone_status(control: &Control, only: Option<&str>) -> String {
             .serial
             .map_or_else(|| "none".to_string(), |serial| serial.to_string());
         match &view.secondary {
-            None => text.push_str(&format!("{name} role primary serial {serial}\n")),
+            None => text.push_str(&format!(
+                "{name} role primary serial {serial}{}\n",
+                crate::keyctl::status(&control.zones, &view.origin)
+            )),
             Some(status) => text.push_str(&format!(
                 "{name} role {} serial {serial} {}\n",
                 status.role,

@@ -11,8 +11,10 @@
 //!   (as SIGTERM); over the control socket.
 //! - `tern zone-status [ZONE]`, `tern refresh ZONE`, `tern retransfer
 //!   ZONE`, `tern notify ZONE`: zone transfers (docs/config.md).
-//! - `tern keys import ZONE FILES...`: existing DNSSEC keys (BIND's, PEM)
-//!   into a signed zone's key directory (docs/operations.md).
+//! - `tern keys list|rollover|ds|ds-seen|generate`: a signed zone's keys
+//!   (docs/config.md, "Key rollovers"); `tern keys import ZONE FILES...`:
+//!   existing DNSSEC keys (BIND's, PEM) into a signed zone's key directory
+//!   (docs/operations.md).
 //!
 //! Command-line flags override the YAML configuration file, which overrides
 //! the built-in defaults (docs/config.md lists every key).
@@ -21,6 +23,7 @@
 //! - `config`: the YAML file and the validated configuration.
 //! - `zones`: zone files to tern-authority zones.
 //! - `control`: signals, reloads, and the control socket behind `tern stats`.
+//! - `keyctl`: `tern keys`, on both sides of the control socket.
 //! - `logger`: the `log` backend (stderr, levels).
 //! - `service`: systemd's readiness, reload, stop and watchdog notifications.
 //! - `manpage`: the tern(8) page, from these command-line definitions.
@@ -40,6 +43,7 @@ use clap::{Parser, Subcommand};
 
 mod config;
 mod control;
+mod keyctl;
 mod keys_import;
 mod logger;
 mod manpage;
@@ -139,22 +143,17 @@ enum Command {
         /// The zone.
         zone: String,
     },
-    /// DNSSEC keys of the signed zones (docs/operations.md).
-    #[command(subcommand)]
-    Keys(KeysCommand),
+    /// A signed zone's keys: list them, roll them, print or confirm their
+    /// DS at the parent.
+    Keys {
+        #[command(flatten)]
+        server: StatsArgs,
+        #[command(subcommand)]
+        action: keyctl::KeysCommand,
+    },
     /// Print the tern(8) manual page (roff) generated from these options.
     #[command(hide = true)]
     Manpage,
-}
-
-#[derive(Subcommand, Debug)]
-enum KeysCommand {
-    /// Import existing keys into a signed zone's key directory: BIND's
-    /// K<zone>+<alg>+<tag>.key/.private/.state files or PKCS#8 PEM files,
-    /// each keeping its DNSKEY and key tag; refuses a tag the zone has.
-    /// The server signs with them from the zone's next load (`tern reload
-    /// ZONE`).
-    Import(keys_import::ImportArgs),
 }
 
 /// Flags shared by `serve` and `check` that override the configuration file.
@@ -293,7 +292,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             control_command(&server, &format!("retransfer {zone}"))
         }
         Command::Notify { server, zone } => control_command(&server, &format!("notify {zone}")),
-        Command::Keys(KeysCommand::Import(args)) => keys_import::run(args),
+        Command::Keys { server, action } => match action {
+            keyctl::KeysCommand::Import(args) => keys_import::run(args),
+            action => control_command(&server, &action.line()),
+        },
         Command::Manpage => manpage(),
     }
 }

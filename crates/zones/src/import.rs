@@ -379,6 +379,9 @@ impl Pending {
             active: self.times.active,
             retired: self.times.retired,
             removed: self.times.removed,
+            // No DS times: a key moved from another signer counts as having
+            // its DS at the parent already (no CDS, no wait for it).
+            ..KeyMeta::new(self.algorithm, role, key.key_tag(), self.times.now)
         };
         Ok(ImportedKey {
             key,

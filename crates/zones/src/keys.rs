@@ -7,13 +7,18 @@
 //! 0700).
 //!
 //! A zone's keys are generated once, when it is first signed and has none;
-//! after that they are only read. A file that does not read or parse is
-//! an error for the zone, never a reason to make new keys.
+//! after that only a rollover ([`crate::rollover`]) or `tern keys
+//! generate` adds one, and a rollover deletes its old key once it is
+//! removed from the zone. A file that does not read or parse is an error
+//! for the zone, never a reason to make new keys. Whoever reads and then
+//! writes a zone's keys holds [`lock`] meanwhile (the loader, the
+//! `tern-resign` thread, the control socket).
 
 use std::fs::{DirBuilder, File, OpenOptions};
 use std::io::{self, Read as _, Write as _};
 use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
 
 use tern_dnssec::{Algorithm, KeyRole, SigningKey, MAX_KEYS};
 use tern_wire::name::{LowerNameBuf, Name};
@@ -98,10 +103,36 @@ fn role_by_name(name: &str) -> Option<KeyRole> {
     }
 }
 
+/// The configuration's and the metadata's name of a role.
+pub fn role_text(role: KeyRole) -> &'static str {
+    role_name(role)
+}
+
+/// The role of a name [`role_text`] gives.
+pub fn role_by_text(name: &str) -> Option<KeyRole> {
+    role_by_name(name)
+}
+
+//----------- lock -----------------------------------------------------------
+
+/// Serialises every read-then-write of key files in the process.
+static KEYS: Mutex<()> = Mutex::new(());
+
+/// Held while a zone's keys are read and their files changed, so that a
+/// rollover asked for on the control socket and the loader's step of the
+/// same zone do not interleave. Held for file operations only, never for
+/// a signing.
+pub fn lock() -> MutexGuard<'static, ()> {
+    // Every change under it is a whole-file rename: go on after a panic.
+    KEYS.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 //----------- KeyMeta --------------------------------------------------------
 
 /// What the metadata file says of a key. Times are Unix seconds, named as
-/// in RFC 7583 section 3.1 (`created` is its "Generate").
+/// in RFC 7583 section 3.1 (`created` is its "Generate"); a time may lie
+/// ahead (a step planned). Files written before rollovers lack the
+/// `ds-*` and `successor` fields, which read as absent.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KeyMeta {
     /// The algorithm.
@@ -116,10 +147,23 @@ pub struct KeyMeta {
     pub published: Option<u64>,
     /// When it started signing.
     pub active: Option<u64>,
-    /// When it stopped signing (rollovers: a later slice).
+    /// When it stopped being used: a ZSK or CSK stops signing the zone's
+    /// RRsets, a KSK's DS is no longer needed (its successor's was seen
+    /// at the parent).
     pub retired: Option<u64>,
-    /// When its DNSKEY was withdrawn (rollovers: a later slice).
+    /// When its DNSKEY was withdrawn (its files are deleted then).
     pub removed: Option<u64>,
+    /// KSK, CSK: when its DS was submitted (CDS and CDNSKEY published,
+    /// `tern keys ds` shows it as awaited): RFC 7583's Tsbm.
+    pub ds_published: Option<u64>,
+    /// KSK, CSK: when the parent's DS set was seen to include it.
+    pub ds_seen: Option<u64>,
+    /// The TTL of the parent's DS RRset when it was seen by a query (a
+    /// DS seen by hand has none: the policy's `parent-ds-ttl`).
+    pub ds_ttl: Option<u32>,
+    /// The key tag of the key that replaces this one: a rollover is in
+    /// progress until this key is removed.
+    pub successor: Option<u16>,
 }
 
 impl KeyMeta {
@@ -138,6 +182,10 @@ impl KeyMeta {
             ("active", self.active),
             ("retired", self.retired),
             ("removed", self.removed),
+            ("ds-published", self.ds_published),
+            ("ds-seen", self.ds_seen),
+            ("ds-ttl", self.ds_ttl.map(u64::from)),
+            ("successor", self.successor.map(u64::from)),
         ] {
             if let Some(time) = time {
                 text.push_str(&format!("{name}: {time}\n"));
@@ -151,7 +199,8 @@ impl KeyMeta {
     /// time must be there.
     pub fn parse(text: &str) -> Result<KeyMeta, String> {
         let (mut algorithm, mut role, mut key_tag, mut created) = (None, None, None, None);
-        let mut times = [None; 4];
+        let mut times = [None; 6];
+        let (mut ds_ttl, mut successor) = (None, None);
         for (number, line) in text.lines().enumerate() {
             let line = line.trim();
             if line.is_empty() || line.starts_with('#') {
@@ -170,6 +219,10 @@ impl KeyMeta {
                 "active" => times[1] = Some(time()?),
                 "retired" => times[2] = Some(time()?),
                 "removed" => times[3] = Some(time()?),
+                "ds-published" => times[4] = Some(time()?),
+                "ds-seen" => times[5] = Some(time()?),
+                "ds-ttl" => ds_ttl = Some(value.parse::<u32>().map_err(|_| bad())?),
+                "successor" => successor = Some(value.parse::<u16>().map_err(|_| bad())?),
                 _ => {}
             }
         }
@@ -183,11 +236,33 @@ impl KeyMeta {
             active: times[1],
             retired: times[2],
             removed: times[3],
+            ds_published: times[4],
+            ds_seen: times[5],
+            ds_ttl,
+            successor,
         })
     }
 
+    /// A key just generated at `now` of `role`: nothing published yet.
+    pub fn new(algorithm: Algorithm, role: KeyRole, key_tag: u16, now: u64) -> KeyMeta {
+        KeyMeta {
+            algorithm,
+            role,
+            key_tag,
+            created: now,
+            published: None,
+            active: None,
+            retired: None,
+            removed: None,
+            ds_published: None,
+            ds_seen: None,
+            ds_ttl: None,
+            successor: None,
+        }
+    }
+
     /// The file name both files share, without suffix: `ROLE-ALG-TAG`.
-    fn stem(&self) -> String {
+    pub fn stem(&self) -> String {
         format!(
             "{}-{:03}-{:05}",
             role_name(self.role),
@@ -253,10 +328,10 @@ pub struct StoredKey {
 }
 
 /// The keys of the zone `origin`: those in its key directory, or, when it
-/// holds none (or does not exist), new ones of `algorithm` (RSA ones of
-/// `rsa_bits`) for each of `scheme`'s roles, written there first (`now`:
-/// their times). An error names the file and the cause; nothing is
-/// generated when any key file is there, whether it reads or not.
+/// holds none (or does not exist), new ones of `algorithm` for each of
+/// `scheme`'s roles, written there first (`now`: their times). An error
+/// names the file and the cause; nothing is generated when any key file
+/// is there, whether it reads or not.
 pub fn load_or_generate(
     state_directory: &Path,
     origin: Name<'_>,
@@ -358,7 +433,10 @@ fn read_key(key_path: &Path, meta_path: &Path) -> Result<StoredKey, String> {
 }
 
 /// Generates a key per role of `scheme` and writes each into `dir`
-/// (metadata first, then the private key).
+/// (metadata first, then the private key): published and active from
+/// `now`, and a KSK's or CSK's DS submitted then (RFC 7583: Knot submits
+/// the first KSK too; `tern keys ds` gives it, `tern keys ds-seen` or the
+/// parent check confirms it).
 fn generate(
     dir: &Path,
     algorithm: Algorithm,
@@ -366,54 +444,116 @@ fn generate(
     scheme: KeyScheme,
     now: u64,
 ) -> Result<Vec<StoredKey>, String> {
+    let mut stored: Vec<StoredKey> = Vec::new();
+    for &role in scheme.roles() {
+        let tags: Vec<u16> = stored.iter().map(|key| key.meta.key_tag).collect();
+        let (key, pkcs8) = new_key(algorithm, rsa_bits, role, &tags)?;
+        let mut meta = KeyMeta::new(algorithm, role, key.key_tag(), now);
+        meta.published = Some(now);
+        meta.active = Some(now);
+        if role.signs_keys() {
+            meta.ds_published = Some(now);
+        }
+        stored.push(write_new(dir, key, &pkcs8, meta)?);
+    }
+    Ok(stored)
+}
+
+/// A new key of `role` whose tag is none of `taken` (tried
+/// [`TAG_TRIES`] times), and its PKCS#8 document.
+fn new_key(
+    algorithm: Algorithm,
+    rsa_bits: usize,
+    role: KeyRole,
+    taken: &[u16],
+) -> Result<(SigningKey, Vec<u8>), String> {
+    let mut tries = 0;
+    loop {
+        let (key, pkcs8) = SigningKey::generate_sized(algorithm, role, rsa_bits)
+            .map_err(|err| format!("generating a key: {err}"))?;
+        tries += 1;
+        if tries == TAG_TRIES || !taken.contains(&key.key_tag()) {
+            return Ok((key, pkcs8));
+        }
+    }
+}
+
+/// Generates one key of `role` into `dir` beside `existing` (its tag
+/// differs from theirs), with `meta`'s times left as [`KeyMeta::new`]
+/// makes them: a standby key, published by a rollover.
+pub fn generate_one(
+    dir: &Path,
+    algorithm: Algorithm,
+    rsa_bits: usize,
+    role: KeyRole,
+    existing: &[StoredKey],
+    now: u64,
+) -> Result<StoredKey, String> {
+    if existing.len() >= MAX_KEYS {
+        return Err(format!(
+            "{}: {MAX_KEYS} keys already; no more is made",
+            dir.display()
+        ));
+    }
+    let tags: Vec<u16> = existing.iter().map(|key| key.meta.key_tag).collect();
+    let (key, pkcs8) = new_key(algorithm, rsa_bits, role, &tags)?;
+    let meta = KeyMeta::new(algorithm, role, key.key_tag(), now);
+    write_new(dir, key, &pkcs8, meta)
+}
+
+/// Writes a new key's metadata, then its private key, into `dir` (made
+/// with mode 0700 if missing).
+fn write_new(
+    dir: &Path,
+    key: SigningKey,
+    pkcs8: &[u8],
+    meta: KeyMeta,
+) -> Result<StoredKey, String> {
     DirBuilder::new()
         .recursive(true)
         .mode(0o700)
         .create(dir)
         .map_err(|err| format!("{}: cannot create: {err}", dir.display()))?;
-    let mut made: Vec<(SigningKey, Vec<u8>)> = Vec::new();
-    for &role in scheme.roles() {
-        let mut tries = 0;
-        let (key, pkcs8) = loop {
-            let (key, pkcs8) = SigningKey::generate_sized(algorithm, role, rsa_bits)
-                .map_err(|err| format!("generating a key: {err}"))?;
-            tries += 1;
-            if tries == TAG_TRIES
-                || made
-                    .iter()
-                    .all(|(other, _)| other.key_tag() != key.key_tag())
-            {
-                break (key, pkcs8);
+    let stem = meta.stem();
+    let meta_path = dir.join(format!("{stem}{META_SUFFIX}"));
+    let key_path = dir.join(format!("{stem}{KEY_SUFFIX}"));
+    write_private(&meta_path, meta.to_text().as_bytes())
+        .map_err(|err| format!("{}: cannot write: {err}", meta_path.display()))?;
+    write_private(&key_path, to_pem(pkcs8).as_bytes())
+        .map_err(|err| format!("{}: cannot write: {err}", key_path.display()))?;
+    Ok(StoredKey {
+        key,
+        meta,
+        path: key_path,
+    })
+}
+
+impl StoredKey {
+    /// Writes this key's metadata file again (after its times changed).
+    pub fn write_meta(&self) -> Result<(), String> {
+        let path = self.path.with_extension("meta");
+        write_private(&path, self.meta.to_text().as_bytes())
+            .map_err(|err| format!("{}: cannot write: {err}", path.display()))
+    }
+
+    /// Deletes this key's files: its private key first, then its
+    /// metadata (a key with a metadata file and no private key fails its
+    /// zone, so the metadata goes last: an interrupted delete is seen).
+    pub fn delete(&self) -> Result<(), String> {
+        let meta = self.path.with_extension("meta");
+        for path in [&self.path, &meta] {
+            match std::fs::remove_file(path) {
+                Err(err) if err.kind() != io::ErrorKind::NotFound => {
+                    return Err(format!("{}: cannot delete: {err}", path.display()))
+                }
+                _ => {}
             }
-        };
-        made.push((key, pkcs8));
+        }
+        let dir = self.path.parent().unwrap_or(Path::new("."));
+        File::open(dir)
+            .and_then(|dir| dir.sync_all())
+            .map_err(|err| format!("{}: cannot sync: {err}", dir.display()))
     }
-    let mut stored = Vec::with_capacity(made.len());
-    for (key, pkcs8) in made {
-        let meta = KeyMeta {
-            algorithm,
-            role: key.role(),
-            key_tag: key.key_tag(),
-            created: now,
-            published: Some(now),
-            active: Some(now),
-            retired: None,
-            removed: None,
-        };
-        let stem = meta.stem();
-        let meta_path = dir.join(format!("{stem}{META_SUFFIX}"));
-        let key_path = dir.join(format!("{stem}{KEY_SUFFIX}"));
-        write_private(&meta_path, meta.to_text().as_bytes())
-            .map_err(|err| format!("{}: cannot write: {err}", meta_path.display()))?;
-        write_private(&key_path, to_pem(&pkcs8).as_bytes())
-            .map_err(|err| format!("{}: cannot write: {err}", key_path.display()))?;
-        stored.push(StoredKey {
-            key,
-            meta,
-            path: key_path,
-        });
-    }
-    Ok(stored)
 }
 
 /// Writes a key made elsewhere (`tern keys import`) into the key
@@ -571,8 +711,20 @@ mod tests {
             active: Some(3),
             retired: None,
             removed: None,
+            ds_published: Some(4),
+            ds_seen: None,
+            ds_ttl: Some(3600),
+            successor: Some(54321),
         };
         assert_eq!(KeyMeta::parse(&meta.to_text()).unwrap(), meta);
+        // A file of the slice before rollovers reads, without their fields.
+        let old = "algorithm: ed25519\nrole: ksk\nkey-tag: 7\ncreated: 1\npublished: 1\n\
+                   active: 1\n";
+        let read = KeyMeta::parse(old).unwrap();
+        assert_eq!(
+            (read.active, read.ds_published, read.successor),
+            (Some(1), None, None)
+        );
         assert!(KeyMeta::parse("role: csk\nkey-tag: 1\ncreated: 1\n").is_err());
         assert!(KeyMeta::parse("algorithm: rsasha1\nrole: csk\nkey-tag: 1\ncreated: 1\n").is_err());
         let pkcs8 = tern_dnssec::key::generate_pkcs8(Algorithm::Ed25519).unwrap();

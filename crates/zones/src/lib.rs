@@ -13,7 +13,10 @@
 //! - [`import`]: keys imported into a zone's key directory from BIND's
 //!   files and PEM (`tern keys import`);
 //! - [`resign`]: the signed zones' timers, re-signing each before its
-//!   signatures expire (the `tern-resign` thread).
+//!   signatures expire and at each step of a key rollover (the
+//!   `tern-resign` thread);
+//! - [`rollover`] and [`parent`]: key rollovers (RFC 7583) and the check
+//!   of the parent's DS set.
 //!
 //! Nothing here runs on a core or is known to the per-core runtime
 //! (`tern-server`): the cores receive finished versions as catalog changes,
@@ -29,8 +32,10 @@ pub mod keys;
 pub mod load;
 pub mod notify;
 pub mod owner;
+pub mod parent;
 pub mod refresh;
 pub mod resign;
+pub mod rollover;
 pub mod signing;
 pub mod start;
 pub mod state;

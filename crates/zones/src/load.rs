@@ -64,6 +64,8 @@ pub struct Stamp {
     file: Option<FileStamp>,
     includes: Box<[(Box<Path>, Option<FileStamp>)]>,
     resign_at: Option<u64>,
+    key_event_first: bool,
+    keys: Option<Arc<crate::rollover::ZoneKeys>>,
 }
 
 /// One file's size, modification time, device and inode.
@@ -142,6 +144,17 @@ impl Stamp {
     /// signatures' expiration less its policy's `rrsig-refresh`.
     pub fn resign_at(&self) -> Option<u64> {
         self.resign_at
+    }
+
+    /// Whether [`Stamp::resign_at`] is a key rollover's next step rather
+    /// than the signatures' refresh.
+    pub fn key_event_first(&self) -> bool {
+        self.key_event_first
+    }
+
+    /// A signed zone's keys, as its signing left them.
+    pub fn keys(&self) -> Option<&Arc<crate::rollover::ZoneKeys>> {
+        self.keys.as_ref()
     }
 
     /// Whether the zone is still `path`, whose file's stamp is now `file`,
@@ -537,7 +550,7 @@ pub fn origin_text(wire: &[u8]) -> String {
 /// the serial served now (the signed one is made higher).
 #[derive(Clone, Copy)]
 struct Signer<'s> {
-    policy: &'s Policy,
+    policy: &'s Arc<Policy>,
     state_directory: &'s Path,
     serial_above: Option<u32>,
 }
@@ -552,7 +565,7 @@ fn signer<'s>(
 ) -> Option<Signer<'s>> {
     let signing = sources.signing.as_ref()?;
     Some(Signer {
-        policy: signing.policy(origin)?,
+        policy: signing.shared_policy(origin)?,
         state_directory: &signing.state_directory,
         serial_above: previous.and_then(|previous| previous.serial(origin)),
     })
@@ -718,7 +731,7 @@ fn load_zone_with(
     tern_zone::ttl::settle_ttls(&mut records); // each RRset's TTL as BIND reads the file (tern_zone::ttl)
                                                // A zone with a policy is built from its signed records only: a
                                                // signing failure leaves nothing to serve.
-    let mut resign_at = None;
+    let (mut resign_at, mut key_event_first, mut keys) = (None, false, None);
     let built = match signer {
         Some(signer) => {
             let now = crate::unix_time();
@@ -732,8 +745,17 @@ fn load_zone_with(
             )
             .map_err(Failure::Signing)?;
             drop(records);
-            resign_at = Some(crate::signing::resign_due(signer.policy, now));
-            Built::Signed(signed.records)
+            let resign = crate::signing::resign_due(signer.policy, now);
+            key_event_first = signed.next_key_event.is_some_and(|at| at < resign);
+            resign_at = Some(signed.next_key_event.map_or(resign, |at| at.min(resign)));
+            keys = Some(Arc::new(crate::rollover::ZoneKeys {
+                origin,
+                dir: crate::keys::key_dir(signer.state_directory, origin.as_name()),
+                policy: Arc::clone(signer.policy),
+                next_event: signed.next_key_event,
+                awaiting_ds: signed.awaiting_ds,
+            }));
+            Built::Signed(signed.zone.records)
         }
         None => Built::Plain(records),
     };
@@ -770,6 +792,8 @@ fn load_zone_with(
         file,
         includes: includes.stamps.into_boxed_slice(),
         resign_at,
+        key_event_first,
+        keys,
     };
     builder
         .finish()
@@ -889,8 +913,10 @@ mod tests {
             "{:?}",
             loaded.errors
         );
-        // SOA, NS, A, DNSKEY, two NSECs and six RRSIGs.
-        assert_eq!(loaded.zones[0].0.record_count(), 12);
+        // SOA, NS, A, DNSKEY, two NSECs, the CDS and CDNSKEY of the
+        // first CSK (its DS submitted: `cds-cdnskey: rollover`) and eight
+        // RRSIGs.
+        assert_eq!(loaded.zones[0].0.record_count(), 16);
         // The file's serial at first; it is signed again half a lifetime
         // (the default refresh: 7 of 14 days) from now.
         assert_eq!(loaded.zones[0].0.serial(), 1);

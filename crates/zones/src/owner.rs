@@ -346,7 +346,11 @@ impl Zones {
                     inner.primaries.resize_with(slot + 1, || None);
                 }
                 if let Some(at) = stamp.resign_at() {
-                    served.resigner.schedule(zone.origin().as_bytes(), at);
+                    let origin = zone.origin().as_bytes();
+                    served
+                        .resigner
+                        .schedule(origin, at, stamp.key_event_first());
+                    served.resigner.watch_parent(origin, stamp.keys());
                 }
                 inner.primaries[slot] = Some(Primary { loaded: now, stamp });
                 inner.primary_count += 1;
@@ -532,9 +536,13 @@ impl Zones {
         let stale = {
             let mut inner = self.lock();
             for (zone, stamp) in zones {
+                let origin = zone.origin().as_bytes();
                 match stamp.resign_at() {
-                    Some(at) => self.resigner.schedule(zone.origin().as_bytes(), at),
-                    None => self.resigner.cancel(zone.origin().as_bytes()),
+                    Some(at) => {
+                        self.resigner.schedule(origin, at, stamp.key_event_first());
+                        self.resigner.watch_parent(origin, stamp.keys());
+                    }
+                    None => self.resigner.cancel(origin),
                 }
                 let primary = Primary { loaded: now, stamp };
                 inner.set_primary(zone, primary, &mut changes);
@@ -604,6 +612,23 @@ impl Zones {
     /// The serial served for `origin` (lowercased), if it is served.
     pub fn serial(&self, origin: Name<'_>) -> Option<u32> {
         self.lock().catalog.get(origin).map(|zone| zone.serial())
+    }
+
+    /// The keys of the signed zone `origin` (lowercased wire form), as
+    /// its served version's signing left them (`tern keys`).
+    pub fn zone_keys(&self, origin: &[u8]) -> Option<Arc<crate::rollover::ZoneKeys>> {
+        self.lock().primary(origin)?.stamp.keys().cloned()
+    }
+
+    /// The signed zones' keys, in the catalog's order (`tern keys list`).
+    pub fn all_zone_keys(&self) -> Vec<Arc<crate::rollover::ZoneKeys>> {
+        let inner = self.lock();
+        inner
+            .primaries
+            .iter()
+            .flatten()
+            .filter_map(|primary| primary.stamp.keys().cloned())
+            .collect()
     }
 
     /// Whether `origin` (lowercased) is a secondary zone or a consumed

@@ -11,6 +11,15 @@
 //! [`RETRY_MAX`]: a new version replaces that time with its own. One
 //! zone's timer costs a hash look-up and a heap operation; nothing walks
 //! every zone.
+//!
+//! A key rollover's next step ([`crate::rollover`]) is the same timer:
+//! the owner enters the earlier of the two times, and the signing at that
+//! time takes the step. A zone whose new KSK or CSK awaits its DS at the
+//! parent, with `parent.servers` in its policy, also has a parent check
+//! here: every `parent.check-interval` the thread asks those servers
+//! ([`crate::parent`]; each bounded by its timeout, off the cores) and,
+//! once all of them show the DS, records it and asks for the zone to be
+//! signed again (its next step is planned then).
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
@@ -20,6 +29,7 @@ use std::time::Duration;
 use tern_wire::name::{LowerNameBuf, Name};
 
 use crate::load::Origin;
+use crate::rollover::ZoneKeys;
 
 /// How long after asking for a re-signing that has not brought a new
 /// version (it failed, or still runs) it is asked for again, the first
@@ -39,21 +49,73 @@ const MAX_SLEEP: Duration = Duration::from_secs(60);
 struct Timer {
     at: u64,
     attempts: u32,
+    /// The time is a key rollover's step (for the log).
+    key_step: bool,
+}
+
+/// A zone's parent check: when, and the zone's keys.
+#[derive(Clone)]
+struct Check {
+    at: u64,
+    keys: Arc<ZoneKeys>,
 }
 
 /// The zones' timers, and a heap of them; an entry of the heap whose time
-/// no longer matches its zone's is stale and skipped.
+/// no longer matches its zone's is stale and skipped. The parent checks
+/// likewise.
 #[derive(Default)]
 struct Table {
     timers: HashMap<Origin, Timer>,
     heap: BinaryHeap<Reverse<(u64, Origin)>>,
+    checks: HashMap<Origin, Check>,
+    check_heap: BinaryHeap<Reverse<(u64, Origin)>>,
     stopped: bool,
 }
 
 impl Table {
+    /// The zone whose parent check is due first, if due at `now`, taken
+    /// off the heap (its next check is entered after it ran).
+    fn pop_check(&mut self, now: u64) -> Option<(Origin, Arc<ZoneKeys>)> {
+        while let Some(Reverse((at, origin))) = self.check_heap.peek() {
+            let current = self.checks.get(origin).is_some_and(|check| check.at == *at);
+            if !current {
+                self.check_heap.pop();
+                continue;
+            }
+            if *at > now {
+                return None;
+            }
+            let Reverse((_, origin)) = self.check_heap.pop()?;
+            let keys = Arc::clone(&self.checks.get(&origin)?.keys);
+            return Some((origin, keys));
+        }
+        None
+    }
+
+    /// When the first parent check is due, dropping stale entries.
+    fn next_check(&mut self) -> Option<u64> {
+        while let Some(Reverse((at, origin))) = self.check_heap.peek() {
+            if self.checks.get(origin).is_some_and(|check| check.at == *at) {
+                return Some(*at);
+            }
+            self.check_heap.pop();
+        }
+        None
+    }
+
+    /// Enters the zone's next parent check at `at`, if it still awaits one
+    /// (with the keys its latest version left).
+    fn recheck(&mut self, origin: &Origin, at: u64) {
+        if let Some(check) = self.checks.get_mut(origin) {
+            check.at = at;
+            self.check_heap.push(Reverse((at, origin.clone())));
+        }
+    }
+
     /// The zone due first, if due at `now`, taken off the heap and set to
-    /// be retried; its name and how many times it was asked for.
-    fn pop_due(&mut self, now: u64) -> Option<(Origin, u32)> {
+    /// be retried; its name, how many times it was asked for and whether
+    /// for a key step.
+    fn pop_due(&mut self, now: u64) -> Option<(Origin, u32, bool)> {
         while let Some(Reverse((at, origin))) = self.heap.peek() {
             let current = self.timers.get(origin).is_some_and(|timer| timer.at == *at);
             if !current {
@@ -68,7 +130,7 @@ impl Table {
             timer.attempts = timer.attempts.saturating_add(1);
             timer.at = now.saturating_add(retry_after(timer.attempts));
             self.heap.push(Reverse((timer.at, origin.clone())));
-            return Some((origin, timer.attempts));
+            return Some((origin, timer.attempts, timer.key_step));
         }
         None
     }
@@ -107,10 +169,15 @@ impl Resigner {
     }
 
     /// The zone `origin` (lowercased wire form) is to be signed again at
-    /// Unix time `at`: a new signed version replaces its timer.
-    pub(crate) fn schedule(&self, origin: &[u8], at: u64) {
+    /// Unix time `at` (for a key step, with `key_step`): a new signed
+    /// version replaces its timer.
+    pub(crate) fn schedule(&self, origin: &[u8], at: u64, key_step: bool) {
         let mut table = self.lock();
-        let timer = Timer { at, attempts: 0 };
+        let timer = Timer {
+            at,
+            attempts: 0,
+            key_step,
+        };
         if table.timers.insert(origin.into(), timer) == Some(timer) {
             return;
         }
@@ -118,10 +185,45 @@ impl Resigner {
         self.shared.1.notify_one();
     }
 
+    /// The zone `origin`'s keys as its new signed version left them: a
+    /// parent check is kept (or entered, due now) while a DS is awaited
+    /// and the policy names the parent's servers, and dropped otherwise.
+    pub(crate) fn watch_parent(&self, origin: &[u8], keys: Option<&Arc<ZoneKeys>>) {
+        let mut table = self.lock();
+        let wanted = keys.filter(|keys| {
+            keys.awaiting_ds
+                && keys
+                    .policy
+                    .parent
+                    .as_ref()
+                    .is_some_and(|parent| !parent.servers.is_empty())
+        });
+        let Some(keys) = wanted else {
+            table.checks.remove(origin);
+            return;
+        };
+        if let Some(check) = table.checks.get_mut(origin) {
+            check.keys = Arc::clone(keys);
+            return;
+        }
+        let at = crate::unix_time();
+        table.checks.insert(
+            origin.into(),
+            Check {
+                at,
+                keys: Arc::clone(keys),
+            },
+        );
+        table.check_heap.push(Reverse((at, origin.into())));
+        self.shared.1.notify_one();
+    }
+
     /// The zone `origin` is no longer signed (or served): no timer.
     pub(crate) fn cancel(&self, origin: &[u8]) {
-        // Its heap entry goes stale.
-        self.lock().timers.remove(origin);
+        // Its heap entries go stale.
+        let mut table = self.lock();
+        table.timers.remove(origin);
+        table.checks.remove(origin);
     }
 
     /// Starts the thread that calls `on_due` with each zone when its time
@@ -159,10 +261,41 @@ fn run(shared: &Shared, on_due: &dyn Fn(LowerNameBuf)) {
             return;
         }
         let now = crate::unix_time();
-        if let Some((origin, attempts)) = table.pop_due(now) {
+        if let Some((origin, keys)) = table.pop_check(now) {
+            drop(table);
+            let servers = keys
+                .policy
+                .parent
+                .as_ref()
+                .map_or(&[][..], |parent| &parent.servers[..]);
+            let seen = crate::parent::check(&keys.dir, keys.origin.as_name(), servers, now);
+            let interval = keys
+                .policy
+                .parent
+                .as_ref()
+                .map_or(RETRY_MAX, |parent| parent.check_interval.max(1));
+            table = lock(shared);
+            // Checked again after the interval, unless the new version
+            // signed for what was seen drops the check.
+            table.recheck(&origin, crate::unix_time().saturating_add(interval));
+            if !seen.is_empty() {
+                drop(table);
+                if let Some(name) = Name::from_wire(&origin).ok().map(LowerNameBuf::from_name) {
+                    on_due(name);
+                }
+                table = lock(shared);
+            }
+            continue;
+        }
+        if let Some((origin, attempts, key_step)) = table.pop_due(now) {
             drop(table);
             if let Some(name) = Name::from_wire(&origin).ok().map(LowerNameBuf::from_name) {
-                if attempts == 1 {
+                if attempts == 1 && key_step {
+                    log::info!(
+                        "zone {}: a key rollover step is due; signing it again",
+                        name.as_name()
+                    );
+                } else if attempts == 1 {
                     log::info!(
                         "zone {}: its signatures near expiry; signing it again",
                         name.as_name()
@@ -180,8 +313,11 @@ fn run(shared: &Shared, on_due: &dyn Fn(LowerNameBuf)) {
             table = lock(shared);
             continue;
         }
-        let sleep = table
-            .next_due()
+        let next = match (table.next_due(), table.next_check()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let sleep = next
             .map_or(MAX_SLEEP, |at| Duration::from_secs(at.saturating_sub(now)))
             .clamp(Duration::from_millis(100), MAX_SLEEP);
         table = shared
@@ -207,21 +343,70 @@ mod tests {
             (b"\x01b\x00", 10),
             (b"\x01c\x00", 20),
         ] {
-            resigner.schedule(origin, at);
+            resigner.schedule(origin, at, false);
         }
-        resigner.schedule(b"\x01c\x00", 40);
+        resigner.schedule(b"\x01c\x00", 40, true);
         resigner.cancel(b"\x01a\x00");
         std::mem::swap(&mut table, &mut *resigner.lock());
         assert_eq!(table.pop_due(5), None);
-        assert_eq!(table.pop_due(50), Some((b"\x01b\x00"[..].into(), 1)));
-        assert_eq!(table.pop_due(50), Some((b"\x01c\x00"[..].into(), 1)));
+        assert_eq!(table.pop_due(50), Some((b"\x01b\x00"[..].into(), 1, false)));
+        assert_eq!(table.pop_due(50), Some((b"\x01c\x00"[..].into(), 1, true)));
         assert_eq!(table.pop_due(50), None, "a is cancelled, b and c wait");
         assert_eq!(table.next_due(), Some(50 + RETRY_FIRST));
         assert_eq!(
             table.pop_due(50 + RETRY_FIRST),
-            Some((b"\x01b\x00"[..].into(), 2))
+            Some((b"\x01b\x00"[..].into(), 2, false))
         );
         assert_eq!(retry_after(2), 2 * RETRY_FIRST);
         assert_eq!(retry_after(40), RETRY_MAX);
+    }
+
+    /// A parent check is entered (due now) only for a zone awaiting a DS
+    /// whose policy names the parent's servers; it is kept, with the
+    /// keys of the latest version, until a version awaits none; the next
+    /// check is entered after one ran; a cancelled zone has none.
+    #[test]
+    fn parent_checks_follow_the_awaited_ds() {
+        let keys = |awaiting_ds: bool, servers: bool| {
+            let mut policy = crate::signing::Policy::new("p".into());
+            policy.parent = Some(crate::signing::ParentCheck {
+                servers: if servers {
+                    vec!["127.0.0.1:53".parse().unwrap()]
+                } else {
+                    Vec::new()
+                },
+                check_interval: 5,
+            });
+            Arc::new(ZoneKeys {
+                origin: tern_wire::name::NameBuf::from_text(b"a.", None).unwrap(),
+                dir: std::path::PathBuf::from("/nonexistent"),
+                policy: Arc::new(policy),
+                next_event: None,
+                awaiting_ds,
+            })
+        };
+        let origin = &b"\x01a\x00"[..];
+        let resigner = Resigner::default();
+        resigner.watch_parent(origin, Some(&keys(false, true)));
+        resigner.watch_parent(origin, Some(&keys(true, false)));
+        assert!(
+            resigner.lock().checks.is_empty(),
+            "nothing awaited, or no servers"
+        );
+        resigner.watch_parent(origin, Some(&keys(true, true)));
+        let mut table = Table::default();
+        std::mem::swap(&mut table, &mut *resigner.lock());
+        let now = crate::unix_time();
+        let (due, _) = table.pop_check(now + 1).unwrap();
+        assert_eq!(&*due, origin);
+        assert_eq!(table.pop_check(now + 1).map(|(o, _)| o), None, "taken off");
+        table.recheck(&due, now + 10);
+        assert_eq!(table.next_check(), Some(now + 10));
+        std::mem::swap(&mut table, &mut *resigner.lock());
+        resigner.watch_parent(origin, Some(&keys(false, true)));
+        assert!(resigner.lock().checks.is_empty(), "no DS awaited any more");
+        resigner.watch_parent(origin, Some(&keys(true, true)));
+        resigner.cancel(origin);
+        assert_eq!(resigner.lock().next_check(), None);
     }
 }

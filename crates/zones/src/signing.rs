@@ -6,19 +6,24 @@
 //! This slice signs a zone whole each time its file is loaded, on the
 //! thread that loads it (start, or the reload thread), never on a core,
 //! and again, whole, `rrsig-refresh` before its signatures expire
-//! ([`crate::resign`]). Incremental signing, re-signing spread over time
-//! and rollovers are later slices.
+//! ([`crate::resign`]) and at each step of a key rollover
+//! ([`crate::rollover`]). Incremental signing and re-signing spread over
+//! time are later slices.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rand::Rng as _;
-use tern_dnssec::{sign_zone, Algorithm, Denial, Nsec3Params, SignOptions, SignedZone, Validity};
+use tern_dnssec::{
+    sign_zone_with, Algorithm, Denial, Nsec3Params, SignOptions, SignedZone, Validity,
+};
 use tern_wire::name::Name;
+use tern_wire::types::RType;
 use tern_zone::RecordList;
 
 use crate::keys::{self, KeyScheme};
+use crate::rollover::{self, Timing};
 
 /// How long before "now" signatures start to be valid (BIND's choice;
 /// docs/decisions/0014): clocks of validators running a little behind
@@ -27,7 +32,7 @@ pub const INCEPTION_BACKDATE: u64 = 3600;
 
 //----------- Policy ---------------------------------------------------------
 
-/// When CDS and CDNSKEY records are published (not acted on yet).
+/// When CDS and CDNSKEY records are published (RFC 7344, RFC 8078).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum CdsCdnskey {
     /// Never.
@@ -51,7 +56,8 @@ pub struct Nsec3Policy {
     pub opt_out: bool,
 }
 
-/// How the parent learns of a new KSK (not acted on yet).
+/// Where the parent's DS set is checked for a new KSK or CSK
+/// ([`crate::parent`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ParentCheck {
     /// The parent's servers queried for the DS set.
@@ -72,10 +78,18 @@ pub struct Policy {
     pub key_size: usize,
     /// CSK, or KSK and ZSK.
     pub keys: KeyScheme,
-    /// The ZSK's lifetime (not acted on yet); 0: never rolled.
+    /// The ZSK's lifetime from its activation; 0: never rolled.
     pub zsk_lifetime: u64,
-    /// The KSK's lifetime (not acted on yet); 0: never rolled.
+    /// The KSK's (or CSK's) lifetime from its activation; 0: never
+    /// rolled.
     pub ksk_lifetime: u64,
+    /// How long a change of the zone takes to reach every secondary, and
+    /// the parent's change every one of its servers (RFC 7583's Dprp):
+    /// added to each wait of a rollover.
+    pub propagation_delay: u64,
+    /// The TTL of the parent's DS RRset, waited for after a DS is seen by
+    /// hand (`tern keys ds-seen`; the parent check reads it).
+    pub parent_ds_ttl: u64,
     /// How long a signature is valid from its signing.
     pub rrsig_lifetime: u64,
     /// How long before expiry the zone is signed anew.
@@ -84,9 +98,9 @@ pub struct Policy {
     pub nsec3: Option<Nsec3Policy>,
     /// The DNSKEY RRset's TTL; `None`: the SOA's.
     pub dnskey_ttl: Option<u32>,
-    /// CDS and CDNSKEY publication (not acted on yet).
+    /// CDS and CDNSKEY publication.
     pub cds_cdnskey: CdsCdnskey,
-    /// The parent's DS check (not acted on yet).
+    /// The parent's DS check; `None`: by hand only (`tern keys ds-seen`).
     pub parent: Option<ParentCheck>,
 }
 
@@ -100,6 +114,8 @@ impl Policy {
             keys: KeyScheme::Csk,
             zsk_lifetime: 30 * 86_400,
             ksk_lifetime: 0,
+            propagation_delay: 3600,
+            parent_ds_ttl: 86_400,
             rrsig_lifetime: 14 * 86_400,
             rrsig_refresh: 7 * 86_400,
             nsec3: None,
@@ -143,6 +159,11 @@ impl Signing {
     pub fn policy(&self, origin: &[u8]) -> Option<&Policy> {
         self.zones.get(origin).map(|policy| &**policy)
     }
+
+    /// [`Signing::policy`], shared.
+    pub fn shared_policy(&self, origin: &[u8]) -> Option<&Arc<Policy>> {
+        self.zones.get(origin)
+    }
 }
 
 /// When a zone signed under `policy` at Unix time `now` must be signed
@@ -153,12 +174,44 @@ pub fn resign_due(policy: &Policy, now: u64) -> u64 {
         .saturating_sub(policy.rrsig_refresh)
 }
 
+/// A zone signed by [`sign`], and what its keys call for next.
+#[derive(Debug)]
+pub struct Signed {
+    /// The signed zone.
+    pub zone: SignedZone,
+    /// When a key's next step is due ([`crate::rollover::next_event`]).
+    pub next_key_event: Option<u64>,
+    /// Whether a KSK's or CSK's DS is awaited at the parent.
+    pub awaiting_ds: bool,
+}
+
+/// The DNSKEY TTL (the policy's, else the SOA's) and the highest TTL of
+/// `records` (and of the DNSKEY RRset): what a rollover waits for.
+fn timing<R: RecordList + ?Sized>(origin: Name<'_>, records: &R, policy: &Policy) -> Timing {
+    let mut soa_ttl = None;
+    let mut max_ttl = 0;
+    for index in 0..records.len() {
+        let record = records.record(index);
+        max_ttl = max_ttl.max(record.ttl);
+        if record.rtype == RType::SOA && record.owner.eq_ignore_case(origin) {
+            soa_ttl = Some(record.ttl);
+        }
+    }
+    let dnskey_ttl = policy.dnskey_ttl.or(soa_ttl).unwrap_or(0);
+    Timing {
+        dnskey_ttl: u64::from(dnskey_ttl),
+        max_ttl: u64::from(max_ttl.max(dnskey_ttl)),
+    }
+}
+
 /// Signs the zone `origin` made of `records` (each RRset's TTL settled)
 /// under `policy` at Unix time `now`, with its keys from `state_directory`
-/// (generated on its first signing). With `serial_above` (the serial
-/// served now), the signed serial is higher than it (the file's if that
-/// is higher, else one more: `tern_dnssec::SignOptions::serial_above`).
-/// Errors name the zone's key file or the signer's reason.
+/// (generated on its first signing) as their rollover times have them at
+/// `now`, after the steps due ([`crate::rollover::step`]). With
+/// `serial_above` (the serial served now), the signed serial is higher
+/// than it (the file's if that is higher, else one more:
+/// `tern_dnssec::SignOptions::serial_above`). Errors name the zone's key
+/// file or the signer's reason.
 pub fn sign<R: RecordList + ?Sized>(
     origin: Name<'_>,
     records: &R,
@@ -166,16 +219,29 @@ pub fn sign<R: RecordList + ?Sized>(
     state_directory: &Path,
     now: u64,
     serial_above: Option<u32>,
-) -> Result<SignedZone, String> {
-    let stored = keys::load_or_generate(
-        state_directory,
-        origin,
-        policy.algorithm,
-        policy.key_size,
-        policy.keys,
-        now,
-    )?;
-    let keys: Vec<_> = stored.into_iter().map(|stored| stored.key).collect();
+) -> Result<Signed, String> {
+    let timing = timing(origin, records, policy);
+    let stored = {
+        let _lock = keys::lock();
+        let stored = keys::load_or_generate(
+            state_directory,
+            origin,
+            policy.algorithm,
+            policy.key_size,
+            policy.keys,
+            now,
+        )?;
+        let dir = keys::key_dir(state_directory, origin);
+        let (stored, notes) = rollover::step(&dir, stored, policy, timing, now)?;
+        for note in notes {
+            log::info!("zone {origin}: {note}");
+        }
+        stored
+    };
+    let metas: Vec<&keys::KeyMeta> = stored.iter().map(|key| &key.meta).collect();
+    let next_key_event = rollover::next_event(&metas, policy, now);
+    let awaiting_ds = !rollover::awaiting_ds(&metas, now).is_empty();
+    let keys = rollover::key_set(&stored, policy, now);
     let validity = Validity::new(
         now.saturating_sub(INCEPTION_BACKDATE),
         now.saturating_add(policy.rrsig_lifetime),
@@ -204,5 +270,11 @@ pub fn sign<R: RecordList + ?Sized>(
         denial,
         serial_above,
     };
-    sign_zone(origin, records, &keys, &options).map_err(|err| format!("signing: {err}"))
+    let zone = sign_zone_with(origin, records, &keys, &options)
+        .map_err(|err| format!("signing: {err}"))?;
+    Ok(Signed {
+        zone,
+        next_key_event,
+        awaiting_ds,
+    })
 }

@@ -83,6 +83,8 @@ pub(crate) struct RawPolicy {
     pub(crate) dnskey_ttl: Option<Parsed<TtlKind>>,
     pub(crate) cds_cdnskey: Option<Parsed<CdsKind>>,
     pub(crate) parent: Option<RawParent>,
+    pub(crate) propagation_delay: Option<Parsed<LifetimeKind>>,
+    pub(crate) parent_ds_ttl: Option<Parsed<LifetimeKind>>,
 }
 
 /// A policy's `nsec3:`; its presence chooses NSEC3.

@@ -1,0 +1,979 @@
+//! Key rollovers (issue 24; RFC 7583; docs/decisions/0014): which of a
+//! zone's keys are published and which sign what at a given time, the
+//! steps of a rollover and when the next one is due.
+//!
+//! Every step is a time in a key's metadata file ([`crate::keys::KeyMeta`],
+//! RFC 7583's names), written before it takes effect; what the zone
+//! publishes and who signs follow from those times and "now" alone
+//! ([`key_use`]), so a restart at any step resumes where the files say,
+//! never generating a key or starting a rollover the files do not call
+//! for. A rollover starts by publishing a successor ([`start`]: the old
+//! key names it in `successor`, the new key gets `published`); the
+//! loader, which knows the zone's TTLs, then plans the rest ([`advance`]):
+//!
+//! - **ZSK, pre-publication** (RFC 7583 section 3.2.1): the new key is
+//!   published at P and signs from P + Ipub (Ipub = `propagation-delay` +
+//!   the DNSKEY TTL); the old key stops signing then and its DNSKEY is
+//!   removed Iret later (`propagation-delay` + the zone's highest TTL: the
+//!   zone is signed whole at each step, so RFC 7583's Dsgn is 0).
+//! - **KSK, double-KSK** (RFC 7583 section 3.3.1): the new key is
+//!   published and signs the DNSKEY RRset from P, beside the old one; its
+//!   DS is submitted at P + Ipub (CDS and CDNSKEY name it from then); once
+//!   the parent's DS set is seen to include it (at D, by the parent check
+//!   or `tern keys ds-seen`) the old key is retired and removed at D +
+//!   `propagation-delay` + the parent's DS TTL. Both KSKs sign the DNSKEY
+//!   RRset throughout, so a resolver holding either DS validates it.
+//! - **CSK**: both at once: the new key signs the DNSKEY RRset from P and
+//!   the zone from P + Ipub, when the old one stops signing the zone and
+//!   its DS is submitted; the old key keeps signing the DNSKEY RRset until
+//!   it is removed, the later of the KSK's and the ZSK's removal times.
+//!
+//! One rollover at a time per zone: a key with a `successor` not yet
+//! removed is one in progress. A key removed is deleted from the key
+//! directory at the next signing. Lifetimes (`zsk-lifetime`,
+//! `ksk-lifetime` for KSKs and CSKs; 0: never) count from a key's
+//! `active` time.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use tern_dnssec::{KeyRole, KeySet, SigningKey, ZoneKey};
+use tern_wire::name::NameBuf;
+
+use crate::keys::{self, StoredKey};
+use crate::signing::{CdsCdnskey, Policy};
+
+/// The zone's TTLs a rollover waits for, as the loader reads them at a
+/// signing.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Timing {
+    /// The DNSKEY RRset's TTL.
+    pub dnskey_ttl: u64,
+    /// The highest TTL of any RRset of the zone (its signatures' too).
+    pub max_ttl: u64,
+}
+
+/// A signed zone's keys as its last signing left them: where they are,
+/// under which policy, and what is due next (the `tern-resign` thread's
+/// key events and parent checks, the control socket's `tern keys`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ZoneKeys {
+    /// The zone.
+    pub origin: NameBuf,
+    /// Its key directory.
+    pub dir: PathBuf,
+    /// Its policy.
+    pub policy: Arc<Policy>,
+    /// When a key's next step is due.
+    pub next_event: Option<u64>,
+    /// Whether a KSK's or CSK's DS is awaited at the parent.
+    pub awaiting_ds: bool,
+}
+
+//----------- what each key does now -----------------------------------------
+
+/// What one key does at a given time.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KeyUse {
+    /// Its DNSKEY is published.
+    pub published: bool,
+    /// It signs the apex's DNSKEY, CDS and CDNSKEY RRsets.
+    pub signs_keys: bool,
+    /// It signs the other RRsets.
+    pub signs_zone: bool,
+    /// Its CDS and CDNSKEY are published.
+    pub cds: bool,
+}
+
+fn at_or_before(time: Option<u64>, now: u64) -> bool {
+    time.is_some_and(|time| time <= now)
+}
+
+/// What the key of `meta` does at `now` under the policy's `cds`.
+pub fn key_use(meta: &keys::KeyMeta, cds: CdsCdnskey, now: u64) -> KeyUse {
+    let published = at_or_before(meta.published, now) && !at_or_before(meta.removed, now);
+    let signs_keys = published && meta.role.signs_keys();
+    let signs_zone = published
+        && meta.role.signs_zone()
+        && at_or_before(meta.active, now)
+        && !at_or_before(meta.retired, now);
+    let submitted = at_or_before(meta.ds_published, now);
+    let cds = signs_keys
+        && match cds {
+            CdsCdnskey::None => false,
+            // While the parent has not been seen to take it.
+            CdsCdnskey::Rollover => {
+                submitted && meta.ds_seen.is_none() && !at_or_before(meta.retired, now)
+            }
+            // Every key the DS set should name: submitted (or from
+            // before submissions were recorded) and not retired.
+            CdsCdnskey::Always => {
+                (submitted || meta.ds_published.is_none())
+                    && at_or_before(meta.active, now)
+                    && !at_or_before(meta.retired, now)
+            }
+        };
+    KeyUse {
+        published,
+        signs_keys,
+        signs_zone,
+        cds,
+    }
+}
+
+/// The key set to sign with at `now`: every published key with what it
+/// signs, and the CDS and CDNSKEY to publish (`None` under
+/// `cds-cdnskey: none`: the zone file's are kept).
+pub fn key_set<'k>(stored: &'k [StoredKey], policy: &Policy, now: u64) -> KeySet<'k> {
+    let mut set = KeySet {
+        keys: Vec::with_capacity(stored.len()),
+        cds: (policy.cds_cdnskey != CdsCdnskey::None).then(Vec::new),
+    };
+    for key in stored {
+        let used = key_use(&key.meta, policy.cds_cdnskey, now);
+        if !used.published {
+            continue;
+        }
+        set.keys.push(ZoneKey {
+            key: &key.key,
+            signs_keys: used.signs_keys,
+            signs_zone: used.signs_zone,
+        });
+        if used.cds {
+            if let Some(cds) = &mut set.cds {
+                cds.push(&key.key);
+            }
+        }
+    }
+    set
+}
+
+//----------- rollovers -------------------------------------------------------
+
+/// Whether two roles are rolled together (a CSK replaces a CSK; a KSK a
+/// KSK; a ZSK a ZSK).
+fn same_kind(a: KeyRole, b: KeyRole) -> bool {
+    a == b
+}
+
+/// The lifetime of a key of `role` under `policy` (0: never rolled):
+/// `zsk-lifetime` for a ZSK, `ksk-lifetime` for a KSK or CSK (its DS is
+/// at the parent: rolling it involves the parent).
+pub fn lifetime(policy: &Policy, role: KeyRole) -> u64 {
+    match role {
+        KeyRole::Zsk => policy.zsk_lifetime,
+        KeyRole::Ksk | KeyRole::Csk => policy.ksk_lifetime,
+    }
+}
+
+/// The rollover in progress, if any: the index of the outgoing key (a
+/// successor named, not yet removed at `now`).
+pub fn in_progress(metas: &[&keys::KeyMeta], now: u64) -> Option<usize> {
+    metas
+        .iter()
+        .position(|meta| meta.successor.is_some() && !at_or_before(meta.removed, now))
+}
+
+/// The key of `role` in use at `now`: active, not retired, not being
+/// replaced; the oldest if several.
+fn current(metas: &[&keys::KeyMeta], role: KeyRole, now: u64) -> Option<usize> {
+    metas
+        .iter()
+        .enumerate()
+        .filter(|(_, meta)| {
+            meta.role == role
+                && at_or_before(meta.published, now)
+                && at_or_before(meta.active, now)
+                && !at_or_before(meta.retired, now)
+                && meta.removed.is_none()
+                && meta.successor.is_none()
+        })
+        .min_by_key(|(_, meta)| (meta.active, meta.key_tag))
+        .map(|(index, _)| index)
+}
+
+/// A standby key of `role`: generated, never published.
+fn standby(metas: &[&keys::KeyMeta], role: KeyRole) -> Option<usize> {
+    metas
+        .iter()
+        .position(|meta| meta.role == role && meta.published.is_none())
+}
+
+/// The role whose lifetime is over at `now` (the earliest due), when no
+/// rollover is in progress.
+pub fn due_by_lifetime(metas: &[&keys::KeyMeta], policy: &Policy, now: u64) -> Option<KeyRole> {
+    if in_progress(metas, now).is_some() {
+        return None;
+    }
+    policy
+        .keys
+        .roles()
+        .iter()
+        .filter_map(|&role| {
+            let lifetime = lifetime(policy, role);
+            let key = metas[current(metas, role, now)?];
+            let due = key.active?.checked_add(lifetime)?;
+            (lifetime > 0 && due <= now).then_some((due, role))
+        })
+        .min_by_key(|(due, _)| *due)
+        .map(|(_, role)| role)
+}
+
+/// The outcome of [`advance`].
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Advanced {
+    /// The indices of the keys whose metadata changed.
+    pub changed: Vec<usize>,
+    /// The indices of the keys removed by `now`, to delete.
+    pub removed: Vec<usize>,
+    /// A rollover to start now (a lifetime is over), of this role.
+    pub start: Option<KeyRole>,
+    /// What is worth a line in the log.
+    pub notes: Vec<String>,
+}
+
+/// Plans the steps the metadata calls for at `now` with the zone's
+/// `timing` (see the module documentation): the times of a rollover
+/// started since the last signing, the old key's retirement and removal
+/// once its successor's DS was seen; the keys removed by now; and
+/// whether a lifetime is over. Idempotent: a time once written is kept.
+pub fn advance(metas: &mut [keys::KeyMeta], policy: &Policy, timing: Timing, now: u64) -> Advanced {
+    let mut out = Advanced::default();
+    let delay = policy.propagation_delay;
+    let publish_interval = delay.saturating_add(timing.dnskey_ttl);
+    let zone_retire_interval = delay.saturating_add(timing.max_ttl);
+    for old in 0..metas.len() {
+        let Some(tag) = metas[old].successor else {
+            continue;
+        };
+        if at_or_before(metas[old].removed, now) {
+            continue;
+        }
+        let new = metas
+            .iter()
+            .position(|meta| meta.key_tag == tag && same_kind(meta.role, metas[old].role));
+        let Some(new) = new.filter(|&new| new != old) else {
+            out.notes.push(format!(
+                "key {} names its successor {tag}, which is not in the key directory: the \
+                 rollover is abandoned",
+                metas[old].key_tag
+            ));
+            metas[old].successor = None;
+            out.changed.push(old);
+            continue;
+        };
+        let before = (metas[old].clone(), metas[new].clone());
+        // An interrupted start: the old key names a successor never
+        // published.
+        let published = *metas[new].published.get_or_insert(now);
+        let ready = published.saturating_add(publish_interval);
+        match metas[new].role {
+            KeyRole::Zsk => {
+                let active = *metas[new].active.get_or_insert(ready);
+                let retired = *metas[old].retired.get_or_insert(active);
+                metas[old]
+                    .removed
+                    .get_or_insert(retired.saturating_add(zone_retire_interval));
+            }
+            KeyRole::Ksk => {
+                metas[new].active.get_or_insert(published);
+                metas[new].ds_published.get_or_insert(ready);
+                if let Some(seen) = metas[new].ds_seen {
+                    let ds_ttl = ds_ttl(&metas[new], policy);
+                    let retired = *metas[old].retired.get_or_insert(seen);
+                    metas[old]
+                        .removed
+                        .get_or_insert(retired.saturating_add(delay).saturating_add(ds_ttl));
+                }
+            }
+            KeyRole::Csk => {
+                let active = *metas[new].active.get_or_insert(ready);
+                metas[new].ds_published.get_or_insert(ready);
+                let retired = *metas[old].retired.get_or_insert(active);
+                if let Some(seen) = metas[new].ds_seen {
+                    let ds_ttl = ds_ttl(&metas[new], policy);
+                    let by_parent = seen.saturating_add(delay).saturating_add(ds_ttl);
+                    let by_zone = retired.saturating_add(zone_retire_interval);
+                    metas[old].removed.get_or_insert(by_parent.max(by_zone));
+                }
+            }
+        }
+        if metas[old] != before.0 {
+            out.changed.push(old);
+        }
+        if metas[new] != before.1 {
+            out.changed.push(new);
+        }
+    }
+    out.removed = (0..metas.len())
+        .filter(|&index| at_or_before(metas[index].removed, now))
+        .collect();
+    let views: Vec<&keys::KeyMeta> = metas.iter().collect();
+    out.start = due_by_lifetime(&views, policy, now);
+    out.changed.sort_unstable();
+    out.changed.dedup();
+    out
+}
+
+/// The DS TTL waited for after a key's DS was seen: the one seen, else
+/// the policy's `parent-ds-ttl`.
+fn ds_ttl(meta: &keys::KeyMeta, policy: &Policy) -> u64 {
+    meta.ds_ttl.map_or(policy.parent_ds_ttl, u64::from)
+}
+
+/// When the next step of any key is due after `now`: a planned time, or
+/// a lifetime's end (when no rollover is in progress); `None`: nothing
+/// planned (a zone waiting for its parent's DS is woken by the parent
+/// check or `tern keys ds-seen`).
+pub fn next_event(metas: &[&keys::KeyMeta], policy: &Policy, now: u64) -> Option<u64> {
+    let planned = metas.iter().flat_map(|meta| {
+        [
+            meta.published,
+            meta.active,
+            meta.retired,
+            meta.removed,
+            meta.ds_published,
+        ]
+    });
+    let lifetimes = if in_progress(metas, now).is_some() {
+        Vec::new()
+    } else {
+        policy
+            .keys
+            .roles()
+            .iter()
+            .filter_map(|&role| {
+                let lifetime = lifetime(policy, role);
+                let key = metas[current(metas, role, now)?];
+                (lifetime > 0).then(|| key.active?.checked_add(lifetime))?
+            })
+            .collect()
+    };
+    planned
+        .flatten()
+        .chain(lifetimes)
+        .filter(|&time| time > now)
+        .min()
+}
+
+/// The keys (KSK, CSK) whose DS the parent is awaited to show at `now`:
+/// submitted, not seen, still published.
+pub fn awaiting_ds<'m>(metas: &[&'m keys::KeyMeta], now: u64) -> Vec<&'m keys::KeyMeta> {
+    metas
+        .iter()
+        .copied()
+        .filter(|meta| {
+            meta.role.signs_keys()
+                && at_or_before(meta.ds_published, now)
+                && meta.ds_seen.is_none()
+                && !at_or_before(meta.removed, now)
+        })
+        .collect()
+}
+
+//----------- operations on a key directory ----------------------------------
+
+/// Reads the keys of `dir` and applies [`advance`] at `now`: writes the
+/// changed metadata, deletes the keys removed, and starts a rollover a
+/// lifetime calls for (then plans it too). Returns the keys left and the
+/// notes to log. The caller holds [`keys::lock`].
+pub fn step(
+    dir: &Path,
+    mut stored: Vec<StoredKey>,
+    policy: &Policy,
+    timing: Timing,
+    now: u64,
+) -> Result<(Vec<StoredKey>, Vec<String>), String> {
+    let mut notes = Vec::new();
+    // Twice at most: a lifetime's rollover started, then planned.
+    for _ in 0..2 {
+        let mut metas: Vec<keys::KeyMeta> = stored.iter().map(|key| key.meta.clone()).collect();
+        let advanced = advance(&mut metas, policy, timing, now);
+        notes.extend(advanced.notes);
+        for &index in &advanced.changed {
+            stored[index].meta = metas[index].clone();
+            stored[index].write_meta()?;
+        }
+        for &index in advanced.removed.iter().rev() {
+            let key = stored.remove(index);
+            key.delete()?;
+            notes.push(format!(
+                "{} key {} removed from the zone; its files are deleted",
+                keys::role_text(key.meta.role),
+                key.meta.key_tag
+            ));
+        }
+        let Some(role) = advanced.start else {
+            break;
+        };
+        let (new, old) = begin(dir, &mut stored, policy, role, now)?;
+        notes.push(format!(
+            "{} lifetime over: rollover started, key {new} replaces key {old}",
+            keys::role_text(role)
+        ));
+    }
+    Ok((stored, notes))
+}
+
+/// Starts a rollover of `role` among `stored` at `now`: takes the standby
+/// key of that role or generates one, names it as the current key's
+/// successor, then publishes it (in that order: an interruption between
+/// the two is completed by [`advance`]). Returns the new and old tags.
+fn begin(
+    dir: &Path,
+    stored: &mut Vec<StoredKey>,
+    policy: &Policy,
+    role: KeyRole,
+    now: u64,
+) -> Result<(u16, u16), String> {
+    let metas: Vec<&keys::KeyMeta> = stored.iter().map(|key| &key.meta).collect();
+    if let Some(index) = in_progress(&metas, now) {
+        return Err(format!(
+            "a rollover is in progress: key {} is being replaced by key {}",
+            metas[index].key_tag,
+            metas[index].successor.unwrap_or_default()
+        ));
+    }
+    let Some(old) = current(&metas, role, now) else {
+        return Err(format!(
+            "no active {} to replace",
+            keys::role_text(role).to_uppercase()
+        ));
+    };
+    let new = match standby(&metas, role) {
+        Some(index) => index,
+        None => {
+            let key =
+                keys::generate_one(dir, policy.algorithm, policy.key_size, role, stored, now)?;
+            stored.push(key);
+            stored.len() - 1
+        }
+    };
+    let new_tag = stored[new].meta.key_tag;
+    stored[old].meta.successor = Some(new_tag);
+    stored[old].write_meta()?;
+    stored[new].meta.published = Some(now);
+    stored[new].write_meta()?;
+    Ok((new_tag, stored[old].meta.key_tag))
+}
+
+/// `tern keys rollover ZONE ROLE`: starts a rollover of `role` for the
+/// zone whose keys are in `dir`, now; the next signing plans it. Refused
+/// when one is in progress or the policy has no such role. Returns the
+/// new key's tag and the old one's.
+pub fn start(dir: &Path, policy: &Policy, role: KeyRole, now: u64) -> Result<(u16, u16), String> {
+    check_role(policy, role)?;
+    let _lock = keys::lock();
+    let mut stored = keys::read_keys(dir)?;
+    begin(dir, &mut stored, policy, role, now)
+}
+
+/// `tern keys generate ZONE ROLE`: a standby key of `role` (published by
+/// the next rollover of that role); refused when one is there already.
+pub fn generate_standby(
+    dir: &Path,
+    policy: &Policy,
+    role: KeyRole,
+    now: u64,
+) -> Result<u16, String> {
+    check_role(policy, role)?;
+    let _lock = keys::lock();
+    let stored = keys::read_keys(dir)?;
+    let metas: Vec<&keys::KeyMeta> = stored.iter().map(|key| &key.meta).collect();
+    if let Some(index) = standby(&metas, role) {
+        return Err(format!(
+            "key {} is a standby {} already",
+            metas[index].key_tag,
+            keys::role_text(role).to_uppercase()
+        ));
+    }
+    keys::generate_one(dir, policy.algorithm, policy.key_size, role, &stored, now)
+        .map(|key| key.meta.key_tag)
+}
+
+fn check_role(policy: &Policy, role: KeyRole) -> Result<(), String> {
+    if policy.keys.roles().contains(&role) {
+        Ok(())
+    } else {
+        Err(format!(
+            "policy {} has no {} (keys: {})",
+            policy.name,
+            keys::role_text(role).to_uppercase(),
+            match policy.keys {
+                keys::KeyScheme::Csk => "csk",
+                keys::KeyScheme::KskZsk => "ksk-zsk",
+            }
+        ))
+    }
+}
+
+/// How [`ds_seen`] went.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DsSeen {
+    /// Recorded now.
+    Recorded,
+    /// It had been seen before.
+    Already,
+}
+
+/// `tern keys ds-seen ZONE KEYTAG`, or the parent check: the parent's DS
+/// set includes the key `tag` (seen with this TTL, if by a query).
+/// Refused for a key that is not a KSK or CSK, not published, or whose DS
+/// is not submitted yet (its DNSKEY may not be in caches everywhere:
+/// RFC 7583's Trdy).
+pub fn ds_seen(dir: &Path, tag: u16, ttl: Option<u32>, now: u64) -> Result<DsSeen, String> {
+    let _lock = keys::lock();
+    let mut stored = keys::read_keys(dir)?;
+    let Some(key) = stored.iter_mut().find(|key| key.meta.key_tag == tag) else {
+        return Err(format!("no key {tag}"));
+    };
+    let meta = &mut key.meta;
+    if !meta.role.signs_keys() {
+        return Err(format!("key {tag} is a ZSK: the parent has no DS for it"));
+    }
+    if meta.ds_seen.is_some() {
+        return Ok(DsSeen::Already);
+    }
+    if !key_use(meta, CdsCdnskey::None, now).published {
+        return Err(format!("key {tag} is not published"));
+    }
+    match meta.ds_published {
+        Some(at) if at <= now => {}
+        Some(at) => {
+            return Err(format!(
+                "key {tag}'s DS is submitted only at {at} (in {} s), once its DNSKEY is in \
+                 every cache",
+                at - now
+            ))
+        }
+        // A key from before submissions were recorded: its DS was given
+        // by hand.
+        None => {}
+    }
+    meta.ds_seen = Some(now);
+    meta.ds_ttl = ttl;
+    key.write_meta()?;
+    Ok(DsSeen::Recorded)
+}
+
+//----------- describing -----------------------------------------------------
+
+/// A key's state at `now` in one word, and its next step with its time.
+pub fn describe(meta: &keys::KeyMeta, policy: &Policy, now: u64) -> (&'static str, String) {
+    let used = key_use(meta, policy.cds_cdnskey, now);
+    let at =
+        |what: &str, time: u64| format!("{what} at {time} (in {} s)", time.saturating_sub(now));
+    let Some(published) = meta.published else {
+        return ("standby", "published by the next rollover".to_string());
+    };
+    if published > now {
+        return ("planned", at("published", published));
+    }
+    if at_or_before(meta.removed, now) {
+        return ("removed", "deleted at the next signing".to_string());
+    }
+    let waiting_ds = meta.role.signs_keys() && meta.ds_seen.is_none();
+    let next = if let Some(removed) = meta.removed {
+        at("removed", removed)
+    } else if meta.successor.is_some() && meta.retired.is_none() {
+        format!(
+            "retired once key {}'s DS is seen at the parent",
+            meta.successor.unwrap_or_default()
+        )
+    } else if let Some(active) = meta.active.filter(|&active| active > now) {
+        at("active", active)
+    } else if let Some(submitted) = meta.ds_published.filter(|&time| time > now) {
+        at("DS submitted", submitted)
+    } else if waiting_ds && meta.ds_published.is_some() {
+        "waiting for the parent's DS (tern keys ds-seen)".to_string()
+    } else if meta.successor.is_some() {
+        "removed once its successor's DS is seen at the parent".to_string()
+    } else {
+        let lifetime = lifetime(policy, meta.role);
+        match meta.active.and_then(|active| active.checked_add(lifetime)) {
+            Some(due) if lifetime > 0 => at("rollover", due),
+            _ => "none (no lifetime)".to_string(),
+        }
+    };
+    let state = if used.signs_zone
+        || (meta.role == KeyRole::Ksk && used.signs_keys && meta.retired.is_none())
+    {
+        "active"
+    } else if at_or_before(meta.retired, now) {
+        "retired"
+    } else {
+        "published"
+    };
+    (state, next)
+}
+
+/// The zone's rollover in progress as `ROLE:OLD->NEW`, if any.
+pub fn describe_rollover(stored: &[StoredKey], now: u64) -> Option<String> {
+    let metas: Vec<&keys::KeyMeta> = stored.iter().map(|key| &key.meta).collect();
+    let old = metas[in_progress(&metas, now)?];
+    let new = old.successor.unwrap_or_default();
+    Some(format!(
+        "{}:{}->{}",
+        keys::role_text(old.role),
+        old.key_tag,
+        new
+    ))
+}
+
+/// The DS RDATA of the keys whose DS the parent should have at `now`:
+/// the KSKs and CSKs published, not retired, submitted (or from before
+/// submissions were recorded).
+pub fn ds_keys(stored: &[StoredKey], now: u64) -> Vec<&SigningKey> {
+    stored
+        .iter()
+        .filter(|key| {
+            let meta = &key.meta;
+            key_use(meta, CdsCdnskey::None, now).signs_keys
+                && !at_or_before(meta.retired, now)
+                && (meta.ds_published.is_none() || at_or_before(meta.ds_published, now))
+        })
+        .map(|key| &key.key)
+        .collect()
+}
+
+//=========== Tests ==========================================================
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::keys::KeyScheme;
+    use tern_dnssec::Algorithm;
+
+    const DELAY: u64 = 5;
+    const TIMING: Timing = Timing {
+        dnskey_ttl: 10,
+        max_ttl: 20,
+    };
+    /// Ipub: the propagation delay and the DNSKEY TTL.
+    const IPUB: u64 = DELAY + 10;
+    /// A ZSK's Iret: the propagation delay and the zone's highest TTL.
+    const IRET_ZONE: u64 = DELAY + 20;
+    const T0: u64 = 1_000_000;
+
+    fn policy(keys: KeyScheme, zsk_lifetime: u64, ksk_lifetime: u64) -> Policy {
+        Policy {
+            keys,
+            algorithm: Algorithm::Ed25519,
+            zsk_lifetime,
+            ksk_lifetime,
+            propagation_delay: DELAY,
+            parent_ds_ttl: 40,
+            ..Policy::new("test".into())
+        }
+    }
+
+    struct Zone {
+        state: PathBuf,
+        dir: PathBuf,
+        origin: NameBuf,
+        policy: Policy,
+    }
+
+    /// What a signing at some time used: the tags published, signing the
+    /// DNSKEY RRset, signing the zone, in the CDS; and the next event.
+    #[derive(Debug, PartialEq, Eq)]
+    struct Signing {
+        published: Vec<u16>,
+        keys: Vec<u16>,
+        zone: Vec<u16>,
+        cds: Vec<u16>,
+        next: Option<u64>,
+        files: usize,
+    }
+
+    impl Zone {
+        fn new(name: &str, policy: Policy) -> Zone {
+            let state =
+                std::env::temp_dir().join(format!("tern-rollover-{name}-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&state);
+            let origin = NameBuf::from_text(b"example.", None).unwrap();
+            let dir = keys::key_dir(&state, origin.as_name());
+            Zone {
+                state,
+                dir,
+                origin,
+                policy,
+            }
+        }
+
+        /// A signing at `now`, as after a restart: everything read from
+        /// the files again.
+        fn sign(&self, now: u64) -> Signing {
+            let _lock = keys::lock();
+            let stored = keys::load_or_generate(
+                &self.state,
+                self.origin.as_name(),
+                self.policy.algorithm,
+                self.policy.key_size,
+                self.policy.keys,
+                now,
+            )
+            .unwrap();
+            let (stored, _) = step(&self.dir, stored, &self.policy, TIMING, now).unwrap();
+            let set = key_set(&stored, &self.policy, now);
+            let tags = |filter: &dyn Fn(&ZoneKey<'_>) -> bool| -> Vec<u16> {
+                let mut tags: Vec<u16> = set
+                    .keys
+                    .iter()
+                    .filter(|key| filter(key))
+                    .map(|key| key.key.key_tag())
+                    .collect();
+                tags.sort_unstable();
+                tags
+            };
+            let mut cds: Vec<u16> = set.cds.iter().flatten().map(|key| key.key_tag()).collect();
+            cds.sort_unstable();
+            let metas: Vec<&keys::KeyMeta> = stored.iter().map(|key| &key.meta).collect();
+            Signing {
+                published: tags(&|_| true),
+                keys: tags(&|key| key.signs_keys),
+                zone: tags(&|key| key.signs_zone),
+                cds,
+                next: next_event(&metas, &self.policy, now),
+                files: std::fs::read_dir(&self.dir).unwrap().count(),
+            }
+        }
+
+        fn tags(&self, role: KeyRole) -> Vec<u16> {
+            let mut tags: Vec<u16> = keys::read_keys(&self.dir)
+                .unwrap()
+                .iter()
+                .filter(|key| key.meta.role == role)
+                .map(|key| key.meta.key_tag)
+                .collect();
+            tags.sort_unstable();
+            tags
+        }
+    }
+
+    impl Drop for Zone {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.state);
+        }
+    }
+
+    fn sorted(mut tags: Vec<u16>) -> Vec<u16> {
+        tags.sort_unstable();
+        tags
+    }
+
+    /// A ZSK rolled by its lifetime, by pre-publication: published Ipub
+    /// before it signs, the old one removed Iret after it stopped; each
+    /// step's time is the previous signing's next event, and a signing
+    /// again at any time (a restart: the files read anew) makes no key
+    /// and changes nothing.
+    #[test]
+    fn zsk_rollover_by_lifetime_resumes_at_every_step() {
+        let zone = Zone::new("zsk", policy(KeyScheme::KskZsk, 100, 0));
+        let first = zone.sign(T0);
+        let (ksk, old) = (zone.tags(KeyRole::Ksk)[0], zone.tags(KeyRole::Zsk)[0]);
+        assert_eq!(first.published, sorted(vec![ksk, old]));
+        assert_eq!(
+            (first.keys.clone(), first.zone.clone()),
+            (vec![ksk], vec![old])
+        );
+        assert_eq!(first.cds, vec![ksk], "the first KSK's DS is submitted");
+        assert_eq!(first.next, Some(T0 + 100), "the ZSK's lifetime");
+        assert_eq!(zone.sign(T0 + 50), first, "nothing due: no change");
+
+        // The lifetime is over: a new ZSK published, the old one signs.
+        let start = T0 + 100;
+        let published = zone.sign(start);
+        let new = *zone
+            .tags(KeyRole::Zsk)
+            .iter()
+            .find(|&&tag| tag != old)
+            .unwrap();
+        assert_eq!(published.published, sorted(vec![ksk, old, new]));
+        assert_eq!(published.zone, vec![old]);
+        assert_eq!(published.next, Some(start + IPUB));
+        for now in [start, start + 1, start + IPUB - 1] {
+            assert_eq!(zone.sign(now), published, "restart at {now}");
+        }
+        // Ipub later the new one signs, the old one stays published.
+        let switched = zone.sign(start + IPUB);
+        assert_eq!(switched.published, sorted(vec![ksk, old, new]));
+        assert_eq!(switched.zone, vec![new]);
+        assert_eq!(switched.next, Some(start + IPUB + IRET_ZONE));
+        assert_eq!(zone.sign(start + IPUB + 1), switched, "restart");
+        // Iret later the old one is removed and its files deleted.
+        let done = zone.sign(start + IPUB + IRET_ZONE);
+        assert_eq!(done.published, sorted(vec![ksk, new]));
+        assert_eq!(done.zone, vec![new]);
+        assert_eq!(done.files, 4);
+        assert_eq!(zone.tags(KeyRole::Zsk), vec![new]);
+        assert_eq!(
+            done.next,
+            Some(start + IPUB + 100),
+            "the new ZSK's lifetime"
+        );
+    }
+
+    /// A KSK rolled by hand, double-KSK: both sign the DNSKEY RRset from
+    /// the new one's publication; its DS is submitted (CDS) Ipub later;
+    /// once seen at the parent the old one is removed after the DS TTL.
+    /// Restarts at every step make no key and change nothing; a second
+    /// rollover is refused meanwhile; the DS cannot be seen early.
+    #[test]
+    fn ksk_rollover_double_ksk_waits_for_the_parent() {
+        let zone = Zone::new("ksk", policy(KeyScheme::KskZsk, 0, 0));
+        let first = zone.sign(T0);
+        let (old, zsk) = (zone.tags(KeyRole::Ksk)[0], zone.tags(KeyRole::Zsk)[0]);
+        assert_eq!(first.next, None, "no lifetime, nothing planned");
+        assert_eq!(ds_seen(&zone.dir, old, None, T0 + 1), Ok(DsSeen::Recorded));
+        assert_eq!(ds_seen(&zone.dir, old, None, T0 + 2), Ok(DsSeen::Already));
+        assert!(
+            ds_seen(&zone.dir, zsk, None, T0 + 2).is_err(),
+            "a ZSK has no DS"
+        );
+        let settled = zone.sign(T0 + 10);
+        assert!(
+            settled.cds.is_empty(),
+            "cds-cdnskey: rollover, none in progress"
+        );
+        assert_eq!(zone.sign(T0 + 10_000), settled, "a restart starts nothing");
+
+        let start = T0 + 20;
+        let (new, replaced) = super::start(&zone.dir, &zone.policy, KeyRole::Ksk, start).unwrap();
+        assert_eq!(replaced, old);
+        assert!(
+            super::start(&zone.dir, &zone.policy, KeyRole::Zsk, start).is_err(),
+            "one rollover at a time"
+        );
+        let published = zone.sign(start);
+        assert_eq!(published.published, sorted(vec![old, new, zsk]));
+        assert_eq!(published.keys, sorted(vec![old, new]), "double-KSK");
+        assert_eq!(published.zone, vec![zsk]);
+        assert!(published.cds.is_empty());
+        assert_eq!(published.next, Some(start + IPUB), "the DS submitted");
+        let early = ds_seen(&zone.dir, new, None, start + 1).unwrap_err();
+        assert!(early.contains("submitted only at"), "{early}");
+        assert_eq!(zone.sign(start + 3), published, "restart");
+
+        let submitted = zone.sign(start + IPUB);
+        assert_eq!(submitted.cds, vec![new], "the new key's CDS alone");
+        assert_eq!(submitted.keys, sorted(vec![old, new]));
+        assert_eq!(submitted.next, None, "waiting for the parent");
+        {
+            let stored = keys::read_keys(&zone.dir).unwrap();
+            let metas: Vec<&keys::KeyMeta> = stored.iter().map(|key| &key.meta).collect();
+            let awaited: Vec<u16> = awaiting_ds(&metas, start + IPUB)
+                .iter()
+                .map(|meta| meta.key_tag)
+                .collect();
+            assert_eq!(awaited, vec![new]);
+        }
+        assert_eq!(zone.sign(start + 1000), submitted, "restart while waiting");
+
+        let seen = start + 2000;
+        assert_eq!(
+            ds_seen(&zone.dir, new, Some(30), seen),
+            Ok(DsSeen::Recorded)
+        );
+        let retiring = zone.sign(seen);
+        assert!(retiring.cds.is_empty(), "the parent has it: no CDS");
+        assert_eq!(
+            retiring.keys,
+            sorted(vec![old, new]),
+            "old signs until removed"
+        );
+        assert_eq!(retiring.next, Some(seen + DELAY + 30), "the DS TTL seen");
+        assert_eq!(zone.sign(seen + 1), retiring, "restart");
+        let done = zone.sign(seen + DELAY + 30);
+        assert_eq!(done.published, sorted(vec![new, zsk]));
+        assert_eq!(done.keys, vec![new]);
+        assert_eq!(zone.tags(KeyRole::Ksk), vec![new]);
+    }
+
+    /// A CSK rolled by its lifetime: the new one signs the DNSKEY RRset
+    /// at once and the zone Ipub later, when its DS is submitted; the old
+    /// one signs the DNSKEY RRset until removed, after both the zone's
+    /// TTL and the parent's DS TTL (the policy's, seen by hand).
+    #[test]
+    fn csk_rollover_by_lifetime() {
+        let mut policy = policy(KeyScheme::Csk, 0, 50);
+        policy.cds_cdnskey = CdsCdnskey::Always;
+        let zone = Zone::new("csk", policy);
+        let first = zone.sign(T0);
+        let old = zone.tags(KeyRole::Csk)[0];
+        assert_eq!(first.cds, vec![old], "cds-cdnskey: always");
+        assert_eq!(first.next, Some(T0 + 50));
+        let start = T0 + 50;
+        let published = zone.sign(start);
+        let new = *zone
+            .tags(KeyRole::Csk)
+            .iter()
+            .find(|&&tag| tag != old)
+            .unwrap();
+        assert_eq!(published.keys, sorted(vec![old, new]));
+        assert_eq!(published.zone, vec![old]);
+        assert_eq!(published.cds, vec![old]);
+        assert_eq!(zone.sign(start + 1), published, "restart");
+        let active = zone.sign(start + IPUB);
+        assert_eq!(active.keys, sorted(vec![old, new]));
+        assert_eq!(active.zone, vec![new]);
+        assert_eq!(active.cds, vec![new]);
+        assert_eq!(active.next, None, "waiting for the parent");
+        let seen = start + IPUB + 1;
+        assert_eq!(ds_seen(&zone.dir, new, None, seen), Ok(DsSeen::Recorded));
+        let retiring = zone.sign(seen);
+        // The parent's DS TTL (40, the policy's) outlasts the zone's.
+        assert_eq!(retiring.next, Some(seen + DELAY + 40));
+        assert_eq!(retiring.keys, sorted(vec![old, new]));
+        assert_eq!(zone.sign(seen + 2), retiring, "restart");
+        let done = zone.sign(seen + DELAY + 40);
+        assert_eq!(
+            (done.published.clone(), done.keys.clone()),
+            (vec![new], vec![new])
+        );
+        assert_eq!(done.zone, vec![new]);
+        assert_eq!(done.next, Some(start + IPUB + 50), "the new CSK's lifetime");
+    }
+
+    /// A start interrupted between its two writes (the old key names a
+    /// standby successor never published) is completed at the next
+    /// signing; a standby key made by hand is the one a rollover takes; a
+    /// successor that is gone abandons the rollover, making no key.
+    #[test]
+    fn interrupted_starts_and_standby_keys() {
+        let zone = Zone::new("standby", policy(KeyScheme::Csk, 0, 0));
+        zone.sign(T0);
+        let old = zone.tags(KeyRole::Csk)[0];
+        let standby = generate_standby(&zone.dir, &zone.policy, KeyRole::Csk, T0 + 1).unwrap();
+        assert!(generate_standby(&zone.dir, &zone.policy, KeyRole::Csk, T0 + 1).is_err());
+        assert!(generate_standby(&zone.dir, &zone.policy, KeyRole::Zsk, T0 + 1).is_err());
+        let idle = zone.sign(T0 + 2);
+        assert_eq!(idle.published, vec![old], "a standby key is not published");
+        // The old key names it; the crash comes before it is published.
+        {
+            let mut stored = keys::read_keys(&zone.dir).unwrap();
+            let key = stored
+                .iter_mut()
+                .find(|key| key.meta.key_tag == old)
+                .unwrap();
+            key.meta.successor = Some(standby);
+            key.write_meta().unwrap();
+        }
+        let resumed = zone.sign(T0 + 3);
+        assert_eq!(resumed.published, sorted(vec![old, standby]));
+        assert_eq!(resumed.next, Some(T0 + 3 + IPUB));
+        assert_eq!(zone.tags(KeyRole::Csk).len(), 2, "no key made");
+        // The successor's files deleted by hand: the rollover is abandoned.
+        let stored = keys::read_keys(&zone.dir).unwrap();
+        stored
+            .iter()
+            .find(|key| key.meta.key_tag == standby)
+            .unwrap()
+            .delete()
+            .unwrap();
+        let abandoned = zone.sign(T0 + 4);
+        assert_eq!(abandoned.published, vec![old]);
+        assert_eq!(abandoned.zone, vec![old]);
+        assert_eq!(zone.tags(KeyRole::Csk), vec![old], "no key made");
+    }
+}
