@@ -19,6 +19,7 @@
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::Path;
+use std::sync::OnceLock;
 
 use tern_wire::name::NameBuf;
 use tern_wire::types::{RType, Rcode};
@@ -45,8 +46,13 @@ sub NS ns.sub\n\
 ns.sub A 192.0.2.53\n\
 a.b.c TXT \"deep\"\n";
 
-/// The zone as the fuzz target starts from.
+/// The zone as the fuzz target starts from (scanned once, then cloned).
 pub fn zone() -> ZoneRecords {
+    static SCANNED: OnceLock<ZoneRecords> = OnceLock::new();
+    SCANNED.get_or_init(scan_zone).clone()
+}
+
+fn scan_zone() -> ZoneRecords {
     let origin = NameBuf::from_text(b"example.", None).expect("a valid name");
     let parsed = parse_bytes(
         ZONE,
