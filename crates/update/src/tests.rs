@@ -411,6 +411,7 @@ fn prerequisite_forms() {
     let cases: &[(&str, RType, RClass, Vec<u8>, Rcode)] = &[
         // Name is in use: owns a record; an empty non-terminal does not.
         ("www", RType::ANY, any, vec![], Rcode::NOERROR),
+        ("WWW", RType::ANY, any, vec![], Rcode::NOERROR),
         ("nowhere", RType::ANY, any, vec![], Rcode::NXDOMAIN),
         ("b.c", RType::ANY, any, vec![], Rcode::NXDOMAIN),
         // RRset exists (value-independent).
