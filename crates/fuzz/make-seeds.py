@@ -274,6 +274,96 @@ def xfr_seeds():
     yield "axfr-refused", b"\0" + framed(answer(axfr, [], rcode=5))
 
 
+def update_seeds():
+    """UPDATE messages for the zone of tern_update::fuzzing (example.); the
+    ID's low bit makes the zone signed, the next caps its size."""
+    import dns.update
+
+    def msg(id_=0x1000, zone="example."):
+        m = dns.update.UpdateMessage(zone)
+        m.id = id_
+        return m
+
+    m = msg(); m.add("_acme-challenge", 60, "TXT", '"token"')
+    yield "add-txt", m.to_wire()
+    m = msg(); m.delete("www", "TXT", '"hello"')
+    yield "delete-rr", m.to_wire()
+    m = msg(); m.delete("www", "A")
+    yield "delete-rrset", m.to_wire()
+    m = msg(); m.delete("www")
+    yield "delete-name", m.to_wire()
+    m = msg(); m.delete("@")
+    yield "delete-apex", m.to_wire()
+    m = msg(); m.present("www"); m.add("www", 300, "AAAA", "2001:db8::80")
+    yield "prereq-in-use", m.to_wire()
+    m = msg(); m.absent("new"); m.add("new", 300, "A", "192.0.2.9")
+    yield "prereq-not-in-use", m.to_wire()
+    m = msg(); m.present("www", "A"); m.replace("www", 600, "A", "192.0.2.81")
+    yield "prereq-rrset-exists", m.to_wire()
+    m = msg(); m.present("www", "A", "192.0.2.80"); m.delete("www", "A", "192.0.2.80")
+    yield "prereq-value", m.to_wire()
+    m = msg(); m.absent("www", "MX"); m.add("www", 300, "MX", "10 www")
+    yield "prereq-rrset-absent", m.to_wire()
+    m = msg(); m.present("nowhere")
+    yield "fail-nxdomain", m.to_wire()
+    m = msg(); m.absent("www")
+    yield "fail-yxdomain", m.to_wire()
+    m = msg(); m.present("www", "MX")
+    yield "fail-nxrrset", m.to_wire()
+    m = msg(); m.absent("www", "A")
+    yield "fail-yxrrset", m.to_wire()
+    m = msg(); m.present("www", "A", "192.0.2.99")
+    yield "fail-value", m.to_wire()
+    m = msg(); m.add("www.example.net.", 300, "A", "192.0.2.1")
+    yield "notzone", m.to_wire()
+    m = msg(); m.add("www", 300, "CNAME", "alias"); m.add("alias", 300, "CNAME", "ns1")
+    yield "cname-rules", m.to_wire()
+    m = msg(); m.add("alias", 300, "A", "192.0.2.7"); m.add("x.old", 300, "A", "192.0.2.7")
+    yield "cname-dname-ignored", m.to_wire()
+    m = msg(); m.add("c", 300, "DNAME", "example.org."); m.add("fresh", 300, "DNAME", "example.org.")
+    yield "dname-rules", m.to_wire()
+    m = msg(); m.add("@", 300, "SOA", "ns1 hostmaster 100 3600 900 604800 300")
+    yield "soa-higher", m.to_wire()
+    m = msg(); m.add("@", 300, "SOA", "ns1 hostmaster 6 3600 900 604800 300")
+    yield "soa-lower", m.to_wire()
+    m = msg(); m.delete("@", "NS", "ns1"); m.delete("@", "NS", "ns2"); m.delete("@", "SOA")
+    yield "apex-protected", m.to_wire()
+    m = msg(); m.add("www", 300, "TXT", '"x"'); m.add("www", 300, "NSEC3PARAM", "1 0 0 -")
+    yield "nsec3param-below-apex", m.to_wire()
+    m = msg(0x1001); m.add("www", 300, "NSEC", "www A")
+    yield "signed-nsec", m.to_wire()
+    m = msg(0x1002)
+    for i in range(8):
+        m.add("many", 300, "A", "192.0.2.%d" % i)
+    yield "too-many-records", m.to_wire()
+    m = msg(); m.add("sub", 300, "NS", "ns2.sub"); m.add("ns2.sub", 300, "A", "192.0.2.54")
+    yield "delegation-glue", m.to_wire()
+    m = msg(zone="example.org."); m.add("www", 300, "A", "192.0.2.1")
+    yield "notauth", m.to_wire()
+    # A TSIG record by hand (fixed time, MAC not checked by the target).
+    m = msg(); m.add("_acme-challenge", 60, "TXT", '"signed"')
+    wire = bytearray(m.to_wire())
+    wire[11] += 1
+    alg = dns.name.from_text("hmac-sha256.").to_wire()
+    rdata = alg + struct.pack("!HIHH", 0, 1_800_000_000, 300, 32) + bytes(32) + struct.pack("!HHH", 0x1000, 0, 0)
+    owner = dns.name.from_text("acme-key.").to_wire()
+    yield "tsig", bytes(wire) + owner + struct.pack("!HHIH", 250, 255, 0, len(rdata)) + rdata
+    add = msg(); add.add("www", 300, "A", "192.0.2.9")
+    wire = bytearray(add.to_wire())
+    # A class ANY deletion with a TTL, an update of class CH, a zone of
+    # type A, two zones, a trailing octet, a response.
+    bad = msg(); bad.delete("www", "A")
+    b = bytearray(bad.to_wire()); b[-5] = 1
+    yield "formerr-any-ttl", bytes(b)
+    b = bytearray(wire); b[-12] = 3
+    yield "formerr-class", bytes(b)
+    b = bytearray(wire); b[12 + 9] = 1
+    yield "formerr-zone-type", bytes(b)
+    yield "formerr-trailing", bytes(wire) + b"\0"
+    b = bytearray(wire); b[2] |= 0x80
+    yield "formerr-response", bytes(b)
+
+
 def main():
     for name, data in messages():
         for target in ("parse_message", "roundtrip", "respond"):
@@ -289,6 +379,8 @@ def main():
         write("forward_answer", name, data)
     for name, data in xfr_seeds():
         write("xfr_incoming", name, data)
+    for name, data in update_seeds():
+        write("update", name, data)
 
 
 if __name__ == "__main__":

@@ -148,7 +148,11 @@ impl Rcode {
     pub const NXDOMAIN: Rcode = Rcode(3);
     pub const NOTIMP: Rcode = Rcode(4);
     pub const REFUSED: Rcode = Rcode(5);
+    pub const YXDOMAIN: Rcode = Rcode(6);
+    pub const YXRRSET: Rcode = Rcode(7);
+    pub const NXRRSET: Rcode = Rcode(8);
     pub const NOTAUTH: Rcode = Rcode(9);
+    pub const NOTZONE: Rcode = Rcode(10);
     pub const BADVERS: Rcode = Rcode(16);
     pub const BADCOOKIE: Rcode = Rcode(23);
 
