@@ -4,7 +4,7 @@
 CARGO ?= cargo
 RELEASE_BIN := target/release/tern
 
-.PHONY: run build release test deps lint fmt unit test-repeat differential compliance transfer dnssec metrics dnstap xdp deb service clean bench bench-check bench-peers bench-zones bench-xdp bench-forward dhat dhat-flood fuzz soak
+.PHONY: run build release test deps lint fmt unit test-repeat differential compliance transfer dnssec metrics dnstap proxy xdp deb service clean bench bench-check bench-peers bench-zones bench-xdp bench-forward dhat dhat-flood fuzz soak
 
 ## Build in release mode and serve zones/ on 127.0.0.1:5353 (no config needed).
 run: release
@@ -30,7 +30,7 @@ build:
 ## dnstap output read by BIND's dnstap-read and fstrm_capture, the
 ## systemd service, the AF_XDP path against the socket path and the Debian
 ## package. Installs the reference tools it needs.
-test: deps lint unit differential compliance transfer dnssec metrics dnstap xdp service
+test: deps lint unit differential compliance transfer dnssec metrics dnstap proxy xdp service
 
 ## Debian packages and Python modules the tests use (idempotent).
 deps:
@@ -132,6 +132,13 @@ metrics: release
 ## answers (tests/dnstap).
 dnstap: release
 	TERN_BIN=$(RELEASE_BIN) python3 tests/dnstap/dnstap.py
+
+## The PROXY protocol v2 (issue 26): dnsdist with useProxyProtocol in front
+## of tern over UDP and TCP, forward.allow, transfer.allow, RRL and dnstap
+## seeing the client behind it, and raw headers (malformed, untrusted)
+## dropped and counted (tests/proxy).
+proxy: release
+	TERN_BIN=$(RELEASE_BIN) python3 tests/proxy/proxy.py
 
 ## The AF_XDP path (tern serve --xdp) between two network namespaces joined by
 ## a veth pair: its answers equal the socket path's for a generated query list

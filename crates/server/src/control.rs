@@ -244,5 +244,9 @@ fn snapshot(core: &Core) -> CoreStats {
             }
             xdp
         },
+        proxy: crate::stats::ProxyStats {
+            accepted: core.proxy.accepted.get(),
+            refused: core.proxy.refused.each_ref().map(std::cell::Cell::get),
+        },
     }
 }

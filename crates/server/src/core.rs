@@ -53,6 +53,11 @@ pub(crate) struct Core {
     pub(crate) listen: Vec<std::net::SocketAddr>,
     /// The XDP program, on the first core only: its pass counters.
     pub(crate) xdp_attachment: Option<Arc<crate::xdp::Attachment>>,
+    /// The proxies whose PROXY headers the `proxy.listen` listeners
+    /// accept.
+    pub(crate) proxy_allow: Vec<tern_cache::forward::Cidr>,
+    /// This core's counts of PROXY headers.
+    pub(crate) proxy: crate::proxy::ProxyCounters,
 }
 
 impl Core {

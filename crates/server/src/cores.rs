@@ -183,7 +183,7 @@ async fn serve(start: CoreStart) -> io::Result<()> {
     let dnstap = dnstap.map(|parts| {
         let local = udp
             .iter()
-            .zip(&config.listen)
+            .zip(config.listen.iter().chain(&config.proxy.listen))
             .map(|(socket, listen)| socket.local_addr().unwrap_or(*listen))
             .collect();
         tern_dnstap::Tap::new(parts, local)
@@ -233,17 +233,27 @@ async fn serve(start: CoreStart) -> io::Result<()> {
         xdp_sockets: xsks.iter().map(|(xsk, _)| Rc::clone(xsk)).collect(),
         listen: config.listen.clone(),
         xdp_attachment,
+        proxy_allow: config.proxy.allow.clone(),
+        proxy: crate::proxy::ProxyCounters::default(),
     });
+    // The sockets of `proxy.listen` come after those of `listen`.
+    let plain = config.listen.len();
     let mut tasks = Vec::with_capacity(udp.len() + tcp.len() + 1);
     for (index, socket) in udp.into_iter().enumerate() {
         tasks.push(monoio::spawn(crate::udp::serve(
             socket,
             index,
+            index >= plain,
             Rc::clone(&core),
         )));
     }
-    for listener in tcp {
-        tasks.push(monoio::spawn(crate::tcp::serve(listener, Rc::clone(&core))));
+    for (index, listener) in tcp.into_iter().enumerate() {
+        let proxied = index >= plain;
+        tasks.push(monoio::spawn(crate::tcp::serve(
+            listener,
+            proxied,
+            Rc::clone(&core),
+        )));
     }
     for (xsk, local) in xsks {
         tasks.push(monoio::spawn(crate::xdp::serve(
@@ -282,8 +292,8 @@ async fn serve(start: CoreStart) -> io::Result<()> {
     Ok(())
 }
 
-/// The UDP sockets and TCP listeners of every listen address, bound on
-/// this thread.
+/// The UDP sockets and TCP listeners of every listen address, then of
+/// every `proxy.listen` address, bound on this thread.
 #[allow(clippy::type_complexity)]
 fn bind_all(
     config: &ServerConfig,
@@ -293,7 +303,7 @@ fn bind_all(
 )> {
     let mut udp = Vec::with_capacity(config.listen.len());
     let mut tcp = Vec::with_capacity(config.listen.len());
-    for addr in &config.listen {
+    for addr in config.listen.iter().chain(&config.proxy.listen) {
         let annotate = |err: io::Error| io::Error::new(err.kind(), format!("{addr}: {err}"));
         udp.push(socket::bind_udp(*addr).map_err(annotate)?);
         tcp.push(socket::bind_tcp(*addr).map_err(annotate)?);

@@ -38,6 +38,8 @@
 //! - `rrl`: response rate limiting, one table per core
 //!   (docs/decisions/0007);
 //! - `pool`: the thread-local I/O buffer pool;
+//! - `proxy`: the PROXY protocol v2 header before the queries of the
+//!   `proxy.listen` listeners (docs/decisions/0016);
 //! - `signal`: core-local stop and wake-up signals;
 //! - `socket`: socket creation (SO_REUSEPORT before bind);
 //! - `stats`: counters and snapshots;
@@ -63,7 +65,10 @@ mod control;
 mod core;
 mod cores;
 mod forward;
+#[doc(hidden)]
+pub mod fuzzing;
 mod pool;
+mod proxy;
 mod rrl;
 mod signal;
 mod signing;
@@ -78,16 +83,19 @@ mod xfr_out;
 
 pub use control::Handle;
 pub use cores::allowed_cpus;
+pub use proxy::{
+    ProxyConfig, Refusal as ProxyRefusal, MAX_HEADER as MAX_PROXY_HEADER, PROXY_REFUSALS,
+};
 pub use rrl::{
     write_slip, Category, RateLimitConfig, RateLimiter, Verdict, DEFAULT_IPV4_PREFIX,
     DEFAULT_IPV6_PREFIX, DEFAULT_RATE, DEFAULT_SLIP, DEFAULT_TABLE_SIZE, DEFAULT_WINDOW, MAX_RATE,
     MAX_SLIP, MAX_TABLE_SIZE, MAX_WINDOW, MIN_TABLE_SIZE,
 };
-pub use stats::XdpStats;
 pub use stats::{
     CoreStats, ZoneCounters, COOKIE_RESULTS, FAMILIES, MAX_COUNTED_ZONES, OTHER_TYPE, QUERY_TYPES,
     TCP_TIMEOUTS, TRANSPORTS, TYPE_SLOTS,
 };
+pub use stats::{ProxyStats, XdpStats};
 pub use sys::{fix_allocator_threshold, thread_allocations, CountingAllocator};
 pub use tern_cache::forward::{
     Cidr, ForwardConfig, ForwardStats, Policy, RttHistogram, UpstreamStats, MAX_UPSTREAMS,
@@ -163,6 +171,9 @@ pub struct ServerConfig {
     /// Interfaces whose UDP queries to `listen` are taken by AF_XDP
     /// (issue 12); empty (the default): the sockets only.
     pub xdp: Vec<String>,
+    /// The PROXY protocol v2 listeners and the proxies allowed on them
+    /// (`crate::proxy`); default: none.
+    pub proxy: ProxyConfig,
 }
 
 impl ServerConfig {
@@ -184,6 +195,7 @@ impl ServerConfig {
             allocations: None,
             dnstap: Vec::new(),
             xdp: Vec::new(),
+            proxy: ProxyConfig::default(),
         }
     }
 
@@ -206,6 +218,7 @@ impl ServerConfig {
             allocations: self.allocations,
             dnstap: Vec::new(),
             xdp: self.xdp.clone(),
+            proxy: self.proxy.clone(),
         }
     }
 }

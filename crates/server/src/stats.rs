@@ -246,6 +246,21 @@ pub struct CoreStats {
     pub dnstap_dropped: [u64; 3],
     /// The AF_XDP path's counters (all zero without `xdp.interfaces`).
     pub xdp: XdpStats,
+    /// PROXY protocol headers (all zero without `proxy.listen`).
+    pub proxy: ProxyStats,
+}
+
+//----------- ProxyStats -----------------------------------------------------
+
+/// The PROXY protocol headers of the `proxy.listen` listeners: UDP
+/// datagrams and TCP connections accepted with a header, and dropped by
+/// reason.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ProxyStats {
+    /// Headers accepted.
+    pub accepted: u64,
+    /// Datagrams and connections dropped, by [`crate::PROXY_REFUSALS`].
+    pub refused: [u64; 4],
 }
 
 //----------- XdpStats -------------------------------------------------------
@@ -316,6 +331,8 @@ impl CoreStats {
                     *sum += count;
                 }
                 total.xdp.add(&one.xdp);
+                total.proxy.accepted += one.proxy.accepted;
+                add(&mut total.proxy.refused, &one.proxy.refused);
                 total
             })
     }
@@ -439,6 +456,13 @@ impl fmt::Display for CoreStats {
                 xdp.kernel_dropped,
                 xdp.passed.iter().sum::<u64>()
             )?;
+        }
+        let proxy = &self.proxy;
+        if proxy != &ProxyStats::default() {
+            write!(f, " proxy accepted {} refused", proxy.accepted)?;
+            for (reason, count) in crate::PROXY_REFUSALS.iter().zip(proxy.refused) {
+                write!(f, " {reason} {count}")?;
+            }
         }
         let forward = &self.forward;
         if forward.upstreams.is_empty() {

@@ -79,8 +79,10 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(10);
 
 //----------- serve ----------------------------------------------------------
 
-/// Accepts connections until the core stops.
-pub(crate) async fn serve(listener: TcpListener, core: Rc<Core>) -> io::Result<()> {
+/// Accepts connections until the core stops; `proxied`: a `proxy.listen`
+/// listener, whose connections each start with a PROXY header
+/// ([`crate::proxy`]), accepted only from `proxy.allow`.
+pub(crate) async fn serve(listener: TcpListener, proxied: bool, core: Rc<Core>) -> io::Result<()> {
     let stop = core.stop.listener();
     loop {
         let Some(accepted) = stop.or(listener.accept()).await else {
@@ -95,6 +97,11 @@ pub(crate) async fn serve(listener: TcpListener, core: Rc<Core>) -> io::Result<(
                 continue;
             }
         };
+        if proxied && !crate::proxy::allowed(&core.proxy_allow, peer.ip()) {
+            core.proxy.refuse(crate::proxy::Refusal::Untrusted);
+            drop(stream);
+            continue;
+        }
         let counters = &core.tcp_counters;
         if counters.open.get() >= core.tcp.max_connections as u64 {
             counters.refused.set(counters.refused.get() + 1);
@@ -105,7 +112,7 @@ pub(crate) async fn serve(listener: TcpListener, core: Rc<Core>) -> io::Result<(
         counters.open.set(counters.open.get() + 1);
         let core = Rc::clone(&core);
         monoio::spawn(async move {
-            connection(stream, peer, &core).await;
+            connection(stream, peer, proxied, &core).await;
             let open = &core.tcp_counters.open;
             open.set(open.get() - 1);
         });
@@ -118,8 +125,28 @@ pub(crate) async fn serve(listener: TcpListener, core: Rc<Core>) -> io::Result<(
 /// closes it or the core stops; then gives its buffers back. With
 /// forwarding on, the connection has a slot in the core's table of
 /// [`Connections`](connections::Connections) while it is open, where
-/// forwarded answers find it.
-async fn connection(stream: TcpStream, peer: SocketAddr, core: &Rc<Core>) {
+/// forwarded answers find it. `proxied`: the connection must start with a
+/// PROXY header, whose client replaces `peer`; without a valid one within
+/// the initial timeout it is closed.
+async fn connection(mut stream: TcpStream, peer: SocketAddr, proxied: bool, core: &Rc<Core>) {
+    let mut buffer = pool::take(Size::Stream);
+    buffer.clear(); // length = octets read and not yet consumed
+    let peer = if proxied {
+        let (header, returned) = proxy_header(&mut stream, buffer, peer, core).await;
+        let Some(returned) = returned else {
+            return; // a cancelled read kept the buffer
+        };
+        buffer = returned;
+        match header {
+            Some(client) => client,
+            None => {
+                pool::put(buffer);
+                return;
+            }
+        }
+    } else {
+        peer
+    };
     // Our address, for dnstap (one getsockname per connection, only when on).
     let local = core.dnstap.as_ref().and_then(|_| stream.local_addr().ok());
     let (reader, writer) = stream.into_split();
@@ -129,7 +156,7 @@ async fn connection(stream: TcpStream, peer: SocketAddr, core: &Rc<Core>) {
         .forward
         .as_ref()
         .map(|io| (peer, io.connections.borrow_mut().register(&pipe)));
-    let read_side = read_half(reader, &pipe, core, (peer, local), client);
+    let read_side = read_half(reader, buffer, &pipe, core, (peer, local), client);
     let write_side = write_half(writer, &pipe, core);
     let (read_buffer, write_buffer) = monoio::join!(read_side, write_side);
     if let (Some(io), Some((_, client))) = (core.forward.as_ref(), client) {
@@ -148,11 +175,13 @@ async fn connection(stream: TcpStream, peer: SocketAddr, core: &Rc<Core>) {
     }
 }
 
-/// Reads and answers frames from `peer`; `client`: the peer and its
-/// forwarding identity, when forwarding is on. Returns its buffer unless a
-/// cancelled read kept it.
+/// Reads and answers frames from `peer` into `buffer` (a stream buffer
+/// from the pool, holding what was read past a PROXY header, if any);
+/// `client`: the peer and its forwarding identity, when forwarding is on.
+/// Returns its buffer unless a cancelled read kept it.
 async fn read_half(
     mut reader: TcpOwnedReadHalf,
+    mut buffer: Vec<u8>,
     pipe: &Pipe,
     core: &Rc<Core>,
     addresses: (SocketAddr, Option<SocketAddr>),
@@ -160,9 +189,7 @@ async fn read_half(
 ) -> Option<Vec<u8>> {
     let stop = core.stop.listener();
     let limits = core.tcp;
-    let mut buffer = pool::take(Size::Stream);
-    buffer.clear(); // length = octets read and not yet consumed
-                    // When the first octet of the frame now in `buffer` arrived.
+    // When the first octet of the frame now in `buffer` arrived.
     let mut frame_started: Option<Instant> = None;
     // Until a first message has arrived, the wait for one is the initial
     // timeout; then the idle timeout.
@@ -218,6 +245,64 @@ async fn read_half(
     pipe.reading_done.set(true);
     pipe.to_writer.notify();
     buffer
+}
+
+/// Reads the PROXY header that must start a connection from `peer` on a
+/// proxied listener into `buffer` (empty), within the initial timeout.
+/// Returns the client it names (`peer` itself for LOCAL), or `None` if
+/// the connection must close (counted: malformed, cut short or refused;
+/// a connection closed or timed out before its first octet is not), and
+/// the buffer holding what followed the header, unless a cancelled read
+/// kept it. Bounded: the header is at most [`crate::proxy::MAX_HEADER`]
+/// octets, and each read adds at least one.
+async fn proxy_header(
+    stream: &mut TcpStream,
+    mut buffer: Vec<u8>,
+    peer: SocketAddr,
+    core: &Core,
+) -> (Option<SocketAddr>, Option<Vec<u8>>) {
+    use crate::proxy::{self, Parsed, Refusal};
+    let stop = core.stop.listener();
+    let deadline = Instant::now() + core.tcp.initial_timeout;
+    loop {
+        let want = match proxy::parse(&buffer) {
+            Parsed::Header(header) => {
+                core.proxy.accept();
+                buffer.copy_within(header.len.., 0);
+                buffer.truncate(buffer.len() - header.len);
+                return (Some(header.client.unwrap_or(peer)), Some(buffer));
+            }
+            Parsed::Incomplete(needed) => needed,
+            Parsed::Refused(refusal) => {
+                core.proxy.refuse(refusal);
+                return (None, Some(buffer));
+            }
+        };
+        // Only up to the header's end: the queries after it are read by
+        // the read half, into the same buffer.
+        let filled = buffer.len();
+        let wait = deadline.saturating_duration_since(Instant::now());
+        let read = monoio::time::timeout(wait, stream.read(buffer.slice_mut(filled..want)));
+        let (result, slice) = match stop.or(read).await {
+            Some(Ok(read)) => read,
+            Some(Err(_)) => {
+                core.tcp_counters.timed_out(crate::stats::TIMEOUT_INITIAL);
+                if filled > 0 {
+                    core.proxy.refuse(Refusal::Malformed);
+                }
+                return (None, None);
+            }
+            None => return (None, None),
+        };
+        buffer = slice.into_inner();
+        if matches!(result, Ok(0) | Err(_)) {
+            // A partial header is refused (proxy-protocol.txt 2.2).
+            if !buffer.is_empty() {
+                core.proxy.refuse(Refusal::Malformed);
+            }
+            return (None, Some(buffer));
+        }
+    }
 }
 
 /// Answers every complete frame at the start of `input`; returns how many

@@ -37,8 +37,14 @@ const SEND_WAITS: usize = 3;
 //----------- serve ----------------------------------------------------------
 
 /// Serves one UDP socket (the core's listener number `index`) until the
-/// core stops.
-pub(crate) async fn serve(socket: Rc<UdpSocket>, index: usize, core: Rc<Core>) -> io::Result<()> {
+/// core stops; `proxied`: a `proxy.listen` socket, whose datagrams each
+/// start with a PROXY header ([`crate::proxy`]).
+pub(crate) async fn serve(
+    socket: Rc<UdpSocket>,
+    index: usize,
+    proxied: bool,
+    core: Rc<Core>,
+) -> io::Result<()> {
     let stop = core.stop.listener();
     // The batch owns the receive buffers: its I/O vectors point at them
     // once, not at every receive.
@@ -68,7 +74,8 @@ pub(crate) async fn serve(socket: Rc<UdpSocket>, index: usize, core: Rc<Core>) -
             core.worker
                 .borrow_mut()
                 .count_transport(transport, received as u64);
-            let count = answer_batch(&core, index, &batch, &mut answers, received, &mut sends);
+            let listener = (index, proxied);
+            let count = answer_batch(&core, listener, &batch, &mut answers, received, &mut sends);
             send_batch(&socket, &mut batch, &answers, &sends[..count], &stop, &core).await;
             if received < BATCH {
                 break; // the socket's queue is empty
@@ -91,9 +98,13 @@ pub(crate) async fn serve(socket: Rc<UdpSocket>, index: usize, core: Rc<Core>) -
 /// lists `(slot, answer length)` of the answers to send, in order.
 /// Queries to forward start their upstream queries here (sends without
 /// waiting); their answers leave later, from the forwarding tasks.
+/// `listener`: the socket's index and whether it is proxied. A proxied
+/// datagram's header is checked and taken off here: the client it names
+/// is the client of every later stage, and the answer still goes to the
+/// datagram's source (the proxy), without a header.
 fn answer_batch(
     core: &Rc<Core>,
-    index: usize,
+    (index, proxied): (usize, bool),
     batch: &Batch,
     answers: &mut [Vec<u8>],
     received: usize,
@@ -109,20 +120,31 @@ fn answer_batch(
     // The core's list, lent for the batch: forwarding allocates none.
     let mut actions = forward::actions(core);
     for (slot, answer) in answers.iter_mut().take(received).enumerate() {
-        let Some(query) = batch.datagram(slot) else {
+        let Some(datagram) = batch.datagram(slot) else {
             // Longer than the receive buffer: no DNS query is.
             worker.count_dropped(1, 0);
             continue;
         };
+        let (query, client) = if proxied {
+            let unwrapped = crate::proxy::datagram(&core.proxy_allow, batch.peer(slot), datagram);
+            match core.proxy.count(unwrapped) {
+                Some((client, query)) => (query, Some(client)),
+                None => continue,
+            }
+        } else {
+            (datagram, None)
+        };
         // Parsed once: every stage of the worker takes it.
         let parsed = Query::parse(query);
         // The worker reads the address only if it needs it.
-        let peer = || batch.peer(slot);
+        let peer = || client.or_else(|| batch.peer(slot));
         let outcome = worker.answer_udp_lazy(&parsed, &peer, now, answer);
         let forwarded = matches!(outcome, UdpAnswer::Forward);
         let answer_len = match outcome {
             UdpAnswer::Send(answer_len) => Some(answer_len),
             UdpAnswer::Drop => None,
+            // The forwarded answer goes where this one would: to the
+            // datagram's source.
             UdpAnswer::Forward => batch.peer(slot).and_then(|address| {
                 let client = Client::Udp {
                     listener: index,
@@ -133,7 +155,7 @@ fn answer_batch(
         };
         if let Some((tap, time)) = tap {
             let answer = answer_len.map(|len| &answer[..len]);
-            log_exchange(tap, time, batch.peer(slot), index, forwarded, query, answer);
+            log_exchange(tap, time, peer(), index, forwarded, query, answer);
         }
         if let Some(answer_len) = answer_len {
             sends[count] = (slot, answer_len);

@@ -405,6 +405,7 @@ pub(crate) fn render(
         );
     }
     render_xdp(o, &total.xdp);
+    render_proxy(o, &total.proxy);
     render_forward(o, &total.forward);
     render_zones(o, zones);
     out
@@ -459,6 +460,28 @@ fn render_xdp(o: &mut String, xdp: &tern_server::XdpStats) {
     );
     for (reason, count) in tern_server::XDP_PASSED.iter().zip(xdp.passed) {
         let _ = writeln!(o, "tern_xdp_passed_total{{reason=\"{reason}\"}} {count}");
+    }
+}
+
+/// The PROXY protocol's series (zero without `proxy.listen`).
+fn render_proxy(o: &mut String, proxy: &tern_server::ProxyStats) {
+    single(
+        o,
+        "tern_proxy_accepted_total",
+        "counter",
+        "PROXY protocol v2 headers accepted on proxy.listen (UDP datagrams and TCP connections).",
+        proxy.accepted,
+    );
+    family(
+        o,
+        "tern_proxy_refused_total",
+        "counter",
+        "UDP datagrams and TCP connections on proxy.listen dropped, by reason: a source outside \
+         proxy.allow (untrusted), no PROXY v2 header (missing), a broken, cut or too long one \
+         (malformed), version 1 or no IP client (unsupported).",
+    );
+    for (reason, count) in tern_server::PROXY_REFUSALS.iter().zip(proxy.refused) {
+        let _ = writeln!(o, "tern_proxy_refused_total{{reason=\"{reason}\"}} {count}");
     }
 }
 
@@ -706,6 +729,8 @@ mod tests {
         total.xdp.refused[tern_wire::frame::Refusal::Checksum.index()] = 2;
         total.xdp.kernel_dropped = 5;
         total.xdp.passed[1] = 4; // IPv4 options
+        total.proxy.accepted = 6;
+        total.proxy.refused[0] = 3; // untrusted
         let secondary = tern_zones::owner::Status {
             transfers: [1, 3],
             ..Default::default()
@@ -752,6 +777,9 @@ mod tests {
             "tern_xdp_dropped_total{reason=\"checksum\"} 2",
             "tern_xdp_dropped_total{reason=\"kernel\"} 5",
             "tern_xdp_passed_total{reason=\"ipv4_options\"} 4",
+            "tern_proxy_accepted_total 6",
+            "tern_proxy_refused_total{reason=\"untrusted\"} 3",
+            "tern_proxy_refused_total{reason=\"malformed\"} 0",
         ] {
             assert!(text.lines().any(|l| l == line), "{line} missing:\n{text}");
         }

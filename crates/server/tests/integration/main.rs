@@ -6,6 +6,7 @@
 //!   (docs/decisions/0005), over UDP and TCP;
 //! - `nsid`: NSID (RFC 5001) on the cache, respond, TCP and forward
 //!   paths;
+//! - `proxy`: the PROXY protocol v2 on `proxy.listen`, over UDP and TCP;
 //! - `rrl`: response rate limiting of a loopback burst, and an exempt
 //!   client;
 //! - `runtime`: several cores on one port (SO_REUSEPORT), IPv6, reload
@@ -28,6 +29,7 @@ use tern_wire::parse::MessageView;
 mod forward;
 mod malformed;
 mod nsid;
+mod proxy;
 mod rrl;
 mod runtime;
 mod tcp;

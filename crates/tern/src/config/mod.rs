@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 
+mod proxy;
 mod raw;
 pub(crate) mod value;
 
@@ -117,6 +118,9 @@ pub(crate) struct Config {
     /// The zones signed as they are loaded (`dnssec-policy`), their
     /// policies and where their keys are; `None` (the default): none.
     pub(crate) signing: Option<tern_zones::signing::Signing>,
+    /// The PROXY protocol v2 listeners and allowed proxies (`proxy:`);
+    /// default: none.
+    pub(crate) proxy: tern_server::ProxyConfig,
 }
 
 /// The `cookies:` section.
@@ -190,6 +194,7 @@ impl Default for Config {
             dnstap: None,
             xdp: Vec::new(),
             signing: None,
+            proxy: tern_server::ProxyConfig::default(),
         }
     }
 }
@@ -222,6 +227,7 @@ impl Config {
         if !overrides.xdp.is_empty() {
             config.xdp = check_interfaces(overrides.xdp.clone()).context("--xdp")?;
         }
+        proxy::check(&config.proxy, &config.listen, &config.xdp)?;
         Ok(config)
     }
 
@@ -360,6 +366,10 @@ impl Config {
         if let Some(interfaces) = raw.xdp.and_then(|xdp| xdp.interfaces) {
             config.xdp = check_interfaces(interfaces).context("xdp.interfaces")?;
         }
+        if let Some(section) = raw.proxy {
+            config.proxy = proxy::proxy_config(section)?;
+        }
+        proxy::check(&config.proxy, &config.listen, &config.xdp)?;
         config.signing =
             signing_config(raw.dnssec, &signed_zones, config.state_directory.as_deref())?;
         let keys = config.transfer.keys.clone();
@@ -482,6 +492,7 @@ impl Config {
             // Each core's end of the dnstap writer, which `serve` starts.
             dnstap: Vec::new(),
             xdp: self.xdp.clone(),
+            proxy: self.proxy.clone(),
         }
     }
 
@@ -520,6 +531,7 @@ impl Config {
         compare("user", self.user != next.user);
         compare("dnstap", self.dnstap != next.dnstap);
         compare("xdp", self.xdp != next.xdp);
+        compare("proxy", self.proxy != next.proxy);
         compare(
             "transfer.ixfr-history",
             self.ixfr_history != next.ixfr_history,
@@ -1741,6 +1753,70 @@ mod tests {
             let text = format!("xdp:\n  interfaces: {bad}\n");
             assert!(from_text(&text, ".").is_err(), "{bad} was accepted");
         }
+    }
+
+    /// `proxy:`: allowed prefixes and proxied listeners, the latter
+    /// needing the former, never also in `listen`, sharing no port with
+    /// an AF_XDP listener; a change needs a restart.
+    #[test]
+    fn proxy_section() {
+        assert_eq!(Config::default().proxy, tern_server::ProxyConfig::default());
+        let text = "listen: ['127.0.0.1:53']\nproxy:\n  allow: [127.0.0.1/32, '::1']\n  \
+                    listen: ['127.0.0.1:5354', '[::1]:5354']\n";
+        let config = from_text(text, ".").unwrap();
+        let proxy = &config.server_config(None).proxy;
+        assert_eq!(proxy.listen.len(), 2);
+        assert!(proxy.allows("127.0.0.1".parse().unwrap()));
+        assert!(proxy.allows("::1".parse().unwrap()));
+        assert!(!proxy.allows("127.0.0.2".parse().unwrap()));
+        assert!(Config::default()
+            .restart_changes(&config)
+            .contains(&"proxy"));
+        // Allowed proxies alone change nothing yet, and are fine.
+        assert!(from_text("proxy:\n  allow: [10.0.0.0/8]\n", ".").is_ok());
+        for (bad, key) in [
+            ("proxy:\n  listen: ['127.0.0.1:5354']\n", "proxy.allow"),
+            ("proxy:\n  allow: [10.0.0.0/33]\n", "proxy.allow"),
+            (
+                "proxy:\n  allow: [127.0.0.1]\n  listen: []\n",
+                "proxy.listen",
+            ),
+            (
+                "listen: ['127.0.0.1:53']\nproxy:\n  allow: [127.0.0.1]\n  \
+                 listen: ['127.0.0.1:53']\n",
+                "also in listen",
+            ),
+            ("proxy:\n  allow: [127.0.0.1]\n  bogus: 1\n", "proxy"),
+            (
+                "listen: ['0.0.0.0:53']\nxdp:\n  interfaces: [eth0]\nproxy:\n  \
+                 allow: [127.0.0.1]\n  listen: ['127.0.0.1:53']\n",
+                "AF_XDP",
+            ),
+        ] {
+            let err = format!("{:#}", from_text(bad, ".").unwrap_err());
+            assert!(err.contains(key), "{bad}: {err}");
+        }
+        // AF_XDP on another port than the proxied listener's: fine.
+        let text = "listen: ['0.0.0.0:53']\nxdp:\n  interfaces: [eth0]\nproxy:\n  \
+                    allow: [127.0.0.1]\n  listen: ['127.0.0.1:5354']\n";
+        assert!(from_text(text, ".").is_ok());
+        // --listen and --xdp are checked against it too.
+        let dir = std::env::temp_dir().join(format!("tern-proxy-config-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("tern.yaml");
+        std::fs::write(
+            &path,
+            "proxy:\n  allow: [127.0.0.1]\n  listen: ['127.0.0.1:5354']\n",
+        )
+        .unwrap();
+        let overrides = Overrides {
+            config: Some(path.clone()),
+            listen: vec!["127.0.0.1:5354".parse().unwrap()],
+            ..Overrides::default()
+        };
+        let err = format!("{:#}", Config::load(&overrides).unwrap_err());
+        assert!(err.contains("also in listen"), "{err}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -57,6 +57,15 @@ pub(crate) struct RawConfig {
     pub(crate) dnstap: Option<RawDnstap>,
     pub(crate) xdp: Option<RawXdp>,
     pub(crate) dnssec: Option<RawDnssec>,
+    pub(crate) proxy: Option<RawProxy>,
+}
+
+/// `proxy:`, the PROXY protocol v2 (`config/proxy.rs`).
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawProxy {
+    pub(crate) allow: Option<Vec<Parsed<CidrKind>>>,
+    pub(crate) listen: Option<Listen>,
 }
 
 /// `dnssec:`, signing (issue 24).
