@@ -116,14 +116,17 @@ compliance: release
 ## signed, a corrupt key file failing its zone alone, a zone signed again
 ## before its signatures expire without its file changing, keys moved from
 ## BIND and PEM without a rollover and RSA signing, ZSK, KSK and CSK
-## rollovers under a validating Unbound with no bogus answer, and every kind
-## of name validated by Unbound from a private root (tests/dnssec).
+## rollovers under a validating Unbound with no bogus answer, every kind
+## of name validated by Unbound from a private root, and Knot, NSD and BIND
+## as secondaries, by AXFR then IXFR after an edit and after a signature
+## refresh (tests/dnssec).
 dnssec: release
 	TERN_BIN=$(RELEASE_BIN) python3 tests/dnssec/signing.py
 	TERN_BIN=$(RELEASE_BIN) python3 tests/dnssec/resign.py
 	TERN_BIN=$(RELEASE_BIN) python3 tests/dnssec/import.py
 	TERN_BIN=$(RELEASE_BIN) python3 tests/dnssec/rollover.py
 	TERN_BIN=$(RELEASE_BIN) python3 tests/dnssec/validate.py
+	TERN_BIN=$(RELEASE_BIN) python3 tests/dnssec/secondaries.py
 
 ## The Prometheus endpoint, scraped by a real Prometheus (tests/metrics).
 metrics: release
