@@ -126,6 +126,9 @@ def port_53_free(address: str) -> bool:
         with socket.socket(socket.AF_INET, kind) as s:
             try:
                 s.bind((address, 53))
+            except PermissionError:
+                fail("binding port 53 needs root or CAP_NET_BIND_SERVICE (the servers of the "
+                     "private tree listen there, so that Unbound follows their glue)")
             except OSError:
                 return False
     return True
