@@ -627,9 +627,12 @@ fn check(
             .filter(|record| record.rtype == rtype)
             .count()
     };
+    // The apex's NSEC3PARAM records (one below the apex is data like any
+    // other, signed and kept).
+    let apex_params = rrsets[&apex].get(&RType::NSEC3PARAM.0).map_or(0, Vec::len);
     match &options.denial {
         Denial::Nsec => {
-            if count(RType::NSEC3) + count(RType::NSEC3PARAM) != 0 {
+            if count(RType::NSEC3) + apex_params != 0 {
                 fail!("NSEC3 or NSEC3PARAM in an NSEC zone");
             }
             let mut owners: Vec<&Vec<u8>> = kinds
@@ -691,7 +694,7 @@ fn check(
             wanted_param.extend_from_slice(&params.iterations.to_be_bytes());
             wanted_param.push(params.salt.len() as u8);
             wanted_param.extend_from_slice(&params.salt);
-            if param != Some(&wanted_param[..]) || count(RType::NSEC3PARAM) != 1 {
+            if param != Some(&wanted_param[..]) || apex_params != 1 {
                 fail!("NSEC3PARAM {param:?}, wanted {wanted_param:?}");
             }
             // The names the chain covers, with their bitmaps.
@@ -896,7 +899,8 @@ mod tests {
             }))
             .is_err()
         };
-        let breaks: [(&str, fn(&mut Vec<Record>)); 5] = [
+        type Break = (&'static str, fn(&mut Vec<Record>));
+        let breaks: [Break; 5] = [
             ("an RRSIG removed", |records| {
                 let at = records
                     .iter()
