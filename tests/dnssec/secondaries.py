@@ -184,11 +184,12 @@ def settle(tern: smod.Server, secondaries: list[smod.Server], zone: str) -> tupl
     raise AssertionError
 
 
-def transfers(tern: smod.Server, zone: str, source: str) -> list[tuple[str, int]]:
-    """(kind, serial) of each transfer of `zone` out to `source`, from tern's log."""
+def transfers(tern: smod.Server, zone: str, source: str) -> list[tuple[str, int, int]]:
+    """(kind, serial, records) of each transfer of `zone` out to `source`, from tern's
+    log."""
     pattern = re.compile(rf"{re.escape(zone)}\. (AXFR|IXFR(?: \([a-z ]+\))?), outgoing, to "
-                         rf"{re.escape(source)}, serial (\d+):")
-    return [(m.group(1), int(m.group(2)))
+                         rf"{re.escape(source)}, serial (\d+): \d+ messages, (\d+) records")
+    return [(m.group(1), int(m.group(2)), int(m.group(3)))
             for m in pattern.finditer(tern.log_path.read_text(errors="replace"))]
 
 
@@ -201,8 +202,8 @@ def check(step: str, wanted_kind: str, tern: smod.Server, secondaries: list[smod
         source = SOURCES[secondary.name]
         seen = transfers(tern, zone, source)
         # The transfer that brought the version ("IXFR (current)" answers a check only).
-        kind = next((kind for kind, number in reversed(seen)
-                     if number == target and kind != "IXFR (current)"), None)
+        kind, size = next(((kind, size) for kind, number, size in reversed(seen)
+                           if number == target and kind != "IXFR (current)"), (None, 0))
         if kind != wanted_kind:
             fail(f"{step}: {secondary.name} got {zone}. serial {target} by {kind}, not "
                  f"{wanted_kind} (transfers out to {source}: {seen})", tern, secondary)
@@ -214,8 +215,8 @@ def check(step: str, wanted_kind: str, tern: smod.Server, secondaries: list[smod
         signing.verify(secondary, zone, tmp / f"{zone}.{secondary.name}.{target}.axfr",
                        csk_only=zone == CSK)
         print(f"{NAME}: {step}: {secondary.name} serves {zone}. serial {target}, brought by "
-              f"{kind} (transfers out to it: {[k for k, _ in seen]}); its copy equals tern's "
-              f"({len(copy)} records) and verifies")
+              f"{kind} of {size} records (transfers out to it: {[k for k, _, _ in seen]}); "
+              f"its copy equals tern's ({len(copy)} records) and verifies")
     return target
 
 
