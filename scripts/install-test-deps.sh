@@ -2,19 +2,20 @@
 # Install what the test suites (tests/differential, tests/service, tests/metrics, ...) need on
 # a Debian machine: Knot DNS, NSD, dig/kdig, dnsperf, Prometheus and promtool, BIND's
 # dnssec-keygen/dnssec-signzone/dnssec-verify (bind9-utils), ldns-verify-zone (ldnsutils, for
-# crates/dnssec's signed zones), dnstap-read (bind9-dnsutils) and
+# crates/dnssec's signed zones), kzonecheck (knot-dnssecutils, for tests/dnssec), dnstap-read (bind9-dnsutils) and
 # fstrm_capture (fstrm-bin) for the dnstap tests, clang (which builds the XDP program; tern
 # builds without it, but then `--xdp` refuses to start), iproute2 and ethtool for the XDP
 # test's namespaces and veth offloads (and kxdpgun, from knot-dnsutils, for
-# scripts/bench-xdp.sh), Unbound (the validating resolver of tests/dnssec/rollover.py), dnsdist
-# (the PROXY protocol v2 sender of tests/proxy), and
+# scripts/bench-xdp.sh), Unbound (the validating resolver of tests/dnssec/rollover.py and
+# validate.py; the package's own service is not used), dnsdist (the PROXY protocol v2 sender
+# of tests/proxy), and
 # Python's dnspython with its DNSSEC extra (the `cryptography` package, for the validator
 # check). Idempotent: does nothing when everything is already there; runs `apt-get update`
 # only when a package is missing.
 set -euo pipefail
 
 PYTHON="${PYTHON:-python3}"
-PKGS=(knot knot-dnsutils nsd bind9-utils bind9-dnsutils ldnsutils dnsperf prometheus fstrm-bin clang iproute2 ethtool unbound dnsdist)
+PKGS=(knot knot-dnsutils knot-dnssecutils nsd bind9-utils bind9-dnsutils ldnsutils dnsperf prometheus fstrm-bin clang iproute2 ethtool unbound dnsdist)
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then

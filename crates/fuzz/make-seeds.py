@@ -362,9 +362,64 @@ def update_seeds():
     yield "formerr-trailing", bytes(wire) + b"\0"
     b = bytearray(wire); b[2] |= 0x80
     yield "formerr-response", bytes(b)
+# sign_zone (tern_dnssec::fuzzing::sign): an options octet, then 4 octets per record:
+# depth and first label, second and third labels, type and TTL, value. Labels and
+# types index the tables of crates/dnssec/src/fuzzing.rs.
+SIGN_LABELS = ["a", "b", "c", "*", "www", "ns", "sub", "A", "B", "xn--9a", "x-y", "\\.",
+               "\\255", "0", "z", "Sub"]
+SIGN_TYPES = ["A", "AAAA", "TXT", "NS", "DS", "MX", "CNAME", "DNAME", "SOA", "NSEC", "RRSIG",
+              "DNSKEY", "NSEC3PARAM", "CAA", "CDS", "TYPE1234"]
+
+
+def sign_record(owner, rtype, value, ttl_index=0):
+    """The 4 octets of one record: `owner` as labels (up to 3, from SIGN_LABELS)."""
+    labels = [SIGN_LABELS.index(label) for label in owner] + [0, 0, 0]
+    a = len(owner) | (labels[0] << 4)
+    b = labels[1] | (labels[2] << 4)
+    c = SIGN_TYPES.index(rtype) | (ttl_index << 6)
+    return bytes([a, b, c, value])
+
+
+def sign_seeds():
+    # A zone with each kind of name: data, a wildcard, empty non-terminals (a.b.c),
+    # an insecure delegation with glue (sub), a secure one (a, with DS), a CNAME,
+    # records to replace (RRSIG, NSEC, an apex DNSKEY and NSEC3PARAM), CDS and CAA
+    # at the apex, a generic type, and mixed case (A, B, Sub).
+    zone = b"".join([
+        sign_record(["www"], "A", 80),
+        sign_record(["www"], "AAAA", 80),
+        sign_record(["*", "b"], "TXT", 9),
+        sign_record(["a", "b", "c"], "A", 3),
+        sign_record(["sub"], "NS", 1),              # target "a" (value 1: one label, a)
+        sign_record(["ns", "sub"], "A", 53),        # glue
+        sign_record(["a"], "NS", 0),                # target outside the zone
+        sign_record(["a"], "DS", 13),
+        sign_record(["z"], "CNAME", 0x11),
+        sign_record(["www"], "RRSIG", 1),
+        sign_record(["www"], "NSEC", 1),
+        sign_record([], "DNSKEY", 1),
+        sign_record([], "NSEC3PARAM", 0),
+        sign_record([], "CDS", 2),
+        sign_record([], "CAA", 3),
+        sign_record(["x-y"], "TYPE1234", 4, ttl_index=1),
+        sign_record(["A", "B"], "MX", 0x25),
+        sign_record(["Sub", "b"], "TXT", 5, ttl_index=2),
+    ])
+    # Options: bit 0 NSEC3, 1 opt-out, 2 KSK+ZSK, 3 Ed25519, 4-5 iterations, 6 salt,
+    # 7 a serial served before.
+    for options, name in ((0x00, "nsec-csk-p256"), (0x0c, "nsec-kz-ed25519"),
+                          (0x01, "nsec3-csk-p256"), (0x4d, "nsec3-salt-kz-ed25519"),
+                          (0x03, "nsec3-optout-csk-p256"), (0x1f, "nsec3-optout-1-kz-ed25519"),
+                          (0xa1, "nsec3-5-serial-csk-p256"), (0x80, "nsec-serial-csk-p256")):
+        yield name, bytes([options]) + zone
+    yield "apex-only", b"\x00"
+    # Refused by the checks: a CNAME beside other data.
+    yield "cname-and-data", b"\x00" + sign_record(["www"], "CNAME", 0) + sign_record(["www"], "A", 1)
 
 
 def main():
+    for name, data in sign_seeds():
+        write("sign_zone", name, data)
     for name, data in messages():
         for target in ("parse_message", "roundtrip", "respond"):
             write(target, name, data)

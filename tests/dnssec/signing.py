@@ -11,8 +11,8 @@ Checked, in order (each step fails the script with tern's log):
 
 1. tern starts with no keys, generates them under the state directory, and serves both
    zones signed: each zone read back by AXFR (dig, `transfer.allow: 127.0.0.1`) passes
-   BIND's `dnssec-verify` (`-z` for the CSK-only zone, whose one key has flags 257)
-   and ldns's `ldns-verify-zone`; a query with DO gets the RRSIGs of its answer;
+   BIND's `dnssec-verify` (`-z` for the CSK-only zone, whose one key has flags 257),
+   ldns's `ldns-verify-zone` and Knot's `kzonecheck -d on` (every AXFR below too); a query with DO gets the RRSIGs of its answer;
    `STATE/keys/ORIGIN/` holds one `.pem` and one `.meta` per key, each of mode 0600,
    the PEM's `PRIVATE KEY` and the metadata's role and algorithm as the policy says.
 2. After a restart the DNSKEY RRset each zone serves is byte-identical and the key
@@ -132,8 +132,14 @@ def verify(tern: smod.Server, origin: str, path: pathlib.Path, csk_only: bool) -
     if done.returncode != 0:
         fail(f"ldns-verify-zone rejects {origin}: {done.stdout[-600:]} {done.stderr[-600:]}",
              tern)
+    ldns = (done.stdout + done.stderr).strip().splitlines()[-1]
+    # Knot's semantic checks with its DNSSEC checks on (knot-dnssecutils).
+    done = run(["kzonecheck", "-o", f"{origin}.", "-d", "on", str(path)])
+    if done.returncode != 0:
+        fail(f"kzonecheck -d on rejects {origin}: {done.stdout[-600:]} {done.stderr[-600:]}",
+             tern)
     print(f"dnssec/signing: {origin} by AXFR: dnssec-verify: {last}; ldns-verify-zone: "
-          f"{(done.stdout + done.stderr).strip().splitlines()[-1]}")
+          f"{ldns}; kzonecheck -d on: {(done.stdout + done.stderr).strip() or 'no error'}")
 
 
 def query(tern: smod.Server, qname: str, rtype: str, dnssec: bool = True) -> wire.Response:

@@ -71,6 +71,9 @@ pub mod nsec3;
 pub mod rrsig;
 pub mod zone;
 
+#[doc(hidden)]
+pub mod fuzzing;
+
 pub use key::{Algorithm, KeyError, KeyRole, SigningKey};
 pub use nsec3::Nsec3Params;
 pub use rrsig::{sign_rrset, Rrset, Validity};
