@@ -562,7 +562,10 @@ fn answer_client(stream: UnixStream, control: &Control) -> io::Result<()> {
             secondary_command(control, verb, zone)
         }
         (Some("notify"), Some(zone), None) => notify_command(control, zone),
-        (Some("keys"), _, _) => crate::keyctl::command(&control.zones, &control.reloads, &command),
+        (Some("keys"), _, _) => {
+            let resign = |zone| control.reloads.resign(zone);
+            crate::keyctl::command(&control.zones, &resign, &command)
+        }
         _ => format!(
             "error: unknown command {:?}; the commands are: {COMMANDS}\n",
             command.trim()

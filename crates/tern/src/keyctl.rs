@@ -13,8 +13,6 @@ use tern_zones::keys;
 use tern_zones::owner::Zones;
 use tern_zones::rollover::{self, DsSeen, ZoneKeys};
 
-use crate::control::Reloads;
-
 /// `tern keys`: what to do with a signed zone's keys.
 #[derive(clap::Subcommand, Debug)]
 pub(crate) enum KeysCommand {
@@ -77,17 +75,19 @@ impl KeysCommand {
 }
 
 /// The control socket's `keys ...` commands (the line whole); the reply.
-pub(crate) fn command(zones: &Zones, reloads: &Reloads, line: &str) -> String {
+/// `resign` queues a zone to be signed again (the control socket's
+/// reload thread: `Reloads::resign`).
+pub(crate) fn command(zones: &Zones, resign: &dyn Fn(LowerNameBuf), line: &str) -> String {
     let words: Vec<&str> = line.split_whitespace().take(5).collect();
     let outcome = match words[..] {
         ["keys", "list"] => Ok(list(zones, None)),
         ["keys", "list", zone] => signed(zones, zone).map(|keys| list(zones, Some(&keys))),
         ["keys", "rollover", zone, role] => {
-            signed(zones, zone).and_then(|keys| rollover_now(reloads, &keys, role))
+            signed(zones, zone).and_then(|keys| rollover_now(resign, &keys, role))
         }
         ["keys", "ds", zone] => signed(zones, zone).and_then(|keys| ds(&keys)),
         ["keys", "ds-seen", zone, tag] => {
-            signed(zones, zone).and_then(|keys| ds_seen(reloads, &keys, tag))
+            signed(zones, zone).and_then(|keys| ds_seen(resign, &keys, tag))
         }
         ["keys", "generate", zone, role] => signed(zones, zone).and_then(|keys| {
             let role = parse_role(role)?;
@@ -183,10 +183,14 @@ fn list(zones: &Zones, only: Option<&ZoneKeys>) -> String {
 }
 
 /// `keys rollover ZONE ROLE`.
-fn rollover_now(reloads: &Reloads, zone: &ZoneKeys, role: &str) -> Result<String, String> {
+fn rollover_now(
+    resign: &dyn Fn(LowerNameBuf),
+    zone: &ZoneKeys,
+    role: &str,
+) -> Result<String, String> {
     let role = parse_role(role)?;
     let (new, old) = rollover::start(&zone.dir, &zone.policy, role, now())?;
-    reloads.resign(LowerNameBuf::from_name(zone.origin.as_name()));
+    resign(LowerNameBuf::from_name(zone.origin.as_name()));
     Ok(format!(
         "{}: {} rollover started: key {new} replaces key {old}\n",
         zone.origin,
@@ -221,13 +225,13 @@ fn ds(zone: &ZoneKeys) -> Result<String, String> {
 }
 
 /// `keys ds-seen ZONE KEYTAG`.
-fn ds_seen(reloads: &Reloads, zone: &ZoneKeys, tag: &str) -> Result<String, String> {
+fn ds_seen(resign: &dyn Fn(LowerNameBuf), zone: &ZoneKeys, tag: &str) -> Result<String, String> {
     let tag: u16 = tag
         .parse()
         .map_err(|_| format!("bad key tag {tag:?}; expected 0..65535"))?;
     match rollover::ds_seen(&zone.dir, tag, None, now())? {
         DsSeen::Recorded => {
-            reloads.resign(LowerNameBuf::from_name(zone.origin.as_name()));
+            resign(LowerNameBuf::from_name(zone.origin.as_name()));
             Ok(format!(
                 "{}: key {tag}'s DS recorded as seen at the parent\n",
                 zone.origin

@@ -17,6 +17,8 @@
 //!   `tern-resign` thread);
 //! - [`rollover`] and [`parent`]: key rollovers (RFC 7583) and the check
 //!   of the parent's DS set.
+//! - [`policy`]: a signed zone's policy, read by the signer and the
+//!   rollovers.
 //!
 //! Nothing here runs on a core or is known to the per-core runtime
 //! (`tern-server`): the cores receive finished versions as catalog changes,
@@ -33,6 +35,7 @@ pub mod load;
 pub mod notify;
 pub mod owner;
 pub mod parent;
+pub mod policy;
 pub mod refresh;
 pub mod resign;
 pub mod rollover;

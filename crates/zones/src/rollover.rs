@@ -41,7 +41,7 @@ use tern_dnssec::{KeyRole, KeySet, SigningKey, ZoneKey};
 use tern_wire::name::NameBuf;
 
 use crate::keys::{self, StoredKey};
-use crate::signing::{CdsCdnskey, Policy};
+use crate::policy::{CdsCdnskey, Policy};
 
 /// The zone's TTLs a rollover waits for, as the loader reads them at a
 /// signing.
