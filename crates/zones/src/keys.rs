@@ -509,6 +509,19 @@ fn write_new(
     pkcs8: &[u8],
     meta: KeyMeta,
 ) -> Result<StoredKey, String> {
+    let path = write_files(dir, &meta, pkcs8, false)?;
+    Ok(StoredKey { key, meta, path })
+}
+
+/// Writes a key's metadata, then its private key, into `dir` (made with
+/// mode 0700 if missing); with `refuse_existing`, refuses when either file
+/// is there. Returns the private key's path.
+fn write_files(
+    dir: &Path,
+    meta: &KeyMeta,
+    pkcs8: &[u8],
+    refuse_existing: bool,
+) -> Result<PathBuf, String> {
     DirBuilder::new()
         .recursive(true)
         .mode(0o700)
@@ -517,15 +530,18 @@ fn write_new(
     let stem = meta.stem();
     let meta_path = dir.join(format!("{stem}{META_SUFFIX}"));
     let key_path = dir.join(format!("{stem}{KEY_SUFFIX}"));
+    if refuse_existing {
+        for path in [&meta_path, &key_path] {
+            if path.exists() {
+                return Err(format!("{}: already there", path.display()));
+            }
+        }
+    }
     write_private(&meta_path, meta.to_text().as_bytes())
         .map_err(|err| format!("{}: cannot write: {err}", meta_path.display()))?;
     write_private(&key_path, to_pem(pkcs8).as_bytes())
         .map_err(|err| format!("{}: cannot write: {err}", key_path.display()))?;
-    Ok(StoredKey {
-        key,
-        meta,
-        path: key_path,
-    })
+    Ok(key_path)
 }
 
 impl StoredKey {
@@ -562,24 +578,7 @@ impl StoredKey {
 /// Refuses to replace a file of the same name. Returns the private key's
 /// path.
 pub fn store_key(dir: &Path, meta: &KeyMeta, pkcs8: &[u8]) -> Result<PathBuf, String> {
-    DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .map_err(|err| format!("{}: cannot create: {err}", dir.display()))?;
-    let stem = meta.stem();
-    let meta_path = dir.join(format!("{stem}{META_SUFFIX}"));
-    let key_path = dir.join(format!("{stem}{KEY_SUFFIX}"));
-    for path in [&meta_path, &key_path] {
-        if path.exists() {
-            return Err(format!("{}: already there", path.display()));
-        }
-    }
-    write_private(&meta_path, meta.to_text().as_bytes())
-        .map_err(|err| format!("{}: cannot write: {err}", meta_path.display()))?;
-    write_private(&key_path, to_pem(pkcs8).as_bytes())
-        .map_err(|err| format!("{}: cannot write: {err}", key_path.display()))?;
-    Ok(key_path)
+    write_files(dir, meta, pkcs8, true)
 }
 
 /// Writes `bytes` to `path` whole and readable by its owner only: into
