@@ -673,7 +673,10 @@ fn memory_is_taken_once() {
             assert!(cache.len() <= 300 && cache.bytes() <= 48 << 10);
         }
         cache.slab.assert_consistent(&live_extents(&cache));
-        assert_eq!(cache.table.capacity(), table.0, "round {round}");
+        // Never grown: a reallocation would double the capacity, while the
+        // tombstones of removed entries (their number depends on the hash
+        // key, random per process) only lower what hashbrown reports.
+        assert!(cache.table.capacity() <= table.0, "round {round}");
         assert_eq!((cache.slots.capacity(), cache.slots.as_ptr()), slots);
         assert_eq!(cache.slab.capacity(), slab);
         cache.clear();
