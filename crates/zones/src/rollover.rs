@@ -205,18 +205,25 @@ pub fn due_by_lifetime(metas: &[&keys::KeyMeta], policy: &Policy, now: u64) -> O
     if in_progress(metas, now).is_some() {
         return None;
     }
-    policy
-        .keys
-        .roles()
-        .iter()
-        .filter_map(|&role| {
-            let lifetime = lifetime(policy, role);
-            let key = metas[current(metas, role, now)?];
-            let due = key.active?.checked_add(lifetime)?;
-            (lifetime > 0 && due <= now).then_some((due, role))
-        })
+    lifetime_ends(metas, policy, now)
+        .filter(|&(due, _)| due <= now)
         .min_by_key(|(due, _)| *due)
         .map(|(_, role)| role)
+}
+
+/// When each role's current key reaches the end of its lifetime, for the
+/// roles whose lifetime is not 0 (never rolled).
+fn lifetime_ends<'a>(
+    metas: &'a [&keys::KeyMeta],
+    policy: &'a Policy,
+    now: u64,
+) -> impl Iterator<Item = (u64, KeyRole)> + 'a {
+    policy.keys.roles().iter().filter_map(move |&role| {
+        let lifetime = lifetime(policy, role);
+        let key = metas[current(metas, role, now)?];
+        let due = key.active?.checked_add(lifetime)?;
+        (lifetime > 0).then_some((due, role))
+    })
 }
 
 /// The outcome of [`advance`].
@@ -338,15 +345,8 @@ pub fn next_event(metas: &[&keys::KeyMeta], policy: &Policy, now: u64) -> Option
     let lifetimes = if in_progress(metas, now).is_some() {
         Vec::new()
     } else {
-        policy
-            .keys
-            .roles()
-            .iter()
-            .filter_map(|&role| {
-                let lifetime = lifetime(policy, role);
-                let key = metas[current(metas, role, now)?];
-                (lifetime > 0).then(|| key.active?.checked_add(lifetime))?
-            })
+        lifetime_ends(metas, policy, now)
+            .map(|(due, _)| due)
             .collect()
     };
     planned
