@@ -14,8 +14,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rand::Rng as _;
-use tern_dnssec::{sign_zone, Algorithm, Denial, Nsec3Params, SignOptions, SignedZone, Validity};
+use tern_dnssec::{
+    resign_zone, sign_zone, Algorithm, Denial, Nsec3Params, Refresh, Resigned, SignOptions,
+    SignedZone, Validity,
+};
 use tern_wire::name::Name;
+use tern_wire::types::RType;
 use tern_zone::RecordList;
 
 use crate::keys::{self, KeyScheme};
@@ -75,8 +79,12 @@ pub struct Policy {
     pub ksk_lifetime: u64,
     /// How long a signature is valid from its signing.
     pub rrsig_lifetime: u64,
-    /// How long before expiry the zone is signed anew.
+    /// How long before expiry a signature is made anew, at the latest.
     pub rrsig_refresh: u64,
+    /// How much earlier still, at most, spread over the signatures so
+    /// that they are refreshed in batches over this time rather than all
+    /// at once ([`tern_dnssec::Refresh`]).
+    pub rrsig_jitter: u64,
     /// NSEC3, or NSEC when `None`.
     pub nsec3: Option<Nsec3Policy>,
     /// The DNSKEY RRset's TTL; `None`: the SOA's.
@@ -98,6 +106,7 @@ impl Policy {
             ksk_lifetime: 0,
             rrsig_lifetime: 14 * 86_400,
             rrsig_refresh: 7 * 86_400,
+            rrsig_jitter: DEFAULT_RRSIG_JITTER,
             nsec3: None,
             dnskey_ttl: None,
             cds_cdnskey: CdsCdnskey::default(),
@@ -166,16 +175,7 @@ pub fn sign<R: RecordList + ?Sized>(
     let stored =
         keys::load_or_generate(state_directory, origin, policy.algorithm, policy.keys, now)?;
     let keys: Vec<_> = stored.into_iter().map(|stored| stored.key).collect();
-    let validity = Validity::new(
-        now.saturating_sub(INCEPTION_BACKDATE),
-        now.saturating_add(policy.rrsig_lifetime),
-    )
-    .ok_or_else(|| {
-        format!(
-            "signatures from {now} for {} s do not fit the RRSIG time fields",
-            policy.rrsig_lifetime
-        )
-    })?;
+    let validity = validity(policy, now)?;
     let denial = match &policy.nsec3 {
         None => Denial::Nsec,
         Some(nsec3) => {
@@ -195,4 +195,116 @@ pub fn sign<R: RecordList + ?Sized>(
         serial_above,
     };
     sign_zone(origin, records, &keys, &options).map_err(|err| format!("signing: {err}"))
+}
+
+/// The default `rrsig-jitter`: two days, so that the signatures of a zone
+/// signed at one moment are refreshed over two days rather than on one.
+pub const DEFAULT_RRSIG_JITTER: u64 = 2 * 86_400;
+
+/// A refresh takes the signatures due within `rrsig-jitter` divided by
+/// this after it: a zone's signatures are refreshed in about this many
+/// batches (each a new version and an IXFR increment) over the jitter.
+pub const RESIGN_BATCHES: u64 = 24;
+
+/// When the signatures of a zone signed under `policy` are refreshed, at
+/// Unix time `now`.
+pub fn refresh_of(policy: &Policy, now: u64) -> Refresh {
+    Refresh {
+        now,
+        refresh: policy.rrsig_refresh,
+        jitter: policy.rrsig_jitter,
+        window: policy.rrsig_jitter / RESIGN_BATCHES,
+    }
+}
+
+/// When the zone signed under `policy` at `now` into `records` must be
+/// signed again: its first signature due for refresh, else (no signature
+/// read) [`resign_due`].
+pub fn next_resign<R: RecordList + ?Sized>(policy: &Policy, now: u64, records: &R) -> u64 {
+    tern_dnssec::next_refresh(records, &refresh_of(policy, now))
+        .unwrap_or_else(|| resign_due(policy, now))
+}
+
+/// [`sign`], keeping what it can of `previous` (the zone's previous
+/// signed version, in the order the signer made it): only the RRsets that
+/// changed, their NSEC or NSEC3 neighbours, the SOA and the signatures
+/// due for refresh are signed ([`tern_dnssec::resign_zone`]). With NSEC3,
+/// the previous salt is kept when the policy's length and iterations did
+/// not change (a new salt would change every hashed owner).
+pub fn sign_again<P: RecordList + ?Sized, R: RecordList + ?Sized>(
+    origin: Name<'_>,
+    previous: &P,
+    records: &R,
+    policy: &Policy,
+    state_directory: &Path,
+    now: u64,
+    serial_above: Option<u32>,
+) -> Result<Resigned, String> {
+    let stored =
+        keys::load_or_generate(state_directory, origin, policy.algorithm, policy.keys, now)?;
+    let keys: Vec<_> = stored.into_iter().map(|stored| stored.key).collect();
+    let validity = validity(policy, now)?;
+    let denial = match &policy.nsec3 {
+        None => Denial::Nsec,
+        Some(nsec3) => Denial::Nsec3(Nsec3Params {
+            iterations: nsec3.iterations,
+            salt: previous_salt(origin, previous, nsec3).unwrap_or_else(|| {
+                let mut salt = vec![0; usize::from(nsec3.salt_length)];
+                rand::rng().fill(&mut salt[..]);
+                salt
+            }),
+            opt_out: nsec3.opt_out,
+        }),
+    };
+    let options = SignOptions {
+        validity,
+        dnskey_ttl: policy.dnskey_ttl,
+        denial,
+        serial_above,
+    };
+    resign_zone(
+        origin,
+        previous,
+        records,
+        &keys,
+        &options,
+        &refresh_of(policy, now),
+    )
+    .map_err(|err| format!("signing: {err}"))
+}
+
+/// The signatures' validity for a signing under `policy` at `now`.
+fn validity(policy: &Policy, now: u64) -> Result<Validity, String> {
+    Validity::new(
+        now.saturating_sub(INCEPTION_BACKDATE),
+        now.saturating_add(policy.rrsig_lifetime),
+    )
+    .ok_or_else(|| {
+        format!(
+            "signatures from {now} for {} s do not fit the RRSIG time fields",
+            policy.rrsig_lifetime
+        )
+    })
+}
+
+/// The salt of the previous version's NSEC3PARAM (at the apex, first in
+/// canonical order), if it has the iterations and salt length `nsec3`
+/// asks for. Bound: the apex's records.
+fn previous_salt<P: RecordList + ?Sized>(
+    origin: Name<'_>,
+    previous: &P,
+    nsec3: &Nsec3Policy,
+) -> Option<Vec<u8>> {
+    let rdata = (0..previous.len())
+        .map(|index| previous.record(index))
+        .take_while(|record| record.owner.eq_ignore_case(origin))
+        .find(|record| record.rtype == RType::NSEC3PARAM)?
+        .rdata;
+    // Algorithm, flags, iterations (2 octets), salt length, salt.
+    let iterations = u16::from_be_bytes([*rdata.get(2)?, *rdata.get(3)?]);
+    let salt = rdata.get(5..)?;
+    (iterations == nsec3.iterations
+        && salt.len() == usize::from(nsec3.salt_length)
+        && usize::from(*rdata.get(4)?) == salt.len())
+    .then(|| salt.to_vec())
 }
