@@ -114,10 +114,12 @@ compliance: release
 ## Zones tern signs (dnssec-policy): read back by AXFR and checked by BIND's
 ## dnssec-verify and ldns-verify-zone, keys kept across restarts, a reload
 ## signed, a corrupt key file failing its zone alone, a zone signed again
-## before its signatures expire without its file changing (tests/dnssec).
+## before its signatures expire without its file changing, an edit signed
+## incrementally (only its RRsets' RRSIGs change, IXFR gives them) (tests/dnssec).
 dnssec: release
 	TERN_BIN=$(RELEASE_BIN) python3 tests/dnssec/signing.py
 	TERN_BIN=$(RELEASE_BIN) python3 tests/dnssec/resign.py
+	TERN_BIN=$(RELEASE_BIN) python3 tests/dnssec/incremental.py
 
 ## The Prometheus endpoint, scraped by a real Prometheus (tests/metrics).
 metrics: release
