@@ -745,6 +745,7 @@ fn sign_loaded(
     signer: &Signer<'_>,
 ) -> Result<(SignedVersion, u64), Failure> {
     let now = crate::unix_time();
+    let started = std::time::Instant::now();
     let (signed, signatures, kept, change, next) = match &signer.previous {
         Some(previous) => {
             let from = previous_serial(origin, previous.records());
@@ -785,8 +786,9 @@ fn sign_loaded(
         }
     };
     log::info!(
-        "zone {}: signed, {signatures} signatures made, {kept} kept",
-        origin
+        "zone {}: signed, {signatures} signatures made, {kept} kept, in {} ms",
+        origin,
+        started.elapsed().as_millis()
     );
     // Kept compact (no allocation per record) for the next signing, and
     // what the zone is built from.

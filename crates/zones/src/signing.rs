@@ -3,11 +3,14 @@
 //! of a zone's records with its keys ([`crate::keys`]) before the zone is
 //! built.
 //!
-//! This slice signs a zone whole each time its file is loaded, on the
-//! thread that loads it (start, or the reload thread), never on a core,
-//! and again, whole, `rrsig-refresh` before its signatures expire
-//! ([`crate::resign`]). Incremental signing, re-signing spread over time
-//! and rollovers are later slices.
+//! A zone is signed on the thread that loads it (start, or the reload
+//! thread), never on a core: whole when it has no signed version yet
+//! ([`sign`]), else from its previous signed version, signing only what
+//! changed and the signatures due for refresh ([`sign_again`]). It is
+//! loaded again when its first signature is due ([`crate::resign`],
+//! [`next_resign`]): `rrsig-refresh` before its expiration, less a share
+//! of `rrsig-jitter`, so that a zone's signatures are refreshed in batches
+//! spread over the jitter. Rollovers are a later slice.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
