@@ -64,7 +64,8 @@ pub struct Stamp {
     path: Box<Path>,
     file: Option<FileStamp>,
     includes: Box<[(Box<Path>, Option<FileStamp>)]>,
-    resign_at: Option<u64>,
+    /// A signed zone's records and when it must be signed again: one
+    /// pointer, so that the many unsigned zones pay for no more.
     signed: Option<Arc<SignedVersion>>,
 }
 
@@ -76,6 +77,7 @@ pub struct Stamp {
 /// before, for the owner's IXFR history (taken once).
 pub struct SignedVersion {
     records: Records,
+    resign_at: u64,
     change: Mutex<Option<(u32, Change)>>,
     signatures: usize,
     kept: usize,
@@ -198,7 +200,7 @@ impl Stamp {
     /// When the zone, if signed, must be signed again (Unix time): its
     /// signatures' expiration less its policy's `rrsig-refresh`.
     pub fn resign_at(&self) -> Option<u64> {
-        self.resign_at
+        self.signed.as_ref().map(|signed| signed.resign_at)
     }
 
     /// The signed records of a signed zone, kept for its next signing.
@@ -738,12 +740,12 @@ enum Built {
 
 /// Signs a zone's `records` as `signer` says: from its previous signed
 /// version if it has one (only what changed), else whole; the version
-/// made, and when it must be signed again.
+/// made, with when it must be signed again.
 fn sign_loaded(
     origin: tern_wire::name::Name<'_>,
     records: &Records,
     signer: &Signer<'_>,
-) -> Result<(SignedVersion, u64), Failure> {
+) -> Result<SignedVersion, Failure> {
     let now = crate::unix_time();
     let started = std::time::Instant::now();
     let (signed, signatures, kept, change, next) = match &signer.previous {
@@ -809,13 +811,13 @@ fn sign_loaded(
         .map_err(|err| Failure::Signing(err.to_string()))?;
     }
     drop(signed);
-    let version = SignedVersion {
+    Ok(SignedVersion {
         records: compact,
+        resign_at: next,
         change: Mutex::new(change),
         signatures,
         kept,
-    };
-    Ok((version, next))
+    })
 }
 
 /// The serial of the apex SOA among signed `records` (first in canonical
@@ -890,14 +892,12 @@ fn load_zone_with(
     tern_zone::ttl::settle_ttls(&mut records); // each RRset's TTL as BIND reads the file (tern_zone::ttl)
                                                // A zone with a policy is built from its signed records only: a
                                                // signing failure leaves nothing to serve.
-    let mut resign_at = None;
     let mut signed = None;
     let built = match signer {
         Some(signer) => {
             let version = sign_loaded(origin.as_name(), &records, &signer)?;
             drop(records);
-            resign_at = Some(version.1);
-            let version = Arc::new(version.0);
+            let version = Arc::new(version);
             signed = Some(Arc::clone(&version));
             Built::Signed(version)
         }
@@ -935,7 +935,6 @@ fn load_zone_with(
         path: path.into(),
         file,
         includes: includes.stamps.into_boxed_slice(),
-        resign_at,
         signed,
     };
     builder
@@ -978,6 +977,17 @@ mod tests {
         fn signed(&self, _: &[u8]) -> Option<Arc<SignedVersion>> {
             Some(Arc::clone(&self.1))
         }
+    }
+
+    /// A stamp is kept for every zone, most of them unsigned: the signed
+    /// state is one pointer (main kept the re-sign time inline, 88 octets).
+    #[test]
+    fn a_stamp_is_small() {
+        assert!(
+            std::mem::size_of::<Stamp>() <= 80,
+            "{}",
+            std::mem::size_of::<Stamp>()
+        );
     }
 
     /// A signed zone loaded again after an edit is signed from its
