@@ -119,7 +119,13 @@ def axfr(tern: smod.Server, origin: str, path: pathlib.Path) -> str:
 
 def verify(tern: smod.Server, origin: str, path: pathlib.Path, csk_only: bool) -> None:
     """The AXFR of `origin` passes dnssec-verify and ldns-verify-zone."""
-    text = axfr(tern, origin, path)
+    verify_text(tern, origin, path, axfr(tern, origin, path), csk_only)
+
+
+def verify_text(tern: smod.Server, origin: str, path: pathlib.Path, text: str,
+                csk_only: bool) -> None:
+    """`text`, an AXFR of `origin` from `tern` written to `path`, passes dnssec-verify,
+    ldns-verify-zone and kzonecheck -d on."""
     for rtype in ("RRSIG", "DNSKEY", "NSEC3" if origin == KZ else "NSEC"):
         if not re.search(rf"\sIN\s+{rtype}\s", text):
             fail(f"{origin}'s AXFR holds no {rtype}", tern)
