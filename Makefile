@@ -114,15 +114,17 @@ compliance: release
 ## Zones tern signs (dnssec-policy): read back by AXFR and checked by BIND's
 ## dnssec-verify, ldns-verify-zone and kzonecheck, keys kept across restarts, a reload
 ## signed, a corrupt key file failing its zone alone, a zone signed again
-## before its signatures expire without its file changing, keys moved from
-## BIND and PEM without a rollover and RSA signing, ZSK, KSK and CSK
-## rollovers under a validating Unbound with no bogus answer, every kind
+## before its signatures expire without its file changing, an edit signed
+## incrementally (only its RRsets' RRSIGs change, IXFR gives them), keys
+## moved from BIND and PEM without a rollover and RSA signing, ZSK, KSK and
+## CSK rollovers under a validating Unbound with no bogus answer, every kind
 ## of name validated by Unbound from a private root, and Knot, NSD and BIND
 ## as secondaries, by AXFR then IXFR after an edit and after a signature
 ## refresh (tests/dnssec).
 dnssec: release
 	TERN_BIN=$(RELEASE_BIN) python3 tests/dnssec/signing.py
 	TERN_BIN=$(RELEASE_BIN) python3 tests/dnssec/resign.py
+	TERN_BIN=$(RELEASE_BIN) python3 tests/dnssec/incremental.py
 	TERN_BIN=$(RELEASE_BIN) python3 tests/dnssec/import.py
 	TERN_BIN=$(RELEASE_BIN) python3 tests/dnssec/rollover.py
 	TERN_BIN=$(RELEASE_BIN) python3 tests/dnssec/validate.py

@@ -28,10 +28,22 @@ Checked, for each zone, three times:
    higher serial, its log saying the signatures neared expiry); each secondary serves it,
    brought by an `IXFR` again.
 
-Each time, each secondary's copy, read back by AXFR, equals tern's, record for record, and
-passes `dnssec-verify` (and ldns-verify-zone and kzonecheck -d on, as in signing.py). A
-secondary that gets the version in full instead of an increment fails the check, with the
-kinds of transfer seen.
+Each time, each secondary's copy, read back by AXFR, equals tern's at the same serial,
+record for record, and that copy passes `dnssec-verify` (and ldns-verify-zone and
+kzonecheck -d on, as in signing.py). A secondary that gets the version in full instead of
+an increment fails the check, with the kinds of transfer seen.
+
+tern re-signs in batches spread over `rrsig-jitter` (here 10 s, half the 20 s between a
+signing and its refresh; each signature is its own batch at this scale), so its serial
+moves every second or so once the first signatures near expiry, and the three secondaries
+are seldom all at tern's serial at once. So each secondary is settled on its own: tern's
+version is read by AXFR (serial and records at once), the check waits until the secondary
+serves that serial or a newer one, and compares its copy, read by AXFR, with tern's. A copy
+newer than tern's (tern signed again meanwhile and the secondary followed) settles again on
+tern's newer version, at most SETTLE_TRIES times; a copy at tern's serial with other
+records fails. The copy compared is the copy verified. The transfers checked are those to
+the secondary since the step began, up to the one that brought the serial compared: the
+first of the kind the step wants, every later one an increment (`IXFR`).
 
 Usage (from the repository root; loopback only; starts and stops every server):
 
@@ -68,8 +80,8 @@ REFRESH = 40
 # sign a zone again (due LIFETIME - REFRESH seconds after each signing).
 TRANSFER_WAIT = 60.0
 RESIGN_WAIT = 3 * LIFETIME
-# How many times tern's version may move on while the secondaries catch up.
-SETTLE_TRIES = 10
+# How many times a secondary's copy may be newer than tern's version read just before it.
+SETTLE_TRIES = 20
 # Each secondary's source address for its queries and transfers.
 SOURCES = {"knot": "127.0.0.11", "nsd": "127.0.0.12", "bind": "127.0.0.13"}
 
@@ -154,6 +166,11 @@ def serial(server: smod.Server, zone: str) -> int | None:
                  if rdata.rdtype == dns.rdatatype.SOA), None)
 
 
+def newer(a: int, b: int) -> bool:
+    """Whether serial `a` is higher than `b` (RFC 1982)."""
+    return a != b and (a - b) % 2**32 < 2**31
+
+
 def records(server: smod.Server, zone: str) -> tuple[int, set]:
     """The zone by AXFR from `server`: its serial and its records (lowercased)."""
     messages = dns.query.xfr(server.addr[0], f"{zone}.", port=server.addr[1],
@@ -162,25 +179,39 @@ def records(server: smod.Server, zone: str) -> tuple[int, set]:
     return copy.get_soa().serial, common.zone_records(copy)
 
 
-def settle(tern: smod.Server, secondaries: list[smod.Server], zone: str) -> tuple[int, set]:
-    """Waits until every secondary serves the version tern serves (which may move on
-    while they catch up: tern signs again on its own) and returns its serial and
-    records, read from tern by AXFR."""
+def settled_copy(tern: smod.Server, secondary: smod.Server, zone: str,
+                 tmp: pathlib.Path) -> tuple[int, pathlib.Path, str, int]:
+    """tern's version of `zone` and `secondary`'s copy at one serial, compared: tern's read
+    by AXFR (its serial and records at once), then the secondary's once it serves that
+    serial or a newer one (tern signs again on its own and the secondary follows). A copy
+    newer than tern's settles again on tern's newer version, at most SETTLE_TRIES times; a
+    copy at that serial must equal tern's, record for record. Returns the serial, the
+    copy's file and text, and its number of records."""
     for _ in range(SETTLE_TRIES):
-        target = serial(tern, zone)
-        for secondary in secondaries:
-            deadline = time.monotonic() + TRANSFER_WAIT
-            while serial(secondary, zone) != target:
-                if time.monotonic() > deadline:
-                    fail(f"{secondary.name} did not serve {zone}. serial {target} within "
-                         f"{TRANSFER_WAIT:.0f}s (has {serial(secondary, zone)})", secondary,
-                         tern)
-                time.sleep(0.1)
-        got_serial, tern_records = records(tern, zone)
-        if got_serial == target:
-            return target, tern_records
-    fail(f"{zone}.: tern's serial moved {SETTLE_TRIES} times while the secondaries caught up",
-         tern)
+        target, tern_records = records(tern, zone)
+        deadline = time.monotonic() + TRANSFER_WAIT
+        while True:
+            got = serial(secondary, zone)
+            if got is not None and (got == target or newer(got, target)):
+                break
+            if time.monotonic() > deadline:
+                fail(f"{secondary.name} did not serve {zone}. serial {target} within "
+                     f"{TRANSFER_WAIT:.0f}s (has {got})", secondary, tern)
+            time.sleep(0.1)
+        path = tmp / f"{zone}.{secondary.name}.{target}.axfr"
+        text = signing.axfr(secondary, zone, path)
+        copy_zone = dns.zone.from_text(text, origin=f"{zone}.", relativize=False)
+        copy_serial, copy = copy_zone.get_soa().serial, common.zone_records(copy_zone)
+        if newer(copy_serial, target):
+            print(f"{NAME}: {secondary.name} serves {zone}. serial {copy_serial}, newer than "
+                  f"tern's {target} read just before: settling again")
+            continue
+        if copy_serial != target or copy != tern_records:
+            fail(f"{secondary.name}'s copy of {zone}. (serial {copy_serial}) differs from "
+                 f"tern's (serial {target}): {sorted(copy ^ tern_records)[:4]}", secondary)
+        return target, path, text, len(copy)
+    fail(f"{zone}.: {secondary.name}'s copy was newer than tern's version read just before "
+         f"it {SETTLE_TRIES} times", tern, secondary)
     raise AssertionError
 
 
@@ -193,31 +224,49 @@ def transfers(tern: smod.Server, zone: str, source: str) -> list[tuple[str, int,
             for m in pattern.finditer(tern.log_path.read_text(errors="replace"))]
 
 
+def mark(tern: smod.Server, zone: str) -> dict[str, int]:
+    """How many transfers of `zone` out to each secondary tern's log holds now: where a
+    step's transfers start."""
+    return {source: len(transfers(tern, zone, source)) for source in SOURCES.values()}
+
+
 def check(step: str, wanted_kind: str, tern: smod.Server, secondaries: list[smod.Server],
-          zone: str, tmp: pathlib.Path) -> int:
-    """Every secondary serves tern's version of `zone`, brought by a transfer of
-    `wanted_kind`, equal to tern's and verifying; returns the serial."""
-    target, tern_records = settle(tern, secondaries, zone)
+          zone: str, tmp: pathlib.Path, since: dict[str, int]) -> int:
+    """Every secondary serves tern's version of `zone`: its copy equal to tern's at the
+    same serial (`settled_copy`) and verifying; the transfers to it since the step began
+    (`since`, from `mark`) one of `wanted_kind`, then increments only, the last bringing
+    that serial. Returns the highest serial compared."""
+    serials = []
     for secondary in secondaries:
-        source = SOURCES[secondary.name]
-        seen = transfers(tern, zone, source)
-        # The transfer that brought the version ("IXFR (current)" answers a check only).
-        kind, size = next(((kind, size) for kind, number, size in reversed(seen)
-                           if number == target and kind != "IXFR (current)"), (None, 0))
-        if kind != wanted_kind:
-            fail(f"{step}: {secondary.name} got {zone}. serial {target} by {kind}, not "
-                 f"{wanted_kind} (transfers out to {source}: {seen})", tern, secondary)
-        copy_serial, copy = records(secondary, zone)
-        if copy_serial != target or copy != tern_records:
-            fail(f"{step}: {secondary.name}'s copy of {zone}. (serial {copy_serial}) differs "
-                 f"from tern's (serial {target}): {sorted(copy ^ tern_records)[:4]}",
-                 secondary)
-        signing.verify(secondary, zone, tmp / f"{zone}.{secondary.name}.{target}.axfr",
-                       csk_only=zone == CSK)
-        print(f"{NAME}: {step}: {secondary.name} serves {zone}. serial {target}, brought by "
-              f"{kind} of {size} records (transfers out to it: {[k for k, _, _ in seen]}); "
-              f"its copy equals tern's ({len(copy)} records) and verifies")
-    return target
+        target, path, text, count = settled_copy(tern, secondary, zone, tmp)
+        check_transfers(step, wanted_kind, tern, secondary, zone, target, since)
+        signing.verify_text(secondary, zone, path, text, csk_only=zone == CSK)
+        print(f"{NAME}: {step}: {secondary.name}'s copy of {zone}. at serial {target} equals "
+              f"tern's ({count} records) and verifies")
+        serials.append(target)
+    return max(serials, key=lambda number: (number - serials[0]) % 2**32)
+
+
+def check_transfers(step: str, wanted_kind: str, tern: smod.Server, secondary: smod.Server,
+                    zone: str, target: int, since: dict[str, int]) -> None:
+    """The transfers of `zone` out to `secondary` since the step began, up to the one that
+    brought `target` ("IXFR (current)" answers a check only, and is left out; those after
+    it bring later versions): the first of `wanted_kind`, every later one an `IXFR`."""
+    source = SOURCES[secondary.name]
+    seen = transfers(tern, zone, source)
+    step_seen = [(kind, number, size) for kind, number, size in seen[since[source]:]
+                 if kind != "IXFR (current)"]
+    brought = max((index for index, (_, number, _) in enumerate(step_seen)
+                   if number == target), default=None)
+    kinds = [kind for kind, _, _ in step_seen[:brought + 1]] if brought is not None else []
+    if not kinds or kinds[0] != wanted_kind or any(kind != "IXFR" for kind in kinds[1:]):
+        fail(f"{step}: {secondary.name} got {zone}. serial {target} by {kinds}, not "
+             f"{wanted_kind} then increments only (transfers out to {source}: {seen})",
+             tern, secondary)
+    sizes = ", ".join(f"{kind} of serial {number}, {size} records"
+                      for kind, number, size in step_seen[:brought + 1])
+    print(f"{NAME}: {step}: {secondary.name} serves {zone}. serial {target}, brought by "
+          f"{sizes}")
 
 
 def main() -> None:
@@ -272,10 +321,12 @@ zones:
                     fail(f"{secondary.name} did not serve the zones: {e}", secondary, tern)
 
             # 1. The first copies: AXFR.
-            edited = {}
+            edited, refreshed_since = {}, {}
+            start = {zone: {source: 0 for source in SOURCES.values()} for zone in ZONES}
             for zone in ZONES:
-                first = check("AXFR", "AXFR", tern, secondaries, zone, tmp)
+                first = check("AXFR", "AXFR", tern, secondaries, zone, tmp, start[zone])
                 # 2. An edit and `tern reload ZONE`: an increment.
+                since = mark(tern, zone)
                 (zone_dir / f"{zone}.zone").write_text(zone_text(zone, first + 1, extra=True))
                 done = signing.run([str(tern.binary), "reload", "--socket",
                                     f"{tmp}/tern.sock", f"{zone}."])
@@ -286,7 +337,9 @@ zones:
                     if time.monotonic() > deadline:
                         fail(f"{zone}.: no new serial {signing.WAIT:.0f}s after the edit", tern)
                     time.sleep(0.1)
-                edited[zone] = check("edit", "IXFR", tern, secondaries, zone, tmp)
+                edited[zone] = check("edit", "IXFR", tern, secondaries, zone, tmp, since)
+                # The refresh's transfers start here (tern may sign again at once).
+                refreshed_since[zone] = mark(tern, zone)
 
             # 3. A signature refresh, the file untouched: an increment again.
             for zone in ZONES:
@@ -295,7 +348,7 @@ zones:
                     if time.monotonic() > deadline:
                         fail(f"{zone}.: not signed again {RESIGN_WAIT}s after the edit", tern)
                     time.sleep(0.2)
-                check("refresh", "IXFR", tern, secondaries, zone, tmp)
+                check("refresh", "IXFR", tern, secondaries, zone, tmp, refreshed_since[zone])
                 log = tern.log_tail(100000)
                 if f"zone {zone}.: its signatures near expiry" not in log:
                     fail(f"{zone}.: tern's log does not say it signed the zone again", tern)

@@ -16,8 +16,9 @@ Checked, in order (each step fails the script with tern's log):
    `STATE/keys/ORIGIN/` holds one `.pem` and one `.meta` per key, each of mode 0600,
    the PEM's `PRIVATE KEY` and the metadata's role and algorithm as the policy says.
 2. After a restart the DNSKEY RRset each zone serves is byte-identical and the key
-   files are the same: the keys were read, not made again.
-3. The zone files change (new serials, a new name) and tern gets SIGHUP: both new
+   files are the same: the keys were read, not made again; the serial is one above the
+   one served before (2: kept in the state directory), not the file's.
+3. The zone files change (serial 3, a new name) and tern gets SIGHUP: both new
    serials are served, the new name with its RRSIG, and both zones verify again.
 4. The KSK of kz.test. is overwritten with garbage: `tern reload kz.test.` fails that
    zone, which keeps serving its previous version (still verifying). Then tern is
@@ -118,7 +119,13 @@ def axfr(tern: smod.Server, origin: str, path: pathlib.Path) -> str:
 
 def verify(tern: smod.Server, origin: str, path: pathlib.Path, csk_only: bool) -> None:
     """The AXFR of `origin` passes dnssec-verify and ldns-verify-zone."""
-    text = axfr(tern, origin, path)
+    verify_text(tern, origin, path, axfr(tern, origin, path), csk_only)
+
+
+def verify_text(tern: smod.Server, origin: str, path: pathlib.Path, text: str,
+                csk_only: bool) -> None:
+    """`text`, an AXFR of `origin` from `tern` written to `path`, passes dnssec-verify,
+    ldns-verify-zone and kzonecheck -d on."""
     for rtype in ("RRSIG", "DNSKEY", "NSEC3" if origin == KZ else "NSEC"):
         if not re.search(rf"\sIN\s+{rtype}\s", text):
             fail(f"{origin}'s AXFR holds no {rtype}", tern)
@@ -263,24 +270,28 @@ zones:
                 if again != first[origin]:
                     fail(f"{origin}: the DNSKEY RRset or the key files changed across a restart",
                          tern)
+                # Signed again whole: one above the serial served before (kept in the
+                # state directory), not the file's.
+                if serial(tern, origin) != 2:
+                    fail(f"{origin}: serial {serial(tern, origin)} after a restart, not 2", tern)
             print("dnssec/signing: after a restart both DNSKEY RRsets and the key files are "
-                  "byte-identical")
+                  "byte-identical; serial 2 (one above the last served) is served")
 
-            # 3. An edit and SIGHUP: the new serials, signed.
+            # 3. An edit and SIGHUP: the new serials (the file's 3), signed.
             for origin in (CSK, KZ):
-                (zone_dir / f"{origin}.zone").write_text(zone_text(origin, 2, extra=True))
+                (zone_dir / f"{origin}.zone").write_text(zone_text(origin, 3, extra=True))
             os.killpg(tern.proc.pid, signal.SIGHUP)
             deadline = time.monotonic() + WAIT
             for origin in (CSK, KZ):
-                while serial(tern, origin) != 2:
+                while serial(tern, origin) != 3:
                     if time.monotonic() > deadline:
-                        fail(f"{origin}: serial 2 not served {WAIT:.0f}s after SIGHUP", tern)
+                        fail(f"{origin}: serial 3 not served {WAIT:.0f}s after SIGHUP", tern)
                     time.sleep(0.1)
                 signed_answer(tern, f"added.{origin}.", "A")
                 verify(tern, origin, tmp / f"{origin}.2.axfr", csk_only=origin == CSK)
                 if dnskeys(tern, origin) != first[origin][0]:
                     fail(f"{origin}: the DNSKEY RRset changed at the reload", tern)
-            print("dnssec/signing: after an edit and SIGHUP both zones serve serial 2, signed")
+            print("dnssec/signing: after an edit and SIGHUP both zones serve serial 3, signed")
 
             # 4. A corrupt key: a reload of that zone keeps its previous version;
             # after a restart it is not served, the other is.
@@ -290,8 +301,8 @@ zones:
             done = run([str(tern.binary), "reload", "--socket", f"{tmp}/tern.sock", f"{KZ}."])
             if "1 failed to load, 1 of them kept their previous version" not in done.stdout:
                 fail(f"tern reload {KZ}. with a corrupt KSK: {done.stdout} {done.stderr}", tern)
-            if serial(tern, KZ) != 2:
-                fail(f"{KZ}: serial 2 no longer served after a reload with a corrupt KSK", tern)
+            if serial(tern, KZ) != 3:
+                fail(f"{KZ}: serial 3 no longer served after a reload with a corrupt KSK", tern)
             verify(tern, KZ, tmp / f"{KZ}.3.axfr", csk_only=False)
             print(f"dnssec/signing: tern reload {KZ}. with a corrupt KSK: {done.stdout.strip()}")
             tern.stop()

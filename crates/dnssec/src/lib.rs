@@ -17,7 +17,9 @@
 //! - [`nsec`]: the NSEC RDATA and its type bitmap;
 //! - [`nsec3`]: NSEC3 parameters, hashes and RDATA;
 //! - [`rrsig`]: the signature over one RRset and its validity;
-//! - [`zone`]: a whole zone signed with NSEC or NSEC3.
+//! - [`zone`]: a whole zone signed with NSEC or NSEC3;
+//! - [`incremental`]: a zone signed again from its previous signed
+//!   version, signing only what changed or is due for refresh.
 //!
 //! Signing a small zone with one combined signing key:
 //!
@@ -65,6 +67,7 @@
 #![forbid(unsafe_code)]
 
 pub mod canonical;
+pub mod incremental;
 pub mod key;
 pub mod nsec;
 pub mod nsec3;
@@ -74,6 +77,7 @@ pub mod zone;
 #[doc(hidden)]
 pub mod fuzzing;
 
+pub use incremental::{next_refresh, resign_zone, Change, Refresh, Resigned};
 pub use key::{Algorithm, KeyError, KeyRole, SigningKey};
 pub use nsec3::Nsec3Params;
 pub use rrsig::{sign_rrset, Rrset, Validity};

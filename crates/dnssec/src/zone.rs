@@ -235,7 +235,7 @@ impl From<KeyError> for SignError {
 
 /// What a name is to the signer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum NodeKind {
+pub(crate) enum NodeKind {
     /// The apex: everything signed.
     Apex,
     /// A name with authoritative data: everything signed.
@@ -248,10 +248,10 @@ enum NodeKind {
 
 /// The records of one owner name: a range of the sorted records.
 #[derive(Clone, Copy, Debug)]
-struct Node {
-    start: usize,
-    end: usize,
-    kind: NodeKind,
+pub(crate) struct Node {
+    pub(crate) start: usize,
+    pub(crate) end: usize,
+    pub(crate) kind: NodeKind,
 }
 
 /// Signs the zone at `origin` made of `records` (in file order) with
@@ -457,10 +457,10 @@ pub fn sign_zone_with<R: RecordList + ?Sized>(
 
 /// The NSEC3PARAM's TTL: 0, as Knot and BIND write it (RFC 5155 names
 /// none; the record is for the zone's servers, not for caches).
-const NSEC3PARAM_TTL: u32 = 0;
+pub(crate) const NSEC3PARAM_TTL: u32 = 0;
 
 /// The NSEC3 parameters, if they can be signed with.
-fn check_nsec3<'p>(
+pub(crate) fn check_nsec3<'p>(
     origin: Name<'_>,
     params: &'p Nsec3Params,
 ) -> Result<&'p Nsec3Params, SignError> {
@@ -576,7 +576,7 @@ impl Chain<'_> {
 /// The records of `a` and `b`, each in canonical order of owners, merged
 /// into one in that order (an owner's records stay together, `a`'s
 /// first).
-fn merge(a: Vec<Record>, b: Vec<Record>) -> Vec<Record> {
+pub(crate) fn merge(a: Vec<Record>, b: Vec<Record>) -> Vec<Record> {
     let mut out = Vec::with_capacity(a.len() + b.len());
     let mut a = a.into_iter().peekable();
     let mut b = b.into_iter().peekable();
@@ -598,7 +598,7 @@ fn merge(a: Vec<Record>, b: Vec<Record>) -> Vec<Record> {
 /// The CDS and CDNSKEY RDATA of `keys` at `owner`, each type in
 /// canonical RDATA order and once (the CDS RRset first, as its type is
 /// lower).
-fn cds_records(owner: Name<'_>, keys: &[&SigningKey]) -> Vec<(RType, Vec<u8>)> {
+pub(crate) fn cds_records(owner: Name<'_>, keys: &[&SigningKey]) -> Vec<(RType, Vec<u8>)> {
     let mut cds: Vec<Vec<u8>> = keys.iter().map(|key| key.ds_rdata(owner)).collect();
     let mut cdnskey: Vec<Vec<u8>> = keys.iter().map(|key| key.dnskey_rdata().to_vec()).collect();
     for set in [&mut cds, &mut cdnskey] {
@@ -611,7 +611,7 @@ fn cds_records(owner: Name<'_>, keys: &[&SigningKey]) -> Vec<(RType, Vec<u8>)> {
 }
 
 /// At least one key for each use, at most [`MAX_KEYS`].
-fn check_keys(keys: &[ZoneKey<'_>]) -> Result<(), SignError> {
+pub(crate) fn check_keys(keys: &[ZoneKey<'_>]) -> Result<(), SignError> {
     if keys.is_empty() {
         return Err(SignError::NoKeys);
     }
@@ -630,7 +630,7 @@ fn check_keys(keys: &[ZoneKey<'_>]) -> Result<(), SignError> {
 /// The records to sign, each with the TTL tern serves it with, and the
 /// number of DNSSEC records dropped to be made anew (with `own_cds`, the
 /// apex's CDS and CDNSKEY records too).
-fn keep_records<R: RecordList + ?Sized>(
+pub(crate) fn keep_records<R: RecordList + ?Sized>(
     origin: Name<'_>,
     records: &R,
     own_cds: bool,
@@ -661,7 +661,7 @@ fn keep_records<R: RecordList + ?Sized>(
 /// The records in canonical order (owner, then type, class and canonical
 /// RDATA), each once: of records equal in canonical form, the first in
 /// file order stays.
-fn sort_records(records: Vec<Record>) -> Vec<Record> {
+pub(crate) fn sort_records(records: Vec<Record>) -> Vec<Record> {
     let mut order: Vec<usize> = (0..records.len()).collect();
     let keep = {
         let canonical: Vec<Cow<'_, [u8]>> = records
@@ -702,14 +702,14 @@ fn sort_records(records: Vec<Record>) -> Vec<Record> {
 
 /// What the signer needs of the SOA.
 #[derive(Clone, Copy, Debug)]
-struct Soa {
-    class: RClass,
-    ttl: u32,
-    minimum: u32,
+pub(crate) struct Soa {
+    pub(crate) class: RClass,
+    pub(crate) ttl: u32,
+    pub(crate) minimum: u32,
 }
 
 /// The apex's one SOA record.
-fn apex_soa(origin: Name<'_>, sorted: &[Record]) -> Result<Soa, SignError> {
+pub(crate) fn apex_soa(origin: Name<'_>, sorted: &[Record]) -> Result<Soa, SignError> {
     let mut soas = sorted
         .iter()
         .take_while(|record| record.owner.as_name().eq_ignore_case(origin))
@@ -729,7 +729,7 @@ fn apex_soa(origin: Name<'_>, sorted: &[Record]) -> Result<Soa, SignError> {
 /// Makes the apex SOA's serial higher than `above` in RFC 1982 terms: the
 /// input's if it is, else `above + 1` (a serial exactly 2^31 away counts
 /// as not higher). The SOA was checked by [`apex_soa`].
-fn raise_serial(origin: Name<'_>, sorted: &mut [Record], above: u32) {
+pub(crate) fn raise_serial(origin: Name<'_>, sorted: &mut [Record], above: u32) {
     let soa = sorted
         .iter_mut()
         .take_while(|record| record.owner.as_name().eq_ignore_case(origin))
@@ -760,7 +760,7 @@ pub fn serial_higher(a: u32, b: u32) -> bool {
 /// The names of the sorted records, with what each is. A delegation's
 /// names below it follow it directly in canonical order, so one cut at a
 /// time is remembered.
-fn nodes(origin: Name<'_>, sorted: &[Record]) -> Vec<Node> {
+pub(crate) fn nodes(origin: Name<'_>, sorted: &[Record]) -> Vec<Node> {
     let mut nodes = Vec::new();
     let mut cut: Option<NameBuf> = None;
     let mut start = 0;

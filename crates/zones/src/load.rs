@@ -7,13 +7,14 @@
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use tern_authority::{Zone, ZoneBuilder};
+use tern_dnssec::Change;
 use tern_wire::name::NameBuf;
 use tern_zone::check::Severity;
-use tern_zone::{RecordList, Records};
+use tern_zone::{RecordList, Records, Sink};
 
 use crate::signing::{Policy, Signing};
 
@@ -63,10 +64,69 @@ pub struct Stamp {
     path: Box<Path>,
     file: Option<FileStamp>,
     includes: Box<[(Box<Path>, Option<FileStamp>)]>,
-    resign_at: Option<u64>,
-    key_event_first: bool,
-    keys: Option<Arc<crate::rollover::ZoneKeys>>,
+    /// A signed zone's records, keys and when it must be signed again:
+    /// one pointer, so that the many unsigned zones pay for no more.
+    signed: Option<Arc<SignedVersion>>,
 }
+
+//----------- SignedVersion --------------------------------------------------
+
+/// A signed zone's records as the signer made them, kept with the
+/// version served for its next signing, which signs only what changed
+/// ([`crate::signing::sign_again`]); its keys as that signing left them
+/// and when it must be signed again; and what changed from the version
+/// before, for the owner's IXFR history (taken once).
+pub struct SignedVersion {
+    records: Records,
+    resign_at: u64,
+    key_event_first: bool,
+    keys: Arc<crate::rollover::ZoneKeys>,
+    change: Mutex<Option<(u32, Change)>>,
+    signatures: usize,
+    kept: usize,
+}
+
+impl SignedVersion {
+    /// The signed records, in the signer's order (canonical order of
+    /// owners).
+    pub fn records(&self) -> &Records {
+        &self.records
+    }
+
+    /// The RRSIGs this signing made and kept from the previous version.
+    pub fn signatures(&self) -> (usize, usize) {
+        (self.signatures, self.kept)
+    }
+
+    /// The serial of the version this one was signed from and what
+    /// changed since it, once: the owner records it in the zone's IXFR
+    /// history instead of comparing the two versions again.
+    pub fn take_change(&self) -> Option<(u32, Change)> {
+        self.change
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take()
+    }
+}
+
+impl std::fmt::Debug for SignedVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SignedVersion")
+            .field("records", &self.records.len())
+            .field("signatures", &self.signatures)
+            .field("kept", &self.kept)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One signed version is equal to itself only.
+impl PartialEq for SignedVersion {
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::eq(self, other)
+    }
+}
+
+impl Eq for SignedVersion {}
 
 /// One file's size, modification time, device and inode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -140,21 +200,30 @@ impl std::fmt::Display for LoadError {
 impl std::error::Error for LoadError {}
 
 impl Stamp {
-    /// When the zone, if signed, must be signed again (Unix time): its
-    /// signatures' expiration less its policy's `rrsig-refresh`.
+    /// When the zone, if signed, must be signed again (Unix time): when its
+    /// first signature is due for refresh
+    /// ([`crate::signing::next_resign`]) or its keys' next rollover step,
+    /// whichever comes first.
     pub fn resign_at(&self) -> Option<u64> {
-        self.resign_at
+        self.signed.as_ref().map(|signed| signed.resign_at)
+    }
+
+    /// The signed records of a signed zone, kept for its next signing.
+    pub fn signed(&self) -> Option<&Arc<SignedVersion>> {
+        self.signed.as_ref()
     }
 
     /// Whether [`Stamp::resign_at`] is a key rollover's next step rather
     /// than the signatures' refresh.
     pub fn key_event_first(&self) -> bool {
-        self.key_event_first
+        self.signed
+            .as_ref()
+            .is_some_and(|signed| signed.key_event_first)
     }
 
     /// A signed zone's keys, as its signing left them.
     pub fn keys(&self) -> Option<&Arc<crate::rollover::ZoneKeys>> {
-        self.keys.as_ref()
+        self.signed.as_ref().map(|signed| &signed.keys)
     }
 
     /// Whether the zone is still `path`, whose file's stamp is now `file`,
@@ -196,6 +265,13 @@ pub trait Previous {
     /// form) loaded from a file, if one is: a signed zone's next version
     /// gets a higher one.
     fn serial(&self, origin: &[u8]) -> Option<u32>;
+
+    /// The signed records of the zone of this origin served now, if it
+    /// is a signed zone loaded from a file: its next version is signed
+    /// from them, signing only what changed.
+    fn signed(&self, _origin: &[u8]) -> Option<Arc<SignedVersion>> {
+        None
+    }
 }
 
 //----------- Listing --------------------------------------------------------
@@ -546,13 +622,15 @@ pub fn origin_text(wire: &[u8]) -> String {
     tern_wire::name::Name::from_wire(wire).map_or_else(|_| "?".to_string(), |name| name.to_string())
 }
 
-/// What signs a zone as it is loaded: its policy, where its keys are, and
-/// the serial served now (the signed one is made higher).
-#[derive(Clone, Copy)]
+/// What signs a zone as it is loaded: its policy, where its keys are,
+/// the serial served now (the signed one is made higher) and its signed
+/// records (only what changed since is signed).
+#[derive(Clone)]
 struct Signer<'s> {
     policy: &'s Arc<Policy>,
     state_directory: &'s Path,
     serial_above: Option<u32>,
+    previous: Option<Arc<SignedVersion>>,
 }
 
 /// The signer of the zone `origin` (lowercased wire form), if its
@@ -564,10 +642,17 @@ fn signer<'s>(
     previous: Option<&dyn Previous>,
 ) -> Option<Signer<'s>> {
     let signing = sources.signing.as_ref()?;
+    let policy = signing.shared_policy(origin)?;
+    // Not served now (a start): the serial last signed, kept in the state
+    // directory, so that a restart does not go back to the file's.
+    let serial_above = previous
+        .and_then(|previous| previous.serial(origin))
+        .or_else(|| crate::state::load_signed_serial(&signing.state_directory, origin));
     Some(Signer {
-        policy: signing.shared_policy(origin)?,
+        policy,
         state_directory: &signing.state_directory,
-        serial_above: previous.and_then(|previous| previous.serial(origin)),
+        serial_above,
+        previous: previous.and_then(|previous| previous.signed(origin)),
     })
 }
 
@@ -668,7 +753,121 @@ fn load_zone_from(
 /// A zone's records as read, or as signed.
 enum Built {
     Plain(Records),
-    Signed(Vec<tern_zone::Record>),
+    Signed(Arc<SignedVersion>),
+}
+
+/// Signs a zone's `records` as `signer` says: from its previous signed
+/// version if it has one (only what changed, and what the rollover steps
+/// due change), else whole; the version made, with its keys and when it
+/// must be signed again (its first signature due for refresh, or its
+/// keys' next step if earlier).
+fn sign_loaded(
+    origin: NameBuf,
+    records: &Records,
+    signer: &Signer<'_>,
+) -> Result<SignedVersion, Failure> {
+    let now = crate::unix_time();
+    let started = std::time::Instant::now();
+    let name = origin.as_name();
+    // The records signed with what the keys call for next, the RRSIGs
+    // made and kept, what changed and when the first signature is due.
+    let (signed, (signatures, kept), change, next) = match &signer.previous {
+        Some(previous) => {
+            let from = previous_serial(name, previous.records());
+            let resigned = crate::signing::sign_again(
+                name,
+                previous.records(),
+                records,
+                signer.policy,
+                signer.state_directory,
+                now,
+                signer.serial_above,
+            )
+            .map_err(Failure::Signing)?;
+            let zone = resigned.zone;
+            let next = zone
+                .next_refresh
+                .unwrap_or_else(|| crate::signing::resign_due(signer.policy, now));
+            let signed = crate::signing::Signed {
+                zone: zone.records,
+                next_key_event: resigned.next_key_event,
+                awaiting_ds: resigned.awaiting_ds,
+            };
+            let change = from.zip(zone.difference);
+            (signed, (zone.signatures, zone.kept), change, next)
+        }
+        None => {
+            let signed = crate::signing::sign(
+                name,
+                records,
+                signer.policy,
+                signer.state_directory,
+                now,
+                signer.serial_above,
+            )
+            .map_err(Failure::Signing)?;
+            let next = crate::signing::next_resign(signer.policy, now, &signed.zone.records);
+            let signatures = signed.zone.signatures;
+            let signed = crate::signing::Signed {
+                zone: signed.zone.records,
+                next_key_event: signed.next_key_event,
+                awaiting_ds: signed.awaiting_ds,
+            };
+            (signed, (signatures, 0), None, next)
+        }
+    };
+    log::info!(
+        "zone {name}: signed, {signatures} signatures made, {kept} kept, in {} ms",
+        started.elapsed().as_millis()
+    );
+    // Kept compact (no allocation per record) for the next signing, and
+    // what the zone is built from.
+    let mut compact = Records::new();
+    Sink::reserve(&mut compact, signed.zone.len());
+    for record in &signed.zone {
+        Sink::record(
+            &mut compact,
+            tern_zone::RecordRef {
+                owner: record.owner.as_name(),
+                class: record.class,
+                ttl: record.ttl,
+                rtype: record.rtype,
+                rdata: &record.rdata,
+                location: record.location,
+            },
+        )
+        .map_err(|err| Failure::Signing(err.to_string()))?;
+    }
+    let key_event = signed.next_key_event;
+    let keys = crate::rollover::ZoneKeys {
+        origin,
+        dir: crate::keys::key_dir(signer.state_directory, name),
+        policy: Arc::clone(signer.policy),
+        next_event: key_event,
+        awaiting_ds: signed.awaiting_ds,
+    };
+    drop(signed);
+    Ok(SignedVersion {
+        records: compact,
+        resign_at: key_event.map_or(next, |at| at.min(next)),
+        key_event_first: key_event.is_some_and(|at| at < next),
+        keys: Arc::new(keys),
+        change: Mutex::new(change),
+        signatures,
+        kept,
+    })
+}
+
+/// The serial of the apex SOA among signed `records` (first in canonical
+/// order).
+fn previous_serial(origin: tern_wire::name::Name<'_>, records: &Records) -> Option<u32> {
+    let rdata = records
+        .iter()
+        .take_while(|record| record.owner.eq_ignore_case(origin))
+        .find(|record| record.rtype == tern_wire::types::RType::SOA)?
+        .rdata;
+    let at = rdata.len().checked_sub(20)?;
+    Some(u32::from_be_bytes(rdata.get(at..at + 4)?.try_into().ok()?))
 }
 
 /// [`load_zone_from`], with the `$INCLUDE`d files read by `read`, and
@@ -731,37 +930,20 @@ fn load_zone_with(
     tern_zone::ttl::settle_ttls(&mut records); // each RRset's TTL as BIND reads the file (tern_zone::ttl)
                                                // A zone with a policy is built from its signed records only: a
                                                // signing failure leaves nothing to serve.
-    let (mut resign_at, mut key_event_first, mut keys) = (None, false, None);
+    let mut signed = None;
     let built = match signer {
         Some(signer) => {
-            let now = crate::unix_time();
-            let signed = crate::signing::sign(
-                origin.as_name(),
-                &records,
-                signer.policy,
-                signer.state_directory,
-                now,
-                signer.serial_above,
-            )
-            .map_err(Failure::Signing)?;
+            let version = sign_loaded(origin, &records, &signer)?;
             drop(records);
-            let resign = crate::signing::resign_due(signer.policy, now);
-            key_event_first = signed.next_key_event.is_some_and(|at| at < resign);
-            resign_at = Some(signed.next_key_event.map_or(resign, |at| at.min(resign)));
-            keys = Some(Arc::new(crate::rollover::ZoneKeys {
-                origin,
-                dir: crate::keys::key_dir(signer.state_directory, origin.as_name()),
-                policy: Arc::clone(signer.policy),
-                next_event: signed.next_key_event,
-                awaiting_ds: signed.awaiting_ds,
-            }));
-            Built::Signed(signed.zone.records)
+            let version = Arc::new(version);
+            signed = Some(Arc::clone(&version));
+            Built::Signed(version)
         }
         None => Built::Plain(records),
     };
     let (list, rdata_len): (&dyn RecordList, usize) = match &built {
         Built::Plain(records) => (records, records.rdata_len()),
-        Built::Signed(records) => (records, records.iter().map(|r| r.rdata.len()).sum()),
+        Built::Signed(version) => (version.records(), version.records().rdata_len()),
     };
     let mut builder = ZoneBuilder::new(origin.as_name());
     builder.reserve(list.len(), rdata_len);
@@ -791,9 +973,7 @@ fn load_zone_with(
         path: path.into(),
         file,
         includes: includes.stamps.into_boxed_slice(),
-        resign_at,
-        key_event_first,
-        keys,
+        signed,
     };
     builder
         .finish()
@@ -805,10 +985,249 @@ fn load_zone_with(
 
 #[cfg(test)]
 mod tests {
+    use tern_wire::name::LowerNameBuf;
+
     use super::*;
 
     /// A zone served at this serial, loaded from a file.
     struct Served(u32);
+
+    /// A signed zone served at this serial, with its signed records.
+    struct SignedServed(u32, Arc<SignedVersion>);
+
+    impl Previous for SignedServed {
+        fn unchanged(&self, _: &[u8], _: &Path, _: Option<FileStamp>, _: &mut u32) -> Option<bool> {
+            Some(false)
+        }
+
+        fn not_configured(&self, _: &dyn Fn(&[u8]) -> bool) -> Vec<Origin> {
+            Vec::new()
+        }
+
+        fn count(&self) -> usize {
+            1
+        }
+
+        fn serial(&self, _: &[u8]) -> Option<u32> {
+            Some(self.0)
+        }
+
+        fn signed(&self, _: &[u8]) -> Option<Arc<SignedVersion>> {
+            Some(Arc::clone(&self.1))
+        }
+    }
+
+    /// A stamp is kept for every zone, most of them unsigned: the signed
+    /// state is one pointer (main kept the re-sign time inline, 88 octets).
+    #[test]
+    fn a_stamp_is_small() {
+        assert!(
+            std::mem::size_of::<Stamp>() <= 80,
+            "{}",
+            std::mem::size_of::<Stamp>()
+        );
+    }
+
+    /// A signed zone loaded again after an edit is signed from its
+    /// previous version: the changed RRset and the SOA signed, the rest
+    /// kept, and the difference from the version served handed on; its
+    /// serial is saved in the state directory (by the owner), and a start
+    /// (nothing served) signs above it.
+    #[test]
+    fn a_signed_zone_is_signed_again_from_its_previous_version() {
+        let dir = std::env::temp_dir().join(format!("tern-zones-resign-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let zone_file = dir.join("example.zone");
+        let text = |address: &str| {
+            format!(
+                "$TTL 300\n@ SOA ns hostmaster 1 3600 900 604800 300\n@ NS ns\n\
+                 ns A 192.0.2.1\nwww A {address}\nmail A 192.0.2.3\n"
+            )
+        };
+        std::fs::write(&zone_file, text("192.0.2.2")).unwrap();
+        let origin: Origin = b"\x07example\x00".to_vec().into();
+        let policy = Arc::new(crate::signing::Policy::new("p".to_string()));
+        let sources = Sources {
+            dir: None,
+            listed: vec![("example.".to_string(), zone_file.clone())],
+            signing: Some(Signing::new(
+                dir.join("state"),
+                1,
+                vec![(origin.clone(), policy)],
+            )),
+        };
+        let first = load_all(&sources, None).unwrap();
+        let signed = Arc::clone(first.zones[0].1.signed().unwrap());
+        // SOA, NS, DNSKEY, CDS, CDNSKEY (the first CSK's DS submitted:
+        // `cds-cdnskey: rollover`), NSEC at the apex; A and NSEC at each
+        // of 3 names.
+        assert_eq!(signed.signatures(), (12, 0));
+        assert!(signed.take_change().is_none(), "signed whole");
+
+        std::fs::write(&zone_file, text("192.0.2.20")).unwrap();
+        let again = load_one(&sources, &origin, Some(&SignedServed(1, signed))).unwrap();
+        let (zone, stamp) = &again.zones[0];
+        assert_eq!(zone.serial(), 2);
+        let version = stamp.signed().unwrap();
+        assert_eq!(version.signatures(), (2, 10), "www's A and the SOA");
+        let (from, change) = version.take_change().unwrap();
+        assert_eq!(from, 1);
+        let types = |records: &[tern_zone::Record]| {
+            let mut types: Vec<(String, u16)> = records
+                .iter()
+                .map(|record| (record.owner.to_string(), record.rtype.0))
+                .collect();
+            types.sort();
+            types
+        };
+        let expected = vec![
+            ("example.".to_string(), 6),
+            ("example.".to_string(), 46),
+            ("www.example.".to_string(), 1),
+            ("www.example.".to_string(), 46),
+        ];
+        assert_eq!(types(&change.deleted), expected);
+        assert_eq!(types(&change.added), expected);
+        assert!(version.take_change().is_none(), "taken once");
+
+        // A start (nothing served) with a saved serial of 7 signs above it.
+        crate::state::save_signed_serial(
+            &dir.join("state"),
+            LowerNameBuf::from_name(tern_wire::name::Name::from_wire(&origin).unwrap()),
+            7,
+        )
+        .unwrap();
+        let restarted = load_all(&sources, None).unwrap();
+        assert_eq!(restarted.zones[0].0.serial(), 8);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Each record of a signed zone but RRSIGs as (owner, type, TTL,
+    /// RDATA), and each RRSIG as (owner, type covered, key tag).
+    type Shape = (
+        std::collections::BTreeSet<(String, u16, u32, Vec<u8>)>,
+        std::collections::BTreeSet<(String, u16, u16)>,
+    );
+
+    fn shape<'r>(records: impl Iterator<Item = tern_zone::RecordRef<'r>>) -> Shape {
+        let mut shape = Shape::default();
+        for record in records {
+            let owner = record.owner.to_lower().as_name().to_string();
+            if record.rtype == tern_wire::types::RType::RRSIG {
+                let covered = u16::from_be_bytes([record.rdata[0], record.rdata[1]]);
+                let tag = u16::from_be_bytes([record.rdata[16], record.rdata[17]]);
+                shape.1.insert((owner, covered, tag));
+            } else {
+                shape
+                    .0
+                    .insert((owner, record.rtype.0, record.ttl, record.rdata.to_vec()));
+            }
+        }
+        shape
+    }
+
+    /// A CSK rollover started on a signed zone: its next version, signed
+    /// from the previous one, publishes the new CSK and has it sign the
+    /// DNSKEY, CDS and CDNSKEY RRsets beside the old one (the zone still by
+    /// the old one),
+    /// as a whole signing at that time does; the keys' next step is its
+    /// re-sign time, and the difference holds the DNSKEY RRset's change.
+    #[test]
+    fn a_rollover_step_signed_from_the_previous_version() {
+        let dir = std::env::temp_dir().join(format!("tern-zones-roll-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let zone_file = dir.join("example.zone");
+        std::fs::write(
+            &zone_file,
+            "$TTL 300\n@ SOA ns hostmaster 1 3600 900 604800 300\n@ NS ns\n\
+             ns A 192.0.2.1\nwww A 192.0.2.2\n",
+        )
+        .unwrap();
+        let origin: Origin = b"\x07example\x00".to_vec().into();
+        let name = NameBuf::from_text(b"example.", None).unwrap();
+        let policy = Arc::new(crate::signing::Policy::new("p".to_string()));
+        let state = dir.join("state");
+        let sources = Sources {
+            dir: None,
+            listed: vec![("example.".to_string(), zone_file.clone())],
+            signing: Some(Signing::new(
+                state.clone(),
+                1,
+                vec![(origin.clone(), Arc::clone(&policy))],
+            )),
+        };
+        let first = load_all(&sources, None).unwrap();
+        let signed = Arc::clone(first.zones[0].1.signed().unwrap());
+        let old_tag = {
+            let keys = crate::keys::read_keys(&crate::keys::key_dir(&state, name.as_name()));
+            keys.unwrap()[0].meta.key_tag
+        };
+        let now = crate::unix_time();
+        let (new_tag, _) = crate::rollover::start(
+            &crate::keys::key_dir(&state, name.as_name()),
+            &policy,
+            tern_dnssec::KeyRole::Csk,
+            now,
+        )
+        .unwrap();
+
+        let again = load_one(&sources, &origin, Some(&SignedServed(1, signed))).unwrap();
+        let (zone, stamp) = &again.zones[0];
+        let version = stamp.signed().unwrap();
+        // The changed DNSKEY RRset by both CSKs, the CDS and CDNSKEY
+        // RRsets by the new one (the old one's kept), and the SOA.
+        assert_eq!(version.signatures(), (5, 8));
+        let (_, change) = version.take_change().unwrap();
+        assert!(change
+            .added
+            .iter()
+            .any(|record| record.rtype == tern_wire::types::RType::DNSKEY));
+        let keys = stamp.keys().unwrap();
+        let next = keys.next_event.unwrap();
+        assert_eq!(stamp.resign_at(), Some(next));
+        assert!(stamp.key_event_first());
+
+        let records = tern_zone::parse_bytes(
+            &std::fs::read(&zone_file).unwrap(),
+            &zone_file,
+            name.as_name(),
+            &tern_zone::Options::default(),
+            &mut tern_zone::NoInclude,
+        )
+        .unwrap()
+        .records;
+        let whole = crate::signing::sign(
+            name.as_name(),
+            &records,
+            &policy,
+            &state,
+            crate::unix_time(),
+            Some(1),
+        )
+        .unwrap();
+        assert_eq!(zone.serial(), 2);
+        let whole_shape = shape(
+            whole
+                .zone
+                .records
+                .iter()
+                .map(|record| tern_zone::RecordRef {
+                    owner: record.owner.as_name(),
+                    class: record.class,
+                    ttl: record.ttl,
+                    rtype: record.rtype,
+                    rdata: &record.rdata,
+                    location: record.location,
+                }),
+        );
+        assert_eq!(shape(version.records().iter()), whole_shape);
+        let by = |tag: u16| whole_shape.1.iter().filter(|sig| sig.2 == tag).count();
+        assert_eq!(by(new_tag), 3, "the new CSK signs the apex's keys only");
+        assert!(by(old_tag) > 1);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     impl Previous for Served {
         fn unchanged(&self, _: &[u8], _: &Path, _: Option<FileStamp>, _: &mut u32) -> Option<bool> {
@@ -918,11 +1337,12 @@ mod tests {
         // RRSIGs.
         assert_eq!(loaded.zones[0].0.record_count(), 16);
         // The file's serial at first; it is signed again half a lifetime
-        // (the default refresh: 7 of 14 days) from now.
+        // (the default refresh: 7 of 14 days) from now, less up to the
+        // default jitter (2 days).
         assert_eq!(loaded.zones[0].0.serial(), 1);
         let resign_at = loaded.zones[0].1.resign_at().unwrap();
-        let half = 7 * 86_400;
-        assert!((crate::unix_time() + half).abs_diff(resign_at) < 60);
+        let half = crate::unix_time() + 7 * 86_400;
+        assert!((half - 2 * 86_400 - 60..=half).contains(&resign_at));
         // Signed again over serial 1 with the file unchanged: serial 2; a
         // higher file serial is kept.
         let loaded = load_one(&sources, &origin, Some(&Served(1))).unwrap();

@@ -352,6 +352,9 @@ impl Zones {
                         .schedule(origin, at, stamp.key_event_first());
                     served.resigner.watch_parent(origin, stamp.keys());
                 }
+                if stamp.signed().is_some() {
+                    served.save_signed_serial(&zone);
+                }
                 inner.primaries[slot] = Some(Primary { loaded: now, stamp });
                 inner.primary_count += 1;
             }
@@ -520,7 +523,19 @@ impl Zones {
                 .collect()
         };
         let mut notify = Vec::new();
-        for ((zone, _), old) in zones.iter().zip(&old) {
+        for ((zone, stamp), old) in zones.iter().zip(&old) {
+            if let Some(signed) = stamp.signed() {
+                self.save_signed_serial(zone);
+                // What the signer found changed, if it signed from `old`:
+                // no comparison of the two versions.
+                let change = signed.take_change();
+                if let (Some(old), Some((from, change))) = (old, change) {
+                    if from == old.serial() && self.record_change(old, zone, change) {
+                        notify.push((LowerNameBuf::from_name(zone.origin()), zone.serial()));
+                        continue;
+                    }
+                }
+            }
             match old {
                 Some(old) => {
                     self.record_difference(old, zone);
@@ -965,6 +980,89 @@ impl Zones {
         }
     }
 
+    /// Records in the zone's IXFR history the `change` the signer found
+    /// from `old` to the signed `new`; false (nothing recorded) if `new`'s
+    /// serial is not higher. Bound: the change's records, sorted.
+    fn record_change(&self, old: &Arc<Zone>, new: &Arc<Zone>, change: tern_dnssec::Change) -> bool {
+        if !journal::is_newer(old, new) {
+            return false;
+        }
+        if self.history_bytes == 0 {
+            return true;
+        }
+        let origin = LowerNameBuf::from_name(new.origin());
+        let apex = new.origin();
+        let records = |records: Vec<tern_zone::Record>| {
+            let mut list: Vec<journal::Record> = records
+                .into_iter()
+                .filter(|record| {
+                    !(record.rtype == tern_wire::types::RType::SOA
+                        && record.owner.as_name().eq_ignore_case(apex))
+                })
+                .map(|record| journal::Record {
+                    owner: record.owner.as_name().to_lower().as_bytes().to_vec(),
+                    rtype: record.rtype,
+                    ttl: record.ttl,
+                    rdata: record.rdata,
+                })
+                .collect();
+            list.sort_unstable();
+            list.dedup();
+            list
+        };
+        let soa = |zone: &Zone| {
+            let soa = zone.soa_record();
+            (soa.ttl, soa.rdata.to_vec())
+        };
+        let difference = Difference {
+            from_soa: soa(old),
+            to_soa: soa(new),
+            deleted: records(change.deleted),
+            added: records(change.added),
+        };
+        let bytes = {
+            let mut journals = self
+                .journals
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            let journal = journals.entry(origin.as_bytes().to_vec()).or_default();
+            journal.push(difference, self.history_bytes);
+            journal.encode()
+        };
+        self.save_journal(origin, &bytes);
+        true
+    }
+
+    /// Saves a zone's IXFR history (`bytes`) in the state directory.
+    fn save_journal(&self, origin: LowerNameBuf, bytes: &[u8]) {
+        let Some(dir) = &self.state_directory else {
+            return;
+        };
+        let path = journal_path(dir, origin);
+        if let Err(err) = write_atomically(&path, bytes) {
+            log::warn!(
+                "zone {}: cannot save its IXFR history to {}: {err}",
+                origin.as_name(),
+                path.display()
+            );
+        }
+    }
+
+    /// Saves the serial a signed zone is served with, so that a restart
+    /// signs it with a higher one.
+    fn save_signed_serial(&self, zone: &Zone) {
+        let Some(dir) = &self.state_directory else {
+            return;
+        };
+        let origin = LowerNameBuf::from_name(zone.origin());
+        if let Err(err) = crate::state::save_signed_serial(dir, origin, zone.serial()) {
+            log::warn!(
+                "zone {}: cannot save its serial in the state directory: {err}",
+                origin.as_name()
+            );
+        }
+    }
+
     fn save_timers(&self, origin: LowerNameBuf, timers: Timers) {
         let Some(dir) = &self.state_directory else {
             return;
@@ -1016,6 +1114,10 @@ impl crate::load::Previous for Zones {
         let inner = self.lock();
         inner.primary(origin)?;
         Some(inner.catalog.get(Name::from_wire(origin).ok()?)?.serial())
+    }
+
+    fn signed(&self, origin: &[u8]) -> Option<Arc<crate::load::SignedVersion>> {
+        self.lock().primary(origin)?.stamp.signed().cloned()
     }
 
     fn unchanged(

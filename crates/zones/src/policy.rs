@@ -11,6 +11,10 @@ use crate::keys::KeyScheme;
 
 //----------- Policy ---------------------------------------------------------
 
+/// The default `rrsig-jitter`: two days, so that the signatures of a zone
+/// signed at one moment are refreshed over two days rather than on one.
+pub const DEFAULT_RRSIG_JITTER: u64 = 2 * 86_400;
+
 /// When CDS and CDNSKEY records are published (RFC 7344, RFC 8078).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum CdsCdnskey {
@@ -23,8 +27,9 @@ pub enum CdsCdnskey {
     Always,
 }
 
-/// NSEC3 in a policy: the salt is drawn anew at each signing (its
-/// rotation is a later slice).
+/// NSEC3 in a policy: the salt is drawn when a zone is first signed and
+/// kept while it is signed again from its previous version (its rotation
+/// is a later slice).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Nsec3Policy {
     /// Further iterations (RFC 9276: 0).
@@ -71,8 +76,12 @@ pub struct Policy {
     pub parent_ds_ttl: u64,
     /// How long a signature is valid from its signing.
     pub rrsig_lifetime: u64,
-    /// How long before expiry the zone is signed anew.
+    /// How long before expiry a signature is made anew, at the latest.
     pub rrsig_refresh: u64,
+    /// How much earlier still, at most, spread over the signatures so
+    /// that they are refreshed in batches over this time rather than all
+    /// at once ([`tern_dnssec::Refresh`]).
+    pub rrsig_jitter: u64,
     /// NSEC3, or NSEC when `None`.
     pub nsec3: Option<Nsec3Policy>,
     /// The DNSKEY RRset's TTL; `None`: the SOA's.
@@ -97,6 +106,7 @@ impl Policy {
             parent_ds_ttl: 86_400,
             rrsig_lifetime: 14 * 86_400,
             rrsig_refresh: 7 * 86_400,
+            rrsig_jitter: DEFAULT_RRSIG_JITTER,
             nsec3: None,
             dnskey_ttl: None,
             cds_cdnskey: CdsCdnskey::default(),

@@ -3,10 +3,13 @@
 //! the cores.
 //!
 //! The owner ([`crate::owner::Zones`]) enters a zone's time when a signed
-//! version of it is served: its signatures' expiration minus the policy's
-//! `rrsig-refresh`. When that time comes the thread asks for the zone to
-//! be loaded and signed again (the binary queues a `tern reload ZONE` on
-//! the reload thread, so the previous version serves on if it fails), and
+//! version of it is served: when its first signature is due for refresh
+//! (its expiration less the policy's `rrsig-refresh`, less its share of
+//! `rrsig-jitter`: [`crate::signing::next_resign`]). When that time comes
+//! the thread asks for the zone to be loaded and signed again, only the
+//! signatures due then and soon after made anew, one batch (the binary
+//! queues a `tern reload ZONE` on the reload thread, so the previous
+//! version serves on if it fails), and
 //! sets the zone's timer to retry after [`RETRY_FIRST`], doubling up to
 //! [`RETRY_MAX`]: a new version replaces that time with its own. One
 //! zone's timer costs a hash look-up and a heap operation; nothing walks

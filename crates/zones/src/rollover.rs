@@ -15,7 +15,9 @@
 //!   published at P and signs from P + Ipub (Ipub = `propagation-delay` +
 //!   the DNSKEY TTL); the old key stops signing then and its DNSKEY is
 //!   removed Iret later (`propagation-delay` + the zone's highest TTL: the
-//!   zone is signed whole at each step, so RFC 7583's Dsgn is 0).
+//!   new key signs every RRset at the step that makes it a signer, the
+//!   incremental signer having none of its signatures to keep, so RFC
+//!   7583's Dsgn is 0).
 //! - **KSK, double-KSK** (RFC 7583 section 3.3.1): the new key is
 //!   published and signs the DNSKEY RRset from P, beside the old one; its
 //!   DS is submitted at P + Ipub (CDS and CDNSKEY name it from then); once

@@ -3,24 +3,34 @@
 //! of a zone's records with its keys ([`crate::keys`]) before the zone is
 //! built.
 //!
-//! This slice signs a zone whole each time its file is loaded, on the
-//! thread that loads it (start, or the reload thread), never on a core,
-//! and again, whole, `rrsig-refresh` before its signatures expire
-//! ([`crate::resign`]) and at each step of a key rollover
-//! ([`crate::rollover`]). Incremental signing and re-signing spread over
-//! time are later slices.
+//! A zone is signed on the thread that loads it (start, or the reload
+//! thread), never on a core: whole when it has no signed version yet
+//! ([`sign`]), else from its previous signed version, signing only what
+//! changed, what its keys' changes call for and the signatures due for
+//! refresh ([`sign_again`]). It is loaded again when its first signature
+//! is due ([`crate::resign`], [`next_resign`]): `rrsig-refresh` before its
+//! expiration, less a share of `rrsig-jitter`, so that a zone's signatures
+//! are refreshed in batches spread over the jitter; and at each step of a
+//! key rollover ([`crate::rollover`]), whichever comes first. Either
+//! signing takes the rollover steps due and signs with the key set they
+//! leave ([`crate::rollover::key_set`]): a key that stops signing leaves
+//! no signature behind, one that starts signing signs every RRset it is
+//! for at that step.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rand::Rng as _;
-use tern_dnssec::{sign_zone_with, Denial, Nsec3Params, SignOptions, SignedZone, Validity};
+use tern_dnssec::{
+    resign_zone, sign_zone_with, Denial, Nsec3Params, Refresh, Resigned, SignOptions, SignedZone,
+    Validity,
+};
 use tern_wire::name::Name;
 use tern_wire::types::RType;
 use tern_zone::RecordList;
 
 use crate::keys;
-pub use crate::policy::{CdsCdnskey, Nsec3Policy, ParentCheck, Policy};
+pub use crate::policy::{CdsCdnskey, Nsec3Policy, ParentCheck, Policy, DEFAULT_RRSIG_JITTER};
 use crate::rollover::{self, Timing};
 
 /// How long before "now" signatures start to be valid (BIND's choice;
@@ -69,18 +79,19 @@ impl Signing {
 }
 
 /// When a zone signed under `policy` at Unix time `now` must be signed
-/// again: its signatures' expiration (they all expire together in this
-/// slice) less `rrsig-refresh`.
+/// again at the latest: the expiration of the signatures made at `now`
+/// less `rrsig-refresh` ([`next_resign`]'s time when no signature reads).
 pub fn resign_due(policy: &Policy, now: u64) -> u64 {
     now.saturating_add(policy.rrsig_lifetime)
         .saturating_sub(policy.rrsig_refresh)
 }
 
-/// A zone signed by [`sign`], and what its keys call for next.
+/// A zone signed by [`sign`] (or, as a [`Resigned`], by [`sign_again`]),
+/// and what its keys call for next.
 #[derive(Debug)]
-pub struct Signed {
+pub struct Signed<Z = SignedZone> {
     /// The signed zone.
-    pub zone: SignedZone,
+    pub zone: Z,
     /// When a key's next step is due ([`crate::rollover::next_event`]).
     pub next_key_event: Option<u64>,
     /// Whether a KSK's or CSK's DS is awaited at the parent.
@@ -106,22 +117,24 @@ fn timing<R: RecordList + ?Sized>(origin: Name<'_>, records: &R, policy: &Policy
     }
 }
 
-/// Signs the zone `origin` made of `records` (each RRset's TTL settled)
-/// under `policy` at Unix time `now`, with its keys from `state_directory`
-/// (generated on its first signing) as their rollover times have them at
-/// `now`, after the steps due ([`crate::rollover::step`]). With
-/// `serial_above` (the serial served now), the signed serial is higher
-/// than it (the file's if that is higher, else one more:
-/// `tern_dnssec::SignOptions::serial_above`). Errors name the zone's key
-/// file or the signer's reason.
-pub fn sign<R: RecordList + ?Sized>(
+/// A zone's keys after the rollover steps due, and what they call for
+/// next.
+struct Stepped {
+    stored: Vec<keys::StoredKey>,
+    next_key_event: Option<u64>,
+    awaiting_ds: bool,
+}
+
+/// The keys of the zone `origin` made of `records` from `state_directory`
+/// (generated on its first signing), after the rollover steps due at
+/// `now` ([`crate::rollover::step`]), each logged.
+fn step_keys<R: RecordList + ?Sized>(
     origin: Name<'_>,
     records: &R,
     policy: &Policy,
     state_directory: &Path,
     now: u64,
-    serial_above: Option<u32>,
-) -> Result<Signed, String> {
+) -> Result<Stepped, String> {
     let timing = timing(origin, records, policy);
     let stored = {
         let _lock = keys::lock();
@@ -143,8 +156,136 @@ pub fn sign<R: RecordList + ?Sized>(
     let metas: Vec<&keys::KeyMeta> = stored.iter().map(|key| &key.meta).collect();
     let next_key_event = rollover::next_event(&metas, policy, now);
     let awaiting_ds = !rollover::awaiting_ds(&metas, now).is_empty();
-    let keys = rollover::key_set(&stored, policy, now);
-    let validity = Validity::new(
+    Ok(Stepped {
+        stored,
+        next_key_event,
+        awaiting_ds,
+    })
+}
+
+/// The denial of existence of `policy`: NSEC, or NSEC3 with `salt` when
+/// given, else a new random salt of the policy's length.
+fn denial(policy: &Policy, salt: Option<Vec<u8>>) -> Denial {
+    match &policy.nsec3 {
+        None => Denial::Nsec,
+        Some(nsec3) => Denial::Nsec3(Nsec3Params {
+            iterations: nsec3.iterations,
+            salt: salt.unwrap_or_else(|| {
+                let mut salt = vec![0; usize::from(nsec3.salt_length)];
+                rand::rng().fill(&mut salt[..]);
+                salt
+            }),
+            opt_out: nsec3.opt_out,
+        }),
+    }
+}
+
+/// Signs the zone `origin` made of `records` (each RRset's TTL settled)
+/// under `policy` at Unix time `now`, with its keys from `state_directory`
+/// (generated on its first signing) as their rollover times have them at
+/// `now`, after the steps due ([`crate::rollover::step`]). With
+/// `serial_above` (the serial served now), the signed serial is higher
+/// than it (the file's if that is higher, else one more:
+/// `tern_dnssec::SignOptions::serial_above`). Errors name the zone's key
+/// file or the signer's reason.
+pub fn sign<R: RecordList + ?Sized>(
+    origin: Name<'_>,
+    records: &R,
+    policy: &Policy,
+    state_directory: &Path,
+    now: u64,
+    serial_above: Option<u32>,
+) -> Result<Signed, String> {
+    let stepped = step_keys(origin, records, policy, state_directory, now)?;
+    let keys = rollover::key_set(&stepped.stored, policy, now);
+    let options = SignOptions {
+        validity: validity(policy, now)?,
+        dnskey_ttl: policy.dnskey_ttl,
+        denial: denial(policy, None),
+        serial_above,
+    };
+    let zone = sign_zone_with(origin, records, &keys, &options)
+        .map_err(|err| format!("signing: {err}"))?;
+    Ok(Signed {
+        zone,
+        next_key_event: stepped.next_key_event,
+        awaiting_ds: stepped.awaiting_ds,
+    })
+}
+
+/// A refresh takes the signatures due within `rrsig-jitter` divided by
+/// this after it: a zone's signatures are refreshed in about this many
+/// batches (each a new version and an IXFR increment) over the jitter.
+pub const RESIGN_BATCHES: u64 = 24;
+
+/// When the signatures of a zone signed under `policy` are refreshed, at
+/// Unix time `now`.
+pub fn refresh_of(policy: &Policy, now: u64) -> Refresh {
+    Refresh {
+        now,
+        refresh: policy.rrsig_refresh,
+        jitter: policy.rrsig_jitter,
+        window: policy.rrsig_jitter / RESIGN_BATCHES,
+    }
+}
+
+/// When the zone signed under `policy` at `now` into `records` must be
+/// signed again: its first signature due for refresh, else (no signature
+/// read) [`resign_due`].
+pub fn next_resign<R: RecordList + ?Sized>(policy: &Policy, now: u64, records: &R) -> u64 {
+    tern_dnssec::next_refresh(records, &refresh_of(policy, now))
+        .unwrap_or_else(|| resign_due(policy, now))
+}
+
+/// [`sign`], keeping what it can of `previous` (the zone's previous
+/// signed version, in the order the signer made it): only the RRsets that
+/// changed, their NSEC or NSEC3 neighbours, the SOA, the signatures due
+/// for refresh and what the rollover steps due change (the RRsets of a
+/// key that starts signing them, the DNSKEY, CDS and CDNSKEY RRsets) are
+/// signed ([`tern_dnssec::resign_zone`], with the same key set as
+/// [`sign`]). With NSEC3, the previous salt is kept when the policy's
+/// length and iterations did not change (a new salt would change every
+/// hashed owner).
+pub fn sign_again<P: RecordList + ?Sized, R: RecordList + ?Sized>(
+    origin: Name<'_>,
+    previous: &P,
+    records: &R,
+    policy: &Policy,
+    state_directory: &Path,
+    now: u64,
+    serial_above: Option<u32>,
+) -> Result<Signed<Resigned>, String> {
+    let stepped = step_keys(origin, records, policy, state_directory, now)?;
+    let keys = rollover::key_set(&stepped.stored, policy, now);
+    let salt = policy
+        .nsec3
+        .as_ref()
+        .and_then(|nsec3| previous_salt(origin, previous, nsec3));
+    let options = SignOptions {
+        validity: validity(policy, now)?,
+        dnskey_ttl: policy.dnskey_ttl,
+        denial: denial(policy, salt),
+        serial_above,
+    };
+    let zone = resign_zone(
+        origin,
+        previous,
+        records,
+        &keys,
+        &options,
+        &refresh_of(policy, now),
+    )
+    .map_err(|err| format!("signing: {err}"))?;
+    Ok(Signed {
+        zone,
+        next_key_event: stepped.next_key_event,
+        awaiting_ds: stepped.awaiting_ds,
+    })
+}
+
+/// The signatures' validity for a signing under `policy` at `now`.
+fn validity(policy: &Policy, now: u64) -> Result<Validity, String> {
+    Validity::new(
         now.saturating_sub(INCEPTION_BACKDATE),
         now.saturating_add(policy.rrsig_lifetime),
     )
@@ -153,30 +294,27 @@ pub fn sign<R: RecordList + ?Sized>(
             "signatures from {now} for {} s do not fit the RRSIG time fields",
             policy.rrsig_lifetime
         )
-    })?;
-    let denial = match &policy.nsec3 {
-        None => Denial::Nsec,
-        Some(nsec3) => {
-            let mut salt = vec![0; usize::from(nsec3.salt_length)];
-            rand::rng().fill(&mut salt[..]);
-            Denial::Nsec3(Nsec3Params {
-                iterations: nsec3.iterations,
-                salt,
-                opt_out: nsec3.opt_out,
-            })
-        }
-    };
-    let options = SignOptions {
-        validity,
-        dnskey_ttl: policy.dnskey_ttl,
-        denial,
-        serial_above,
-    };
-    let zone = sign_zone_with(origin, records, &keys, &options)
-        .map_err(|err| format!("signing: {err}"))?;
-    Ok(Signed {
-        zone,
-        next_key_event,
-        awaiting_ds,
     })
+}
+
+/// The salt of the previous version's NSEC3PARAM (at the apex, first in
+/// canonical order), if it has the iterations and salt length `nsec3`
+/// asks for. Bound: the apex's records.
+fn previous_salt<P: RecordList + ?Sized>(
+    origin: Name<'_>,
+    previous: &P,
+    nsec3: &Nsec3Policy,
+) -> Option<Vec<u8>> {
+    let rdata = (0..previous.len())
+        .map(|index| previous.record(index))
+        .take_while(|record| record.owner.eq_ignore_case(origin))
+        .find(|record| record.rtype == RType::NSEC3PARAM)?
+        .rdata;
+    // Algorithm, flags, iterations (2 octets), salt length, salt.
+    let iterations = u16::from_be_bytes([*rdata.get(2)?, *rdata.get(3)?]);
+    let salt = rdata.get(5..)?;
+    (iterations == nsec3.iterations
+        && salt.len() == usize::from(nsec3.salt_length)
+        && usize::from(*rdata.get(4)?) == salt.len())
+    .then(|| salt.to_vec())
 }

@@ -41,6 +41,33 @@ pub(crate) fn journal_path(state_directory: &Path, origin: LowerNameBuf) -> Path
         .join(format!("{}ixfr", file_stem(origin)))
 }
 
+/// `STATE/signed/ORIGIN.serial`: the serial a signed zone was last
+/// served with, so that a restart signs it with a higher one (as the
+/// reloads before it did) rather than going back to its file's.
+fn signed_serial_path(state_directory: &Path, origin: LowerNameBuf) -> PathBuf {
+    state_directory
+        .join("signed")
+        .join(format!("{}serial", file_stem(origin)))
+}
+
+/// Saves the serial a signed zone is served with now.
+pub(crate) fn save_signed_serial(
+    state_directory: &Path,
+    origin: LowerNameBuf,
+    serial: u32,
+) -> io::Result<()> {
+    let path = signed_serial_path(state_directory, origin);
+    write_atomically(&path, format!("{serial}\n").as_bytes())
+}
+
+/// The serial the signed zone `origin` (lowercased wire form) was last
+/// served with, if saved and readable.
+pub(crate) fn load_signed_serial(state_directory: &Path, origin: &[u8]) -> Option<u32> {
+    let origin = LowerNameBuf::from_name(tern_wire::name::Name::from_wire(origin).ok()?);
+    let text = std::fs::read_to_string(signed_serial_path(state_directory, origin)).ok()?;
+    text.trim().parse().ok()
+}
+
 /// The saved IXFR histories of `zones` that end at the version served (a
 /// history that does not, or does not read, is dropped).
 pub fn load_journals(state_directory: Option<&Path>, zones: &[Arc<Zone>]) -> Journals {

@@ -774,6 +774,18 @@ fn signing_config(
                 policy.rrsig_lifetime
             );
         }
+        let spare = policy.rrsig_lifetime - policy.rrsig_refresh;
+        policy.rrsig_jitter = match raw_policy.rrsig_jitter {
+            // The default, less where the lifetime leaves less room.
+            None => policy.rrsig_jitter.min(spare / 2),
+            Some(jitter) if jitter.0 >= spare => bail!(
+                "{}: rrsig-jitter ({} s) must be shorter than rrsig-lifetime less \
+                 rrsig-refresh ({spare} s)",
+                context(),
+                jitter.0
+            ),
+            Some(jitter) => jitter.0,
+        };
         policies.push(std::sync::Arc::new(policy));
     }
     if signed_zones.is_empty() {
@@ -1489,6 +1501,7 @@ mod tests {
             (14 * 86_400, 3 * 86_400)
         );
         assert_eq!(b.dnskey_ttl, Some(3600));
+        assert_eq!((a.rrsig_jitter, b.rrsig_jitter), (2 * 86_400, 2 * 86_400));
         let nsec3 = b.nsec3.as_ref().unwrap();
         assert_eq!(
             (nsec3.iterations, nsec3.salt_length, nsec3.opt_out),
@@ -1518,6 +1531,23 @@ mod tests {
         )
         .unwrap();
         assert_eq!(config.signing.unwrap().threads, DEFAULT_SIGNING_THREADS);
+        // rrsig-jitter: as given, or 2 days, at most half the time a
+        // signature is served before its refresh.
+        let jitter = |policy: &str| {
+            let text = format!(
+                "state-directory: s\ndnssec: {{policies: [{{name: p, {policy}}}]}}\n\
+                 zones: {{list: [{{origin: a., file: a.zone, dnssec-policy: p}}]}}\n"
+            );
+            let config = from_text(&text, ".").unwrap();
+            config
+                .signing
+                .unwrap()
+                .policy(b"\x01a\x00")
+                .unwrap()
+                .rrsig_jitter
+        };
+        assert_eq!(jitter("rrsig-jitter: 12h"), 12 * 3600);
+        assert_eq!(jitter("rrsig-lifetime: 40s, rrsig-refresh: 30s"), 5);
         let zone = "zones: {list: [{origin: a., file: a.zone, dnssec-policy: p}]}\n";
         for (text, expected) in [
             (
@@ -1553,6 +1583,10 @@ mod tests {
             (
                 "dnssec: {policies: [{name: p, rrsig-lifetime: 7d}]}\n".to_string(),
                 "must be shorter than rrsig-lifetime",
+            ),
+            (
+                "dnssec: {policies: [{name: p, rrsig-jitter: 7d}]}\n".to_string(),
+                "rrsig-jitter (604800 s) must be shorter than rrsig-lifetime less rrsig-refresh",
             ),
             (
                 "dnssec: {policies: [{name: p, rrsig-refresh: 0}]}\n".to_string(),

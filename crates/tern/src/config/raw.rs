@@ -88,6 +88,7 @@ pub(crate) struct RawPolicy {
     pub(crate) ksk_lifetime: Option<Parsed<LifetimeKind>>,
     pub(crate) rrsig_lifetime: Option<Parsed<LifetimeKind>>,
     pub(crate) rrsig_refresh: Option<Parsed<LifetimeKind>>,
+    pub(crate) rrsig_jitter: Option<Parsed<LifetimeKind>>,
     pub(crate) nsec3: Option<RawNsec3>,
     pub(crate) dnskey_ttl: Option<Parsed<TtlKind>>,
     pub(crate) cds_cdnskey: Option<Parsed<CdsKind>>,

@@ -1,0 +1,826 @@
+//! A zone signed again from its previous signed version: only what
+//! changed is signed (issue 24; docs/decisions/0014).
+//!
+//! [`resign_zone`] takes the previous signed version (the records
+//! [`crate::sign_zone_with`] or this function made, in their canonical
+//! order of owners), the zone's new records (unsigned, as for
+//! `sign_zone`) and the key set ([`crate::KeySet`]: which keys are
+//! published, which sign the DNSKEY RRset, which the zone, whose CDS and
+//! CDNSKEY the apex publishes), and makes the same signed zone
+//! `sign_zone_with` would (the same records, the same RRSIGs by owner,
+//! type covered and key), but:
+//!
+//! - an RRSIG of the previous version is kept when the RRset it covers is
+//!   unchanged (the same class, TTL and RDATA in canonical form), its key
+//!   still signs that RRset under the key set, that key's DNSKEY was in
+//!   the previous version's DNSKEY RRset (the only one there with its
+//!   algorithm and tag), its inception has passed and it is not due for
+//!   refresh ([`Refresh`]); every other RRSIG is made anew;
+//! - so at a rollover step a key that stops signing leaves no RRSIG
+//!   behind, and a key that starts signing signs every RRset it signs at
+//!   that step (it has no previous signature to keep), as a whole signing
+//!   would; a changed DNSKEY, CDS or CDNSKEY RRset is signed again by the
+//!   keys that sign keys;
+//! - so after an edit only the changed RRsets, the NSEC or NSEC3 records
+//!   whose next name or type bitmap changed, and the SOA (whose serial
+//!   changed) are signed; with the zone unchanged, only the signatures due
+//!   for refresh (and the SOA's, when its serial is raised);
+//! - the difference from the previous version (records deleted, records
+//!   added, signatures included) comes with it, for the zone's IXFR
+//!   history, without comparing the two zones again.
+//!
+//! When is a signature due? At its expiration less the policy's refresh
+//! margin, less a share of the jitter drawn from the signature's own last
+//! four octets (random for ECDSA, a function of the data for Ed25519 and
+//! RSA): the signatures of a zone signed at one moment, which all expire
+//! together, are refreshed spread over the jitter, each at a time of its
+//! own that does not change while it lives. A refresh also takes the signatures
+//! due within [`Refresh::window`] after it, so that they go in batches
+//! rather than one version per signature.
+//!
+//! The NSEC3 chain is made with the parameters given: a caller that wants
+//! the previous chain kept gives the previous salt (a new salt changes
+//! every hashed owner, and so signs the whole chain again).
+//!
+//! Bound: the new records are sorted (as `sign_zone` does), then one pass
+//! over them and one over the previous version in step (each a forward
+//! cursor in canonical order of owners); one signature per RRset changed
+//! or due and per key that signs it.
+
+use std::cmp::Ordering;
+use std::collections::HashSet;
+use std::ops::Range;
+
+use tern_wire::name::{LowerNameBuf, Name, NameBuf};
+use tern_wire::types::{RClass, RType};
+use tern_zone::{Location, Record, RecordList, RecordRef};
+
+use crate::canonical::{canonical_rrset, rrsig_labels};
+use crate::key::{key_tag, SigningKey};
+use crate::nsec::nsec_rdata;
+use crate::nsec3::{hashed_owner, nsec3_hash, nsec3_rdata, nsec3param_rdata, Hash, Nsec3Params};
+use crate::rrsig::{sign_rrset, Rrset};
+use crate::zone::{
+    apex_soa, cds_records, check_keys, check_nsec3, keep_records, merge, nodes, raise_serial,
+    sort_records, Denial, KeySet, NodeKind, SignError, SignOptions, ZoneKey, NSEC3PARAM_TTL,
+};
+
+//----------- Refresh --------------------------------------------------------
+
+/// When a signature kept from the previous version is made anew; times
+/// in seconds, `now` a Unix time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Refresh {
+    /// The time now.
+    pub now: u64,
+    /// How long before its expiration a signature is refreshed at the
+    /// latest (the policy's `rrsig-refresh`).
+    pub refresh: u64,
+    /// How much earlier still, at most, spread over the signatures (the
+    /// policy's `rrsig-jitter`).
+    pub jitter: u64,
+    /// Signatures due within this long after `now` are refreshed now too:
+    /// one batch rather than many versions.
+    pub window: u64,
+}
+
+impl Refresh {
+    /// When the signature of RRSIG RDATA `rrsig` is due for refresh (Unix
+    /// time): its expiration less [`Refresh::refresh`] less its share of
+    /// [`Refresh::jitter`]; `None` if the RDATA is too short for an RRSIG.
+    pub fn due_at(&self, rrsig: &[u8]) -> Option<u64> {
+        let fields = Fields::of(rrsig)?;
+        let share = (u128::from(self.jitter) * u128::from(fields.jitter_draw)) >> 32;
+        Some(
+            absolute(fields.expiration, self.now)
+                .saturating_sub(self.refresh)
+                .saturating_sub(share as u64),
+        )
+    }
+
+    /// Whether the signature of `rrsig` is to be refreshed now (or it does
+    /// not read): due within [`Refresh::window`], or not yet valid.
+    fn due(&self, rrsig: &[u8]) -> bool {
+        let Some(fields) = Fields::of(rrsig) else {
+            return true;
+        };
+        let not_yet_valid = absolute(fields.inception, self.now) > self.now;
+        let due_at = self.due_at(rrsig).unwrap_or(0);
+        not_yet_valid || due_at <= self.now.saturating_add(self.window)
+    }
+}
+
+/// A 32-bit RRSIG time field as the Unix time nearest `now` (RFC 4034
+/// section 3.1.5's serial arithmetic).
+fn absolute(field: u32, now: u64) -> u64 {
+    let delta = i64::from(field.wrapping_sub(now as u32) as i32);
+    (now as i64).saturating_add(delta).max(0) as u64
+}
+
+/// What this module reads of an RRSIG's RDATA.
+struct Fields<'a> {
+    covered: RType,
+    algorithm: u8,
+    labels: u8,
+    original_ttl: u32,
+    expiration: u32,
+    inception: u32,
+    key_tag: u16,
+    signer: &'a [u8],
+    /// The last four octets of the signature, as a number.
+    jitter_draw: u32,
+}
+
+impl<'a> Fields<'a> {
+    /// The fields of RRSIG RDATA, if it holds them and a signature of at
+    /// least four octets. Bound: the signer's labels, at most 255 octets.
+    fn of(rdata: &'a [u8]) -> Option<Fields<'a>> {
+        let u16_at = |at: usize| Some(u16::from_be_bytes(rdata.get(at..at + 2)?.try_into().ok()?));
+        let u32_at = |at: usize| Some(u32::from_be_bytes(rdata.get(at..at + 4)?.try_into().ok()?));
+        let mut end = 18;
+        loop {
+            let len = usize::from(*rdata.get(end)?);
+            if len > 63 || end - 18 > 255 {
+                return None;
+            }
+            end += 1 + len;
+            if len == 0 {
+                break;
+            }
+        }
+        let tail = rdata.len().checked_sub(4).filter(|&tail| tail >= end)?;
+        Some(Fields {
+            covered: RType(u16_at(0)?),
+            algorithm: *rdata.get(2)?,
+            labels: *rdata.get(3)?,
+            original_ttl: u32_at(4)?,
+            expiration: u32_at(8)?,
+            inception: u32_at(12)?,
+            key_tag: u16_at(16)?,
+            signer: rdata.get(18..end)?,
+            jitter_draw: u32_at(tail)?,
+        })
+    }
+}
+
+//----------- Resigned -------------------------------------------------------
+
+/// A zone signed again from its previous version.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Resigned {
+    /// The records to serve, as [`crate::SignedZone::records`].
+    pub records: Vec<Record>,
+    /// The RRSIG records made.
+    pub signatures: usize,
+    /// The RRSIG records kept from the previous version.
+    pub kept: usize,
+    /// The input's DNSSEC records dropped, as [`crate::SignedZone::replaced`].
+    pub replaced: usize,
+    /// What changed from the previous version, or `None` when the previous
+    /// version's owners were not in canonical order (the caller then
+    /// compares the versions itself).
+    pub difference: Option<Change>,
+    /// When the first of the signatures served is due for refresh
+    /// ([`Refresh::due_at`]), if any is.
+    pub next_refresh: Option<u64>,
+}
+
+/// The records of the previous version not in the new one, and the new
+/// one's not in the previous (the apex SOA in both when it changed), each
+/// in canonical order of owners. Records compare by owner (ignoring
+/// case), type, class, TTL and RDATA as written.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Change {
+    /// Records deleted.
+    pub deleted: Vec<Record>,
+    /// Records added.
+    pub added: Vec<Record>,
+}
+
+//----------- resign_zone ----------------------------------------------------
+
+/// Signs the zone at `origin` made of `records` (in file order) with the
+/// key set `keys`, as [`crate::sign_zone_with`] does, keeping what it can
+/// of `previous` (the previous signed version, in canonical order of
+/// owners); see the module documentation. The new signatures are valid as
+/// `options` says; `refresh` says which of the previous ones are made
+/// anew.
+pub fn resign_zone<P, R>(
+    origin: Name<'_>,
+    previous: &P,
+    records: &R,
+    keys: &KeySet<'_>,
+    options: &SignOptions,
+    refresh: &Refresh,
+) -> Result<Resigned, SignError>
+where
+    P: RecordList + ?Sized,
+    R: RecordList + ?Sized,
+{
+    check_keys(&keys.keys)?;
+    let cds = keys.cds.as_deref();
+    let keys = &keys.keys[..];
+    let nsec3 = match &options.denial {
+        Denial::Nsec => None,
+        Denial::Nsec3(params) => Some(check_nsec3(origin, params)?),
+    };
+    // Each previous record read once (a list may check its owner at every
+    // read), then looked at through references: about 56 octets a record
+    // for the time of the signing.
+    let previous = &Read(
+        (0..previous.len())
+            .map(|index| previous.record(index))
+            .collect(),
+    );
+    let known = known_keys(origin, previous, keys);
+    let (kept_records, replaced) = keep_records(origin, records, cds.is_some())?;
+    let mut sorted = sort_records(kept_records);
+    let soa = apex_soa(origin, &sorted)?;
+    if let Some(above) = options.serial_above {
+        raise_serial(origin, &mut sorted, above);
+    }
+    let dnskey_ttl = options.dnskey_ttl.unwrap_or(soa.ttl);
+    let nsec_ttl = soa.ttl.min(soa.minimum);
+    // The DNSKEY RRset (and NSEC3PARAM) after the apex's other records, as
+    // `sign_zone` places them.
+    let apex_end = sorted
+        .iter()
+        .position(|record| !record.owner.as_name().eq_ignore_case(origin))
+        .unwrap_or(sorted.len());
+    let mut dnskeys: Vec<&[u8]> = keys.iter().map(|key| key.key.dnskey_rdata()).collect();
+    dnskeys.sort_unstable();
+    dnskeys.dedup();
+    let apex_owner = sorted[0].owner;
+    let mut apex_records: Vec<Record> = dnskeys
+        .iter()
+        .map(|rdata| {
+            made(
+                apex_owner,
+                soa.class,
+                dnskey_ttl,
+                RType::DNSKEY,
+                rdata.to_vec(),
+            )
+        })
+        .collect();
+    for (rtype, rdata) in cds_records(apex_owner.as_name(), cds.unwrap_or_default()) {
+        apex_records.push(made(apex_owner, soa.class, dnskey_ttl, rtype, rdata));
+    }
+    if let Some(params) = nsec3 {
+        apex_records.push(made(
+            apex_owner,
+            soa.class,
+            NSEC3PARAM_TTL,
+            RType::NSEC3PARAM,
+            nsec3param_rdata(params),
+        ));
+    }
+    sorted.splice(apex_end..apex_end, apex_records);
+
+    let nodes = nodes(origin, &sorted);
+    let mut signer = Signer {
+        origin: origin.to_lower(),
+        keys,
+        known: &known,
+        options,
+        refresh,
+        previous,
+        signatures: 0,
+        kept: 0,
+        next_refresh: None,
+    };
+    let mut at_owner = Cursor::default();
+    let mut out = Vec::with_capacity(sorted.len() * 3);
+    let chain: Vec<usize> = nodes
+        .iter()
+        .filter(|node| node.kind != NodeKind::Glue)
+        .map(|node| node.start)
+        .collect();
+    let mut next_of = chain.iter().skip(1);
+    let mut rdata: Vec<&[u8]> = Vec::new();
+    let mut hashed: Vec<Hashed> = Vec::new();
+    for node in &nodes {
+        let owner = sorted[node.start].owner;
+        let before = at_owner.seek(previous, owner.as_name());
+        let mut types = Vec::new();
+        let mut any_signed = false;
+        let mut start = node.start;
+        while start < node.end {
+            let first = &sorted[start];
+            let mut end = start + 1;
+            while end < node.end
+                && sorted[end].rtype == first.rtype
+                && sorted[end].class == first.class
+            {
+                end += 1;
+            }
+            let signed = match node.kind {
+                NodeKind::Apex | NodeKind::Authoritative => true,
+                NodeKind::Delegation => first.rtype == RType::DS,
+                NodeKind::Glue => false,
+            };
+            let in_bitmap = match node.kind {
+                NodeKind::Delegation => matches!(first.rtype, RType::NS | RType::DS),
+                _ => signed,
+            };
+            if in_bitmap {
+                types.push(first.rtype);
+            }
+            if signed {
+                any_signed = true;
+                rdata.clear();
+                rdata.extend(sorted[start..end].iter().map(|record| &record.rdata[..]));
+                let rrset = Rrset {
+                    owner: owner.as_name(),
+                    class: first.class,
+                    rtype: first.rtype,
+                    ttl: first.ttl,
+                    rdata: &rdata,
+                };
+                let by_key_signing_keys = node.kind == NodeKind::Apex
+                    && matches!(first.rtype, RType::DNSKEY | RType::CDS | RType::CDNSKEY);
+                signer.sign_or_keep(&rrset, by_key_signing_keys, before.clone(), &mut out)?;
+            }
+            for record in &sorted[start..end] {
+                out.push(Record {
+                    ttl: first.ttl,
+                    ..record.clone()
+                });
+            }
+            start = end;
+        }
+        if node.kind == NodeKind::Glue {
+            continue;
+        }
+        if nsec3.is_some() {
+            if any_signed {
+                types.push(RType::RRSIG);
+            }
+            hashed.push(Hashed {
+                name: owner.as_name().to_lower(),
+                types,
+                insecure_delegation: node.kind == NodeKind::Delegation && !any_signed,
+                hash: [0; crate::nsec3::HASH_LEN],
+            });
+            continue;
+        }
+        types.extend([RType::RRSIG, RType::NSEC]);
+        let next = match next_of.next() {
+            Some(&index) => sorted[index].owner.as_name().to_lower(),
+            None => origin.to_lower(),
+        };
+        let nsec = [&nsec_rdata(next.as_name(), &types)[..]];
+        let rrset = Rrset {
+            owner: owner.as_name(),
+            class: soa.class,
+            rtype: RType::NSEC,
+            ttl: nsec_ttl,
+            rdata: &nsec,
+        };
+        signer.sign_or_keep(&rrset, false, before, &mut out)?;
+        out.push(made(
+            owner,
+            soa.class,
+            nsec_ttl,
+            RType::NSEC,
+            nsec[0].to_vec(),
+        ));
+    }
+    if let Some(params) = nsec3 {
+        let chain = nsec3_chain(origin, params, hashed)?;
+        let mut records = Vec::with_capacity(chain.len() * 2);
+        let mut at_hash = Cursor::default();
+        for (owner, rdata) in &chain {
+            let before = at_hash.seek(previous, owner.as_name());
+            let rdata = [&rdata[..]];
+            let rrset = Rrset {
+                owner: owner.as_name(),
+                class: soa.class,
+                rtype: RType::NSEC3,
+                ttl: nsec_ttl,
+                rdata: &rdata,
+            };
+            signer.sign_or_keep(&rrset, false, before, &mut records)?;
+            records.push(made(
+                *owner,
+                soa.class,
+                nsec_ttl,
+                RType::NSEC3,
+                rdata[0].to_vec(),
+            ));
+        }
+        out = merge(out, records);
+    }
+    let difference = difference(previous, &out);
+    Ok(Resigned {
+        records: out,
+        signatures: signer.signatures,
+        kept: signer.kept,
+        replaced,
+        difference,
+        next_refresh: signer.next_refresh,
+    })
+}
+
+/// When the first signature among `records` is due for refresh
+/// ([`Refresh::due_at`]): for a zone `crate::sign_zone` signed. Bound: one
+/// pass.
+pub fn next_refresh<R: RecordList + ?Sized>(records: &R, refresh: &Refresh) -> Option<u64> {
+    (0..records.len())
+        .filter(|&index| records.rtype(index) == RType::RRSIG)
+        .filter_map(|index| refresh.due_at(records.record(index).rdata))
+        .min()
+}
+
+/// For each of `keys`, whether the previous version's RRSIGs with its
+/// algorithm and tag are its own: its DNSKEY was in the previous
+/// version's apex DNSKEY RRset, and no other key of that RRset had its
+/// algorithm and tag (RFC 4034 key tags are not unique: a signature of a
+/// key gone is never kept as another's). Bound: the apex's records, times
+/// the keys (at most [`crate::MAX_KEYS`]).
+fn known_keys<P: RecordList + ?Sized>(
+    origin: Name<'_>,
+    previous: &P,
+    keys: &[ZoneKey<'_>],
+) -> Vec<bool> {
+    let dnskeys: Vec<&[u8]> = (0..previous.len())
+        .map(|index| previous.record(index))
+        .take_while(|record| record.owner.eq_ignore_case(origin))
+        .filter(|record| record.rtype == RType::DNSKEY)
+        .map(|record| record.rdata)
+        .collect();
+    keys.iter()
+        .map(|key| {
+            let rdata = key.key.dnskey_rdata();
+            let same_tag = dnskeys
+                .iter()
+                .filter(|other| other.get(3) == rdata.get(3) && key_tag(other) == key.key.key_tag())
+                .count();
+            dnskeys.contains(&rdata) && same_tag == 1
+        })
+        .collect()
+}
+
+/// A record made here.
+fn made(owner: NameBuf, class: RClass, ttl: u32, rtype: RType, rdata: Vec<u8>) -> Record {
+    Record {
+        owner,
+        class,
+        ttl,
+        rtype,
+        rdata,
+        location: Location::default(),
+    }
+}
+
+//----------- Read -----------------------------------------------------------
+
+/// The records of a list, each read once.
+struct Read<'a>(Vec<RecordRef<'a>>);
+
+impl RecordList for Read<'_> {
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    fn record(&self, index: usize) -> RecordRef<'_> {
+        self.0[index]
+    }
+
+    fn rtype(&self, index: usize) -> RType {
+        self.0[index].rtype
+    }
+}
+
+//----------- Cursor ---------------------------------------------------------
+
+/// A forward position in the previous version, for owners asked in
+/// canonical order.
+#[derive(Default)]
+struct Cursor {
+    at: usize,
+}
+
+impl Cursor {
+    /// The previous version's records at `owner` (empty if none): the
+    /// cursor moves past the owners before it. Owners asked out of order,
+    /// or a previous version out of order, find less, never wrong records.
+    fn seek<P: RecordList + ?Sized>(&mut self, previous: &P, owner: Name<'_>) -> Range<usize> {
+        while self.at < previous.len()
+            && previous.record(self.at).owner.canonical_cmp(owner) == Ordering::Less
+        {
+            self.at += 1;
+        }
+        let mut end = self.at;
+        while end < previous.len() && previous.record(end).owner.eq_ignore_case(owner) {
+            end += 1;
+        }
+        self.at..end
+    }
+}
+
+//----------- Signer ---------------------------------------------------------
+
+/// Signs RRsets, or keeps their previous signatures.
+struct Signer<'a, P: ?Sized> {
+    origin: LowerNameBuf,
+    keys: &'a [ZoneKey<'a>],
+    /// For each key, whether its previous signatures are its own
+    /// ([`known_keys`]).
+    known: &'a [bool],
+    options: &'a SignOptions,
+    refresh: &'a Refresh,
+    previous: &'a P,
+    signatures: usize,
+    kept: usize,
+    next_refresh: Option<u64>,
+}
+
+impl<P: RecordList + ?Sized> Signer<'_, P> {
+    /// Pushes to `out` an RRSIG over `rrset` by each key that signs it
+    /// under the key set (the apex's DNSKEY, CDS and CDNSKEY RRsets by the
+    /// keys that sign keys, the others by those that sign the zone): the
+    /// previous one (among the records `before`) when the RRset is
+    /// unchanged, the key's previous signatures are its own and it is not
+    /// due, else a new one. A key that no longer signs this RRset has no
+    /// RRSIG kept.
+    fn sign_or_keep(
+        &mut self,
+        rrset: &Rrset<'_>,
+        by_key_signing_keys: bool,
+        before: Range<usize>,
+        out: &mut Vec<Record>,
+    ) -> Result<(), SignError> {
+        let unchanged = self.unchanged(rrset, before.clone());
+        for (key, &known) in self.keys.iter().zip(self.known) {
+            let chosen = if by_key_signing_keys {
+                key.signs_keys
+            } else {
+                key.signs_zone
+            };
+            if !chosen {
+                continue;
+            }
+            let key = key.key;
+            let previous = (unchanged && known)
+                .then(|| self.kept_signature(rrset, key, before.clone()))
+                .flatten();
+            let rdata = match previous {
+                Some(rdata) => {
+                    self.kept += 1;
+                    rdata
+                }
+                None => {
+                    self.signatures += 1;
+                    sign_rrset(rrset, self.origin.as_name(), key, self.options.validity)?
+                }
+            };
+            if let Some(at) = self.refresh.due_at(&rdata) {
+                self.next_refresh = Some(self.next_refresh.map_or(at, |next| next.min(at)));
+            }
+            out.push(Record {
+                owner: rrset.owner.to_buf(),
+                class: rrset.class,
+                ttl: rrset.ttl,
+                rtype: RType::RRSIG,
+                rdata,
+                location: Location::default(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Whether the previous version had this RRset as it is now: the same
+    /// class, TTL and RDATA in canonical form.
+    fn unchanged(&self, rrset: &Rrset<'_>, before: Range<usize>) -> bool {
+        let mut old: Vec<&[u8]> = Vec::new();
+        for index in before {
+            if self.previous.rtype(index) != rrset.rtype {
+                continue;
+            }
+            let record = self.previous.record(index);
+            if record.class != rrset.class || record.ttl != rrset.ttl {
+                return false;
+            }
+            old.push(record.rdata);
+        }
+        !old.is_empty()
+            && canonical_rrset(rrset.rtype, &old) == canonical_rrset(rrset.rtype, rrset.rdata)
+    }
+
+    /// The previous RRSIG over the unchanged `rrset` by `key`, if it can be
+    /// served on: made for this RRset's type, TTL and owner by this key
+    /// for this zone, valid now and not due for refresh.
+    fn kept_signature(
+        &self,
+        rrset: &Rrset<'_>,
+        key: &SigningKey,
+        before: Range<usize>,
+    ) -> Option<Vec<u8>> {
+        before
+            .filter(|&index| self.previous.rtype(index) == RType::RRSIG)
+            .map(|index| self.previous.record(index))
+            .filter(|record| record.class == rrset.class)
+            .map(|record| record.rdata)
+            .find(|rdata| {
+                Fields::of(rdata).is_some_and(|fields| {
+                    fields.covered == rrset.rtype
+                        && fields.algorithm == key.algorithm().number()
+                        && fields.key_tag == key.key_tag()
+                        && fields.labels == rrsig_labels(rrset.owner)
+                        && fields.original_ttl == rrset.ttl
+                        && fields.signer == self.origin.as_name().as_bytes()
+                }) && !self.refresh.due(rdata)
+            })
+            .map(<[u8]>::to_vec)
+    }
+}
+
+//----------- NSEC3 ----------------------------------------------------------
+
+/// A name of the NSEC3 chain.
+struct Hashed {
+    name: LowerNameBuf,
+    types: Vec<RType>,
+    insecure_delegation: bool,
+    hash: Hash,
+}
+
+/// The NSEC3 records (hashed owner, RDATA) of `names` and the empty
+/// non-terminals above them, in hash order, as `sign_zone` makes them.
+/// Bound: one hash per name and empty non-terminal, a sort.
+fn nsec3_chain(
+    origin: Name<'_>,
+    params: &Nsec3Params,
+    mut names: Vec<Hashed>,
+) -> Result<Vec<(NameBuf, Vec<u8>)>, SignError> {
+    if params.opt_out {
+        names.retain(|name| !name.insecure_delegation);
+    }
+    let mut seen: HashSet<LowerNameBuf> = names.iter().map(|name| name.name).collect();
+    let mut empty = Vec::new();
+    let depth = origin.label_count();
+    for hashed in &names {
+        let mut name = hashed.name.as_name();
+        while let Some(parent) = name.parent() {
+            if parent.label_count() <= depth || !seen.insert(parent.to_lower()) {
+                break;
+            }
+            empty.push(Hashed {
+                name: parent.to_lower(),
+                types: Vec::new(),
+                insecure_delegation: false,
+                hash: [0; crate::nsec3::HASH_LEN],
+            });
+            name = parent;
+        }
+    }
+    drop(seen);
+    names.append(&mut empty);
+    for name in &mut names {
+        name.hash = nsec3_hash(name.name.as_name(), params.iterations, &params.salt);
+    }
+    names.sort_unstable_by_key(|name| name.hash);
+    if let Some(pair) = names.windows(2).find(|pair| pair[0].hash == pair[1].hash) {
+        return Err(SignError::Nsec3Collision(Box::new(
+            pair[0].name.as_name().to_buf(),
+        )));
+    }
+    let mut chain = Vec::with_capacity(names.len());
+    for (index, name) in names.iter().enumerate() {
+        let next = &names[(index + 1) % names.len()].hash;
+        let owner = hashed_owner(&name.hash, origin).ok_or(SignError::Nsec3OwnerTooLong)?;
+        chain.push((owner, nsec3_rdata(params, next, &name.types)));
+    }
+    Ok(chain)
+}
+
+//----------- difference -----------------------------------------------------
+
+/// The records of `previous` not in `new` and of `new` not in `previous`,
+/// both in canonical order of owners (`None` if `previous` is not).
+/// Bound: one pass over each, a sort of each owner's records.
+fn difference<P: RecordList + ?Sized>(previous: &P, new: &[Record]) -> Option<Change> {
+    let mut change = Change::default();
+    let (mut old_at, mut new_at) = (0, 0);
+    let mut last_old: Option<NameBuf> = None;
+    while old_at < previous.len() || new_at < new.len() {
+        let old_end = group_end(previous, old_at);
+        let new_end = group_end(new, new_at);
+        let order = match (old_at < previous.len(), new_at < new.len()) {
+            (true, true) => previous
+                .record(old_at)
+                .owner
+                .canonical_cmp(new[new_at].owner.as_name()),
+            (true, false) => Ordering::Less,
+            _ => Ordering::Greater,
+        };
+        if order != Ordering::Greater {
+            let owner = previous.record(old_at).owner;
+            if let Some(last) = &last_old {
+                if last.as_name().canonical_cmp(owner) != Ordering::Less {
+                    return None;
+                }
+            }
+            last_old = Some(owner.to_buf());
+        }
+        match order {
+            Ordering::Less => {
+                change
+                    .deleted
+                    .extend((old_at..old_end).map(|index| previous.record(index).to_record()));
+                old_at = old_end;
+            }
+            Ordering::Greater => {
+                change.added.extend_from_slice(&new[new_at..new_end]);
+                new_at = new_end;
+            }
+            Ordering::Equal => {
+                compare_owner(
+                    previous,
+                    old_at..old_end,
+                    &new[new_at..new_end],
+                    &mut change,
+                );
+                old_at = old_end;
+                new_at = new_end;
+            }
+        }
+    }
+    Some(change)
+}
+
+/// Where the records of the owner at `start` end.
+fn group_end<L: RecordList + ?Sized>(list: &L, start: usize) -> usize {
+    if start >= list.len() {
+        return start;
+    }
+    let owner = list.record(start).owner;
+    let mut end = start + 1;
+    while end < list.len() && list.record(end).owner.eq_ignore_case(owner) {
+        end += 1;
+    }
+    end
+}
+
+/// The difference at one owner: its previous records `old` and its new
+/// ones.
+fn compare_owner<P: RecordList + ?Sized>(
+    previous: &P,
+    old: Range<usize>,
+    new: &[Record],
+    change: &mut Change,
+) {
+    type Key<'k> = (u16, u16, u32, &'k [u8]);
+    let mut before: Vec<(Key<'_>, usize)> = old
+        .map(|index| {
+            let record = previous.record(index);
+            let key = (record.rtype.0, record.class.0, record.ttl, record.rdata);
+            (key, index)
+        })
+        .collect();
+    let mut after: Vec<(Key<'_>, usize)> = new
+        .iter()
+        .enumerate()
+        .map(|(index, record)| {
+            let key = (
+                record.rtype.0,
+                record.class.0,
+                record.ttl,
+                &record.rdata[..],
+            );
+            (key, index)
+        })
+        .collect();
+    before.sort_unstable();
+    after.sort_unstable();
+    let (mut b, mut a) = (0, 0);
+    while b < before.len() || a < after.len() {
+        let order = match (before.get(b), after.get(a)) {
+            (Some(x), Some(y)) => x.0.cmp(&y.0),
+            (Some(_), None) => Ordering::Less,
+            _ => Ordering::Greater,
+        };
+        match order {
+            Ordering::Less => {
+                change
+                    .deleted
+                    .push(previous.record(before[b].1).to_record());
+                b += 1;
+            }
+            Ordering::Greater => {
+                change.added.push(new[after[a].1].clone());
+                a += 1;
+            }
+            Ordering::Equal => {
+                b += 1;
+                a += 1;
+            }
+        }
+    }
+}
+
+//=========== Tests ==========================================================
+
+#[cfg(test)]
+mod tests;
