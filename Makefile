@@ -4,7 +4,7 @@
 CARGO ?= cargo
 RELEASE_BIN := target/release/tern
 
-.PHONY: run build release test deps lint fmt unit test-repeat differential compliance transfer dnssec metrics dnstap proxy xdp deb service clean bench bench-check bench-peers bench-zones bench-xdp bench-forward dhat dhat-flood fuzz soak
+.PHONY: run build release test deps lint fmt unit test-repeat differential compliance transfer dnssec metrics dnstap proxy xdp deb service clean bench bench-check bench-peers bench-zones bench-signed bench-xdp bench-forward dhat dhat-flood fuzz soak
 
 ## Build in release mode and serve zones/ on 127.0.0.1:5353 (no config needed).
 run: release
@@ -78,6 +78,11 @@ bench-peers: release
 ## COUNTS="10000 100000" for a shorter run (see the script's header).
 bench-zones: release
 	TERN_BIN=$(RELEASE_BIN) bash scripts/bench-zones.sh
+
+## Answers with DO from a zone tern signed and from the same zone signed by BIND's
+## dnssec-signzone, each tern alone under callgrind (scripts/bench-signed.sh).
+bench-signed: release
+	TERN_BIN=$(RELEASE_BIN) bash scripts/bench-signed.sh
 
 ## tern and Knot, each with XDP and with sockets (CPU 0, one worker), loaded by
 ## kxdpgun (CPU 1) over a veth pair between two network namespaces; needs root.
