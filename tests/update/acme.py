@@ -49,7 +49,6 @@ HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "compliance"))
 sys.path.insert(0, str(HERE.parent / "differential"))
 
-import dns.name  # noqa: E402
 import dns.query  # noqa: E402
 import dns.rcode  # noqa: E402
 import dns.rdatatype  # noqa: E402
@@ -137,8 +136,10 @@ class Tern(harness.ConfiguredTern):
         keys = "".join(f'  - {{name: {key}, algorithm: {ALGORITHMS[key]}, secret: "{secret}"}}\n'
                        for key, secret in SECRETS.items())
         rules = "".join(f"        - {{key: {key}, types: [TXT]}}\n" for key in SECRETS)
-        self.config_text = f"""keys:
+        self.config_text = f"""control-socket: {self.workdir / "state"}/tern.sock
+keys:
 {keys}zones:
+  directory: {self.zone_dir}
   list:
     - origin: {ORIGIN}
       file: {zone_file}
@@ -147,7 +148,11 @@ class Tern(harness.ConfiguredTern):
   allow: ["127.0.0.0/8"]
 state-directory: {self.workdir / "state"}
 """
-        return super().command()
+        conf = self.workdir / "tern.yaml"
+        conf.write_text(self.config_text)
+        # No `--zones`: it would replace `zones.list`.
+        return [str(self.binary), "serve", "--listen", f"127.0.0.1:{self.port}", "--config",
+                str(conf)]
 
 
 def make_server(name: str, root: pathlib.Path) -> smod.Server:

@@ -59,7 +59,6 @@ import dns.rdataclass  # noqa: E402
 import dns.rdatatype  # noqa: E402
 import dns.rdtypes.ANY.TSIG  # noqa: E402
 import dns.renderer  # noqa: E402
-import dns.rrset  # noqa: E402
 import dns.tsig  # noqa: E402
 import dns.tsigkeyring  # noqa: E402
 import dns.update  # noqa: E402
@@ -323,16 +322,26 @@ class Tern(harness.ConfiguredTern):
         zone_file = self.workdir / f"{ORIGIN}zone"
         zone_file.write_text(self.zone_text)
         (self.workdir / "state").mkdir(exist_ok=True)
-        self.config_text = tern_config(zone_file, self.workdir / "state")
-        return super().command()
+        self.config_text = tern_config(zone_file, self.workdir / "state", self.zone_dir)
+        return tern_command(self)
 
 
-def tern_config(zone_file: pathlib.Path, state: pathlib.Path) -> str:
+def tern_command(tern: harness.ConfiguredTern) -> list[str]:
+    """tern with its configuration and no `--zones` (which would replace `zones.list`)."""
+    conf = tern.workdir / "tern.yaml"
+    conf.write_text(tern.config_text)
+    return [str(tern.binary), "serve", "--listen", f"127.0.0.1:{tern.port}", "--config",
+            str(conf)]
+
+
+def tern_config(zone_file: pathlib.Path, state: pathlib.Path, empty: pathlib.Path) -> str:
     """tern's configuration: the zone in `zones.list` with one update rule, the key, AXFR
-    allowed from loopback."""
-    return f"""keys:
+    allowed from loopback; its zone directory `empty`."""
+    return f"""control-socket: {state}/tern.sock
+keys:
   - {{name: {KEY_NAME}, algorithm: {ALGORITHM}, secret: "{SECRET}"}}
 zones:
+  directory: {empty}
   list:
     - origin: {ORIGIN}
       file: {zone_file}
