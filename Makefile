@@ -4,7 +4,11 @@
 CARGO ?= cargo
 RELEASE_BIN := target/release/tern
 
+<<<<<<< HEAD
 .PHONY: run build release test deps lint fmt unit test-repeat differential compliance transfer dnssec metrics dnstap proxy xdp deb service clean bench bench-check bench-peers bench-zones bench-signed bench-xdp bench-forward dhat dhat-flood fuzz soak
+=======
+.PHONY: run build release test deps lint fmt unit test-repeat differential compliance transfer dnssec metrics dnstap proxy xdp update-peers deb service clean bench bench-check bench-peers bench-zones bench-xdp bench-forward dhat dhat-flood fuzz soak
+>>>>>>> updtests
 
 ## Build in release mode and serve zones/ on 127.0.0.1:5353 (no config needed).
 run: release
@@ -171,6 +175,16 @@ transfer: release
 	TERN_BIN=$(RELEASE_BIN) python3 tests/transfer/hostile.py
 	TERN_BIN=$(RELEASE_BIN) python3 tests/transfer/catalog.py
 	TERN_BIN=$(RELEASE_BIN) python3 tests/transfer/load.py
+
+## Dynamic update against peers (tests/update; issue 25): the sequence of
+## tests/update/sequence.txt sent with nsupdate and knsupdate to Knot, BIND
+## and tern, RCODEs and zones compared (differential.py), and certificates
+## issued offline by pebble to certbot and lego through DNS-01 updates
+## (acme.py). tern takes part once it accepts UPDATE (TERN_UPDATE=1
+## requires it, TERN_UPDATE=0 leaves it out).
+update-peers: release
+	TERN_BIN=$(RELEASE_BIN) python3 tests/update/differential.py
+	TERN_BIN=$(RELEASE_BIN) python3 tests/update/acme.py
 
 ## The Debian package, built with dpkg-deb from the release binary
 ## (scripts/build-deb.sh; docs/decisions/0010-packaging.md):

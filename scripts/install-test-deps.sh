@@ -96,3 +96,11 @@ install_missing "${SERVICE_PKGS[@]}"
 XDP_PKGS=(iproute2 ethtool)
 install_missing "${XDP_PKGS[@]}"
 echo "install-test-deps: $(lintian --version), $(systemd-analyze --version | head -1)"
+
+# The dynamic update checks against peers (tests/update/differential.py, acme.py;
+# scripts/bench-update.sh): nsupdate (bind9-utils) and knsupdate (knot-dnsutils) as clients,
+# and for ACME end to end, offline: Debian's pebble (an ACME test server), certbot with its
+# RFC 2136 plugin and lego (its rfc2136 provider), all pointed at loopback only; openssl makes
+# the throwaway CA of pebble's HTTPS certificate.
+UPDATE_PKGS=(bind9-utils knot-dnsutils pebble certbot python3-certbot-dns-rfc2136 lego openssl)
+install_missing "${UPDATE_PKGS[@]}"

@@ -1,0 +1,299 @@
+#!/usr/bin/env bash
+# Dynamic updates per second (issue 25): Knot, BIND and tern (when it accepts UPDATE) side
+# by side, on loopback.
+#
+#   scripts/bench-update.sh
+#
+# Each server in turn runs alone, pinned to SERVER_CPU with taskset (one worker: Knot's
+# udp/tcp/background-workers 1, named -n 1, tern `cores: [SERVER_CPU]`), on its own copy of
+# the zone, configured as tests/update/differential.py configures it (TSIG key
+# hmac-sha256, the server's defaults for its journal: each update is in the journal before
+# it is answered). CLIENTS client processes (default 8), pinned to CLIENT_CPU, each keep one
+# TCP connection and send UPDATEs one after the other, each signed with TSIG and waited for:
+# add one TXT record at the client's own name, then delete it, and so on, for DURATION
+# seconds (after WARM_UP seconds not counted). Two zones: `small` (the differential suite's
+# zone, 14 records) and `large` (100,000 more records: 50,000 names with an A and a TXT).
+# For ROUNDS rounds, the median of:
+#   updates/s   NOERROR answers per second, all clients together
+#   errors      answers other than NOERROR, and exchanges that failed (must be 0)
+#   updates/version  NOERROR answers of the run (warm-up included) per step of the zone's
+#               serial (SOA queries before and after): 1.0 when each update is a version
+#               of its own, more when the server groups the updates that arrived together
+#               into one (Knot does); a serial that did not rise, or rose more than the
+#               updates, fails
+# After each run every client's TXT must be there exactly when its last NOERROR added it.
+# The clients are Python, one process each, signing with the hmac module (checked once
+# against dnspython) and reading each answer's ID and RCODE (not its TSIG): the rate one
+# client process alone signs and exchanges UPDATEs over a socket pair with no server
+# (`client bound`, printed first) is the ceiling of what they can measure on CLIENT_CPU.
+#
+# TERN_UPDATE: 0 leaves tern out, 1 requires it, unset: tern is asked once, as in
+# tests/update/differential.py, and left out (said so) if it refuses UPDATE. TERN_BIN:
+# tern's binary (default target/release/tern).
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+
+export SERVER_CPU="${SERVER_CPU:-0}"
+export CLIENT_CPU="${CLIENT_CPU:-1}"
+export CLIENTS="${CLIENTS:-8}"
+export DURATION="${DURATION:-10}"
+export WARM_UP="${WARM_UP:-2}"
+export ROUNDS="${ROUNDS:-3}"
+export LARGE_NAMES="${LARGE_NAMES:-50000}"
+
+for tool in knotd named taskset python3; do
+    command -v "$tool" >/dev/null || { echo "bench-update: $tool is not installed (make deps)"; exit 1; }
+done
+
+exec python3 - "$@" <<'PYTHON'
+import base64
+import hashlib
+import hmac
+import multiprocessing
+import os
+import pathlib
+import socket
+import statistics
+import struct
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, str(pathlib.Path("tests/update").resolve()))
+import differential as d  # noqa: E402  (tests/update/differential.py: servers, key, zone)
+
+import dns.message  # noqa: E402
+import dns.name  # noqa: E402
+import dns.query  # noqa: E402
+import dns.rcode  # noqa: E402
+import dns.rdatatype  # noqa: E402
+import dns.update  # noqa: E402
+
+SERVER_CPU = int(os.environ["SERVER_CPU"])
+CLIENT_CPU = int(os.environ["CLIENT_CPU"])
+CLIENTS = int(os.environ["CLIENTS"])
+DURATION = float(os.environ["DURATION"])
+WARM_UP = float(os.environ["WARM_UP"])
+ROUNDS = int(os.environ["ROUNDS"])
+LARGE_NAMES = int(os.environ["LARGE_NAMES"])
+ORIGIN = d.ORIGIN
+
+
+def zones() -> dict[str, str]:
+    small, _steps = d.read_sequence(d.SEQUENCE)
+    lines = [small]
+    for i in range(LARGE_NAMES):
+        lines.append(f"host{i}.{ORIGIN} 300 A 10.{i >> 16 & 255}.{i >> 8 & 255}.{i & 255}\n")
+        lines.append(f'host{i}.{ORIGIN} 300 TXT "record {i}"\n')
+    return {"small": small, "large": "".join(lines)}
+
+
+def pinned(server):
+    """`server` started under taskset on SERVER_CPU (tern also with its one core there)."""
+    command = server.command
+
+    def pinned_command():
+        cmd = command()
+        if server.name == "tern":
+            conf = server.workdir / "tern.yaml"
+            conf.write_text(conf.read_text() + f"cores: [{SERVER_CPU}]\n")
+        return ["taskset", "-c", str(SERVER_CPU)] + cmd
+
+    server.command = pinned_command
+    return server
+
+
+def serial(server) -> int:
+    query = dns.message.make_query(ORIGIN, dns.rdatatype.SOA)
+    answer = dns.query.tcp(query, server.addr[0], port=server.addr[1], timeout=10)
+    return answer.answer[0][0].serial
+
+
+class Signer:
+    """TSIG (RFC 8945 4.3) of the benchmark's requests, with the hmac module: dnspython
+    renders and signs about ten times slower, and the clients would measure themselves.
+    Checked once against dnspython at start (`check`)."""
+
+    def __init__(self):
+        self.secret = base64.b64decode(d.SECRET)
+        self.key = dns.name.from_text(d.KEY_NAME).canonicalize().to_wire()
+        self.algorithm = dns.name.from_text(d.ALGORITHM).to_wire()
+
+    def sign(self, wire: bytes) -> bytes:
+        now = int(time.time())
+        when = struct.pack("!HIH", now >> 32, now & 0xFFFFFFFF, 300)
+        variables = (self.key + struct.pack("!HI", 255, 0) + self.algorithm + when
+                     + struct.pack("!HH", 0, 0))
+        mac = hmac.new(self.secret, wire + variables, hashlib.sha256).digest()
+        rdata = (self.algorithm + when + struct.pack("!H", len(mac)) + mac
+                 + wire[:2] + struct.pack("!HH", 0, 0))
+        record = self.key + struct.pack("!HHIH", 250, 255, 0, len(rdata)) + rdata
+        count = struct.unpack("!H", wire[10:12])[0] + 1
+        return wire[:10] + struct.pack("!H", count) + wire[12:] + record
+
+    def check(self) -> None:
+        wire = self.sign(unsigned_update(0, True, 0x1234))
+        dns.message.from_wire(wire, keyring=d.keyring())  # raises if the MAC is wrong
+
+
+def unsigned_update(index: int, adding: bool, ident: int) -> bytes:
+    """Client `index`'s TXT added (or deleted), unsigned, with ID `ident`."""
+    owner = f"bench-client{index}.{ORIGIN}"
+    message = dns.update.UpdateMessage(ORIGIN, id=ident)
+    if adding:
+        message.add(owner, 60, "TXT", f'"client {index}"')
+    else:
+        message.delete(owner, "TXT", f'"client {index}"')
+    return message.to_wire()
+
+
+def client(index: int, addr, start: float, stop: float, out) -> None:
+    """One client: UPDATEs one after the other over one TCP connection until `stop`,
+    each signed and its answer waited for (its ID and RCODE read; its TSIG is not
+    checked here: the servers' answers to these requests are checked by the test
+    suites); puts (NOERROR answers after `start`, other answers after `start`, NOERROR
+    answers in all, whether its record should be there at the end)."""
+    os.sched_setaffinity(0, {CLIENT_CPU})
+    signer = Signer()
+    # The two messages, IDs set per request.
+    messages = {adding: unsigned_update(index, adding, 0) for adding in (True, False)}
+    counted = errors = total = 0
+    adding = True
+    present = False
+    ident = index << 12
+    try:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.settimeout(10)
+        sock.connect(addr)
+        while True:
+            now = time.time()
+            if now >= stop:
+                break
+            ident = (ident + 1) & 0xFFFF
+            wire = signer.sign(struct.pack("!H", ident) + messages[adding][2:])
+            sock.sendall(struct.pack("!H", len(wire)) + wire)
+            answer = read_exactly(sock, struct.unpack("!H", read_exactly(sock, 2))[0])
+            if answer[:2] != wire[:2]:
+                raise RuntimeError(f"answer ID {answer[:2].hex()} for request {wire[:2].hex()}")
+            ok = answer[3] & 0x0F == 0
+            if ok:
+                present = adding
+                adding = not adding
+            total += ok
+            if now >= start:
+                counted += ok
+                errors += not ok
+    except Exception as error:  # noqa: BLE001 - counted and printed, the run goes on
+        print(f"bench-update: client {index}: {type(error).__name__}: {error}", file=sys.stderr)
+        errors += 1
+    out.put((index, counted, errors, total, present))
+
+
+def read_exactly(sock, count: int) -> bytes:
+    data = b""
+    while len(data) < count:
+        chunk = sock.recv(count - len(data))
+        if not chunk:
+            raise ConnectionError("connection closed before the answer's end")
+        data += chunk
+    return data
+
+
+def client_bound() -> float:
+    """UPDATEs per second one client process can sign and send with no server (into a
+    local socket pair, the answer read back as the server's): the ceiling of what the
+    clients measure on CLIENT_CPU."""
+    os.sched_setaffinity(0, {CLIENT_CPU})
+    signer = Signer()
+    signer.check()
+    base = unsigned_update(0, True, 0)
+    ours, theirs = socket.socketpair()
+    count, begin = 0, time.monotonic()
+    with ours, theirs:
+        while time.monotonic() - begin < 2.0:
+            wire = signer.sign(struct.pack("!H", count & 0xFFFF) + base[2:])
+            ours.sendall(struct.pack("!H", len(wire)) + wire)
+            echoed = read_exactly(theirs, struct.unpack("!H", read_exactly(theirs, 2))[0])
+            theirs.sendall(struct.pack("!H", len(echoed)) + echoed)
+            read_exactly(ours, struct.unpack("!H", read_exactly(ours, 2))[0])
+            count += 1
+    return count / (time.monotonic() - begin)
+
+
+def holds_txt(server, index: int) -> bool:
+    query = dns.message.make_query(f"bench-client{index}.{ORIGIN}", dns.rdatatype.TXT)
+    answer = dns.query.tcp(query, server.addr[0], port=server.addr[1], timeout=10)
+    return bool(answer.answer)
+
+
+def load(server) -> tuple[float, int, int]:
+    """(NOERROR answers per second, errors, NOERROR answers in all) of CLIENTS clients;
+    checks that each client's record is there exactly when its last update added it."""
+    out = multiprocessing.Queue()
+    start = time.time() + 0.5 + WARM_UP
+    stop = start + DURATION
+    procs = [multiprocessing.Process(target=client, args=(i, server.addr, start, stop, out))
+             for i in range(CLIENTS)]
+    for proc in procs:
+        proc.start()
+    results = [out.get() for _ in procs]
+    for proc in procs:
+        proc.join()
+    for index, _, _, _, present in results:
+        if holds_txt(server, index) != present:
+            sys.exit(f"bench-update: {server.name}: client {index}'s TXT is "
+                     f"{'missing' if present else 'still there'} after its last NOERROR")
+    counted = sum(r[1] for r in results)
+    return counted / DURATION, sum(r[2] for r in results), sum(r[3] for r in results)
+
+
+def main() -> None:
+    os.sched_setaffinity(0, {CLIENT_CPU})
+    mode = os.environ.get("TERN_UPDATE", "")
+    texts = zones()
+    names = ["knot", "bind"]
+    if mode != "0":
+        takes, why = d.tern_takes_updates(texts["small"])
+        if takes:
+            names.append("tern")
+        elif mode == "1":
+            sys.exit(f"bench-update: TERN_UPDATE=1 but {why}")
+        else:
+            print(f"bench-update: tern side skipped: tern refuses UPDATE ({why})")
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="tern-bench-update-") as tmp:
+        root = pathlib.Path(tmp)
+        print(f"bench-update: client bound: one client process alone signs and sends "
+              f"{client_bound():,.0f} UPDATEs/s (to a socket pair, no server)")
+        for zone, text in texts.items():
+            for name in names:
+                figures = []
+                for round_ in range(ROUNDS):
+                    (root / f"{zone}-{round_}").mkdir(exist_ok=True)
+                    server = pinned(d.make_server(name, root / f"{zone}-{round_}", text))
+                    with d.harness.serving({name: server}):
+                        before = serial(server)
+                        rate, errors, total = load(server)
+                        rose = (serial(server) - before) % 2**32
+                    if not 0 < rose <= total:
+                        sys.exit(f"bench-update: {name} on {zone}: serial rose by {rose} for "
+                                 f"{total} updates answered NOERROR")
+                    figures.append((rate, errors, total / rose))
+                rate = statistics.median(f[0] for f in figures)
+                rows.append((name, zone, rate, [f[0] for f in figures],
+                             sum(f[1] for f in figures), statistics.median(f[2] for f in figures)))
+    records = {z: sum(1 for line in t.splitlines() if line and not line.startswith("$"))
+               for z, t in texts.items()}
+    print(f"\n{CLIENTS} clients over TCP on CPU {CLIENT_CPU}, server on CPU {SERVER_CPU}, "
+          f"{DURATION:.0f} s per round, {ROUNDS} rounds, TSIG {d.ALGORITHM}")
+    print(f"{'server':<8} {'zone':<22} {'updates/s':>10}  {'rounds':<28} {'errors':>6} {'updates/version':>15}")
+    for name, zone, rate, each, errors, rose in rows:
+        label = f"{zone} ({records[zone]:,} rec)"
+        rounds = " ".join(f"{r:,.0f}" for r in each)
+        print(f"{name:<8} {label:<22} {rate:>10,.0f}  {rounds:<28} {errors:>6} {rose:>15,.1f}")
+
+
+if __name__ == "__main__":
+    main()
+PYTHON
