@@ -34,7 +34,7 @@ build:
 ## dnstap output read by BIND's dnstap-read and fstrm_capture, the
 ## systemd service, the AF_XDP path against the socket path and the Debian
 ## package. Installs the reference tools it needs.
-test: deps lint unit differential compliance transfer dnssec metrics dnstap proxy xdp service
+test: deps lint unit differential compliance transfer dnssec update-peers metrics dnstap proxy xdp service
 
 ## Debian packages and Python modules the tests use (idempotent).
 deps:
