@@ -120,19 +120,28 @@ fn a_flood_of_new_names_allocates_nothing() {
         "the warm-up fills nothing"
     );
     let before = dhat::HeapStats::get();
-    let mut most = 0;
+    let (mut most, mut fewest_once_full) = (0, usize::MAX);
     // Each name asked twice: once the cache is full, a name's first miss
     // only marks the cache's doorkeeper and its second is stored, evicting.
     for query in flood.iter().flat_map(|query| [query, query]) {
         let answer = worker.answer_udp_from(query, None, 0, &mut out);
         assert!(matches!(answer, UdpAnswer::Send(_)), "answered");
-        most = most.max(worker.cached());
+        let cached = worker.cached();
+        most = most.max(cached);
+        if most == LIMITS.max_entries {
+            fewest_once_full = fewest_once_full.min(cached);
+        }
     }
     let after = dhat::HeapStats::get();
     // The cache filled to its entry limit, then evicted for the rest of
-    // the flood, and the bytes bound once the large answers came.
+    // the flood, and the bytes bound once the large answers came: it held
+    // fewer entries than its limit at some point after it was full. (Not
+    // necessarily at the end: which names the doorkeeper admits depends on
+    // the per-process hash key, and with it what the cache holds when the
+    // flood ends; the end was at the entry limit once in 43 runs, in a
+    // `make test-repeat`, and never in 42 runs of this test alone.)
     assert_eq!(most, LIMITS.max_entries);
-    assert!(worker.cached() < LIMITS.max_entries, "bytes bound");
+    assert!(fewest_once_full < LIMITS.max_entries, "bytes bound");
     dhat::assert_eq!(after.total_blocks - before.total_blocks, 0);
     dhat::assert_eq!(after.total_bytes - before.total_bytes, 0);
 
