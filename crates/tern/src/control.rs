@@ -563,7 +563,13 @@ fn answer_client(stream: UnixStream, control: &Control) -> io::Result<()> {
         }
         (Some("notify"), Some(zone), None) => notify_command(control, zone),
         (Some("keys"), _, _) => {
-            let resign = |zone| control.reloads.resign(zone);
+            // A signed secondary zone is signed again from its version
+            // received; a primary zone is loaded again.
+            let resign = |zone: LowerNameBuf| {
+                if !control.zones.sign_secondary_again(zone.as_bytes()) {
+                    control.reloads.resign(zone);
+                }
+            };
             crate::keyctl::command(&control.zones, &resign, &command)
         }
         _ => format!(

@@ -336,11 +336,16 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         );
     }
     // Secondary zones start from their saved copies, if any.
-    let plan = tern_zones::start::Plan::new(
+    let mut plan = tern_zones::start::Plan::new(
         config.state_directory.as_deref(),
         &config.secondaries,
         &config.catalogs,
     );
+    // Secondary zones tern signs serve their saved signed copies instead.
+    let bump = tern_zones::bump::Bump::new(config.signing.as_ref(), &config.secondaries);
+    if let Some(bump) = &bump {
+        bump.plan_start(&mut plan);
+    }
     let saved_zones = plan.served.clone();
     let zone_count = loaded.zones.len() + saved_zones.len();
     let primaries = loaded.zones;
@@ -448,6 +453,11 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         );
     }
     zones.notify_all();
+    if let Some(bump) = bump {
+        zones
+            .start_bump(bump)
+            .context("starting the signer of secondary zones")?;
+    }
     let secondaries = if plan.starts.is_empty() {
         None
     } else {

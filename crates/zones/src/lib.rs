@@ -19,6 +19,8 @@
 //!   of the parent's DS set.
 //! - [`policy`]: a signed zone's policy, read by the signer and the
 //!   rollovers.
+//! - [`bump`]: secondary zones received unsigned and served signed ("bump
+//!   in the wire"; the `tern-bump` thread).
 //!
 //! Nothing here runs on a core or is known to the per-core runtime
 //! (`tern-server`): the cores receive finished versions as catalog changes,
@@ -27,6 +29,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod bump;
 pub mod catalog_zone;
 pub mod event;
 pub mod import;

@@ -111,6 +111,8 @@ pub struct Zones {
     producer_wake: Mutex<Option<Sender<()>>>,
     /// When each signed zone is to be signed again ([`crate::resign`]).
     resigner: crate::resign::Resigner,
+    /// The secondary zones tern signs ([`crate::bump`]), if any.
+    bump: std::sync::OnceLock<Arc<crate::bump::Bump>>,
     inner: Mutex<Inner>,
 }
 
@@ -305,6 +307,7 @@ impl Zones {
             state_directory,
             producer_wake: Mutex::new(None),
             resigner: crate::resign::Resigner::default(),
+            bump: std::sync::OnceLock::new(),
             inner: Mutex::new(Inner {
                 catalog: Catalog::default(),
                 primaries: Vec::new(),
@@ -468,7 +471,13 @@ impl Zones {
         &self,
         on_due: impl Fn(LowerNameBuf) + Send + 'static,
     ) -> std::io::Result<()> {
-        self.resigner.start(Box::new(on_due))
+        // A signed secondary zone is signed again from its last version
+        // received, on the signer of secondary zones.
+        let bump = self.bump.get().cloned();
+        self.resigner.start(Box::new(move |origin| match &bump {
+            Some(bump) if bump.signs(origin.as_bytes()) => bump.queue(origin.as_bytes()),
+            _ => on_due(origin),
+        }))
     }
 
     /// Whether `origin` (lowercased) is a zone loaded from a file.
@@ -632,7 +641,11 @@ impl Zones {
     /// The keys of the signed zone `origin` (lowercased wire form), as
     /// its served version's signing left them (`tern keys`).
     pub fn zone_keys(&self, origin: &[u8]) -> Option<Arc<crate::rollover::ZoneKeys>> {
-        self.lock().primary(origin)?.stamp.keys().cloned()
+        let keys = self
+            .lock()
+            .primary(origin)
+            .and_then(|primary| primary.stamp.keys().cloned());
+        keys.or_else(|| self.bump.get()?.keys(origin))
     }
 
     /// The signed zones' keys, in the catalog's order (`tern keys list`).
@@ -643,6 +656,12 @@ impl Zones {
             .iter()
             .flatten()
             .filter_map(|primary| primary.stamp.keys().cloned())
+            .chain(
+                self.bump
+                    .get()
+                    .map(|bump| bump.all_keys())
+                    .unwrap_or_default(),
+            )
             .collect()
     }
 
@@ -753,6 +772,13 @@ impl Zones {
                     }
                 }
                 self.save_timers(origin, timers);
+                if let Some(bump) = self.bump.get().filter(|bump| bump.signs(&key)) {
+                    // Kept unsigned and signed on the signer's thread,
+                    // which serves the signed version.
+                    self.received_for_signing(&key, &zone, timers, incremental, primary);
+                    bump.received(zone);
+                    return;
+                }
                 // Only this thread's events change secondaries: `old` is
                 // still the version held.
                 if let Some(old) = &old {
@@ -815,6 +841,9 @@ impl Zones {
                     };
                     status.last_outcome = "expired".to_string();
                     status.expired = true;
+                    if let Some(bump) = self.bump.get() {
+                        bump.expired(&key);
+                    }
                     if let Some((zone, when)) = inner.secondaries.get(&key) {
                         let stand_in = (Arc::new(zone.expired()), *when);
                         inner.secondaries.insert(key.clone(), stand_in);
@@ -1078,6 +1107,127 @@ impl Zones {
         self.inner
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+//----------- signed secondary zones ------------------------------------------
+
+/// The secondary zones tern signs ([`crate::bump`]): the received version
+/// is kept there and signed, and the signed one is served from here.
+impl Zones {
+    /// Starts signing the secondary zones of `bump` (before the refresh
+    /// thread and [`Zones::start_resigning`], so that their versions
+    /// received and their re-signing go to it).
+    pub fn start_bump(self: &Arc<Self>, bump: Arc<crate::bump::Bump>) -> std::io::Result<()> {
+        bump.start(Arc::downgrade(self))?;
+        let _ = self.bump.set(bump);
+        Ok(())
+    }
+
+    /// Queues the signing of the signed secondary zone `origin`
+    /// (lowercased wire form) from its last version received (`tern keys`
+    /// after a rollover or a DS seen); false if it is not one (a primary
+    /// zone is loaded again instead).
+    pub fn sign_secondary_again(&self, origin: &[u8]) -> bool {
+        match self.bump.get().filter(|bump| bump.signs(origin)) {
+            Some(bump) => {
+                bump.queue(origin);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// A version of a signed secondary zone was received (saved already):
+    /// its status says so; what is served changes once it is signed.
+    fn received_for_signing(
+        &self,
+        key: &[u8],
+        zone: &Zone,
+        timers: Timers,
+        incremental: bool,
+        primary: std::net::SocketAddr,
+    ) {
+        let mut inner = self.lock();
+        let Some(status) = inner.status.get_mut(key) else {
+            return;
+        };
+        status.transfers[usize::from(incremental)] += 1;
+        status.timers = timers;
+        status.expired = false;
+        status.last_outcome = format!(
+            "serial {} by {} from {primary}, being signed",
+            zone.serial(),
+            if incremental { "IXFR" } else { "AXFR" }
+        );
+    }
+
+    /// Serves a signed version of a secondary zone: the signer's
+    /// difference from the version served goes into its IXFR history (or
+    /// the two are compared), its serial is saved, its re-signing is
+    /// timed, and it is NOTIFYed. Nothing for a zone no longer configured
+    /// or expired meanwhile.
+    pub(crate) fn serve_signed_secondary(&self, signed: crate::bump::SignedSecondary) {
+        let zone = signed.zone;
+        let origin = LowerNameBuf::from_name(zone.origin());
+        let key: Origin = origin.as_bytes().into();
+        // Only the signer's thread serves these zones, and the refresh
+        // thread's events do not change them: `old` stays the one served.
+        let old = {
+            let inner = self.lock();
+            match inner.status.get(&key) {
+                Some(status) if !status.expired => {}
+                _ => return,
+            }
+            inner
+                .secondaries
+                .get(&key)
+                .filter(|(old, _)| !old.is_expired())
+                .map(|(old, _)| Arc::clone(old))
+        };
+        self.save_signed_serial(&zone);
+        if let Some(old) = &old {
+            let recorded = match signed.change {
+                Some((from, change)) if from == old.serial() => {
+                    self.record_change(old, &zone, change)
+                }
+                _ => false,
+            };
+            if !recorded {
+                self.record_difference(old, &zone);
+            }
+        }
+        self.resigner
+            .schedule(&key, signed.resign_at, signed.key_event_first);
+        self.resigner.watch_parent(&key, Some(&signed.keys));
+        let serial = zone.serial();
+        let mut changes = Vec::new();
+        let stale = {
+            let mut inner = self.lock();
+            if let Some(status) = inner.status.get_mut(&key) {
+                status.last_outcome = format!(
+                    "serial {} received, served signed as serial {serial}",
+                    signed.received
+                );
+            }
+            inner.secondaries.insert(key.clone(), (zone, unix_now()));
+            inner.sync(&key, &mut changes);
+            Self::producer_stale(&inner)
+        };
+        self.commit(changes, stale);
+        if old.is_none_or(|old| old.serial() != serial) {
+            let _ = self.notify(origin, serial);
+        }
+    }
+
+    /// A version of a signed secondary zone could not be signed (logged
+    /// by the signer): the version served stays, the status says why, and
+    /// the signing is tried again after a back-off.
+    pub(crate) fn signed_secondary_failed(&self, origin: &[u8], reason: &str) {
+        self.resigner.retry(origin);
+        if let Some(status) = self.lock().status.get_mut(origin) {
+            status.last_outcome = format!("not signed: {reason}");
+        }
     }
 }
 

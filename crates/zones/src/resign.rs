@@ -188,6 +188,26 @@ impl Resigner {
         self.shared.1.notify_one();
     }
 
+    /// A signing of the zone `origin` failed outside its timer (a version
+    /// received): it is tried again after the back-off of its attempts so
+    /// far, or at its own time if that is sooner.
+    pub(crate) fn retry(&self, origin: &[u8]) {
+        let now = crate::unix_time();
+        let mut table = self.lock();
+        let timer = table.timers.entry(origin.into()).or_insert(Timer {
+            at: u64::MAX,
+            attempts: 0,
+            key_step: false,
+        });
+        timer.attempts = timer.attempts.saturating_add(1);
+        timer.at = timer
+            .at
+            .min(now.saturating_add(retry_after(timer.attempts)));
+        let at = timer.at;
+        table.heap.push(Reverse((at, origin.into())));
+        self.shared.1.notify_one();
+    }
+
     /// The zone `origin`'s keys as its new signed version left them: a
     /// parent check is kept (or entered, due now) while a DS is awaited
     /// and the policy names the parent's servers, and dropped otherwise.

@@ -259,6 +259,10 @@ impl Config {
         if let Some(zones) = raw.zones {
             secondaries = zones.secondary.unwrap_or_default();
             for zone in &mut secondaries {
+                // Received unsigned, served signed (tern_zones::bump).
+                if let Some(policy) = &zone.dnssec_policy {
+                    signed_zones.push((zone.origin.0.clone(), policy.0.clone()));
+                }
                 overrides.push((
                     zone.origin.0.clone(),
                     None,
@@ -267,6 +271,13 @@ impl Config {
                 ));
             }
             catalogs = zones.catalog.unwrap_or_default();
+            if let Some(catalog) = catalogs.iter().find(|zone| zone.dnssec_policy.is_some()) {
+                bail!(
+                    "zones.catalog: {}: dnssec-policy: the members of a consumed catalog are \
+                     served as received, unsigned; name the zones to sign in zones.secondary",
+                    catalog.origin.0
+                );
+            }
             config.catalog_producer = zones.catalog_producer.map(|origin| origin.0);
             config.zones_dir = zones.directory.map(|dir| base.join(dir.0));
             config.zone_files = zones
@@ -834,13 +845,6 @@ fn secondary_configs(
         }
         if zone.primaries.is_empty() {
             bail!("{}: name at least one primary", context());
-        }
-        if let Some(policy) = zone.dnssec_policy {
-            bail!(
-                "{}: dnssec-policy {}: signing secondary zones is not supported yet",
-                context(),
-                policy.0
-            );
         }
         if zone.primaries.len() > value::MAX_PRIMARIES {
             bail!(
@@ -1531,6 +1535,17 @@ mod tests {
         )
         .unwrap();
         assert_eq!(config.signing.unwrap().threads, DEFAULT_SIGNING_THREADS);
+        // A secondary zone with a policy is received unsigned and served
+        // signed: its policy is looked up as a listed zone's.
+        let config = from_text(
+            "state-directory: s\ndnssec: {policies: [{name: p}]}\n\
+             zones: {secondary: [{origin: B.example, primaries: ['127.0.0.1:1'], dnssec-policy: p}]}\n",
+            ".",
+        )
+        .unwrap();
+        assert_eq!(config.secondaries.len(), 1);
+        let signing = config.signing.as_ref().unwrap();
+        assert_eq!(signing.policy(b"\x01b\x07example\x00").unwrap().name, "p");
         // rrsig-jitter: as given, or 2 days, at most half the time a
         // signature is served before its refresh.
         let jitter = |policy: &str| {
@@ -1606,9 +1621,9 @@ mod tests {
             ),
             (
                 "state-directory: s\ndnssec: {policies: [{name: p}]}\n\
-                 zones: {secondary: [{origin: a., primaries: ['127.0.0.1:1'], dnssec-policy: p}]}\n"
+                 zones: {catalog: [{origin: a., primaries: ['127.0.0.1:1'], dnssec-policy: p}]}\n"
                     .to_string(),
-                "signing secondary zones is not supported yet",
+                "served as received, unsigned",
             ),
         ] {
             let err = format!("{:#}", from_text(&text, ".").unwrap_err());
