@@ -14,8 +14,9 @@ use std::time::{Duration, Instant};
 /// which costs nothing when it comes sooner. The test build loads the
 /// 200,000 records of `stop::sigterm_does_not_wait_for_a_reload` in a few
 /// seconds alone, and took over 20 s once with every core kept busy
-/// (`make test-repeat`, run 6 of 10).
-pub(crate) const START_TIMEOUT: Duration = Duration::from_secs(90);
+/// (`make test-repeat`, run 6 of 10), and over 90 s twice with the
+/// machine's load average at 20 besides (six builds beside the repeat).
+pub(crate) const START_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// How long a test waits for a condition after a signal.
 pub(crate) const SIGNAL_TIMEOUT: Duration = Duration::from_secs(10);
