@@ -33,6 +33,10 @@
 //!   waits for;
 //! - a length prefix below a header's size closes the connection.
 //!
+//! The framing ([`serve_stream`]) is generic over the byte stream: DNS over
+//! TLS (`crate::tls`) hands it a connection's decrypted stream, so its
+//! answers, limits and timeouts are these.
+//!
 //! Buffers: up to three stream buffers from the core's pool per
 //! connection (read, pending, being written), plus one while an answer
 //! waits for room; given back when it closes. The two answer buffers are
