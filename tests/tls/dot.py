@@ -16,7 +16,8 @@ quick. Checks:
    here with openssl).
 3. `openssl s_client`: TLS 1.3 and TLS 1.2 negotiated, ALPN "dot" agreed, a client
    without ALPN served, one offering only "h2" refused; the certificate served is the
-   self-signed one in the state directory.
+   self-signed one in the state directory; a TLS 1.3 and a TLS 1.2 session saved and
+   used again are resumed, counted in `tern_tls_resumed_total`.
 4. Padding: a TLS query with an EDNS Padding option gets an answer whose length is a
    multiple of 468 with a Padding option; the same over TCP gets none.
 5. Reload: with a TLS connection open, new certificate files are configured and
@@ -351,10 +352,22 @@ def check_openssl(tern: Tern) -> None:
         fail(f"openssl without ALPN not served:\n{text[-1500:]}")
     if cert != (tern.tmp / "state/tls/self-signed.cert.pem").read_bytes():
         fail("the certificate served is not the state directory's self-signed one")
+    # Resumption: a TLS 1.3 ticket and a TLS 1.2 session, each used again.
+    before = tern.metrics()["tern_tls_resumed_total"]
+    for version in ("-tls1_3", "-tls1_2"):
+        session = tern.tmp / f"session{version}"
+        served_certificate(port, [version, "-sess_out", str(session)])
+        _, text = served_certificate(port, [version, "-sess_in", str(session)])
+        if "Reused, TLSv1." not in text:
+            fail(f"openssl {version}: the session was not resumed:\n{text[-1500:]}")
+    resumed = tern.metrics()["tern_tls_resumed_total"] - before
+    if resumed != 2:
+        fail(f"tern_tls_resumed_total rose by {resumed}, expected 2")
     _, text = served_certificate(port, ["-alpn", "h2"])
     if "no application protocol" not in text:
         fail(f"openssl -alpn h2 was not refused:\n{text[-1500:]}")
-    print("dot: openssl: TLS 1.3, TLS 1.2, ALPN dot, no ALPN served, h2 refused, the self-signed cert")
+    print("dot: openssl: TLS 1.3, TLS 1.2, ALPN dot, no ALPN served, h2 refused, the self-signed "
+          "cert, sessions resumed (1.3 ticket, 1.2) and counted")
 
 
 def check_padding(tern: Tern) -> None:
