@@ -4,11 +4,7 @@
 CARGO ?= cargo
 RELEASE_BIN := target/release/tern
 
-<<<<<<< HEAD
-.PHONY: run build release test deps lint fmt unit test-repeat differential compliance transfer dnssec metrics dnstap proxy xdp deb service clean bench bench-check bench-peers bench-zones bench-signed bench-xdp bench-forward dhat dhat-flood fuzz soak
-=======
-.PHONY: run build release test deps lint fmt unit test-repeat differential compliance transfer dnssec metrics dnstap proxy xdp update-peers deb service clean bench bench-check bench-peers bench-zones bench-xdp bench-forward dhat dhat-flood fuzz soak
->>>>>>> updtests
+.PHONY: run build release test deps lint fmt unit test-repeat differential compliance transfer dnssec metrics dnstap proxy tls xdp update-peers deb service clean bench bench-check bench-peers bench-zones bench-signed bench-xdp bench-forward dhat dhat-flood fuzz soak
 
 ## Build in release mode and serve zones/ on 127.0.0.1:5353 (no config needed).
 run: release
@@ -34,7 +30,7 @@ build:
 ## dnstap output read by BIND's dnstap-read and fstrm_capture, the
 ## systemd service, the AF_XDP path against the socket path and the Debian
 ## package. Installs the reference tools it needs.
-test: deps lint unit differential compliance transfer dnssec update-peers metrics dnstap proxy xdp service
+test: deps lint unit differential compliance transfer dnssec update-peers metrics dnstap proxy tls xdp service
 
 ## Debian packages and Python modules the tests use (idempotent).
 deps:
@@ -156,6 +152,13 @@ dnstap: release
 ## dropped and counted (tests/proxy).
 proxy: release
 	TERN_BIN=$(RELEASE_BIN) python3 tests/proxy/proxy.py
+
+## DNS over TLS (issue 26): answers equal to TCP's (pipelined, kdig and dig
+## +tls), the pin, openssl s_client (versions, ALPN, certificate), padding,
+## certificate reload, hostile clients closed and counted while UDP answers,
+## dnsperf -m dot (tests/tls).
+tls: release
+	TERN_BIN=$(RELEASE_BIN) python3 tests/tls/dot.py
 
 ## The AF_XDP path (tern serve --xdp) between two network namespaces joined by
 ## a veth pair: its answers equal the socket path's for a generated query list

@@ -248,5 +248,6 @@ fn snapshot(core: &Core) -> CoreStats {
             accepted: core.proxy.accepted.get(),
             refused: core.proxy.refused.each_ref().map(std::cell::Cell::get),
         },
+        tls: core.tls_counters.stats(),
     }
 }

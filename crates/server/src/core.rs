@@ -58,6 +58,8 @@ pub(crate) struct Core {
     pub(crate) proxy_allow: Vec<tern_cache::forward::Cidr>,
     /// This core's counts of PROXY headers.
     pub(crate) proxy: crate::proxy::ProxyCounters,
+    /// This core's DNS over TLS counters.
+    pub(crate) tls_counters: crate::tls::TlsCounters,
 }
 
 impl Core {

@@ -162,6 +162,13 @@ async fn serve(start: CoreStart) -> io::Result<()> {
             .collect();
         Ok((sockets, wake, xsks))
     });
+    let tls_listeners = match bind_tls(&config) {
+        Ok(listeners) => listeners,
+        Err(err) => {
+            let _ = ready.send(Err(io::Error::new(err.kind(), err.to_string())));
+            return Err(err);
+        }
+    };
     let ((udp, tcp), wake, xsks): (_, _, Vec<XdpSocket>) = match bound {
         Ok(bound) => bound,
         Err(err) => {
@@ -235,6 +242,7 @@ async fn serve(start: CoreStart) -> io::Result<()> {
         xdp_attachment,
         proxy_allow: config.proxy.allow.clone(),
         proxy: crate::proxy::ProxyCounters::default(),
+        tls_counters: crate::tls::TlsCounters::default(),
     });
     // The sockets of `proxy.listen` come after those of `listen`.
     let plain = config.listen.len();
@@ -254,6 +262,15 @@ async fn serve(start: CoreStart) -> io::Result<()> {
             proxied,
             Rc::clone(&core),
         )));
+    }
+    if let Some(tls) = &config.tls {
+        for listener in tls_listeners {
+            tasks.push(monoio::spawn(crate::tls::serve(
+                listener,
+                Arc::clone(&tls.server),
+                Rc::clone(&core),
+            )));
+        }
     }
     for (xsk, local) in xsks {
         tasks.push(monoio::spawn(crate::xdp::serve(
@@ -284,7 +301,7 @@ async fn serve(start: CoreStart) -> io::Result<()> {
             let _ = task.await;
         }
         // Bounded by the grace period around this future.
-        while core.tcp_counters.open.get() > 0 {
+        while core.tcp_counters.open.get() + core.tls_counters.connections.open.get() > 0 {
             monoio::time::sleep(SHUTDOWN_POLL).await;
         }
     };
@@ -309,4 +326,16 @@ fn bind_all(
         tcp.push(socket::bind_tcp(*addr).map_err(annotate)?);
     }
     Ok((udp, tcp))
+}
+
+/// The TCP listeners of every `tls.listen` address, bound on this thread.
+fn bind_tls(config: &ServerConfig) -> io::Result<Vec<monoio::net::TcpListener>> {
+    let addresses = config.tls.as_ref().map_or(&[][..], |tls| &tls.listen[..]);
+    addresses
+        .iter()
+        .map(|addr| {
+            socket::bind_tcp(*addr)
+                .map_err(|err| io::Error::new(err.kind(), format!("{addr}: {err}")))
+        })
+        .collect()
 }

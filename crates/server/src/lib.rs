@@ -40,6 +40,9 @@
 //! - `pool`: the thread-local I/O buffer pool;
 //! - `proxy`: the PROXY protocol v2 header before the queries of the
 //!   `proxy.listen` listeners (docs/decisions/0016);
+//! - `tls`: DNS over TLS on the `tls.listen` listeners, served by the TCP
+//!   framing over rustls (docs/decisions/0017); `tls::config` builds the
+//!   server-side TLS configuration (certificates, pin, tickets);
 //! - `signal`: core-local stop and wake-up signals;
 //! - `socket`: socket creation (SO_REUSEPORT before bind);
 //! - `stats`: counters and snapshots;
@@ -76,6 +79,7 @@ mod socket;
 mod stats;
 mod sys;
 mod tcp;
+pub mod tls;
 mod udp;
 mod worker;
 mod xdp;
@@ -101,6 +105,7 @@ pub use tern_cache::forward::{
     Cidr, ForwardConfig, ForwardStats, Policy, RttHistogram, UpstreamStats, MAX_UPSTREAMS,
     RTT_BUCKETS_MS,
 };
+pub use tls::{TlsConfig, TlsStats};
 #[doc(hidden)]
 pub use worker::{UdpAnswer, Worker};
 pub use xdp::{MAX_XDP_ADDRESSES, MAX_XDP_QUEUES, XDP_PASSED};
@@ -174,6 +179,9 @@ pub struct ServerConfig {
     /// The PROXY protocol v2 listeners and the proxies allowed on them
     /// (`crate::proxy`); default: none.
     pub proxy: ProxyConfig,
+    /// DNS over TLS listeners and their TLS configuration; `None` (the
+    /// default): none.
+    pub tls: Option<tls::TlsConfig>,
 }
 
 impl ServerConfig {
@@ -196,6 +204,7 @@ impl ServerConfig {
             dnstap: Vec::new(),
             xdp: Vec::new(),
             proxy: ProxyConfig::default(),
+            tls: None,
         }
     }
 
@@ -219,6 +228,7 @@ impl ServerConfig {
             dnstap: Vec::new(),
             xdp: self.xdp.clone(),
             proxy: self.proxy.clone(),
+            tls: self.tls.clone(),
         }
     }
 }

@@ -83,7 +83,7 @@ pub(crate) fn type_slot(qtype: u16) -> usize {
 
 /// The transports and IP families queries are counted by:
 /// `queries_by_transport[transport * 2 + family]`.
-pub const TRANSPORTS: [&str; 3] = ["udp", "tcp", "xdp"];
+pub const TRANSPORTS: [&str; 4] = ["udp", "tcp", "xdp", "tls"];
 
 /// The slot of UDP over AF_XDP in [`TRANSPORTS`].
 pub(crate) const XDP_TRANSPORT: usize = 2;
@@ -190,7 +190,7 @@ pub struct CoreStats {
     /// then [`OTHER_TYPE`].
     pub queries_by_type: [u64; TYPE_SLOTS],
     /// Queries by transport and IP family (see [`TRANSPORTS`]).
-    pub queries_by_transport: [u64; 6],
+    pub queries_by_transport: [u64; 8],
     /// Queries with a DNS COOKIE option, by [`COOKIE_RESULTS`] (UDP).
     pub cookies: [u64; 4],
     /// TCP connections closed by each timeout of [`TCP_TIMEOUTS`].
@@ -248,6 +248,8 @@ pub struct CoreStats {
     pub xdp: XdpStats,
     /// PROXY protocol headers (all zero without `proxy.listen`).
     pub proxy: ProxyStats,
+    /// DNS over TLS (all zero without `tls.listen`).
+    pub tls: crate::tls::TlsStats,
 }
 
 //----------- ProxyStats -----------------------------------------------------
@@ -333,6 +335,7 @@ impl CoreStats {
                 total.xdp.add(&one.xdp);
                 total.proxy.accepted += one.proxy.accepted;
                 add(&mut total.proxy.refused, &one.proxy.refused);
+                total.tls.add(&one.tls);
                 total
             })
     }
@@ -504,7 +507,7 @@ impl fmt::Display for CoreStats {
 pub(crate) struct Counters {
     pub(crate) queries: u64,
     pub(crate) queries_by_type: [u64; TYPE_SLOTS],
-    pub(crate) queries_by_transport: [u64; 6],
+    pub(crate) queries_by_transport: [u64; 8],
     pub(crate) cookies: [u64; 4],
     /// Per zone of the catalog (by slot, at most [`MAX_COUNTED_ZONES`]).
     pub(crate) zones: ZoneTable,

@@ -33,6 +33,10 @@
 //!   waits for;
 //! - a length prefix below a header's size closes the connection.
 //!
+//! The framing ([`serve_stream`]) is generic over the byte stream: DNS over
+//! TLS (`crate::tls`) hands it a connection's decrypted stream, so its
+//! answers, limits and timeouts are these.
+//!
 //! Buffers: up to three stream buffers from the core's pool per
 //! connection (read, pending, being written), plus one while an answer
 //! waits for room; given back when it closes. The two answer buffers are
@@ -63,6 +67,7 @@ use crate::core::Core;
 use crate::forward;
 use crate::pool::{self, Size};
 use crate::signal::{yield_now, StopListener};
+use crate::stats::TcpCounters;
 use crate::worker::{Forwarding, UdpAnswer};
 use crate::xfr_out::{self, Start, Transfer};
 
@@ -150,15 +155,80 @@ async fn connection(mut stream: TcpStream, peer: SocketAddr, proxied: bool, core
     // Our address, for dnstap (one getsockname per connection, only when on).
     let local = core.dnstap.as_ref().and_then(|_| stream.local_addr().ok());
     let (reader, writer) = stream.into_split();
+    let stream = Stream {
+        counters: &core.tcp_counters,
+        transport: TRANSPORT_TCP,
+    };
+    serve_stream(reader, writer, buffer, (peer, local), stream, core).await;
+}
+
+//----------- serve_stream ---------------------------------------------------
+
+/// The transport slot of TCP in [`crate::stats::TRANSPORTS`].
+const TRANSPORT_TCP: usize = 1;
+
+/// What differs between the byte streams the framing serves (TCP's, and
+/// the plaintext of DNS over TLS): where timeouts are counted, and the
+/// transport its queries are counted under.
+#[derive(Clone, Copy)]
+pub(crate) struct Stream<'a> {
+    pub(crate) counters: &'a TcpCounters,
+    /// The slot in [`crate::stats::TRANSPORTS`].
+    pub(crate) transport: usize,
+}
+
+/// The read side of a connection's byte stream.
+pub(crate) trait ReadStream {
+    /// Reads into `buffer[filled..]` (filled < len); `Ok(0)` when the
+    /// stream has ended. Dropped unfinished (a timeout), the buffer is
+    /// lost with it.
+    async fn read_into(&mut self, buffer: Vec<u8>, filled: usize) -> (io::Result<usize>, Vec<u8>);
+}
+
+/// The write side of a connection's byte stream.
+pub(crate) trait WriteStream {
+    /// Writes `buffer[..len]` whole.
+    async fn write_from(&mut self, buffer: Vec<u8>, len: usize) -> (io::Result<()>, Vec<u8>);
+}
+
+impl ReadStream for TcpOwnedReadHalf {
+    async fn read_into(&mut self, buffer: Vec<u8>, filled: usize) -> (io::Result<usize>, Vec<u8>) {
+        let (result, slice) = self.read(buffer.slice_mut(filled..)).await;
+        (result, slice.into_inner())
+    }
+}
+
+impl WriteStream for TcpOwnedWriteHalf {
+    async fn write_from(&mut self, buffer: Vec<u8>, len: usize) -> (io::Result<()>, Vec<u8>) {
+        let (result, slice) = self.write_all(buffer.slice(..len)).await;
+        (result.map(|_| ()), slice.into_inner())
+    }
+}
+
+/// Serves RFC 7766 frames over an open byte stream from `peer` (and to
+/// `local`, known when dnstap is on) until the client closes it, a limit
+/// closes it or the core stops; then gives its buffers back. `buffer`: a
+/// stream buffer from the pool, empty or holding what was read already.
+/// With forwarding on, the connection has a slot in the core's table of
+/// [`Connections`](connections::Connections) while it is open, where
+/// forwarded answers find it.
+pub(crate) async fn serve_stream<R: ReadStream, W: WriteStream>(
+    reader: R,
+    writer: W,
+    buffer: Vec<u8>,
+    (peer, local): (SocketAddr, Option<SocketAddr>),
+    stream: Stream<'_>,
+    core: &Rc<Core>,
+) -> W {
     let pipe = Rc::new(Pipe::new());
     pipe.addresses.set(local.map(|local| (peer, local)));
     let client = core
         .forward
         .as_ref()
         .map(|io| (peer, io.connections.borrow_mut().register(&pipe)));
-    let read_side = read_half(reader, buffer, &pipe, core, (peer, local), client);
-    let write_side = write_half(writer, &pipe, core);
-    let (read_buffer, write_buffer) = monoio::join!(read_side, write_side);
+    let read_side = read_half(reader, buffer, &pipe, core, (peer, local), client, stream);
+    let write_side = write_half(writer, &pipe, core, stream);
+    let (read_buffer, (writer, write_buffer)) = monoio::join!(read_side, write_side);
     if let (Some(io), Some((_, client))) = (core.forward.as_ref(), client) {
         // Answers still upstream are dropped when they arrive.
         io.connections.borrow_mut().remove(client);
@@ -173,19 +243,21 @@ async fn connection(mut stream: TcpStream, peer: SocketAddr, proxied: bool, core
             pool::put(buffer);
         }
     }
+    writer
 }
 
 /// Reads and answers frames from `peer` into `buffer` (a stream buffer
 /// from the pool, holding what was read past a PROXY header, if any);
 /// `client`: the peer and its forwarding identity, when forwarding is on.
 /// Returns its buffer unless a cancelled read kept it.
-async fn read_half(
-    mut reader: TcpOwnedReadHalf,
+async fn read_half<R: ReadStream>(
+    mut reader: R,
     mut buffer: Vec<u8>,
     pipe: &Pipe,
     core: &Rc<Core>,
     addresses: (SocketAddr, Option<SocketAddr>),
     client: Option<(SocketAddr, Client)>,
+    stream: Stream<'_>,
 ) -> Option<Vec<u8>> {
     let stop = core.stop.listener();
     let limits = core.tcp;
@@ -196,7 +268,16 @@ async fn read_half(
     let mut between_messages = limits.initial_timeout;
     let mut first_message = true;
     let buffer = loop {
-        let Ok(consumed) = answer_frames(&buffer, pipe, core, &stop, addresses, client).await
+        let Ok(consumed) = answer_frames(
+            &buffer,
+            pipe,
+            core,
+            &stop,
+            addresses,
+            client,
+            stream.transport,
+        )
+        .await
         else {
             break Some(buffer);
         };
@@ -219,8 +300,8 @@ async fn read_half(
             limits.message_timeout.saturating_sub(started.elapsed())
         };
         let filled = buffer.len();
-        let read = monoio::time::timeout(wait, reader.read(buffer.slice_mut(filled..)));
-        let (result, slice) = match stop.or(pipe.unless_failed(read)).await {
+        let read = monoio::time::timeout(wait, reader.read_into(buffer, filled));
+        let (result, returned) = match stop.or(pipe.unless_failed(read)).await {
             Some(Some(Ok(read))) => read,
             Some(Some(Err(_))) => {
                 // Timed out: the cancelled read kept the buffer.
@@ -231,13 +312,13 @@ async fn read_half(
                 } else {
                     crate::stats::TIMEOUT_IDLE
                 };
-                core.tcp_counters.timed_out(timeout);
+                stream.counters.timed_out(timeout);
                 break None;
             }
             // Stopped, or the write half failed.
             _ => break None,
         };
-        buffer = slice.into_inner();
+        buffer = returned;
         if matches!(result, Ok(0) | Err(_)) {
             break Some(buffer); // closed by the client, or reset
         }
@@ -318,6 +399,7 @@ async fn answer_frames(
     stop: &StopListener,
     (peer, local): (SocketAddr, Option<SocketAddr>),
     client: Option<(SocketAddr, Client)>,
+    transport: usize,
 ) -> Result<usize, ()> {
     let local = local.unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)));
     let mut consumed = 0;
@@ -377,9 +459,9 @@ async fn answer_frames(
                 let now = core.now(false);
                 let mut worker = core.worker.borrow_mut();
                 worker.tick_cookie_clock();
-                // TCP over IPv4 or IPv6 (see stats::TRANSPORTS).
+                // TCP or TLS over IPv4 or IPv6 (see stats::TRANSPORTS).
                 let family = usize::from(peer.ip().to_canonical().is_ipv6());
-                worker.count_transport(2 + family, 1);
+                worker.count_transport(2 * transport + family, 1);
                 worker.answer_tcp(&parsed, Some(peer), now, &mut scratch)
             }
         };
@@ -406,6 +488,14 @@ async fn answer_frames(
                     None => continue,
                 }
             }
+        };
+        // EDNS padding (RFC 7830) over TLS only, for queries that ask.
+        let len = if transport == crate::tls::TRANSPORT_TLS
+            && crate::tls::asks_padding(parsed.edns_options())
+        {
+            crate::tls::pad(&mut core.scratch.borrow_mut(), len)
+        } else {
+            len
         };
         if let Some((tap, time)) = tapped {
             let scratch = core.scratch.borrow();
@@ -523,9 +613,14 @@ async fn wait_for_room(pipe: &Pipe, len: usize, max_in_flight: usize, stop: &Sto
 
 /// Writes queued answers until the read half is done and everything is
 /// written (forwarded answers too, unless the core stops first), or a
-/// write fails or times out. Returns its buffer unless a timed-out write
-/// kept it.
-async fn write_half(mut writer: TcpOwnedWriteHalf, pipe: &Pipe, core: &Core) -> Option<Vec<u8>> {
+/// write fails or times out. Returns the writer and its buffer unless a
+/// timed-out write kept it.
+async fn write_half<W: WriteStream>(
+    mut writer: W,
+    pipe: &Pipe,
+    core: &Core,
+    stream: Stream<'_>,
+) -> (W, Option<Vec<u8>>) {
     let stop = core.stop.listener();
     // Empty until the first swap with `pending`; the read half fills
     // whichever buffer `pending` holds, taking one when it is empty.
@@ -537,7 +632,7 @@ async fn write_half(mut writer: TcpOwnedWriteHalf, pipe: &Pipe, core: &Core) -> 
             // timeouts, or are given up when the core stops.
             let awaited = pipe.waiting.get() > 0 && !stop.fired();
             if pipe.reading_done.get() && !awaited {
-                return Some(active);
+                return (writer, Some(active));
             }
             if awaited {
                 // The read half's end comes with a notification; the stop
@@ -551,25 +646,25 @@ async fn write_half(mut writer: TcpOwnedWriteHalf, pipe: &Pipe, core: &Core) -> 
         let len = pipe.used.replace(0);
         let answers = pipe.queued.replace(0);
         std::mem::swap(&mut active, &mut pipe.pending.borrow_mut());
-        let write = writer.write_all(active.slice(..len));
+        let write = writer.write_from(active, len);
         let outcome = monoio::time::timeout(core.tcp.write_timeout, write).await;
         let result = match outcome {
-            Ok((result, slice)) => {
-                active = slice.into_inner();
-                result.map(|_| ())
+            Ok((result, returned)) => {
+                active = returned;
+                result
             }
             // Timed out: the cancelled write keeps the buffer.
             Err(_) => {
-                core.tcp_counters.timed_out(crate::stats::TIMEOUT_WRITE);
+                stream.counters.timed_out(crate::stats::TIMEOUT_WRITE);
                 pipe.in_flight.set(pipe.in_flight.get() - answers);
                 pipe.fail();
-                return None;
+                return (writer, None);
             }
         };
         pipe.in_flight.set(pipe.in_flight.get() - answers);
         if result.is_err() {
             pipe.fail();
-            return Some(active);
+            return (writer, Some(active));
         }
         pipe.to_reader.notify();
     }

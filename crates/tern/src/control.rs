@@ -150,6 +150,8 @@ pub(crate) struct Reloader {
     overrides: Overrides,
     running: Config,
     zones: Arc<Zones>,
+    /// The DNS over TLS certificate, read again at each reload.
+    pub(crate) tls: Option<Arc<tern_server::tls::config::Certificates>>,
 }
 
 /// One reload asked for: why (for the log), of which zone (`None`: every
@@ -217,6 +219,7 @@ impl Reloader {
             overrides,
             running,
             zones,
+            tls: None,
         }
     }
 
@@ -241,6 +244,9 @@ impl Reloader {
         logger::set_level(next.log_level);
         for key in self.running.restart_changes(&next) {
             log::warn!("{key} changed in the configuration; it takes effect after a restart");
+        }
+        if let Some(certificates) = &self.tls {
+            crate::tls::reload(certificates, &next);
         }
         let sources = next.zone_sources();
         let loaded = match &only {
@@ -528,6 +534,8 @@ pub(crate) struct Control {
     pub(crate) reloads: Reloads,
     /// When serving began, for `status`.
     pub(crate) started: Instant,
+    /// The DNS over TLS certificate, whose pin `status` shows.
+    pub(crate) tls: Option<Arc<tern_server::tls::config::Certificates>>,
 }
 
 fn answer_client(stream: UnixStream, control: &Control) -> io::Result<()> {
@@ -589,7 +597,11 @@ fn status(control: &Control) -> String {
         env!("CARGO_PKG_VERSION"),
         control.started.elapsed().as_secs(),
         control.handle.stats().len(),
-    )
+    ) + &control
+        .tls
+        .as_ref()
+        .map(|tls| format!("tls pin-sha256 {}\n", tls.pin()))
+        .unwrap_or_default()
 }
 
 /// The secondary zone named `text`, lowercased, if it is one.

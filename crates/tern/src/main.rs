@@ -50,6 +50,7 @@ mod manpage;
 mod metrics;
 mod privileges;
 mod service;
+mod tls;
 
 use config::{Config, Overrides};
 use control::{Control, ControlSignals, ControlSocket, Reloader, Reloads};
@@ -376,6 +377,10 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
             },
         });
     }
+    // The certificate is read (or made) before the cores start.
+    let tls = tls::start(&config)?;
+    server_config.tls = tls.as_ref().map(|(tls, _)| tls.clone());
+    let certificates = tls.map(|(_, certificates)| certificates);
     // Bound while tern may still be root (a port below 1024), and before
     // anything serves: a failure here stops the start cleanly.
     let metrics_listener = config.metrics_listen.map(metrics::bind).transpose()?;
@@ -475,7 +480,9 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
 
     // Without its control socket the server still serves; `tern stats`
     // then cannot reach it, which the error says.
-    let reloads = Reloads::start(Reloader::new(overrides, config.clone(), Arc::clone(&zones)))?;
+    let mut reloader = Reloader::new(overrides, config.clone(), Arc::clone(&zones));
+    reloader.tls = certificates.clone();
+    let reloads = Reloads::start(reloader)?;
     let resigns = reloads.clone();
     zones
         .start_resigning(move |origin| resigns.resign(origin))
@@ -486,6 +493,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         secondaries: secondaries.as_ref().map(|s| s.handle()),
         reloads: reloads.clone(),
         started: std::time::Instant::now(),
+        tls: certificates,
     };
     let socket = match ControlSocket::start(&config.control_socket, control) {
         Ok(socket) => Some(socket),

@@ -406,6 +406,7 @@ pub(crate) fn render(
     }
     render_xdp(o, &total.xdp);
     render_proxy(o, &total.proxy);
+    render_tls(o, &total.tls);
     render_forward(o, &total.forward);
     render_zones(o, zones);
     out
@@ -483,6 +484,69 @@ fn render_proxy(o: &mut String, proxy: &tern_server::ProxyStats) {
     for (reason, count) in tern_server::PROXY_REFUSALS.iter().zip(proxy.refused) {
         let _ = writeln!(o, "tern_proxy_refused_total{{reason=\"{reason}\"}} {count}");
     }
+}
+
+/// DNS over TLS's series (zero without `tls.listen`).
+fn render_tls(o: &mut String, tls: &tern_server::TlsStats) {
+    single(
+        o,
+        "tern_tls_connections_accepted_total",
+        "counter",
+        "DNS over TLS connections accepted and served.",
+        tls.accepted,
+    );
+    single(
+        o,
+        "tern_tls_connections_open",
+        "gauge",
+        "DNS over TLS connections open now.",
+        tls.open,
+    );
+    single(
+        o,
+        "tern_tls_connections_refused_total",
+        "counter",
+        "DNS over TLS connections closed at once at the per-core connection limit.",
+        tls.refused,
+    );
+    family(
+        o,
+        "tern_tls_connections_timed_out_total",
+        "counter",
+        "DNS over TLS connections closed by a timeout after the handshake, by which one.",
+    );
+    for (slot, count) in tls.timeouts.iter().enumerate() {
+        let _ = writeln!(
+            o,
+            "tern_tls_connections_timed_out_total{{timeout=\"{}\"}} {count}",
+            TCP_TIMEOUTS[slot]
+        );
+    }
+    family(
+        o,
+        "tern_tls_handshakes_total",
+        "counter",
+        "TLS handshakes by outcome (ok; failed: refused by TLS; timeout: not finished within \
+         tcp.initial-timeout; closed: the client went away) and protocol version.",
+    );
+    for (outcome, row) in tern_server::tls::HANDSHAKE_OUTCOMES
+        .iter()
+        .zip(tls.handshakes)
+    {
+        for (version, count) in tern_server::tls::TLS_VERSIONS.iter().zip(row) {
+            let _ = writeln!(
+                o,
+                "tern_tls_handshakes_total{{outcome=\"{outcome}\",version=\"{version}\"}} {count}"
+            );
+        }
+    }
+    single(
+        o,
+        "tern_tls_resumed_total",
+        "counter",
+        "TLS handshakes that resumed a session (ticket or session id).",
+        tls.resumed,
+    );
 }
 
 /// One sample of a counter that is also counted per zone.

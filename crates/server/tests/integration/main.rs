@@ -33,6 +33,7 @@ mod proxy;
 mod rrl;
 mod runtime;
 mod tcp;
+mod tls;
 mod udp;
 mod xfr;
 

@@ -15,6 +15,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context};
 
 mod proxy;
+mod tls;
+pub(crate) use tls::TlsSection;
 mod raw;
 pub(crate) mod value;
 
@@ -121,6 +123,8 @@ pub(crate) struct Config {
     /// The PROXY protocol v2 listeners and allowed proxies (`proxy:`);
     /// default: none.
     pub(crate) proxy: tern_server::ProxyConfig,
+    /// DNS over TLS (`tls:`); `None` (the default): off.
+    pub(crate) tls: Option<TlsSection>,
 }
 
 /// The `cookies:` section.
@@ -195,6 +199,7 @@ impl Default for Config {
             xdp: Vec::new(),
             signing: None,
             proxy: tern_server::ProxyConfig::default(),
+            tls: None,
         }
     }
 }
@@ -228,6 +233,7 @@ impl Config {
             config.xdp = check_interfaces(overrides.xdp.clone()).context("--xdp")?;
         }
         proxy::check(&config.proxy, &config.listen, &config.xdp)?;
+        tls::check(config.tls.as_ref(), &config.listen, &config.proxy.listen)?;
         Ok(config)
     }
 
@@ -381,6 +387,10 @@ impl Config {
             config.proxy = proxy::proxy_config(section)?;
         }
         proxy::check(&config.proxy, &config.listen, &config.xdp)?;
+        if let Some(section) = raw.tls {
+            config.tls = Some(tls::tls_section(section, base)?);
+        }
+        tls::check(config.tls.as_ref(), &config.listen, &config.proxy.listen)?;
         config.signing =
             signing_config(raw.dnssec, &signed_zones, config.state_directory.as_deref())?;
         let keys = config.transfer.keys.clone();
@@ -504,6 +514,8 @@ impl Config {
             dnstap: Vec::new(),
             xdp: self.xdp.clone(),
             proxy: self.proxy.clone(),
+            // Set by `serve`, which reads the certificate (crate::tls).
+            tls: None,
         }
     }
 
@@ -543,6 +555,11 @@ impl Config {
         compare("dnstap", self.dnstap != next.dnstap);
         compare("xdp", self.xdp != next.xdp);
         compare("proxy", self.proxy != next.proxy);
+        compare(
+            "tls.listen, tls.client-ca",
+            self.tls.as_ref().map(|tls| (&tls.listen, &tls.client_ca))
+                != next.tls.as_ref().map(|tls| (&tls.listen, &tls.client_ca)),
+        );
         compare(
             "transfer.ixfr-history",
             self.ixfr_history != next.ixfr_history,

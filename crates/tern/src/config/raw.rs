@@ -58,6 +58,17 @@ pub(crate) struct RawConfig {
     pub(crate) xdp: Option<RawXdp>,
     pub(crate) dnssec: Option<RawDnssec>,
     pub(crate) proxy: Option<RawProxy>,
+    pub(crate) tls: Option<RawTls>,
+}
+
+/// `tls:`, DNS over TLS (`config/tls.rs`).
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub(crate) struct RawTls {
+    pub(crate) listen: Option<Listen>,
+    pub(crate) certificate: Option<Parsed<PathKind>>,
+    pub(crate) key: Option<Parsed<PathKind>>,
+    pub(crate) client_ca: Option<Parsed<PathKind>>,
 }
 
 /// `proxy:`, the PROXY protocol v2 (`config/proxy.rs`).

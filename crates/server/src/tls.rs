@@ -1,0 +1,606 @@
+//! DNS over TLS (RFC 7858) on the `tls.listen` addresses.
+//!
+//! Each core has its own SO_REUSEPORT listener per address, as for TCP,
+//! and serves the connections it accepts on its reactor. A connection is
+//! a TLS handshake (rustls, through its buffer-oriented API over monoio's
+//! `TcpStream`: `read_tls`, `process_new_packets`, `reader`, `writer`,
+//! `write_tls`), then the decrypted stream is served by the same framing
+//! as TCP ([`crate::tcp::serve_stream`]): RFC 7766 frames, pipelining,
+//! out-of-order forwarded answers, the same timeouts and in-flight limit.
+//! One `ServerConnection` is shared by the two halves through a
+//! `RefCell`, borrowed only between awaits.
+//!
+//! Limits, each closing the connection:
+//! - per core, `tcp.max-connections` open TLS connections (counted apart
+//!   from TCP's, so that a flood on one port does not starve the other);
+//! - the handshake must finish within `tcp.initial-timeout` (a client
+//!   that never finishes it, or trickles it, holds its slot no longer);
+//!   then the first query has `tcp.initial-timeout` again and later ones
+//!   `tcp.idle-timeout` and `tcp.message-timeout`, as over TCP;
+//! - rustls bounds what it buffers (received plaintext, records, queued
+//!   output) and refuses renegotiation and key-update floods itself.
+//!
+//! EDNS padding (RFC 7830): the answer to a query that carried a Padding
+//! option is padded to a multiple of [`PADDING_BLOCK`] octets (RFC 8467's
+//! recommended block for responses), over TLS only.
+
+use std::cell::{Cell, RefCell};
+use std::io::{self, BufRead};
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use monoio::io::{AsyncReadRent, AsyncWriteRentExt, Splitable};
+use monoio::net::tcp::{TcpOwnedReadHalf, TcpOwnedWriteHalf};
+use monoio::net::{TcpListener, TcpStream};
+use rustls::ServerConnection;
+
+use crate::core::Core;
+use crate::pool::{self, Size};
+use crate::stats::TcpCounters;
+use crate::tcp::{serve_stream, ReadStream, Stream, WriteStream};
+
+pub mod config;
+
+/// The transport slot of TLS in [`crate::stats::TRANSPORTS`].
+pub(crate) const TRANSPORT_TLS: usize = 3;
+
+/// Ciphertext read from the socket at once: a full TLS record (16 KiB of
+/// plaintext and its overhead).
+const CIPHER_READ: usize = 16 * 1024 + 512;
+
+/// How long the accept loop pauses after a failed accept.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(10);
+
+/// The EDNS Padding option (RFC 7830).
+pub(crate) const OPTION_PADDING: u16 = 12;
+
+/// Answers to padded queries are padded to a multiple of this (RFC 8467
+/// section 4.1, "Block-Length Padding", the recommended 468 for
+/// responses).
+pub const PADDING_BLOCK: usize = 468;
+
+/// The outcomes of TLS handshakes, `tern_tls_handshakes_total{outcome}`.
+pub const HANDSHAKE_OUTCOMES: [&str; 4] = ["ok", "failed", "timeout", "closed"];
+/// The protocol versions of handshakes,
+/// `tern_tls_handshakes_total{version}` ("none": failed before one was
+/// agreed).
+pub const TLS_VERSIONS: [&str; 3] = ["tls1.3", "tls1.2", "none"];
+
+const OUTCOME_OK: usize = 0;
+const OUTCOME_FAILED: usize = 1;
+const OUTCOME_TIMEOUT: usize = 2;
+const OUTCOME_CLOSED: usize = 3;
+
+//----------- TlsConfig ------------------------------------------------------
+
+/// DNS over TLS: the addresses and the rustls configuration (built by
+/// [`config::server_config`]; its certificate is swapped in place on
+/// reload, [`config::Certificates::replace`]).
+#[derive(Clone, Debug)]
+pub struct TlsConfig {
+    /// Addresses to serve DNS over TLS on (port 853, usually).
+    pub listen: Vec<SocketAddr>,
+    /// The rustls server configuration every core serves with.
+    pub server: Arc<rustls::ServerConfig>,
+}
+
+impl PartialEq for TlsConfig {
+    fn eq(&self, other: &Self) -> bool {
+        self.listen == other.listen && Arc::ptr_eq(&self.server, &other.server)
+    }
+}
+
+//----------- TlsCounters ----------------------------------------------------
+
+/// The TLS counters of one core.
+#[derive(Debug, Default)]
+pub(crate) struct TlsCounters {
+    /// Connections accepted, open, refused at the limit, timed out (the
+    /// timeouts of the stream after the handshake).
+    pub(crate) connections: TcpCounters,
+    /// Handshakes by [`HANDSHAKE_OUTCOMES`] and [`TLS_VERSIONS`].
+    pub(crate) handshakes: [[Cell<u64>; 3]; 4],
+    /// Handshakes that resumed a session.
+    pub(crate) resumed: Cell<u64>,
+}
+
+impl TlsCounters {
+    fn handshake(&self, outcome: usize, connection: &ServerConnection) {
+        let version = match connection.protocol_version() {
+            Some(rustls::ProtocolVersion::TLSv1_3) => 0,
+            Some(rustls::ProtocolVersion::TLSv1_2) => 1,
+            _ => 2,
+        };
+        if let Some(count) = self
+            .handshakes
+            .get(outcome)
+            .and_then(|row| row.get(version))
+        {
+            count.set(count.get() + 1);
+        }
+    }
+
+    /// A copy, for a snapshot.
+    pub(crate) fn stats(&self) -> TlsStats {
+        TlsStats {
+            accepted: self.connections.accepted.get(),
+            open: self.connections.open.get(),
+            refused: self.connections.refused.get(),
+            timeouts: self.connections.timeouts.each_ref().map(Cell::get),
+            handshakes: self
+                .handshakes
+                .each_ref()
+                .map(|row| row.each_ref().map(Cell::get)),
+            resumed: self.resumed.get(),
+        }
+    }
+}
+
+/// DNS over TLS counters of a core (all zero without `tls.listen`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TlsStats {
+    /// Connections accepted and served.
+    pub accepted: u64,
+    /// Connections open now.
+    pub open: u64,
+    /// Connections closed at once at the per-core limit.
+    pub refused: u64,
+    /// Connections closed by a timeout after the handshake, by
+    /// [`crate::TCP_TIMEOUTS`].
+    pub timeouts: [u64; 4],
+    /// Handshakes by [`HANDSHAKE_OUTCOMES`], then [`TLS_VERSIONS`].
+    pub handshakes: [[u64; 3]; 4],
+    /// Handshakes that resumed a session (ticket or session id).
+    pub resumed: u64,
+}
+
+impl TlsStats {
+    pub(crate) fn add(&mut self, other: &TlsStats) {
+        self.accepted += other.accepted;
+        self.open += other.open;
+        self.refused += other.refused;
+        for (sum, count) in self.timeouts.iter_mut().zip(other.timeouts) {
+            *sum += count;
+        }
+        for (row, other) in self.handshakes.iter_mut().zip(other.handshakes) {
+            for (sum, count) in row.iter_mut().zip(other) {
+                *sum += count;
+            }
+        }
+        self.resumed += other.resumed;
+    }
+}
+
+//----------- serve ----------------------------------------------------------
+
+/// Accepts TLS connections on `listener` until the core stops.
+pub(crate) async fn serve(
+    listener: TcpListener,
+    server: Arc<rustls::ServerConfig>,
+    core: Rc<Core>,
+) -> io::Result<()> {
+    let stop = core.stop.listener();
+    loop {
+        let Some(accepted) = stop.or(listener.accept()).await else {
+            return Ok(());
+        };
+        let (stream, peer) = match accepted {
+            Ok(accepted) => accepted,
+            Err(_) => {
+                if stop.or(monoio::time::sleep(ACCEPT_BACKOFF)).await.is_none() {
+                    return Ok(());
+                }
+                continue;
+            }
+        };
+        let counters = &core.tls_counters.connections;
+        if counters.open.get() >= core.tcp.max_connections as u64 {
+            counters.refused.set(counters.refused.get() + 1);
+            drop(stream);
+            continue;
+        }
+        let Ok(connection) = ServerConnection::new(Arc::clone(&server)) else {
+            continue; // never: the configuration was built to be valid
+        };
+        counters.accepted.set(counters.accepted.get() + 1);
+        counters.open.set(counters.open.get() + 1);
+        let core = Rc::clone(&core);
+        monoio::spawn(async move {
+            serve_connection(stream, peer, connection, &core).await;
+            let open = &core.tls_counters.connections.open;
+            open.set(open.get() - 1);
+        });
+    }
+}
+
+/// One connection: the handshake within the initial timeout, then DNS
+/// over the decrypted stream; at the end, a close_notify (or the alert
+/// that ended it), written within the write timeout.
+async fn serve_connection(
+    mut stream: TcpStream,
+    peer: SocketAddr,
+    connection: ServerConnection,
+    core: &Rc<Core>,
+) {
+    let connection = Rc::new(RefCell::new(connection));
+    let mut cipher = Vec::with_capacity(CIPHER_READ);
+    let stop = core.stop.listener();
+    let handshake = monoio::time::timeout(
+        core.tcp.initial_timeout,
+        handshake(&mut stream, &connection, &mut cipher),
+    );
+    let outcome = match stop.or(handshake).await {
+        None => return,
+        Some(Err(_)) => OUTCOME_TIMEOUT,
+        Some(Ok(outcome)) => outcome,
+    };
+    {
+        let connection = connection.borrow();
+        core.tls_counters.handshake(outcome, &connection);
+        if outcome == OUTCOME_OK
+            && connection.handshake_kind() == Some(rustls::HandshakeKind::Resumed)
+        {
+            let resumed = &core.tls_counters.resumed;
+            resumed.set(resumed.get() + 1);
+        }
+    }
+    if outcome != OUTCOME_OK {
+        if outcome == OUTCOME_FAILED {
+            // The alert saying why, if the client still reads.
+            let _ = monoio::time::timeout(core.tcp.write_timeout, flush(&mut stream, &connection))
+                .await;
+        }
+        return;
+    }
+    let local = core.dnstap.as_ref().and_then(|_| stream.local_addr().ok());
+    let (reader, writer) = stream.into_split();
+    let reader = TlsReader {
+        tcp: reader,
+        connection: Rc::clone(&connection),
+        cipher,
+        start: 0,
+    };
+    let writer = TlsWriter {
+        tcp: writer,
+        connection: Rc::clone(&connection),
+        out: Vec::new(),
+    };
+    let mut buffer = pool::take(Size::Stream);
+    buffer.clear();
+    let stream = Stream {
+        counters: &core.tls_counters.connections,
+        transport: TRANSPORT_TLS,
+    };
+    let mut writer = serve_stream(reader, writer, buffer, (peer, local), stream, core).await;
+    if !stop.fired() {
+        connection.borrow_mut().send_close_notify();
+        let _ = monoio::time::timeout(core.tcp.write_timeout, writer.flush()).await;
+    }
+}
+
+/// Runs the handshake: reads the client's flights and writes ours until
+/// rustls is done (TLS 1.3 session tickets written too). What the client
+/// sent after its Finished (its first queries) stays in rustls or, not yet
+/// fed to it, in `cipher`. Returns an outcome of [`HANDSHAKE_OUTCOMES`].
+async fn handshake(
+    stream: &mut TcpStream,
+    connection: &RefCell<ServerConnection>,
+    cipher: &mut Vec<u8>,
+) -> usize {
+    // Each pass writes what rustls has queued, then reads at least one
+    // octet or ends; the caller's timeout bounds the whole.
+    loop {
+        if flush(stream, connection).await.is_err() {
+            return OUTCOME_CLOSED;
+        }
+        if !connection.borrow().is_handshaking() {
+            return OUTCOME_OK;
+        }
+        let buffer = std::mem::take(cipher);
+        let (result, buffer) = stream.read(buffer).await;
+        *cipher = buffer;
+        let read = match result {
+            Ok(0) | Err(_) => return OUTCOME_CLOSED,
+            Ok(read) => read,
+        };
+        let mut connection = connection.borrow_mut();
+        let mut input = &cipher[..read];
+        // Each pass consumes at least one octet or ends.
+        while !input.is_empty() {
+            match connection.read_tls(&mut input) {
+                Ok(0) | Err(_) => return OUTCOME_FAILED,
+                Ok(_) => {}
+            }
+            if connection.process_new_packets().is_err() {
+                return OUTCOME_FAILED;
+            }
+            if !connection.is_handshaking() {
+                // The rest is the stream's: keep it for the reader.
+                let consumed = read - input.len();
+                cipher.copy_within(consumed..read, 0);
+                cipher.truncate(read - consumed);
+                break;
+            }
+        }
+        if connection.is_handshaking() {
+            cipher.clear();
+        }
+    }
+}
+
+/// Writes everything rustls has queued (records, alerts) to `stream`.
+async fn flush(stream: &mut TcpStream, connection: &RefCell<ServerConnection>) -> io::Result<()> {
+    let mut out = Vec::new();
+    // Each pass writes what was queued; rustls queues no more unless fed.
+    while connection.borrow().wants_write() {
+        out.clear();
+        connection.borrow_mut().write_tls(&mut out)?;
+        let (result, returned) = stream.write_all(out).await;
+        out = returned;
+        result?;
+    }
+    Ok(())
+}
+
+//----------- TlsReader, TlsWriter -------------------------------------------
+
+/// The plaintext read side of a TLS connection.
+struct TlsReader {
+    tcp: TcpOwnedReadHalf,
+    connection: Rc<RefCell<ServerConnection>>,
+    /// Ciphertext read and not yet fed to rustls: `cipher[start..]`.
+    cipher: Vec<u8>,
+    start: usize,
+}
+
+impl ReadStream for TlsReader {
+    async fn read_into(
+        &mut self,
+        mut buffer: Vec<u8>,
+        filled: usize,
+    ) -> (io::Result<usize>, Vec<u8>) {
+        buffer.truncate(filled);
+        let room = buffer.capacity() - filled;
+        // Each pass returns, feeds rustls at least one octet, or reads at
+        // least one from the socket (or ends).
+        loop {
+            {
+                let mut connection = self.connection.borrow_mut();
+                let mut reader = connection.reader();
+                match reader.fill_buf() {
+                    Ok(plain) => {
+                        // Empty: the client's close_notify.
+                        let take = plain.len().min(room);
+                        buffer.extend_from_slice(&plain[..take]);
+                        reader.consume(take);
+                        return (Ok(take), buffer);
+                    }
+                    Err(err) if err.kind() == io::ErrorKind::WouldBlock => {}
+                    Err(err) => return (Err(err), buffer),
+                }
+                if self.start < self.cipher.len() {
+                    let mut input = &self.cipher[self.start..];
+                    let before = input.len();
+                    match connection.read_tls(&mut input) {
+                        Ok(0) => return (Err(io::ErrorKind::InvalidData.into()), buffer),
+                        Ok(_) => self.start += before - input.len(),
+                        Err(err) => return (Err(err), buffer),
+                    }
+                    if let Err(err) = connection.process_new_packets() {
+                        return (Err(io::Error::new(io::ErrorKind::InvalidData, err)), buffer);
+                    }
+                    continue;
+                }
+            }
+            let mut cipher = std::mem::take(&mut self.cipher);
+            cipher.clear();
+            if cipher.capacity() == 0 {
+                cipher.reserve(CIPHER_READ);
+            }
+            let (result, cipher) = self.tcp.read(cipher).await;
+            self.cipher = cipher;
+            self.start = 0;
+            match result {
+                Ok(0) => {
+                    // The end of the socket's stream: rustls then tells a
+                    // close_notify seen (Ok(0)) from a cut (an error).
+                    let mut connection = self.connection.borrow_mut();
+                    let _ = connection.read_tls(&mut io::empty());
+                    if let Err(err) = connection.process_new_packets() {
+                        return (Err(io::Error::new(io::ErrorKind::InvalidData, err)), buffer);
+                    }
+                    let mut reader = connection.reader();
+                    return match reader.fill_buf() {
+                        Ok(plain) => {
+                            let take = plain.len().min(room);
+                            buffer.extend_from_slice(&plain[..take]);
+                            reader.consume(take);
+                            (Ok(take), buffer)
+                        }
+                        Err(err) if err.kind() == io::ErrorKind::WouldBlock => (Ok(0), buffer),
+                        Err(err) => (Err(err), buffer),
+                    };
+                }
+                Ok(_) => {}
+                Err(err) => return (Err(err), buffer),
+            }
+        }
+    }
+}
+
+/// The plaintext write side of a TLS connection.
+struct TlsWriter {
+    tcp: TcpOwnedWriteHalf,
+    connection: Rc<RefCell<ServerConnection>>,
+    /// Records to write, reused.
+    out: Vec<u8>,
+}
+
+impl TlsWriter {
+    /// Writes what rustls has queued.
+    async fn flush(&mut self) -> io::Result<()> {
+        // Each pass writes what was queued; nothing is queued meanwhile.
+        loop {
+            let mut out = std::mem::take(&mut self.out);
+            out.clear();
+            {
+                let mut connection = self.connection.borrow_mut();
+                // Each pass appends at least one record, or ends.
+                while connection.wants_write() {
+                    connection.write_tls(&mut out)?;
+                }
+            }
+            if out.is_empty() {
+                self.out = out;
+                return Ok(());
+            }
+            let (result, returned) = self.tcp.write_all(out).await;
+            self.out = returned;
+            result?;
+        }
+    }
+}
+
+impl WriteStream for TlsWriter {
+    async fn write_from(&mut self, buffer: Vec<u8>, len: usize) -> (io::Result<()>, Vec<u8>) {
+        let mut written = 0;
+        // Each pass hands rustls at least one octet (it takes up to its
+        // buffer limit) and writes the records it made, or ends.
+        while written < len {
+            let taken = {
+                let mut connection = self.connection.borrow_mut();
+                io::Write::write(&mut connection.writer(), &buffer[written..len])
+            };
+            match taken {
+                Ok(0) if !self.connection.borrow().wants_write() => {
+                    return (Err(io::ErrorKind::WriteZero.into()), buffer);
+                }
+                Ok(taken) => written += taken,
+                Err(err) => return (Err(err), buffer),
+            }
+            if let Err(err) = self.flush().await {
+                return (Err(err), buffer);
+            }
+        }
+        (Ok(()), buffer)
+    }
+}
+
+//----------- pad ------------------------------------------------------------
+
+/// Whether a query's EDNS options (`code, length, value` triples) hold a
+/// Padding option.
+pub(crate) fn asks_padding(options: &[u8]) -> bool {
+    let mut rest = options;
+    // Each pass consumes at least one option header or ends.
+    while let Some(head) = rest.get(..4) {
+        let code = u16::from_be_bytes([head[0], head[1]]);
+        if code == OPTION_PADDING {
+            return true;
+        }
+        let len = usize::from(u16::from_be_bytes([head[2], head[3]]));
+        rest = rest.get(4 + len..).unwrap_or(&[]);
+    }
+    false
+}
+
+/// Pads the answer `buffer[..len]` to a multiple of [`PADDING_BLOCK`]
+/// with a Padding option appended to its OPT record, which must be its
+/// last record (an answer without one, or with a TSIG after it, is left
+/// as it is: padding goes before the signature). Returns the new length;
+/// `len` when the answer is left alone or the padding would not fit in
+/// `buffer`.
+pub(crate) fn pad(buffer: &mut [u8], len: usize) -> usize {
+    let Some(answer) = buffer.get(..len) else {
+        return len;
+    };
+    let Ok(message) = tern_wire::parse::MessageView::parse(answer) else {
+        return len;
+    };
+    let Some(Ok(last)) = message.records().last() else {
+        return len;
+    };
+    if last.rtype != tern_wire::types::RType::OPT
+        || !last.owner_is_root()
+        || last.rdata_offset + last.rdata.len() != len
+    {
+        return len;
+    }
+    let unpadded = len + 4;
+    let padded = unpadded.div_ceil(PADDING_BLOCK) * PADDING_BLOCK;
+    let zeros = padded - unpadded;
+    let rdlen = last.rdata.len() + 4 + zeros;
+    if padded > buffer.len() || padded > usize::from(u16::MAX) || rdlen > usize::from(u16::MAX) {
+        return len;
+    }
+    let rdlen_at = last.rdata_offset - 2;
+    buffer[rdlen_at..rdlen_at + 2].copy_from_slice(&(rdlen as u16).to_be_bytes());
+    buffer[len..len + 2].copy_from_slice(&OPTION_PADDING.to_be_bytes());
+    buffer[len + 2..len + 4].copy_from_slice(&(zeros as u16).to_be_bytes());
+    buffer[unpadded..padded].fill(0);
+    padded
+}
+
+//=========== Tests ==========================================================
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A header, question `a.` IN A, and `additional` records.
+    fn answer(additional: &[&[u8]]) -> Vec<u8> {
+        let mut message = vec![0, 1, 0x84, 0, 0, 1, 0, 0, 0, 0, 0, additional.len() as u8];
+        message.extend_from_slice(&[1, b'a', 0, 0, 1, 0, 1]);
+        for record in additional {
+            message.extend_from_slice(record);
+        }
+        message
+    }
+
+    const OPT: &[u8] = &[0, 0, 41, 4, 0, 0, 0, 0, 0, 0, 0];
+
+    #[test]
+    fn padding_is_asked_by_option_12_only() {
+        assert!(asks_padding(&[0, 12, 0, 0]));
+        assert!(asks_padding(&[0, 10, 0, 2, 1, 2, 0, 12, 0, 3, 0, 0, 0]));
+        assert!(!asks_padding(&[0, 10, 0, 2, 1, 2]));
+        assert!(!asks_padding(&[0, 10, 0, 9, 1]), "cut short");
+        assert!(!asks_padding(&[]));
+    }
+
+    /// An answer ending in its OPT is padded to 468 octets with a valid
+    /// Padding option; without OPT, or with a record after it, or with
+    /// no room, it is left alone.
+    #[test]
+    fn answers_are_padded_to_the_block() {
+        let mut buffer = vec![0xff; 2000];
+        let plain = answer(&[OPT]);
+        buffer[..plain.len()].copy_from_slice(&plain);
+        let len = pad(&mut buffer, plain.len());
+        assert_eq!(len, PADDING_BLOCK);
+        let message = tern_wire::parse::MessageView::parse(&buffer[..len]).unwrap();
+        let edns = message.edns().unwrap().unwrap();
+        let options: Vec<_> = edns.options().map(Result::unwrap).collect();
+        assert_eq!(options.len(), 1);
+        assert_eq!(options[0].0, OPTION_PADDING);
+        assert!(options[0].1.iter().all(|&octet| octet == 0));
+        assert_eq!(
+            pad(&mut buffer, len),
+            len + PADDING_BLOCK,
+            "a full block more"
+        );
+
+        let bare = answer(&[]);
+        buffer[..bare.len()].copy_from_slice(&bare);
+        assert_eq!(pad(&mut buffer, bare.len()), bare.len());
+        let tsig_after: &[u8] = &[0, 0, 250, 0, 255, 0, 0, 0, 0, 0, 0];
+        let signed = answer(&[OPT, tsig_after]);
+        buffer[..signed.len()].copy_from_slice(&signed);
+        assert_eq!(pad(&mut buffer, signed.len()), signed.len());
+        let mut small = plain.clone();
+        small.extend_from_slice(&[0; 10]);
+        assert_eq!(pad(&mut small, plain.len()), plain.len(), "no room");
+    }
+}
