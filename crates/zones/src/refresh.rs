@@ -27,6 +27,11 @@
 //! [`MAX_INTERVAL`]. A NOTIFY or `tern refresh` makes a zone due now;
 //! `tern retransfer` also skips the serial check and asks for AXFR.
 //!
+//! A zone configured with `tls:` is asked over TLS instead (RFC 9103,
+//! [`crate::xot`]): the SOA query and the transfer on one authenticated
+//! connection to the primary's TLS port, never over plain DNS unless its
+//! `fallback: plain` says so; NOTIFY still arrives over plain DNS.
+//!
 //! Limits: one transfer at a time (the thread is sequential); each
 //! connection and read has [`IO_TIMEOUT`], each transfer
 //! [`TRANSFER_TIMEOUT`] in all, each zone the `tern_xfr::incoming::Limits`.
