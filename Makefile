@@ -4,7 +4,7 @@
 CARGO ?= cargo
 RELEASE_BIN := target/release/tern
 
-.PHONY: run build release test deps lint fmt unit test-repeat differential compliance transfer dnssec metrics dnstap proxy tls xdp update-peers deb service clean bench bench-check bench-peers bench-zones bench-signed bench-xdp bench-forward dhat dhat-flood fuzz soak
+.PHONY: run build release test deps lint fmt unit test-repeat differential compliance transfer xot dnssec metrics dnstap proxy tls xdp update-peers deb service clean bench bench-check bench-peers bench-zones bench-signed bench-xdp bench-forward dhat dhat-flood fuzz soak
 
 ## Build in release mode and serve zones/ on 127.0.0.1:5353 (no config needed).
 run: release
@@ -30,7 +30,7 @@ build:
 ## dnstap output read by BIND's dnstap-read and fstrm_capture, the
 ## systemd service, the AF_XDP path against the socket path and the Debian
 ## package. Installs the reference tools it needs.
-test: deps lint unit differential compliance transfer dnssec update-peers metrics dnstap proxy tls xdp service
+test: deps lint unit differential compliance transfer xot dnssec update-peers metrics dnstap proxy tls xdp service
 
 ## Debian packages and Python modules the tests use (idempotent).
 deps:
@@ -189,6 +189,13 @@ transfer: release
 update-peers: release
 	TERN_BIN=$(RELEASE_BIN) python3 tests/update/differential.py
 	TERN_BIN=$(RELEASE_BIN) python3 tests/update/acme.py
+
+## Zone transfers in over TLS (RFC 9103): tern as secondary of BIND 9.18's
+## XoT, authenticated by CA and name and by pin, IXFR after NOTIFY; a wrong
+## pin, an expired certificate, a wrong name and a plain-DNS port refused and
+## counted, the old zone kept; fallback: plain (tests/xot).
+xot: release
+	TERN_BIN=$(RELEASE_BIN) python3 tests/xot/xot_in.py
 
 ## The Debian package, built with dpkg-deb from the release binary
 ## (scripts/build-deb.sh; docs/decisions/0010-packaging.md):

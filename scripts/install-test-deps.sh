@@ -8,7 +8,8 @@
 # test's namespaces and veth offloads (and kxdpgun, from knot-dnsutils, for
 # scripts/bench-xdp.sh), Unbound (the validating resolver of tests/dnssec/rollover.py and
 # validate.py; the package's own service is not used), dnsdist (the PROXY protocol v2 sender
-# of tests/proxy), openssl (s_client and the certificates of tests/tls), and
+# of tests/proxy), openssl (s_client and the certificates of tests/tls, the throwaway CA
+# and certificates of tests/xot), and
 # Python's dnspython with its DNSSEC extra (the `cryptography` package, for the validator
 # check). Idempotent: does nothing when everything is already there; runs `apt-get update`
 # only when a package is missing.

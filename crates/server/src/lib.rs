@@ -275,6 +275,10 @@ pub struct TransferConfig {
     /// for them, by lowercased wire origin (a request looks its zone up,
     /// whatever the number of zones: [`TransferConfig::add_zone`]).
     pub zones: std::collections::BTreeMap<Box<[u8]>, ZoneTransfer>,
+    /// `transfer.tls-only`: AXFR and IXFR over plain TCP and UDP are
+    /// REFUSED, whoever asks (transfers out over TLS are not served yet:
+    /// docs/decisions/0018).
+    pub tls_only: bool,
 }
 
 /// One zone's own transfer rules (`transfer:` in its `zones.list` or

@@ -13,6 +13,7 @@
 //! | check | failing answer |
 //! |---|---|
 //! | a TSIG record that does not verify | NOTAUTH with the TSIG error (BADKEY, BADSIG, BADTIME), FORMERR if malformed |
+//! | not `transfer.tls-only` (every request here is over plain TCP or UDP) | REFUSED |
 //! | the client's address in `transfer.allow` (the zone's own, if it has one) | REFUSED |
 //! | signed with `transfer.key` (the zone's own), when one is set | REFUSED |
 //! | a zone of ours at exactly the question's name, class IN | NOTAUTH |
@@ -180,6 +181,12 @@ pub(crate) fn start(
             None => Start::Answer(len),
         }
     };
+    // Every request reaching here came over plain TCP or UDP: with
+    // `tls-only`, none is served (REFUSED, as BIND answers a request its
+    // `allow-transfer ... transport tls` does not match).
+    if config.tls_only {
+        return refuse(Rcode::REFUSED, session, out);
+    }
     let origin = LowerNameBuf::from_name(question.name);
     let (allow, required) = config.for_zone(origin);
     if !allow.iter().any(|prefix| prefix.contains(peer)) {

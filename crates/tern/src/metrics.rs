@@ -409,7 +409,25 @@ pub(crate) fn render(
     render_tls(o, &total.tls);
     render_forward(o, &total.forward);
     render_zones(o, zones);
+    render_xot(o, &tern_zones::xot::XOT_IN.snapshot());
     out
+}
+
+/// Transfers in over TLS (RFC 9103), by outcome (`tern_zones::xot`).
+fn render_xot(o: &mut String, counts: &[(tern_zones::xot::XotOutcome, u64)]) {
+    family(
+        o,
+        "tern_xot_transfers_total",
+        "counter",
+        "Zone transfer attempts over TLS, by direction and outcome.",
+    );
+    for (outcome, count) in counts {
+        let _ = writeln!(
+            o,
+            "tern_xot_transfers_total{{direction=\"in\",outcome=\"{}\"}} {count}",
+            outcome.label()
+        );
+    }
 }
 
 /// The AF_XDP path's series (zero without `xdp.interfaces`).
@@ -847,6 +865,14 @@ mod tests {
         ] {
             assert!(text.lines().any(|l| l == line), "{line} missing:\n{text}");
         }
+        let mut xot = String::new();
+        render_xot(
+            &mut xot,
+            &[(tern_zones::xot::XotOutcome::Authentication, 2)],
+        );
+        assert!(xot.lines().any(|line| line
+            == "tern_xot_transfers_total{direction=\"in\",outcome=\"authentication_failed\"} 2"));
+        assert!(text.contains("tern_xot_transfers_total{direction=\"in\",outcome=\"received\"}"));
         // A zone not received has no serial line; a primary no timers.
         assert!(!text.contains("tern_zone_serial{zone=\"example.net.\"}"));
         assert!(!text.contains("tern_zone_expired{zone=\"example.com.\"}"));

@@ -599,6 +599,7 @@ mod tests {
             origin,
             primaries: Vec::new(),
             key: None,
+            tls: None,
         };
         let bump = Bump::new(Some(&signing), &[config]).unwrap();
         assert!(bump.signs(&key) && !bump.signs(b"\x01x\x00"));

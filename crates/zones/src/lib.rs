@@ -46,6 +46,7 @@ pub mod signing;
 pub mod start;
 pub mod state;
 mod work;
+pub mod xot;
 
 use std::fmt::Write as _;
 

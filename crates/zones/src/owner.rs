@@ -907,6 +907,7 @@ impl Zones {
                 origin: *member,
                 primaries: config.primaries.clone(),
                 key: config.key.clone(),
+                tls: config.tls.clone(),
             };
             log::info!("catalog {catalog_name}: member {} added", member.as_name());
             self.notify_zones

@@ -27,6 +27,11 @@
 //! [`MAX_INTERVAL`]. A NOTIFY or `tern refresh` makes a zone due now;
 //! `tern retransfer` also skips the serial check and asks for AXFR.
 //!
+//! A zone configured with `tls:` is asked over TLS instead (RFC 9103,
+//! [`crate::xot`]): the SOA query and the transfer on one authenticated
+//! connection to the primary's TLS port, never over plain DNS unless its
+//! `fallback: plain` says so; NOTIFY still arrives over plain DNS.
+//!
 //! Limits: one transfer at a time (the thread is sequential); each
 //! connection and read has [`IO_TIMEOUT`], each transfer
 //! [`TRANSFER_TIMEOUT`] in all, each zone the `tern_xfr::incoming::Limits`.
@@ -51,6 +56,7 @@ use tern_xfr::incoming::{Incoming, Limits, Outcome};
 use tern_xfr::tsig::{Key, Session};
 
 use crate::event::Event;
+use crate::xot::{self, XotConfig, XotOutcome, XOT_IN};
 
 use crate::unix_time;
 
@@ -81,6 +87,9 @@ pub struct SecondaryConfig {
     pub primaries: Vec<SocketAddr>,
     /// The key that signs the SOA queries and transfers, if any.
     pub key: Option<Key>,
+    /// With `tls:`, the SOA query and the transfers go over TLS to the
+    /// primaries (RFC 9103, [`crate::xot`]).
+    pub tls: Option<XotConfig>,
 }
 
 pub use crate::event::Timers;
@@ -500,6 +509,115 @@ fn refresh_from(
     primary: SocketAddr,
     limits: Limits,
 ) -> Result<Option<(Arc<Zone>, bool)>, String> {
+    let Some(tls) = &secondary.config.tls else {
+        return refresh_plain(secondary, primary, limits);
+    };
+    let origin = secondary.config.origin;
+    let failure = match refresh_tls(secondary, tls, primary, limits) {
+        Ok(outcome) => {
+            XOT_IN.count(if outcome.is_some() {
+                XotOutcome::Received
+            } else {
+                XotOutcome::Current
+            });
+            return Ok(outcome);
+        }
+        Err(TlsFailure::Exchange(reason)) => {
+            XOT_IN.count(XotOutcome::Transfer);
+            return Err(format!("over TLS: {reason}"));
+        }
+        Err(TlsFailure::Connect(failure)) => failure,
+    };
+    XOT_IN.count(failure.outcome);
+    let Some(port) = tls.fallback_port else {
+        return Err(format!(
+            "over TLS: {failure}; no fallback to plain DNS configured"
+        ));
+    };
+    let plain = SocketAddr::new(primary.ip(), port);
+    log::warn!(
+        "{}: TLS to {primary} failed ({failure}); asking {plain} over plain DNS \
+         (fallback: plain)",
+        origin.as_name()
+    );
+    XOT_IN.count(XotOutcome::Fallback);
+    refresh_plain(secondary, plain, limits).map_err(|reason| {
+        format!("over TLS: {failure}; then over plain DNS from {plain}: {reason}")
+    })
+}
+
+/// Why a refresh over TLS failed: no authenticated connection, or the DNS
+/// exchange over one.
+enum TlsFailure {
+    Connect(xot::ConnectError),
+    Exchange(String),
+}
+
+/// [`refresh_from`] over TLS: the SOA query and the transfer on one
+/// connection (a new one for the AXFR after a failed IXFR, or after a
+/// SOA query without a usable answer), each authenticated the same way.
+fn refresh_tls(
+    secondary: &Secondary,
+    tls: &XotConfig,
+    primary: SocketAddr,
+    limits: Limits,
+) -> Result<Option<(Arc<Zone>, bool)>, TlsFailure> {
+    let config = &secondary.config;
+    let connect = || xot::connect(tls, primary, IO_TIMEOUT).map_err(TlsFailure::Connect);
+    let current = if secondary.force {
+        None
+    } else {
+        secondary.zone.clone()
+    };
+    let mut stream = connect()?;
+    let mut soa_failure = None;
+    if let Some(zone) = &current {
+        match soa_serial_over(config, &mut stream) {
+            Ok(serial) if serial_at_or_after(zone.serial(), serial) => {
+                xot::close(stream);
+                return Ok(None);
+            }
+            Ok(_) => {}
+            Err(reason) => {
+                log::info!(
+                    "{}: no usable answer to the SOA query over TLS from {primary} \
+                     ({reason}); asking by IXFR",
+                    config.origin.as_name()
+                );
+                soa_failure = Some(reason);
+                stream = connect()?;
+            }
+        }
+    }
+    let ixfr = current.is_some();
+    let outcome = match transfer(config, &mut stream, current, ixfr, limits) {
+        Err(reason) if ixfr => {
+            log::info!(
+                "{}: IXFR over TLS from {primary} failed ({reason}); trying AXFR",
+                config.origin.as_name()
+            );
+            drop(stream);
+            stream = connect()?;
+            transfer(config, &mut stream, None, false, limits)
+        }
+        outcome => outcome,
+    };
+    xot::close(stream);
+    outcome.map_err(|reason| {
+        TlsFailure::Exchange(match soa_failure {
+            Some(soa) => format!("{reason} (and the SOA query before it: {soa})"),
+            None => reason,
+        })
+    })
+}
+
+/// [`refresh_from`] over plain DNS: the SOA query over UDP (TCP if
+/// truncated), the transfer over TCP.
+fn refresh_plain(
+    secondary: &Secondary,
+    primary: SocketAddr,
+    limits: Limits,
+) -> Result<Option<(Arc<Zone>, bool)>, String> {
     let config = &secondary.config;
     let current = if secondary.force {
         None
@@ -552,26 +670,8 @@ fn random_id() -> u16 {
 /// Asks `primary` for the zone's SOA serial over UDP, over TCP if the
 /// answer is truncated.
 fn soa_serial(config: &SecondaryConfig, primary: SocketAddr) -> Result<u32, String> {
-    let id = random_id();
-    let mut session = config.key.as_ref().map(Session::new);
-    let mut query = vec![0u8; 512];
-    let len = {
-        let reserve = session.as_ref().map_or(0, Session::record_len);
-        let mut builder = MessageBuilder::new(&mut query, 512 - reserve).map_err(|_| "no room")?;
-        builder.set_id(id);
-        builder
-            .push_question(config.origin.as_name(), RType::SOA, RClass::IN)
-            .map_err(|_| "no room for the question")?;
-        builder.finish()
-    };
-    let now = unix_time();
-    let len = match &mut session {
-        Some(session) => session
-            .sign(&mut query, len, now)
-            .map_err(|_| "no room to sign")?,
-        None => len,
-    };
-    let query = &query[..len];
+    let (id, mut session, query) = soa_query(config)?;
+    let query = &query[..];
     let local: SocketAddr = if primary.is_ipv6() {
         "[::]:0".parse().expect("a valid address")
     } else {
@@ -607,17 +707,65 @@ fn soa_serial(config: &SecondaryConfig, primary: SocketAddr) -> Result<u32, Stri
     } else {
         answer
     };
-    if let Some(session) = &mut session {
-        session.verify(&answer, unix_time()).map_err(|e| {
+    check_soa_answer(config, &mut session, &answer, id)
+}
+
+/// The SOA query for the zone: its ID, the TSIG session that signed it
+/// (with a key), and the message.
+fn soa_query(config: &SecondaryConfig) -> Result<(u16, Option<Session>, Vec<u8>), String> {
+    let id = random_id();
+    let mut session = config.key.as_ref().map(Session::new);
+    let mut query = vec![0u8; 512];
+    let len = {
+        let reserve = session.as_ref().map_or(0, Session::record_len);
+        let mut builder = MessageBuilder::new(&mut query, 512 - reserve).map_err(|_| "no room")?;
+        builder.set_id(id);
+        builder
+            .push_question(config.origin.as_name(), RType::SOA, RClass::IN)
+            .map_err(|_| "no room for the question")?;
+        builder.finish()
+    };
+    let len = match &mut session {
+        Some(session) => session
+            .sign(&mut query, len, unix_time())
+            .map_err(|_| "no room to sign")?,
+        None => len,
+    };
+    query.truncate(len);
+    Ok((id, session, query))
+}
+
+/// Asks for the zone's SOA serial on an open stream (TLS).
+fn soa_serial_over(
+    config: &SecondaryConfig,
+    stream: &mut (impl Read + Write),
+) -> Result<u32, String> {
+    let (id, mut session, query) = soa_query(config)?;
+    send_framed(stream, &query)?;
+    let mut answer = vec![0u8; MAX_MESSAGE];
+    let len = receive_framed(stream, &mut answer)?;
+    answer.truncate(len);
+    check_soa_answer(config, &mut session, &answer, id)
+}
+
+/// The serial in a SOA answer, its signature verified with a key.
+fn check_soa_answer(
+    config: &SecondaryConfig,
+    session: &mut Option<Session>,
+    answer: &[u8],
+    id: u16,
+) -> Result<u32, String> {
+    if let Some(session) = session {
+        session.verify(answer, unix_time()).map_err(|e| {
             // The rcode only names the answer in the log (Knot's REFUSED
             // for a catalog it generates is unsigned).
-            let rcode = MessageView::parse(&answer).map_or(String::new(), |view| {
+            let rcode = MessageView::parse(answer).map_or(String::new(), |view| {
                 format!(" (rcode {})", view.header().rcode_bits())
             });
             format!("the SOA answer{rcode}: {e}")
         })?;
     }
-    read_soa_serial(&answer, id, config.origin)
+    read_soa_serial(answer, id, config.origin)
 }
 
 /// The serial of the zone's SOA in the answer section of a SOA answer.
@@ -660,7 +808,7 @@ fn connect(primary: SocketAddr) -> Result<TcpStream, String> {
 }
 
 /// Writes one framed message.
-fn send_framed(stream: &mut TcpStream, message: &[u8]) -> Result<(), String> {
+fn send_framed(stream: &mut impl Write, message: &[u8]) -> Result<(), String> {
     let mut framed = Vec::with_capacity(2 + message.len());
     framed.extend_from_slice(&(message.len() as u16).to_be_bytes());
     framed.extend_from_slice(message);
@@ -668,7 +816,7 @@ fn send_framed(stream: &mut TcpStream, message: &[u8]) -> Result<(), String> {
 }
 
 /// Reads one framed message into `buf`; its length.
-fn receive_framed(stream: &mut TcpStream, buf: &mut [u8]) -> Result<usize, String> {
+fn receive_framed(stream: &mut impl Read, buf: &mut [u8]) -> Result<usize, String> {
     let mut prefix = [0u8; 2];
     stream
         .read_exact(&mut prefix)
@@ -694,7 +842,7 @@ fn tcp_exchange(primary: SocketAddr, query: &[u8]) -> Result<Vec<u8>, String> {
 /// `Ok(None)`: the primary says the zone is current.
 fn transfer(
     config: &SecondaryConfig,
-    stream: &mut TcpStream,
+    stream: &mut (impl Read + Write),
     current: Option<Arc<Zone>>,
     ixfr: bool,
     limits: Limits,

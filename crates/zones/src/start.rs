@@ -82,6 +82,7 @@ impl Plan {
                     origin: member,
                     primaries: catalog.primaries.clone(),
                     key: catalog.key.clone(),
+                    tls: catalog.tls.clone(),
                 };
                 let role = format!("member of {}", catalog.origin.as_name());
                 add(&mut plan, &config, role, true);

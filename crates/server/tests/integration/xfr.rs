@@ -372,3 +372,39 @@ fn signed_queries_get_signed_answers_over_udp_and_tcp() {
     let answer = udp_exchange(running.addr, &soa).expect("a UDP answer");
     assert_eq!(rcode_and_tsig_error(&answer), (0, None));
 }
+
+/// `transfer.tls-only`: AXFR and IXFR over plain TCP and UDP are REFUSED
+/// even to an allowed client with the right key; other queries are not
+/// touched. (Transfers out over TLS wait for the DoT listener.)
+#[test]
+fn tls_only_refuses_transfers_over_plain_tcp_and_udp() {
+    let key = key(b"the tls-only secret");
+    let running = running(
+        Driver::Legacy,
+        TransferConfig {
+            keys: vec![key.clone()],
+            key: Some(key.clone()),
+            tls_only: true,
+            ..loopback_only()
+        },
+    );
+    let mut stream = tcp_connect(running.addr);
+    for (id, qtype, serial) in [(1, AXFR, None), (2, IXFR, Some(0))] {
+        let (query, mut session) = signed(&request(id, "example.com.", qtype, serial), &key);
+        tcp_send(&mut stream, &query);
+        let answer = tcp_receive(&mut stream).unwrap();
+        assert_eq!(rcode_and_tsig_error(&answer), (REFUSED, Some(0)), "{qtype}");
+        assert_eq!(session.verify(&answer, now()), Ok(true), "signed: {qtype}");
+    }
+    let (query, _) = signed(&request(3, "example.com.", IXFR, Some(SERIAL)), &key);
+    let answer = udp_exchange(running.addr, &query).unwrap();
+    assert_eq!(rcode_and_tsig_error(&answer), (REFUSED, Some(0)));
+    // Queries other than transfers are answered as before, on the same
+    // connection.
+    tcp_send(
+        &mut stream,
+        &tern_testkit::query(4, "example.com.", SOA, None),
+    );
+    let answer = tcp_receive(&mut stream).unwrap();
+    assert_eq!(crate::summary(&answer), (4, 0, false, 1));
+}

@@ -19,6 +19,7 @@ mod tls;
 pub(crate) use tls::TlsSection;
 mod raw;
 pub(crate) mod value;
+mod xot;
 
 use tern_server::{Driver, TcpConfig};
 
@@ -354,8 +355,8 @@ impl Config {
                 usize::try_from(size.0).context("transfer.max-zone-size")?;
         }
         config.transfer = transfer_config(raw.keys.unwrap_or_default(), raw.transfer)?;
-        config.secondaries = secondary_configs(secondaries, &config.transfer.keys)?;
-        config.catalogs = secondary_configs(catalogs, &config.transfer.keys)
+        config.secondaries = secondary_configs(secondaries, &config.transfer.keys, base)?;
+        config.catalogs = secondary_configs(catalogs, &config.transfer.keys, base)
             .map_err(|err| anyhow::anyhow!("{err:#}").context("zones.catalog"))?;
         if let Some(both) = config.catalogs.iter().find(|catalog| {
             config
@@ -649,9 +650,10 @@ fn transfer_config(
             &key.secret.0,
         ));
     }
-    let Some(transfer) = transfer else {
+    let Some(mut transfer) = transfer else {
         return Ok(config);
     };
+    config.tls_only = transfer.tls_only.take().unwrap_or(false);
     (config.allow, config.key) = transfer_rules(transfer, &config.keys)?;
     Ok(config)
 }
@@ -671,6 +673,9 @@ fn transfer_rules(
     transfer: raw::RawTransfer,
     keys: &[tern_xfr::tsig::Key],
 ) -> anyhow::Result<(Vec<tern_server::Cidr>, Option<tern_xfr::tsig::Key>)> {
+    if transfer.tls_only.is_some() {
+        bail!("transfer.tls-only is set for every zone at once, in the top-level transfer section");
+    }
     let allow = transfer
         .allow
         .unwrap_or_default()
@@ -851,6 +856,7 @@ fn signing_config(
 fn secondary_configs(
     raw: Vec<raw::RawSecondary>,
     keys: &[tern_xfr::tsig::Key],
+    base: &Path,
 ) -> anyhow::Result<Vec<tern_zones::refresh::SecondaryConfig>> {
     let mut secondaries: Vec<tern_zones::refresh::SecondaryConfig> = Vec::new();
     for zone in raw {
@@ -881,6 +887,12 @@ fn secondary_configs(
             ),
             None => None,
         };
+        let tls = match zone.tls {
+            Some(tls) => {
+                Some(xot::xot_config(tls, base).with_context(|| format!("{}: tls", context()))?)
+            }
+            None => None,
+        };
         secondaries.push(tern_zones::refresh::SecondaryConfig {
             origin,
             primaries: zone
@@ -889,6 +901,7 @@ fn secondary_configs(
                 .map(|address| address.0)
                 .collect(),
             key,
+            tls,
         });
     }
     Ok(secondaries)
@@ -1425,6 +1438,81 @@ mod tests {
             let err = format!("{:#}", from_text(text, ".").unwrap_err());
             assert!(err.contains(key), "{text}: {err}");
         }
+    }
+
+    /// A self-signed CA certificate (openssl, P-256) for `tls: {ca}`.
+    const TEST_CA_PEM: &str = "-----BEGIN CERTIFICATE-----\nMIIBkjCCATmgAwIBAgIUCoHtn8SlaBpiVRfaQ9QAGqAqk8YwCgYIKoZIzj0EAwIw\nHjEcMBoGA1UEAwwTdGVybi1jb25maWctdGVzdC1jYTAgFw0yNjExMjcxODI1MDFa\nGA8yMTI2MTEwMzE4MjUwMVowHjEcMBoGA1UEAwwTdGVybi1jb25maWctdGVzdC1j\nYTBZMBMGByqGSM49AgEGCCqGSM49AwEHA0IABL1AhvjglEP/dHoX4x0pl0/LSUOm\nxS2Y3wx2eWho9UUlBtBp6cthoUQMnNN2gYIbMjYHw2sJUkVSR200dHXWvpmjUzBR\nMB0GA1UdDgQWBBStOUOFbVx1HOc1dDX8bJkcs/JcCDAfBgNVHSMEGDAWgBStOUOF\nbVx1HOc1dDX8bJkcs/JcCDAPBgNVHRMBAf8EBTADAQH/MAoGCCqGSM49BAMCA0cA\nMEQCIF0B3rq2YpABJtfaELKrmkeONVPEjPbf37e+3rEkOYmmAiAgxEPBIai/IvIv\n/NQ9W06JZhSVhab8PNXZzrx5J6hnyw==\n-----END CERTIFICATE-----\n";
+
+    #[test]
+    fn secondary_tls_takes_a_pin_or_a_ca_and_tls_only() {
+        let dir = std::env::temp_dir().join(format!("tern-config-xot-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("ca.pem"), TEST_CA_PEM).unwrap();
+        let base = dir.to_str().unwrap();
+        let pin = format!("sha256/{}", data_encoding::BASE64.encode(&[9u8; 32]));
+        let config = from_text(
+            &format!(
+                "zones:\n  secondary:\n    \
+                 - {{origin: a., primaries: ['127.0.0.1:853'], tls: {{name: primary.test, pin: '{pin}'}}}}\n    \
+                 - {{origin: b., primaries: ['127.0.0.1:853'], tls: {{name: primary.test, ca: ca.pem}}}}\n    \
+                 - {{origin: c., primaries: ['127.0.0.1:853'], tls: {{pin: '{pin}', fallback: plain, plain-port: 5300}}}}\n    \
+                 - {{origin: d., primaries: ['127.0.0.1:53']}}\n\
+                 transfer: {{tls-only: true}}\n"
+            ),
+            base,
+        )
+        .unwrap();
+        let tls: Vec<_> = config
+            .secondaries
+            .iter()
+            .map(|zone| zone.tls.clone())
+            .collect();
+        let first = tls[0].as_ref().unwrap();
+        assert_eq!(first.name.as_deref(), Some("primary.test"));
+        assert_eq!(first.auth, tern_zones::xot::XotAuth::Pin([9; 32]));
+        assert_eq!(first.fallback_port, None);
+        let second = tls[1].as_ref().unwrap();
+        assert!(
+            matches!(&second.auth, tern_zones::xot::XotAuth::Ca { path, anchors }
+                if *path == dir.join("ca.pem") && anchors.len() == 1),
+            "{second:?}"
+        );
+        assert_eq!(tls[2].as_ref().unwrap().fallback_port, Some(5300));
+        assert!(tls[3].is_none());
+        assert!(config.transfer.tls_only);
+        assert!(!from_text("", base).unwrap().transfer.tls_only);
+        let zone = |tls: &str| {
+            format!("zones: {{secondary: [{{origin: a., primaries: ['127.0.0.1:853'], tls: {tls}}}]}}\n")
+        };
+        for (text, expected) in [
+            (zone("{name: p.test}"), "pin"),
+            (zone(&format!("{{pin: '{pin}', ca: ca.pem}}")), "not both"),
+            (zone("{pin: 'sha256/AAAA'}"), "32 octets"),
+            (zone("{pin: 'AAAA'}"), "sha256/"),
+            (zone("{ca: missing.pem}"), "missing.pem"),
+            (
+                zone(&format!("{{pin: '{pin}', name: 'not a name'}}")),
+                "not a DNS name",
+            ),
+            (
+                zone(&format!("{{pin: '{pin}', fallback: udp}}")),
+                "fallback",
+            ),
+            (
+                zone(&format!("{{pin: '{pin}', plain-port: 53}}")),
+                "fallback: plain",
+            ),
+            (zone(&format!("{{pin: '{pin}', cert: x}}")), "unknown field"),
+            (
+                "zones: {list: [{origin: a., file: a.zone, transfer: {tls-only: true}}]}\n"
+                    .to_string(),
+                "top-level transfer",
+            ),
+        ] {
+            let err = format!("{:#}", from_text(&text, base).unwrap_err());
+            assert!(err.contains(expected), "{text}: {err}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -182,6 +182,8 @@ pub(crate) struct RawTransfer {
     pub(crate) max_zone_records: Option<Parsed<Range<1, { value::MAX_ZONE_RECORDS }>>>,
     #[serde(rename = "max-zone-size")]
     pub(crate) max_zone_size: Option<Parsed<SizeKind>>,
+    #[serde(rename = "tls-only")]
+    pub(crate) tls_only: Option<bool>,
 }
 
 /// `rate-limit:`, response rate limiting (docs/config.md); the section's
@@ -251,6 +253,18 @@ pub(crate) struct RawSecondary {
     pub(crate) notify: Option<RawNotify>,
     #[serde(rename = "dnssec-policy")]
     pub(crate) dnssec_policy: Option<Parsed<PolicyNameKind>>,
+    pub(crate) tls: Option<RawXot>,
+}
+
+/// `tls:` of a secondary zone: transfers in over TLS (`config/xot.rs`).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub(crate) struct RawXot {
+    pub(crate) name: Option<String>,
+    pub(crate) pin: Option<String>,
+    pub(crate) ca: Option<Parsed<PathKind>>,
+    pub(crate) fallback: Option<String>,
+    pub(crate) plain_port: Option<Parsed<Range<1, 65535>>>,
 }
 
 /// One zone of the list.
