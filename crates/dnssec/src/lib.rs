@@ -17,6 +17,8 @@
 //! - [`nsec`]: the NSEC RDATA and its type bitmap;
 //! - [`nsec3`]: NSEC3 parameters, hashes and RDATA;
 //! - [`rrsig`]: the signature over one RRset and its validity;
+//! - [`parallel`]: numbered batches of work done on a few threads and
+//!   handed on in order;
 //! - [`zone`]: a whole zone signed with NSEC or NSEC3.
 //!
 //! Signing a small zone with one combined signing key:
@@ -68,10 +70,14 @@ pub mod canonical;
 pub mod key;
 pub mod nsec;
 pub mod nsec3;
+pub mod parallel;
 pub mod rrsig;
 pub mod zone;
 
 pub use key::{Algorithm, KeyError, KeyRole, SigningKey};
 pub use nsec3::Nsec3Params;
 pub use rrsig::{sign_rrset, Rrset, Validity};
-pub use zone::{serial_higher, sign_zone, Denial, SignError, SignOptions, SignedZone, MAX_KEYS};
+pub use zone::{
+    serial_higher, sign_zone, sign_zone_into, Denial, SignError, SignOptions, SignStats,
+    SignedZone, MAX_KEYS,
+};
