@@ -540,6 +540,7 @@ struct Signer<'s> {
     policy: &'s Policy,
     state_directory: &'s Path,
     serial_above: Option<u32>,
+    threads: usize,
 }
 
 /// The signer of the zone `origin` (lowercased wire form), if its
@@ -555,6 +556,7 @@ fn signer<'s>(
         policy: signing.policy(origin)?,
         state_directory: &signing.state_directory,
         serial_above: previous.and_then(|previous| previous.serial(origin)),
+        threads: signing.threads,
     })
 }
 
@@ -652,10 +654,39 @@ fn load_zone_from(
     })
 }
 
-/// A zone's records as read, or as signed.
-enum Built {
-    Plain(Records),
-    Signed(Vec<tern_zone::Record>),
+/// The builder of a zone as a sink of records: a record it refuses is an
+/// error at the record's location (the scan goes on, the zone fails).
+struct Build<'b, F> {
+    builder: &'b mut ZoneBuilder,
+    errors: &'b mut Vec<String>,
+    file_of: &'b F,
+}
+
+impl<F: Fn(tern_zone::Location) -> String> Build<'_, F> {
+    fn insert(&mut self, record: tern_zone::RecordRef<'_>) {
+        if let Err(err) = self.builder.insert(
+            record.owner,
+            record.rtype,
+            record.class,
+            record.ttl,
+            record.rdata,
+        ) {
+            let location = record.location;
+            self.errors.push(format!(
+                "{}:{}:{}: error: {err}",
+                (self.file_of)(location),
+                location.line,
+                location.col
+            ));
+        }
+    }
+}
+
+impl<F: Fn(tern_zone::Location) -> String> tern_zone::Sink for Build<'_, F> {
+    fn record(&mut self, record: tern_zone::RecordRef<'_>) -> Result<(), &'static str> {
+        self.insert(record);
+        Ok(())
+    }
 }
 
 /// [`load_zone_from`], with the `$INCLUDE`d files read by `read`, and
@@ -716,54 +747,44 @@ fn load_zone_with(
         return Err(Failure::Zone(errors));
     }
     tern_zone::ttl::settle_ttls(&mut records); // each RRset's TTL as BIND reads the file (tern_zone::ttl)
-                                               // A zone with a policy is built from its signed records only: a
-                                               // signing failure leaves nothing to serve.
+    let mut builder = ZoneBuilder::new(origin.as_name());
+    builder.reserve(records.len(), records.rdata_len());
     let mut resign_at = None;
-    let built = match signer {
+    let mut build = Build {
+        builder: &mut builder,
+        errors: &mut errors,
+        file_of: &file_of,
+    };
+    match signer {
+        // A zone with a policy is built from its signed records only,
+        // each handed to the builder as its batch is signed (the signed
+        // zone is never held whole besides the builder's copy): a
+        // signing failure leaves nothing to serve.
         Some(signer) => {
             let now = crate::unix_time();
-            let signed = crate::signing::sign(
+            crate::signing::sign_into(
                 origin.as_name(),
                 &records,
                 signer.policy,
                 signer.state_directory,
                 now,
                 signer.serial_above,
+                signer.threads,
+                &mut build,
             )
             .map_err(Failure::Signing)?;
-            drop(records);
             resign_at = Some(crate::signing::resign_due(signer.policy, now));
-            Built::Signed(signed.records)
         }
-        None => Built::Plain(records),
-    };
-    let (list, rdata_len): (&dyn RecordList, usize) = match &built {
-        Built::Plain(records) => (records, records.rdata_len()),
-        Built::Signed(records) => (records, records.iter().map(|r| r.rdata.len()).sum()),
-    };
-    let mut builder = ZoneBuilder::new(origin.as_name());
-    builder.reserve(list.len(), rdata_len);
-    for record in (0..list.len()).map(|index| list.record(index)) {
-        if let Err(err) = builder.insert(
-            record.owner,
-            record.rtype,
-            record.class,
-            record.ttl,
-            record.rdata,
-        ) {
-            let location = record.location;
-            errors.push(format!(
-                "{}:{}:{}: error: {err}",
-                file_of(location),
-                location.line,
-                location.col
-            ));
+        None => {
+            for record in records.iter() {
+                build.insert(record);
+            }
         }
     }
+    drop(records);
     if !errors.is_empty() {
         return Err(Failure::Zone(errors));
     }
-    drop(built);
     drop(data);
     let stamp = Stamp {
         path: path.into(),

@@ -14,9 +14,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rand::Rng as _;
-use tern_dnssec::{sign_zone, Algorithm, Denial, Nsec3Params, SignOptions, SignedZone, Validity};
+use tern_dnssec::{
+    sign_zone, sign_zone_into, Algorithm, Denial, Nsec3Params, SignOptions, SignStats, SignedZone,
+    SigningKey, Validity,
+};
 use tern_wire::name::Name;
-use tern_zone::RecordList;
+use tern_zone::{RecordList, Sink};
 
 use crate::keys::{self, KeyScheme};
 
@@ -114,7 +117,8 @@ impl Policy {
 pub struct Signing {
     /// The state directory, where keys live (`STATE/keys`).
     pub state_directory: PathBuf,
-    /// Threads that sign (parsed; this slice signs on the loading thread).
+    /// Threads that sign one zone (`dnssec.signing-threads`), started by
+    /// the thread that loads it, not pinned to a serving core.
     pub threads: usize,
     /// The policy of each signed zone, by lowercased wire origin.
     pub zones: hashbrown::HashMap<Box<[u8]>, Arc<Policy>>,
@@ -163,6 +167,40 @@ pub fn sign<R: RecordList + ?Sized>(
     now: u64,
     serial_above: Option<u32>,
 ) -> Result<SignedZone, String> {
+    let (keys, options) = keys_and_options(origin, policy, state_directory, now, serial_above)?;
+    sign_zone(origin, records, &keys, &options).map_err(|err| format!("signing: {err}"))
+}
+
+/// [`sign`], on `threads` threads, handing the signed zone's records to
+/// `sink` in canonical order as they are made rather than collecting
+/// them (`tern_dnssec::sign_zone_into`): how the loader builds a signed
+/// zone, and `tern sign` writes one, with only the batches being signed
+/// held besides the input and the output.
+#[allow(clippy::too_many_arguments)]
+pub fn sign_into<R: RecordList + ?Sized>(
+    origin: Name<'_>,
+    records: &R,
+    policy: &Policy,
+    state_directory: &Path,
+    now: u64,
+    serial_above: Option<u32>,
+    threads: usize,
+    sink: &mut dyn Sink,
+) -> Result<SignStats, String> {
+    let (keys, options) = keys_and_options(origin, policy, state_directory, now, serial_above)?;
+    sign_zone_into(origin, records, &keys, &options, threads, sink)
+        .map_err(|err| format!("signing: {err}"))
+}
+
+/// The zone's keys (generated on its first signing) and the signer's
+/// options under `policy` at `now`.
+fn keys_and_options(
+    origin: Name<'_>,
+    policy: &Policy,
+    state_directory: &Path,
+    now: u64,
+    serial_above: Option<u32>,
+) -> Result<(Vec<SigningKey>, SignOptions), String> {
     let stored =
         keys::load_or_generate(state_directory, origin, policy.algorithm, policy.keys, now)?;
     let keys: Vec<_> = stored.into_iter().map(|stored| stored.key).collect();
@@ -194,5 +232,5 @@ pub fn sign<R: RecordList + ?Sized>(
         denial,
         serial_above,
     };
-    sign_zone(origin, records, &keys, &options).map_err(|err| format!("signing: {err}"))
+    Ok((keys, options))
 }
