@@ -6,14 +6,15 @@
 # fstrm_capture (fstrm-bin) for the dnstap tests, clang (which builds the XDP program; tern
 # builds without it, but then `--xdp` refuses to start), iproute2 and ethtool for the XDP
 # test's namespaces and veth offloads (and kxdpgun, from knot-dnsutils, for
-# scripts/bench-xdp.sh), and
+# scripts/bench-xdp.sh), kzonesign (knot-dnssecutils) and /usr/bin/time (time) for
+# scripts/bench-sign.sh, and
 # Python's dnspython with its DNSSEC extra (the `cryptography` package, for the validator
 # check). Idempotent: does nothing when everything is already there; runs `apt-get update`
 # only when a package is missing.
 set -euo pipefail
 
 PYTHON="${PYTHON:-python3}"
-PKGS=(knot knot-dnsutils nsd bind9-utils bind9-dnsutils ldnsutils dnsperf prometheus fstrm-bin clang iproute2 ethtool)
+PKGS=(knot knot-dnsutils knot-dnssecutils time nsd bind9-utils bind9-dnsutils ldnsutils dnsperf prometheus fstrm-bin clang iproute2 ethtool)
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then
