@@ -72,7 +72,8 @@ bench-peers: release
 	TERN_BIN=$(RELEASE_BIN) bash scripts/bench-peers.sh
 
 ## Full-zone signing, tern sign beside Knot's kzonesign: 1,000,000 A records, NSEC, one
-## ECDSA P-256 CSK, on 1 and 2 threads; wall, CPU, peak RSS (scripts/bench-sign.sh). ~6 minutes.
+## ECDSA P-256 CSK, on 1 and 2 threads, and tern serve loading it signed; wall, CPU, peak RSS
+## (scripts/bench-sign.sh). ~10 minutes.
 bench-sign: release
 	TERN_BIN=$(RELEASE_BIN) bash scripts/bench-sign.sh
 
