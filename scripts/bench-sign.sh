@@ -112,7 +112,8 @@ EOF
 }
 case " $SIGNERS " in *" knot "*)
     knot_conf 1
-    if ! keymgr -c "$WORKDIR/knot/knot.conf" big. list 2>/dev/null | grep -q ksk=yes; then
+    # One CSK only: a second key would double Knot's signatures.
+    if ! keymgr -c "$WORKDIR/knot/knot.conf" big. list 2>/dev/null | grep -q ' CSK '; then
         keymgr -c "$WORKDIR/knot/knot.conf" big. generate algorithm=ecdsap256sha256 ksk=yes zsk=yes \
             >/dev/null
     fi
@@ -185,7 +186,7 @@ done
 
 # The outputs: what each signer made (the last run's).
 count() { # FILE TYPE: records of TYPE (the type is the 3rd field for Knot, the 4th for tern)
-    awk -v t="$2" '$0 !~ /^;/ && ($3 == t || $4 == t) { n++ } END { print n + 0 }' "$1"
+    awk -v t="$2" '$0 !~ /^;/ && ($3 == "IN" ? $4 : $3) == t { n++ } END { print n + 0 }' "$1"
 }
 for signer in $SIGNERS; do
     case $signer in
