@@ -11,7 +11,9 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, SamplingMode, Throughput};
-use tern_dnssec::{sign_zone_into, Algorithm, Denial, KeyRole, SignOptions, SigningKey, Validity};
+use tern_dnssec::{
+    sign_zone_into, Algorithm, Denial, KeyRole, KeySet, SignOptions, SigningKey, Validity,
+};
 use tern_wire::name::NameBuf;
 use tern_zone::{RecordRef, Sink};
 
@@ -48,11 +50,12 @@ fn sign(c: &mut Criterion) {
         denial: Denial::Nsec,
         serial_above: None,
     };
+    let key_set = KeySet::by_role(&keys);
     let sign = |threads| {
         sign_zone_into(
             origin.as_name(),
             &parsed.records,
-            &keys,
+            &key_set,
             &options,
             threads,
             &mut Discard,
