@@ -4,7 +4,7 @@
 CARGO ?= cargo
 RELEASE_BIN := target/release/tern
 
-.PHONY: run build release test deps lint fmt unit test-repeat differential compliance transfer xot dnssec metrics dnstap proxy tls xdp update-peers deb service clean bench bench-check bench-peers bench-zones bench-signed bench-xdp bench-forward dhat dhat-flood fuzz soak
+.PHONY: run build release test deps lint fmt unit test-repeat differential compliance transfer xot dnssec metrics dnstap proxy tls xdp update-peers deb service clean bench bench-check bench-peers bench-zones bench-signed bench-xdp bench-forward bench-sign dhat dhat-flood fuzz soak
 
 ## Build in release mode and serve zones/ on 127.0.0.1:5353 (no config needed).
 run: release
@@ -71,6 +71,12 @@ bench-check:
 bench-peers: release
 	TERN_BIN=$(RELEASE_BIN) bash scripts/bench-peers.sh
 
+## Full-zone signing, tern sign beside Knot's kzonesign: 1,000,000 A records, NSEC, one
+## ECDSA P-256 CSK, on 1 and 2 threads, and tern serve loading it signed; wall, CPU, peak RSS
+## (scripts/bench-sign.sh). ~10 minutes.
+bench-sign: release
+	TERN_BIN=$(RELEASE_BIN) bash scripts/bench-sign.sh
+
 ## tern, Knot and NSD serving 10,000, 100,000 and 1,000,000 small zones, one at a
 ## time on CPU 0: time until every zone answers, memory, a reload after one edit
 ## (SIGHUP / knotc reload / nsd-control reload) and a one-zone reload, 3 rounds.
@@ -123,9 +129,10 @@ compliance: release
 ## incrementally (only its RRsets' RRSIGs change, IXFR gives them), keys
 ## moved from BIND and PEM without a rollover and RSA signing, ZSK, KSK and
 ## CSK rollovers under a validating Unbound with no bogus answer, every kind
-## of name validated by Unbound from a private root, and Knot, NSD and BIND
+## of name validated by Unbound from a private root, Knot, NSD and BIND
 ## as secondaries, by AXFR then IXFR after an edit and after a signature
-## refresh (tests/dnssec).
+## refresh, bump in the wire (Knot, tern signing as its secondary, BIND),
+## and `tern sign` on one and two threads (tests/dnssec).
 dnssec: release
 	TERN_BIN=$(RELEASE_BIN) python3 tests/dnssec/signing.py
 	TERN_BIN=$(RELEASE_BIN) python3 tests/dnssec/resign.py
@@ -135,6 +142,7 @@ dnssec: release
 	TERN_BIN=$(RELEASE_BIN) python3 tests/dnssec/validate.py
 	TERN_BIN=$(RELEASE_BIN) python3 tests/dnssec/secondaries.py
 	TERN_BIN=$(RELEASE_BIN) python3 tests/dnssec/bump.py
+	TERN_BIN=$(RELEASE_BIN) python3 tests/dnssec/sign_offline.py
 
 ## The Prometheus endpoint, scraped by a real Prometheus (tests/metrics).
 metrics: release

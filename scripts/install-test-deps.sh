@@ -9,14 +9,15 @@
 # scripts/bench-xdp.sh), Unbound (the validating resolver of tests/dnssec/rollover.py and
 # validate.py; the package's own service is not used), dnsdist (the PROXY protocol v2 sender
 # of tests/proxy), openssl (s_client and the certificates of tests/tls, the throwaway CA
-# and certificates of tests/xot), and
+# and certificates of tests/xot), kzonesign (knot-dnssecutils) and /usr/bin/time (time) for
+# scripts/bench-sign.sh, and
 # Python's dnspython with its DNSSEC extra (the `cryptography` package, for the validator
 # check). Idempotent: does nothing when everything is already there; runs `apt-get update`
 # only when a package is missing.
 set -euo pipefail
 
 PYTHON="${PYTHON:-python3}"
-PKGS=(knot knot-dnsutils knot-dnssecutils nsd bind9-utils bind9-dnsutils ldnsutils dnsperf prometheus fstrm-bin clang iproute2 ethtool unbound dnsdist openssl)
+PKGS=(knot knot-dnsutils knot-dnssecutils time nsd bind9-utils bind9-dnsutils ldnsutils dnsperf prometheus fstrm-bin clang iproute2 ethtool unbound dnsdist openssl)
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then

@@ -48,21 +48,17 @@
 //! or due and per key that signs it.
 
 use std::cmp::Ordering;
-use std::collections::HashSet;
 use std::ops::Range;
 
 use tern_wire::name::{LowerNameBuf, Name, NameBuf};
-use tern_wire::types::{RClass, RType};
-use tern_zone::{Location, Record, RecordList, RecordRef};
+use tern_wire::types::RType;
+use tern_zone::{Record, RecordList, RecordRef, Sink};
 
 use crate::canonical::{canonical_rrset, rrsig_labels};
 use crate::key::{key_tag, SigningKey};
-use crate::nsec::nsec_rdata;
-use crate::nsec3::{hashed_owner, nsec3_hash, nsec3_rdata, nsec3param_rdata, Hash, Nsec3Params};
 use crate::rrsig::{sign_rrset, Rrset};
 use crate::zone::{
-    apex_soa, cds_records, check_keys, check_nsec3, keep_records, merge, nodes, raise_serial,
-    sort_records, Denial, KeySet, NodeKind, SignError, SignOptions, ZoneKey, NSEC3PARAM_TTL,
+    merge, prepare, push_rrsig, KeySet, Pass, SignError, SignOptions, SignRrset, ZoneKey,
 };
 
 //----------- Refresh --------------------------------------------------------
@@ -217,13 +213,9 @@ where
     P: RecordList + ?Sized,
     R: RecordList + ?Sized,
 {
-    check_keys(&keys.keys)?;
-    let cds = keys.cds.as_deref();
-    let keys = &keys.keys[..];
-    let nsec3 = match &options.denial {
-        Denial::Nsec => None,
-        Denial::Nsec3(params) => Some(check_nsec3(origin, params)?),
-    };
+    // The zone as a whole signing prepares it: its records sorted, each
+    // once, with the new apex RRsets (DNSKEY, CDS, CDNSKEY, NSEC3PARAM).
+    let (zone, replaced) = prepare(origin, records, keys, options)?;
     // Each previous record read once (a list may check its owner at every
     // read), then looked at through references: about 56 octets a record
     // for the time of the signing.
@@ -232,55 +224,10 @@ where
             .map(|index| previous.record(index))
             .collect(),
     );
-    let known = known_keys(origin, previous, keys);
-    let (kept_records, replaced) = keep_records(origin, records, cds.is_some())?;
-    let mut sorted = sort_records(kept_records);
-    let soa = apex_soa(origin, &sorted)?;
-    if let Some(above) = options.serial_above {
-        raise_serial(origin, &mut sorted, above);
-    }
-    let dnskey_ttl = options.dnskey_ttl.unwrap_or(soa.ttl);
-    let nsec_ttl = soa.ttl.min(soa.minimum);
-    // The DNSKEY RRset (and NSEC3PARAM) after the apex's other records, as
-    // `sign_zone` places them.
-    let apex_end = sorted
-        .iter()
-        .position(|record| !record.owner.as_name().eq_ignore_case(origin))
-        .unwrap_or(sorted.len());
-    let mut dnskeys: Vec<&[u8]> = keys.iter().map(|key| key.key.dnskey_rdata()).collect();
-    dnskeys.sort_unstable();
-    dnskeys.dedup();
-    let apex_owner = sorted[0].owner;
-    let mut apex_records: Vec<Record> = dnskeys
-        .iter()
-        .map(|rdata| {
-            made(
-                apex_owner,
-                soa.class,
-                dnskey_ttl,
-                RType::DNSKEY,
-                rdata.to_vec(),
-            )
-        })
-        .collect();
-    for (rtype, rdata) in cds_records(apex_owner.as_name(), cds.unwrap_or_default()) {
-        apex_records.push(made(apex_owner, soa.class, dnskey_ttl, rtype, rdata));
-    }
-    if let Some(params) = nsec3 {
-        apex_records.push(made(
-            apex_owner,
-            soa.class,
-            NSEC3PARAM_TTL,
-            RType::NSEC3PARAM,
-            nsec3param_rdata(params),
-        ));
-    }
-    sorted.splice(apex_end..apex_end, apex_records);
-
-    let nodes = nodes(origin, &sorted);
+    let known = known_keys(origin, previous, &keys.keys);
     let mut signer = Signer {
         origin: origin.to_lower(),
-        keys,
+        keys: &keys.keys,
         known: &known,
         options,
         refresh,
@@ -289,126 +236,24 @@ where
         kept: 0,
         next_refresh: None,
     };
-    let mut at_owner = Cursor::default();
-    let mut out = Vec::with_capacity(sorted.len() * 3);
-    let chain: Vec<usize> = nodes
-        .iter()
-        .filter(|node| node.kind != NodeKind::Glue)
-        .map(|node| node.start)
-        .collect();
-    let mut next_of = chain.iter().skip(1);
-    let mut rdata: Vec<&[u8]> = Vec::new();
-    let mut hashed: Vec<Hashed> = Vec::new();
-    for node in &nodes {
-        let owner = sorted[node.start].owner;
-        let before = at_owner.seek(previous, owner.as_name());
-        let mut types = Vec::new();
-        let mut any_signed = false;
-        let mut start = node.start;
-        while start < node.end {
-            let first = &sorted[start];
-            let mut end = start + 1;
-            while end < node.end
-                && sorted[end].rtype == first.rtype
-                && sorted[end].class == first.class
-            {
-                end += 1;
-            }
-            let signed = match node.kind {
-                NodeKind::Apex | NodeKind::Authoritative => true,
-                NodeKind::Delegation => first.rtype == RType::DS,
-                NodeKind::Glue => false,
-            };
-            let in_bitmap = match node.kind {
-                NodeKind::Delegation => matches!(first.rtype, RType::NS | RType::DS),
-                _ => signed,
-            };
-            if in_bitmap {
-                types.push(first.rtype);
-            }
-            if signed {
-                any_signed = true;
-                rdata.clear();
-                rdata.extend(sorted[start..end].iter().map(|record| &record.rdata[..]));
-                let rrset = Rrset {
-                    owner: owner.as_name(),
-                    class: first.class,
-                    rtype: first.rtype,
-                    ttl: first.ttl,
-                    rdata: &rdata,
-                };
-                let by_key_signing_keys = node.kind == NodeKind::Apex
-                    && matches!(first.rtype, RType::DNSKEY | RType::CDS | RType::CDNSKEY);
-                signer.sign_or_keep(&rrset, by_key_signing_keys, before.clone(), &mut out)?;
-            }
-            for record in &sorted[start..end] {
-                out.push(Record {
-                    ttl: first.ttl,
-                    ..record.clone()
-                });
-            }
-            start = end;
-        }
-        if node.kind == NodeKind::Glue {
-            continue;
-        }
-        if nsec3.is_some() {
-            if any_signed {
-                types.push(RType::RRSIG);
-            }
-            hashed.push(Hashed {
-                name: owner.as_name().to_lower(),
-                types,
-                insecure_delegation: node.kind == NodeKind::Delegation && !any_signed,
-                hash: [0; crate::nsec3::HASH_LEN],
-            });
-            continue;
-        }
-        types.extend([RType::RRSIG, RType::NSEC]);
-        let next = match next_of.next() {
-            Some(&index) => sorted[index].owner.as_name().to_lower(),
-            None => origin.to_lower(),
+    let pass = Pass {
+        zone: &zone,
+        origin,
+    };
+    let mut out: Vec<Record> = Vec::with_capacity(zone.records.len() * 3);
+    let mut by_owner = Keep {
+        signer: &mut signer,
+        at: Cursor::default(),
+    };
+    pass.sign_nodes(0..zone.nodes.len(), &mut by_owner, &mut out)?;
+    if let Some(chain) = pass.chain() {
+        let names = chain.hash_names(pass.hashed_names())?;
+        let mut records: Vec<Record> = Vec::with_capacity(names.len() * 2);
+        let mut by_hash = Keep {
+            signer: &mut signer,
+            at: Cursor::default(),
         };
-        let nsec = [&nsec_rdata(next.as_name(), &types)[..]];
-        let rrset = Rrset {
-            owner: owner.as_name(),
-            class: soa.class,
-            rtype: RType::NSEC,
-            ttl: nsec_ttl,
-            rdata: &nsec,
-        };
-        signer.sign_or_keep(&rrset, false, before, &mut out)?;
-        out.push(made(
-            owner,
-            soa.class,
-            nsec_ttl,
-            RType::NSEC,
-            nsec[0].to_vec(),
-        ));
-    }
-    if let Some(params) = nsec3 {
-        let chain = nsec3_chain(origin, params, hashed)?;
-        let mut records = Vec::with_capacity(chain.len() * 2);
-        let mut at_hash = Cursor::default();
-        for (owner, rdata) in &chain {
-            let before = at_hash.seek(previous, owner.as_name());
-            let rdata = [&rdata[..]];
-            let rrset = Rrset {
-                owner: owner.as_name(),
-                class: soa.class,
-                rtype: RType::NSEC3,
-                ttl: nsec_ttl,
-                rdata: &rdata,
-            };
-            signer.sign_or_keep(&rrset, false, before, &mut records)?;
-            records.push(made(
-                *owner,
-                soa.class,
-                nsec_ttl,
-                RType::NSEC3,
-                rdata[0].to_vec(),
-            ));
-        }
+        chain.sign_range(&names, 0..names.len(), &mut by_hash, &mut records)?;
         out = merge(out, records);
     }
     let difference = difference(previous, &out);
@@ -459,18 +304,6 @@ fn known_keys<P: RecordList + ?Sized>(
             dnskeys.contains(&rdata) && same_tag == 1
         })
         .collect()
-}
-
-/// A record made here.
-fn made(owner: NameBuf, class: RClass, ttl: u32, rtype: RType, rdata: Vec<u8>) -> Record {
-    Record {
-        owner,
-        class,
-        ttl,
-        rtype,
-        rdata,
-        location: Location::default(),
-    }
 }
 
 //----------- Read -----------------------------------------------------------
@@ -536,31 +369,46 @@ struct Signer<'a, P: ?Sized> {
     next_refresh: Option<u64>,
 }
 
+/// A [`Signer`] with its place in the previous version, for RRsets
+/// whose owners come in canonical order: the zone's names, or the NSEC3
+/// chain's hashed owners.
+struct Keep<'s, 'a, P: ?Sized> {
+    signer: &'s mut Signer<'a, P>,
+    at: Cursor,
+}
+
+impl<P: RecordList + ?Sized> SignRrset for Keep<'_, '_, P> {
+    fn sign(
+        &mut self,
+        rrset: &Rrset<'_>,
+        by_key_signing_keys: bool,
+        out: &mut dyn Sink,
+    ) -> Result<usize, SignError> {
+        let before = self.at.seek(self.signer.previous, rrset.owner);
+        self.signer
+            .sign_or_keep(rrset, by_key_signing_keys, before, out)
+    }
+}
+
 impl<P: RecordList + ?Sized> Signer<'_, P> {
     /// Pushes to `out` an RRSIG over `rrset` by each key that signs it
     /// under the key set (the apex's DNSKEY, CDS and CDNSKEY RRsets by the
     /// keys that sign keys, the others by those that sign the zone): the
     /// previous one (among the records `before`) when the RRset is
     /// unchanged, the key's previous signatures are its own and it is not
-    /// due, else a new one. A key that no longer signs this RRset has no
-    /// RRSIG kept.
+    /// due, else a new one; how many were made anew. A key that no longer
+    /// signs this RRset has no RRSIG kept.
     fn sign_or_keep(
         &mut self,
         rrset: &Rrset<'_>,
         by_key_signing_keys: bool,
         before: Range<usize>,
-        out: &mut Vec<Record>,
-    ) -> Result<(), SignError> {
+        out: &mut dyn Sink,
+    ) -> Result<usize, SignError> {
+        let made = self.signatures;
         let unchanged = self.unchanged(rrset, before.clone());
-        for (key, &known) in self.keys.iter().zip(self.known) {
-            let chosen = if by_key_signing_keys {
-                key.signs_keys
-            } else {
-                key.signs_zone
-            };
-            if !chosen {
-                continue;
-            }
+        let chosen = self.keys.iter().zip(self.known);
+        for (key, &known) in chosen.filter(|(key, _)| key.signs(by_key_signing_keys)) {
             let key = key.key;
             let previous = (unchanged && known)
                 .then(|| self.kept_signature(rrset, key, before.clone()))
@@ -578,16 +426,9 @@ impl<P: RecordList + ?Sized> Signer<'_, P> {
             if let Some(at) = self.refresh.due_at(&rdata) {
                 self.next_refresh = Some(self.next_refresh.map_or(at, |next| next.min(at)));
             }
-            out.push(Record {
-                owner: rrset.owner.to_buf(),
-                class: rrset.class,
-                ttl: rrset.ttl,
-                rtype: RType::RRSIG,
-                rdata,
-                location: Location::default(),
-            });
+            push_rrsig(rrset, &rdata, out)?;
         }
-        Ok(())
+        Ok(self.signatures - made)
     }
 
     /// Whether the previous version had this RRset as it is now: the same
@@ -634,65 +475,6 @@ impl<P: RecordList + ?Sized> Signer<'_, P> {
             })
             .map(<[u8]>::to_vec)
     }
-}
-
-//----------- NSEC3 ----------------------------------------------------------
-
-/// A name of the NSEC3 chain.
-struct Hashed {
-    name: LowerNameBuf,
-    types: Vec<RType>,
-    insecure_delegation: bool,
-    hash: Hash,
-}
-
-/// The NSEC3 records (hashed owner, RDATA) of `names` and the empty
-/// non-terminals above them, in hash order, as `sign_zone` makes them.
-/// Bound: one hash per name and empty non-terminal, a sort.
-fn nsec3_chain(
-    origin: Name<'_>,
-    params: &Nsec3Params,
-    mut names: Vec<Hashed>,
-) -> Result<Vec<(NameBuf, Vec<u8>)>, SignError> {
-    if params.opt_out {
-        names.retain(|name| !name.insecure_delegation);
-    }
-    let mut seen: HashSet<LowerNameBuf> = names.iter().map(|name| name.name).collect();
-    let mut empty = Vec::new();
-    let depth = origin.label_count();
-    for hashed in &names {
-        let mut name = hashed.name.as_name();
-        while let Some(parent) = name.parent() {
-            if parent.label_count() <= depth || !seen.insert(parent.to_lower()) {
-                break;
-            }
-            empty.push(Hashed {
-                name: parent.to_lower(),
-                types: Vec::new(),
-                insecure_delegation: false,
-                hash: [0; crate::nsec3::HASH_LEN],
-            });
-            name = parent;
-        }
-    }
-    drop(seen);
-    names.append(&mut empty);
-    for name in &mut names {
-        name.hash = nsec3_hash(name.name.as_name(), params.iterations, &params.salt);
-    }
-    names.sort_unstable_by_key(|name| name.hash);
-    if let Some(pair) = names.windows(2).find(|pair| pair[0].hash == pair[1].hash) {
-        return Err(SignError::Nsec3Collision(Box::new(
-            pair[0].name.as_name().to_buf(),
-        )));
-    }
-    let mut chain = Vec::with_capacity(names.len());
-    for (index, name) in names.iter().enumerate() {
-        let next = &names[(index + 1) % names.len()].hash;
-        let owner = hashed_owner(&name.hash, origin).ok_or(SignError::Nsec3OwnerTooLong)?;
-        chain.push((owner, nsec3_rdata(params, next, &name.types)));
-    }
-    Ok(chain)
 }
 
 //----------- difference -----------------------------------------------------

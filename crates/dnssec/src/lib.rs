@@ -17,7 +17,10 @@
 //! - [`nsec`]: the NSEC RDATA and its type bitmap;
 //! - [`nsec3`]: NSEC3 parameters, hashes and RDATA;
 //! - [`rrsig`]: the signature over one RRset and its validity;
-//! - [`zone`]: a whole zone signed with NSEC or NSEC3;
+//! - [`parallel`]: numbered batches of work done on a few threads and
+//!   handed on in order;
+//! - [`zone`]: a whole zone signed with NSEC or NSEC3, on one thread or
+//!   several;
 //! - [`incremental`]: a zone signed again from its previous signed
 //!   version, signing only what changed or is due for refresh.
 //!
@@ -71,6 +74,7 @@ pub mod incremental;
 pub mod key;
 pub mod nsec;
 pub mod nsec3;
+pub mod parallel;
 pub mod rrsig;
 pub mod zone;
 
@@ -82,6 +86,6 @@ pub use key::{Algorithm, KeyError, KeyRole, SigningKey};
 pub use nsec3::Nsec3Params;
 pub use rrsig::{sign_rrset, Rrset, Validity};
 pub use zone::{
-    serial_higher, sign_zone, sign_zone_with, Denial, KeySet, SignError, SignOptions, SignedZone,
-    ZoneKey, MAX_KEYS,
+    serial_higher, sign_zone, sign_zone_into, sign_zone_with, Denial, KeySet, SignError,
+    SignOptions, SignStats, SignedZone, ZoneKey, MAX_KEYS,
 };

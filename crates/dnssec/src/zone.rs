@@ -43,20 +43,22 @@
 //! DNSKEY, CDS and CDNSKEY RRsets, the other RRsets, both or neither (a
 //! key published ahead of its use, or kept after it), and the set names
 //! the keys whose CDS and CDNSKEY records (RFC 7344) the apex publishes.
+//! [`sign_zone_into`] signs the same on several threads, handing the
+//! signed records on in canonical order as they are made.
 //!
 //! Not handled in this slice: names below a DNAME are signed like any
 //! other (RFC 6672 occlusion is not modelled), and the zone is assumed to
 //! have passed `tern_zone::check` (one class, no CNAME beside other data).
 
-use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::collections::HashSet;
 use std::fmt;
+use std::ops::Range;
 
 use tern_wire::name::{LowerNameBuf, Name, NameBuf};
 use tern_wire::types::{RClass, RType};
 use tern_zone::ttl::RrsetTtls;
-use tern_zone::{Location, Record, RecordList};
+use tern_zone::{Location, Record, RecordList, RecordRef, Records, Sink};
 
 use crate::key::{KeyError, SigningKey};
 use crate::nsec::nsec_rdata;
@@ -64,6 +66,7 @@ use crate::nsec3::{
     hashed_owner, nsec3_hash, nsec3_rdata, nsec3param_rdata, Hash, Nsec3Params, HASH_LEN,
     MAX_ITERATIONS, MAX_SALT_LEN,
 };
+use crate::parallel::run_batches;
 use crate::rrsig::{sign_rrset, Rrset, Validity};
 
 /// The most keys a zone is signed with at once (a CSK or a KSK and a ZSK,
@@ -115,6 +118,18 @@ pub struct ZoneKey<'k> {
     pub signs_keys: bool,
     /// Whether it signs the other authoritative RRsets.
     pub signs_zone: bool,
+}
+
+impl ZoneKey<'_> {
+    /// Whether it signs an RRset that is (`true`) or is not the apex's
+    /// DNSKEY, CDS or CDNSKEY RRset.
+    pub fn signs(&self, key_rrset: bool) -> bool {
+        if key_rrset {
+            self.signs_keys
+        } else {
+            self.signs_zone
+        }
+    }
 }
 
 /// The keys of one signing, as a rollover has them at that time.
@@ -195,6 +210,9 @@ pub enum SignError {
     Nsec3Collision(Box<NameBuf>),
     /// A key failed to sign.
     Key(KeyError),
+    /// The signed records could not be stored (the sink's reason, such as
+    /// a zone too large for it).
+    Sink(&'static str),
 }
 
 impl fmt::Display for SignError {
@@ -219,6 +237,7 @@ impl fmt::Display for SignError {
                 write!(f, "NSEC3 hash collision: {name} and another name")
             }
             SignError::Key(error) => write!(f, "{error}"),
+            SignError::Sink(reason) => f.write_str(reason),
         }
     }
 }
@@ -254,10 +273,31 @@ pub(crate) struct Node {
     pub(crate) kind: NodeKind,
 }
 
+/// Names signed in one batch: a batch is signed by one thread and handed
+/// on whole, in canonical order ([`crate::parallel`]); about 250 KiB of
+/// records for a zone of A records.
+pub const BATCH_NAMES: usize = 1024;
+
+//----------- SignStats ------------------------------------------------------
+
+/// What [`sign_zone_into`] made.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SignStats {
+    /// The records handed to the sink.
+    pub records: usize,
+    /// The RRSIG records made.
+    pub signatures: usize,
+    /// The input's DNSSEC records dropped (RRSIG, NSEC, NSEC3 anywhere;
+    /// DNSKEY and NSEC3PARAM at the apex).
+    pub replaced: usize,
+}
+
 /// Signs the zone at `origin` made of `records` (in file order) with
-/// `keys`; see the module documentation for what is made. Bound: a sort
-/// of the records, then one pass; one signature per key and
-/// authoritative RRset.
+/// `keys`, each signing as its role says; see the module documentation
+/// for what is made. Bound: a sort of the records, then one pass; one
+/// signature per key and authoritative RRset. On one thread;
+/// [`sign_zone_into`] signs on several and keeps only what is being
+/// signed in memory.
 pub fn sign_zone<R: RecordList + ?Sized>(
     origin: Name<'_>,
     records: &R,
@@ -276,191 +316,531 @@ pub fn sign_zone_with<R: RecordList + ?Sized>(
     keys: &KeySet<'_>,
     options: &SignOptions,
 ) -> Result<SignedZone, SignError> {
+    let mut out: Vec<Record> = Vec::new();
+    let stats = sign_zone_into(origin, records, keys, options, 1, &mut out)?;
+    Ok(SignedZone {
+        records: out,
+        signatures: stats.signatures,
+        replaced: stats.replaced,
+    })
+}
+
+/// [`sign_zone_with`], handing each record of the signed zone to `sink`
+/// in the same (canonical) order instead of collecting them, with the
+/// RRsets signed on `threads` threads (1: on the caller's; at most
+/// [`crate::parallel::MAX_THREADS`]). The output is the same for any
+/// number of threads (ECDSA signatures differ from run to run anyway:
+/// their nonces are random).
+///
+/// Memory: besides `records` and what `sink` keeps, a copy of the records
+/// in canonical order (flat arenas, no allocation per record: about 32
+/// octets a record plus its owner and RDATA), 24 octets per name, and the
+/// batches being signed ([`BATCH_NAMES`] names each, at most
+/// [`crate::parallel::WINDOW_PER_THREAD`] per thread). With NSEC3, the
+/// chain's records are made and held before the others are handed on.
+pub fn sign_zone_into<R: RecordList + ?Sized>(
+    origin: Name<'_>,
+    records: &R,
+    keys: &KeySet<'_>,
+    options: &SignOptions,
+    threads: usize,
+    sink: &mut dyn Sink,
+) -> Result<SignStats, SignError> {
+    sign_in_batches(origin, records, keys, options, threads, BATCH_NAMES, sink)
+}
+
+/// [`sign_zone_into`] with batches of `batch` names (tests make them
+/// small, so that every boundary is crossed).
+fn sign_in_batches<R: RecordList + ?Sized>(
+    origin: Name<'_>,
+    records: &R,
+    keys: &KeySet<'_>,
+    options: &SignOptions,
+    threads: usize,
+    batch: usize,
+    sink: &mut dyn Sink,
+) -> Result<SignStats, SignError> {
+    let (zone, replaced) = prepare(origin, records, keys, options)?;
+    let signer = origin.to_lower();
+    let fresh = Fresh {
+        signer: signer.as_name(),
+        keys: &keys.keys,
+        options,
+    };
+    let pass = Pass {
+        zone: &zone,
+        origin,
+    };
+    let batch = batch.max(1);
+    let mut stats = SignStats {
+        replaced,
+        ..SignStats::default()
+    };
+    // The NSEC3 chain is made first, whole: its records go between the
+    // others in canonical order of owners.
+    let mut chain = Records::new();
+    if let Some(made) = pass.chain() {
+        let names = made.hash_names(pass.hashed_names())?;
+        let batches = names.len().div_ceil(batch);
+        run_batches::<_, SignError>(
+            threads,
+            batches,
+            &|index| {
+                let range = index * batch..names.len().min((index + 1) * batch);
+                let mut part = Records::new();
+                let signed = made.sign_range(&names, range, &mut { fresh }, &mut part)?;
+                Ok((part, signed))
+            },
+            &mut |(part, signed)| {
+                stats.signatures += signed;
+                for record in part.iter() {
+                    Sink::record(&mut chain, record).map_err(SignError::Sink)?;
+                }
+                Ok(())
+            },
+        )?;
+    }
+    let mut chained = 0;
+    let batches = zone.nodes.len().div_ceil(batch);
+    run_batches::<_, SignError>(
+        threads,
+        batches,
+        &|index| {
+            let range = index * batch..zone.nodes.len().min((index + 1) * batch);
+            let mut part = Records::new();
+            let signed = pass.sign_nodes(range, &mut { fresh }, &mut part)?;
+            Ok((part, signed))
+        },
+        &mut |(part, signed)| {
+            stats.signatures += signed;
+            for record in part.iter() {
+                // The chain's records whose owners sort first go first
+                // (at one owner, the zone's own records first).
+                while chained < chain.len() {
+                    let link = chain.record(chained);
+                    if link.owner.canonical_cmp(record.owner) != Ordering::Less {
+                        break;
+                    }
+                    sink.record(link).map_err(SignError::Sink)?;
+                    chained += 1;
+                    stats.records += 1;
+                }
+                sink.record(record).map_err(SignError::Sink)?;
+                stats.records += 1;
+            }
+            Ok(())
+        },
+    )?;
+    for link in (chained..chain.len()).map(|index| chain.record(index)) {
+        sink.record(link).map_err(SignError::Sink)?;
+        stats.records += 1;
+    }
+    Ok(stats)
+}
+
+/// The zone ready to sign: its records in canonical order, each once,
+/// with the TTL served and the new DNSKEY (CDS, CDNSKEY, NSEC3PARAM)
+/// RRsets at the apex, and its names; the same for a whole signing and
+/// one from the previous version ([`crate::incremental`]).
+pub(crate) struct Prepared<'o> {
+    pub(crate) records: Records,
+    pub(crate) nodes: Vec<Node>,
+    pub(crate) soa: Soa,
+    pub(crate) nsec_ttl: u32,
+    /// The NSEC3 parameters, checked; `None` with NSEC.
+    pub(crate) nsec3: Option<&'o Nsec3Params>,
+}
+
+/// The records of the zone made ready to sign with `keys` (see
+/// [`Prepared`]), and how many DNSSEC records of the input were dropped;
+/// the keys and NSEC3 parameters checked first. Bound: a sort of the
+/// records, then one pass.
+pub(crate) fn prepare<'o, R: RecordList + ?Sized>(
+    origin: Name<'_>,
+    records: &R,
+    keys: &KeySet<'_>,
+    options: &'o SignOptions,
+) -> Result<(Prepared<'o>, usize), SignError> {
     check_keys(&keys.keys)?;
-    let cds = keys.cds.as_deref();
-    let keys = &keys.keys[..];
     let nsec3 = match &options.denial {
         Denial::Nsec => None,
         Denial::Nsec3(params) => Some(check_nsec3(origin, params)?),
     };
-    let (kept, replaced) = keep_records(origin, records, cds.is_some())?;
-    let mut sorted = sort_records(kept);
-    let soa = apex_soa(origin, &sorted)?;
-    if let Some(above) = options.serial_above {
-        raise_serial(origin, &mut sorted, above);
-    }
+    let cds = keys.cds.as_deref();
+    let (order, replaced) = canonical_order(origin, records, cds.is_some())?;
+    let apex_end = order
+        .iter()
+        .position(|&index| !records.record(index as usize).owner.eq_ignore_case(origin))
+        .unwrap_or(order.len());
+    let ttls = RrsetTtls::of(records);
+    let served = |index: u32| {
+        let mut record = records.record(index as usize);
+        record.ttl = ttls.served(index as usize, record.ttl);
+        record
+    };
+    let soa = soa_of(order[..apex_end].iter().map(|&index| served(index)))?;
     let dnskey_ttl = options.dnskey_ttl.unwrap_or(soa.ttl);
     let nsec_ttl = soa.ttl.min(soa.minimum);
-    // The DNSKEY RRset goes right after the apex's other records, where
-    // the apex node (the first, as the apex sorts first) ends.
-    let apex_end = sorted
-        .iter()
-        .position(|record| !record.owner.as_name().eq_ignore_case(origin))
-        .unwrap_or(sorted.len());
-    let mut dnskeys: Vec<&[u8]> = keys.iter().map(|key| key.key.dnskey_rdata()).collect();
+    let mut dnskeys: Vec<&[u8]> = keys.keys.iter().map(|key| key.key.dnskey_rdata()).collect();
     dnskeys.sort_unstable();
     dnskeys.dedup();
-    let dnskey_records = dnskeys.iter().map(|rdata| Record {
-        owner: sorted[0].owner,
-        class: soa.class,
-        ttl: dnskey_ttl,
-        rtype: RType::DNSKEY,
-        rdata: rdata.to_vec(),
-        location: Location::default(),
-    });
-    let mut dnskey_records: Vec<Record> = dnskey_records.collect();
-    for (rtype, rdata) in cds_records(sorted[0].owner.as_name(), cds.unwrap_or_default()) {
-        dnskey_records.push(Record {
-            owner: sorted[0].owner,
-            class: soa.class,
-            ttl: dnskey_ttl,
-            rtype,
-            rdata,
-            location: Location::default(),
-        });
+    let owner = records
+        .record(*order.first().ok_or(SignError::NoSoa)? as usize)
+        .owner;
+    let cds = cds_records(owner, cds.unwrap_or_default());
+    let nsec3param = nsec3.map(nsec3param_rdata);
+    let mut sorted = Records::new();
+    sorted.reserve(order.len() + dnskeys.len() + cds.len() + 1);
+    let mut raised = Vec::new();
+    for (at, &index) in order.iter().enumerate() {
+        let mut record = served(index);
+        if at < apex_end && record.rtype == RType::SOA {
+            if let Some(above) = options.serial_above {
+                raised.clear();
+                raised.extend_from_slice(record.rdata);
+                raise_serial_rdata(&mut raised, above);
+                record.rdata = &raised;
+            }
+        }
+        Sink::record(&mut sorted, record).map_err(SignError::Sink)?;
+        if at + 1 == apex_end {
+            // The DNSKEY RRset (then CDS, CDNSKEY, NSEC3PARAM) goes right
+            // after the apex's other records, with the spelling of the
+            // apex's first.
+            let made = |rtype, ttl, rdata| RecordRef {
+                owner,
+                class: soa.class,
+                ttl,
+                rtype,
+                rdata,
+                location: Location::default(),
+            };
+            for rdata in &dnskeys {
+                let record = made(RType::DNSKEY, dnskey_ttl, rdata);
+                Sink::record(&mut sorted, record).map_err(SignError::Sink)?;
+            }
+            for (rtype, rdata) in &cds {
+                let record = made(*rtype, dnskey_ttl, rdata);
+                Sink::record(&mut sorted, record).map_err(SignError::Sink)?;
+            }
+            if let Some(rdata) = &nsec3param {
+                let record = made(RType::NSEC3PARAM, NSEC3PARAM_TTL, rdata);
+                Sink::record(&mut sorted, record).map_err(SignError::Sink)?;
+            }
+        }
     }
-    if let Some(params) = nsec3 {
-        dnskey_records.push(Record {
-            owner: sorted[0].owner,
-            class: soa.class,
-            ttl: NSEC3PARAM_TTL,
-            rtype: RType::NSEC3PARAM,
-            rdata: nsec3param_rdata(params),
-            location: Location::default(),
-        });
-    }
-    sorted.splice(apex_end..apex_end, dnskey_records);
-
+    drop(order);
     let nodes = nodes(origin, &sorted);
-    let signer = origin.to_lower();
-    let mut out = Vec::with_capacity(sorted.len() * 3);
-    let mut signatures = 0;
-    let chain: Vec<&Node> = nodes
-        .iter()
-        .filter(|node| node.kind != NodeKind::Glue)
-        .collect();
-    let mut next_of = chain.iter().skip(1).map(|node| node.start);
-    let mut rdata: Vec<&[u8]> = Vec::new();
-    let mut hashed: Vec<Hashed> = Vec::new();
-    for node in &nodes {
-        let owner = sorted[node.start].owner;
-        let mut types = Vec::new();
+    Ok((
+        Prepared {
+            records: sorted,
+            nodes,
+            soa,
+            nsec_ttl,
+            nsec3,
+        },
+        replaced,
+    ))
+}
+
+/// The input's records to sign, as indexes in canonical order (owner,
+/// then type, class and canonical RDATA), each once (of records equal in
+/// canonical form, the first in file order), and the number of DNSSEC
+/// records dropped to be made anew. Bound: one canonical key per owner
+/// (consecutive records spelled alike share one), a sort of 16-octet
+/// items comparing keys as octets.
+fn canonical_order<R: RecordList + ?Sized>(
+    origin: Name<'_>,
+    records: &R,
+    own_cds: bool,
+) -> Result<(Vec<u32>, usize), SignError> {
+    const TOO_LARGE: &str = "zone too large: more than 2^32 records or 4 GiB of names";
+    /// One record to sort: its owner's key in `keys`, type, class, index.
+    #[derive(Clone, Copy)]
+    struct Item {
+        key_start: u32,
+        key_len: u16,
+        rtype: u16,
+        class: u16,
+        index: u32,
+    }
+    let mut keys: Vec<u8> = Vec::new();
+    let mut items: Vec<Item> = Vec::with_capacity(records.len());
+    let mut replaced = 0;
+    let mut previous: Option<(Name<'_>, u32, u16)> = None;
+    for index in 0..records.len() {
+        let record = records.record(index);
+        if !record.owner.ends_with(origin) {
+            return Err(SignError::OutOfZone(index));
+        }
+        let at_apex = record.owner.eq_ignore_case(origin);
+        let made_here = matches!(record.rtype, RType::RRSIG | RType::NSEC | RType::NSEC3)
+            || (at_apex && matches!(record.rtype, RType::DNSKEY | RType::NSEC3PARAM))
+            || (at_apex && own_cds && matches!(record.rtype, RType::CDS | RType::CDNSKEY));
+        if made_here {
+            replaced += 1;
+            continue;
+        }
+        let (key_start, key_len) = match previous {
+            Some((owner, start, len)) if owner.as_bytes() == record.owner.as_bytes() => {
+                (start, len)
+            }
+            _ => {
+                let start = u32::try_from(keys.len()).map_err(|_| SignError::Sink(TOO_LARGE))?;
+                push_canonical_key(record.owner, &mut keys);
+                // At most 2 x 255 octets.
+                let len = (keys.len() - start as usize) as u16;
+                (start, len)
+            }
+        };
+        previous = Some((record.owner, key_start, key_len));
+        items.push(Item {
+            key_start,
+            key_len,
+            rtype: record.rtype.0,
+            class: record.class.0,
+            index: u32::try_from(index).map_err(|_| SignError::Sink(TOO_LARGE))?,
+        });
+    }
+    let key = |item: &Item| {
+        let start = item.key_start as usize;
+        &keys[start..start + usize::from(item.key_len)]
+    };
+    let canonical = |item: &Item| {
+        let rdata = records.record(item.index as usize).rdata;
+        tern_zone::print::canonical_rdata(RType(item.rtype), rdata)
+    };
+    let rrset_order =
+        |a: &Item, b: &Item| (key(a), a.rtype, a.class).cmp(&(key(b), b.rtype, b.class));
+    items.sort_unstable_by(|a, b| {
+        rrset_order(a, b)
+            .then_with(|| canonical(a).cmp(&canonical(b)))
+            .then(a.index.cmp(&b.index))
+    });
+    let mut order = Vec::with_capacity(items.len());
+    for (at, item) in items.iter().enumerate() {
+        let duplicate = at > 0 && {
+            let before = &items[at - 1];
+            rrset_order(before, item) == Ordering::Equal && canonical(before) == canonical(item)
+        };
+        if !duplicate {
+            order.push(item.index);
+        }
+    }
+    Ok((order, replaced))
+}
+
+/// Appends a key of `name` that sorts, as octets, in the canonical order
+/// of names (RFC 4034 section 6.1): its labels from the root, each
+/// lowercased and ended by a 0 octet, where octets 0 and 1 of a label are
+/// written as 1 1 and 1 2 (so every octet of a label sorts above the
+/// end, and a label sorts before those it is a prefix of).
+fn push_canonical_key(name: Name<'_>, out: &mut Vec<u8>) {
+    let bytes = name.as_bytes();
+    let mut starts = [0u8; tern_wire::name::MAX_LABELS];
+    let mut count = 0;
+    let mut at = 0;
+    while at < bytes.len() && bytes[at] != 0 && count < starts.len() {
+        // A name is at most 255 octets.
+        starts[count] = at as u8;
+        count += 1;
+        at += 1 + usize::from(bytes[at]);
+    }
+    for &start in starts[..count].iter().rev() {
+        let start = usize::from(start);
+        let len = usize::from(bytes[start]);
+        for &octet in &bytes[start + 1..start + 1 + len] {
+            match octet.to_ascii_lowercase() {
+                0 => out.extend_from_slice(&[1, 1]),
+                1 => out.extend_from_slice(&[1, 2]),
+                other => out.push(other),
+            }
+        }
+        out.push(0);
+    }
+}
+
+/// One signing pass over a prepared zone: what each batch needs (the
+/// RRSIGs come from a [`SignRrset`] of the caller's).
+pub(crate) struct Pass<'a> {
+    pub(crate) zone: &'a Prepared<'a>,
+    pub(crate) origin: Name<'a>,
+}
+
+impl Pass<'_> {
+    /// The zone's NSEC3 chain, if it has one.
+    pub(crate) fn chain(&self) -> Option<Chain<'_>> {
+        Some(Chain {
+            origin: self.origin,
+            class: self.zone.soa.class,
+            ttl: self.zone.nsec_ttl,
+            params: self.zone.nsec3?,
+        })
+    }
+
+    /// The types of the RRsets at `node` that its NSEC or NSEC3 bitmap
+    /// names (without RRSIG and NSEC), into `types`; whether any is
+    /// signed.
+    fn node_types(&self, node: &Node, types: &mut Vec<RType>) -> bool {
+        let records = &self.zone.records;
         let mut any_signed = false;
         let mut start = node.start;
         while start < node.end {
-            let first = &sorted[start];
-            let mut end = start + 1;
-            while end < node.end
-                && sorted[end].rtype == first.rtype
-                && sorted[end].class == first.class
-            {
-                end += 1;
-            }
-            let signed = match node.kind {
-                NodeKind::Apex | NodeKind::Authoritative => true,
-                NodeKind::Delegation => first.rtype == RType::DS,
-                NodeKind::Glue => false,
-            };
-            let in_bitmap = match node.kind {
-                NodeKind::Delegation => matches!(first.rtype, RType::NS | RType::DS),
-                _ => signed,
-            };
-            if in_bitmap {
-                types.push(first.rtype);
-            }
-            if signed {
-                any_signed = true;
-                rdata.clear();
-                rdata.extend(sorted[start..end].iter().map(|record| &record.rdata[..]));
-                let rrset = Rrset {
-                    owner: owner.as_name(),
-                    class: first.class,
-                    rtype: first.rtype,
-                    ttl: first.ttl,
-                    rdata: &rdata,
-                };
-                let by_key_signing_keys = node.kind == NodeKind::Apex
-                    && matches!(first.rtype, RType::DNSKEY | RType::CDS | RType::CDNSKEY);
-                signatures += sign_with(
-                    &rrset,
-                    signer.as_name(),
-                    keys,
-                    by_key_signing_keys,
-                    options,
-                    &mut out,
-                )?;
-            }
-            for record in &sorted[start..end] {
-                // One TTL per RRset: the one signed.
-                out.push(Record {
-                    ttl: first.ttl,
-                    ..record.clone()
-                });
+            let end = self.rrset_end(node, start);
+            let rtype = records.rtype(start);
+            let signed = rrset_signed(node.kind, rtype);
+            any_signed |= signed;
+            if in_bitmap(node.kind, rtype, signed) {
+                types.push(rtype);
             }
             start = end;
         }
-        if node.kind == NodeKind::Glue {
-            continue;
+        any_signed
+    }
+
+    /// Where the RRset starting at `start` in `node` ends.
+    fn rrset_end(&self, node: &Node, start: usize) -> usize {
+        let records = &self.zone.records;
+        let (rtype, class) = {
+            let first = records.record(start);
+            (first.rtype, first.class)
+        };
+        let mut end = start + 1;
+        while end < node.end && records.rtype(end) == rtype && records.record(end).class == class {
+            end += 1;
         }
-        if nsec3.is_some() {
+        end
+    }
+
+    /// What the NSEC3 chain is made from: each name that is not glue, in
+    /// canonical order, with its types.
+    pub(crate) fn hashed_names(&self) -> Vec<Hashed> {
+        let mut hashed = Vec::new();
+        for node in &self.zone.nodes {
+            if node.kind == NodeKind::Glue {
+                continue;
+            }
+            let mut types = Vec::new();
+            let any_signed = self.node_types(node, &mut types);
             if any_signed {
                 types.push(RType::RRSIG);
             }
             hashed.push(Hashed {
-                name: owner.as_name().to_lower(),
+                name: self.zone.records.record(node.start).owner.to_lower(),
                 types,
                 insecure_delegation: node.kind == NodeKind::Delegation && !any_signed,
                 hash: [0; HASH_LEN],
             });
-            continue;
         }
-        types.extend([RType::RRSIG, RType::NSEC]);
-        let next = match next_of.next() {
-            Some(index) => sorted[index].owner.as_name().to_lower(),
-            None => origin.to_lower(),
-        };
-        let nsec = [&nsec_rdata(next.as_name(), &types)[..]];
-        let rrset = Rrset {
-            owner: owner.as_name(),
-            class: soa.class,
-            rtype: RType::NSEC,
-            ttl: nsec_ttl,
-            rdata: &nsec,
-        };
-        signatures += sign_with(&rrset, signer.as_name(), keys, false, options, &mut out)?;
-        out.push(Record {
-            owner,
-            class: soa.class,
-            ttl: nsec_ttl,
-            rtype: RType::NSEC,
-            rdata: nsec[0].to_vec(),
-            location: Location::default(),
-        });
+        hashed
     }
-    if let Some(params) = nsec3 {
-        let chain = Chain {
-            origin,
-            class: soa.class,
-            ttl: nsec_ttl,
-            params,
-        };
-        let (records, made) = chain.sign(hashed, signer.as_name(), keys, options)?;
-        signatures += made;
-        out = merge(out, records);
+
+    /// The records of the names `range` (indexes of nodes), each RRset
+    /// with its RRSIGs from `signer`, with their NSEC records (NSEC3 are
+    /// made apart), into `out` in canonical order; how many RRSIGs were
+    /// made.
+    pub(crate) fn sign_nodes(
+        &self,
+        range: Range<usize>,
+        signer: &mut dyn SignRrset,
+        out: &mut dyn Sink,
+    ) -> Result<usize, SignError> {
+        let zone = self.zone;
+        let records = &zone.records;
+        let mut signatures = 0;
+        let mut rdata: Vec<&[u8]> = Vec::new();
+        let mut types = Vec::new();
+        for at in range {
+            let node = &zone.nodes[at];
+            let owner = records.record(node.start).owner;
+            let mut start = node.start;
+            while start < node.end {
+                let end = self.rrset_end(node, start);
+                let first = records.record(start);
+                if rrset_signed(node.kind, first.rtype) {
+                    rdata.clear();
+                    rdata.extend((start..end).map(|index| records.record(index).rdata));
+                    let rrset = Rrset {
+                        owner,
+                        class: first.class,
+                        rtype: first.rtype,
+                        ttl: first.ttl,
+                        rdata: &rdata,
+                    };
+                    let by_key_signing_keys = node.kind == NodeKind::Apex
+                        && matches!(first.rtype, RType::DNSKEY | RType::CDS | RType::CDNSKEY);
+                    signatures += signer.sign(&rrset, by_key_signing_keys, out)?;
+                }
+                for index in start..end {
+                    // One TTL per RRset: the one signed.
+                    let record = RecordRef {
+                        ttl: first.ttl,
+                        ..records.record(index)
+                    };
+                    out.record(record).map_err(SignError::Sink)?;
+                }
+                start = end;
+            }
+            if node.kind == NodeKind::Glue || zone.nsec3.is_some() {
+                continue;
+            }
+            types.clear();
+            self.node_types(node, &mut types);
+            types.extend([RType::RRSIG, RType::NSEC]);
+            let next = zone.nodes[at + 1..]
+                .iter()
+                .find(|node| node.kind != NodeKind::Glue)
+                .map_or_else(
+                    || self.origin.to_lower(),
+                    |node| records.record(node.start).owner.to_lower(),
+                );
+            let nsec = [&nsec_rdata(next.as_name(), &types)[..]];
+            let rrset = Rrset {
+                owner,
+                class: zone.soa.class,
+                rtype: RType::NSEC,
+                ttl: zone.nsec_ttl,
+                rdata: &nsec,
+            };
+            signatures += signer.sign(&rrset, false, out)?;
+            out.record(RecordRef {
+                owner,
+                class: zone.soa.class,
+                ttl: zone.nsec_ttl,
+                rtype: RType::NSEC,
+                rdata: nsec[0],
+                location: Location::default(),
+            })
+            .map_err(SignError::Sink)?;
+        }
+        Ok(signatures)
     }
-    Ok(SignedZone {
-        records: out,
-        signatures,
-        replaced,
-    })
+}
+
+/// Whether an RRset of `rtype` at a name of `kind` is signed.
+fn rrset_signed(kind: NodeKind, rtype: RType) -> bool {
+    match kind {
+        NodeKind::Apex | NodeKind::Authoritative => true,
+        NodeKind::Delegation => rtype == RType::DS,
+        NodeKind::Glue => false,
+    }
+}
+
+/// Whether an RRset of `rtype` at a name of `kind` is in its NSEC or
+/// NSEC3 bitmap (RRSIG and NSEC aside).
+fn in_bitmap(kind: NodeKind, rtype: RType, signed: bool) -> bool {
+    match kind {
+        NodeKind::Delegation => matches!(rtype, RType::NS | RType::DS),
+        _ => signed,
+    }
 }
 
 /// The NSEC3PARAM's TTL: 0, as Knot and BIND write it (RFC 5155 names
 /// none; the record is for the zone's servers, not for caches).
-pub(crate) const NSEC3PARAM_TTL: u32 = 0;
+const NSEC3PARAM_TTL: u32 = 0;
 
 /// The NSEC3 parameters, if they can be signed with.
-pub(crate) fn check_nsec3<'p>(
+fn check_nsec3<'p>(
     origin: Name<'_>,
     params: &'p Nsec3Params,
 ) -> Result<&'p Nsec3Params, SignError> {
@@ -477,7 +857,7 @@ pub(crate) fn check_nsec3<'p>(
 }
 
 /// A name in the NSEC3 chain, with what its NSEC3 says.
-struct Hashed {
+pub(crate) struct Hashed {
     /// The original owner, lowercased.
     name: LowerNameBuf,
     /// The types at the original owner (RRSIG included when signed).
@@ -489,7 +869,7 @@ struct Hashed {
 }
 
 /// The NSEC3 chain of one zone.
-struct Chain<'a> {
+pub(crate) struct Chain<'a> {
     origin: Name<'a>,
     class: RClass,
     ttl: u32,
@@ -497,19 +877,13 @@ struct Chain<'a> {
 }
 
 impl Chain<'_> {
-    /// The NSEC3 records of `names` (each name of the zone that is not
-    /// glue, in canonical order) and of the empty non-terminals above
-    /// them, with their RRSIGs, in canonical order of their owners; and
-    /// how many RRSIGs. Bound: one hash per name and empty non-terminal
-    /// (each name's ancestors are walked until one already seen), a sort,
-    /// one signature per NSEC3 and zone-signing key.
-    fn sign(
-        &self,
-        mut names: Vec<Hashed>,
-        signer: Name<'_>,
-        keys: &[ZoneKey<'_>],
-        options: &SignOptions,
-    ) -> Result<(Vec<Record>, usize), SignError> {
+    /// The names of the chain: `names` (each name of the zone that is not
+    /// glue, in canonical order; less the insecure delegations with
+    /// opt-out) and the empty non-terminals above them, with their
+    /// hashes, in hash order (the canonical order of their hashed
+    /// owners). Bound: one hash per name and empty non-terminal (each
+    /// name's ancestors are walked until one already seen), a sort.
+    pub(crate) fn hash_names(&self, mut names: Vec<Hashed>) -> Result<Vec<Hashed>, SignError> {
         if self.params.opt_out {
             names.retain(|name| !name.insecure_delegation);
         }
@@ -545,9 +919,22 @@ impl Chain<'_> {
                 pair[0].name.as_name().to_buf(),
             )));
         }
-        let mut out = Vec::with_capacity(names.len() * 2);
+        Ok(names)
+    }
+
+    /// The NSEC3 records of `names[range]` (from [`Chain::hash_names`]),
+    /// each after its RRSIGs from `signer`, into `out`; how many RRSIGs
+    /// were made.
+    pub(crate) fn sign_range(
+        &self,
+        names: &[Hashed],
+        range: Range<usize>,
+        signer: &mut dyn SignRrset,
+        out: &mut dyn Sink,
+    ) -> Result<usize, SignError> {
         let mut signatures = 0;
-        for (index, name) in names.iter().enumerate() {
+        for index in range {
+            let name = &names[index];
             let next = &names[(index + 1) % names.len()].hash;
             let owner =
                 hashed_owner(&name.hash, self.origin).ok_or(SignError::Nsec3OwnerTooLong)?;
@@ -559,17 +946,18 @@ impl Chain<'_> {
                 ttl: self.ttl,
                 rdata: &rdata,
             };
-            signatures += sign_with(&rrset, signer, keys, false, options, &mut out)?;
-            out.push(Record {
-                owner,
+            signatures += signer.sign(&rrset, false, out)?;
+            out.record(RecordRef {
+                owner: owner.as_name(),
                 class: self.class,
                 ttl: self.ttl,
                 rtype: RType::NSEC3,
-                rdata: rdata[0].to_vec(),
+                rdata: rdata[0],
                 location: Location::default(),
-            });
+            })
+            .map_err(SignError::Sink)?;
         }
-        Ok((out, signatures))
+        Ok(signatures)
     }
 }
 
@@ -598,7 +986,7 @@ pub(crate) fn merge(a: Vec<Record>, b: Vec<Record>) -> Vec<Record> {
 /// The CDS and CDNSKEY RDATA of `keys` at `owner`, each type in
 /// canonical RDATA order and once (the CDS RRset first, as its type is
 /// lower).
-pub(crate) fn cds_records(owner: Name<'_>, keys: &[&SigningKey]) -> Vec<(RType, Vec<u8>)> {
+fn cds_records(owner: Name<'_>, keys: &[&SigningKey]) -> Vec<(RType, Vec<u8>)> {
     let mut cds: Vec<Vec<u8>> = keys.iter().map(|key| key.ds_rdata(owner)).collect();
     let mut cdnskey: Vec<Vec<u8>> = keys.iter().map(|key| key.dnskey_rdata().to_vec()).collect();
     for set in [&mut cds, &mut cdnskey] {
@@ -611,7 +999,7 @@ pub(crate) fn cds_records(owner: Name<'_>, keys: &[&SigningKey]) -> Vec<(RType, 
 }
 
 /// At least one key for each use, at most [`MAX_KEYS`].
-pub(crate) fn check_keys(keys: &[ZoneKey<'_>]) -> Result<(), SignError> {
+fn check_keys(keys: &[ZoneKey<'_>]) -> Result<(), SignError> {
     if keys.is_empty() {
         return Err(SignError::NoKeys);
     }
@@ -627,79 +1015,6 @@ pub(crate) fn check_keys(keys: &[ZoneKey<'_>]) -> Result<(), SignError> {
     Ok(())
 }
 
-/// The records to sign, each with the TTL tern serves it with, and the
-/// number of DNSSEC records dropped to be made anew (with `own_cds`, the
-/// apex's CDS and CDNSKEY records too).
-pub(crate) fn keep_records<R: RecordList + ?Sized>(
-    origin: Name<'_>,
-    records: &R,
-    own_cds: bool,
-) -> Result<(Vec<Record>, usize), SignError> {
-    let ttls = RrsetTtls::of(records);
-    let mut kept = Vec::with_capacity(records.len());
-    let mut replaced = 0;
-    for index in 0..records.len() {
-        let record = records.record(index);
-        if !record.owner.ends_with(origin) {
-            return Err(SignError::OutOfZone(index));
-        }
-        let at_apex = record.owner.eq_ignore_case(origin);
-        let made_here = matches!(record.rtype, RType::RRSIG | RType::NSEC | RType::NSEC3)
-            || (at_apex && matches!(record.rtype, RType::DNSKEY | RType::NSEC3PARAM))
-            || (at_apex && own_cds && matches!(record.rtype, RType::CDS | RType::CDNSKEY));
-        if made_here {
-            replaced += 1;
-            continue;
-        }
-        let mut owned = record.to_record();
-        owned.ttl = ttls.served(index, record.ttl);
-        kept.push(owned);
-    }
-    Ok((kept, replaced))
-}
-
-/// The records in canonical order (owner, then type, class and canonical
-/// RDATA), each once: of records equal in canonical form, the first in
-/// file order stays.
-pub(crate) fn sort_records(records: Vec<Record>) -> Vec<Record> {
-    let mut order: Vec<usize> = (0..records.len()).collect();
-    let keep = {
-        let canonical: Vec<Cow<'_, [u8]>> = records
-            .iter()
-            .map(|record| tern_zone::print::canonical_rdata(record.rtype, &record.rdata))
-            .collect();
-        let rrset_order = |a: &Record, b: &Record| {
-            a.owner
-                .as_name()
-                .canonical_cmp(b.owner.as_name())
-                .then(a.rtype.0.cmp(&b.rtype.0))
-                .then(a.class.0.cmp(&b.class.0))
-        };
-        order.sort_by(|&a, &b| {
-            rrset_order(&records[a], &records[b])
-                .then_with(|| canonical[a].cmp(&canonical[b]))
-                .then(a.cmp(&b))
-        });
-        let mut keep = vec![true; order.len()];
-        for pair in 1..order.len() {
-            let (a, b) = (order[pair - 1], order[pair]);
-            if rrset_order(&records[a], &records[b]) == Ordering::Equal
-                && canonical[a] == canonical[b]
-            {
-                keep[pair] = false;
-            }
-        }
-        keep
-    };
-    let mut slots: Vec<Option<Record>> = records.into_iter().map(Some).collect();
-    order
-        .iter()
-        .zip(keep)
-        .filter(|(_, keep)| *keep)
-        .filter_map(|(&index, _)| slots[index].take())
-        .collect()
-}
-
 /// What the signer needs of the SOA.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Soa {
@@ -708,17 +1023,14 @@ pub(crate) struct Soa {
     pub(crate) minimum: u32,
 }
 
-/// The apex's one SOA record.
-pub(crate) fn apex_soa(origin: Name<'_>, sorted: &[Record]) -> Result<Soa, SignError> {
-    let mut soas = sorted
-        .iter()
-        .take_while(|record| record.owner.as_name().eq_ignore_case(origin))
-        .filter(|record| record.rtype == RType::SOA);
+/// The one SOA record among `apex` (the apex's records).
+fn soa_of<'a>(apex: impl Iterator<Item = RecordRef<'a>>) -> Result<Soa, SignError> {
+    let mut soas = apex.filter(|record| record.rtype == RType::SOA);
     let soa = soas.next().ok_or(SignError::NoSoa)?;
     if soas.next().is_some() {
         return Err(SignError::SeveralSoa);
     }
-    let minimum = tern_wire::rdata::soa_minimum(&soa.rdata).ok_or(SignError::NoSoa)?;
+    let minimum = tern_wire::rdata::soa_minimum(soa.rdata).ok_or(SignError::NoSoa)?;
     Ok(Soa {
         class: soa.class,
         ttl: soa.ttl,
@@ -726,23 +1038,16 @@ pub(crate) fn apex_soa(origin: Name<'_>, sorted: &[Record]) -> Result<Soa, SignE
     })
 }
 
-/// Makes the apex SOA's serial higher than `above` in RFC 1982 terms: the
-/// input's if it is, else `above + 1` (a serial exactly 2^31 away counts
-/// as not higher). The SOA was checked by [`apex_soa`].
-pub(crate) fn raise_serial(origin: Name<'_>, sorted: &mut [Record], above: u32) {
-    let soa = sorted
-        .iter_mut()
-        .take_while(|record| record.owner.as_name().eq_ignore_case(origin))
-        .find(|record| record.rtype == RType::SOA);
-    let Some(soa) = soa else {
-        return;
-    };
+/// Makes the serial in the SOA RDATA `rdata` higher than `above` in
+/// RFC 1982 terms: the input's if it is, else `above + 1` (a serial
+/// exactly 2^31 away counts as not higher).
+fn raise_serial_rdata(rdata: &mut [u8], above: u32) {
     // The serial is the first of the 20 octets of timers that end the
-    // RDATA (checked by `soa_minimum` in `apex_soa`).
-    let Some(at) = soa.rdata.len().checked_sub(20) else {
+    // RDATA (checked by `soa_minimum` in `soa_of`).
+    let Some(at) = rdata.len().checked_sub(20) else {
         return;
     };
-    let Some(field) = soa.rdata.get_mut(at..at + 4) else {
+    let Some(field) = rdata.get_mut(at..at + 4) else {
         return;
     };
     let serial = u32::from_be_bytes([field[0], field[1], field[2], field[3]]);
@@ -760,14 +1065,14 @@ pub fn serial_higher(a: u32, b: u32) -> bool {
 /// The names of the sorted records, with what each is. A delegation's
 /// names below it follow it directly in canonical order, so one cut at a
 /// time is remembered.
-pub(crate) fn nodes(origin: Name<'_>, sorted: &[Record]) -> Vec<Node> {
+pub(crate) fn nodes<L: RecordList + ?Sized>(origin: Name<'_>, sorted: &L) -> Vec<Node> {
     let mut nodes = Vec::new();
     let mut cut: Option<NameBuf> = None;
     let mut start = 0;
     while start < sorted.len() {
-        let owner = sorted[start].owner.as_name();
+        let owner = sorted.record(start).owner;
         let mut end = start + 1;
-        while end < sorted.len() && sorted[end].owner.as_name().eq_ignore_case(owner) {
+        while end < sorted.len() && sorted.record(end).owner.eq_ignore_case(owner) {
             end += 1;
         }
         let below_cut = cut
@@ -778,10 +1083,7 @@ pub(crate) fn nodes(origin: Name<'_>, sorted: &[Record]) -> Vec<Node> {
         } else if owner.eq_ignore_case(origin) {
             cut = None;
             NodeKind::Apex
-        } else if sorted[start..end]
-            .iter()
-            .any(|record| record.rtype == RType::NS)
-        {
+        } else if (start..end).any(|index| sorted.rtype(index) == RType::NS) {
             cut = Some(owner.to_buf());
             NodeKind::Delegation
         } else {
@@ -794,38 +1096,68 @@ pub(crate) fn nodes(origin: Name<'_>, sorted: &[Record]) -> Vec<Node> {
     nodes
 }
 
-/// Signs `rrset` with each key of its role, pushing the RRSIG records to
-/// `out`; returns how many.
-fn sign_with(
-    rrset: &Rrset<'_>,
-    signer: Name<'_>,
-    keys: &[ZoneKey<'_>],
-    by_key_signing_keys: bool,
-    options: &SignOptions,
-    out: &mut Vec<Record>,
-) -> Result<usize, SignError> {
-    let mut made = 0;
-    for key in keys {
-        let chosen = if by_key_signing_keys {
-            key.signs_keys
-        } else {
-            key.signs_zone
-        };
-        if !chosen {
-            continue;
+//----------- SignRrset ------------------------------------------------------
+
+/// How an RRset gets its RRSIGs: signed anew ([`Fresh`]), or kept from the
+/// previous signed version where they can be ([`crate::incremental`]).
+pub(crate) trait SignRrset {
+    /// Pushes to `out` an RRSIG over `rrset` by each key that signs it
+    /// (the apex's DNSKEY, CDS and CDNSKEY RRsets, `by_key_signing_keys`,
+    /// by the keys that sign keys; the others by those that sign the
+    /// zone); returns how many were made anew.
+    fn sign(
+        &mut self,
+        rrset: &Rrset<'_>,
+        by_key_signing_keys: bool,
+        out: &mut dyn Sink,
+    ) -> Result<usize, SignError>;
+}
+
+/// Every RRSIG made anew, by the keys chosen for the RRset.
+#[derive(Clone, Copy)]
+struct Fresh<'a> {
+    /// The zone's apex, lowercased.
+    signer: Name<'a>,
+    keys: &'a [ZoneKey<'a>],
+    options: &'a SignOptions,
+}
+
+impl SignRrset for Fresh<'_> {
+    fn sign(
+        &mut self,
+        rrset: &Rrset<'_>,
+        by_key_signing_keys: bool,
+        out: &mut dyn Sink,
+    ) -> Result<usize, SignError> {
+        let mut made = 0;
+        for key in self
+            .keys
+            .iter()
+            .filter(|key| key.signs(by_key_signing_keys))
+        {
+            made += 1;
+            let rdata = sign_rrset(rrset, self.signer, key.key, self.options.validity)?;
+            push_rrsig(rrset, &rdata, out)?;
         }
-        let rdata = sign_rrset(rrset, signer, key.key, options.validity)?;
-        out.push(Record {
-            owner: rrset.owner.to_buf(),
-            class: rrset.class,
-            ttl: rrset.ttl,
-            rtype: RType::RRSIG,
-            rdata,
-            location: Location::default(),
-        });
-        made += 1;
+        Ok(made)
     }
-    Ok(made)
+}
+
+/// Pushes to `out` the RRSIG record of `rdata` over `rrset`.
+pub(crate) fn push_rrsig(
+    rrset: &Rrset<'_>,
+    rdata: &[u8],
+    out: &mut dyn Sink,
+) -> Result<(), SignError> {
+    out.record(RecordRef {
+        owner: rrset.owner,
+        class: rrset.class,
+        ttl: rrset.ttl,
+        rtype: RType::RRSIG,
+        rdata,
+        location: Location::default(),
+    })
+    .map_err(SignError::Sink)
 }
 
 //=========== Tests ==========================================================
@@ -897,6 +1229,161 @@ mod tests {
         assert_eq!(serial_of(Some(10 + (1 << 31))), 11 + (1 << 31));
         assert!(serial_higher(0, u32::MAX) && !serial_higher(u32::MAX, 0));
         assert!(!serial_higher(0, 1 << 31) && !serial_higher(1 << 31, 0));
+    }
+
+    /// A zone with every kind of name the signer tells apart: the apex,
+    /// names with data in mixed case and with octets 0, 1 and 2 in their
+    /// labels, duplicates, secure and insecure delegations with glue,
+    /// empty non-terminals, a wildcard; then `names` generated names of
+    /// each kind (seeded, so every run signs the same zone).
+    fn varied_zone(names: usize) -> (NameBuf, Vec<Record>) {
+        let mut text = format!(
+            "{SOA}@ NS ns\n@ NS NS\nns A 192.0.2.1\nWWW A 192.0.2.9\nwww A 192.0.2.9\n\
+             www A 192.0.2.1\nwww 300 TXT hi\na.b.c TXT x\n*.wild A 192.0.2.7\n\
+             sub NS ns.sub\nsub DS 1 13 2 00\nns.sub A 192.0.2.2\n\
+             x.unsigned NS ns.example.net.\nmx MX 10 MAIL.Example.\nMAIL A 192.0.2.3\n\
+             z\\000 A 192.0.2.4\nz\\001 A 192.0.2.4\nz\\002 A 192.0.2.4\nz- A 192.0.2.4\n"
+        );
+        let mut seed: u64 = 24;
+        let mut next = || {
+            seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (seed >> 33) as usize
+        };
+        let octets = ["a", "B", "c", "\\000", "\\001", "\\255", "-", "Z"];
+        for _ in 0..names {
+            let mut name = String::new();
+            for _ in 0..1 + next() % 3 {
+                for _ in 0..1 + next() % 3 {
+                    name.push_str(octets[next() % octets.len()]);
+                }
+                name.push('.');
+            }
+            name.push_str("example.");
+            let line = match next() % 6 {
+                0 => format!("{name} NS ns.{name}\nns.{name} A 192.0.2.{}\n", next() % 3),
+                1 => format!("{name} MX 10 {}\n", name.to_uppercase()),
+                _ => format!("{name} {} A 192.0.2.{}\n", 100 + next() % 3, next() % 4),
+            };
+            text.push_str(&line);
+        }
+        zone(&text)
+    }
+
+    /// `dnssec.signing-threads`: the zone signed on 2 or 3 threads, in
+    /// batches of 1, 2 or 5 names (every boundary crossed), is the zone
+    /// signed on one, record for record (Ed25519 signatures are
+    /// deterministic), with NSEC, NSEC3 and NSEC3 with opt-out.
+    #[test]
+    fn threads_and_batches_change_nothing() {
+        let (origin, records) = varied_zone(150);
+        let keys = [key(KeyRole::Ksk), key(KeyRole::Zsk)];
+        let denials = [
+            Denial::Nsec,
+            Denial::Nsec3(Nsec3Params::default()),
+            Denial::Nsec3(Nsec3Params {
+                iterations: 2,
+                salt: vec![0xab, 0xcd],
+                opt_out: true,
+            }),
+        ];
+        for denial in denials {
+            let options = SignOptions {
+                denial,
+                ..options()
+            };
+            let one = sign_zone(origin.as_name(), &records, &keys, &options).unwrap();
+            assert!(one.records.len() > 3 * 150, "{}", one.records.len());
+            for (threads, batch) in [(2, 1), (2, 5), (3, 2), (3, 1000)] {
+                let mut out: Vec<Record> = Vec::new();
+                let stats = sign_in_batches(
+                    origin.as_name(),
+                    &records,
+                    &KeySet::by_role(&keys),
+                    &options,
+                    threads,
+                    batch,
+                    &mut out,
+                )
+                .unwrap();
+                assert_eq!(
+                    (stats.records, stats.signatures, stats.replaced),
+                    (out.len(), one.signatures, one.replaced)
+                );
+                assert!(
+                    out == one.records,
+                    "{:?}: {threads} threads, batches of {batch}",
+                    options.denial
+                );
+            }
+        }
+    }
+
+    /// With ECDSA (random nonces) two threads make the same records but
+    /// the signatures' 64 octets, and each signature verifies.
+    #[test]
+    fn ecdsa_on_two_threads() {
+        let (origin, records) = varied_zone(40);
+        let (csk, _) = SigningKey::generate(Algorithm::EcdsaP256Sha256, KeyRole::Csk).unwrap();
+        let keys = [csk];
+        let one = sign_zone(origin.as_name(), &records, &keys, &options()).unwrap();
+        let mut two: Vec<Record> = Vec::new();
+        sign_in_batches(
+            origin.as_name(),
+            &records,
+            &KeySet::by_role(&keys),
+            &options(),
+            2,
+            3,
+            &mut two,
+        )
+        .unwrap();
+        assert_eq!(one.records.len(), two.len());
+        let without_signature = |record: &Record| {
+            let mut record = record.clone();
+            if record.rtype == RType::RRSIG {
+                record.rdata.truncate(record.rdata.len() - 64);
+            }
+            record
+        };
+        for (a, b) in one.records.iter().zip(&two) {
+            assert_eq!(without_signature(a), without_signature(b));
+        }
+        assert!(two.iter().any(|record| record.rtype == RType::RRSIG));
+    }
+
+    /// The sort keys order names as `canonical_cmp` does (RFC 4034
+    /// section 6.1), case, octets 0 to 2 and label boundaries included.
+    #[test]
+    fn canonical_keys_sort_as_names() {
+        let (_, records) = varied_zone(300);
+        let mut names: Vec<NameBuf> = records.iter().map(|record| record.owner).collect();
+        for text in [
+            "a\\000.example.",
+            "a.example.",
+            "a\\001\\001.example.",
+            "\\001.a.example.",
+        ] {
+            names.push(NameBuf::from_text(text.as_bytes(), None).unwrap());
+        }
+        let keys: Vec<Vec<u8>> = names
+            .iter()
+            .map(|name| {
+                let mut key = Vec::new();
+                push_canonical_key(name.as_name(), &mut key);
+                key
+            })
+            .collect();
+        for (a, key_a) in names.iter().zip(&keys) {
+            for (b, key_b) in names.iter().zip(&keys) {
+                assert_eq!(
+                    key_a.cmp(key_b),
+                    a.as_name().canonical_cmp(b.as_name()),
+                    "{a} and {b}"
+                );
+            }
+        }
     }
 
     /// A rollover's key set: a key published ahead (signing nothing) is
@@ -1056,14 +1543,7 @@ mod tests {
                 hash: [0; HASH_LEN],
             })
             .collect();
-        let error = chain
-            .sign(
-                twice,
-                origin.as_name(),
-                &KeySet::by_role(&csk).keys,
-                &options(),
-            )
-            .unwrap_err();
+        let error = chain.hash_names(twice).err().unwrap();
         assert!(
             matches!(error, SignError::Nsec3Collision(name) if name.as_name() == www.as_name())
         );

@@ -5,6 +5,8 @@
 //!   SIGTERM or SIGINT; SIGHUP reloads, SIGUSR1 logs the counters.
 //! - `tern check`: validate the configuration and zones; non-zero exit on errors.
 //! - `tern dump ORIGIN FILE`: print a zone in canonical one-record-per-line form.
+//! - `tern sign --config FILE ORIGIN [ZONEFILE]`: sign a configured zone
+//!   offline, as the server would, and write it as a zone file.
 //! - `tern stats`: print a running server's per-core counters.
 //! - `tern status`, `tern reload [ZONE]`, `tern stop`: a running server's
 //!   version and uptime, a reload of the changed zones (as SIGHUP), a stop
@@ -50,6 +52,7 @@ mod manpage;
 mod metrics;
 mod privileges;
 mod service;
+mod sign;
 mod tls;
 
 use config::{Config, Overrides};
@@ -98,6 +101,9 @@ enum Command {
         /// The zone file.
         file: PathBuf,
     },
+    /// Sign a zone of the configuration (its `dnssec-policy`, its keys)
+    /// offline, as the server would, and write it as a zone file.
+    Sign(sign::SignArgs),
     /// Print the per-core counters of a running `tern serve`.
     Stats(StatsArgs),
     /// Print a running server's version, uptime, cores and zone count.
@@ -271,6 +277,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Serve(args) => serve(args),
         Command::Check(args) => check(args),
         Command::Dump { origin, file } => dump(&origin, &file),
+        Command::Sign(args) => sign::sign(args),
         Command::Stats(args) => stats(args),
         Command::Status(args) => control_command(&args, "status"),
         Command::Reload { server, zone } => {

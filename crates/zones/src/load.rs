@@ -631,6 +631,8 @@ struct Signer<'s> {
     state_directory: &'s Path,
     serial_above: Option<u32>,
     previous: Option<Arc<SignedVersion>>,
+    /// Threads that sign the zone when it is signed whole.
+    threads: usize,
 }
 
 /// The signer of the zone `origin` (lowercased wire form), if its
@@ -653,6 +655,7 @@ fn signer<'s>(
         state_directory: &signing.state_directory,
         serial_above,
         previous: previous.and_then(|previous| previous.signed(origin)),
+        threads: signing.threads,
     })
 }
 
@@ -750,28 +753,32 @@ fn load_zone_from(
     })
 }
 
-/// A zone's records as read, or as signed.
-enum Built {
-    Plain(Records),
-    Signed(Arc<SignedVersion>),
-}
-
 /// Signs a zone's `records` as `signer` says: from its previous signed
 /// version if it has one (only what changed, and what the rollover steps
-/// due change), else whole; the version made, with its keys and when it
-/// must be signed again (its first signature due for refresh, or its
-/// keys' next step if earlier).
+/// due change), else whole on `signer.threads` threads, streamed as it is
+/// signed; each signed record handed to `build` and kept compact for the
+/// next signing. The version made, with its keys and when it must be
+/// signed again (its first signature due for refresh, or its keys' next
+/// step if earlier).
 fn sign_loaded(
     origin: NameBuf,
     records: &Records,
     signer: &Signer<'_>,
+    build: &mut dyn Sink,
 ) -> Result<SignedVersion, Failure> {
     let now = crate::unix_time();
     let started = std::time::Instant::now();
     let name = origin.as_name();
-    // The records signed with what the keys call for next, the RRSIGs
-    // made and kept, what changed and when the first signature is due.
-    let (signed, (signatures, kept), change, next) = match &signer.previous {
+    // Kept compact (no allocation per record) for the next signing, beside
+    // the zone built from the same records.
+    let mut compact = Records::new();
+    let mut both = Both {
+        compact: &mut compact,
+        build,
+    };
+    // The RRSIGs made and kept, what the keys call for next, what changed
+    // and when the first signature is due.
+    let (signatures, kept, next_key_event, awaiting_ds, change, next) = match &signer.previous {
         Some(previous) => {
             let from = previous_serial(name, previous.records());
             let resigned = crate::signing::sign_again(
@@ -785,77 +792,84 @@ fn sign_loaded(
             )
             .map_err(Failure::Signing)?;
             let zone = resigned.zone;
+            Sink::reserve(&mut both, zone.records.len());
+            for index in 0..zone.records.len() {
+                Sink::record(&mut both, zone.records.record(index))
+                    .map_err(|err| Failure::Signing(err.to_string()))?;
+            }
             let next = zone
                 .next_refresh
                 .unwrap_or_else(|| crate::signing::resign_due(signer.policy, now));
-            let signed = crate::signing::Signed {
-                zone: zone.records,
-                next_key_event: resigned.next_key_event,
-                awaiting_ds: resigned.awaiting_ds,
-            };
-            let change = from.zip(zone.difference);
-            (signed, (zone.signatures, zone.kept), change, next)
+            (
+                zone.signatures,
+                zone.kept,
+                resigned.next_key_event,
+                resigned.awaiting_ds,
+                from.zip(zone.difference),
+                next,
+            )
         }
         None => {
-            let signed = crate::signing::sign(
+            let signed = crate::signing::sign_into(
                 name,
                 records,
                 signer.policy,
                 signer.state_directory,
                 now,
                 signer.serial_above,
+                signer.threads,
+                &mut both,
             )
             .map_err(Failure::Signing)?;
-            let next = crate::signing::next_resign(signer.policy, now, &signed.zone.records);
-            let signatures = signed.zone.signatures;
-            let signed = crate::signing::Signed {
-                zone: signed.zone.records,
-                next_key_event: signed.next_key_event,
-                awaiting_ds: signed.awaiting_ds,
-            };
-            (signed, (signatures, 0), None, next)
+            let next = crate::signing::next_resign(signer.policy, now, &compact);
+            (
+                signed.zone.signatures,
+                0,
+                signed.next_key_event,
+                signed.awaiting_ds,
+                None,
+                next,
+            )
         }
     };
     log::info!(
         "zone {name}: signed, {signatures} signatures made, {kept} kept, in {} ms",
         started.elapsed().as_millis()
     );
-    // Kept compact (no allocation per record) for the next signing, and
-    // what the zone is built from.
-    let mut compact = Records::new();
-    Sink::reserve(&mut compact, signed.zone.len());
-    for record in &signed.zone {
-        Sink::record(
-            &mut compact,
-            tern_zone::RecordRef {
-                owner: record.owner.as_name(),
-                class: record.class,
-                ttl: record.ttl,
-                rtype: record.rtype,
-                rdata: &record.rdata,
-                location: record.location,
-            },
-        )
-        .map_err(|err| Failure::Signing(err.to_string()))?;
-    }
-    let key_event = signed.next_key_event;
     let keys = crate::rollover::ZoneKeys {
         origin,
         dir: crate::keys::key_dir(signer.state_directory, name),
         policy: Arc::clone(signer.policy),
-        next_event: key_event,
-        awaiting_ds: signed.awaiting_ds,
+        next_event: next_key_event,
+        awaiting_ds,
     };
-    drop(signed);
     Ok(SignedVersion {
         records: compact,
-        resign_at: key_event.map_or(next, |at| at.min(next)),
-        key_event_first: key_event.is_some_and(|at| at < next),
+        resign_at: next_key_event.map_or(next, |at| at.min(next)),
+        key_event_first: next_key_event.is_some_and(|at| at < next),
         keys: Arc::new(keys),
         change: Mutex::new(change),
         signatures,
         kept,
     })
+}
+
+/// The signed records, each kept compact and handed to the zone's
+/// builder.
+struct Both<'a> {
+    compact: &'a mut Records,
+    build: &'a mut dyn Sink,
+}
+
+impl Sink for Both<'_> {
+    fn reserve(&mut self, records: usize) {
+        Sink::reserve(self.compact, records);
+    }
+
+    fn record(&mut self, record: tern_zone::RecordRef<'_>) -> Result<(), &'static str> {
+        Sink::record(self.compact, record)?;
+        self.build.record(record)
+    }
 }
 
 /// The serial of the apex SOA among signed `records` (first in canonical
@@ -868,6 +882,41 @@ fn previous_serial(origin: tern_wire::name::Name<'_>, records: &Records) -> Opti
         .rdata;
     let at = rdata.len().checked_sub(20)?;
     Some(u32::from_be_bytes(rdata.get(at..at + 4)?.try_into().ok()?))
+}
+
+/// The builder of a zone as a sink of records: a record it refuses is an
+/// error at the record's location (the scan goes on, the zone fails).
+struct Build<'b, F> {
+    builder: &'b mut ZoneBuilder,
+    errors: &'b mut Vec<String>,
+    file_of: &'b F,
+}
+
+impl<F: Fn(tern_zone::Location) -> String> Build<'_, F> {
+    fn insert(&mut self, record: tern_zone::RecordRef<'_>) {
+        if let Err(err) = self.builder.insert(
+            record.owner,
+            record.rtype,
+            record.class,
+            record.ttl,
+            record.rdata,
+        ) {
+            let location = record.location;
+            self.errors.push(format!(
+                "{}:{}:{}: error: {err}",
+                (self.file_of)(location),
+                location.line,
+                location.col
+            ));
+        }
+    }
+}
+
+impl<F: Fn(tern_zone::Location) -> String> tern_zone::Sink for Build<'_, F> {
+    fn record(&mut self, record: tern_zone::RecordRef<'_>) -> Result<(), &'static str> {
+        self.insert(record);
+        Ok(())
+    }
 }
 
 /// [`load_zone_from`], with the `$INCLUDE`d files read by `read`, and
@@ -928,46 +977,33 @@ fn load_zone_with(
         return Err(Failure::Zone(errors));
     }
     tern_zone::ttl::settle_ttls(&mut records); // each RRset's TTL as BIND reads the file (tern_zone::ttl)
-                                               // A zone with a policy is built from its signed records only: a
-                                               // signing failure leaves nothing to serve.
-    let mut signed = None;
-    let built = match signer {
-        Some(signer) => {
-            let version = sign_loaded(origin, &records, &signer)?;
-            drop(records);
-            let version = Arc::new(version);
-            signed = Some(Arc::clone(&version));
-            Built::Signed(version)
-        }
-        None => Built::Plain(records),
-    };
-    let (list, rdata_len): (&dyn RecordList, usize) = match &built {
-        Built::Plain(records) => (records, records.rdata_len()),
-        Built::Signed(version) => (version.records(), version.records().rdata_len()),
-    };
     let mut builder = ZoneBuilder::new(origin.as_name());
-    builder.reserve(list.len(), rdata_len);
-    for record in (0..list.len()).map(|index| list.record(index)) {
-        if let Err(err) = builder.insert(
-            record.owner,
-            record.rtype,
-            record.class,
-            record.ttl,
-            record.rdata,
-        ) {
-            let location = record.location;
-            errors.push(format!(
-                "{}:{}:{}: error: {err}",
-                file_of(location),
-                location.line,
-                location.col
-            ));
+    builder.reserve(records.len(), records.rdata_len());
+    let mut signed = None;
+    let mut build = Build {
+        builder: &mut builder,
+        errors: &mut errors,
+        file_of: &file_of,
+    };
+    match signer {
+        // A zone with a policy is built from its signed records only,
+        // each handed to the builder as it is signed (signed whole, on
+        // the signing threads, as each batch is done): a signing failure
+        // leaves nothing to serve.
+        Some(signer) => {
+            let version = sign_loaded(origin, &records, &signer, &mut build)?;
+            signed = Some(Arc::new(version));
+        }
+        None => {
+            for record in records.iter() {
+                build.insert(record);
+            }
         }
     }
+    drop(records);
     if !errors.is_empty() {
         return Err(Failure::Zone(errors));
     }
-    drop(built);
     drop(data);
     let stamp = Stamp {
         path: path.into(),

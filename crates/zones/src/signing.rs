@@ -3,9 +3,10 @@
 //! of a zone's records with its keys ([`crate::keys`]) before the zone is
 //! built.
 //!
-//! A zone is signed on the thread that loads it (start, or the reload
+//! A zone is signed by the thread that loads it (start, or the reload
 //! thread), never on a core: whole when it has no signed version yet
-//! ([`sign`]), else from its previous signed version, signing only what
+//! ([`sign`]; the loader streams it on `dnssec.signing-threads` threads,
+//! [`sign_into`]), else from its previous signed version, signing only what
 //! changed, what its keys' changes call for and the signatures due for
 //! refresh ([`sign_again`]). It is loaded again when its first signature
 //! is due ([`crate::resign`], [`next_resign`]): `rrsig-refresh` before its
@@ -22,12 +23,12 @@ use std::sync::Arc;
 
 use rand::Rng as _;
 use tern_dnssec::{
-    resign_zone, sign_zone_with, Denial, Nsec3Params, Refresh, Resigned, SignOptions, SignedZone,
-    Validity,
+    resign_zone, sign_zone_into, sign_zone_with, Denial, KeySet, Nsec3Params, Refresh, Resigned,
+    SignError, SignOptions, SignStats, SignedZone, Validity,
 };
 use tern_wire::name::Name;
 use tern_wire::types::RType;
-use tern_zone::RecordList;
+use tern_zone::{RecordList, Sink};
 
 use crate::keys;
 pub use crate::policy::{CdsCdnskey, Nsec3Policy, ParentCheck, Policy, DEFAULT_RRSIG_JITTER};
@@ -46,7 +47,8 @@ pub const INCEPTION_BACKDATE: u64 = 3600;
 pub struct Signing {
     /// The state directory, where keys live (`STATE/keys`).
     pub state_directory: PathBuf,
-    /// Threads that sign (parsed; this slice signs on the loading thread).
+    /// Threads that sign one zone signed whole (`dnssec.signing-threads`),
+    /// started by the thread that loads it, not pinned to a serving core.
     pub threads: usize,
     /// The policy of each signed zone, by lowercased wire origin.
     pub zones: hashbrown::HashMap<Box<[u8]>, Arc<Policy>>,
@@ -197,15 +199,62 @@ pub fn sign<R: RecordList + ?Sized>(
     serial_above: Option<u32>,
 ) -> Result<Signed, String> {
     let stepped = step_keys(origin, records, policy, state_directory, now)?;
+    with_keys(
+        &stepped,
+        policy,
+        now,
+        serial_above,
+        None,
+        |keys, options| sign_zone_with(origin, records, keys, options),
+    )
+}
+
+/// [`sign`], on `threads` threads, handing the signed zone's records to
+/// `sink` in canonical order as they are made rather than collecting
+/// them (`tern_dnssec::sign_zone_into`): how the loader signs a zone that
+/// has no signed version yet, and `tern sign` writes one, with only the
+/// batches being signed held besides the input and what `sink` keeps.
+#[allow(clippy::too_many_arguments)]
+pub fn sign_into<R: RecordList + ?Sized>(
+    origin: Name<'_>,
+    records: &R,
+    policy: &Policy,
+    state_directory: &Path,
+    now: u64,
+    serial_above: Option<u32>,
+    threads: usize,
+    sink: &mut dyn Sink,
+) -> Result<Signed<SignStats>, String> {
+    let stepped = step_keys(origin, records, policy, state_directory, now)?;
+    with_keys(
+        &stepped,
+        policy,
+        now,
+        serial_above,
+        None,
+        |keys, options| sign_zone_into(origin, records, keys, options, threads, sink),
+    )
+}
+
+/// What `signing` makes with the key set of `stepped` and the options of
+/// `policy` at `now` (NSEC3 with `salt` when given, else a new one), with
+/// what the keys call for next.
+fn with_keys<Z>(
+    stepped: &Stepped,
+    policy: &Policy,
+    now: u64,
+    serial_above: Option<u32>,
+    salt: Option<Vec<u8>>,
+    signing: impl FnOnce(&KeySet<'_>, &SignOptions) -> Result<Z, SignError>,
+) -> Result<Signed<Z>, String> {
     let keys = rollover::key_set(&stepped.stored, policy, now);
     let options = SignOptions {
         validity: validity(policy, now)?,
         dnskey_ttl: policy.dnskey_ttl,
-        denial: denial(policy, None),
+        denial: denial(policy, salt),
         serial_above,
     };
-    let zone = sign_zone_with(origin, records, &keys, &options)
-        .map_err(|err| format!("signing: {err}"))?;
+    let zone = signing(&keys, &options).map_err(|err| format!("signing: {err}"))?;
     Ok(Signed {
         zone,
         next_key_event: stepped.next_key_event,
@@ -256,31 +305,19 @@ pub fn sign_again<P: RecordList + ?Sized, R: RecordList + ?Sized>(
     serial_above: Option<u32>,
 ) -> Result<Signed<Resigned>, String> {
     let stepped = step_keys(origin, records, policy, state_directory, now)?;
-    let keys = rollover::key_set(&stepped.stored, policy, now);
     let salt = policy
         .nsec3
         .as_ref()
         .and_then(|nsec3| previous_salt(origin, previous, nsec3));
-    let options = SignOptions {
-        validity: validity(policy, now)?,
-        dnskey_ttl: policy.dnskey_ttl,
-        denial: denial(policy, salt),
+    let refresh = refresh_of(policy, now);
+    with_keys(
+        &stepped,
+        policy,
+        now,
         serial_above,
-    };
-    let zone = resign_zone(
-        origin,
-        previous,
-        records,
-        &keys,
-        &options,
-        &refresh_of(policy, now),
+        salt,
+        |keys, options| resign_zone(origin, previous, records, keys, options, &refresh),
     )
-    .map_err(|err| format!("signing: {err}"))?;
-    Ok(Signed {
-        zone,
-        next_key_event: stepped.next_key_event,
-        awaiting_ds: stepped.awaiting_ds,
-    })
 }
 
 /// The signatures' validity for a signing under `policy` at `now`.

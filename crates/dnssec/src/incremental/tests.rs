@@ -7,8 +7,9 @@ use tern_zone::{parse_bytes, NoInclude, Options};
 
 use super::*;
 use crate::key::{Algorithm, KeyRole};
+use crate::nsec3::Nsec3Params;
 use crate::rrsig::Validity;
-use crate::zone::{sign_zone, sign_zone_with};
+use crate::zone::{sign_zone, sign_zone_with, Denial};
 
 const NOW: u64 = 1_800_000_000;
 const LIFETIME: u64 = 14 * 86_400;
