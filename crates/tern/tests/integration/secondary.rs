@@ -82,9 +82,13 @@ fn a_secondary_transfers_follows_notify_and_keeps_its_copy() {
     );
     let (ok, status) = control(&secondary_dir, &["zone-status", "example.net"]);
     assert!(ok, "{status}");
+    // The zone served came by AXFR (nothing else gives a secondary data);
+    // its last outcome says so, unless the primary's NOTIFY at its start
+    // was taken after that AXFR and its refresh found serial 1 current
+    // (seen once in make test-repeat on a machine at load 20).
     assert!(
         status.starts_with("example.net. role secondary serial 1 ")
-            && status.contains("by AXFR from"),
+            && (status.contains("by AXFR from") || status.contains("outcome \"refresh: current\"")),
         "{status}"
     );
 
