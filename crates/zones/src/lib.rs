@@ -19,6 +19,8 @@
 //!   of the parent's DS set.
 //! - [`policy`]: a signed zone's policy, read by the signer and the
 //!   rollovers.
+//! - [`sign_status`]: what each signed zone's signing did last, and its
+//!   failures (`tern zone-status`, the metrics).
 //!
 //! Nothing here runs on a core or is known to the per-core runtime
 //! (`tern-server`): the cores receive finished versions as catalog changes,
@@ -39,6 +41,7 @@ pub mod policy;
 pub mod refresh;
 pub mod resign;
 pub mod rollover;
+pub mod sign_status;
 pub mod signing;
 pub mod start;
 pub mod state;

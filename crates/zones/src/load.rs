@@ -838,6 +838,17 @@ fn sign_loaded(
         )
         .map_err(|err| Failure::Signing(err.to_string()))?;
     }
+    crate::sign_status::signed(
+        tern_wire::name::LowerNameBuf::from_name(name).as_bytes(),
+        signer.policy,
+        crate::sign_status::LastSigning {
+            at: now,
+            duration: started.elapsed().as_secs_f64(),
+            signatures: signatures as u64,
+        },
+        crate::sign_status::earliest_expiry(&compact, now),
+        signed.next_key_event,
+    );
     let key_event = signed.next_key_event;
     let keys = crate::rollover::ZoneKeys {
         origin,
@@ -933,7 +944,14 @@ fn load_zone_with(
     let mut signed = None;
     let built = match signer {
         Some(signer) => {
-            let version = sign_loaded(origin, &records, &signer)?;
+            // A failure is counted and kept for `tern zone-status`.
+            let wire = tern_wire::name::LowerNameBuf::from_name(origin.as_name());
+            let version = sign_loaded(origin, &records, &signer).inspect_err(|failure| {
+                if let Failure::Signing(cause) = failure {
+                    let now = crate::unix_time();
+                    crate::sign_status::failed(wire.as_bytes(), signer.policy, cause, now);
+                }
+            })?;
             drop(records);
             let version = Arc::new(version);
             signed = Some(Arc::clone(&version));
