@@ -129,6 +129,7 @@ dnssec: release
 	TERN_BIN=$(RELEASE_BIN) python3 tests/dnssec/rollover.py
 	TERN_BIN=$(RELEASE_BIN) python3 tests/dnssec/validate.py
 	TERN_BIN=$(RELEASE_BIN) python3 tests/dnssec/secondaries.py
+	TERN_BIN=$(RELEASE_BIN) python3 tests/dnssec/status.py
 
 ## The Prometheus endpoint, scraped by a real Prometheus (tests/metrics).
 metrics: release
