@@ -184,11 +184,7 @@ fn entry<'t>(
     table: &'t mut BTreeMap<Box<[u8]>, ZoneSigning>,
     origin: &[u8],
 ) -> &'t mut ZoneSigning {
-    if !table.contains_key(origin) {
-        table.insert(origin.into(), ZoneSigning::default());
-    }
-    // Inserted above if it was missing.
-    table.get_mut(origin).expect("entry present")
+    table.entry(origin.into()).or_default()
 }
 
 /// The entry of the zone `origin` (lowercased wire form), if signed.
