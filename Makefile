@@ -143,6 +143,7 @@ dnssec: release
 	TERN_BIN=$(RELEASE_BIN) python3 tests/dnssec/secondaries.py
 	TERN_BIN=$(RELEASE_BIN) python3 tests/dnssec/bump.py
 	TERN_BIN=$(RELEASE_BIN) python3 tests/dnssec/sign_offline.py
+	TERN_BIN=$(RELEASE_BIN) python3 tests/dnssec/status.py
 
 ## The Prometheus endpoint, scraped by a real Prometheus (tests/metrics).
 metrics: release

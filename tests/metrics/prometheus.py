@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import re
 import shutil
 import socket
 import subprocess
@@ -70,6 +71,30 @@ def fail(message: str, *logs: pathlib.Path) -> None:
             tail = "(no log)"
         print(f"--- {log.name} ---\n{tail}", file=sys.stderr)
     sys.exit(1)
+
+
+def check_alert_rules(tmp: pathlib.Path) -> None:
+    """docs/operations.md's Prometheus rules (the ```yaml blocks of "What to alert on")
+    pass `promtool check rules`, and name only series tern serves."""
+    doc = (HERE.parent.parent / "docs" / "operations.md").read_text()
+    section = doc.split("### What to alert on", 1)[-1].split("\n## ", 1)[0]
+    blocks = section.split("```yaml\n")[1:]
+    if not blocks:
+        fail("docs/operations.md: no ```yaml rules under \"What to alert on\"")
+    metrics_rs = (HERE.parent.parent / "crates" / "tern" / "src" / "metrics.rs").read_text()
+    for number, block in enumerate(blocks):
+        rules = block.split("```", 1)[0]
+        path = tmp / f"rules-{number}.yml"
+        path.write_text(rules)
+        check = subprocess.run(["promtool", "check", "rules", str(path)],
+                               capture_output=True, text=True)
+        if check.returncode != 0:
+            fail(f"promtool check rules on docs/operations.md's block {number}: "
+                 f"rc {check.returncode}\n{check.stdout}{check.stderr}\n{rules}")
+        for series in sorted(set(re.findall(r"\btern_[a-z_]+", rules))):
+            if f'"{series}"' not in metrics_rs:
+                fail(f"docs/operations.md's rules name {series}, which tern does not serve")
+        print(f"{SCRIPT}: promtool check rules: {check.stdout.strip().splitlines()[-1]}")
 
 
 def free_tcp_port() -> int:
@@ -195,6 +220,8 @@ def main() -> None:
                                capture_output=True, text=True)
         if check.returncode != 0 or check.stdout.strip() or check.stderr.strip():
             fail(f"promtool check metrics: rc {check.returncode}\n{check.stdout}{check.stderr}")
+
+        check_alert_rules(tmp)
 
         # Other paths and methods.
         for path, status in (("/nothing", 404),):

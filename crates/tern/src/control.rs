@@ -670,8 +670,11 @@ fn zone_status(control: &Control, only: Option<&str>) -> String {
             .map_or_else(|| "none".to_string(), |serial| serial.to_string());
         match &view.secondary {
             None => text.push_str(&format!(
-                "{name} role primary serial {serial}{}\n",
-                crate::keyctl::status(&control.zones, &view.origin)
+                "{name} role primary serial {serial}{}{}\n",
+                crate::keyctl::status(&control.zones, &view.origin),
+                tern_zones::sign_status::get(&view.origin)
+                    .map(|signing| signing.describe(tern_zones::unix_time()))
+                    .unwrap_or_default()
             )),
             Some(status) => text.push_str(&format!(
                 "{name} role {} serial {serial} {}\n",
@@ -680,10 +683,29 @@ fn zone_status(control: &Control, only: Option<&str>) -> String {
             )),
         }
     }
+    not_served_signing(&control.zones, only.as_ref(), &mut text);
     if text.is_empty() {
         return "error: no such zone\n".to_string();
     }
     text
+}
+
+/// `zone-status`'s lines for the signed zones not served because their
+/// signing failed at start (their failure is the line's point).
+fn not_served_signing(zones: &Zones, only: Option<&LowerNameBuf>, text: &mut String) {
+    let now = tern_zones::unix_time();
+    for (origin, signing) in tern_zones::sign_status::all() {
+        if only.is_some_and(|only| only.as_bytes() != &*origin)
+            || !zones.views(Some(&origin)).is_empty()
+        {
+            continue;
+        }
+        text.push_str(&format!(
+            "{} role primary serial none (not served){}\n",
+            tern_zones::load::origin_text(&origin),
+            signing.describe(now)
+        ));
+    }
 }
 
 fn describe_secondary(status: &tern_zones::owner::Status) -> String {

@@ -27,6 +27,7 @@ use tern_server::{
 };
 
 use tern_zones::owner::Zones;
+use tern_zones::sign_status::ZoneSigning;
 
 /// How long one client may take to send its request and read the answer,
 /// in all.
@@ -166,21 +167,46 @@ pub(crate) struct ZoneMetrics {
     pub(crate) loaded: Option<u64>,
     /// For secondary zones: their timers and transfers.
     pub(crate) secondary: Option<tern_zones::owner::Status>,
+    /// For signed zones: their signing, and whether a rollover has waited
+    /// for the parent's DS longer than `parent-ds-timeout`.
+    pub(crate) signing: Option<(ZoneSigning, bool)>,
 }
 
 /// Every zone served or expected: primaries, secondaries, consumed
 /// catalogs.
+/// Signed zones (one entry each, whether served or failed at start)
+/// come with their signing.
 fn zone_metrics(zones: &Zones) -> Vec<ZoneMetrics> {
-    zones
+    let now = tern_zones::unix_time();
+    let mut signing: std::collections::BTreeMap<_, _> =
+        tern_zones::sign_status::all().into_iter().collect();
+    let mut with_signing = |origin: &[u8]| {
+        signing.remove(origin).map(|zone| {
+            let overdue = zone.ds_overdue(now);
+            (zone, overdue)
+        })
+    };
+    let mut metrics: Vec<ZoneMetrics> = zones
         .views(None)
         .into_iter()
         .map(|view| ZoneMetrics {
             name: tern_zones::load::origin_text(&view.origin),
             serial: view.served.or(view.serial),
             loaded: view.loaded.filter(|_| view.served.is_some()),
+            signing: with_signing(&view.origin),
             secondary: view.secondary,
         })
-        .collect()
+        .collect();
+    // Signed zones not served: their signing failed at start.
+    metrics.extend(signing.into_iter().map(|(origin, zone)| {
+        let overdue = zone.ds_overdue(now);
+        ZoneMetrics {
+            name: tern_zones::load::origin_text(&origin),
+            signing: Some((zone, overdue)),
+            ..ZoneMetrics::default()
+        }
+    }));
+    metrics
 }
 
 //----------- Rendering ------------------------------------------------------
@@ -410,6 +436,7 @@ pub(crate) fn render(
     render_forward(o, &total.forward);
     render_zones(o, zones);
     render_xot(o, &tern_zones::xot::XOT_IN.snapshot());
+    render_signing(o, zones);
     out
 }
 
@@ -778,6 +805,123 @@ fn render_zones(o: &mut String, zones: &[ZoneMetrics]) {
     }
 }
 
+/// The signed zones' series (docs/operations.md, "Signing"): one each per
+/// signed zone, and the keys by role and state.
+fn render_signing(o: &mut String, zones: &[ZoneMetrics]) {
+    let each = |o: &mut String,
+                name: &str,
+                kind: &str,
+                help: &str,
+                value: &dyn Fn(&ZoneSigning, bool) -> Option<f64>| {
+        family(o, name, kind, help);
+        for zone in zones {
+            let Some((signing, overdue)) = &zone.signing else {
+                continue;
+            };
+            if let Some(value) = value(signing, *overdue) {
+                let _ = writeln!(o, "{name}{{zone=\"{}\"}} {value}", escape(&zone.name));
+            }
+        }
+    };
+    let time = |time: Option<u64>| time.map(|time| time as f64);
+    each(
+        o,
+        "tern_zone_rrsig_expiry_timestamp_seconds",
+        "gauge",
+        "Signed zones: the earliest RRSIG expiration of the version served.",
+        &|zone, _| time(zone.earliest_expiry),
+    );
+    each(
+        o,
+        "tern_zone_rrsig_refresh_seconds",
+        "gauge",
+        "Signed zones: the policy's rrsig-refresh; signatures expiring within it are overdue for refresh.",
+        &|zone, _| Some(zone.refresh as f64),
+    );
+    each(
+        o,
+        "tern_zone_next_resign_timestamp_seconds",
+        "gauge",
+        "Signed zones: when the zone is signed again next (signatures due, a key step, or the retry after a failure).",
+        &|zone, _| time(zone.next_resign),
+    );
+    each(
+        o,
+        "tern_zone_next_key_event_timestamp_seconds",
+        "gauge",
+        "Signed zones: when a key's next rollover step is due.",
+        &|zone, _| time(zone.next_key_event),
+    );
+    each(
+        o,
+        "tern_zone_signing_timestamp_seconds",
+        "gauge",
+        "Signed zones: when the last successful signing began.",
+        &|zone, _| time(zone.last.as_ref().map(|last| last.at)),
+    );
+    each(
+        o,
+        "tern_zone_signing_duration_seconds",
+        "gauge",
+        "Signed zones: how long the last successful signing took.",
+        &|zone, _| zone.last.as_ref().map(|last| last.duration),
+    );
+    each(
+        o,
+        "tern_zone_signatures_made_total",
+        "counter",
+        "Signed zones: RRSIGs made (not those kept from the version before).",
+        &|zone, _| Some(zone.signatures_total as f64),
+    );
+    each(
+        o,
+        "tern_zone_signing_failures_total",
+        "counter",
+        "Signed zones: signings that failed (the version before served on).",
+        &|zone, _| Some(zone.failures_total as f64),
+    );
+    each(
+        o,
+        "tern_zone_signing_failure_timestamp_seconds",
+        "gauge",
+        "Signed zones: when the last signing failed.",
+        &|zone, _| time(zone.last_failure.as_ref().map(|failure| failure.at)),
+    );
+    each(
+        o,
+        "tern_zone_ds_wait_start_timestamp_seconds",
+        "gauge",
+        "Signed zones: since when a KSK or CSK rollover waits for the parent's DS.",
+        &|zone, _| time(zone.ds_awaited_since),
+    );
+    each(
+        o,
+        "tern_zone_ds_wait_overdue",
+        "gauge",
+        "Signed zones: 1 while a rollover has waited for the parent's DS longer than parent-ds-timeout.",
+        &|_, overdue| Some(f64::from(u8::from(overdue))),
+    );
+    family(
+        o,
+        "tern_zone_keys",
+        "gauge",
+        "Signed zones: keys by role and state (active, published, retired, planned, standby, removed).",
+    );
+    for zone in zones {
+        let Some((signing, _)) = &zone.signing else {
+            continue;
+        };
+        for (role, state, count) in &signing.keys {
+            let _ = writeln!(
+                o,
+                "tern_zone_keys{{zone=\"{}\",role=\"{}\",state=\"{state}\"}} {count}",
+                escape(&zone.name),
+                tern_zones::keys::role_text(*role)
+            );
+        }
+    }
+}
+
 //=========== Tests ==========================================================
 
 #[cfg(test)]
@@ -817,18 +961,34 @@ mod tests {
             transfers: [1, 3],
             ..Default::default()
         };
+        let signing = ZoneSigning {
+            policy: "p".into(),
+            refresh: 604_800,
+            earliest_expiry: Some(1_700_100_000),
+            last: Some(tern_zones::sign_status::LastSigning {
+                at: 1_700_000_000,
+                duration: 0.25,
+                signatures: 42,
+            }),
+            signatures_total: 50,
+            failures_total: 1,
+            keys: vec![(tern_dnssec::KeyRole::Csk, "active", 1)],
+            ..ZoneSigning::default()
+        };
         let zones = [
             ZoneMetrics {
                 name: "example.com.".into(),
                 serial: Some(7),
                 loaded: Some(1_700_000_000),
                 secondary: None,
+                signing: Some((signing, true)),
             },
             ZoneMetrics {
                 name: "example.net.".into(),
                 serial: None,
                 loaded: None,
                 secondary: Some(secondary),
+                signing: None,
             },
         ];
         let text = render(&total, 2, 1.5e9, &zones);
@@ -849,6 +1009,13 @@ mod tests {
             "tern_zone_load_timestamp_seconds{zone=\"example.com.\"} 1700000000",
             "tern_zone_transfers_total{zone=\"example.net.\",type=\"ixfr\"} 3",
             "tern_zone_expired{zone=\"example.net.\"} 0",
+            "tern_zone_rrsig_expiry_timestamp_seconds{zone=\"example.com.\"} 1700100000",
+            "tern_zone_rrsig_refresh_seconds{zone=\"example.com.\"} 604800",
+            "tern_zone_signing_duration_seconds{zone=\"example.com.\"} 0.25",
+            "tern_zone_signatures_made_total{zone=\"example.com.\"} 50",
+            "tern_zone_signing_failures_total{zone=\"example.com.\"} 1",
+            "tern_zone_ds_wait_overdue{zone=\"example.com.\"} 1",
+            "tern_zone_keys{zone=\"example.com.\",role=\"csk\",state=\"active\"} 1",
             "tern_cores 2",
             "tern_dnstap_messages_total 8",
             "tern_dnstap_dropped_total{reason=\"buffer\"} 1",
@@ -876,5 +1043,9 @@ mod tests {
         // A zone not received has no serial line; a primary no timers.
         assert!(!text.contains("tern_zone_serial{zone=\"example.net.\"}"));
         assert!(!text.contains("tern_zone_expired{zone=\"example.com.\"}"));
+        // An unsigned zone has no signing series; a signed one no key event
+        // when none is planned.
+        assert!(!text.contains("tern_zone_signing_failures_total{zone=\"example.net.\"}"));
+        assert!(!text.contains("tern_zone_next_key_event_timestamp_seconds{zone="));
     }
 }

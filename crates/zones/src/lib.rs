@@ -21,6 +21,8 @@
 //!   rollovers.
 //! - [`bump`]: secondary zones received unsigned and served signed ("bump
 //!   in the wire"; the `tern-bump` thread).
+//! - [`sign_status`]: what each signed zone's signing did last, and its
+//!   failures (`tern zone-status`, the metrics).
 //!
 //! Nothing here runs on a core or is known to the per-core runtime
 //! (`tern-server`): the cores receive finished versions as catalog changes,
@@ -42,6 +44,7 @@ pub mod policy;
 pub mod refresh;
 pub mod resign;
 pub mod rollover;
+pub mod sign_status;
 pub mod signing;
 pub mod start;
 pub mod state;

@@ -836,6 +836,17 @@ fn sign_loaded(
         "zone {name}: signed, {signatures} signatures made, {kept} kept, in {} ms",
         started.elapsed().as_millis()
     );
+    crate::sign_status::signed(
+        tern_wire::name::LowerNameBuf::from_name(name).as_bytes(),
+        signer.policy,
+        crate::sign_status::LastSigning {
+            at: now,
+            duration: started.elapsed().as_secs_f64(),
+            signatures: signatures as u64,
+        },
+        crate::sign_status::earliest_expiry(&compact, now),
+        next_key_event,
+    );
     let keys = crate::rollover::ZoneKeys {
         origin,
         dir: crate::keys::key_dir(signer.state_directory, name),
@@ -991,7 +1002,15 @@ fn load_zone_with(
         // the signing threads, as each batch is done): a signing failure
         // leaves nothing to serve.
         Some(signer) => {
-            let version = sign_loaded(origin, &records, &signer, &mut build)?;
+            // A failure is counted and kept for `tern zone-status`.
+            let wire = tern_wire::name::LowerNameBuf::from_name(origin.as_name());
+            let version =
+                sign_loaded(origin, &records, &signer, &mut build).inspect_err(|failure| {
+                    if let Failure::Signing(cause) = failure {
+                        let now = crate::unix_time();
+                        crate::sign_status::failed(wire.as_bytes(), signer.policy, cause, now);
+                    }
+                })?;
             signed = Some(Arc::new(version));
         }
         None => {

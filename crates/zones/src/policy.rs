@@ -15,6 +15,10 @@ use crate::keys::KeyScheme;
 /// signed at one moment are refreshed over two days rather than on one.
 pub const DEFAULT_RRSIG_JITTER: u64 = 2 * 86_400;
 
+/// The default `parent-ds-timeout`: a week, a parent (a registry, a
+/// registrar) taking longer than that to publish a DS is stuck.
+pub const DEFAULT_PARENT_DS_TIMEOUT: u64 = 7 * 86_400;
+
 /// When CDS and CDNSKEY records are published (RFC 7344, RFC 8078).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum CdsCdnskey {
@@ -74,6 +78,12 @@ pub struct Policy {
     /// The TTL of the parent's DS RRset, waited for after a DS is seen by
     /// hand (`tern keys ds-seen`; the parent check reads it).
     pub parent_ds_ttl: u64,
+    /// How long a KSK or CSK rollover may wait for the parent's DS before
+    /// it is reported loudly (logged at every signing, shown in `tern
+    /// zone-status`, a metric); 0: never. It keeps waiting either way
+    /// (docs/decisions/0014, "Signing status, failures and the parent
+    /// wait").
+    pub parent_ds_timeout: u64,
     /// How long a signature is valid from its signing.
     pub rrsig_lifetime: u64,
     /// How long before expiry a signature is made anew, at the latest.
@@ -104,6 +114,7 @@ impl Policy {
             ksk_lifetime: 0,
             propagation_delay: 3600,
             parent_ds_ttl: 86_400,
+            parent_ds_timeout: DEFAULT_PARENT_DS_TIMEOUT,
             rrsig_lifetime: 14 * 86_400,
             rrsig_refresh: 7 * 86_400,
             rrsig_jitter: DEFAULT_RRSIG_JITTER,

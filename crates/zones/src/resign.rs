@@ -132,6 +132,7 @@ impl Table {
             let timer = self.timers.get_mut(&origin)?;
             timer.attempts = timer.attempts.saturating_add(1);
             timer.at = now.saturating_add(retry_after(timer.attempts));
+            crate::sign_status::set_next_resign(&origin, timer.at);
             self.heap.push(Reverse((timer.at, origin.clone())));
             return Some((origin, timer.attempts, timer.key_step));
         }
@@ -181,6 +182,7 @@ impl Resigner {
             attempts: 0,
             key_step,
         };
+        crate::sign_status::set_next_resign(origin, at);
         if table.timers.insert(origin.into(), timer) == Some(timer) {
             return;
         }
@@ -247,6 +249,7 @@ impl Resigner {
         let mut table = self.lock();
         table.timers.remove(origin);
         table.checks.remove(origin);
+        crate::sign_status::forget(origin);
     }
 
     /// Starts the thread that calls `on_due` with each zone when its time
@@ -297,6 +300,9 @@ fn run(shared: &Shared, on_due: &dyn Fn(LowerNameBuf)) {
                 .parent
                 .as_ref()
                 .map_or(RETRY_MAX, |parent| parent.check_interval.max(1));
+            if seen.is_empty() {
+                crate::sign_status::ds_not_seen(&origin, crate::unix_time());
+            }
             table = lock(shared);
             // Checked again after the interval, unless the new version
             // signed for what was seen drops the check.

@@ -148,6 +148,7 @@ fn step_keys<R: RecordList + ?Sized>(
             policy.keys,
             now,
         )?;
+        crate::sign_status::check_clock(origin, &stored, now)?;
         let dir = keys::key_dir(state_directory, origin);
         let (stored, notes) = rollover::step(&dir, stored, policy, timing, now)?;
         for note in notes {
@@ -155,6 +156,8 @@ fn step_keys<R: RecordList + ?Sized>(
         }
         stored
     };
+    crate::sign_status::keys_stepped(origin, &stored, policy, now);
+    crate::sign_status::report_foreign(origin, records, &stored);
     let metas: Vec<&keys::KeyMeta> = stored.iter().map(|key| &key.meta).collect();
     let next_key_event = rollover::next_event(&metas, policy, now);
     let awaiting_ds = !rollover::awaiting_ds(&metas, now).is_empty();

@@ -771,6 +771,7 @@ fn signing_config(
         set(&mut policy.cds_cdnskey, raw_policy.cds_cdnskey);
         set(&mut policy.propagation_delay, raw_policy.propagation_delay);
         set(&mut policy.parent_ds_ttl, raw_policy.parent_ds_ttl);
+        set(&mut policy.parent_ds_timeout, raw_policy.parent_ds_timeout);
         policy.dnskey_ttl = raw_policy.dnskey_ttl.map(|ttl| ttl.0);
         policy.nsec3 = raw_policy.nsec3.map(|nsec3| Nsec3Policy {
             // Both within their limits, as parsed.

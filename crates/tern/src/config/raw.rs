@@ -106,6 +106,7 @@ pub(crate) struct RawPolicy {
     pub(crate) parent: Option<RawParent>,
     pub(crate) propagation_delay: Option<Parsed<LifetimeKind>>,
     pub(crate) parent_ds_ttl: Option<Parsed<LifetimeKind>>,
+    pub(crate) parent_ds_timeout: Option<Parsed<LifetimeKind>>,
 }
 
 /// A policy's `nsec3:`; its presence chooses NSEC3.
