@@ -19,6 +19,9 @@
 //!   of the parent's DS set.
 //! - [`policy`]: a signed zone's policy, read by the signer and the
 //!   rollovers.
+//! - [`update`]: dynamic updates (RFC 2136) of primary zones, made
+//!   durable in a journal and served as new versions (the `tern-update`
+//!   thread).
 //!
 //! Nothing here runs on a core or is known to the per-core runtime
 //! (`tern-server`): the cores receive finished versions as catalog changes,
@@ -42,6 +45,7 @@ pub mod rollover;
 pub mod signing;
 pub mod start;
 pub mod state;
+pub mod update;
 mod work;
 
 use std::fmt::Write as _;
