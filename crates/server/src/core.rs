@@ -58,6 +58,9 @@ pub(crate) struct Core {
     pub(crate) proxy_allow: Vec<tern_cache::forward::Cidr>,
     /// This core's counts of PROXY headers.
     pub(crate) proxy: crate::proxy::ProxyCounters,
+    /// The updates this core handed off and waits for, when UPDATE is
+    /// taken (`crate::update`).
+    pub(crate) updates: Option<Rc<crate::update::Replies>>,
 }
 
 impl Core {
