@@ -88,7 +88,7 @@ const MAX_FRAMES: usize = 1 << 20;
 //----------- Configuration --------------------------------------------------
 
 /// One updatable zone.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ZoneUpdates {
     /// The zone's origin, lowercased.
     pub origin: LowerNameBuf,

@@ -58,6 +58,7 @@ pub(crate) struct RawConfig {
     pub(crate) xdp: Option<RawXdp>,
     pub(crate) dnssec: Option<RawDnssec>,
     pub(crate) proxy: Option<RawProxy>,
+    pub(crate) zone_file_sync: Option<Parsed<super::update::SyncKind>>,
 }
 
 /// `proxy:`, the PROXY protocol v2 (`config/proxy.rs`).
@@ -252,6 +253,8 @@ pub(crate) struct RawZone {
     pub(crate) notify: Option<RawNotify>,
     #[serde(rename = "dnssec-policy")]
     pub(crate) dnssec_policy: Option<Parsed<PolicyNameKind>>,
+    /// Dynamic updates (`config/update.rs`).
+    pub(crate) update: Option<Vec<super::update::RawUpdateRule>>,
 }
 
 /// `tcp:`, the RFC 7766 limits.
@@ -513,11 +516,11 @@ pub(crate) struct AlgorithmKind;
 
 impl Kind for AlgorithmKind {
     type Value = tern_xfr::tsig::Algorithm;
-    const EXPECTING: &'static str = "hmac-sha256, hmac-sha384, hmac-sha512 or hmac-sha1";
+    const EXPECTING: &'static str = "hmac-sha256, hmac-sha384, hmac-sha512, hmac-sha1 or hmac-md5";
     fn parse(text: &str) -> Result<tern_xfr::tsig::Algorithm, String> {
         tern_xfr::tsig::Algorithm::from_config_name(text).ok_or_else(|| {
             format!(
-                "unknown algorithm {text:?}; expected hmac-sha256, hmac-sha384, hmac-sha512 or hmac-sha1"
+                "unknown algorithm {text:?}; expected hmac-sha256, hmac-sha384, hmac-sha512, hmac-sha1 or hmac-md5"
             )
         })
     }
