@@ -78,6 +78,7 @@ mod sys;
 mod tcp;
 mod udp;
 pub mod update;
+pub mod update_in;
 mod worker;
 mod xdp;
 mod xfr_out;
@@ -103,7 +104,7 @@ pub use tern_cache::forward::{
     RTT_BUCKETS_MS,
 };
 #[doc(hidden)]
-pub use update::{UpdateIn, UpdateReply, UpdateRequest};
+pub use update_in::{UpdateIn, UpdateReply, UpdateRequest};
 pub use worker::{PendingUpdate, UdpAnswer, Worker};
 pub use xdp::{MAX_XDP_ADDRESSES, MAX_XDP_QUEUES, XDP_PASSED};
 pub use xfr_out::MAX_TRANSFERS_OUT;

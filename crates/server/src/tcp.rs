@@ -398,7 +398,9 @@ async fn answer_frames(
             // answers everything else meanwhile), then queues the answer.
             UdpAnswer::Update => {
                 let update = core.worker.borrow_mut().take_update();
-                let Some(answer) = crate::update::answer_update(core, update).await else {
+                let Some(answer) =
+                    crate::update::answer_update(core.updates.as_ref(), update).await
+                else {
                     continue;
                 };
                 if let Some((tap, time)) = tapped {

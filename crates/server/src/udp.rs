@@ -87,7 +87,7 @@ pub(crate) async fn serve(
             );
             send_batch(&socket, &mut batch, &answers, &sends[..count], &stop, &core).await;
             if !updates.is_empty() {
-                crate::update::answer_udp(&core, &socket, &mut updates);
+                crate::update::answer_udp(core.updates.as_ref(), &socket, &mut updates);
             }
             if received < BATCH {
                 break; // the socket's queue is empty

@@ -32,92 +32,13 @@ use std::task::{Context, Poll, Waker};
 use tern_wire::name::LowerNameBuf;
 use tern_wire::types::Rcode;
 
-use crate::core::Core;
 use crate::signal::StopListener;
+use crate::update_in::{Sink, UpdateIn, UpdateReply, UpdateRequest};
 use crate::worker::PendingUpdate;
 
 /// Replies taken from the wake-up socket per read (each octet is one
 /// reply's wake-up; more are taken from the list anyway).
 const WAKE_BUFFER: usize = 64;
-
-//----------- UpdateIn -------------------------------------------------------
-
-/// Dynamic updates taken for primary zones: which zones take them, and
-/// where a checked UPDATE goes.
-#[derive(Clone)]
-pub struct UpdateIn {
-    /// Whether the zone (lowercased wire origin) has `update:` rules.
-    pub takes: Arc<dyn Fn(&[u8]) -> bool + Send + Sync>,
-    /// Hands a request on (a channel send: called on the core). Its reply
-    /// must be sent once, from any thread.
-    pub submit: Arc<dyn Fn(UpdateRequest) + Send + Sync>,
-}
-
-impl std::fmt::Debug for UpdateIn {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("UpdateIn").finish_non_exhaustive()
-    }
-}
-
-/// One UPDATE, checked by a core.
-#[derive(Debug)]
-pub struct UpdateRequest {
-    /// The zone, lowercased.
-    pub origin: LowerNameBuf,
-    /// The whole message.
-    pub message: Vec<u8>,
-    /// The TSIG key that signed it (verified), lowercased.
-    pub key: Option<LowerNameBuf>,
-    /// The client.
-    pub client: SocketAddr,
-    /// Where the RCODE goes.
-    pub reply: UpdateReply,
-}
-
-//----------- UpdateReply ----------------------------------------------------
-
-/// The owner's end of one request's oneshot: send the RCODE once. Dropped
-/// unsent, it answers SERVFAIL.
-#[derive(Debug)]
-pub struct UpdateReply {
-    sink: Arc<Sink>,
-    id: u64,
-    sent: bool,
-}
-
-/// A core's list of completed replies and its wake-up end.
-#[derive(Debug)]
-struct Sink {
-    done: Mutex<Vec<(u64, Rcode)>>,
-    wake: UnixDatagram,
-}
-
-impl UpdateReply {
-    /// Completes the request with `rcode` (from any thread).
-    pub fn send(mut self, rcode: Rcode) {
-        self.complete(rcode);
-    }
-
-    fn complete(&mut self, rcode: Rcode) {
-        if self.sent {
-            return;
-        }
-        self.sent = true;
-        self.sink
-            .done
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push((self.id, rcode));
-        // A full socket means a wake-up is pending: the list is read then.
-        let _ = self.sink.wake.send(&[1]);
-    }
-}
-
-impl Drop for UpdateReply {
-    fn drop(&mut self) {
-        self.complete(Rcode::SERVFAIL);
-    }
-}
 
 //----------- Replies --------------------------------------------------------
 
@@ -227,8 +148,11 @@ const MAX_ANSWER: usize = 1024;
 
 /// Hands `update` off and gives its answer once the owner has answered
 /// (`None`: the core takes no updates, or the answer did not fit).
-pub(crate) async fn answer(core: &Core, mut update: PendingUpdate) -> Option<Vec<u8>> {
-    let replies = core.updates.as_ref()?;
+pub(crate) async fn answer(
+    replies: Option<&Rc<Replies>>,
+    mut update: PendingUpdate,
+) -> Option<Vec<u8>> {
+    let replies = replies?;
     let wait = replies.submit(
         update.origin,
         update.message.clone(),
@@ -243,23 +167,26 @@ pub(crate) async fn answer(core: &Core, mut update: PendingUpdate) -> Option<Vec
 }
 
 /// [`answer`] of the UPDATE a worker left, if any (the TCP path).
-pub(crate) async fn answer_update(core: &Core, update: Option<PendingUpdate>) -> Option<Vec<u8>> {
-    answer(core, update?).await
+pub(crate) async fn answer_update(
+    replies: Option<&Rc<Replies>>,
+    update: Option<PendingUpdate>,
+) -> Option<Vec<u8>> {
+    answer(replies, update?).await
 }
 
 /// Answers the UPDATEs of a UDP batch, each in a task of its own that
 /// sends its answer from `socket` to the datagram's source once the owner
 /// has answered; the loop goes on meanwhile.
 pub(crate) fn answer_udp(
-    core: &Rc<Core>,
+    replies: Option<&Rc<Replies>>,
     socket: &Rc<monoio::net::udp::UdpSocket>,
     updates: &mut Vec<(PendingUpdate, SocketAddr)>,
 ) {
     for (update, source) in updates.drain(..) {
-        let core = Rc::clone(core);
+        let replies = replies.cloned();
         let socket = Rc::clone(socket);
         monoio::spawn(async move {
-            if let Some(answer) = answer(&core, update).await {
+            if let Some(answer) = answer(replies.as_ref(), update).await {
                 let _ = socket.send_to(answer, source).await;
             }
         });

@@ -148,7 +148,8 @@ impl std::fmt::Debug for Request {
 }
 
 enum Message {
-    Update(Request),
+    /// Boxed: a request holds two inline names (some 600 octets).
+    Update(Box<Request>),
     Stop(mpsc::Sender<()>),
 }
 
@@ -208,7 +209,7 @@ impl Submitter {
             (request.reply)(Rcode::SERVFAIL);
             return;
         }
-        match self.sender.try_send(Message::Update(request)) {
+        match self.sender.try_send(Message::Update(Box::new(request))) {
             Ok(()) => {}
             Err(TrySendError::Full(Message::Update(request)))
             | Err(TrySendError::Disconnected(Message::Update(request))) => {
@@ -360,17 +361,21 @@ struct Outcome {
 
 impl State {
     fn new(config: UpdateConfig, zones: Arc<Zones>, in_flight: Arc<InFlight>) -> State {
-        State {
+        let mut state = State {
             zones,
             by_origin: config
                 .zones
                 .into_iter()
                 .map(|zone| {
+                    let journal = journal_path(&zone.file);
+                    // Updates replayed from the journal at start are not in
+                    // the file yet: the next sync (or the stop) writes it.
+                    let dirty = std::fs::metadata(&journal).is_ok_and(|m| m.len() > 0);
                     let state = ZoneState {
-                        journal: journal_path(&zone.file),
+                        journal,
                         config: zone,
                         base: None,
-                        dirty: false,
+                        dirty,
                     };
                     (state.config.origin.as_bytes().into(), state)
                 })
@@ -381,7 +386,11 @@ impl State {
             rate_per_key: config.rate_per_key,
             rates: HashMap::new(),
             in_flight,
+        };
+        if state.by_origin.values().any(|zone| zone.dirty) && !state.sync_interval.is_zero() {
+            state.next_sync = Some(Instant::now() + state.sync_interval);
         }
+        state
     }
 
     fn run(&mut self, receiver: &Receiver<Message>) {
@@ -405,12 +414,12 @@ impl State {
             let mut group = Vec::new();
             let mut stop = None;
             match message {
-                Message::Update(request) => group.push(request),
+                Message::Update(request) => group.push(*request),
                 Message::Stop(done) => stop = Some(done),
             }
             while stop.is_none() && group.len() < UPDATE_GROUP {
                 match receiver.try_recv() {
-                    Ok(Message::Update(request)) => group.push(request),
+                    Ok(Message::Update(request)) => group.push(*request),
                     Ok(Message::Stop(done)) => stop = Some(done),
                     Err(_) => break,
                 }

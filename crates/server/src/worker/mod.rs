@@ -101,15 +101,16 @@ const REQUEST_ARENA: usize = 4096;
 mod answer;
 mod answering;
 mod notify;
+mod pending;
 mod policy;
 mod request;
 mod signed;
 mod update;
 
 use answering::{Answering, Cookies, Peer};
+pub use pending::PendingUpdate;
 pub(crate) use request::Forwarding;
 pub use request::UdpAnswer;
-pub use update::PendingUpdate;
 
 /// The worker's mutable parts, borrowed apart from its inputs.
 struct Parts<'w> {
@@ -155,7 +156,7 @@ pub struct Worker {
     /// NOTIFY for secondary zones, when there are any.
     notify: Option<crate::NotifyIn>,
     /// UPDATE for primary zones, when any takes it.
-    update: Option<update::UpdateStage>,
+    update: Option<pending::UpdateStage>,
 }
 
 impl Worker {

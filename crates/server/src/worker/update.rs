@@ -15,15 +15,13 @@
 //! anywhere answers REFUSED for its zones, as before this stage existed
 //! (`respond` refused every opcode but QUERY and NOTIFY).
 
-use std::net::SocketAddr;
-
 use tern_wire::name::LowerNameBuf;
-use tern_wire::parse::MessageView;
 use tern_wire::query::Query;
 use tern_wire::types::{Opcode, RType, Rcode};
-use tern_xfr::tsig::{check_parsed_request, RequestCheck, Session};
+use tern_xfr::tsig::{check_parsed_request, RequestCheck};
 
 use super::answering::{Answering, Peer};
+use super::pending::{PendingUpdate, UpdateStage};
 use super::request::UdpAnswer;
 use super::Worker;
 use crate::signing::{error_answer, failed_check, unix_time};
@@ -31,37 +29,6 @@ use crate::signing::{error_answer, failed_check, unix_time};
 /// The longest UPDATE taken: tern-update's `MAX_UPDATE_MESSAGE_LEN`, what
 /// TCP's length prefix can carry.
 const MAX_UPDATE_MESSAGE_LEN: usize = 65_535;
-
-//----------- PendingUpdate --------------------------------------------------
-
-/// An UPDATE checked by the core, to be handed off by the transport that
-/// read it ([`Worker::take_update`]).
-#[derive(Debug)]
-pub struct PendingUpdate {
-    /// The zone, lowercased.
-    pub(crate) origin: LowerNameBuf,
-    /// The whole request (the answer echoes its head).
-    pub(crate) message: Vec<u8>,
-    /// The verified key's name.
-    pub(crate) key: Option<LowerNameBuf>,
-    /// The client (the one a PROXY header named, if any).
-    pub(crate) client: SocketAddr,
-    /// Signs the answer, when the request was signed.
-    session: Option<Session>,
-}
-
-impl PendingUpdate {
-    /// The answer with `rcode` into `out`, signed if the request was; its
-    /// length (`None` if `out` cannot hold it).
-    pub(crate) fn answer(&mut self, rcode: Rcode, out: &mut [u8]) -> Option<usize> {
-        let view = MessageView::parse(&self.message).ok()?;
-        let len = error_answer(&view, rcode, out)?;
-        match &mut self.session {
-            Some(session) => Some(session.sign(out, len, unix_time()).unwrap_or(len)),
-            None => Some(len),
-        }
-    }
-}
 
 impl Answering<'_> {
     /// The answer to `query` if it is an UPDATE (opcode 5, QR clear) that
@@ -127,19 +94,9 @@ impl Answering<'_> {
     }
 }
 
-//----------- UpdateStage ----------------------------------------------------
-
-/// A worker's updates: where they go, and the one just checked, until the
-/// transport takes it.
-#[derive(Debug)]
-pub(super) struct UpdateStage {
-    pub(super) config: crate::update::UpdateIn,
-    pub(super) pending: std::cell::RefCell<Option<PendingUpdate>>,
-}
-
 impl Worker {
     /// Takes UPDATE for the zones `update` takes.
-    pub fn set_update(&mut self, update: crate::update::UpdateIn) {
+    pub fn set_update(&mut self, update: crate::update_in::UpdateIn) {
         self.update = Some(UpdateStage {
             config: update,
             pending: std::cell::RefCell::new(None),

@@ -58,7 +58,7 @@ pub(crate) struct RawConfig {
     pub(crate) xdp: Option<RawXdp>,
     pub(crate) dnssec: Option<RawDnssec>,
     pub(crate) proxy: Option<RawProxy>,
-    pub(crate) zone_file_sync: Option<Parsed<super::update::SyncKind>>,
+    pub(crate) zone_file_sync: Option<Parsed<SyncKind>>,
 }
 
 /// `proxy:`, the PROXY protocol v2 (`config/proxy.rs`).
@@ -254,7 +254,33 @@ pub(crate) struct RawZone {
     #[serde(rename = "dnssec-policy")]
     pub(crate) dnssec_policy: Option<Parsed<PolicyNameKind>>,
     /// Dynamic updates (`config/update.rs`).
-    pub(crate) update: Option<Vec<super::update::RawUpdateRule>>,
+    pub(crate) update: Option<Vec<RawUpdateRule>>,
+}
+
+/// `zone-file-sync`: a duration, or 0 (at stop only).
+pub(crate) struct SyncKind;
+
+impl Kind for SyncKind {
+    type Value = Duration;
+    const EXPECTING: &'static str = "a duration like 60s, or 0 (at stop only)";
+    fn parse(text: &str) -> Result<Duration, String> {
+        match text.trim() {
+            "0" | "0s" => Ok(Duration::ZERO),
+            text => value::parse_duration(text),
+        }
+    }
+}
+
+/// One rule of a zone's `update:` as written (`config/update.rs`).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawUpdateRule {
+    pub(crate) key: Option<String>,
+    pub(crate) addresses: Option<Vec<String>>,
+    pub(crate) types: Option<Vec<String>>,
+    pub(crate) names: Option<Vec<String>>,
+    pub(crate) owner: Option<String>,
+    pub(crate) deny: Option<bool>,
 }
 
 /// `tcp:`, the RFC 7766 limits.

@@ -18,11 +18,12 @@
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-use serde::Deserialize;
 use tern_update::policy::MAX_UPDATE_RULES;
 use tern_update::{AddressPrefix, OwnerMatch, OwnerRule, UpdateRule};
 use tern_wire::name::{LowerNameBuf, Name, NameBuf};
 use tern_wire::types::RType;
+
+use super::raw::RawUpdateRule;
 
 /// The default of `zone-file-sync`.
 pub(crate) const DEFAULT_ZONE_FILE_SYNC: Duration = Duration::from_secs(60);
@@ -30,32 +31,6 @@ pub(crate) const DEFAULT_ZONE_FILE_SYNC: Duration = Duration::from_secs(60);
 /// The most names or types one rule may list (a bound on the work per
 /// updated record).
 const MAX_RULE_ITEMS: usize = 256;
-
-/// `zone-file-sync`: a duration, or 0 (at stop only).
-pub(crate) struct SyncKind;
-
-impl super::raw::Kind for SyncKind {
-    type Value = Duration;
-    const EXPECTING: &'static str = "a duration like 60s, or 0 (at stop only)";
-    fn parse(text: &str) -> Result<Duration, String> {
-        match text.trim() {
-            "0" | "0s" => Ok(Duration::ZERO),
-            text => super::value::parse_duration(text),
-        }
-    }
-}
-
-/// One rule as written.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct RawUpdateRule {
-    key: Option<String>,
-    addresses: Option<Vec<String>>,
-    types: Option<Vec<String>>,
-    names: Option<Vec<String>>,
-    owner: Option<String>,
-    deny: Option<bool>,
-}
 
 /// The rules of the zone at `origin`, checked against `keys`.
 pub(crate) fn rules(
