@@ -4,7 +4,7 @@
 CARGO ?= cargo
 RELEASE_BIN := target/release/tern
 
-.PHONY: run build release test deps lint fmt unit test-repeat differential compliance transfer xot dnssec metrics dnstap proxy tls xdp update-peers deb service clean bench bench-check bench-peers bench-zones bench-signed bench-xdp bench-forward bench-sign dhat dhat-flood fuzz soak
+.PHONY: run build release test deps lint fmt unit test-repeat differential compliance transfer xot update dnssec metrics dnstap proxy tls xdp update-peers deb service clean bench bench-check bench-peers bench-zones bench-signed bench-xdp bench-forward bench-sign dhat dhat-flood fuzz soak
 
 ## Build in release mode and serve zones/ on 127.0.0.1:5353 (no config needed).
 run: release
@@ -30,7 +30,7 @@ build:
 ## dnstap output read by BIND's dnstap-read and fstrm_capture, the
 ## systemd service, the AF_XDP path against the socket path and the Debian
 ## package. Installs the reference tools it needs.
-test: deps lint unit differential compliance transfer xot dnssec update-peers metrics dnstap proxy tls xdp service
+test: deps lint unit differential compliance transfer xot update dnssec update-peers metrics dnstap proxy tls xdp service
 
 ## Debian packages and Python modules the tests use (idempotent).
 deps:
@@ -121,6 +121,12 @@ compliance: release
 	TERN_BIN=$(RELEASE_BIN) python3 tests/compliance/rrl.py
 	TERN_BIN=$(RELEASE_BIN) python3 tests/compliance/forgery.py
 	TERN_BIN=$(RELEASE_BIN) python3 tests/compliance/protocol.py
+
+## Dynamic updates (issue 25): nsupdate and knsupdate with TSIG (hmac-sha256,
+## hmac-md5), the rules' refusals, Knot following by IXFR, kill -9 during a
+## stream of updates and the zone file written at stop (tests/update).
+update: release
+	TERN_BIN=$(RELEASE_BIN) python3 tests/update/update.py
 
 ## Zones tern signs (dnssec-policy): read back by AXFR and checked by BIND's
 ## dnssec-verify, ldns-verify-zone and kzonecheck, keys kept across restarts, a reload

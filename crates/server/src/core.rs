@@ -60,6 +60,9 @@ pub(crate) struct Core {
     pub(crate) proxy: crate::proxy::ProxyCounters,
     /// This core's DNS over TLS counters.
     pub(crate) tls_counters: crate::tls::TlsCounters,
+    /// The updates this core handed off and waits for, when UPDATE is
+    /// taken (`crate::update`).
+    pub(crate) updates: Option<Rc<crate::update::Replies>>,
 }
 
 impl Core {

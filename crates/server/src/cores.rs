@@ -209,6 +209,13 @@ async fn serve(start: CoreStart) -> io::Result<()> {
     if let Some(notify) = &config.notify_in {
         worker.set_notify(notify.clone());
     }
+    let updates = match &config.update_in {
+        Some(update) => {
+            worker.set_update(update.clone());
+            Some(Rc::new(crate::update::Replies::new(update.clone())?))
+        }
+        None => None,
+    };
     let forward = config.forward.as_ref().map(|forward| {
         let udp_size = config.answer.max_udp_size.max(512);
         worker.set_forwarder(tern_cache::forward::Forwarder::new(
@@ -243,6 +250,7 @@ async fn serve(start: CoreStart) -> io::Result<()> {
         proxy_allow: config.proxy.allow.clone(),
         proxy: crate::proxy::ProxyCounters::default(),
         tls_counters: crate::tls::TlsCounters::default(),
+        updates,
     });
     // The sockets of `proxy.listen` come after those of `listen`.
     let plain = config.listen.len();
@@ -278,6 +286,13 @@ async fn serve(start: CoreStart) -> io::Result<()> {
             local,
             Rc::clone(&core),
         )));
+    }
+    if let Some(updates) = &core.updates {
+        let replies = crate::update::run(Rc::clone(updates), core.stop.listener());
+        tasks.push(monoio::spawn(async move {
+            replies.await;
+            Ok(())
+        }));
     }
     if core.forward.is_some() {
         let tick = crate::forward::tick(Rc::clone(&core));

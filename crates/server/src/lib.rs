@@ -81,6 +81,8 @@ mod sys;
 mod tcp;
 pub mod tls;
 mod udp;
+pub mod update;
+pub mod update_in;
 mod worker;
 mod xdp;
 mod xfr_out;
@@ -107,7 +109,8 @@ pub use tern_cache::forward::{
 };
 pub use tls::{TlsConfig, TlsStats};
 #[doc(hidden)]
-pub use worker::{UdpAnswer, Worker};
+pub use update_in::{UpdateIn, UpdateReply, UpdateRequest};
+pub use worker::{PendingUpdate, UdpAnswer, Worker};
 pub use xdp::{MAX_XDP_ADDRESSES, MAX_XDP_QUEUES, XDP_PASSED};
 pub use xfr_out::MAX_TRANSFERS_OUT;
 
@@ -161,6 +164,9 @@ pub struct ServerConfig {
     pub transfer: TransferConfig,
     /// NOTIFY for secondary zones; `None` (the default): NOTIFY is NOTIMP.
     pub notify_in: Option<NotifyIn>,
+    /// UPDATE for primary zones (`crate::update`); `None` (the default):
+    /// every UPDATE is REFUSED (NOTAUTH for a zone not ours).
+    pub update_in: Option<UpdateIn>,
     /// The IXFR history of each zone, shared with whoever records it (the
     /// cores only read it, for IXFR requests).
     pub journals: SharedJournals,
@@ -199,6 +205,7 @@ impl ServerConfig {
             cookies: None,
             transfer: TransferConfig::default(),
             notify_in: None,
+            update_in: None,
             journals: SharedJournals::default(),
             allocations: None,
             dnstap: Vec::new(),
@@ -223,6 +230,7 @@ impl ServerConfig {
             cookies: self.cookies.clone(),
             transfer: self.transfer.clone(),
             notify_in: self.notify_in.clone(),
+            update_in: self.update_in.clone(),
             journals: Arc::clone(&self.journals),
             allocations: self.allocations,
             dnstap: Vec::new(),

@@ -476,6 +476,24 @@ async fn answer_frames(
         let len = match answered {
             UdpAnswer::Send(len) => len,
             UdpAnswer::Drop => continue,
+            // Waits for the zones' owner (this connection only: the core
+            // answers everything else meanwhile), then queues the answer.
+            UdpAnswer::Update => {
+                let update = core.worker.borrow_mut().take_update();
+                let Some(answer) =
+                    crate::update::answer_update(core.updates.as_ref(), update).await
+                else {
+                    continue;
+                };
+                if let Some((tap, time)) = tapped {
+                    tap.log(Kind::response(false), true, peer, local, time, &answer);
+                }
+                if !wait_for_room(pipe, answer.len(), max_in_flight, stop).await {
+                    return Err(());
+                }
+                pipe.push(&answer);
+                continue;
+            }
             UdpAnswer::Forward => {
                 let Some((_, client)) = client else {
                     continue; // never: no peer, no forwarding

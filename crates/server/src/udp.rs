@@ -52,6 +52,8 @@ pub(crate) async fn serve(
     let mut answers: Vec<Vec<u8>> = (0..BATCH).map(|_| pool::take(Size::Datagram)).collect();
     let mut sends = [(0usize, 0usize); BATCH];
     let fd = socket.as_raw_fd();
+    // UPDATEs of the last batch, handed off once its answers are sent.
+    let mut updates = Vec::new();
     // The slot of UDP over this socket's family in the transport counters.
     let transport = match socket.local_addr() {
         Ok(address) if address.is_ipv6() => 1,
@@ -75,8 +77,18 @@ pub(crate) async fn serve(
                 .borrow_mut()
                 .count_transport(transport, received as u64);
             let listener = (index, proxied);
-            let count = answer_batch(&core, listener, &batch, &mut answers, received, &mut sends);
+            let count = answer_batch(
+                &core,
+                listener,
+                &batch,
+                (&mut answers, &mut updates),
+                received,
+                &mut sends,
+            );
             send_batch(&socket, &mut batch, &answers, &sends[..count], &stop, &core).await;
+            if !updates.is_empty() {
+                crate::update::answer_udp(core.updates.as_ref(), &socket, &mut updates);
+            }
             if received < BATCH {
                 break; // the socket's queue is empty
             }
@@ -106,7 +118,10 @@ fn answer_batch(
     core: &Rc<Core>,
     (index, proxied): (usize, bool),
     batch: &Batch,
-    answers: &mut [Vec<u8>],
+    (answers, updates): (
+        &mut [Vec<u8>],
+        &mut Vec<(crate::worker::PendingUpdate, std::net::SocketAddr)>,
+    ),
     received: usize,
     sends: &mut [(usize, usize); BATCH],
 ) -> usize {
@@ -143,6 +158,13 @@ fn answer_batch(
         let answer_len = match outcome {
             UdpAnswer::Send(answer_len) => Some(answer_len),
             UdpAnswer::Drop => None,
+            // Answered from a task of its own, to the datagram's source.
+            UdpAnswer::Update => {
+                if let (Some(update), Some(source)) = (worker.take_update(), batch.peer(slot)) {
+                    updates.push((update, source));
+                }
+                None
+            }
             // The forwarded answer goes where this one would: to the
             // datagram's source.
             UdpAnswer::Forward => batch.peer(slot).and_then(|address| {

@@ -199,7 +199,7 @@ fn answer_path_makes_no_allocation() {
                     UdpAnswer::Send(_) if out[3] & 0x0f == 7 => badcookie += 1,
                     UdpAnswer::Send(_) => sent += 1,
                     UdpAnswer::Drop => dropped += 1,
-                    UdpAnswer::Forward => {}
+                    UdpAnswer::Forward | UdpAnswer::Update => {}
                 }
             }
         }

@@ -175,7 +175,7 @@ fn a_flood_of_new_names_allocates_nothing() {
             UdpAnswer::Send(_) if out[2] & 0x02 != 0 => slipped += 1,
             UdpAnswer::Send(_) => sent += 1,
             UdpAnswer::Drop => dropped += 1,
-            UdpAnswer::Forward => {}
+            UdpAnswer::Forward | UdpAnswer::Update => {}
         }
     }
     let after = dhat::HeapStats::get();

@@ -356,7 +356,20 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     }
     let saved_zones = plan.served.clone();
     let zone_count = loaded.zones.len() + saved_zones.len();
-    let primaries = loaded.zones;
+    let mut primaries = loaded.zones;
+    // Dynamic updates: each updatable zone's journal applied on top of its
+    // file before anything serves it; the cores hand UPDATEs to a channel
+    // that the update thread reads once the zones' owner exists.
+    let update_config = tern_zones::update::UpdateConfig {
+        zones: config.updates.clone(),
+        sync_interval: config.zone_file_sync,
+        max_zone_records: config.transfer_limits.records,
+        rate_per_key: tern_zones::update::DEFAULT_RATE_PER_KEY,
+        max_in_flight: tern_zones::update::DEFAULT_MAX_IN_FLIGHT,
+    };
+    tern_zones::update::replay_start(&update_config, &mut primaries);
+    let update_channel =
+        (!update_config.zones.is_empty()).then(|| tern_zones::update::channel(&update_config));
     let catalog = Arc::new(tern_authority::Catalog::new(
         primaries
             .iter()
@@ -388,6 +401,9 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let tls = tls::start(&config)?;
     server_config.tls = tls.as_ref().map(|(tls, _)| tls.clone());
     let certificates = tls.map(|(_, certificates)| certificates);
+    if let Some((submitter, _)) = &update_channel {
+        server_config.update_in = Some(update_in(submitter.clone()));
+    }
     // Bound while tern may still be root (a port below 1024), and before
     // anything serves: a failure here stops the start cleanly.
     let metrics_listener = config.metrics_listen.map(metrics::bind).transpose()?;
@@ -457,6 +473,13 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     if config.catalog_producer.is_some() {
         zones.publish();
     }
+    let updater = match update_channel {
+        Some((_, queue)) => Some(
+            tern_zones::update::Updater::start(update_config, queue, Arc::clone(&zones))
+                .context("starting the update thread")?,
+        ),
+        None => None,
+    };
     for ((zone, copy), role) in plan.starts.iter().zip(&plan.roles) {
         zones.set_status(
             zone.origin,
@@ -533,12 +556,34 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     service::started(&handle, cores)?;
 
     let result = server.serving().join();
+    // Every updated zone's file written from its last version.
+    if let Some(updater) = updater {
+        updater.stop();
+    }
     drop(secondaries);
     drop(notifier);
     drop(socket);
     result.context("serving")?;
     log::info!("stopped");
     Ok(ExitCode::SUCCESS)
+}
+
+/// The cores' way to the update thread: UPDATEs for the zones with rules.
+fn update_in(submitter: tern_zones::update::Submitter) -> tern_server::UpdateIn {
+    let takes = submitter.clone();
+    tern_server::UpdateIn {
+        takes: Arc::new(move |origin| takes.takes(origin)),
+        submit: Arc::new(move |request: tern_server::UpdateRequest| {
+            let reply = request.reply;
+            submitter.submit(tern_zones::update::Request {
+                origin: request.origin,
+                message: request.message,
+                key: request.key,
+                client: request.client.ip(),
+                reply: Box::new(move |rcode| reply.send(rcode)),
+            });
+        }),
+    }
 }
 
 /// The cores, as the zones' owner reaches them.

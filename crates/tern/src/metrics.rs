@@ -151,7 +151,36 @@ fn exposition(sources: &Sources) -> String {
         .started
         .duration_since(UNIX_EPOCH)
         .map_or(0.0, |since| since.as_secs_f64());
-    render(&total, cores.len(), started, &zones)
+    let mut text = render(&total, cores.len(), started, &zones);
+    render_updates(&mut text, &sources.zones.update_counts());
+    text
+}
+
+/// `tern_updates_total{zone, rcode}`: UPDATEs answered by the update
+/// thread (those the cores answer themselves, NOTAUTH and REFUSED for a
+/// zone without rules, are not counted). Its labels are bounded: the
+/// zones with `update:` rules, times the RCODEs an update can get.
+fn render_updates(o: &mut String, counts: &[(tern_zones::load::Origin, u8, u64)]) {
+    family(
+        o,
+        "tern_updates_total",
+        "counter",
+        "Dynamic updates (RFC 2136) answered by the zones' owner, by zone and RCODE.",
+    );
+    for (origin, rcode, count) in counts {
+        let zone = escape(&tern_zones::load::origin_text(origin));
+        const NAMES: [&str; 11] = [
+            "NOERROR", "FORMERR", "SERVFAIL", "NXDOMAIN", "NOTIMP", "REFUSED", "YXDOMAIN",
+            "YXRRSET", "NXRRSET", "NOTAUTH", "NOTZONE",
+        ];
+        let rcode = NAMES
+            .get(usize::from(*rcode))
+            .map_or_else(|| rcode.to_string(), |name| (*name).to_string());
+        let _ = writeln!(
+            o,
+            "tern_updates_total{{zone=\"{zone}\",rcode=\"{rcode}\"}} {count}"
+        );
+    }
 }
 
 //----------- Zones ----------------------------------------------------------

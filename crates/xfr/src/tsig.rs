@@ -18,7 +18,7 @@
 //! [`MAX_UNSIGNED_RUN`] unsigned messages between signed ones (RFC 8945
 //! section 5.3.1); they are digested into the next signed message's MAC.
 //!
-//! The HMAC and the hashes come from RustCrypto (`hmac`, `sha1`, `sha2`);
+//! The HMAC and the hashes come from RustCrypto (`hmac`, `md-5`, `sha1`, `sha2`);
 //! MACs are compared in constant time by `hmac`'s `verify_truncated_left`.
 //! Nothing here reads a clock: callers pass the time in seconds since the
 //! epoch, so that tests and fuzzing are deterministic.
@@ -54,10 +54,16 @@ pub const BADTIME: u16 = 18;
 
 //----------- Algorithm ------------------------------------------------------
 
-/// A TSIG algorithm. HMAC-MD5 and the truncated variants are not offered:
-/// MD5 is broken and no current peer needs it.
+/// A TSIG algorithm. HMAC-MD5 is offered because the dynamic-update
+/// clients of ACME (certbot-dns-rfc2136, cert-manager) default to it and
+/// Knot and BIND accept it (HMAC's security does not rest on MD5's
+/// collision resistance, RFC 6151 section 2.3); the truncated variants are
+/// not offered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Algorithm {
+    /// `hmac-md5` (wire name `HMAC-MD5.SIG-ALG.REG.INT.`), for the ACME
+    /// clients that default to it.
+    HmacMd5,
     /// `hmac-sha1`, for legacy peers.
     HmacSha1,
     /// `hmac-sha256`, the usual choice.
@@ -70,7 +76,8 @@ pub enum Algorithm {
 
 impl Algorithm {
     /// Every supported algorithm.
-    pub const ALL: [Algorithm; 4] = [
+    pub const ALL: [Algorithm; 5] = [
+        Algorithm::HmacMd5,
         Algorithm::HmacSha1,
         Algorithm::HmacSha256,
         Algorithm::HmacSha384,
@@ -80,6 +87,7 @@ impl Algorithm {
     /// The name used in configuration files (as in Knot's and BIND's).
     pub const fn config_name(self) -> &'static str {
         match self {
+            Algorithm::HmacMd5 => "hmac-md5",
             Algorithm::HmacSha1 => "hmac-sha1",
             Algorithm::HmacSha256 => "hmac-sha256",
             Algorithm::HmacSha384 => "hmac-sha384",
@@ -98,6 +106,7 @@ impl Algorithm {
     /// one label, RFC 8945 section 6).
     pub const fn wire_name(self) -> &'static [u8] {
         match self {
+            Algorithm::HmacMd5 => b"\x08HMAC-MD5\x07SIG-ALG\x03REG\x03INT\x00",
             Algorithm::HmacSha1 => b"\x09hmac-sha1\x00",
             Algorithm::HmacSha256 => b"\x0bhmac-sha256\x00",
             Algorithm::HmacSha384 => b"\x0bhmac-sha384\x00",
@@ -115,6 +124,7 @@ impl Algorithm {
     /// The length of the full MAC in octets.
     pub const fn mac_len(self) -> usize {
         match self {
+            Algorithm::HmacMd5 => 16,
             Algorithm::HmacSha1 => 20,
             Algorithm::HmacSha256 => 32,
             Algorithm::HmacSha384 => 48,
@@ -182,6 +192,7 @@ impl Key {
     /// A fresh HMAC keyed with the secret.
     fn hmac(&self) -> AnyHmac {
         match self.algorithm {
+            Algorithm::HmacMd5 => AnyHmac::Md5(keyed(&self.secret)),
             Algorithm::HmacSha1 => AnyHmac::Sha1(keyed(&self.secret)),
             Algorithm::HmacSha256 => AnyHmac::Sha256(keyed(&self.secret)),
             Algorithm::HmacSha384 => AnyHmac::Sha384(keyed(&self.secret)),
@@ -220,6 +231,7 @@ fn keyed<M: Mac + hmac::digest::KeyInit>(secret: &[u8]) -> M {
 /// One running HMAC of any supported algorithm.
 #[derive(Clone)]
 enum AnyHmac {
+    Md5(Hmac<md5::Md5>),
     Sha1(Hmac<sha1::Sha1>),
     Sha256(Hmac<sha2::Sha256>),
     Sha384(Hmac<sha2::Sha384>),
@@ -229,6 +241,7 @@ enum AnyHmac {
 impl AnyHmac {
     fn update(&mut self, data: &[u8]) {
         match self {
+            AnyHmac::Md5(mac) => mac.update(data),
             AnyHmac::Sha1(mac) => mac.update(data),
             AnyHmac::Sha256(mac) => mac.update(data),
             AnyHmac::Sha384(mac) => mac.update(data),
@@ -239,6 +252,7 @@ impl AnyHmac {
     fn finalize(self) -> MacBuf {
         let mut buf = MacBuf::default();
         match self {
+            AnyHmac::Md5(mac) => buf.fill(&mac.finalize().into_bytes()),
             AnyHmac::Sha1(mac) => buf.fill(&mac.finalize().into_bytes()),
             AnyHmac::Sha256(mac) => buf.fill(&mac.finalize().into_bytes()),
             AnyHmac::Sha384(mac) => buf.fill(&mac.finalize().into_bytes()),
@@ -251,6 +265,7 @@ impl AnyHmac {
     /// length was checked against the algorithm before).
     fn verify(self, mac: &[u8]) -> bool {
         match self {
+            AnyHmac::Md5(hmac) => hmac.verify_truncated_left(mac).is_ok(),
             AnyHmac::Sha1(hmac) => hmac.verify_truncated_left(mac).is_ok(),
             AnyHmac::Sha256(hmac) => hmac.verify_truncated_left(mac).is_ok(),
             AnyHmac::Sha384(hmac) => hmac.verify_truncated_left(mac).is_ok(),

@@ -17,6 +17,7 @@ NOW = 1_700_000_000
 KEY_NAME = "Transfer-Key."  # mixed case: the MAC covers it lowercased
 SECRET = bytes(range(1, 33))
 ALGORITHMS = {
+    "hmac-md5": dns.tsig.HMAC_MD5,
     "hmac-sha1": dns.tsig.HMAC_SHA1,
     "hmac-sha256": dns.tsig.HMAC_SHA256,
     "hmac-sha384": dns.tsig.HMAC_SHA384,

@@ -23,6 +23,9 @@
 //!   in the wire"; the `tern-bump` thread).
 //! - [`sign_status`]: what each signed zone's signing did last, and its
 //!   failures (`tern zone-status`, the metrics).
+//! - [`update`]: dynamic updates (RFC 2136) of primary zones, made
+//!   durable in a journal and served as new versions (the `tern-update`
+//!   thread).
 //!
 //! Nothing here runs on a core or is known to the per-core runtime
 //! (`tern-server`): the cores receive finished versions as catalog changes,
@@ -48,6 +51,7 @@ pub mod sign_status;
 pub mod signing;
 pub mod start;
 pub mod state;
+pub mod update;
 mod work;
 pub mod xot;
 

@@ -114,7 +114,18 @@ pub struct Zones {
     /// The secondary zones tern signs ([`crate::bump`]), if any.
     bump: std::sync::OnceLock<Arc<crate::bump::Bump>>,
     inner: Mutex<Inner>,
+    /// Held by whoever makes a new version of a primary zone (a reload, an
+    /// update group: [`Zones::writer`]), so that the two never interleave.
+    writer: Mutex<()>,
+    /// Applies an updatable zone's journal to a version loaded from its
+    /// file ([`crate::update`]).
+    replay: Mutex<Option<Replay>>,
+    /// UPDATEs answered, by zone and RCODE (`tern_updates_total`).
+    update_counts: Mutex<std::collections::BTreeMap<(Origin, u8), u64>>,
 }
+
+/// See [`Zones::set_replay`].
+pub type Replay = Box<dyn Fn(Arc<Zone>) -> Arc<Zone> + Send + Sync>;
 
 /// A version held, and when it was loaded or received (Unix seconds).
 type Held = (Arc<Zone>, u64);
@@ -308,6 +319,9 @@ impl Zones {
             producer_wake: Mutex::new(None),
             resigner: crate::resign::Resigner::default(),
             bump: std::sync::OnceLock::new(),
+            writer: Mutex::new(()),
+            replay: Mutex::new(None),
+            update_counts: Mutex::new(std::collections::BTreeMap::new()),
             inner: Mutex::new(Inner {
                 catalog: Catalog::default(),
                 primaries: Vec::new(),
@@ -502,6 +516,100 @@ impl Zones {
         }
     }
 
+    /// Held while a new version of a primary zone is made: by a reload
+    /// (`Event::Loaded`) and by each group of updates, so that an update
+    /// never starts from a version a reload is replacing, and a reload's
+    /// replay of the update journal sees every update served.
+    pub fn writer(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.writer.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Sets what a reload does to each zone loaded from its file before
+    /// serving it: applies its update journal ([`crate::update::replay`]).
+    pub fn set_replay(&self, replay: Replay) {
+        *self.replay.lock().unwrap_or_else(|p| p.into_inner()) = Some(replay);
+    }
+
+    fn replayed(&self, zones: Vec<(Arc<Zone>, Stamp)>) -> Vec<(Arc<Zone>, Stamp)> {
+        let replay = self.replay.lock().unwrap_or_else(|p| p.into_inner());
+        match &*replay {
+            Some(replay) => zones
+                .into_iter()
+                .map(|(zone, stamp)| (replay(zone), stamp))
+                .collect(),
+            None => zones,
+        }
+    }
+
+    /// The version served of the primary zone `origin` (lowercased).
+    pub fn primary_version(&self, origin: &[u8]) -> Option<Arc<Zone>> {
+        let inner = self.lock();
+        inner.primary(origin)?;
+        inner.catalog.get(Name::from_wire(origin).ok()?).cloned()
+    }
+
+    /// [`crate::update`]: serves `zone`, a new version of a primary zone
+    /// made by updates (under [`Zones::writer`], from the version served),
+    /// as a reload does: its `differences` (in order, each from the serial
+    /// the previous ended at) into the IXFR history, the catalog change to
+    /// every core, then NOTIFY. Costs the differences and a hash look-up,
+    /// not the zone. The place where a signer is to sign the changed
+    /// RRsets first (issue 24).
+    pub fn updated(&self, zone: Arc<Zone>, differences: Vec<Difference>) {
+        let origin = LowerNameBuf::from_name(zone.origin());
+        if self.history_bytes > 0 {
+            let mut journals = self
+                .journals
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            let journal = journals.entry(origin.as_bytes().to_vec()).or_default();
+            for difference in differences {
+                journal.push(difference, self.history_bytes);
+            }
+            let bytes = journal.encode();
+            drop(journals);
+            if let Some(dir) = &self.state_directory {
+                let path = journal_path(dir, origin);
+                if let Err(err) = write_atomically(&path, &bytes) {
+                    log::warn!(
+                        "zone {}: cannot save its IXFR history to {}: {err}",
+                        origin.as_name(),
+                        path.display()
+                    );
+                }
+            }
+        }
+        let serial = zone.serial();
+        let mut changes = Vec::new();
+        let stale = {
+            let mut inner = self.lock();
+            if inner.primary(origin.as_bytes()).is_none() {
+                return; // unloaded meanwhile (not under the writer: never)
+            }
+            let change = CatalogChange::Serve(zone);
+            inner.catalog.apply(change.clone());
+            changes.push(change);
+            Self::producer_stale(&inner)
+        };
+        self.commit(changes, stale);
+        let _ = self.notify(origin, serial);
+    }
+
+    /// Counts an UPDATE answered with `rcode` for `origin`.
+    pub fn count_update(&self, origin: &[u8], rcode: tern_wire::types::Rcode) {
+        let mut counts = self.update_counts.lock().unwrap_or_else(|p| p.into_inner());
+        *counts.entry((origin.into(), rcode.0 as u8)).or_default() += 1;
+    }
+
+    /// UPDATEs answered so far: zone (lowercased wire form), RCODE, count.
+    pub fn update_counts(&self) -> Vec<(Origin, u8, u64)> {
+        let counts = self.update_counts.lock().unwrap_or_else(|p| p.into_inner());
+        counts
+            .iter()
+            .map(|((origin, rcode), count)| (origin.clone(), *rcode, *count))
+            .collect()
+    }
+
     /// How many zones loaded from files there are.
     pub fn primary_count(&self) -> usize {
         self.lock().primary_count
@@ -517,6 +625,8 @@ impl Zones {
     /// serial changed or that is new. Costs the zones given, not the zones
     /// served.
     fn loaded(&self, zones: Vec<(Arc<Zone>, Stamp)>, removed: &[Origin]) {
+        let _writer = self.writer();
+        let zones = self.replayed(zones);
         // The reload thread is the only one that changes primaries: the
         // old versions read here stay current while the differences (as
         // long as the zones) are computed without the lock.

@@ -46,6 +46,9 @@ impl Answering<'_> {
             if let Some(answer) = self.notify(query, peer, out) {
                 return answer;
             }
+            if let Some(answer) = self.update(query, peer, out) {
+                return answer;
+            }
             if let Some(answer) = self.signed(query, Transport::Udp, out) {
                 return answer;
             }
@@ -173,6 +176,9 @@ impl Answering<'_> {
             }
         }
         if let Some(answer) = self.notify(query, &peer, out) {
+            return answer;
+        }
+        if let Some(answer) = self.update(query, &peer, out) {
             return answer;
         }
         if let Some(answer) = self.signed(query, Transport::Tcp, out) {

@@ -25,6 +25,8 @@ pub(super) struct Answering<'w> {
     pub(super) transfer: &'w crate::TransferConfig,
     pub(super) xfr_out: &'w crate::xfr_out::XfrOutCounters,
     pub(super) notify: Option<&'w crate::NotifyIn>,
+    /// UPDATE for primary zones, when any has `update:` rules.
+    pub(super) update: Option<&'w super::pending::UpdateStage>,
 }
 
 //----------- Cookies --------------------------------------------------------

@@ -101,11 +101,14 @@ const REQUEST_ARENA: usize = 4096;
 mod answer;
 mod answering;
 mod notify;
+mod pending;
 mod policy;
 mod request;
 mod signed;
+mod update;
 
 use answering::{Answering, Cookies, Peer};
+pub use pending::PendingUpdate;
 pub(crate) use request::Forwarding;
 pub use request::UdpAnswer;
 
@@ -152,6 +155,8 @@ pub struct Worker {
     xfr_out: crate::xfr_out::XfrOutCounters,
     /// NOTIFY for secondary zones, when there are any.
     notify: Option<crate::NotifyIn>,
+    /// UPDATE for primary zones, when any takes it.
+    update: Option<pending::UpdateStage>,
 }
 
 impl Worker {
@@ -179,6 +184,7 @@ impl Worker {
             transfer: crate::TransferConfig::default(),
             xfr_out: crate::xfr_out::XfrOutCounters::default(),
             notify: None,
+            update: None,
         }
     }
 
@@ -360,6 +366,7 @@ impl Worker {
             transfer,
             xfr_out,
             notify,
+            update,
         } = self;
         let answering = Answering {
             catalog,
@@ -370,6 +377,7 @@ impl Worker {
             transfer,
             xfr_out,
             notify: notify.as_ref(),
+            update: update.as_ref(),
         };
         let parts = Parts {
             arena,
@@ -388,7 +396,7 @@ impl Worker {
         match answer {
             UdpAnswer::Send(len) => self.counters.count_answer(&out[..len]),
             UdpAnswer::Drop => self.counters.dropped += 1,
-            UdpAnswer::Forward => {}
+            UdpAnswer::Forward | UdpAnswer::Update => {}
         }
         answer
     }
@@ -552,7 +560,7 @@ impl Worker {
         self.arena.reset();
         match answer {
             UdpAnswer::Send(len) => Response::Send(len),
-            UdpAnswer::Drop | UdpAnswer::Forward => Response::Drop,
+            UdpAnswer::Drop | UdpAnswer::Forward | UdpAnswer::Update => Response::Drop,
         }
     }
 

@@ -42,6 +42,9 @@ pub enum UdpAnswer {
     /// Forward upstream: call [`Worker::forward`] (the UDP loop does; the
     /// TCP read half calls `Worker::forward_tcp`).
     Forward,
+    /// An UPDATE to hand off: take it with [`Worker::take_update`]; its
+    /// answer is sent once the zones' owner has answered.
+    Update,
 }
 
 //----------- Forwarding -----------------------------------------------------

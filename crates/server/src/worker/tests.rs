@@ -75,7 +75,7 @@ fn burst(
                 }
             }
             UdpAnswer::Drop => dropped += 1,
-            UdpAnswer::Forward => panic!("nothing is forwarded"),
+            UdpAnswer::Forward | UdpAnswer::Update => panic!("nothing is forwarded or updated"),
         }
     }
     (full, slipped, dropped)

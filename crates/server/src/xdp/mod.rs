@@ -240,6 +240,11 @@ fn answer_batch(core: &Rc<Core>, local: &Local, xsk: &mut Xsk, received: u32) {
             let len = match outcome {
                 UdpAnswer::Send(len) => Some(len),
                 UdpAnswer::Drop => None,
+                // An UPDATE over AF_XDP: refused (its answer could not wait
+                // here); over the socket path or TCP it is taken.
+                UdpAnswer::Update => worker
+                    .take_update()
+                    .and_then(|mut update| update.answer(tern_wire::types::Rcode::REFUSED, answer)),
                 UdpAnswer::Forward => listener.and_then(|listener| {
                     let client = Client::Udp {
                         listener,

@@ -9,6 +9,8 @@
 //! - `proxy`: the PROXY protocol v2 on `proxy.listen`, over UDP and TCP;
 //! - `rrl`: response rate limiting of a loopback burst, and an exempt
 //!   client;
+//! - `update`: UPDATE handed off the core and answered once its owner
+//!   has, while queries are answered;
 //! - `runtime`: several cores on one port (SO_REUSEPORT), IPv6, reload
 //!   under load, shutdown, statistics.
 //!
@@ -35,6 +37,7 @@ mod runtime;
 mod tcp;
 mod tls;
 mod udp;
+mod update;
 mod xfr;
 
 /// Both reactors; every runtime test runs on each.

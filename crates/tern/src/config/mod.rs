@@ -18,6 +18,7 @@ mod proxy;
 mod tls;
 pub(crate) use tls::TlsSection;
 mod raw;
+mod update;
 pub(crate) mod value;
 mod xot;
 
@@ -67,6 +68,11 @@ pub(crate) struct Config {
     pub(crate) zones_dir: Option<PathBuf>,
     /// Zones given one by one: origin and file.
     pub(crate) zone_files: Vec<(String, PathBuf)>,
+    /// The listed zones with `update:` rules (dynamic updates).
+    pub(crate) updates: Vec<tern_zones::update::ZoneUpdates>,
+    /// `zone-file-sync`: how often updated zones' files are rewritten
+    /// (zero: at stop only).
+    pub(crate) zone_file_sync: std::time::Duration,
     /// The largest UDP answer we send.
     pub(crate) udp_size: u16,
     /// TCP timeouts and limits.
@@ -176,6 +182,8 @@ impl Default for Config {
             driver: Driver::default(),
             zones_dir: Some(PathBuf::from(DEFAULT_ZONES_DIR)),
             zone_files: Vec::new(),
+            updates: Vec::new(),
+            zone_file_sync: update::DEFAULT_ZONE_FILE_SYNC,
             udp_size: DEFAULT_UDP_SIZE,
             tcp: TcpConfig::default(),
             cache: tern_cache::CacheLimits::default(),
@@ -216,6 +224,7 @@ impl Config {
         if let Some(dir) = &overrides.zones {
             config.zones_dir = Some(dir.clone());
             config.zone_files.clear();
+            config.updates.clear();
         }
         if !overrides.listen.is_empty() {
             config.listen = overrides.listen.clone();
@@ -263,6 +272,8 @@ impl Config {
         let mut overrides: Vec<Override> = Vec::new();
         // `dnssec-policy` of the listed zones: origin as written, policy.
         let mut signed_zones: Vec<(String, String)> = Vec::new();
+        // `update:` of the listed zones: origin as written, file, rules.
+        let mut updated_zones = Vec::new();
         if let Some(zones) = raw.zones {
             secondaries = zones.secondary.unwrap_or_default();
             for zone in &mut secondaries {
@@ -297,7 +308,11 @@ impl Config {
                     }
                     let key = zone.key.map(|name| name.0);
                     overrides.push((zone.origin.0.clone(), key, zone.transfer, zone.notify));
-                    (zone.origin.0, base.join(zone.file.0))
+                    let file = base.join(zone.file.0);
+                    if let Some(rules) = zone.update {
+                        updated_zones.push((zone.origin.0.clone(), file.clone(), rules));
+                    }
+                    (zone.origin.0, file)
                 })
                 .collect();
         }
@@ -395,6 +410,30 @@ impl Config {
         config.signing =
             signing_config(raw.dnssec, &signed_zones, config.state_directory.as_deref())?;
         let keys = config.transfer.keys.clone();
+        if let Some(sync) = raw.zone_file_sync {
+            config.zone_file_sync = sync.0;
+        }
+        for (origin_text, file, rules) in updated_zones {
+            let origin =
+                tern_zones::load::parse_origin(&origin_text).map_err(anyhow::Error::msg)?;
+            let context = || format!("zone {}", origin.as_name());
+            if signed_zones
+                .iter()
+                .any(|(signed, _)| *signed == origin_text)
+            {
+                bail!(
+                    "{}: update: not yet with dnssec-policy (updated records would be \
+                     served unsigned)",
+                    context()
+                );
+            }
+            let rules = update::rules(origin.as_name(), rules, &keys).with_context(context)?;
+            config.updates.push(tern_zones::update::ZoneUpdates {
+                origin: tern_wire::name::LowerNameBuf::from_name(origin.as_name()),
+                file,
+                rules,
+            });
+        }
         if let Some(notify) = raw.notify {
             (config.notify.targets, config.notify.key) =
                 notify_rules(notify, &keys).map_err(|err| err.context("notify"))?;
@@ -509,6 +548,7 @@ impl Config {
             // Set by `serve`, which owns the transfer thread's queue and
             // the journals.
             notify_in: None,
+            update_in: None,
             journals: tern_server::SharedJournals::default(),
             allocations,
             // Each core's end of the dnstap writer, which `serve` starts.
@@ -1417,7 +1457,7 @@ mod tests {
         for (text, key) in [
             ("transfer: {key: nokey}\n", "transfer.key"),
             (
-                "keys: [{name: k, algorithm: hmac-md5, secret: AAEC}]\n",
+                "keys: [{name: k, algorithm: hmac-md4, secret: AAEC}]\n",
                 "algorithm",
             ),
             (

@@ -59,6 +59,7 @@ pub(crate) struct RawConfig {
     pub(crate) dnssec: Option<RawDnssec>,
     pub(crate) proxy: Option<RawProxy>,
     pub(crate) tls: Option<RawTls>,
+    pub(crate) zone_file_sync: Option<Parsed<SyncKind>>,
 }
 
 /// `tls:`, DNS over TLS (`config/tls.rs`).
@@ -279,6 +280,34 @@ pub(crate) struct RawZone {
     pub(crate) notify: Option<RawNotify>,
     #[serde(rename = "dnssec-policy")]
     pub(crate) dnssec_policy: Option<Parsed<PolicyNameKind>>,
+    /// Dynamic updates (`config/update.rs`).
+    pub(crate) update: Option<Vec<RawUpdateRule>>,
+}
+
+/// `zone-file-sync`: a duration, or 0 (at stop only).
+pub(crate) struct SyncKind;
+
+impl Kind for SyncKind {
+    type Value = Duration;
+    const EXPECTING: &'static str = "a duration like 60s, or 0 (at stop only)";
+    fn parse(text: &str) -> Result<Duration, String> {
+        match text.trim() {
+            "0" | "0s" => Ok(Duration::ZERO),
+            text => value::parse_duration(text),
+        }
+    }
+}
+
+/// One rule of a zone's `update:` as written (`config/update.rs`).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawUpdateRule {
+    pub(crate) key: Option<String>,
+    pub(crate) addresses: Option<Vec<String>>,
+    pub(crate) types: Option<Vec<String>>,
+    pub(crate) names: Option<Vec<String>>,
+    pub(crate) owner: Option<String>,
+    pub(crate) deny: Option<bool>,
 }
 
 /// `tcp:`, the RFC 7766 limits.
@@ -540,11 +569,11 @@ pub(crate) struct AlgorithmKind;
 
 impl Kind for AlgorithmKind {
     type Value = tern_xfr::tsig::Algorithm;
-    const EXPECTING: &'static str = "hmac-sha256, hmac-sha384, hmac-sha512 or hmac-sha1";
+    const EXPECTING: &'static str = "hmac-sha256, hmac-sha384, hmac-sha512, hmac-sha1 or hmac-md5";
     fn parse(text: &str) -> Result<tern_xfr::tsig::Algorithm, String> {
         tern_xfr::tsig::Algorithm::from_config_name(text).ok_or_else(|| {
             format!(
-                "unknown algorithm {text:?}; expected hmac-sha256, hmac-sha384, hmac-sha512 or hmac-sha1"
+                "unknown algorithm {text:?}; expected hmac-sha256, hmac-sha384, hmac-sha512, hmac-sha1 or hmac-md5"
             )
         })
     }

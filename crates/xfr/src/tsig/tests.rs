@@ -378,12 +378,24 @@ fn signing_into_a_buffer_without_room_changes_nothing() {
 fn algorithm_names() {
     for algorithm in Algorithm::ALL {
         let name = Name::from_wire(algorithm.wire_name()).unwrap();
-        assert_eq!(name.to_string(), format!("{}.", algorithm.config_name()));
+        if algorithm != Algorithm::HmacMd5 {
+            assert_eq!(name.to_string(), format!("{}.", algorithm.config_name()));
+        }
         assert_eq!(Algorithm::from_wire_name(name), Some(algorithm));
         let upper = algorithm.config_name().to_ascii_uppercase();
         assert_eq!(Algorithm::from_config_name(&upper), Some(algorithm));
     }
-    assert_eq!(Algorithm::from_config_name("hmac-md5"), None);
+    assert_eq!(
+        Algorithm::from_config_name("hmac-md5"),
+        Some(Algorithm::HmacMd5)
+    );
+    assert_eq!(
+        Name::from_wire(Algorithm::HmacMd5.wire_name())
+            .unwrap()
+            .to_string(),
+        "HMAC-MD5.SIG-ALG.REG.INT."
+    );
+    assert_eq!(Algorithm::from_config_name("hmac-md4"), None);
     assert_eq!(Algorithm::HmacSha1.min_mac_len(), 10);
     assert_eq!(Algorithm::HmacSha512.min_mac_len(), 32);
 }

@@ -1,0 +1,985 @@
+//! Dynamic updates (RFC 2136) of primary zones, off the cores
+//! (docs/decisions/0015): the `tern-update` thread.
+//!
+//! A core checks an UPDATE cheaply (its zone is ours and has rules, its
+//! TSIG verifies) and hands it here through a [`Submitter`]; the answer's
+//! RCODE goes back through the request's `reply`. This thread keeps, per
+//! updatable zone, the records as `tern_update` changes them
+//! ([`ZoneRecords`], built from the served version the first time, and
+//! again whenever a reload replaced that version), and takes requests in
+//! groups (those that arrived together, at most [`UPDATE_GROUP`]):
+//!
+//! ```text
+//!  requests ─► engine (each, in order) ─► journal append, one fsync per zone
+//!           ─► one new version per zone (ZoneBuilder) ─► Zones::updated
+//!              (IXFR history, catalog change to every core, NOTIFY) ─► replies
+//! ```
+//!
+//! Durable before answered: a difference is in the zone's update journal
+//! (`ZONEFILE.tern-journal`, beside the zone file) and synced before any
+//! reply of its group leaves. At start and at each reload the zone file is
+//! read and the journal applied on top ([`replay`]). The zone file is
+//! rewritten from the served version every `zone-file-sync` (and at stop),
+//! through a temporary file and a rename, and the journal then emptied.
+//!
+//! A zone file changed by hand while updates are kept in the journal
+//! (Knot's `zonefile-load: whole` with `journal-content: changes`): the
+//! journal is applied only if it continues from the file's serial; a file
+//! with another serial wins, and the updates not written to it yet are
+//! dropped with a warning (docs/decisions/0015).
+//!
+//! The hook for the signer (issue 24): [`Zones::updated`] receives the new
+//! version and its differences together; a signed zone's changed RRsets
+//! are to be signed between the engine and that call. Until then, updates
+//! to zones tern signs are REFUSED.
+
+use std::collections::{BTreeSet, HashMap};
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write as _};
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use sha1::{Digest, Sha1};
+use tern_authority::{RecordCursor, Zone, ZoneBuilder};
+use tern_update::{Access, Requester, UpdateMessage, UpdateOptions, UpdateRule, ZoneRecords};
+use tern_wire::name::{LowerNameBuf, Name};
+use tern_wire::types::{RClass, RType, Rcode};
+use tern_xfr::journal::{Difference, Journal, Record};
+
+use crate::load::Origin;
+use crate::owner::Zones;
+
+/// The most requests taken together: applied one after the other, written
+/// to their zones' journals with one fsync per zone, served as one new
+/// version per zone.
+pub const UPDATE_GROUP: usize = 64;
+
+/// The default of `update-queue` (updates waiting per zone): beyond it an
+/// UPDATE is answered SERVFAIL at once (BIND's answer when its update
+/// queue is full; the client retries).
+pub const DEFAULT_MAX_IN_FLIGHT: usize = 256;
+
+/// The default of `update-rate` (updates per second per TSIG key, and for
+/// unsigned requests together): beyond it REFUSED. A burst of one second's
+/// worth is allowed.
+pub const DEFAULT_RATE_PER_KEY: u32 = 1_000;
+
+/// The most keys whose rates are tracked; past it the oldest are forgotten.
+const MAX_RATE_KEYS: usize = 4_096;
+
+/// The requests waiting for the thread, all zones together.
+const QUEUE_LEN: usize = 4_096;
+
+/// The update journal's file name is the zone file's with this appended.
+pub const JOURNAL_SUFFIX: &str = ".tern-journal";
+
+/// The largest frame read back from a journal (a difference of an UPDATE
+/// of at most 64 KiB, with the SOAs: well under it).
+const MAX_FRAME: usize = 1 << 20;
+
+/// The most frames read back from one journal (a zone synced to its file
+/// every minute does not come near it; a journal longer is cut here, and
+/// what follows is dropped with a warning).
+const MAX_FRAMES: usize = 1 << 20;
+
+//----------- Configuration --------------------------------------------------
+
+/// One updatable zone.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ZoneUpdates {
+    /// The zone's origin, lowercased.
+    pub origin: LowerNameBuf,
+    /// Its zone file (rewritten by `zone-file-sync`).
+    pub file: PathBuf,
+    /// Who may update what.
+    pub rules: Vec<UpdateRule>,
+}
+
+/// The updatable zones and the limits.
+#[derive(Clone, Debug)]
+pub struct UpdateConfig {
+    /// The zones with `update:` rules.
+    pub zones: Vec<ZoneUpdates>,
+    /// How often an updated zone's file is rewritten; zero: at stop only.
+    pub sync_interval: Duration,
+    /// `transfer.max-zone-records`: an update growing a zone past it is
+    /// REFUSED.
+    pub max_zone_records: usize,
+    /// Updates per second per key; 0: no limit.
+    pub rate_per_key: u32,
+    /// Updates waiting per zone; beyond: SERVFAIL.
+    pub max_in_flight: usize,
+}
+
+/// The journal of the zone whose file is `file`.
+pub fn journal_path(file: &Path) -> PathBuf {
+    let mut path = file.as_os_str().to_owned();
+    path.push(JOURNAL_SUFFIX);
+    PathBuf::from(path)
+}
+
+//----------- Request, Submitter ---------------------------------------------
+
+/// One UPDATE handed off a core.
+pub struct Request {
+    /// The zone (the UPDATE's zone section), lowercased.
+    pub origin: LowerNameBuf,
+    /// The whole message, TSIG record included (the engine skips it).
+    pub message: Vec<u8>,
+    /// The TSIG key the core verified, if the request was signed.
+    pub key: Option<LowerNameBuf>,
+    /// The client's address.
+    pub client: IpAddr,
+    /// Called once with the answer's RCODE (the core writes and signs the
+    /// answer).
+    pub reply: Box<dyn FnOnce(Rcode) + Send>,
+}
+
+impl std::fmt::Debug for Request {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Request")
+            .field("origin", &self.origin.as_name().to_string())
+            .field("client", &self.client)
+            .finish_non_exhaustive()
+    }
+}
+
+enum Message {
+    /// Boxed: a request holds two inline names (some 600 octets).
+    Update(Box<Request>),
+    Stop(mpsc::Sender<()>),
+}
+
+/// Hands requests to the update thread (cloned into each core's hook).
+#[derive(Clone)]
+pub struct Submitter {
+    sender: SyncSender<Message>,
+    in_flight: Arc<InFlight>,
+}
+
+/// Requests queued per zone.
+struct InFlight {
+    counts: Mutex<HashMap<Origin, usize>>,
+    limit: usize,
+}
+
+impl InFlight {
+    fn take(&self, origin: &[u8]) -> bool {
+        let mut counts = self.counts.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(count) = counts.get_mut(origin) else {
+            return false;
+        };
+        if *count >= self.limit {
+            return false;
+        }
+        *count += 1;
+        true
+    }
+
+    fn give(&self, origin: &[u8]) {
+        let mut counts = self.counts.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(count) = counts.get_mut(origin) {
+            *count = count.saturating_sub(1);
+        }
+    }
+}
+
+impl Submitter {
+    /// Queues `request`; answers it SERVFAIL at once when its zone has
+    /// [`UpdateConfig::max_in_flight`] waiting already or the thread is
+    /// gone, REFUSED when the zone takes no updates.
+    pub fn submit(&self, request: Request) {
+        let origin: Origin = request.origin.as_bytes().into();
+        {
+            let counts = self
+                .in_flight
+                .counts
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            if !counts.contains_key(&origin) {
+                drop(counts);
+                (request.reply)(Rcode::REFUSED);
+                return;
+            }
+        }
+        if !self.in_flight.take(&origin) {
+            (request.reply)(Rcode::SERVFAIL);
+            return;
+        }
+        match self.sender.try_send(Message::Update(Box::new(request))) {
+            Ok(()) => {}
+            Err(TrySendError::Full(Message::Update(request)))
+            | Err(TrySendError::Disconnected(Message::Update(request))) => {
+                self.in_flight.give(&origin);
+                (request.reply)(Rcode::SERVFAIL);
+            }
+            Err(_) => {}
+        }
+    }
+
+    /// Whether `origin` (lowercased wire form) takes updates.
+    pub fn takes(&self, origin: &[u8]) -> bool {
+        self.in_flight
+            .counts
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains_key(origin)
+    }
+}
+
+/// The receiving end, until the thread starts ([`Updater::start`]).
+pub struct Queue {
+    receiver: Receiver<Message>,
+    sender: SyncSender<Message>,
+    in_flight: Arc<InFlight>,
+}
+
+/// The submitter for the cores and the queue for the thread, made before
+/// the cores start (the thread needs the zones' owner, made after).
+pub fn channel(config: &UpdateConfig) -> (Submitter, Queue) {
+    let (sender, receiver) = mpsc::sync_channel(QUEUE_LEN);
+    let in_flight = Arc::new(InFlight {
+        counts: Mutex::new(
+            config
+                .zones
+                .iter()
+                .map(|zone| (zone.origin.as_bytes().into(), 0))
+                .collect(),
+        ),
+        limit: config.max_in_flight.max(1),
+    });
+    let submitter = Submitter {
+        sender: sender.clone(),
+        in_flight: Arc::clone(&in_flight),
+    };
+    (
+        submitter,
+        Queue {
+            receiver,
+            sender,
+            in_flight,
+        },
+    )
+}
+
+//----------- Updater --------------------------------------------------------
+
+/// The running update thread.
+pub struct Updater {
+    sender: SyncSender<Message>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Updater {
+    /// Starts the thread over `zones`, replaying each updatable zone's
+    /// journal at every reload from now on (the start's versions were
+    /// replayed by [`replay_start`]).
+    pub fn start(config: UpdateConfig, queue: Queue, zones: Arc<Zones>) -> io::Result<Updater> {
+        let journals: HashMap<Origin, PathBuf> = config
+            .zones
+            .iter()
+            .map(|zone| (zone.origin.as_bytes().into(), journal_path(&zone.file)))
+            .collect();
+        zones.set_replay(Box::new(move |zone: Arc<Zone>| {
+            match journals.get(zone.origin().as_bytes()) {
+                Some(path) => replay(zone, path),
+                None => zone,
+            }
+        }));
+        let Queue {
+            receiver,
+            sender,
+            in_flight,
+        } = queue;
+        let mut state = State::new(config, zones, in_flight);
+        let thread = std::thread::Builder::new()
+            .name("tern-update".into())
+            .spawn(move || state.run(&receiver))?;
+        Ok(Updater {
+            sender,
+            thread: Some(thread),
+        })
+    }
+
+    /// Writes every updated zone's file and ends the thread.
+    pub fn stop(mut self) {
+        self.finish();
+    }
+
+    fn finish(&mut self) {
+        let Some(thread) = self.thread.take() else {
+            return;
+        };
+        let (done, wait) = mpsc::channel();
+        if self.sender.send(Message::Stop(done)).is_ok() {
+            let _ = wait.recv();
+        }
+        let _ = thread.join();
+    }
+}
+
+impl Drop for Updater {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+//----------- State ----------------------------------------------------------
+
+/// One updatable zone on the thread.
+struct ZoneState {
+    config: ZoneUpdates,
+    journal: PathBuf,
+    /// The served version the records were made from (or made).
+    base: Option<(Arc<Zone>, ZoneRecords)>,
+    /// Updated since its file was last written.
+    dirty: bool,
+}
+
+struct State {
+    zones: Arc<Zones>,
+    by_origin: HashMap<Origin, ZoneState>,
+    sync_interval: Duration,
+    next_sync: Option<Instant>,
+    max_zone_records: usize,
+    rate_per_key: u32,
+    /// Per key (None: unsigned): tokens left and when last filled.
+    rates: HashMap<Option<LowerNameBuf>, (f64, Instant)>,
+    in_flight: Arc<InFlight>,
+}
+
+/// What became of one request of a group.
+struct Outcome {
+    request: Request,
+    rcode: Rcode,
+    /// The zone it changed, if it did.
+    changed: Option<Origin>,
+}
+
+impl State {
+    fn new(config: UpdateConfig, zones: Arc<Zones>, in_flight: Arc<InFlight>) -> State {
+        let mut state = State {
+            zones,
+            by_origin: config
+                .zones
+                .into_iter()
+                .map(|zone| {
+                    let journal = journal_path(&zone.file);
+                    // Updates replayed from the journal at start are not in
+                    // the file yet: the next sync (or the stop) writes it.
+                    let dirty = std::fs::metadata(&journal).is_ok_and(|m| m.len() > 0);
+                    let state = ZoneState {
+                        journal,
+                        config: zone,
+                        base: None,
+                        dirty,
+                    };
+                    (state.config.origin.as_bytes().into(), state)
+                })
+                .collect(),
+            sync_interval: config.sync_interval,
+            next_sync: None,
+            max_zone_records: config.max_zone_records,
+            rate_per_key: config.rate_per_key,
+            rates: HashMap::new(),
+            in_flight,
+        };
+        if state.by_origin.values().any(|zone| zone.dirty) && !state.sync_interval.is_zero() {
+            state.next_sync = Some(Instant::now() + state.sync_interval);
+        }
+        state
+    }
+
+    fn run(&mut self, receiver: &Receiver<Message>) {
+        loop {
+            let message = match self.next_sync {
+                Some(at) => {
+                    match receiver.recv_timeout(at.saturating_duration_since(Instant::now())) {
+                        Ok(message) => message,
+                        Err(RecvTimeoutError::Timeout) => {
+                            self.sync_files();
+                            continue;
+                        }
+                        Err(RecvTimeoutError::Disconnected) => break,
+                    }
+                }
+                None => match receiver.recv() {
+                    Ok(message) => message,
+                    Err(_) => break,
+                },
+            };
+            let mut group = Vec::new();
+            let mut stop = None;
+            match message {
+                Message::Update(request) => group.push(*request),
+                Message::Stop(done) => stop = Some(done),
+            }
+            while stop.is_none() && group.len() < UPDATE_GROUP {
+                match receiver.try_recv() {
+                    Ok(Message::Update(request)) => group.push(*request),
+                    Ok(Message::Stop(done)) => stop = Some(done),
+                    Err(_) => break,
+                }
+            }
+            if !group.is_empty() {
+                self.process(group);
+            }
+            if let Some(done) = stop {
+                self.sync_files();
+                let _ = done.send(());
+                return;
+            }
+            if self.next_sync.is_some_and(|at| at <= Instant::now()) {
+                self.sync_files();
+            }
+        }
+        self.sync_files();
+    }
+
+    /// Applies a group of requests, makes it durable, serves it, answers.
+    fn process(&mut self, group: Vec<Request>) {
+        let zones = Arc::clone(&self.zones);
+        let writer = zones.writer();
+        let mut outcomes: Vec<Outcome> = Vec::with_capacity(group.len());
+        let mut differences: HashMap<Origin, Vec<Difference>> = HashMap::new();
+        for request in group {
+            let (rcode, difference) = self.apply(&request);
+            let changed = difference.map(|difference| {
+                let origin: Origin = request.origin.as_bytes().into();
+                differences
+                    .entry(origin.clone())
+                    .or_default()
+                    .push(difference);
+                origin
+            });
+            outcomes.push(Outcome {
+                request,
+                rcode,
+                changed,
+            });
+        }
+        for (origin, differences) in differences {
+            let ok = self.commit(&origin, differences);
+            if !ok {
+                for outcome in outcomes
+                    .iter_mut()
+                    .filter(|o| o.changed.as_ref() == Some(&origin))
+                {
+                    outcome.rcode = Rcode::SERVFAIL;
+                }
+            }
+        }
+        drop(writer);
+        for outcome in outcomes {
+            let origin = outcome.request.origin;
+            self.in_flight.give(origin.as_bytes());
+            self.zones.count_update(origin.as_bytes(), outcome.rcode);
+            (outcome.request.reply)(outcome.rcode);
+        }
+    }
+
+    /// One request through the engine: its RCODE, and its difference if it
+    /// changed the zone (then the zone's records are the new version's).
+    fn apply(&mut self, request: &Request) -> (Rcode, Option<Difference>) {
+        if !self.rate_allows(request.key) {
+            return (Rcode::REFUSED, None);
+        }
+        let origin = request.origin.as_bytes();
+        if self.zones.zone_keys(origin).is_some() {
+            // Issue 24's signer does not sign updated records yet: a
+            // validating resolver would see them unsigned.
+            log::warn!(
+                "zone {}: an UPDATE refused: updates to zones tern signs are not supported yet",
+                request.origin.as_name()
+            );
+            return (Rcode::REFUSED, None);
+        }
+        let Some(served) = self.zones.primary_version(origin) else {
+            return (Rcode::NOTAUTH, None);
+        };
+        let max_zone_records = self.max_zone_records;
+        let Some(zone) = self.by_origin.get_mut(origin) else {
+            return (Rcode::REFUSED, None);
+        };
+        if zone
+            .base
+            .as_ref()
+            .is_none_or(|(base, _)| !Arc::ptr_eq(base, &served))
+        {
+            match records_of(&served) {
+                Ok(records) => zone.base = Some((Arc::clone(&served), records)),
+                Err(err) => {
+                    log::error!("zone {}: {err}", request.origin.as_name());
+                    return (Rcode::SERVFAIL, None);
+                }
+            }
+        }
+        let Some((_, records)) = zone.base.as_mut() else {
+            return (Rcode::SERVFAIL, None);
+        };
+        let message = match UpdateMessage::parse(&request.message) {
+            Ok(message) => message,
+            Err(rcode) => return (rcode, None),
+        };
+        let signed = records
+            .node(records.origin_key())
+            .is_some_and(|apex| apex.has(RType::RRSIG));
+        let access = Access {
+            rules: &zone.config.rules,
+            requester: Requester {
+                key: request.key.as_ref().map(|key| key.as_name()),
+                address: request.client,
+            },
+        };
+        let options = UpdateOptions {
+            max_zone_records,
+            signed,
+        };
+        match tern_update::update(records, &message, &access, &options) {
+            Ok(Some(difference)) => (Rcode::NOERROR, Some(convert(difference))),
+            Ok(None) => (Rcode::NOERROR, None),
+            Err(rcode) => (rcode, None),
+        }
+    }
+
+    /// Whether the key may make one more update now (a token bucket of
+    /// `rate_per_key` a second, as deep).
+    fn rate_allows(&mut self, key: Option<LowerNameBuf>) -> bool {
+        if self.rate_per_key == 0 {
+            return true;
+        }
+        let now = Instant::now();
+        let rate = f64::from(self.rate_per_key);
+        if self.rates.len() >= MAX_RATE_KEYS && !self.rates.contains_key(&key) {
+            // Keys come from the configuration: this only bounds memory.
+            self.rates.clear();
+        }
+        let (tokens, last) = self.rates.entry(key).or_insert((rate, now));
+        *tokens = (*tokens + now.duration_since(*last).as_secs_f64() * rate).min(rate);
+        *last = now;
+        if *tokens >= 1.0 {
+            *tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Writes a zone's differences to its journal (one fsync), then serves
+    /// the new version. False if the journal could not be written: the
+    /// zone's records are dropped (made again from the served version),
+    /// and the group's updates to it are answered SERVFAIL.
+    fn commit(&mut self, origin: &[u8], differences: Vec<Difference>) -> bool {
+        let Some(zone) = self.by_origin.get_mut(origin) else {
+            return false;
+        };
+        let name = zone.config.origin;
+        if let Err(err) = append_journal(&zone.journal, &differences) {
+            log::error!(
+                "zone {}: cannot write its update journal {}: {err}; the updates are refused",
+                name.as_name(),
+                zone.journal.display()
+            );
+            zone.base = None;
+            return false;
+        }
+        let Some((base, records)) = zone.base.as_mut() else {
+            return false;
+        };
+        let started = Instant::now();
+        let built = match zone_of(name.as_name(), records) {
+            Ok(built) => Arc::new(built),
+            Err(err) => {
+                // Never expected: the engine keeps a zone's records whole.
+                log::error!(
+                    "zone {}: the updated version does not build: {err}",
+                    name.as_name()
+                );
+                zone.base = None;
+                return false;
+            }
+        };
+        log::debug!(
+            "zone {}: serial {} built from {} records in {:?}",
+            name.as_name(),
+            built.serial(),
+            built.record_count(),
+            started.elapsed()
+        );
+        *base = Arc::clone(&built);
+        zone.dirty = true;
+        self.zones.updated(built, differences);
+        if self.next_sync.is_none() && !self.sync_interval.is_zero() {
+            self.next_sync = Some(Instant::now() + self.sync_interval);
+        }
+        true
+    }
+
+    /// Writes every updated zone's file from its served version and
+    /// empties its journal.
+    fn sync_files(&mut self) {
+        self.next_sync = None;
+        let zones = Arc::clone(&self.zones);
+        let _writer = zones.writer();
+        for zone in self.by_origin.values_mut().filter(|zone| zone.dirty) {
+            let name = zone.config.origin;
+            let Some(served) = self.zones.primary_version(name.as_bytes()) else {
+                continue;
+            };
+            match write_zone_file(&zone.config.file, &served) {
+                Ok(()) => {
+                    zone.dirty = false;
+                    if let Err(err) = clear_journal(&zone.journal) {
+                        log::warn!(
+                            "zone {}: cannot empty its update journal {}: {err} (its \
+                             updates are in the zone file; the next start skips them)",
+                            name.as_name(),
+                            zone.journal.display()
+                        );
+                    }
+                    log::info!(
+                        "zone {}: serial {} written to {}",
+                        name.as_name(),
+                        served.serial(),
+                        zone.config.file.display()
+                    );
+                }
+                Err(err) => log::error!(
+                    "zone {}: cannot write its zone file {}: {err}; its updates stay in \
+                     the journal",
+                    name.as_name(),
+                    zone.config.file.display()
+                ),
+            }
+        }
+    }
+}
+
+//----------- Conversions ----------------------------------------------------
+
+/// The engine's records of a served version.
+fn records_of(zone: &Zone) -> Result<ZoneRecords, String> {
+    let mut list = Vec::with_capacity(zone.record_count());
+    let mut cursor = RecordCursor::default();
+    while let Some(record) = zone.next_record(&mut cursor) {
+        list.push(tern_zone::Record {
+            owner: record.owner.to_buf(),
+            class: RClass::IN,
+            ttl: record.ttl,
+            rtype: record.rtype,
+            rdata: record.rdata.to_vec(),
+            location: tern_zone::Location::default(),
+        });
+    }
+    ZoneRecords::from_records(zone.origin(), &list)
+        .map_err(|err| format!("its records do not take updates: {err}"))
+}
+
+/// A served version made of the engine's records: a whole build (the
+/// served zone's tables are immutable; issue 25's figures say what it
+/// costs).
+pub fn zone_of(origin: Name<'_>, records: &ZoneRecords) -> Result<Zone, String> {
+    let mut builder = ZoneBuilder::new(origin);
+    builder.reserve(records.len(), 0);
+    for (owner, rtype, ttl, rdata) in records.iter() {
+        builder
+            .insert(owner.as_name(), rtype, RClass::IN, ttl, rdata)
+            .map_err(|err| err.to_string())?;
+    }
+    builder.finish().map_err(|err| err.to_string())
+}
+
+/// The engine's difference as the IXFR history keeps it.
+fn convert(difference: tern_update::Difference) -> Difference {
+    let record = |r: tern_update::ChangedRecord| Record {
+        owner: r.owner.into_vec(),
+        rtype: r.rtype,
+        ttl: r.ttl,
+        rdata: r.rdata.into_vec(),
+    };
+    Difference {
+        from_soa: (difference.from_soa.0, difference.from_soa.1.into_vec()),
+        to_soa: (difference.to_soa.0, difference.to_soa.1.into_vec()),
+        deleted: difference.deleted.into_iter().map(record).collect(),
+        added: difference.added.into_iter().map(record).collect(),
+    }
+}
+
+//----------- The journal ----------------------------------------------------
+
+/// A frame: the payload's length (4 octets), the payload (a one-difference
+/// [`Journal`] encoding), the first 8 octets of its SHA-1. A frame cut by
+/// a crash, or damaged, ends the journal there.
+fn frame(difference: &Difference, out: &mut Vec<u8>) {
+    let mut journal = Journal::new();
+    journal.push(difference.clone(), usize::MAX);
+    let payload = journal.encode();
+    out.extend_from_slice(&(payload.len() as u32).to_be_bytes());
+    out.extend_from_slice(&payload);
+    out.extend_from_slice(&Sha1::digest(&payload)[..8]);
+}
+
+/// Appends `differences` to the journal at `path` and syncs it (and, when
+/// it is new, its directory).
+pub fn append_journal(path: &Path, differences: &[Difference]) -> io::Result<()> {
+    let mut bytes = Vec::new();
+    for difference in differences {
+        frame(difference, &mut bytes);
+    }
+    let created = !path.exists();
+    let mut file = OpenOptions::new().create(true).append(true).open(path)?;
+    file.write_all(&bytes)?;
+    file.sync_data()?;
+    if created {
+        sync_directory(path)?;
+    }
+    Ok(())
+}
+
+/// The differences of the journal at `path`, up to the first frame that
+/// does not read (none if there is no journal).
+pub fn read_journal(path: &Path) -> Vec<Difference> {
+    let Ok(bytes) = std::fs::read(path) else {
+        return Vec::new();
+    };
+    let mut differences = Vec::new();
+    let mut rest = &bytes[..];
+    // Each pass consumes a frame or ends; at most MAX_FRAMES.
+    while differences.len() < MAX_FRAMES {
+        let Some(len) = rest.get(..4) else { break };
+        let len = u32::from_be_bytes([len[0], len[1], len[2], len[3]]) as usize;
+        if len > MAX_FRAME {
+            break;
+        }
+        let (Some(payload), Some(check)) = (rest.get(4..4 + len), rest.get(4 + len..12 + len))
+        else {
+            break;
+        };
+        if Sha1::digest(payload)[..8] != *check {
+            break;
+        }
+        let Some(journal) = Journal::decode(payload) else {
+            break;
+        };
+        differences.extend(journal.differences().cloned());
+        rest = &rest[12 + len..];
+    }
+    if !rest.is_empty() {
+        log::warn!(
+            "{}: {} octets at its end do not read (cut by a crash?); not applied",
+            path.display(),
+            rest.len()
+        );
+    }
+    differences
+}
+
+/// Empties a journal (after its zone file took its updates).
+fn clear_journal(path: &Path) -> io::Result<()> {
+    match OpenOptions::new().write(true).open(path) {
+        Ok(file) => {
+            file.set_len(0)?;
+            file.sync_all()
+        }
+        Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(err) => Err(err),
+    }
+}
+
+/// Replaces a journal by `differences`, atomically.
+fn rewrite_journal(path: &Path, differences: &[Difference]) -> io::Result<()> {
+    let mut bytes = Vec::new();
+    for difference in differences {
+        frame(difference, &mut bytes);
+    }
+    write_synced(path, &bytes)
+}
+
+fn sync_directory(path: &Path) -> io::Result<()> {
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    File::open(dir)?.sync_all()
+}
+
+/// Writes `bytes` to `path` through a synced temporary file and a rename,
+/// then syncs the directory: after a crash, `path` is the old file or the
+/// new one, whole.
+fn write_synced(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let mut temporary = path.as_os_str().to_owned();
+    temporary.push(".tern-tmp");
+    let temporary = PathBuf::from(temporary);
+    let mut file = File::create(&temporary)?;
+    file.write_all(bytes)?;
+    file.sync_all()?;
+    drop(file);
+    std::fs::rename(&temporary, path)?;
+    sync_directory(path)
+}
+
+/// Writes a zone file from a served version (lowercased owners, one
+/// record a line, as Knot's `zonefile-sync` writes it).
+pub fn write_zone_file(path: &Path, zone: &Zone) -> io::Result<()> {
+    let mut text = format!(
+        "; {} serial {}: written by tern from the updated zone (zone-file-sync)\n",
+        zone.origin(),
+        zone.serial()
+    );
+    let mut cursor = RecordCursor::default();
+    while let Some(record) = zone.next_record(&mut cursor) {
+        let record = tern_zone::Record {
+            owner: record.owner.to_buf(),
+            class: RClass::IN,
+            ttl: record.ttl,
+            rtype: record.rtype,
+            rdata: record.rdata.to_vec(),
+            location: tern_zone::Location::default(),
+        };
+        tern_zone::print::write_record(&record, &mut text);
+    }
+    write_synced(path, text.as_bytes())
+}
+
+//----------- Replay ---------------------------------------------------------
+
+/// `zone` (loaded from its file) with the journal at `path` applied: the
+/// differences from the file's serial on, in a chain. Differences before
+/// that serial are already in the file (written by `zone-file-sync` before
+/// the journal could be emptied); a journal that does not reach the file's
+/// serial belongs to another version of the file (edited by hand): it is
+/// dropped, with a warning. The journal is rewritten to what was applied
+/// when anything was skipped.
+pub fn replay(zone: Arc<Zone>, path: &Path) -> Arc<Zone> {
+    let differences = read_journal(path);
+    if differences.is_empty() {
+        return zone;
+    }
+    let serial = zone.serial();
+    let name = zone.origin().to_string();
+    let Some(first) = differences.iter().position(|d| d.from_serial() == serial) else {
+        if differences.last().is_some_and(|d| d.to_serial() == serial) {
+            // The file has every update: the journal only was not emptied.
+            if let Err(err) = clear_journal(path) {
+                log::warn!("{}: cannot empty it: {err}", path.display());
+            }
+        } else {
+            log::warn!(
+                "zone {name}: its update journal {} does not continue from the zone file's \
+                 serial {serial} (the file was edited?); its {} update(s) are dropped, the \
+                 file is served",
+                path.display(),
+                differences.len()
+            );
+            if let Err(err) = clear_journal(path) {
+                log::warn!("{}: cannot empty it: {err}", path.display());
+            }
+        }
+        return zone;
+    };
+    let mut records = all_records(&zone);
+    let mut soa = {
+        let soa = zone.soa_record();
+        (soa.ttl, soa.rdata.to_vec())
+    };
+    let mut applied = 0;
+    let mut current = serial;
+    for difference in &differences[first..] {
+        if difference.from_serial() != current {
+            break;
+        }
+        for record in &difference.deleted {
+            records.remove(record);
+        }
+        for record in &difference.added {
+            records.insert(record.clone());
+        }
+        soa = difference.to_soa.clone();
+        current = difference.to_serial();
+        applied += 1;
+    }
+    if first + applied < differences.len() {
+        log::warn!(
+            "zone {name}: {} update(s) of its journal do not follow serial {current}; dropped",
+            differences.len() - first - applied
+        );
+    }
+    if first > 0 || first + applied < differences.len() {
+        if let Err(err) = rewrite_journal(path, &differences[first..first + applied]) {
+            log::warn!("{}: cannot rewrite it: {err}", path.display());
+        }
+    }
+    let mut builder = ZoneBuilder::new(zone.origin());
+    builder.reserve(records.len() + 1, 0);
+    let origin = zone.origin();
+    let mut built = builder
+        .insert(origin, RType::SOA, RClass::IN, soa.0, &soa.1)
+        .map_err(|err| err.to_string());
+    for record in &records {
+        if built.is_err() {
+            break;
+        }
+        built = Name::from_wire(&record.owner)
+            .map_err(|err| err.to_string())
+            .and_then(|owner| {
+                builder
+                    .insert(owner, record.rtype, RClass::IN, record.ttl, &record.rdata)
+                    .map_err(|err| err.to_string())
+            });
+    }
+    match built.and_then(|()| builder.finish().map_err(|err| err.to_string())) {
+        Ok(updated) => {
+            log::info!(
+                "zone {name}: {applied} update(s) of its journal applied, serial {serial} -> {}",
+                updated.serial()
+            );
+            Arc::new(updated)
+        }
+        Err(err) => {
+            log::error!(
+                "zone {name}: its update journal does not apply ({err}); the file is served"
+            );
+            zone
+        }
+    }
+}
+
+/// A version's records but its apex SOA.
+fn all_records(zone: &Zone) -> BTreeSet<Record> {
+    let origin = zone.origin();
+    let mut all = BTreeSet::new();
+    let mut cursor = RecordCursor::default();
+    while let Some(record) = zone.next_record(&mut cursor) {
+        if record.rtype == RType::SOA && record.owner.as_bytes() == origin.as_bytes() {
+            continue;
+        }
+        all.insert(Record {
+            owner: record.owner.as_bytes().to_vec(),
+            rtype: record.rtype,
+            ttl: record.ttl,
+            rdata: record.rdata.to_vec(),
+        });
+    }
+    all
+}
+
+/// The start's primary zones, each updatable one with its journal applied
+/// (before the cores serve them).
+pub fn replay_start(config: &UpdateConfig, primaries: &mut [(Arc<Zone>, crate::load::Stamp)]) {
+    let journals: HashMap<&[u8], PathBuf> = config
+        .zones
+        .iter()
+        .map(|zone| (zone.origin.as_bytes(), journal_path(&zone.file)))
+        .collect();
+    for (zone, _) in primaries.iter_mut() {
+        if let Some(path) = journals.get(zone.origin().as_bytes()) {
+            *zone = replay(Arc::clone(zone), path);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
