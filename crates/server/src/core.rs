@@ -59,7 +59,7 @@ pub(crate) struct Core {
     /// This core's counts of PROXY headers.
     pub(crate) proxy: crate::proxy::ProxyCounters,
     /// This core's DNS over TLS counters.
-    pub(crate) tls_counters: crate::tls::TlsCounters,
+    pub(crate) tls_counters: crate::stats::TlsCounters,
     /// The updates this core handed off and waits for, when UPDATE is
     /// taken (`crate::update`).
     pub(crate) updates: Option<Rc<crate::update::Replies>>,

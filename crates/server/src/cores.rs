@@ -249,7 +249,7 @@ async fn serve(start: CoreStart) -> io::Result<()> {
         xdp_attachment,
         proxy_allow: config.proxy.allow.clone(),
         proxy: crate::proxy::ProxyCounters::default(),
-        tls_counters: crate::tls::TlsCounters::default(),
+        tls_counters: crate::stats::TlsCounters::default(),
         updates,
     });
     // The sockets of `proxy.listen` come after those of `listen`.

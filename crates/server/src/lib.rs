@@ -97,6 +97,7 @@ pub use rrl::{
     DEFAULT_IPV6_PREFIX, DEFAULT_RATE, DEFAULT_SLIP, DEFAULT_TABLE_SIZE, DEFAULT_WINDOW, MAX_RATE,
     MAX_SLIP, MAX_TABLE_SIZE, MAX_WINDOW, MIN_TABLE_SIZE,
 };
+pub use stats::TlsStats;
 pub use stats::{
     CoreStats, ZoneCounters, COOKIE_RESULTS, FAMILIES, MAX_COUNTED_ZONES, OTHER_TYPE, QUERY_TYPES,
     TCP_TIMEOUTS, TRANSPORTS, TYPE_SLOTS,
@@ -107,7 +108,7 @@ pub use tern_cache::forward::{
     Cidr, ForwardConfig, ForwardStats, Policy, RttHistogram, UpstreamStats, MAX_UPSTREAMS,
     RTT_BUCKETS_MS,
 };
-pub use tls::{TlsConfig, TlsStats};
+pub use tls::TlsConfig;
 #[doc(hidden)]
 pub use update_in::{UpdateIn, UpdateReply, UpdateRequest};
 pub use worker::{PendingUpdate, UdpAnswer, Worker};

@@ -249,7 +249,7 @@ pub struct CoreStats {
     /// PROXY protocol headers (all zero without `proxy.listen`).
     pub proxy: ProxyStats,
     /// DNS over TLS (all zero without `tls.listen`).
-    pub tls: crate::tls::TlsStats,
+    pub tls: TlsStats,
 }
 
 //----------- ProxyStats -----------------------------------------------------
@@ -816,3 +816,74 @@ mod tests {
         assert_eq!((counters.badcookie, counters.answers_by_rcode[7]), (1, 1));
     }
 }
+
+//----------- TlsCounters ----------------------------------------------------
+
+/// The TLS counters of one core.
+#[derive(Debug, Default)]
+pub(crate) struct TlsCounters {
+    /// Connections accepted, open, refused at the limit, timed out (the
+    /// timeouts of the stream after the handshake).
+    pub(crate) connections: TcpCounters,
+    /// Handshakes by outcome and protocol version (tls.rs's
+    /// `HANDSHAKE_OUTCOMES` and `TLS_VERSIONS`).
+    pub(crate) handshakes: [[Cell<u64>; 3]; 4],
+    /// Handshakes that resumed a session.
+    pub(crate) resumed: Cell<u64>,
+}
+
+impl TlsCounters {
+    /// A copy, for a snapshot.
+    pub(crate) fn stats(&self) -> TlsStats {
+        TlsStats {
+            accepted: self.connections.accepted.get(),
+            open: self.connections.open.get(),
+            refused: self.connections.refused.get(),
+            timeouts: self.connections.timeouts.each_ref().map(Cell::get),
+            handshakes: self
+                .handshakes
+                .each_ref()
+                .map(|row| row.each_ref().map(Cell::get)),
+            resumed: self.resumed.get(),
+        }
+    }
+}
+
+/// DNS over TLS counters of a core (all zero without `tls.listen`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TlsStats {
+    /// Connections accepted and served.
+    pub accepted: u64,
+    /// Connections open now.
+    pub open: u64,
+    /// Connections closed at once at the per-core limit.
+    pub refused: u64,
+    /// Connections closed by a timeout after the handshake, by
+    /// [`crate::TCP_TIMEOUTS`].
+    pub timeouts: [u64; 4],
+    /// Handshakes by outcome, then protocol version (tls.rs's
+    /// `HANDSHAKE_OUTCOMES` and `TLS_VERSIONS`).
+    pub handshakes: [[u64; 3]; 4],
+    /// Handshakes that resumed a session (ticket or session id).
+    pub resumed: u64,
+}
+
+impl TlsStats {
+    pub(crate) fn add(&mut self, other: &TlsStats) {
+        self.accepted += other.accepted;
+        self.open += other.open;
+        self.refused += other.refused;
+        for (sum, count) in self.timeouts.iter_mut().zip(other.timeouts) {
+            *sum += count;
+        }
+        for (row, other) in self.handshakes.iter_mut().zip(other.handshakes) {
+            for (sum, count) in row.iter_mut().zip(other) {
+                *sum += count;
+            }
+        }
+        self.resumed += other.resumed;
+    }
+}
+
+/// The transport slot of DNS over TLS in [`TRANSPORTS`].
+pub(crate) const TRANSPORT_TLS: usize = 3;

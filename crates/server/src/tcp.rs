@@ -508,10 +508,10 @@ async fn answer_frames(
             }
         };
         // EDNS padding (RFC 7830) over TLS only, for queries that ask.
-        let len = if transport == crate::tls::TRANSPORT_TLS
-            && crate::tls::asks_padding(parsed.edns_options())
+        let len = if transport == crate::stats::TRANSPORT_TLS
+            && crate::tls::padding::asks_padding(parsed.edns_options())
         {
-            crate::tls::pad(&mut core.scratch.borrow_mut(), len)
+            crate::tls::padding::pad(&mut core.scratch.borrow_mut(), len)
         } else {
             len
         };

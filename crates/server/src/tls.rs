@@ -21,10 +21,10 @@
 //!   output) and refuses renegotiation and key-update floods itself.
 //!
 //! EDNS padding (RFC 7830): the answer to a query that carried a Padding
-//! option is padded to a multiple of [`PADDING_BLOCK`] octets (RFC 8467's
+//! option is padded to a multiple of [`padding::PADDING_BLOCK`] octets (RFC 8467's
 //! recommended block for responses), over TLS only.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::io::{self, BufRead};
 use std::net::SocketAddr;
 use std::rc::Rc;
@@ -38,13 +38,11 @@ use rustls::ServerConnection;
 
 use crate::core::Core;
 use crate::pool::{self, Size};
-use crate::stats::TcpCounters;
+use crate::stats::{TlsCounters, TRANSPORT_TLS};
 use crate::tcp::{serve_stream, ReadStream, Stream, WriteStream};
 
 pub mod config;
-
-/// The transport slot of TLS in [`crate::stats::TRANSPORTS`].
-pub(crate) const TRANSPORT_TLS: usize = 3;
+pub mod padding;
 
 /// Ciphertext read from the socket at once: a full TLS record (16 KiB of
 /// plaintext and its overhead).
@@ -52,14 +50,6 @@ const CIPHER_READ: usize = 16 * 1024 + 512;
 
 /// How long the accept loop pauses after a failed accept.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(10);
-
-/// The EDNS Padding option (RFC 7830).
-pub(crate) const OPTION_PADDING: u16 = 12;
-
-/// Answers to padded queries are padded to a multiple of this (RFC 8467
-/// section 4.1, "Block-Length Padding", the recommended 468 for
-/// responses).
-pub const PADDING_BLOCK: usize = 468;
 
 /// The outcomes of TLS handshakes, `tern_tls_handshakes_total{outcome}`.
 pub const HANDSHAKE_OUTCOMES: [&str; 4] = ["ok", "failed", "timeout", "closed"];
@@ -92,84 +82,22 @@ impl PartialEq for TlsConfig {
     }
 }
 
-//----------- TlsCounters ----------------------------------------------------
+//----------- handshake counts -----------------------------------------------
 
-/// The TLS counters of one core.
-#[derive(Debug, Default)]
-pub(crate) struct TlsCounters {
-    /// Connections accepted, open, refused at the limit, timed out (the
-    /// timeouts of the stream after the handshake).
-    pub(crate) connections: TcpCounters,
-    /// Handshakes by [`HANDSHAKE_OUTCOMES`] and [`TLS_VERSIONS`].
-    pub(crate) handshakes: [[Cell<u64>; 3]; 4],
-    /// Handshakes that resumed a session.
-    pub(crate) resumed: Cell<u64>,
-}
-
-impl TlsCounters {
-    fn handshake(&self, outcome: usize, connection: &ServerConnection) {
-        let version = match connection.protocol_version() {
-            Some(rustls::ProtocolVersion::TLSv1_3) => 0,
-            Some(rustls::ProtocolVersion::TLSv1_2) => 1,
-            _ => 2,
-        };
-        if let Some(count) = self
-            .handshakes
-            .get(outcome)
-            .and_then(|row| row.get(version))
-        {
-            count.set(count.get() + 1);
-        }
-    }
-
-    /// A copy, for a snapshot.
-    pub(crate) fn stats(&self) -> TlsStats {
-        TlsStats {
-            accepted: self.connections.accepted.get(),
-            open: self.connections.open.get(),
-            refused: self.connections.refused.get(),
-            timeouts: self.connections.timeouts.each_ref().map(Cell::get),
-            handshakes: self
-                .handshakes
-                .each_ref()
-                .map(|row| row.each_ref().map(Cell::get)),
-            resumed: self.resumed.get(),
-        }
-    }
-}
-
-/// DNS over TLS counters of a core (all zero without `tls.listen`).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct TlsStats {
-    /// Connections accepted and served.
-    pub accepted: u64,
-    /// Connections open now.
-    pub open: u64,
-    /// Connections closed at once at the per-core limit.
-    pub refused: u64,
-    /// Connections closed by a timeout after the handshake, by
-    /// [`crate::TCP_TIMEOUTS`].
-    pub timeouts: [u64; 4],
-    /// Handshakes by [`HANDSHAKE_OUTCOMES`], then [`TLS_VERSIONS`].
-    pub handshakes: [[u64; 3]; 4],
-    /// Handshakes that resumed a session (ticket or session id).
-    pub resumed: u64,
-}
-
-impl TlsStats {
-    pub(crate) fn add(&mut self, other: &TlsStats) {
-        self.accepted += other.accepted;
-        self.open += other.open;
-        self.refused += other.refused;
-        for (sum, count) in self.timeouts.iter_mut().zip(other.timeouts) {
-            *sum += count;
-        }
-        for (row, other) in self.handshakes.iter_mut().zip(other.handshakes) {
-            for (sum, count) in row.iter_mut().zip(other) {
-                *sum += count;
-            }
-        }
-        self.resumed += other.resumed;
+/// Counts a handshake by its outcome ([`HANDSHAKE_OUTCOMES`]) and the
+/// protocol version it settled on ([`TLS_VERSIONS`]).
+fn count_handshake(counters: &TlsCounters, outcome: usize, connection: &ServerConnection) {
+    let version = match connection.protocol_version() {
+        Some(rustls::ProtocolVersion::TLSv1_3) => 0,
+        Some(rustls::ProtocolVersion::TLSv1_2) => 1,
+        _ => 2,
+    };
+    if let Some(count) = counters
+        .handshakes
+        .get(outcome)
+        .and_then(|row| row.get(version))
+    {
+        count.set(count.get() + 1);
     }
 }
 
@@ -238,7 +166,7 @@ async fn serve_connection(
     };
     {
         let connection = connection.borrow();
-        core.tls_counters.handshake(outcome, &connection);
+        count_handshake(&core.tls_counters, outcome, &connection);
         if outcome == OUTCOME_OK
             && connection.handshake_kind() == Some(rustls::HandshakeKind::Resumed)
         {
@@ -485,122 +413,5 @@ impl WriteStream for TlsWriter {
             }
         }
         (Ok(()), buffer)
-    }
-}
-
-//----------- pad ------------------------------------------------------------
-
-/// Whether a query's EDNS options (`code, length, value` triples) hold a
-/// Padding option.
-pub(crate) fn asks_padding(options: &[u8]) -> bool {
-    let mut rest = options;
-    // Each pass consumes at least one option header or ends.
-    while let Some(head) = rest.get(..4) {
-        let code = u16::from_be_bytes([head[0], head[1]]);
-        if code == OPTION_PADDING {
-            return true;
-        }
-        let len = usize::from(u16::from_be_bytes([head[2], head[3]]));
-        rest = rest.get(4 + len..).unwrap_or(&[]);
-    }
-    false
-}
-
-/// Pads the answer `buffer[..len]` to a multiple of [`PADDING_BLOCK`]
-/// with a Padding option appended to its OPT record, which must be its
-/// last record (an answer without one, or with a TSIG after it, is left
-/// as it is: padding goes before the signature). Returns the new length;
-/// `len` when the answer is left alone or the padding would not fit in
-/// `buffer`.
-pub(crate) fn pad(buffer: &mut [u8], len: usize) -> usize {
-    let Some(answer) = buffer.get(..len) else {
-        return len;
-    };
-    let Ok(message) = tern_wire::parse::MessageView::parse(answer) else {
-        return len;
-    };
-    let Some(Ok(last)) = message.records().last() else {
-        return len;
-    };
-    if last.rtype != tern_wire::types::RType::OPT
-        || !last.owner_is_root()
-        || last.rdata_offset + last.rdata.len() != len
-    {
-        return len;
-    }
-    let unpadded = len + 4;
-    let padded = unpadded.div_ceil(PADDING_BLOCK) * PADDING_BLOCK;
-    let zeros = padded - unpadded;
-    let rdlen = last.rdata.len() + 4 + zeros;
-    if padded > buffer.len() || padded > usize::from(u16::MAX) || rdlen > usize::from(u16::MAX) {
-        return len;
-    }
-    let rdlen_at = last.rdata_offset - 2;
-    buffer[rdlen_at..rdlen_at + 2].copy_from_slice(&(rdlen as u16).to_be_bytes());
-    buffer[len..len + 2].copy_from_slice(&OPTION_PADDING.to_be_bytes());
-    buffer[len + 2..len + 4].copy_from_slice(&(zeros as u16).to_be_bytes());
-    buffer[unpadded..padded].fill(0);
-    padded
-}
-
-//=========== Tests ==========================================================
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A header, question `a.` IN A, and `additional` records.
-    fn answer(additional: &[&[u8]]) -> Vec<u8> {
-        let mut message = vec![0, 1, 0x84, 0, 0, 1, 0, 0, 0, 0, 0, additional.len() as u8];
-        message.extend_from_slice(&[1, b'a', 0, 0, 1, 0, 1]);
-        for record in additional {
-            message.extend_from_slice(record);
-        }
-        message
-    }
-
-    const OPT: &[u8] = &[0, 0, 41, 4, 0, 0, 0, 0, 0, 0, 0];
-
-    #[test]
-    fn padding_is_asked_by_option_12_only() {
-        assert!(asks_padding(&[0, 12, 0, 0]));
-        assert!(asks_padding(&[0, 10, 0, 2, 1, 2, 0, 12, 0, 3, 0, 0, 0]));
-        assert!(!asks_padding(&[0, 10, 0, 2, 1, 2]));
-        assert!(!asks_padding(&[0, 10, 0, 9, 1]), "cut short");
-        assert!(!asks_padding(&[]));
-    }
-
-    /// An answer ending in its OPT is padded to 468 octets with a valid
-    /// Padding option; without OPT, or with a record after it, or with
-    /// no room, it is left alone.
-    #[test]
-    fn answers_are_padded_to_the_block() {
-        let mut buffer = vec![0xff; 2000];
-        let plain = answer(&[OPT]);
-        buffer[..plain.len()].copy_from_slice(&plain);
-        let len = pad(&mut buffer, plain.len());
-        assert_eq!(len, PADDING_BLOCK);
-        let message = tern_wire::parse::MessageView::parse(&buffer[..len]).unwrap();
-        let edns = message.edns().unwrap().unwrap();
-        let options: Vec<_> = edns.options().map(Result::unwrap).collect();
-        assert_eq!(options.len(), 1);
-        assert_eq!(options[0].0, OPTION_PADDING);
-        assert!(options[0].1.iter().all(|&octet| octet == 0));
-        assert_eq!(
-            pad(&mut buffer, len),
-            len + PADDING_BLOCK,
-            "a full block more"
-        );
-
-        let bare = answer(&[]);
-        buffer[..bare.len()].copy_from_slice(&bare);
-        assert_eq!(pad(&mut buffer, bare.len()), bare.len());
-        let tsig_after: &[u8] = &[0, 0, 250, 0, 255, 0, 0, 0, 0, 0, 0];
-        let signed = answer(&[OPT, tsig_after]);
-        buffer[..signed.len()].copy_from_slice(&signed);
-        assert_eq!(pad(&mut buffer, signed.len()), signed.len());
-        let mut small = plain.clone();
-        small.extend_from_slice(&[0; 10]);
-        assert_eq!(pad(&mut small, plain.len()), plain.len(), "no room");
     }
 }

@@ -48,7 +48,6 @@ use tern_xfr::axfr::serial_at_or_after;
 use tern_zone::{RecordList, Records, Sink};
 
 use crate::load::Origin;
-use crate::owner::Zones;
 use crate::refresh::SecondaryConfig;
 use crate::rollover::ZoneKeys;
 use crate::signing::{Policy, Signing};
@@ -235,7 +234,7 @@ impl Bump {
     /// Starts the signing thread, which hands each signed version to
     /// `zones`, and queues the signing of every zone that has a copy
     /// received (a start: what is due since the last signing).
-    pub(crate) fn start(self: &Arc<Self>, zones: Weak<Zones>) -> std::io::Result<()> {
+    pub(crate) fn start(self: &Arc<Self>, zones: Weak<dyn Publish>) -> std::io::Result<()> {
         let (sender, jobs) = mpsc::channel();
         *self.jobs.lock().unwrap_or_else(|p| p.into_inner()) = Some(sender);
         let bump = Arc::clone(self);
@@ -290,9 +289,20 @@ impl Bump {
     }
 }
 
+/// Where the signing thread hands its outcomes: the owner of the zones'
+/// versions, which holds the [`Bump`] (a trait, so that this module need
+/// not know the owner's type).
+pub(crate) trait Publish: Send + Sync {
+    /// Serves `signed`, records its difference and NOTIFYs.
+    fn serve_signed_secondary(&self, signed: SignedSecondary);
+    /// Notes that the version received of `origin` could not be signed,
+    /// and schedules a retry.
+    fn signed_secondary_failed(&self, origin: &[u8], reason: &str);
+}
+
 /// The signing thread: one zone at a time, until the owner is gone or the
 /// queue closes.
-fn run(bump: &Bump, jobs: &Receiver<Origin>, zones: &Weak<Zones>) {
+fn run(bump: &Bump, jobs: &Receiver<Origin>, zones: &Weak<dyn Publish>) {
     for origin in jobs {
         let Some(outcome) = bump.sign(&origin) else {
             continue;
@@ -372,7 +382,7 @@ fn sign_received(
     let records = records_of(unsigned)?;
     let served = previous
         .and_then(|previous| apex_serial(name, previous))
-        .or_else(|| crate::state::load_signed_serial(state_directory, name.as_bytes()));
+        .or_else(|| crate::signed_serial::load_signed_serial(state_directory, name.as_bytes()));
     let above = Some(serial_above(unsigned.serial(), served));
     let now = unix_time();
     let (signed, next, change, made, kept) = match previous {

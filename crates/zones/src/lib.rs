@@ -48,6 +48,7 @@ pub mod refresh;
 pub mod resign;
 pub mod rollover;
 pub mod sign_status;
+mod signed_serial;
 pub mod signing;
 pub mod start;
 pub mod state;

@@ -649,7 +649,7 @@ fn signer<'s>(
     // directory, so that a restart does not go back to the file's.
     let serial_above = previous
         .and_then(|previous| previous.serial(origin))
-        .or_else(|| crate::state::load_signed_serial(&signing.state_directory, origin));
+        .or_else(|| crate::signed_serial::load_signed_serial(&signing.state_directory, origin));
     Some(Signer {
         policy,
         state_directory: &signing.state_directory,
@@ -1147,7 +1147,7 @@ mod tests {
         assert!(version.take_change().is_none(), "taken once");
 
         // A start (nothing served) with a saved serial of 7 signs above it.
-        crate::state::save_signed_serial(
+        crate::signed_serial::save_signed_serial(
             &dir.join("state"),
             LowerNameBuf::from_name(tern_wire::name::Name::from_wire(&origin).unwrap()),
             7,

@@ -1195,7 +1195,7 @@ impl Zones {
             return;
         };
         let origin = LowerNameBuf::from_name(zone.origin());
-        if let Err(err) = crate::state::save_signed_serial(dir, origin, zone.serial()) {
+        if let Err(err) = crate::signed_serial::save_signed_serial(dir, origin, zone.serial()) {
             log::warn!(
                 "zone {}: cannot save its serial in the state directory: {err}",
                 origin.as_name()
@@ -1230,7 +1230,8 @@ impl Zones {
     /// thread and [`Zones::start_resigning`], so that their versions
     /// received and their re-signing go to it).
     pub fn start_bump(self: &Arc<Self>, bump: Arc<crate::bump::Bump>) -> std::io::Result<()> {
-        bump.start(Arc::downgrade(self))?;
+        let zones: std::sync::Weak<Zones> = Arc::downgrade(self);
+        bump.start(zones)?;
         let _ = self.bump.set(bump);
         Ok(())
     }
@@ -1272,13 +1273,16 @@ impl Zones {
             if incremental { "IXFR" } else { "AXFR" }
         );
     }
+}
 
+/// The bump-in-the-wire signer hands its outcomes here.
+impl crate::bump::Publish for Zones {
     /// Serves a signed version of a secondary zone: the signer's
     /// difference from the version served goes into its IXFR history (or
     /// the two are compared), its serial is saved, its re-signing is
     /// timed, and it is NOTIFYed. Nothing for a zone no longer configured
     /// or expired meanwhile.
-    pub(crate) fn serve_signed_secondary(&self, signed: crate::bump::SignedSecondary) {
+    fn serve_signed_secondary(&self, signed: crate::bump::SignedSecondary) {
         let zone = signed.zone;
         let origin = LowerNameBuf::from_name(zone.origin());
         let key: Origin = origin.as_bytes().into();
@@ -1334,7 +1338,7 @@ impl Zones {
     /// A version of a signed secondary zone could not be signed (logged
     /// by the signer): the version served stays, the status says why, and
     /// the signing is tried again after a back-off.
-    pub(crate) fn signed_secondary_failed(&self, origin: &[u8], reason: &str) {
+    fn signed_secondary_failed(&self, origin: &[u8], reason: &str) {
         self.resigner.retry(origin);
         if let Some(status) = self.lock().status.get_mut(origin) {
             status.last_outcome = format!("not signed: {reason}");

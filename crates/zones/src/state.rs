@@ -15,23 +15,11 @@ use tern_xfr::journal::{Journal, Journals};
 
 use crate::file_stem;
 use crate::refresh::{SecondaryConfig, Timers};
+pub(crate) use crate::signed_serial::write_atomically;
 
 /// `STATE/secondary`.
 fn secondary_dir(state_directory: &Path) -> PathBuf {
     state_directory.join("secondary")
-}
-
-/// Writes `bytes` to `path` through a temporary file and a rename, so that
-/// `path` always holds a whole file.
-pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let mut temporary = path.as_os_str().to_owned();
-    temporary.push(".tmp");
-    let temporary = PathBuf::from(temporary);
-    std::fs::write(&temporary, bytes)?;
-    std::fs::rename(&temporary, path)
 }
 
 /// `STATE/journal/ORIGIN.ixfr`.
@@ -39,33 +27,6 @@ pub(crate) fn journal_path(state_directory: &Path, origin: LowerNameBuf) -> Path
     state_directory
         .join("journal")
         .join(format!("{}ixfr", file_stem(origin)))
-}
-
-/// `STATE/signed/ORIGIN.serial`: the serial a signed zone was last
-/// served with, so that a restart signs it with a higher one (as the
-/// reloads before it did) rather than going back to its file's.
-fn signed_serial_path(state_directory: &Path, origin: LowerNameBuf) -> PathBuf {
-    state_directory
-        .join("signed")
-        .join(format!("{}serial", file_stem(origin)))
-}
-
-/// Saves the serial a signed zone is served with now.
-pub(crate) fn save_signed_serial(
-    state_directory: &Path,
-    origin: LowerNameBuf,
-    serial: u32,
-) -> io::Result<()> {
-    let path = signed_serial_path(state_directory, origin);
-    write_atomically(&path, format!("{serial}\n").as_bytes())
-}
-
-/// The serial the signed zone `origin` (lowercased wire form) was last
-/// served with, if saved and readable.
-pub(crate) fn load_signed_serial(state_directory: &Path, origin: &[u8]) -> Option<u32> {
-    let origin = LowerNameBuf::from_name(tern_wire::name::Name::from_wire(origin).ok()?);
-    let text = std::fs::read_to_string(signed_serial_path(state_directory, origin)).ok()?;
-    text.trim().parse().ok()
 }
 
 /// The saved IXFR histories of `zones` that end at the version served (a

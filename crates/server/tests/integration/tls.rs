@@ -128,7 +128,7 @@ fn tls_answers_equal_tcp_and_pad_padded_queries() {
 
         let padded = pipelined(&mut tls, &[padded_query(77)]).remove(0);
         assert_eq!(
-            padded.len() % tern_server::tls::PADDING_BLOCK,
+            padded.len() % tern_server::tls::padding::PADDING_BLOCK,
             0,
             "{driver:?}"
         );
