@@ -313,9 +313,11 @@ def spki_pin(cert_pem: bytes) -> str:
     return base64.b64encode(hashlib.sha256(der).digest()).decode()
 
 
-def served_certificate(port: int, extra: list[str] = ()) -> tuple[bytes, str]:
-    """The certificate openssl s_client is served (PEM) and its whole output."""
-    out = run(["openssl", "s_client", "-connect", f"127.0.0.1:{port}", *extra], input=b"", timeout=WAIT)
+def served_certificate(port: int, extra: list[str] = (), sent: bytes = b"") -> tuple[bytes, str]:
+    """The certificate openssl s_client is served (PEM) and its whole output; `sent` is
+    written to the connection first."""
+    out = run(["openssl", "s_client", "-connect", f"127.0.0.1:{port}", *extra], input=sent,
+              timeout=WAIT)
     text = out.stdout.decode(errors="replace") + out.stderr.decode(errors="replace")
     found = re.search(rb"-----BEGIN CERTIFICATE-----.*?-----END CERTIFICATE-----\n", out.stdout, re.S)
     return (found.group(0) if found else b""), text
@@ -356,7 +358,15 @@ def check_openssl(tern: Tern) -> None:
     before = tern.metrics()["tern_tls_resumed_total"]
     for version in ("-tls1_3", "-tls1_2"):
         session = tern.tmp / f"session{version}"
-        served_certificate(port, [version, "-sess_out", str(session)])
+        # A TLS 1.3 ticket comes after the handshake: s_client, told to read on after
+        # its input ends (-ign_eof), sends one query and reads until tern closes the
+        # connection (its idle timeout), so the ticket has been read when it writes the
+        # session out; without that it may leave before the ticket arrives.
+        wire = dns.message.make_query("www.example.com.", "A").to_wire()
+        served_certificate(port, [version, "-ign_eof", "-sess_out", str(session)],
+                           sent=len(wire).to_bytes(2, "big") + wire)
+        if not session.exists():
+            fail(f"openssl {version}: no session written")
         _, text = served_certificate(port, [version, "-sess_in", str(session)])
         if "Reused, TLSv1." not in text:
             fail(f"openssl {version}: the session was not resumed:\n{text[-1500:]}")

@@ -52,6 +52,7 @@ sys.path.insert(0, str(HERE.parent / "differential"))
 import dns.query  # noqa: E402
 import dns.rcode  # noqa: E402
 import dns.rdatatype  # noqa: E402
+import dns.tsig  # noqa: E402
 import dns.tsigkeyring  # noqa: E402
 import dns.update  # noqa: E402
 import dns.zone  # noqa: E402
@@ -184,8 +185,11 @@ def probe_update(server: smod.Server) -> str:
     key = CLIENTS[0][2]
     message = dns.update.UpdateMessage(ORIGIN)
     message.delete("probe." + ORIGIN, "TXT")
-    ring = dns.tsigkeyring.from_text({key: (ALGORITHMS[key], SECRETS[key])})
-    message.use_tsig(ring, keyname=key, algorithm=ALGORITHMS[key])
+    # dnspython names HMAC-MD5 by its old registry name (RFC 8945), the
+    # others by their own.
+    algorithm = {"hmac-md5": dns.tsig.HMAC_MD5}.get(ALGORITHMS[key], ALGORITHMS[key])
+    ring = dns.tsigkeyring.from_text({key: (algorithm, SECRETS[key])})
+    message.use_tsig(ring, keyname=key, algorithm=algorithm)
     try:
         answer = dns.query.tcp(message, server.addr[0], port=server.addr[1],
                                timeout=EXCHANGE_TIMEOUT)
