@@ -199,11 +199,10 @@ transfer: release
 ## tests/update/sequence.txt sent with nsupdate and knsupdate to Knot, BIND
 ## and tern, RCODEs and zones compared (differential.py), and certificates
 ## issued offline by pebble to certbot and lego through DNS-01 updates
-## (acme.py). tern takes part once it accepts UPDATE (TERN_UPDATE=1
-## requires it, TERN_UPDATE=0 leaves it out).
+## (acme.py), tern required beside Knot and BIND (TERN_UPDATE=1).
 update-peers: release
-	TERN_BIN=$(RELEASE_BIN) python3 tests/update/differential.py
-	TERN_BIN=$(RELEASE_BIN) python3 tests/update/acme.py
+	TERN_UPDATE=1 TERN_BIN=$(RELEASE_BIN) python3 tests/update/differential.py
+	TERN_UPDATE=1 TERN_BIN=$(RELEASE_BIN) python3 tests/update/acme.py
 
 ## Zone transfers in over TLS (RFC 9103): tern as secondary of BIND 9.18's
 ## XoT, authenticated by CA and name and by pin, IXFR after NOTIFY; a wrong
