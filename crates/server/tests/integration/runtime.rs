@@ -116,8 +116,10 @@ fn reload_under_load_loses_nothing() {
             let zone = catalog_with(www).zones().next().cloned().unwrap();
             handle.update(vec![tern_authority::CatalogChange::Serve(zone)]);
             // Every core switches within a moment; from then on the new
-            // address is all that is served.
-            let deadline = Instant::now() + Duration::from_secs(2);
+            // address is all that is served. The bound is on the wait for
+            // FLOWS new answers in a row, not on the switch: on a machine
+            // at load 20, 64 exchanges once took longer than 2 s.
+            let deadline = Instant::now() + Duration::from_secs(30);
             let mut seen = 0;
             while seen < FLOWS && Instant::now() < deadline {
                 let answer = udp_exchange(addr, &query(1, "www.example.com.", 1, None)).unwrap();
