@@ -67,8 +67,9 @@ fn serial_of(rdata: &[u8]) -> u32 {
         .map_or(0, |b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
 }
 
-/// A zone's records but its apex SOA.
-fn records(zone: &Zone) -> BTreeSet<Record> {
+/// A zone's records but its apex SOA, in the order of [`Record`]: what a
+/// [`Difference`] deletes from and adds to.
+pub fn records_but_soa(zone: &Zone) -> BTreeSet<Record> {
     let origin = zone.origin();
     let mut cursor = RecordCursor::default();
     let mut all = BTreeSet::new();
@@ -89,7 +90,7 @@ fn records(zone: &Zone) -> BTreeSet<Record> {
 impl Difference {
     /// The difference from `old` to `new` (versions of one zone).
     pub fn between(old: &Zone, new: &Zone) -> Difference {
-        let (before, after) = (records(old), records(new));
+        let (before, after) = (records_but_soa(old), records_but_soa(new));
         let soa = |zone: &Zone| {
             let soa = zone.soa_record();
             (soa.ttl, soa.rdata.to_vec())

@@ -33,7 +33,7 @@
 //! are to be signed between the engine and that call. Until then, updates
 //! to zones tern signs are REFUSED.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write as _};
 use std::net::IpAddr;
@@ -880,7 +880,7 @@ pub fn replay(zone: Arc<Zone>, path: &Path) -> Arc<Zone> {
         }
         return zone;
     };
-    let mut records = all_records(&zone);
+    let mut records = tern_xfr::journal::records_but_soa(&zone);
     let mut soa = {
         let soa = zone.soa_record();
         (soa.ttl, soa.rdata.to_vec())
@@ -945,25 +945,6 @@ pub fn replay(zone: Arc<Zone>, path: &Path) -> Arc<Zone> {
             zone
         }
     }
-}
-
-/// A version's records but its apex SOA.
-fn all_records(zone: &Zone) -> BTreeSet<Record> {
-    let origin = zone.origin();
-    let mut all = BTreeSet::new();
-    let mut cursor = RecordCursor::default();
-    while let Some(record) = zone.next_record(&mut cursor) {
-        if record.rtype == RType::SOA && record.owner.as_bytes() == origin.as_bytes() {
-            continue;
-        }
-        all.insert(Record {
-            owner: record.owner.as_bytes().to_vec(),
-            rtype: record.rtype,
-            ttl: record.ttl,
-            rdata: record.rdata.to_vec(),
-        });
-    }
-    all
 }
 
 /// The start's primary zones, each updatable one with its journal applied

@@ -16,7 +16,7 @@ fn version(serial: u32, lines: &str) -> Arc<Zone> {
 }
 
 fn all(zone: &Zone) -> BTreeSet<Record> {
-    let mut set = records(zone);
+    let mut set = records_but_soa(zone);
     let soa = zone.soa_record();
     set.insert(Record {
         owner: soa.owner.as_bytes().to_vec(),
