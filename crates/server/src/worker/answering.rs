@@ -9,6 +9,9 @@ use std::net::SocketAddr;
 
 use tern_authority::cookie::CookieSecret;
 use tern_authority::{Catalog, Options};
+use tern_wire::parse::MessageView;
+use tern_wire::query::Query;
+use tern_wire::types::Opcode;
 
 //----------- Answering ------------------------------------------------------
 
@@ -88,4 +91,24 @@ pub(super) fn unix_seconds() -> u32 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |since| since.as_secs() as u32)
+}
+
+/// `query`'s message if it is a request (QR clear) with `opcode`, as
+/// NOTIFY and UPDATE are taken: the header's third octet looked at first,
+/// so that a query of another opcode costs one comparison.
+pub(super) fn request_of<'q, 'a>(
+    query: &'q Query<'a>,
+    opcode: Opcode,
+) -> Option<&'q MessageView<'a>> {
+    // QR clear and the opcode: the top five bits of the third octet.
+    if query
+        .bytes()
+        .get(2)
+        .is_none_or(|&flags| flags & 0xf8 != opcode.0 << 3)
+    {
+        return None;
+    }
+    let view = query.message().ok()?;
+    let header = view.header();
+    (header.opcode() == opcode && !header.qr()).then_some(view)
 }

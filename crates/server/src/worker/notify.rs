@@ -28,7 +28,7 @@ use tern_wire::query::Query;
 use tern_wire::types::{Opcode, Rcode};
 use tern_xfr::tsig::{check_parsed_request, RequestCheck, Session};
 
-use super::answering::{Answering, Peer};
+use super::answering::{request_of, Answering, Peer};
 use super::request::UdpAnswer;
 use crate::signing::{error_answer, failed_check, unix_time};
 
@@ -41,19 +41,7 @@ impl Answering<'_> {
         peer: &Peer<'_>,
         out: &mut [u8],
     ) -> Option<UdpAnswer> {
-        // QR clear and opcode 4: the top five bits of the third octet.
-        if query
-            .bytes()
-            .get(2)
-            .is_none_or(|&flags| flags & 0xf8 != 0x20)
-        {
-            return None;
-        }
-        let view = query.message().ok()?;
-        let header = view.header();
-        if header.opcode() != Opcode::NOTIFY || header.qr() {
-            return None;
-        }
+        let view = request_of(query, Opcode::NOTIFY)?;
         let question = view.question()?;
         let now = unix_time();
         let session = match check_parsed_request(&self.transfer.keys, view, now) {

@@ -20,7 +20,7 @@ use tern_wire::query::Query;
 use tern_wire::types::{Opcode, RType, Rcode};
 use tern_xfr::tsig::{check_parsed_request, RequestCheck};
 
-use super::answering::{Answering, Peer};
+use super::answering::{request_of, Answering, Peer};
 use super::pending::{PendingUpdate, UpdateStage};
 use super::request::UdpAnswer;
 use super::Worker;
@@ -40,19 +40,7 @@ impl Answering<'_> {
         peer: &Peer<'_>,
         out: &mut [u8],
     ) -> Option<UdpAnswer> {
-        // QR clear and opcode 5: the top five bits of the third octet.
-        if query
-            .bytes()
-            .get(2)
-            .is_none_or(|&flags| flags & 0xf8 != 0x28)
-        {
-            return None;
-        }
-        let view = query.message().ok()?;
-        let header = view.header();
-        if header.opcode() != Opcode::UPDATE || header.qr() {
-            return None;
-        }
+        let view = request_of(query, Opcode::UPDATE)?;
         let now = unix_time();
         let session = match check_parsed_request(&self.transfer.keys, view, now) {
             RequestCheck::Unsigned => None,
