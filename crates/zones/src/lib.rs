@@ -70,6 +70,11 @@ pub trait Cores: Send + Sync {
     fn update(&self, changes: Vec<CatalogChange>);
 }
 
+/// A wire-format origin as text (for messages): `?` if it does not read.
+pub fn origin_text(wire: &[u8]) -> String {
+    tern_wire::name::Name::from_wire(wire).map_or_else(|_| "?".to_string(), |name| name.to_string())
+}
+
 /// The file name of a zone's files: its origin in presentation form, with
 /// anything but letters, digits, `-`, `_` and `.` written `%XX`.
 pub(crate) fn file_stem(origin: LowerNameBuf) -> String {

@@ -617,10 +617,9 @@ pub fn parse_origin(origin: &str) -> Result<NameBuf, String> {
         .map_err(|err| format!("bad zone name {origin:?}: {err}"))
 }
 
-/// A wire-format origin as text (for messages).
-pub fn origin_text(wire: &[u8]) -> String {
-    tern_wire::name::Name::from_wire(wire).map_or_else(|_| "?".to_string(), |name| name.to_string())
-}
+/// A wire-format origin as text (for messages); kept here for the
+/// binary's callers.
+pub use crate::origin_text;
 
 /// What signs a zone as it is loaded: its policy, where its keys are,
 /// the serial served now (the signed one is made higher) and its signed

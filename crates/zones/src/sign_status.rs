@@ -259,8 +259,7 @@ pub fn failed(origin: &[u8], policy: &Policy, cause: &str, now: u64) {
             .map(|expiry| (expiry, zone.failures_total))
     });
     if let Some((expiry, failures)) = expiring {
-        let name = tern_wire::name::Name::from_wire(origin)
-            .map_or_else(|_| "?".to_string(), |name| name.to_string());
+        let name = crate::origin_text(origin);
         if expiry > now {
             log::error!(
                 "zone {name}: signing failed ({failures} failures so far) and the signatures \
