@@ -165,6 +165,9 @@ serve() {
 
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
+# The load average (1, 5, 15 minutes) before and after the runs: on a shared machine
+# the wall times mean little without it (the CPU seconds and peak RSS much less so).
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 declare -A wall cpu rss
 for signer in $SIGNERS; do
     for threads in $THREADS; do
@@ -207,7 +210,8 @@ for signer in $SIGNERS; do
 done
 
 echo
-echo "Signing big. ($RECORDS A records, NSEC, one ECDSA P-256 CSK), medians of $ROUNDS runs:"
+echo "Signing big. ($RECORDS A records, NSEC, one ECDSA P-256 CSK), medians of $ROUNDS runs;"
+echo "load average $load_before before the runs, $(cut -d' ' -f1-3 /proc/loadavg) after:"
 echo
 echo "| signer | threads | wall s | CPU s | peak RSS MiB |"
 echo "|---|---:|---:|---:|---:|"
