@@ -38,6 +38,7 @@ pub mod bump;
 pub mod catalog_zone;
 pub mod event;
 pub mod import;
+pub mod kept;
 pub mod keys;
 pub mod load;
 pub mod notify;

@@ -16,6 +16,8 @@ use tern_wire::name::NameBuf;
 use tern_zone::check::Severity;
 use tern_zone::{RecordList, Records, Sink};
 
+use crate::kept::{KeptRecords, KeptWriter};
+
 use crate::signing::{Policy, Signing};
 
 /// The file-name suffix of zone files in a zone directory.
@@ -73,11 +75,12 @@ pub struct Stamp {
 
 /// A signed zone's records as the signer made them, kept with the
 /// version served for its next signing, which signs only what changed
-/// ([`crate::signing::sign_again`]); its keys as that signing left them
-/// and when it must be signed again; and what changed from the version
-/// before, for the owner's IXFR history (taken once).
+/// ([`crate::signing::sign_again`]): on disk, not beside the served zone
+/// ([`crate::kept`]); its keys as that signing left them and when it must
+/// be signed again; and what changed from the version before, for the
+/// owner's IXFR history (taken once).
 pub struct SignedVersion {
-    records: Records,
+    records: KeptRecords,
     resign_at: u64,
     key_event_first: bool,
     keys: Arc<crate::rollover::ZoneKeys>,
@@ -88,9 +91,14 @@ pub struct SignedVersion {
 
 impl SignedVersion {
     /// The signed records, in the signer's order (canonical order of
-    /// owners).
-    pub fn records(&self) -> &Records {
-        &self.records
+    /// owners), read back from disk: for the next signing's time only.
+    pub fn records(&self) -> std::io::Result<Records> {
+        self.records.read()
+    }
+
+    /// How many signed records are kept.
+    pub fn record_count(&self) -> usize {
+        self.records.len()
     }
 
     /// The RRSIGs this signing made and kept from the previous version.
@@ -755,10 +763,10 @@ fn load_zone_from(
 /// Signs a zone's `records` as `signer` says: from its previous signed
 /// version if it has one (only what changed, and what the rollover steps
 /// due change), else whole on `signer.threads` threads, streamed as it is
-/// signed; each signed record handed to `build` and kept compact for the
-/// next signing. The version made, with its keys and when it must be
-/// signed again (its first signature due for refresh, or its keys' next
-/// step if earlier).
+/// signed; each signed record handed to `build` and written to disk for
+/// the next signing ([`crate::kept`]), never held whole in memory here.
+/// The version made, with its keys and when it must be signed again (its
+/// first signature due for refresh, or its keys' next step if earlier).
 fn sign_loaded(
     origin: NameBuf,
     records: &Records,
@@ -768,21 +776,34 @@ fn sign_loaded(
     let now = crate::unix_time();
     let started = std::time::Instant::now();
     let name = origin.as_name();
-    // Kept compact (no allocation per record) for the next signing, beside
-    // the zone built from the same records.
-    let mut compact = Records::new();
+    let kept = std::fs::create_dir_all(signer.state_directory)
+        .and_then(|()| KeptWriter::create(signer.state_directory))
+        .map_err(|err| {
+            Failure::Signing(format!(
+                "cannot keep the signed records in {}: {err}",
+                signer.state_directory.display()
+            ))
+        })?;
     let mut both = Both {
-        compact: &mut compact,
+        kept,
         build,
+        refresh: crate::signing::refresh_of(signer.policy, now),
+        now,
+        next_refresh: None,
+        earliest_expiry: None,
     };
-    // The RRSIGs made and kept, what the keys call for next, what changed
-    // and when the first signature is due.
-    let (signatures, kept, next_key_event, awaiting_ds, change, next) = match &signer.previous {
+    // The RRSIGs made and kept, what the keys call for next and what
+    // changed.
+    let (signatures, kept, next_key_event, awaiting_ds, change) = match &signer.previous {
         Some(previous) => {
-            let from = previous_serial(name, previous.records());
+            // Read back for this signing only, and dropped with it.
+            let previous_records = previous.records().map_err(|err| {
+                Failure::Signing(format!("reading the previous signed records: {err}"))
+            })?;
+            let from = previous_serial(name, &previous_records);
             let resigned = crate::signing::sign_again(
                 name,
-                previous.records(),
+                &previous_records,
                 records,
                 signer.policy,
                 signer.state_directory,
@@ -790,22 +811,19 @@ fn sign_loaded(
                 signer.serial_above,
             )
             .map_err(Failure::Signing)?;
+            drop(previous_records);
             let zone = resigned.zone;
             Sink::reserve(&mut both, zone.records.len());
             for index in 0..zone.records.len() {
                 Sink::record(&mut both, zone.records.record(index))
                     .map_err(|err| Failure::Signing(err.to_string()))?;
             }
-            let next = zone
-                .next_refresh
-                .unwrap_or_else(|| crate::signing::resign_due(signer.policy, now));
             (
                 zone.signatures,
                 zone.kept,
                 resigned.next_key_event,
                 resigned.awaiting_ds,
                 from.zip(zone.difference),
-                next,
             )
         }
         None => {
@@ -820,20 +838,31 @@ fn sign_loaded(
                 &mut both,
             )
             .map_err(Failure::Signing)?;
-            let next = crate::signing::next_resign(signer.policy, now, &compact);
             (
                 signed.zone.signatures,
                 0,
                 signed.next_key_event,
                 signed.awaiting_ds,
                 None,
-                next,
             )
         }
     };
+    let next = both
+        .next_refresh
+        .unwrap_or_else(|| crate::signing::resign_due(signer.policy, now));
+    let earliest_expiry = both.earliest_expiry;
+    let kept_records = both.kept.finish().map_err(|err| {
+        Failure::Signing(format!(
+            "cannot keep the signed records in {}: {err}",
+            signer.state_directory.display()
+        ))
+    })?;
     log::info!(
-        "zone {name}: signed, {signatures} signatures made, {kept} kept, in {} ms",
-        started.elapsed().as_millis()
+        "zone {name}: signed, {signatures} signatures made, {kept} kept, in {} ms; \
+         {} records kept on disk for the next signing ({} octets)",
+        started.elapsed().as_millis(),
+        kept_records.len(),
+        kept_records.size()
     );
     crate::sign_status::signed(
         tern_wire::name::LowerNameBuf::from_name(name).as_bytes(),
@@ -843,7 +872,7 @@ fn sign_loaded(
             duration: started.elapsed().as_secs_f64(),
             signatures: signatures as u64,
         },
-        crate::sign_status::earliest_expiry(&compact, now),
+        earliest_expiry,
         next_key_event,
     );
     let keys = crate::rollover::ZoneKeys {
@@ -854,7 +883,7 @@ fn sign_loaded(
         awaiting_ds,
     };
     Ok(SignedVersion {
-        records: compact,
+        records: kept_records,
         resign_at: next_key_event.map_or(next, |at| at.min(next)),
         key_event_first: next_key_event.is_some_and(|at| at < next),
         keys: Arc::new(keys),
@@ -864,21 +893,51 @@ fn sign_loaded(
     })
 }
 
-/// The signed records, each kept compact and handed to the zone's
-/// builder.
+/// The signed records, each written for the next signing and handed to
+/// the zone's builder; the first signature due for refresh and the
+/// earliest expiry noted on the way (what the kept records are no longer
+/// in memory to be asked afterwards).
 struct Both<'a> {
-    compact: &'a mut Records,
+    kept: KeptWriter,
     build: &'a mut dyn Sink,
+    refresh: tern_dnssec::Refresh,
+    now: u64,
+    next_refresh: Option<u64>,
+    earliest_expiry: Option<u64>,
 }
 
 impl Sink for Both<'_> {
-    fn reserve(&mut self, records: usize) {
-        Sink::reserve(self.compact, records);
+    fn record(&mut self, record: tern_zone::RecordRef<'_>) -> Result<(), &'static str> {
+        if record.rtype == tern_wire::types::RType::RRSIG {
+            let one = One(record);
+            let earliest = |a: Option<u64>, b: Option<u64>| match (a, b) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            self.next_refresh = earliest(
+                self.next_refresh,
+                tern_dnssec::next_refresh(&one, &self.refresh),
+            );
+            self.earliest_expiry = earliest(
+                self.earliest_expiry,
+                crate::sign_status::earliest_expiry(&one, self.now),
+            );
+        }
+        Sink::record(&mut self.kept, record)?;
+        self.build.record(record)
+    }
+}
+
+/// One record as a list, for the functions that read a list.
+struct One<'a>(tern_zone::RecordRef<'a>);
+
+impl RecordList for One<'_> {
+    fn len(&self) -> usize {
+        1
     }
 
-    fn record(&mut self, record: tern_zone::RecordRef<'_>) -> Result<(), &'static str> {
-        Sink::record(self.compact, record)?;
-        self.build.record(record)
+    fn record(&self, _index: usize) -> tern_zone::RecordRef<'_> {
+        self.0
     }
 }
 
@@ -969,6 +1028,9 @@ fn load_zone_with(
                 .collect::<Vec<_>>(),
         )
     })?;
+    // The text is in `records` now: freed before the zone is signed and
+    // built.
+    drop(data);
     let mut errors = Vec::new();
     let file_of = |location: tern_zone::Location| {
         let file = files
@@ -1022,7 +1084,6 @@ fn load_zone_with(
     if !errors.is_empty() {
         return Err(Failure::Zone(errors));
     }
-    drop(data);
     let stamp = Stamp {
         path: path.into(),
         file,
@@ -1276,7 +1337,7 @@ mod tests {
                     location: record.location,
                 }),
         );
-        assert_eq!(shape(version.records().iter()), whole_shape);
+        assert_eq!(shape(version.records().unwrap().iter()), whole_shape);
         let by = |tag: u16| whole_shape.1.iter().filter(|sig| sig.2 == tag).count();
         assert_eq!(by(new_tag), 3, "the new CSK signs the apex's keys only");
         assert!(by(old_tag) > 1);
