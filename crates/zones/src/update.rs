@@ -28,10 +28,13 @@
 //! with another serial wins, and the updates not written to it yet are
 //! dropped with a warning (docs/decisions/0015).
 //!
-//! The hook for the signer (issue 24): [`Zones::updated`] receives the new
-//! version and its differences together; a signed zone's changed RRsets
-//! are to be signed between the engine and that call. Until then, updates
-//! to zones tern signs are REFUSED.
+//! A zone tern signs (`dnssec-policy`) is updated as its unsigned records,
+//! and each group's changes to it are signed between the engine and
+//! [`Zones::updated`], before the journal is written: the version served
+//! and its IXFR difference carry the new signatures and denial records,
+//! and a signing that fails changes nothing and answers SERVFAIL. The
+//! journal keeps the unsigned changes, signed again at each load
+//! ([`signed`]).
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
@@ -283,9 +286,9 @@ impl Updater {
             .iter()
             .map(|zone| (zone.origin.as_bytes().into(), journal_path(&zone.file)))
             .collect();
-        zones.set_replay(Box::new(move |zone: Arc<Zone>| {
+        zones.set_replay(Box::new(move |zone: Arc<Zone>, stamp: &crate::load::Stamp| {
             match journals.get(zone.origin().as_bytes()) {
-                Some(path) => replay(zone, path),
+                Some(path) => replay_stamped(zone, stamp, path),
                 None => zone,
             }
         }));
@@ -337,6 +340,8 @@ struct ZoneState {
     base: Option<(Arc<Zone>, ZoneRecords)>,
     /// Updated since its file was last written.
     dirty: bool,
+    /// A signed zone's signed records of the version it last made.
+    signed: Option<signed::SignedBase>,
 }
 
 struct State {
@@ -376,6 +381,7 @@ impl State {
                         config: zone,
                         base: None,
                         dirty,
+                        signed: None,
                     };
                     (state.config.origin.as_bytes().into(), state)
                 })
@@ -488,15 +494,11 @@ impl State {
             return (Rcode::REFUSED, None);
         }
         let origin = request.origin.as_bytes();
-        if self.zones.zone_keys(origin).is_some() {
-            // Issue 24's signer does not sign updated records yet: a
-            // validating resolver would see them unsigned.
-            log::warn!(
-                "zone {}: an UPDATE refused: updates to zones tern signs are not supported yet",
-                request.origin.as_name()
-            );
-            return (Rcode::REFUSED, None);
-        }
+        // A zone tern signs: its records are kept without the signer's.
+        let cds = self
+            .zones
+            .zone_keys(origin)
+            .map(|keys| signed::publishes_cds(&keys));
         let Some(served) = self.zones.primary_version(origin) else {
             return (Rcode::NOTAUTH, None);
         };
@@ -509,7 +511,11 @@ impl State {
             .as_ref()
             .is_none_or(|(base, _)| !Arc::ptr_eq(base, &served))
         {
-            match records_of(&served) {
+            let records = match cds {
+                Some(cds) => signed::unsigned_records(&served, cds),
+                None => records_of(&served),
+            };
+            match records {
                 Ok(records) => zone.base = Some((Arc::clone(&served), records)),
                 Err(err) => {
                     log::error!("zone {}: {err}", request.origin.as_name());
@@ -524,9 +530,17 @@ impl State {
             Ok(message) => message,
             Err(rcode) => return (rcode, None),
         };
-        let signed = records
-            .node(records.origin_key())
-            .is_some_and(|apex| apex.has(RType::RRSIG));
+        if cds.is_some() && signed::touches_signer_records(request.origin.as_name(), &message) {
+            log::info!(
+                "zone {}: an UPDATE refused: it names DNSSEC records the signer makes",
+                request.origin.as_name()
+            );
+            return (Rcode::REFUSED, None);
+        }
+        let signed = cds.is_some()
+            || records
+                .node(records.origin_key())
+                .is_some_and(|apex| apex.has(RType::RRSIG));
         let access = Access {
             rules: &zone.config.rules,
             requester: Requester {
@@ -577,6 +591,54 @@ impl State {
             return false;
         };
         let name = zone.config.origin;
+        // A zone tern signs: the group's changes signed before anything is
+        // written, from the signed records of the version they started
+        // from (this thread's own, else its load's, else its served ones).
+        let signed_update = match (self.zones.zone_keys(origin), zone.base.as_ref()) {
+            (Some(keys), Some((base, records))) => {
+                let from_stamp;
+                let from_served;
+                let previous = match zone
+                    .signed
+                    .as_ref()
+                    .filter(|own| Arc::ptr_eq(&own.version, base))
+                {
+                    Some(own) => Ok(&own.records),
+                    None => match self.zones.primary_signed(origin).filter(|loaded| {
+                        signed::apex_serial(name.as_name(), loaded.records())
+                            == Some(base.serial())
+                    }) {
+                        Some(loaded) => {
+                            from_stamp = loaded;
+                            Ok(from_stamp.records())
+                        }
+                        None => match signed::served_records(base) {
+                            Ok(records) => {
+                                from_served = records;
+                                Ok(&from_served)
+                            }
+                            Err(err) => Err(err),
+                        },
+                    },
+                };
+                let update = previous
+                    .and_then(|previous| signed::sign_update(base, previous, records, &keys));
+                match update {
+                    Ok(update) => Some(update),
+                    Err(err) => {
+                        log::error!(
+                            "zone {}: the updated zone cannot be signed: {err}; the updates \
+                             are not applied",
+                            name.as_name()
+                        );
+                        zone.base = None;
+                        zone.signed = None;
+                        return false;
+                    }
+                }
+            }
+            _ => None,
+        };
         if let Err(err) = append_journal(&zone.journal, &differences) {
             log::error!(
                 "zone {}: cannot write its update journal {}: {err}; the updates are refused",
@@ -584,11 +646,31 @@ impl State {
                 zone.journal.display()
             );
             zone.base = None;
+            zone.signed = None;
             return false;
         }
         let Some((base, records)) = zone.base.as_mut() else {
             return false;
         };
+        if let Some(update) = signed_update {
+            log::debug!(
+                "zone {}: serial {} signed, {} records",
+                name.as_name(),
+                update.zone.serial(),
+                update.zone.record_count()
+            );
+            *base = Arc::clone(&update.zone);
+            zone.signed = Some(signed::SignedBase {
+                version: Arc::clone(&update.zone),
+                records: update.records,
+            });
+            zone.dirty = true;
+            self.zones.updated(update.zone, vec![update.difference]);
+            if self.next_sync.is_none() && !self.sync_interval.is_zero() {
+                self.next_sync = Some(Instant::now() + self.sync_interval);
+            }
+            return true;
+        }
         let started = Instant::now();
         let built = match zone_of(name.as_name(), records) {
             Ok(built) => Arc::new(built),
@@ -629,7 +711,17 @@ impl State {
             let Some(served) = self.zones.primary_version(name.as_bytes()) else {
                 continue;
             };
-            match write_zone_file(&zone.config.file, &served) {
+            // A zone tern signs: its file holds what the signer signs.
+            let written = match self.zones.zone_keys(name.as_bytes()) {
+                Some(keys) => {
+                    let cds = signed::publishes_cds(&keys);
+                    write_zone_file_where(&zone.config.file, &served, |owner, rtype| {
+                        !signed::signer_made(served.origin(), owner, rtype, cds)
+                    })
+                }
+                None => write_zone_file(&zone.config.file, &served),
+            };
+            match written {
                 Ok(()) => {
                     zone.dirty = false;
                     if let Err(err) = clear_journal(&zone.journal) {
@@ -824,6 +916,15 @@ fn write_synced(path: &Path, bytes: &[u8]) -> io::Result<()> {
 /// Writes a zone file from a served version (lowercased owners, one
 /// record a line, as Knot's `zonefile-sync` writes it).
 pub fn write_zone_file(path: &Path, zone: &Zone) -> io::Result<()> {
+    write_zone_file_where(path, zone, |_, _| true)
+}
+
+/// [`write_zone_file`], with only the records `keep` keeps.
+fn write_zone_file_where(
+    path: &Path,
+    zone: &Zone,
+    keep: impl Fn(Name<'_>, RType) -> bool,
+) -> io::Result<()> {
     let mut text = format!(
         "; {} serial {}: written by tern from the updated zone (zone-file-sync)\n",
         zone.origin(),
@@ -831,6 +932,9 @@ pub fn write_zone_file(path: &Path, zone: &Zone) -> io::Result<()> {
     );
     let mut cursor = RecordCursor::default();
     while let Some(record) = zone.next_record(&mut cursor) {
+        if !keep(record.owner, record.rtype) {
+            continue;
+        }
         let record = tern_zone::Record {
             owner: record.owner.to_buf(),
             class: RClass::IN,
@@ -955,12 +1059,24 @@ pub fn replay_start(config: &UpdateConfig, primaries: &mut [(Arc<Zone>, crate::l
         .iter()
         .map(|zone| (zone.origin.as_bytes(), journal_path(&zone.file)))
         .collect();
-    for (zone, _) in primaries.iter_mut() {
+    for (zone, stamp) in primaries.iter_mut() {
         if let Some(path) = journals.get(zone.origin().as_bytes()) {
-            *zone = replay(Arc::clone(zone), path);
+            *zone = replay_stamped(Arc::clone(zone), stamp, path);
         }
     }
 }
+
+/// [`replay`], or for a zone tern signs (its load `stamp` has signed
+/// records) [`signed::replay_signed`].
+fn replay_stamped(zone: Arc<Zone>, stamp: &crate::load::Stamp, path: &Path) -> Arc<Zone> {
+    if stamp.signed().is_some() {
+        signed::replay_signed(zone, stamp, path)
+    } else {
+        replay(zone, path)
+    }
+}
+
+mod signed;
 
 #[cfg(test)]
 mod tests;
