@@ -115,6 +115,19 @@ pub struct UpdateConfig {
     pub rate_per_key: u32,
     /// Updates waiting per zone; beyond: SERVFAIL.
     pub max_in_flight: usize,
+    /// The secondary zones that answer UPDATE other than REFUSED.
+    pub secondaries: Vec<SecondaryZone>,
+}
+
+/// A secondary zone's answer to UPDATE (`zones.secondary[].update`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SecondaryZone {
+    /// The zone's origin, lowercased.
+    pub origin: LowerNameBuf,
+    /// What an UPDATE of it gets.
+    pub answer: SecondaryUpdate,
+    /// Its primaries, forwarded to in this order.
+    pub primaries: Vec<std::net::SocketAddr>,
 }
 
 /// The journal of the zone whose file is `file`.
@@ -154,6 +167,8 @@ enum Message {
     /// Boxed: a request holds two inline names (some 600 octets).
     Update(Box<Request>),
     Stop(mpsc::Sender<()>),
+    /// The rules of a configuration read again (`tern reload`).
+    Rules(Vec<ZoneUpdates>),
 }
 
 /// Hands requests to the update thread (cloned into each core's hook).
@@ -161,6 +176,11 @@ enum Message {
 pub struct Submitter {
     sender: SyncSender<Message>,
     in_flight: Arc<InFlight>,
+    /// The secondary zones that answer UPDATE other than REFUSED, with
+    /// their primaries.
+    secondaries: Arc<HashMap<Origin, (SecondaryUpdate, Arc<[std::net::SocketAddr]>)>>,
+    /// The forwarding threads, when a secondary zone forwards.
+    forwarder: Option<forward::Forwarder>,
 }
 
 /// Requests queued per zone.
@@ -196,6 +216,16 @@ impl Submitter {
     /// gone, REFUSED when the zone takes no updates.
     pub fn submit(&self, request: Request) {
         let origin: Origin = request.origin.as_bytes().into();
+        if let Some((answer, _)) = self.secondaries.get(&origin) {
+            // Forwards go through Submitter::forward.
+            let rcode = match answer {
+                SecondaryUpdate::NotAuth => Rcode::NOTAUTH,
+                SecondaryUpdate::Refused => Rcode::REFUSED,
+                SecondaryUpdate::Forward => Rcode::SERVFAIL,
+            };
+            (request.reply)(rcode);
+            return;
+        }
         {
             let counts = self
                 .in_flight
@@ -223,8 +253,36 @@ impl Submitter {
         }
     }
 
-    /// Whether `origin` (lowercased wire form) takes updates.
+    /// Whether `origin` (lowercased wire form) is a secondary zone whose
+    /// UPDATEs are forwarded ([`Submitter::forward`]).
+    pub fn forwards(&self, origin: &[u8]) -> bool {
+        self.secondaries
+            .get(origin)
+            .is_some_and(|(answer, _)| *answer == SecondaryUpdate::Forward)
+    }
+
+    /// Forwards `request` to the primaries of the secondary zone `origin`
+    /// ([`forward`]); SERVFAIL at once when it does not forward or too
+    /// many forwards wait.
+    pub fn forward(&self, origin: LowerNameBuf, request: ForwardRequest) {
+        match (self.secondaries.get(origin.as_bytes()), &self.forwarder) {
+            (Some((SecondaryUpdate::Forward, primaries)), Some(forwarder)) => {
+                forwarder.forward(request, origin, Arc::clone(primaries));
+            }
+            _ => (request.relay)(None),
+        }
+    }
+
+    /// Whether `origin` (lowercased wire form) takes updates (or answers
+    /// them otherwise than REFUSED, a secondary zone).
     pub fn takes(&self, origin: &[u8]) -> bool {
+        if self
+            .secondaries
+            .get(origin)
+            .is_some_and(|(answer, _)| *answer != SecondaryUpdate::Refused)
+        {
+            return true;
+        }
         self.in_flight
             .counts
             .lock()
@@ -254,9 +312,35 @@ pub fn channel(config: &UpdateConfig) -> (Submitter, Queue) {
         ),
         limit: config.max_in_flight.max(1),
     });
+    let secondaries: HashMap<Origin, (SecondaryUpdate, Arc<[std::net::SocketAddr]>)> = config
+        .secondaries
+        .iter()
+        .map(|zone| {
+            (
+                zone.origin.as_bytes().into(),
+                (zone.answer, zone.primaries.clone().into()),
+            )
+        })
+        .collect();
+    let forwarder = if secondaries
+        .values()
+        .any(|(answer, _)| *answer == SecondaryUpdate::Forward)
+    {
+        match forward::Forwarder::start() {
+            Ok(forwarder) => Some(forwarder),
+            Err(err) => {
+                log::error!("cannot start the update forwarding threads: {err}");
+                None
+            }
+        }
+    } else {
+        None
+    };
     let submitter = Submitter {
         sender: sender.clone(),
         in_flight: Arc::clone(&in_flight),
+        secondaries: Arc::new(secondaries),
+        forwarder,
     };
     (
         submitter,
@@ -286,12 +370,14 @@ impl Updater {
             .iter()
             .map(|zone| (zone.origin.as_bytes().into(), journal_path(&zone.file)))
             .collect();
-        zones.set_replay(Box::new(move |zone: Arc<Zone>, stamp: &crate::load::Stamp| {
-            match journals.get(zone.origin().as_bytes()) {
+        zones.set_replay(Box::new(
+            move |zone: Arc<Zone>, stamp: &crate::load::Stamp| match journals
+                .get(zone.origin().as_bytes())
+            {
                 Some(path) => replay_stamped(zone, stamp, path),
                 None => zone,
-            }
-        }));
+            },
+        ));
         let Queue {
             receiver,
             sender,
@@ -305,6 +391,13 @@ impl Updater {
             sender,
             thread: Some(thread),
         })
+    }
+
+    /// Where `tern reload` sends the rules it read ([`Rules::set`]).
+    pub fn rules(&self) -> Rules {
+        Rules {
+            sender: self.sender.clone(),
+        }
     }
 
     /// Writes every updated zone's file and ends the thread.
@@ -327,6 +420,25 @@ impl Updater {
 impl Drop for Updater {
     fn drop(&mut self) {
         self.finish();
+    }
+}
+
+/// Hands the update rules of a configuration read again to the update
+/// thread.
+#[derive(Clone)]
+pub struct Rules {
+    sender: SyncSender<Message>,
+}
+
+impl Rules {
+    /// The zones' rules from now on: each zone that takes updates gets the
+    /// rules `zones` gives it (none: every UPDATE REFUSED). A zone that did
+    /// not take updates at start does not start to (and its file and
+    /// journal stay as they are) until a restart; that is logged.
+    pub fn set(&self, zones: Vec<ZoneUpdates>) {
+        if self.sender.send(Message::Rules(zones)).is_err() {
+            log::warn!("the update thread is gone; the update rules are not reloaded");
+        }
     }
 }
 
@@ -419,19 +531,27 @@ impl State {
             };
             let mut group = Vec::new();
             let mut stop = None;
+            let mut rules = None;
             match message {
                 Message::Update(request) => group.push(*request),
                 Message::Stop(done) => stop = Some(done),
+                Message::Rules(zones) => rules = Some(zones),
             }
-            while stop.is_none() && group.len() < UPDATE_GROUP {
+            // New rules end a group: the updates before them are checked
+            // against the old ones, those after against the new.
+            while stop.is_none() && rules.is_none() && group.len() < UPDATE_GROUP {
                 match receiver.try_recv() {
                     Ok(Message::Update(request)) => group.push(*request),
                     Ok(Message::Stop(done)) => stop = Some(done),
+                    Ok(Message::Rules(zones)) => rules = Some(zones),
                     Err(_) => break,
                 }
             }
             if !group.is_empty() {
                 self.process(group);
+            }
+            if let Some(zones) = rules {
+                self.set_rules(zones);
             }
             if let Some(done) = stop {
                 self.sync_files();
@@ -484,6 +604,52 @@ impl State {
             self.in_flight.give(origin.as_bytes());
             self.zones.count_update(origin.as_bytes(), outcome.rcode);
             (outcome.request.reply)(outcome.rcode);
+        }
+    }
+
+    /// Replaces the rules of the zones that take updates by `zones`'.
+    fn set_rules(&mut self, zones: Vec<ZoneUpdates>) {
+        let mut given: HashMap<Origin, ZoneUpdates> = zones
+            .into_iter()
+            .map(|zone| (zone.origin.as_bytes().into(), zone))
+            .collect();
+        for (origin, zone) in &mut self.by_origin {
+            match given.remove(origin) {
+                Some(next) => {
+                    if next.file != zone.config.file {
+                        log::warn!(
+                            "zone {}: its file changed in the configuration; its updates go \
+                             to {} until a restart",
+                            zone.config.origin.as_name(),
+                            zone.config.file.display()
+                        );
+                    }
+                    if next.rules != zone.config.rules {
+                        log::info!(
+                            "zone {}: {} update rule(s) from the configuration read again",
+                            zone.config.origin.as_name(),
+                            next.rules.len()
+                        );
+                    }
+                    zone.config.rules = next.rules;
+                }
+                None => {
+                    if !zone.config.rules.is_empty() {
+                        log::info!(
+                            "zone {}: no update rules in the configuration read again; its \
+                             updates are REFUSED",
+                            zone.config.origin.as_name()
+                        );
+                    }
+                    zone.config.rules.clear();
+                }
+            }
+        }
+        for zone in given.values() {
+            log::warn!(
+                "zone {}: update rules added; the zone takes updates after a restart",
+                zone.origin.as_name()
+            );
         }
     }
 
@@ -605,8 +771,7 @@ impl State {
                 {
                     Some(own) => Ok(&own.records),
                     None => match self.zones.primary_signed(origin).filter(|loaded| {
-                        signed::apex_serial(name.as_name(), loaded.records())
-                            == Some(base.serial())
+                        signed::apex_serial(name.as_name(), loaded.records()) == Some(base.serial())
                     }) {
                         Some(loaded) => {
                             from_stamp = loaded;
@@ -1076,7 +1241,10 @@ fn replay_stamped(zone: Arc<Zone>, stamp: &crate::load::Stamp, path: &Path) -> A
     }
 }
 
+pub mod forward;
 mod signed;
+
+pub use forward::{ForwardRequest, SecondaryUpdate};
 
 #[cfg(test)]
 mod tests;

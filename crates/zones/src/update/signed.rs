@@ -345,3 +345,80 @@ pub(super) fn replay_signed(zone: Arc<Zone>, stamp: &Stamp, path: &Path) -> Arc<
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An UPDATE of `example.` deleting the RRset of `rtype` at `owner`
+    /// (`None`: the apex).
+    fn deleting(owner: Option<&str>, rtype: RType) -> UpdateMessage {
+        let mut m = vec![0, 1, 0x28, 0, 0, 1, 0, 0, 0, 1, 0, 0];
+        m.extend_from_slice(b"\x07example\x00\x00\x06\x00\x01");
+        match owner {
+            Some(label) => {
+                m.push(label.len() as u8);
+                m.extend_from_slice(label.as_bytes());
+                m.extend_from_slice(&[0xc0, 12]);
+            }
+            None => m.extend_from_slice(&[0xc0, 12]),
+        }
+        m.extend_from_slice(&rtype.0.to_be_bytes());
+        m.extend_from_slice(&[0, 255, 0, 0, 0, 0, 0, 0]);
+        UpdateMessage::parse(&m).expect("a well-formed UPDATE")
+    }
+
+    /// Knot's list: RRSIG, NSEC, NSEC3, CDS, CDNSKEY anywhere; DNSKEY and
+    /// NSEC3PARAM at the apex only; other types never.
+    #[test]
+    fn the_signers_types_are_knots() {
+        let origin = NameBuf::from_text(b"example.", None).unwrap();
+        let origin = origin.as_name();
+        for rtype in [
+            RType::RRSIG,
+            RType::NSEC,
+            RType::NSEC3,
+            RType::CDS,
+            RType::CDNSKEY,
+        ] {
+            assert!(touches_signer_records(
+                origin,
+                &deleting(Some("www"), rtype)
+            ));
+            assert!(touches_signer_records(origin, &deleting(None, rtype)));
+        }
+        for rtype in [RType::DNSKEY, RType::NSEC3PARAM] {
+            assert!(touches_signer_records(origin, &deleting(None, rtype)));
+            assert!(!touches_signer_records(
+                origin,
+                &deleting(Some("www"), rtype)
+            ));
+        }
+        for rtype in [RType::TXT, RType::A, RType::DS, RType::NS] {
+            assert!(!touches_signer_records(
+                origin,
+                &deleting(Some("www"), rtype)
+            ));
+            assert!(!touches_signer_records(origin, &deleting(None, rtype)));
+        }
+    }
+
+    /// What the engine does not see of a signed version: the signer's
+    /// records; CDS and CDNSKEY only when the policy makes them.
+    #[test]
+    fn the_engine_sees_no_signer_record() {
+        let (origin, www) = (
+            NameBuf::from_text(b"example.", None).unwrap(),
+            NameBuf::from_text(b"www.example.", None).unwrap(),
+        );
+        let (origin, www) = (origin.as_name(), www.as_name());
+        assert!(signer_made(origin, www, RType::RRSIG, false));
+        assert!(signer_made(origin, www, RType::NSEC3, false));
+        assert!(signer_made(origin, origin, RType::DNSKEY, false));
+        assert!(!signer_made(origin, www, RType::DNSKEY, false));
+        assert!(!signer_made(origin, origin, RType::CDS, false));
+        assert!(signer_made(origin, origin, RType::CDS, true));
+        assert!(!signer_made(origin, www, RType::TXT, true));
+        assert!(!signer_made(origin, www, RType::DS, true));
+    }
+}
