@@ -171,6 +171,9 @@ enum Message {
     Rules(Vec<ZoneUpdates>),
 }
 
+/// A secondary zone's answer to UPDATE, and its primaries.
+type SecondaryAnswer = (SecondaryUpdate, Arc<[std::net::SocketAddr]>);
+
 /// Hands requests to the update thread (cloned into each core's hook).
 #[derive(Clone)]
 pub struct Submitter {
@@ -178,7 +181,7 @@ pub struct Submitter {
     in_flight: Arc<InFlight>,
     /// The secondary zones that answer UPDATE other than REFUSED, with
     /// their primaries.
-    secondaries: Arc<HashMap<Origin, (SecondaryUpdate, Arc<[std::net::SocketAddr]>)>>,
+    secondaries: Arc<HashMap<Origin, SecondaryAnswer>>,
     /// The forwarding threads, when a secondary zone forwards.
     forwarder: Option<forward::Forwarder>,
 }
@@ -312,7 +315,7 @@ pub fn channel(config: &UpdateConfig) -> (Submitter, Queue) {
         ),
         limit: config.max_in_flight.max(1),
     });
-    let secondaries: HashMap<Origin, (SecondaryUpdate, Arc<[std::net::SocketAddr]>)> = config
+    let secondaries: HashMap<Origin, SecondaryAnswer> = config
         .secondaries
         .iter()
         .map(|zone| {
