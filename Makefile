@@ -124,9 +124,15 @@ compliance: release
 
 ## Dynamic updates (issue 25): nsupdate and knsupdate with TSIG (hmac-sha256,
 ## hmac-md5), the rules' refusals, Knot following by IXFR, kill -9 during a
-## stream of updates and the zone file written at stop (tests/update).
+## stream of updates and the zone file written at stop (tests/update); updates to
+## zones tern signs, checked by dnssec-verify, ldns-verify-zone, a validating
+## Unbound and a BIND secondary (signed.py); a secondary forwarding to Knot
+## (forward.py); update-rate and rules changed by tern reload (reload.py).
 update: release
 	TERN_BIN=$(RELEASE_BIN) python3 tests/update/update.py
+	TERN_BIN=$(RELEASE_BIN) python3 tests/update/signed.py
+	TERN_BIN=$(RELEASE_BIN) python3 tests/update/forward.py
+	TERN_BIN=$(RELEASE_BIN) python3 tests/update/reload.py
 
 ## Zones tern signs (dnssec-policy): read back by AXFR and checked by BIND's
 ## dnssec-verify, ldns-verify-zone and kzonecheck, keys kept across restarts, a reload

@@ -30,10 +30,9 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 
 use tern_wire::name::LowerNameBuf;
-use tern_wire::types::Rcode;
 
 use crate::signal::StopListener;
-use crate::update_in::{Sink, UpdateIn, UpdateReply, UpdateRequest};
+use crate::update_in::{Answered, Sink, UpdateIn, UpdateReply, UpdateRequest};
 use crate::worker::PendingUpdate;
 
 /// Replies taken from the wake-up socket per read (each octet is one
@@ -45,7 +44,7 @@ const WAKE_BUFFER: usize = 64;
 /// One waiting request on the core.
 #[derive(Default)]
 struct Slot {
-    rcode: Cell<Option<Rcode>>,
+    rcode: RefCell<Option<Answered>>,
     waker: RefCell<Option<Waker>>,
 }
 
@@ -111,9 +110,9 @@ impl Replies {
     fn deliver(&self) {
         let done = std::mem::take(&mut *self.sink.done.lock().unwrap_or_else(|p| p.into_inner()));
         let mut waiting = self.waiting.borrow_mut();
-        for (id, rcode) in done {
+        for (id, answered) in done {
             if let Some(slot) = waiting.remove(&id) {
-                slot.rcode.set(Some(rcode));
+                *slot.rcode.borrow_mut() = Some(answered);
                 if let Some(waker) = slot.waker.borrow_mut().take() {
                     waker.wake();
                 }
@@ -159,7 +158,17 @@ pub(crate) async fn answer(
         update.key,
         update.client,
     );
-    let rcode = wait.await;
+    let rcode = match wait.await {
+        Answered::Rcode(rcode) => rcode,
+        Answered::Relayed(mut answer) => {
+            // The primary's answer, as signed by the primary; the client's
+            // ID (the forwarder restores it; kept whatever it did).
+            if let (Some(id), Some(to)) = (update.message.get(..2), answer.get_mut(..2)) {
+                to.copy_from_slice(id);
+            }
+            return Some(answer);
+        }
+    };
     let mut out = vec![0; MAX_ANSWER];
     let len = update.answer(rcode, &mut out)?;
     out.truncate(len);
@@ -203,11 +212,11 @@ pub(crate) struct Wait {
 }
 
 impl Future for Wait {
-    type Output = Rcode;
+    type Output = Answered;
 
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Rcode> {
-        match self.slot.rcode.get() {
-            Some(rcode) => Poll::Ready(rcode),
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Answered> {
+        match self.slot.rcode.borrow_mut().take() {
+            Some(answered) => Poll::Ready(answered),
             None => {
                 *self.slot.waker.borrow_mut() = Some(cx.waker().clone());
                 Poll::Pending
@@ -226,6 +235,7 @@ impl Drop for Wait {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tern_wire::types::Rcode;
 
     /// A reply sent from another thread wakes the waiting task on the
     /// core, and a reply dropped unsent answers SERVFAIL.
@@ -256,8 +266,8 @@ mod tests {
                 a.reply.send(Rcode::NOERROR);
                 drop(b);
             });
-            assert_eq!(first.await, Rcode::NOERROR);
-            assert_eq!(second.await, Rcode::SERVFAIL);
+            assert_eq!(first.await, Answered::Rcode(Rcode::NOERROR));
+            assert_eq!(second.await, Answered::Rcode(Rcode::SERVFAIL));
             owner.join().unwrap();
             assert!(replies.waiting.borrow().is_empty());
             stop.fire();

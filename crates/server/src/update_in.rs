@@ -56,20 +56,37 @@ pub struct UpdateReply {
     pub(crate) sent: bool,
 }
 
+/// How a request was answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Answered {
+    /// The core writes (and signs) the answer with this RCODE.
+    Rcode(Rcode),
+    /// Another server's whole answer, relayed as it is (a secondary
+    /// zone's UPDATE forwarded to its primary).
+    Relayed(Vec<u8>),
+}
+
 /// A core's list of completed replies and its wake-up end.
 #[derive(Debug)]
 pub(crate) struct Sink {
-    pub(crate) done: Mutex<Vec<(u64, Rcode)>>,
+    pub(crate) done: Mutex<Vec<(u64, Answered)>>,
     pub(crate) wake: UnixDatagram,
 }
 
 impl UpdateReply {
     /// Completes the request with `rcode` (from any thread).
     pub fn send(mut self, rcode: Rcode) {
-        self.complete(rcode);
+        self.complete(Answered::Rcode(rcode));
     }
 
-    fn complete(&mut self, rcode: Rcode) {
+    /// Completes the request with `answer`, a whole DNS message sent to
+    /// the client as it is (the primary's answer to a forwarded UPDATE,
+    /// the client's ID already in it).
+    pub fn relay(mut self, answer: Vec<u8>) {
+        self.complete(Answered::Relayed(answer));
+    }
+
+    fn complete(&mut self, answer: Answered) {
         if self.sent {
             return;
         }
@@ -78,7 +95,7 @@ impl UpdateReply {
             .done
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .push((self.id, rcode));
+            .push((self.id, answer));
         // A full socket means a wake-up is pending: the list is read then.
         let _ = self.sink.wake.send(&[1]);
     }
@@ -86,6 +103,6 @@ impl UpdateReply {
 
 impl Drop for UpdateReply {
     fn drop(&mut self) {
-        self.complete(Rcode::SERVFAIL);
+        self.complete(Answered::Rcode(Rcode::SERVFAIL));
     }
 }

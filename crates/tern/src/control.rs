@@ -152,6 +152,8 @@ pub(crate) struct Reloader {
     zones: Arc<Zones>,
     /// The DNS over TLS certificate, read again at each reload.
     pub(crate) tls: Option<Arc<tern_server::tls::config::Certificates>>,
+    /// The update thread's rules, set again at each reload.
+    pub(crate) update_rules: Option<tern_zones::update::Rules>,
 }
 
 /// One reload asked for: why (for the log), of which zone (`None`: every
@@ -220,6 +222,7 @@ impl Reloader {
             running,
             zones,
             tls: None,
+            update_rules: None,
         }
     }
 
@@ -247,6 +250,9 @@ impl Reloader {
         }
         if let Some(certificates) = &self.tls {
             crate::tls::reload(certificates, &next);
+        }
+        if let Some(rules) = &self.update_rules {
+            rules.set(next.updates.clone());
         }
         let sources = next.zone_sources();
         let loaded = match &only {

@@ -364,12 +364,13 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         zones: config.updates.clone(),
         sync_interval: config.zone_file_sync,
         max_zone_records: config.transfer_limits.records,
-        rate_per_key: tern_zones::update::DEFAULT_RATE_PER_KEY,
-        max_in_flight: tern_zones::update::DEFAULT_MAX_IN_FLIGHT,
+        rate_per_key: config.update_rate,
+        max_in_flight: config.update_queue,
+        secondaries: config.secondary_updates.clone(),
     };
     tern_zones::update::replay_start(&update_config, &mut primaries);
-    let update_channel =
-        (!update_config.zones.is_empty()).then(|| tern_zones::update::channel(&update_config));
+    let update_channel = (!update_config.zones.is_empty() || !update_config.secondaries.is_empty())
+        .then(|| tern_zones::update::channel(&update_config));
     let catalog = Arc::new(tern_authority::Catalog::new(
         primaries
             .iter()
@@ -512,6 +513,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     // then cannot reach it, which the error says.
     let mut reloader = Reloader::new(overrides, config.clone(), Arc::clone(&zones));
     reloader.tls = certificates.clone();
+    reloader.update_rules = updater.as_ref().map(|updater| updater.rules());
     let reloads = Reloads::start(reloader)?;
     let resigns = reloads.clone();
     zones
@@ -575,6 +577,20 @@ fn update_in(submitter: tern_zones::update::Submitter) -> tern_server::UpdateIn 
         takes: Arc::new(move |origin| takes.takes(origin)),
         submit: Arc::new(move |request: tern_server::UpdateRequest| {
             let reply = request.reply;
+            if submitter.forwards(request.origin.as_bytes()) {
+                // A secondary zone's: relayed from its primary.
+                submitter.forward(
+                    request.origin,
+                    tern_zones::update::ForwardRequest {
+                        message: request.message,
+                        relay: Box::new(move |answer| match answer {
+                            Some(answer) => reply.relay(answer),
+                            None => reply.send(tern_wire::types::Rcode::SERVFAIL),
+                        }),
+                    },
+                );
+                return;
+            }
             submitter.submit(tern_zones::update::Request {
                 origin: request.origin,
                 message: request.message,

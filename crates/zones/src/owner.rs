@@ -125,7 +125,7 @@ pub struct Zones {
 }
 
 /// See [`Zones::set_replay`].
-pub type Replay = Box<dyn Fn(Arc<Zone>) -> Arc<Zone> + Send + Sync>;
+pub type Replay = Box<dyn Fn(Arc<Zone>, &Stamp) -> Arc<Zone> + Send + Sync>;
 
 /// A version held, and when it was loaded or received (Unix seconds).
 type Held = (Arc<Zone>, u64);
@@ -535,10 +535,17 @@ impl Zones {
         match &*replay {
             Some(replay) => zones
                 .into_iter()
-                .map(|(zone, stamp)| (replay(zone), stamp))
+                .map(|(zone, stamp)| (replay(zone, &stamp), stamp))
                 .collect(),
             None => zones,
         }
+    }
+
+    /// The signed records of the primary zone `origin` (lowercased) as its
+    /// last load signed them, if tern signs it ([`crate::update`] signs
+    /// an update from them when they are the served version's).
+    pub fn primary_signed(&self, origin: &[u8]) -> Option<Arc<crate::load::SignedVersion>> {
+        self.lock().primary(origin)?.stamp.signed().cloned()
     }
 
     /// The version served of the primary zone `origin` (lowercased).

@@ -28,10 +28,13 @@
 //! with another serial wins, and the updates not written to it yet are
 //! dropped with a warning (docs/decisions/0015).
 //!
-//! The hook for the signer (issue 24): [`Zones::updated`] receives the new
-//! version and its differences together; a signed zone's changed RRsets
-//! are to be signed between the engine and that call. Until then, updates
-//! to zones tern signs are REFUSED.
+//! A zone tern signs (`dnssec-policy`) is updated as its unsigned records,
+//! and each group's changes to it are signed between the engine and
+//! [`Zones::updated`], before the journal is written: the version served
+//! and its IXFR difference carry the new signatures and denial records,
+//! and a signing that fails changes nothing and answers SERVFAIL. The
+//! journal keeps the unsigned changes, signed again at each load
+//! ([`signed`]).
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
@@ -112,6 +115,19 @@ pub struct UpdateConfig {
     pub rate_per_key: u32,
     /// Updates waiting per zone; beyond: SERVFAIL.
     pub max_in_flight: usize,
+    /// The secondary zones that answer UPDATE other than REFUSED.
+    pub secondaries: Vec<SecondaryZone>,
+}
+
+/// A secondary zone's answer to UPDATE (`zones.secondary[].update`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SecondaryZone {
+    /// The zone's origin, lowercased.
+    pub origin: LowerNameBuf,
+    /// What an UPDATE of it gets.
+    pub answer: SecondaryUpdate,
+    /// Its primaries, forwarded to in this order.
+    pub primaries: Vec<std::net::SocketAddr>,
 }
 
 /// The journal of the zone whose file is `file`.
@@ -151,13 +167,23 @@ enum Message {
     /// Boxed: a request holds two inline names (some 600 octets).
     Update(Box<Request>),
     Stop(mpsc::Sender<()>),
+    /// The rules of a configuration read again (`tern reload`).
+    Rules(Vec<ZoneUpdates>),
 }
+
+/// A secondary zone's answer to UPDATE, and its primaries.
+type SecondaryAnswer = (SecondaryUpdate, Arc<[std::net::SocketAddr]>);
 
 /// Hands requests to the update thread (cloned into each core's hook).
 #[derive(Clone)]
 pub struct Submitter {
     sender: SyncSender<Message>,
     in_flight: Arc<InFlight>,
+    /// The secondary zones that answer UPDATE other than REFUSED, with
+    /// their primaries.
+    secondaries: Arc<HashMap<Origin, SecondaryAnswer>>,
+    /// The forwarding threads, when a secondary zone forwards.
+    forwarder: Option<forward::Forwarder>,
 }
 
 /// Requests queued per zone.
@@ -193,6 +219,16 @@ impl Submitter {
     /// gone, REFUSED when the zone takes no updates.
     pub fn submit(&self, request: Request) {
         let origin: Origin = request.origin.as_bytes().into();
+        if let Some((answer, _)) = self.secondaries.get(&origin) {
+            // Forwards go through Submitter::forward.
+            let rcode = match answer {
+                SecondaryUpdate::NotAuth => Rcode::NOTAUTH,
+                SecondaryUpdate::Refused => Rcode::REFUSED,
+                SecondaryUpdate::Forward => Rcode::SERVFAIL,
+            };
+            (request.reply)(rcode);
+            return;
+        }
         {
             let counts = self
                 .in_flight
@@ -220,8 +256,36 @@ impl Submitter {
         }
     }
 
-    /// Whether `origin` (lowercased wire form) takes updates.
+    /// Whether `origin` (lowercased wire form) is a secondary zone whose
+    /// UPDATEs are forwarded ([`Submitter::forward`]).
+    pub fn forwards(&self, origin: &[u8]) -> bool {
+        self.secondaries
+            .get(origin)
+            .is_some_and(|(answer, _)| *answer == SecondaryUpdate::Forward)
+    }
+
+    /// Forwards `request` to the primaries of the secondary zone `origin`
+    /// ([`forward`]); SERVFAIL at once when it does not forward or too
+    /// many forwards wait.
+    pub fn forward(&self, origin: LowerNameBuf, request: ForwardRequest) {
+        match (self.secondaries.get(origin.as_bytes()), &self.forwarder) {
+            (Some((SecondaryUpdate::Forward, primaries)), Some(forwarder)) => {
+                forwarder.forward(request, origin, Arc::clone(primaries));
+            }
+            _ => (request.relay)(None),
+        }
+    }
+
+    /// Whether `origin` (lowercased wire form) takes updates (or answers
+    /// them otherwise than REFUSED, a secondary zone).
     pub fn takes(&self, origin: &[u8]) -> bool {
+        if self
+            .secondaries
+            .get(origin)
+            .is_some_and(|(answer, _)| *answer != SecondaryUpdate::Refused)
+        {
+            return true;
+        }
         self.in_flight
             .counts
             .lock()
@@ -251,9 +315,35 @@ pub fn channel(config: &UpdateConfig) -> (Submitter, Queue) {
         ),
         limit: config.max_in_flight.max(1),
     });
+    let secondaries: HashMap<Origin, SecondaryAnswer> = config
+        .secondaries
+        .iter()
+        .map(|zone| {
+            (
+                zone.origin.as_bytes().into(),
+                (zone.answer, zone.primaries.clone().into()),
+            )
+        })
+        .collect();
+    let forwarder = if secondaries
+        .values()
+        .any(|(answer, _)| *answer == SecondaryUpdate::Forward)
+    {
+        match forward::Forwarder::start() {
+            Ok(forwarder) => Some(forwarder),
+            Err(err) => {
+                log::error!("cannot start the update forwarding threads: {err}");
+                None
+            }
+        }
+    } else {
+        None
+    };
     let submitter = Submitter {
         sender: sender.clone(),
         in_flight: Arc::clone(&in_flight),
+        secondaries: Arc::new(secondaries),
+        forwarder,
     };
     (
         submitter,
@@ -283,12 +373,14 @@ impl Updater {
             .iter()
             .map(|zone| (zone.origin.as_bytes().into(), journal_path(&zone.file)))
             .collect();
-        zones.set_replay(Box::new(move |zone: Arc<Zone>| {
-            match journals.get(zone.origin().as_bytes()) {
-                Some(path) => replay(zone, path),
+        zones.set_replay(Box::new(
+            move |zone: Arc<Zone>, stamp: &crate::load::Stamp| match journals
+                .get(zone.origin().as_bytes())
+            {
+                Some(path) => replay_stamped(zone, stamp, path),
                 None => zone,
-            }
-        }));
+            },
+        ));
         let Queue {
             receiver,
             sender,
@@ -302,6 +394,13 @@ impl Updater {
             sender,
             thread: Some(thread),
         })
+    }
+
+    /// Where `tern reload` sends the rules it read ([`Rules::set`]).
+    pub fn rules(&self) -> Rules {
+        Rules {
+            sender: self.sender.clone(),
+        }
     }
 
     /// Writes every updated zone's file and ends the thread.
@@ -327,6 +426,25 @@ impl Drop for Updater {
     }
 }
 
+/// Hands the update rules of a configuration read again to the update
+/// thread.
+#[derive(Clone)]
+pub struct Rules {
+    sender: SyncSender<Message>,
+}
+
+impl Rules {
+    /// The zones' rules from now on: each zone that takes updates gets the
+    /// rules `zones` gives it (none: every UPDATE REFUSED). A zone that did
+    /// not take updates at start does not start to (and its file and
+    /// journal stay as they are) until a restart; that is logged.
+    pub fn set(&self, zones: Vec<ZoneUpdates>) {
+        if self.sender.send(Message::Rules(zones)).is_err() {
+            log::warn!("the update thread is gone; the update rules are not reloaded");
+        }
+    }
+}
+
 //----------- State ----------------------------------------------------------
 
 /// One updatable zone on the thread.
@@ -337,6 +455,8 @@ struct ZoneState {
     base: Option<(Arc<Zone>, ZoneRecords)>,
     /// Updated since its file was last written.
     dirty: bool,
+    /// A signed zone's signed records of the version it last made.
+    signed: Option<signed::SignedBase>,
 }
 
 struct State {
@@ -376,6 +496,7 @@ impl State {
                         config: zone,
                         base: None,
                         dirty,
+                        signed: None,
                     };
                     (state.config.origin.as_bytes().into(), state)
                 })
@@ -413,19 +534,27 @@ impl State {
             };
             let mut group = Vec::new();
             let mut stop = None;
+            let mut rules = None;
             match message {
                 Message::Update(request) => group.push(*request),
                 Message::Stop(done) => stop = Some(done),
+                Message::Rules(zones) => rules = Some(zones),
             }
-            while stop.is_none() && group.len() < UPDATE_GROUP {
+            // New rules end a group: the updates before them are checked
+            // against the old ones, those after against the new.
+            while stop.is_none() && rules.is_none() && group.len() < UPDATE_GROUP {
                 match receiver.try_recv() {
                     Ok(Message::Update(request)) => group.push(*request),
                     Ok(Message::Stop(done)) => stop = Some(done),
+                    Ok(Message::Rules(zones)) => rules = Some(zones),
                     Err(_) => break,
                 }
             }
             if !group.is_empty() {
                 self.process(group);
+            }
+            if let Some(zones) = rules {
+                self.set_rules(zones);
             }
             if let Some(done) = stop {
                 self.sync_files();
@@ -481,6 +610,52 @@ impl State {
         }
     }
 
+    /// Replaces the rules of the zones that take updates by `zones`'.
+    fn set_rules(&mut self, zones: Vec<ZoneUpdates>) {
+        let mut given: HashMap<Origin, ZoneUpdates> = zones
+            .into_iter()
+            .map(|zone| (zone.origin.as_bytes().into(), zone))
+            .collect();
+        for (origin, zone) in &mut self.by_origin {
+            match given.remove(origin) {
+                Some(next) => {
+                    if next.file != zone.config.file {
+                        log::warn!(
+                            "zone {}: its file changed in the configuration; its updates go \
+                             to {} until a restart",
+                            zone.config.origin.as_name(),
+                            zone.config.file.display()
+                        );
+                    }
+                    if next.rules != zone.config.rules {
+                        log::info!(
+                            "zone {}: {} update rule(s) from the configuration read again",
+                            zone.config.origin.as_name(),
+                            next.rules.len()
+                        );
+                    }
+                    zone.config.rules = next.rules;
+                }
+                None => {
+                    if !zone.config.rules.is_empty() {
+                        log::info!(
+                            "zone {}: no update rules in the configuration read again; its \
+                             updates are REFUSED",
+                            zone.config.origin.as_name()
+                        );
+                    }
+                    zone.config.rules.clear();
+                }
+            }
+        }
+        for zone in given.values() {
+            log::warn!(
+                "zone {}: update rules added; the zone takes updates after a restart",
+                zone.origin.as_name()
+            );
+        }
+    }
+
     /// One request through the engine: its RCODE, and its difference if it
     /// changed the zone (then the zone's records are the new version's).
     fn apply(&mut self, request: &Request) -> (Rcode, Option<Difference>) {
@@ -488,15 +663,11 @@ impl State {
             return (Rcode::REFUSED, None);
         }
         let origin = request.origin.as_bytes();
-        if self.zones.zone_keys(origin).is_some() {
-            // Issue 24's signer does not sign updated records yet: a
-            // validating resolver would see them unsigned.
-            log::warn!(
-                "zone {}: an UPDATE refused: updates to zones tern signs are not supported yet",
-                request.origin.as_name()
-            );
-            return (Rcode::REFUSED, None);
-        }
+        // A zone tern signs: its records are kept without the signer's.
+        let cds = self
+            .zones
+            .zone_keys(origin)
+            .map(|keys| signed::publishes_cds(&keys));
         let Some(served) = self.zones.primary_version(origin) else {
             return (Rcode::NOTAUTH, None);
         };
@@ -509,7 +680,11 @@ impl State {
             .as_ref()
             .is_none_or(|(base, _)| !Arc::ptr_eq(base, &served))
         {
-            match records_of(&served) {
+            let records = match cds {
+                Some(cds) => signed::unsigned_records(&served, cds),
+                None => records_of(&served),
+            };
+            match records {
                 Ok(records) => zone.base = Some((Arc::clone(&served), records)),
                 Err(err) => {
                     log::error!("zone {}: {err}", request.origin.as_name());
@@ -524,9 +699,17 @@ impl State {
             Ok(message) => message,
             Err(rcode) => return (rcode, None),
         };
-        let signed = records
-            .node(records.origin_key())
-            .is_some_and(|apex| apex.has(RType::RRSIG));
+        if cds.is_some() && signed::touches_signer_records(request.origin.as_name(), &message) {
+            log::info!(
+                "zone {}: an UPDATE refused: it names DNSSEC records the signer makes",
+                request.origin.as_name()
+            );
+            return (Rcode::REFUSED, None);
+        }
+        let signed = cds.is_some()
+            || records
+                .node(records.origin_key())
+                .is_some_and(|apex| apex.has(RType::RRSIG));
         let access = Access {
             rules: &zone.config.rules,
             requester: Requester {
@@ -577,6 +760,53 @@ impl State {
             return false;
         };
         let name = zone.config.origin;
+        // A zone tern signs: the group's changes signed before anything is
+        // written, from the signed records of the version they started
+        // from (this thread's own, else its load's, else its served ones).
+        let signed_update = match (self.zones.zone_keys(origin), zone.base.as_ref()) {
+            (Some(keys), Some((base, records))) => {
+                let from_stamp;
+                let from_served;
+                let previous = match zone
+                    .signed
+                    .as_ref()
+                    .filter(|own| Arc::ptr_eq(&own.version, base))
+                {
+                    Some(own) => Ok(&own.records),
+                    None => match self.zones.primary_signed(origin).filter(|loaded| {
+                        signed::apex_serial(name.as_name(), loaded.records()) == Some(base.serial())
+                    }) {
+                        Some(loaded) => {
+                            from_stamp = loaded;
+                            Ok(from_stamp.records())
+                        }
+                        None => match signed::served_records(base) {
+                            Ok(records) => {
+                                from_served = records;
+                                Ok(&from_served)
+                            }
+                            Err(err) => Err(err),
+                        },
+                    },
+                };
+                let update = previous
+                    .and_then(|previous| signed::sign_update(base, previous, records, &keys));
+                match update {
+                    Ok(update) => Some(update),
+                    Err(err) => {
+                        log::error!(
+                            "zone {}: the updated zone cannot be signed: {err}; the updates \
+                             are not applied",
+                            name.as_name()
+                        );
+                        zone.base = None;
+                        zone.signed = None;
+                        return false;
+                    }
+                }
+            }
+            _ => None,
+        };
         if let Err(err) = append_journal(&zone.journal, &differences) {
             log::error!(
                 "zone {}: cannot write its update journal {}: {err}; the updates are refused",
@@ -584,11 +814,31 @@ impl State {
                 zone.journal.display()
             );
             zone.base = None;
+            zone.signed = None;
             return false;
         }
         let Some((base, records)) = zone.base.as_mut() else {
             return false;
         };
+        if let Some(update) = signed_update {
+            log::debug!(
+                "zone {}: serial {} signed, {} records",
+                name.as_name(),
+                update.zone.serial(),
+                update.zone.record_count()
+            );
+            *base = Arc::clone(&update.zone);
+            zone.signed = Some(signed::SignedBase {
+                version: Arc::clone(&update.zone),
+                records: update.records,
+            });
+            zone.dirty = true;
+            self.zones.updated(update.zone, vec![update.difference]);
+            if self.next_sync.is_none() && !self.sync_interval.is_zero() {
+                self.next_sync = Some(Instant::now() + self.sync_interval);
+            }
+            return true;
+        }
         let started = Instant::now();
         let built = match zone_of(name.as_name(), records) {
             Ok(built) => Arc::new(built),
@@ -629,7 +879,17 @@ impl State {
             let Some(served) = self.zones.primary_version(name.as_bytes()) else {
                 continue;
             };
-            match write_zone_file(&zone.config.file, &served) {
+            // A zone tern signs: its file holds what the signer signs.
+            let written = match self.zones.zone_keys(name.as_bytes()) {
+                Some(keys) => {
+                    let cds = signed::publishes_cds(&keys);
+                    write_zone_file_where(&zone.config.file, &served, |owner, rtype| {
+                        !signed::signer_made(served.origin(), owner, rtype, cds)
+                    })
+                }
+                None => write_zone_file(&zone.config.file, &served),
+            };
+            match written {
                 Ok(()) => {
                     zone.dirty = false;
                     if let Err(err) = clear_journal(&zone.journal) {
@@ -824,6 +1084,15 @@ fn write_synced(path: &Path, bytes: &[u8]) -> io::Result<()> {
 /// Writes a zone file from a served version (lowercased owners, one
 /// record a line, as Knot's `zonefile-sync` writes it).
 pub fn write_zone_file(path: &Path, zone: &Zone) -> io::Result<()> {
+    write_zone_file_where(path, zone, |_, _| true)
+}
+
+/// [`write_zone_file`], with only the records `keep` keeps.
+fn write_zone_file_where(
+    path: &Path,
+    zone: &Zone,
+    keep: impl Fn(Name<'_>, RType) -> bool,
+) -> io::Result<()> {
     let mut text = format!(
         "; {} serial {}: written by tern from the updated zone (zone-file-sync)\n",
         zone.origin(),
@@ -831,6 +1100,9 @@ pub fn write_zone_file(path: &Path, zone: &Zone) -> io::Result<()> {
     );
     let mut cursor = RecordCursor::default();
     while let Some(record) = zone.next_record(&mut cursor) {
+        if !keep(record.owner, record.rtype) {
+            continue;
+        }
         let record = tern_zone::Record {
             owner: record.owner.to_buf(),
             class: RClass::IN,
@@ -955,12 +1227,27 @@ pub fn replay_start(config: &UpdateConfig, primaries: &mut [(Arc<Zone>, crate::l
         .iter()
         .map(|zone| (zone.origin.as_bytes(), journal_path(&zone.file)))
         .collect();
-    for (zone, _) in primaries.iter_mut() {
+    for (zone, stamp) in primaries.iter_mut() {
         if let Some(path) = journals.get(zone.origin().as_bytes()) {
-            *zone = replay(Arc::clone(zone), path);
+            *zone = replay_stamped(Arc::clone(zone), stamp, path);
         }
     }
 }
+
+/// [`replay`], or for a zone tern signs (its load `stamp` has signed
+/// records) [`signed::replay_signed`].
+fn replay_stamped(zone: Arc<Zone>, stamp: &crate::load::Stamp, path: &Path) -> Arc<Zone> {
+    if stamp.signed().is_some() {
+        signed::replay_signed(zone, stamp, path)
+    } else {
+        replay(zone, path)
+    }
+}
+
+pub mod forward;
+mod signed;
+
+pub use forward::{ForwardRequest, SecondaryUpdate};
 
 #[cfg(test)]
 mod tests;

@@ -7,7 +7,8 @@
 //! | no zone section, or its type is not SOA | FORMERR |
 //! | a TSIG that does not verify with any configured key | NOTAUTH with the TSIG error (FORMERR if malformed) |
 //! | a zone not ours (not served here) | NOTAUTH |
-//! | a zone of ours without `update:` rules (a secondary zone among them: forwarding to its primary is for later) | REFUSED |
+//! | a zone of ours without `update:` rules, or a secondary zone without `update: forward` or `notauth` | REFUSED |
+//! | a secondary zone with `update: forward` (or `notauth`) | handed off: forwarded to its primary, whose answer is relayed as it is (or NOTAUTH) |
 //! | otherwise | handed off: the transport takes it ([`Worker::take_update`]) and answers once the zones' owner has |
 //!
 //! Every answer echoes the ID, the opcode and the zone section, with QR

@@ -73,6 +73,10 @@ pub(crate) struct Config {
     /// `zone-file-sync`: how often updated zones' files are rewritten
     /// (zero: at stop only).
     pub(crate) zone_file_sync: std::time::Duration,
+    /// `update-queue`: updates waiting per zone; beyond it SERVFAIL.
+    pub(crate) update_queue: usize,
+    /// `update-rate`: updates a second per TSIG key; 0: no limit.
+    pub(crate) update_rate: u32,
     /// The largest UDP answer we send.
     pub(crate) udp_size: u16,
     /// TCP timeouts and limits.
@@ -100,6 +104,8 @@ pub(crate) struct Config {
     pub(crate) transfer: tern_server::TransferConfig,
     /// Zones received by transfer.
     pub(crate) secondaries: Vec<tern_zones::refresh::SecondaryConfig>,
+    /// `zones.secondary[].update` other than the default (REFUSED).
+    pub(crate) secondary_updates: Vec<tern_zones::update::SecondaryZone>,
     /// Catalog zones (RFC 9432) consumed: their members become secondary
     /// zones from the same primaries.
     pub(crate) catalogs: Vec<tern_zones::refresh::SecondaryConfig>,
@@ -184,6 +190,8 @@ impl Default for Config {
             zone_files: Vec::new(),
             updates: Vec::new(),
             zone_file_sync: update::DEFAULT_ZONE_FILE_SYNC,
+            update_queue: tern_zones::update::DEFAULT_MAX_IN_FLIGHT,
+            update_rate: tern_zones::update::DEFAULT_RATE_PER_KEY,
             udp_size: DEFAULT_UDP_SIZE,
             tcp: TcpConfig::default(),
             cache: tern_cache::CacheLimits::default(),
@@ -196,6 +204,7 @@ impl Default for Config {
             cookies: Cookies::default(),
             transfer: tern_server::TransferConfig::default(),
             secondaries: Vec::new(),
+            secondary_updates: Vec::new(),
             catalogs: Vec::new(),
             state_directory: None,
             notify: tern_zones::notify::NotifyTargets::default(),
@@ -274,9 +283,16 @@ impl Config {
         let mut signed_zones: Vec<(String, String)> = Vec::new();
         // `update:` of the listed zones: origin as written, file, rules.
         let mut updated_zones = Vec::new();
+        // `update` of the secondary zones: origin as written, answer.
+        let mut secondary_update_modes = Vec::new();
         if let Some(zones) = raw.zones {
             secondaries = zones.secondary.unwrap_or_default();
             for zone in &mut secondaries {
+                if let Some(mode) = zone.update.take() {
+                    let answer = update::secondary_update(&mode)
+                        .with_context(|| format!("zones.secondary: {}", zone.origin.0))?;
+                    secondary_update_modes.push((zone.origin.0.clone(), answer));
+                }
                 // Received unsigned, served signed (tern_zones::bump).
                 if let Some(policy) = &zone.dnssec_policy {
                     signed_zones.push((zone.origin.0.clone(), policy.0.clone()));
@@ -371,6 +387,20 @@ impl Config {
         }
         config.transfer = transfer_config(raw.keys.unwrap_or_default(), raw.transfer)?;
         config.secondaries = secondary_configs(secondaries, &config.transfer.keys, base)?;
+        for (origin_text, answer) in secondary_update_modes {
+            let origin =
+                tern_zones::load::parse_origin(&origin_text).map_err(anyhow::Error::msg)?;
+            let origin = tern_wire::name::LowerNameBuf::from_name(origin.as_name());
+            if let Some(zone) = config.secondaries.iter().find(|zone| zone.origin == origin) {
+                config
+                    .secondary_updates
+                    .push(tern_zones::update::SecondaryZone {
+                        origin,
+                        answer,
+                        primaries: zone.primaries.clone(),
+                    });
+            }
+        }
         config.catalogs = secondary_configs(catalogs, &config.transfer.keys, base)
             .map_err(|err| anyhow::anyhow!("{err:#}").context("zones.catalog"))?;
         if let Some(both) = config.catalogs.iter().find(|catalog| {
@@ -413,20 +443,17 @@ impl Config {
         if let Some(sync) = raw.zone_file_sync {
             config.zone_file_sync = sync.0;
         }
+        if let Some(queue) = raw.update_queue {
+            config.update_queue = queue.0;
+        }
+        if let Some(rate) = raw.update_rate {
+            // Range's bound keeps it within u32.
+            config.update_rate = u32::try_from(rate.0).unwrap_or(u32::MAX);
+        }
         for (origin_text, file, rules) in updated_zones {
             let origin =
                 tern_zones::load::parse_origin(&origin_text).map_err(anyhow::Error::msg)?;
             let context = || format!("zone {}", origin.as_name());
-            if signed_zones
-                .iter()
-                .any(|(signed, _)| *signed == origin_text)
-            {
-                bail!(
-                    "{}: update: not yet with dnssec-policy (updated records would be \
-                     served unsigned)",
-                    context()
-                );
-            }
             let rules = update::rules(origin.as_name(), rules, &keys).with_context(context)?;
             config.updates.push(tern_zones::update::ZoneUpdates {
                 origin: tern_wire::name::LowerNameBuf::from_name(origin.as_name()),
@@ -584,7 +611,13 @@ impl Config {
         compare("rate-limit", self.rate_limit != next.rate_limit);
         compare("cookies", self.cookies != next.cookies);
         compare("keys", self.transfer.keys != next.transfer.keys);
-        compare("zones.secondary", self.secondaries != next.secondaries);
+        compare("update-queue", self.update_queue != next.update_queue);
+        compare("update-rate", self.update_rate != next.update_rate);
+        compare(
+            "zones.secondary",
+            self.secondaries != next.secondaries
+                || self.secondary_updates != next.secondary_updates,
+        );
         compare("zones.catalog", self.catalogs != next.catalogs);
         compare(
             "state-directory",

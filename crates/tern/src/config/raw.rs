@@ -60,6 +60,10 @@ pub(crate) struct RawConfig {
     pub(crate) proxy: Option<RawProxy>,
     pub(crate) tls: Option<RawTls>,
     pub(crate) zone_file_sync: Option<Parsed<SyncKind>>,
+    /// `update-queue`: updates waiting per zone (`config/update.rs`).
+    pub(crate) update_queue: Option<Parsed<Range<1, { value::MAX_UPDATE_QUEUE }>>>,
+    /// `update-rate`: updates a second per TSIG key; 0: no limit.
+    pub(crate) update_rate: Option<Parsed<Range<0, { value::MAX_UPDATE_RATE }>>>,
 }
 
 /// `tls:`, DNS over TLS (`config/tls.rs`).
@@ -256,6 +260,9 @@ pub(crate) struct RawSecondary {
     #[serde(rename = "dnssec-policy")]
     pub(crate) dnssec_policy: Option<Parsed<PolicyNameKind>>,
     pub(crate) tls: Option<RawXot>,
+    /// `update`: what an UPDATE of the zone gets (`forward`, `refused`,
+    /// `notauth`; `config/update.rs`).
+    pub(crate) update: Option<String>,
 }
 
 /// `tls:` of a secondary zone: transfers in over TLS (`config/xot.rs`).

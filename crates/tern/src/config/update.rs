@@ -25,6 +25,20 @@ use tern_wire::types::RType;
 
 use super::raw::RawUpdateRule;
 
+/// `zones.secondary[].update`: `forward` (to the zone's primaries, their
+/// answer relayed), `refused` (the default, as BIND without
+/// `allow-update-forwarding`) or `notauth` (as Knot without an update
+/// ACL).
+pub(crate) fn secondary_update(text: &str) -> anyhow::Result<tern_zones::update::SecondaryUpdate> {
+    use tern_zones::update::SecondaryUpdate;
+    match text {
+        "forward" => Ok(SecondaryUpdate::Forward),
+        "refused" => Ok(SecondaryUpdate::Refused),
+        "notauth" => Ok(SecondaryUpdate::NotAuth),
+        _ => bail!("update: {text:?}: expected forward, refused or notauth"),
+    }
+}
+
 /// The default of `zone-file-sync`.
 pub(crate) const DEFAULT_ZONE_FILE_SYNC: Duration = Duration::from_secs(60);
 

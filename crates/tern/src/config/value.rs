@@ -160,6 +160,12 @@ pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
 /// The most signing threads (`dnssec.signing-threads`).
 pub(crate) const MAX_SIGNING_THREADS: usize = 256;
 
+/// The highest `update-queue` (updates waiting per zone).
+pub(crate) const MAX_UPDATE_QUEUE: usize = 65_536;
+
+/// The highest `update-rate` (updates a second per key).
+pub(crate) const MAX_UPDATE_RATE: usize = 1_000_000;
+
 /// The most NSEC3 iterations (as BIND; tern-dnssec's limit).
 pub(crate) const MAX_NSEC3_ITERATIONS: usize = tern_dnssec::nsec3::MAX_ITERATIONS as usize;
 

@@ -86,6 +86,7 @@ fn setup(tag: &str, rules: Vec<UpdateRule>) -> Setup {
         max_zone_records: 1_000,
         rate_per_key: 0,
         max_in_flight: DEFAULT_MAX_IN_FLIGHT,
+        secondaries: Vec::new(),
     };
     let (cores, zones) = start_zones(&dir, &file, &config);
     Setup {
