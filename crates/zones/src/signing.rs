@@ -31,7 +31,10 @@ use tern_wire::types::RType;
 use tern_zone::{RecordList, Sink};
 
 use crate::keys;
-pub use crate::policy::{CdsCdnskey, Nsec3Policy, ParentCheck, Policy, DEFAULT_RRSIG_JITTER};
+use crate::policy::signer_serial_above;
+pub use crate::policy::{
+    CdsCdnskey, Nsec3Policy, ParentCheck, Policy, SerialPolicy, DEFAULT_RRSIG_JITTER,
+};
 use crate::rollover::{self, Timing};
 
 /// How long before "now" signatures start to be valid (BIND's choice;
@@ -190,8 +193,9 @@ fn denial(policy: &Policy, salt: Option<Vec<u8>>) -> Denial {
 /// (generated on its first signing) as their rollover times have them at
 /// `now`, after the steps due ([`crate::rollover::step`]). With
 /// `serial_above` (the serial served now), the signed serial is higher
-/// than it (the file's if that is higher, else one more:
-/// `tern_dnssec::SignOptions::serial_above`). Errors name the zone's key
+/// than it: the file's if that is higher, else the policy's
+/// `serial-policy` ([`crate::policy::next_serial`]), which also applies
+/// to a first signing. Errors name the zone's key
 /// file or the signer's reason.
 pub fn sign<R: RecordList + ?Sized>(
     origin: Name<'_>,
@@ -202,6 +206,7 @@ pub fn sign<R: RecordList + ?Sized>(
     serial_above: Option<u32>,
 ) -> Result<Signed, String> {
     let stepped = step_keys(origin, records, policy, state_directory, now)?;
+    let serial_above = signer_serial_above(origin, records, policy, serial_above, now);
     with_keys(
         &stepped,
         policy,
@@ -229,6 +234,7 @@ pub fn sign_into<R: RecordList + ?Sized>(
     sink: &mut dyn Sink,
 ) -> Result<Signed<SignStats>, String> {
     let stepped = step_keys(origin, records, policy, state_directory, now)?;
+    let serial_above = signer_serial_above(origin, records, policy, serial_above, now);
     with_keys(
         &stepped,
         policy,
@@ -308,6 +314,7 @@ pub fn sign_again<P: RecordList + ?Sized, R: RecordList + ?Sized>(
     serial_above: Option<u32>,
 ) -> Result<Signed<Resigned>, String> {
     let stepped = step_keys(origin, records, policy, state_directory, now)?;
+    let serial_above = signer_serial_above(origin, records, policy, serial_above, now);
     let salt = policy
         .nsec3
         .as_ref()

@@ -809,6 +809,7 @@ fn signing_config(
         set(&mut policy.rrsig_lifetime, raw_policy.rrsig_lifetime);
         set(&mut policy.rrsig_refresh, raw_policy.rrsig_refresh);
         set(&mut policy.cds_cdnskey, raw_policy.cds_cdnskey);
+        set(&mut policy.serial_policy, raw_policy.serial_policy);
         set(&mut policy.propagation_delay, raw_policy.propagation_delay);
         set(&mut policy.parent_ds_ttl, raw_policy.parent_ds_ttl);
         set(&mut policy.parent_ds_timeout, raw_policy.parent_ds_timeout);
@@ -1617,7 +1618,7 @@ mod tests {
              dnssec:\n  signing-threads: 3\n  policies:\n    - name: default\n    \
              - {name: kz, algorithm: ed25519, keys: ksk-zsk, zsk-lifetime: 90d, ksk-lifetime: 0, \
              rrsig-lifetime: 2w, rrsig-refresh: 3d, dnskey-ttl: 1h, cds-cdnskey: always, \
-             nsec3: {iterations: 0, salt-length: 8, opt-out: true}, \
+             serial-policy: unixtime, nsec3: {iterations: 0, salt-length: 8, opt-out: true}, \
              parent: {servers: ['127.0.0.1:5300'], check-interval: 1h}}\n    \
              - {name: r, algorithm: RSASHA256, key-size: 3072}\n    \
              - {name: r2, algorithm: rsasha256}\n\
@@ -1651,6 +1652,13 @@ mod tests {
             (14 * 86_400, 3 * 86_400)
         );
         assert_eq!(b.dnskey_ttl, Some(3600));
+        assert_eq!(
+            (a.serial_policy, b.serial_policy),
+            (
+                tern_zones::signing::SerialPolicy::Increment,
+                tern_zones::signing::SerialPolicy::UnixTime
+            )
+        );
         assert_eq!((a.rrsig_jitter, b.rrsig_jitter), (2 * 86_400, 2 * 86_400));
         let nsec3 = b.nsec3.as_ref().unwrap();
         assert_eq!(

@@ -108,6 +108,7 @@ pub(crate) struct RawPolicy {
     pub(crate) propagation_delay: Option<Parsed<LifetimeKind>>,
     pub(crate) parent_ds_ttl: Option<Parsed<LifetimeKind>>,
     pub(crate) parent_ds_timeout: Option<Parsed<LifetimeKind>>,
+    pub(crate) serial_policy: Option<Parsed<SerialPolicyKind>>,
 }
 
 /// A policy's `nsec3:`; its presence chooses NSEC3.
@@ -658,6 +659,25 @@ impl Kind for CdsKind {
             "always" => Ok(CdsCdnskey::Always),
             _ => Err(format!(
                 "unknown cds-cdnskey {text:?}; expected none, rollover or always"
+            )),
+        }
+    }
+}
+
+/// A policy's `serial-policy` (Knot's names).
+pub(crate) struct SerialPolicyKind;
+
+impl Kind for SerialPolicyKind {
+    type Value = tern_zones::signing::SerialPolicy;
+    const EXPECTING: &'static str = "increment, unixtime or dateserial";
+    fn parse(text: &str) -> Result<Self::Value, String> {
+        use tern_zones::signing::SerialPolicy;
+        match text {
+            "increment" => Ok(SerialPolicy::Increment),
+            "unixtime" => Ok(SerialPolicy::UnixTime),
+            "dateserial" => Ok(SerialPolicy::DateSerial),
+            _ => Err(format!(
+                "unknown serial-policy {text:?}; expected increment, unixtime or dateserial"
             )),
         }
     }
