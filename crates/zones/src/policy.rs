@@ -34,9 +34,12 @@ pub enum CdsCdnskey {
     Always,
 }
 
+/// The default `salt-lifetime`: 30 days, Knot's `nsec3-salt-lifetime`.
+pub const DEFAULT_SALT_LIFETIME: u64 = 30 * 86_400;
+
 /// NSEC3 in a policy: the salt is drawn when a zone is first signed and
-/// kept while it is signed again from its previous version (its rotation
-/// is a later slice).
+/// kept while it is signed again from its previous version, until it is
+/// `salt_lifetime` old (`crate::sign_status::salt_rotation_at`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Nsec3Policy {
     /// Further iterations (RFC 9276: 0).
@@ -45,6 +48,9 @@ pub struct Nsec3Policy {
     pub salt_length: u8,
     /// Whether insecure delegations are left out of the chain.
     pub opt_out: bool,
+    /// How long a salt is used before a new one is drawn (the chain made
+    /// again in one version), in seconds; 0: never.
+    pub salt_lifetime: u64,
 }
 
 /// How the serial of each version tern signs is chosen (`serial-policy`,

@@ -208,6 +208,7 @@ pub fn sign<R: RecordList + ?Sized>(
     let stepped = step_keys(origin, records, policy, state_directory, now)?;
     let serial_above = signer_serial_above(origin, records, policy, serial_above, now);
     with_keys(
+        origin,
         &stepped,
         policy,
         now,
@@ -236,6 +237,7 @@ pub fn sign_into<R: RecordList + ?Sized>(
     let stepped = step_keys(origin, records, policy, state_directory, now)?;
     let serial_above = signer_serial_above(origin, records, policy, serial_above, now);
     with_keys(
+        origin,
         &stepped,
         policy,
         now,
@@ -249,6 +251,7 @@ pub fn sign_into<R: RecordList + ?Sized>(
 /// `policy` at `now` (NSEC3 with `salt` when given, else a new one), with
 /// what the keys call for next.
 fn with_keys<Z>(
+    origin: Name<'_>,
     stepped: &Stepped,
     policy: &Policy,
     now: u64,
@@ -264,9 +267,20 @@ fn with_keys<Z>(
         serial_above,
     };
     let zone = signing(&keys, &options).map_err(|err| format!("signing: {err}"))?;
+    // A salt's rotation is a key event: the zone is signed again then.
+    let salt_rotation = match (&options.denial, &policy.nsec3) {
+        (Denial::Nsec3(params), Some(nsec3)) => {
+            crate::sign_status::salt_rotation_at(origin, nsec3, &params.salt, now)
+        }
+        _ => None,
+    };
     Ok(Signed {
         zone,
-        next_key_event: stepped.next_key_event,
+        next_key_event: stepped
+            .next_key_event
+            .into_iter()
+            .chain(salt_rotation)
+            .min(),
         awaiting_ds: stepped.awaiting_ds,
     })
 }
@@ -303,7 +317,7 @@ pub fn next_resign<R: RecordList + ?Sized>(policy: &Policy, now: u64, records: &
 /// signed ([`tern_dnssec::resign_zone`], with the same key set as
 /// [`sign`]). With NSEC3, the previous salt is kept when the policy's
 /// length and iterations did not change (a new salt would change every
-/// hashed owner).
+/// hashed owner) and it is younger than its `salt-lifetime`.
 pub fn sign_again<P: RecordList + ?Sized, R: RecordList + ?Sized>(
     origin: Name<'_>,
     previous: &P,
@@ -315,12 +329,15 @@ pub fn sign_again<P: RecordList + ?Sized, R: RecordList + ?Sized>(
 ) -> Result<Signed<Resigned>, String> {
     let stepped = step_keys(origin, records, policy, state_directory, now)?;
     let serial_above = signer_serial_above(origin, records, policy, serial_above, now);
-    let salt = policy
-        .nsec3
-        .as_ref()
-        .and_then(|nsec3| previous_salt(origin, previous, nsec3));
+    let salt = policy.nsec3.as_ref().and_then(|nsec3| {
+        previous_salt(origin, previous, nsec3).filter(|salt| {
+            // Past its `salt-lifetime`: a new salt, the chain made again.
+            crate::sign_status::salt_rotation_at(origin, nsec3, salt, now).is_none_or(|at| at > now)
+        })
+    });
     let refresh = refresh_of(policy, now);
     with_keys(
+        origin,
         &stepped,
         policy,
         now,

@@ -118,6 +118,7 @@ pub(crate) struct RawNsec3 {
     pub(crate) iterations: Option<Parsed<Range<0, { value::MAX_NSEC3_ITERATIONS }>>>,
     pub(crate) salt_length: Option<Parsed<Range<0, { value::MAX_NSEC3_SALT }>>>,
     pub(crate) opt_out: Option<bool>,
+    pub(crate) salt_lifetime: Option<Parsed<LifetimeKind>>,
 }
 
 /// A policy's `parent:`, where the DS set is checked.
