@@ -365,26 +365,20 @@ mod tests {
     #[test]
     fn dateserial() {
         let date = SerialPolicy::DateSerial;
-        assert_eq!(next_serial(date, 1, None, NOW), 2026_11_27_00);
+        assert_eq!(next_serial(date, 1, None, NOW), 2026112700);
+        assert_eq!(next_serial(date, 1, Some(2026112607), NOW), 2026112700);
+        assert_eq!(next_serial(date, 1, Some(2026112700), NOW), 2026112701);
         assert_eq!(
-            next_serial(date, 1, Some(2026_11_26_07), NOW),
-            2026_11_27_00
-        );
-        assert_eq!(
-            next_serial(date, 1, Some(2026_11_27_00), NOW),
-            2026_11_27_01
-        );
-        assert_eq!(
-            next_serial(date, 1, Some(2026_11_27_99), NOW),
-            2026_11_28_00,
+            next_serial(date, 1, Some(2026112799), NOW),
+            2026112800,
             "past nn 99"
         );
         assert_eq!(
-            next_serial(date, 2026_11_27_42, Some(2026_11_27_05), NOW),
-            2026_11_27_42
+            next_serial(date, 2026112742, Some(2026112705), NOW),
+            2026112742
         );
         // From a unixtime serial (lower than a date's): the date.
-        assert_eq!(next_serial(date, 1, Some(NOW as u32), NOW), 2026_11_27_00);
+        assert_eq!(next_serial(date, 1, Some(NOW as u32), NOW), 2026112700);
     }
 
     /// For every policy and serials around the wrap and 2^31 apart, the

@@ -216,9 +216,12 @@ pub fn forget(origin: &[u8]) {
 /// previous version, so its age needs no file. A salt read from a saved
 /// signed version (a bump-in-the-wire secondary's restart) counts from its
 /// first use after the start: a rotation is at most that late.
-static SALTS: Mutex<BTreeMap<Box<[u8]>, (Vec<u8>, u64)>> = Mutex::new(BTreeMap::new());
+static SALTS: Mutex<Salts> = Mutex::new(BTreeMap::new());
 
-fn with_salts<T>(f: impl FnOnce(&mut BTreeMap<Box<[u8]>, (Vec<u8>, u64)>) -> T) -> T {
+/// A salt and when it was first used, by lowercased wire origin.
+type Salts = BTreeMap<Box<[u8]>, (Vec<u8>, u64)>;
+
+fn with_salts<T>(f: impl FnOnce(&mut Salts) -> T) -> T {
     let mut salts = SALTS
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
