@@ -149,6 +149,7 @@ dnssec: release
 	TERN_BIN=$(RELEASE_BIN) python3 tests/dnssec/signing.py
 	TERN_BIN=$(RELEASE_BIN) python3 tests/dnssec/resign.py
 	TERN_BIN=$(RELEASE_BIN) python3 tests/dnssec/incremental.py
+	TERN_BIN=$(RELEASE_BIN) python3 tests/dnssec/denial.py
 	TERN_BIN=$(RELEASE_BIN) python3 tests/dnssec/import.py
 	TERN_BIN=$(RELEASE_BIN) python3 tests/dnssec/rollover.py
 	TERN_BIN=$(RELEASE_BIN) python3 tests/dnssec/validate.py

@@ -25,6 +25,13 @@ Checked for each zone (each step fails the script with tern's log):
 
 Without incremental signing step 2 fails: every RRSIG differs between the versions.
 
+A third zone, unix.test (NSEC, `serial-policy: unixtime`, its file at serial 1), checks
+the serial policy: its first version is served at the Unix time of its signing (between
+the time before tern started and the time it is read), an edit and `tern reload` serve
+a higher serial that is the reload's Unix time (or one more than the last when in the
+same second), and a restart one higher still. Without the policy the first check fails
+(serial 1 is served).
+
 Usage (from the repository root; loopback only; starts and stops its tern):
 
     TERN_BIN=target/release/tern python3 tests/dnssec/incremental.py
@@ -44,6 +51,7 @@ import signing  # noqa: E402  (tests/dnssec/signing.py: the zone, tern, the veri
 from signing import SigningTern, axfr, fail, harness, run, serial, zone_text  # noqa: E402
 
 ZONES = {"inc.test": "nsec", "inc3.test": "nsec3"}
+UNIX = "unix.test"
 POLL = 0.05
 
 Record = tuple[str, str, str, str]  # owner (lowercased), TTL, type, RDATA as dig prints it
@@ -138,6 +146,50 @@ def check_edit(tern, tmp: pathlib.Path, origin: str, version: int, before: set[R
     return after
 
 
+def wait_serial_change(tern, origin: str, old: int) -> int:
+    """The serial `origin` serves once it is no longer `old`."""
+    started = time.monotonic()
+    while (now := serial(tern, origin)) == old:
+        if time.monotonic() - started > signing.WAIT:
+            fail(f"{origin}: serial still {old} {signing.WAIT}s after the reload", tern)
+        time.sleep(POLL)
+    return now
+
+
+def check_unix_serial(tern, origin: str, since: int, before: int | None) -> int:
+    """`origin`'s serial is the Unix time of a signing at or after `since` (and not
+    after now), or one more than `before` when that is not lower; higher than
+    `before`. Returns it."""
+    got = serial(tern, origin)
+    now = int(time.time())
+    low = since if before is None else max(since, before + 1)
+    high = now if before is None else max(now, before + 1)
+    if got is None or not low <= got <= high:
+        fail(f"{origin} (serial-policy: unixtime): serial {got} served, wanted the Unix "
+             f"time of its signing, between {low} and {high} (served before: {before})", tern)
+    return got
+
+
+def check_unixtime(tern, tmp: pathlib.Path, zone_dir: pathlib.Path, socket: pathlib.Path,
+                   started: int) -> int:
+    """unix.test's serials follow `serial-policy: unixtime` at start and after an edit;
+    returns the serial served last."""
+    first = check_unix_serial(tern, UNIX, started, None)
+    verify(tern, UNIX, tmp / f"{UNIX}.1.axfr")
+    edited_at = int(time.time())
+    (zone_dir / f"{UNIX}.zone").write_text(zone_text(UNIX, 1).replace(
+        "www A 192.0.2.80", "www A 192.0.2.81"))
+    done = run([str(tern.binary), "reload", "--socket", str(socket), f"{UNIX}."])
+    if done.returncode != 0:
+        fail(f"tern reload {UNIX}.: {done.stdout} {done.stderr}", tern)
+    wait_serial_change(tern, UNIX, first)
+    second = check_unix_serial(tern, UNIX, edited_at, first)
+    verify(tern, UNIX, tmp / f"{UNIX}.2.axfr")
+    print(f"dnssec/incremental: {UNIX} (unixtime, file serial 1): serial {first} at start "
+          f"(tern started at {started}), {second} after an edit at {edited_at}; verifies")
+    return second
+
+
 def main() -> None:
     with tempfile.TemporaryDirectory(prefix="tern-incremental-") as tmp:
         tmp = pathlib.Path(tmp)
@@ -148,6 +200,9 @@ def main() -> None:
             (zone_dir / f"{origin}.zone").write_text(zone_text(origin, 1))
             listed.append(f"    - {{origin: {origin}, file: {zone_dir}/{origin}.zone, "
                           f"dnssec-policy: {policy}}}")
+        (zone_dir / f"{UNIX}.zone").write_text(zone_text(UNIX, 1))
+        listed.append(f"    - {{origin: {UNIX}, file: {zone_dir}/{UNIX}.zone, "
+                      "dnssec-policy: unix}")
         socket = tmp / "tern.sock"
         config = f"""control-socket: {socket}
 state-directory: {tmp}/state
@@ -158,14 +213,18 @@ dnssec:
     - name: nsec
     - name: nsec3
       nsec3: {{iterations: 0, salt-length: 4}}
+    - name: unix
+      serial-policy: unixtime
 zones:
   list:
 """ + "\n".join(listed) + "\n"
-        tern = SigningTern(harness.tern_binary(), tmp / "tern", zone_dir, list(ZONES),
-                           config_text=config)
+        tern = SigningTern(harness.tern_binary(), tmp / "tern", zone_dir,
+                           list(ZONES) + [UNIX], config_text=config)
         try:
+            started = int(time.time())
             tern.start()
             tern.wait_ready(signing.WAIT)
+            unix_last = check_unixtime(tern, tmp, zone_dir, socket, started)
             for origin, policy in ZONES.items():
                 denial = "NSEC" if policy == "nsec" else "NSEC3"
                 zone_file = zone_dir / f"{origin}.zone"
@@ -208,8 +267,12 @@ zones:
 
             # 4. A restart keeps the serial rising.
             tern.stop()
+            restarted = int(time.time())
             tern.start()
             tern.wait_ready(signing.WAIT)
+            after = check_unix_serial(tern, UNIX, restarted, unix_last)
+            verify(tern, UNIX, tmp / f"{UNIX}.3.axfr")
+            print(f"dnssec/incremental: {UNIX} after a restart at {restarted}: serial {after}")
             for origin in ZONES:
                 if serial(tern, origin) != 4:
                     fail(f"{origin}: serial {serial(tern, origin)} after a restart, "

@@ -1064,7 +1064,9 @@ pub fn serial_higher(a: u32, b: u32) -> bool {
 
 /// The names of the sorted records, with what each is. A delegation's
 /// names below it follow it directly in canonical order, so one cut at a
-/// time is remembered.
+/// time is remembered. Names below a DNAME (at the apex too) are occluded
+/// as those below a delegation are (RFC 6672 section 2.3): kept as
+/// [`NodeKind::Glue`], neither signed nor chained.
 pub(crate) fn nodes<L: RecordList + ?Sized>(origin: Name<'_>, sorted: &L) -> Vec<Node> {
     let mut nodes = Vec::new();
     let mut cut: Option<NameBuf> = None;
@@ -1081,19 +1083,32 @@ pub(crate) fn nodes<L: RecordList + ?Sized>(origin: Name<'_>, sorted: &L) -> Vec
         let kind = if below_cut {
             NodeKind::Glue
         } else if owner.eq_ignore_case(origin) {
-            cut = None;
+            cut = dname_cut(sorted, start..end, owner);
             NodeKind::Apex
         } else if (start..end).any(|index| sorted.rtype(index) == RType::NS) {
             cut = Some(owner.to_buf());
             NodeKind::Delegation
         } else {
-            cut = None;
+            cut = dname_cut(sorted, start..end, owner);
             NodeKind::Authoritative
         };
         nodes.push(Node { start, end, kind });
         start = end;
     }
     nodes
+}
+
+/// `owner`, when the records `range` (its own) hold a DNAME: the names
+/// below it are occluded.
+fn dname_cut<L: RecordList + ?Sized>(
+    sorted: &L,
+    range: Range<usize>,
+    owner: Name<'_>,
+) -> Option<NameBuf> {
+    range
+        .into_iter()
+        .any(|index| sorted.rtype(index) == RType::DNAME)
+        .then(|| owner.to_buf())
 }
 
 //----------- SignRrset ------------------------------------------------------

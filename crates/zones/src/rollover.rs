@@ -201,6 +201,18 @@ fn standby(metas: &[&keys::KeyMeta], role: KeyRole) -> Option<usize> {
         .position(|meta| meta.role == role && meta.published.is_none())
 }
 
+/// The algorithm of a new key replacing the key of `old`: its own. A
+/// policy whose algorithm changed since the zone's keys were made does not
+/// change it: one role's key of a new algorithm beside the other's of the
+/// old (a ZSK by pre-publication, say) would publish a DNSKEY RRset of two
+/// algorithms with RRsets signed by one, which RFC 4035 section 2.2
+/// forbids and validators that check it (Unbound) find bogus. That
+/// change needs an algorithm rollover (RFC 6781 section 4.1.4), which is
+/// not made yet (docs/decisions/0014).
+fn successor_algorithm(old: &keys::KeyMeta) -> tern_dnssec::Algorithm {
+    old.algorithm
+}
+
 /// The role whose lifetime is over at `now` (the earliest due), when no
 /// rollover is in progress.
 pub fn due_by_lifetime(metas: &[&keys::KeyMeta], policy: &Policy, now: u64) -> Option<KeyRole> {
@@ -387,6 +399,20 @@ pub fn step(
     now: u64,
 ) -> Result<(Vec<StoredKey>, Vec<String>), String> {
     let mut notes = Vec::new();
+    if let Some(key) = stored
+        .iter()
+        .find(|key| key.meta.algorithm != policy.algorithm && key.meta.removed.is_none())
+    {
+        notes.push(format!(
+            "policy {} names {}, but key {} is {}: its rollovers keep {} (an algorithm \
+             rollover is not made yet; docs/decisions/0014)",
+            policy.name,
+            keys::algorithm_name(policy.algorithm),
+            key.meta.key_tag,
+            keys::algorithm_name(key.meta.algorithm),
+            keys::algorithm_name(key.meta.algorithm),
+        ));
+    }
     // Twice at most: a lifetime's rollover started, then planned.
     for _ in 0..2 {
         let mut metas: Vec<keys::KeyMeta> = stored.iter().map(|key| key.meta.clone()).collect();
@@ -442,11 +468,11 @@ fn begin(
             keys::role_text(role).to_uppercase()
         ));
     };
-    let new = match standby(&metas, role) {
+    let algorithm = successor_algorithm(metas[old]);
+    let new = match standby(&metas, role).filter(|&index| metas[index].algorithm == algorithm) {
         Some(index) => index,
         None => {
-            let key =
-                keys::generate_one(dir, policy.algorithm, policy.key_size, role, stored, now)?;
+            let key = keys::generate_one(dir, algorithm, policy.key_size, role, stored, now)?;
             stored.push(key);
             stored.len() - 1
         }
@@ -762,6 +788,40 @@ mod tests {
     fn sorted(mut tags: Vec<u16>) -> Vec<u16> {
         tags.sort_unstable();
         tags
+    }
+
+    /// A policy whose algorithm changed after the zone's keys were made:
+    /// a ZSK rolled by its lifetime (and a CSK by hand) is replaced by a
+    /// key of the zone's algorithm, not the policy's, so the zone never
+    /// publishes keys of two algorithms with RRsets signed by one.
+    #[test]
+    fn a_changed_policy_algorithm_rolls_within_the_keys_algorithm() {
+        let mut zone = Zone::new("alg", policy(KeyScheme::KskZsk, 100, 0));
+        zone.sign(T0);
+        zone.policy.algorithm = Algorithm::EcdsaP256Sha256;
+        zone.sign(T0 + 100);
+        let algorithms: Vec<Algorithm> = keys::read_keys(&zone.dir)
+            .unwrap()
+            .iter()
+            .map(|key| key.meta.algorithm)
+            .collect();
+        assert_eq!(algorithms, [Algorithm::Ed25519; 3], "KSK, old and new ZSK");
+
+        let mut zone = Zone::new("alg-csk", policy(KeyScheme::Csk, 0, 0));
+        zone.sign(T0);
+        zone.policy.algorithm = Algorithm::EcdsaP256Sha256;
+        let (new, old) = start(&zone.dir, &zone.policy, KeyRole::Csk, T0 + 1).unwrap();
+        assert_ne!(new, old);
+        let signing = zone.sign(T0 + 2);
+        assert_eq!(signing.published, sorted(vec![new, old]));
+        for key in keys::read_keys(&zone.dir).unwrap() {
+            assert_eq!(
+                key.meta.algorithm,
+                Algorithm::Ed25519,
+                "key {}",
+                key.meta.key_tag
+            );
+        }
     }
 
     /// A ZSK rolled by its lifetime, by pre-publication: published Ipub

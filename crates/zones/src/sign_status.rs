@@ -205,6 +205,57 @@ pub fn all() -> Vec<(Box<[u8]>, ZoneSigning)> {
 /// The zone `origin` is no longer signed or served: its entry goes.
 pub fn forget(origin: &[u8]) {
     with(|table| table.remove(origin));
+    with_salts(|salts| salts.remove(origin));
+}
+
+//----------- NSEC3 salts ----------------------------------------------------
+
+/// Each NSEC3 zone's salt in use and when this process first used it, by
+/// lowercased wire origin: a salt is drawn at a zone's first signing in a
+/// process (a start signs whole) and kept by the signings from the
+/// previous version, so its age needs no file. A salt read from a saved
+/// signed version (a bump-in-the-wire secondary's restart) counts from its
+/// first use after the start: a rotation is at most that late.
+static SALTS: Mutex<Salts> = Mutex::new(BTreeMap::new());
+
+/// A salt and when it was first used, by lowercased wire origin.
+type Salts = BTreeMap<Box<[u8]>, (Vec<u8>, u64)>;
+
+fn with_salts<T>(f: impl FnOnce(&mut Salts) -> T) -> T {
+    let mut salts = SALTS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    f(&mut salts)
+}
+
+/// When the zone `origin` started using `salt`: the time recorded for it,
+/// or `now`, recorded, when the zone's salt was another (or none).
+pub fn salt_since(origin: Name<'_>, salt: &[u8], now: u64) -> u64 {
+    let wire = LowerNameBuf::from_name(origin);
+    with_salts(|salts| {
+        match salts.get(wire.as_bytes()) {
+            Some((known, since)) if known[..] == *salt => return *since,
+            _ => {}
+        }
+        salts.insert(wire.as_bytes().into(), (salt.to_vec(), now));
+        now
+    })
+}
+
+/// When the zone `origin`'s NSEC3 `salt`, in use at `now`, is to be
+/// replaced under `nsec3`'s `salt-lifetime` (Knot's `nsec3-salt-lifetime`):
+/// `None` for no salt (RFC 9276's empty salt has nothing to rotate) or a
+/// lifetime of 0 (never).
+pub fn salt_rotation_at(
+    origin: Name<'_>,
+    nsec3: &crate::policy::Nsec3Policy,
+    salt: &[u8],
+    now: u64,
+) -> Option<u64> {
+    if nsec3.salt_lifetime == 0 || salt.is_empty() {
+        return None;
+    }
+    Some(salt_since(origin, salt, now).saturating_add(nsec3.salt_lifetime))
 }
 
 /// The re-sign thread's next time for the zone `origin`.
@@ -578,6 +629,103 @@ mod tests {
         let signed =
             crate::signing::sign(origin.as_name(), &records, &policy, &dir, now, None).unwrap();
         assert!(foreign_keys(origin.as_name(), &signed.zone.records, &stored).is_empty());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// An NSEC3 salt is kept by the signings from the previous version
+    /// until it is `salt-lifetime` old, then a new one is drawn (the
+    /// whole chain made again in that version); its rotation is the
+    /// zone's next key event. An empty salt or a lifetime of 0 is never
+    /// rotated.
+    #[test]
+    fn nsec3_salts_rotate_after_their_lifetime() {
+        let dir = scratch("salt");
+        let origin = tern_wire::name::NameBuf::from_text(b"salt.test.", None).unwrap();
+        let text = "$TTL 300\n@ SOA ns hostmaster 1 3600 900 604800 300\n@ NS ns\n\
+                    ns A 192.0.2.1\nwww A 192.0.2.80\n";
+        let mut records = tern_zone::Records::new();
+        tern_zone::scan_bytes(
+            text.as_bytes(),
+            &dir.join("salt.zone"),
+            origin.as_name(),
+            &tern_zone::Options::default(),
+            &mut tern_zone::FileInclude,
+            &mut records,
+        )
+        .unwrap();
+        tern_zone::ttl::settle_ttls(&mut records);
+        let mut policy = Policy::new("p".into());
+        policy.nsec3 = Some(crate::policy::Nsec3Policy {
+            salt_length: 4,
+            salt_lifetime: 1000,
+            ..Default::default()
+        });
+        let salt_of = |records: &[tern_zone::Record]| -> Vec<u8> {
+            let param = records
+                .iter()
+                .find(|record| record.rtype == RType::NSEC3PARAM)
+                .unwrap();
+            param.rdata[5..].to_vec()
+        };
+        let t0 = 1_800_000_000;
+        let first =
+            crate::signing::sign(origin.as_name(), &records, &policy, &dir, t0, None).unwrap();
+        let salt = salt_of(&first.zone.records);
+        assert_eq!(first.next_key_event, Some(t0 + 1000), "the salt's rotation");
+        let again = |previous: &[tern_zone::Record], now: u64| {
+            crate::signing::sign_again(
+                origin.as_name(),
+                previous,
+                &records,
+                &policy,
+                &dir,
+                now,
+                Some(1),
+            )
+            .unwrap()
+        };
+        let kept = again(&first.zone.records, t0 + 999);
+        assert_eq!(
+            salt_of(&kept.zone.records),
+            salt,
+            "younger than its lifetime"
+        );
+        assert_eq!(kept.next_key_event, Some(t0 + 1000));
+        let rotated = again(&kept.zone.records, t0 + 1000);
+        let new_salt = salt_of(&rotated.zone.records);
+        assert_ne!(new_salt, salt, "a new salt at its lifetime");
+        assert_eq!(new_salt.len(), 4);
+        assert_eq!(rotated.next_key_event, Some(t0 + 2000));
+        let previous_hashes = |records: &[tern_zone::Record]| -> Vec<String> {
+            records
+                .iter()
+                .filter(|record| record.rtype == RType::NSEC3)
+                .map(|record| record.owner.as_name().to_string())
+                .collect()
+        };
+        let before = previous_hashes(&kept.zone.records);
+        let after = previous_hashes(&rotated.zone.records);
+        assert_eq!(before.len(), after.len());
+        assert!(
+            before.iter().all(|owner| !after.contains(owner)),
+            "a whole new chain"
+        );
+        // No rotation without a salt, nor with a lifetime of 0.
+        let never = crate::policy::Nsec3Policy {
+            salt_length: 4,
+            salt_lifetime: 0,
+            ..Default::default()
+        };
+        assert_eq!(
+            salt_rotation_at(origin.as_name(), &never, &new_salt, t0),
+            None
+        );
+        let empty = crate::policy::Nsec3Policy {
+            salt_lifetime: 1000,
+            ..Default::default()
+        };
+        assert_eq!(salt_rotation_at(origin.as_name(), &empty, &[], t0), None);
+        forget(LowerNameBuf::from_name(origin.as_name()).as_bytes());
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -31,7 +31,10 @@ use tern_wire::types::RType;
 use tern_zone::{RecordList, Sink};
 
 use crate::keys;
-pub use crate::policy::{CdsCdnskey, Nsec3Policy, ParentCheck, Policy, DEFAULT_RRSIG_JITTER};
+use crate::policy::signer_serial_above;
+pub use crate::policy::{
+    CdsCdnskey, Nsec3Policy, ParentCheck, Policy, SerialPolicy, DEFAULT_RRSIG_JITTER,
+};
 use crate::rollover::{self, Timing};
 
 /// How long before "now" signatures start to be valid (BIND's choice;
@@ -190,8 +193,9 @@ fn denial(policy: &Policy, salt: Option<Vec<u8>>) -> Denial {
 /// (generated on its first signing) as their rollover times have them at
 /// `now`, after the steps due ([`crate::rollover::step`]). With
 /// `serial_above` (the serial served now), the signed serial is higher
-/// than it (the file's if that is higher, else one more:
-/// `tern_dnssec::SignOptions::serial_above`). Errors name the zone's key
+/// than it: the file's if that is higher, else the policy's
+/// `serial-policy` ([`crate::policy::next_serial`]), which also applies
+/// to a first signing. Errors name the zone's key
 /// file or the signer's reason.
 pub fn sign<R: RecordList + ?Sized>(
     origin: Name<'_>,
@@ -202,7 +206,9 @@ pub fn sign<R: RecordList + ?Sized>(
     serial_above: Option<u32>,
 ) -> Result<Signed, String> {
     let stepped = step_keys(origin, records, policy, state_directory, now)?;
+    let serial_above = signer_serial_above(origin, records, policy, serial_above, now);
     with_keys(
+        origin,
         &stepped,
         policy,
         now,
@@ -229,7 +235,9 @@ pub fn sign_into<R: RecordList + ?Sized>(
     sink: &mut dyn Sink,
 ) -> Result<Signed<SignStats>, String> {
     let stepped = step_keys(origin, records, policy, state_directory, now)?;
+    let serial_above = signer_serial_above(origin, records, policy, serial_above, now);
     with_keys(
+        origin,
         &stepped,
         policy,
         now,
@@ -243,6 +251,7 @@ pub fn sign_into<R: RecordList + ?Sized>(
 /// `policy` at `now` (NSEC3 with `salt` when given, else a new one), with
 /// what the keys call for next.
 fn with_keys<Z>(
+    origin: Name<'_>,
     stepped: &Stepped,
     policy: &Policy,
     now: u64,
@@ -258,9 +267,20 @@ fn with_keys<Z>(
         serial_above,
     };
     let zone = signing(&keys, &options).map_err(|err| format!("signing: {err}"))?;
+    // A salt's rotation is a key event: the zone is signed again then.
+    let salt_rotation = match (&options.denial, &policy.nsec3) {
+        (Denial::Nsec3(params), Some(nsec3)) => {
+            crate::sign_status::salt_rotation_at(origin, nsec3, &params.salt, now)
+        }
+        _ => None,
+    };
     Ok(Signed {
         zone,
-        next_key_event: stepped.next_key_event,
+        next_key_event: stepped
+            .next_key_event
+            .into_iter()
+            .chain(salt_rotation)
+            .min(),
         awaiting_ds: stepped.awaiting_ds,
     })
 }
@@ -297,7 +317,7 @@ pub fn next_resign<R: RecordList + ?Sized>(policy: &Policy, now: u64, records: &
 /// signed ([`tern_dnssec::resign_zone`], with the same key set as
 /// [`sign`]). With NSEC3, the previous salt is kept when the policy's
 /// length and iterations did not change (a new salt would change every
-/// hashed owner).
+/// hashed owner) and it is younger than its `salt-lifetime`.
 pub fn sign_again<P: RecordList + ?Sized, R: RecordList + ?Sized>(
     origin: Name<'_>,
     previous: &P,
@@ -308,12 +328,16 @@ pub fn sign_again<P: RecordList + ?Sized, R: RecordList + ?Sized>(
     serial_above: Option<u32>,
 ) -> Result<Signed<Resigned>, String> {
     let stepped = step_keys(origin, records, policy, state_directory, now)?;
-    let salt = policy
-        .nsec3
-        .as_ref()
-        .and_then(|nsec3| previous_salt(origin, previous, nsec3));
+    let serial_above = signer_serial_above(origin, records, policy, serial_above, now);
+    let salt = policy.nsec3.as_ref().and_then(|nsec3| {
+        previous_salt(origin, previous, nsec3).filter(|salt| {
+            // Past its `salt-lifetime`: a new salt, the chain made again.
+            crate::sign_status::salt_rotation_at(origin, nsec3, salt, now).is_none_or(|at| at > now)
+        })
+    });
     let refresh = refresh_of(policy, now);
     with_keys(
+        origin,
         &stepped,
         policy,
         now,

@@ -842,6 +842,7 @@ fn signing_config(
         set(&mut policy.rrsig_lifetime, raw_policy.rrsig_lifetime);
         set(&mut policy.rrsig_refresh, raw_policy.rrsig_refresh);
         set(&mut policy.cds_cdnskey, raw_policy.cds_cdnskey);
+        set(&mut policy.serial_policy, raw_policy.serial_policy);
         set(&mut policy.propagation_delay, raw_policy.propagation_delay);
         set(&mut policy.parent_ds_ttl, raw_policy.parent_ds_ttl);
         set(&mut policy.parent_ds_timeout, raw_policy.parent_ds_timeout);
@@ -855,6 +856,11 @@ fn signing_config(
                 .salt_length
                 .map_or(0, |n| u8::try_from(n.0).unwrap_or(u8::MAX)),
             opt_out: nsec3.opt_out.unwrap_or(false),
+            salt_lifetime: nsec3
+                .salt_lifetime
+                .map_or(tern_zones::policy::DEFAULT_SALT_LIFETIME, |lifetime| {
+                    lifetime.0
+                }),
         });
         policy.parent = raw_policy.parent.map(|parent| ParentCheck {
             servers: parent
@@ -1650,7 +1656,8 @@ mod tests {
              dnssec:\n  signing-threads: 3\n  policies:\n    - name: default\n    \
              - {name: kz, algorithm: ed25519, keys: ksk-zsk, zsk-lifetime: 90d, ksk-lifetime: 0, \
              rrsig-lifetime: 2w, rrsig-refresh: 3d, dnskey-ttl: 1h, cds-cdnskey: always, \
-             nsec3: {iterations: 0, salt-length: 8, opt-out: true}, \
+             serial-policy: unixtime, \
+             nsec3: {iterations: 0, salt-length: 8, opt-out: true, salt-lifetime: 12h}, \
              parent: {servers: ['127.0.0.1:5300'], check-interval: 1h}}\n    \
              - {name: r, algorithm: RSASHA256, key-size: 3072}\n    \
              - {name: r2, algorithm: rsasha256}\n\
@@ -1684,11 +1691,23 @@ mod tests {
             (14 * 86_400, 3 * 86_400)
         );
         assert_eq!(b.dnskey_ttl, Some(3600));
+        assert_eq!(
+            (a.serial_policy, b.serial_policy),
+            (
+                tern_zones::signing::SerialPolicy::Increment,
+                tern_zones::signing::SerialPolicy::UnixTime
+            )
+        );
         assert_eq!((a.rrsig_jitter, b.rrsig_jitter), (2 * 86_400, 2 * 86_400));
         let nsec3 = b.nsec3.as_ref().unwrap();
         assert_eq!(
-            (nsec3.iterations, nsec3.salt_length, nsec3.opt_out),
-            (0, 8, true)
+            (
+                nsec3.iterations,
+                nsec3.salt_length,
+                nsec3.opt_out,
+                nsec3.salt_lifetime
+            ),
+            (0, 8, true, 12 * 3600)
         );
         assert_eq!(b.parent.as_ref().unwrap().check_interval, 3600);
         assert!(signing.policy(b"\x01c\x07example\x00").is_none());

@@ -112,6 +112,7 @@ pub(crate) struct RawPolicy {
     pub(crate) propagation_delay: Option<Parsed<LifetimeKind>>,
     pub(crate) parent_ds_ttl: Option<Parsed<LifetimeKind>>,
     pub(crate) parent_ds_timeout: Option<Parsed<LifetimeKind>>,
+    pub(crate) serial_policy: Option<Parsed<SerialPolicyKind>>,
 }
 
 /// A policy's `nsec3:`; its presence chooses NSEC3.
@@ -121,6 +122,7 @@ pub(crate) struct RawNsec3 {
     pub(crate) iterations: Option<Parsed<Range<0, { value::MAX_NSEC3_ITERATIONS }>>>,
     pub(crate) salt_length: Option<Parsed<Range<0, { value::MAX_NSEC3_SALT }>>>,
     pub(crate) opt_out: Option<bool>,
+    pub(crate) salt_lifetime: Option<Parsed<LifetimeKind>>,
 }
 
 /// A policy's `parent:`, where the DS set is checked.
@@ -665,6 +667,25 @@ impl Kind for CdsKind {
             "always" => Ok(CdsCdnskey::Always),
             _ => Err(format!(
                 "unknown cds-cdnskey {text:?}; expected none, rollover or always"
+            )),
+        }
+    }
+}
+
+/// A policy's `serial-policy` (Knot's names).
+pub(crate) struct SerialPolicyKind;
+
+impl Kind for SerialPolicyKind {
+    type Value = tern_zones::signing::SerialPolicy;
+    const EXPECTING: &'static str = "increment, unixtime or dateserial";
+    fn parse(text: &str) -> Result<Self::Value, String> {
+        use tern_zones::signing::SerialPolicy;
+        match text {
+            "increment" => Ok(SerialPolicy::Increment),
+            "unixtime" => Ok(SerialPolicy::UnixTime),
+            "dateserial" => Ok(SerialPolicy::DateSerial),
+            _ => Err(format!(
+                "unknown serial-policy {text:?}; expected increment, unixtime or dateserial"
             )),
         }
     }
