@@ -773,12 +773,18 @@ impl State {
                     .filter(|own| Arc::ptr_eq(&own.version, base))
                 {
                     Some(own) => Ok(&own.records),
-                    None => match self.zones.primary_signed(origin).filter(|loaded| {
-                        signed::apex_serial(name.as_name(), loaded.records()) == Some(base.serial())
-                    }) {
+                    // The load's records are on disk: read once, then
+                    // used only if they are the served version's.
+                    None => match self
+                        .zones
+                        .primary_signed(origin)
+                        .and_then(|loaded| loaded.records().ok())
+                        .filter(|loaded| {
+                            signed::apex_serial(name.as_name(), loaded) == Some(base.serial())
+                        }) {
                         Some(loaded) => {
                             from_stamp = loaded;
-                            Ok(from_stamp.records())
+                            Ok(&from_stamp)
                         }
                         None => match signed::served_records(base) {
                             Ok(records) => {

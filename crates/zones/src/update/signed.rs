@@ -311,9 +311,10 @@ pub(super) fn replay_signed(zone: Arc<Zone>, stamp: &Stamp, path: &Path) -> Arc<
             });
         }
         let state = state_directory(keys)?;
+        let previous = signed.records().map_err(|err| err.to_string())?;
         let resigned = crate::signing::sign_again(
             origin,
-            signed.records(),
+            &previous,
             &list,
             &keys.policy,
             &state,
