@@ -150,8 +150,12 @@ pub(crate) struct Reloader {
     overrides: Overrides,
     running: Config,
     zones: Arc<Zones>,
-    /// The DNS over TLS certificate, read again at each reload.
-    pub(crate) tls: Option<Arc<tern_server::tls::config::Certificates>>,
+    /// The TLS certificate and the client certificates' trust anchors
+    /// (`tls.client-ca`), read again at each reload.
+    pub(crate) tls: Option<(
+        Arc<tern_server::tls::config::Certificates>,
+        Arc<tern_server::tls::config::ClientRoots>,
+    )>,
 }
 
 /// One reload asked for: why (for the log), of which zone (`None`: every
@@ -245,8 +249,8 @@ impl Reloader {
         for key in self.running.restart_changes(&next) {
             log::warn!("{key} changed in the configuration; it takes effect after a restart");
         }
-        if let Some(certificates) = &self.tls {
-            crate::tls::reload(certificates, &next);
+        if let Some((certificates, clients)) = &self.tls {
+            crate::tls::reload(certificates, clients, &next);
         }
         let sources = next.zone_sources();
         let loaded = match &only {

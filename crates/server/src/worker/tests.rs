@@ -1031,7 +1031,7 @@ fn every_query_is_parsed_once() {
                     &xfr_counters,
                     &parsed,
                     address.ip(),
-                    None,
+                    crate::xfr_out::Channel::Tcp,
                     &mut out,
                 );
                 if matches!(start, crate::xfr_out::Start::NotTransfer) {
