@@ -178,9 +178,11 @@ proxy: release
 ## DNS over TLS (issue 26): answers equal to TCP's (pipelined, kdig and dig
 ## +tls), the pin, openssl s_client (versions, ALPN, certificate), padding,
 ## certificate reload, hostile clients closed and counted while UDP answers,
-## dnsperf -m dot (tests/tls).
+## dnsperf -m dot; dnsdist as a DoT client in front of tern, validating its
+## certificate (tests/tls).
 tls: release
 	TERN_BIN=$(RELEASE_BIN) python3 tests/tls/dot.py
+	TERN_BIN=$(RELEASE_BIN) python3 tests/tls/dnsdist_dot.py
 
 ## The AF_XDP path (tern serve --xdp) between two network namespaces joined by
 ## a veth pair: its answers equal the socket path's for a generated query list
@@ -214,9 +216,13 @@ update-peers: release
 ## Zone transfers in over TLS (RFC 9103): tern as secondary of BIND 9.18's
 ## XoT, authenticated by CA and name and by pin, IXFR after NOTIFY; a wrong
 ## pin, an expired certificate, a wrong name and a plain-DNS port refused and
-## counted, the old zone kept; fallback: plain (tests/xot).
+## counted, the old zone kept; fallback: plain (tests/xot). Zones out over
+## TLS: BIND 9.18 and NSD as tern's XoT secondaries (AXFR, IXFR after NOTIFY),
+## transfer.tls-only refusing plain TCP and UDP, tls.client-ca (mutual TLS)
+## turned on by reload.
 xot: release
 	TERN_BIN=$(RELEASE_BIN) python3 tests/xot/xot_in.py
+	TERN_BIN=$(RELEASE_BIN) python3 tests/xot/xot_out.py
 
 ## The Debian package, built with dpkg-deb from the release binary
 ## (scripts/build-deb.sh; docs/decisions/0010-packaging.md):

@@ -249,5 +249,11 @@ fn snapshot(core: &Core) -> CoreStats {
             refused: core.proxy.refused.each_ref().map(std::cell::Cell::get),
         },
         tls: core.tls_counters.stats(),
+        // Over TCP and TLS, and IXFR over UDP (the worker's).
+        transfers_out: {
+            let mut transfers = core.xfr_out.stats();
+            transfers.add(&worker.transfers_out());
+            transfers
+        },
     }
 }

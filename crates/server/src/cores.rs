@@ -276,6 +276,7 @@ async fn serve(start: CoreStart) -> io::Result<()> {
             tasks.push(monoio::spawn(crate::tls::serve(
                 listener,
                 Arc::clone(&tls.server),
+                Arc::clone(&tls.clients),
                 Rc::clone(&core),
             )));
         }

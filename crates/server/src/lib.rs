@@ -98,6 +98,7 @@ pub use rrl::{
     MAX_SLIP, MAX_TABLE_SIZE, MAX_WINDOW, MIN_TABLE_SIZE,
 };
 pub use stats::TlsStats;
+pub use stats::XfrOutStats;
 pub use stats::{
     CoreStats, ZoneCounters, COOKIE_RESULTS, FAMILIES, MAX_COUNTED_ZONES, OTHER_TYPE, QUERY_TYPES,
     TCP_TIMEOUTS, TRANSPORTS, TYPE_SLOTS,
@@ -113,7 +114,10 @@ pub use tls::TlsConfig;
 pub use update_in::{UpdateIn, UpdateReply, UpdateRequest};
 pub use worker::{PendingUpdate, UdpAnswer, Worker};
 pub use xdp::{MAX_XDP_ADDRESSES, MAX_XDP_QUEUES, XDP_PASSED};
-pub use xfr_out::MAX_TRANSFERS_OUT;
+pub use xfr_out::{
+    MAX_TRANSFERS_OUT, OUTCOMES as TRANSFER_OUTCOMES, REFUSALS as TRANSFER_REFUSALS,
+    TRANSPORTS as TRANSFER_TRANSPORTS,
+};
 
 /// The default idle timeout between TCP messages (RFC 7766 section 6.2.3
 /// suggests seconds, not minutes).

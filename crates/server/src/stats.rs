@@ -250,6 +250,35 @@ pub struct CoreStats {
     pub proxy: ProxyStats,
     /// DNS over TLS (all zero without `tls.listen`).
     pub tls: TlsStats,
+    /// Zone transfer requests answered by this server (outgoing
+    /// transfers), by transport and outcome.
+    pub transfers_out: XfrOutStats,
+}
+
+//----------- XfrOutStats ----------------------------------------------------
+
+/// Outgoing zone transfers: requests by transport
+/// ([`crate::xfr_out::TRANSPORTS`]) and outcome
+/// ([`crate::xfr_out::OUTCOMES`]), refusals by reason
+/// ([`crate::xfr_out::REFUSALS`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct XfrOutStats {
+    /// By transport, then outcome.
+    pub outcomes: [[u64; 5]; 3],
+    /// Refusals by reason.
+    pub refusals: [u64; 6],
+    /// Transfers running at the snapshot.
+    pub running: u64,
+}
+
+impl XfrOutStats {
+    pub(crate) fn add(&mut self, other: &XfrOutStats) {
+        for (row, other) in self.outcomes.iter_mut().zip(&other.outcomes) {
+            add(row, other);
+        }
+        add(&mut self.refusals, &other.refusals);
+        self.running += other.running;
+    }
 }
 
 //----------- ProxyStats -----------------------------------------------------
@@ -336,6 +365,7 @@ impl CoreStats {
                 total.proxy.accepted += one.proxy.accepted;
                 add(&mut total.proxy.refused, &one.proxy.refused);
                 total.tls.add(&one.tls);
+                total.transfers_out.add(&one.transfers_out);
                 total
             })
     }
@@ -830,6 +860,8 @@ pub(crate) struct TlsCounters {
     pub(crate) handshakes: [[Cell<u64>; 3]; 4],
     /// Handshakes that resumed a session.
     pub(crate) resumed: Cell<u64>,
+    /// Connections ended after the handshake by a TLS error.
+    pub(crate) protocol_errors: Cell<u64>,
 }
 
 impl TlsCounters {
@@ -845,6 +877,7 @@ impl TlsCounters {
                 .each_ref()
                 .map(|row| row.each_ref().map(Cell::get)),
             resumed: self.resumed.get(),
+            protocol_errors: self.protocol_errors.get(),
         }
     }
 }
@@ -866,6 +899,10 @@ pub struct TlsStats {
     pub handshakes: [[u64; 3]; 4],
     /// Handshakes that resumed a session (ticket or session id).
     pub resumed: u64,
+    /// Connections ended after the handshake because rustls refused what
+    /// the client sent (a record that does not decrypt; KeyUpdate,
+    /// warning-alert or renegotiation requests past rustls's limits).
+    pub protocol_errors: u64,
 }
 
 impl TlsStats {
@@ -882,6 +919,7 @@ impl TlsStats {
             }
         }
         self.resumed += other.resumed;
+        self.protocol_errors += other.protocol_errors;
     }
 }
 

@@ -158,6 +158,7 @@ async fn connection(mut stream: TcpStream, peer: SocketAddr, proxied: bool, core
     let stream = Stream {
         counters: &core.tcp_counters,
         transport: TRANSPORT_TCP,
+        channel: xfr_out::Channel::Tcp,
     };
     serve_stream(reader, writer, buffer, (peer, local), stream, core).await;
 }
@@ -169,12 +170,16 @@ const TRANSPORT_TCP: usize = 1;
 
 /// What differs between the byte streams the framing serves (TCP's, and
 /// the plaintext of DNS over TLS): where timeouts are counted, and the
-/// transport its queries are counted under.
+/// transport its queries are counted under, and the one zone transfers
+/// are checked and counted for.
 #[derive(Clone, Copy)]
 pub(crate) struct Stream<'a> {
     pub(crate) counters: &'a TcpCounters,
     /// The slot in [`crate::stats::TRANSPORTS`].
     pub(crate) transport: usize,
+    /// The transport as `xfr_out` sees it (TLS: with what the client's
+    /// certificate proved).
+    pub(crate) channel: xfr_out::Channel,
 }
 
 /// The read side of a connection's byte stream.
@@ -268,16 +273,8 @@ async fn read_half<R: ReadStream>(
     let mut between_messages = limits.initial_timeout;
     let mut first_message = true;
     let buffer = loop {
-        let Ok(consumed) = answer_frames(
-            &buffer,
-            pipe,
-            core,
-            &stop,
-            addresses,
-            client,
-            stream.transport,
-        )
-        .await
+        let Ok(consumed) =
+            answer_frames(&buffer, pipe, core, &stop, addresses, client, stream).await
         else {
             break Some(buffer);
         };
@@ -399,8 +396,9 @@ async fn answer_frames(
     stop: &StopListener,
     (peer, local): (SocketAddr, Option<SocketAddr>),
     client: Option<(SocketAddr, Client)>,
-    transport: usize,
+    stream: Stream<'_>,
 ) -> Result<usize, ()> {
+    let transport = stream.transport;
     let local = local.unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)));
     let mut consumed = 0;
     // Each pass consumes a frame of at least PREFIX + MIN_MESSAGE octets.
@@ -437,7 +435,7 @@ async fn answer_frames(
                 &core.xfr_out,
                 &parsed,
                 peer.ip(),
-                None,
+                stream.channel,
                 &mut scratch,
             )
         };
@@ -556,7 +554,7 @@ async fn send_transfer(
     mut transfer: Box<Transfer>,
 ) -> bool {
     let counters = &core.xfr_out;
-    counters.running.set(counters.running.get() + 1);
+    counters.begin();
     let mut held = pool::take(Size::Stream);
     // Each pass queues one message, or ends; the transfer has a bounded
     // number of them (its records plus two).
@@ -576,14 +574,7 @@ async fn send_transfer(
         }
     };
     pool::put(held);
-    transfer.log_end(complete);
-    counters.running.set(counters.running.get() - 1);
-    let outcome = if complete {
-        &counters.completed
-    } else {
-        &counters.aborted
-    };
-    outcome.set(outcome.get() + 1);
+    counters.finish(&transfer, complete);
     complete
 }
 

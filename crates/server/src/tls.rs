@@ -20,6 +20,12 @@
 //! - rustls bounds what it buffers (received plaintext, records, queued
 //!   output) and refuses renegotiation and key-update floods itself.
 //!
+//! Zone transfers (XoT, RFC 9103) are served over these connections as
+//! over TCP (`crate::xfr_out`, which `transfer.tls-only` restricts to
+//! them); with `tls.client-ca` set, only to a client whose certificate
+//! chained to it ([`config::ClientRoots`], RFC 9103 section 9.3.3).
+//! NOTIFY stays on port 53.
+//!
 //! EDNS padding (RFC 7830): the answer to a query that carried a Padding
 //! option is padded to a multiple of [`padding::PADDING_BLOCK`] octets (RFC 8467's
 //! recommended block for responses), over TLS only.
@@ -40,6 +46,7 @@ use crate::core::Core;
 use crate::pool::{self, Size};
 use crate::stats::{TlsCounters, TRANSPORT_TLS};
 use crate::tcp::{serve_stream, ReadStream, Stream, WriteStream};
+use crate::xfr_out::{Channel, ClientCertificate};
 
 pub mod config;
 pub mod padding;
@@ -74,11 +81,16 @@ pub struct TlsConfig {
     pub listen: Vec<SocketAddr>,
     /// The rustls server configuration every core serves with.
     pub server: Arc<rustls::ServerConfig>,
+    /// The trust anchors of client certificates the configuration
+    /// verifies with (`tls.client-ca`), asked whether transfers need one.
+    pub clients: Arc<config::ClientRoots>,
 }
 
 impl PartialEq for TlsConfig {
     fn eq(&self, other: &Self) -> bool {
-        self.listen == other.listen && Arc::ptr_eq(&self.server, &other.server)
+        self.listen == other.listen
+            && Arc::ptr_eq(&self.server, &other.server)
+            && Arc::ptr_eq(&self.clients, &other.clients)
     }
 }
 
@@ -107,6 +119,7 @@ fn count_handshake(counters: &TlsCounters, outcome: usize, connection: &ServerCo
 pub(crate) async fn serve(
     listener: TcpListener,
     server: Arc<rustls::ServerConfig>,
+    clients: Arc<config::ClientRoots>,
     core: Rc<Core>,
 ) -> io::Result<()> {
     let stop = core.stop.listener();
@@ -135,8 +148,11 @@ pub(crate) async fn serve(
         counters.accepted.set(counters.accepted.get() + 1);
         counters.open.set(counters.open.get() + 1);
         let core = Rc::clone(&core);
+        // Whether this handshake asks for a client certificate: read
+        // once, as rustls reads it once at the handshake.
+        let required = clients.required();
         monoio::spawn(async move {
-            serve_connection(stream, peer, connection, &core).await;
+            serve_connection(stream, peer, connection, required, &core).await;
             let open = &core.tls_counters.connections.open;
             open.set(open.get() - 1);
         });
@@ -145,11 +161,13 @@ pub(crate) async fn serve(
 
 /// One connection: the handshake within the initial timeout, then DNS
 /// over the decrypted stream; at the end, a close_notify (or the alert
-/// that ended it), written within the write timeout.
+/// that ended it), written within the write timeout. `client_ca`: the
+/// handshake asks for a client certificate, and transfers need one.
 async fn serve_connection(
     mut stream: TcpStream,
     peer: SocketAddr,
     connection: ServerConnection,
+    client_ca: bool,
     core: &Rc<Core>,
 ) {
     let connection = Rc::new(RefCell::new(connection));
@@ -182,13 +200,22 @@ async fn serve_connection(
         }
         return;
     }
+    let certificate = if !client_ca {
+        ClientCertificate::NotRequired
+    } else if connection.borrow().peer_certificates().is_some() {
+        ClientCertificate::Verified
+    } else {
+        ClientCertificate::Missing
+    };
     let local = core.dnstap.as_ref().and_then(|_| stream.local_addr().ok());
     let (reader, writer) = stream.into_split();
+    let failed = Rc::new(std::cell::Cell::new(false));
     let reader = TlsReader {
         tcp: reader,
         connection: Rc::clone(&connection),
         cipher,
         start: 0,
+        failed: Rc::clone(&failed),
     };
     let writer = TlsWriter {
         tcp: writer,
@@ -200,8 +227,13 @@ async fn serve_connection(
     let stream = Stream {
         counters: &core.tls_counters.connections,
         transport: TRANSPORT_TLS,
+        channel: Channel::Tls(certificate),
     };
     let mut writer = serve_stream(reader, writer, buffer, (peer, local), stream, core).await;
+    if failed.get() {
+        let errors = &core.tls_counters.protocol_errors;
+        errors.set(errors.get() + 1);
+    }
     if !stop.fired() {
         connection.borrow_mut().send_close_notify();
         let _ = monoio::time::timeout(core.tcp.write_timeout, writer.flush()).await;
@@ -281,6 +313,10 @@ struct TlsReader {
     /// Ciphertext read and not yet fed to rustls: `cipher[start..]`.
     cipher: Vec<u8>,
     start: usize,
+    /// Set when rustls refused what the client sent after the handshake
+    /// (a record that does not decrypt, a KeyUpdate, warning-alert or
+    /// renegotiation flood past rustls's limits): the connection ends.
+    failed: Rc<std::cell::Cell<bool>>,
 }
 
 impl ReadStream for TlsReader {
@@ -314,9 +350,13 @@ impl ReadStream for TlsReader {
                     match connection.read_tls(&mut input) {
                         Ok(0) => return (Err(io::ErrorKind::InvalidData.into()), buffer),
                         Ok(_) => self.start += before - input.len(),
-                        Err(err) => return (Err(err), buffer),
+                        Err(err) => {
+                            self.failed.set(true);
+                            return (Err(err), buffer);
+                        }
                     }
                     if let Err(err) = connection.process_new_packets() {
+                        self.failed.set(true);
                         return (Err(io::Error::new(io::ErrorKind::InvalidData, err)), buffer);
                     }
                     continue;

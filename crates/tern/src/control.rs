@@ -150,8 +150,12 @@ pub(crate) struct Reloader {
     overrides: Overrides,
     running: Config,
     zones: Arc<Zones>,
-    /// The DNS over TLS certificate, read again at each reload.
-    pub(crate) tls: Option<Arc<tern_server::tls::config::Certificates>>,
+    /// The TLS certificate and the client certificates' trust anchors
+    /// (`tls.client-ca`), read again at each reload.
+    pub(crate) tls: Option<(
+        Arc<tern_server::tls::config::Certificates>,
+        Arc<tern_server::tls::config::ClientRoots>,
+    )>,
     /// The update thread's rules, set again at each reload.
     pub(crate) update_rules: Option<tern_zones::update::Rules>,
 }
@@ -248,8 +252,8 @@ impl Reloader {
         for key in self.running.restart_changes(&next) {
             log::warn!("{key} changed in the configuration; it takes effect after a restart");
         }
-        if let Some(certificates) = &self.tls {
-            crate::tls::reload(certificates, &next);
+        if let Some((certificates, clients)) = &self.tls {
+            crate::tls::reload(certificates, clients, &next);
         }
         if let Some(rules) = &self.update_rules {
             rules.set(next.updates.clone());

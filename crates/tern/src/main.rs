@@ -401,6 +401,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     // The certificate is read (or made) before the cores start.
     let tls = tls::start(&config)?;
     server_config.tls = tls.as_ref().map(|(tls, _)| tls.clone());
+    let client_roots = tls.as_ref().map(|(tls, _)| Arc::clone(&tls.clients));
     let certificates = tls.map(|(_, certificates)| certificates);
     if let Some((submitter, _)) = &update_channel {
         server_config.update_in = Some(update_in(submitter.clone()));
@@ -512,7 +513,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     // Without its control socket the server still serves; `tern stats`
     // then cannot reach it, which the error says.
     let mut reloader = Reloader::new(overrides, config.clone(), Arc::clone(&zones));
-    reloader.tls = certificates.clone();
+    reloader.tls = certificates.clone().zip(client_roots);
     reloader.update_rules = updater.as_ref().map(|updater| updater.rules());
     let reloads = Reloads::start(reloader)?;
     let resigns = reloads.clone();

@@ -462,6 +462,7 @@ pub(crate) fn render(
     render_xdp(o, &total.xdp);
     render_proxy(o, &total.proxy);
     render_tls(o, &total.tls);
+    render_transfers_out(o, &total.transfers_out);
     render_forward(o, &total.forward);
     render_zones(o, zones);
     render_xot(o, &tern_zones::xot::XOT_IN.snapshot());
@@ -620,6 +621,64 @@ fn render_tls(o: &mut String, tls: &tern_server::TlsStats) {
         "counter",
         "TLS handshakes that resumed a session (ticket or session id).",
         tls.resumed,
+    );
+    single(
+        o,
+        "tern_tls_protocol_errors_total",
+        "counter",
+        "DNS over TLS connections ended after the handshake because TLS refused what the \
+         client sent (a record that does not decrypt; KeyUpdate, warning-alert or \
+         renegotiation requests past rustls's limits).",
+        tls.protocol_errors,
+    );
+}
+
+/// Outgoing zone transfers' series: by transport (UDP: IXFR answered
+/// with the SOA alone; TCP; TLS, XoT) and outcome, refusals by reason.
+fn render_transfers_out(o: &mut String, transfers: &tern_server::XfrOutStats) {
+    family(
+        o,
+        "tern_transfers_out_total",
+        "counter",
+        "Zone transfer requests answered (AXFR, IXFR), by transport (tls: XoT) and outcome: \
+         started, then completed or aborted; refused (see tern_transfers_out_refused_total); \
+         bad-tsig.",
+    );
+    for (transport, row) in tern_server::TRANSFER_TRANSPORTS
+        .iter()
+        .zip(transfers.outcomes)
+    {
+        for (outcome, count) in tern_server::TRANSFER_OUTCOMES.iter().zip(row) {
+            let _ = writeln!(
+                o,
+                "tern_transfers_out_total{{transport=\"{transport}\",outcome=\"{outcome}\"}} \
+                 {count}"
+            );
+        }
+    }
+    family(
+        o,
+        "tern_transfers_out_refused_total",
+        "counter",
+        "Zone transfer requests refused, by reason: tls-only (over plain TCP or UDP with \
+         transfer.tls-only), client-certificate (over TLS without one from tls.client-ca), \
+         address, key, zone, busy.",
+    );
+    for (reason, count) in tern_server::TRANSFER_REFUSALS
+        .iter()
+        .zip(transfers.refusals)
+    {
+        let _ = writeln!(
+            o,
+            "tern_transfers_out_refused_total{{reason=\"{reason}\"}} {count}"
+        );
+    }
+    single(
+        o,
+        "tern_transfers_out_running",
+        "gauge",
+        "Zone transfers out streaming now.",
+        transfers.running,
     );
 }
 

@@ -1,12 +1,13 @@
 //! DNS over TLS in the binary: the certificate read at start (or the
 //! self-signed one made in the state directory), its pin logged, and the
-//! certificate read again on `tern reload`. The TLS configuration itself
+//! certificate and the client certificates' trust anchors (`tls.client-ca`,
+//! mutual TLS on zone transfers) read again on `tern reload`. The TLS configuration itself
 //! is `tern_server::tls::config`'s.
 
 use std::sync::Arc;
 
 use anyhow::Context;
-use tern_server::tls::config::{self, Certificates, Identity, Source};
+use tern_server::tls::config::{self, Certificates, ClientRoots, Identity, Source};
 
 use crate::config::{Config, TlsSection};
 
@@ -30,11 +31,21 @@ pub(crate) fn start(
     let Some(section) = &config.tls else {
         return Ok(None);
     };
-    // Read now so that a broken file fails the start; mutual TLS is for
-    // zone transfers, not DNS over TLS.
+    // Mutual TLS is for zone transfers: queries are answered without a
+    // client certificate (docs/decisions/0018).
+    let roots = section
+        .client_ca
+        .as_deref()
+        .map(config::client_roots)
+        .transpose()
+        .context("tls.client-ca")?;
     if let Some(path) = &section.client_ca {
-        config::client_roots(path).context("tls.client-ca")?;
+        log::info!(
+            "tls: zone transfers over TLS need a client certificate from {}",
+            path.display()
+        );
     }
+    let clients = ClientRoots::new(roots).context("tls.client-ca")?;
     let identity = identity(section, config)?;
     match &identity.source {
         Source::Ephemeral => log::warn!(
@@ -57,21 +68,42 @@ pub(crate) fn start(
             .join(", ")
     );
     let certificates = Certificates::new(identity);
-    let server = config::server_config(Arc::clone(&certificates), &[config::ALPN_DOT], None)
-        .context("tls")?;
+    let server = config::server_config(
+        Arc::clone(&certificates),
+        &[config::ALPN_DOT],
+        Arc::clone(&clients),
+    )
+    .context("tls")?;
     let tls = tern_server::TlsConfig {
         listen: section.listen.clone(),
         server,
+        clients,
     };
     Ok(Some((tls, certificates)))
 }
 
-/// On reload: reads the certificate `next` names again and serves it to
-/// new handshakes. A failure keeps the one served.
-pub(crate) fn reload(certificates: &Certificates, next: &Config) {
+/// On reload: reads the certificate and the `client-ca` file `next`
+/// names again and serves them to new handshakes. A failure keeps the
+/// ones served.
+pub(crate) fn reload(certificates: &Certificates, clients: &ClientRoots, next: &Config) {
     let Some(section) = &next.tls else {
         return;
     };
+    let roots = section
+        .client_ca
+        .as_deref()
+        .map(config::client_roots)
+        .transpose()
+        .and_then(|roots| clients.replace(roots));
+    match roots {
+        Ok(()) => match &section.client_ca {
+            Some(path) => log::info!("tls: client certificates verified with {}", path.display()),
+            None => log::info!("tls: no tls.client-ca, no client certificate asked"),
+        },
+        Err(err) => {
+            log::error!("tls.client-ca: {err}; the client certificates' trust anchors are kept")
+        }
+    }
     match identity(section, next) {
         Ok(identity) => {
             let pin = identity.pin.clone();

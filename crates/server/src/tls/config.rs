@@ -9,7 +9,13 @@
 //! The certificate is swapped in place ([`Certificates::replace`], on
 //! `tern reload`): the `ServerConfig` resolves it at each handshake, so
 //! new handshakes get the new one, open connections keep theirs, and the
-//! session cache and ticket keys are kept.
+//! session cache and ticket keys are kept. So are the trust anchors of
+//! client certificates ([`ClientRoots::replace`], `tls.client-ca`):
+//! with them, every handshake asks for a client certificate without
+//! requiring one, verifies one that is given (a certificate that does not
+//! chain fails the handshake), and zone transfers over the connection are
+//! refused unless one was (RFC 9103 section 9.3.3); queries are answered
+//! either way (docs/decisions/0018).
 //!
 //! [`Ticketer`]: rustls::crypto::ring::Ticketer
 
@@ -17,12 +23,21 @@ use std::fs;
 use std::io::{self, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
+use rustls::client::danger::HandshakeSignatureValid;
+use rustls::crypto::WebPkiSupportedAlgorithms;
 use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::UnixTime;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-use rustls::server::{ClientHello, ResolvesServerCert, ServerSessionMemoryCache};
+use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
+use rustls::server::{
+    ClientHello, ProducesTickets, ResolvesServerCert, ServerSessionMemoryCache,
+    StoresServerSessions,
+};
 use rustls::sign::CertifiedKey;
+use rustls::{DigitallySignedStruct, DistinguishedName, SignatureScheme};
 
 /// The ALPN protocol of DNS over TLS (RFC 7858 section 3.2; IANA "dot").
 pub const ALPN_DOT: &[u8] = b"dot";
@@ -269,6 +284,205 @@ impl ResolvesServerCert for Certificates {
     }
 }
 
+//----------- ClientRoots ----------------------------------------------------
+
+/// The trust anchors of client certificates (`tls.client-ca`), or none,
+/// replaceable while the server runs: rustls asks at each handshake
+/// whether to request a certificate, and has one verified here. Never
+/// mandatory at the handshake: DNS over TLS clients have none, and zone
+/// transfers check [`rustls::ServerConnection::peer_certificates`]
+/// instead (set only for a certificate that verified).
+///
+/// No hints of acceptable issuers are sent (an empty
+/// `certificate_authorities` list, which TLS allows): the list would have
+/// to outlive a reload. Clients with one certificate send it anyway.
+///
+/// Each replacement starts a new *generation*: sessions (tickets and the
+/// session cache) are tagged with the generation they were made in and
+/// resume only in it ([`GenerationTickets`], [`GenerationSessions`]), so
+/// that a session made before `client-ca` was set (no certificate asked)
+/// or under anchors since removed cannot carry its client's old standing
+/// past a reload: the client makes a full handshake and is asked again.
+#[derive(Debug)]
+pub struct ClientRoots {
+    current: RwLock<Option<Arc<dyn ClientCertVerifier>>>,
+    algorithms: WebPkiSupportedAlgorithms,
+    generation: AtomicU64,
+}
+
+impl ClientRoots {
+    /// Verifies client certificates against `roots`; `None`: asks for none.
+    pub fn new(roots: Option<rustls::RootCertStore>) -> io::Result<Arc<ClientRoots>> {
+        let provider = rustls::crypto::ring::default_provider();
+        let clients = ClientRoots {
+            current: RwLock::new(None),
+            algorithms: provider.signature_verification_algorithms,
+            generation: AtomicU64::new(0),
+        };
+        clients.replace(roots)?;
+        Ok(Arc::new(clients))
+    }
+
+    /// Verifies against `roots` (`None`: asks for no certificate) from
+    /// the next handshake on; open connections keep what theirs proved.
+    pub fn replace(&self, roots: Option<rustls::RootCertStore>) -> io::Result<()> {
+        let verifier = match roots {
+            Some(roots) => Some(
+                rustls::server::WebPkiClientVerifier::builder_with_provider(
+                    Arc::new(roots),
+                    Arc::new(rustls::crypto::ring::default_provider()),
+                )
+                .allow_unauthenticated()
+                .build()
+                .map_err(io::Error::other)?,
+            ),
+            None => None,
+        };
+        match self.current.write() {
+            Ok(mut current) => *current = verifier,
+            Err(poisoned) => *poisoned.into_inner() = verifier,
+        }
+        self.generation.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// The generation sessions are made in now (see the type's docs).
+    fn generation(&self) -> [u8; 8] {
+        self.generation.load(Ordering::Relaxed).to_be_bytes()
+    }
+
+    /// Whether handshakes ask for a client certificate now (and zone
+    /// transfers need one).
+    pub fn required(&self) -> bool {
+        self.verifier().is_some()
+    }
+
+    fn verifier(&self) -> Option<Arc<dyn ClientCertVerifier>> {
+        match self.current.read() {
+            Ok(current) => current.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+}
+
+impl ClientCertVerifier for ClientRoots {
+    fn offer_client_auth(&self) -> bool {
+        self.required()
+    }
+
+    fn client_auth_mandatory(&self) -> bool {
+        false
+    }
+
+    fn root_hint_subjects(&self) -> &[DistinguishedName] {
+        &[]
+    }
+
+    fn verify_client_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        now: UnixTime,
+    ) -> Result<ClientCertVerified, rustls::Error> {
+        // None: the anchors were removed by a reload since this handshake
+        // asked; nothing to verify against.
+        let Some(verifier) = self.verifier() else {
+            return Err(rustls::Error::General("no tls.client-ca".into()));
+        };
+        verifier.verify_client_cert(end_entity, intermediates, now)
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.algorithms)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.algorithms.supported_schemes()
+    }
+}
+
+//----------- GenerationTickets, GenerationSessions -------------------------
+
+/// Session tickets that resume only in the [`ClientRoots`] generation
+/// they were made in: the generation is sealed inside the ticket.
+#[derive(Debug)]
+struct GenerationTickets {
+    inner: Arc<dyn ProducesTickets>,
+    clients: Arc<ClientRoots>,
+}
+
+impl ProducesTickets for GenerationTickets {
+    fn enabled(&self) -> bool {
+        self.inner.enabled()
+    }
+
+    fn lifetime(&self) -> u32 {
+        self.inner.lifetime()
+    }
+
+    fn encrypt(&self, plain: &[u8]) -> Option<Vec<u8>> {
+        let mut tagged = Vec::with_capacity(8 + plain.len());
+        tagged.extend_from_slice(&self.clients.generation());
+        tagged.extend_from_slice(plain);
+        self.inner.encrypt(&tagged)
+    }
+
+    fn decrypt(&self, cipher: &[u8]) -> Option<Vec<u8>> {
+        let plain = self.inner.decrypt(cipher)?;
+        let (generation, rest) = plain.split_at_checked(8)?;
+        (generation == self.clients.generation()).then(|| rest.to_vec())
+    }
+}
+
+/// The server-side session cache, keyed by the [`ClientRoots`]
+/// generation as well as the session id.
+#[derive(Debug)]
+struct GenerationSessions {
+    inner: Arc<dyn StoresServerSessions>,
+    clients: Arc<ClientRoots>,
+}
+
+impl GenerationSessions {
+    fn key(&self, key: &[u8]) -> Vec<u8> {
+        let mut tagged = Vec::with_capacity(8 + key.len());
+        tagged.extend_from_slice(&self.clients.generation());
+        tagged.extend_from_slice(key);
+        tagged
+    }
+}
+
+impl StoresServerSessions for GenerationSessions {
+    fn put(&self, key: Vec<u8>, value: Vec<u8>) -> bool {
+        self.inner.put(self.key(&key), value)
+    }
+
+    fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
+        self.inner.get(&self.key(key))
+    }
+
+    fn take(&self, key: &[u8]) -> Option<Vec<u8>> {
+        self.inner.take(&self.key(key))
+    }
+
+    fn can_cache(&self) -> bool {
+        self.inner.can_cache()
+    }
+}
+
 //----------- server_config --------------------------------------------------
 
 /// A rustls server configuration serving `certificates`: TLS 1.3 and 1.2
@@ -277,34 +491,31 @@ impl ResolvesServerCert for Certificates {
 /// by rustls with `no_application_protocol`), resumption by tickets
 /// (ring's [`Ticketer`](rustls::crypto::ring::Ticketer): its key rotates
 /// every six hours, the previous one still accepted) and by the
-/// server-side cache. No client certificates asked (DNS over TLS);
-/// `client_roots`, when given, makes them required and verified against
-/// those roots (mutual TLS for zone transfers).
+/// server-side cache. Client certificates are asked for, verified and
+/// never required as `clients` says at each handshake (mutual TLS for
+/// zone transfers, [`ClientRoots`]); sessions resume only within the
+/// `clients` generation they were made in.
 pub fn server_config(
     certificates: Arc<Certificates>,
     alpn: &[&[u8]],
-    client_roots: Option<rustls::RootCertStore>,
+    clients: Arc<ClientRoots>,
 ) -> io::Result<Arc<rustls::ServerConfig>> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = rustls::ServerConfig::builder_with_provider(Arc::clone(&provider))
         .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
         .map_err(io::Error::other)?;
-    let builder = match client_roots {
-        Some(roots) => {
-            let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
-                Arc::new(roots),
-                provider,
-            )
-            .build()
-            .map_err(io::Error::other)?;
-            builder.with_client_cert_verifier(verifier)
-        }
-        None => builder.with_no_client_auth(),
-    };
-    let mut config = builder.with_cert_resolver(certificates);
+    let mut config = builder
+        .with_client_cert_verifier(Arc::clone(&clients) as Arc<dyn ClientCertVerifier>)
+        .with_cert_resolver(certificates);
     config.alpn_protocols = alpn.iter().map(|protocol| protocol.to_vec()).collect();
-    config.session_storage = ServerSessionMemoryCache::new(SESSION_CACHE);
-    config.ticketer = rustls::crypto::ring::Ticketer::new().map_err(io::Error::other)?;
+    config.session_storage = Arc::new(GenerationSessions {
+        inner: ServerSessionMemoryCache::new(SESSION_CACHE),
+        clients: Arc::clone(&clients),
+    });
+    config.ticketer = Arc::new(GenerationTickets {
+        inner: rustls::crypto::ring::Ticketer::new().map_err(io::Error::other)?,
+        clients,
+    });
     // Answers are written as they are ready, never held for more.
     config.send_half_rtt_data = false;
     Ok(Arc::new(config))
@@ -369,6 +580,7 @@ mod tests {
         assert_eq!(certificates.pin(), first.pin);
         certificates.replace(second.clone());
         assert_eq!(certificates.pin(), second.pin);
-        assert!(server_config(certificates, &[ALPN_DOT], None).is_ok());
+        let clients = ClientRoots::new(None).unwrap();
+        assert!(server_config(certificates, &[ALPN_DOT], clients).is_ok());
     }
 }

@@ -284,7 +284,7 @@ impl Answering<'_> {
             self.xfr_out,
             query,
             peer,
-            Some(limit),
+            crate::xfr_out::Channel::Udp(limit),
             out,
         ) {
             crate::xfr_out::Start::Answer(0) => Some(UdpAnswer::Drop),

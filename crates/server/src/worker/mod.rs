@@ -507,6 +507,11 @@ impl Worker {
         self.counters.count_answer(answer);
     }
 
+    /// The counts of transfer requests answered here (IXFR over UDP).
+    pub(crate) fn transfers_out(&self) -> crate::stats::XfrOutStats {
+        self.xfr_out.stats()
+    }
+
     /// The forwarder's counters (empty without forwarding).
     pub(crate) fn forward_stats(&self) -> ForwardStats {
         self.forwarder

@@ -375,7 +375,8 @@ fn signed_queries_get_signed_answers_over_udp_and_tcp() {
 
 /// `transfer.tls-only`: AXFR and IXFR over plain TCP and UDP are REFUSED
 /// even to an allowed client with the right key; other queries are not
-/// touched. (Transfers out over TLS wait for the DoT listener.)
+/// touched. (Over TLS they are served: tls.rs's
+/// `transfers_over_tls_need_tls_only_and_the_client_ca`.)
 #[test]
 fn tls_only_refuses_transfers_over_plain_tcp_and_udp() {
     let key = key(b"the tls-only secret");

@@ -630,9 +630,8 @@ impl Config {
         compare("xdp", self.xdp != next.xdp);
         compare("proxy", self.proxy != next.proxy);
         compare(
-            "tls.listen, tls.client-ca",
-            self.tls.as_ref().map(|tls| (&tls.listen, &tls.client_ca))
-                != next.tls.as_ref().map(|tls| (&tls.listen, &tls.client_ca)),
+            "tls.listen",
+            self.tls.as_ref().map(|tls| &tls.listen) != next.tls.as_ref().map(|tls| &tls.listen),
         );
         compare(
             "transfer.ixfr-history",
@@ -648,8 +647,15 @@ impl Config {
         );
         compare(
             "transfer",
-            (&self.transfer.allow, &self.transfer.key)
-                != (&next.transfer.allow, &next.transfer.key),
+            (
+                &self.transfer.allow,
+                &self.transfer.key,
+                self.transfer.tls_only,
+            ) != (
+                &next.transfer.allow,
+                &next.transfer.key,
+                next.transfer.tls_only,
+            ),
         );
         changed
     }
