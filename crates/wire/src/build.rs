@@ -29,7 +29,7 @@
 //! ```
 
 use crate::error::TruncationError;
-use crate::name::Name;
+use crate::name::{eq_ignore_case, Name};
 use crate::parse::{Section, HEADER_LEN};
 use crate::rdata::compressible_names;
 use crate::types::{RClass, RType, Rcode};
@@ -415,7 +415,7 @@ impl<'b> MessageBuilder<'b> {
                 return true;
             }
             let label = &self.buf[offset + 1..offset + 1 + len];
-            if !label.eq_ignore_ascii_case(&expected[1..1 + len]) {
+            if !eq_ignore_case(label, &expected[1..1 + len]) {
                 return false;
             }
             expected = &expected[1 + len..];
@@ -661,8 +661,7 @@ impl MessageBuilder<'_> {
         }
         let origin_at = end.checked_sub(owner.len())?;
         if origin_at < HEADER_LEN
-            || !(self.buf[origin_at..end] == *owner.as_bytes()
-                || self.buf[origin_at..end].eq_ignore_ascii_case(owner.as_bytes()))
+            || !eq_ignore_case(&self.buf[origin_at..end], owner.as_bytes())
             || self.len + 12 + plan.written_len() > MAX_POINTER_TARGET
         {
             return None;
@@ -675,9 +674,10 @@ impl MessageBuilder<'_> {
             let shares = plan.names[..usize::from(plan.count)].iter().any(|name| {
                 name.below != NOT_BELOW && {
                     let at = usize::from(name.at) + usize::from(name.below);
-                    rdata
-                        .get(at..at + label.len())
-                        .is_some_and(|theirs| theirs.eq_ignore_ascii_case(label))
+                    rdata.get(at..at + label.len()).is_some_and(|theirs| {
+                        // The length octets first: most labels differ there.
+                        theirs.first() == label.first() && eq_ignore_case(theirs, label)
+                    })
                 }
             });
             if shares {
