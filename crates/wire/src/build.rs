@@ -226,8 +226,8 @@ impl<'b> MessageBuilder<'b> {
         let start = self.len;
         self.write(question)?;
         self.counts[0] += 1;
-        if let Ok((name, _)) = Name::parse_prefix(question) {
-            self.register(start, name);
+        if Name::parse_prefix(question).is_ok() {
+            self.register(start);
         }
         Ok(())
     }
@@ -357,7 +357,7 @@ impl<'b> MessageBuilder<'b> {
             self.write(&suffix.as_bytes()[..label_len])?;
             suffix = suffix.parent().expect("a non-root name has a parent");
         }
-        self.register(start, name);
+        self.register(start);
         Ok(())
     }
 
@@ -374,17 +374,21 @@ impl<'b> MessageBuilder<'b> {
     /// Records where each label of a name just written at `start` begins,
     /// while the table has room and the offset fits a pointer. Only the
     /// labels written literally (before any pointer) are new targets.
-    fn register(&mut self, start: usize, name: Name<'_>) {
+    /// Reads the labels back from the buffer (the name's own, as written):
+    /// no walk of the name beside it.
+    fn register(&mut self, start: usize) {
         let mut pos = start;
-        let mut suffix = name;
-        while !suffix.is_root() && pos <= MAX_POINTER_TARGET {
-            if self.buf[pos] & 0xc0 == 0xc0 || self.entry_count == COMPRESSION_ENTRIES {
+        // Bound: each step moves past one label of a name already written
+        // (at most MAX_LABELS), and `pos` stays below `len`.
+        while pos <= MAX_POINTER_TARGET && pos < self.len && self.entry_count < COMPRESSION_ENTRIES
+        {
+            let octet = self.buf[pos];
+            if octet == 0 || octet & 0xc0 == 0xc0 {
                 break;
             }
             self.entries[self.entry_count] = pos as u16;
             self.entry_count += 1;
-            pos += 1 + self.buf[pos] as usize;
-            suffix = suffix.parent().expect("a non-root name has a parent");
+            pos += 1 + usize::from(octet);
         }
     }
 
@@ -727,10 +731,8 @@ impl MessageBuilder<'_> {
             copied = at + usize::from(name.len);
         }
         self.write(&rdata[copied..])?;
-        for (name, &start) in names.iter().zip(&starts) {
-            let at = usize::from(name.at);
-            let written = Name::from_validated(&rdata[at..at + usize::from(name.len)]);
-            self.register(start, written);
+        for &start in &starts[..names.len()] {
+            self.register(start);
         }
         self.counts[self.section] += 1;
         Ok(())
