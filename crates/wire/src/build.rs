@@ -282,6 +282,44 @@ impl<'b> MessageBuilder<'b> {
         }
     }
 
+    /// [`MessageBuilder::push_record`] for a record owned by the
+    /// question's name, `owner`: its owner is written at once as a pointer
+    /// to the question, which is what `push_record` writes after searching
+    /// the compression table (the question's name is the table's first
+    /// entry, and equals `owner`), without the search. Without a question
+    /// at its place (nothing registered at offset 12), `push_record`.
+    pub fn push_record_owned_by_question(
+        &mut self,
+        owner: Name<'_>,
+        rtype: RType,
+        class: RClass,
+        ttl: u32,
+        rdata: &[u8],
+    ) -> Result<(), TruncationError> {
+        if self.counts[0] != 1
+            || self.entry_count == 0
+            || usize::from(self.entries[0]) != HEADER_LEN
+        {
+            return self.push_record(owner, rtype, class, ttl, rdata);
+        }
+        debug_assert!(self.written_name_eq(HEADER_LEN, owner));
+        debug_assert!(self.section > 0, "set_section before push_record");
+        let mark = self.mark();
+        let result = self
+            .write(&(0xc000 | HEADER_LEN as u16).to_be_bytes())
+            .and_then(|()| self.write_record_data(rtype, class, ttl, rdata));
+        match result {
+            Ok(()) => {
+                self.counts[self.section] += 1;
+                Ok(())
+            }
+            Err(err) => {
+                self.rollback(mark);
+                Err(err)
+            }
+        }
+    }
+
     fn write_record(
         &mut self,
         owner: Name<'_>,
@@ -291,6 +329,18 @@ impl<'b> MessageBuilder<'b> {
         rdata: &[u8],
     ) -> Result<(), TruncationError> {
         self.push_name(owner, true)?;
+        self.write_record_data(rtype, class, ttl, rdata)
+    }
+
+    /// A record after its owner: type, class, TTL, RDLENGTH and the RDATA
+    /// with its names compressed.
+    fn write_record_data(
+        &mut self,
+        rtype: RType,
+        class: RClass,
+        ttl: u32,
+        rdata: &[u8],
+    ) -> Result<(), TruncationError> {
         self.write(&rtype.0.to_be_bytes())?;
         self.write(&class.0.to_be_bytes())?;
         self.write(&ttl.to_be_bytes())?;
