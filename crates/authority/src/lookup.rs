@@ -125,6 +125,24 @@ pub(crate) fn resolve(zone: &Zone, qname: Name<'_>, qtype: RType, answer: &mut A
     }
 }
 
+/// The zone's apex node: the origin is node 0 (`crate::zone`).
+const APEX: u32 = 0;
+
+/// [`Zone::closest_encloser`] of `sname` (lowercased), with one look-up
+/// fewer for a name one label below the origin, as most names of a
+/// random-subdomain flood are: its closest encloser is itself if it is a
+/// node, else the apex, which needs no look-up.
+fn closest_encloser(zone: &Zone, sname: Name<'_>) -> Option<(u32, bool)> {
+    if sname.parent().map(Name::as_bytes) == Some(zone.origin().as_bytes()) {
+        debug_assert_eq!(zone.find_node(zone.origin().as_bytes()), Some(APEX));
+        return Some(match zone.find_node(sname.as_bytes()) {
+            Some(node) => (node, true),
+            None => (APEX, false),
+        });
+    }
+    zone.closest_encloser(sname)
+}
+
 /// The name at an RDATA arena offset (validated when the zone was built).
 pub(crate) fn rdata_name(zone: &Zone, at: u32) -> Name<'_> {
     Name::parse_prefix(zone.rdata_at(at)).map_or(Name::ROOT, |(name, _)| name)
@@ -139,7 +157,7 @@ fn solve(
     qtype: RType,
     steps: &mut usize,
 ) -> Step {
-    let Some((node, exact)) = zone.closest_encloser(sname) else {
+    let Some((node, exact)) = closest_encloser(zone, sname) else {
         return Step::Hit; // a chain left the zone
     };
     if let Some(cut) = zone.delegation_above(node) {

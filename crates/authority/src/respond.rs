@@ -991,12 +991,18 @@ impl<'a> Writer<'a, '_, '_> {
             .sigs(rrset)
             .filter(|_| signed)
             .map(|rdata| (RType::RRSIG, rdata));
+        // The query name's records (most answers): the owner points at the
+        // question without a compression search.
+        let question = self.is_qname(owner);
         for (rtype, rdata) in records.chain(sigs) {
-            if self
-                .builder
-                .push_record(owner, rtype, RClass::IN, ttl, rdata)
-                .is_err()
-            {
+            let pushed = if question {
+                self.builder
+                    .push_record_owned_by_question(owner, rtype, RClass::IN, ttl, rdata)
+            } else {
+                self.builder
+                    .push_record(owner, rtype, RClass::IN, ttl, rdata)
+            };
+            if pushed.is_err() {
                 self.builder.rollback(mark);
                 return false;
             }
@@ -1018,6 +1024,12 @@ impl<'a> Writer<'a, '_, '_> {
             }
         }
         true
+    }
+
+    /// Whether `owner` is the question's name itself (the very bytes
+    /// [`Writer::owner`] gives for [`Owner::Qname`]), not a name equal to it.
+    fn is_qname(&self, owner: Name<'_>) -> bool {
+        core::ptr::eq(owner.as_bytes(), self.qname.as_bytes())
     }
 
     fn owner(&self, owner: Owner) -> Name<'a> {

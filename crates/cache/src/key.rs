@@ -49,6 +49,7 @@ impl CacheKey {
     /// same query; when that call fails the query is FORMERR and must not
     /// be looked up. Cost: one copy and lowercasing of the name (at most
     /// 255 octets); no allocation.
+    #[inline]
     pub fn from_query(view: &MessageView<'_>, edns: Option<&Edns<'_>>) -> Option<CacheKey> {
         let header = view.header();
         if header.qr() || header.opcode() != Opcode::QUERY {

@@ -29,7 +29,7 @@
 //! ```
 
 use crate::error::TruncationError;
-use crate::name::Name;
+use crate::name::{eq_ignore_case, Name};
 use crate::parse::{Section, HEADER_LEN};
 use crate::rdata::compressible_names;
 use crate::types::{RClass, RType, Rcode};
@@ -226,8 +226,8 @@ impl<'b> MessageBuilder<'b> {
         let start = self.len;
         self.write(question)?;
         self.counts[0] += 1;
-        if let Ok((name, _)) = Name::parse_prefix(question) {
-            self.register(start, name);
+        if Name::parse_prefix(question).is_ok() {
+            self.register(start);
         }
         Ok(())
     }
@@ -282,6 +282,44 @@ impl<'b> MessageBuilder<'b> {
         }
     }
 
+    /// [`MessageBuilder::push_record`] for a record owned by the
+    /// question's name, `owner`: its owner is written at once as a pointer
+    /// to the question, which is what `push_record` writes after searching
+    /// the compression table (the question's name is the table's first
+    /// entry, and equals `owner`), without the search. Without a question
+    /// at its place (nothing registered at offset 12), `push_record`.
+    pub fn push_record_owned_by_question(
+        &mut self,
+        owner: Name<'_>,
+        rtype: RType,
+        class: RClass,
+        ttl: u32,
+        rdata: &[u8],
+    ) -> Result<(), TruncationError> {
+        if self.counts[0] != 1
+            || self.entry_count == 0
+            || usize::from(self.entries[0]) != HEADER_LEN
+        {
+            return self.push_record(owner, rtype, class, ttl, rdata);
+        }
+        debug_assert!(self.written_name_eq(HEADER_LEN, owner));
+        debug_assert!(self.section > 0, "set_section before push_record");
+        let mark = self.mark();
+        let result = self
+            .write(&(0xc000 | HEADER_LEN as u16).to_be_bytes())
+            .and_then(|()| self.write_record_data(rtype, class, ttl, rdata));
+        match result {
+            Ok(()) => {
+                self.counts[self.section] += 1;
+                Ok(())
+            }
+            Err(err) => {
+                self.rollback(mark);
+                Err(err)
+            }
+        }
+    }
+
     fn write_record(
         &mut self,
         owner: Name<'_>,
@@ -291,6 +329,18 @@ impl<'b> MessageBuilder<'b> {
         rdata: &[u8],
     ) -> Result<(), TruncationError> {
         self.push_name(owner, true)?;
+        self.write_record_data(rtype, class, ttl, rdata)
+    }
+
+    /// A record after its owner: type, class, TTL, RDLENGTH and the RDATA
+    /// with its names compressed.
+    fn write_record_data(
+        &mut self,
+        rtype: RType,
+        class: RClass,
+        ttl: u32,
+        rdata: &[u8],
+    ) -> Result<(), TruncationError> {
         self.write(&rtype.0.to_be_bytes())?;
         self.write(&class.0.to_be_bytes())?;
         self.write(&ttl.to_be_bytes())?;
@@ -357,7 +407,7 @@ impl<'b> MessageBuilder<'b> {
             self.write(&suffix.as_bytes()[..label_len])?;
             suffix = suffix.parent().expect("a non-root name has a parent");
         }
-        self.register(start, name);
+        self.register(start);
         Ok(())
     }
 
@@ -374,17 +424,21 @@ impl<'b> MessageBuilder<'b> {
     /// Records where each label of a name just written at `start` begins,
     /// while the table has room and the offset fits a pointer. Only the
     /// labels written literally (before any pointer) are new targets.
-    fn register(&mut self, start: usize, name: Name<'_>) {
+    /// Reads the labels back from the buffer (the name's own, as written):
+    /// no walk of the name beside it.
+    fn register(&mut self, start: usize) {
         let mut pos = start;
-        let mut suffix = name;
-        while !suffix.is_root() && pos <= MAX_POINTER_TARGET {
-            if self.buf[pos] & 0xc0 == 0xc0 || self.entry_count == COMPRESSION_ENTRIES {
+        // Bound: each step moves past one label of a name already written
+        // (at most MAX_LABELS), and `pos` stays below `len`.
+        while pos <= MAX_POINTER_TARGET && pos < self.len && self.entry_count < COMPRESSION_ENTRIES
+        {
+            let octet = self.buf[pos];
+            if octet == 0 || octet & 0xc0 == 0xc0 {
                 break;
             }
             self.entries[self.entry_count] = pos as u16;
             self.entry_count += 1;
-            pos += 1 + self.buf[pos] as usize;
-            suffix = suffix.parent().expect("a non-root name has a parent");
+            pos += 1 + usize::from(octet);
         }
     }
 
@@ -415,7 +469,7 @@ impl<'b> MessageBuilder<'b> {
                 return true;
             }
             let label = &self.buf[offset + 1..offset + 1 + len];
-            if !label.eq_ignore_ascii_case(&expected[1..1 + len]) {
+            if !eq_ignore_case(label, &expected[1..1 + len]) {
                 return false;
             }
             expected = &expected[1 + len..];
@@ -661,8 +715,7 @@ impl MessageBuilder<'_> {
         }
         let origin_at = end.checked_sub(owner.len())?;
         if origin_at < HEADER_LEN
-            || !(self.buf[origin_at..end] == *owner.as_bytes()
-                || self.buf[origin_at..end].eq_ignore_ascii_case(owner.as_bytes()))
+            || !eq_ignore_case(&self.buf[origin_at..end], owner.as_bytes())
             || self.len + 12 + plan.written_len() > MAX_POINTER_TARGET
         {
             return None;
@@ -675,9 +728,10 @@ impl MessageBuilder<'_> {
             let shares = plan.names[..usize::from(plan.count)].iter().any(|name| {
                 name.below != NOT_BELOW && {
                     let at = usize::from(name.at) + usize::from(name.below);
-                    rdata
-                        .get(at..at + label.len())
-                        .is_some_and(|theirs| theirs.eq_ignore_ascii_case(label))
+                    rdata.get(at..at + label.len()).is_some_and(|theirs| {
+                        // The length octets first: most labels differ there.
+                        theirs.first() == label.first() && eq_ignore_case(theirs, label)
+                    })
                 }
             });
             if shares {
@@ -727,10 +781,8 @@ impl MessageBuilder<'_> {
             copied = at + usize::from(name.len);
         }
         self.write(&rdata[copied..])?;
-        for (name, &start) in names.iter().zip(&starts) {
-            let at = usize::from(name.at);
-            let written = Name::from_validated(&rdata[at..at + usize::from(name.len)]);
-            self.register(start, written);
+        for &start in &starts[..names.len()] {
+            self.register(start);
         }
         self.counts[self.section] += 1;
         Ok(())

@@ -22,7 +22,7 @@ impl Answering<'_> {
     #[allow(clippy::too_many_arguments)]
     pub(super) fn udp(
         &self,
-        arena: &Bump,
+        _arena: &Bump,
         cache: &mut ResponseCache,
         forwarder: Option<&mut Forwarder>,
         limiter: Option<&mut RateLimiter>,
@@ -32,11 +32,10 @@ impl Answering<'_> {
         now: u64,
         out: &mut [u8],
     ) -> UdpAnswer {
-        // Made in the arena, in place: a `Request` (with its cache key)
-        // is a few hundred octets, not worth copying there.
-        let made =
-            arena.alloc_try_with(|| Request::from_query(query, self.full_udp_size).ok_or(()));
-        let Ok(request) = made else {
+        // On the stack, where it is made: a `Request` (with its cache key)
+        // is a few hundred octets, which a move into the arena copied.
+        let made = Request::from_query(query, self.full_udp_size);
+        let Some(request) = made.as_ref() else {
             counters.set_type_of(query);
             if let Some(answer) = self.ixfr_over_udp(query, peer, out) {
                 return answer;
@@ -73,7 +72,6 @@ impl Answering<'_> {
                 (None, _) => answer,
             };
         };
-        let request: &Request<'_> = request;
         counters.set_type(request.key.qtype.0);
         let bytes = query.bytes();
         // A query to forward names no zone of ours, and the answer cache
