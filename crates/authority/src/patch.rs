@@ -36,7 +36,7 @@
 //! leave in the tables is counted ([`Zone::garbage_bytes`]); the caller
 //! rebuilds the zone when it grows past half of them.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use tern_wire::name::{Name, NameBuf, MAX_LABELS};
@@ -184,6 +184,8 @@ impl Zone {
         let mut zone = self.clone();
         let mut work = Work::default();
         let mut before: Vec<Before> = Vec::new();
+        // The nodes in `before`.
+        let mut seen: BTreeSet<u32> = BTreeSet::new();
         let mut scratch = Vec::new();
         let mut sets: Vec<RRset> = Vec::new();
 
@@ -196,10 +198,10 @@ impl Zone {
                     None => continue,
                 }
             } else {
-                ensure_node(&mut zone, owner, &mut work, &mut before)?
+                ensure_node(&mut zone, owner, &mut work, &mut before, &mut seen)?
             };
-            if !before.iter().any(|b| b.node == node) {
-                before.push(facts(&zone, node, true));
+            if seen.insert(node) {
+                before.push(facts(&zone, node));
             }
             zone.garbage += node_bytes(&zone, node);
             let record_of = |index: u32| {
@@ -244,8 +246,8 @@ impl Zone {
             // Each step moves to a parent: at most MAX_LABELS steps.
             while node != 0 && is_empty_leaf(&zone, node) {
                 let parent = zone.node(node).parent;
-                if !before.iter().any(|b| b.node == node) {
-                    before.push(facts(&zone, node, true));
+                if seen.insert(node) {
+                    before.push(facts(&zone, node));
                 }
                 zone.nodes.get_mut(node, &mut work).flags = FLAG_DEAD;
                 zone.dead_nodes += 1;
@@ -298,7 +300,7 @@ impl Zone {
         // 6: glue.
         let mut sources_changed = false;
         for b in &before {
-            let after = facts(&zone, b.node, false);
+            let after = facts(&zone, b.node);
             let wildcard_near = b.parent_wildcard
                 || after.parent_wildcard
                 || zone.node_name(b.node).is_wildcard();
@@ -312,7 +314,7 @@ impl Zone {
                 .glue_sources
                 .iter()
                 .copied()
-                .filter(|node| !before.iter().any(|b| b.node == *node))
+                .filter(|node| !seen.contains(node))
                 .collect();
             sources.extend(
                 before
@@ -363,16 +365,16 @@ impl Zone {
         // 7: the NSEC order list.
         let nsec_changed = before
             .iter()
-            .any(|b| b.nsec != facts(&zone, b.node, false).nsec);
+            .any(|b| b.nsec != facts(&zone, b.node).nsec);
         if nsec_changed {
             let mut list: Vec<u32> = zone
                 .nsec
                 .iter()
                 .copied()
-                .filter(|node| !before.iter().any(|b| b.node == *node))
+                .filter(|node| !seen.contains(node))
                 .collect();
             for b in &before {
-                if facts(&zone, b.node, false).nsec {
+                if facts(&zone, b.node).nsec {
                     let name = zone.node_name(b.node);
                     let at = list
                         .partition_point(|&other| canonical_cmp(zone.node_name(other), name).is_lt());
@@ -391,8 +393,8 @@ impl Zone {
     }
 }
 
-/// A node's facts (`live` as of before a change when `before`).
-fn facts(zone: &Zone, node: u32, _before: bool) -> Before {
+/// A node's facts now.
+fn facts(zone: &Zone, node: u32) -> Before {
     let slot = zone.node(node);
     let has = |rtype| zone.rrset_index(node, rtype).is_some();
     let live = slot.flags & FLAG_DEAD == 0;
@@ -441,6 +443,7 @@ fn ensure_node(
     name: Name<'_>,
     work: &mut Work,
     before: &mut Vec<Before>,
+    seen: &mut BTreeSet<u32>,
 ) -> Result<u32, BuildError> {
     // The missing or dead suffixes, deepest first.
     let mut missing: [(Name<'_>, Option<u32>); MAX_LABELS] = [(name, None); MAX_LABELS];
@@ -466,7 +469,8 @@ fn ensure_node(
     for &(current, dead) in missing[..count].iter().rev() {
         let id = match dead {
             Some(id) => {
-                before.push(facts(zone, id, true));
+                seen.insert(id);
+                before.push(facts(zone, id));
                 let slot = zone.nodes.get_mut(id, work);
                 slot.flags = 0;
                 slot.rrset_count = 0;
@@ -505,7 +509,8 @@ fn ensure_node(
                         work,
                     );
                 }
-                let mut b = facts(zone, id, true);
+                seen.insert(id);
+                let mut b = facts(zone, id);
                 b.live = false;
                 b.flags = 0;
                 before.push(b);

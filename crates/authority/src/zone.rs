@@ -23,7 +23,7 @@
 //!
 //! The tables are [`Arena`]s of shared chunks and the name index is
 //! sharded, so that [`Zone::patch`] makes the next version of an updated
-//! zone by copying only the chunks its change touches (docs/decisions/0032).
+//! zone by copying only the chunks its change touches (docs/decisions/0019).
 
 use core::cmp::Ordering;
 use std::sync::Arc;
