@@ -127,9 +127,8 @@ impl ShardedIndex {
         };
         for id in ids {
             let hash = index.hash(key_of(id));
-            shards[index.shard_of(hash)].insert_unique(hash, id, |&other| {
-                hasher.hash_one(key_of(other))
-            });
+            shards[index.shard_of(hash)]
+                .insert_unique(hash, id, |&other| hasher.hash_one(key_of(other)));
         }
         index.shards = shards.into_iter().map(Arc::new).collect();
         index

@@ -44,15 +44,18 @@ use tern_wire::types::RType;
 
 use crate::arena::Work;
 use crate::builder::{
-    additional_types, check_apex, check_node, check_record, glue_of, is_glue_source,
-    is_nsec3_data, node_rrsets, offset, own_flags, BuildError,
+    additional_types, check_apex, check_node, check_record, glue_of, is_glue_source, is_nsec3_data,
+    node_rrsets, offset, own_flags, BuildError,
 };
 use crate::zone::{
-    canonical_cmp, node_name_bytes, Node, NodeExtra, RRset, Zone, FLAG_APEX, FLAG_DEAD,
-    FLAG_DELEG, FLAG_NONAUTH, FLAG_WILDCARD_CHILD, NO_PARENT,
+    canonical_cmp, node_name_bytes, Node, NodeExtra, RRset, Zone, FLAG_APEX, FLAG_DEAD, FLAG_DELEG,
+    FLAG_NONAUTH, FLAG_WILDCARD_CHILD, NO_PARENT,
 };
 
 //----------- ZoneChanges ----------------------------------------------------
+
+/// One record of a change: type, TTL, RDATA.
+type ChangedRecord = (RType, u32, Box<[u8]>);
 
 /// The owners a new version changes, each with all its records in the new
 /// version.
@@ -60,7 +63,7 @@ use crate::zone::{
 pub struct ZoneChanges {
     /// By lowercased owner: the records, in the order a builder would
     /// have been given them (the first of an RRset gives its TTL).
-    owners: BTreeMap<Vec<u8>, Vec<(RType, u32, Box<[u8]>)>>,
+    owners: BTreeMap<Vec<u8>, Vec<ChangedRecord>>,
 }
 
 impl ZoneChanges {
@@ -216,9 +219,11 @@ impl Zone {
                 &mut scratch,
                 &mut sets,
                 &mut |bytes| {
-                    rdata.push_run(bytes, &mut work).ok_or(BuildError::TooLarge {
-                        what: "octets in one RRset",
-                    })
+                    rdata
+                        .push_run(bytes, &mut work)
+                        .ok_or(BuildError::TooLarge {
+                            what: "octets in one RRset",
+                        })
                 },
             )?;
             let start = if sets.is_empty() {
@@ -301,11 +306,11 @@ impl Zone {
         let mut sources_changed = false;
         for b in &before {
             let after = facts(&zone, b.node);
-            let wildcard_near = b.parent_wildcard
-                || after.parent_wildcard
-                || zone.node_name(b.node).is_wildcard();
+            let wildcard_near =
+                b.parent_wildcard || after.parent_wildcard || zone.node_name(b.node).is_wildcard();
             glue_everywhere |= b.addresses != after.addresses
-                || b.flags & (FLAG_DELEG | FLAG_NONAUTH) != after.flags & (FLAG_DELEG | FLAG_NONAUTH)
+                || b.flags & (FLAG_DELEG | FLAG_NONAUTH)
+                    != after.flags & (FLAG_DELEG | FLAG_NONAUTH)
                 || (b.live != after.live && wildcard_near);
             sources_changed |= b.source != after.source;
         }
@@ -348,7 +353,7 @@ impl Zone {
                 if zone.glue(&set) == &glue[..] {
                     continue;
                 }
-                zone.garbage += zone.glue(&set).len() * core::mem::size_of::<crate::zone::Glue>();
+                zone.garbage += core::mem::size_of_val(zone.glue(&set));
                 let start = if glue.is_empty() {
                     0
                 } else {
@@ -363,9 +368,7 @@ impl Zone {
         }
 
         // 7: the NSEC order list.
-        let nsec_changed = before
-            .iter()
-            .any(|b| b.nsec != facts(&zone, b.node).nsec);
+        let nsec_changed = before.iter().any(|b| b.nsec != facts(&zone, b.node).nsec);
         if nsec_changed {
             let mut list: Vec<u32> = zone
                 .nsec
@@ -376,8 +379,9 @@ impl Zone {
             for b in &before {
                 if facts(&zone, b.node).nsec {
                     let name = zone.node_name(b.node);
-                    let at = list
-                        .partition_point(|&other| canonical_cmp(zone.node_name(other), name).is_lt());
+                    let at = list.partition_point(|&other| {
+                        canonical_cmp(zone.node_name(other), name).is_lt()
+                    });
                     list.insert(at, b.node);
                 }
             }
@@ -402,9 +406,10 @@ fn facts(zone: &Zone, node: u32) -> Before {
         node,
         live,
         flags: slot.flags,
-        addresses: live && [RType::A, RType::AAAA, RType::SVCB, RType::HTTPS]
-            .into_iter()
-            .any(has),
+        addresses: live
+            && [RType::A, RType::AAAA, RType::SVCB, RType::HTTPS]
+                .into_iter()
+                .any(has),
         nsec: live && has(RType::NSEC),
         source: live && is_glue_source(zone, node),
         parent_wildcard: slot.parent != NO_PARENT
@@ -429,7 +434,7 @@ fn node_bytes(zone: &Zone, node: u32) -> usize {
         if set.rtype != RType::RRSIG {
             bytes += zone.sigs(set).map(|r| 2 + r.len()).sum::<usize>();
         }
-        bytes += zone.glue(set).len() * core::mem::size_of::<crate::zone::Glue>();
+        bytes += core::mem::size_of_val(zone.glue(set));
     }
     bytes
 }
@@ -500,7 +505,10 @@ fn ensure_node(
                     .ok_or(BuildError::TooLarge { what: "nodes" })?;
                 if !zone.index.is_empty() {
                     let Zone {
-                        index, names, nodes, ..
+                        index,
+                        names,
+                        nodes,
+                        ..
                     } = zone;
                     index.insert(
                         current.as_bytes(),

@@ -75,7 +75,11 @@ const TYPES: &[RType] = &[
 ];
 
 fn random_record(rng: &mut StdRng) -> (RType, u32, Vec<u8>) {
-    let target = name(OWNERS[rng.random_range(1..OWNERS.len())].replace('*', "t").as_str());
+    let target = name(
+        OWNERS[rng.random_range(1..OWNERS.len())]
+            .replace('*', "t")
+            .as_str(),
+    );
     let ttl = [60, 300][rng.random_range(0..2)];
     match rng.random_range(0..10) {
         0 | 1 => (RType::A, ttl, vec![192, 0, 2, rng.random_range(1..4)]),
@@ -205,7 +209,9 @@ fn assert_same(patched: &Zone, built: &Zone, context: &str) {
 
 /// One random change to the model: the owners it touched.
 fn change(rng: &mut StdRng, model: &mut Model, serial: &mut u32) -> Vec<Vec<u8>> {
-    let owner = name(OWNERS[rng.random_range(0..OWNERS.len())]).as_bytes().to_vec();
+    let owner = name(OWNERS[rng.random_range(0..OWNERS.len())])
+        .as_bytes()
+        .to_vec();
     let mut touched = vec![owner.clone()];
     let records = model.entry(owner.clone()).or_default();
     match rng.random_range(0..6) {
