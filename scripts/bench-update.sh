@@ -29,7 +29,10 @@
 #
 # TERN_UPDATE: 0 leaves tern out, 1 requires it, unset: tern is asked once, as in
 # tests/update/differential.py, and left out (said so) if it refuses UPDATE. TERN_BIN:
-# tern's binary (default target/release/tern).
+# tern's binary (default target/release/tern). SERVERS (default "knot bind tern") and
+# ZONES (default "small large") choose what runs. Each round also prints the server's
+# resident memory (VmRSS) once the zone answers and after the round's updates: with
+# DURATION long enough for 100,000 updates, the issue's memory figure.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -41,6 +44,8 @@ export DURATION="${DURATION:-10}"
 export WARM_UP="${WARM_UP:-2}"
 export ROUNDS="${ROUNDS:-3}"
 export LARGE_NAMES="${LARGE_NAMES:-50000}"
+export SERVERS="${SERVERS:-knot bind tern}"
+export ZONES="${ZONES:-small large}"
 
 for tool in knotd named taskset python3; do
     command -v "$tool" >/dev/null || { echo "bench-update: $tool is not installed (make deps)"; exit 1; }
@@ -77,6 +82,8 @@ DURATION = float(os.environ["DURATION"])
 WARM_UP = float(os.environ["WARM_UP"])
 ROUNDS = int(os.environ["ROUNDS"])
 LARGE_NAMES = int(os.environ["LARGE_NAMES"])
+SERVERS = os.environ["SERVERS"].split()
+ZONES = os.environ["ZONES"].split()
 ORIGIN = d.ORIGIN
 
 
@@ -221,6 +228,14 @@ def client_bound() -> float:
     return count / (time.monotonic() - begin)
 
 
+def rss_mib(server) -> float:
+    """The server process's resident memory (VmRSS), MiB."""
+    for line in pathlib.Path(f"/proc/{server.proc.pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
 def holds_txt(server, index: int) -> bool:
     query = dns.message.make_query(f"bench-client{index}.{ORIGIN}", dns.rdatatype.TXT)
     answer = dns.query.tcp(query, server.addr[0], port=server.addr[1], timeout=10)
@@ -252,8 +267,8 @@ def main() -> None:
     os.sched_setaffinity(0, {CLIENT_CPU})
     mode = os.environ.get("TERN_UPDATE", "")
     texts = zones()
-    names = ["knot", "bind"]
-    if mode != "0":
+    names = [name for name in ["knot", "bind"] if name in SERVERS]
+    if mode != "0" and "tern" in SERVERS:
         takes, why = d.tern_takes_updates(texts["small"])
         if takes:
             names.append("tern")
@@ -267,6 +282,8 @@ def main() -> None:
         print(f"bench-update: client bound: one client process alone signs and sends "
               f"{client_bound():,.0f} UPDATEs/s (to a socket pair, no server)")
         for zone, text in texts.items():
+            if zone not in ZONES:
+                continue
             for name in names:
                 figures = []
                 for round_ in range(ROUNDS):
@@ -274,8 +291,13 @@ def main() -> None:
                     server = pinned(d.make_server(name, root / f"{zone}-{round_}", text))
                     with d.harness.serving({name: server}):
                         before = serial(server)
+                        rss_before = rss_mib(server)
                         rate, errors, total = load(server)
                         rose = (serial(server) - before) % 2**32
+                        rss_after = rss_mib(server)
+                    print(f"bench-update: {name} {zone} round {round_ + 1}: {rate:,.0f} "
+                          f"updates/s, {total:,} updates, RSS {rss_before:,.1f} MiB when "
+                          f"loaded, {rss_after:,.1f} MiB after them", flush=True)
                     if not 0 < rose <= total:
                         sys.exit(f"bench-update: {name} on {zone}: serial rose by {rose} for "
                                  f"{total} updates answered NOERROR")

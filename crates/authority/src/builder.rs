@@ -32,16 +32,19 @@
 //!    names that do not exist).
 
 use core::fmt;
+use std::sync::Arc;
 
 use tern_wire::name::{Name, NameBuf, MAX_LABELS, MAX_NAME_LEN};
 use tern_wire::rdata::soa_minimum;
 use tern_wire::types::{RClass, RType};
 
-use crate::index::NameIndex;
+use crate::arena::{push_aligned, Arena, Work};
+use crate::index::{NameIndex, ShardedIndex};
 use crate::nsec3::{self, Chain, Link, Params};
 use crate::zone::{
-    canonical_cmp, node_name_bytes, Glue, Node, RRset, Zone, FLAG_APEX, FLAG_DELEG, FLAG_NONAUTH,
-    FLAG_NSEC3_OWNER, FLAG_WILDCARD_CHILD, NO_PARENT, SMALL_ZONE_NODES,
+    canonical_cmp, node_name_bytes, Glue, GlueTable, Names, Node, NodeExtra, RRset, RRsets, Rdata,
+    Zone, FLAG_APEX, FLAG_DEAD, FLAG_DELEG, FLAG_NONAUTH, FLAG_NSEC3_OWNER, FLAG_WILDCARD_CHILD,
+    NO_PARENT, SMALL_ZONE_NODES,
 };
 
 /// The most records one RRset may hold: the RR count is a `u16` in the
@@ -185,6 +188,46 @@ struct Pending {
 
 //----------- ZoneBuilder ----------------------------------------------------
 
+/// The names and nodes of a zone being built, and its name index (a flat
+/// table: [`ZoneBuilder::finish`] makes the zone's sharded one).
+struct Tables {
+    names: Vec<u8>,
+    nodes: Vec<Node>,
+    /// Empty while the zone has at most [`SMALL_ZONE_NODES`] nodes.
+    index: NameIndex,
+}
+
+/// The lowercased name of `node` in flat tables.
+fn flat_name<'n>(names: &'n [u8], nodes: &[Node], node: u32) -> &'n [u8] {
+    let node = &nodes[node as usize];
+    let start = node.name_start as usize;
+    &names[start..start + usize::from(node.name_len)]
+}
+
+impl Tables {
+    fn name_bytes(&self, node: u32) -> &[u8] {
+        flat_name(&self.names, &self.nodes, node)
+    }
+
+    /// The node named exactly `lower`, NSEC3 owners aside.
+    fn find(&self, lower: &[u8]) -> Option<u32> {
+        if self.index.is_empty() {
+            return (0..self.nodes.len() as u32).find(|&id| {
+                self.nodes[id as usize].flags & FLAG_NSEC3_OWNER == 0
+                    && self.name_bytes(id) == lower
+            });
+        }
+        self.index.find(lower, |id| self.name_bytes(id))
+    }
+
+    /// Appends a name to the names table, in one chunk; its offset.
+    fn push_name(&mut self, name: Name<'_>) -> Result<u32, BuildError> {
+        let start = push_aligned(&mut self.names, name.as_bytes(), Names::CHUNK)
+            .ok_or(BuildError::TooLarge { what: "names" })?;
+        offset(start, "names")
+    }
+}
+
 /// Collects the records of one zone, then builds the immutable [`Zone`].
 ///
 /// The zone's nodes are created as records arrive: a new owner costs one
@@ -197,12 +240,11 @@ struct Pending {
 pub struct ZoneBuilder {
     /// The zone's origin, lowercased.
     origin: NameBuf,
-    /// The zone being built: its names, nodes and name index grow with the
-    /// owners inserted; `finish` fills in the rest.
-    zone: Zone,
+    /// The names, nodes and name index, grown with the owners inserted.
+    tables: Tables,
     pending: Vec<Pending>,
     rdata: Vec<u8>,
-    /// The nodes of NSEC3 owners by name; they stay out of `zone.index`.
+    /// The nodes of NSEC3 owners by name; they stay out of the index.
     hashed: NameIndex,
     /// The node of the last record inserted, and whether it was a hashed
     /// (NSEC3) one.
@@ -213,27 +255,16 @@ impl ZoneBuilder {
     /// Starts a zone with the given origin.
     pub fn new(origin: Name<'_>) -> ZoneBuilder {
         let origin = NameBuf::from_name(origin.to_lower().as_name());
-        let mut zone = Zone {
+        let mut tables = Tables {
             names: Vec::new(),
             nodes: Vec::new(),
-            rrsets: Vec::new(),
-            rdata: Vec::new(),
-            glue: Vec::new(),
             index: NameIndex::default(),
-            soa: 0,
-            negative_ttl: 0,
-            soa_plan: None,
-            record_count: 0,
-            signed: false,
-            expired: false,
-            nsec: Vec::new(),
-            nsec3: None,
         };
-        let apex = ensure_node(&mut zone, origin.as_name()).expect("an empty zone has room");
+        let apex = ensure_node(&mut tables, origin.as_name()).expect("an empty zone has room");
         debug_assert_eq!(apex, 0);
         ZoneBuilder {
             origin,
-            zone,
+            tables,
             pending: Vec::new(),
             rdata: Vec::new(),
             hashed: NameIndex::default(),
@@ -255,11 +286,11 @@ impl ZoneBuilder {
         }
         // Most zones have about one owner per record; what stays unused
         // is given back by `finish`.
-        self.zone.nodes.reserve(records);
-        let (names, nodes) = (&self.zone.names, &self.zone.nodes);
-        self.zone
+        self.tables.nodes.reserve(records);
+        let (names, nodes) = (&self.tables.names, &self.tables.nodes);
+        self.tables
             .index
-            .reserve(records, |id| node_name_bytes(names, nodes, id));
+            .reserve(records, |id| flat_name(names, nodes, id));
     }
 
     /// Adds one record. The owner is lowercased; RDATA is kept as given
@@ -275,27 +306,7 @@ impl ZoneBuilder {
         if class != RClass::IN {
             return Err(BuildError::Class { class });
         }
-        if rtype.is_meta() {
-            return Err(BuildError::MetaType { rtype });
-        }
-        let origin = self.origin.as_name();
-        if !owner.ends_with(origin) {
-            return Err(BuildError::OutOfZone {
-                owner: owner.to_string(),
-                origin: origin.to_string(),
-            });
-        }
-        if !rdata_is_valid(rtype, rdata) {
-            return Err(BuildError::InvalidRdata {
-                owner: owner.to_string(),
-                rtype,
-            });
-        }
-        if rtype == RType::SOA && owner.len() != origin.len() {
-            return Err(BuildError::SoaNotAtApex {
-                owner: owner.to_string(),
-            });
-        }
+        check_record(self.origin.as_name(), owner, rtype, rdata)?;
         let rdata_len =
             u16::try_from(rdata.len()).map_err(|_| BuildError::TooLarge { what: "RDATA" })?;
         let hashed = is_nsec3_data(rtype, rdata);
@@ -303,8 +314,8 @@ impl ZoneBuilder {
             Some((node, last_hashed))
                 if last_hashed == hashed
                     && self
-                        .zone
-                        .node_name_bytes(node)
+                        .tables
+                        .name_bytes(node)
                         .eq_ignore_ascii_case(owner.as_bytes()) =>
             {
                 node
@@ -318,7 +329,7 @@ impl ZoneBuilder {
                 let node = if hashed {
                     self.hashed_node(name)?
                 } else {
-                    ensure_node(&mut self.zone, name)?
+                    ensure_node(&mut self.tables, name)?
                 };
                 self.last = Some((node, hashed));
                 node
@@ -340,37 +351,54 @@ impl ZoneBuilder {
     /// The node of the NSEC3 owner `name` (lowercase), created the first
     /// time.
     fn hashed_node(&mut self, name: Name<'_>) -> Result<u32, BuildError> {
-        let (names, nodes) = (&self.zone.names, &self.zone.nodes);
-        let key_of = |id| node_name_bytes(names, nodes, id);
-        if let Some(node) = self.hashed.find(name.as_bytes(), key_of) {
+        let (names, nodes) = (&self.tables.names, &self.tables.nodes);
+        if let Some(node) = self
+            .hashed
+            .find(name.as_bytes(), |id| flat_name(names, nodes, id))
+        {
             return Ok(node);
         }
-        let node = hashed_node(&mut self.zone, name)?;
-        let (names, nodes) = (&self.zone.names, &self.zone.nodes);
-        self.hashed.insert(name.as_bytes(), node, |id| {
-            node_name_bytes(names, nodes, id)
+        let id = offset(self.tables.nodes.len(), "nodes")?;
+        let name_start = self.tables.push_name(name)?;
+        self.tables.nodes.push(Node {
+            name_start,
+            name_len: name.len() as u8,
+            flags: FLAG_NSEC3_OWNER,
+            rrset_count: 0,
+            rrsets_start: 0,
+            parent: 0,
         });
-        Ok(node)
+        let (names, nodes) = (&self.tables.names, &self.tables.nodes);
+        self.hashed
+            .insert(name.as_bytes(), id, |other| flat_name(names, nodes, other));
+        Ok(id)
     }
 
     /// Runs the adjust pass and returns the immutable zone.
     pub fn finish(self) -> Result<Zone, BuildError> {
         let ZoneBuilder {
-            mut zone,
+            tables,
             pending,
             rdata,
             ..
         } = self;
-        let rdata_of = |index: u32| {
+        let Tables {
+            names, mut nodes, ..
+        } = tables;
+        let record_of = |index: u32| {
             let record = &pending[index as usize];
             let start = record.rdata_start as usize;
-            &rdata[start..start + usize::from(record.rdata_len)]
+            (
+                record.rtype,
+                record.ttl,
+                &rdata[start..start + usize::from(record.rdata_len)],
+            )
         };
 
         // Records grouped by node (a counting sort: insertion order kept
         // within a node). After the fill, `ends[node]` is where the
         // node's records end and `ends[node - 1]` where they start.
-        let node_count = zone.nodes.len();
+        let node_count = nodes.len();
         let mut ends = vec![0u32; node_count];
         for record in &pending {
             ends[record.node as usize] += 1;
@@ -388,7 +416,12 @@ impl ZoneBuilder {
             *cursor += 1;
         }
 
-        zone.rdata = Vec::with_capacity(rdata.len() + 2 * pending.len());
+        let mut zone_rdata: Vec<u8> = Vec::with_capacity(rdata.len() + 2 * pending.len());
+        let mut rrsets: Vec<RRset> = Vec::with_capacity(pending.len());
+        let mut extra = vec![NodeExtra::default(); node_count];
+        let mut record_count = 0usize;
+        let mut scratch = Vec::new();
+        let mut sets = Vec::new();
         let mut start = 0;
         for (node, &end) in ends.iter().enumerate() {
             let end = end as usize;
@@ -397,104 +430,215 @@ impl ZoneBuilder {
             if records.is_empty() {
                 continue; // an empty non-terminal
             }
-            // By type, then RDATA, then insertion order.
-            records.sort_unstable_by(|&a, &b| {
-                pending[a as usize]
-                    .rtype
-                    .cmp(&pending[b as usize].rtype)
-                    .then_with(|| rdata_of(a).cmp(rdata_of(b)))
-                    .then(a.cmp(&b))
-            });
-            let rrsets_start = offset(zone.rrsets.len(), "RRsets")?;
-            let mut first = 0;
-            while first < records.len() {
-                let rtype = pending[records[first] as usize].rtype;
-                let mut type_end = first;
-                while type_end < records.len() && pending[records[type_end] as usize].rtype == rtype
-                {
-                    type_end += 1;
-                }
-                push_rrset(&mut zone, rtype, &records[first..type_end], |index| {
-                    (pending[index as usize].ttl, rdata_of(index))
-                })?;
-                first = type_end;
-            }
-            attach_signatures(&mut zone, rrsets_start as usize);
-            let count = zone.rrsets.len() - rrsets_start as usize;
-            let slot = &mut zone.nodes[node];
-            slot.rrsets_start = rrsets_start;
-            slot.rrset_count = u16::try_from(count).map_err(|_| BuildError::TooLarge {
-                what: "types at one name",
+            let count = node_rrsets(records, &record_of, &mut scratch, &mut sets, &mut |bytes| {
+                let at = push_aligned(&mut zone_rdata, bytes, Rdata::CHUNK).ok_or(
+                    BuildError::TooLarge {
+                        what: "octets in one RRset",
+                    },
+                )?;
+                offset(at, "RDATA")
             })?;
+            record_count += count as usize;
+            extra[node].records = count;
+            let rrsets_start = push_aligned(&mut rrsets, &sets, RRsets::CHUNK)
+                .ok_or(BuildError::TooLarge {
+                    what: "types at one name",
+                })
+                .and_then(|at| offset(at, "RRsets"))?;
+            let slot = &mut nodes[node];
+            slot.rrsets_start = rrsets_start;
+            slot.rrset_count = sets.len() as u16;
         }
         // The insertion-order tables are done with: free them before the
         // adjust steps allocate.
-        drop((order, ends, pending, rdata));
+        drop((order, ends, pending, rdata, scratch, sets));
+        let mut hashed_nodes = 0;
+        for id in 1..node_count {
+            if nodes[id].flags & FLAG_NSEC3_OWNER != 0 {
+                hashed_nodes += 1;
+            } else {
+                extra[nodes[id].parent as usize].children += 1;
+            }
+        }
 
+        let mut zone = Zone {
+            names: Arena::from_vec(&names),
+            nodes: Arena::from_vec(&nodes),
+            rrsets: Arena::from_vec(&rrsets),
+            rdata: Arena::from_vec(&zone_rdata),
+            glue: Arena::default(),
+            extra: Arena::from_vec(&extra),
+            index: ShardedIndex::default(),
+            soa: 0,
+            negative_ttl: 0,
+            soa_plan: None,
+            record_count,
+            signed: false,
+            expired: false,
+            nsec: Arc::from(Vec::new()),
+            nsec3: None,
+            glue_sources: Arc::from(Vec::new()),
+            hashed_nodes,
+            dead_nodes: 0,
+            garbage: 0,
+        };
+        drop((names, nodes, rrsets, zone_rdata, extra));
+        if node_count > SMALL_ZONE_NODES {
+            zone.index = index_of(&zone);
+        }
         set_flags(&mut zone);
         check(&mut zone)?;
         resolve_glue(&mut zone)?;
         index_nsec(&mut zone);
-        zone.nsec3 = index_nsec3(&zone)?.map(Box::new);
-        if zone.nodes.len() <= SMALL_ZONE_NODES {
-            zone.index = NameIndex::default(); // searched without (find_node)
-        }
-        zone.shrink_to_fit();
+        zone.nsec3 = index_nsec3(&zone)?.map(Arc::new);
         Ok(zone)
     }
 }
 
-/// Appends one RRset of type `rtype`: the records `records` (indexes,
-/// sorted by RDATA then insertion order), whose TTL and RDATA
-/// `record_of` gives. Exact duplicates are dropped; the TTL is that of the
-/// record inserted first (RFC 2181 section 5.2 wants one). Records read
-/// from a zone file come here with one TTL per RRset already, the one
-/// BIND reads from the file (`tern_zone::ttl`, docs/decisions/0002:
-/// the first of the last group of consecutive records), so this rule
-/// only decides for records built otherwise (transfers, tests).
-fn push_rrset<'r>(
-    zone: &mut Zone,
+/// The sharded name index of a zone's nodes (NSEC3 owners and dead nodes
+/// aside).
+pub(crate) fn index_of(zone: &Zone) -> ShardedIndex {
+    let ids = (0..zone.nodes.end()).filter(|&id| zone.node(id).flags & FLAG_NSEC3_OWNER == 0);
+    ShardedIndex::build(ids, |id| node_name_bytes(&zone.names, &zone.nodes, id))
+}
+
+/// The checks of one record on its own, whatever its class: type, owner
+/// inside the zone, RDATA shape, SOA only at the apex.
+pub(crate) fn check_record(
+    origin: Name<'_>,
+    owner: Name<'_>,
     rtype: RType,
-    records: &[u32],
-    record_of: impl Fn(u32) -> (u32, &'r [u8]),
+    rdata: &[u8],
 ) -> Result<(), BuildError> {
-    let rdata_start = offset(zone.rdata.len(), "RDATA")?;
-    let mut count = 0usize;
-    let mut first_inserted = u32::MAX;
-    let mut ttl = 0;
-    let mut previous: Option<&[u8]> = None;
-    for &index in records {
-        let (record_ttl, rdata) = record_of(index);
-        if index <= first_inserted {
-            first_inserted = index;
-            ttl = record_ttl;
-        }
-        if previous == Some(rdata) {
-            continue; // exact duplicate
-        }
-        previous = Some(rdata);
-        zone.rdata
-            .extend_from_slice(&(rdata.len() as u16).to_be_bytes());
-        zone.rdata.extend_from_slice(rdata);
-        count += 1;
+    if rtype.is_meta() {
+        return Err(BuildError::MetaType { rtype });
     }
-    if count > MAX_RRSET_RECORDS {
-        return Err(BuildError::TooLarge {
-            what: "records in one RRset",
+    if !owner.ends_with(origin) {
+        return Err(BuildError::OutOfZone {
+            owner: owner.to_string(),
+            origin: origin.to_string(),
         });
     }
-    zone.record_count += count;
-    zone.rrsets.push(RRset {
-        rtype,
-        count: count as u16,
-        ttl,
-        rdata_start,
-        glue_start: 0,
-        glue_count: 0,
-        sig_start: 0,
-        sig_count: 0,
-    });
+    if !rdata_is_valid(rtype, rdata) {
+        return Err(BuildError::InvalidRdata {
+            owner: owner.to_string(),
+            rtype,
+        });
+    }
+    if rtype == RType::SOA && owner.len() != origin.len() {
+        return Err(BuildError::SoaNotAtApex {
+            owner: owner.to_string(),
+        });
+    }
+    if rdata.len() > usize::from(u16::MAX) {
+        return Err(BuildError::TooLarge { what: "RDATA" });
+    }
     Ok(())
+}
+
+/// Writes one node's RRsets: sorts `order` (record indexes; an index is
+/// the record's insertion order) by type, then RDATA, then insertion
+/// order; writes each RRset's RDATA through `push_rdata` (which returns
+/// its arena offset) and its entry into `sets` (cleared first), with
+/// the RRSIGs attached; returns the records kept. Exact duplicates are
+/// dropped; an RRset's TTL is that of the record inserted first (RFC 2181
+/// section 5.2 wants one). Records read from a zone file come here with
+/// one TTL per RRset already, the one BIND reads from the file
+/// (`tern_zone::ttl`, docs/decisions/0002: the first of the last group of
+/// consecutive records), so this rule only decides for records built
+/// otherwise (transfers, tests).
+pub(crate) fn node_rrsets<'r>(
+    order: &mut [u32],
+    record_of: &impl Fn(u32) -> (RType, u32, &'r [u8]),
+    scratch: &mut Vec<u8>,
+    sets: &mut Vec<RRset>,
+    push_rdata: &mut impl FnMut(&[u8]) -> Result<u32, BuildError>,
+) -> Result<u32, BuildError> {
+    sets.clear();
+    order.sort_unstable_by(|&a, &b| {
+        let (a_type, _, a_rdata) = record_of(a);
+        let (b_type, _, b_rdata) = record_of(b);
+        a_type
+            .cmp(&b_type)
+            .then_with(|| a_rdata.cmp(b_rdata))
+            .then(a.cmp(&b))
+    });
+    // (arena offset of the first record, record count, type covered)
+    let mut groups: Vec<(u32, u16, RType)> = Vec::new();
+    let mut total = 0u32;
+    let mut first = 0;
+    while first < order.len() {
+        let rtype = record_of(order[first]).0;
+        let mut type_end = first;
+        while type_end < order.len() && record_of(order[type_end]).0 == rtype {
+            type_end += 1;
+        }
+        scratch.clear();
+        let mut count = 0usize;
+        let mut first_inserted = u32::MAX;
+        let mut ttl = 0;
+        let mut previous: Option<&[u8]> = None;
+        for &index in &order[first..type_end] {
+            let (_, record_ttl, rdata) = record_of(index);
+            if index <= first_inserted {
+                first_inserted = index;
+                ttl = record_ttl;
+            }
+            if previous == Some(rdata) {
+                continue; // exact duplicate
+            }
+            previous = Some(rdata);
+            scratch.extend_from_slice(&(rdata.len() as u16).to_be_bytes());
+            scratch.extend_from_slice(rdata);
+            count += 1;
+        }
+        if count > MAX_RRSET_RECORDS {
+            return Err(BuildError::TooLarge {
+                what: "records in one RRset",
+            });
+        }
+        let rdata_start = push_rdata(scratch)?;
+        if rtype == RType::RRSIG {
+            signature_groups(scratch, rdata_start, count, &mut groups);
+        }
+        total += count as u32;
+        sets.push(RRset {
+            rtype,
+            count: count as u16,
+            ttl,
+            rdata_start,
+            ..RRset::default()
+        });
+        first = type_end;
+    }
+    if sets.len() > usize::from(u16::MAX) {
+        return Err(BuildError::TooLarge {
+            what: "types at one name",
+        });
+    }
+    attach_signatures(sets, &groups);
+    Ok(total)
+}
+
+/// The RRSIG records of one RRset (`bytes`, written at arena offset
+/// `start`) in groups of one type covered: (offset, count, type).
+fn signature_groups(bytes: &[u8], start: u32, count: usize, groups: &mut Vec<(u32, u16, RType)>) {
+    let mut pos = 0usize;
+    for _ in 0..count {
+        let len = usize::from(u16::from_be_bytes([bytes[pos], bytes[pos + 1]]));
+        let rdata = &bytes[pos + 2..pos + 2 + len];
+        // RRSIG RDATA is at least 18 octets only in valid zones; a short
+        // one covers nothing.
+        let covered = match rdata {
+            [high, low, ..] => RType(u16::from_be_bytes([*high, *low])),
+            _ => RType(0),
+        };
+        match groups.last_mut() {
+            Some((_, count, current)) if *current == covered => *count += 1,
+            _ => groups.push((start + pos as u32, 1, covered)),
+        }
+        pos += 2 + len;
+    }
 }
 
 impl fmt::Debug for ZoneBuilder {
@@ -535,13 +679,13 @@ impl Zone {
 //----------- Adjust steps ---------------------------------------------------
 
 /// A `u32` offset, or the error saying which arena outgrew it.
-fn offset(len: usize, what: &'static str) -> Result<u32, BuildError> {
+pub(crate) fn offset(len: usize, what: &'static str) -> Result<u32, BuildError> {
     u32::try_from(len).map_err(|_| BuildError::TooLarge { what })
 }
 
 /// The id of the node named `name` (lowercase, inside the zone), created
 /// with its missing ancestors. Bound: at most [`MAX_LABELS`] ancestors.
-fn ensure_node(zone: &mut Zone, name: Name<'_>) -> Result<u32, BuildError> {
+fn ensure_node(tables: &mut Tables, name: Name<'_>) -> Result<u32, BuildError> {
     // Collect the missing suffixes, deepest first, then create them from
     // the top so that every parent id precedes its children's.
     let mut missing = [name; MAX_LABELS];
@@ -549,22 +693,21 @@ fn ensure_node(zone: &mut Zone, name: Name<'_>) -> Result<u32, BuildError> {
     let mut parent = NO_PARENT;
     let mut suffix = Some(name);
     while let Some(current) = suffix {
-        if let Some(found) = zone.find_node(current.as_bytes()) {
+        if let Some(found) = tables.find(current.as_bytes()) {
             parent = found;
             break;
         }
         missing[count] = current;
         count += 1;
-        if zone.nodes.is_empty() {
+        if tables.nodes.is_empty() {
             break; // the apex itself is being created
         }
         suffix = current.parent();
     }
     for current in missing[..count].iter().rev() {
-        let id = offset(zone.nodes.len(), "nodes")?;
-        let name_start = offset(zone.names.len(), "names")?;
-        zone.names.extend_from_slice(current.as_bytes());
-        zone.nodes.push(Node {
+        let id = offset(tables.nodes.len(), "nodes")?;
+        let name_start = tables.push_name(*current)?;
+        tables.nodes.push(Node {
             name_start,
             name_len: current.len() as u8,
             flags: 0,
@@ -572,13 +715,13 @@ fn ensure_node(zone: &mut Zone, name: Name<'_>) -> Result<u32, BuildError> {
             rrsets_start: 0,
             parent,
         });
-        if !zone.index.is_empty() {
-            let (names, nodes) = (&zone.names, &zone.nodes);
-            zone.index.insert(current.as_bytes(), id, |other| {
-                node_name_bytes(names, nodes, other)
+        if !tables.index.is_empty() {
+            let (names, nodes) = (&tables.names, &tables.nodes);
+            tables.index.insert(current.as_bytes(), id, |other| {
+                flat_name(names, nodes, other)
             });
-        } else if zone.nodes.len() > SMALL_ZONE_NODES {
-            index_nodes(zone);
+        } else if tables.nodes.len() > SMALL_ZONE_NODES {
+            index_nodes(tables);
         }
         parent = id;
     }
@@ -588,77 +731,43 @@ fn ensure_node(zone: &mut Zone, name: Name<'_>) -> Result<u32, BuildError> {
 /// Builds the name index of a zone that has just outgrown
 /// [`SMALL_ZONE_NODES`]: every node so far but the owners of NSEC3
 /// records (which look-ups must not find).
-fn index_nodes(zone: &mut Zone) {
-    let (names, nodes) = (&zone.names, &zone.nodes);
-    zone.index
-        .reserve(nodes.len(), |id| node_name_bytes(names, nodes, id));
+fn index_nodes(tables: &mut Tables) {
+    let (names, nodes) = (&tables.names, &tables.nodes);
+    tables
+        .index
+        .reserve(nodes.len(), |id| flat_name(names, nodes, id));
     for (id, node) in nodes.iter().enumerate() {
         if node.flags & FLAG_NSEC3_OWNER == 0 {
-            let name = node_name_bytes(names, nodes, id as u32);
-            zone.index.insert(name, id as u32, |other| {
-                node_name_bytes(names, nodes, other)
-            });
+            let name = flat_name(names, nodes, id as u32);
+            tables
+                .index
+                .insert(name, id as u32, |other| flat_name(names, nodes, other));
         }
     }
 }
 
-/// A node for the owner of NSEC3 records: a child of the apex that the
-/// name index does not know.
-fn hashed_node(zone: &mut Zone, name: Name<'_>) -> Result<u32, BuildError> {
-    let id = offset(zone.nodes.len(), "nodes")?;
-    let name_start = offset(zone.names.len(), "names")?;
-    zone.names.extend_from_slice(name.as_bytes());
-    zone.nodes.push(Node {
-        name_start,
-        name_len: name.len() as u8,
-        flags: FLAG_NSEC3_OWNER,
-        rrset_count: 0,
-        rrsets_start: 0,
-        parent: 0,
-    });
-    Ok(id)
-}
-
-/// Gives each RRset of one node (the RRsets from `first` on) its range of
-/// covering RRSIGs, and trims the RRSIG RRset itself to the signatures of
-/// the lowest type covered, which is what a query for type RRSIG gets (as
-/// from Knot 3.2, which answers RRSIG like ANY: one RRset), written with
-/// that type's TTL.
-fn attach_signatures(zone: &mut Zone, first: usize) {
-    let sets = first..zone.rrsets.len();
-    let Some(rrsig) = sets.clone().find(|&i| zone.rrsets[i].rtype == RType::RRSIG) else {
+/// Gives each RRset of one node its range of covering RRSIGs (`groups`,
+/// from [`signature_groups`]), and trims the RRSIG RRset itself to the
+/// signatures of the lowest type covered, which is what a query for type
+/// RRSIG gets (as from Knot 3.2, which answers RRSIG like ANY: one RRset),
+/// written with that type's TTL.
+fn attach_signatures(sets: &mut [RRset], groups: &[(u32, u16, RType)]) {
+    let Some(rrsig) = sets.iter().position(|set| set.rtype == RType::RRSIG) else {
         return;
     };
-    let all = zone.rrsets[rrsig];
-    // (arena offset of the first record, record count, type covered)
-    let mut groups: Vec<(u32, u16, RType)> = Vec::new();
-    let mut records = zone.rdata_iter(&all);
-    loop {
-        let start = (records.next_offset() - 2) as u32;
-        let Some(rdata) = records.next() else { break };
-        // RRSIG RDATA is at least 18 octets only in valid zones; a short
-        // one covers nothing.
-        let covered = match rdata {
-            [high, low, ..] => RType(u16::from_be_bytes([*high, *low])),
-            _ => RType(0),
-        };
-        match groups.last_mut() {
-            Some((_, count, current)) if *current == covered => *count += 1,
-            _ => groups.push((start, 1, covered)),
-        }
-    }
-    for &(start, count, covered) in &groups {
-        if let Some(i) = sets.clone().find(|&i| zone.rrsets[i].rtype == covered) {
-            zone.rrsets[i].sig_start = start;
-            zone.rrsets[i].sig_count = count;
+    let all = sets[rrsig];
+    for &(start, count, covered) in groups {
+        if let Some(set) = sets.iter_mut().find(|set| set.rtype == covered) {
+            set.sig_start = start;
+            set.sig_count = count;
         }
     }
     if let Some(&(start, count, covered)) = groups.first() {
         let ttl = sets
-            .clone()
-            .find(|&i| zone.rrsets[i].rtype == covered)
-            .map_or(all.ttl, |i| zone.rrsets[i].ttl);
-        let set = &mut zone.rrsets[rrsig];
+            .iter()
+            .find(|set| set.rtype == covered)
+            .map_or(all.ttl, |set| set.ttl);
+        let set = &mut sets[rrsig];
         set.rdata_start = start;
         set.count = count;
         set.ttl = ttl;
@@ -668,14 +777,14 @@ fn attach_signatures(zone: &mut Zone, first: usize) {
 
 /// The NSEC owners of the tree, in canonical order.
 fn index_nsec(zone: &mut Zone) {
-    let mut owners: Vec<u32> = (0..zone.nodes.len() as u32)
+    let mut owners: Vec<u32> = (0..zone.nodes.end())
         .filter(|&node| {
-            zone.node(node).flags & FLAG_NSEC3_OWNER == 0
+            zone.node(node).flags & (FLAG_NSEC3_OWNER | FLAG_DEAD) == 0
                 && zone.rrset_index(node, RType::NSEC).is_some()
         })
         .collect();
     owners.sort_by(|&a, &b| canonical_cmp(zone.node_name(a), zone.node_name(b)));
-    zone.nsec = owners;
+    zone.nsec = Arc::from(owners);
 }
 
 /// The NSEC3 chain with the parameters of the apex NSEC3PARAM (the first
@@ -704,8 +813,9 @@ fn index_nsec3(zone: &Zone) -> Result<Option<Chain>, BuildError> {
             max: nsec3::MAX_ITERATIONS,
         });
     }
+    let node_count = zone.nodes.end();
     let mut links = Vec::new();
-    for node in 0..zone.nodes.len() as u32 {
+    for node in 0..node_count {
         if zone.node(node).flags & FLAG_NSEC3_OWNER == 0 {
             continue;
         }
@@ -728,11 +838,11 @@ fn index_nsec3(zone: &Zone) -> Result<Option<Chain>, BuildError> {
     let mut chain = Chain {
         params,
         links,
-        matching: vec![nsec3::NONE; zone.nodes.len()],
-        wildcard: vec![nsec3::NONE; zone.nodes.len()],
+        matching: vec![nsec3::NONE; node_count as usize],
+        wildcard: vec![nsec3::NONE; node_count as usize],
     };
-    for node in 0..zone.nodes.len() as u32 {
-        if zone.node(node).flags & (FLAG_NSEC3_OWNER | FLAG_NONAUTH) != 0 {
+    for node in 0..node_count {
+        if zone.node(node).flags & (FLAG_NSEC3_OWNER | FLAG_NONAUTH | FLAG_DEAD) != 0 {
             continue;
         }
         let name = zone.node_name(node);
@@ -748,32 +858,54 @@ fn index_nsec3(zone: &Zone) -> Result<Option<Chain>, BuildError> {
     Ok(Some(chain))
 }
 
+/// The apex, delegation and non-authoritative flags a node gets from its
+/// parent's flags and its own RRsets (the wildcard-child flag is its
+/// children's to set).
+pub(crate) fn own_flags(zone: &Zone, id: u32) -> u8 {
+    let parent = zone.node(id).parent;
+    if parent == NO_PARENT {
+        return FLAG_APEX;
+    }
+    let parent_flags = zone.node(parent).flags;
+    if parent_flags & (FLAG_DELEG | FLAG_NONAUTH) != 0 {
+        FLAG_NONAUTH
+    } else if zone.rrset_index(id, RType::NS).is_some() {
+        FLAG_DELEG
+    } else {
+        0
+    }
+}
+
 /// Apex, delegation, non-authoritative and wildcard-child flags. Parents
 /// precede children in id order, so one forward pass sees final parent
 /// flags.
 fn set_flags(zone: &mut Zone) {
-    for id in 0..zone.nodes.len() {
-        let parent = zone.nodes[id].parent;
-        let mut flags = 0;
-        if parent == NO_PARENT {
-            flags |= FLAG_APEX;
-        } else {
-            let parent_flags = zone.nodes[parent as usize].flags;
-            if parent_flags & (FLAG_DELEG | FLAG_NONAUTH) != 0 {
-                flags |= FLAG_NONAUTH;
-            } else if zone.rrset_index(id as u32, RType::NS).is_some() {
-                flags |= FLAG_DELEG;
-            }
-            if zone.node_name(id as u32).is_wildcard() {
-                zone.nodes[parent as usize].flags |= FLAG_WILDCARD_CHILD;
-            }
+    // The zone's chunks are its own yet: nothing is copied.
+    let mut work = Work::default();
+    for id in 0..zone.nodes.end() {
+        let node = *zone.node(id);
+        if node.flags & FLAG_NSEC3_OWNER != 0 {
+            continue;
         }
-        zone.nodes[id].flags |= flags;
+        let flags = own_flags(zone, id);
+        if node.parent != NO_PARENT && zone.node_name(id).is_wildcard() {
+            zone.nodes.get_mut(node.parent, &mut work).flags |= FLAG_WILDCARD_CHILD;
+        }
+        zone.nodes.get_mut(id, &mut work).flags |= flags;
     }
 }
 
 /// The zone-level checks, and the SOA facts answering needs.
 fn check(zone: &mut Zone) -> Result<(), BuildError> {
+    check_apex(zone)?;
+    for node in 0..zone.nodes.end() {
+        check_node(zone, node)?;
+    }
+    Ok(())
+}
+
+/// The apex's SOA: there, and one; the SOA facts answering needs.
+pub(crate) fn check_apex(zone: &mut Zone) -> Result<(), BuildError> {
     let origin = || zone.origin().to_string();
     let soa = zone
         .rrset_index(0, RType::SOA)
@@ -797,26 +929,29 @@ fn check(zone: &mut Zone) -> Result<(), BuildError> {
         .next()
         .and_then(|rdata| tern_wire::build::Precompressed::plan(zone.origin(), RType::SOA, rdata));
     zone.signed = set.sig_count > 0;
+    Ok(())
+}
 
-    for node in 0..zone.nodes.len() as u32 {
-        let sets = zone.rrsets(node);
-        let owner = || zone.node_name(node).to_string();
-        for set in sets {
-            if (set.rtype == RType::CNAME || set.rtype == RType::DNAME) && set.count > 1 {
-                return Err(BuildError::MultipleAliases {
-                    owner: owner(),
-                    rtype: set.rtype,
-                });
-            }
+/// A node's aliases: at most one CNAME or DNAME, and a CNAME beside no
+/// other data.
+pub(crate) fn check_node(zone: &Zone, node: u32) -> Result<(), BuildError> {
+    let sets = zone.rrsets(node);
+    let owner = || zone.node_name(node).to_string();
+    for set in sets {
+        if (set.rtype == RType::CNAME || set.rtype == RType::DNAME) && set.count > 1 {
+            return Err(BuildError::MultipleAliases {
+                owner: owner(),
+                rtype: set.rtype,
+            });
         }
-        let has_cname = sets.iter().any(|set| set.rtype == RType::CNAME);
-        // RFC 4035 section 2.5 allows RRSIG and NSEC beside a CNAME.
-        let other = sets
-            .iter()
-            .any(|set| !matches!(set.rtype, RType::CNAME | RType::RRSIG | RType::NSEC));
-        if has_cname && other {
-            return Err(BuildError::CnameAndOtherData { owner: owner() });
-        }
+    }
+    let has_cname = sets.iter().any(|set| set.rtype == RType::CNAME);
+    // RFC 4035 section 2.5 allows RRSIG and NSEC beside a CNAME.
+    let other = sets
+        .iter()
+        .any(|set| !matches!(set.rtype, RType::CNAME | RType::RRSIG | RType::NSEC));
+    if has_cname && other {
+        return Err(BuildError::CnameAndOtherData { owner: owner() });
     }
     Ok(())
 }
@@ -833,64 +968,93 @@ pub(crate) fn additional_types(rtype: RType) -> &'static [RType] {
     }
 }
 
-/// Resolves every additional-section target to a node (exact, or the
-/// wildcard that would answer for it) that has something to add.
-fn resolve_glue(zone: &mut Zone) -> Result<(), BuildError> {
-    let mut mandatory = Vec::new();
-    let mut optional = Vec::new();
-    for node in 0..zone.nodes.len() as u32 {
-        let first = zone.nodes[node as usize].rrsets_start as usize;
-        for index in first..first + usize::from(zone.nodes[node as usize].rrset_count) {
-            let set = zone.rrsets[index];
-            let types = additional_types(set.rtype);
-            if types.is_empty() {
-                continue;
-            }
-            let owner = zone.node_name(node).to_buf();
-            mandatory.clear();
-            optional.clear();
-            let mut records = zone.rdata_iter(&set);
-            loop {
-                let rdata_offset = records.next_offset();
-                let Some(rdata) = records.next() else { break };
-                let Some((at, target)) = tern_wire::rdata::additional_target(set.rtype, rdata)
-                else {
-                    continue;
-                };
-                let Some(target_node) = answering_node(zone, target.to_lower().as_name()) else {
-                    continue;
-                };
-                if !types
-                    .iter()
-                    .any(|&t| zone.rrset_index(target_node, t).is_some())
-                {
-                    continue;
-                }
-                let glue = Glue {
-                    node: target_node,
-                    target: offset(rdata_offset + at, "RDATA")?,
-                };
-                let required = set.rtype == RType::NS
-                    && zone.nodes[target_node as usize].flags & (FLAG_DELEG | FLAG_NONAUTH) != 0
-                    && target.ends_with(owner.as_name());
-                if required {
-                    mandatory.push(glue);
-                } else {
-                    optional.push(glue);
-                }
-            }
-            if mandatory.is_empty() && optional.is_empty() {
-                continue;
-            }
-            let start = offset(zone.glue.len(), "glue")?;
-            zone.glue.extend_from_slice(&mandatory);
-            zone.glue.extend_from_slice(&optional);
-            let count = zone.glue.len() - start as usize;
-            zone.rrsets[index].glue_start = start;
-            zone.rrsets[index].glue_count =
-                u16::try_from(count).map_err(|_| BuildError::TooLarge { what: "glue" })?;
+/// The additional-section targets of the RRset at `index` (of `node`):
+/// into `out`, required glue (in-bailiwick NS targets below a cut, RFC
+/// 9471) first. Each target resolves to a node (exact, or the wildcard
+/// that would answer for it) that has something to add.
+pub(crate) fn glue_of(
+    zone: &Zone,
+    node: u32,
+    index: u32,
+    out: &mut Vec<Glue>,
+) -> Result<(), BuildError> {
+    out.clear();
+    let set = *zone.rrset(index);
+    let types = additional_types(set.rtype);
+    if types.is_empty() {
+        return Ok(());
+    }
+    let owner = zone.node_name(node);
+    let mut optional_from = 0;
+    let mut records = zone.rdata_iter(&set);
+    loop {
+        let rdata_offset = records.next_offset();
+        let Some(rdata) = records.next() else { break };
+        let Some((at, target)) = tern_wire::rdata::additional_target(set.rtype, rdata) else {
+            continue;
+        };
+        let Some(target_node) = answering_node(zone, target.to_lower().as_name()) else {
+            continue;
+        };
+        if !types
+            .iter()
+            .any(|&t| zone.rrset_index(target_node, t).is_some())
+        {
+            continue;
+        }
+        let glue = Glue {
+            node: target_node,
+            target: offset(rdata_offset + at, "RDATA")?,
+        };
+        let required = set.rtype == RType::NS
+            && zone.node(target_node).flags & (FLAG_DELEG | FLAG_NONAUTH) != 0
+            && target.ends_with(owner);
+        if required {
+            out.insert(optional_from, glue);
+            optional_from += 1;
+        } else {
+            out.push(glue);
         }
     }
+    if out.len() > usize::from(u16::MAX) {
+        return Err(BuildError::TooLarge { what: "glue" });
+    }
+    Ok(())
+}
+
+/// Whether a node owns an RRset with additional-section targets.
+pub(crate) fn is_glue_source(zone: &Zone, node: u32) -> bool {
+    zone.rrsets(node)
+        .iter()
+        .any(|set| !additional_types(set.rtype).is_empty())
+}
+
+/// Resolves every additional-section target to a node.
+fn resolve_glue(zone: &mut Zone) -> Result<(), BuildError> {
+    let mut table: Vec<Glue> = Vec::new();
+    let mut sources = Vec::new();
+    let mut glue = Vec::new();
+    let mut work = Work::default();
+    for node in 0..zone.nodes.end() {
+        if !is_glue_source(zone, node) {
+            continue;
+        }
+        sources.push(node);
+        let first = zone.node(node).rrsets_start;
+        for index in first..first + u32::from(zone.node(node).rrset_count) {
+            glue_of(zone, node, index, &mut glue)?;
+            if glue.is_empty() {
+                continue;
+            }
+            let start = push_aligned(&mut table, &glue, GlueTable::CHUNK)
+                .ok_or(BuildError::TooLarge { what: "glue" })?;
+            let set = zone.rrsets.get_mut(index, &mut work);
+            set.glue_start = offset(start, "glue")?;
+            set.glue_count = glue.len() as u16;
+        }
+    }
+    zone.glue = Arena::from_vec(&table);
+    zone.glue_sources = Arc::from(sources);
     Ok(())
 }
 
@@ -921,7 +1085,7 @@ fn rdata_is_valid(rtype: RType, rdata: &[u8]) -> bool {
 
 /// NSEC3 records and the RRSIGs covering them (type covered in the first
 /// two RDATA octets).
-fn is_nsec3_data(rtype: RType, rdata: &[u8]) -> bool {
+pub(crate) fn is_nsec3_data(rtype: RType, rdata: &[u8]) -> bool {
     rtype == RType::NSEC3 || (rtype == RType::RRSIG && rdata.get(..2) == Some(&[0, 50][..]))
 }
 

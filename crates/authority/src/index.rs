@@ -7,8 +7,11 @@
 //! query name without building a key per label.
 
 use core::hash::BuildHasher;
+use std::sync::Arc;
 
 use hashbrown::{DefaultHashBuilder, HashTable};
+
+use crate::arena::Work;
 
 //----------- NameIndex ------------------------------------------------------
 
@@ -76,6 +79,117 @@ impl NameIndex {
     /// Whether there are none.
     pub(crate) fn is_empty(&self) -> bool {
         self.table.is_empty()
+    }
+}
+
+//----------- ShardedIndex ----------------------------------------------------
+
+/// The most names a shard is built for: a patch that adds or removes a
+/// name copies one shard (a few KiB), whatever the zone's size.
+const SHARD_NAMES: usize = 1024;
+
+/// The most shards (a zone of 64 million names).
+const MAX_SHARD_BITS: u32 = 16;
+
+/// A zone's name index split into shards by the hash's top bits, each
+/// behind an `Arc`, so that a new version of the zone shares the shards a
+/// patch did not touch. A look-up hashes once, picks its shard and probes
+/// it: one load more than one table.
+#[derive(Clone, Default)]
+pub(crate) struct ShardedIndex {
+    shards: Vec<Arc<HashTable<u32>>>,
+    /// Bits of the hash that pick the shard (0: one shard).
+    bits: u32,
+    hasher: DefaultHashBuilder,
+}
+
+impl ShardedIndex {
+    /// The index of `ids`, whose names `key_of` gives, with shards for
+    /// about `SHARD_NAMES` names each.
+    pub(crate) fn build<'k>(
+        ids: impl Iterator<Item = u32> + Clone,
+        key_of: impl Fn(u32) -> &'k [u8],
+    ) -> Self {
+        let count = ids.clone().count();
+        let mut bits = 0;
+        while bits < MAX_SHARD_BITS && (count >> bits) > SHARD_NAMES {
+            bits += 1;
+        }
+        let hasher = DefaultHashBuilder::default();
+        let per_shard = (count >> bits) + (count >> bits) / 4 + 1;
+        let mut shards: Vec<HashTable<u32>> = (0..1usize << bits)
+            .map(|_| HashTable::with_capacity(if count == 0 { 0 } else { per_shard }))
+            .collect();
+        let mut index = ShardedIndex {
+            shards: Vec::new(),
+            bits,
+            hasher,
+        };
+        for id in ids {
+            let hash = index.hash(key_of(id));
+            shards[index.shard_of(hash)]
+                .insert_unique(hash, id, |&other| hasher.hash_one(key_of(other)));
+        }
+        index.shards = shards.into_iter().map(Arc::new).collect();
+        index
+    }
+
+    fn hash(&self, key: &[u8]) -> u64 {
+        self.hasher.hash_one(key)
+    }
+
+    #[inline]
+    fn shard_of(&self, hash: u64) -> usize {
+        if self.bits == 0 {
+            0
+        } else {
+            (hash >> (64 - self.bits)) as usize
+        }
+    }
+
+    /// The id stored for `key`; `key_of` returns the bytes of a stored id.
+    #[inline]
+    pub(crate) fn find<'k>(&self, key: &[u8], key_of: impl Fn(u32) -> &'k [u8]) -> Option<u32> {
+        let hash = self.hash(key);
+        self.shards
+            .get(self.shard_of(hash))?
+            .find(hash, |&id| key_of(id) == key)
+            .copied()
+    }
+
+    /// Adds `id` under `key`, which must not be present yet, copying its
+    /// shard first if another version shares it.
+    pub(crate) fn insert<'k>(
+        &mut self,
+        key: &[u8],
+        id: u32,
+        key_of: impl Fn(u32) -> &'k [u8],
+        work: &mut Work,
+    ) {
+        let hash = self.hash(key);
+        let hasher = self.hasher;
+        let shard = self.shard_of(hash);
+        let slot = &mut self.shards[shard];
+        if Arc::get_mut(slot).is_none() {
+            work.shards_copied += 1;
+            *slot = Arc::new(HashTable::clone(slot));
+        }
+        Arc::get_mut(slot)
+            .expect("a shard just copied is not shared")
+            .insert_unique(hash, id, move |&other| hasher.hash_one(key_of(other)));
+    }
+
+    /// Whether the index has no shard (a zone searched without one).
+    pub(crate) fn is_empty(&self) -> bool {
+        self.shards.is_empty()
+    }
+}
+
+impl core::fmt::Debug for ShardedIndex {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("ShardedIndex")
+            .field("shards", &self.shards.len())
+            .finish()
     }
 }
 

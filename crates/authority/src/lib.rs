@@ -63,6 +63,7 @@
 #![forbid(unsafe_code)]
 
 mod answer;
+mod arena;
 mod builder;
 mod catalog;
 pub mod cookie;
@@ -72,12 +73,15 @@ mod index;
 pub mod lookup;
 mod nsec3;
 pub mod nsid;
+mod patch;
 mod proof;
 mod respond;
 mod zone;
 
+pub use arena::Work;
 pub use builder::{BuildError, ZoneBuilder};
 pub use catalog::{Applied, Catalog, CatalogChange};
+pub use patch::{PatchError, Patched, ZoneChanges};
 pub use respond::{
     append_option, append_options, bad_cookie, respond, respond_to, respond_to_at, respond_with,
     summary, ChaosIdentity, Options, Response, Transport, DEFAULT_UDP_SIZE,

@@ -17,18 +17,33 @@
 //!   nothing.
 //!
 //! Memory per record is its RDATA plus two length octets; per RRset 24
-//! bytes (its RRSIGs are a range of the node's RRSIG RRset); per node 16
+//! bytes (its RRSIGs are a range of the node's RRSIG RRset); per node 24
 //! bytes, its name and an index slot; in an NSEC3 zone 8 more bytes per
 //! node (its matching link and its wildcard's) and 28 per NSEC3 record.
+//!
+//! The tables are [`Arena`]s of shared chunks and the name index is
+//! sharded, so that [`Zone::patch`] makes the next version of an updated
+//! zone by copying only the chunks its change touches (docs/decisions/0019).
 
 use core::cmp::Ordering;
+use std::sync::Arc;
 
 use tern_wire::build::Precompressed;
 use tern_wire::name::{Name, NameBuf, MAX_LABELS};
 use tern_wire::types::RType;
 
-use crate::index::NameIndex;
+use crate::arena::Arena;
+use crate::index::ShardedIndex;
 use crate::nsec3::Chain;
+
+/// The zone's tables (see [`Arena`]): names and RDATA in chunks of 64 KiB,
+/// the fixed-size entries in chunks of 48 to 128 KiB.
+pub(crate) type Names = Arena<u8, 16>;
+pub(crate) type Nodes = Arena<Node, 12>;
+pub(crate) type RRsets = Arena<RRset, 12>;
+pub(crate) type Rdata = Arena<u8, 16>;
+pub(crate) type GlueTable = Arena<Glue, 14>;
+pub(crate) type Extras = Arena<NodeExtra, 13>;
 
 /// The parent id of the apex.
 pub(crate) const NO_PARENT: u32 = u32::MAX;
@@ -53,11 +68,15 @@ pub(crate) const FLAG_WILDCARD_CHILD: u8 = 0x08;
 /// the index, so look-ups never find it), as Knot keeps NSEC3 records in a
 /// separate tree.
 pub(crate) const FLAG_NSEC3_OWNER: u8 = 0x10;
+/// A name a patch removed (no records, no names below): it stays in the
+/// index so that a later patch can bring it back under its id, and
+/// look-ups pass over it.
+pub(crate) const FLAG_DEAD: u8 = 0x20;
 
 //----------- Node -----------------------------------------------------------
 
 /// One name of the zone. `rrset_count` is zero for empty non-terminals.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Node {
     pub(crate) name_start: u32,
     pub(crate) name_len: u8,
@@ -67,11 +86,21 @@ pub(crate) struct Node {
     pub(crate) parent: u32,
 }
 
+/// What only [`Zone::patch`] reads about a node: how many names are
+/// directly below it (live), and how many records it holds (the RRSIG
+/// RRset's records beyond the lowest type covered included, which no
+/// RRset counts).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct NodeExtra {
+    pub(crate) children: u32,
+    pub(crate) records: u32,
+}
+
 //----------- RRset ----------------------------------------------------------
 
 /// One RRset: its RDATA is `count` records at `rdata_start` in the arena,
 /// each a big-endian `u16` length followed by that many octets.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct RRset {
     pub(crate) rtype: RType,
     pub(crate) count: u16,
@@ -93,7 +122,7 @@ pub(crate) struct RRset {
 /// RDATA arena (it becomes the owner of the additional records). An
 /// RRset's glue lists required glue (in-bailiwick NS targets below a cut,
 /// RFC 9471) first.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Glue {
     pub(crate) node: u32,
     pub(crate) target: u32,
@@ -106,14 +135,16 @@ pub(crate) struct Glue {
 #[derive(Clone)]
 pub struct Zone {
     /// Every node's name, lowercased; the apex (node 0, the origin) first.
-    pub(crate) names: Vec<u8>,
-    pub(crate) nodes: Vec<Node>,
-    pub(crate) rrsets: Vec<RRset>,
-    pub(crate) rdata: Vec<u8>,
-    pub(crate) glue: Vec<Glue>,
+    pub(crate) names: Names,
+    pub(crate) nodes: Nodes,
+    pub(crate) rrsets: RRsets,
+    pub(crate) rdata: Rdata,
+    pub(crate) glue: GlueTable,
+    /// Per node, what patches need.
+    pub(crate) extra: Extras,
     /// Names to node ids. Empty in a zone of at most
     /// [`SMALL_ZONE_NODES`] names, which are compared in turn instead.
-    pub(crate) index: NameIndex,
+    pub(crate) index: ShardedIndex,
     /// The apex SOA RRset.
     pub(crate) soa: u32,
     /// min(SOA TTL, SOA MINIMUM): the TTL of the SOA in negative answers
@@ -133,11 +164,22 @@ pub struct Zone {
     pub(crate) expired: bool,
     /// The nodes that own an NSEC RRset, in canonical order (RFC 4034
     /// section 6.1), for the covering NSEC of a name.
-    pub(crate) nsec: Vec<u32>,
+    pub(crate) nsec: Arc<[u32]>,
     /// The NSEC3 chain, if the apex has an NSEC3PARAM record (boxed: most
     /// zones have none, and each zone's own size counts when there are a
     /// million of them).
-    pub(crate) nsec3: Option<Box<Chain>>,
+    pub(crate) nsec3: Option<Arc<Chain>>,
+    /// The nodes that own an RRset with additional-section targets (NS,
+    /// MX, SRV, SVCB, HTTPS), ascending: what a patch that changes a
+    /// possible target resolves again.
+    pub(crate) glue_sources: Arc<[u32]>,
+    /// Nodes owning NSEC3 records (outside the tree).
+    pub(crate) hashed_nodes: u32,
+    /// Nodes marked [`FLAG_DEAD`].
+    pub(crate) dead_nodes: u32,
+    /// Octets of the tables that patches left unused (RDATA, RRsets and
+    /// glue replaced): a zone rebuilt whole has none.
+    pub(crate) garbage: usize,
 }
 
 impl Zone {
@@ -148,12 +190,7 @@ impl Zone {
 
     /// The number of names, empty non-terminals included.
     pub fn node_count(&self) -> usize {
-        self.nodes.len()
-    }
-
-    /// The number of RRsets.
-    pub fn rrset_count(&self) -> usize {
-        self.rrsets.len()
+        (self.nodes.end() - self.dead_nodes) as usize
     }
 
     /// The number of records (after duplicates were removed).
@@ -168,7 +205,7 @@ impl Zone {
 
     /// The SOA serial, for logs.
     pub fn serial(&self) -> u32 {
-        let soa = &self.rrsets[self.soa as usize];
+        let soa = self.rrsets.get(self.soa);
         let rdata = self.rdata_iter(soa).next().unwrap_or(&[]);
         rdata
             .len()
@@ -179,7 +216,7 @@ impl Zone {
 
     /// The apex SOA record.
     pub fn soa_record(&self) -> ZoneRecord<'_> {
-        let set = &self.rrsets[self.soa as usize];
+        let set = self.rrsets.get(self.soa);
         ZoneRecord {
             owner: self.origin(),
             rtype: RType::SOA,
@@ -201,7 +238,10 @@ impl Zone {
     /// RRset; the walk ends after the last node.
     pub fn next_record(&self, cursor: &mut RecordCursor) -> Option<ZoneRecord<'_>> {
         loop {
-            let node = self.nodes.get(cursor.node as usize)?;
+            if cursor.node >= self.nodes.end() {
+                return None;
+            }
+            let node = self.nodes.get(cursor.node);
             if cursor.set >= u32::from(node.rrset_count) {
                 *cursor = RecordCursor {
                     node: cursor.node + 1,
@@ -209,7 +249,7 @@ impl Zone {
                 };
                 continue;
             }
-            let set = &self.rrsets[(node.rrsets_start + cursor.set) as usize];
+            let set = self.rrsets.get(node.rrsets_start + cursor.set);
             if !cursor.started {
                 cursor.started = true;
                 cursor.sigs = false;
@@ -221,9 +261,9 @@ impl Zone {
             }
             if cursor.left > 0 {
                 cursor.left -= 1;
-                let at = cursor.pos as usize;
-                let len = usize::from(u16::from_be_bytes([self.rdata[at], self.rdata[at + 1]]));
-                let rdata = &self.rdata[at + 2..at + 2 + len];
+                let bytes = self.rdata.tail(cursor.pos);
+                let len = usize::from(u16::from_be_bytes([bytes[0], bytes[1]]));
+                let rdata = &bytes[2..2 + len];
                 cursor.pos += 2 + len as u32;
                 let rtype = if cursor.sigs { RType::RRSIG } else { set.rtype };
                 return Some(ZoneRecord {
@@ -259,31 +299,36 @@ impl Zone {
 
     /// The node's lowercased name.
     pub(crate) fn node_name(&self, node: u32) -> Name<'_> {
-        let node = &self.nodes[node as usize];
-        let start = node.name_start as usize;
         // Validated when the zone was built; the arena never changes.
-        Name::from_validated(&self.names[start..start + usize::from(node.name_len)])
+        Name::from_validated(self.node_name_bytes(node))
     }
 
+    #[inline]
     pub(crate) fn node(&self, node: u32) -> &Node {
-        &self.nodes[node as usize]
+        self.nodes.get(node)
     }
 
     /// The node named exactly `lower` (lowercased wire bytes). Bound: one
     /// hash look-up, or in a small zone at most [`SMALL_ZONE_NODES`]
     /// comparisons.
     pub(crate) fn find_node(&self, lower: &[u8]) -> Option<u32> {
+        self.find_any_node(lower)
+            .filter(|&id| self.node(id).flags & FLAG_DEAD == 0)
+    }
+
+    /// [`Zone::find_node`], but finding a dead node too.
+    pub(crate) fn find_any_node(&self, lower: &[u8]) -> Option<u32> {
         if self.index.is_empty() {
             // Names of NSEC3 records are not in the tree (as not indexed).
-            return (0..self.nodes.len() as u32).find(|&id| {
-                self.nodes[id as usize].flags & FLAG_NSEC3_OWNER == 0
-                    && self.node_name_bytes(id) == lower
+            return (0..self.nodes.end()).find(|&id| {
+                self.node(id).flags & FLAG_NSEC3_OWNER == 0 && self.node_name_bytes(id) == lower
             });
         }
         self.index.find(lower, |id| self.node_name_bytes(id))
     }
 
     /// The node's lowercased name, as wire bytes.
+    #[inline]
     pub(crate) fn node_name_bytes(&self, node: u32) -> &[u8] {
         node_name_bytes(&self.names, &self.nodes, node)
     }
@@ -313,7 +358,7 @@ impl Zone {
 
     /// The `*` child of a node, if it has one.
     pub(crate) fn wildcard_child(&self, node: u32) -> Option<u32> {
-        if self.nodes[node as usize].flags & FLAG_WILDCARD_CHILD == 0 {
+        if self.node(node).flags & FLAG_WILDCARD_CHILD == 0 {
             return None;
         }
         let wildcard = NameBuf::concat(b"\x01*", self.node_name(node)).ok()?;
@@ -325,14 +370,14 @@ impl Zone {
     pub(crate) fn delegation_above(&self, mut node: u32) -> Option<u32> {
         // Parent ids strictly decrease, so this walk ends.
         loop {
-            let flags = self.nodes[node as usize].flags;
+            let flags = self.node(node).flags;
             if flags & FLAG_DELEG != 0 {
                 return Some(node);
             }
             if flags & FLAG_NONAUTH == 0 {
                 return None;
             }
-            node = self.nodes[node as usize].parent;
+            node = self.node(node).parent;
             if node == NO_PARENT {
                 return None;
             }
@@ -342,46 +387,58 @@ impl Zone {
     //--- RRsets
 
     /// The RRsets of a node, sorted by type.
+    #[inline]
     pub(crate) fn rrsets(&self, node: u32) -> &[RRset] {
-        let node = &self.nodes[node as usize];
-        let start = node.rrsets_start as usize;
-        &self.rrsets[start..start + usize::from(node.rrset_count)]
+        let node = self.node(node);
+        self.rrsets
+            .slice(node.rrsets_start, usize::from(node.rrset_count))
     }
 
     /// The index (into `rrsets`) of a node's RRset of a type.
     pub(crate) fn rrset_index(&self, node: u32, rtype: RType) -> Option<u32> {
-        let start = self.nodes[node as usize].rrsets_start;
+        let start = self.node(node).rrsets_start;
         self.rrsets(node)
             .binary_search_by(|set| set.rtype.cmp(&rtype))
             .ok()
             .map(|i| start + i as u32)
     }
 
+    #[inline]
     pub(crate) fn rrset(&self, index: u32) -> &RRset {
-        &self.rrsets[index as usize]
+        self.rrsets.get(index)
     }
 
     /// The RDATA of each record of an RRset.
     pub(crate) fn rdata_iter<'z>(&'z self, set: &RRset) -> RdataIter<'z> {
+        self.records_at(set.rdata_start, set.count)
+    }
+
+    /// `count` records from arena offset `start`.
+    pub(crate) fn records_at(&self, start: u32, count: u16) -> RdataIter<'_> {
+        if count == 0 {
+            return RdataIter {
+                arena: &[],
+                base: start,
+                pos: 0,
+                left: 0,
+            };
+        }
         RdataIter {
-            arena: &self.rdata,
-            pos: set.rdata_start as usize,
-            left: set.count,
+            arena: self.rdata.tail(start),
+            base: start,
+            pos: 0,
+            left: count,
         }
     }
 
-    /// The arena offset of each record's RDATA (for glue targets).
+    /// The arena from an offset of a record's RDATA (for glue targets).
     pub(crate) fn rdata_at(&self, offset: u32) -> &[u8] {
-        &self.rdata[offset as usize..]
+        self.rdata.tail(offset)
     }
 
     /// The RRSIG records covering an RRset.
     pub(crate) fn sigs<'z>(&'z self, set: &RRset) -> RdataIter<'z> {
-        RdataIter {
-            arena: &self.rdata,
-            pos: set.sig_start as usize,
-            left: set.sig_count,
-        }
+        self.records_at(set.sig_start, set.sig_count)
     }
 
     //--- Denial of existence
@@ -403,38 +460,44 @@ impl Zone {
 
     /// The glue of an RRset.
     pub(crate) fn glue(&self, set: &RRset) -> &[Glue] {
-        let start = set.glue_start as usize;
-        &self.glue[start..start + usize::from(set.glue_count)]
+        if set.glue_count == 0 {
+            return &[];
+        }
+        self.glue.slice(set.glue_start, usize::from(set.glue_count))
     }
 
-    //--- Building
+    /// The octets of the zone's tables (not counting the name index), for
+    /// telling when a patched zone carries too much garbage.
+    pub fn table_bytes(&self) -> usize {
+        self.names.size_bytes()
+            + self.nodes.size_bytes()
+            + self.rrsets.size_bytes()
+            + self.rdata.size_bytes()
+            + self.glue.size_bytes()
+            + self.extra.size_bytes()
+    }
 
-    /// Gives back the spare capacity of the arenas (tables grown by
-    /// doubling keep up to half of it unused) once the zone is complete.
-    pub(crate) fn shrink_to_fit(&mut self) {
-        self.names.shrink_to_fit();
-        self.nodes.shrink_to_fit();
-        self.rrsets.shrink_to_fit();
-        self.rdata.shrink_to_fit();
-        self.glue.shrink_to_fit();
-        self.nsec.shrink_to_fit();
+    /// Octets of the tables that patches left unused; a zone built whole
+    /// has none. [`Zone::patch`]'s caller rebuilds the zone when this
+    /// grows past half of [`Zone::table_bytes`].
+    pub fn garbage_bytes(&self) -> usize {
+        self.garbage
     }
 }
 
 /// The lowercased name of `node` in a names arena (a free function, so
-/// that the name index can read names while the zone grows).
-pub(crate) fn node_name_bytes<'n>(names: &'n [u8], nodes: &[Node], node: u32) -> &'n [u8] {
-    let node = &nodes[node as usize];
-    let start = node.name_start as usize;
-    &names[start..start + usize::from(node.name_len)]
+/// that the name index can read names while the zone changes).
+#[inline]
+pub(crate) fn node_name_bytes<'n>(names: &'n Names, nodes: &Nodes, node: u32) -> &'n [u8] {
+    let node = nodes.get(node);
+    names.slice(node.name_start, usize::from(node.name_len))
 }
 
 impl core::fmt::Debug for Zone {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Zone")
             .field("origin", &self.origin())
-            .field("nodes", &self.nodes.len())
-            .field("rrsets", &self.rrsets.len())
+            .field("nodes", &self.node_count())
             .field("records", &self.record_count)
             .finish()
     }
@@ -514,9 +577,11 @@ fn label_starts(bytes: &[u8], out: &mut [u8; MAX_LABELS]) -> usize {
 
 //----------- RdataIter ------------------------------------------------------
 
-/// Iterator over the RDATA of one RRset.
+/// Iterator over the RDATA of one RRset: `arena` is the RDATA arena from
+/// the RRset's first record (at offset `base`) to its chunk's end.
 pub(crate) struct RdataIter<'z> {
     arena: &'z [u8],
+    base: u32,
     pos: usize,
     left: u16,
 }
@@ -524,7 +589,7 @@ pub(crate) struct RdataIter<'z> {
 impl<'z> RdataIter<'z> {
     /// The arena offset of the next record's RDATA.
     pub(crate) fn next_offset(&self) -> usize {
-        self.pos + 2
+        self.base as usize + self.pos + 2
     }
 }
 

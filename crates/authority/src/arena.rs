@@ -1,0 +1,204 @@
+//! The zone's tables in shared chunks, so that a new version can share
+//! every chunk it does not change with the version it was made from
+//! ([`crate::Zone::patch`]).
+//!
+//! An [`Arena`] is a table of `T` addressed by a `u32` index, split into
+//! chunks of `1 << SHIFT` entries, each behind an `Arc`. Index `i` is entry
+//! `i & MASK` of chunk `i >> SHIFT`: one more load than a flat `Vec` and no
+//! search. A run of entries that is read as one slice (a node's RRsets, an
+//! RRset's RDATA, a name) never straddles two chunks: the builder pads
+//! before a run that would, and [`Arena::push_run`] starts a new chunk.
+//!
+//! A zone built from a file has chunks of exactly its size (the last one
+//! short). Changing an entry of a chunk that another version shares copies
+//! that chunk first ([`Arena::get_mut`], counted in [`Work`]); appending
+//! grows the last chunk to its full size once.
+
+use std::sync::Arc;
+
+/// What a patch copied: the measure of its cost (the test that an update
+/// costs its change, not the zone, reads it).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Work {
+    /// Chunks of the zone's tables copied (copy-on-write or grown).
+    pub chunks_copied: usize,
+    /// Octets copied with them.
+    pub bytes_copied: usize,
+    /// Name index shards copied.
+    pub shards_copied: usize,
+    /// Nodes whose RRsets were rebuilt, created or removed.
+    pub nodes_touched: usize,
+    /// RRsets whose additional-section targets were looked up again.
+    pub glue_resolved: usize,
+    /// Entries of the NSEC order list moved.
+    pub nsec_moved: usize,
+}
+
+/// A table of `T` in shared chunks of `1 << SHIFT` entries.
+#[derive(Clone, Debug)]
+pub(crate) struct Arena<T, const SHIFT: u32> {
+    chunks: Vec<Arc<[T]>>,
+    /// The index one past the last entry.
+    end: u32,
+}
+
+impl<T, const SHIFT: u32> Default for Arena<T, SHIFT> {
+    /// An empty arena, with one empty chunk: an empty run at 0 (a node
+    /// without RRsets, an RRset without glue) reads without a check.
+    fn default() -> Self {
+        Arena {
+            chunks: vec![Arc::from(Vec::new())],
+            end: 0,
+        }
+    }
+}
+
+impl<T: Copy + Default, const SHIFT: u32> Arena<T, SHIFT> {
+    /// Entries per chunk, and the longest run.
+    pub(crate) const CHUNK: usize = 1 << SHIFT;
+    const MASK: u32 = (1 << SHIFT) - 1;
+
+    /// The arena of a built table, whose runs the builder laid out so that
+    /// none straddles a multiple of [`Arena::CHUNK`].
+    pub(crate) fn from_vec(table: &[T]) -> Self {
+        if table.is_empty() {
+            return Arena::default();
+        }
+        Arena {
+            chunks: table.chunks(Self::CHUNK).map(Arc::from).collect(),
+            end: table.len() as u32,
+        }
+    }
+
+    /// The index one past the last entry.
+    pub(crate) fn end(&self) -> u32 {
+        self.end
+    }
+
+    /// Entry `index`.
+    #[inline]
+    pub(crate) fn get(&self, index: u32) -> &T {
+        &self.chunks[(index >> SHIFT) as usize][(index & Self::MASK) as usize]
+    }
+
+    /// `len` entries from `start`, which the layout keeps in one chunk.
+    #[inline]
+    pub(crate) fn slice(&self, start: u32, len: usize) -> &[T] {
+        let at = (start & Self::MASK) as usize;
+        &self.chunks[(start >> SHIFT) as usize][at..at + len]
+    }
+
+    /// The entries from `start` to the end of its chunk.
+    #[inline]
+    pub(crate) fn tail(&self, start: u32) -> &[T] {
+        &self.chunks[(start >> SHIFT) as usize][(start & Self::MASK) as usize..]
+    }
+
+    /// Entry `index` to change, its chunk copied first if another version
+    /// shares it.
+    pub(crate) fn get_mut(&mut self, index: u32, work: &mut Work) -> &mut T {
+        let chunk = self.chunk_mut((index >> SHIFT) as usize, work);
+        &mut chunk[(index & Self::MASK) as usize]
+    }
+
+    fn chunk_mut(&mut self, chunk: usize, work: &mut Work) -> &mut [T] {
+        let slot = &mut self.chunks[chunk];
+        if Arc::get_mut(slot).is_none() {
+            work.chunks_copied += 1;
+            work.bytes_copied += core::mem::size_of_val::<[T]>(slot);
+            *slot = Arc::from(&slot[..]);
+        }
+        Arc::get_mut(slot).expect("a chunk just copied is not shared")
+    }
+
+    /// Appends `run` in one chunk; its first index. `None` if the run is
+    /// longer than a chunk or the table would outgrow `u32`.
+    pub(crate) fn push_run(&mut self, run: &[T], work: &mut Work) -> Option<u32> {
+        if run.len() > Self::CHUNK {
+            return None;
+        }
+        let mut chunk = (self.end >> SHIFT) as usize;
+        let mut at = (self.end & Self::MASK) as usize;
+        if at + run.len() > Self::CHUNK {
+            chunk += 1;
+            at = 0;
+        }
+        let start = u32::try_from((chunk << SHIFT) + at).ok()?;
+        let end = start.checked_add(run.len() as u32)?;
+        while self.chunks.len() <= chunk {
+            self.chunks.push(Arc::from(&[][..]));
+        }
+        let slot = &mut self.chunks[chunk];
+        if slot.len() < at + run.len() {
+            // Grow to a whole chunk once: later appends copy nothing.
+            work.chunks_copied += 1;
+            work.bytes_copied += core::mem::size_of_val::<[T]>(slot);
+            let mut grown = Vec::with_capacity(Self::CHUNK);
+            grown.extend_from_slice(slot);
+            grown.resize(Self::CHUNK, T::default());
+            *slot = Arc::from(grown);
+        }
+        let target = self.chunk_mut(chunk, work);
+        target[at..at + run.len()].copy_from_slice(run);
+        self.end = end;
+        Some(start)
+    }
+
+    /// The octets the arena holds (its chunks' lengths).
+    pub(crate) fn size_bytes(&self) -> usize {
+        self.chunks
+            .iter()
+            .map(|chunk| core::mem::size_of_val::<[T]>(chunk))
+            .sum()
+    }
+}
+
+/// Appends `run` to a table being built, padding first so that it does not
+/// straddle a multiple of `chunk`; its first index. `None` if it is longer
+/// than a chunk.
+pub(crate) fn push_aligned<T: Copy + Default>(
+    table: &mut Vec<T>,
+    run: &[T],
+    chunk: usize,
+) -> Option<usize> {
+    if run.len() > chunk {
+        return None;
+    }
+    let at = table.len() % chunk;
+    if at + run.len() > chunk {
+        table.resize(table.len() + chunk - at, T::default());
+    }
+    let start = table.len();
+    table.extend_from_slice(run);
+    Some(start)
+}
+
+//=========== Tests ==========================================================
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_stay_in_one_chunk_and_shared_chunks_are_copied() {
+        let mut table: Vec<u8> = Vec::new();
+        assert_eq!(push_aligned(&mut table, &[1, 2, 3], 4), Some(0));
+        assert_eq!(push_aligned(&mut table, &[4, 5], 4), Some(4));
+        assert_eq!(push_aligned(&mut table, &[0; 5], 4), None);
+        let arena: Arena<u8, 2> = Arena::from_vec(&table);
+        assert_eq!(arena.slice(4, 2), &[4, 5]);
+        assert_eq!(arena.tail(1), &[2, 3, 0]);
+        let mut copy = arena.clone();
+        let mut work = Work::default();
+        *copy.get_mut(1, &mut work) = 9;
+        assert_eq!((work.chunks_copied, *arena.get(1), *copy.get(1)), (1, 2, 9));
+        *copy.get_mut(2, &mut work) = 8;
+        assert_eq!(work.chunks_copied, 1);
+        // The second chunk holds 2 of 4: a run of 3 starts a third.
+        assert_eq!(copy.push_run(&[7, 7, 7], &mut work), Some(8));
+        assert_eq!(copy.push_run(&[6], &mut work), Some(11));
+        assert_eq!(copy.slice(8, 4), &[7, 7, 7, 6]);
+        assert_eq!(arena.end(), 6);
+        assert_eq!(copy.end(), 12);
+    }
+}

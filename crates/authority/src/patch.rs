@@ -1,0 +1,537 @@
+//! A new version of a zone from the previous one and a difference:
+//! [`Zone::patch`], in time proportional to the difference.
+//!
+//! A dynamic update changes a few names of a zone that may hold millions;
+//! building the next version whole ([`crate::ZoneBuilder`]) costs the zone
+//! (docs/benchmarks.md: 1.16 s at 100,000 records). A patch instead
+//! clones the previous version's tables (their chunks are shared: a
+//! pointer each) and changes only what the difference touches, copying
+//! the chunks it writes to (docs/decisions/0019):
+//!
+//! 1. each changed owner's node is found, or created with its missing
+//!    ancestors (appended: a parent's id stays below its children's), or
+//!    brought back if an earlier patch removed it (a removed node keeps its
+//!    id and index slot, marked dead, so that names that come and go, as
+//!    ACME challenges do, leave nothing behind);
+//! 2. the node's RRsets are written anew, exactly as the builder writes
+//!    them (the same function: sorted, duplicates dropped, the first TTL,
+//!    RRSIGs attached), RDATA and RRsets appended;
+//! 3. a node left without records and without names below it is removed,
+//!    and so is each ancestor that was an empty non-terminal only for it;
+//! 4. flags: a new node takes its parent's; a delegation made or removed
+//!    at a name with names below it would change their flags too, and is
+//!    left to a whole build ([`PatchError::Rebuild`]);
+//! 5. the node checks of the builder, and the SOA facts when the apex
+//!    changed;
+//! 6. glue: the changed nodes' RRsets resolve their targets; when a
+//!    change can alter what other RRsets resolve to (addresses appearing
+//!    or going, a wildcard or a name under a wildcard's parent appearing
+//!    or going, a cut moving), every RRset with targets (the zone keeps
+//!    their owners' list) resolves again, and only those whose glue
+//!    changed are rewritten;
+//! 7. the NSEC order list, when an NSEC owner came or went.
+//!
+//! Zones with NSEC3 records are left to a whole build (a new name needs
+//! its hashes and every link index would move). The unused space patches
+//! leave in the tables is counted ([`Zone::garbage_bytes`]); the caller
+//! rebuilds the zone when it grows past half of them.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use tern_wire::name::{Name, NameBuf, MAX_LABELS};
+use tern_wire::types::RType;
+
+use crate::arena::Work;
+use crate::builder::{
+    additional_types, check_apex, check_node, check_record, glue_of, is_glue_source, is_nsec3_data,
+    node_rrsets, offset, own_flags, BuildError,
+};
+use crate::zone::{
+    canonical_cmp, node_name_bytes, Node, NodeExtra, RRset, Zone, FLAG_APEX, FLAG_DEAD, FLAG_DELEG,
+    FLAG_NONAUTH, FLAG_WILDCARD_CHILD, NO_PARENT,
+};
+
+//----------- ZoneChanges ----------------------------------------------------
+
+/// One record of a change: type, TTL, RDATA.
+type ChangedRecord = (RType, u32, Box<[u8]>);
+
+/// The owners a new version changes, each with all its records in the new
+/// version.
+#[derive(Clone, Debug, Default)]
+pub struct ZoneChanges {
+    /// By lowercased owner: the records, in the order a builder would
+    /// have been given them (the first of an RRset gives its TTL).
+    owners: BTreeMap<Vec<u8>, Vec<ChangedRecord>>,
+}
+
+impl ZoneChanges {
+    /// No change.
+    pub fn new() -> ZoneChanges {
+        ZoneChanges::default()
+    }
+
+    /// In the new version, `owner` has exactly `records` (type, TTL,
+    /// RDATA; none: no records at all), replacing what an earlier call
+    /// said of the same owner.
+    pub fn set<'r>(
+        &mut self,
+        owner: Name<'_>,
+        records: impl IntoIterator<Item = (RType, u32, &'r [u8])>,
+    ) {
+        let owner = NameBuf::from_name(owner.to_lower().as_name());
+        self.owners.insert(
+            owner.as_bytes().to_vec(),
+            records
+                .into_iter()
+                .map(|(rtype, ttl, rdata)| (rtype, ttl, rdata.into()))
+                .collect(),
+        );
+    }
+
+    /// The number of owners changed.
+    pub fn len(&self) -> usize {
+        self.owners.len()
+    }
+
+    /// Whether nothing changes.
+    pub fn is_empty(&self) -> bool {
+        self.owners.is_empty()
+    }
+}
+
+//----------- Patched, PatchError --------------------------------------------
+
+/// A patched zone and what making it copied.
+#[derive(Debug)]
+pub struct Patched {
+    /// The new version.
+    pub zone: Zone,
+    /// What was copied, created and resolved again.
+    pub work: Work,
+}
+
+/// Why a zone was not patched.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PatchError {
+    /// The new version does not make a zone (the builder would refuse the
+    /// same records).
+    Build(BuildError),
+    /// A change a patch does not make: build the new version whole.
+    Rebuild(&'static str),
+}
+
+impl std::fmt::Display for PatchError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PatchError::Build(err) => err.fmt(f),
+            PatchError::Rebuild(why) => write!(f, "the zone must be built whole: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for PatchError {}
+
+impl From<BuildError> for PatchError {
+    fn from(err: BuildError) -> Self {
+        PatchError::Build(err)
+    }
+}
+
+//----------- Zone::patch ----------------------------------------------------
+
+/// A node's facts before a patch changed it, for what follows from the
+/// change.
+#[derive(Clone, Copy)]
+struct Before {
+    node: u32,
+    live: bool,
+    flags: u8,
+    addresses: bool,
+    nsec: bool,
+    source: bool,
+    parent_wildcard: bool,
+}
+
+impl Zone {
+    /// The zone with `changes` applied: equal, in every answer and record,
+    /// to a [`crate::ZoneBuilder`] build of the same records, and made in
+    /// time proportional to the change (plus one pointer per chunk of the
+    /// zone's tables, and, when the change can alter other names' glue,
+    /// one resolution per RRset with additional-section targets). Errors:
+    /// the builder's for the same records, or [`PatchError::Rebuild`] for
+    /// what only a whole build makes.
+    pub fn patch(&self, changes: &ZoneChanges) -> Result<Patched, PatchError> {
+        if self.expired {
+            return Err(PatchError::Rebuild("an expired zone's stand-in"));
+        }
+        if self.hashed_nodes > 0 || self.nsec3.is_some() {
+            return Err(PatchError::Rebuild("NSEC3 records"));
+        }
+        let origin = self.origin().to_buf();
+        for (owner, records) in &changes.owners {
+            let owner = Name::from_wire(owner).map_err(|_| BuildError::InvalidRdata {
+                owner: String::new(),
+                rtype: RType(0),
+            })?;
+            for (rtype, _, rdata) in records {
+                check_record(origin.as_name(), owner, *rtype, rdata)?;
+                if is_nsec3_data(*rtype, rdata) || *rtype == RType::NSEC3PARAM {
+                    return Err(PatchError::Rebuild("NSEC3 records"));
+                }
+            }
+        }
+
+        let mut zone = self.clone();
+        let mut work = Work::default();
+        let mut before: Vec<Before> = Vec::new();
+        // The nodes in `before`.
+        let mut seen: BTreeSet<u32> = BTreeSet::new();
+        let mut scratch = Vec::new();
+        let mut sets: Vec<RRset> = Vec::new();
+
+        // 1 and 2: nodes and their RRsets.
+        for (owner, records) in &changes.owners {
+            let owner = Name::from_validated(owner);
+            let node = if records.is_empty() {
+                match zone.find_node(owner.as_bytes()) {
+                    Some(node) => node,
+                    None => continue,
+                }
+            } else {
+                ensure_node(&mut zone, owner, &mut work, &mut before, &mut seen)?
+            };
+            if seen.insert(node) {
+                before.push(facts(&zone, node));
+            }
+            zone.garbage += node_bytes(&zone, node);
+            let record_of = |index: u32| {
+                let (rtype, ttl, rdata) = &records[index as usize];
+                (*rtype, *ttl, &rdata[..])
+            };
+            let mut order: Vec<u32> = (0..records.len() as u32).collect();
+            let rdata = &mut zone.rdata;
+            let count = node_rrsets(
+                &mut order,
+                &record_of,
+                &mut scratch,
+                &mut sets,
+                &mut |bytes| {
+                    rdata
+                        .push_run(bytes, &mut work)
+                        .ok_or(BuildError::TooLarge {
+                            what: "octets in one RRset",
+                        })
+                },
+            )?;
+            let start = if sets.is_empty() {
+                0
+            } else {
+                zone.rrsets
+                    .push_run(&sets, &mut work)
+                    .ok_or(BuildError::TooLarge {
+                        what: "types at one name",
+                    })?
+            };
+            let slot = zone.nodes.get_mut(node, &mut work);
+            slot.rrsets_start = start;
+            slot.rrset_count = sets.len() as u16;
+            let extra = zone.extra.get_mut(node, &mut work);
+            let old = extra.records;
+            extra.records = count;
+            zone.record_count = zone.record_count - old as usize + count as usize;
+        }
+        work.nodes_touched = before.len();
+
+        // 3: names left empty go, with the empty non-terminals above them.
+        for index in 0..before.len() {
+            let mut node = before[index].node;
+            // Each step moves to a parent: at most MAX_LABELS steps.
+            while node != 0 && is_empty_leaf(&zone, node) {
+                let parent = zone.node(node).parent;
+                if seen.insert(node) {
+                    before.push(facts(&zone, node));
+                }
+                zone.nodes.get_mut(node, &mut work).flags = FLAG_DEAD;
+                zone.dead_nodes += 1;
+                zone.extra.get_mut(parent, &mut work).children -= 1;
+                if zone.node_name(node).is_wildcard() {
+                    zone.nodes.get_mut(parent, &mut work).flags &= !FLAG_WILDCARD_CHILD;
+                }
+                node = parent;
+            }
+        }
+        work.nodes_touched = before.len();
+
+        // 4: flags, parents first.
+        before.sort_by_key(|b| b.node);
+        let mut glue_everywhere = false;
+        for b in &before {
+            let node = *zone.node(b.node);
+            if node.flags & FLAG_DEAD != 0 {
+                continue;
+            }
+            let own = own_flags(&zone, b.node);
+            let old = if b.live {
+                b.flags & (FLAG_APEX | FLAG_DELEG | FLAG_NONAUTH)
+            } else {
+                own
+            };
+            if own != old {
+                if zone.extra.get(b.node).children > 0 {
+                    return Err(PatchError::Rebuild(
+                        "a delegation made or removed above other names",
+                    ));
+                }
+                glue_everywhere = true;
+            }
+            let slot = zone.nodes.get_mut(b.node, &mut work);
+            slot.flags = (slot.flags & FLAG_WILDCARD_CHILD) | own;
+            if !b.live && node.parent != NO_PARENT && zone.node_name(b.node).is_wildcard() {
+                zone.nodes.get_mut(node.parent, &mut work).flags |= FLAG_WILDCARD_CHILD;
+            }
+        }
+
+        // 5: the builder's checks of what changed.
+        for b in &before {
+            if b.node == 0 {
+                check_apex(&mut zone)?;
+            }
+            check_node(&zone, b.node)?;
+        }
+
+        // 6: glue.
+        let mut sources_changed = false;
+        for b in &before {
+            let after = facts(&zone, b.node);
+            let wildcard_near =
+                b.parent_wildcard || after.parent_wildcard || zone.node_name(b.node).is_wildcard();
+            glue_everywhere |= b.addresses != after.addresses
+                || b.flags & (FLAG_DELEG | FLAG_NONAUTH)
+                    != after.flags & (FLAG_DELEG | FLAG_NONAUTH)
+                || (b.live != after.live && wildcard_near);
+            sources_changed |= b.source != after.source;
+        }
+        if sources_changed {
+            let mut sources: Vec<u32> = zone
+                .glue_sources
+                .iter()
+                .copied()
+                .filter(|node| !seen.contains(node))
+                .collect();
+            sources.extend(
+                before
+                    .iter()
+                    .map(|b| b.node)
+                    .filter(|&node| is_glue_source(&zone, node)),
+            );
+            sources.sort_unstable();
+            zone.glue_sources = Arc::from(sources);
+        }
+        let mut glue = Vec::new();
+        let sources = Arc::clone(&zone.glue_sources);
+        let resolve: Vec<u32> = if glue_everywhere {
+            sources.to_vec()
+        } else {
+            before
+                .iter()
+                .map(|b| b.node)
+                .filter(|&node| is_glue_source(&zone, node))
+                .collect()
+        };
+        for node in resolve {
+            let first = zone.node(node).rrsets_start;
+            for index in first..first + u32::from(zone.node(node).rrset_count) {
+                let set = *zone.rrset(index);
+                if additional_types(set.rtype).is_empty() {
+                    continue;
+                }
+                work.glue_resolved += 1;
+                glue_of(&zone, node, index, &mut glue)?;
+                if zone.glue(&set) == &glue[..] {
+                    continue;
+                }
+                zone.garbage += core::mem::size_of_val(zone.glue(&set));
+                let start = if glue.is_empty() {
+                    0
+                } else {
+                    zone.glue
+                        .push_run(&glue, &mut work)
+                        .ok_or(BuildError::TooLarge { what: "glue" })?
+                };
+                let slot = zone.rrsets.get_mut(index, &mut work);
+                slot.glue_start = start;
+                slot.glue_count = glue.len() as u16;
+            }
+        }
+
+        // 7: the NSEC order list.
+        let nsec_changed = before.iter().any(|b| b.nsec != facts(&zone, b.node).nsec);
+        if nsec_changed {
+            let mut list: Vec<u32> = zone
+                .nsec
+                .iter()
+                .copied()
+                .filter(|node| !seen.contains(node))
+                .collect();
+            for b in &before {
+                if facts(&zone, b.node).nsec {
+                    let name = zone.node_name(b.node);
+                    let at = list.partition_point(|&other| {
+                        canonical_cmp(zone.node_name(other), name).is_lt()
+                    });
+                    list.insert(at, b.node);
+                }
+            }
+            work.nsec_moved += list.len();
+            zone.nsec = Arc::from(list);
+        }
+
+        // A small zone that outgrew its linear search gets its index.
+        if zone.index.is_empty() && zone.nodes.end() as usize > crate::zone::SMALL_ZONE_NODES {
+            zone.index = crate::builder::index_of(&zone);
+        }
+        Ok(Patched { zone, work })
+    }
+}
+
+/// A node's facts now.
+fn facts(zone: &Zone, node: u32) -> Before {
+    let slot = zone.node(node);
+    let has = |rtype| zone.rrset_index(node, rtype).is_some();
+    let live = slot.flags & FLAG_DEAD == 0;
+    Before {
+        node,
+        live,
+        flags: slot.flags,
+        addresses: live
+            && [RType::A, RType::AAAA, RType::SVCB, RType::HTTPS]
+                .into_iter()
+                .any(has),
+        nsec: live && has(RType::NSEC),
+        source: live && is_glue_source(zone, node),
+        parent_wildcard: slot.parent != NO_PARENT
+            && zone.node(slot.parent).flags & FLAG_WILDCARD_CHILD != 0,
+    }
+}
+
+/// A node with no records and no live names below it (not the apex).
+fn is_empty_leaf(zone: &Zone, node: u32) -> bool {
+    let slot = zone.node(node);
+    slot.flags & FLAG_DEAD == 0 && slot.rrset_count == 0 && zone.extra.get(node).children == 0
+}
+
+/// The octets a node's RRsets take (their RRset entries and RDATA, the
+/// RRSIGs beyond the lowest type covered left out): what rewriting them
+/// leaves unused.
+fn node_bytes(zone: &Zone, node: u32) -> usize {
+    let sets = zone.rrsets(node);
+    let mut bytes = core::mem::size_of_val(sets);
+    for set in sets {
+        bytes += zone.rdata_iter(set).map(|r| 2 + r.len()).sum::<usize>();
+        if set.rtype != RType::RRSIG {
+            bytes += zone.sigs(set).map(|r| 2 + r.len()).sum::<usize>();
+        }
+        bytes += core::mem::size_of_val(zone.glue(set));
+    }
+    bytes
+}
+
+/// The live node named `name` (lowercase, inside the zone): found, brought
+/// back, or created with its missing ancestors (each new or brought back
+/// node's facts go into `before`, as not live). Bound: at most
+/// [`MAX_LABELS`] ancestors.
+fn ensure_node(
+    zone: &mut Zone,
+    name: Name<'_>,
+    work: &mut Work,
+    before: &mut Vec<Before>,
+    seen: &mut BTreeSet<u32>,
+) -> Result<u32, BuildError> {
+    // The missing or dead suffixes, deepest first.
+    let mut missing: [(Name<'_>, Option<u32>); MAX_LABELS] = [(name, None); MAX_LABELS];
+    let mut count = 0;
+    let mut parent = NO_PARENT;
+    let mut suffix = Some(name);
+    while let Some(current) = suffix {
+        match zone.find_any_node(current.as_bytes()) {
+            Some(found) if zone.node(found).flags & FLAG_DEAD == 0 => {
+                parent = found;
+                break;
+            }
+            found => {
+                if count == MAX_LABELS {
+                    break;
+                }
+                missing[count] = (current, found);
+                count += 1;
+            }
+        }
+        suffix = current.parent();
+    }
+    for &(current, dead) in missing[..count].iter().rev() {
+        let id = match dead {
+            Some(id) => {
+                seen.insert(id);
+                before.push(facts(zone, id));
+                let slot = zone.nodes.get_mut(id, work);
+                slot.flags = 0;
+                slot.rrset_count = 0;
+                zone.dead_nodes -= 1;
+                id
+            }
+            None => {
+                let name_start = zone
+                    .names
+                    .push_run(current.as_bytes(), work)
+                    .ok_or(BuildError::TooLarge { what: "names" })?;
+                let node = Node {
+                    name_start,
+                    name_len: current.len() as u8,
+                    flags: 0,
+                    rrset_count: 0,
+                    rrsets_start: 0,
+                    parent,
+                };
+                let id = zone
+                    .nodes
+                    .push_run(&[node], work)
+                    .ok_or(BuildError::TooLarge { what: "nodes" })?;
+                offset(id as usize, "nodes")?;
+                zone.extra
+                    .push_run(&[NodeExtra::default()], work)
+                    .ok_or(BuildError::TooLarge { what: "nodes" })?;
+                if !zone.index.is_empty() {
+                    let Zone {
+                        index,
+                        names,
+                        nodes,
+                        ..
+                    } = zone;
+                    index.insert(
+                        current.as_bytes(),
+                        id,
+                        |other| node_name_bytes(names, nodes, other),
+                        work,
+                    );
+                }
+                seen.insert(id);
+                let mut b = facts(zone, id);
+                b.live = false;
+                b.flags = 0;
+                before.push(b);
+                id
+            }
+        };
+        zone.extra.get_mut(parent, work).children += 1;
+        parent = id;
+    }
+    Ok(parent)
+}
+
+//=========== Tests ==========================================================
+
+#[cfg(test)]
+mod tests;

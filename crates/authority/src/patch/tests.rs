@@ -1,0 +1,325 @@
+//! `Zone::patch` against whole builds of the same records.
+
+use std::collections::BTreeMap;
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use tern_wire::name::NameBuf;
+use tern_wire::types::{RClass, RType};
+
+use super::*;
+use crate::{respond, Catalog, Options, RecordCursor, Response, Transport, ZoneBuilder};
+
+fn name(text: &str) -> NameBuf {
+    NameBuf::from_text(text.as_bytes(), None).unwrap()
+}
+
+/// The zone's records as the model keeps them: by lowercased owner, in the
+/// order they were added (a builder is given them in that order).
+type Model = BTreeMap<Vec<u8>, Vec<(RType, u32, Vec<u8>)>>;
+
+fn soa(serial: u32) -> Vec<u8> {
+    let mut rdata = name("ns.example.").as_bytes().to_vec();
+    rdata.extend_from_slice(name("host.example.").as_bytes());
+    for value in [serial, 3600, 900, 604800, 300] {
+        rdata.extend_from_slice(&value.to_be_bytes());
+    }
+    rdata
+}
+
+/// Owners the changes pick from: the apex, new and existing names, empty
+/// non-terminals (b.a, d.c), a delegation with glue below it, wildcards,
+/// names a wildcard answers for.
+const OWNERS: &[&str] = &[
+    "example.",
+    "a.example.",
+    "b.a.example.",
+    "c.b.a.example.",
+    "e.d.c.example.",
+    "sub.example.",
+    "ns.sub.example.",
+    "deep.ns.sub.example.",
+    "*.example.",
+    "*.w.example.",
+    "x.w.example.",
+    "mail.example.",
+    "ns.example.",
+    "*.a.example.",
+    "alias.example.",
+];
+
+/// Names asked for: the owners and names that do not exist.
+const QUERIES: &[&str] = &[
+    "nx.example.",
+    "q.b.a.example.",
+    "z.sub.example.",
+    "foo.w.example.",
+    "y.x.w.example.",
+    "d.c.example.",
+    "c.example.",
+    "zz.a.example.",
+];
+
+const TYPES: &[RType] = &[
+    RType::A,
+    RType::AAAA,
+    RType::TXT,
+    RType::MX,
+    RType::NS,
+    RType::CNAME,
+    RType::SOA,
+    RType::RRSIG,
+    RType::NSEC,
+    RType::DS,
+    RType::ANY,
+];
+
+fn random_record(rng: &mut StdRng) -> (RType, u32, Vec<u8>) {
+    let target = name(
+        OWNERS[rng.random_range(1..OWNERS.len())]
+            .replace('*', "t")
+            .as_str(),
+    );
+    let ttl = [60, 300][rng.random_range(0..2)];
+    match rng.random_range(0..10) {
+        0 | 1 => (RType::A, ttl, vec![192, 0, 2, rng.random_range(1..4)]),
+        2 => (RType::AAAA, ttl, vec![rng.random_range(0..3); 16]),
+        3 => (RType::TXT, ttl, vec![1, b'a' + rng.random_range(0..3)]),
+        4 => {
+            let mut rdata = vec![0, rng.random_range(1..3)];
+            rdata.extend_from_slice(target.as_bytes());
+            (RType::MX, ttl, rdata)
+        }
+        5 => (RType::NS, ttl, target.as_bytes().to_vec()),
+        6 => (RType::CNAME, ttl, target.as_bytes().to_vec()),
+        7 => {
+            // An NSEC naming the next owner of the list (its bitmap does
+            // not matter to answering).
+            let mut rdata = target.as_bytes().to_vec();
+            rdata.extend_from_slice(&[0, 1, 0x40]);
+            (RType::NSEC, ttl, rdata)
+        }
+        8 => {
+            let covered = [RType::A, RType::TXT, RType::NS, RType::SOA][rng.random_range(0..4)];
+            let mut rdata = covered.0.to_be_bytes().to_vec();
+            rdata.extend_from_slice(&[13, 2, 0, 0, 0, 60, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
+            rdata.extend_from_slice(name("example.").as_bytes());
+            rdata.push(rng.random_range(0..3));
+            (RType::RRSIG, ttl, rdata)
+        }
+        _ => (RType::A, 300, vec![198, 51, 100, rng.random_range(1..3)]),
+    }
+}
+
+fn build(model: &Model) -> Result<Zone, BuildError> {
+    let mut builder = ZoneBuilder::new(name("example.").as_name());
+    for (owner, records) in model {
+        for (rtype, ttl, rdata) in records {
+            builder.insert(
+                Name::from_wire(owner).unwrap(),
+                *rtype,
+                RClass::IN,
+                *ttl,
+                rdata,
+            )?;
+        }
+    }
+    builder.finish()
+}
+
+fn query(qname: &NameBuf, qtype: RType, dnssec: bool) -> Vec<u8> {
+    let mut query = vec![0x12, 0x34, 0, 0, 0, 1, 0, 0, 0, 0, 0, u8::from(dnssec)];
+    query.extend_from_slice(qname.as_bytes());
+    query.extend_from_slice(&qtype.0.to_be_bytes());
+    query.extend_from_slice(&1u16.to_be_bytes());
+    if dnssec {
+        query.extend_from_slice(&[0, 0, 41, 0x10, 0, 0, 0, 0x80, 0, 0, 0]);
+    }
+    query
+}
+
+/// Every answer, for every name and type asked with and without DO.
+fn answers(zone: &Zone) -> Vec<Vec<u8>> {
+    let catalog = Catalog::new(vec![zone.clone()]);
+    let mut out = vec![0; 65535];
+    let mut all = Vec::new();
+    for text in OWNERS.iter().chain(QUERIES) {
+        let qname = name(text);
+        for &qtype in TYPES {
+            for dnssec in [false, true] {
+                let answer = match respond(
+                    &catalog,
+                    &query(&qname, qtype, dnssec),
+                    Transport::Tcp,
+                    &Options::default(),
+                    &mut out,
+                ) {
+                    Response::Send(len) => out[..len].to_vec(),
+                    _ => Vec::new(),
+                };
+                all.push(answer);
+            }
+        }
+    }
+    all
+}
+
+/// Every record of the walk, sorted (a patched zone walks its new names
+/// after the old ones).
+fn walk(zone: &Zone) -> Vec<(Vec<u8>, RType, u32, Vec<u8>)> {
+    let mut records = Vec::new();
+    let mut cursor = RecordCursor::default();
+    while let Some(record) = zone.next_record(&mut cursor) {
+        records.push((
+            record.owner.as_bytes().to_vec(),
+            record.rtype,
+            record.ttl,
+            record.rdata.to_vec(),
+        ));
+    }
+    records.sort();
+    records
+}
+
+fn assert_same(patched: &Zone, built: &Zone, context: &str) {
+    assert_eq!(walk(patched), walk(built), "walk, {context}");
+    assert_eq!(
+        patched.record_count(),
+        built.record_count(),
+        "records, {context}"
+    );
+    assert_eq!(patched.node_count(), built.node_count(), "nodes, {context}");
+    assert_eq!(patched.serial(), built.serial(), "serial, {context}");
+    let (patched, built) = (answers(patched), answers(built));
+    for (index, (p, b)) in patched.iter().zip(&built).enumerate() {
+        let names = OWNERS.len() + QUERIES.len();
+        let per_name = TYPES.len() * 2;
+        let which = index / per_name;
+        assert!(which < names);
+        assert_eq!(
+            p,
+            b,
+            "answer for {} {} (DO {}), {context}",
+            OWNERS.iter().chain(QUERIES).nth(which).unwrap(),
+            TYPES[(index % per_name) / 2],
+            index % 2
+        );
+    }
+}
+
+/// One random change to the model: the owners it touched.
+fn change(rng: &mut StdRng, model: &mut Model, serial: &mut u32) -> Vec<Vec<u8>> {
+    let owner = name(OWNERS[rng.random_range(0..OWNERS.len())])
+        .as_bytes()
+        .to_vec();
+    let mut touched = vec![owner.clone()];
+    let records = model.entry(owner.clone()).or_default();
+    match rng.random_range(0..6) {
+        0..=2 => {
+            let record = random_record(rng);
+            if !records.iter().any(|r| r.0 == record.0 && r.2 == record.2) {
+                records.push(record);
+            }
+        }
+        3 if !records.is_empty() => {
+            let at = rng.random_range(0..records.len());
+            records.remove(at);
+        }
+        4 if !records.is_empty() => {
+            let rtype = records[rng.random_range(0..records.len())].0;
+            records.retain(|r| r.0 != rtype || r.0 == RType::SOA);
+        }
+        5 => {
+            records.retain(|r| r.0 == RType::SOA);
+        }
+        _ => {}
+    }
+    if records.is_empty() {
+        model.remove(&owner);
+    }
+    // Every change is a new version with a higher serial, as an update.
+    *serial += 1;
+    let apex = name("example.").as_bytes().to_vec();
+    let records = model.entry(apex.clone()).or_default();
+    records.retain(|r| r.0 != RType::SOA);
+    records.insert(0, (RType::SOA, 3600, soa(*serial)));
+    touched.push(apex);
+    touched
+}
+
+fn changes_of(model: &Model, touched: &[Vec<u8>]) -> ZoneChanges {
+    let mut changes = ZoneChanges::new();
+    for owner in touched {
+        let records = model.get(owner).map(Vec::as_slice).unwrap_or(&[]);
+        changes.set(
+            Name::from_wire(owner).unwrap(),
+            records.iter().map(|(t, ttl, r)| (*t, *ttl, &r[..])),
+        );
+    }
+    changes
+}
+
+/// For random sequences of changes, a patch gives the zone a whole build
+/// of the same records gives: every answer (with and without DO) to every
+/// name asked, the records walked, their count and the names'; and the
+/// builder's errors where it refuses the records.
+#[test]
+fn patches_equal_whole_builds() {
+    let mut patched_count = 0;
+    let mut rebuilt = 0;
+    let mut refused = 0;
+    for seed in 0..10u64 {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let mut model = Model::new();
+        let mut serial = 1;
+        model.insert(
+            name("example.").as_bytes().to_vec(),
+            vec![(RType::SOA, 3600, soa(serial))],
+        );
+        // Half of the zones are big enough for a name index.
+        if seed % 2 == 0 {
+            for i in 0..12 {
+                model.insert(
+                    name(&format!("h{i}.example.")).as_bytes().to_vec(),
+                    vec![(RType::A, 300, vec![192, 0, 2, i])],
+                );
+            }
+        }
+        let mut zone = build(&model).unwrap();
+        for step in 0..25 {
+            let saved = model.clone();
+            let saved_serial = serial;
+            let touched = change(&mut rng, &mut model, &mut serial);
+            let context = format!("seed {seed} step {step}");
+            let built = build(&model);
+            match (zone.patch(&changes_of(&model, &touched)), built) {
+                (Ok(patched), Ok(built)) => {
+                    assert_same(&patched.zone, &built, &context);
+                    zone = patched.zone;
+                    patched_count += 1;
+                }
+                (Err(PatchError::Rebuild(_)), Ok(built)) => {
+                    zone = built;
+                    rebuilt += 1;
+                }
+                (Err(PatchError::Build(_)), Err(_)) => {
+                    model = saved;
+                    serial = saved_serial;
+                    refused += 1;
+                }
+                (patched, built) => panic!(
+                    "{context}: patch {:?}, build {:?}",
+                    patched.map(|p| p.zone),
+                    built
+                ),
+            }
+        }
+    }
+    eprintln!("{patched_count} patched, {rebuilt} rebuilt whole, {refused} refused");
+    // The sequences exercise the patch, not only its fallback.
+    assert!(
+        patched_count > 10 * (rebuilt + 1),
+        "{patched_count} patched, {rebuilt} rebuilt"
+    );
+    assert!(refused > 0, "no change was refused");
+}
