@@ -444,6 +444,11 @@ def check_dnstap(path: pathlib.Path) -> None:
         fail(f"dnstap: the forwarded name's queries came from {forwarded} / {outside}")
     if not {"127.0.0.5", "127.0.0.6", "192.0.2.77"} <= limited:
         fail(f"dnstap: www.example.com.'s queries came from {limited}")
+    # The forwarded answers (UDP and TCP) name the client, not dnsdist.
+    answered_to = {address for kind, address, qname in messages
+                   if kind == "CLIENT_RESPONSE" and qname == FORWARDED}
+    if answered_to != {"127.0.0.2"}:
+        fail(f"dnstap: the forwarded name's answers went to {answered_to}")
     print("proxy: dnstap logs the clients behind dnsdist")
 
 

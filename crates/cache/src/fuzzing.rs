@@ -173,6 +173,7 @@ fn ask(
     let client = Client::Udp {
         listener: 0,
         address: SocketAddr::from(([127, 0, 0, 1], 40000)),
+        behind: None,
     };
     let mut actions = Vec::new();
     let mut out = std::vec![0u8; 65535];

@@ -190,13 +190,21 @@ pub(crate) fn dispatch(core: &Rc<Core>, actions: &mut Vec<Action>) {
                 }
             }
             Action::Answer {
-                client: Client::Udp { listener, address },
+                client:
+                    Client::Udp {
+                        listener,
+                        address,
+                        behind,
+                    },
                 bytes,
             } => {
                 if let Some(tap) = &core.dnstap {
+                    // The client behind a proxy, as the query's entry
+                    // named it; the answer goes to the proxy.
+                    let client = behind.unwrap_or(address);
                     let local = tap.udp_local(listener);
                     let time = dnstap::now();
-                    tap.log(Kind::ClientResponse, false, address, local, time, &bytes);
+                    tap.log(Kind::ClientResponse, false, client, local, time, &bytes);
                 }
                 answer_udp(core, io, listener, address, bytes);
             }

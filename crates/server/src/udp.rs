@@ -171,6 +171,7 @@ fn answer_batch(
                 let client = Client::Udp {
                     listener: index,
                     address,
+                    behind: client,
                 };
                 worker.forward_query(&parsed, client, now, &mut actions, answer)
             }),

@@ -258,6 +258,10 @@ pub enum Client {
         listener: usize,
         /// The client's address.
         address: SocketAddr,
+        /// The client a PROXY v2 header named, when the datagram came
+        /// through a proxy at `address`: the answer still goes to
+        /// `address`, logs (dnstap) name this one.
+        behind: Option<SocketAddr>,
     },
     /// A TCP connection: the answer joins that connection's queue, if it
     /// is still open.

@@ -35,6 +35,7 @@ fn client(port: u16) -> Client {
     Client::Udp {
         listener: 0,
         address: SocketAddr::from(([127, 0, 0, 1], port)),
+        behind: None,
     }
 }
 

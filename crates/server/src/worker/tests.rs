@@ -757,6 +757,7 @@ fn nsid_in_forwarded_and_tcp_answers() {
     let client = tern_cache::forward::Client::Udp {
         listener: 0,
         address: "127.0.0.1:5300".parse().unwrap(),
+        behind: None,
     };
     let mut actions = Vec::new();
     let len = worker
@@ -1013,6 +1014,7 @@ fn every_query_is_parsed_once() {
                     let client = tern_cache::forward::Client::Udp {
                         listener: 0,
                         address,
+                        behind: None,
                     };
                     worker.forward_query(&parsed, client, 0, &mut actions, &mut out);
                 }

@@ -249,6 +249,7 @@ fn answer_batch(core: &Rc<Core>, local: &Local, xsk: &mut Xsk, received: u32) {
                     let client = Client::Udp {
                         listener,
                         address: client,
+                        behind: None,
                     };
                     worker.forward_query(&parsed, client, now, &mut actions, answer)
                 }),
