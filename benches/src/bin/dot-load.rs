@@ -121,7 +121,9 @@ fn parse(args: &[String]) -> Result<Options, String> {
             continue;
         }
         let value = rest.next().ok_or_else(|| format!("{flag} needs a value"))?;
-        let number: u64 = value.parse().map_err(|err| format!("{flag} {value}: {err}"))?;
+        let number: u64 = value
+            .parse()
+            .map_err(|err| format!("{flag} {value}: {err}"))?;
         match flag.as_str() {
             "--threads" => options.threads = (number as usize).clamp(1, MAX_THREADS),
             "--seconds" => options.seconds = number.clamp(1, MAX_SECONDS),
@@ -153,11 +155,17 @@ fn framed_query(name: &str, id: u16) -> Vec<u8> {
 type Open = rustls::StreamOwned<ClientConnection, TcpStream>;
 
 /// Connects, sends one query and reads its answer; `Ok(resumed)`.
-fn exchange(config: &Arc<ClientConfig>, options: &Options, id: u16) -> Result<(Open, bool), String> {
+fn exchange(
+    config: &Arc<ClientConfig>,
+    options: &Options,
+    id: u16,
+) -> Result<(Open, bool), String> {
     let tcp = TcpStream::connect_timeout(&options.server, IO_TIMEOUT).map_err(|e| e.to_string())?;
     tcp.set_nodelay(true).map_err(|e| e.to_string())?;
-    tcp.set_read_timeout(Some(IO_TIMEOUT)).map_err(|e| e.to_string())?;
-    tcp.set_write_timeout(Some(IO_TIMEOUT)).map_err(|e| e.to_string())?;
+    tcp.set_read_timeout(Some(IO_TIMEOUT))
+        .map_err(|e| e.to_string())?;
+    tcp.set_write_timeout(Some(IO_TIMEOUT))
+        .map_err(|e| e.to_string())?;
     socket2::SockRef::from(&tcp)
         .set_linger(Some(Duration::ZERO))
         .map_err(|e| e.to_string())?;
@@ -228,7 +236,9 @@ fn run_new(options: &Arc<Options>, config: &Arc<ClientConfig>) {
                     match exchange(&config, &options, id) {
                         Ok((_, resumed)) => {
                             totals.answered.fetch_add(1, Ordering::Relaxed);
-                            totals.resumed.fetch_add(u64::from(resumed), Ordering::Relaxed);
+                            totals
+                                .resumed
+                                .fetch_add(u64::from(resumed), Ordering::Relaxed);
                         }
                         Err(err) => {
                             totals.failed.fetch_add(1, Ordering::Relaxed);
@@ -275,7 +285,9 @@ fn run_idle(options: &Arc<Options>, config: &Arc<ClientConfig>) {
                         return;
                     }
                     match exchange(&config, &options, number as u16) {
-                        Ok((stream, _)) => held.lock().unwrap_or_else(|e| e.into_inner()).push(stream),
+                        Ok((stream, _)) => {
+                            held.lock().unwrap_or_else(|e| e.into_inner()).push(stream)
+                        }
                         Err(err) => {
                             if failed.fetch_add(1, Ordering::Relaxed) < 5 {
                                 eprintln!("dot-load: connection {number}: {err}");
