@@ -4,7 +4,7 @@
 CARGO ?= cargo
 RELEASE_BIN := target/release/tern
 
-.PHONY: run build release test deps lint fmt unit test-repeat differential compliance transfer xot update dnssec metrics dnstap proxy tls xdp update-peers deb service clean bench bench-check bench-peers bench-zones bench-signed bench-xdp bench-forward bench-sign dhat dhat-flood fuzz soak
+.PHONY: run build release test deps lint fmt unit test-repeat differential compliance transfer xot update dnssec metrics dnstap proxy tls xdp update-peers deb service clean bench bench-check bench-peers bench-zones bench-signed bench-xdp bench-forward bench-sign bench-tls dhat dhat-flood fuzz soak
 
 ## Build in release mode and serve zones/ on 127.0.0.1:5353 (no config needed).
 run: release
@@ -70,6 +70,14 @@ bench-check:
 ## callgrind instruction counts and the 1M-record zone load. ~10 minutes.
 bench-peers: release
 	TERN_BIN=$(RELEASE_BIN) bash scripts/bench-peers.sh
+
+## DNS over TLS and TCP, tern beside NSD and BIND (CPU 0 server, CPU 1 clients): dnsperf
+## -m dot and -m tcp (50 connections, 2 and 20 in flight), new TLS connections with and
+## without resumption (benches' dot-load), UDP during a handshake flood, 10,000 idle TLS
+## connections' memory (scripts/bench-tls.sh; issue 26). ~9 minutes. Not part of `test`.
+bench-tls: release
+	$(CARGO) build --release -p tern-benches --bin dot-load
+	TERN_BIN=$(RELEASE_BIN) DOT_LOAD=target/release/dot-load bash scripts/bench-tls.sh
 
 ## Full-zone signing, tern sign beside Knot's kzonesign: 1,000,000 A records, NSEC, one
 ## ECDSA P-256 CSK, on 1 and 2 threads, and tern serve loading it signed; wall, CPU, peak RSS

@@ -497,6 +497,25 @@ impl fmt::Display for CoreStats {
                 write!(f, " {reason} {count}")?;
             }
         }
+        let tls = &self.tls;
+        if tls != &TlsStats::default() {
+            write!(
+                f,
+                " tls accepted {} open {} refused {} handshakes",
+                tls.accepted, tls.open, tls.refused
+            )?;
+            for (outcome, row) in HANDSHAKE_OUTCOMES.iter().zip(tls.handshakes) {
+                write!(f, " {outcome} {}", row.iter().sum::<u64>())?;
+            }
+            // Versions of every handshake that agreed on one.
+            for (slot, version) in TLS_VERSIONS.iter().enumerate() {
+                if *version != "none" {
+                    let count: u64 = tls.handshakes.iter().map(|row| row[slot]).sum();
+                    write!(f, " {version} {count}")?;
+                }
+            }
+            write!(f, " resumed {}", tls.resumed)?;
+        }
         let forward = &self.forward;
         if forward.upstreams.is_empty() {
             return Ok(());
@@ -783,6 +802,33 @@ mod tests {
             .starts_with("core 0: queries 3 answers 2 (noerror 2)"));
     }
 
+    /// The TLS counters show in the text line only when there are any,
+    /// handshakes by outcome (all versions) and by version (all outcomes).
+    #[test]
+    fn tls_counters_in_the_text_line() {
+        let quiet = CoreStats::default().to_string();
+        assert!(!quiet.contains(" tls "), "{quiet}");
+        let mut stats = CoreStats {
+            core: Some(0),
+            ..CoreStats::default()
+        };
+        stats.tls.accepted = 7;
+        stats.tls.open = 2;
+        stats.tls.refused = 1;
+        stats.tls.handshakes[0] = [4, 1, 0]; // ok: 4 TLS 1.3, 1 TLS 1.2
+        stats.tls.handshakes[1] = [0, 0, 1]; // failed before a version
+        stats.tls.handshakes[2] = [0, 0, 1]; // timed out
+        stats.tls.resumed = 3;
+        let line = stats.to_string();
+        assert!(
+            line.ends_with(
+                " tls accepted 7 open 2 refused 1 handshakes ok 5 failed 1 timeout 1 closed 0 \
+                 tls1.3 4 tls1.2 1 resumed 3"
+            ),
+            "{line}"
+        );
+    }
+
     #[test]
     fn query_types_have_their_slots_and_the_rest_is_other() {
         for (slot, (qtype, _)) in QUERY_TYPES.iter().enumerate() {
@@ -855,8 +901,8 @@ pub(crate) struct TlsCounters {
     /// Connections accepted, open, refused at the limit, timed out (the
     /// timeouts of the stream after the handshake).
     pub(crate) connections: TcpCounters,
-    /// Handshakes by outcome and protocol version (tls.rs's
-    /// `HANDSHAKE_OUTCOMES` and `TLS_VERSIONS`).
+    /// Handshakes by outcome and protocol version ([`HANDSHAKE_OUTCOMES`]
+    /// and [`TLS_VERSIONS`]).
     pub(crate) handshakes: [[Cell<u64>; 3]; 4],
     /// Handshakes that resumed a session.
     pub(crate) resumed: Cell<u64>,
@@ -882,6 +928,14 @@ impl TlsCounters {
     }
 }
 
+/// The outcomes of TLS handshakes, `tern_tls_handshakes_total{outcome}`
+/// (re-exported by `crate::tls`, which counts them).
+pub const HANDSHAKE_OUTCOMES: [&str; 4] = ["ok", "failed", "timeout", "closed"];
+/// The protocol versions of handshakes,
+/// `tern_tls_handshakes_total{version}` ("none": failed before one was
+/// agreed).
+pub const TLS_VERSIONS: [&str; 3] = ["tls1.3", "tls1.2", "none"];
+
 /// DNS over TLS counters of a core (all zero without `tls.listen`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TlsStats {
@@ -894,8 +948,8 @@ pub struct TlsStats {
     /// Connections closed by a timeout after the handshake, by
     /// [`crate::TCP_TIMEOUTS`].
     pub timeouts: [u64; 4],
-    /// Handshakes by outcome, then protocol version (tls.rs's
-    /// `HANDSHAKE_OUTCOMES` and `TLS_VERSIONS`).
+    /// Handshakes by outcome, then protocol version ([`HANDSHAKE_OUTCOMES`]
+    /// and [`TLS_VERSIONS`]).
     pub handshakes: [[u64; 3]; 4],
     /// Handshakes that resumed a session (ticket or session id).
     pub resumed: u64,

@@ -37,12 +37,17 @@
 //! TLS (`crate::tls`) hands it a connection's decrypted stream, so its
 //! answers, limits and timeouts are these.
 //!
-//! Buffers: up to three stream buffers from the core's pool per
-//! connection (read, pending, being written), plus one while an answer
-//! waits for room; given back when it closes. The two answer buffers are
-//! taken with the first answer, so a connection that never completes a
-//! message holds one. Memory is bounded by `max_connections` times four
-//! buffers per core, whatever the clients send or fail to read, plus
+//! Buffers: a read buffer of the connection's own, [`READ_SIZE`] octets
+//! while its queries are small and few (grown to a longer frame's size or
+//! for a deep pipeline, up to a whole frame, and shrunk back once empty),
+//! and up to two stream buffers from the core's pool for answers
+//! (pending, being written), plus one while an answer waits for room. The
+//! answer buffers are taken with the first answer and given back as soon
+//! as everything queued is written, so a connection waiting for its next
+//! query holds no pool buffer: 10,000 idle connections cost their read
+//! buffers, not 10,000 times 64 KiB (issue 26). Memory is bounded by
+//! `max_connections` times four buffers per core, whatever the clients
+//! send or fail to read, plus
 //! forwarded answers that arrived while the pending buffer was full: at
 //! most `max_in_flight` per connection, each the forwarder's own
 //! allocation (an upstream answer, up to 64 KiB over upstream TCP). The
@@ -65,7 +70,7 @@ use tern_wire::query::Query;
 
 use crate::core::Core;
 use crate::forward;
-use crate::pool::{self, Size};
+use crate::pool::{self, Size, STREAM_BUFFER};
 use crate::signal::{yield_now, StopListener};
 use crate::stats::TcpCounters;
 use crate::worker::{Forwarding, UdpAnswer};
@@ -77,6 +82,20 @@ use connections::{Pipe, PREFIX};
 
 /// The smallest message worth reading: a header.
 const MIN_MESSAGE: usize = 12;
+
+/// The read buffer's capacity while a connection's queries are small and
+/// few: each read takes at most this, and a connection waiting for its
+/// next query holds this much rather than a pool buffer of
+/// [`STREAM_BUFFER`] octets. A frame longer than the buffer grows it to
+/// the frame's size; a read that fills it doubles it (a deep pipeline),
+/// up to [`STREAM_BUFFER`]; once empty after [`SHRINK_AFTER`] reads in a
+/// row that got at most half of this, it shrinks back to it.
+const READ_SIZE: usize = 1024;
+
+/// Small reads in a row after which a grown read buffer shrinks back (not
+/// at the first: a pipeline whose reads alternate between more and less
+/// than [`READ_SIZE`] would reallocate at every read).
+const SHRINK_AFTER: u8 = 8;
 
 /// How long the accept loop pauses after a failed accept (out of file
 /// descriptors, typically), instead of retrying at once in a busy loop.
@@ -134,9 +153,12 @@ pub(crate) async fn serve(listener: TcpListener, proxied: bool, core: Rc<Core>) 
 /// PROXY header, whose client replaces `peer`; without a valid one within
 /// the initial timeout it is closed.
 async fn connection(mut stream: TcpStream, peer: SocketAddr, proxied: bool, core: &Rc<Core>) {
-    let mut buffer = pool::take(Size::Stream);
-    buffer.clear(); // length = octets read and not yet consumed
+    // The read half's buffer starts small ([`READ_SIZE`]); a PROXY header
+    // is read into a pool buffer first.
+    let mut buffer = Vec::new();
     let peer = if proxied {
+        buffer = pool::take(Size::Stream);
+        buffer.clear(); // length = octets read and not yet consumed
         let (header, returned) = proxy_header(&mut stream, buffer, peer, core).await;
         let Some(returned) = returned else {
             return; // a cancelled read kept the buffer
@@ -241,7 +263,8 @@ pub(crate) async fn serve_stream<R: ReadStream, W: WriteStream>(
     pipe.arrived.borrow_mut().clear();
     // A buffer still held by a cancelled read or write is freed by the
     // reactor instead; the pool makes a new one when it runs out.
-    let buffers = [read_buffer, write_buffer, Some(pipe.pending.take())];
+    drop(read_buffer); // the connection's own, not the pool's
+    let buffers = [write_buffer, Some(pipe.pending.take())];
     for buffer in buffers.into_iter().flatten() {
         // An answer buffer never taken is empty and not the pool's.
         if !buffer.is_empty() {
@@ -266,6 +289,18 @@ async fn read_half<R: ReadStream>(
 ) -> Option<Vec<u8>> {
     let stop = core.stop.listener();
     let limits = core.tcp;
+    // A pool buffer from the caller (what a PROXY header's reading left, or
+    // nothing): its octets move to a buffer of the connection's own, which
+    // grows only as its queries need.
+    if buffer.capacity() == STREAM_BUFFER {
+        let mut own = Vec::with_capacity(READ_SIZE.max(buffer.len()));
+        own.extend_from_slice(&buffer);
+        pool::put(buffer);
+        buffer = own;
+    }
+    // Whether the last read filled the buffer (the client has more
+    // queued), and how many reads in a row got at most half of READ_SIZE.
+    let mut last_read = (false, 0u8);
     // When the first octet of the frame now in `buffer` arrived.
     let mut frame_started: Option<Instant> = None;
     // Until a first message has arrived, the wait for one is the initial
@@ -297,6 +332,7 @@ async fn read_half<R: ReadStream>(
             limits.message_timeout.saturating_sub(started.elapsed())
         };
         let filled = buffer.len();
+        size_read_buffer(&mut buffer, last_read);
         let read = monoio::time::timeout(wait, reader.read_into(buffer, filled));
         let (result, returned) = match stop.or(pipe.unless_failed(read)).await {
             Some(Some(Ok(read))) => read,
@@ -316,6 +352,15 @@ async fn read_half<R: ReadStream>(
             _ => break None,
         };
         buffer = returned;
+        let small = buffer.len() - filled <= READ_SIZE / 2;
+        last_read = (
+            buffer.len() == buffer.capacity(),
+            if small {
+                last_read.1.saturating_add(1)
+            } else {
+                0
+            },
+        );
         if matches!(result, Ok(0) | Err(_)) {
             break Some(buffer); // closed by the client, or reset
         }
@@ -323,6 +368,34 @@ async fn read_half<R: ReadStream>(
     pipe.reading_done.set(true);
     pipe.to_writer.notify();
     buffer
+}
+
+/// Gives the read buffer, holding `filled` octets of a frame not yet
+/// complete (or none), room for the next read: the rest of that frame
+/// when its length is known, double its capacity after a read that
+/// filled it, [`READ_SIZE`] otherwise. An empty buffer that grew is shrunk
+/// back after [`SHRINK_AFTER`] small reads in a row, so that a quiet
+/// connection holds little and a deep pipeline keeps its room.
+/// `(filled_up, small_reads)`: whether the last read filled the buffer,
+/// and the small reads in a row. Grows or shrinks only when the client's
+/// traffic changes (an allocation then, none per query).
+fn size_read_buffer(buffer: &mut Vec<u8>, (filled_up, small_reads): (bool, u8)) {
+    let filled = buffer.len();
+    let frame = match buffer.get(..PREFIX) {
+        Some(prefix) => PREFIX + usize::from(u16::from_be_bytes([prefix[0], prefix[1]])),
+        None => 0,
+    };
+    let wanted = if filled_up {
+        (buffer.capacity() * 2).min(STREAM_BUFFER)
+    } else {
+        READ_SIZE
+    };
+    let wanted = wanted.max(frame).max(filled + 1);
+    if buffer.capacity() < wanted {
+        buffer.reserve_exact(wanted - filled);
+    } else if filled == 0 && small_reads >= SHRINK_AFTER && buffer.capacity() > READ_SIZE {
+        buffer.shrink_to(READ_SIZE);
+    }
 }
 
 /// Reads the PROXY header that must start a connection from `peer` on a
@@ -675,6 +748,53 @@ async fn write_half<W: WriteStream>(
             pipe.fail();
             return (writer, Some(active));
         }
+        if pipe.used.get() == 0 && pipe.arrived.borrow().is_empty() {
+            // Nothing more to write: the buffer goes back to the pool
+            // (its length is its capacity: no cost), and a connection
+            // waiting for its next query holds no answer buffer. The
+            // next answer takes one.
+            pool::put(std::mem::take(&mut active));
+        }
         pipe.to_reader.notify();
+    }
+}
+
+//=========== Tests ==========================================================
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The read buffer stays small for small queries, grows to a longer
+    /// frame and for a deep pipeline, and shrinks back once reads fit
+    /// again, only when empty.
+    #[test]
+    fn the_read_buffer_holds_little_while_queries_are_small() {
+        let mut buffer = Vec::new();
+        size_read_buffer(&mut buffer, (false, 0));
+        assert_eq!(buffer.capacity(), READ_SIZE);
+        // Part of a 3000-octet frame: room for all of it.
+        buffer.extend_from_slice(&[0x0b, 0xb8, 0, 0]);
+        size_read_buffer(&mut buffer, (false, 1));
+        assert!(buffer.capacity() >= 3002, "{}", buffer.capacity());
+        // Consumed; small reads: kept until SHRINK_AFTER of them in a row.
+        buffer.clear();
+        let grown = buffer.capacity();
+        size_read_buffer(&mut buffer, (false, SHRINK_AFTER - 1));
+        assert_eq!(buffer.capacity(), grown);
+        size_read_buffer(&mut buffer, (false, SHRINK_AFTER));
+        assert_eq!(buffer.capacity(), READ_SIZE);
+        // A read that filled it: doubled.
+        size_read_buffer(&mut buffer, (true, 0));
+        assert!(buffer.capacity() >= 2 * READ_SIZE);
+        // Never past a whole frame's room.
+        for _ in 0..16 {
+            size_read_buffer(&mut buffer, (true, 0));
+        }
+        assert!(buffer.capacity() >= STREAM_BUFFER && buffer.capacity() < 2 * STREAM_BUFFER);
+        // Not shrunk while it holds part of a frame.
+        buffer.push(0);
+        size_read_buffer(&mut buffer, (false, SHRINK_AFTER));
+        assert!(buffer.capacity() >= STREAM_BUFFER);
     }
 }

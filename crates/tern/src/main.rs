@@ -544,11 +544,14 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         let bound = metrics::serve(listener, sources)?;
         log::info!("metrics on http://{bound}/metrics");
     }
-    let addresses: Vec<String> = config.listen.iter().map(|a| a.to_string()).collect();
+    let tls_listen = config.tls.as_ref().map_or(&[][..], |tls| &tls.listen[..]);
     log::info!(
-        "serving {zone_count} zone(s) on {} with {}{}",
-        addresses.join(", "),
-        describe_cores(&config.cores),
+        "{}{}",
+        start_line(
+            zone_count,
+            [&config.listen, &config.proxy.listen, tls_listen],
+            &config.cores
+        ),
         socket.as_ref().map_or(String::new(), |socket| format!(
             "; control socket {}",
             socket.path().display()
@@ -664,6 +667,25 @@ impl Serving {
     }
 }
 
+/// The start line's words before the control socket: the zones, the
+/// addresses by what they serve (`listen`: UDP and TCP; `proxy.listen`:
+/// the same behind a PROXY header; `tls.listen`: DNS over TLS) and the
+/// cores.
+fn start_line(zones: usize, [plain, proxied, tls]: [&[SocketAddr]; 3], cores: &[usize]) -> String {
+    let join = |addresses: &[SocketAddr]| {
+        let texts: Vec<String> = addresses.iter().map(ToString::to_string).collect();
+        texts.join(", ")
+    };
+    let mut line = format!("serving {zones} zone(s) on {}", join(plain));
+    if !proxied.is_empty() {
+        line += &format!(", with PROXY headers on {}", join(proxied));
+    }
+    if !tls.is_empty() {
+        line += &format!(", DNS over TLS on {}", join(tls));
+    }
+    line + &format!(" with {}", describe_cores(cores))
+}
+
 fn describe_cores(cores: &[usize]) -> String {
     if cores.is_empty() {
         return "one unpinned core".to_string();
@@ -741,5 +763,33 @@ impl StatsArgs {
             (None, Some(file)) => Config::from_file(file)?.control_socket,
             (None, None) => config::default_control_socket(),
         })
+    }
+}
+
+//=========== Tests ==========================================================
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The start line names every kind of listener there is: plain, then
+    /// PROXY and DNS over TLS only when configured.
+    #[test]
+    fn start_line_lists_every_listener() {
+        let plain: Vec<SocketAddr> = vec!["127.0.0.1:5353".parse().unwrap()];
+        let proxied: Vec<SocketAddr> = vec!["127.0.0.1:5354".parse().unwrap()];
+        let tls: Vec<SocketAddr> = vec![
+            "127.0.0.1:853".parse().unwrap(),
+            "[::1]:853".parse().unwrap(),
+        ];
+        assert_eq!(
+            start_line(2, [&plain, &[], &[]], &[]),
+            "serving 2 zone(s) on 127.0.0.1:5353 with one unpinned core"
+        );
+        assert_eq!(
+            start_line(1, [&plain, &proxied, &tls], &[0, 1]),
+            "serving 1 zone(s) on 127.0.0.1:5353, with PROXY headers on 127.0.0.1:5354, \
+             DNS over TLS on 127.0.0.1:853, [::1]:853 with 2 core(s) on CPU 0,1"
+        );
     }
 }
