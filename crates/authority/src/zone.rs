@@ -312,8 +312,21 @@ impl Zone {
     /// hash look-up, or in a small zone at most [`SMALL_ZONE_NODES`]
     /// comparisons.
     pub(crate) fn find_node(&self, lower: &[u8]) -> Option<u32> {
-        self.find_any_node(lower)
-            .filter(|&id| self.node(id).flags & FLAG_DEAD == 0)
+        if self.index.is_empty() {
+            return self
+                .find_any_node(lower)
+                .filter(|&id| self.node(id).flags & FLAG_DEAD == 0);
+        }
+        // The dead flag read with the name's place, from the one node
+        // read: a dead node's name never matches.
+        self.index.find_where(lower, |id| {
+            let node = self.nodes.get(id);
+            node.flags & FLAG_DEAD == 0
+                && self
+                    .names
+                    .slice(node.name_start, usize::from(node.name_len))
+                    == lower
+        })
     }
 
     /// [`Zone::find_node`], but finding a dead node too.
