@@ -37,7 +37,11 @@ pub struct Work {
 /// A table of `T` in shared chunks of `1 << SHIFT` entries.
 #[derive(Clone, Debug)]
 pub(crate) struct Arena<T, const SHIFT: u32> {
-    chunks: Vec<Arc<[T]>>,
+    /// Chunk 0, held apart so that a read in it (every read of a table
+    /// of one chunk, as most zones' are) costs what a plain slice's does.
+    first: Arc<[T]>,
+    /// Chunks 1 onwards.
+    rest: Vec<Arc<[T]>>,
     /// The index one past the last entry.
     end: u32,
 }
@@ -47,7 +51,8 @@ impl<T, const SHIFT: u32> Default for Arena<T, SHIFT> {
     /// without RRsets, an RRset without glue) reads without a check.
     fn default() -> Self {
         Arena {
-            chunks: vec![Arc::from(Vec::new())],
+            first: Arc::from(Vec::new()),
+            rest: Vec::new(),
             end: 0,
         }
     }
@@ -64,8 +69,10 @@ impl<T: Copy + Default, const SHIFT: u32> Arena<T, SHIFT> {
         if table.is_empty() {
             return Arena::default();
         }
+        let mut chunks = table.chunks(Self::CHUNK).map(Arc::from);
         Arena {
-            chunks: table.chunks(Self::CHUNK).map(Arc::from).collect(),
+            first: chunks.next().unwrap_or_else(|| Arc::from(Vec::new())),
+            rest: chunks.collect(),
             end: table.len() as u32,
         }
     }
@@ -75,23 +82,44 @@ impl<T: Copy + Default, const SHIFT: u32> Arena<T, SHIFT> {
         self.end
     }
 
-    /// Entry `index`.
+    /// Chunk `chunk`.
+    #[inline]
+    fn chunk(&self, chunk: usize) -> &[T] {
+        match chunk {
+            0 => &self.first,
+            _ => &self.rest[chunk - 1],
+        }
+    }
+
+    fn slot_mut(&mut self, chunk: usize) -> &mut Arc<[T]> {
+        match chunk {
+            0 => &mut self.first,
+            _ => &mut self.rest[chunk - 1],
+        }
+    }
+
+    /// Entry `index`: in chunk 0 with one bounds check, as from a slice.
     #[inline]
     pub(crate) fn get(&self, index: u32) -> &T {
-        &self.chunks[(index >> SHIFT) as usize][(index & Self::MASK) as usize]
+        if let Some(value) = self.first.get(index as usize) {
+            return value;
+        }
+        // Past chunk 0: chunk 0 is full, so the chunk is 1 or more (or the
+        // index is out of bounds, and so is `usize::MAX`).
+        &self.rest[((index >> SHIFT) as usize).wrapping_sub(1)][(index & Self::MASK) as usize]
     }
 
     /// `len` entries from `start`, which the layout keeps in one chunk.
     #[inline]
     pub(crate) fn slice(&self, start: u32, len: usize) -> &[T] {
         let at = (start & Self::MASK) as usize;
-        &self.chunks[(start >> SHIFT) as usize][at..at + len]
+        &self.chunk((start >> SHIFT) as usize)[at..at + len]
     }
 
     /// The entries from `start` to the end of its chunk.
     #[inline]
     pub(crate) fn tail(&self, start: u32) -> &[T] {
-        &self.chunks[(start >> SHIFT) as usize][(start & Self::MASK) as usize..]
+        &self.chunk((start >> SHIFT) as usize)[(start & Self::MASK) as usize..]
     }
 
     /// Entry `index` to change, its chunk copied first if another version
@@ -102,7 +130,7 @@ impl<T: Copy + Default, const SHIFT: u32> Arena<T, SHIFT> {
     }
 
     fn chunk_mut(&mut self, chunk: usize, work: &mut Work) -> &mut [T] {
-        let slot = &mut self.chunks[chunk];
+        let slot = self.slot_mut(chunk);
         if Arc::get_mut(slot).is_none() {
             work.chunks_copied += 1;
             work.bytes_copied += core::mem::size_of_val::<[T]>(slot);
@@ -125,10 +153,10 @@ impl<T: Copy + Default, const SHIFT: u32> Arena<T, SHIFT> {
         }
         let start = u32::try_from((chunk << SHIFT) + at).ok()?;
         let end = start.checked_add(run.len() as u32)?;
-        while self.chunks.len() <= chunk {
-            self.chunks.push(Arc::from(&[][..]));
+        while self.rest.len() < chunk {
+            self.rest.push(Arc::from(&[][..]));
         }
-        let slot = &mut self.chunks[chunk];
+        let slot = self.slot_mut(chunk);
         if slot.len() < at + run.len() {
             // Grow to a whole chunk once: later appends copy nothing.
             work.chunks_copied += 1;
@@ -146,8 +174,8 @@ impl<T: Copy + Default, const SHIFT: u32> Arena<T, SHIFT> {
 
     /// The octets the arena holds (its chunks' lengths).
     pub(crate) fn size_bytes(&self) -> usize {
-        self.chunks
-            .iter()
+        core::iter::once(&self.first)
+            .chain(&self.rest)
             .map(|chunk| core::mem::size_of_val::<[T]>(chunk))
             .sum()
     }

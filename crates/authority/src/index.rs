@@ -159,6 +159,18 @@ impl ShardedIndex {
 
     /// Adds `id` under `key`, which must not be present yet, copying its
     /// shard first if another version shares it.
+    /// The id whose entry `matches` accepts among those stored under
+    /// `key`'s hash: [`ShardedIndex::find`] with the caller's own test
+    /// (one that also reads more of the entry than its key).
+    #[inline]
+    pub(crate) fn find_where(&self, key: &[u8], matches: impl Fn(u32) -> bool) -> Option<u32> {
+        let hash = self.hash(key);
+        self.shards
+            .get(self.shard_of(hash))?
+            .find(hash, |&id| matches(id))
+            .copied()
+    }
+
     pub(crate) fn insert<'k>(
         &mut self,
         key: &[u8],

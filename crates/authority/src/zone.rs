@@ -29,7 +29,7 @@ use core::cmp::Ordering;
 use std::sync::Arc;
 
 use tern_wire::build::Precompressed;
-use tern_wire::name::{Name, NameBuf, MAX_LABELS};
+use tern_wire::name::{Name, MAX_LABELS, MAX_NAME_LEN};
 use tern_wire::types::RType;
 
 use crate::arena::Arena;
@@ -312,8 +312,21 @@ impl Zone {
     /// hash look-up, or in a small zone at most [`SMALL_ZONE_NODES`]
     /// comparisons.
     pub(crate) fn find_node(&self, lower: &[u8]) -> Option<u32> {
-        self.find_any_node(lower)
-            .filter(|&id| self.node(id).flags & FLAG_DEAD == 0)
+        if self.index.is_empty() {
+            return self
+                .find_any_node(lower)
+                .filter(|&id| self.node(id).flags & FLAG_DEAD == 0);
+        }
+        // The dead flag read with the name's place, from the one node
+        // read: a dead node's name never matches.
+        self.index.find_where(lower, |id| {
+            let node = self.nodes.get(id);
+            node.flags & FLAG_DEAD == 0
+                && self
+                    .names
+                    .slice(node.name_start, usize::from(node.name_len))
+                    == lower
+        })
     }
 
     /// [`Zone::find_node`], but finding a dead node too.
@@ -361,8 +374,16 @@ impl Zone {
         if self.node(node).flags & FLAG_WILDCARD_CHILD == 0 {
             return None;
         }
-        let wildcard = NameBuf::concat(b"\x01*", self.node_name(node)).ok()?;
-        self.find_node(wildcard.as_bytes())
+        // `*.name` written to the stack: the node's name is valid and
+        // lowercased, so the result needs no validation, only the length
+        // check (a name of 254 or 255 octets has no `*` child).
+        let name = self.node_name_bytes(node);
+        let len = name.len() + 2;
+        let mut buf = [0u8; MAX_NAME_LEN];
+        let wildcard = buf.get_mut(..len)?;
+        wildcard[..2].copy_from_slice(b"\x01*");
+        wildcard[2..].copy_from_slice(name);
+        self.find_node(wildcard)
     }
 
     /// The highest delegation point at or above a node that is a cut or
