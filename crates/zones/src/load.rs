@@ -982,7 +982,7 @@ impl RecordList for One<'_> {
 /// records do not make a zone: the caller builds the version whole (and
 /// reports the builder's errors). In a debug build the patched version is
 /// checked against a whole build of the same records.
-fn patch_signed(
+pub(crate) fn patch_signed(
     origin: tern_wire::name::Name<'_>,
     served: &Zone,
     records: &[tern_zone::Record],
