@@ -1392,6 +1392,10 @@ impl crate::load::Previous for Zones {
         self.lock().primary(origin)?.stamp.signed().cloned()
     }
 
+    fn served(&self, origin: &[u8]) -> Option<Arc<Zone>> {
+        self.primary_version(origin)
+    }
+
     fn unchanged(
         &self,
         origin: &[u8],

@@ -178,7 +178,15 @@ pub(super) fn sign_update<P: RecordList + ?Sized>(
         Some(served.serial()),
     )?;
     drop(list);
-    let (records, zone) = build(origin, &resigned.zone.records)?;
+    // The served version patched with the owners the signing changed,
+    // else built whole.
+    let patched = resigned.zone.difference.as_ref().and_then(|change| {
+        crate::load::patch_signed(origin, served, &resigned.zone.records, change)
+    });
+    let (records, zone) = match patched {
+        Some(zone) => (compact(&resigned.zone.records)?, zone),
+        None => build(origin, &resigned.zone.records)?,
+    };
     let difference = match resigned.zone.difference {
         Some(change) => change_difference(served, &zone, change),
         None => Difference::between(served, &zone),
@@ -221,6 +229,16 @@ fn change_difference(old: &Zone, new: &Zone, change: tern_dnssec::Change) -> Dif
         deleted: records(change.deleted),
         added: records(change.added),
     }
+}
+
+/// Signed `records` compact for the next signing.
+fn compact<R: RecordList + ?Sized>(records: &R) -> Result<Records, String> {
+    let mut compact = Records::new();
+    Sink::reserve(&mut compact, records.len());
+    for record in (0..records.len()).map(|index| records.record(index)) {
+        Sink::record(&mut compact, record).map_err(str::to_string)?;
+    }
+    Ok(compact)
 }
 
 /// The zone `origin` served from signed `records`, and the records
