@@ -40,17 +40,16 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex, Weak};
 
-use tern_authority::{RecordCursor, Zone, ZoneBuilder};
+use tern_authority::{Zone, ZoneBuilder};
 use tern_dnssec::Change;
 use tern_wire::name::{LowerNameBuf, Name, NameBuf};
-use tern_wire::types::{RClass, RType};
 use tern_xfr::axfr::serial_at_or_after;
 use tern_zone::{RecordList, Records, Sink};
 
 use crate::load::Origin;
 use crate::refresh::SecondaryConfig;
 use crate::rollover::ZoneKeys;
-use crate::signing::{Policy, Signing};
+use crate::signing::{apex_serial, served_records, Policy, Signing};
 use crate::start::Plan;
 use crate::{file_stem, unix_time};
 
@@ -326,35 +325,9 @@ fn run(bump: &Bump, jobs: &Receiver<Origin>, zones: &Weak<dyn Publish>) {
 
 /// The records of `zone` as a list to sign, each RRset's TTL settled.
 fn records_of(zone: &Zone) -> Result<Records, String> {
-    let mut records = Records::new();
-    Sink::reserve(&mut records, zone.record_count());
-    let mut cursor = RecordCursor::default();
-    while let Some(record) = zone.next_record(&mut cursor) {
-        Sink::record(
-            &mut records,
-            tern_zone::RecordRef {
-                owner: record.owner,
-                class: RClass::IN,
-                ttl: record.ttl,
-                rtype: record.rtype,
-                rdata: record.rdata,
-                location: tern_zone::Location::default(),
-            },
-        )
-        .map_err(str::to_string)?;
-    }
+    let mut records = served_records(zone)?;
     tern_zone::ttl::settle_ttls(&mut records);
     Ok(records)
-}
-
-/// The serial of the apex SOA among `records`, if there is one.
-fn apex_serial<R: RecordList + ?Sized>(origin: Name<'_>, records: &R) -> Option<u32> {
-    let rdata = (0..records.len())
-        .map(|index| records.record(index))
-        .find(|record| record.rtype == RType::SOA && record.owner.eq_ignore_case(origin))?
-        .rdata;
-    let at = rdata.len().checked_sub(20)?;
-    Some(u32::from_be_bytes(rdata.get(at..at + 4)?.try_into().ok()?))
 }
 
 /// The serial a signed version is made above: the higher of the serial

@@ -22,13 +22,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rand::Rng as _;
+use tern_authority::{RecordCursor, Zone};
 use tern_dnssec::{
     resign_zone, sign_zone_into, sign_zone_with, Denial, KeySet, Nsec3Params, Refresh, Resigned,
     SignError, SignOptions, SignStats, SignedZone, Validity,
 };
 use tern_wire::name::Name;
-use tern_wire::types::RType;
-use tern_zone::{RecordList, Sink};
+use tern_wire::types::{RClass, RType};
+use tern_zone::{RecordList, Records, Sink};
 
 use crate::keys;
 use crate::policy::signer_serial_above;
@@ -41,6 +42,46 @@ use crate::rollover::{self, Timing};
 /// docs/decisions/0014): clocks of validators running a little behind
 /// still accept them.
 pub const INCEPTION_BACKDATE: u64 = 3600;
+
+//----------- Records of a version ------------------------------------------
+
+/// Every record of a served version, compact, in its walk's order (the
+/// apex's records first): the records a signing starts from when the
+/// signer's own are not at hand (a received zone to sign, a served
+/// version to sign an update on).
+pub(crate) fn served_records(zone: &Zone) -> Result<Records, String> {
+    let mut records = Records::new();
+    Sink::reserve(&mut records, zone.record_count());
+    let mut cursor = RecordCursor::default();
+    while let Some(record) = zone.next_record(&mut cursor) {
+        Sink::record(
+            &mut records,
+            tern_zone::RecordRef {
+                owner: record.owner,
+                class: RClass::IN,
+                ttl: record.ttl,
+                rtype: record.rtype,
+                rdata: record.rdata,
+                location: tern_zone::Location::default(),
+            },
+        )
+        .map_err(str::to_string)?;
+    }
+    Ok(records)
+}
+
+/// The serial of the apex SOA among `records`, which list the apex's
+/// records first (the signer's canonical order, a served version's walk):
+/// only those are read.
+pub(crate) fn apex_serial<R: RecordList + ?Sized>(origin: Name<'_>, records: &R) -> Option<u32> {
+    let rdata = (0..records.len())
+        .map(|index| records.record(index))
+        .take_while(|record| record.owner.eq_ignore_case(origin))
+        .find(|record| record.rtype == RType::SOA)?
+        .rdata;
+    let at = rdata.len().checked_sub(20)?;
+    Some(u32::from_be_bytes(rdata.get(at..at + 4)?.try_into().ok()?))
+}
 
 //----------- Signing --------------------------------------------------------
 

@@ -38,6 +38,7 @@ use tern_zone::{RecordList, Records, Sink};
 use crate::load::Stamp;
 use crate::policy::CdsCdnskey;
 use crate::rollover::ZoneKeys;
+pub(super) use crate::signing::{apex_serial, served_records};
 
 /// The signed records of a version served, kept by the update thread
 /// for the next group's signing.
@@ -101,41 +102,6 @@ pub(super) fn unsigned_records(zone: &Zone, cds: bool) -> Result<ZoneRecords, St
     }
     ZoneRecords::from_records(origin, &list)
         .map_err(|err| format!("its records do not take updates: {err}"))
-}
-
-/// Every record of a served version, compact (the previous version of a
-/// signing when the signer's own records of it are not at hand).
-pub(super) fn served_records(zone: &Zone) -> Result<Records, String> {
-    let mut records = Records::new();
-    Sink::reserve(&mut records, zone.record_count());
-    let mut cursor = RecordCursor::default();
-    while let Some(record) = zone.next_record(&mut cursor) {
-        Sink::record(
-            &mut records,
-            tern_zone::RecordRef {
-                owner: record.owner,
-                class: RClass::IN,
-                ttl: record.ttl,
-                rtype: record.rtype,
-                rdata: record.rdata,
-                location: tern_zone::Location::default(),
-            },
-        )
-        .map_err(str::to_string)?;
-    }
-    Ok(records)
-}
-
-/// The serial of the apex SOA among signed `records` (first in canonical
-/// order).
-pub(super) fn apex_serial<R: RecordList + ?Sized>(origin: Name<'_>, records: &R) -> Option<u32> {
-    let rdata = (0..records.len())
-        .map(|index| records.record(index))
-        .take_while(|record| record.owner.eq_ignore_case(origin))
-        .find(|record| record.rtype == RType::SOA)?
-        .rdata;
-    let at = rdata.len().checked_sub(20)?;
-    Some(u32::from_be_bytes(rdata.get(at..at + 4)?.try_into().ok()?))
 }
 
 /// The state directory of a zone's keys (`STATE/keys/ZONE`).
