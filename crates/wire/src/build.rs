@@ -245,16 +245,7 @@ impl<'b> MessageBuilder<'b> {
             self.write(&qtype.0.to_be_bytes())?;
             self.write(&qclass.0.to_be_bytes())
         })();
-        match result {
-            Ok(()) => {
-                self.counts[0] += 1;
-                Ok(())
-            }
-            Err(err) => {
-                self.rollback(mark);
-                Err(err)
-            }
-        }
+        self.count_or_rollback(0, mark, result)
     }
 
     /// Writes one record into the current section. Names in the RDATA of the
@@ -270,16 +261,8 @@ impl<'b> MessageBuilder<'b> {
     ) -> Result<(), TruncationError> {
         debug_assert!(self.section > 0, "set_section before push_record");
         let mark = self.mark();
-        match self.write_record(owner, rtype, class, ttl, rdata) {
-            Ok(()) => {
-                self.counts[self.section] += 1;
-                Ok(())
-            }
-            Err(err) => {
-                self.rollback(mark);
-                Err(err)
-            }
-        }
+        let result = self.write_record(owner, rtype, class, ttl, rdata);
+        self.count_or_rollback(self.section, mark, result)
     }
 
     /// [`MessageBuilder::push_record`] for a record owned by the
@@ -308,9 +291,21 @@ impl<'b> MessageBuilder<'b> {
         let result = self
             .write(&(0xc000 | HEADER_LEN as u16).to_be_bytes())
             .and_then(|()| self.write_record_data(rtype, class, ttl, rdata));
+        self.count_or_rollback(self.section, mark, result)
+    }
+
+    /// The end of a question's or a record's writing: counted in `section`
+    /// if it was all written, else nothing of it left (back to `mark`).
+    #[inline]
+    fn count_or_rollback(
+        &mut self,
+        section: usize,
+        mark: Mark,
+        result: Result<(), TruncationError>,
+    ) -> Result<(), TruncationError> {
         match result {
             Ok(()) => {
-                self.counts[self.section] += 1;
+                self.counts[section] += 1;
                 Ok(())
             }
             Err(err) => {
