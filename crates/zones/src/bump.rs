@@ -271,6 +271,11 @@ impl Bump {
             &policy,
             &self.state_directory,
         );
+        // Counted and kept for the metrics and `tern zone-status`, as a
+        // primary zone's failure is.
+        if let Err(cause) = &result {
+            crate::sign_status::failed(origin, &policy, cause, unix_time());
+        }
         Some(result.map(|(signed, records)| {
             if let Err(err) = save_signed(&self.state_directory, signed.zone.origin(), &records) {
                 log::warn!(
@@ -411,6 +416,19 @@ fn sign_received(
         .map_err(str::to_string)?;
     }
     let key_event = signed.next_key_event;
+    // Recorded for the metrics and `tern zone-status`, as a primary
+    // zone's signing is.
+    crate::sign_status::signed(
+        LowerNameBuf::from_name(name).as_bytes(),
+        policy,
+        crate::sign_status::LastSigning {
+            at: now,
+            duration: started.elapsed().as_secs_f64(),
+            signatures: made as u64,
+        },
+        crate::sign_status::earliest_expiry(&compact, now),
+        key_event,
+    );
     let keys = ZoneKeys {
         origin,
         dir: crate::keys::key_dir(state_directory, name),
@@ -542,6 +560,12 @@ mod tests {
 
     /// The zone received at `serial`, with a name added when `extra`.
     fn received(serial: u32, extra: bool) -> Arc<Zone> {
+        received_in(ORIGIN, serial, extra)
+    }
+
+    /// The zone `origin` received at `serial`, with a name added when
+    /// `extra`.
+    fn received_in(origin: &str, serial: u32, extra: bool) -> Arc<Zone> {
         let mut text = format!(
             "$TTL 3600\n@ SOA ns1 hostmaster {serial} 7200 3600 1209600 300\n@ NS ns1\n\
              ns1 A 192.0.2.1\nwww A 192.0.2.80\n"
@@ -549,7 +573,7 @@ mod tests {
         if extra {
             text.push_str("added A 192.0.2.7\n");
         }
-        let origin = NameBuf::from_text(ORIGIN.as_bytes(), None).unwrap();
+        let origin = NameBuf::from_text(origin.as_bytes(), None).unwrap();
         let mut records = Records::new();
         tern_zone::scan_bytes(
             text.as_bytes(),
@@ -634,6 +658,69 @@ mod tests {
         let again = sign(received(300, true)).unwrap();
         assert_eq!(again.zone.serial(), 301);
         assert_eq!(again.change.map(|(from, _)| from), Some(202));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A fresh state directory for the test `tag` and a bump signing the
+    /// secondary zone `origin` under a default policy there.
+    fn bump_for(tag: &str, origin: &str) -> (PathBuf, Arc<Bump>, Origin) {
+        let dir = std::env::temp_dir().join(format!("tern-bump-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let name = NameBuf::from_text(origin.as_bytes(), None).unwrap();
+        let origin = LowerNameBuf::from_name(name.as_name());
+        let key: Origin = origin.as_bytes().into();
+        let policy = Arc::new(Policy::new("p".to_string()));
+        let signing = Signing::new(dir.clone(), 1, vec![(key.clone(), policy)]);
+        let config = SecondaryConfig {
+            origin,
+            primaries: Vec::new(),
+            key: None,
+            tls: None,
+        };
+        let bump = Bump::new(Some(&signing), &[config]).unwrap();
+        (dir, bump, key)
+    }
+
+    /// Each signing of a signed secondary zone is recorded as a primary
+    /// zone's is (`tern_zone_*` metrics, `tern zone-status`): signatures
+    /// made, when and how long, the earliest RRSIG expiration and the next
+    /// key event; a failure is counted with its cause.
+    #[test]
+    fn signings_are_recorded_for_the_metrics() {
+        const METRICS: &str = "metrics.bump.test.";
+        let (dir, bump, key) = bump_for("metrics", METRICS);
+        let sign = |zone: Arc<Zone>| {
+            bump.lock().get_mut(&key).unwrap().unsigned = Some(zone);
+            bump.sign(&key).unwrap()
+        };
+        let before = unix_time();
+        let first = sign(received_in(METRICS, 100, false)).unwrap();
+        let status = crate::sign_status::get(&key).expect("recorded");
+        let last = status.last.clone().expect("a signing recorded");
+        assert!(last.signatures > 3 && last.at >= before, "{status:?}");
+        assert_eq!(status.signatures_total, last.signatures);
+        assert_eq!(status.policy, "p");
+        assert!(status.earliest_expiry.is_some_and(|at| at > before));
+        assert_eq!(status.next_key_event, first.keys.next_event);
+
+        sign(received_in(METRICS, 200, true)).unwrap();
+        let again = crate::sign_status::get(&key).unwrap();
+        let made = again.last.as_ref().unwrap().signatures;
+        assert!(made > 0 && made < last.signatures, "incremental: {again:?}");
+        assert_eq!(again.signatures_total, last.signatures + made);
+
+        let keys = crate::keys::key_dir(&dir, Name::from_wire(&key).unwrap());
+        for entry in std::fs::read_dir(&keys).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|ext| ext == "pem") {
+                std::fs::remove_file(path).unwrap();
+            }
+        }
+        assert!(sign(received_in(METRICS, 300, false)).is_err());
+        let failed = crate::sign_status::get(&key).unwrap();
+        assert_eq!(failed.failures_total, 1);
+        assert!(failed.last_failure.is_some_and(|failure| !failure.cause.is_empty()));
+        assert_eq!(failed.signatures_total, again.signatures_total);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
