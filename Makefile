@@ -163,6 +163,7 @@ dnssec: release
 	TERN_BIN=$(RELEASE_BIN) python3 tests/dnssec/validate.py
 	TERN_BIN=$(RELEASE_BIN) python3 tests/dnssec/secondaries.py
 	TERN_BIN=$(RELEASE_BIN) python3 tests/dnssec/bump.py
+	TERN_BIN=$(RELEASE_BIN) python3 tests/dnssec/bump_catalog.py
 	TERN_BIN=$(RELEASE_BIN) python3 tests/dnssec/sign_offline.py
 	TERN_BIN=$(RELEASE_BIN) python3 tests/dnssec/status.py
 

@@ -32,8 +32,16 @@
 //! the saved unsigned copy again (the keys' steps and signatures due since)
 //! before refreshing from the primary.
 //!
-//! Members of consumed catalogs are not signed (the configuration refuses
-//! `dnssec-policy` on `zones.catalog`).
+//! A consumed catalog (`zones.catalog`) with `dnssec-policy` has each of
+//! its members signed the same way, under the catalog's policy: a member
+//! gets its entry here when its catalog first lists it (at start, from the
+//! catalog's saved copy, [`Bump::plan_start`]; later, as the catalog
+//! changes, [`Bump::add_member`]), its keys made at its first signing.
+//! A member the catalog drops ([`Bump::remove_member`]) stops being signed
+//! and served: its saved signed copy is deleted, its keys and last serial
+//! stay in the state directory (as Knot keeps a removed member's keys), so
+//! that the same zone listed again is signed with the same keys above the
+//! serial it was served with.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -80,6 +88,8 @@ pub(crate) struct SignedSecondary {
 pub struct Bump {
     state_directory: PathBuf,
     zones: Mutex<HashMap<Origin, Entry>>,
+    /// The consumed catalogs with a policy: their members are signed.
+    catalogs: HashMap<Origin, Arc<Policy>>,
     /// The signing thread's queue, once it runs.
     jobs: Mutex<Option<Sender<Origin>>>,
 }
@@ -100,9 +110,21 @@ struct Entry {
 
 impl Bump {
     /// The secondary zones of `secondaries` that `signing` names a policy
-    /// for; `None` if there are none.
-    pub fn new(signing: Option<&Signing>, secondaries: &[SecondaryConfig]) -> Option<Arc<Bump>> {
+    /// for, and the members of those of `catalogs` it names one for (added
+    /// as they are listed); `None` if there are none.
+    pub fn new(
+        signing: Option<&Signing>,
+        secondaries: &[SecondaryConfig],
+        catalogs: &[SecondaryConfig],
+    ) -> Option<Arc<Bump>> {
         let signing = signing?;
+        let catalogs: HashMap<Origin, Arc<Policy>> = catalogs
+            .iter()
+            .filter_map(|config| {
+                let origin = config.origin.as_bytes();
+                Some((origin.into(), Arc::clone(signing.shared_policy(origin)?)))
+            })
+            .collect();
         let zones: HashMap<Origin, Entry> = secondaries
             .iter()
             .filter_map(|config| {
@@ -120,10 +142,11 @@ impl Bump {
                 ))
             })
             .collect();
-        (!zones.is_empty()).then(|| {
+        (!(zones.is_empty() && catalogs.is_empty())).then(|| {
             Arc::new(Bump {
                 state_directory: signing.state_directory.clone(),
                 zones: Mutex::new(zones),
+                catalogs,
                 jobs: Mutex::new(None),
             })
         })
@@ -142,11 +165,62 @@ impl Bump {
         self.lock().contains_key(origin)
     }
 
-    /// Changes the start `plan` for the signed secondary zones: their
-    /// saved unsigned copies go to the refresh thread only (kept here, to
-    /// be signed), and their saved signed copies, if any, serve at once.
-    /// Bound: the zones in the plan, and the signed copies read.
+    /// Whether members of the consumed catalog `catalog` (lowercased wire
+    /// form) are signed.
+    pub fn signs_members_of(&self, catalog: &[u8]) -> bool {
+        self.catalogs.contains_key(catalog)
+    }
+
+    /// The consumed catalog `catalog` (lowercased wire form) lists
+    /// `member`: if the catalog has a policy, the member is signed under
+    /// it from now on (an entry with nothing received yet; a member
+    /// already known is left as it is). Whether it is signed.
+    pub fn add_member(&self, member: LowerNameBuf, catalog: &[u8]) -> bool {
+        let Some(policy) = self.catalogs.get(catalog) else {
+            return false;
+        };
+        self.lock()
+            .entry(member.as_bytes().into())
+            .or_insert_with(|| Entry {
+                policy: Arc::clone(policy),
+                unsigned: None,
+                signed: None,
+                keys: None,
+                queued: false,
+            });
+        true
+    }
+
+    /// The member `origin` (lowercased wire form) left its catalog: it is
+    /// no longer signed, its status entry and saved signed copy go; its
+    /// keys and the serial it was last served with stay (`STATE/keys/`,
+    /// `STATE/signed/ORIGIN.serial`). A signing under way finishes, but
+    /// its version is not served (the owner no longer has the zone).
+    pub fn remove_member(&self, origin: LowerNameBuf) {
+        if self.lock().remove(origin.as_bytes()).is_none() {
+            return;
+        }
+        crate::sign_status::forget(origin.as_bytes());
+        let path = signed_path(&self.state_directory, origin);
+        match std::fs::remove_file(&path) {
+            Ok(()) => {}
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+            Err(err) => log::warn!("{}: cannot delete: {err}", path.display()),
+        }
+    }
+
+    /// Changes the start `plan` for the signed secondary zones: the
+    /// members that the saved copies of catalogs with a policy list are
+    /// signed; the saved unsigned copies go to the refresh thread only
+    /// (kept here, to be signed), and the saved signed copies, if any,
+    /// serve at once. Bound: the zones in the plan, and the signed copies
+    /// read.
     pub fn plan_start(&self, plan: &mut Plan) {
+        for (catalog, members) in &plan.consumed {
+            for member in members {
+                self.add_member(*member, catalog.origin.as_bytes());
+            }
+        }
         let mut zones = self.lock();
         for (config, saved) in &plan.starts {
             let Some(entry) = zones.get_mut(config.origin.as_bytes()) else {
@@ -608,7 +682,7 @@ mod tests {
             key: None,
             tls: None,
         };
-        let bump = Bump::new(Some(&signing), &[config]).unwrap();
+        let bump = Bump::new(Some(&signing), &[config], &[]).unwrap();
         assert!(bump.signs(&key) && !bump.signs(b"\x01x\x00"));
         let sign = |zone: Arc<Zone>| {
             bump.lock().get_mut(&key).unwrap().unsigned = Some(zone);
@@ -677,7 +751,7 @@ mod tests {
             key: None,
             tls: None,
         };
-        let bump = Bump::new(Some(&signing), &[config]).unwrap();
+        let bump = Bump::new(Some(&signing), &[config], &[]).unwrap();
         (dir, bump, key)
     }
 
@@ -719,7 +793,9 @@ mod tests {
         assert!(sign(received_in(METRICS, 300, false)).is_err());
         let failed = crate::sign_status::get(&key).unwrap();
         assert_eq!(failed.failures_total, 1);
-        assert!(failed.last_failure.is_some_and(|failure| !failure.cause.is_empty()));
+        assert!(failed
+            .last_failure
+            .is_some_and(|failure| !failure.cause.is_empty()));
         assert_eq!(failed.signatures_total, again.signatures_total);
         std::fs::remove_dir_all(&dir).unwrap();
     }
