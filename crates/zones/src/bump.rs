@@ -39,9 +39,8 @@
 //! changes, [`Bump::add_member`]), its keys made at its first signing.
 //! A member the catalog drops ([`Bump::remove_member`]) stops being signed
 //! and served: its saved signed copy is deleted, its keys and last serial
-//! stay in the state directory (as Knot keeps a removed member's keys), so
-//! that the same zone listed again is signed with the same keys above the
-//! serial it was served with.
+//! stay in the state directory, so that the same zone listed again is
+//! signed with the same keys above the serial it was served with.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -358,10 +357,18 @@ impl Bump {
                 );
             }
             let mut zones = self.lock();
-            if let Some(entry) = zones.get_mut(origin) {
-                entry.signed = Some(Arc::new(records));
-                entry.keys = Some(Arc::clone(&signed.keys));
-            }
+            let Some(entry) = zones.get_mut(origin) else {
+                // A member removed while it was signed
+                // ([`Bump::remove_member`]): neither its saved copy nor
+                // its status stays.
+                drop(zones);
+                let origin = LowerNameBuf::from_name(signed.zone.origin());
+                let _ = std::fs::remove_file(signed_path(&self.state_directory, origin));
+                crate::sign_status::forget(origin.as_bytes());
+                return signed;
+            };
+            entry.signed = Some(Arc::new(records));
+            entry.keys = Some(Arc::clone(&signed.keys));
             signed
         }))
     }
