@@ -152,6 +152,8 @@ update: release
 ## of name validated by Unbound from a private root, Knot, NSD and BIND
 ## as secondaries, by AXFR then IXFR after an edit and after a signature
 ## refresh, bump in the wire (Knot, tern signing as its secondary, BIND),
+## the members of a Knot catalog signed, a restart signing from the saved
+## signed records (at most the SOA's signature with nothing changed),
 ## and `tern sign` on one and two threads (tests/dnssec).
 dnssec: release
 	TERN_BIN=$(RELEASE_BIN) python3 tests/dnssec/signing.py
@@ -163,6 +165,8 @@ dnssec: release
 	TERN_BIN=$(RELEASE_BIN) python3 tests/dnssec/validate.py
 	TERN_BIN=$(RELEASE_BIN) python3 tests/dnssec/secondaries.py
 	TERN_BIN=$(RELEASE_BIN) python3 tests/dnssec/bump.py
+	TERN_BIN=$(RELEASE_BIN) python3 tests/dnssec/bump_catalog.py
+	TERN_BIN=$(RELEASE_BIN) python3 tests/dnssec/restart_signed.py
 	TERN_BIN=$(RELEASE_BIN) python3 tests/dnssec/sign_offline.py
 	TERN_BIN=$(RELEASE_BIN) python3 tests/dnssec/status.py
 

@@ -350,7 +350,11 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         &config.catalogs,
     );
     // Secondary zones tern signs serve their saved signed copies instead.
-    let bump = tern_zones::bump::Bump::new(config.signing.as_ref(), &config.secondaries);
+    let bump = tern_zones::bump::Bump::new(
+        config.signing.as_ref(),
+        &config.secondaries,
+        &config.catalogs,
+    );
     if let Some(bump) = &bump {
         bump.plan_start(&mut plan);
     }

@@ -32,8 +32,15 @@
 //! the saved unsigned copy again (the keys' steps and signatures due since)
 //! before refreshing from the primary.
 //!
-//! Members of consumed catalogs are not signed (the configuration refuses
-//! `dnssec-policy` on `zones.catalog`).
+//! A consumed catalog (`zones.catalog`) with `dnssec-policy` has each of
+//! its members signed the same way, under the catalog's policy: a member
+//! gets its entry here when its catalog first lists it (at start, from the
+//! catalog's saved copy, [`Bump::plan_start`]; later, as the catalog
+//! changes, [`Bump::add_member`]), its keys made at its first signing.
+//! A member the catalog drops ([`Bump::remove_member`]) stops being signed
+//! and served: its saved signed copy is deleted, its keys and last serial
+//! stay in the state directory, so that the same zone listed again is
+//! signed with the same keys above the serial it was served with.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -80,6 +87,8 @@ pub(crate) struct SignedSecondary {
 pub struct Bump {
     state_directory: PathBuf,
     zones: Mutex<HashMap<Origin, Entry>>,
+    /// The consumed catalogs with a policy: their members are signed.
+    catalogs: HashMap<Origin, Arc<Policy>>,
     /// The signing thread's queue, once it runs.
     jobs: Mutex<Option<Sender<Origin>>>,
 }
@@ -100,9 +109,21 @@ struct Entry {
 
 impl Bump {
     /// The secondary zones of `secondaries` that `signing` names a policy
-    /// for; `None` if there are none.
-    pub fn new(signing: Option<&Signing>, secondaries: &[SecondaryConfig]) -> Option<Arc<Bump>> {
+    /// for, and the members of those of `catalogs` it names one for (added
+    /// as they are listed); `None` if there are none.
+    pub fn new(
+        signing: Option<&Signing>,
+        secondaries: &[SecondaryConfig],
+        catalogs: &[SecondaryConfig],
+    ) -> Option<Arc<Bump>> {
         let signing = signing?;
+        let catalogs: HashMap<Origin, Arc<Policy>> = catalogs
+            .iter()
+            .filter_map(|config| {
+                let origin = config.origin.as_bytes();
+                Some((origin.into(), Arc::clone(signing.shared_policy(origin)?)))
+            })
+            .collect();
         let zones: HashMap<Origin, Entry> = secondaries
             .iter()
             .filter_map(|config| {
@@ -120,10 +141,11 @@ impl Bump {
                 ))
             })
             .collect();
-        (!zones.is_empty()).then(|| {
+        (!(zones.is_empty() && catalogs.is_empty())).then(|| {
             Arc::new(Bump {
                 state_directory: signing.state_directory.clone(),
                 zones: Mutex::new(zones),
+                catalogs,
                 jobs: Mutex::new(None),
             })
         })
@@ -142,11 +164,62 @@ impl Bump {
         self.lock().contains_key(origin)
     }
 
-    /// Changes the start `plan` for the signed secondary zones: their
-    /// saved unsigned copies go to the refresh thread only (kept here, to
-    /// be signed), and their saved signed copies, if any, serve at once.
-    /// Bound: the zones in the plan, and the signed copies read.
+    /// Whether members of the consumed catalog `catalog` (lowercased wire
+    /// form) are signed.
+    pub fn signs_members_of(&self, catalog: &[u8]) -> bool {
+        self.catalogs.contains_key(catalog)
+    }
+
+    /// The consumed catalog `catalog` (lowercased wire form) lists
+    /// `member`: if the catalog has a policy, the member is signed under
+    /// it from now on (an entry with nothing received yet; a member
+    /// already known is left as it is). Whether it is signed.
+    pub fn add_member(&self, member: LowerNameBuf, catalog: &[u8]) -> bool {
+        let Some(policy) = self.catalogs.get(catalog) else {
+            return false;
+        };
+        self.lock()
+            .entry(member.as_bytes().into())
+            .or_insert_with(|| Entry {
+                policy: Arc::clone(policy),
+                unsigned: None,
+                signed: None,
+                keys: None,
+                queued: false,
+            });
+        true
+    }
+
+    /// The member `origin` (lowercased wire form) left its catalog: it is
+    /// no longer signed, its status entry and saved signed copy go; its
+    /// keys and the serial it was last served with stay (`STATE/keys/`,
+    /// `STATE/signed/ORIGIN.serial`). A signing under way finishes, but
+    /// its version is not served (the owner no longer has the zone).
+    pub fn remove_member(&self, origin: LowerNameBuf) {
+        if self.lock().remove(origin.as_bytes()).is_none() {
+            return;
+        }
+        crate::sign_status::forget(origin.as_bytes());
+        let path = signed_path(&self.state_directory, origin);
+        match std::fs::remove_file(&path) {
+            Ok(()) => {}
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+            Err(err) => log::warn!("{}: cannot delete: {err}", path.display()),
+        }
+    }
+
+    /// Changes the start `plan` for the signed secondary zones: the
+    /// members that the saved copies of catalogs with a policy list are
+    /// signed; the saved unsigned copies go to the refresh thread only
+    /// (kept here, to be signed), and the saved signed copies, if any,
+    /// serve at once. Bound: the zones in the plan, and the signed copies
+    /// read.
     pub fn plan_start(&self, plan: &mut Plan) {
+        for (catalog, members) in &plan.consumed {
+            for member in members {
+                self.add_member(*member, catalog.origin.as_bytes());
+            }
+        }
         let mut zones = self.lock();
         for (config, saved) in &plan.starts {
             let Some(entry) = zones.get_mut(config.origin.as_bytes()) else {
@@ -271,6 +344,11 @@ impl Bump {
             &policy,
             &self.state_directory,
         );
+        // Counted and kept for the metrics and `tern zone-status`, as a
+        // primary zone's failure is.
+        if let Err(cause) = &result {
+            crate::sign_status::failed(origin, &policy, cause, unix_time());
+        }
         Some(result.map(|(signed, records)| {
             if let Err(err) = save_signed(&self.state_directory, signed.zone.origin(), &records) {
                 log::warn!(
@@ -279,10 +357,18 @@ impl Bump {
                 );
             }
             let mut zones = self.lock();
-            if let Some(entry) = zones.get_mut(origin) {
-                entry.signed = Some(Arc::new(records));
-                entry.keys = Some(Arc::clone(&signed.keys));
-            }
+            let Some(entry) = zones.get_mut(origin) else {
+                // A member removed while it was signed
+                // ([`Bump::remove_member`]): neither its saved copy nor
+                // its status stays.
+                drop(zones);
+                let origin = LowerNameBuf::from_name(signed.zone.origin());
+                let _ = std::fs::remove_file(signed_path(&self.state_directory, origin));
+                crate::sign_status::forget(origin.as_bytes());
+                return signed;
+            };
+            entry.signed = Some(Arc::new(records));
+            entry.keys = Some(Arc::clone(&signed.keys));
             signed
         }))
     }
@@ -411,6 +497,19 @@ fn sign_received(
         .map_err(str::to_string)?;
     }
     let key_event = signed.next_key_event;
+    // Recorded for the metrics and `tern zone-status`, as a primary
+    // zone's signing is.
+    crate::sign_status::signed(
+        LowerNameBuf::from_name(name).as_bytes(),
+        policy,
+        crate::sign_status::LastSigning {
+            at: now,
+            duration: started.elapsed().as_secs_f64(),
+            signatures: made as u64,
+        },
+        crate::sign_status::earliest_expiry(&compact, now),
+        key_event,
+    );
     let keys = ZoneKeys {
         origin,
         dir: crate::keys::key_dir(state_directory, name),
@@ -542,6 +641,12 @@ mod tests {
 
     /// The zone received at `serial`, with a name added when `extra`.
     fn received(serial: u32, extra: bool) -> Arc<Zone> {
+        received_in(ORIGIN, serial, extra)
+    }
+
+    /// The zone `origin` received at `serial`, with a name added when
+    /// `extra`.
+    fn received_in(origin: &str, serial: u32, extra: bool) -> Arc<Zone> {
         let mut text = format!(
             "$TTL 3600\n@ SOA ns1 hostmaster {serial} 7200 3600 1209600 300\n@ NS ns1\n\
              ns1 A 192.0.2.1\nwww A 192.0.2.80\n"
@@ -549,7 +654,7 @@ mod tests {
         if extra {
             text.push_str("added A 192.0.2.7\n");
         }
-        let origin = NameBuf::from_text(ORIGIN.as_bytes(), None).unwrap();
+        let origin = NameBuf::from_text(origin.as_bytes(), None).unwrap();
         let mut records = Records::new();
         tern_zone::scan_bytes(
             text.as_bytes(),
@@ -584,7 +689,7 @@ mod tests {
             key: None,
             tls: None,
         };
-        let bump = Bump::new(Some(&signing), &[config]).unwrap();
+        let bump = Bump::new(Some(&signing), &[config], &[]).unwrap();
         assert!(bump.signs(&key) && !bump.signs(b"\x01x\x00"));
         let sign = |zone: Arc<Zone>| {
             bump.lock().get_mut(&key).unwrap().unsigned = Some(zone);
@@ -634,6 +739,71 @@ mod tests {
         let again = sign(received(300, true)).unwrap();
         assert_eq!(again.zone.serial(), 301);
         assert_eq!(again.change.map(|(from, _)| from), Some(202));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A fresh state directory for the test `tag` and a bump signing the
+    /// secondary zone `origin` under a default policy there.
+    fn bump_for(tag: &str, origin: &str) -> (PathBuf, Arc<Bump>, Origin) {
+        let dir = std::env::temp_dir().join(format!("tern-bump-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let name = NameBuf::from_text(origin.as_bytes(), None).unwrap();
+        let origin = LowerNameBuf::from_name(name.as_name());
+        let key: Origin = origin.as_bytes().into();
+        let policy = Arc::new(Policy::new("p".to_string()));
+        let signing = Signing::new(dir.clone(), 1, vec![(key.clone(), policy)]);
+        let config = SecondaryConfig {
+            origin,
+            primaries: Vec::new(),
+            key: None,
+            tls: None,
+        };
+        let bump = Bump::new(Some(&signing), &[config], &[]).unwrap();
+        (dir, bump, key)
+    }
+
+    /// Each signing of a signed secondary zone is recorded as a primary
+    /// zone's is (`tern_zone_*` metrics, `tern zone-status`): signatures
+    /// made, when and how long, the earliest RRSIG expiration and the next
+    /// key event; a failure is counted with its cause.
+    #[test]
+    fn signings_are_recorded_for_the_metrics() {
+        const METRICS: &str = "metrics.bump.test.";
+        let (dir, bump, key) = bump_for("metrics", METRICS);
+        let sign = |zone: Arc<Zone>| {
+            bump.lock().get_mut(&key).unwrap().unsigned = Some(zone);
+            bump.sign(&key).unwrap()
+        };
+        let before = unix_time();
+        let first = sign(received_in(METRICS, 100, false)).unwrap();
+        let status = crate::sign_status::get(&key).expect("recorded");
+        let last = status.last.clone().expect("a signing recorded");
+        assert!(last.signatures > 3 && last.at >= before, "{status:?}");
+        assert_eq!(status.signatures_total, last.signatures);
+        assert_eq!(status.policy, "p");
+        assert!(status.earliest_expiry.is_some_and(|at| at > before));
+        assert_eq!(status.next_key_event, first.keys.next_event);
+
+        sign(received_in(METRICS, 200, true)).unwrap();
+        let again = crate::sign_status::get(&key).unwrap();
+        let made = again.last.as_ref().unwrap().signatures;
+        assert!(made > 0 && made < last.signatures, "incremental: {again:?}");
+        assert_eq!(again.signatures_total, last.signatures + made);
+
+        let keys = crate::keys::key_dir(&dir, Name::from_wire(&key).unwrap());
+        for entry in std::fs::read_dir(&keys).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|ext| ext == "pem") {
+                std::fs::remove_file(path).unwrap();
+            }
+        }
+        assert!(sign(received_in(METRICS, 300, false)).is_err());
+        let failed = crate::sign_status::get(&key).unwrap();
+        assert_eq!(failed.failures_total, 1);
+        assert!(failed
+            .last_failure
+            .is_some_and(|failure| !failure.cause.is_empty()));
+        assert_eq!(failed.signatures_total, again.signatures_total);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

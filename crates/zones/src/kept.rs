@@ -87,6 +87,7 @@ impl KeptWriter {
             file,
             length,
             records: self.records,
+            start: 0,
         })
     }
 
@@ -138,6 +139,8 @@ pub struct KeptRecords {
     file: File,
     length: u64,
     records: usize,
+    /// Where the records begin in `file` (after a saved copy's header).
+    start: u64,
 }
 
 impl KeptRecords {
@@ -166,7 +169,7 @@ impl KeptRecords {
             READ_CHUNK,
             At {
                 file: &self.file,
-                at: 0,
+                at: self.start,
                 end: self.length,
             },
         );
@@ -203,6 +206,97 @@ impl KeptRecords {
         } else {
             Err(damaged("kept records: more than written"))
         }
+    }
+}
+
+//----------- saved copies ----------------------------------------------------
+
+/// The first octets of a saved copy ([`KeptRecords::save`]); the record
+/// count follows (8 octets, big-endian), then the records as kept.
+const SAVED_MAGIC: &[u8; 8] = b"ternkep1";
+
+/// The octets of a saved copy's header.
+const SAVED_HEADER: u64 = 16;
+
+/// The fewest octets a kept record takes: an owner length of 0 (the
+/// previous owner) and the fixed fields.
+const MIN_RECORD: u64 = 11;
+
+impl KeptRecords {
+    /// Copies the records to `path` (through a temporary file and a
+    /// rename, readable by this process's user only), with a header, so
+    /// that a restart can take them as the previous signed version
+    /// ([`KeptRecords::open_saved`]). Bound: one pass over the file.
+    pub fn save(&self, path: &Path) -> io::Result<()> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let mut temporary = path.as_os_str().to_owned();
+        temporary.push(".tmp");
+        let temporary = std::path::PathBuf::from(temporary);
+        let file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&temporary)?;
+        let mut out = BufWriter::with_capacity(WRITE_BUFFER, file);
+        out.write_all(SAVED_MAGIC)?;
+        out.write_all(&(self.records as u64).to_be_bytes())?;
+        io::copy(
+            &mut At {
+                file: &self.file,
+                at: self.start,
+                end: self.length,
+            },
+            &mut out,
+        )?;
+        let file = out.into_inner().map_err(|err| err.into_error())?;
+        file.sync_data()?;
+        drop(file);
+        std::fs::rename(&temporary, path)
+    }
+
+    /// The records saved at `path` by [`KeptRecords::save`]: `Ok(None)`
+    /// if there is no such file. A header that does not read, or a
+    /// record count the file cannot hold, is an error; the records
+    /// themselves are checked as they are read ([`KeptRecords::read`]).
+    pub fn open_saved(path: &Path) -> io::Result<Option<KeptRecords>> {
+        let file = match File::open(path) {
+            Ok(file) => file,
+            Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(err) => return Err(err),
+        };
+        let length = file.metadata()?.len();
+        let mut header = [0u8; SAVED_HEADER as usize];
+        if length < SAVED_HEADER {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "a saved copy too short",
+            ));
+        }
+        file.read_exact_at(&mut header, 0)?;
+        if &header[..8] != SAVED_MAGIC {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "not a saved copy of tern's",
+            ));
+        }
+        let count = u64::from_be_bytes(header[8..].try_into().expect("8 octets"));
+        if count > (length - SAVED_HEADER) / MIN_RECORD {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "a saved copy with more records than it can hold",
+            ));
+        }
+        Ok(Some(KeptRecords {
+            file,
+            length,
+            records: usize::try_from(count).map_err(|_| {
+                io::Error::new(io::ErrorKind::InvalidData, "a saved copy too large")
+            })?,
+            start: SAVED_HEADER,
+        }))
     }
 }
 
@@ -286,6 +380,43 @@ mod tests {
         std::fs::remove_dir(&dir).unwrap();
     }
 
+    /// A saved copy reads back as kept; none is `None`; a copy with
+    /// another header or a count it cannot hold is an error.
+    #[test]
+    fn saved_copies_read_back() {
+        let dir = std::env::temp_dir().join(format!("tern-kept-saved-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let owner = name("a.example.");
+        let mut writer = KeptWriter::create(&dir).unwrap();
+        for ttl in [1, 2, 3] {
+            let record = RecordRef {
+                owner: owner.as_name(),
+                class: RClass::IN,
+                ttl,
+                rtype: RType::A,
+                rdata: &[192, 0, 2, 1],
+                location: Location::default(),
+            };
+            Sink::record(&mut writer, record).unwrap();
+        }
+        let kept = writer.finish().unwrap();
+        let path = dir.join("sub").join("a.example.kept");
+        assert!(KeptRecords::open_saved(&path).unwrap().is_none());
+        kept.save(&path).unwrap();
+        let saved = KeptRecords::open_saved(&path).unwrap().unwrap();
+        let records = saved.read().unwrap();
+        assert_eq!(records.len(), 3);
+        assert_eq!(records.record(2).ttl, 3);
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes[15] = 200;
+        std::fs::write(&path, &bytes).unwrap();
+        assert!(KeptRecords::open_saved(&path).is_err());
+        bytes[0] = b'x';
+        std::fs::write(&path, &bytes).unwrap();
+        assert!(KeptRecords::open_saved(&path).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     /// A file cut short, or holding more than was written, fails to read.
     #[test]
     fn damage_is_an_error() {
@@ -312,12 +443,14 @@ mod tests {
             file: kept.file.try_clone().unwrap(),
             length: kept.length - 1,
             records: 3,
+            start: 0,
         };
         assert!(cut.read().is_err());
         let fewer = KeptRecords {
             file: kept.file.try_clone().unwrap(),
             length: kept.length,
             records: 2,
+            start: 0,
         };
         assert!(fewer.read().is_err());
         assert_eq!(kept.read().unwrap().len(), 3);

@@ -12,7 +12,7 @@ use std::time::SystemTime;
 
 use tern_authority::{Zone, ZoneBuilder};
 use tern_dnssec::Change;
-use tern_wire::name::NameBuf;
+use tern_wire::name::{Name, NameBuf};
 use tern_zone::check::Severity;
 use tern_zone::{RecordList, Records, Sink};
 
@@ -676,6 +676,35 @@ fn signer<'s>(
     })
 }
 
+/// `STATE/signed/ORIGIN.kept`: the signed records of a zone loaded from a
+/// file as its last signing made them ([`KeptRecords::save`]).
+fn saved_signed_path(state_directory: &Path, origin: Name<'_>) -> std::path::PathBuf {
+    state_directory.join("signed").join(format!(
+        "{}kept",
+        crate::file_stem(tern_wire::name::LowerNameBuf::from_name(origin))
+    ))
+}
+
+/// The signed records saved by the last signing of `origin` (a start
+/// signs from them, keeping their signatures still valid); `None`, logged,
+/// when there are none or they do not read (the zone is signed whole).
+fn saved_signed(state_directory: &Path, origin: Name<'_>) -> Option<Records> {
+    let path = saved_signed_path(state_directory, origin);
+    let read = KeptRecords::open_saved(&path)
+        .and_then(|saved| saved.map(|saved| saved.read()).transpose());
+    match read {
+        Ok(records) => records,
+        Err(err) => {
+            log::warn!(
+                "zone {origin}: its saved signed records are not used ({}: {err}); it is \
+                 signed whole",
+                path.display()
+            );
+            None
+        }
+    }
+}
+
 /// Why a zone did not load.
 enum Failure {
     /// Located errors of its files.
@@ -809,14 +838,23 @@ fn sign_loaded(
     };
     // The RRSIGs made and kept, what the keys call for next and what
     // changed.
-    let (signatures, kept, next_key_event, awaiting_ds, change) = match &signer.previous {
-        Some(previous) => {
-            // Read back for this signing only, and dropped with it.
-            let previous_records = previous.records().map_err(|err| {
-                Failure::Signing(format!("reading the previous signed records: {err}"))
-            })?;
-            let from = previous_serial(name, &previous_records);
-            let resigned = crate::signing::sign_again(
+    // The previous signed version: the one served, else (a start) the
+    // copy saved by the last signing before it, whose signatures still
+    // valid are kept (crate::kept, "saved copies").
+    let previous_records = match &signer.previous {
+        // Read back for this signing only, and dropped with it.
+        Some(previous) => Some(previous.records().map_err(|err| {
+            Failure::Signing(format!("reading the previous signed records: {err}"))
+        })?),
+        None => saved_signed(signer.state_directory, name),
+    };
+    let saved = signer.previous.is_none();
+    let resigned = match previous_records {
+        Some(previous_records) => {
+            // A saved copy's serial is not the one served now: no change
+            // from it goes into the IXFR history.
+            let from = previous_serial(name, &previous_records).filter(|_| !saved);
+            match crate::signing::sign_again(
                 name,
                 &previous_records,
                 records,
@@ -824,9 +862,23 @@ fn sign_loaded(
                 signer.state_directory,
                 now,
                 signer.serial_above,
-            )
-            .map_err(Failure::Signing)?;
-            drop(previous_records);
+            ) {
+                Ok(resigned) => Some((from, resigned)),
+                // A saved copy the signer cannot sign from: signed whole.
+                Err(err) if saved => {
+                    log::warn!(
+                        "zone {name}: cannot sign from its saved signed records ({err}); it \
+                         is signed whole"
+                    );
+                    None
+                }
+                Err(err) => return Err(Failure::Signing(err)),
+            }
+        }
+        None => None,
+    };
+    let (signatures, kept, next_key_event, awaiting_ds, change) = match resigned {
+        Some((from, resigned)) => {
             let zone = resigned.zone;
             // The version served now, patched with the owners the signing
             // changed; else (no served version, no difference, a change a
@@ -886,6 +938,15 @@ fn sign_loaded(
             signer.state_directory.display()
         ))
     })?;
+    // Saved for the next start, which signs from it rather than whole.
+    let saved_path = saved_signed_path(signer.state_directory, name);
+    if let Err(err) = kept_records.save(&saved_path) {
+        log::warn!(
+            "zone {name}: cannot save the signed records in {}: {err}; the next start signs \
+             the zone whole",
+            saved_path.display()
+        );
+    }
     log::info!(
         "zone {name}: signed, {signatures} signatures made, {kept} kept, in {} ms; \
          {} records kept on disk for the next signing ({} octets)",
@@ -1745,6 +1806,59 @@ mod tests {
         };
         let loaded = load_all(&unsigned, None).unwrap();
         assert_eq!(loaded.zones[0].0.record_count(), 3);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A start (nothing served before) signs from the signed records the
+    /// last signing saved: with the file and keys unchanged and the
+    /// signatures far from expiry, it makes at most the SOA's; an edit
+    /// signs only what changed; a saved copy that does not read signs the
+    /// zone whole.
+    #[test]
+    fn a_start_signs_from_the_saved_signed_records() {
+        let dir = std::env::temp_dir().join(format!("tern-load-saved-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let zone_file = dir.join("saved.zone");
+        let text = "$TTL 300\n@ SOA ns hostmaster 1 3600 900 604800 300\n@ NS ns\n\
+                    ns A 192.0.2.1\nwww A 192.0.2.80\nmail A 192.0.2.25\n";
+        std::fs::write(&zone_file, text).unwrap();
+        let origin: Box<[u8]> = b"\x05saved\x04test\x00"[..].into();
+        let policy = Arc::new(Policy::new("p".to_string()));
+        let sources = Sources {
+            dir: None,
+            listed: vec![("saved.test.".to_string(), zone_file.clone())],
+            signing: Some(Signing::new(
+                dir.join("state"),
+                1,
+                vec![(origin.clone(), policy)],
+            )),
+        };
+        let made = || {
+            let loaded = load_one(&sources, &origin, None).unwrap();
+            assert_eq!(loaded.zones.len(), 1);
+            crate::sign_status::get(&origin)
+                .unwrap()
+                .last
+                .unwrap()
+                .signatures
+        };
+        let whole = made();
+        assert!(whole >= 8, "signed whole: {whole}");
+        assert!(dir.join("state/signed/saved.test.kept").exists());
+        let again = made();
+        assert!(
+            again <= 1,
+            "a start with nothing changed: {again} signatures"
+        );
+        std::fs::write(&zone_file, format!("{text}added A 192.0.2.7\n")).unwrap();
+        let edited = made();
+        assert!(
+            edited > again && edited < whole,
+            "an edit: {edited} of {whole}"
+        );
+        std::fs::write(dir.join("state/signed/saved.test.kept"), b"damaged").unwrap();
+        assert!(made() > whole, "signed whole again");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -1020,6 +1020,12 @@ impl Zones {
                 continue;
             }
             kept.insert(member_key.clone());
+            // A catalog with a policy: the member is signed (bump in the
+            // wire) and only its signed versions are served.
+            let signed = self
+                .bump
+                .get()
+                .is_some_and(|bump| bump.add_member(*member, key));
             let member_config = SecondaryConfig {
                 origin: *member,
                 primaries: config.primaries.clone(),
@@ -1045,11 +1051,15 @@ impl Zones {
                     ..Status::default()
                 },
             );
-            if let Some((zone, _)) = &saved {
-                inner
-                    .secondaries
-                    .insert(member_key.clone(), (Arc::clone(zone), unix_now()));
-                inner.sync(&member_key, changes);
+            match (&saved, self.bump.get().filter(|_| signed)) {
+                (Some((zone, _)), Some(bump)) => bump.received(Arc::clone(zone)),
+                (Some((zone, _)), None) => {
+                    inner
+                        .secondaries
+                        .insert(member_key.clone(), (Arc::clone(zone), unix_now()));
+                    inner.sync(&member_key, changes);
+                }
+                (None, _) => {}
             }
             if let Some(handle) = &self.secondaries_handle {
                 handle.add((member_config, saved));
@@ -1062,6 +1072,11 @@ impl Zones {
             log::info!("catalog {catalog_name}: member {name} removed");
             inner.secondaries.remove(member);
             inner.status.remove(member);
+            // Signed: no longer (its keys stay, crate::bump).
+            if let Some(bump) = self.bump.get() {
+                bump.remove_member(LowerNameBuf::from_name(name));
+            }
+            self.resigner.cancel(member);
             inner.sync(member, changes);
             self.notify_zones
                 .write()

@@ -305,12 +305,12 @@ impl Config {
                 ));
             }
             catalogs = zones.catalog.unwrap_or_default();
-            if let Some(catalog) = catalogs.iter().find(|zone| zone.dnssec_policy.is_some()) {
-                bail!(
-                    "zones.catalog: {}: dnssec-policy: the members of a consumed catalog are \
-                     served as received, unsigned; name the zones to sign in zones.secondary",
-                    catalog.origin.0
-                );
+            // Each member received unsigned, served signed under the
+            // catalog's policy (tern_zones::bump).
+            for catalog in &catalogs {
+                if let Some(policy) = &catalog.dnssec_policy {
+                    signed_zones.push((catalog.origin.0.clone(), policy.0.clone()));
+                }
             }
             config.catalog_producer = zones.catalog_producer.map(|origin| origin.0);
             config.zones_dir = zones.directory.map(|dir| base.join(dir.0));
@@ -1750,6 +1750,17 @@ mod tests {
         assert_eq!(config.secondaries.len(), 1);
         let signing = config.signing.as_ref().unwrap();
         assert_eq!(signing.policy(b"\x01b\x07example\x00").unwrap().name, "p");
+        // A consumed catalog with a policy: its members are signed under
+        // it (the catalog's origin names the policy, tern_zones::bump).
+        let config = from_text(
+            "state-directory: s\ndnssec: {policies: [{name: p}]}\n\
+             zones: {catalog: [{origin: Cat.example, primaries: ['127.0.0.1:1'], dnssec-policy: p}]}\n",
+            ".",
+        )
+        .unwrap();
+        assert_eq!(config.catalogs.len(), 1);
+        let signing = config.signing.as_ref().unwrap();
+        assert_eq!(signing.policy(b"\x03cat\x07example\x00").unwrap().name, "p");
         // rrsig-jitter: as given, or 2 days, at most half the time a
         // signature is served before its refresh.
         let jitter = |policy: &str| {
@@ -1825,9 +1836,15 @@ mod tests {
             ),
             (
                 "state-directory: s\ndnssec: {policies: [{name: p}]}\n\
+                 zones: {catalog: [{origin: a., primaries: ['127.0.0.1:1'], dnssec-policy: q}]}\n"
+                    .to_string(),
+                "zone a.: dnssec-policy: no policy named q",
+            ),
+            (
+                "dnssec: {policies: [{name: p}]}\n\
                  zones: {catalog: [{origin: a., primaries: ['127.0.0.1:1'], dnssec-policy: p}]}\n"
                     .to_string(),
-                "served as received, unsigned",
+                "signed zones need a state-directory",
             ),
         ] {
             let err = format!("{:#}", from_text(&text, ".").unwrap_err());
