@@ -721,7 +721,7 @@ impl State {
             max_zone_records,
             signed,
         };
-        match tern_update::update(records, &message, &access, &options) {
+        match signed::engine(records, &message, &access, &options, &served, cds) {
             Ok(Some(difference)) => (Rcode::NOERROR, Some(convert(difference))),
             Ok(None) => (Rcode::NOERROR, None),
             Err(rcode) => (rcode, None),

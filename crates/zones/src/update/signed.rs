@@ -28,9 +28,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use tern_authority::{RecordCursor, Zone, ZoneBuilder};
-use tern_update::{UpdateMessage, ZoneRecords};
+use tern_update::{Access, UpdateMessage, UpdateOptions, ZoneRecords};
 use tern_wire::name::{Name, NameBuf};
-use tern_wire::types::{RClass, RType};
+use tern_wire::types::{RClass, RType, Rcode};
 use tern_xfr::axfr::serial_at_or_after;
 use tern_xfr::journal::{records_but_soa, Difference, Record};
 use tern_zone::{RecordList, Records, Sink};
@@ -58,6 +58,59 @@ pub(super) fn signer_made(origin: Name<'_>, owner: Name<'_>, rtype: RType, cds: 
         RType::DNSKEY | RType::NSEC3PARAM => owner.eq_ignore_case(origin),
         RType::CDS | RType::CDNSKEY => cds && owner.eq_ignore_case(origin),
         _ => false,
+    }
+}
+
+/// The signer's RRsets of a served signed version, as the prerequisites
+/// of an update see them ([`tern_update::SignerRrsets`]): those at the
+/// apex (DNSKEY, NSEC3PARAM, CDS and CDNSKEY when published, and the
+/// apex's RRSIG and NSEC) as served, as Knot's prerequisites see its
+/// signed zone (docs/decisions/0015). Below the apex, RRSIG, NSEC and
+/// NSEC3 are left to the engine's records, which hold none of them.
+pub(super) struct ServedSigner<'a> {
+    pub(super) zone: &'a Zone,
+    pub(super) cds: bool,
+}
+
+impl tern_update::SignerRrsets for ServedSigner<'_> {
+    /// Bound: the apex's records (the served zone's first node).
+    fn rrset(&self, owner: Name<'_>, rtype: RType) -> Option<Vec<Box<[u8]>>> {
+        let origin = self.zone.origin();
+        if !owner.eq_ignore_case(origin) || !signer_made(origin, owner, rtype, self.cds) {
+            return None;
+        }
+        let mut cursor = RecordCursor::default();
+        let mut rdata = Vec::new();
+        while let Some(record) = self.zone.next_record(&mut cursor) {
+            if !record.owner.eq_ignore_case(origin) {
+                break;
+            }
+            if record.rtype == rtype {
+                rdata.push(Box::from(record.rdata));
+            }
+        }
+        Some(rdata)
+    }
+}
+
+/// The engine on `records`, the zone's whose served version is `served`;
+/// in a zone tern signs (`cds`: whether its policy publishes CDS and
+/// CDNSKEY) prerequisites see the signer's RRsets at the apex as served
+/// ([`ServedSigner`]).
+pub(super) fn engine(
+    records: &mut ZoneRecords,
+    message: &UpdateMessage,
+    access: &Access<'_>,
+    options: &UpdateOptions,
+    served: &Zone,
+    cds: Option<bool>,
+) -> Result<Option<tern_update::Difference>, Rcode> {
+    match cds {
+        Some(cds) => {
+            let signer = ServedSigner { zone: served, cds };
+            tern_update::update_signed(records, message, access, options, &signer)
+        }
+        None => tern_update::update(records, message, access, options),
     }
 }
 
@@ -386,6 +439,126 @@ mod tests {
             ));
             assert!(!touches_signer_records(origin, &deleting(None, rtype)));
         }
+    }
+
+    /// A signed version of `example.`: SOA, NS, its DNSKEY RRset (two
+    /// keys) with an RRSIG, and www's A with its RRSIG and NSEC.
+    fn signed_zone() -> Zone {
+        let origin = NameBuf::from_text(b"example.", None).unwrap();
+        let text = b"@ 300 SOA ns host 7 3600 900 604800 300\n\
+            @ 300 NS ns\n\
+            @ 300 DNSKEY 257 3 15 l02Woi0iS8Aa25FQkUd9RMzZHJpBoRQwAQEX1SxZJA4=\n\
+            @ 300 DNSKEY 256 3 15 zPnZ/QwEe7S8C5SPz2OfS5RR40ATk2/rYnE9xHIEijs=\n\
+            @ 300 RRSIG DNSKEY 15 1 300 20300101000000 20200101000000 1 example. \
+              AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA==\n\
+            ns 300 A 192.0.2.1\n\
+            www 300 A 192.0.2.2\n\
+            www 300 NSEC example. A RRSIG NSEC\n";
+        let parsed = tern_zone::parse_bytes(
+            text,
+            Path::new("z"),
+            origin.as_name(),
+            &tern_zone::Options::default(),
+            &mut tern_zone::NoInclude,
+        )
+        .unwrap();
+        let mut builder = ZoneBuilder::new(origin.as_name());
+        for record in &parsed.records {
+            builder
+                .insert(
+                    record.owner.as_name(),
+                    record.rtype,
+                    record.class,
+                    record.ttl,
+                    &record.rdata,
+                )
+                .unwrap();
+        }
+        builder.finish().unwrap()
+    }
+
+    /// An UPDATE of `example.` adding `new.example. TXT "x"` under the
+    /// prerequisite `prerequisite` (class, type and RDATA at the apex).
+    fn adding_under(class: u16, rtype: RType, rdata: &[u8]) -> UpdateMessage {
+        let mut m = vec![0, 1, 0x28, 0, 0, 1, 0, 1, 0, 1, 0, 0];
+        m.extend_from_slice(b"\x07example\x00\x00\x06\x00\x01");
+        m.extend_from_slice(&[0xc0, 12]);
+        m.extend_from_slice(&rtype.0.to_be_bytes());
+        m.extend_from_slice(&class.to_be_bytes());
+        m.extend_from_slice(&[0, 0, 0, 0]);
+        m.extend_from_slice(&(rdata.len() as u16).to_be_bytes());
+        m.extend_from_slice(rdata);
+        m.extend_from_slice(b"\x03new\xc0\x0c\x00\x10\x00\x01\x00\x00\x00\x3c\x00\x02\x01x");
+        UpdateMessage::parse(&m).expect("a well-formed UPDATE")
+    }
+
+    /// In a zone tern signs, prerequisites on the apex's DNSKEY RRset see
+    /// the one served (the signer's keys), as Knot's see its signed zone:
+    /// "exists" (RFC 2136 2.4.1) holds, "does not exist" (2.4.3) is
+    /// YXRRSET, the value-dependent form (2.4.2) holds with the served
+    /// keys and is NXRRSET with another; other types still see the
+    /// engine's records.
+    #[test]
+    fn prerequisites_see_the_served_dnskey_rrset() {
+        let zone = signed_zone();
+        let keys: Vec<Vec<u8>> = {
+            let mut cursor = RecordCursor::default();
+            let mut keys = Vec::new();
+            while let Some(record) = zone.next_record(&mut cursor) {
+                if record.rtype == RType::DNSKEY {
+                    keys.push(record.rdata.to_vec());
+                }
+            }
+            keys
+        };
+        assert_eq!(keys.len(), 2);
+        let anyone = [tern_update::UpdateRule::default()];
+        let access = Access {
+            rules: &anyone,
+            requester: tern_update::Requester {
+                key: None,
+                address: "127.0.0.1".parse().unwrap(),
+            },
+        };
+        let options = UpdateOptions {
+            signed: true,
+            ..UpdateOptions::default()
+        };
+        let run = |message: UpdateMessage| {
+            let mut records = unsigned_records(&zone, false).unwrap();
+            engine(
+                &mut records,
+                &message,
+                &access,
+                &options,
+                &zone,
+                Some(false),
+            )
+            .map(|difference| difference.is_some())
+        };
+        const ANY: u16 = 255;
+        const NONE: u16 = 254;
+        assert_eq!(run(adding_under(ANY, RType::DNSKEY, &[])), Ok(true));
+        assert_eq!(
+            run(adding_under(NONE, RType::DNSKEY, &[])),
+            Err(Rcode::YXRRSET)
+        );
+        // Value-dependent: both served keys (two prerequisite records).
+        let mut both = adding_under(1, RType::DNSKEY, &keys[0]);
+        both.prerequisites.push(both.prerequisites[0].clone());
+        both.prerequisites[1].rdata = keys[1].clone().into();
+        assert_eq!(run(both), Ok(true));
+        assert_eq!(
+            run(adding_under(1, RType::DNSKEY, &keys[0])),
+            Err(Rcode::NXRRSET),
+            "one key of two is not the RRset"
+        );
+        assert_eq!(
+            run(adding_under(ANY, RType::NSEC3PARAM, &[])),
+            Err(Rcode::NXRRSET)
+        );
+        assert_eq!(run(adding_under(ANY, RType::NS, &[])), Ok(true));
+        assert_eq!(run(adding_under(ANY, RType::TXT, &[])), Err(Rcode::NXRRSET));
     }
 
     /// What the engine does not see of a signed version: the signer's
