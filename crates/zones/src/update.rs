@@ -658,10 +658,22 @@ impl State {
 
     /// One request through the engine: its RCODE, and its difference if it
     /// changed the zone (then the zone's records are the new version's).
+    /// A key's `update-rate` token is spent only on an update the rules
+    /// and the zone took (any RCODE but REFUSED and NOTAUTH): one no rule
+    /// allows costs its key nothing (a bad TSIG never gets here).
     fn apply(&mut self, request: &Request) -> (Rcode, Option<Difference>) {
-        if !self.rate_allows(request.key) {
+        if !self.rate_allows(request.key, false) {
             return (Rcode::REFUSED, None);
         }
+        let outcome = self.apply_within_rate(request);
+        if !matches!(outcome.0, Rcode::REFUSED | Rcode::NOTAUTH) {
+            self.rate_allows(request.key, true);
+        }
+        outcome
+    }
+
+    /// [`State::apply`] once the key's rate allows it.
+    fn apply_within_rate(&mut self, request: &Request) -> (Rcode, Option<Difference>) {
         let origin = request.origin.as_bytes();
         // A zone tern signs: its records are kept without the signer's.
         let cds = self
@@ -729,8 +741,8 @@ impl State {
     }
 
     /// Whether the key may make one more update now (a token bucket of
-    /// `rate_per_key` a second, as deep).
-    fn rate_allows(&mut self, key: Option<LowerNameBuf>) -> bool {
+    /// `rate_per_key` a second, as deep); with `take`, spends its token.
+    fn rate_allows(&mut self, key: Option<LowerNameBuf>, take: bool) -> bool {
         if self.rate_per_key == 0 {
             return true;
         }
