@@ -870,8 +870,9 @@ impl State {
                         },
                     },
                 };
-                let update = previous
-                    .and_then(|previous| signed::sign_update(base, previous, records, &keys));
+                let update = previous.and_then(|previous| {
+                    signed::sign_update(base, previous, records, &differences, &keys)
+                });
                 match update {
                     Ok(update) => Some(update),
                     Err(err) => {
