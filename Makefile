@@ -135,12 +135,16 @@ compliance: release
 ## stream of updates and the zone file written at stop (tests/update); updates to
 ## zones tern signs, checked by dnssec-verify, ldns-verify-zone, a validating
 ## Unbound and a BIND secondary (signed.py); a secondary forwarding to Knot
-## (forward.py); update-rate and rules changed by tern reload (reload.py).
+## (forward.py); update-rate (refused updates spend no token), rules changed,
+## added to a new zone and added to a server started without any, by tern reload
+## (reload.py); UPDATEs over the AF_XDP path, between two network namespaces
+## (xdp.py; needs root, as the xdp stage).
 update: release
 	TERN_BIN=$(RELEASE_BIN) python3 tests/update/update.py
 	TERN_BIN=$(RELEASE_BIN) python3 tests/update/signed.py
 	TERN_BIN=$(RELEASE_BIN) python3 tests/update/forward.py
 	TERN_BIN=$(RELEASE_BIN) python3 tests/update/reload.py
+	TERN_BIN=$(RELEASE_BIN) python3 tests/update/xdp.py
 
 ## Zones tern signs (dnssec-policy): read back by AXFR and checked by BIND's
 ## dnssec-verify, ldns-verify-zone and kzonecheck, keys kept across restarts, a reload

@@ -11,7 +11,9 @@ For each zone:
 2. `nsupdate` deletes the name: the AXFR verifies, and Unbound answers NXDOMAIN secure
    for it (a type it never asked there before, so no cached answer stands in).
 3. Updates naming the signer's records are REFUSED (as Knot: RRSIG, NSEC, NSEC3, CDS,
-   CDNSKEY anywhere; DNSKEY and NSEC3PARAM at the apex) and change nothing.
+   CDNSKEY anywhere; DNSKEY and NSEC3PARAM at the apex) and change nothing. A
+   prerequisite "DNSKEY exists" at the apex holds (NOERROR) and "DNSKEY does not exist"
+   is YXRRSET: prerequisites see the signer's keys, as Knot's do.
 4. BIND, a secondary of both zones, follows by IXFR; its copy verifies.
 5. With a key file damaged, an update is answered SERVFAIL and changes nothing (the
    serial, the name, the journal); with the file back, the next update is NOERROR.
@@ -389,6 +391,20 @@ def main() -> None:
                 if serial(tern.addr, zone) != at:
                     fail(f"{zone}: a refused update changed the serial")
                 print(f"{NAME}: {zone}: updates of the signer's records are REFUSED")
+
+                # Prerequisites on the apex DNSKEY RRset see the signer's keys
+                # (RFC 2136 2.4.1 and 2.4.3, as Knot): exists holds, absent fails.
+                rcode = update_rcode(tern, zone, lambda u, z=zone: (
+                    u.present(f"{z}.", "DNSKEY"), u.add(f"pre.{z}.", 60, "TXT", '"p"')))
+                if rcode != dns.rcode.NOERROR:
+                    fail(f"{zone}: prerequisite DNSKEY exists: {dns.rcode.to_text(rcode)}, "
+                         "expected NOERROR")
+                rcode = update_rcode(tern, zone, lambda u, z=zone: (
+                    u.absent(f"{z}.", "DNSKEY"), u.add(f"pre2.{z}.", 60, "TXT", '"p"')))
+                if rcode != dns.rcode.YXRRSET:
+                    fail(f"{zone}: prerequisite DNSKEY does not exist: "
+                         f"{dns.rcode.to_text(rcode)}, expected YXRRSET")
+                print(f"{NAME}: {zone}: prerequisites see the served DNSKEY RRset")
 
             for zone in ZONES:
                 now = serial(tern.addr, zone)

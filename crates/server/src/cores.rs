@@ -254,6 +254,9 @@ async fn serve(start: CoreStart) -> io::Result<()> {
     });
     // The sockets of `proxy.listen` come after those of `listen`.
     let plain = config.listen.len();
+    // The AF_XDP loops answer UPDATEs from the UDP listeners of `listen`.
+    let xdp_udp: Rc<[Rc<monoio::net::udp::UdpSocket>]> =
+        udp.iter().take(plain).map(Rc::clone).collect();
     let mut tasks = Vec::with_capacity(udp.len() + tcp.len() + 1);
     for (index, socket) in udp.into_iter().enumerate() {
         tasks.push(monoio::spawn(crate::udp::serve(
@@ -286,6 +289,7 @@ async fn serve(start: CoreStart) -> io::Result<()> {
             xsk,
             local,
             Rc::clone(&core),
+            Rc::clone(&xdp_udp),
         )));
     }
     if let Some(updates) = &core.updates {

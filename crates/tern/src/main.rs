@@ -363,7 +363,10 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let mut primaries = loaded.zones;
     // Dynamic updates: each updatable zone's journal applied on top of its
     // file before anything serves it; the cores hand UPDATEs to a channel
-    // that the update thread reads once the zones' owner exists.
+    // that the update thread reads once the zones' owner exists. The
+    // thread runs even with no `update:` rules, so that rules added by
+    // `tern reload` take effect without a restart (until then every UPDATE
+    // is REFUSED, as without it).
     let update_config = tern_zones::update::UpdateConfig {
         zones: config.updates.clone(),
         sync_interval: config.zone_file_sync,
@@ -373,8 +376,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         secondaries: config.secondary_updates.clone(),
     };
     tern_zones::update::replay_start(&update_config, &mut primaries);
-    let update_channel = (!update_config.zones.is_empty() || !update_config.secondaries.is_empty())
-        .then(|| tern_zones::update::channel(&update_config));
+    let update_channel = Some(tern_zones::update::channel(&update_config));
     let catalog = Arc::new(tern_authority::Catalog::new(
         primaries
             .iter()

@@ -23,7 +23,7 @@ use tern_wire::types::{RClass, RType, Rcode};
 use crate::apply::{apply_updates, Difference, Transaction};
 use crate::message::{UpdateMessage, UpdateRecord};
 use crate::policy::{record_allowed, requester_allowed, Requester, UpdateRule};
-use crate::prereq::check_prerequisites;
+use crate::prereq::{check_prerequisites_signed, SignerRrsets, Unsigned};
 use crate::store::ZoneRecords;
 
 //----------- UpdateOptions, Access ------------------------------------------
@@ -69,13 +69,26 @@ pub fn update(
     access: &Access<'_>,
     options: &UpdateOptions,
 ) -> Result<Option<Difference>, Rcode> {
+    update_signed(zone, message, access, options, &Unsigned)
+}
+
+/// [`update`] of a zone tern signs, whose records are its unsigned ones:
+/// prerequisites on the RRsets `signer` makes (the apex's DNSKEY, say) see
+/// them as served ([`crate::prereq::SignerRrsets`]).
+pub fn update_signed(
+    zone: &mut ZoneRecords,
+    message: &UpdateMessage,
+    access: &Access<'_>,
+    options: &UpdateOptions,
+    signer: &dyn SignerRrsets,
+) -> Result<Option<Difference>, Rcode> {
     if message.zone() != zone.origin() {
         return Err(Rcode::NOTAUTH);
     }
     if !requester_allowed(access.rules, &access.requester) {
         return Err(Rcode::REFUSED);
     }
-    check_prerequisites(zone, &message.prerequisites)?;
+    check_prerequisites_signed(zone, &message.prerequisites, signer)?;
     for record in &message.updates {
         prescan(zone, record, access, options)?;
     }

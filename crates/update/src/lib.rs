@@ -71,9 +71,10 @@ pub mod rdata;
 pub mod store;
 
 pub use apply::{ChangedRecord, Difference};
-pub use engine::{update, Access, UpdateOptions};
+pub use engine::{update, update_signed, Access, UpdateOptions};
 pub use message::{TsigHook, UpdateMessage, UpdateRecord};
 pub use policy::{AddressPrefix, OwnerMatch, OwnerRule, Requester, UpdateRule};
+pub use prereq::{SignerRrsets, Unsigned};
 pub use store::{StoreError, ZoneRecords};
 
 /// The largest UPDATE read: what TCP's two-octet length can carry. A

@@ -212,6 +212,38 @@ fn step_keys<R: RecordList + ?Sized>(
     })
 }
 
+/// A zone's keys as stored, no rollover step taken: for a signing of part
+/// of the zone ([`sign_window`]), whose records do not give the whole
+/// zone's timing; its caller signs the whole zone when a step is due.
+fn unstepped_keys(
+    origin: Name<'_>,
+    policy: &Policy,
+    state_directory: &Path,
+    now: u64,
+) -> Result<Stepped, String> {
+    let stored = {
+        let _lock = keys::lock();
+        let stored = keys::load_or_generate(
+            state_directory,
+            origin,
+            policy.algorithm,
+            policy.key_size,
+            policy.keys,
+            now,
+        )?;
+        crate::sign_status::check_clock(origin, &stored, now)?;
+        stored
+    };
+    let metas: Vec<&keys::KeyMeta> = stored.iter().map(|key| &key.meta).collect();
+    let next_key_event = rollover::next_event(&metas, policy, now);
+    let awaiting_ds = !rollover::awaiting_ds(&metas, now).is_empty();
+    Ok(Stepped {
+        stored,
+        next_key_event,
+        awaiting_ds,
+    })
+}
+
 /// The denial of existence of `policy`: NSEC, or NSEC3 with `salt` when
 /// given, else a new random salt of the policy's length.
 fn denial(policy: &Policy, salt: Option<Vec<u8>>) -> Denial {
@@ -330,6 +362,41 @@ fn with_keys<Z>(
 /// this after it: a zone's signatures are refreshed in about this many
 /// batches (each a new version and an IXFR increment) over the jitter.
 pub const RESIGN_BATCHES: u64 = 24;
+
+/// [`sign_again`] of a window of an NSEC zone: `records` and `previous`
+/// are the new and previous records of some of its owners (the apex
+/// among them), as an update's signing takes them
+/// (`update::signed`, docs/decisions/0015). The keys are taken as stored:
+/// no rollover step (the caller signs the whole zone when one is due,
+/// since a step's timing is the whole zone's). What comes out is what
+/// [`sign_again`] makes of those owners, but for the NSEC records whose
+/// next owner lies outside the window, which the caller takes from
+/// `previous`.
+pub(crate) fn sign_window<P: RecordList + ?Sized, R: RecordList + ?Sized>(
+    origin: Name<'_>,
+    previous: &P,
+    records: &R,
+    policy: &Policy,
+    state_directory: &Path,
+    now: u64,
+    serial_above: Option<u32>,
+) -> Result<Signed<Resigned>, String> {
+    if policy.nsec3.is_some() {
+        return Err("a window of an NSEC3 zone is not signed apart".to_string());
+    }
+    let stepped = unstepped_keys(origin, policy, state_directory, now)?;
+    let serial_above = signer_serial_above(origin, records, policy, serial_above, now);
+    let refresh = refresh_of(policy, now);
+    with_keys(
+        origin,
+        &stepped,
+        policy,
+        now,
+        serial_above,
+        None,
+        |keys, options| resign_zone(origin, previous, records, keys, options, &refresh),
+    )
+}
 
 /// When the signatures of a zone signed under `policy` are refreshed, at
 /// Unix time `now`.

@@ -361,24 +361,38 @@ pub fn channel(config: &UpdateConfig) -> (Submitter, Queue) {
 pub struct Updater {
     sender: SyncSender<Message>,
     thread: Option<std::thread::JoinHandle<()>>,
+    journals: Journals,
+    in_flight: Arc<InFlight>,
 }
+
+/// The update journals replayed at each load, by zone: those of the zones
+/// with rules at start and of those given rules by a reload since.
+type Journals = Arc<Mutex<HashMap<Origin, PathBuf>>>;
 
 impl Updater {
     /// Starts the thread over `zones`, replaying each updatable zone's
     /// journal at every reload from now on (the start's versions were
     /// replayed by [`replay_start`]).
     pub fn start(config: UpdateConfig, queue: Queue, zones: Arc<Zones>) -> io::Result<Updater> {
-        let journals: HashMap<Origin, PathBuf> = config
-            .zones
-            .iter()
-            .map(|zone| (zone.origin.as_bytes().into(), journal_path(&zone.file)))
-            .collect();
+        let journals: Journals = Arc::new(Mutex::new(
+            config
+                .zones
+                .iter()
+                .map(|zone| (zone.origin.as_bytes().into(), journal_path(&zone.file)))
+                .collect(),
+        ));
+        let replayed = Arc::clone(&journals);
         zones.set_replay(Box::new(
-            move |zone: Arc<Zone>, stamp: &crate::load::Stamp| match journals
-                .get(zone.origin().as_bytes())
-            {
-                Some(path) => replay_stamped(zone, stamp, path),
-                None => zone,
+            move |zone: Arc<Zone>, stamp: &crate::load::Stamp| {
+                let path = replayed
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .get(zone.origin().as_bytes())
+                    .cloned();
+                match path {
+                    Some(path) => replay_stamped(zone, stamp, &path),
+                    None => zone,
+                }
             },
         ));
         let Queue {
@@ -386,13 +400,15 @@ impl Updater {
             sender,
             in_flight,
         } = queue;
-        let mut state = State::new(config, zones, in_flight);
+        let mut state = State::new(config, zones, Arc::clone(&in_flight));
         let thread = std::thread::Builder::new()
             .name("tern-update".into())
             .spawn(move || state.run(&receiver))?;
         Ok(Updater {
             sender,
             thread: Some(thread),
+            journals,
+            in_flight,
         })
     }
 
@@ -400,6 +416,8 @@ impl Updater {
     pub fn rules(&self) -> Rules {
         Rules {
             sender: self.sender.clone(),
+            journals: Arc::clone(&self.journals),
+            in_flight: Arc::clone(&self.in_flight),
         }
     }
 
@@ -431,16 +449,43 @@ impl Drop for Updater {
 #[derive(Clone)]
 pub struct Rules {
     sender: SyncSender<Message>,
+    journals: Journals,
+    in_flight: Arc<InFlight>,
 }
 
 impl Rules {
     /// The zones' rules from now on: each zone that takes updates gets the
-    /// rules `zones` gives it (none: every UPDATE REFUSED). A zone that did
-    /// not take updates at start does not start to (and its file and
-    /// journal stay as they are) until a restart; that is logged.
+    /// rules `zones` gives it (none: every UPDATE REFUSED), and a zone given
+    /// rules for the first time (added by the reload, or given `update:`)
+    /// takes updates from now on: its journal is replayed by the loads from
+    /// now on (the reload's own, which follows), and the cores hand its
+    /// UPDATEs to the thread once the thread has its rules (the rules are
+    /// sent first: the channel keeps the order). A zone's file (and so its
+    /// journal) stays the one it had until a restart.
     pub fn set(&self, zones: Vec<ZoneUpdates>) {
+        let origins: Vec<Origin> = zones
+            .iter()
+            .map(|zone| zone.origin.as_bytes().into())
+            .collect();
+        {
+            let mut journals = self.journals.lock().unwrap_or_else(|p| p.into_inner());
+            for zone in &zones {
+                journals
+                    .entry(zone.origin.as_bytes().into())
+                    .or_insert_with(|| journal_path(&zone.file));
+            }
+        }
         if self.sender.send(Message::Rules(zones)).is_err() {
             log::warn!("the update thread is gone; the update rules are not reloaded");
+            return;
+        }
+        let mut counts = self
+            .in_flight
+            .counts
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        for origin in origins {
+            counts.entry(origin).or_insert(0);
         }
     }
 }
@@ -648,20 +693,48 @@ impl State {
                 }
             }
         }
-        for zone in given.values() {
-            log::warn!(
-                "zone {}: update rules added; the zone takes updates after a restart",
-                zone.origin.as_name()
+        for (origin, zone) in given {
+            log::info!(
+                "zone {}: {} update rule(s) added; the zone takes updates",
+                zone.origin.as_name(),
+                zone.rules.len()
             );
+            let journal = journal_path(&zone.file);
+            let dirty = std::fs::metadata(&journal).is_ok_and(|m| m.len() > 0);
+            self.by_origin.insert(
+                origin,
+                ZoneState {
+                    journal,
+                    config: zone,
+                    base: None,
+                    dirty,
+                    signed: None,
+                },
+            );
+            if dirty && self.next_sync.is_none() && !self.sync_interval.is_zero() {
+                self.next_sync = Some(Instant::now() + self.sync_interval);
+            }
         }
     }
 
     /// One request through the engine: its RCODE, and its difference if it
     /// changed the zone (then the zone's records are the new version's).
+    /// A key's `update-rate` token is spent only on an update the rules
+    /// and the zone took (any RCODE but REFUSED and NOTAUTH): one no rule
+    /// allows costs its key nothing (a bad TSIG never gets here).
     fn apply(&mut self, request: &Request) -> (Rcode, Option<Difference>) {
-        if !self.rate_allows(request.key) {
+        if !self.rate_allows(request.key, false) {
             return (Rcode::REFUSED, None);
         }
+        let outcome = self.apply_within_rate(request);
+        if !matches!(outcome.0, Rcode::REFUSED | Rcode::NOTAUTH) {
+            self.rate_allows(request.key, true);
+        }
+        outcome
+    }
+
+    /// [`State::apply`] once the key's rate allows it.
+    fn apply_within_rate(&mut self, request: &Request) -> (Rcode, Option<Difference>) {
         let origin = request.origin.as_bytes();
         // A zone tern signs: its records are kept without the signer's.
         let cds = self
@@ -721,7 +794,7 @@ impl State {
             max_zone_records,
             signed,
         };
-        match tern_update::update(records, &message, &access, &options) {
+        match signed::engine(records, &message, &access, &options, &served, cds) {
             Ok(Some(difference)) => (Rcode::NOERROR, Some(convert(difference))),
             Ok(None) => (Rcode::NOERROR, None),
             Err(rcode) => (rcode, None),
@@ -729,8 +802,8 @@ impl State {
     }
 
     /// Whether the key may make one more update now (a token bucket of
-    /// `rate_per_key` a second, as deep).
-    fn rate_allows(&mut self, key: Option<LowerNameBuf>) -> bool {
+    /// `rate_per_key` a second, as deep); with `take`, spends its token.
+    fn rate_allows(&mut self, key: Option<LowerNameBuf>, take: bool) -> bool {
         if self.rate_per_key == 0 {
             return true;
         }
@@ -744,7 +817,9 @@ impl State {
         *tokens = (*tokens + now.duration_since(*last).as_secs_f64() * rate).min(rate);
         *last = now;
         if *tokens >= 1.0 {
-            *tokens -= 1.0;
+            if take {
+                *tokens -= 1.0;
+            }
             true
         } else {
             false
@@ -795,8 +870,9 @@ impl State {
                         },
                     },
                 };
-                let update = previous
-                    .and_then(|previous| signed::sign_update(base, previous, records, &keys));
+                let update = previous.and_then(|previous| {
+                    signed::sign_update(base, previous, records, &differences, &keys)
+                });
                 match update {
                     Ok(update) => Some(update),
                     Err(err) => {

@@ -32,12 +32,21 @@
 //!
 //! Frames refused by [`tern_wire::frame::parse`] are dropped and counted by
 //! reason (`tern_xdp_dropped_total{reason}`).
+//!
+//! An UPDATE is taken as over the socket path: checked by the same worker,
+//! handed to the update thread ([`crate::update::answer_udp`]) after the
+//! batch, and answered, once the update thread has answered, from the UDP
+//! listener it was sent to (through the kernel, as forwarded answers): its
+//! answer cannot wait in the batch's frame. Knot answers SERVFAIL to DDNS
+//! over XDP (`update_process_query`, "DDNS over XDP not supported");
+//! docs/decisions/0015 says why tern takes it.
 
 use std::cell::RefCell;
 use std::io;
 use std::net::SocketAddr;
 use std::rc::Rc;
 
+use monoio::net::udp::UdpSocket;
 use tern_cache::forward::Client;
 use tern_wire::frame;
 use tern_wire::query::Query;
@@ -45,7 +54,7 @@ use tern_wire::query::Query;
 use crate::core::Core;
 use crate::forward;
 use crate::signal::yield_now;
-use crate::worker::UdpAnswer;
+use crate::worker::{PendingUpdate, UdpAnswer};
 
 mod program;
 mod ring;
@@ -150,8 +159,15 @@ impl Local {
 
 //----------- serve ----------------------------------------------------------
 
-/// Serves one AF_XDP socket until the core stops.
-pub(crate) async fn serve(xsk: Rc<RefCell<Xsk>>, local: Local, core: Rc<Core>) -> io::Result<()> {
+/// Serves one AF_XDP socket until the core stops; `udp` are the core's UDP
+/// listeners, in the order of `core.listen` (the way back of UPDATE
+/// answers).
+pub(crate) async fn serve(
+    xsk: Rc<RefCell<Xsk>>,
+    local: Local,
+    core: Rc<Core>,
+    udp: Rc<[Rc<UdpSocket>]>,
+) -> io::Result<()> {
     let readiness = xsk.borrow().readiness()?;
     let stop = core.stop.listener();
     'serve: loop {
@@ -179,7 +195,7 @@ pub(crate) async fn serve(xsk: Rc<RefCell<Xsk>>, local: Local, core: Rc<Core>) -
                 let mut xsk = xsk.borrow_mut();
                 let received = xsk.received(BATCH);
                 if received > 0 {
-                    answer_batch(&core, &local, &mut xsk, received);
+                    answer_batch(&core, &local, &mut xsk, received, &udp);
                     xsk.recycle(received);
                 }
                 // Also sends what an earlier batch left in the tx ring.
@@ -200,15 +216,24 @@ pub(crate) async fn serve(xsk: Rc<RefCell<Xsk>>, local: Local, core: Rc<Core>) -
     Ok(())
 }
 
-/// Answers the first `received` frames of the rx ring into tx frames.
-fn answer_batch(core: &Rc<Core>, local: &Local, xsk: &mut Xsk, received: u32) {
+/// Answers the first `received` frames of the rx ring into tx frames;
+/// hands UPDATEs off, to be answered from `udp`.
+fn answer_batch(
+    core: &Rc<Core>,
+    local: &Local,
+    xsk: &mut Xsk,
+    received: u32,
+    udp: &[Rc<UdpSocket>],
+) {
     let mut worker = core.worker.borrow_mut();
     let mut counters = core.xdp.borrow_mut();
     let now = core.now(worker.rate_limiting());
     worker.tick_cookie_clock();
     let tap = core.dnstap.as_ref().map(|tap| (tap, tern_dnstap::now()));
-    // Allocates only when a query is forwarded (as the UDP loop).
+    // Allocates only when a query is forwarded or an UPDATE handed off (as
+    // the UDP loop).
     let mut actions = Vec::new();
+    let mut updates: Vec<(PendingUpdate, SocketAddr, usize)> = Vec::new();
     counters.received += u64::from(received);
     for index in 0..received {
         let exchange = xsk.answer(index, |frame, out| {
@@ -240,11 +265,17 @@ fn answer_batch(core: &Rc<Core>, local: &Local, xsk: &mut Xsk, received: u32) {
             let len = match outcome {
                 UdpAnswer::Send(len) => Some(len),
                 UdpAnswer::Drop => None,
-                // An UPDATE over AF_XDP: refused (its answer could not wait
-                // here); over the socket path or TCP it is taken.
-                UdpAnswer::Update => worker
-                    .take_update()
-                    .and_then(|mut update| update.answer(tern_wire::types::Rcode::REFUSED, answer)),
+                // An UPDATE: handed off after the batch, answered from the
+                // listener it was sent to (none: dropped, as a query the
+                // kernel would have had no socket for).
+                UdpAnswer::Update => {
+                    let update = worker.take_update();
+                    let to = listener_for(&core.listen, datagram.destination());
+                    if let (Some(update), Some(to)) = (update, to) {
+                        updates.push((update, client, to));
+                    }
+                    None
+                }
                 UdpAnswer::Forward => listener.and_then(|listener| {
                     let client = Client::Udp {
                         listener,
@@ -286,6 +317,23 @@ fn answer_batch(core: &Rc<Core>, local: &Local, xsk: &mut Xsk, received: u32) {
     drop(worker);
     if !actions.is_empty() {
         forward::dispatch(core, &mut actions);
+    }
+    for (update, client, listener) in updates {
+        hand_off(core.updates.as_ref(), udp, listener, update, client);
+    }
+}
+
+/// Hands `update` to the update thread; its answer goes to `client` from
+/// UDP listener `listener` (none such: nothing is answered).
+fn hand_off(
+    replies: Option<&Rc<crate::update::Replies>>,
+    udp: &[Rc<UdpSocket>],
+    listener: usize,
+    update: PendingUpdate,
+    client: SocketAddr,
+) {
+    if let Some(socket) = udp.get(listener) {
+        crate::update::answer_udp(replies, socket, &mut vec![(update, client)]);
     }
 }
 

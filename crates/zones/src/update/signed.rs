@@ -11,11 +11,18 @@
 //! DNSKEY and NSEC3PARAM at the apex).
 //!
 //! A group's updates to the zone are signed together, from the served
-//! version's signed records, by [`crate::signing::sign_again`]: only the
-//! changed RRsets, their NSEC or NSEC3 neighbours and the SOA get new
-//! signatures (and what the keys' due rollover steps call for). The
-//! signed version is what is served and what the IXFR difference is of; a
-//! signing that fails leaves the zone as it was and answers SERVFAIL.
+//! version's signed records: only the changed RRsets, their NSEC or NSEC3
+//! neighbours and the SOA get new signatures. In an NSEC zone with no
+//! rollover step due, only a window of the zone is signed
+//! ([`window_update`]): the apex, the changed owners, their NSEC
+//! neighbours and the zone cuts above them, through the same incremental
+//! signer ([`crate::signing::sign_window`], `tern_dnssec::resign_zone`),
+//! so the signing costs the change, not the zone; otherwise (NSEC3, a key
+//! step due, a delegation or DNAME changed, the SOA's TTL or minimum
+//! changed, a large group) the whole zone goes through
+//! [`crate::signing::sign_again`]. The signed version is what is served
+//! and what the IXFR difference is of; a signing that fails leaves the
+//! zone as it was and answers SERVFAIL.
 //!
 //! The update journal keeps the unsigned differences. A load (start,
 //! `tern reload`, the re-signing timer) signs the zone file, then
@@ -28,9 +35,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use tern_authority::{RecordCursor, Zone, ZoneBuilder};
-use tern_update::{UpdateMessage, ZoneRecords};
+use tern_update::store::Key;
+use tern_update::{Access, UpdateMessage, UpdateOptions, ZoneRecords};
 use tern_wire::name::{Name, NameBuf};
-use tern_wire::types::{RClass, RType};
+use tern_wire::types::{RClass, RType, Rcode};
 use tern_xfr::axfr::serial_at_or_after;
 use tern_xfr::journal::{records_but_soa, Difference, Record};
 use tern_zone::{RecordList, Records, Sink};
@@ -38,7 +46,25 @@ use tern_zone::{RecordList, Records, Sink};
 use crate::load::Stamp;
 use crate::policy::CdsCdnskey;
 use crate::rollover::ZoneKeys;
-pub(super) use crate::signing::{apex_serial, served_records};
+pub(super) use crate::signing::apex_serial;
+
+/// Every record of a served signed version, in canonical order of owners
+/// (each owner's records in the version's walk order): the records an
+/// update's signing starts from when the signer's own are not at hand.
+/// The window signing ([`window_update`]) finds owners by binary search,
+/// and a served version's walk is not in canonical order once patched.
+/// Bound: one walk, a sort.
+pub(super) fn served_records(zone: &Zone) -> Result<Records, String> {
+    let walked = crate::signing::served_records(zone)?;
+    let mut order: Vec<usize> = (0..walked.len()).collect();
+    order.sort_by(|&a, &b| walked.record(a).owner.canonical_cmp(walked.record(b).owner));
+    let mut records = Records::new();
+    Sink::reserve(&mut records, walked.len());
+    for index in order {
+        Sink::record(&mut records, walked.record(index)).map_err(str::to_string)?;
+    }
+    Ok(records)
+}
 
 /// The signed records of a version served, kept by the update thread
 /// for the next group's signing.
@@ -58,6 +84,59 @@ pub(super) fn signer_made(origin: Name<'_>, owner: Name<'_>, rtype: RType, cds: 
         RType::DNSKEY | RType::NSEC3PARAM => owner.eq_ignore_case(origin),
         RType::CDS | RType::CDNSKEY => cds && owner.eq_ignore_case(origin),
         _ => false,
+    }
+}
+
+/// The signer's RRsets of a served signed version, as the prerequisites
+/// of an update see them ([`tern_update::SignerRrsets`]): those at the
+/// apex (DNSKEY, NSEC3PARAM, CDS and CDNSKEY when published, and the
+/// apex's RRSIG and NSEC) as served, as Knot's prerequisites see its
+/// signed zone (docs/decisions/0015). Below the apex, RRSIG, NSEC and
+/// NSEC3 are left to the engine's records, which hold none of them.
+pub(super) struct ServedSigner<'a> {
+    pub(super) zone: &'a Zone,
+    pub(super) cds: bool,
+}
+
+impl tern_update::SignerRrsets for ServedSigner<'_> {
+    /// Bound: the apex's records (the served zone's first node).
+    fn rrset(&self, owner: Name<'_>, rtype: RType) -> Option<Vec<Box<[u8]>>> {
+        let origin = self.zone.origin();
+        if !owner.eq_ignore_case(origin) || !signer_made(origin, owner, rtype, self.cds) {
+            return None;
+        }
+        let mut cursor = RecordCursor::default();
+        let mut rdata = Vec::new();
+        while let Some(record) = self.zone.next_record(&mut cursor) {
+            if !record.owner.eq_ignore_case(origin) {
+                break;
+            }
+            if record.rtype == rtype {
+                rdata.push(Box::from(record.rdata));
+            }
+        }
+        Some(rdata)
+    }
+}
+
+/// The engine on `records`, the zone's whose served version is `served`;
+/// in a zone tern signs (`cds`: whether its policy publishes CDS and
+/// CDNSKEY) prerequisites see the signer's RRsets at the apex as served
+/// ([`ServedSigner`]).
+pub(super) fn engine(
+    records: &mut ZoneRecords,
+    message: &UpdateMessage,
+    access: &Access<'_>,
+    options: &UpdateOptions,
+    served: &Zone,
+    cds: Option<bool>,
+) -> Result<Option<tern_update::Difference>, Rcode> {
+    match cds {
+        Some(cds) => {
+            let signer = ServedSigner { zone: served, cds };
+            tern_update::update_signed(records, message, access, options, &signer)
+        }
+        None => tern_update::update(records, message, access, options),
     }
 }
 
@@ -119,18 +198,38 @@ pub(super) struct SignedUpdate {
     pub(super) zone: Arc<Zone>,
     pub(super) records: Records,
     pub(super) difference: Difference,
+    /// What the signing cost: the records it read (the new and previous
+    /// records signed, and those passed over looking for NSEC neighbours;
+    /// the binary searches' probes aside) and the RRSIGs it made.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(super) cost: (usize, usize),
 }
 
-/// Signs `unsigned` (the engine's records after a group's updates) from
-/// `previous` (the signed records of `served`, the version the group
-/// started from) with the zone's keys: the version to serve above
-/// `served`'s serial.
+/// The most owners (changed, their neighbours and the cuts above them) a
+/// window signs; a group that changes more is signed whole.
+const MAX_WINDOW_OWNERS: usize = 4_096;
+
+/// The most records the window's neighbour searches pass over (the glue
+/// below a delegation lies between names of the NSEC chain); beyond, the
+/// zone is signed whole.
+const MAX_WINDOW_SCAN: usize = 65_536;
+
+/// Signs `unsigned` (the engine's records after a group's updates, whose
+/// unsigned `differences` they are) from `previous` (the signed records of
+/// `served`, the version the group started from) with the zone's keys:
+/// the version to serve above `served`'s serial. A window of the zone
+/// when it can be ([`window_update`]), else the whole zone.
 pub(super) fn sign_update<P: RecordList + ?Sized>(
     served: &Zone,
     previous: &P,
     unsigned: &ZoneRecords,
+    differences: &[Difference],
     keys: &ZoneKeys,
 ) -> Result<SignedUpdate, String> {
+    let now = crate::unix_time();
+    if let Some(update) = window_update(served, previous, unsigned, differences, keys, now)? {
+        return Ok(update);
+    }
     let origin = served.origin();
     let list = unsigned.to_records();
     let state = state_directory(keys)?;
@@ -140,9 +239,10 @@ pub(super) fn sign_update<P: RecordList + ?Sized>(
         &list,
         &keys.policy,
         &state,
-        crate::unix_time(),
+        now,
         Some(served.serial()),
     )?;
+    let cost = (list.len() + previous.len(), resigned.zone.signatures);
     drop(list);
     // The served version patched with the owners the signing changed,
     // else built whole.
@@ -161,7 +261,332 @@ pub(super) fn sign_update<P: RecordList + ?Sized>(
         zone: Arc::new(zone),
         records,
         difference,
+        cost,
     })
+}
+
+/// Where the records of `owner` start in `list` (canonical order of
+/// owners), or would. Bound: a binary search.
+fn owner_start<L: RecordList + ?Sized>(list: &L, owner: Name<'_>) -> usize {
+    let (mut low, mut high) = (0, list.len());
+    while low < high {
+        let middle = low + (high - low) / 2;
+        if list.record(middle).owner.canonical_cmp(owner) == std::cmp::Ordering::Less {
+            low = middle + 1;
+        } else {
+            high = middle;
+        }
+    }
+    low
+}
+
+/// The records of `owner` in `list`: their range (empty if none), and how
+/// many were read past the binary search.
+fn owner_range<L: RecordList + ?Sized>(list: &L, owner: Name<'_>) -> std::ops::Range<usize> {
+    let start = owner_start(list, owner);
+    let mut end = start;
+    while end < list.len() && list.record(end).owner.eq_ignore_case(owner) {
+        end += 1;
+    }
+    start..end
+}
+
+/// The TTL and the SOA minimum of a difference's SOA: the NSEC records'
+/// TTL (and the DNSKEY RRset's without a policy TTL) follows them.
+fn denial_ttls(soa: &(u32, Vec<u8>)) -> (u32, Option<&[u8]>) {
+    (
+        soa.0,
+        soa.1.len().checked_sub(4).and_then(|at| soa.1.get(at..)),
+    )
+}
+
+/// Whether an RRSIG's RDATA covers NSEC.
+fn covers_nsec(rdata: &[u8]) -> bool {
+    rdata.get(..2) == Some(&RType::NSEC.0.to_be_bytes()[..])
+}
+
+/// The signed version after `differences` made of a window of the zone,
+/// or `None` when the whole zone is to be signed (an NSEC3 zone, a
+/// rollover step due, a delegation or DNAME changed, the SOA's TTL or
+/// minimum changed, too many owners or too much glue to pass over).
+///
+/// The window: the apex, each changed owner, the nearest NSEC owners of
+/// `previous` before and after each (past the changed ones), and the zone
+/// cuts above each (so that glue stays glue). Their new records (from
+/// `unsigned`) and previous ones (from `previous`) go through
+/// [`crate::signing::sign_window`]: what changed is signed, the rest
+/// kept. An owner of the window whose next NSEC owner lies outside it
+/// (only a neighbour's, whose NSEC did not change) keeps its previous NSEC
+/// and signatures. The new signed records are `previous` with the
+/// window's owners replaced; the served version is patched with the
+/// owners that changed. Bound: the window's records, the neighbour
+/// searches ([`MAX_WINDOW_SCAN`]), a binary search of `previous` per
+/// owner, and one copy of `previous` for the next signing.
+fn window_update<P: RecordList + ?Sized>(
+    served: &Zone,
+    previous: &P,
+    unsigned: &ZoneRecords,
+    differences: &[Difference],
+    keys: &ZoneKeys,
+    now: u64,
+) -> Result<Option<SignedUpdate>, String> {
+    if keys.policy.nsec3.is_some()
+        || keys.next_event.is_some_and(|at| at <= now)
+        || previous.len() == 0
+    {
+        return Ok(None);
+    }
+    let (Some(first), Some(last)) = (differences.first(), differences.last()) else {
+        return Ok(None);
+    };
+    if denial_ttls(&first.from_soa) != denial_ttls(&last.to_soa) {
+        return Ok(None);
+    }
+    let origin = served.origin();
+    let lower = |name: Name<'_>| NameBuf::from_name(name.to_lower().as_name());
+    // The changed owners, the apex aside.
+    let mut changed: BTreeSet<Key> = BTreeSet::new();
+    let mut window: std::collections::BTreeMap<Key, NameBuf> = Default::default();
+    window.insert(Key::of(origin), lower(origin));
+    for record in differences
+        .iter()
+        .flat_map(|difference| difference.deleted.iter().chain(&difference.added))
+    {
+        let owner = Name::from_wire(&record.owner).map_err(|err| err.to_string())?;
+        let apex = owner.eq_ignore_case(origin);
+        if record.rtype == RType::DNAME || (record.rtype == RType::NS && !apex) {
+            return Ok(None);
+        }
+        if !apex && changed.insert(Key::of(owner)) {
+            if changed.len() > MAX_WINDOW_OWNERS {
+                return Ok(None);
+            }
+            window.insert(Key::of(owner), lower(owner));
+        }
+    }
+    let mut scanned = 0usize;
+    let starts: Vec<NameBuf> = window.values().copied().collect();
+    for name in &starts {
+        let name = name.as_name();
+        // The zone cuts above (no delegation or DNAME changed below the
+        // apex: the same before and after).
+        let mut above = name;
+        while let Some(parent) = above.parent() {
+            if parent.label_count() <= origin.label_count() {
+                break;
+            }
+            let cut = unsigned
+                .node(&Key::of(parent))
+                .is_some_and(|node| node.has(RType::NS) || node.has(RType::DNAME));
+            if cut {
+                window
+                    .entry(Key::of(parent))
+                    .or_insert_with(|| lower(parent));
+            }
+            above = parent;
+        }
+        // The NSEC owners before (the apex has none: the last owner's NSEC
+        // names it, unchanged) and after, past the changed ones.
+        let at = owner_start(previous, name);
+        if !name.eq_ignore_case(origin) {
+            let mut index = at;
+            while index > 0 {
+                index -= 1;
+                scanned += 1;
+                if scanned > MAX_WINDOW_SCAN {
+                    return Ok(None);
+                }
+                let record = previous.record(index);
+                if record.rtype == RType::NSEC {
+                    let key = Key::of(record.owner);
+                    let past = !changed.contains(&key);
+                    window.entry(key).or_insert_with(|| lower(record.owner));
+                    if past {
+                        break;
+                    }
+                }
+            }
+        }
+        let mut index = at;
+        while index < previous.len() {
+            scanned += 1;
+            if scanned > MAX_WINDOW_SCAN {
+                return Ok(None);
+            }
+            let record = previous.record(index);
+            if record.rtype == RType::NSEC && !record.owner.eq_ignore_case(name) {
+                let key = Key::of(record.owner);
+                let past = !changed.contains(&key);
+                window.entry(key).or_insert_with(|| lower(record.owner));
+                if past {
+                    break;
+                }
+            }
+            index += 1;
+        }
+        if window.len() > MAX_WINDOW_OWNERS {
+            return Ok(None);
+        }
+    }
+    // The window's new (unsigned) and previous (signed) records.
+    let mut input: Vec<tern_zone::Record> = Vec::new();
+    let mut before = Records::new();
+    for (key, name) in &window {
+        if let Some(node) = unsigned.node(key) {
+            for rrset in node.rrsets() {
+                for rdata in &rrset.records {
+                    input.push(tern_zone::Record {
+                        owner: *name,
+                        class: RClass::IN,
+                        ttl: rdata.ttl,
+                        rtype: rrset.rtype,
+                        rdata: rdata.data.to_vec(),
+                        location: tern_zone::Location::default(),
+                    });
+                }
+            }
+        }
+        for index in owner_range(previous, name.as_name()) {
+            Sink::record(&mut before, previous.record(index)).map_err(str::to_string)?;
+        }
+    }
+    let state = state_directory(keys)?;
+    let resigned = crate::signing::sign_window(
+        origin,
+        &before,
+        &input,
+        &keys.policy,
+        &state,
+        now,
+        Some(served.serial()),
+    )?;
+    let signatures = resigned.zone.signatures;
+    let Some(mut change) = resigned.zone.difference else {
+        return Ok(None);
+    };
+    let mut out = resigned.zone.records;
+    // The NSEC owners of the window, in order: each whose next owner in
+    // the window is not its next in the zone keeps its previous NSEC.
+    let nsec_owners: Vec<NameBuf> = out
+        .iter()
+        .filter(|record| record.rtype == RType::NSEC)
+        .map(|record| lower(record.owner.as_name()))
+        .collect();
+    let mut kept: Vec<NameBuf> = Vec::new();
+    for (at, owner) in nsec_owners.iter().enumerate() {
+        let next = nsec_owners.get(at + 1);
+        let from = owner_range(previous, owner.as_name()).end;
+        let to = next.map_or(previous.len(), |next| owner_start(previous, next.as_name()));
+        let mut index = from;
+        let mut outside = false;
+        while index < to {
+            scanned += 1;
+            if scanned > MAX_WINDOW_SCAN {
+                return Ok(None);
+            }
+            // An NSEC owner of the window (one deleted) is not outside it.
+            if previous.rtype(index) == RType::NSEC
+                && !window.contains_key(&Key::of(previous.record(index).owner))
+            {
+                outside = true;
+                break;
+            }
+            index += 1;
+        }
+        if outside {
+            let key = Key::of(owner.as_name());
+            if owner.as_name().eq_ignore_case(origin) || changed.contains(&key) {
+                // Never expected: a changed owner's next is in the window.
+                return Ok(None);
+            }
+            kept.push(*owner);
+        }
+    }
+    for owner in &kept {
+        let owner = owner.as_name();
+        let is_nsec = |record: &tern_zone::Record| {
+            record.owner.as_name().eq_ignore_case(owner)
+                && (record.rtype == RType::NSEC
+                    || (record.rtype == RType::RRSIG && covers_nsec(&record.rdata)))
+        };
+        out.retain(|record| !is_nsec(record));
+        change.deleted.retain(|record| !is_nsec(record));
+        change.added.retain(|record| !is_nsec(record));
+        let at = owner_start(&out, owner);
+        let previous_nsec: Vec<tern_zone::Record> = owner_range(previous, owner)
+            .map(|index| previous.record(index))
+            .filter(|record| {
+                record.rtype == RType::NSEC
+                    || (record.rtype == RType::RRSIG && covers_nsec(record.rdata))
+            })
+            .map(|record| record.to_record())
+            .collect();
+        let end = at
+            + out[at..]
+                .iter()
+                .take_while(|record| record.owner.as_name().eq_ignore_case(owner))
+                .count();
+        out.splice(end..end, previous_nsec);
+    }
+    let cost = (scanned + input.len() + before.len(), signatures);
+    drop((input, before));
+    // The new signed records: `previous` with the window's owners
+    // replaced, in the same order.
+    let mut records = Records::new();
+    Sink::reserve(&mut records, previous.len() + out.len());
+    let mut copied = 0;
+    for name in window.values() {
+        let range = owner_range(previous, name.as_name());
+        if range.start < copied {
+            return Ok(None);
+        }
+        for index in copied..range.start {
+            Sink::record(&mut records, previous.record(index)).map_err(str::to_string)?;
+        }
+        for index in owner_range(&out, name.as_name()) {
+            Sink::record(&mut records, out.record(index)).map_err(str::to_string)?;
+        }
+        copied = range.end;
+    }
+    for index in copied..previous.len() {
+        Sink::record(&mut records, previous.record(index)).map_err(str::to_string)?;
+    }
+    // The served version patched with the owners that changed, else built
+    // whole.
+    let mut changes = tern_authority::ZoneChanges::new();
+    let mut owners: Vec<&tern_zone::Record> = change.deleted.iter().chain(&change.added).collect();
+    owners.sort_unstable_by(|a, b| a.owner.as_name().canonical_cmp(b.owner.as_name()));
+    owners.dedup_by(|a, b| a.owner.as_name().eq_ignore_case(b.owner.as_name()));
+    for owner in owners {
+        let owner = owner.owner.as_name();
+        let range = owner_range(&out, owner);
+        changes.set(
+            owner,
+            out[range]
+                .iter()
+                .map(|record| (record.rtype, record.ttl, &record.rdata[..])),
+        );
+    }
+    let zone = match served.patch(&changes) {
+        Ok(patched) if patched.zone.garbage_bytes() <= patched.zone.table_bytes() / 2 => {
+            patched.zone
+        }
+        _ => build(origin, &records)?.1,
+    };
+    log::debug!(
+        "zone {origin}: an update signed as a window of {} owners ({} records read, {} RRSIGs \
+         made)",
+        window.len(),
+        cost.0,
+        cost.1
+    );
+    let difference = change_difference(served, &zone, change);
+    Ok(Some(SignedUpdate {
+        zone: Arc::new(zone),
+        records,
+        difference,
+        cost,
+    }))
 }
 
 /// The signer's change as the IXFR history keeps it (the apex SOA in the
@@ -385,6 +810,502 @@ mod tests {
                 &deleting(Some("www"), rtype)
             ));
             assert!(!touches_signer_records(origin, &deleting(None, rtype)));
+        }
+    }
+
+    /// A signed version of `example.`: SOA, NS, its DNSKEY RRset (two
+    /// keys) with an RRSIG, and www's A with its RRSIG and NSEC.
+    fn signed_zone() -> Zone {
+        let origin = NameBuf::from_text(b"example.", None).unwrap();
+        let text = b"@ 300 SOA ns host 7 3600 900 604800 300\n\
+            @ 300 NS ns\n\
+            @ 300 DNSKEY 257 3 15 l02Woi0iS8Aa25FQkUd9RMzZHJpBoRQwAQEX1SxZJA4=\n\
+            @ 300 DNSKEY 256 3 15 zPnZ/QwEe7S8C5SPz2OfS5RR40ATk2/rYnE9xHIEijs=\n\
+            @ 300 RRSIG DNSKEY 15 1 300 20300101000000 20200101000000 1 example. \
+              AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA==\n\
+            ns 300 A 192.0.2.1\n\
+            www 300 A 192.0.2.2\n\
+            www 300 NSEC example. A RRSIG NSEC\n";
+        let parsed = tern_zone::parse_bytes(
+            text,
+            Path::new("z"),
+            origin.as_name(),
+            &tern_zone::Options::default(),
+            &mut tern_zone::NoInclude,
+        )
+        .unwrap();
+        let mut builder = ZoneBuilder::new(origin.as_name());
+        for record in &parsed.records {
+            builder
+                .insert(
+                    record.owner.as_name(),
+                    record.rtype,
+                    record.class,
+                    record.ttl,
+                    &record.rdata,
+                )
+                .unwrap();
+        }
+        builder.finish().unwrap()
+    }
+
+    /// An UPDATE of `example.` adding `new.example. TXT "x"` under the
+    /// prerequisite `prerequisite` (class, type and RDATA at the apex).
+    fn adding_under(class: u16, rtype: RType, rdata: &[u8]) -> UpdateMessage {
+        let mut m = vec![0, 1, 0x28, 0, 0, 1, 0, 1, 0, 1, 0, 0];
+        m.extend_from_slice(b"\x07example\x00\x00\x06\x00\x01");
+        m.extend_from_slice(&[0xc0, 12]);
+        m.extend_from_slice(&rtype.0.to_be_bytes());
+        m.extend_from_slice(&class.to_be_bytes());
+        m.extend_from_slice(&[0, 0, 0, 0]);
+        m.extend_from_slice(&(rdata.len() as u16).to_be_bytes());
+        m.extend_from_slice(rdata);
+        m.extend_from_slice(b"\x03new\xc0\x0c\x00\x10\x00\x01\x00\x00\x00\x3c\x00\x02\x01x");
+        UpdateMessage::parse(&m).expect("a well-formed UPDATE")
+    }
+
+    /// In a zone tern signs, prerequisites on the apex's DNSKEY RRset see
+    /// the one served (the signer's keys), as Knot's see its signed zone:
+    /// "exists" (RFC 2136 2.4.1) holds, "does not exist" (2.4.3) is
+    /// YXRRSET, the value-dependent form (2.4.2) holds with the served
+    /// keys and is NXRRSET with another; other types still see the
+    /// engine's records.
+    #[test]
+    fn prerequisites_see_the_served_dnskey_rrset() {
+        let zone = signed_zone();
+        let keys: Vec<Vec<u8>> = {
+            let mut cursor = RecordCursor::default();
+            let mut keys = Vec::new();
+            while let Some(record) = zone.next_record(&mut cursor) {
+                if record.rtype == RType::DNSKEY {
+                    keys.push(record.rdata.to_vec());
+                }
+            }
+            keys
+        };
+        assert_eq!(keys.len(), 2);
+        let anyone = [tern_update::UpdateRule::default()];
+        let access = Access {
+            rules: &anyone,
+            requester: tern_update::Requester {
+                key: None,
+                address: "127.0.0.1".parse().unwrap(),
+            },
+        };
+        let options = UpdateOptions {
+            signed: true,
+            ..UpdateOptions::default()
+        };
+        let run = |message: UpdateMessage| {
+            let mut records = unsigned_records(&zone, false).unwrap();
+            engine(
+                &mut records,
+                &message,
+                &access,
+                &options,
+                &zone,
+                Some(false),
+            )
+            .map(|difference| difference.is_some())
+        };
+        const ANY: u16 = 255;
+        const NONE: u16 = 254;
+        assert_eq!(run(adding_under(ANY, RType::DNSKEY, &[])), Ok(true));
+        assert_eq!(
+            run(adding_under(NONE, RType::DNSKEY, &[])),
+            Err(Rcode::YXRRSET)
+        );
+        // Value-dependent: both served keys (two prerequisite records).
+        let mut both = adding_under(1, RType::DNSKEY, &keys[0]);
+        both.prerequisites.push(both.prerequisites[0].clone());
+        both.prerequisites[1].rdata = keys[1].clone().into();
+        assert_eq!(run(both), Ok(true));
+        assert_eq!(
+            run(adding_under(1, RType::DNSKEY, &keys[0])),
+            Err(Rcode::NXRRSET),
+            "one key of two is not the RRset"
+        );
+        assert_eq!(
+            run(adding_under(ANY, RType::NSEC3PARAM, &[])),
+            Err(Rcode::NXRRSET)
+        );
+        assert_eq!(run(adding_under(ANY, RType::NS, &[])), Ok(true));
+        assert_eq!(run(adding_under(ANY, RType::TXT, &[])), Err(Rcode::NXRRSET));
+    }
+
+    /// A signed NSEC zone `example.` of `hosts` A records (and a
+    /// delegation with glue), loaded and signed in `dir`: the served
+    /// version, its signed records and its keys.
+    fn signed_fixture(dir: &Path, hosts: usize) -> (Arc<Zone>, Records, Arc<ZoneKeys>) {
+        let _ = std::fs::remove_dir_all(dir);
+        std::fs::create_dir_all(dir).unwrap();
+        let file = dir.join("example.zone");
+        let mut text = String::from(
+            "$TTL 300\n@ SOA ns hostmaster 1 3600 900 604800 300\n@ NS ns\n\
+             ns A 192.0.2.1\nsub NS ns.sub\nns.sub A 192.0.2.9\n",
+        );
+        for i in 0..hosts {
+            text.push_str(&format!("h{i} A 192.0.2.{}\n", i % 250));
+        }
+        std::fs::write(&file, text).unwrap();
+        let origin: Box<[u8]> = b"\x07example\x00".to_vec().into();
+        let policy = Arc::new(crate::signing::Policy::new("p".to_string()));
+        let sources = crate::load::Sources {
+            dir: None,
+            listed: vec![("example.".to_string(), file)],
+            signing: Some(crate::signing::Signing::new(
+                dir.join("state"),
+                1,
+                vec![(origin, policy)],
+            )),
+        };
+        let loaded = crate::load::load_all(&sources, None).unwrap();
+        let (zone, stamp) = &loaded.zones[0];
+        let records = stamp.signed().unwrap().records().unwrap();
+        (Arc::clone(zone), records, Arc::clone(stamp.keys().unwrap()))
+    }
+
+    /// An UPDATE of `example.` with the given update records (owner label,
+    /// type, class, TTL, RDATA).
+    fn update_message(updates: &[(&str, RType, u16, u32, &[u8])]) -> UpdateMessage {
+        let mut m = vec![0, 1, 0x28, 0, 0, 1, 0, 0];
+        m.extend_from_slice(&(updates.len() as u16).to_be_bytes());
+        m.extend_from_slice(&[0, 0]);
+        m.extend_from_slice(b"\x07example\x00\x00\x06\x00\x01");
+        for (label, rtype, class, ttl, rdata) in updates {
+            for part in label.split('.').filter(|part| *part != "@") {
+                m.push(part.len() as u8);
+                m.extend_from_slice(part.as_bytes());
+            }
+            m.extend_from_slice(&[0xc0, 12]);
+            m.extend_from_slice(&rtype.0.to_be_bytes());
+            m.extend_from_slice(&class.to_be_bytes());
+            m.extend_from_slice(&ttl.to_be_bytes());
+            m.extend_from_slice(&(rdata.len() as u16).to_be_bytes());
+            m.extend_from_slice(rdata);
+        }
+        UpdateMessage::parse(&m).expect("a well-formed UPDATE")
+    }
+
+    /// `message` through the engine on `unsigned`: its difference as the
+    /// journal keeps it.
+    fn engine_difference(unsigned: &mut ZoneRecords, message: &UpdateMessage) -> Difference {
+        let anyone = [tern_update::UpdateRule::default()];
+        let access = Access {
+            rules: &anyone,
+            requester: tern_update::Requester {
+                key: None,
+                address: "127.0.0.1".parse().unwrap(),
+            },
+        };
+        let options = UpdateOptions {
+            signed: true,
+            ..UpdateOptions::default()
+        };
+        let difference = tern_update::update(unsigned, message, &access, &options)
+            .unwrap()
+            .expect("a change");
+        let record = |r: tern_update::ChangedRecord| Record {
+            owner: r.owner.into_vec(),
+            rtype: r.rtype,
+            ttl: r.ttl,
+            rdata: r.rdata.into_vec(),
+        };
+        Difference {
+            from_soa: (difference.from_soa.0, difference.from_soa.1.into_vec()),
+            to_soa: (difference.to_soa.0, difference.to_soa.1.into_vec()),
+            deleted: difference.deleted.into_iter().map(record).collect(),
+            added: difference.added.into_iter().map(record).collect(),
+        }
+    }
+
+    /// What a signed zone's records say, signatures as (owner, type
+    /// covered, key tag, original TTL): two signings of the same records
+    /// agree on it (ECDSA signatures themselves differ).
+    fn meaning<L: RecordList + ?Sized>(records: &L) -> BTreeSet<(Vec<u8>, u16, u32, Vec<u8>)> {
+        (0..records.len())
+            .map(|index| records.record(index))
+            .map(|record| {
+                let owner = record.owner.to_lower().as_name().as_bytes().to_vec();
+                let rdata = if record.rtype == RType::RRSIG {
+                    [
+                        &record.rdata[..2],
+                        &record.rdata[4..8],
+                        &record.rdata[16..18],
+                    ]
+                    .concat()
+                } else {
+                    record.rdata.to_vec()
+                };
+                (owner, record.rtype.0, record.ttl, rdata)
+            })
+            .collect()
+    }
+
+    /// The records a served version holds, as [`meaning`] reads them.
+    fn served_meaning(zone: &Zone) -> BTreeSet<(Vec<u8>, u16, u32, Vec<u8>)> {
+        let mut list = Vec::new();
+        let mut cursor = RecordCursor::default();
+        while let Some(record) = zone.next_record(&mut cursor) {
+            list.push(tern_zone::Record {
+                owner: record.owner.to_buf(),
+                class: RClass::IN,
+                ttl: record.ttl,
+                rtype: record.rtype,
+                rdata: record.rdata.to_vec(),
+                location: tern_zone::Location::default(),
+            });
+        }
+        meaning(&list)
+    }
+
+    /// Two groups of updates to a signed NSEC zone of `hosts` names (a
+    /// name added, one deleted, glue added below a delegation, an RRset
+    /// changed): what each costs the signer, each checked against the
+    /// whole zone signed again from the same previous version (the same
+    /// records and signatures by owner, type and key), and the served
+    /// version against its records.
+    fn two_groups(hosts: usize) -> Vec<(usize, usize)> {
+        let dir =
+            std::env::temp_dir().join(format!("tern-update-window-{}-{hosts}", std::process::id()));
+        let (mut served, mut previous, keys) = signed_fixture(&dir, hosts);
+        let cds = publishes_cds(&keys);
+        let mut unsigned = unsigned_records(&served, cds).unwrap();
+        let groups = [
+            vec![
+                ("new", RType::TXT, 1, 60, &b"\x03new"[..]),
+                ("h3", RType::A, 255, 0, &b""[..]),
+                ("ns2.sub", RType::A, 1, 60, &[192, 0, 2, 77][..]),
+            ],
+            vec![
+                ("h5", RType::A, 1, 300, &[192, 0, 2, 55][..]),
+                ("new", RType::ANY, 255, 0, &b""[..]),
+                ("h30", RType::TXT, 1, 300, &b"\x02hi"[..]),
+            ],
+        ];
+        let mut costs = Vec::new();
+        for updates in groups {
+            let difference = engine_difference(&mut unsigned, &update_message(&updates));
+            let update = sign_update(
+                &served,
+                &previous,
+                &unsigned,
+                std::slice::from_ref(&difference),
+                &keys,
+            )
+            .unwrap();
+            let whole = crate::signing::sign_again(
+                served.origin(),
+                &previous,
+                &unsigned.to_records(),
+                &keys.policy,
+                &state_directory(&keys).unwrap(),
+                crate::unix_time(),
+                Some(served.serial()),
+            )
+            .unwrap();
+            assert_eq!(meaning(&update.records), meaning(&whole.zone.records));
+            assert_eq!(served_meaning(&update.zone), meaning(&whole.zone.records));
+            assert!(update.zone.serial() > served.serial());
+            costs.push(update.cost);
+            served = update.zone;
+            // The next group signs from the served (patched) version's
+            // records, as when the thread's own are not at hand: the same
+            // records, in canonical order.
+            let walked = served_records(&served).unwrap();
+            assert_eq!(meaning(&walked), meaning(&update.records));
+            assert!((1..walked.len()).all(|at| {
+                walked
+                    .record(at - 1)
+                    .owner
+                    .canonical_cmp(walked.record(at).owner)
+                    != std::cmp::Ordering::Greater
+            }));
+            previous = walked;
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        costs
+    }
+
+    /// Groups of pseudo-random updates (names added and deleted first and
+    /// last in the zone, beside a delegation, as glue below it, under
+    /// empty non-terminals, wildcards, the apex; one or two UPDATEs a
+    /// group): after each, the window's version is what the whole zone
+    /// signed again from the same version makes, and the served version
+    /// holds its records.
+    #[test]
+    fn windows_sign_as_the_whole_zone_does() {
+        let dir = std::env::temp_dir().join(format!("tern-update-windows-{}", std::process::id()));
+        let (mut served, mut previous, keys) = signed_fixture(&dir, 40);
+        let mut unsigned = unsigned_records(&served, publishes_cds(&keys)).unwrap();
+        let names = [
+            "a",
+            "h0",
+            "h1",
+            "h10",
+            "h15",
+            "h2",
+            "m",
+            "x.y.h5",
+            "y.h5",
+            "*.w",
+            "q.w",
+            "ns3.sub",
+            "deep.ns.sub",
+            "zzz",
+            "zz.zzz",
+            "sub0",
+            "ns1",
+            "h39",
+        ];
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = |bound: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % bound as u64) as usize
+        };
+        let mut windows = 0;
+        for group in 0..24 {
+            let mut differences = Vec::new();
+            for _ in 0..1 + next(2) {
+                let mut updates: Vec<(String, RType, u16, u32, Vec<u8>)> = Vec::new();
+                for _ in 0..1 + next(3) {
+                    let name = names[next(names.len())].to_string();
+                    let value = next(200) as u8;
+                    updates.push(match next(5) {
+                        0 => (name, RType::TXT, 1, 60, vec![1, value]),
+                        1 => (name, RType::A, 1, 300, vec![192, 0, 2, value]),
+                        2 => (name, RType::ANY, 255, 0, Vec::new()),
+                        3 => (name, RType::A, 255, 0, Vec::new()),
+                        _ => ("@".to_string(), RType::TXT, 1, 300, vec![1, value]),
+                    });
+                }
+                let updates: Vec<(&str, RType, u16, u32, &[u8])> = updates
+                    .iter()
+                    .map(|(name, rtype, class, ttl, rdata)| {
+                        (name.as_str(), *rtype, *class, *ttl, &rdata[..])
+                    })
+                    .collect();
+                let anyone = [tern_update::UpdateRule::default()];
+                let access = Access {
+                    rules: &anyone,
+                    requester: tern_update::Requester {
+                        key: None,
+                        address: "127.0.0.1".parse().unwrap(),
+                    },
+                };
+                let options = UpdateOptions {
+                    signed: true,
+                    ..UpdateOptions::default()
+                };
+                let message = update_message(&updates);
+                if let Ok(Some(_)) =
+                    tern_update::update(&mut unsigned.clone(), &message, &access, &options)
+                {
+                    differences.push(engine_difference(&mut unsigned, &message));
+                }
+            }
+            if differences.is_empty() {
+                continue;
+            }
+            let update = sign_update(&served, &previous, &unsigned, &differences, &keys).unwrap();
+            let whole = crate::signing::sign_again(
+                served.origin(),
+                &previous,
+                &unsigned.to_records(),
+                &keys.policy,
+                &state_directory(&keys).unwrap(),
+                crate::unix_time(),
+                Some(served.serial()),
+            )
+            .unwrap();
+            assert_eq!(
+                meaning(&update.records),
+                meaning(&whole.zone.records),
+                "group {group}"
+            );
+            assert_eq!(served_meaning(&update.zone), meaning(&whole.zone.records));
+            // The whole walk reads every new and previous record.
+            if update.cost.0 != unsigned.len() + RecordList::len(&previous) {
+                windows += 1;
+            }
+            served = update.zone;
+            previous = if group % 3 == 0 {
+                served_records(&served).unwrap()
+            } else {
+                update.records
+            };
+        }
+        assert!(windows >= 12, "{windows} groups signed as windows");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A measurement, not a check (`cargo test --release -p tern-zones --lib
+    /// update::signed::tests::window_timing -- --ignored --nocapture`):
+    /// one update (a TXT at a new name) to signed NSEC zones of 10,000 and
+    /// 100,000 names, signed as a window (all of `sign_update`: signing,
+    /// the splice of the signed records, the patch of the served version)
+    /// and, for comparison, the whole zone signed again as before
+    /// (`to_records` and `sign_again`, without building the version).
+    #[test]
+    #[ignore]
+    fn window_timing() {
+        for hosts in [10_000, 100_000] {
+            let dir = std::env::temp_dir()
+                .join(format!("tern-update-timing-{}-{hosts}", std::process::id()));
+            let (served, previous, keys) = signed_fixture(&dir, hosts);
+            let mut unsigned = unsigned_records(&served, publishes_cds(&keys)).unwrap();
+            let message = update_message(&[("new", RType::TXT, 1, 60, &b"\x03new"[..])]);
+            let difference = engine_difference(&mut unsigned, &message);
+            let started = std::time::Instant::now();
+            let update = sign_update(
+                &served,
+                &previous,
+                &unsigned,
+                std::slice::from_ref(&difference),
+                &keys,
+            )
+            .unwrap();
+            let window = started.elapsed();
+            let started = std::time::Instant::now();
+            let list = unsigned.to_records();
+            let whole = crate::signing::sign_again(
+                served.origin(),
+                &previous,
+                &list,
+                &keys.policy,
+                &state_directory(&keys).unwrap(),
+                crate::unix_time(),
+                Some(served.serial()),
+            )
+            .unwrap();
+            let walk = started.elapsed();
+            eprintln!(
+                "{hosts} names, {} signed records: window {window:?} ({} records read, {} \
+                 RRSIGs made); whole walk {walk:?} ({} RRSIGs made)",
+                previous.len(),
+                update.cost.0,
+                update.cost.1,
+                whole.zone.signatures
+            );
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+    }
+
+    /// An update to a zone tern signs costs the signer its change, not
+    /// the zone: the records it reads and the RRSIGs it makes are the same
+    /// for a zone of 1,000 names and one of 10,000 (signing the whole zone
+    /// again reads every record), and the outcome is what signing the
+    /// whole zone makes.
+    #[test]
+    fn a_signed_update_costs_its_change_not_the_zone() {
+        let small = two_groups(1_000);
+        let large = two_groups(10_000);
+        eprintln!("records read and RRSIGs made, per group: {small:?} at 1,000 names, {large:?} at 10,000");
+        assert_eq!(small, large, "records read and RRSIGs made, per group");
+        for (read, made) in &small {
+            assert!(*read < 200 && *made < 20, "{small:?}");
         }
     }
 
