@@ -138,6 +138,7 @@ pub fn key_set<'k>(stored: &'k [StoredKey], policy: &Policy, now: u64) -> KeySet
         }
         set.keys.push(ZoneKey {
             key: &key.key,
+            published: true,
             signs_keys: used.signs_keys,
             signs_zone: used.signs_zone,
         });

@@ -386,11 +386,13 @@ fn signatures_not_kept() {
 fn rollover_set<'k>(ksk: &'k SigningKey, zsks: &[(&'k SigningKey, bool)], cds: bool) -> KeySet<'k> {
     let mut keys = vec![ZoneKey {
         key: ksk,
+        published: true,
         signs_keys: true,
         signs_zone: false,
     }];
     keys.extend(zsks.iter().map(|&(key, signs_zone)| ZoneKey {
         key,
+        published: true,
         signs_keys: false,
         signs_zone,
     }));
