@@ -1557,7 +1557,10 @@ mod tests {
             by_rrset.sort_unstable();
             assert_eq!(by_rrset.len(), 2 * 5, "{by_rrset:?}");
             for pair in by_rrset.chunks(2) {
-                assert_eq!((pair[0].0.clone(), pair[0].1), (pair[1].0.clone(), pair[1].1));
+                assert_eq!(
+                    (pair[0].0.clone(), pair[0].1),
+                    (pair[1].0.clone(), pair[1].1)
+                );
                 assert_eq!(
                     [(pair[0].2, pair[0].3), (pair[1].2, pair[1].3)],
                     [
