@@ -477,10 +477,10 @@ fn advance_key_set(
             metas[index].removed = Some(now);
             out.changed.push(index);
         }
-        for index in 0..metas.len() {
-            if metas[index].key_set_rollover == Some(RolloverSide::Old) {
-                metas[index].key_set_rollover = None;
-                metas[index].successor = None;
+        for (index, meta) in metas.iter_mut().enumerate() {
+            if meta.key_set_rollover == Some(RolloverSide::Old) {
+                meta.key_set_rollover = None;
+                meta.successor = None;
                 out.changed.push(index);
             }
         }
@@ -490,14 +490,13 @@ fn advance_key_set(
     // An interrupted start: the keys in use not yet marked as the old.
     if !metas.iter().any(|meta| side(meta, RolloverSide::Old)) && metas[signer].published.is_none()
     {
-        for index in 0..metas.len() {
-            let meta = &metas[index];
+        for (index, meta) in metas.iter_mut().enumerate() {
             if meta.key_set_rollover.is_none()
                 && at_or_before(meta.published, now)
                 && !at_or_before(meta.removed, now)
             {
-                metas[index].key_set_rollover = Some(RolloverSide::Old);
-                metas[index].successor = Some(signer_tag);
+                meta.key_set_rollover = Some(RolloverSide::Old);
+                meta.successor = Some(signer_tag);
                 out.changed.push(index);
             }
         }
@@ -525,12 +524,11 @@ fn advance_key_set(
     // The old keys, once the new DS is seen.
     if let Some(seen) = metas[signer].ds_seen {
         let ds_ttl = ds_ttl(&metas[signer], policy);
-        for index in 0..metas.len() {
-            if metas[index].key_set_rollover != Some(RolloverSide::Old) {
+        for (index, meta) in metas.iter_mut().enumerate() {
+            if meta.key_set_rollover != Some(RolloverSide::Old) {
                 continue;
             }
-            let before = metas[index].clone();
-            let meta = &mut metas[index];
+            let before = meta.clone();
             meta.retired.get_or_insert(seen);
             let withdrawn = *meta
                 .withdrawn
@@ -540,7 +538,7 @@ fn advance_key_set(
                     .saturating_add(delay)
                     .saturating_add(timing.dnskey_ttl),
             );
-            if metas[index] != before {
+            if *meta != before {
                 out.changed.push(index);
             }
         }
