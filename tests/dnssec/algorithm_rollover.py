@@ -26,11 +26,14 @@ bound, never a fixed sleep):
    child's parent check sees it (its CDS goes); Unbound answers securely.
 2. The policy's algorithm becomes ed25519 (configuration rewritten, `tern reload`, then
    `tern reload a.p.test`): the SOA is signed by both algorithms while the DNSKEY RRset
-   holds the ECDSA keys alone (the new signatures first, RFC 6781 section 4.1.4).
+   holds the ECDSA keys alone (the new signatures first, RFC 6781 section 4.1.4). The
+   child is restarted (Unbound's questions paused meanwhile): the same DNSKEYs, SOA
+   signature algorithms and key files.
 3. The Ed25519 DNSKEYs are published beside the ECDSA ones.
 4. The CDS names the new KSK alone; the test puts that DS set at the parent; the child's
    parent check sees it (its CDS goes).
-5. The ECDSA DNSKEYs are withdrawn, the SOA still signed by both algorithms.
+5. The ECDSA DNSKEYs are withdrawn, the SOA still signed by both algorithms; a restart
+   there too changes nothing.
 6. The ECDSA signatures are removed: the SOA is signed by Ed25519 alone.
 7. `tern keys list` shows two Ed25519 keys and `tern zone-status` no rollover; the
    answers and the versions verified are counted.
@@ -218,12 +221,17 @@ class Querier(threading.Thread):
         super().__init__(daemon=True)
         self.unbound = unbound
         self.stop = threading.Event()
+        # Set while the child restarts: an answer then would test the outage, not the
+        # signatures.
+        self.paused = threading.Event()
         self.answers = 0
         self.bad: list[str] = []
 
     def run(self) -> None:
         while not self.stop.is_set():
             for qname, rtype, wanted in self.QUESTIONS:
+                if self.paused.is_set():
+                    break
                 reply = ask(self.unbound, qname, rtype)
                 self.answers += 1
                 if reply is None:
@@ -304,6 +312,25 @@ class Versions:
                              if len(line.split()) > 5 and line.split()[3] == "RRSIG"})
         step(f"  serial {axfr_serial}: dnssec-verify and ldns-verify-zone accept it "
              f"(RRSIG algorithms {algorithms}, DNSKEYs {sorted(dnskeys(self.tern).values())})")
+
+
+def key_files(tmp: pathlib.Path) -> list[str]:
+    return sorted(path.name for path in (tmp / "child-state" / "keys" / f"{ZONE}.").iterdir())
+
+
+def restart(child, querier: Querier, tmp: pathlib.Path, why: str) -> None:
+    """Restarts the child (Unbound's questions paused meanwhile): it must serve the same
+    DNSKEY RRset, SOA signature algorithms and key files as before."""
+    before = (dnskeys(child), soa_algorithms(child), key_files(tmp))
+    querier.paused.set()
+    child.stop()
+    child.start()
+    child.wait_ready(60.0)
+    querier.paused.clear()
+    after = (dnskeys(child), soa_algorithms(child), key_files(tmp))
+    if after != before:
+        fail(f"a restart {why} changed what the child serves or its keys: {before} -> {after}")
+    step(f"restart {why}: the same DNSKEYs, SOA RRSIG algorithms and key files")
 
 
 def wait_for(what: str, check, servers: list, versions: Versions | None) -> object:
@@ -414,6 +441,14 @@ zones:
                      f"{dnskeys(child)}")
             step(f"signatures first: SOA RRSIGs {sorted(soa_algorithms(child))}, DNSKEY "
                  f"{sorted(dnskeys(child).values())}")
+            restart(child, querier, tmp, "while the new keys sign unpublished")
+            status = tern_command(child, "zone-status", ZONE).stdout
+            listing = tern_command(child, "keys", "list", ZONE).stdout
+            if "rollover algorithm:" not in status or "signing-unpublished" not in listing:
+                fail(f"zone-status and keys list do not show the rollover: {status!r} "
+                     f"{listing!r}")
+            step("zone-status: " + next(word for word in status.split()
+                                        if word.startswith("algorithm:")))
 
             # 3. The new DNSKEYs.
             wait_for(f"{ZONE}: the Ed25519 DNSKEYs published",
@@ -447,6 +482,7 @@ zones:
                 fail(f"the ECDSA signatures went with their DNSKEYs: {soa_algorithms(child)}")
             step(f"ECDSA DNSKEYs withdrawn: DNSKEY {sorted(dnskeys(child).values())}; SOA "
                  f"RRSIGs {sorted(soa_algorithms(child))}")
+            restart(child, querier, tmp, "while the withdrawn keys still sign")
 
             # 6. The old signatures removed.
             wait_for(f"{ZONE}: the SOA signed by Ed25519 alone",
