@@ -30,8 +30,19 @@
 //!   its DS is submitted; the old key keeps signing the DNSKEY RRset until
 //!   it is removed, the later of the KSK's and the ZSK's removal times.
 //!
+//! - **Algorithm** (RFC 6781 section 4.1.4, RFC 7583 section 3.4.1; a
+//!   policy's algorithm changed, or its `keys` switched between `csk` and
+//!   `ksk-zsk`): the whole key set is replaced ([`policy_change`],
+//!   `begin_key_set`, `advance_key_set`): the new keys sign every RRset
+//!   unpublished from A, are published at A + `propagation-delay` + the
+//!   zone's highest TTL, their DS submitted Ipub later; once it is seen
+//!   (D) the old keys are retired, their DNSKEYs withdrawn at D +
+//!   `propagation-delay` + the DS TTL while they still sign, and they are
+//!   removed with their signatures Ipub after that. The keys carry
+//!   `key-set-rollover: old|new` meanwhile ([`keys::RolloverSide`]).
+//!
 //! One rollover at a time per zone: a key with a `successor` not yet
-//! removed is one in progress. A key removed is deleted from the key
+//! removed (or a key of an algorithm rollover) is one in progress. A key removed is deleted from the key
 //! directory at the next signing. Lifetimes (`zsk-lifetime`,
 //! `ksk-lifetime` for KSKs and CSKs; 0: never) count from a key's
 //! `active` time.
@@ -79,7 +90,6 @@ pub struct ZoneKeys {
 pub struct KeyUse {
     /// Its DNSKEY is published.
     pub published: bool,
-
     /// It signs the apex's DNSKEY, CDS and CDNSKEY RRsets.
     pub signs_keys: bool,
     /// It signs the other RRsets.
