@@ -42,8 +42,8 @@
 //!   `key-set-rollover: old|new` meanwhile ([`keys::RolloverSide`]).
 //!
 //! One rollover at a time per zone: a key with a `successor` not yet
-//! removed (or a key of an algorithm rollover) is one in progress. A key removed is deleted from the key
-//! directory at the next signing. Lifetimes (`zsk-lifetime`,
+//! removed (or a key of an algorithm rollover) is one in progress. A key
+//! removed is deleted from the key directory at the next signing. Lifetimes (`zsk-lifetime`,
 //! `ksk-lifetime` for KSKs and CSKs; 0: never) count from a key's
 //! `active` time.
 
@@ -470,7 +470,10 @@ fn advance_key_set(
     let new: Vec<usize> = (0..metas.len())
         .filter(|&index| metas[index].key_set_rollover == Some(RolloverSide::New))
         .collect();
-    if new.is_empty() {
+    // Old keys removed by now are deleted at this step: a rollover that
+    // has them alone is over, not abandoned.
+    let old_marked = metas.iter().any(|meta| side(meta, RolloverSide::Old));
+    if new.is_empty() && !old_marked {
         return;
     }
     let delay = policy.propagation_delay;
@@ -479,8 +482,11 @@ fn advance_key_set(
         .copied()
         .find(|&index| metas[index].role.signs_keys());
     let Some(signer) = signer else {
+        // Its files deleted by hand: the old keys are the zone's again,
+        // whatever step they had reached.
         out.notes.push(
-            "the algorithm rollover's new keys have no KSK or CSK: the rollover is abandoned"
+            "the algorithm rollover's new keys have no KSK or CSK (deleted?): the rollover is \
+             abandoned, the new keys removed and the old ones kept"
                 .to_string(),
         );
         for &index in &new {
@@ -488,9 +494,12 @@ fn advance_key_set(
             out.changed.push(index);
         }
         for (index, meta) in metas.iter_mut().enumerate() {
-            if meta.key_set_rollover == Some(RolloverSide::Old) {
+            if side(meta, RolloverSide::Old) {
                 meta.key_set_rollover = None;
                 meta.successor = None;
+                meta.retired = None;
+                meta.withdrawn = None;
+                meta.removed = None;
                 out.changed.push(index);
             }
         }
@@ -1370,6 +1379,34 @@ mod tests {
         assert_eq!(old_meta.key_set_rollover, Some(RolloverSide::Old));
         assert_eq!(old_meta.successor, Some(new));
         assert_eq!(zone.sign(T0 + 4), resumed, "restart");
+
+        // The new CSK's files deleted by hand (and the policy back to the
+        // zone's algorithm): the rollover is abandoned, the old key the
+        // zone's again.
+        zone.policy.algorithm = Algorithm::Ed25519;
+        stored
+            .iter()
+            .find(|key| key.meta.key_tag == new)
+            .unwrap()
+            .delete()
+            .unwrap();
+        let abandoned = zone.sign(T0 + 5);
+        assert_eq!(abandoned.published, vec![old]);
+        assert!(abandoned.unpublished.is_empty());
+        assert_eq!(
+            (abandoned.keys.clone(), abandoned.zone.clone()),
+            (vec![old], vec![old])
+        );
+        let stored = keys::read_keys(&zone.dir).unwrap();
+        let old_meta = &stored
+            .iter()
+            .find(|key| key.meta.key_tag == old)
+            .unwrap()
+            .meta;
+        assert_eq!(
+            (old_meta.key_set_rollover, old_meta.successor),
+            (None, None)
+        );
     }
 
     /// A ZSK rolled by its lifetime, by pre-publication: published Ipub
