@@ -166,6 +166,7 @@ dnssec: release
 	TERN_BIN=$(RELEASE_BIN) python3 tests/dnssec/denial.py
 	TERN_BIN=$(RELEASE_BIN) python3 tests/dnssec/import.py
 	TERN_BIN=$(RELEASE_BIN) python3 tests/dnssec/rollover.py
+	TERN_BIN=$(RELEASE_BIN) python3 tests/dnssec/algorithm_rollover.py
 	TERN_BIN=$(RELEASE_BIN) python3 tests/dnssec/validate.py
 	TERN_BIN=$(RELEASE_BIN) python3 tests/dnssec/secondaries.py
 	TERN_BIN=$(RELEASE_BIN) python3 tests/dnssec/bump.py

@@ -107,13 +107,17 @@ pub enum Denial {
 
 //----------- KeySet ---------------------------------------------------------
 
-/// One key of a [`KeySet`]: its DNSKEY is published; it signs what its
-/// flags say (whatever its role: a CSK being rolled signs only the
-/// DNSKEY RRset for a while).
+/// One key of a [`KeySet`]: its DNSKEY is published when its flag says;
+/// it signs what its flags say (whatever its role: a CSK being rolled
+/// signs only the DNSKEY RRset for a while; in an algorithm rollover, RFC
+/// 6781 section 4.1.4, the new algorithm's keys sign before their DNSKEYs
+/// are published and the old one's after theirs are withdrawn).
 #[derive(Clone, Copy, Debug)]
 pub struct ZoneKey<'k> {
     /// The key.
     pub key: &'k SigningKey,
+    /// Whether its DNSKEY is in the apex's DNSKEY RRset.
+    pub published: bool,
     /// Whether it signs the apex's DNSKEY, CDS and CDNSKEY RRsets.
     pub signs_keys: bool,
     /// Whether it signs the other authoritative RRsets.
@@ -135,7 +139,8 @@ impl ZoneKey<'_> {
 /// The keys of one signing, as a rollover has them at that time.
 #[derive(Clone, Debug, Default)]
 pub struct KeySet<'k> {
-    /// Every key whose DNSKEY is published, with what each signs.
+    /// Every key whose DNSKEY is published or that signs, with what each
+    /// does.
     pub keys: Vec<ZoneKey<'k>>,
     /// The keys whose CDS (SHA-256) and CDNSKEY records the apex
     /// publishes (RFC 7344, RFC 8078), with the DNSKEY RRset's TTL,
@@ -151,6 +156,7 @@ impl<'k> KeySet<'k> {
                 .iter()
                 .map(|key| ZoneKey {
                     key,
+                    published: true,
                     signs_keys: key.role().signs_keys(),
                     signs_zone: key.role().signs_zone(),
                 })
@@ -481,7 +487,12 @@ pub(crate) fn prepare<'o, R: RecordList + ?Sized>(
     let soa = soa_of(order[..apex_end].iter().map(|&index| served(index)))?;
     let dnskey_ttl = options.dnskey_ttl.unwrap_or(soa.ttl);
     let nsec_ttl = soa.ttl.min(soa.minimum);
-    let mut dnskeys: Vec<&[u8]> = keys.keys.iter().map(|key| key.key.dnskey_rdata()).collect();
+    let mut dnskeys: Vec<&[u8]> = keys
+        .keys
+        .iter()
+        .filter(|key| key.published)
+        .map(|key| key.key.dnskey_rdata())
+        .collect();
     dnskeys.sort_unstable();
     dnskeys.dedup();
     let owner = records
@@ -1006,10 +1017,10 @@ fn check_keys(keys: &[ZoneKey<'_>]) -> Result<(), SignError> {
     if keys.len() > MAX_KEYS {
         return Err(SignError::TooManyKeys);
     }
-    if !keys.iter().any(|key| key.signs_keys) {
+    if !keys.iter().any(|key| key.signs_keys && key.published) {
         return Err(SignError::NoKeySigningKey);
     }
-    if !keys.iter().any(|key| key.signs_zone) {
+    if !keys.iter().any(|key| key.signs_zone && key.published) {
         return Err(SignError::NoZoneSigningKey);
     }
     Ok(())
@@ -1414,16 +1425,19 @@ mod tests {
             keys: vec![
                 ZoneKey {
                     key: &old,
+                    published: true,
                     signs_keys: true,
                     signs_zone: false,
                 },
                 ZoneKey {
                     key: &new,
+                    published: true,
                     signs_keys: true,
                     signs_zone: true,
                 },
                 ZoneKey {
                     key: &zsk,
+                    published: true,
                     signs_keys: false,
                     signs_zone: false,
                 },
@@ -1476,6 +1490,91 @@ mod tests {
             .collect();
         assert_eq!(cds.len(), 1);
         assert_eq!(cds[0].rdata, [0, 1, 13, 2, 0, 0]);
+    }
+
+    /// An algorithm rollover's key sets (RFC 6781 section 4.1.4): a CSK
+    /// of the new algorithm that signs before its DNSKEY is published
+    /// adds a second RRSIG to every RRset, of its algorithm, and no
+    /// DNSKEY; an old CSK whose DNSKEY is withdrawn keeps signing the
+    /// same way. A set whose only signer of keys is not published is
+    /// refused: the DNSKEY RRset would have no signature by its keys.
+    #[test]
+    fn signers_not_published_sign_with_their_algorithm() {
+        let text = format!("{SOA}www A 192.0.2.1\n");
+        let (origin, records) = zone(&text);
+        let old = SigningKey::generate(Algorithm::EcdsaP256Sha256, KeyRole::Csk)
+            .unwrap()
+            .0;
+        let new = key(KeyRole::Csk);
+        let set = |old_published: bool, new_published: bool| KeySet {
+            keys: vec![
+                ZoneKey {
+                    key: &old,
+                    published: old_published,
+                    signs_keys: true,
+                    signs_zone: true,
+                },
+                ZoneKey {
+                    key: &new,
+                    published: new_published,
+                    signs_keys: true,
+                    signs_zone: true,
+                },
+            ],
+            cds: None,
+        };
+        for (old_published, new_published) in [(true, false), (true, true), (false, true)] {
+            let keys = set(old_published, new_published);
+            let signed = sign_zone_with(origin.as_name(), &records, &keys, &options()).unwrap();
+            let dnskeys: Vec<&[u8]> = signed
+                .records
+                .iter()
+                .filter(|record| record.rtype == RType::DNSKEY)
+                .map(|record| record.rdata.as_slice())
+                .collect();
+            let mut expected: Vec<&[u8]> = Vec::new();
+            if old_published {
+                expected.push(old.dnskey_rdata());
+            }
+            if new_published {
+                expected.push(new.dnskey_rdata());
+            }
+            expected.sort_unstable();
+            assert_eq!(dnskeys, expected, "{old_published} {new_published}");
+            // Every RRset (SOA, DNSKEY, A, the NSECs) has one RRSIG
+            // of each algorithm, by the key of that algorithm: octet 2 of
+            // the RDATA is the algorithm, 16-17 the key tag.
+            let mut by_rrset: Vec<(Vec<u8>, u16, u8, u16)> = signed
+                .records
+                .iter()
+                .filter(|record| record.rtype == RType::RRSIG)
+                .map(|sig| {
+                    let covered = u16::from_be_bytes([sig.rdata[0], sig.rdata[1]]);
+                    let tag = u16::from_be_bytes([sig.rdata[16], sig.rdata[17]]);
+                    (sig.owner.as_bytes().to_vec(), covered, sig.rdata[2], tag)
+                })
+                .collect();
+            by_rrset.sort_unstable();
+            assert_eq!(by_rrset.len(), 2 * 5, "{by_rrset:?}");
+            for pair in by_rrset.chunks(2) {
+                assert_eq!(
+                    (pair[0].0.clone(), pair[0].1),
+                    (pair[1].0.clone(), pair[1].1)
+                );
+                assert_eq!(
+                    [(pair[0].2, pair[0].3), (pair[1].2, pair[1].3)],
+                    [
+                        (Algorithm::EcdsaP256Sha256.number(), old.key_tag()),
+                        (Algorithm::Ed25519.number(), new.key_tag())
+                    ]
+                );
+            }
+        }
+        let neither = set(false, false);
+        assert!(matches!(
+            sign_zone_with(origin.as_name(), &records, &neither, &options()),
+            Err(SignError::NoKeySigningKey)
+        ));
     }
 
     /// Each way a zone or key set cannot be signed is its own error.

@@ -164,6 +164,41 @@ pub struct KeyMeta {
     /// The key tag of the key that replaces this one: a rollover is in
     /// progress until this key is removed.
     pub successor: Option<u16>,
+    /// An algorithm (or key-set) rollover's old key: when its DNSKEY was
+    /// withdrawn; it keeps signing until `removed` (RFC 6781 section
+    /// 4.1.4: the old signatures go last).
+    pub withdrawn: Option<u64>,
+    /// Which side of an algorithm (or key-set) rollover this key is on,
+    /// while one is in progress.
+    pub key_set_rollover: Option<RolloverSide>,
+}
+
+/// A key's side in an algorithm (or key-set) rollover: the whole key set
+/// is replaced (crate::rollover).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RolloverSide {
+    /// The key set replaced: signs until removed, DNSKEY withdrawn first.
+    Old,
+    /// The key set replacing it: signs from `active`, before its DNSKEY
+    /// is published.
+    New,
+}
+
+impl RolloverSide {
+    fn name(self) -> &'static str {
+        match self {
+            RolloverSide::Old => "old",
+            RolloverSide::New => "new",
+        }
+    }
+
+    fn by_name(name: &str) -> Option<RolloverSide> {
+        match name {
+            "old" => Some(RolloverSide::Old),
+            "new" => Some(RolloverSide::New),
+            _ => None,
+        }
+    }
 }
 
 impl KeyMeta {
@@ -186,10 +221,14 @@ impl KeyMeta {
             ("ds-seen", self.ds_seen),
             ("ds-ttl", self.ds_ttl.map(u64::from)),
             ("successor", self.successor.map(u64::from)),
+            ("withdrawn", self.withdrawn),
         ] {
             if let Some(time) = time {
                 text.push_str(&format!("{name}: {time}\n"));
             }
+        }
+        if let Some(side) = self.key_set_rollover {
+            text.push_str(&format!("key-set-rollover: {}\n", side.name()));
         }
         text
     }
@@ -199,8 +238,8 @@ impl KeyMeta {
     /// time must be there.
     pub fn parse(text: &str) -> Result<KeyMeta, String> {
         let (mut algorithm, mut role, mut key_tag, mut created) = (None, None, None, None);
-        let mut times = [None; 6];
-        let (mut ds_ttl, mut successor) = (None, None);
+        let mut times = [None; 7];
+        let (mut ds_ttl, mut successor, mut side) = (None, None, None);
         for (number, line) in text.lines().enumerate() {
             let line = line.trim();
             if line.is_empty() || line.starts_with('#') {
@@ -223,6 +262,8 @@ impl KeyMeta {
                 "ds-seen" => times[5] = Some(time()?),
                 "ds-ttl" => ds_ttl = Some(value.parse::<u32>().map_err(|_| bad())?),
                 "successor" => successor = Some(value.parse::<u16>().map_err(|_| bad())?),
+                "withdrawn" => times[6] = Some(time()?),
+                "key-set-rollover" => side = Some(RolloverSide::by_name(value).ok_or_else(bad)?),
                 _ => {}
             }
         }
@@ -240,6 +281,8 @@ impl KeyMeta {
             ds_seen: times[5],
             ds_ttl,
             successor,
+            withdrawn: times[6],
+            key_set_rollover: side,
         })
     }
 
@@ -258,6 +301,8 @@ impl KeyMeta {
             ds_seen: None,
             ds_ttl: None,
             successor: None,
+            withdrawn: None,
+            key_set_rollover: None,
         }
     }
 
@@ -714,6 +759,8 @@ mod tests {
             ds_seen: None,
             ds_ttl: Some(3600),
             successor: Some(54321),
+            withdrawn: Some(5),
+            key_set_rollover: Some(RolloverSide::Old),
         };
         assert_eq!(KeyMeta::parse(&meta.to_text()).unwrap(), meta);
         // A file of the slice before rollovers reads, without their fields.

@@ -30,9 +30,20 @@
 //!   its DS is submitted; the old key keeps signing the DNSKEY RRset until
 //!   it is removed, the later of the KSK's and the ZSK's removal times.
 //!
+//! - **Algorithm** (RFC 6781 section 4.1.4, RFC 7583 section 3.4.1; a
+//!   policy's algorithm changed, or its `keys` switched between `csk` and
+//!   `ksk-zsk`): the whole key set is replaced ([`policy_change`],
+//!   `begin_key_set`, `advance_key_set`): the new keys sign every RRset
+//!   unpublished from A, are published at A + `propagation-delay` + the
+//!   zone's highest TTL, their DS submitted Ipub later; once it is seen
+//!   (D) the old keys are retired, their DNSKEYs withdrawn at D +
+//!   `propagation-delay` + the DS TTL while they still sign, and they are
+//!   removed with their signatures Ipub after that. The keys carry
+//!   `key-set-rollover: old|new` meanwhile ([`keys::RolloverSide`]).
+//!
 //! One rollover at a time per zone: a key with a `successor` not yet
-//! removed is one in progress. A key removed is deleted from the key
-//! directory at the next signing. Lifetimes (`zsk-lifetime`,
+//! removed (or a key of an algorithm rollover) is one in progress. A key
+//! removed is deleted from the key directory at the next signing. Lifetimes (`zsk-lifetime`,
 //! `ksk-lifetime` for KSKs and CSKs; 0: never) count from a key's
 //! `active` time.
 
@@ -42,7 +53,7 @@ use std::sync::Arc;
 use tern_dnssec::{KeyRole, KeySet, SigningKey, ZoneKey};
 use tern_wire::name::NameBuf;
 
-use crate::keys::{self, StoredKey};
+use crate::keys::{self, RolloverSide, StoredKey};
 use crate::policy::{CdsCdnskey, Policy};
 
 /// The zone's TTLs a rollover waits for, as the loader reads them at a
@@ -92,15 +103,28 @@ fn at_or_before(time: Option<u64>, now: u64) -> bool {
 }
 
 /// What the key of `meta` does at `now` under the policy's `cds`.
+///
+/// An algorithm (or key-set) rollover's keys differ (RFC 6781 section
+/// 4.1.4): a new key signs from its `active` time, before its DNSKEY is
+/// published; an old key keeps signing until it is `removed`, after its
+/// DNSKEY is `withdrawn` and after it is `retired` (its DS no longer
+/// needed).
 pub fn key_use(meta: &keys::KeyMeta, cds: CdsCdnskey, now: u64) -> KeyUse {
-    let published = at_or_before(meta.published, now) && !at_or_before(meta.removed, now);
-    let signs_keys = published && meta.role.signs_keys();
-    let signs_zone = published
+    let gone = at_or_before(meta.removed, now);
+    let published =
+        at_or_before(meta.published, now) && !at_or_before(meta.withdrawn, now) && !gone;
+    let presigning =
+        meta.key_set_rollover == Some(RolloverSide::New) && at_or_before(meta.active, now);
+    let live = (at_or_before(meta.published, now) || presigning) && !gone;
+    let signs_until_removed = meta.key_set_rollover == Some(RolloverSide::Old);
+    let signs_keys = live && meta.role.signs_keys();
+    let signs_zone = live
         && meta.role.signs_zone()
         && at_or_before(meta.active, now)
-        && !at_or_before(meta.retired, now);
+        && (signs_until_removed || !at_or_before(meta.retired, now));
     let submitted = at_or_before(meta.ds_published, now);
-    let cds = signs_keys
+    let cds = published
+        && meta.role.signs_keys()
         && match cds {
             CdsCdnskey::None => false,
             // While the parent has not been seen to take it.
@@ -123,8 +147,8 @@ pub fn key_use(meta: &keys::KeyMeta, cds: CdsCdnskey, now: u64) -> KeyUse {
     }
 }
 
-/// The key set to sign with at `now`: every published key with what it
-/// signs, and the CDS and CDNSKEY to publish (`None` under
+/// The key set to sign with at `now`: every key published or signing,
+/// with what it does, and the CDS and CDNSKEY to publish (`None` under
 /// `cds-cdnskey: none`: the zone file's are kept).
 pub fn key_set<'k>(stored: &'k [StoredKey], policy: &Policy, now: u64) -> KeySet<'k> {
     let mut set = KeySet {
@@ -133,11 +157,12 @@ pub fn key_set<'k>(stored: &'k [StoredKey], policy: &Policy, now: u64) -> KeySet
     };
     for key in stored {
         let used = key_use(&key.meta, policy.cds_cdnskey, now);
-        if !used.published {
+        if !(used.published || used.signs_keys || used.signs_zone) {
             continue;
         }
         set.keys.push(ZoneKey {
             key: &key.key,
+            published: used.published,
             signs_keys: used.signs_keys,
             signs_zone: used.signs_zone,
         });
@@ -169,11 +194,19 @@ pub fn lifetime(policy: &Policy, role: KeyRole) -> u64 {
 }
 
 /// The rollover in progress, if any: the index of the outgoing key (a
-/// successor named, not yet removed at `now`).
+/// successor named, not yet removed at `now`), or of an algorithm
+/// rollover's new key whose start was interrupted before the old keys
+/// were marked.
 pub fn in_progress(metas: &[&keys::KeyMeta], now: u64) -> Option<usize> {
+    let live = |meta: &&&keys::KeyMeta| !at_or_before(meta.removed, now);
     metas
         .iter()
-        .position(|meta| meta.successor.is_some() && !at_or_before(meta.removed, now))
+        .position(|meta| live(&meta) && meta.successor.is_some())
+        .or_else(|| {
+            metas
+                .iter()
+                .position(|meta| live(&meta) && meta.key_set_rollover.is_some())
+        })
 }
 
 /// The key of `role` in use at `now`: active, not retired, not being
@@ -194,23 +227,88 @@ fn current(metas: &[&keys::KeyMeta], role: KeyRole, now: u64) -> Option<usize> {
         .map(|(index, _)| index)
 }
 
-/// A standby key of `role`: generated, never published.
+/// A standby key of `role`: generated, never published, in no rollover.
 fn standby(metas: &[&keys::KeyMeta], role: KeyRole) -> Option<usize> {
-    metas
-        .iter()
-        .position(|meta| meta.role == role && meta.published.is_none())
+    metas.iter().position(|meta| {
+        meta.role == role && meta.published.is_none() && meta.key_set_rollover.is_none()
+    })
 }
 
-/// The algorithm of a new key replacing the key of `old`: its own. A
-/// policy whose algorithm changed since the zone's keys were made does not
-/// change it: one role's key of a new algorithm beside the other's of the
-/// old (a ZSK by pre-publication, say) would publish a DNSKEY RRset of two
-/// algorithms with RRsets signed by one, which RFC 4035 section 2.2
-/// forbids and validators that check it (Unbound) find bogus. That
-/// change needs an algorithm rollover (RFC 6781 section 4.1.4), which is
-/// not made yet (docs/decisions/0014).
+/// The algorithm of a new key replacing the key of `old` in a rollover of
+/// one role: its own. One role's key of a new algorithm beside the
+/// other's of the old (a ZSK by pre-publication, say) would publish a
+/// DNSKEY RRset of two algorithms with RRsets signed by one, which RFC
+/// 4035 section 2.2 forbids and validators that check it find bogus: a
+/// policy whose algorithm changed is met by an algorithm rollover of the
+/// whole key set instead ([`policy_change`]).
 fn successor_algorithm(old: &keys::KeyMeta) -> tern_dnssec::Algorithm {
     old.algorithm
+}
+
+/// The algorithm of the zone's keys in use at `now` (the oldest active
+/// one's), if any: what a standby key is made with.
+fn zone_algorithm(metas: &[&keys::KeyMeta], now: u64) -> Option<tern_dnssec::Algorithm> {
+    [KeyRole::Csk, KeyRole::Ksk, KeyRole::Zsk]
+        .iter()
+        .find_map(|&role| current(metas, role, now))
+        .map(|index| metas[index].algorithm)
+}
+
+/// Why the zone's keys in use at `now` are not what `policy` asks for (an
+/// algorithm, or CSK against KSK and ZSK), when no rollover is in
+/// progress: the cause of an algorithm (key-set) rollover. `None` when
+/// they are, or when the zone has no key in use.
+pub fn policy_change(metas: &[&keys::KeyMeta], policy: &Policy, now: u64) -> Option<String> {
+    if in_progress(metas, now).is_some() {
+        return None;
+    }
+    let in_use: Vec<&keys::KeyMeta> = metas
+        .iter()
+        .copied()
+        .filter(|meta| {
+            let used = key_use(meta, CdsCdnskey::None, now);
+            used.published && (used.signs_keys || used.signs_zone)
+        })
+        .collect();
+    if in_use.is_empty() {
+        return None;
+    }
+    if let Some(key) = in_use
+        .iter()
+        .find(|meta| meta.algorithm != policy.algorithm)
+    {
+        return Some(format!(
+            "policy {} names {}, key {} is {}",
+            policy.name,
+            keys::algorithm_name(policy.algorithm),
+            key.key_tag,
+            keys::algorithm_name(key.algorithm)
+        ));
+    }
+    let roles = policy.keys.roles();
+    let mismatch = in_use.iter().any(|meta| !roles.contains(&meta.role))
+        || roles
+            .iter()
+            .any(|role| !in_use.iter().any(|meta| meta.role == *role));
+    mismatch.then(|| {
+        format!(
+            "policy {} has keys: {}, the zone's keys in use are {}",
+            policy.name,
+            scheme_name(policy.keys),
+            in_use
+                .iter()
+                .map(|meta| format!("{} {}", keys::role_text(meta.role), meta.key_tag))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    })
+}
+
+fn scheme_name(scheme: keys::KeyScheme) -> &'static str {
+    match scheme {
+        keys::KeyScheme::Csk => "csk",
+        keys::KeyScheme::KskZsk => "ksk-zsk",
+    }
 }
 
 /// The role whose lifetime is over at `now` (the earliest due), when no
@@ -267,7 +365,7 @@ pub fn advance(metas: &mut [keys::KeyMeta], policy: &Policy, timing: Timing, now
         let Some(tag) = metas[old].successor else {
             continue;
         };
-        if at_or_before(metas[old].removed, now) {
+        if at_or_before(metas[old].removed, now) || metas[old].key_set_rollover.is_some() {
             continue;
         }
         let new = metas
@@ -326,6 +424,7 @@ pub fn advance(metas: &mut [keys::KeyMeta], policy: &Policy, timing: Timing, now
             out.changed.push(new);
         }
     }
+    advance_key_set(metas, policy, timing, now, &mut out);
     out.removed = (0..metas.len())
         .filter(|&index| at_or_before(metas[index].removed, now))
         .collect();
@@ -334,6 +433,148 @@ pub fn advance(metas: &mut [keys::KeyMeta], policy: &Policy, timing: Timing, now
     out.changed.sort_unstable();
     out.changed.dedup();
     out
+}
+
+/// Plans an algorithm (key-set) rollover (RFC 6781 section 4.1.4, RFC
+/// 7583 section 3.4.1), the conservative order, each step once its
+/// predecessor's data has left every cache:
+///
+/// 1. at the start (A, the new keys' `active`) the new keys sign every
+///    RRset (the DNSKEY RRset too) beside the old ones, their DNSKEYs not
+///    published;
+/// 2. at A + `propagation-delay` + the zone's highest TTL (no cache holds
+///    an RRset without the new algorithm's signature) their DNSKEYs are
+///    published;
+/// 3. `propagation-delay` + the DNSKEY TTL later the new KSK's or CSK's
+///    DS is submitted (CDS, CDNSKEY);
+/// 4. once it is seen at the parent (D), the old keys are retired (their
+///    DS no longer named in CDS) and, at D + `propagation-delay` + the DS
+///    TTL (no cache holds the old DS), their DNSKEYs are withdrawn, the old
+///    keys still signing;
+/// 5. `propagation-delay` + the DNSKEY TTL later (no cache holds the old
+///    DNSKEY RRset) the old keys are removed, their signatures with them,
+///    and the new keys' mark is cleared.
+///
+/// A start interrupted before the old keys were marked is completed.
+/// Idempotent: a time once written is kept.
+fn advance_key_set(
+    metas: &mut [keys::KeyMeta],
+    policy: &Policy,
+    timing: Timing,
+    now: u64,
+    out: &mut Advanced,
+) {
+    let side = |meta: &keys::KeyMeta, side| {
+        meta.key_set_rollover == Some(side) && !at_or_before(meta.removed, now)
+    };
+    let new: Vec<usize> = (0..metas.len())
+        .filter(|&index| metas[index].key_set_rollover == Some(RolloverSide::New))
+        .collect();
+    // Old keys removed by now are deleted at this step: a rollover that
+    // has them alone is over, not abandoned.
+    let old_marked = metas.iter().any(|meta| side(meta, RolloverSide::Old));
+    if new.is_empty() && !old_marked {
+        return;
+    }
+    let delay = policy.propagation_delay;
+    let signer = new
+        .iter()
+        .copied()
+        .find(|&index| metas[index].role.signs_keys());
+    let Some(signer) = signer else {
+        // Its files deleted by hand: the old keys are the zone's again,
+        // whatever step they had reached.
+        out.notes.push(
+            "the algorithm rollover's new keys have no KSK or CSK (deleted?): the rollover is \
+             abandoned, the new keys removed and the old ones kept"
+                .to_string(),
+        );
+        for &index in &new {
+            metas[index].removed = Some(now);
+            out.changed.push(index);
+        }
+        for (index, meta) in metas.iter_mut().enumerate() {
+            if side(meta, RolloverSide::Old) {
+                meta.key_set_rollover = None;
+                meta.successor = None;
+                meta.retired = None;
+                meta.withdrawn = None;
+                meta.removed = None;
+                out.changed.push(index);
+            }
+        }
+        return;
+    };
+    let signer_tag = metas[signer].key_tag;
+    // An interrupted start: the keys in use not yet marked as the old.
+    if !metas.iter().any(|meta| side(meta, RolloverSide::Old)) && metas[signer].published.is_none()
+    {
+        for (index, meta) in metas.iter_mut().enumerate() {
+            if meta.key_set_rollover.is_none()
+                && at_or_before(meta.published, now)
+                && !at_or_before(meta.removed, now)
+            {
+                meta.key_set_rollover = Some(RolloverSide::Old);
+                meta.successor = Some(signer_tag);
+                out.changed.push(index);
+            }
+        }
+    }
+    // The new keys: published once every RRset's new signature is in
+    // every cache, the DS submitted once the DNSKEYs are.
+    for &index in &new {
+        let before = metas[index].clone();
+        let meta = &mut metas[index];
+        let active = *meta.active.get_or_insert(now);
+        let published = *meta
+            .published
+            .get_or_insert(active.saturating_add(delay).saturating_add(timing.max_ttl));
+        if meta.role.signs_keys() {
+            meta.ds_published.get_or_insert(
+                published
+                    .saturating_add(delay)
+                    .saturating_add(timing.dnskey_ttl),
+            );
+        }
+        if metas[index] != before {
+            out.changed.push(index);
+        }
+    }
+    // The old keys, once the new DS is seen.
+    if let Some(seen) = metas[signer].ds_seen {
+        let ds_ttl = ds_ttl(&metas[signer], policy);
+        for (index, meta) in metas.iter_mut().enumerate() {
+            if meta.key_set_rollover != Some(RolloverSide::Old) {
+                continue;
+            }
+            let before = meta.clone();
+            meta.retired.get_or_insert(seen);
+            let withdrawn = *meta
+                .withdrawn
+                .get_or_insert(seen.saturating_add(delay).saturating_add(ds_ttl));
+            meta.removed.get_or_insert(
+                withdrawn
+                    .saturating_add(delay)
+                    .saturating_add(timing.dnskey_ttl),
+            );
+            if *meta != before {
+                out.changed.push(index);
+            }
+        }
+    }
+    // Done: every old key removed.
+    let old_left = metas.iter().any(|meta| side(meta, RolloverSide::Old));
+    let started = metas[signer].published.is_some();
+    if started && !old_left {
+        for &index in &new {
+            metas[index].key_set_rollover = None;
+            out.changed.push(index);
+        }
+        out.notes.push(format!(
+            "algorithm rollover done: the zone is signed by the {} keys alone",
+            keys::algorithm_name(metas[signer].algorithm)
+        ));
+    }
 }
 
 /// The DS TTL waited for after a key's DS was seen: the one seen, else
@@ -354,6 +595,7 @@ pub fn next_event(metas: &[&keys::KeyMeta], policy: &Policy, now: u64) -> Option
             meta.retired,
             meta.removed,
             meta.ds_published,
+            meta.withdrawn,
         ]
     });
     let lifetimes = if in_progress(metas, now).is_some() {
@@ -399,21 +641,8 @@ pub fn step(
     now: u64,
 ) -> Result<(Vec<StoredKey>, Vec<String>), String> {
     let mut notes = Vec::new();
-    if let Some(key) = stored
-        .iter()
-        .find(|key| key.meta.algorithm != policy.algorithm && key.meta.removed.is_none())
-    {
-        notes.push(format!(
-            "policy {} names {}, but key {} is {}: its rollovers keep {} (an algorithm \
-             rollover is not made yet; docs/decisions/0014)",
-            policy.name,
-            keys::algorithm_name(policy.algorithm),
-            key.meta.key_tag,
-            keys::algorithm_name(key.meta.algorithm),
-            keys::algorithm_name(key.meta.algorithm),
-        ));
-    }
-    // Twice at most: a lifetime's rollover started, then planned.
+    // Twice at most: a rollover started (an algorithm rollover, or a
+    // lifetime's), then planned.
     for _ in 0..2 {
         let mut metas: Vec<keys::KeyMeta> = stored.iter().map(|key| key.meta.clone()).collect();
         let advanced = advance(&mut metas, policy, timing, now);
@@ -430,6 +659,16 @@ pub fn step(
                 keys::role_text(key.meta.role),
                 key.meta.key_tag
             ));
+        }
+        let metas: Vec<&keys::KeyMeta> = stored.iter().map(|key| &key.meta).collect();
+        if let Some(cause) = policy_change(&metas, policy, now) {
+            let (new, old) = begin_key_set(dir, &mut stored, policy, now)?;
+            notes.push(format!(
+                "{cause}: algorithm rollover started, keys {} replace keys {}",
+                tag_list(&new),
+                tag_list(&old)
+            ));
+            continue;
         }
         let Some(role) = advanced.start else {
             break;
@@ -485,6 +724,76 @@ fn begin(
     Ok((new_tag, stored[old].meta.key_tag))
 }
 
+/// Starts an algorithm (key-set) rollover among `stored` at `now`: a key
+/// of the policy's algorithm for each of its roles (a standby key of that
+/// role and algorithm if there is one, else a new one), marked new and
+/// signing from now, then every key in use marked old, naming the new
+/// KSK or CSK (in that order: an interruption between the two is
+/// completed by [`advance`]). Returns the new tags and the old ones.
+fn begin_key_set(
+    dir: &Path,
+    stored: &mut Vec<StoredKey>,
+    policy: &Policy,
+    now: u64,
+) -> Result<(Vec<u16>, Vec<u16>), String> {
+    let metas: Vec<&keys::KeyMeta> = stored.iter().map(|key| &key.meta).collect();
+    if let Some(index) = in_progress(&metas, now) {
+        return Err(format!(
+            "a rollover is in progress: key {} is being replaced",
+            metas[index].key_tag,
+        ));
+    }
+    let old: Vec<usize> = (0..stored.len())
+        .filter(|&index| {
+            let meta = &stored[index].meta;
+            at_or_before(meta.published, now) && !at_or_before(meta.removed, now)
+        })
+        .collect();
+    let mut new = Vec::new();
+    for &role in policy.keys.roles() {
+        let metas: Vec<&keys::KeyMeta> = stored.iter().map(|key| &key.meta).collect();
+        let index = match standby(&metas, role)
+            .filter(|&index| metas[index].algorithm == policy.algorithm)
+        {
+            Some(index) => index,
+            None => {
+                let key =
+                    keys::generate_one(dir, policy.algorithm, policy.key_size, role, stored, now)?;
+                stored.push(key);
+                stored.len() - 1
+            }
+        };
+        new.push(index);
+    }
+    for &index in &new {
+        let meta = &mut stored[index].meta;
+        meta.key_set_rollover = Some(RolloverSide::New);
+        meta.active = Some(now);
+        stored[index].write_meta()?;
+    }
+    let signer = new
+        .iter()
+        .map(|&index| &stored[index].meta)
+        .find(|meta| meta.role.signs_keys())
+        .map(|meta| meta.key_tag)
+        .unwrap_or_default();
+    for &index in &old {
+        let meta = &mut stored[index].meta;
+        meta.key_set_rollover = Some(RolloverSide::Old);
+        meta.successor = Some(signer);
+        stored[index].write_meta()?;
+    }
+    let tags = |indices: &[usize]| indices.iter().map(|&i| stored[i].meta.key_tag).collect();
+    Ok((tags(&new), tags(&old)))
+}
+
+fn tag_list(tags: &[u16]) -> String {
+    tags.iter()
+        .map(u16::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// `tern keys rollover ZONE ROLE`: starts a rollover of `role` for the
 /// zone whose keys are in `dir`, now; the next signing plans it. Refused
 /// when one is in progress or the policy has no such role. Returns the
@@ -498,6 +807,9 @@ pub fn start(dir: &Path, policy: &Policy, role: KeyRole, now: u64) -> Result<(u1
 
 /// `tern keys generate ZONE ROLE`: a standby key of `role` (published by
 /// the next rollover of that role); refused when one is there already.
+/// Its algorithm is the zone's keys' (a rollover of one role keeps it),
+/// the policy's when the zone has none in use; a policy's new algorithm
+/// is met by an algorithm rollover, which makes its own keys.
 pub fn generate_standby(
     dir: &Path,
     policy: &Policy,
@@ -515,7 +827,8 @@ pub fn generate_standby(
             keys::role_text(role).to_uppercase()
         ));
     }
-    keys::generate_one(dir, policy.algorithm, policy.key_size, role, &stored, now)
+    let algorithm = zone_algorithm(&metas, now).unwrap_or(policy.algorithm);
+    keys::generate_one(dir, algorithm, policy.key_size, role, &stored, now)
         .map(|key| key.meta.key_tag)
 }
 
@@ -591,17 +904,32 @@ pub fn describe(meta: &keys::KeyMeta, policy: &Policy, now: u64) -> (&'static st
     let used = key_use(meta, policy.cds_cdnskey, now);
     let at =
         |what: &str, time: u64| format!("{what} at {time} (in {} s)", time.saturating_sub(now));
+    if at_or_before(meta.removed, now) {
+        return ("removed", "deleted at the next signing".to_string());
+    }
+    if meta.key_set_rollover == Some(RolloverSide::New) && !used.published {
+        let next = match meta.published {
+            Some(published) => at("published", published),
+            None => "published as planned at the next signing".to_string(),
+        };
+        return ("signing-unpublished", next);
+    }
+    if at_or_before(meta.withdrawn, now) {
+        let next = meta
+            .removed
+            .map_or_else(String::new, |removed| at("signatures removed", removed));
+        return ("withdrawn", next);
+    }
     let Some(published) = meta.published else {
         return ("standby", "published by the next rollover".to_string());
     };
     if published > now {
         return ("planned", at("published", published));
     }
-    if at_or_before(meta.removed, now) {
-        return ("removed", "deleted at the next signing".to_string());
-    }
     let waiting_ds = meta.role.signs_keys() && meta.ds_seen.is_none();
-    let next = if let Some(removed) = meta.removed {
+    let next = if let Some(withdrawn) = meta.withdrawn {
+        at("DNSKEY withdrawn", withdrawn)
+    } else if let Some(removed) = meta.removed {
         at("removed", removed)
     } else if meta.successor.is_some() && meta.retired.is_none() {
         format!(
@@ -639,6 +967,21 @@ pub fn describe(meta: &keys::KeyMeta, policy: &Policy, now: u64) -> (&'static st
 pub fn describe_rollover(stored: &[StoredKey], now: u64) -> Option<String> {
     let metas: Vec<&keys::KeyMeta> = stored.iter().map(|key| &key.meta).collect();
     let old = metas[in_progress(&metas, now)?];
+    if old.key_set_rollover.is_some() {
+        let tags = |side| {
+            metas
+                .iter()
+                .filter(|meta| meta.key_set_rollover == Some(side))
+                .map(|meta| format!("{}/{}", meta.key_tag, keys::algorithm_name(meta.algorithm)))
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        return Some(format!(
+            "algorithm:{}->{}",
+            tags(RolloverSide::Old),
+            tags(RolloverSide::New)
+        ));
+    }
     let new = old.successor.unwrap_or_default();
     Some(format!(
         "{}:{}->{}",
@@ -656,7 +999,9 @@ pub fn ds_keys(stored: &[StoredKey], now: u64) -> Vec<&SigningKey> {
         .iter()
         .filter(|key| {
             let meta = &key.meta;
-            key_use(meta, CdsCdnskey::None, now).signs_keys
+            let used = key_use(meta, CdsCdnskey::None, now);
+            used.published
+                && meta.role.signs_keys()
                 && !at_or_before(meta.retired, now)
                 && (meta.ds_published.is_none() || at_or_before(meta.ds_published, now))
         })
@@ -707,6 +1052,7 @@ mod tests {
     #[derive(Debug, PartialEq, Eq)]
     struct Signing {
         published: Vec<u16>,
+        unpublished: Vec<u16>,
         keys: Vec<u16>,
         zone: Vec<u16>,
         cds: Vec<u16>,
@@ -757,8 +1103,21 @@ mod tests {
             let mut cds: Vec<u16> = set.cds.iter().flatten().map(|key| key.key_tag()).collect();
             cds.sort_unstable();
             let metas: Vec<&keys::KeyMeta> = stored.iter().map(|key| &key.meta).collect();
+            // RFC 4035 section 2.2: every algorithm of the DNSKEY RRset
+            // signs the DNSKEY RRset and every other RRset.
+            for key in set.keys.iter().filter(|key| key.published) {
+                let algorithm = key.key.algorithm();
+                for zone_rrsets in [false, true] {
+                    assert!(
+                        set.keys.iter().any(|signer| signer.signs(!zone_rrsets)
+                            && signer.key.algorithm() == algorithm),
+                        "at {now}: {algorithm:?} published, not signing (zone: {zone_rrsets})"
+                    );
+                }
+            }
             Signing {
-                published: tags(&|_| true),
+                published: tags(&|key| key.published),
+                unpublished: tags(&|key| !key.published),
                 keys: tags(&|key| key.signs_keys),
                 zone: tags(&|key| key.signs_zone),
                 cds,
@@ -790,38 +1149,264 @@ mod tests {
         tags
     }
 
-    /// A policy whose algorithm changed after the zone's keys were made:
-    /// a ZSK rolled by its lifetime (and a CSK by hand) is replaced by a
-    /// key of the zone's algorithm, not the policy's, so the zone never
-    /// publishes keys of two algorithms with RRsets signed by one.
-    #[test]
-    fn a_changed_policy_algorithm_rolls_within_the_keys_algorithm() {
-        let mut zone = Zone::new("alg", policy(KeyScheme::KskZsk, 100, 0));
-        zone.sign(T0);
-        zone.policy.algorithm = Algorithm::EcdsaP256Sha256;
-        zone.sign(T0 + 100);
-        let algorithms: Vec<Algorithm> = keys::read_keys(&zone.dir)
+    /// The algorithm of a key: its metadata's.
+    fn algorithm_of(zone: &Zone, tag: u16) -> Algorithm {
+        keys::read_keys(&zone.dir)
             .unwrap()
             .iter()
-            .map(|key| key.meta.algorithm)
-            .collect();
-        assert_eq!(algorithms, [Algorithm::Ed25519; 3], "KSK, old and new ZSK");
+            .find(|key| key.meta.key_tag == tag)
+            .unwrap()
+            .meta
+            .algorithm
+    }
 
-        let mut zone = Zone::new("alg-csk", policy(KeyScheme::Csk, 0, 0));
-        zone.sign(T0);
+    /// The tags of `role` not among `old`.
+    fn new_tags(zone: &Zone, role: KeyRole, old: &[u16]) -> Vec<u16> {
+        zone.tags(role)
+            .into_iter()
+            .filter(|tag| !old.contains(tag))
+            .collect()
+    }
+
+    /// A policy whose algorithm changed (Ed25519 to ECDSA P-256) rolls the
+    /// whole key set, RFC 6781 section 4.1.4's conservative order: the new
+    /// keys sign every RRset unpublished for the zone's highest TTL, are
+    /// published, their DS is submitted Ipub later, and once it is seen
+    /// the old DNSKEYs are withdrawn after the DS TTL and the old
+    /// signatures removed Ipub after that. Every step's time is the
+    /// previous signing's next event; a signing again at any time (a
+    /// restart: the files read anew) makes no key and changes nothing;
+    /// every signing has each published algorithm sign every RRset.
+    #[test]
+    fn algorithm_rollover_resumes_at_every_step() {
+        let mut zone = Zone::new("alg", policy(KeyScheme::KskZsk, 0, 0));
+        let first = zone.sign(T0);
+        let (ksk, zsk) = (zone.tags(KeyRole::Ksk)[0], zone.tags(KeyRole::Zsk)[0]);
+        assert_eq!(ds_seen(&zone.dir, ksk, None, T0 + 1), Ok(DsSeen::Recorded));
+        assert_eq!(first.next, None);
+        assert!(
+            super::start(&zone.dir, &zone.policy, KeyRole::Zsk, T0 + 2).is_ok(),
+            "a ZSK rollover"
+        );
+        zone.sign(T0 + 2);
+        let err = begin_key_set(
+            &zone.dir,
+            &mut keys::read_keys(&zone.dir).unwrap(),
+            &zone.policy,
+            T0 + 3,
+        )
+        .unwrap_err();
+        assert!(err.contains("in progress"), "one rollover at a time: {err}");
+        let zsk = *new_tags(&zone, KeyRole::Zsk, &[zsk]).first().unwrap();
+        zone.sign(T0 + 2 + IPUB + IRET_ZONE);
+        assert_eq!(zone.tags(KeyRole::Zsk), vec![zsk], "the ZSK rollover done");
+
+        let start = T0 + 100;
         zone.policy.algorithm = Algorithm::EcdsaP256Sha256;
-        let (new, old) = start(&zone.dir, &zone.policy, KeyRole::Csk, T0 + 1).unwrap();
-        assert_ne!(new, old);
-        let signing = zone.sign(T0 + 2);
-        assert_eq!(signing.published, sorted(vec![new, old]));
-        for key in keys::read_keys(&zone.dir).unwrap() {
-            assert_eq!(
-                key.meta.algorithm,
-                Algorithm::Ed25519,
-                "key {}",
-                key.meta.key_tag
-            );
+        let presigned = zone.sign(start);
+        let ksk2 = new_tags(&zone, KeyRole::Ksk, &[ksk])[0];
+        let zsk2 = new_tags(&zone, KeyRole::Zsk, &[zsk])[0];
+        for tag in [ksk2, zsk2] {
+            assert_eq!(algorithm_of(&zone, tag), Algorithm::EcdsaP256Sha256);
         }
+        assert_eq!(presigned.published, sorted(vec![ksk, zsk]));
+        assert_eq!(presigned.unpublished, sorted(vec![ksk2, zsk2]));
+        assert_eq!(presigned.keys, sorted(vec![ksk, ksk2]));
+        assert_eq!(presigned.zone, sorted(vec![zsk, zsk2]));
+        assert!(presigned.cds.is_empty());
+        assert_eq!(presigned.next, Some(start + IRET_ZONE), "the zone's TTL");
+        for now in [start, start + 1, start + IRET_ZONE - 1] {
+            assert_eq!(zone.sign(now), presigned, "restart at {now}");
+        }
+        let described = describe_rollover(&keys::read_keys(&zone.dir).unwrap(), start).unwrap();
+        assert!(described.starts_with("algorithm:"), "{described}");
+
+        let published_at = start + IRET_ZONE;
+        let published = zone.sign(published_at);
+        assert_eq!(published.published, sorted(vec![ksk, zsk, ksk2, zsk2]));
+        assert!(published.unpublished.is_empty());
+        assert_eq!(published.keys, sorted(vec![ksk, ksk2]));
+        assert_eq!(published.zone, sorted(vec![zsk, zsk2]));
+        assert!(published.cds.is_empty());
+        assert_eq!(published.next, Some(published_at + IPUB), "DS submitted");
+        assert_eq!(zone.sign(published_at + 1), published, "restart");
+        let early = ds_seen(&zone.dir, ksk2, None, published_at + 1).unwrap_err();
+        assert!(early.contains("submitted only at"), "{early}");
+
+        let submitted_at = published_at + IPUB;
+        let submitted = zone.sign(submitted_at);
+        assert_eq!(submitted.cds, vec![ksk2], "the new KSK's CDS alone");
+        assert_eq!(submitted.published, published.published);
+        assert_eq!(submitted.next, None, "waiting for the parent");
+        assert_eq!(
+            zone.sign(submitted_at + 500),
+            submitted,
+            "restart while waiting"
+        );
+
+        let seen = submitted_at + 1000;
+        assert_eq!(
+            ds_seen(&zone.dir, ksk2, Some(30), seen),
+            Ok(DsSeen::Recorded)
+        );
+        let retired = zone.sign(seen);
+        assert!(retired.cds.is_empty());
+        assert_eq!(retired.published, published.published, "old DNSKEYs kept");
+        assert_eq!(retired.zone, sorted(vec![zsk, zsk2]), "old ZSK signs");
+        assert_eq!(retired.next, Some(seen + DELAY + 30), "the DS TTL seen");
+        assert_eq!(zone.sign(seen + 1), retired, "restart");
+
+        let withdrawn_at = seen + DELAY + 30;
+        let withdrawn = zone.sign(withdrawn_at);
+        assert_eq!(withdrawn.published, sorted(vec![ksk2, zsk2]));
+        assert_eq!(withdrawn.unpublished, sorted(vec![ksk, zsk]), "old sign");
+        assert_eq!(withdrawn.keys, sorted(vec![ksk, ksk2]));
+        assert_eq!(withdrawn.zone, sorted(vec![zsk, zsk2]));
+        assert_eq!(withdrawn.next, Some(withdrawn_at + IPUB), "the DNSKEY TTL");
+        assert_eq!(zone.sign(withdrawn_at + IPUB - 1), withdrawn, "restart");
+
+        let done = zone.sign(withdrawn_at + IPUB);
+        assert_eq!(done.published, sorted(vec![ksk2, zsk2]));
+        assert!(done.unpublished.is_empty());
+        assert_eq!(
+            (done.keys.clone(), done.zone.clone()),
+            (vec![ksk2], vec![zsk2])
+        );
+        assert_eq!(done.files, 4, "the old keys' files deleted");
+        assert_eq!(done.next, None);
+        for key in keys::read_keys(&zone.dir).unwrap() {
+            assert_eq!(key.meta.key_set_rollover, None, "key {}", key.meta.key_tag);
+        }
+        assert_eq!(zone.sign(withdrawn_at + 100_000), done, "nothing more");
+        assert!(describe_rollover(&keys::read_keys(&zone.dir).unwrap(), T0 + 100_000).is_none());
+    }
+
+    /// A policy switched from a CSK to a KSK and a ZSK (same algorithm)
+    /// replaces the key set the same way: without it the zone's CSK
+    /// matched no role of the policy and was never rolled again.
+    #[test]
+    fn csk_to_ksk_zsk_rolls_the_key_set() {
+        let mut zone = Zone::new("scheme", policy(KeyScheme::Csk, 0, 0));
+        zone.sign(T0);
+        let csk = zone.tags(KeyRole::Csk)[0];
+        assert_eq!(ds_seen(&zone.dir, csk, None, T0 + 1), Ok(DsSeen::Recorded));
+        zone.policy.keys = KeyScheme::KskZsk;
+        zone.policy.ksk_lifetime = 1000;
+        let start = T0 + 10;
+        let presigned = zone.sign(start);
+        let (ksk, zsk) = (zone.tags(KeyRole::Ksk)[0], zone.tags(KeyRole::Zsk)[0]);
+        assert_eq!(presigned.published, vec![csk]);
+        assert_eq!(presigned.unpublished, sorted(vec![ksk, zsk]));
+        assert_eq!(presigned.keys, sorted(vec![csk, ksk]));
+        assert_eq!(presigned.zone, sorted(vec![csk, zsk]));
+        assert_eq!(zone.sign(start + 1), presigned, "restart");
+        let published = zone.sign(start + IRET_ZONE);
+        assert_eq!(published.published, sorted(vec![csk, ksk, zsk]));
+        let submitted = zone.sign(start + IRET_ZONE + IPUB);
+        assert_eq!(submitted.cds, vec![ksk]);
+        let seen = start + IRET_ZONE + IPUB + 1;
+        assert_eq!(ds_seen(&zone.dir, ksk, None, seen), Ok(DsSeen::Recorded));
+        zone.sign(seen);
+        let withdrawn = zone.sign(seen + DELAY + 40);
+        assert_eq!(withdrawn.published, sorted(vec![ksk, zsk]));
+        assert_eq!(withdrawn.unpublished, vec![csk]);
+        let done = zone.sign(seen + DELAY + 40 + IPUB);
+        assert_eq!(done.published, sorted(vec![ksk, zsk]));
+        assert_eq!(
+            (done.keys.clone(), done.zone.clone()),
+            (vec![ksk], vec![zsk])
+        );
+        assert_eq!(zone.tags(KeyRole::Csk), Vec::<u16>::new());
+        assert_eq!(
+            done.next,
+            Some(start + 1000),
+            "the KSK's lifetime, rolled again"
+        );
+    }
+
+    /// An algorithm rollover's start interrupted after the new keys were
+    /// written and before the old ones were marked is completed at the
+    /// next signing, making no key; `tern keys generate` makes a standby
+    /// key of the zone's algorithm, not the policy's new one.
+    #[test]
+    fn interrupted_algorithm_rollover_and_standby_algorithm() {
+        let mut zone = Zone::new("alg-interrupted", policy(KeyScheme::Csk, 0, 0));
+        zone.sign(T0);
+        let old = zone.tags(KeyRole::Csk)[0];
+        zone.policy.algorithm = Algorithm::EcdsaP256Sha256;
+        let standby = generate_standby(&zone.dir, &zone.policy, KeyRole::Csk, T0 + 1).unwrap();
+        assert_eq!(
+            algorithm_of(&zone, standby),
+            Algorithm::Ed25519,
+            "the zone's"
+        );
+        zone.policy.algorithm = Algorithm::Ed25519;
+        zone.sign(T0 + 1);
+        zone.policy.algorithm = Algorithm::EcdsaP256Sha256;
+        // The new key written and marked; the crash comes before the old
+        // one is marked.
+        let new = {
+            let stored = keys::read_keys(&zone.dir).unwrap();
+            let mut key = keys::generate_one(
+                &zone.dir,
+                Algorithm::EcdsaP256Sha256,
+                0,
+                KeyRole::Csk,
+                &stored,
+                T0 + 2,
+            )
+            .unwrap();
+            key.meta.key_set_rollover = Some(RolloverSide::New);
+            key.meta.active = Some(T0 + 2);
+            key.write_meta().unwrap();
+            key.meta.key_tag
+        };
+        let resumed = zone.sign(T0 + 3);
+        assert_eq!(resumed.published, vec![old]);
+        assert_eq!(resumed.unpublished, vec![new]);
+        assert_eq!(resumed.next, Some(T0 + 2 + IRET_ZONE));
+        assert_eq!(
+            zone.tags(KeyRole::Csk).len(),
+            3,
+            "old, standby, new: none made"
+        );
+        let stored = keys::read_keys(&zone.dir).unwrap();
+        let old_meta = &stored
+            .iter()
+            .find(|key| key.meta.key_tag == old)
+            .unwrap()
+            .meta;
+        assert_eq!(old_meta.key_set_rollover, Some(RolloverSide::Old));
+        assert_eq!(old_meta.successor, Some(new));
+        assert_eq!(zone.sign(T0 + 4), resumed, "restart");
+
+        // The new CSK's files deleted by hand (and the policy back to the
+        // zone's algorithm): the rollover is abandoned, the old key the
+        // zone's again.
+        zone.policy.algorithm = Algorithm::Ed25519;
+        stored
+            .iter()
+            .find(|key| key.meta.key_tag == new)
+            .unwrap()
+            .delete()
+            .unwrap();
+        let abandoned = zone.sign(T0 + 5);
+        assert_eq!(abandoned.published, vec![old]);
+        assert!(abandoned.unpublished.is_empty());
+        assert_eq!(
+            (abandoned.keys.clone(), abandoned.zone.clone()),
+            (vec![old], vec![old])
+        );
+        let stored = keys::read_keys(&zone.dir).unwrap();
+        let old_meta = &stored
+            .iter()
+            .find(|key| key.meta.key_tag == old)
+            .unwrap()
+            .meta;
+        assert_eq!(
+            (old_meta.key_set_rollover, old_meta.successor),
+            (None, None)
+        );
     }
 
     /// A ZSK rolled by its lifetime, by pre-publication: published Ipub

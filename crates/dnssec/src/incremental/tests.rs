@@ -386,11 +386,13 @@ fn signatures_not_kept() {
 fn rollover_set<'k>(ksk: &'k SigningKey, zsks: &[(&'k SigningKey, bool)], cds: bool) -> KeySet<'k> {
     let mut keys = vec![ZoneKey {
         key: ksk,
+        published: true,
         signs_keys: true,
         signs_zone: false,
     }];
     keys.extend(zsks.iter().map(|&(key, signs_zone)| ZoneKey {
         key,
+        published: true,
         signs_keys: false,
         signs_zone,
     }));
@@ -533,4 +535,100 @@ fn signatures_of_a_key_not_published_before_not_kept() {
     let resigned = again(&without);
     assert_eq!(resigned.kept, 0, "the ZSK's and the changed DNSKEY RRset's");
     assert_eq!(resigned.signatures, signed.signatures);
+}
+
+/// An algorithm rollover's steps (RFC 6781 section 4.1.4), each signed
+/// again from the step before: the new algorithm's CSK signing
+/// unpublished, both published, the old one withdrawn but signing, the
+/// new one alone. Every version is the zone a whole signing with that key
+/// set makes, and while both sign every RRset has an RRSIG of each
+/// algorithm; the old key's RRSIGs go only when it stops signing.
+#[test]
+fn algorithm_rollover_steps_signed_again() {
+    for denial in [Denial::Nsec, nsec3()] {
+        let old = keys(&[KeyRole::Csk]).remove(0);
+        let new = SigningKey::generate(Algorithm::Ed25519, KeyRole::Csk)
+            .unwrap()
+            .0;
+        let set = |old_key: Option<bool>, new_key: Option<bool>| KeySet {
+            keys: [(&old, old_key), (&new, new_key)]
+                .into_iter()
+                .filter_map(|(key, published)| {
+                    published.map(|published| ZoneKey {
+                        key,
+                        published,
+                        signs_keys: true,
+                        signs_zone: true,
+                    })
+                })
+                .collect(),
+            cds: None,
+        };
+        let origin = origin();
+        let records = zone(MIXED);
+        let mut previous = sign_zone_with(
+            origin.as_name(),
+            &records,
+            &set(Some(true), None),
+            &options(NOW, &denial, None),
+        )
+        .unwrap()
+        .records;
+        let rrsets = signatures_by(&previous, old.key_tag());
+        let steps = [
+            (Some(true), Some(false)),
+            (Some(true), Some(true)),
+            (Some(false), Some(true)),
+            (None, Some(true)),
+        ];
+        for (step, (old_key, new_key)) in steps.into_iter().enumerate() {
+            let now = NOW + 3600 * (step as u64 + 1);
+            let serial = Some(step as u32 + 1);
+            let keys = set(old_key, new_key);
+            let resigned = resign_zone(
+                origin.as_name(),
+                &previous,
+                &records,
+                &keys,
+                &options(now, &denial, serial),
+                &refresh(now, 0, 0),
+            )
+            .unwrap();
+            let whole = sign_zone_with(
+                origin.as_name(),
+                &records,
+                &keys,
+                &options(now, &denial, serial),
+            )
+            .unwrap();
+            assert_eq!(
+                shape(&resigned.records),
+                shape(&whole.records),
+                "step {step}"
+            );
+            let by_new = signatures_by(&resigned.records, new.key_tag());
+            let by_old = signatures_by(&resigned.records, old.key_tag());
+            assert_eq!(
+                by_new, rrsets,
+                "step {step} {denial:?}: the new key signs all"
+            );
+            let old_signs = old_key.is_some();
+            assert_eq!(
+                by_old,
+                usize::from(old_signs) * rrsets,
+                "step {step}: the old key's RRSIGs while it signs"
+            );
+            let dnskeys = resigned
+                .records
+                .iter()
+                .filter(|record| record.rtype == RType::DNSKEY)
+                .count();
+            let published = [old_key, new_key]
+                .iter()
+                .filter(|k| **k == Some(true))
+                .count();
+            assert_eq!(dnskeys, published, "step {step}");
+            previous = resigned.records;
+        }
+    }
 }
