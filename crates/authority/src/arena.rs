@@ -61,6 +61,8 @@ impl<T, const SHIFT: u32> Default for Arena<T, SHIFT> {
 impl<T: Copy + Default, const SHIFT: u32> Arena<T, SHIFT> {
     /// Entries per chunk, and the longest run.
     pub(crate) const CHUNK: usize = 1 << SHIFT;
+    /// The chunk's size as a power of two.
+    pub(crate) const SHIFT: u32 = SHIFT;
     const MASK: u32 = (1 << SHIFT) - 1;
 
     /// The arena of a built table, whose runs the builder laid out so that
@@ -74,6 +76,30 @@ impl<T: Copy + Default, const SHIFT: u32> Arena<T, SHIFT> {
             first: chunks.next().unwrap_or_else(|| Arc::from(Vec::new())),
             rest: chunks.collect(),
             end: table.len() as u32,
+        }
+    }
+
+    /// [`Arena::from_vec`] of a table given up: each chunk's entries are
+    /// freed once copied (the table shrinks from its end), so that the
+    /// table does not exist twice in full.
+    pub(crate) fn from_vec_owned(mut table: Vec<T>) -> Self {
+        let end = table.len() as u32;
+        let mut chunks = Vec::with_capacity(table.len().div_ceil(Self::CHUNK));
+        while !table.is_empty() {
+            let start = (table.len() - 1) / Self::CHUNK * Self::CHUNK;
+            chunks.push(Arc::from(&table[start..]));
+            table.truncate(start);
+            table.shrink_to_fit();
+        }
+        chunks.reverse();
+        let mut chunks = chunks.into_iter();
+        match chunks.next() {
+            Some(first) => Arena {
+                first,
+                rest: chunks.collect(),
+                end,
+            },
+            None => Arena::default(),
         }
     }
 
@@ -181,6 +207,70 @@ impl<T: Copy + Default, const SHIFT: u32> Arena<T, SHIFT> {
     }
 }
 
+/// A table being built straight into the chunks of its [`Arena`]: full
+/// chunks are frozen as they fill, so that the table never exists twice
+/// (a `Vec` of the whole table, then its copy in chunks), and no `Vec` of
+/// the whole table is ever grown by doubling. The layout is that of
+/// [`push_aligned`] then [`Arena::from_vec`]: a run that would straddle a
+/// multiple of [`Arena::CHUNK`] starts the next chunk, the last chunk is
+/// short.
+pub(crate) struct ArenaWriter<T, const SHIFT: u32> {
+    /// The chunks filled, each exactly [`Arena::CHUNK`] entries.
+    full: Vec<Arc<[T]>>,
+    /// The chunk being filled (its buffer reused for every chunk).
+    current: Vec<T>,
+}
+
+impl<T: Copy + Default, const SHIFT: u32> ArenaWriter<T, SHIFT> {
+    /// An empty table.
+    pub(crate) fn new() -> Self {
+        ArenaWriter {
+            full: Vec::new(),
+            current: Vec::new(),
+        }
+    }
+
+    /// The index of the next entry.
+    pub(crate) fn len(&self) -> usize {
+        (self.full.len() << SHIFT) + self.current.len()
+    }
+
+    /// Appends `run` in one chunk; its first index. `None` if it is longer
+    /// than a chunk.
+    pub(crate) fn push_run(&mut self, run: &[T]) -> Option<usize> {
+        let chunk = Arena::<T, SHIFT>::CHUNK;
+        if run.len() > chunk {
+            return None;
+        }
+        if self.current.len() + run.len() > chunk {
+            self.current.resize(chunk, T::default());
+            self.full.push(Arc::from(&self.current[..]));
+            self.current.clear();
+        }
+        let start = self.len();
+        self.current.extend_from_slice(run);
+        Some(start)
+    }
+
+    /// The arena of the table written.
+    pub(crate) fn finish(self) -> Arena<T, SHIFT> {
+        let end = self.len() as u32;
+        let mut chunks = self.full.into_iter();
+        let Some(first) = chunks.next() else {
+            return Arena {
+                first: Arc::from(self.current),
+                rest: Vec::new(),
+                end,
+            };
+        };
+        let mut rest: Vec<Arc<[T]>> = chunks.collect();
+        if !self.current.is_empty() {
+            rest.push(Arc::from(self.current));
+        }
+        Arena { first, rest, end }
+    }
+}
+
 /// Appends `run` to a table being built, padding first so that it does not
 /// straddle a multiple of `chunk`; its first index. `None` if it is longer
 /// than a chunk.
@@ -228,5 +318,46 @@ mod tests {
         assert_eq!(copy.slice(8, 4), &[7, 7, 7, 6]);
         assert_eq!(arena.end(), 6);
         assert_eq!(copy.end(), 12);
+    }
+
+    /// Written chunk by chunk, a table is laid out as `push_aligned` and
+    /// `from_vec` lay it out.
+    #[test]
+    fn a_table_written_in_chunks_is_the_table_built_whole() {
+        let runs: [&[u8]; 7] = [
+            &[1, 2, 3],
+            &[4, 5],
+            &[],
+            &[6, 7, 8, 9],
+            &[10],
+            &[11, 12, 13],
+            &[],
+        ];
+        let mut table: Vec<u8> = Vec::new();
+        let mut writer: ArenaWriter<u8, 2> = ArenaWriter::new();
+        for run in runs {
+            assert_eq!(
+                writer.push_run(run),
+                push_aligned(&mut table, run, 4),
+                "{run:?}"
+            );
+        }
+        assert_eq!(writer.push_run(&[0; 5]), None);
+        let (whole, written) = (Arena::<u8, 2>::from_vec(&table), writer.finish());
+        assert_eq!(written.end(), whole.end());
+        let chunks = |arena: &Arena<u8, 2>| {
+            core::iter::once(&arena.first)
+                .chain(&arena.rest)
+                .map(|chunk| chunk.to_vec())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(chunks(&written), chunks(&whole));
+        let owned = Arena::<u8, 2>::from_vec_owned(table.clone());
+        assert_eq!((chunks(&owned), owned.end()), (chunks(&whole), whole.end()));
+        assert_eq!(
+            chunks(&Arena::<u8, 2>::from_vec_owned(Vec::new())),
+            [vec![]]
+        );
+        assert_eq!(chunks(&ArenaWriter::<u8, 2>::new().finish()), [vec![]]);
     }
 }

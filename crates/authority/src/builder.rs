@@ -38,7 +38,7 @@ use tern_wire::name::{Name, NameBuf, MAX_LABELS, MAX_NAME_LEN};
 use tern_wire::rdata::soa_minimum;
 use tern_wire::types::{RClass, RType};
 
-use crate::arena::{push_aligned, Arena, Work};
+use crate::arena::{push_aligned, Arena, ArenaWriter, Work};
 use crate::index::{NameIndex, ShardedIndex};
 use crate::nsec3::{self, Chain, Link, Params};
 use crate::zone::{
@@ -50,6 +50,14 @@ use crate::zone::{
 /// The most records one RRset may hold: the RR count is a `u16` in the
 /// database (a message could not carry more anyway).
 const MAX_RRSET_RECORDS: usize = u16::MAX as usize;
+
+/// The builder keeps its RDATA in blocks of `1 << 20` octets (1 MiB,
+/// more than the longest RDATA), and its pending records in blocks of
+/// `1 << 16` (1 MiB too): [`ZoneBuilder::finish`] frees each block as
+/// soon as the nodes whose records it holds are written into the zone,
+/// so that the records do not exist twice in full.
+const RDATA_BLOCK_SHIFT: u32 = 20;
+const PENDING_BLOCK_SHIFT: u32 = 16;
 
 //----------- BuildError -----------------------------------------------------
 
@@ -186,6 +194,93 @@ struct Pending {
     rdata_len: u16,
 }
 
+//----------- Blocks ---------------------------------------------------------
+
+/// A table in insertion order, in blocks of `1 << SHIFT` entries; a run
+/// appended never straddles two blocks. Only the last block grows (to a
+/// whole block at most), so the table is never copied to grow, and each
+/// block can be freed on its own.
+struct Blocks<T, const SHIFT: u32> {
+    blocks: Vec<Vec<T>>,
+}
+
+impl<T: Copy, const SHIFT: u32> Blocks<T, SHIFT> {
+    const BLOCK: usize = 1 << SHIFT;
+
+    fn new() -> Self {
+        Blocks { blocks: Vec::new() }
+    }
+
+    /// The index the next entry would get if it fits in the last block;
+    /// also the number of entries when no block was padded.
+    fn end(&self) -> usize {
+        match self.blocks.last() {
+            Some(last) => ((self.blocks.len() - 1) << SHIFT) + last.len(),
+            None => 0,
+        }
+    }
+
+    /// Makes room for `additional` entries in the last block (within the
+    /// block's size): a hint, as `Vec::reserve`.
+    fn reserve(&mut self, additional: usize) {
+        if self.blocks.is_empty() {
+            self.blocks.push(Vec::new());
+        }
+        let last = self.blocks.last_mut().expect("a block was pushed");
+        let want = (last.len() + additional).min(Self::BLOCK);
+        last.reserve_exact(want.saturating_sub(last.len()));
+    }
+
+    /// Appends `run` (at most a block) within one block; its index.
+    fn push_run(&mut self, run: &[T]) -> usize {
+        debug_assert!(run.len() <= Self::BLOCK);
+        match self.blocks.last() {
+            Some(last) if last.len() + run.len() <= Self::BLOCK => {}
+            // The first block grows with the table (a small zone's is
+            // small), the next ones are whole from the start.
+            Some(_) => self.blocks.push(Vec::with_capacity(Self::BLOCK)),
+            None => self.blocks.push(Vec::new()),
+        }
+        let block = self.blocks.len() - 1;
+        let last = &mut self.blocks[block];
+        let needed = last.len() + run.len();
+        if needed > last.capacity() {
+            // Doubling up to a whole block, and no further.
+            let want = (last.capacity() * 2).max(needed).min(Self::BLOCK);
+            last.reserve_exact(want - last.len());
+        }
+        let start = (block << SHIFT) + last.len();
+        last.extend_from_slice(run);
+        start
+    }
+
+    /// The block holding index `index`.
+    fn block_of(index: usize) -> usize {
+        index >> SHIFT
+    }
+
+    /// `len` entries from `start` (one block's).
+    fn slice(&self, start: usize, len: usize) -> &[T] {
+        let at = start & (Self::BLOCK - 1);
+        &self.blocks[start >> SHIFT][at..at + len]
+    }
+
+    /// Every entry with its index, in order.
+    fn iter(&self) -> impl Iterator<Item = (usize, &T)> {
+        self.blocks.iter().enumerate().flat_map(|(block, entries)| {
+            entries
+                .iter()
+                .enumerate()
+                .map(move |(at, entry)| ((block << SHIFT) + at, entry))
+        })
+    }
+
+    /// Frees block `block`: its entries are never read again.
+    fn free(&mut self, block: usize) {
+        self.blocks[block] = Vec::new();
+    }
+}
+
 //----------- ZoneBuilder ----------------------------------------------------
 
 /// The names and nodes of a zone being built, and its name index (a flat
@@ -237,13 +332,18 @@ impl Tables {
 /// its RDATA until [`ZoneBuilder::finish`] groups the records by node with
 /// a counting sort, which keeps insertion order within a node, and sorts
 /// each node's few records by type and RDATA: no sort over the whole zone.
+/// The records are kept in blocks, each freed as soon as the zone's tables
+/// hold its records: with records inserted owner by owner, the builder
+/// holds little more than the zone at any time.
 pub struct ZoneBuilder {
     /// The zone's origin, lowercased.
     origin: NameBuf,
     /// The names, nodes and name index, grown with the owners inserted.
     tables: Tables,
-    pending: Vec<Pending>,
-    rdata: Vec<u8>,
+    /// The records, in insertion order (their index in it is the
+    /// insertion order).
+    pending: Blocks<Pending, PENDING_BLOCK_SHIFT>,
+    rdata: Blocks<u8, RDATA_BLOCK_SHIFT>,
     /// The nodes of NSEC3 owners by name; they stay out of the index.
     hashed: NameIndex,
     /// The node of the last record inserted, and whether it was a hashed
@@ -265,8 +365,8 @@ impl ZoneBuilder {
         ZoneBuilder {
             origin,
             tables,
-            pending: Vec::new(),
-            rdata: Vec::new(),
+            pending: Blocks::new(),
+            rdata: Blocks::new(),
             hashed: NameIndex::default(),
             last: None,
         }
@@ -335,16 +435,15 @@ impl ZoneBuilder {
                 node
             }
         };
-        let rdata_start = offset(self.rdata.len(), "RDATA")?;
-        offset(self.pending.len(), "records")?;
-        self.rdata.extend_from_slice(rdata);
-        self.pending.push(Pending {
+        offset(self.pending.end(), "records")?;
+        let rdata_start = offset(self.rdata.push_run(rdata), "RDATA")?;
+        self.pending.push_run(&[Pending {
             node,
             rdata_start,
             ttl,
             rtype,
             rdata_len,
-        });
+        }]);
         Ok(())
     }
 
@@ -378,30 +477,34 @@ impl ZoneBuilder {
     pub fn finish(self) -> Result<Zone, BuildError> {
         let ZoneBuilder {
             tables,
-            pending,
-            rdata,
+            mut pending,
+            mut rdata,
+            hashed,
             ..
         } = self;
         let Tables {
-            names, mut nodes, ..
+            names,
+            mut nodes,
+            index,
         } = tables;
-        let record_of = |index: u32| {
-            let record = &pending[index as usize];
-            let start = record.rdata_start as usize;
-            (
-                record.rtype,
-                record.ttl,
-                &rdata[start..start + usize::from(record.rdata_len)],
-            )
-        };
+        // The insertion indexes are done with.
+        drop((index, hashed));
 
         // Records grouped by node (a counting sort: insertion order kept
         // within a node). After the fill, `ends[node]` is where the
-        // node's records end and `ends[node - 1]` where they start.
+        // node's records end and `ends[node - 1]` where they start. And
+        // the last node whose records each block holds: the block is
+        // freed once that node is written.
         let node_count = nodes.len();
         let mut ends = vec![0u32; node_count];
-        for record in &pending {
+        let mut pending_last = vec![0u32; pending.blocks.len()];
+        let mut rdata_last = vec![0u32; rdata.blocks.len()];
+        for (index, record) in pending.iter() {
             ends[record.node as usize] += 1;
+            let last = &mut pending_last[Blocks::<Pending, PENDING_BLOCK_SHIFT>::block_of(index)];
+            *last = (*last).max(record.node);
+            let block = Blocks::<u8, RDATA_BLOCK_SHIFT>::block_of(record.rdata_start as usize);
+            rdata_last[block] = rdata_last[block].max(record.node);
         }
         let mut total = 0;
         for end in &mut ends {
@@ -409,15 +512,31 @@ impl ZoneBuilder {
             *end = total;
             total += count;
         }
-        let mut order = vec![0u32; pending.len()];
-        for (index, record) in pending.iter().enumerate() {
+        let mut order = vec![0u32; total as usize];
+        for (index, record) in pending.iter() {
             let cursor = &mut ends[record.node as usize];
             order[*cursor as usize] = index as u32;
             *cursor += 1;
         }
+        // (last node, an RDATA block, block), in the order they are freed.
+        let mut frees: Vec<(u32, bool, u32)> = pending_last
+            .iter()
+            .enumerate()
+            .map(|(block, &last)| (last, false, block as u32))
+            .chain(
+                rdata_last
+                    .iter()
+                    .enumerate()
+                    .map(|(block, &last)| (last, true, block as u32)),
+            )
+            .collect();
+        frees.sort_unstable();
+        drop((pending_last, rdata_last));
+        let mut next_free = 0;
 
-        let mut zone_rdata: Vec<u8> = Vec::with_capacity(rdata.len() + 2 * pending.len());
-        let mut rrsets: Vec<RRset> = Vec::with_capacity(pending.len());
+        // The zone's RDATA and RRsets, written straight into their chunks.
+        let mut zone_rdata: ArenaWriter<u8, { Rdata::SHIFT }> = ArenaWriter::new();
+        let mut rrsets: ArenaWriter<RRset, { RRsets::SHIFT }> = ArenaWriter::new();
         let mut extra = vec![NodeExtra::default(); node_count];
         let mut record_count = 0usize;
         let mut scratch = Vec::new();
@@ -430,17 +549,24 @@ impl ZoneBuilder {
             if records.is_empty() {
                 continue; // an empty non-terminal
             }
+            let record_of = |index: u32| {
+                let record = pending.slice(index as usize, 1)[0];
+                (
+                    record.rtype,
+                    record.ttl,
+                    rdata.slice(record.rdata_start as usize, usize::from(record.rdata_len)),
+                )
+            };
             let count = node_rrsets(records, &record_of, &mut scratch, &mut sets, &mut |bytes| {
-                let at = push_aligned(&mut zone_rdata, bytes, Rdata::CHUNK).ok_or(
-                    BuildError::TooLarge {
-                        what: "octets in one RRset",
-                    },
-                )?;
+                let at = zone_rdata.push_run(bytes).ok_or(BuildError::TooLarge {
+                    what: "octets in one RRset",
+                })?;
                 offset(at, "RDATA")
             })?;
             record_count += count as usize;
             extra[node].records = count;
-            let rrsets_start = push_aligned(&mut rrsets, &sets, RRsets::CHUNK)
+            let rrsets_start = rrsets
+                .push_run(&sets)
                 .ok_or(BuildError::TooLarge {
                     what: "types at one name",
                 })
@@ -448,10 +574,22 @@ impl ZoneBuilder {
             let slot = &mut nodes[node];
             slot.rrsets_start = rrsets_start;
             slot.rrset_count = sets.len() as u16;
+            // The blocks whose records are all written now.
+            while let Some(&(last, is_rdata, block)) = frees.get(next_free) {
+                if last as usize > node {
+                    break;
+                }
+                if is_rdata {
+                    rdata.free(block as usize);
+                } else {
+                    pending.free(block as usize);
+                }
+                next_free += 1;
+            }
         }
         // The insertion-order tables are done with: free them before the
         // adjust steps allocate.
-        drop((order, ends, pending, rdata, scratch, sets));
+        drop((order, ends, pending, rdata, scratch, sets, frees));
         let mut hashed_nodes = 0;
         for id in 1..node_count {
             if nodes[id].flags & FLAG_NSEC3_OWNER != 0 {
@@ -461,13 +599,17 @@ impl ZoneBuilder {
             }
         }
 
+        // Each flat table is freed as soon as it is in chunks.
+        let names = Arena::from_vec_owned(names);
+        let nodes = Arena::from_vec_owned(nodes);
+        let extra = Arena::from_vec_owned(extra);
         let mut zone = Zone {
-            names: Arena::from_vec(&names),
-            nodes: Arena::from_vec(&nodes),
-            rrsets: Arena::from_vec(&rrsets),
-            rdata: Arena::from_vec(&zone_rdata),
+            names,
+            nodes,
+            rrsets: rrsets.finish(),
+            rdata: zone_rdata.finish(),
             glue: Arena::default(),
-            extra: Arena::from_vec(&extra),
+            extra,
             index: ShardedIndex::default(),
             soa: 0,
             negative_ttl: 0,
@@ -482,7 +624,6 @@ impl ZoneBuilder {
             dead_nodes: 0,
             garbage: 0,
         };
-        drop((names, nodes, rrsets, zone_rdata, extra));
         if node_count > SMALL_ZONE_NODES {
             zone.index = index_of(&zone);
         }
@@ -645,7 +786,7 @@ impl fmt::Debug for ZoneBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ZoneBuilder")
             .field("origin", &self.origin)
-            .field("records", &self.pending.len())
+            .field("records", &self.pending.end())
             .finish()
     }
 }
