@@ -143,8 +143,6 @@ fn edit_stays_at_owner(rtype: RType) -> bool {
 
 /// What a signed zone's previous version leaves for [`sign_edits`].
 pub(crate) struct Previous<'p> {
-    /// Its records, unsigned, as the zone file gave them (TTLs settled).
-    pub(crate) unsigned: &'p Records,
     /// Its signed records kept.
     pub(crate) kept: &'p KeptRecords,
     /// Its serial.
@@ -157,6 +155,8 @@ pub(crate) struct Previous<'p> {
     pub(crate) policy: &'p Policy,
     /// Its RRSIG records.
     pub(crate) rrsigs: usize,
+    /// Its load's file gave each RRset one TTL.
+    pub(crate) uniform: bool,
 }
 
 /// A version signed by [`sign_edits`].
@@ -173,26 +173,18 @@ pub(crate) struct EditSigned {
     pub(crate) rrsigs: usize,
 }
 
-/// The zone `origin`'s next version from `records` (the zone file's, TTLs
-/// settled), when only the owners that differ from the previous load
-/// need signing again (see the module documentation): those owners
-/// signed, `served` (the previous version, served now) patched with them,
-/// the kept records patched. `Ok(None)` when the zone is to be signed
-/// again from its previous version instead; errors are the signer's or
-/// the key files'. Bound: a pass over `records` and the previous load's
-/// ([`diff`]) and one over `records` for the edited owners' records; a
-/// look-up and a signing per edited owner.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn sign_edits(
+/// Whether the zone's next version may be signed by owners from
+/// `previous` (see the module documentation): the same policy, NSEC,
+/// `served` the version its kept records are, fewer than
+/// [`MAX_PATCHES`] patches, no signature due nor key event before `now`
+/// plus the refresh window, the previous load's TTLs as written.
+pub(crate) fn usable(
     origin: Name<'_>,
     previous: &Previous<'_>,
     served: &Zone,
-    records: &Records,
     policy: &Policy,
-    state_directory: &Path,
     now: u64,
-    serial_above: Option<u32>,
-) -> Result<Option<EditSigned>, String> {
+) -> bool {
     let refresh = crate::signing::refresh_of(policy, now);
     let why_not = if previous.policy != policy || policy.nsec3.is_some() {
         Some("its policy changed, or it has NSEC3")
@@ -202,22 +194,67 @@ pub(crate) fn sign_edits(
         Some("its kept records are due to be written whole")
     } else if now.saturating_add(refresh.window) >= previous.resign_at {
         Some("signatures due for refresh or a key event")
+    } else if !previous.uniform {
+        Some("its file gives an RRset several TTLs")
     } else {
         None
     };
     if let Some(why) = why_not {
         log::debug!("zone {origin}: signed again from its previous version: {why}");
-        return Ok(None);
     }
-    let Some(diff) = diff(previous.unsigned, records) else {
+    why_not.is_none()
+}
+
+/// The owners a zone file's edit changed, and their records in the new
+/// file (in file order): what [`sign_edits`] signs, and what the checks
+/// of the new file need to read (the apex among them).
+pub(crate) struct Edits<'r> {
+    owners: Vec<LowerNameBuf>,
+    records: Vec<Vec<RecordRef<'r>>>,
+}
+
+impl Edits<'_> {
+    /// The edited owners' records, as one list (for the zone checks).
+    pub(crate) fn list(&self) -> List<'_> {
+        List(self.records.concat())
+    }
+}
+
+/// Records borrowed from elsewhere, as a list.
+pub(crate) struct List<'a>(Vec<RecordRef<'a>>);
+
+impl RecordList for List<'_> {
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    fn record(&self, index: usize) -> RecordRef<'_> {
+        self.0[index]
+    }
+}
+
+/// The owners of `records` (a zone file's, in file order, TTLs as
+/// written) whose records differ from `unsigned` (the previous load's),
+/// and the apex, each with its records; `None` when the edit is not one
+/// of a few owners that stay (see the module documentation), or an
+/// edited owner's RRset has several TTLs (the file's TTLs would then be
+/// settled, which may depend on records elsewhere). Bound: [`diff`], and a
+/// pass over `records` comparing an owner only when its length is an
+/// edited owner's.
+pub(crate) fn find_edits<'r>(
+    origin: Name<'_>,
+    unsigned: &Records,
+    records: &'r Records,
+) -> Option<Edits<'r>> {
+    let Some(diff) = diff(unsigned, records) else {
         log::debug!("zone {origin}: signed again from its previous version: many records changed");
-        return Ok(None);
+        return None;
     };
     // The owners edited: those of the records that differ, and the apex.
     let changed = diff
         .old
         .iter()
-        .map(|&index| previous.unsigned.record(index))
+        .map(|&index| unsigned.record(index))
         .chain(diff.new.iter().map(|&index| records.record(index)));
     let mut owners: Vec<LowerNameBuf> = vec![origin.to_lower()];
     for record in changed {
@@ -226,22 +263,21 @@ pub(crate) fn sign_edits(
                 "zone {origin}: signed again from its previous version: a {} record changed",
                 record.rtype
             );
-            return Ok(None);
+            return None;
         }
         owners.push(record.owner.to_lower());
     }
     owners.sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
     owners.dedup_by(|a, b| a.as_bytes() == b.as_bytes());
     if owners.len() > MAX_OWNER_EDITS {
-        return Ok(None);
+        return None;
     }
-    // Each edited owner's records in the new file: one pass, a name
-    // compared only when its length is an edited owner's.
+    // Each edited owner's records in the new file.
     let mut lengths = [false; 256];
     for owner in &owners {
         lengths[owner.as_bytes().len()] = true;
     }
-    let mut new_records: Vec<Vec<RecordRef<'_>>> = vec![Vec::new(); owners.len()];
+    let mut new_records: Vec<Vec<RecordRef<'r>>> = vec![Vec::new(); owners.len()];
     for index in 0..records.len() {
         let record = records.record(index);
         let name = record.owner.as_bytes();
@@ -255,6 +291,51 @@ pub(crate) fn sign_edits(
             new_records[at].push(record);
         }
     }
+    // One TTL per RRset at the edited owners (all RRsets elsewhere are
+    // unchanged and had one): settling the file's TTLs changes nothing.
+    for list in &new_records {
+        for (at, record) in list.iter().enumerate() {
+            if list[..at]
+                .iter()
+                .any(|other| other.rtype == record.rtype && other.ttl != record.ttl)
+            {
+                log::debug!(
+                    "zone {origin}: signed again from its previous version: several TTLs \
+                     for an RRset at {}",
+                    record.owner
+                );
+                return None;
+            }
+        }
+    }
+    Some(Edits {
+        owners,
+        records: new_records,
+    })
+}
+
+/// The zone `origin`'s next version when only `edits`' owners of `records`
+/// (the zone file's, checked) need signing again (see the module
+/// documentation; [`usable`] said so of `previous`): those owners signed,
+/// `served` (the previous version, served now) patched with them, the
+/// kept records patched. `Ok(None)` when the zone is to be signed again
+/// from its previous version instead; errors are the signer's or the key
+/// files'. Bound: a look-up and a signing per edited owner, and the key
+/// step's pass over `records` for their highest TTL.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn sign_edits(
+    origin: Name<'_>,
+    previous: &Previous<'_>,
+    served: &Zone,
+    edits: &Edits<'_>,
+    records: &Records,
+    policy: &Policy,
+    state_directory: &Path,
+    now: u64,
+    serial_above: Option<u32>,
+) -> Result<Option<EditSigned>, String> {
+    let owners = &edits.owners;
+    let new_records = edits.records.iter().cloned();
     // Each edited owner's records in the served version.
     let mut edits = Vec::with_capacity(owners.len());
     for (owner, new) in owners.iter().zip(new_records) {

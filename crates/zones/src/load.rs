@@ -123,6 +123,8 @@ struct EditBase {
     earliest_expiry: Option<u64>,
     /// The version's RRSIG records.
     rrsigs: usize,
+    /// The file gave each RRset one TTL (the records are as written).
+    uniform: bool,
 }
 
 impl SignedVersion {
@@ -976,6 +978,7 @@ fn sign_loaded(
             next_refresh: next,
             earliest_expiry,
             rrsigs: signatures + kept,
+            uniform: false,
         });
     let written = kept_records.written();
     Ok(SignedVersion {
@@ -999,10 +1002,20 @@ fn sign_loaded(
 /// `records` changed since `signer`'s previous version ([`crate::edited`]):
 /// those signed, the served version patched, the kept records patched.
 /// `Ok(None)`: the zone is signed again from its previous version.
+///
+/// The records of the edited owners (and the apex) are checked here, as
+/// the whole file is otherwise (errors as [`Failure::Zone`], warnings into
+/// `warnings`): every error `check_zone` finds is at one owner or the
+/// apex, but for records below a DNAME (no DNAME changes here, and the
+/// edited owners were in the previous version, below none); warnings that
+/// relate names (glue, the NSEC chain of a signed file) are not repeated.
 fn sign_edited(
     origin: &NameBuf,
     records: &Records,
     signer: &Signer<'_>,
+    warnings: &mut Vec<String>,
+    file_of: &dyn Fn(tern_zone::Location) -> String,
+    phases: &mut Phases,
 ) -> Result<Option<(Zone, SignedVersion)>, Failure> {
     let (Some(previous), Some(served)) = (&signer.previous, &signer.served) else {
         return Ok(None);
@@ -1014,18 +1027,37 @@ fn sign_edited(
     let started = std::time::Instant::now();
     let name = origin.as_name();
     let from = crate::edited::Previous {
-        unsigned: &base.unsigned,
         kept: &previous.records,
         serial: base.serial,
         resign_at: previous.resign_at,
         key_state: &base.key_state,
         policy: &previous.keys.policy,
         rrsigs: base.rrsigs,
+        uniform: base.uniform,
     };
+    if !crate::edited::usable(name, &from, served, signer.policy, now) {
+        return Ok(None);
+    }
+    let Some(edits) = crate::edited::find_edits(name, &base.unsigned, records) else {
+        return Ok(None);
+    };
+    let mut errors = Vec::new();
+    for diagnostic in tern_zone::check::check_zone(name, &edits.list()) {
+        let line = diagnostic.render(&file_of(diagnostic.location));
+        match diagnostic.severity {
+            Severity::Error => errors.push(line),
+            Severity::Warning => warnings.push(line),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(Failure::Zone(errors));
+    }
+    phases.lap("edited owners found and checked");
     let Some(edit) = crate::edited::sign_edits(
         name,
         &from,
         served,
+        &edits,
         records,
         signer.policy,
         signer.state_directory,
@@ -1095,42 +1127,61 @@ fn sign_edited(
             next_refresh: next,
             earliest_expiry: base.earliest_expiry,
             rrsigs: edit.rrsigs,
+            uniform: true,
         }),
     };
     Ok(Some((edit.zone, version)))
 }
 
 /// How long each step of a load took, for its log line: the steps named
-/// in order, each with the milliseconds since the one before.
+/// in order, each with the milliseconds since the one before and the
+/// loading thread's CPU time meanwhile (what compares on a busy machine).
 struct Phases {
     last: std::time::Instant,
-    steps: Vec<(&'static str, u128)>,
+    last_cpu: Option<u64>,
+    steps: Vec<(&'static str, u128, Option<u64>)>,
 }
 
 impl Default for Phases {
     fn default() -> Self {
         Phases {
             last: std::time::Instant::now(),
+            last_cpu: thread_cpu_ns(),
             steps: Vec::new(),
         }
     }
+}
+
+/// The calling thread's CPU time in nanoseconds (the first field of
+/// Linux's `/proc/thread-self/schedstat`), if it reads.
+fn thread_cpu_ns() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    text.split_whitespace().next()?.parse().ok()
 }
 
 impl Phases {
     /// The step `what` ends now.
     fn lap(&mut self, what: &'static str) {
         let now = std::time::Instant::now();
+        let cpu = thread_cpu_ns();
+        let used = cpu
+            .zip(self.last_cpu)
+            .map(|(now, then)| now.saturating_sub(then));
         self.steps
-            .push((what, now.duration_since(self.last).as_millis()));
+            .push((what, now.duration_since(self.last).as_millis(), used));
         self.last = now;
+        self.last_cpu = cpu;
     }
 }
 
 impl std::fmt::Display for Phases {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        for (at, (what, ms)) in self.steps.iter().enumerate() {
+        for (at, (what, ms, cpu)) in self.steps.iter().enumerate() {
             let comma = if at == 0 { "" } else { ", " };
             write!(f, "{comma}{what} {ms} ms")?;
+            if let Some(cpu) = cpu {
+                write!(f, " ({} ms CPU)", cpu / 1_000_000)?;
+            }
         }
         Ok(())
     }
@@ -1396,6 +1447,38 @@ fn load_zone_with(
             .map_or(path, PathBuf::as_path);
         file.display().to_string()
     };
+    // A signed zone of which a few owners changed: those checked and
+    // signed, the served version patched.
+    if let Some(signer) = &signer {
+        let edited = sign_edited(&origin, &records, signer, warnings, &file_of, &mut phases)
+            .inspect_err(|failure| {
+                if let Failure::Signing(cause) = failure {
+                    let wire = tern_wire::name::LowerNameBuf::from_name(origin.as_name());
+                    crate::sign_status::failed(
+                        wire.as_bytes(),
+                        signer.policy,
+                        cause,
+                        crate::unix_time(),
+                    );
+                }
+            })?;
+        if let Some((zone, mut version)) = edited {
+            phases.lap("owners signed, served version and kept records patched");
+            if let Some(base) = &mut version.edit_base {
+                base.unsigned = records;
+                base.uniform = true;
+            }
+            let stamp = Stamp {
+                path: path.into(),
+                file,
+                includes: includes.stamps.into_boxed_slice(),
+                signed: Some(Arc::new(version)),
+            };
+            log::info!("zone {origin_text}: loaded: {phases}");
+            return Ok((zone, stamp));
+        }
+        phases.lap("not an edit of a few owners");
+    }
     for diagnostic in tern_zone::check::check_zone(origin.as_name(), &records) {
         let line = diagnostic.render(&file_of(diagnostic.location));
         match diagnostic.severity {
@@ -1407,38 +1490,13 @@ fn load_zone_with(
         return Err(Failure::Zone(errors));
     }
     phases.lap("checked");
-    tern_zone::ttl::settle_ttls(&mut records); // each RRset's TTL as BIND reads the file (tern_zone::ttl)
-    phases.lap("TTLs settled");
-    // A signed zone of which a few owners changed: those signed, the
-    // served version patched.
-    if let Some(signer) = &signer {
-        let edited = sign_edited(&origin, &records, signer).inspect_err(|failure| {
-            if let Failure::Signing(cause) = failure {
-                let wire = tern_wire::name::LowerNameBuf::from_name(origin.as_name());
-                crate::sign_status::failed(
-                    wire.as_bytes(),
-                    signer.policy,
-                    cause,
-                    crate::unix_time(),
-                );
-            }
-        })?;
-        if let Some((zone, mut version)) = edited {
-            phases.lap("owners signed, patched");
-            if let Some(base) = &mut version.edit_base {
-                base.unsigned = records;
-            }
-            let stamp = Stamp {
-                path: path.into(),
-                file,
-                includes: includes.stamps.into_boxed_slice(),
-                signed: Some(Arc::new(version)),
-            };
-            log::info!("zone {origin_text}: loaded: {phases}");
-            return Ok((zone, stamp));
-        }
-        phases.lap("no edit of a few owners");
+    // Each RRset's TTL as BIND reads the file (tern_zone::ttl); a file
+    // that gives each RRset one TTL is left as it is.
+    let uniform = tern_zone::ttl::RrsetTtls::of(&records).changes().is_empty();
+    if !uniform {
+        tern_zone::ttl::settle_ttls(&mut records);
     }
+    phases.lap("TTLs settled");
     let mut builder = ZoneBuilder::new(origin.as_name());
     builder.reserve(records.len(), records.rdata_len());
     phases.lap("builder reserved");
@@ -1478,6 +1536,7 @@ fn load_zone_with(
         Some(mut version) => {
             if let Some(base) = &mut version.edit_base {
                 base.unsigned = records;
+                base.uniform = uniform;
             } else {
                 drop(records);
             }
