@@ -438,7 +438,7 @@ pub fn resign_owners(
         records.dedup_by(|a, b| a.0 == b.0 && a.1 == b.1);
         let previous = Read(edit.previous.clone());
         let mut signer = Signer {
-            origin: lower_origin.clone(),
+            origin: lower_origin,
             keys: &keys.keys,
             known: &known,
             options,

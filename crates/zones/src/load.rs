@@ -1099,7 +1099,7 @@ fn sign_edited(
         next_key_event,
     );
     let keys = crate::rollover::ZoneKeys {
-        origin: origin.clone(),
+        origin: *origin,
         dir: crate::keys::key_dir(signer.state_directory, name),
         policy: Arc::clone(signer.policy),
         next_event: next_key_event,
