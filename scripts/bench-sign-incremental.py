@@ -79,6 +79,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--log-level", default="info",
+                        help="tern's log level (debug says why a reload is not an edit of a few owners)")
     args = parser.parse_args()
     binary = pathlib.Path(os.environ.get("TERN_BIN", "target/release/tern")).resolve()
     with tempfile.TemporaryDirectory(prefix="tern-bench-sign-") as tmp:
@@ -93,6 +95,7 @@ def main() -> None:
         sock = tmp / "tern.sock"
         config = tmp / "tern.yaml"
         config.write_text(f"""control-socket: {sock}
+log-level: {args.log_level}
 state-directory: {tmp}/state
 dnssec:
   policies:
@@ -137,8 +140,12 @@ zones:
                 cpus.append(cpu)
                 signed = [l for l in (tmp / "tern.log").read_text().splitlines()
                           if "zone big.: signed," in l]
+                loaded = [l for l in (tmp / "tern.log").read_text().splitlines()
+                          if "zone big.: loaded:" in l]
                 print(f"round {round_ + 1}: serial {current} served {took * 1000:.0f} ms after "
                       f"tern reload, {cpu:.2f} s of tern's CPU ({signed[-1].split('signed, ')[-1]})")
+                for phase in loaded[-1:]:
+                    print(f"    {phase.split(': ', 1)[-1]}")
             rss, peak = memory(tern.pid)
             print(f"median {statistics.median(times) * 1000:.0f} ms, min "
                   f"{min(times) * 1000:.0f} ms, max {max(times) * 1000:.0f} ms over "

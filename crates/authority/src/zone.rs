@@ -284,6 +284,27 @@ impl Zone {
         }
     }
 
+    /// Every record at the name `owner` (any case), as
+    /// [`Zone::next_record`] gives them; `None` if the zone has no such
+    /// name (an empty non-terminal has none). What a signer reads of the
+    /// previous version at the owners an edit changed. Bound: the owner's
+    /// records.
+    pub fn owner_records(&self, owner: Name<'_>) -> Option<Vec<ZoneRecord<'_>>> {
+        let node = self.find_node(owner.to_lower().as_bytes())?;
+        let mut cursor = RecordCursor {
+            node,
+            ..RecordCursor::default()
+        };
+        let mut records = Vec::new();
+        while cursor.node == node {
+            match self.next_record(&mut cursor) {
+                Some(record) if cursor.node == node => records.push(record),
+                _ => break,
+            }
+        }
+        Some(records)
+    }
+
     /// Whether the records of a node's RRSIG RRset (the signatures of the
     /// lowest type covered) are also attached to that type's RRset.
     fn sigs_attached(&self, node: u32, rrsig: &RRset) -> bool {

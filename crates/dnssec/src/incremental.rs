@@ -267,6 +267,256 @@ where
     })
 }
 
+//----------- resign_owners --------------------------------------------------
+
+/// The most owners [`resign_owners`] signs again in one call: past it the
+/// caller signs the zone again from its previous version whole
+/// ([`resign_zone`]), one pass rather than a look-up per owner.
+pub const MAX_OWNER_EDITS: usize = 4096;
+
+/// One owner of a signed zone whose records an edit changed, for
+/// [`resign_owners`].
+#[derive(Clone, Debug)]
+pub struct OwnerEdit<'a> {
+    /// The owner.
+    pub owner: Name<'a>,
+    /// Its records in the previous signed version, RRSIG and NSEC
+    /// included.
+    pub previous: Vec<RecordRef<'a>>,
+    /// Its records in the new version, unsigned: no RRSIG, NSEC, NSEC3 or
+    /// NSEC3PARAM, and at the apex no DNSKEY (nor CDS or CDNSKEY when the
+    /// key set publishes its own), which the signer makes as
+    /// [`crate::sign_zone_with`] does.
+    pub records: Vec<RecordRef<'a>>,
+}
+
+/// Owners signed again by [`resign_owners`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OwnersResigned {
+    /// Each owner's records in the new version, signed, in the order of
+    /// the edits; within an owner as [`crate::sign_zone_with`] gives them
+    /// (by type, each RRset after its RRSIGs, the NSEC last).
+    pub owners: Vec<Vec<Record>>,
+    /// The RRSIG records made.
+    pub signatures: usize,
+    /// The RRSIG records of these owners kept from the previous version.
+    pub kept: usize,
+    /// What changed at these owners, as [`Resigned::difference`].
+    pub difference: Change,
+    /// When the first signature made or kept here is due for refresh.
+    pub next_refresh: Option<u64>,
+    /// Records visited: those of the edits, before and after (what
+    /// "costs the change, not the zone" counts).
+    pub visited: usize,
+}
+
+/// Signs again only `edits`' owners of the NSEC-signed zone at `origin`
+/// (the apex among them: its SOA's serial is raised as `options` says,
+/// and its DNSKEY, CDS and CDNSKEY RRsets made from `keys`), keeping the
+/// previous RRSIG of each RRset unchanged as [`resign_zone`] does, and
+/// each owner's NSEC's next name: the same records, but for the
+/// signatures made, that `resign_zone` makes for those owners when no
+/// other owner changed and no name was added or removed. `apex` holds the
+/// previous version's apex records (its DNSKEY RRset tells whose
+/// signatures are kept).
+///
+/// `None` when the edits are not for this: an owner without exactly one
+/// NSEC in the previous version (glue, a delegation, a name new or gone),
+/// an NSEC3 zone, no SOA at the apex, or an NSEC TTL that changes (the
+/// SOA's TTL or minimum changed: every NSEC changes). The caller then
+/// signs the zone again whole. Bound: at most [`MAX_OWNER_EDITS`] owners,
+/// one signature per RRset changed and per key that signs it.
+pub fn resign_owners(
+    origin: Name<'_>,
+    apex: &[RecordRef<'_>],
+    edits: &[OwnerEdit<'_>],
+    keys: &KeySet<'_>,
+    options: &SignOptions,
+    refresh: &Refresh,
+) -> Result<Option<OwnersResigned>, SignError> {
+    crate::zone::check_keys(&keys.keys)?;
+    if edits.len() > MAX_OWNER_EDITS || !matches!(options.denial, crate::Denial::Nsec) {
+        return Ok(None);
+    }
+    let Some(apex_edit) = edits.iter().find(|edit| edit.owner.eq_ignore_case(origin)) else {
+        return Ok(None);
+    };
+    let soa = match crate::zone::soa_of(apex_edit.records.iter().copied()) {
+        Ok(soa) => soa,
+        Err(_) => return Ok(None),
+    };
+    let nsec_ttl = soa.ttl.min(soa.minimum);
+    let dnskey_ttl = options.dnskey_ttl.unwrap_or(soa.ttl);
+    let mut dnskeys: Vec<&[u8]> = keys.keys.iter().map(|key| key.key.dnskey_rdata()).collect();
+    dnskeys.sort_unstable();
+    dnskeys.dedup();
+    let cds = keys
+        .cds
+        .as_deref()
+        .map(|cds| crate::zone::cds_records(apex_edit.owner, cds))
+        .unwrap_or_default();
+    let apex_list = Read(apex.to_vec());
+    let known = known_keys(origin, &apex_list, &keys.keys);
+    let mut out = OwnersResigned::default();
+    let lower_origin = origin.to_lower();
+    for edit in edits {
+        let is_apex = edit.owner.eq_ignore_case(origin);
+        out.visited += edit.previous.len() + edit.records.len();
+        // A delegation's records are not signed as an authoritative
+        // name's (nor is what it hides).
+        let delegation = |records: &[RecordRef<'_>]| {
+            records
+                .iter()
+                .any(|record| matches!(record.rtype, RType::NS | RType::DS))
+        };
+        if !is_apex && (delegation(&edit.previous) || delegation(&edit.records)) {
+            return Ok(None);
+        }
+        // The previous NSEC: its next name is kept.
+        let mut nsecs = edit
+            .previous
+            .iter()
+            .filter(|record| record.rtype == RType::NSEC);
+        let (Some(nsec), None) = (nsecs.next(), nsecs.next()) else {
+            return Ok(None);
+        };
+        if nsec.ttl != nsec_ttl {
+            return Ok(None);
+        }
+        let Ok((next, _)) = Name::parse_prefix(nsec.rdata) else {
+            return Ok(None);
+        };
+        // The new records, the signer's own at the apex added; by type,
+        // then canonical RDATA, each once.
+        let mut raised = Vec::new();
+        let mut records: Vec<(RType, Vec<u8>, RecordRef<'_>)> = Vec::new();
+        for record in &edit.records {
+            if matches!(
+                record.rtype,
+                RType::RRSIG | RType::NSEC | RType::NSEC3 | RType::NSEC3PARAM
+            ) || (is_apex && record.rtype == RType::DNSKEY)
+            {
+                return Ok(None);
+            }
+            let mut record = *record;
+            if is_apex && record.rtype == RType::SOA {
+                if let Some(above) = options.serial_above {
+                    raised = record.rdata.to_vec();
+                    crate::zone::raise_serial_rdata(&mut raised, above);
+                }
+            }
+            let canonical =
+                tern_zone::print::canonical_rdata(record.rtype, record.rdata).into_owned();
+            record.owner = edit.owner;
+            records.push((record.rtype, canonical, record));
+        }
+        let made = |rtype, ttl, rdata| RecordRef {
+            owner: edit.owner,
+            class: soa.class,
+            ttl,
+            rtype,
+            rdata,
+            location: tern_zone::Location::default(),
+        };
+        if is_apex {
+            for rdata in &dnskeys {
+                let canonical = rdata.to_vec();
+                records.push((
+                    RType::DNSKEY,
+                    canonical,
+                    made(RType::DNSKEY, dnskey_ttl, rdata),
+                ));
+            }
+            if keys.cds.is_some() {
+                records.retain(|(rtype, _, _)| !matches!(*rtype, RType::CDS | RType::CDNSKEY));
+                for (rtype, rdata) in &cds {
+                    records.push((*rtype, rdata.clone(), made(*rtype, dnskey_ttl, rdata)));
+                }
+            }
+        }
+        records.sort_by(|a, b| (a.0 .0, &a.1).cmp(&(b.0 .0, &b.1)));
+        records.dedup_by(|a, b| a.0 == b.0 && a.1 == b.1);
+        let previous = Read(edit.previous.clone());
+        let mut signer = Signer {
+            origin: lower_origin,
+            keys: &keys.keys,
+            known: &known,
+            options,
+            refresh,
+            previous: &previous,
+            signatures: 0,
+            kept: 0,
+            next_refresh: None,
+        };
+        let mut signed: Vec<Record> = Vec::with_capacity(records.len() * 2 + 2);
+        let mut types: Vec<RType> = Vec::new();
+        let mut start = 0;
+        while start < records.len() {
+            let rtype = records[start].0;
+            let end = start
+                + records[start..]
+                    .iter()
+                    .take_while(|(other, _, _)| *other == rtype)
+                    .count();
+            let first = records[start].2;
+            let rdata: Vec<&[u8]> = records[start..end]
+                .iter()
+                .map(|(_, _, record)| {
+                    if is_apex && rtype == RType::SOA && !raised.is_empty() {
+                        &raised[..]
+                    } else {
+                        record.rdata
+                    }
+                })
+                .collect();
+            let rrset = Rrset {
+                owner: edit.owner,
+                class: first.class,
+                rtype,
+                ttl: first.ttl,
+                rdata: &rdata,
+            };
+            let by_key_signing_keys =
+                is_apex && matches!(rtype, RType::DNSKEY | RType::CDS | RType::CDNSKEY);
+            signer.sign_or_keep(&rrset, by_key_signing_keys, 0..previous.len(), &mut signed)?;
+            for rdata in &rdata {
+                Sink::record(
+                    &mut signed,
+                    RecordRef {
+                        ttl: first.ttl,
+                        ..made(rtype, first.ttl, rdata)
+                    },
+                )
+                .map_err(SignError::Sink)?;
+            }
+            types.push(rtype);
+            start = end;
+        }
+        types.extend([RType::RRSIG, RType::NSEC]);
+        let nsec_rdata = crate::nsec::nsec_rdata(next, &types);
+        let nsec = [&nsec_rdata[..]];
+        let rrset = Rrset {
+            owner: edit.owner,
+            class: soa.class,
+            rtype: RType::NSEC,
+            ttl: nsec_ttl,
+            rdata: &nsec,
+        };
+        signer.sign_or_keep(&rrset, false, 0..previous.len(), &mut signed)?;
+        Sink::record(&mut signed, made(RType::NSEC, nsec_ttl, &nsec_rdata))
+            .map_err(SignError::Sink)?;
+        out.signatures += signer.signatures;
+        out.kept += signer.kept;
+        if let Some(at) = signer.next_refresh {
+            out.next_refresh = Some(out.next_refresh.map_or(at, |next| next.min(at)));
+        }
+        out.visited += signed.len();
+        compare_owner(&previous, 0..previous.len(), &signed, &mut out.difference);
+        out.owners.push(signed);
+    }
+    Ok(Some(out))
+}
+
 /// When the first signature among `records` is due for refresh
 /// ([`Refresh::due_at`]): for a zone `crate::sign_zone` signed. Bound: one
 /// pass.

@@ -81,7 +81,10 @@ pub mod zone;
 #[doc(hidden)]
 pub mod fuzzing;
 
-pub use incremental::{next_refresh, resign_zone, Change, Refresh, Resigned};
+pub use incremental::{
+    next_refresh, resign_owners, resign_zone, Change, OwnerEdit, OwnersResigned, Refresh, Resigned,
+    MAX_OWNER_EDITS,
+};
 pub use key::{Algorithm, KeyError, KeyRole, SigningKey};
 pub use nsec3::Nsec3Params;
 pub use rrsig::{sign_rrset, Rrset, Validity};

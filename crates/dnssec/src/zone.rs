@@ -997,7 +997,7 @@ pub(crate) fn merge(a: Vec<Record>, b: Vec<Record>) -> Vec<Record> {
 /// The CDS and CDNSKEY RDATA of `keys` at `owner`, each type in
 /// canonical RDATA order and once (the CDS RRset first, as its type is
 /// lower).
-fn cds_records(owner: Name<'_>, keys: &[&SigningKey]) -> Vec<(RType, Vec<u8>)> {
+pub(crate) fn cds_records(owner: Name<'_>, keys: &[&SigningKey]) -> Vec<(RType, Vec<u8>)> {
     let mut cds: Vec<Vec<u8>> = keys.iter().map(|key| key.ds_rdata(owner)).collect();
     let mut cdnskey: Vec<Vec<u8>> = keys.iter().map(|key| key.dnskey_rdata().to_vec()).collect();
     for set in [&mut cds, &mut cdnskey] {
@@ -1010,7 +1010,7 @@ fn cds_records(owner: Name<'_>, keys: &[&SigningKey]) -> Vec<(RType, Vec<u8>)> {
 }
 
 /// At least one key for each use, at most [`MAX_KEYS`].
-fn check_keys(keys: &[ZoneKey<'_>]) -> Result<(), SignError> {
+pub(crate) fn check_keys(keys: &[ZoneKey<'_>]) -> Result<(), SignError> {
     if keys.is_empty() {
         return Err(SignError::NoKeys);
     }
@@ -1035,7 +1035,7 @@ pub(crate) struct Soa {
 }
 
 /// The one SOA record among `apex` (the apex's records).
-fn soa_of<'a>(apex: impl Iterator<Item = RecordRef<'a>>) -> Result<Soa, SignError> {
+pub(crate) fn soa_of<'a>(apex: impl Iterator<Item = RecordRef<'a>>) -> Result<Soa, SignError> {
     let mut soas = apex.filter(|record| record.rtype == RType::SOA);
     let soa = soas.next().ok_or(SignError::NoSoa)?;
     if soas.next().is_some() {
@@ -1052,7 +1052,7 @@ fn soa_of<'a>(apex: impl Iterator<Item = RecordRef<'a>>) -> Result<Soa, SignErro
 /// Makes the serial in the SOA RDATA `rdata` higher than `above` in
 /// RFC 1982 terms: the input's if it is, else `above + 1` (a serial
 /// exactly 2^31 away counts as not higher).
-fn raise_serial_rdata(rdata: &mut [u8], above: u32) {
+pub(crate) fn raise_serial_rdata(rdata: &mut [u8], above: u32) {
     // The serial is the first of the 20 octets of timers that end the
     // RDATA (checked by `soa_minimum` in `soa_of`).
     let Some(at) = rdata.len().checked_sub(20) else {

@@ -14,9 +14,20 @@
 //! with the last handle), and read back into a
 //! [`Records`] by the next signing only, for its duration.
 //!
+//! A signing that changed a few owners does not write the zone again: it
+//! appends a patch ([`KeptRecords::patched`]), each changed owner with
+//! all its new records, and the new version's list is the previous one's
+//! (the same file, its patches) with that patch after them; reading it
+//! back puts each patched owner's latest records in the place of its
+//! records in the file's first list. The versions share the file, each
+//! reading up to its own end; [`MAX_PATCHES`] patches at most, then the
+//! zone is signed again from its previous version and written whole.
+//!
 //! The format is this process's own, never read by another: per record,
 //! the owner's length (0: the previous record's owner) and the owner in
-//! wire form, class, TTL, type, RDATA length and RDATA, big-endian. It is
+//! wire form, class, TTL, type, RDATA length and RDATA, big-endian; a
+//! patch, per owner: the owner's length and the owner, a 32-bit count of
+//! its records, and those records as above. It is
 //! read back checked all the same (lengths bounded, names validated, the
 //! record count as written), so a file damaged on disk fails the signing
 //! that reads it, which keeps the version served, rather than misleading
@@ -27,6 +38,7 @@ use std::io::{self, BufWriter, Read, Write};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use tern_wire::name::Name;
 use tern_wire::types::{RClass, RType};
@@ -37,6 +49,14 @@ const WRITE_BUFFER: usize = 1 << 20;
 
 /// Octets read from the file at a time.
 const READ_CHUNK: usize = 1 << 20;
+
+/// The most patches a kept list carries: past it the next signing writes
+/// the whole list again (each read applies every patch).
+pub const MAX_PATCHES: usize = 64;
+
+/// The most owners a patch names (a bound on what a read holds besides
+/// the records).
+pub const MAX_PATCH_OWNERS: usize = 4096;
 
 /// Names the files made by this process apart (each is removed at once;
 /// the name only has to be new while the file is created).
@@ -84,34 +104,50 @@ impl KeptWriter {
         let file = self.out.into_inner().map_err(|err| err.into_error())?;
         let length = file.metadata()?.len();
         Ok(KeptRecords {
-            file,
+            file: Arc::new(Shared {
+                file,
+                end: AtomicU64::new(length),
+            }),
             length,
+            base: self.records,
             records: self.records,
+            patches: Vec::new(),
+            written: length,
             start: 0,
         })
     }
 
     fn write(&mut self, record: RecordRef<'_>) -> io::Result<()> {
-        let owner = record.owner.as_bytes();
-        if owner == self.owner.as_slice() {
-            self.out.write_all(&[0])?;
-        } else {
-            // A wire name is 1 to 255 octets.
-            self.out.write_all(&[owner.len() as u8])?;
-            self.out.write_all(owner)?;
-            self.owner.clear();
-            self.owner.extend_from_slice(owner);
-        }
-        let length = u16::try_from(record.rdata.len())
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "RDATA exceeds 65535"))?;
-        let mut fixed = [0; 10];
-        fixed[0..2].copy_from_slice(&record.class.0.to_be_bytes());
-        fixed[2..6].copy_from_slice(&record.ttl.to_be_bytes());
-        fixed[6..8].copy_from_slice(&record.rtype.0.to_be_bytes());
-        fixed[8..10].copy_from_slice(&length.to_be_bytes());
-        self.out.write_all(&fixed)?;
-        self.out.write_all(record.rdata)
+        write_record(&mut self.out, &mut self.owner, record)
     }
+}
+
+/// Writes `record` to `out` in the kept format, `owner` the previous
+/// record's owner (updated).
+fn write_record(
+    out: &mut impl Write,
+    owner: &mut Vec<u8>,
+    record: RecordRef<'_>,
+) -> io::Result<()> {
+    let name = record.owner.as_bytes();
+    if name == owner.as_slice() {
+        out.write_all(&[0])?;
+    } else {
+        // A wire name is 1 to 255 octets.
+        out.write_all(&[name.len() as u8])?;
+        out.write_all(name)?;
+        owner.clear();
+        owner.extend_from_slice(name);
+    }
+    let length = u16::try_from(record.rdata.len())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "RDATA exceeds 65535"))?;
+    let mut fixed = [0; 10];
+    fixed[0..2].copy_from_slice(&record.class.0.to_be_bytes());
+    fixed[2..6].copy_from_slice(&record.ttl.to_be_bytes());
+    fixed[6..8].copy_from_slice(&record.rtype.0.to_be_bytes());
+    fixed[8..10].copy_from_slice(&length.to_be_bytes());
+    out.write_all(&fixed)?;
+    out.write_all(record.rdata)
 }
 
 impl Sink for KeptWriter {
@@ -134,12 +170,37 @@ impl Sink for KeptWriter {
 
 //----------- KeptRecords ----------------------------------------------------
 
-/// Records written by a [`KeptWriter`], read back by [`KeptRecords::read`].
-pub struct KeptRecords {
+/// The file the versions of one zone's kept records share, and where its
+/// next patch goes (each patch has octets of its own: a version never
+/// sees another's writes).
+struct Shared {
     file: File,
+    end: AtomicU64,
+}
+
+/// One patch of a kept list: where it is in the file, its octets and how
+/// many owners it names.
+#[derive(Clone, Copy, Debug)]
+struct Patch {
+    at: u64,
     length: u64,
+    owners: usize,
+}
+
+/// Records written by a [`KeptWriter`], and the patches appended since
+/// ([`KeptRecords::patched`]), read back by [`KeptRecords::read`].
+pub struct KeptRecords {
+    file: Arc<Shared>,
+    /// The first list's octets and records.
+    length: u64,
+    base: usize,
+    /// The records after the patches.
     records: usize,
-    /// Where the records begin in `file` (after a saved copy's header).
+    patches: Vec<Patch>,
+    /// The octets this version wrote: the whole list, or its patch.
+    written: u64,
+    /// Where the first list begins in `file` (after a saved copy's
+    /// header); it ends at `length`.
     start: u64,
 }
 
@@ -154,58 +215,160 @@ impl KeptRecords {
         self.records == 0
     }
 
-    /// The octets on disk.
+    /// The octets on disk this version reads (the list and its patches).
     pub fn size(&self) -> u64 {
-        self.length
+        self.length - self.start + self.patches.iter().map(|patch| patch.length).sum::<u64>()
+    }
+
+    /// The octets this version wrote: the whole list, or one patch.
+    pub fn written(&self) -> u64 {
+        self.written
+    }
+
+    /// How many patches follow the list.
+    pub fn patch_count(&self) -> usize {
+        self.patches.len()
+    }
+
+    /// The octets of the patches.
+    pub fn patch_size(&self) -> u64 {
+        self.patches.iter().map(|patch| patch.length).sum()
+    }
+
+    /// This list with `owners` (each owner, once, with all its records in
+    /// the new version) in the place of their records: a patch appended to
+    /// the shared file, nothing rewritten. `records` is the new list's
+    /// record count. Errors: the file's, or more than
+    /// [`MAX_PATCHES`] patches or [`MAX_PATCH_OWNERS`] owners.
+    pub fn patched(
+        &self,
+        owners: &[(Name<'_>, Vec<RecordRef<'_>>)],
+        records: usize,
+    ) -> io::Result<KeptRecords> {
+        if self.patches.len() >= MAX_PATCHES || owners.len() > MAX_PATCH_OWNERS {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "kept records: too many patches",
+            ));
+        }
+        let mut out = Vec::new();
+        for (owner, list) in owners {
+            let name = owner.as_bytes();
+            out.push(name.len() as u8);
+            out.extend_from_slice(name);
+            let count = u32::try_from(list.len()).map_err(|_| {
+                io::Error::new(io::ErrorKind::InvalidInput, "kept records: owner too large")
+            })?;
+            out.extend_from_slice(&count.to_be_bytes());
+            let mut previous = Vec::new();
+            for record in list {
+                write_record(&mut out, &mut previous, *record)?;
+            }
+        }
+        let length = out.len() as u64;
+        let at = self.file.end.fetch_add(length, Ordering::Relaxed);
+        self.file.file.write_all_at(&out, at)?;
+        let mut patches = self.patches.clone();
+        patches.push(Patch {
+            at,
+            length,
+            owners: owners.len(),
+        });
+        Ok(KeptRecords {
+            file: Arc::clone(&self.file),
+            length: self.length,
+            base: self.base,
+            records,
+            patches,
+            written: length,
+            start: self.start,
+        })
+    }
+
+    /// The latest records of each owner the patches name, by lowercased
+    /// owner. Bound: the patches' octets; each owner's records as counted,
+    /// at most [`MAX_PATCH_OWNERS`] owners a patch.
+    fn read_patches(&self) -> io::Result<hashbrown::HashMap<Vec<u8>, Records>> {
+        let damaged = |what: &str| io::Error::new(io::ErrorKind::InvalidData, what.to_string());
+        let mut owners = hashbrown::HashMap::new();
+        for patch in &self.patches {
+            let mut reader = io::BufReader::new(At {
+                file: &self.file.file,
+                at: patch.at,
+                end: patch.at + patch.length,
+            });
+            for _ in 0..patch.owners.min(MAX_PATCH_OWNERS) {
+                let mut length = [0u8];
+                reader.read_exact(&mut length)?;
+                let mut owner = vec![0; usize::from(length[0])];
+                reader.read_exact(&mut owner)?;
+                let name = Name::from_wire(&owner)
+                    .map_err(|_| damaged("kept records: a bad patched owner"))?;
+                let mut count = [0u8; 4];
+                reader.read_exact(&mut count)?;
+                let count = u32::from_be_bytes(count) as usize;
+                let mut records = Records::new();
+                read_records(&mut reader, count, &mut records)?;
+                owners.insert(name.to_lower().as_bytes().to_vec(), records);
+            }
+            if !io::BufRead::fill_buf(&mut reader)?.is_empty() {
+                return Err(damaged("kept records: a patch longer than written"));
+            }
+        }
+        Ok(owners)
     }
 
     /// The records, in the order written. Reads at positions (no shared
     /// cursor), so several readers may read at once. Bound: one pass over
     /// the file, at most the record count written.
     pub fn read(&self) -> io::Result<Records> {
+        let damaged = |what: &str| io::Error::new(io::ErrorKind::InvalidData, what.to_string());
+        let mut patched = self.read_patches()?;
         let mut records = Records::new();
         Sink::reserve(&mut records, self.records);
         let mut reader = io::BufReader::with_capacity(
             READ_CHUNK,
             At {
-                file: &self.file,
+                file: &self.file.file,
                 at: self.start,
                 end: self.length,
             },
         );
-        let damaged = |what: &str| io::Error::new(io::ErrorKind::InvalidData, what.to_string());
-        let mut owner = Vec::new();
-        let mut rdata = Vec::new();
-        for _ in 0..self.records {
-            let mut length = [0u8];
-            reader.read_exact(&mut length)?;
-            if length[0] != 0 {
-                owner.resize(usize::from(length[0]), 0);
-                reader.read_exact(&mut owner)?;
-                Name::from_wire(&owner).map_err(|_| damaged("kept records: a bad owner"))?;
-            } else if owner.is_empty() {
-                return Err(damaged("kept records: no owner"));
-            }
-            let mut fixed = [0u8; 10];
-            reader.read_exact(&mut fixed)?;
-            let field = |at: usize| u16::from_be_bytes([fixed[at], fixed[at + 1]]);
-            rdata.resize(usize::from(field(8)), 0);
-            reader.read_exact(&mut rdata)?;
-            let record = RecordRef {
-                owner: Name::from_validated(&owner),
-                class: RClass(field(0)),
-                ttl: u32::from_be_bytes([fixed[2], fixed[3], fixed[4], fixed[5]]),
-                rtype: RType(field(6)),
-                rdata: &rdata,
-                location: Location::default(),
-            };
-            Sink::record(&mut records, record).map_err(damaged)?;
-        }
-        if io::BufRead::fill_buf(&mut reader)?.is_empty() {
-            Ok(records)
+        if patched.is_empty() {
+            read_records(&mut reader, self.base, &mut records)?;
         } else {
-            Err(damaged("kept records: more than written"))
+            // The list's records, each patched owner's replaced by its
+            // latest (at its first record; the list keeps an owner's
+            // records together).
+            let mut list = Records::new();
+            read_records(&mut reader, self.base, &mut list)?;
+            let mut skipping: Option<Vec<u8>> = None;
+            for record in list.iter() {
+                if let Some(owner) = &skipping {
+                    if tern_wire::name::eq_ignore_case(owner, record.owner.as_bytes()) {
+                        continue;
+                    }
+                    skipping = None;
+                }
+                let lower = record.owner.to_lower();
+                match patched.remove(lower.as_bytes()) {
+                    Some(replacement) => {
+                        for record in replacement.iter() {
+                            Sink::record(&mut records, record).map_err(damaged)?;
+                        }
+                        skipping = Some(lower.as_bytes().to_vec());
+                    }
+                    None => Sink::record(&mut records, record).map_err(damaged)?,
+                }
+            }
+            if !patched.is_empty() {
+                return Err(damaged("kept records: a patched owner not in the list"));
+            }
         }
+        if !io::BufRead::fill_buf(&mut reader)?.is_empty() {
+            return Err(damaged("kept records: more than written"));
+        }
+        Ok(records)
     }
 }
 
@@ -227,7 +390,16 @@ impl KeptRecords {
     /// rename, readable by this process's user only), with a header, so
     /// that a restart can take them as the previous signed version
     /// ([`KeptRecords::open_saved`]). Bound: one pass over the file.
+    /// Only a list without patches is saved (a whole signing's): a
+    /// patched one is an error, and the copy saved before stays, an
+    /// older signed version the next start signs from all the same.
     pub fn save(&self, path: &Path) -> io::Result<()> {
+        if !self.patches.is_empty() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "kept records: a patched list is not saved",
+            ));
+        }
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)?;
         }
@@ -245,7 +417,7 @@ impl KeptRecords {
         out.write_all(&(self.records as u64).to_be_bytes())?;
         io::copy(
             &mut At {
-                file: &self.file,
+                file: &self.file.file,
                 at: self.start,
                 end: self.length,
             },
@@ -289,15 +461,55 @@ impl KeptRecords {
                 "a saved copy with more records than it can hold",
             ));
         }
+        let records = usize::try_from(count)
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "a saved copy too large"))?;
         Ok(Some(KeptRecords {
-            file,
+            file: Arc::new(Shared {
+                file,
+                end: AtomicU64::new(length),
+            }),
             length,
-            records: usize::try_from(count).map_err(|_| {
-                io::Error::new(io::ErrorKind::InvalidData, "a saved copy too large")
-            })?,
+            base: records,
+            records,
+            patches: Vec::new(),
+            written: 0,
             start: SAVED_HEADER,
         }))
     }
+}
+
+/// Reads `count` records in the kept format from `reader` into `records`.
+/// Bound: `count` records of at most 255 + 10 + 65535 octets each.
+fn read_records(reader: &mut impl Read, count: usize, records: &mut Records) -> io::Result<()> {
+    let damaged = |what: &str| io::Error::new(io::ErrorKind::InvalidData, what.to_string());
+    let mut owner = Vec::new();
+    let mut rdata = Vec::new();
+    for _ in 0..count {
+        let mut length = [0u8];
+        reader.read_exact(&mut length)?;
+        if length[0] != 0 {
+            owner.resize(usize::from(length[0]), 0);
+            reader.read_exact(&mut owner)?;
+            Name::from_wire(&owner).map_err(|_| damaged("kept records: a bad owner"))?;
+        } else if owner.is_empty() {
+            return Err(damaged("kept records: no owner"));
+        }
+        let mut fixed = [0u8; 10];
+        reader.read_exact(&mut fixed)?;
+        let field = |at: usize| u16::from_be_bytes([fixed[at], fixed[at + 1]]);
+        rdata.resize(usize::from(field(8)), 0);
+        reader.read_exact(&mut rdata)?;
+        let record = RecordRef {
+            owner: Name::from_validated(&owner),
+            class: RClass(field(0)),
+            ttl: u32::from_be_bytes([fixed[2], fixed[3], fixed[4], fixed[5]]),
+            rtype: RType(field(6)),
+            rdata: &rdata,
+            location: Location::default(),
+        };
+        Sink::record(records, record).map_err(damaged)?;
+    }
+    Ok(())
 }
 
 /// A file read from `at` up to `end` at positions.
@@ -327,6 +539,16 @@ mod tests {
     use tern_zone::RecordList;
 
     use super::*;
+
+    impl KeptRecords {
+        fn clone_for_test(&self) -> KeptRecords {
+            KeptRecords {
+                file: Arc::clone(&self.file),
+                patches: self.patches.clone(),
+                ..*self
+            }
+        }
+    }
 
     fn name(text: &str) -> tern_wire::name::NameBuf {
         tern_wire::name::NameBuf::from_text(text.as_bytes(), None).unwrap()
@@ -380,41 +602,84 @@ mod tests {
         std::fs::remove_dir(&dir).unwrap();
     }
 
-    /// A saved copy reads back as kept; none is `None`; a copy with
-    /// another header or a count it cannot hold is an error.
+
+    /// A patch replaces its owners' records where they were (an owner
+    /// spelled in another case too), the others' stay; a second patch
+    /// wins over the first; each version reads its own list, the earlier
+    /// one unchanged by the later's patch; only the patch is written.
     #[test]
-    fn saved_copies_read_back() {
-        let dir = std::env::temp_dir().join(format!("tern-kept-saved-{}", std::process::id()));
+    fn patches_replace_their_owners() {
+        let dir = std::env::temp_dir().join(format!("tern-kept-patch-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let owner = name("a.example.");
-        let mut writer = KeptWriter::create(&dir).unwrap();
-        for ttl in [1, 2, 3] {
-            let record = RecordRef {
-                owner: owner.as_name(),
+        let names = [name("a.example."), name("b.example."), name("c.example.")];
+        fn record<'a>(owner: Name<'a>, rtype: RType, rdata: &'static [u8]) -> RecordRef<'a> {
+            RecordRef {
+                owner,
                 class: RClass::IN,
-                ttl,
-                rtype: RType::A,
-                rdata: &[192, 0, 2, 1],
+                ttl: 300,
+                rtype,
+                rdata,
                 location: Location::default(),
-            };
-            Sink::record(&mut writer, record).unwrap();
+            }
+        }
+        let mut writer = KeptWriter::create(&dir).unwrap();
+        for owner in &names {
+            for rdata in [&b"\x01"[..], b"\x02"] {
+                Sink::record(&mut writer, record(owner.as_name(), RType::A, rdata)).unwrap();
+            }
         }
         let kept = writer.finish().unwrap();
-        let path = dir.join("sub").join("a.example.kept");
-        assert!(KeptRecords::open_saved(&path).unwrap().is_none());
-        kept.save(&path).unwrap();
-        let saved = KeptRecords::open_saved(&path).unwrap().unwrap();
-        let records = saved.read().unwrap();
-        assert_eq!(records.len(), 3);
-        assert_eq!(records.record(2).ttl, 3);
-        let mut bytes = std::fs::read(&path).unwrap();
-        bytes[15] = 200;
-        std::fs::write(&path, &bytes).unwrap();
-        assert!(KeptRecords::open_saved(&path).is_err());
-        bytes[0] = b'x';
-        std::fs::write(&path, &bytes).unwrap();
-        assert!(KeptRecords::open_saved(&path).is_err());
-        std::fs::remove_dir_all(&dir).unwrap();
+        let listed = |kept: &KeptRecords| {
+            let records = kept.read().unwrap();
+            (0..records.len())
+                .map(|index| {
+                    let record = records.record(index);
+                    (
+                        record.owner.to_lower().as_bytes().to_vec(),
+                        record.rtype,
+                        record.rdata.to_vec(),
+                    )
+                })
+                .collect::<Vec<_>>()
+        };
+        let before = listed(&kept);
+        let upper = name("B.example.");
+        let once = kept
+            .patched(
+                &[(
+                    upper.as_name(),
+                    vec![record(upper.as_name(), RType::TXT, b"\x01x")],
+                )],
+                5,
+            )
+            .unwrap();
+        assert!(once.written() < kept.written() / 2);
+        let after = listed(&once);
+        assert_eq!(after.len(), 5);
+        assert_eq!(after[..2], before[..2]);
+        assert_eq!(
+            after[2],
+            (
+                names[1].as_name().to_lower().as_bytes().to_vec(),
+                RType::TXT,
+                b"\x01x".to_vec()
+            )
+        );
+        assert_eq!(after[3..], before[4..]);
+        let twice = once
+            .patched(
+                &[(
+                    names[1].as_name(),
+                    vec![record(names[1].as_name(), RType::A, b"\x09")],
+                )],
+                5,
+            )
+            .unwrap();
+        assert_eq!(listed(&twice)[2].2, b"\x09".to_vec());
+        assert_eq!(listed(&once), after, "the earlier version reads its own");
+        assert_eq!(listed(&kept), before);
+        assert_eq!((twice.patch_count(), kept.patch_count()), (2, 0));
+        std::fs::remove_dir(&dir).unwrap();
     }
 
     /// A file cut short, or holding more than was written, fails to read.
@@ -440,17 +705,14 @@ mod tests {
         }
         let kept = writer.finish().unwrap();
         let cut = KeptRecords {
-            file: kept.file.try_clone().unwrap(),
             length: kept.length - 1,
-            records: 3,
-            start: 0,
+            ..kept.clone_for_test()
         };
         assert!(cut.read().is_err());
         let fewer = KeptRecords {
-            file: kept.file.try_clone().unwrap(),
-            length: kept.length,
+            base: 2,
             records: 2,
-            start: 0,
+            ..kept.clone_for_test()
         };
         assert!(fewer.read().is_err());
         assert_eq!(kept.read().unwrap().len(), 3);

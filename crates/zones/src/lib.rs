@@ -36,6 +36,7 @@
 
 pub mod bump;
 pub mod catalog_zone;
+mod edited;
 pub mod event;
 pub mod import;
 pub mod kept;

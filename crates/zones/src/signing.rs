@@ -181,6 +181,20 @@ fn step_keys<R: RecordList + ?Sized>(
     state_directory: &Path,
     now: u64,
 ) -> Result<Stepped, String> {
+    step_keys_reporting(origin, records, policy, state_directory, now, true)
+}
+
+/// [`step_keys`]; the zone's own DNSSEC records that are not its keys'
+/// reported only with `report_foreign` (a signing of a few owners, none
+/// of them DNSSEC records, has nothing new to report).
+fn step_keys_reporting<R: RecordList + ?Sized>(
+    origin: Name<'_>,
+    records: &R,
+    policy: &Policy,
+    state_directory: &Path,
+    now: u64,
+    report_foreign: bool,
+) -> Result<Stepped, String> {
     let timing = timing(origin, records, policy);
     let stored = {
         let _lock = keys::lock();
@@ -201,7 +215,9 @@ fn step_keys<R: RecordList + ?Sized>(
         stored
     };
     crate::sign_status::keys_stepped(origin, &stored, policy, now);
-    crate::sign_status::report_foreign(origin, records, &stored);
+    if report_foreign {
+        crate::sign_status::report_foreign(origin, records, &stored);
+    }
     let metas: Vec<&keys::KeyMeta> = stored.iter().map(|key| &key.meta).collect();
     let next_key_event = rollover::next_event(&metas, policy, now);
     let awaiting_ds = !rollover::awaiting_ds(&metas, now).is_empty();
@@ -435,8 +451,10 @@ pub fn sign_again<P: RecordList + ?Sized, R: RecordList + ?Sized>(
     now: u64,
     serial_above: Option<u32>,
 ) -> Result<Signed<Resigned>, String> {
+    let started = std::time::Instant::now();
     let stepped = step_keys(origin, records, policy, state_directory, now)?;
     let serial_above = signer_serial_above(origin, records, policy, serial_above, now);
+    let keys_stepped = started.elapsed();
     let salt = policy.nsec3.as_ref().and_then(|nsec3| {
         previous_salt(origin, previous, nsec3).filter(|salt| {
             // Past its `salt-lifetime`: a new salt, the chain made again.
@@ -444,7 +462,7 @@ pub fn sign_again<P: RecordList + ?Sized, R: RecordList + ?Sized>(
         })
     });
     let refresh = refresh_of(policy, now);
-    with_keys(
+    let signed = with_keys(
         origin,
         &stepped,
         policy,
@@ -452,7 +470,81 @@ pub fn sign_again<P: RecordList + ?Sized, R: RecordList + ?Sized>(
         serial_above,
         salt,
         |keys, options| resign_zone(origin, previous, records, keys, options, &refresh),
-    )
+    );
+    log::debug!(
+        "zone {origin}: keys stepped in {} ms, signed again in {} ms",
+        keys_stepped.as_millis(),
+        (started.elapsed() - keys_stepped).as_millis()
+    );
+    signed
+}
+
+/// The zone's keys' metadata as a signing under `policy` at `now` leaves
+/// them (after the rollover steps due): with the same metadata, and
+/// before their next event, a later signing has the same key set.
+pub(crate) type KeyState = Vec<keys::KeyMeta>;
+
+/// [`sign_again`] for the few owners an edit changed (`edits`, the apex
+/// among them; `apex` the previous version's apex records): only they
+/// are signed ([`tern_dnssec::resign_owners`]), if the keys' metadata
+/// after the steps due is `key_state` (the previous signing's: the same
+/// key set signs) and the zone is signed with NSEC. `Ok(None)`: not so,
+/// or the edits are not for this; the caller signs the zone again from
+/// its previous version.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn sign_owners<R: RecordList + ?Sized>(
+    origin: Name<'_>,
+    apex: &[tern_zone::RecordRef<'_>],
+    edits: &[tern_dnssec::OwnerEdit<'_>],
+    records: &R,
+    policy: &Policy,
+    state_directory: &Path,
+    now: u64,
+    serial_above: Option<u32>,
+    key_state: &KeyState,
+) -> Result<Option<Signed<tern_dnssec::OwnersResigned>>, String> {
+    if policy.nsec3.is_some() {
+        return Ok(None);
+    }
+    let stepped = step_keys_reporting(origin, records, policy, state_directory, now, false)?;
+    // The same keys, in whatever order they were read.
+    let same = stepped.stored.len() == key_state.len()
+        && stepped
+            .stored
+            .iter()
+            .all(|key| key_state.contains(&key.meta));
+    if !same {
+        return Ok(None);
+    }
+    let serial_above = signer_serial_above(origin, records, policy, serial_above, now);
+    let refresh = refresh_of(policy, now);
+    let signed = with_keys(
+        origin,
+        &stepped,
+        policy,
+        now,
+        serial_above,
+        None,
+        |keys, options| tern_dnssec::resign_owners(origin, apex, edits, keys, options, &refresh),
+    )?;
+    let Some(zone) = signed.zone else {
+        return Ok(None);
+    };
+    Ok(Some(Signed {
+        zone,
+        next_key_event: signed.next_key_event,
+        awaiting_ds: signed.awaiting_ds,
+    }))
+}
+
+/// The keys' metadata of the zone `origin` as they are in
+/// `state_directory` now (what the signing just made left), for
+/// [`sign_owners`]' check; `None` when they do not read (the next signing
+/// is then not one of a few owners).
+pub(crate) fn key_state(origin: Name<'_>, state_directory: &Path) -> Option<KeyState> {
+    let _lock = keys::lock();
+    let stored = keys::read_keys(&keys::key_dir(state_directory, origin)).ok()?;
+    Some(stored.into_iter().map(|key| key.meta).collect())
 }
 
 /// The signatures' validity for a signing under `policy` at `now`.

@@ -632,3 +632,154 @@ fn algorithm_rollover_steps_signed_again() {
         }
     }
 }
+
+/// The records of `owner` among `records` (any case).
+fn at_owner<'r>(records: &'r [Record], owner: &str) -> Vec<RecordRef<'r>> {
+    let owner = NameBuf::from_text(owner.as_bytes(), Some(origin().as_name())).unwrap();
+    records
+        .iter()
+        .filter(|record| record.owner.as_name().eq_ignore_case(owner.as_name()))
+        .map(|record| RecordRef {
+            owner: record.owner.as_name(),
+            class: record.class,
+            ttl: record.ttl,
+            rtype: record.rtype,
+            rdata: &record.rdata,
+            location: tern_zone::Location::default(),
+        })
+        .collect()
+}
+
+/// Records changed at names that stay (an RRset changed, a type added,
+/// one removed, a wildcard's, the apex's MX): signing only those owners
+/// and the apex gives, at them, what signing the zone again from its
+/// previous version gives (the same records, RRSIGs for the same RRsets
+/// and keys, the unchanged RRsets' RRSIGs kept octet for octet), with a
+/// CSK and with a KSK and ZSK; the difference is `resign_zone`'s. A name
+/// added, glue, a delegation or NSEC3 are refused (`None`).
+#[test]
+fn owners_signed_as_the_zone_signed_again() {
+    let edited = MIXED
+        .replace(" 1 7200", " 2 7200")
+        .replace("www A 192.0.2.3", "www A 192.0.2.30\nwww TXT \"new\"")
+        .replace("WWW AAAA 2001:db8::3\n", "")
+        .replace(
+            "mail A 192.0.2.2",
+            "mail A 192.0.2.2\nmail AAAA 2001:db8::2",
+        )
+        .replace("*.wild TXT \"any\"", "*.wild TXT \"every\"")
+        .replace("@ MX 10 mail", "@ MX 20 mail");
+    for scheme in [&[KeyRole::Csk][..], &[KeyRole::Ksk, KeyRole::Zsk]] {
+        let keys = keys(scheme);
+        let origin = origin();
+        let before = zone(MIXED);
+        let after = zone(&edited);
+        let previous = sign_zone(
+            origin.as_name(),
+            &before,
+            &keys,
+            &options(NOW, &Denial::Nsec, None),
+        )
+        .unwrap();
+        let later = NOW + 3600;
+        let key_set = KeySet::by_role(&keys);
+        let again = resign_zone(
+            origin.as_name(),
+            &previous.records,
+            &after,
+            &key_set,
+            &options(later, &Denial::Nsec, Some(1)),
+            &refresh(later, 0, 0),
+        )
+        .unwrap();
+        let owners = [
+            "example.",
+            "www.example.",
+            "mail.example.",
+            "*.wild.example.",
+        ];
+        let edits: Vec<OwnerEdit<'_>> = owners
+            .iter()
+            .map(|owner| {
+                let previous = at_owner(&previous.records, owner);
+                OwnerEdit {
+                    owner: previous[0].owner,
+                    previous,
+                    records: at_owner(&after, owner),
+                }
+            })
+            .collect();
+        let apex = at_owner(&previous.records, "example.");
+        let by_owner = resign_owners(
+            origin.as_name(),
+            &apex,
+            &edits,
+            &key_set,
+            &options(later, &Denial::Nsec, Some(1)),
+            &refresh(later, 0, 0),
+        )
+        .unwrap()
+        .expect("owners that stay");
+        let mut mine: Vec<Record> = by_owner.owners.concat();
+        let mut theirs: Vec<Record> = owners
+            .iter()
+            .flat_map(|owner| at_owner(&again.records, owner))
+            .map(|record| record.to_record())
+            .collect();
+        assert_eq!(shape(&mine), shape(&theirs));
+        // The RRSIGs kept are the same ones.
+        let rrsigs = |records: &mut Vec<Record>| {
+            records.retain(|record| record.rtype == RType::RRSIG);
+            records
+                .iter()
+                .map(|record| record.rdata.clone())
+                .collect::<BTreeSet<_>>()
+        };
+        let old = rrsigs(&mut previous.records.clone());
+        let kept_mine: BTreeSet<_> = rrsigs(&mut mine).intersection(&old).cloned().collect();
+        let kept_theirs: BTreeSet<_> = rrsigs(&mut theirs).intersection(&old).cloned().collect();
+        assert_eq!(kept_mine, kept_theirs);
+        assert_eq!(by_owner.kept, kept_mine.len());
+        assert!(by_owner.signatures > 0 && by_owner.signatures < again.signatures + 1);
+        let change = again.difference.unwrap();
+        let without_rrsig_bytes = |records: &[Record]| shape(records).0;
+        assert_eq!(
+            without_rrsig_bytes(&by_owner.difference.deleted),
+            without_rrsig_bytes(&change.deleted)
+        );
+        assert_eq!(
+            without_rrsig_bytes(&by_owner.difference.added),
+            without_rrsig_bytes(&change.added)
+        );
+
+        // Refused: a name the previous version lacks, glue, a delegation;
+        // NSEC3.
+        for owner in ["new.example.", "ns.sub.example.", "sub.example."] {
+            let name = NameBuf::from_text(owner.as_bytes(), None).unwrap();
+            let mut refused = edits.clone();
+            refused.push(OwnerEdit {
+                owner: name.as_name(),
+                previous: at_owner(&previous.records, owner),
+                records: at_owner(&after, "www.example."),
+            });
+            let signed = resign_owners(
+                origin.as_name(),
+                &apex,
+                &refused,
+                &key_set,
+                &options(later, &Denial::Nsec, Some(1)),
+                &refresh(later, 0, 0),
+            );
+            assert_eq!(signed.unwrap(), None, "{owner}");
+        }
+        let signed = resign_owners(
+            origin.as_name(),
+            &apex,
+            &edits,
+            &key_set,
+            &options(later, &nsec3(), Some(1)),
+            &refresh(later, 0, 0),
+        );
+        assert_eq!(signed.unwrap(), None, "NSEC3");
+    }
+}

@@ -1,0 +1,536 @@
+//! A signed zone reloaded after an edit of a few records: only the owners
+//! the edit changed are signed again, the served version is patched with
+//! them and the kept records get a patch of them, so that the reload
+//! costs the change, not the zone (issue 24; docs/decisions/0014, 0019).
+//!
+//! The zone file is still read and checked whole (a file is text: what
+//! changed is known only once it is read). Its records are then compared
+//! in file order with the previous load's ([`diff`]: a pass that moves
+//! both lists in step and, where they differ, looks at most [`RESYNC`]
+//! records ahead in each for them to agree again); the owners of the
+//! records that differ, and the apex (its SOA's serial changes), are the
+//! owners edited. Each is signed again from its records in the served
+//! version ([`tern_dnssec::resign_owners`]: the RRSIGs of the RRsets that
+//! did not change kept, the NSEC's next name kept, its type bitmap made
+//! again).
+//!
+//! The previous version's whole signing from its kept records
+//! ([`crate::signing::sign_again`]) is used instead when this cannot be
+//! told to give the same zone ([`sign_edits`] says `None`): a name added
+//! or removed (the NSEC chain changes), a delegation, glue, DNAME or a
+//! DNSSEC record among the records that differ, an NSEC3 zone, a key
+//! event or signatures due for refresh, a policy changed, more than
+//! [`MAX_EDITED_RECORDS`] records that differ, or the kept records
+//! carrying [`crate::kept::MAX_PATCHES`] patches.
+
+use std::path::Path;
+
+use tern_authority::Zone;
+use tern_dnssec::{OwnerEdit, OwnersResigned, MAX_OWNER_EDITS};
+use tern_wire::name::{LowerNameBuf, Name};
+use tern_wire::types::{RClass, RType};
+use tern_zone::{Location, RecordList, RecordRef, Records};
+
+use crate::kept::{KeptRecords, MAX_PATCHES};
+use crate::signing::{KeyState, Policy, Signed};
+
+/// The most records (deleted and added) an edit may change for only its
+/// owners to be signed again.
+pub(crate) const MAX_EDITED_RECORDS: usize = 4096;
+
+/// How many records past a difference [`diff`] looks, in each list, for
+/// the two to agree again.
+pub(crate) const RESYNC: usize = 64;
+
+/// How many records in a row must agree for the lists to be in step
+/// again after a difference.
+const RUN: usize = 4;
+
+//----------- diff -----------------------------------------------------------
+
+/// The records of two loads of a zone file that differ, as indexes in
+/// each.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Diff {
+    /// Records of the previous load not in the new one.
+    pub(crate) old: Vec<usize>,
+    /// Records of the new load not in the previous one.
+    pub(crate) new: Vec<usize>,
+}
+
+/// Whether two records are the same, an SOA's serial aside (a new
+/// serial in the file is not an edit: the apex is signed again anyway).
+fn same(a: RecordRef<'_>, b: RecordRef<'_>) -> bool {
+    a.rtype == b.rtype
+        && a.class == b.class
+        && a.ttl == b.ttl
+        && a.owner.as_bytes() == b.owner.as_bytes()
+        && if a.rtype == RType::SOA {
+            let length = a.rdata.len();
+            length == b.rdata.len()
+                && length >= 20
+                && a.rdata[..length - 20] == b.rdata[..length - 20]
+                && a.rdata[length - 16..] == b.rdata[length - 16..]
+        } else {
+            a.rdata == b.rdata
+        }
+}
+
+/// The records of `new` (a zone file's records, in file order) not in
+/// `old` (the previous load's) and of `old` not in `new`, found by
+/// walking both in step: where they differ, the nearest pair of places
+/// (at most [`RESYNC`] records on in each) from which [`RUN`] records
+/// agree is where they are in step again. `None` when they do not come
+/// back in step, or more than [`MAX_EDITED_RECORDS`] records differ.
+/// Bound: one pass over each list; at each difference at most
+/// `(RESYNC + 1)^2` places tried, [`RUN`] comparisons each.
+pub(crate) fn diff<O: RecordList + ?Sized, N: RecordList + ?Sized>(
+    old: &O,
+    new: &N,
+) -> Option<Diff> {
+    let agree = |i: usize, j: usize| {
+        (0..RUN).all(|k| match (i + k < old.len(), j + k < new.len()) {
+            (true, true) => same(old.record(i + k), new.record(j + k)),
+            (false, false) => true,
+            _ => false,
+        })
+    };
+    let mut out = Diff::default();
+    let (mut i, mut j) = (0, 0);
+    while i < old.len() && j < new.len() {
+        if same(old.record(i), new.record(j)) {
+            i += 1;
+            j += 1;
+            continue;
+        }
+        let (a, b) = (1..=2 * RESYNC)
+            .flat_map(|d| (0..=d).map(move |a| (a, d - a)))
+            .filter(|&(a, b)| a <= RESYNC && b <= RESYNC)
+            .find(|&(a, b)| agree(i + a, j + b))?;
+        out.old.extend(i..(i + a).min(old.len()));
+        out.new.extend(j..(j + b).min(new.len()));
+        i += a;
+        j += b;
+        if out.old.len() + out.new.len() > MAX_EDITED_RECORDS {
+            return None;
+        }
+    }
+    out.old.extend(i..old.len());
+    out.new.extend(j..new.len());
+    (out.old.len() + out.new.len() <= MAX_EDITED_RECORDS).then_some(out)
+}
+
+/// Whether a record of `rtype` that changed keeps the change to its
+/// owner: not a delegation's, a DNAME (which hides names below it) or a
+/// DNSSEC record (which the signer makes or replaces).
+fn edit_stays_at_owner(rtype: RType) -> bool {
+    !matches!(
+        rtype,
+        RType::NS
+            | RType::DS
+            | RType::DNAME
+            | RType::RRSIG
+            | RType::NSEC
+            | RType::NSEC3
+            | RType::NSEC3PARAM
+            | RType::DNSKEY
+            | RType::CDS
+            | RType::CDNSKEY
+    )
+}
+
+//----------- sign_edits -----------------------------------------------------
+
+/// What a signed zone's previous version leaves for [`sign_edits`].
+pub(crate) struct Previous<'p> {
+    /// Its signed records kept.
+    pub(crate) kept: &'p KeptRecords,
+    /// Its serial.
+    pub(crate) serial: u32,
+    /// When it must be signed again (a refresh or a key event).
+    pub(crate) resign_at: u64,
+    /// Its keys' metadata after its signing.
+    pub(crate) key_state: &'p KeyState,
+    /// Its policy.
+    pub(crate) policy: &'p Policy,
+    /// Its RRSIG records.
+    pub(crate) rrsigs: usize,
+    /// Its load's file gave each RRset one TTL.
+    pub(crate) uniform: bool,
+}
+
+/// A version signed by [`sign_edits`].
+pub(crate) struct EditSigned {
+    /// The served version patched.
+    pub(crate) zone: Zone,
+    /// The kept records patched.
+    pub(crate) kept: KeptRecords,
+    /// The owners signed, what the keys call for next.
+    pub(crate) signed: Signed<OwnersResigned>,
+    /// The owners edited.
+    pub(crate) owners: usize,
+    /// The RRSIG records of the new version.
+    pub(crate) rrsigs: usize,
+}
+
+/// Whether the zone's next version may be signed by owners from
+/// `previous` (see the module documentation): the same policy, NSEC,
+/// `served` the version its kept records are, fewer than
+/// [`MAX_PATCHES`] patches, no signature due nor key event before `now`
+/// plus the refresh window, the previous load's TTLs as written.
+pub(crate) fn usable(
+    origin: Name<'_>,
+    previous: &Previous<'_>,
+    served: &Zone,
+    policy: &Policy,
+    now: u64,
+) -> bool {
+    let refresh = crate::signing::refresh_of(policy, now);
+    let why_not = if previous.policy != policy || policy.nsec3.is_some() {
+        Some("its policy changed, or it has NSEC3")
+    } else if served.serial() != previous.serial {
+        Some("the served version is not the one its kept records are")
+    } else if previous.kept.patch_count() >= MAX_PATCHES {
+        Some("its kept records are due to be written whole")
+    } else if now.saturating_add(refresh.window) >= previous.resign_at {
+        Some("signatures due for refresh or a key event")
+    } else if !previous.uniform {
+        Some("its file gives an RRset several TTLs")
+    } else {
+        None
+    };
+    if let Some(why) = why_not {
+        log::debug!("zone {origin}: signed again from its previous version: {why}");
+    }
+    why_not.is_none()
+}
+
+/// The owners a zone file's edit changed, and their records in the new
+/// file (in file order): what [`sign_edits`] signs, and what the checks
+/// of the new file need to read (the apex among them).
+pub(crate) struct Edits<'r> {
+    owners: Vec<LowerNameBuf>,
+    records: Vec<Vec<RecordRef<'r>>>,
+}
+
+impl Edits<'_> {
+    /// The edited owners' records, as one list (for the zone checks).
+    pub(crate) fn list(&self) -> List<'_> {
+        List(self.records.concat())
+    }
+}
+
+/// Records borrowed from elsewhere, as a list.
+pub(crate) struct List<'a>(Vec<RecordRef<'a>>);
+
+impl RecordList for List<'_> {
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    fn record(&self, index: usize) -> RecordRef<'_> {
+        self.0[index]
+    }
+}
+
+/// The owners of `records` (a zone file's, in file order, TTLs as
+/// written) whose records differ from `unsigned` (the previous load's),
+/// and the apex, each with its records; `None` when the edit is not one
+/// of a few owners that stay (see the module documentation), or an
+/// edited owner's RRset has several TTLs (the file's TTLs would then be
+/// settled, which may depend on records elsewhere). Bound: [`diff`], and a
+/// pass over `records` comparing an owner only when its length is an
+/// edited owner's.
+pub(crate) fn find_edits<'r>(
+    origin: Name<'_>,
+    unsigned: &Records,
+    records: &'r Records,
+) -> Option<Edits<'r>> {
+    let Some(diff) = diff(unsigned, records) else {
+        log::debug!("zone {origin}: signed again from its previous version: many records changed");
+        return None;
+    };
+    // The owners edited: those of the records that differ, and the apex.
+    let changed = diff
+        .old
+        .iter()
+        .map(|&index| unsigned.record(index))
+        .chain(diff.new.iter().map(|&index| records.record(index)));
+    let mut owners: Vec<LowerNameBuf> = vec![origin.to_lower()];
+    for record in changed {
+        if !edit_stays_at_owner(record.rtype) {
+            log::debug!(
+                "zone {origin}: signed again from its previous version: a {} record changed",
+                record.rtype
+            );
+            return None;
+        }
+        owners.push(record.owner.to_lower());
+    }
+    owners.sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+    owners.dedup_by(|a, b| a.as_bytes() == b.as_bytes());
+    if owners.len() > MAX_OWNER_EDITS {
+        return None;
+    }
+    // Each edited owner's records in the new file.
+    let mut lengths = [false; 256];
+    for owner in &owners {
+        lengths[owner.as_bytes().len()] = true;
+    }
+    let mut new_records: Vec<Vec<RecordRef<'r>>> = vec![Vec::new(); owners.len()];
+    for index in 0..records.len() {
+        let record = records.record(index);
+        let name = record.owner.as_bytes();
+        if !lengths[name.len()] {
+            continue;
+        }
+        if let Some(at) = owners
+            .iter()
+            .position(|owner| tern_wire::name::eq_ignore_case(owner.as_bytes(), name))
+        {
+            new_records[at].push(record);
+        }
+    }
+    // One TTL per RRset at the edited owners (all RRsets elsewhere are
+    // unchanged and had one): settling the file's TTLs changes nothing.
+    for list in &new_records {
+        for (at, record) in list.iter().enumerate() {
+            if list[..at]
+                .iter()
+                .any(|other| other.rtype == record.rtype && other.ttl != record.ttl)
+            {
+                log::debug!(
+                    "zone {origin}: signed again from its previous version: several TTLs \
+                     for an RRset at {}",
+                    record.owner
+                );
+                return None;
+            }
+        }
+    }
+    Some(Edits {
+        owners,
+        records: new_records,
+    })
+}
+
+/// The zone `origin`'s next version when only `edits`' owners of `records`
+/// (the zone file's, checked) need signing again (see the module
+/// documentation; [`usable`] said so of `previous`): those owners signed,
+/// `served` (the previous version, served now) patched with them, the
+/// kept records patched. `Ok(None)` when the zone is to be signed again
+/// from its previous version instead; errors are the signer's or the key
+/// files'. Bound: a look-up and a signing per edited owner, and the key
+/// step's pass over `records` for their highest TTL.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn sign_edits(
+    origin: Name<'_>,
+    previous: &Previous<'_>,
+    served: &Zone,
+    edits: &Edits<'_>,
+    records: &Records,
+    policy: &Policy,
+    state_directory: &Path,
+    now: u64,
+    serial_above: Option<u32>,
+) -> Result<Option<EditSigned>, String> {
+    let owners = &edits.owners;
+    let new_records = edits.records.iter().cloned();
+    // Each edited owner's records in the served version.
+    let mut edits = Vec::with_capacity(owners.len());
+    for (owner, new) in owners.iter().zip(new_records) {
+        let Some(old) = served.owner_records(owner.as_name()) else {
+            log::debug!("zone {origin}: signed again from its previous version: a name added");
+            return Ok(None);
+        };
+        if new.is_empty() {
+            log::debug!("zone {origin}: signed again from its previous version: a name removed");
+            return Ok(None);
+        }
+        let previous: Vec<RecordRef<'_>> = old
+            .iter()
+            .map(|record| RecordRef {
+                owner: record.owner,
+                class: RClass::IN,
+                ttl: record.ttl,
+                rtype: record.rtype,
+                rdata: record.rdata,
+                location: Location::default(),
+            })
+            .collect();
+        edits.push(OwnerEdit {
+            owner: previous
+                .first()
+                .map_or(owner.as_name(), |record| record.owner),
+            previous,
+            records: new,
+        });
+    }
+    let apex_index = edits
+        .iter()
+        .position(|edit| edit.owner.eq_ignore_case(origin));
+    let apex: Vec<RecordRef<'_>> =
+        apex_index.map_or_else(Vec::new, |at| edits[at].previous.clone());
+    let Some(signed) = crate::signing::sign_owners(
+        origin,
+        &apex,
+        &edits,
+        records,
+        policy,
+        state_directory,
+        now,
+        serial_above,
+        previous.key_state,
+    )?
+    else {
+        log::debug!("zone {origin}: signed again from its previous version: not an edit of owners");
+        return Ok(None);
+    };
+    // The served version patched with each owner's new records.
+    let mut changes = tern_authority::ZoneChanges::new();
+    for (edit, records) in edits.iter().zip(&signed.zone.owners) {
+        changes.set(
+            edit.owner,
+            records
+                .iter()
+                .map(|record| (record.rtype, record.ttl, &record.rdata[..])),
+        );
+    }
+    let zone = match served.patch(&changes) {
+        Ok(patched) if patched.zone.garbage_bytes() <= patched.zone.table_bytes() / 2 => {
+            patched.zone
+        }
+        Ok(_) | Err(_) => {
+            log::debug!("zone {origin}: signed again from its previous version: not patched");
+            return Ok(None);
+        }
+    };
+    // The kept records: a patch of the owners' records appended.
+    let rrsig =
+        |list: &mut dyn Iterator<Item = RType>| list.filter(|&rtype| rtype == RType::RRSIG).count();
+    let before: usize = edits.iter().map(|edit| edit.previous.len()).sum();
+    let after: usize = signed.zone.owners.iter().map(Vec::len).sum();
+    let rrsigs_before: usize = edits
+        .iter()
+        .map(|edit| rrsig(&mut edit.previous.iter().map(|record| record.rtype)))
+        .sum();
+    let rrsigs_after: usize = signed
+        .zone
+        .owners
+        .iter()
+        .map(|owner| rrsig(&mut owner.iter().map(|record| record.rtype)))
+        .sum();
+    let patch: Vec<(Name<'_>, Vec<RecordRef<'_>>)> = edits
+        .iter()
+        .zip(&signed.zone.owners)
+        .map(|(edit, records)| {
+            let records = records
+                .iter()
+                .map(|record| RecordRef {
+                    owner: record.owner.as_name(),
+                    class: record.class,
+                    ttl: record.ttl,
+                    rtype: record.rtype,
+                    rdata: &record.rdata,
+                    location: Location::default(),
+                })
+                .collect();
+            (edit.owner, records)
+        })
+        .collect();
+    let count = (previous.kept.len() + after).saturating_sub(before);
+    let kept = previous
+        .kept
+        .patched(&patch, count)
+        .map_err(|err| format!("cannot keep the signed records: {err}"))?;
+    Ok(Some(EditSigned {
+        zone,
+        kept,
+        owners: edits.len(),
+        rrsigs: (previous.rrsigs + rrsigs_after).saturating_sub(rrsigs_before),
+        signed,
+    }))
+}
+
+//=========== Tests ==========================================================
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn records(text: &str) -> Records {
+        let origin = tern_wire::name::NameBuf::from_text(b"example.", None).unwrap();
+        let mut records = Records::new();
+        tern_zone::scan_bytes(
+            text.as_bytes(),
+            Path::new("test"),
+            origin.as_name(),
+            &tern_zone::Options::default(),
+            &mut tern_zone::NoInclude,
+            &mut records,
+        )
+        .unwrap();
+        records
+    }
+
+    fn zone(hosts: impl Iterator<Item = String>) -> String {
+        let mut text = String::from(
+            "$TTL 300\n@ SOA ns hostmaster 1 3600 900 604800 300\n@ NS ns\nns A 192.0.2.1\n",
+        );
+        for host in hosts {
+            text.push_str(&host);
+            text.push('\n');
+        }
+        text
+    }
+
+    /// Records changed, added and removed anywhere are found, and only
+    /// they; a new SOA serial is no difference; a list out of step for
+    /// longer than [`RESYNC`] records is refused.
+    #[test]
+    fn the_records_that_differ() {
+        let hosts = |skip: Option<usize>, change: Option<usize>, add: Option<usize>| {
+            (0..200).flat_map(move |n| {
+                let mut lines = Vec::new();
+                if Some(n) != skip {
+                    let last = if Some(n) == change { 99 } else { n % 250 };
+                    lines.push(format!("h{n} A 198.51.100.{last}"));
+                }
+                if Some(n) == add {
+                    lines.push(format!("h{n} TXT \"new\""));
+                }
+                lines
+            })
+        };
+        let old = records(&zone(hosts(None, None, None)));
+        assert_eq!(diff(&old, &old), Some(Diff::default()));
+        let serial = records(&zone(hosts(None, None, None)).replace(" 1 3600", " 2 3600"));
+        assert_eq!(diff(&old, &serial), Some(Diff::default()));
+        let changed = records(&zone(hosts(None, Some(7), None)));
+        assert_eq!(
+            diff(&old, &changed),
+            Some(Diff {
+                old: vec![3 + 7],
+                new: vec![3 + 7]
+            })
+        );
+        let removed = records(&zone(hosts(Some(0), None, None)));
+        assert_eq!(
+            diff(&old, &removed),
+            Some(Diff {
+                old: vec![3],
+                new: vec![]
+            })
+        );
+        let added = records(&zone(hosts(None, None, Some(199))));
+        assert_eq!(
+            diff(&old, &added),
+            Some(Diff {
+                old: vec![],
+                new: vec![3 + 200]
+            })
+        );
+        let many: String = zone((0..200).map(|n| format!("h{n} A 198.51.100.{}", (n + 1) % 250)));
+        assert_eq!(diff(&old, &records(&many)), None);
+    }
+}
