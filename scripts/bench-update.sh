@@ -397,8 +397,9 @@ def main() -> None:
                              sum(f[1] for f in figures), statistics.median(f[2] for f in figures)))
     records = {z: sum(1 for line in t.splitlines() if line and not line.startswith("$"))
                for z, t in texts.items()}
+    per_round = f"{UPDATES:,} updates" if UPDATES else f"{DURATION:.0f} s"
     print(f"\n{CLIENTS} clients over TCP on CPU {CLIENT_CPU}, server on CPU {SERVER_CPU}, "
-          f"{DURATION:.0f} s per round, {ROUNDS} rounds, TSIG {d.ALGORITHM}")
+          f"{per_round} per round, {ROUNDS} rounds, TSIG {d.ALGORITHM}")
     print(f"{'server':<8} {'zone':<22} {'updates/s':>10}  {'rounds':<28} {'errors':>6} {'updates/version':>15}")
     for name, zone, rate, each, errors, rose in rows:
         label = f"{zone} ({records[zone]:,} rec)"
