@@ -33,6 +33,18 @@
 # ZONES (default "small large") choose what runs. Each round also prints the server's
 # resident memory (VmRSS) once the zone answers and after the round's updates: with
 # DURATION long enough for 100,000 updates, the issue's memory figure.
+#
+# UPDATES=N (the memory figure): instead of DURATION, the clients together make N updates
+# answered NOERROR (N / CLIENTS each; default 0, by time); each round then prints the
+# server's VmRSS once loaded and after them, its VmHWM, and the ratio of the two RSS.
+# IXFR_HISTORY (tern only, e.g. `1M`): its `transfer.ixfr-history`, the bound of the IXFR
+# history the updates fill (tern's default 16 MiB otherwise).
+#
+# QUERIES=1 (tern only): query answering beside updates. tern answers on SERVER_CPU (its
+# one core, its update thread with it); dnsperf on CLIENT_CPU sends A queries for the
+# zone's names (QUERY_CLIENTS sockets, 100 queries in flight each, for DURATION
+# seconds) first alone, then while the CLIENTS update clients run; prints both rates and
+# their ratio (the issue: within 10 % of the rate without updates).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -46,8 +58,12 @@ export ROUNDS="${ROUNDS:-3}"
 export LARGE_NAMES="${LARGE_NAMES:-50000}"
 export SERVERS="${SERVERS:-knot bind tern}"
 export ZONES="${ZONES:-small large}"
+export UPDATES="${UPDATES:-0}"
+export IXFR_HISTORY="${IXFR_HISTORY:-}"
+export QUERIES="${QUERIES:-0}"
+export QUERY_CLIENTS="${QUERY_CLIENTS:-4}"
 
-for tool in knotd named taskset python3; do
+for tool in knotd named taskset python3 dnsperf; do
     command -v "$tool" >/dev/null || { echo "bench-update: $tool is not installed (make deps)"; exit 1; }
 done
 
@@ -61,8 +77,10 @@ import pathlib
 import socket
 import statistics
 import struct
+import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 sys.path.insert(0, str(pathlib.Path("tests/update").resolve()))
@@ -84,6 +102,10 @@ ROUNDS = int(os.environ["ROUNDS"])
 LARGE_NAMES = int(os.environ["LARGE_NAMES"])
 SERVERS = os.environ["SERVERS"].split()
 ZONES = os.environ["ZONES"].split()
+UPDATES = int(os.environ["UPDATES"])
+IXFR_HISTORY = os.environ["IXFR_HISTORY"]
+QUERIES = os.environ["QUERIES"] == "1"
+QUERY_CLIENTS = int(os.environ["QUERY_CLIENTS"])
 ORIGIN = d.ORIGIN
 
 
@@ -104,7 +126,10 @@ def pinned(server):
         cmd = command()
         if server.name == "tern":
             conf = server.workdir / "tern.yaml"
-            conf.write_text(conf.read_text() + f"cores: [{SERVER_CPU}]\n")
+            text = conf.read_text() + f"cores: [{SERVER_CPU}]\n"
+            if IXFR_HISTORY:
+                text = text.replace("transfer:\n", f"transfer:\n  ixfr-history: {IXFR_HISTORY}\n")
+            conf.write_text(text)
         return ["taskset", "-c", str(SERVER_CPU)] + cmd
 
     server.command = pinned_command
@@ -155,8 +180,9 @@ def unsigned_update(index: int, adding: bool, ident: int) -> bytes:
     return message.to_wire()
 
 
-def client(index: int, addr, start: float, stop: float, out) -> None:
-    """One client: UPDATEs one after the other over one TCP connection until `stop`,
+def client(index: int, addr, start: float, stop: float, out, quota: int = 0) -> None:
+    """One client: UPDATEs one after the other over one TCP connection until `stop` (or,
+    `quota` > 0, until `quota` of them are answered NOERROR),
     each signed and its answer waited for (its ID and RCODE read; its TSIG is not
     checked here: the servers' answers to these requests are checked by the test
     suites); puts (NOERROR answers after `start`, other answers after `start`, NOERROR
@@ -175,7 +201,7 @@ def client(index: int, addr, start: float, stop: float, out) -> None:
         sock.connect(addr)
         while True:
             now = time.time()
-            if now >= stop:
+            if now >= stop or 0 < quota <= total:
                 break
             ident = (ident + 1) & 0xFFFF
             wire = signer.sign(struct.pack("!H", ident) + messages[adding][2:])
@@ -228,10 +254,10 @@ def client_bound() -> float:
     return count / (time.monotonic() - begin)
 
 
-def rss_mib(server) -> float:
-    """The server process's resident memory (VmRSS), MiB."""
+def rss_mib(server, field: str = "VmRSS") -> float:
+    """The server process's resident memory (VmRSS, or `field`: VmHWM), MiB."""
     for line in pathlib.Path(f"/proc/{server.proc.pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(f"{field}:"):
             return int(line.split()[1]) / 1024
     return float("nan")
 
@@ -244,30 +270,83 @@ def holds_txt(server, index: int) -> bool:
 
 def load(server) -> tuple[float, int, int]:
     """(NOERROR answers per second, errors, NOERROR answers in all) of CLIENTS clients;
-    checks that each client's record is there exactly when its last update added it."""
+    checks that each client's record is there exactly when its last update added it.
+    With UPDATES, the clients make that many (warm-up included) and the rate is of them
+    all, over the time they took."""
     out = multiprocessing.Queue()
     start = time.time() + 0.5 + WARM_UP
-    stop = start + DURATION
-    procs = [multiprocessing.Process(target=client, args=(i, server.addr, start, stop, out))
+    quota = -(-UPDATES // CLIENTS) if UPDATES else 0
+    stop = start + (24 * 3600 if quota else DURATION)
+    procs = [multiprocessing.Process(target=client,
+                                     args=(i, server.addr, start, stop, out, quota))
              for i in range(CLIENTS)]
+    began = time.time()
     for proc in procs:
         proc.start()
     results = [out.get() for _ in procs]
     for proc in procs:
         proc.join()
+    took = time.time() - began
     for index, _, _, _, present in results:
         if holds_txt(server, index) != present:
             sys.exit(f"bench-update: {server.name}: client {index}'s TXT is "
                      f"{'missing' if present else 'still there'} after its last NOERROR")
     counted = sum(r[1] for r in results)
-    return counted / DURATION, sum(r[2] for r in results), sum(r[3] for r in results)
+    total = sum(r[3] for r in results)
+    if quota:
+        return total / took, sum(r[2] for r in results), total
+    return counted / DURATION, sum(r[2] for r in results), total
+
+
+def query_file(zone: str, path: pathlib.Path) -> None:
+    """dnsperf's input: A queries for the zone's names (the large zone's hosts, or the
+    small zone's apex and the names of its A records), in a shuffled order."""
+    if zone == "large":
+        names = [f"host{(i * 7919) % LARGE_NAMES}.{ORIGIN}" for i in range(LARGE_NAMES)]
+    else:
+        names = [ORIGIN] + [f"bench-client{i}.{ORIGIN}" for i in range(CLIENTS)]
+    path.write_text("".join(f"{name} A\n" for name in names))
+
+
+def dnsperf(server, queries: pathlib.Path, seconds: float) -> float:
+    """Queries per second tern answered to dnsperf on CLIENT_CPU (UDP, QUERY_CLIENTS
+    sockets with 100 queries in flight each) over `seconds`."""
+    done = subprocess.run(
+        ["taskset", "-c", str(CLIENT_CPU), "dnsperf", "-s", server.addr[0], "-p",
+         str(server.addr[1]), "-d", str(queries), "-l", str(seconds), "-c",
+         str(QUERY_CLIENTS), "-q", str(100 * QUERY_CLIENTS), "-t", "2"],
+        capture_output=True, text=True, check=True)
+    for line in done.stdout.splitlines():
+        if "Queries per second:" in line:
+            return float(line.split(":")[1])
+    sys.exit(f"bench-update: dnsperf printed no rate:\n{done.stdout}\n{done.stderr}")
+
+
+def queries_beside_updates(server, zone: str, root: pathlib.Path) -> tuple[float, float, float]:
+    """(queries/s alone, queries/s while the update clients run, updates/s meanwhile)."""
+    queries = root / f"queries-{zone}.txt"
+    query_file(zone, queries)
+    seconds = max(DURATION - 1, 1)
+    alone = dnsperf(server, queries, seconds)
+    outcome = []
+    updating = threading.Thread(target=lambda: outcome.append(load(server)))
+    updating.start()
+    # A benchmark's timing, not a test's event: the clients start counting after
+    # 0.5 s and WARM_UP (load()); dnsperf runs inside their counted time.
+    time.sleep(0.5 + WARM_UP)
+    beside = dnsperf(server, queries, seconds)
+    updating.join()
+    rate, errors, _ = outcome[0]
+    if errors:
+        sys.exit(f"bench-update: {errors} update(s) failed beside the queries")
+    return alone, beside, rate
 
 
 def main() -> None:
     os.sched_setaffinity(0, {CLIENT_CPU})
     mode = os.environ.get("TERN_UPDATE", "")
     texts = zones()
-    names = [name for name in ["knot", "bind"] if name in SERVERS]
+    names = [name for name in ["knot", "bind"] if name in SERVERS and not QUERIES]
     if mode != "0" and "tern" in SERVERS:
         takes, why = d.tern_takes_updates(texts["small"])
         if takes:
@@ -290,25 +369,37 @@ def main() -> None:
                     (root / f"{zone}-{round_}").mkdir(exist_ok=True)
                     server = pinned(d.make_server(name, root / f"{zone}-{round_}", text))
                     with d.harness.serving({name: server}):
+                        if QUERIES:
+                            alone, beside, rate = queries_beside_updates(
+                                server, zone, root / f"{zone}-{round_}")
+                            print(f"bench-update: {name} {zone} round {round_ + 1}: "
+                                  f"{alone:,.0f} queries/s alone, {beside:,.0f} beside "
+                                  f"{rate:,.0f} updates/s ({beside / alone:.1%})", flush=True)
+                            continue
                         before = serial(server)
                         rss_before = rss_mib(server)
                         rate, errors, total = load(server)
                         rose = (serial(server) - before) % 2**32
                         rss_after = rss_mib(server)
+                        peak = rss_mib(server, "VmHWM")
                     print(f"bench-update: {name} {zone} round {round_ + 1}: {rate:,.0f} "
                           f"updates/s, {total:,} updates, RSS {rss_before:,.1f} MiB when "
-                          f"loaded, {rss_after:,.1f} MiB after them", flush=True)
+                          f"loaded, {rss_after:,.1f} MiB after them "
+                          f"({rss_after / rss_before:.2f}x), peak {peak:,.1f} MiB", flush=True)
                     if not 0 < rose <= total:
                         sys.exit(f"bench-update: {name} on {zone}: serial rose by {rose} for "
                                  f"{total} updates answered NOERROR")
                     figures.append((rate, errors, total / rose))
+                if not figures:
+                    continue
                 rate = statistics.median(f[0] for f in figures)
                 rows.append((name, zone, rate, [f[0] for f in figures],
                              sum(f[1] for f in figures), statistics.median(f[2] for f in figures)))
     records = {z: sum(1 for line in t.splitlines() if line and not line.startswith("$"))
                for z, t in texts.items()}
+    per_round = f"{UPDATES:,} updates" if UPDATES else f"{DURATION:.0f} s"
     print(f"\n{CLIENTS} clients over TCP on CPU {CLIENT_CPU}, server on CPU {SERVER_CPU}, "
-          f"{DURATION:.0f} s per round, {ROUNDS} rounds, TSIG {d.ALGORITHM}")
+          f"{per_round} per round, {ROUNDS} rounds, TSIG {d.ALGORITHM}")
     print(f"{'server':<8} {'zone':<22} {'updates/s':>10}  {'rounds':<28} {'errors':>6} {'updates/version':>15}")
     for name, zone, rate, each, errors, rose in rows:
         label = f"{zone} ({records[zone]:,} rec)"

@@ -284,27 +284,6 @@ impl Zone {
         }
     }
 
-    /// Every record at the name `owner` (any case), as
-    /// [`Zone::next_record`] gives them; `None` if the zone has no such
-    /// name (an empty non-terminal has none). What a signer reads of the
-    /// previous version at the owners an edit changed. Bound: the owner's
-    /// records.
-    pub fn owner_records(&self, owner: Name<'_>) -> Option<Vec<ZoneRecord<'_>>> {
-        let node = self.find_node(owner.to_lower().as_bytes())?;
-        let mut cursor = RecordCursor {
-            node,
-            ..RecordCursor::default()
-        };
-        let mut records = Vec::new();
-        while cursor.node == node {
-            match self.next_record(&mut cursor) {
-                Some(record) if cursor.node == node => records.push(record),
-                _ => break,
-            }
-        }
-        Some(records)
-    }
-
     /// Whether the records of a node's RRSIG RRset (the signatures of the
     /// lowest type covered) are also attached to that type's RRset.
     fn sigs_attached(&self, node: u32, rrsig: &RRset) -> bool {
@@ -517,6 +496,72 @@ impl Zone {
             + self.rdata.size_bytes()
             + self.glue.size_bytes()
             + self.extra.size_bytes()
+    }
+
+    //--- Reading one name, for the update thread (docs/decisions/0019)
+
+    /// The records the name `lower` (lowercased) owns, in
+    /// [`Zone::next_record`]'s order and form (each RRset followed by the
+    /// RRSIGs covering it, with its TTL); none for a name not in the tree
+    /// (the owners of NSEC3 records are not in it: see [`Zone::has_nsec3`]).
+    /// Bound: one look-up, then the name's records.
+    pub fn owner_records(&self, lower: Name<'_>) -> Vec<ZoneRecord<'_>> {
+        let Some(id) = self.find_node(lower.as_bytes()) else {
+            return Vec::new();
+        };
+        let owner = self.node_name(id);
+        let mut out = Vec::new();
+        let mut push = |rtype, ttl, rdata| {
+            out.push(ZoneRecord {
+                owner,
+                rtype,
+                ttl,
+                rdata,
+            })
+        };
+        for set in self.rrsets(id) {
+            if set.rtype == RType::RRSIG {
+                if !self.sigs_attached(id, set) {
+                    self.rdata_iter(set)
+                        .for_each(|rdata| push(RType::RRSIG, set.ttl, rdata));
+                }
+                continue;
+            }
+            self.rdata_iter(set)
+                .for_each(|rdata| push(set.rtype, set.ttl, rdata));
+            self.sigs(set)
+                .for_each(|rdata| push(RType::RRSIG, set.ttl, rdata));
+        }
+        out
+    }
+
+    /// Whether a name strictly below `lower` (lowercased) owns records.
+    /// Bound: one look-up (an empty non-terminal stays only while a name
+    /// below it owns records).
+    pub fn has_names_below(&self, lower: Name<'_>) -> bool {
+        self.find_node(lower.as_bytes())
+            .is_some_and(|id| self.extra.get(id).children > 0)
+    }
+
+    /// Calls `visit` with each name strictly below `lower` (lowercased)
+    /// that owns records, in the tables' order, until it returns true;
+    /// whether it did. Bound: a pass over every node (the update thread's
+    /// rare exact check, [`Zone::has_names_below`] being the quick one).
+    pub fn any_name_below(&self, lower: Name<'_>, mut visit: impl FnMut(Name<'_>) -> bool) -> bool {
+        (0..self.nodes.end()).any(|id| {
+            let node = self.node(id);
+            if node.flags & FLAG_DEAD != 0 || node.rrset_count == 0 {
+                return false;
+            }
+            let name = self.node_name(id);
+            name.len() > lower.len() && name.ends_with(lower) && visit(name)
+        })
+    }
+
+    /// Whether the zone holds NSEC3 records (kept outside the name tree:
+    /// [`Zone::owner_records`] does not see their owners).
+    pub fn has_nsec3(&self) -> bool {
+        self.hashed_nodes > 0 || self.nsec3.is_some()
     }
 
     /// Octets of the tables that patches left unused; a zone built whole

@@ -128,9 +128,7 @@ impl<'z> Transaction<'z> {
     pub fn rollback(self) {
         for (key, original) in self.saved {
             self.zone.take(&key);
-            if let Some(node) = original {
-                self.zone.put(key, node);
-            }
+            self.zone.put(key, original.unwrap_or_default());
         }
     }
 
@@ -148,7 +146,8 @@ impl<'z> Transaction<'z> {
         let mut added = Vec::new();
         for (key, original) in &self.saved {
             let old = original.as_ref().unwrap_or(&empty);
-            let new = self.zone.node(key).unwrap_or(&empty);
+            let new = self.zone.node(key);
+            let new = new.as_deref().unwrap_or(&empty);
             if old == new {
                 continue;
             }
@@ -188,7 +187,7 @@ impl<'z> Transaction<'z> {
     pub fn changed(&self) -> bool {
         self.saved.iter().any(|(key, original)| {
             let empty = Node::default();
-            original.as_ref().unwrap_or(&empty) != self.zone.node(key).unwrap_or(&empty)
+            original.as_ref().unwrap_or(&empty) != self.zone.node(key).as_deref().unwrap_or(&empty)
         })
     }
 
@@ -258,11 +257,8 @@ fn delete_record(transaction: &mut Transaction<'_>, key: &Key, apex: bool, updat
     if rtype == RType::SOA {
         return;
     }
-    let Some(rrset) = transaction
-        .zone
-        .node(key)
-        .and_then(|node| node.rrset(rtype))
-    else {
+    let node = transaction.zone.node(key);
+    let Some(rrset) = node.as_deref().and_then(|node| node.rrset(rtype)) else {
         return;
     };
     if rrset.find(&update.rdata).is_none()
@@ -270,6 +266,7 @@ fn delete_record(transaction: &mut Transaction<'_>, key: &Key, apex: bool, updat
     {
         return;
     }
+    drop(node);
     transaction.change(key, |node| node.remove_rdata(rtype, &update.rdata));
 }
 
@@ -281,7 +278,8 @@ fn add_record(
     update: &UpdateRecord,
 ) -> Result<(), Rcode> {
     let (rtype, ttl, rdata) = (update.rtype, update.ttl, &update.rdata[..]);
-    let node = transaction.zone.node(key);
+    let held = transaction.zone.node(key);
+    let node = held.as_deref();
     let identical = |rtype| {
         node.and_then(|node| node.rrset(rtype))
             .is_some_and(|rrset| {

@@ -93,10 +93,7 @@ pub fn update_signed(
         prescan(zone, record, access, options)?;
     }
     let records_before = zone.len();
-    let from_soa = {
-        let (ttl, rdata) = zone.soa();
-        (ttl, Box::<[u8]>::from(rdata))
-    };
+    let from_soa = zone.soa();
     let mut transaction = Transaction::new(zone);
     if let Err(rcode) = apply_updates(&mut transaction, &message.updates) {
         transaction.rollback();
@@ -114,8 +111,7 @@ pub fn update_signed(
         return Err(Rcode::REFUSED);
     }
     let (deleted, added) = transaction.changes();
-    let (ttl, rdata) = transaction.zone().soa();
-    let to_soa = (ttl, Box::<[u8]>::from(rdata));
+    let to_soa = transaction.zone().soa();
     Ok(Some(Difference {
         from_soa,
         to_soa,

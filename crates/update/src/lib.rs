@@ -9,7 +9,7 @@
 //! | module | what it does |
 //! |---|---|
 //! | [`message`] | reads an UPDATE: zone, prerequisites, updates, the TSIG record's place (FORMERR for anything malformed) |
-//! | [`store`] | a zone's records by owner in canonical order, changed in place: an update costs the names it touches |
+//! | [`store`] | a zone's records by owner in canonical order, held whole or laid over a served version (holding only the changed names), changed in place: an update costs the names it touches |
 //! | [`prereq`] | the five prerequisite forms, with their RCODEs |
 //! | [`apply`] | the four kinds of update applied all or nothing, SOA, apex NS, CNAME and DNAME rules, the difference |
 //! | [`policy`] | update rules: which key, from where, may update which types at which owners |

@@ -144,10 +144,12 @@ pub fn check_prerequisites_signed(
                 };
                 !served.records.is_empty() && served.same_rdata(rdata)
             }
-            None => zone
-                .node(key)
-                .and_then(|node| node.rrset(*rtype))
-                .is_some_and(|rrset| rrset.same_rdata(rdata)),
+            None => {
+                let node = zone.node(key);
+                node.as_deref()
+                    .and_then(|node| node.rrset(*rtype))
+                    .is_some_and(|rrset| rrset.same_rdata(rdata))
+            }
         };
         if !same {
             return Err(Rcode::NXRRSET);

@@ -1,8 +1,13 @@
 //! A zone's records as the update engine keeps them: one node per owner
 //! name in canonical order, so that an update costs the names it touches.
 //!
-//! [`ZoneRecords`] is built once from the records tern-zone gives
-//! ([`ZoneRecords::from_records`], any `RecordList`), then changed in
+//! [`ZoneRecords`] is either built from the records tern-zone gives
+//! ([`ZoneRecords::from_records`], any `RecordList`), holding them all, or
+//! laid over a [`Base`] ([`ZoneRecords::over`]): a version the server
+//! serves, read name by name, with only the names updates changed held
+//! here, until the server serves a version with them and lays the records
+//! over that one ([`ZoneRecords::over`] again). Over a base, the memory
+//! held is the changed names', not the zone's. Either is changed in
 //! place by updates. Its map is keyed by [`Key`], the owner's labels from
 //! the root, lowercased, each escaped and ended by a zero octet, so that
 //! octet order is canonical DNS order (RFC 4034 section 6.1) and a name's
@@ -15,8 +20,10 @@
 //! writes them); RDATA and TTLs as given, one TTL per record, so that
 //! RRSIGs keep the TTL of the RRset each covers.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::ops::Bound;
+use std::sync::Arc;
 
 use tern_wire::name::{LowerNameBuf, Name, NameBuf, MAX_LABELS, MAX_NAME_LEN};
 use tern_wire::types::{RClass, RType};
@@ -318,15 +325,64 @@ impl std::fmt::Display for StoreError {
 
 impl std::error::Error for StoreError {}
 
+//----------- Base -----------------------------------------------------------
+
+/// What [`Base::for_each_record`] calls with each record: owner, type,
+/// TTL, RDATA.
+pub type RecordVisitor<'v> = dyn FnMut(Name<'_>, RType, u32, &[u8]) + 'v;
+
+/// A version of a zone the records are laid over ([`ZoneRecords::over`]):
+/// the server's served version, read one name at a time. Owners are given
+/// and returned lowercased.
+pub trait Base: Send + Sync {
+    /// The records `owner` holds (each RRSIG with its own TTL), or `None`
+    /// if it holds none.
+    fn node(&self, owner: Name<'_>) -> Option<Node>;
+
+    /// Whether a name strictly below `owner` holds records: the quick
+    /// check, one look-up.
+    fn has_names_below(&self, owner: Name<'_>) -> bool;
+
+    /// Calls `visit` with names strictly below `owner` that hold records,
+    /// until it returns true; whether it did. May cost a pass over the
+    /// zone: called only when the quick check says yes and names below
+    /// `owner` were emptied by updates not yet in the base.
+    fn any_name_below(&self, owner: Name<'_>, visit: &mut dyn FnMut(Name<'_>) -> bool) -> bool;
+
+    /// How many records the version holds.
+    fn record_count(&self) -> usize;
+
+    /// Calls `visit` with every record of the version, in any order: for
+    /// building a whole version.
+    fn for_each_record(&self, visit: &mut RecordVisitor<'_>);
+}
+
 //----------- ZoneRecords ----------------------------------------------------
 
-/// The records of one zone, by owner in canonical order.
-#[derive(Clone, Debug)]
+/// The records of one zone, by owner in canonical order: all of them
+/// ([`ZoneRecords::from_records`]), or those changed since a [`Base`]
+/// ([`ZoneRecords::over`]).
+#[derive(Clone)]
 pub struct ZoneRecords {
     origin: LowerNameBuf,
     origin_key: Key,
+    /// The version read for every name not in `nodes`.
+    base: Option<Arc<dyn Base>>,
+    /// Without a base: every name's records (no empty node). Over a base:
+    /// the names changed since it, an empty node for a name emptied.
     nodes: BTreeMap<Key, Node>,
     records: usize,
+}
+
+impl std::fmt::Debug for ZoneRecords {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ZoneRecords")
+            .field("origin", &self.origin.as_name().to_string())
+            .field("over_base", &self.base.is_some())
+            .field("nodes", &self.nodes)
+            .field("records", &self.records)
+            .finish()
+    }
 }
 
 impl ZoneRecords {
@@ -343,6 +399,7 @@ impl ZoneRecords {
         let mut zone = ZoneRecords {
             origin: origin.to_lower(),
             origin_key: Key::of(origin),
+            base: None,
             nodes: BTreeMap::new(),
             records: 0,
         };
@@ -360,10 +417,27 @@ impl ZoneRecords {
             node.add(record.rtype, ttl, record.rdata);
             zone.records += node.len() - before;
         }
-        let apex = zone.node(&zone.origin_key).ok_or(StoreError::NoSoa)?;
+        zone.check_soa().map(|()| zone)
+    }
+
+    /// The zone at `origin` as `base` holds it, nothing changed yet.
+    /// Errors: no SOA at the origin, or several. Bound: one look-up.
+    pub fn over(origin: Name<'_>, base: Arc<dyn Base>) -> Result<ZoneRecords, StoreError> {
+        let zone = ZoneRecords {
+            origin: origin.to_lower(),
+            origin_key: Key::of(origin),
+            records: base.record_count(),
+            base: Some(base),
+            nodes: BTreeMap::new(),
+        };
+        zone.check_soa().map(|()| zone)
+    }
+
+    fn check_soa(&self) -> Result<(), StoreError> {
+        let apex = self.node(&self.origin_key).ok_or(StoreError::NoSoa)?;
         match apex.rrset(RType::SOA) {
             Some(soa) if soa.records.len() > 1 => Err(StoreError::SeveralSoa),
-            Some(soa) if soa_serial(&soa.records[0].data).is_some() => Ok(zone),
+            Some(soa) if soa_serial(&soa.records[0].data).is_some() => Ok(()),
             _ => Err(StoreError::NoSoa),
         }
     }
@@ -388,61 +462,112 @@ impl ZoneRecords {
         self.records == 0
     }
 
+    /// Whether the records are laid over a [`Base`].
+    pub fn has_base(&self) -> bool {
+        self.base.is_some()
+    }
+
+    /// How many names this holds itself (every name's without a base; the
+    /// changed names' over one), and their records and RDATA octets: the
+    /// memory it holds beyond a base.
+    pub fn held(&self) -> (usize, usize, usize) {
+        let records = self.nodes.values().map(Node::len).sum();
+        let octets = self
+            .nodes
+            .values()
+            .flat_map(|node| node.rrsets.iter())
+            .flat_map(|rrset| rrset.records.iter())
+            .map(|record| record.data.len())
+            .sum();
+        (self.nodes.len(), records, octets)
+    }
+
     /// The apex SOA's TTL and RDATA.
-    pub fn soa(&self) -> (u32, &[u8]) {
-        let soa = self
-            .node(&self.origin_key)
+    pub fn soa(&self) -> (u32, Box<[u8]>) {
+        let apex = self.node(&self.origin_key);
+        let soa = apex
+            .as_deref()
             .and_then(|apex| apex.rrset(RType::SOA))
             .and_then(|soa| soa.records.first())
             .expect("a zone keeps its SOA: it is checked at build and never deleted");
-        (soa.ttl, &soa.data)
+        (soa.ttl, soa.data.clone())
     }
 
     /// The apex SOA's serial.
     pub fn serial(&self) -> u32 {
-        soa_serial(self.soa().1).expect("the SOA's RDATA is checked when it is stored")
+        soa_serial(&self.soa().1).expect("the SOA's RDATA is checked when it is stored")
     }
 
-    /// The node of the name whose key is `key`.
-    pub fn node(&self, key: &Key) -> Option<&Node> {
-        self.nodes.get(key)
+    /// The node of the name whose key is `key`: held here, else read from
+    /// the base (then owned).
+    pub fn node(&self, key: &Key) -> Option<Cow<'_, Node>> {
+        match (self.nodes.get(key), &self.base) {
+            (Some(node), _) => (!node.is_empty()).then_some(Cow::Borrowed(node)),
+            (None, Some(base)) => base.node(key.name().as_name()).map(Cow::Owned),
+            (None, None) => None,
+        }
     }
 
-    /// Every name's key and node, in canonical order.
+    /// The names this holds and their nodes, in canonical order: every
+    /// name's without a base, the changed names' over one (a name emptied
+    /// with an empty node).
     pub fn nodes(&self) -> impl Iterator<Item = (&Key, &Node)> + '_ {
         self.nodes.iter()
     }
 
-    /// Whether any name strictly below `key`'s owns records. One range step:
-    /// the first key after `key` is below it if any is.
+    /// Whether any name strictly below `key`'s owns records. Without a
+    /// base, one range step: the first key after `key` is below it if any
+    /// is. Over a base, the changed names below `key` first, then the
+    /// base's quick check, and a pass over the base only when it says yes
+    /// and updates emptied names below `key`.
     pub fn has_names_below(&self, key: &Key) -> bool {
-        self.nodes
-            .range((Bound::Excluded(key), Bound::Unbounded))
-            .next()
-            .is_some_and(|(next, _)| next.is_at_or_below(key))
+        let below = || {
+            self.nodes
+                .range((Bound::Excluded(key), Bound::Unbounded))
+                .take_while(|(next, _)| next.is_at_or_below(key))
+        };
+        let Some(base) = &self.base else {
+            return below().next().is_some();
+        };
+        if below().any(|(_, node)| !node.is_empty()) {
+            return true;
+        }
+        let owner = key.name();
+        if !base.has_names_below(owner.as_name()) {
+            return false;
+        }
+        if below().next().is_none() {
+            return true;
+        }
+        base.any_name_below(owner.as_name(), &mut |name| {
+            !self.nodes.contains_key(&Key::of(name))
+        })
     }
 
     /// Takes the node of `key` out (to change it), or an empty one.
     pub(crate) fn take(&mut self, key: &Key) -> Node {
-        match self.nodes.remove(key) {
-            Some(node) => {
-                self.records -= node.len();
-                node
-            }
-            None => Node::default(),
-        }
+        let node = match (self.nodes.remove(key), &self.base) {
+            (Some(node), _) => node,
+            (None, Some(base)) => base.node(key.name().as_name()).unwrap_or_default(),
+            (None, None) => Node::default(),
+        };
+        self.records -= node.len();
+        node
     }
 
-    /// Puts a node back (an empty one is not kept).
+    /// Puts a node back. Without a base an empty one is not kept; over
+    /// one it is (the name is emptied).
     pub(crate) fn put(&mut self, key: Key, node: Node) {
-        if !node.is_empty() {
+        if !node.is_empty() || self.base.is_some() {
             self.records += node.len();
             self.nodes.insert(key, node);
         }
     }
 
-    /// Every record, in canonical order of owners and by type within one:
-    /// `(owner, type, TTL, RDATA)`.
+    /// Every record this holds itself, in canonical order of owners and by
+    /// type within one: `(owner, type, TTL, RDATA)`. Without a base that is
+    /// the zone; over one, the changed names' only
+    /// ([`ZoneRecords::for_each_record`] gives the zone).
     pub fn iter(&self) -> impl Iterator<Item = (NameBuf, RType, u32, &[u8])> + '_ {
         self.nodes.iter().flat_map(|(key, node)| {
             let owner = key.name();
@@ -455,19 +580,82 @@ impl ZoneRecords {
         })
     }
 
+    /// Calls `visit` with every record of the zone: without a base in
+    /// canonical order; over one, the base's records of the names not
+    /// changed (in its order), then the changed names' in canonical
+    /// order. Bound: the zone's records, and a binary search among the
+    /// changed names per record of the base.
+    pub fn for_each_record(&self, mut visit: impl FnMut(Name<'_>, RType, u32, &[u8])) {
+        if let Some(base) = &self.base {
+            let mut changed: Vec<Box<[u8]>> = self
+                .nodes
+                .keys()
+                .map(|key| key.name().as_bytes().into())
+                .collect();
+            changed.sort_unstable();
+            base.for_each_record(&mut |owner, rtype, ttl, rdata| {
+                let lower = owner.to_lower();
+                if changed
+                    .binary_search_by(|held| (**held).cmp(lower.as_bytes()))
+                    .is_err()
+                {
+                    visit(owner, rtype, ttl, rdata);
+                }
+            });
+        }
+        for (owner, rtype, ttl, rdata) in self.iter() {
+            visit(owner.as_name(), rtype, ttl, rdata);
+        }
+    }
+
     /// Every record as an owned [`Record`] (class IN, no location), in the
-    /// order of [`ZoneRecords::iter`]: for building a whole zone version.
+    /// order of [`ZoneRecords::for_each_record`]: for building a whole
+    /// zone version.
     pub fn to_records(&self) -> Vec<Record> {
         let mut out = Vec::with_capacity(self.records);
-        out.extend(self.iter().map(|(owner, rtype, ttl, rdata)| Record {
-            owner,
-            class: RClass::IN,
-            ttl,
-            rtype,
-            rdata: rdata.to_vec(),
-            location: Location::default(),
-        }));
+        self.for_each_record(|owner, rtype, ttl, rdata| {
+            out.push(Record {
+                owner: owner.to_buf(),
+                class: RClass::IN,
+                ttl,
+                rtype,
+                rdata: rdata.to_vec(),
+                location: Location::default(),
+            })
+        });
         out
+    }
+}
+
+/// A zone's records can be the base of others (the tests and the fuzz
+/// target lay records over records, to compare with the same records
+/// held whole).
+impl Base for ZoneRecords {
+    fn node(&self, owner: Name<'_>) -> Option<Node> {
+        ZoneRecords::node(self, &Key::of(owner)).map(Cow::into_owned)
+    }
+
+    fn has_names_below(&self, owner: Name<'_>) -> bool {
+        ZoneRecords::has_names_below(self, &Key::of(owner))
+    }
+
+    fn any_name_below(&self, owner: Name<'_>, visit: &mut dyn FnMut(Name<'_>) -> bool) -> bool {
+        let key = Key::of(owner);
+        let mut found = false;
+        self.for_each_record(|name, _, _, _| {
+            if !found && name.len() > owner.len() && Key::of(name).is_at_or_below(&key) {
+                found = visit(name);
+            }
+        });
+        found
+    }
+
+    fn record_count(&self) -> usize {
+        self.len()
+    }
+
+    fn for_each_record(&self, visit: &mut RecordVisitor<'_>) {
+        ZoneRecords::for_each_record(self, visit);
     }
 }
 

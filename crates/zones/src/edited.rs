@@ -339,10 +339,13 @@ pub(crate) fn sign_edits(
     // Each edited owner's records in the served version.
     let mut edits = Vec::with_capacity(owners.len());
     for (owner, new) in owners.iter().zip(new_records) {
-        let Some(old) = served.owner_records(owner.as_name()) else {
+        // None (or an empty non-terminal, outside the NSEC chain): a name
+        // added.
+        let old = served.owner_records(owner.as_name().to_lower().as_name());
+        if old.is_empty() {
             log::debug!("zone {origin}: signed again from its previous version: a name added");
             return Ok(None);
-        };
+        }
         if new.is_empty() {
             log::debug!("zone {origin}: signed again from its previous version: a name removed");
             return Ok(None);

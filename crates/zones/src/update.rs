@@ -5,9 +5,12 @@
 //! TSIG verifies) and hands it here through a [`Submitter`]; the answer's
 //! RCODE goes back through the request's `reply`. This thread keeps, per
 //! updatable zone, the records as `tern_update` changes them
-//! ([`ZoneRecords`], built from the served version the first time, and
-//! again whenever a reload replaced that version), and takes requests in
-//! groups (those that arrived together, at most [`UPDATE_GROUP`]):
+//! ([`ZoneRecords`] laid over the served version: it reads that version
+//! name by name and holds only the names a group of updates changed, until
+//! the version made of them is served and the records are laid over it;
+//! a zone tern signs, or with NSEC3 records, is copied whole instead), and
+//! takes requests in groups (those that arrived together, at most
+//! [`UPDATE_GROUP`]):
 //!
 //! ```text
 //!  requests ─► engine (each, in order) ─► journal append, one fsync per zone
@@ -47,6 +50,7 @@ use std::time::{Duration, Instant};
 
 use sha1::{Digest, Sha1};
 use tern_authority::{PatchError, RecordCursor, Work, Zone, ZoneBuilder, ZoneChanges};
+use tern_update::store::{Base, Node, RecordVisitor};
 use tern_update::{Access, Requester, UpdateMessage, UpdateOptions, UpdateRule, ZoneRecords};
 use tern_wire::name::{LowerNameBuf, Name};
 use tern_wire::types::{RClass, RType, Rcode};
@@ -755,7 +759,7 @@ impl State {
         {
             let records = match cds {
                 Some(cds) => signed::unsigned_records(&served, cds),
-                None => records_of(&served),
+                None => records_over(&served),
             };
             match records {
                 Ok(records) => zone.base = Some((Arc::clone(&served), records)),
@@ -941,8 +945,24 @@ impl State {
             built.record_count(),
             started.elapsed()
         );
+        // The built version holds the changes: the records are laid over
+        // it afresh, and what they held of the changes is freed (never
+        // expected to fail: the version has its SOA; then the next update
+        // reads the served version again).
+        let failed = match records.has_base().then(|| records_over(&built)) {
+            Some(Ok(over)) => {
+                *records = over;
+                None
+            }
+            Some(Err(err)) => Some(err),
+            None => None,
+        };
         *base = Arc::clone(&built);
         zone.dirty = true;
+        if let Some(err) = failed {
+            log::error!("zone {}: {err}", name.as_name());
+            zone.base = None;
+        }
         self.zones.updated(built, differences);
         if self.next_sync.is_none() && !self.sync_interval.is_zero() {
             self.next_sync = Some(Instant::now() + self.sync_interval);
@@ -1002,7 +1022,52 @@ impl State {
 
 //----------- Conversions ----------------------------------------------------
 
-/// The engine's records of a served version.
+/// A served version as the engine's [`Base`]: read one name at a time.
+struct Served(Arc<Zone>);
+
+impl Base for Served {
+    fn node(&self, owner: Name<'_>) -> Option<Node> {
+        let records = self.0.owner_records(owner);
+        let mut node = Node::default();
+        for record in records {
+            node.add(record.rtype, record.ttl, record.rdata);
+        }
+        (!node.is_empty()).then_some(node)
+    }
+
+    fn has_names_below(&self, owner: Name<'_>) -> bool {
+        self.0.has_names_below(owner)
+    }
+
+    fn any_name_below(&self, owner: Name<'_>, visit: &mut dyn FnMut(Name<'_>) -> bool) -> bool {
+        self.0.any_name_below(owner, visit)
+    }
+
+    fn record_count(&self) -> usize {
+        self.0.record_count()
+    }
+
+    fn for_each_record(&self, visit: &mut RecordVisitor<'_>) {
+        let mut cursor = RecordCursor::default();
+        while let Some(record) = self.0.next_record(&mut cursor) {
+            visit(record.owner, record.rtype, record.ttl, record.rdata);
+        }
+    }
+}
+
+/// The engine's records of a served version: laid over it (memory for
+/// the names updates change, not the zone's), but for a zone with NSEC3
+/// records, whose owners are outside the served version's name tree: its
+/// records are copied ([`records_of`]).
+fn records_over(zone: &Arc<Zone>) -> Result<ZoneRecords, String> {
+    if zone.has_nsec3() {
+        return records_of(zone);
+    }
+    ZoneRecords::over(zone.origin(), Arc::new(Served(Arc::clone(zone))))
+        .map_err(|err| format!("its records do not take updates: {err}"))
+}
+
+/// The engine's records of a served version, copied whole.
 fn records_of(zone: &Zone) -> Result<ZoneRecords, String> {
     let mut list = Vec::with_capacity(zone.record_count());
     let mut cursor = RecordCursor::default();
@@ -1061,7 +1126,7 @@ pub fn next_version(
         let node = records.node(&tern_update::store::Key::of(owner));
         changes.set(
             owner,
-            node.into_iter().flat_map(|node| {
+            node.as_deref().into_iter().flat_map(|node| {
                 node.rrsets().iter().flat_map(|rrset| {
                     rrset
                         .records
@@ -1085,11 +1150,16 @@ pub fn next_version(
 pub fn zone_of(origin: Name<'_>, records: &ZoneRecords) -> Result<Zone, String> {
     let mut builder = ZoneBuilder::new(origin);
     builder.reserve(records.len(), 0);
-    for (owner, rtype, ttl, rdata) in records.iter() {
-        builder
-            .insert(owner.as_name(), rtype, RClass::IN, ttl, rdata)
-            .map_err(|err| err.to_string())?;
-    }
+    let mut inserted = Ok(());
+    records.for_each_record(|owner, rtype, ttl, rdata| {
+        if inserted.is_ok() {
+            inserted = builder
+                .insert(owner, rtype, RClass::IN, ttl, rdata)
+                .map(|_| ())
+                .map_err(|err| err.to_string());
+        }
+    });
+    inserted?;
     builder.finish().map_err(|err| err.to_string())
 }
 
