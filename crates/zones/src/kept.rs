@@ -602,7 +602,6 @@ mod tests {
         std::fs::remove_dir(&dir).unwrap();
     }
 
-
     /// A patch replaces its owners' records where they were (an owner
     /// spelled in another case too), the others' stay; a second patch
     /// wins over the first; each version reads its own list, the earlier
