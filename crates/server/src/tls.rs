@@ -233,11 +233,7 @@ async fn serve_connection(
     if outcome != OUTCOME_OK {
         if outcome == OUTCOME_FAILED {
             // The alert saying why, if the client still reads.
-            let alert = {
-                let mut tls = tls.borrow_mut();
-                tls.collect_alerts();
-                std::mem::take(&mut tls.outgoing)
-            };
+            let alert = std::mem::take(&mut tls.borrow_mut().outgoing);
             if !alert.is_empty() {
                 let _ =
                     monoio::time::timeout(core.tcp.write_timeout, stream.write_all(alert)).await;
@@ -362,6 +358,10 @@ struct Tls {
     outgoing: Vec<u8>,
     /// The client's close_notify was seen: no more data will come.
     peer_closed: bool,
+    /// rustls refused the client's input: it is not called again past
+    /// collecting its alert (processing more input after an error would
+    /// make it queue a second fatal alert, which it asserts against).
+    failed: bool,
 }
 
 impl Tls {
@@ -372,6 +372,7 @@ impl Tls {
             plain: Vec::new(),
             outgoing: Vec::new(),
             peer_closed: false,
+            failed: false,
         }
     }
 
@@ -388,12 +389,15 @@ impl Tls {
     /// is appended to `sink`, records it makes to `outgoing`; at the
     /// `WriteTraffic` state, `encrypt` (if any) writes the output. An error
     /// is rustls refusing what the client sent (its alert is then queued,
-    /// [`Self::collect_alerts`]).
+    /// [`Self::collect_alert`]), and every later call fails at once.
     fn pump(
         &mut self,
         sink: &mut Vec<u8>,
         mut encrypt: Option<&mut Encrypt<'_>>,
     ) -> Result<Pumped, rustls::Error> {
+        if self.failed {
+            return Err(rustls::Error::General("the connection failed".into()));
+        }
         // Each pass handles one state; rustls yields a bounded number
         // (one per record of `incoming`, per queued message), and the
         // guard ends a connection that would loop.
@@ -460,45 +464,42 @@ impl Tls {
             if self.incoming.is_empty() && self.incoming.capacity() > 0 {
                 self.incoming = Vec::new();
             }
-            if let Some(pumped) = result? {
-                return Ok(pumped);
+            match result {
+                Ok(Some(pumped)) => return Ok(pumped),
+                Ok(None) => {}
+                Err(err) => {
+                    self.collect_alert();
+                    return Err(err);
+                }
             }
         }
+        self.failed = true;
         Err(rustls::Error::General("too many TLS states".into()))
     }
 
-    /// Queues in `outgoing` the alert rustls made when it refused the
-    /// client's input (called after [`Self::pump`] failed).
-    fn collect_alerts(&mut self) {
-        // After an error rustls hands out what it queued, then the error
-        // again; the guard bounds it. The same `incoming` as before: rustls
-        // may hold positions in it.
-        for _ in 0..MAX_STATES {
-            let UnbufferedStatus { discard, state } =
-                self.connection.process_tls_records(&mut self.incoming);
-            let encoded = match state {
-                Ok(ConnectionState::EncodeTlsData(mut data)) => {
-                    let start = self.outgoing.len();
-                    if let Err(EncodeError::InsufficientSize(InsufficientSizeError {
-                        required_size,
-                    })) = data.encode(&mut [])
-                    {
-                        self.outgoing.resize(start + required_size, 0);
-                        match data.encode(&mut self.outgoing[start..]) {
-                            Ok(written) => self.outgoing.truncate(start + written),
-                            Err(_) => self.outgoing.truncate(start),
-                        }
-                    }
-                    true
+    /// After rustls refused the client's input: queues in `outgoing` the
+    /// alert it made, and marks the connection failed. One call to rustls:
+    /// it hands out what it queued before processing any more input, and
+    /// the alert is the one message queued by the failing step (what was
+    /// queued before was taken by [`Self::pump`] as it came).
+    fn collect_alert(&mut self) {
+        self.failed = true;
+        let UnbufferedStatus { discard, state } =
+            self.connection.process_tls_records(&mut self.incoming);
+        if let Ok(ConnectionState::EncodeTlsData(mut data)) = state {
+            let start = self.outgoing.len();
+            if let Err(EncodeError::InsufficientSize(InsufficientSizeError { required_size })) =
+                data.encode(&mut [])
+            {
+                self.outgoing.resize(start + required_size, 0);
+                match data.encode(&mut self.outgoing[start..]) {
+                    Ok(written) => self.outgoing.truncate(start + written),
+                    Err(_) => self.outgoing.truncate(start),
                 }
-                _ => false,
-            };
-            let discard = discard.min(self.incoming.len());
-            self.incoming.drain(..discard);
-            if !encoded {
-                break;
             }
         }
+        let discard = discard.min(self.incoming.len());
+        self.incoming.drain(..discard);
     }
 }
 
@@ -605,9 +606,8 @@ impl TlsWriter {
                 out.truncate(start + written);
                 Ok(())
             };
-            if tls.pump(&mut sink, Some(&mut close)).is_err() {
-                tls.collect_alerts();
-            }
+            // Failed: the alert saying why is queued instead.
+            let _ = tls.pump(&mut sink, Some(&mut close));
             let mut queued = std::mem::take(&mut tls.outgoing);
             queued.append(&mut out);
             queued
