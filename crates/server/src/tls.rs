@@ -477,29 +477,44 @@ impl Tls {
         Err(rustls::Error::General("too many TLS states".into()))
     }
 
-    /// After rustls refused the client's input: queues in `outgoing` the
-    /// alert it made, and marks the connection failed. One call to rustls:
-    /// it hands out what it queued before processing any more input, and
-    /// the alert is the one message queued by the failing step (what was
-    /// queued before was taken by [`Self::pump`] as it came).
+    /// After rustls refused the client's input: queues in `outgoing` what
+    /// it had queued (the alert saying why, after a ServerHello if the
+    /// handshake got that far), and marks the connection failed. rustls is
+    /// called only while it has records queued, which it hands out before
+    /// processing any more input: processing more after an error would make
+    /// it queue a second fatal alert, which it asserts against.
     fn collect_alert(&mut self) {
         self.failed = true;
-        let UnbufferedStatus { discard, state } =
-            self.connection.process_tls_records(&mut self.incoming);
-        if let Ok(ConnectionState::EncodeTlsData(mut data)) = state {
-            let start = self.outgoing.len();
-            if let Err(EncodeError::InsufficientSize(InsufficientSizeError { required_size })) =
-                data.encode(&mut [])
-            {
-                self.outgoing.resize(start + required_size, 0);
-                match data.encode(&mut self.outgoing[start..]) {
-                    Ok(written) => self.outgoing.truncate(start + written),
-                    Err(_) => self.outgoing.truncate(start),
+        // Each pass takes one queued message; rustls queued a few at most.
+        for _ in 0..MAX_STATES {
+            if !self.connection.wants_write() {
+                break;
+            }
+            let UnbufferedStatus { discard, state } =
+                self.connection.process_tls_records(&mut self.incoming);
+            let encoded = match state {
+                Ok(ConnectionState::EncodeTlsData(mut data)) => {
+                    let start = self.outgoing.len();
+                    if let Err(EncodeError::InsufficientSize(InsufficientSizeError {
+                        required_size,
+                    })) = data.encode(&mut [])
+                    {
+                        self.outgoing.resize(start + required_size, 0);
+                        match data.encode(&mut self.outgoing[start..]) {
+                            Ok(written) => self.outgoing.truncate(start + written),
+                            Err(_) => self.outgoing.truncate(start),
+                        }
+                    }
+                    true
                 }
+                _ => false,
+            };
+            let discard = discard.min(self.incoming.len());
+            self.incoming.drain(..discard);
+            if !encoded {
+                break;
             }
         }
-        let discard = discard.min(self.incoming.len());
-        self.incoming.drain(..discard);
     }
 }
 
