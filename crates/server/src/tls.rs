@@ -2,13 +2,22 @@
 //!
 //! Each core has its own SO_REUSEPORT listener per address, as for TCP,
 //! and serves the connections it accepts on its reactor. A connection is
-//! a TLS handshake (rustls, through its buffer-oriented API over monoio's
-//! `TcpStream`: `read_tls`, `process_new_packets`, `reader`, `writer`,
-//! `write_tls`), then the decrypted stream is served by the same framing
-//! as TCP ([`crate::tcp::serve_stream`]): RFC 7766 frames, pipelining,
-//! out-of-order forwarded answers, the same timeouts and in-flight limit.
-//! One `ServerConnection` is shared by the two halves through a
-//! `RefCell`, borrowed only between awaits.
+//! a TLS handshake (rustls's unbuffered API over monoio's `TcpStream`:
+//! `UnbufferedServerConnection::process_tls_records` and its states, with
+//! buffers of our own), then the decrypted stream is served by the same
+//! framing as TCP ([`crate::tcp::serve_stream`]): RFC 7766 frames,
+//! pipelining, out-of-order forwarded answers, the same timeouts and
+//! in-flight limit. One [`Tls`] (the rustls connection and its buffers) is
+//! shared by the two halves through a `RefCell`, borrowed only between
+//! awaits.
+//!
+//! Memory (issue 26: 10,000 idle connections in 100 MiB): a connection
+//! waiting for its next query holds no ciphertext or plaintext buffer (its
+//! pending read is a five-octet record header), and its answers are
+//! encrypted into a stream buffer of the core's pool, many records per
+//! write, given back once written; what remains is rustls's state (keys,
+//! the handshake's outcome) and the framing's own small read buffer. See
+//! docs/decisions/0017.
 //!
 //! Limits, each closing the connection:
 //! - per core, `tcp.max-connections` open TLS connections (counted apart
@@ -17,8 +26,10 @@
 //!   that never finishes it, or trickles it, holds its slot no longer);
 //!   then the first query has `tcp.initial-timeout` again and later ones
 //!   `tcp.idle-timeout` and `tcp.message-timeout`, as over TCP;
-//! - rustls bounds what it buffers (received plaintext, records, queued
-//!   output) and refuses renegotiation and key-update floods itself.
+//! - ciphertext held for an unfinished record (or handshake message) is
+//!   at most [`MAX_INCOMING`] octets; rustls refuses longer records,
+//!   renegotiation (TLS 1.2: a ClientHello after the handshake is a fatal
+//!   unexpected message) and key-update floods itself.
 //!
 //! Zone transfers (XoT, RFC 9103) are served over these connections as
 //! over TCP (`crate::xfr_out`, which `transfer.tls-only` restricts to
@@ -31,19 +42,23 @@
 //! recommended block for responses), over TLS only.
 
 use std::cell::RefCell;
-use std::io::{self, BufRead};
+use std::io;
 use std::net::SocketAddr;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
+use monoio::buf::IoBuf;
 use monoio::io::{AsyncReadRent, AsyncWriteRentExt, Splitable};
 use monoio::net::tcp::{TcpOwnedReadHalf, TcpOwnedWriteHalf};
 use monoio::net::{TcpListener, TcpStream};
-use rustls::ServerConnection;
+use rustls::server::{ServerConnectionData, UnbufferedServerConnection};
+use rustls::unbuffered::{
+    ConnectionState, EncodeError, InsufficientSizeError, UnbufferedStatus, WriteTraffic,
+};
 
 use crate::core::Core;
-use crate::pool::{self, Size};
+use crate::pool::{self, Size, STREAM_BUFFER};
 use crate::stats::{TlsCounters, TRANSPORT_TLS};
 use crate::tcp::{serve_stream, ReadStream, Stream, WriteStream};
 use crate::xfr_out::{Channel, ClientCertificate};
@@ -51,11 +66,35 @@ use crate::xfr_out::{Channel, ClientCertificate};
 pub mod config;
 pub mod padding;
 
-/// Ciphertext read from the socket at once: a ClientHello, or dozens of
-/// queries' records (rustls joins a longer record's reads). Small, since
-/// every open connection holds it, idle ones too (issue 26: 10,000 idle
-/// connections in 100 MiB).
+/// Ciphertext read from the socket at once, past the rest of a record
+/// whose header was read: a ClientHello, or dozens of queries' records.
+/// Allocated for the read and freed once rustls has processed it.
 const CIPHER_READ: usize = 2048;
+
+/// A TLS record's header: type, version, length.
+const RECORD_HEADER: usize = 5;
+
+/// The most plaintext in one record (RFC 8446 section 5.1).
+const MAX_FRAGMENT: usize = 1 << 14;
+
+/// Room for a record's overhead past its plaintext: header, explicit
+/// nonce (TLS 1.2), content type (TLS 1.3) and tag; 21 to 29 octets with
+/// the suites rustls offers.
+const RECORD_OVERHEAD: usize = 32;
+
+/// Room for an encrypted close_notify alert.
+const CLOSE_NOTIFY_ROOM: usize = 64;
+
+/// The most ciphertext a connection holds unprocessed: a handshake
+/// message rustls is still joining (up to 64 KiB) and a whole record
+/// (2^14 + 256 octets of ciphertext and its header) more. Past it, the
+/// connection ends.
+const MAX_INCOMING: usize = 0xffff + MAX_FRAGMENT + 256 + RECORD_HEADER;
+
+/// The most states rustls may yield in one processing pass: one per record
+/// of at most [`MAX_INCOMING`] octets (six at least each) and per message
+/// it queued, with room to spare. A pass past it ends the connection.
+const MAX_STATES: usize = 1 << 16;
 
 /// How long the accept loop pauses after a failed accept.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(10);
@@ -97,7 +136,11 @@ impl PartialEq for TlsConfig {
 
 /// Counts a handshake by its outcome ([`HANDSHAKE_OUTCOMES`]) and the
 /// protocol version it settled on ([`TLS_VERSIONS`]).
-fn count_handshake(counters: &TlsCounters, outcome: usize, connection: &ServerConnection) {
+fn count_handshake(
+    counters: &TlsCounters,
+    outcome: usize,
+    connection: &UnbufferedServerConnection,
+) {
     let version = match connection.protocol_version() {
         Some(rustls::ProtocolVersion::TLSv1_3) => 0,
         Some(rustls::ProtocolVersion::TLSv1_2) => 1,
@@ -141,7 +184,7 @@ pub(crate) async fn serve(
             drop(stream);
             continue;
         }
-        let Ok(connection) = ServerConnection::new(Arc::clone(&server)) else {
+        let Ok(connection) = UnbufferedServerConnection::new(Arc::clone(&server)) else {
             continue; // never: the configuration was built to be valid
         };
         counters.accepted.set(counters.accepted.get() + 1);
@@ -165,27 +208,23 @@ pub(crate) async fn serve(
 async fn serve_connection(
     mut stream: TcpStream,
     peer: SocketAddr,
-    connection: ServerConnection,
+    connection: UnbufferedServerConnection,
     client_ca: bool,
     core: &Rc<Core>,
 ) {
-    let connection = Rc::new(RefCell::new(connection));
-    let mut cipher = Vec::with_capacity(CIPHER_READ);
+    let tls = Rc::new(RefCell::new(Tls::new(connection)));
     let stop = core.stop.listener();
-    let handshake = monoio::time::timeout(
-        core.tcp.initial_timeout,
-        handshake(&mut stream, &connection, &mut cipher),
-    );
+    let handshake = monoio::time::timeout(core.tcp.initial_timeout, handshake(&mut stream, &tls));
     let outcome = match stop.or(handshake).await {
         None => return,
         Some(Err(_)) => OUTCOME_TIMEOUT,
         Some(Ok(outcome)) => outcome,
     };
     {
-        let connection = connection.borrow();
-        count_handshake(&core.tls_counters, outcome, &connection);
+        let tls = tls.borrow();
+        count_handshake(&core.tls_counters, outcome, &tls.connection);
         if outcome == OUTCOME_OK
-            && connection.handshake_kind() == Some(rustls::HandshakeKind::Resumed)
+            && tls.connection.handshake_kind() == Some(rustls::HandshakeKind::Resumed)
         {
             let resumed = &core.tls_counters.resumed;
             resumed.set(resumed.get() + 1);
@@ -194,14 +233,17 @@ async fn serve_connection(
     if outcome != OUTCOME_OK {
         if outcome == OUTCOME_FAILED {
             // The alert saying why, if the client still reads.
-            let _ = monoio::time::timeout(core.tcp.write_timeout, flush(&mut stream, &connection))
-                .await;
+            let alert = std::mem::take(&mut tls.borrow_mut().outgoing);
+            if !alert.is_empty() {
+                let _ =
+                    monoio::time::timeout(core.tcp.write_timeout, stream.write_all(alert)).await;
+            }
         }
         return;
     }
     let certificate = if !client_ca {
         ClientCertificate::NotRequired
-    } else if connection.borrow().peer_certificates().is_some() {
+    } else if tls.borrow().connection.peer_certificates().is_some() {
         ClientCertificate::Verified
     } else {
         ClientCertificate::Missing
@@ -211,96 +253,285 @@ async fn serve_connection(
     let failed = Rc::new(std::cell::Cell::new(false));
     let reader = TlsReader {
         tcp: reader,
-        connection: Rc::clone(&connection),
-        cipher,
-        start: 0,
+        tls: Rc::clone(&tls),
+        busy: false,
         failed: Rc::clone(&failed),
     };
     let writer = TlsWriter {
         tcp: writer,
-        connection: Rc::clone(&connection),
-        out: Vec::new(),
+        tls: Rc::clone(&tls),
     };
-    let mut buffer = pool::take(Size::Stream);
-    buffer.clear();
     let stream = Stream {
         counters: &core.tls_counters.connections,
         transport: TRANSPORT_TLS,
         channel: Channel::Tls(certificate),
     };
-    let mut writer = serve_stream(reader, writer, buffer, (peer, local), stream, core).await;
+    let mut writer = serve_stream(reader, writer, Vec::new(), (peer, local), stream, core).await;
     if failed.get() {
         let errors = &core.tls_counters.protocol_errors;
         errors.set(errors.get() + 1);
     }
     if !stop.fired() {
-        connection.borrow_mut().send_close_notify();
-        let _ = monoio::time::timeout(core.tcp.write_timeout, writer.flush()).await;
+        let _ = monoio::time::timeout(core.tcp.write_timeout, writer.close()).await;
     }
 }
 
 /// Runs the handshake: reads the client's flights and writes ours until
 /// rustls is done (TLS 1.3 session tickets written too). What the client
-/// sent after its Finished (its first queries) stays in rustls or, not yet
-/// fed to it, in `cipher`. Returns an outcome of [`HANDSHAKE_OUTCOMES`].
-async fn handshake(
-    stream: &mut TcpStream,
-    connection: &RefCell<ServerConnection>,
-    cipher: &mut Vec<u8>,
-) -> usize {
-    // Each pass writes what rustls has queued, then reads at least one
-    // octet or ends; the caller's timeout bounds the whole.
+/// sent after its Finished (its first queries) stays, decrypted in
+/// `plain` or not yet processed in `incoming`, for the reader. Returns an
+/// outcome of [`HANDSHAKE_OUTCOMES`].
+async fn handshake(stream: &mut TcpStream, tls: &RefCell<Tls>) -> usize {
+    // Each pass writes what rustls made, then ends or reads at least one
+    // octet; the caller's timeout bounds the whole, and `MAX_INCOMING`
+    // what a pass may hold.
     loop {
-        if flush(stream, connection).await.is_err() {
+        let pumped = {
+            let mut tls = tls.borrow_mut();
+            let mut sink = std::mem::take(&mut tls.plain);
+            let pumped = tls.pump(&mut sink, None);
+            tls.plain = sink;
+            pumped
+        };
+        let Ok(pumped) = pumped else {
+            return OUTCOME_FAILED;
+        };
+        let flight = std::mem::take(&mut tls.borrow_mut().outgoing);
+        if !flight.is_empty() && stream.write_all(flight).await.0.is_err() {
             return OUTCOME_CLOSED;
         }
-        if !connection.borrow().is_handshaking() {
-            return OUTCOME_OK;
+        match pumped {
+            Pumped::Closed => return OUTCOME_CLOSED,
+            Pumped::Traffic if !tls.borrow().connection.is_handshaking() => return OUTCOME_OK,
+            Pumped::Traffic | Pumped::Blocked => {}
         }
-        let buffer = std::mem::take(cipher);
-        let (result, buffer) = stream.read(buffer).await;
-        *cipher = buffer;
-        let read = match result {
-            Ok(0) | Err(_) => return OUTCOME_CLOSED,
-            Ok(read) => read,
-        };
-        let mut connection = connection.borrow_mut();
-        let mut input = &cipher[..read];
-        // Each pass consumes at least one octet or ends.
-        while !input.is_empty() {
-            match connection.read_tls(&mut input) {
-                Ok(0) | Err(_) => return OUTCOME_FAILED,
-                Ok(_) => {}
-            }
-            if connection.process_new_packets().is_err() {
+        let want = {
+            let tls = tls.borrow();
+            if tls.incoming.len() >= MAX_INCOMING {
                 return OUTCOME_FAILED;
             }
-            if !connection.is_handshaking() {
-                // The rest is the stream's: keep it for the reader.
-                let consumed = read - input.len();
-                cipher.copy_within(consumed..read, 0);
-                cipher.truncate(read - consumed);
-                break;
-            }
-        }
-        if connection.is_handshaking() {
-            cipher.clear();
+            read_size(&tls.incoming, true)
+        };
+        let (result, fresh) = stream.read(Vec::with_capacity(want)).await;
+        match result {
+            Ok(0) | Err(_) => return OUTCOME_CLOSED,
+            Ok(_) => tls.borrow_mut().append(fresh),
         }
     }
 }
 
-/// Writes everything rustls has queued (records, alerts) to `stream`.
-async fn flush(stream: &mut TcpStream, connection: &RefCell<ServerConnection>) -> io::Result<()> {
-    let mut out = Vec::new();
-    // Each pass writes what was queued; rustls queues no more unless fed.
-    while connection.borrow().wants_write() {
-        out.clear();
-        connection.borrow_mut().write_tls(&mut out)?;
-        let (result, returned) = stream.write_all(out).await;
-        out = returned;
-        result?;
+//----------- Tls ------------------------------------------------------------
+
+/// What [`Tls::pump`] stopped at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Pumped {
+    /// rustls needs more ciphertext (mid-handshake).
+    Blocked,
+    /// Everything complete was processed; application data may be sent
+    /// (and was, if the caller gave data to encrypt).
+    Traffic,
+    /// Both sides sent their close_notify.
+    Closed,
+}
+
+/// Writes application data (or a close_notify) into the output at a
+/// `WriteTraffic` state, given the records rustls queued before it
+/// (`outgoing`), which must leave first.
+type Encrypt<'a> = dyn FnMut(&mut WriteTraffic<'_, ServerConnectionData>, &mut Vec<u8>) -> Result<(), rustls::Error>
+    + 'a;
+
+/// One connection's TLS state, shared by the read and write halves and
+/// borrowed only between awaits. rustls's unbuffered API: the buffers are
+/// ours, and a connection with nothing in flight holds none of them.
+struct Tls {
+    connection: UnbufferedServerConnection,
+    /// Ciphertext read and not yet discarded by rustls: at most a partial
+    /// record (and the records of a handshake message still being
+    /// joined) once processed; freed when empty.
+    incoming: Vec<u8>,
+    /// Plaintext decrypted while the writer drove rustls, for the reader
+    /// (rarely anything: the reader processes what it reads at once).
+    plain: Vec<u8>,
+    /// Records rustls made (handshake flights, tickets, alerts, key
+    /// updates) and not yet written; they leave before anything encrypted
+    /// after them.
+    outgoing: Vec<u8>,
+    /// The client's close_notify was seen: no more data will come.
+    peer_closed: bool,
+    /// rustls refused the client's input: it is not called again past
+    /// collecting its alert (processing more input after an error would
+    /// make it queue a second fatal alert, which it asserts against).
+    failed: bool,
+}
+
+impl Tls {
+    fn new(connection: UnbufferedServerConnection) -> Self {
+        Self {
+            connection,
+            incoming: Vec::new(),
+            plain: Vec::new(),
+            outgoing: Vec::new(),
+            peer_closed: false,
+            failed: false,
+        }
     }
-    Ok(())
+
+    /// Appends ciphertext read from the socket.
+    fn append(&mut self, fresh: Vec<u8>) {
+        if self.incoming.is_empty() {
+            self.incoming = fresh;
+        } else {
+            self.incoming.extend_from_slice(&fresh);
+        }
+    }
+
+    /// Lets rustls process `incoming` until it needs more: decrypted data
+    /// is appended to `sink`, records it makes to `outgoing`; at the
+    /// `WriteTraffic` state, `encrypt` (if any) writes the output. An error
+    /// is rustls refusing what the client sent (its alert is then queued,
+    /// [`Self::collect_alert`]), and every later call fails at once.
+    fn pump(
+        &mut self,
+        sink: &mut Vec<u8>,
+        mut encrypt: Option<&mut Encrypt<'_>>,
+    ) -> Result<Pumped, rustls::Error> {
+        if self.failed {
+            return Err(rustls::Error::General("the connection failed".into()));
+        }
+        // Each pass handles one state; rustls yields a bounded number
+        // (one per record of `incoming`, per queued message), and the
+        // guard ends a connection that would loop.
+        for _ in 0..MAX_STATES {
+            let UnbufferedStatus { mut discard, state } =
+                self.connection.process_tls_records(&mut self.incoming);
+            let result = match state {
+                Err(err) => Err(err),
+                Ok(ConnectionState::ReadTraffic(mut traffic)) => {
+                    // Each pass takes one decrypted record.
+                    loop {
+                        match traffic.next_record() {
+                            Some(Ok(record)) => {
+                                discard += record.discard;
+                                sink.extend_from_slice(record.payload);
+                            }
+                            Some(Err(err)) => break Err(err),
+                            None => break Ok(None),
+                        }
+                    }
+                }
+                Ok(ConnectionState::EncodeTlsData(mut data)) => {
+                    let start = self.outgoing.len();
+                    match data.encode(&mut []) {
+                        Err(EncodeError::InsufficientSize(InsufficientSizeError {
+                            required_size,
+                        })) => {
+                            self.outgoing.resize(start + required_size, 0);
+                            match data.encode(&mut self.outgoing[start..]) {
+                                Ok(written) => {
+                                    self.outgoing.truncate(start + written);
+                                    Ok(None)
+                                }
+                                Err(_) => Err(rustls::Error::General("encoding failed".into())),
+                            }
+                        }
+                        Ok(_) | Err(_) => Ok(None), // an empty record: nothing to send
+                    }
+                }
+                // What was encoded sits in `outgoing`, which the next
+                // write sends before anything else.
+                Ok(ConnectionState::TransmitTlsData(data)) => {
+                    data.done();
+                    Ok(None)
+                }
+                Ok(ConnectionState::BlockedHandshake) => Ok(Some(Pumped::Blocked)),
+                Ok(ConnectionState::PeerClosed) => {
+                    self.peer_closed = true;
+                    Ok(None)
+                }
+                Ok(ConnectionState::Closed) => Ok(Some(Pumped::Closed)),
+                Ok(ConnectionState::WriteTraffic(mut traffic)) => match encrypt.as_mut() {
+                    Some(encrypt) => {
+                        encrypt(&mut traffic, &mut self.outgoing).map(|()| Some(Pumped::Traffic))
+                    }
+                    None => Ok(Some(Pumped::Traffic)),
+                },
+                // Early data is never accepted (no `max_early_data_size`).
+                Ok(_) => Err(rustls::Error::General("unexpected TLS state".into())),
+            };
+            // The discard is applied before rustls is called again.
+            discard = discard.min(self.incoming.len());
+            self.incoming.drain(..discard);
+            if self.incoming.is_empty() && self.incoming.capacity() > 0 {
+                self.incoming = Vec::new();
+            }
+            match result {
+                Ok(Some(pumped)) => return Ok(pumped),
+                Ok(None) => {}
+                Err(err) => {
+                    self.collect_alert();
+                    return Err(err);
+                }
+            }
+        }
+        self.failed = true;
+        Err(rustls::Error::General("too many TLS states".into()))
+    }
+
+    /// After rustls refused the client's input: queues in `outgoing` what
+    /// it had queued (the alert saying why, after a ServerHello if the
+    /// handshake got that far), and marks the connection failed. rustls is
+    /// called only while it has records queued, which it hands out before
+    /// processing any more input: processing more after an error would make
+    /// it queue a second fatal alert, which it asserts against.
+    fn collect_alert(&mut self) {
+        self.failed = true;
+        // Each pass takes one queued message; rustls queued a few at most.
+        for _ in 0..MAX_STATES {
+            if !self.connection.wants_write() {
+                break;
+            }
+            let UnbufferedStatus { discard, state } =
+                self.connection.process_tls_records(&mut self.incoming);
+            let encoded = match state {
+                Ok(ConnectionState::EncodeTlsData(mut data)) => {
+                    let start = self.outgoing.len();
+                    if let Err(EncodeError::InsufficientSize(InsufficientSizeError {
+                        required_size,
+                    })) = data.encode(&mut [])
+                    {
+                        self.outgoing.resize(start + required_size, 0);
+                        match data.encode(&mut self.outgoing[start..]) {
+                            Ok(written) => self.outgoing.truncate(start + written),
+                            Err(_) => self.outgoing.truncate(start),
+                        }
+                    }
+                    true
+                }
+                _ => false,
+            };
+            let discard = discard.min(self.incoming.len());
+            self.incoming.drain(..discard);
+            if !encoded {
+                break;
+            }
+        }
+    }
+}
+
+/// How many octets to read next, given what `incoming` holds: the rest of
+/// its record and [`CIPHER_READ`] more; with nothing held, a record header
+/// only unless the last read was `busy` (filled its buffer: the client has
+/// more queued), so that a connection waiting for its next query holds a
+/// five-octet buffer, not a read's worth.
+fn read_size(incoming: &[u8], busy: bool) -> usize {
+    match incoming.get(..RECORD_HEADER) {
+        Some(header) => {
+            let record = RECORD_HEADER + usize::from(u16::from_be_bytes([header[3], header[4]]));
+            record.saturating_sub(incoming.len()).max(CIPHER_READ)
+        }
+        None if busy || !incoming.is_empty() => CIPHER_READ,
+        None => RECORD_HEADER,
+    }
 }
 
 //----------- TlsReader, TlsWriter -------------------------------------------
@@ -308,10 +539,9 @@ async fn flush(stream: &mut TcpStream, connection: &RefCell<ServerConnection>) -
 /// The plaintext read side of a TLS connection.
 struct TlsReader {
     tcp: TcpOwnedReadHalf,
-    connection: Rc<RefCell<ServerConnection>>,
-    /// Ciphertext read and not yet fed to rustls: `cipher[start..]`.
-    cipher: Vec<u8>,
-    start: usize,
+    tls: Rc<RefCell<Tls>>,
+    /// The last read filled its buffer.
+    busy: bool,
     /// Set when rustls refused what the client sent after the handshake
     /// (a record that does not decrypt, a KeyUpdate, warning-alert or
     /// renegotiation flood past rustls's limits): the connection ends.
@@ -325,72 +555,41 @@ impl ReadStream for TlsReader {
         filled: usize,
     ) -> (io::Result<usize>, Vec<u8>) {
         buffer.truncate(filled);
-        let room = buffer.capacity() - filled;
-        // Each pass returns, feeds rustls at least one octet, or reads at
-        // least one from the socket (or ends).
+        // Each pass returns, or reads at least one octet from the socket
+        // (or ends); `MAX_INCOMING` bounds what waits for a record's end.
         loop {
-            {
-                let mut connection = self.connection.borrow_mut();
-                let mut reader = connection.reader();
-                match reader.fill_buf() {
-                    Ok(plain) => {
-                        // Empty: the client's close_notify.
-                        let take = plain.len().min(room);
-                        buffer.extend_from_slice(&plain[..take]);
-                        reader.consume(take);
-                        return (Ok(take), buffer);
-                    }
-                    Err(err) if err.kind() == io::ErrorKind::WouldBlock => {}
-                    Err(err) => return (Err(err), buffer),
+            let want = {
+                let mut tls = self.tls.borrow_mut();
+                if !tls.plain.is_empty() {
+                    let plain = std::mem::take(&mut tls.plain);
+                    buffer.extend_from_slice(&plain);
+                    return (Ok(buffer.len() - filled), buffer);
                 }
-                if self.start < self.cipher.len() {
-                    let mut input = &self.cipher[self.start..];
-                    let before = input.len();
-                    match connection.read_tls(&mut input) {
-                        Ok(0) => return (Err(io::ErrorKind::InvalidData.into()), buffer),
-                        Ok(_) => self.start += before - input.len(),
-                        Err(err) => {
-                            self.failed.set(true);
-                            return (Err(err), buffer);
-                        }
-                    }
-                    if let Err(err) = connection.process_new_packets() {
-                        self.failed.set(true);
-                        return (Err(io::Error::new(io::ErrorKind::InvalidData, err)), buffer);
-                    }
-                    continue;
+                // Decrypted queries go straight into the framing's buffer
+                // (growing it past its room when a read held more: at most
+                // `MAX_INCOMING` octets).
+                if let Err(err) = tls.pump(&mut buffer, None) {
+                    self.failed.set(true);
+                    return (Err(io::Error::new(io::ErrorKind::InvalidData, err)), buffer);
                 }
-            }
-            let mut cipher = std::mem::take(&mut self.cipher);
-            cipher.clear();
-            if cipher.capacity() == 0 {
-                cipher.reserve(CIPHER_READ);
-            }
-            let (result, cipher) = self.tcp.read(cipher).await;
-            self.cipher = cipher;
-            self.start = 0;
+                if buffer.len() > filled || tls.peer_closed {
+                    return (Ok(buffer.len() - filled), buffer);
+                }
+                if tls.incoming.len() >= MAX_INCOMING {
+                    self.failed.set(true);
+                    return (Err(io::ErrorKind::InvalidData.into()), buffer);
+                }
+                read_size(&tls.incoming, self.busy)
+            };
+            let (result, fresh) = self.tcp.read(Vec::with_capacity(want)).await;
             match result {
-                Ok(0) => {
-                    // The end of the socket's stream: rustls then tells a
-                    // close_notify seen (Ok(0)) from a cut (an error).
-                    let mut connection = self.connection.borrow_mut();
-                    let _ = connection.read_tls(&mut io::empty());
-                    if let Err(err) = connection.process_new_packets() {
-                        return (Err(io::Error::new(io::ErrorKind::InvalidData, err)), buffer);
-                    }
-                    let mut reader = connection.reader();
-                    return match reader.fill_buf() {
-                        Ok(plain) => {
-                            let take = plain.len().min(room);
-                            buffer.extend_from_slice(&plain[..take]);
-                            reader.consume(take);
-                            (Ok(take), buffer)
-                        }
-                        Err(err) if err.kind() == io::ErrorKind::WouldBlock => (Ok(0), buffer),
-                        Err(err) => (Err(err), buffer),
-                    };
+                // The end of the socket's stream, with or without the
+                // client's close_notify: nothing more will come.
+                Ok(0) => return (Ok(0), buffer),
+                Ok(read) => {
+                    self.busy = read == want;
+                    self.tls.borrow_mut().append(fresh);
                 }
-                Ok(_) => {}
                 Err(err) => return (Err(err), buffer),
             }
         }
@@ -400,57 +599,103 @@ impl ReadStream for TlsReader {
 /// The plaintext write side of a TLS connection.
 struct TlsWriter {
     tcp: TcpOwnedWriteHalf,
-    connection: Rc<RefCell<ServerConnection>>,
-    /// Records to write, reused.
-    out: Vec<u8>,
+    tls: Rc<RefCell<Tls>>,
 }
 
 impl TlsWriter {
-    /// Writes what rustls has queued.
-    async fn flush(&mut self) -> io::Result<()> {
-        // Each pass writes what was queued; nothing is queued meanwhile.
-        loop {
-            let mut out = std::mem::take(&mut self.out);
-            out.clear();
-            {
-                let mut connection = self.connection.borrow_mut();
-                // Each pass appends at least one record, or ends.
-                while connection.wants_write() {
-                    connection.write_tls(&mut out)?;
-                }
-            }
-            if out.is_empty() {
-                self.out = out;
-                return Ok(());
-            }
-            let (result, returned) = self.tcp.write_all(out).await;
-            self.out = returned;
-            result?;
+    /// Writes a close_notify after what rustls queued, or, if the
+    /// connection failed, the alert that says why.
+    async fn close(&mut self) -> io::Result<()> {
+        let out = {
+            let mut tls = self.tls.borrow_mut();
+            let mut sink = std::mem::take(&mut tls.plain);
+            let mut out = Vec::new();
+            let mut close = |traffic: &mut WriteTraffic<'_, ServerConnectionData>,
+                             outgoing: &mut Vec<u8>| {
+                out.append(outgoing);
+                let start = out.len();
+                out.resize(start + CLOSE_NOTIFY_ROOM, 0);
+                let written = traffic
+                    .queue_close_notify(&mut out[start..])
+                    .map_err(|err| rustls::Error::General(err.to_string()))?;
+                out.truncate(start + written);
+                Ok(())
+            };
+            // Failed: the alert saying why is queued instead.
+            let _ = tls.pump(&mut sink, Some(&mut close));
+            let mut queued = std::mem::take(&mut tls.outgoing);
+            queued.append(&mut out);
+            queued
+        };
+        if out.is_empty() {
+            return Ok(());
         }
+        self.tcp.write_all(out).await.0.map(|_| ())
     }
 }
 
 impl WriteStream for TlsWriter {
     async fn write_from(&mut self, buffer: Vec<u8>, len: usize) -> (io::Result<()>, Vec<u8>) {
         let mut written = 0;
-        // Each pass hands rustls at least one octet (it takes up to its
-        // buffer limit) and writes the records it made, or ends.
+        // Each pass encrypts at least one octet into an output buffer of
+        // the pool (as many records as fit: one write for a whole batch of
+        // answers), and writes it, or ends.
         while written < len {
-            let taken = {
-                let mut connection = self.connection.borrow_mut();
-                io::Write::write(&mut connection.writer(), &buffer[written..len])
-            };
-            match taken {
-                Ok(0) if !self.connection.borrow().wants_write() => {
-                    return (Err(io::ErrorKind::WriteZero.into()), buffer);
+            let mut out = pool::take(Size::Stream);
+            let mut used = 0;
+            let encrypted = {
+                let mut tls = self.tls.borrow_mut();
+                let mut sink = std::mem::take(&mut tls.plain);
+                let plaintext = &buffer[written..len];
+                let mut taken = 0;
+                let mut encrypt = |traffic: &mut WriteTraffic<'_, ServerConnectionData>,
+                                   outgoing: &mut Vec<u8>| {
+                    if !outgoing.is_empty() {
+                        // Rare and small (a key update, tickets): ahead
+                        // of the records, growing the buffer if it must.
+                        out.truncate(used);
+                        out.append(outgoing);
+                        used = out.len();
+                        let end = (used + MAX_FRAGMENT + RECORD_OVERHEAD).max(STREAM_BUFFER);
+                        out.resize(end, 0);
+                    }
+                    taken = fitting(plaintext.len(), out.len() - used);
+                    let encrypted = traffic
+                        .encrypt(&plaintext[..taken], &mut out[used..])
+                        .map_err(|err| rustls::Error::General(err.to_string()))?;
+                    used += encrypted;
+                    Ok(())
+                };
+                let pumped = tls.pump(&mut sink, Some(&mut encrypt));
+                tls.plain = sink;
+                match pumped {
+                    Ok(Pumped::Traffic) if taken > 0 => Ok(taken),
+                    Ok(_) => Err(io::Error::from(io::ErrorKind::WriteZero)),
+                    Err(err) => Err(io::Error::new(io::ErrorKind::InvalidData, err)),
                 }
-                Ok(taken) => written += taken,
-                Err(err) => return (Err(err), buffer),
-            }
-            if let Err(err) = self.flush().await {
+            };
+            let taken = match encrypted {
+                Ok(taken) => taken,
+                Err(err) => {
+                    pool::put(out);
+                    return (Err(err), buffer);
+                }
+            };
+            written += taken;
+            let (result, out) = self.tcp.write_all(out.slice(..used)).await;
+            pool::put(out.into_inner());
+            if let Err(err) = result {
                 return (Err(err), buffer);
             }
         }
         (Ok(()), buffer)
     }
+}
+
+/// How much of `plaintext` octets to encrypt into `room` octets: as much
+/// as fits with each record's overhead ([`RECORD_OVERHEAD`] per
+/// [`MAX_FRAGMENT`] octets), at least one octet if anything fits.
+fn fitting(plaintext: usize, room: usize) -> usize {
+    let records = room.div_ceil(MAX_FRAGMENT).max(1);
+    plaintext.min(room.saturating_sub(records * RECORD_OVERHEAD))
 }
