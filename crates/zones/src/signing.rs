@@ -198,15 +198,7 @@ fn step_keys_reporting<R: RecordList + ?Sized>(
     let timing = timing(origin, records, policy);
     let stored = {
         let _lock = keys::lock();
-        let stored = keys::load_or_generate(
-            state_directory,
-            origin,
-            policy.algorithm,
-            policy.key_size,
-            policy.keys,
-            now,
-        )?;
-        crate::sign_status::check_clock(origin, &stored, now)?;
+        let stored = stored_keys(origin, policy, state_directory, now)?;
         let dir = keys::key_dir(state_directory, origin);
         let (stored, notes) = rollover::step(&dir, stored, policy, timing, now)?;
         for note in notes {
@@ -218,14 +210,42 @@ fn step_keys_reporting<R: RecordList + ?Sized>(
     if report_foreign {
         crate::sign_status::report_foreign(origin, records, &stored);
     }
-    let metas: Vec<&keys::KeyMeta> = stored.iter().map(|key| &key.meta).collect();
-    let next_key_event = rollover::next_event(&metas, policy, now);
-    let awaiting_ds = !rollover::awaiting_ds(&metas, now).is_empty();
-    Ok(Stepped {
-        stored,
-        next_key_event,
-        awaiting_ds,
-    })
+    Ok(Stepped::new(stored, policy, now))
+}
+
+/// The zone's keys from `state_directory` (generated on its first
+/// signing), the clock checked against them; the caller holds
+/// [`keys::lock`].
+fn stored_keys(
+    origin: Name<'_>,
+    policy: &Policy,
+    state_directory: &Path,
+    now: u64,
+) -> Result<Vec<keys::StoredKey>, String> {
+    let stored = keys::load_or_generate(
+        state_directory,
+        origin,
+        policy.algorithm,
+        policy.key_size,
+        policy.keys,
+        now,
+    )?;
+    crate::sign_status::check_clock(origin, &stored, now)?;
+    Ok(stored)
+}
+
+impl Stepped {
+    /// `stored` and what the keys call for next at `now`.
+    fn new(stored: Vec<keys::StoredKey>, policy: &Policy, now: u64) -> Stepped {
+        let metas: Vec<&keys::KeyMeta> = stored.iter().map(|key| &key.meta).collect();
+        let next_key_event = rollover::next_event(&metas, policy, now);
+        let awaiting_ds = !rollover::awaiting_ds(&metas, now).is_empty();
+        Stepped {
+            stored,
+            next_key_event,
+            awaiting_ds,
+        }
+    }
 }
 
 /// A zone's keys as stored, no rollover step taken: for a signing of part
@@ -239,25 +259,9 @@ fn unstepped_keys(
 ) -> Result<Stepped, String> {
     let stored = {
         let _lock = keys::lock();
-        let stored = keys::load_or_generate(
-            state_directory,
-            origin,
-            policy.algorithm,
-            policy.key_size,
-            policy.keys,
-            now,
-        )?;
-        crate::sign_status::check_clock(origin, &stored, now)?;
-        stored
+        stored_keys(origin, policy, state_directory, now)?
     };
-    let metas: Vec<&keys::KeyMeta> = stored.iter().map(|key| &key.meta).collect();
-    let next_key_event = rollover::next_event(&metas, policy, now);
-    let awaiting_ds = !rollover::awaiting_ds(&metas, now).is_empty();
-    Ok(Stepped {
-        stored,
-        next_key_event,
-        awaiting_ds,
-    })
+    Ok(Stepped::new(stored, policy, now))
 }
 
 /// The denial of existence of `policy`: NSEC, or NSEC3 with `salt` when
