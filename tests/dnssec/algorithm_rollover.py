@@ -50,20 +50,18 @@ from __future__ import annotations
 import pathlib
 import sys
 import tempfile
-import threading
 import time
 
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import dns.dnssec  # noqa: E402
-import dns.exception  # noqa: E402
 import dns.flags  # noqa: E402
-import dns.message  # noqa: E402
-import dns.query  # noqa: E402
 import dns.rcode  # noqa: E402
 import dns.rdatatype  # noqa: E402
 
+from rollover import (  # noqa: E402  (the ZSK/KSK/CSK rollover test's resolver and helpers)
+    Failed, Querier, Unbound, ask, elapsed, fail, tern_command)
 from signing import SigningTern, harness, query, run, smod  # noqa: E402
 
 PARENT = "p.test"
@@ -78,23 +76,10 @@ ED25519 = 15
 STEP_WAIT = 120.0
 POLL = 0.1
 
-STARTED = time.monotonic()
-
-
-def elapsed() -> str:
-    return f"{time.monotonic() - STARTED:6.1f}s"
 
 
 def step(text: str) -> None:
     print(f"dnssec/algorithm_rollover: [{elapsed()}] {text}", flush=True)
-
-
-class Failed(Exception):
-    pass
-
-
-def fail(message: str) -> None:
-    raise Failed(message)
 
 
 def child_zone() -> str:
@@ -149,100 +134,15 @@ zones:
 
 #----------- the servers ----------------------------------------------------
 
-class Unbound(smod.Server):
-    name = "unbound"
-
-    def __init__(self, workdir, anchor: str, parent, child):
-        super().__init__(workdir, workdir, [])
-        self.anchor = anchor
-        self.parent = parent
-        self.child = child
-        self.dead_port = smod.free_port()
-
-    def command(self) -> list[str]:
-        conf = self.workdir / "unbound.conf"
-        conf.write_text(f"""server:
-    interface: 127.0.0.1@{self.port}
-    outgoing-interface: 127.0.0.1
-    do-ip6: no
-    do-not-query-localhost: no
-    access-control: 127.0.0.0/8 allow
-    username: ""
-    chroot: ""
-    directory: "{self.workdir}"
-    pidfile: "{self.workdir}/unbound.pid"
-    use-syslog: no
-    verbosity: 1
-    val-log-level: 2
-    num-threads: 1
-    so-reuseport: no
-    module-config: "validator iterator"
-    qname-minimisation: no
-    prefetch: no
-    local-zone: "test." nodefault
-    trust-anchor: "{self.anchor}"
-remote-control:
-    control-enable: no
-stub-zone:
-    name: "{PARENT}."
-    stub-addr: 127.0.0.1@{self.parent.port}
-stub-zone:
-    name: "{ZONE}."
-    stub-addr: 127.0.0.1@{self.child.port}
-stub-zone:
-    name: "."
-    stub-addr: 127.0.0.1@{self.dead_port}
-""")
-        return ["unbound", "-d", "-c", str(conf)]
-
-
-def ask(server, qname: str, rtype: str, timeout: float = 2.0) -> dns.message.Message | None:
-    """A recursive query with DO to `server` over UDP; None on a timeout."""
-    message = dns.message.make_query(qname, rtype, want_dnssec=True)
-    try:
-        return dns.query.udp(message, server.addr[0], port=server.addr[1], timeout=timeout)
-    except (dns.exception.Timeout, OSError):
-        return None
-
-
-class Querier(threading.Thread):
-    """Queries Unbound round after round until stopped; keeps every bad answer."""
-
-    QUESTIONS = [
-        (f"{ZONE}.", "SOA", dns.rcode.NOERROR),
-        (f"{ZONE}.", "DNSKEY", dns.rcode.NOERROR),
-        (f"www.{ZONE}.", "A", dns.rcode.NOERROR),
-        (f"www.{ZONE}.", "TXT", dns.rcode.NOERROR),
-        (f"x.wild.{ZONE}.", "A", dns.rcode.NOERROR),
-        (f"nx.{ZONE}.", "A", dns.rcode.NXDOMAIN),
-    ]
-
-    def __init__(self, unbound):
-        super().__init__(daemon=True)
-        self.unbound = unbound
-        self.stop = threading.Event()
-        # Set while the child restarts: an answer then would test the outage, not the
-        # signatures.
-        self.paused = threading.Event()
-        self.answers = 0
-        self.bad: list[str] = []
-
-    def run(self) -> None:
-        while not self.stop.is_set():
-            for qname, rtype, wanted in self.QUESTIONS:
-                if self.paused.is_set():
-                    break
-                reply = ask(self.unbound, qname, rtype)
-                self.answers += 1
-                if reply is None:
-                    self.bad.append(f"[{elapsed()}] {qname} {rtype}: no answer")
-                elif reply.rcode() != wanted or not reply.flags & dns.flags.AD:
-                    self.bad.append(
-                        f"[{elapsed()}] {qname} {rtype}: {dns.rcode.to_text(reply.rcode())}"
-                        f"{' AD' if reply.flags & dns.flags.AD else ' without AD'}")
-            # Pacing the rounds (the resolver's cache is what is tested), not a wait
-            # for an event.
-            self.stop.wait(0.05)
+# Asked of Unbound round after round while the rollover runs (rollover.Querier).
+QUESTIONS = [
+    (f"{ZONE}.", "SOA", dns.rcode.NOERROR),
+    (f"{ZONE}.", "DNSKEY", dns.rcode.NOERROR),
+    (f"www.{ZONE}.", "A", dns.rcode.NOERROR),
+    (f"www.{ZONE}.", "TXT", dns.rcode.NOERROR),
+    (f"x.wild.{ZONE}.", "A", dns.rcode.NOERROR),
+    (f"nx.{ZONE}.", "A", dns.rcode.NXDOMAIN),
+]
 
 
 #----------- what the child serves -------------------------------------------
@@ -351,13 +251,6 @@ def wait_for(what: str, check, servers: list, versions: Versions | None) -> obje
         time.sleep(POLL)
 
 
-def tern_command(tern, *args: str, check: bool = True):
-    done = run([str(harness.tern_binary()), args[0], "--socket", str(tern.socket), *args[1:]])
-    if check and done.returncode != 0:
-        fail(f"tern {' '.join(args)}: {done.stdout} {done.stderr}")
-    return done
-
-
 #----------- the test ---------------------------------------------------------
 
 def main() -> None:
@@ -414,7 +307,7 @@ zones:
                           for rrset in query(parent, f"{PARENT}.", "DNSKEY").message.answer
                           if rrset.rdtype == dns.rdatatype.DNSKEY for rdata in rrset
                           if rdata.flags == 257)
-            unbound = Unbound(tmp / "unbound", anchor, parent, child)
+            unbound = Unbound(tmp / "unbound", anchor, parent, child, zones=(ZONE,))
             unbound.start()
             servers.append(unbound)
 
@@ -423,7 +316,7 @@ zones:
                 return (reply is not None and reply.rcode() == dns.rcode.NOERROR
                         and bool(reply.flags & dns.flags.AD))
             wait_for("Unbound's first secure answer", secure, servers, versions)
-            querier = Querier(unbound)
+            querier = Querier(unbound, QUESTIONS)
             querier.start()
             step("Unbound answers securely; querying it from now on")
 

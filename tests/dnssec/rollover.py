@@ -126,8 +126,9 @@ def parent_zone(serial: int, ds: dict[str, list[str]]) -> str:
 class Unbound(smod.Server):
     name = "unbound"
 
-    def __init__(self, workdir, anchor: str, parent, child):
+    def __init__(self, workdir, anchor: str, parent, child, zones=(KZ, CSK)):
         super().__init__(workdir, workdir, [])
+        self.zones = zones
         self.anchor = anchor
         self.parent = parent
         self.child = child
@@ -135,6 +136,8 @@ class Unbound(smod.Server):
 
     def command(self) -> list[str]:
         conf = self.workdir / "unbound.conf"
+        children = "".join(f'stub-zone:\n    name: "{zone}."\n    stub-addr: 127.0.0.1@{self.child.port}\n'
+                           for zone in self.zones)
         conf.write_text(f"""server:
     interface: 127.0.0.1@{self.port}
     outgoing-interface: 127.0.0.1
@@ -160,13 +163,7 @@ remote-control:
 stub-zone:
     name: "{PARENT}."
     stub-addr: 127.0.0.1@{self.parent.port}
-stub-zone:
-    name: "{KZ}."
-    stub-addr: 127.0.0.1@{self.child.port}
-stub-zone:
-    name: "{CSK}."
-    stub-addr: 127.0.0.1@{self.child.port}
-stub-zone:
+{children}stub-zone:
     name: "."
     stub-addr: 127.0.0.1@{self.dead_port}
 """)
@@ -196,16 +193,22 @@ class Querier(threading.Thread):
         )
     ]
 
-    def __init__(self, unbound):
+    def __init__(self, unbound, questions=None):
         super().__init__(daemon=True)
         self.unbound = unbound
+        self.questions = questions or self.QUESTIONS
         self.stop = threading.Event()
+        # Set while a server restarts: an answer then would test the outage, not
+        # the signatures.
+        self.paused = threading.Event()
         self.answers = 0
         self.bad: list[str] = []
 
     def run(self) -> None:
         while not self.stop.is_set():
-            for qname, rtype, wanted in self.QUESTIONS:
+            for qname, rtype, wanted in self.questions:
+                if self.paused.is_set():
+                    break
                 reply = ask(self.unbound, qname, rtype)
                 self.answers += 1
                 if reply is None:
