@@ -1704,17 +1704,7 @@ mod tests {
                 text
             };
             std::fs::write(&zone_file, text("192.0.2.2", 10)).unwrap();
-            let origin: Origin = b"\x07example\x00".to_vec().into();
-            let policy = Arc::new(crate::signing::Policy::new("p".to_string()));
-            let sources = Sources {
-                dir: None,
-                listed: vec![("example.".to_string(), zone_file.clone())],
-                signing: Some(Signing::new(
-                    dir.join("state"),
-                    2,
-                    vec![(origin.clone(), policy)],
-                )),
-            };
+            let (origin, sources) = signed_example(&dir, &zone_file, 2);
             let first = load_all(&sources, None).unwrap();
             let (zone, stamp) = &first.zones[0];
             let mut previous =
@@ -1812,17 +1802,7 @@ mod tests {
             text
         };
         std::fs::write(&zone_file, text("192.0.2.2")).unwrap();
-        let origin: Origin = b"\x07example\x00".to_vec().into();
-        let policy = Arc::new(crate::signing::Policy::new("p".to_string()));
-        let sources = Sources {
-            dir: None,
-            listed: vec![("example.".to_string(), zone_file.clone())],
-            signing: Some(Signing::new(
-                dir.join("state"),
-                1,
-                vec![(origin.clone(), policy)],
-            )),
-        };
+        let (origin, sources) = signed_example(&dir, &zone_file, 1);
         let whole = |stamp: &Stamp| {
             let records = stamp.signed().unwrap().records().unwrap();
             let name = tern_wire::name::Name::from_wire(&origin).unwrap();
@@ -1897,6 +1877,23 @@ mod tests {
     /// kept, and the difference from the version served handed on; its
     /// serial is saved in the state directory (by the owner), and a start
     /// (nothing served) signs above it.
+    /// The zone `example.` from `zone_file`, signed with the default
+    /// policy on `threads` threads, its state under `dir`.
+    fn signed_example(dir: &Path, zone_file: &Path, threads: usize) -> (Origin, Sources) {
+        let origin: Origin = b"\x07example\x00".to_vec().into();
+        let policy = Arc::new(crate::signing::Policy::new("p".to_string()));
+        let sources = Sources {
+            dir: None,
+            listed: vec![("example.".to_string(), zone_file.to_path_buf())],
+            signing: Some(Signing::new(
+                dir.join("state"),
+                threads,
+                vec![(origin.clone(), policy)],
+            )),
+        };
+        (origin, sources)
+    }
+
     #[test]
     fn a_signed_zone_is_signed_again_from_its_previous_version() {
         let dir = std::env::temp_dir().join(format!("tern-zones-resign-{}", std::process::id()));
@@ -1910,17 +1907,7 @@ mod tests {
             )
         };
         std::fs::write(&zone_file, text("192.0.2.2")).unwrap();
-        let origin: Origin = b"\x07example\x00".to_vec().into();
-        let policy = Arc::new(crate::signing::Policy::new("p".to_string()));
-        let sources = Sources {
-            dir: None,
-            listed: vec![("example.".to_string(), zone_file.clone())],
-            signing: Some(Signing::new(
-                dir.join("state"),
-                1,
-                vec![(origin.clone(), policy)],
-            )),
-        };
+        let (origin, sources) = signed_example(&dir, &zone_file, 1);
         let first = load_all(&sources, None).unwrap();
         let signed = Arc::clone(first.zones[0].1.signed().unwrap());
         // SOA, NS, DNSKEY, CDS, CDNSKEY (the first CSK's DS submitted:
@@ -2178,17 +2165,7 @@ mod tests {
             "$TTL 300\n@ SOA ns hostmaster 1 3600 900 604800 300\n@ NS ns\nns A 192.0.2.1\n",
         )
         .unwrap();
-        let origin: Origin = b"\x07example\x00".to_vec().into();
-        let policy = Arc::new(crate::signing::Policy::new("p".to_string()));
-        let sources = Sources {
-            dir: None,
-            listed: vec![("example.".to_string(), zone_file.clone())],
-            signing: Some(Signing::new(
-                dir.join("state"),
-                1,
-                vec![(origin.clone(), policy)],
-            )),
-        };
+        let (origin, sources) = signed_example(&dir, &zone_file, 1);
         let loaded = load_all(&sources, None).unwrap();
         assert_eq!(
             (loaded.zones.len(), loaded.failed),
