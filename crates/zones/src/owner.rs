@@ -1737,4 +1737,60 @@ mod tests {
         assert_eq!(read.differences().count(), 10);
         assert!(read.ends_at(groups + 1));
     }
+
+    /// `example.` at `serial` loaded from a file in `dir`, and the IXFR
+    /// histories a start reads for it from `dir/state` holding `history`.
+    fn restart_with_history(dir: &Path, serial: u32, history: &[u8]) -> journal::Journals {
+        let _ = std::fs::remove_dir_all(dir);
+        std::fs::create_dir_all(dir).unwrap();
+        std::fs::write(dir.join("example.zone"), small_zone(1, serial)).unwrap();
+        let sources = Sources {
+            dir: Some(dir.to_path_buf()),
+            listed: Vec::new(),
+            signing: None,
+        };
+        let loaded = load::load_all(&sources, None).unwrap();
+        let zone = Arc::clone(&loaded.zones[0].0);
+        let state = dir.join("state");
+        let path = journal_path(&state, LowerNameBuf::from_name(zone.origin()));
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, history).unwrap();
+        let journals = crate::state::load_journals(Some(&state), &[zone]);
+        std::fs::remove_dir_all(dir).unwrap();
+        journals
+    }
+
+    /// Issue 25: a start serves an appended history that ends at the
+    /// served serial as the whole chain (IXFR from its first serial gives
+    /// every difference, condensed); one whose last frame a crash cut reads
+    /// as its good prefix, which ends before the served serial (the update
+    /// journal's replay serves the cut difference): dropped, never served
+    /// as a chain to the served version.
+    #[test]
+    fn a_start_serves_a_whole_history_and_drops_a_torn_one() {
+        let mut file = journal::Journal::new().encode_history();
+        for serial in 1..=5 {
+            journal::history_frame(&update_difference(serial), &mut file);
+        }
+        let dir = std::env::temp_dir().join(format!("tern-history-start-{}", std::process::id()));
+        let journals = restart_with_history(&dir, 6, &file);
+        let history = journals.values().next().expect("the history is served");
+        assert!(history.ends_at(6));
+        let chain = history.since(1).expect("IXFR from serial 1");
+        assert_eq!((chain.from_serial(), chain.to_serial()), (1, 6));
+        assert_eq!(chain.added.len(), 5);
+        assert!(chain.deleted.is_empty());
+
+        let last = journal::FRAME_OVERHEAD + update_difference(5).encoded_len();
+        for cut in [1, last / 2, last - 1] {
+            let torn = &file[..file.len() - cut];
+            assert!(
+                restart_with_history(&dir, 6, torn).is_empty(),
+                "a history cut by {cut} octets served"
+            );
+            // Its good prefix, were serial 5 the one served.
+            let journals = restart_with_history(&dir, 5, torn);
+            assert!(journals.values().next().is_some_and(|h| h.ends_at(5)));
+        }
+    }
 }
