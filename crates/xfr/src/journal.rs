@@ -308,10 +308,7 @@ impl Journal {
         };
         let mut journal = Journal::new();
         // Each pass consumes at least FRAME_OVERHEAD octets or ends.
-        loop {
-            let Some(difference) = read_frame(&mut reader) else {
-                break;
-            };
+        while let Some(difference) = read_frame(&mut reader) {
             if !journal.continues(&difference) {
                 break;
             }
