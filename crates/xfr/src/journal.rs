@@ -12,13 +12,19 @@
 //! A journal is saved and read back with [`Journal::encode`] and
 //! [`Journal::decode`] (length-prefixed records; `decode` checks every
 //! length and gives up on anything malformed: a journal that does not
-//! read is simply empty, and clients get the whole zone).
+//! read is simply empty, and clients get the whole zone). A zone's IXFR
+//! history file is [`Journal::encode_history`]: a magic, then one
+//! checked frame per difference, so that a new difference is saved by
+//! appending its frame; [`Journal::decode_history`] keeps the frames up to
+//! the first that does not read (a tail torn by a crash).
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use tern_authority::{RecordCursor, Zone};
 use tern_wire::name::Name;
 use tern_wire::types::RType;
+
+use sha1::Digest as _;
 
 use crate::reader::Reader;
 use crate::serial::serial_at_or_after;
@@ -180,23 +186,17 @@ impl Journal {
     /// Records a difference, dropping the oldest ones while the journal is
     /// over `max_bytes`. A difference that does not start where the last
     /// one ended (a reload that went back, or a gap) starts the journal
-    /// afresh: the chain must be whole to answer from it.
-    pub fn push(&mut self, difference: Difference, max_bytes: usize) {
-        if self
-            .differences
-            .back()
-            .is_some_and(|last| last.to_soa.1 != difference.from_soa.1)
-        {
+    /// afresh (and it returns false): the chain must be whole to answer
+    /// from it.
+    pub fn push(&mut self, difference: Difference, max_bytes: usize) -> bool {
+        let continued = self.continues(&difference);
+        if !continued {
             self.clear();
         }
         self.bytes += difference.encoded_len();
         self.differences.push_back(difference);
-        while self.bytes > max_bytes {
-            let Some(oldest) = self.differences.pop_front() else {
-                break;
-            };
-            self.bytes -= oldest.encoded_len();
-        }
+        self.trim(max_bytes);
+        continued
     }
 
     /// Forgets every difference (the zone changed without a new serial).
@@ -224,27 +224,13 @@ impl Journal {
             .is_some_and(|last| last.to_serial() == serial)
     }
 
-    /// The journal in its saved form.
+    /// The journal in its saved form (one piece; the update journal's
+    /// frames carry this form).
     pub fn encode(&self) -> Vec<u8> {
         let mut out = MAGIC.to_vec();
         out.extend_from_slice(&(self.differences.len() as u32).to_be_bytes());
         for difference in &self.differences {
-            for (ttl, rdata) in [&difference.from_soa, &difference.to_soa] {
-                out.extend_from_slice(&ttl.to_be_bytes());
-                out.extend_from_slice(&(rdata.len() as u16).to_be_bytes());
-                out.extend_from_slice(rdata);
-            }
-            for list in [&difference.deleted, &difference.added] {
-                out.extend_from_slice(&(list.len() as u32).to_be_bytes());
-                for record in list {
-                    out.push(record.owner.len() as u8);
-                    out.extend_from_slice(&record.owner);
-                    out.extend_from_slice(&record.rtype.0.to_be_bytes());
-                    out.extend_from_slice(&record.ttl.to_be_bytes());
-                    out.extend_from_slice(&(record.rdata.len() as u16).to_be_bytes());
-                    out.extend_from_slice(&record.rdata);
-                }
-            }
+            encode_difference(difference, &mut out);
         }
         out
     }
@@ -260,43 +246,8 @@ impl Journal {
         let mut journal = Journal::new();
         // Bounded by the input: each difference reads at least 20 octets.
         for _ in 0..count {
-            let mut soas = [(0u32, Vec::new()), (0u32, Vec::new())];
-            for soa in &mut soas {
-                let ttl = reader.u32()?;
-                let len = usize::from(reader.u16()?);
-                *soa = (ttl, reader.take(len)?.to_vec());
-            }
-            let mut lists = [Vec::new(), Vec::new()];
-            for list in &mut lists {
-                let len = reader.u32()?;
-                for _ in 0..len {
-                    let owner_len = usize::from(reader.take(1)?[0]);
-                    let owner = reader.take(owner_len)?;
-                    Name::from_wire(owner).ok()?;
-                    let rtype = RType(reader.u16()?);
-                    let ttl = reader.u32()?;
-                    let rdata_len = usize::from(reader.u16()?);
-                    list.push(Record {
-                        owner: owner.to_vec(),
-                        rtype,
-                        ttl,
-                        rdata: reader.take(rdata_len)?.to_vec(),
-                    });
-                }
-            }
-            let [from_soa, to_soa] = soas;
-            let [deleted, added] = lists;
-            let difference = Difference {
-                from_soa,
-                to_soa,
-                deleted,
-                added,
-            };
-            if journal
-                .differences
-                .back()
-                .is_some_and(|last| last.to_soa.1 != difference.from_soa.1)
-            {
+            let difference = decode_difference(&mut reader)?;
+            if !journal.continues(&difference) {
                 return None;
             }
             journal.bytes += difference.encoded_len();
@@ -304,6 +255,171 @@ impl Journal {
         }
         (reader.pos == bytes.len()).then_some(journal)
     }
+
+    /// Whether `difference` starts where the journal ends (or it is empty).
+    fn continues(&self, difference: &Difference) -> bool {
+        self.differences
+            .back()
+            .is_none_or(|last| last.to_soa.1 == difference.from_soa.1)
+    }
+
+    /// Drops the oldest differences while the journal is over `max_bytes`
+    /// (a history file read back may hold more than its bound).
+    pub fn trim(&mut self, max_bytes: usize) {
+        while self.bytes > max_bytes {
+            let Some(oldest) = self.differences.pop_front() else {
+                break;
+            };
+            self.bytes -= oldest.encoded_len();
+        }
+    }
+
+    /// Octets the journal takes as a history file
+    /// ([`Journal::encode_history`]).
+    pub fn history_len(&self) -> usize {
+        HISTORY_MAGIC.len() + self.bytes + FRAME_OVERHEAD * self.differences.len()
+    }
+
+    /// The journal as a history file: [`HISTORY_MAGIC`], then a
+    /// [`history_frame`] per difference. A difference pushed later is
+    /// saved by appending its frame.
+    pub fn encode_history(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.history_len());
+        out.extend_from_slice(HISTORY_MAGIC);
+        for difference in &self.differences {
+            history_frame(difference, &mut out);
+        }
+        out
+    }
+
+    /// Reads a history file: the differences of its frames up to the first
+    /// that does not read (a tail torn by a crash, damage) or does not
+    /// start where the previous ended; `None` if its start is not a
+    /// history's. The older one-piece form ([`Journal::encode`]) reads too.
+    /// Whether the result ends at the version served is the caller's to
+    /// check: a good prefix can end earlier.
+    pub fn decode_history(bytes: &[u8]) -> Option<Journal> {
+        if bytes.starts_with(MAGIC) {
+            return Journal::decode(bytes);
+        }
+        let mut reader = Reader {
+            bytes: bytes.strip_prefix(HISTORY_MAGIC)?,
+            pos: 0,
+        };
+        let mut journal = Journal::new();
+        // Each pass consumes at least FRAME_OVERHEAD octets or ends.
+        while let Some(difference) = read_frame(&mut reader) {
+            if !journal.continues(&difference) {
+                break;
+            }
+            journal.bytes += difference.encoded_len();
+            journal.differences.push_back(difference);
+        }
+        Some(journal)
+    }
+}
+
+/// A history file's magic and version, first in it.
+pub const HISTORY_MAGIC: &[u8; 8] = b"ternhst1";
+
+/// Octets a history frame adds to its difference: the length before it,
+/// the check after it.
+pub const FRAME_OVERHEAD: usize = 4 + CHECK_LEN;
+
+/// Octets of a frame's check (the first of its payload's SHA-1).
+const CHECK_LEN: usize = 8;
+
+/// The largest payload a history frame may declare: a difference of a
+/// zone within the transfer limits is far below it; a larger length is
+/// damage.
+const MAX_FRAME: usize = 1 << 30;
+
+/// Appends `difference`'s history frame to `out`: its encoded length (4
+/// octets), the encoded difference, the first 8 octets of its SHA-1.
+pub fn history_frame(difference: &Difference, out: &mut Vec<u8>) {
+    let start = out.len();
+    out.extend_from_slice(&(difference.encoded_len() as u32).to_be_bytes());
+    encode_difference(difference, out);
+    let check = sha1::Sha1::digest(&out[start + 4..]);
+    out.extend_from_slice(&check[..CHECK_LEN]);
+}
+
+/// Reads one history frame; `None` if it is cut short, its check fails or
+/// its payload is not exactly one difference.
+fn read_frame(reader: &mut Reader<'_>) -> Option<Difference> {
+    let len = usize::try_from(reader.u32()?).ok()?;
+    if len > MAX_FRAME {
+        return None;
+    }
+    let payload = reader.take(len)?;
+    let check = reader.take(CHECK_LEN)?;
+    if sha1::Sha1::digest(payload)[..CHECK_LEN] != *check {
+        return None;
+    }
+    let mut inner = Reader {
+        bytes: payload,
+        pos: 0,
+    };
+    let difference = decode_difference(&mut inner)?;
+    (inner.pos == payload.len()).then_some(difference)
+}
+
+/// Appends `difference` in the journal's record form to `out`.
+fn encode_difference(difference: &Difference, out: &mut Vec<u8>) {
+    for (ttl, rdata) in [&difference.from_soa, &difference.to_soa] {
+        out.extend_from_slice(&ttl.to_be_bytes());
+        out.extend_from_slice(&(rdata.len() as u16).to_be_bytes());
+        out.extend_from_slice(rdata);
+    }
+    for list in [&difference.deleted, &difference.added] {
+        out.extend_from_slice(&(list.len() as u32).to_be_bytes());
+        for record in list {
+            out.push(record.owner.len() as u8);
+            out.extend_from_slice(&record.owner);
+            out.extend_from_slice(&record.rtype.0.to_be_bytes());
+            out.extend_from_slice(&record.ttl.to_be_bytes());
+            out.extend_from_slice(&(record.rdata.len() as u16).to_be_bytes());
+            out.extend_from_slice(&record.rdata);
+        }
+    }
+}
+
+/// Reads one difference in the journal's record form; `None` if anything
+/// in it is cut short or malformed. Bounded by the input: each record
+/// reads at least 9 octets.
+fn decode_difference(reader: &mut Reader<'_>) -> Option<Difference> {
+    let mut soas = [(0u32, Vec::new()), (0u32, Vec::new())];
+    for soa in &mut soas {
+        let ttl = reader.u32()?;
+        let len = usize::from(reader.u16()?);
+        *soa = (ttl, reader.take(len)?.to_vec());
+    }
+    let mut lists = [Vec::new(), Vec::new()];
+    for list in &mut lists {
+        let len = reader.u32()?;
+        for _ in 0..len {
+            let owner_len = usize::from(reader.take(1)?[0]);
+            let owner = reader.take(owner_len)?;
+            Name::from_wire(owner).ok()?;
+            let rtype = RType(reader.u16()?);
+            let ttl = reader.u32()?;
+            let rdata_len = usize::from(reader.u16()?);
+            list.push(Record {
+                owner: owner.to_vec(),
+                rtype,
+                ttl,
+                rdata: reader.take(rdata_len)?.to_vec(),
+            });
+        }
+    }
+    let [from_soa, to_soa] = soas;
+    let [deleted, added] = lists;
+    Some(Difference {
+        from_soa,
+        to_soa,
+        deleted,
+        added,
+    })
 }
 
 /// Whether a reload from `old` to `new` is a new version IXFR can describe:

@@ -41,7 +41,9 @@ use crate::refresh::{SecondariesHandle, SecondaryConfig, Timers};
 
 use crate::load::{FileStamp, Origin, Stamp};
 use crate::start::notify_source;
-use crate::state::{journal_path, load_saved, save_timers, save_zone, write_atomically};
+use crate::state::{
+    append_history, journal_path, load_saved, save_timers, save_zone, write_atomically,
+};
 use crate::Cores;
 
 /// How long the produced catalog zone waits for changes to stop before it
@@ -101,6 +103,13 @@ pub struct Zones {
     journals: SharedJournals,
     /// The octets of history kept per zone; 0: none.
     history_bytes: usize,
+    /// Octets written to history files so far (the test of issue 25).
+    history_written: std::sync::atomic::AtomicU64,
+    /// The octets of each zone's history file as this run wrote it, by
+    /// lowercased origin; absent (at start, after an error): the next
+    /// save writes the file whole. Held across a save, so that saves reach
+    /// a file in the order their differences were pushed.
+    history_files: Mutex<HashMap<Vec<u8>, u64>>,
     /// Told of every serial that changes, when `notify.targets` is set.
     notifier: Option<NotifierHandle>,
     /// The transfer thread, for catalog members that come and go.
@@ -308,6 +317,15 @@ impl Zones {
                 .map(|zone| (origin_key(&zone), (zone, now)))
                 .collect()
         };
+        // A history file read back may hold differences trimming had
+        // dropped (appended frames are not taken back).
+        for journal in journals
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .values_mut()
+        {
+            journal.trim(history_bytes);
+        }
         let served = Arc::new(Zones {
             cores,
             notifier,
@@ -315,6 +333,8 @@ impl Zones {
             notify_zones,
             journals,
             history_bytes,
+            history_written: std::sync::atomic::AtomicU64::new(0),
+            history_files: Mutex::new(HashMap::new()),
             state_directory,
             producer_wake: Mutex::new(None),
             resigner: crate::resign::Resigner::default(),
@@ -564,28 +584,7 @@ impl Zones {
     /// RRsets first (issue 24).
     pub fn updated(&self, zone: Arc<Zone>, differences: Vec<Difference>) {
         let origin = LowerNameBuf::from_name(zone.origin());
-        if self.history_bytes > 0 {
-            let mut journals = self
-                .journals
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
-            let journal = journals.entry(origin.as_bytes().to_vec()).or_default();
-            for difference in differences {
-                journal.push(difference, self.history_bytes);
-            }
-            let bytes = journal.encode();
-            drop(journals);
-            if let Some(dir) = &self.state_directory {
-                let path = journal_path(dir, origin);
-                if let Err(err) = write_atomically(&path, &bytes) {
-                    log::warn!(
-                        "zone {}: cannot save its IXFR history to {}: {err}",
-                        origin.as_name(),
-                        path.display()
-                    );
-                }
-            }
-        }
+        self.push_history(origin, false, differences);
         let serial = zone.serial();
         let mut changes = Vec::new();
         let stale = {
@@ -1108,16 +1107,9 @@ impl Zones {
             return;
         }
         let difference = Difference::between(old, new);
-        let mut journals = self
-            .journals
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let journal = journals.entry(origin.as_bytes().to_vec()).or_default();
         if newer {
-            journal.push(difference, self.history_bytes);
-        } else if difference.is_empty() {
-            return;
-        } else {
+            self.push_history(origin, false, vec![difference]);
+        } else if !difference.is_empty() {
             log::warn!(
                 "zone {}: its data changed but its serial {} is not higher than {}; served, \
                  and IXFR clients get the whole zone",
@@ -1125,20 +1117,7 @@ impl Zones {
                 new.serial(),
                 old.serial()
             );
-            journal.clear();
-        }
-        let bytes = journal.encode();
-        drop(journals);
-        let Some(dir) = &self.state_directory else {
-            return;
-        };
-        let path = journal_path(dir, origin);
-        if let Err(err) = write_atomically(&path, &bytes) {
-            log::warn!(
-                "zone {}: cannot save its IXFR history to {}: {err}",
-                origin.as_name(),
-                path.display()
-            );
+            self.push_history(origin, true, Vec::new());
         }
     }
 
@@ -1182,31 +1161,77 @@ impl Zones {
             deleted: records(change.deleted),
             added: records(change.added),
         };
-        let bytes = {
+        self.push_history(origin, false, vec![difference]);
+        true
+    }
+
+    /// Pushes `differences` (in order) into the zone's IXFR history, after
+    /// clearing it when `clear`, and saves it in the state directory: by
+    /// appending their frames to its file, or by writing the file whole
+    /// when this run has not written it yet (it may end in a torn frame),
+    /// when the history started afresh, or when trimming has left more
+    /// than half of the file stale. A save costs the differences, and a
+    /// whole write the history once per as many octets appended.
+    fn push_history(&self, origin: LowerNameBuf, clear: bool, differences: Vec<Difference>) {
+        if self.history_bytes == 0 {
+            return;
+        }
+        let key = origin.as_bytes().to_vec();
+        let mut files = self
+            .history_files
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let (bytes, appended_to) = {
             let mut journals = self
                 .journals
                 .lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner());
-            let journal = journals.entry(origin.as_bytes().to_vec()).or_default();
-            journal.push(difference, self.history_bytes);
-            journal.encode()
+            let journal = journals.entry(key.clone()).or_default();
+            let mut afresh = clear;
+            if clear {
+                journal.clear();
+            }
+            let saving = self.state_directory.is_some();
+            let mut frames = Vec::new();
+            for difference in differences {
+                if saving {
+                    journal::history_frame(&difference, &mut frames);
+                }
+                afresh |= !journal.push(difference, self.history_bytes);
+            }
+            if !saving {
+                return;
+            }
+            let live = journal.history_len() as u64;
+            match files.get(&key) {
+                Some(&len) if !afresh && len + frames.len() as u64 <= 2 * live => {
+                    (frames, Some(len))
+                }
+                _ => (journal.encode_history(), None),
+            }
         };
-        self.save_journal(origin, &bytes);
-        true
-    }
-
-    /// Saves a zone's IXFR history (`bytes`) in the state directory.
-    fn save_journal(&self, origin: LowerNameBuf, bytes: &[u8]) {
         let Some(dir) = &self.state_directory else {
             return;
         };
         let path = journal_path(dir, origin);
-        if let Err(err) = write_atomically(&path, bytes) {
-            log::warn!(
-                "zone {}: cannot save its IXFR history to {}: {err}",
-                origin.as_name(),
-                path.display()
-            );
+        let written = match appended_to {
+            Some(len) => append_history(&path, &bytes).map(|()| len + bytes.len() as u64),
+            None => write_atomically(&path, &bytes).map(|()| bytes.len() as u64),
+        };
+        self.history_written
+            .fetch_add(bytes.len() as u64, std::sync::atomic::Ordering::Relaxed);
+        match written {
+            Ok(len) => {
+                files.insert(key, len);
+            }
+            Err(err) => {
+                files.remove(&key);
+                log::warn!(
+                    "zone {}: cannot save its IXFR history to {}: {err}",
+                    origin.as_name(),
+                    path.display()
+                );
+            }
         }
     }
 
@@ -1592,5 +1617,180 @@ mod tests {
         // One zone: the same work at both sizes, and little of it.
         assert_eq!(one_small, one_large);
         assert!(one_small <= 8, "{one_small} visits to reload one zone");
+    }
+
+    /// A difference of `example.` from `serial` to the next, adding one
+    /// TXT record of 100 octets.
+    fn update_difference(serial: u32) -> Difference {
+        let soa = |serial: u32| {
+            let mut rdata = vec![0u8, 0];
+            rdata.extend_from_slice(&serial.to_be_bytes());
+            rdata.extend_from_slice(&[0; 16]);
+            (3600, rdata)
+        };
+        Difference {
+            from_soa: soa(serial),
+            to_soa: soa(serial + 1),
+            deleted: Vec::new(),
+            added: vec![journal::Record {
+                owner: {
+                    let label = format!("a{serial:05}");
+                    let mut owner = vec![label.len() as u8];
+                    owner.extend_from_slice(label.as_bytes());
+                    owner.extend_from_slice(b"\x07example\x00");
+                    owner
+                },
+                rtype: tern_wire::types::RType::TXT,
+                ttl: 60,
+                rdata: vec![b'x'; 100],
+            }],
+        }
+    }
+
+    /// Octets written to the IXFR history file (of at most `bound` octets)
+    /// by one update group after `before` groups, by all of them, and what
+    /// a restart reads back of that file.
+    fn history_octets_per_group(before: u32, bound: usize) -> (u64, u64, Option<journal::Journal>) {
+        let dir =
+            std::env::temp_dir().join(format!("tern-history-save-{}-{before}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("example.zone"), small_zone(1, 1)).unwrap();
+        let sources = Sources {
+            dir: Some(dir.clone()),
+            listed: Vec::new(),
+            signing: None,
+        };
+        let loaded = load::load_all(&sources, None).unwrap();
+        let zone = Arc::clone(&loaded.zones[0].0);
+        let catalog = Catalog::new(loaded.zones.iter().map(|(zone, _)| Arc::clone(zone)));
+        let state = dir.join("state");
+        let served = Zones::new(
+            Arc::new(CountedCores::default()) as Arc<dyn Cores>,
+            None,
+            SharedJournals::default(),
+            bound,
+            Some(state.clone()),
+            Start {
+                primaries: loaded.zones,
+                secondaries: Vec::new(),
+                catalog,
+            },
+            None,
+            Vec::new(),
+            None,
+            NotifyZones::default(),
+        );
+        let written = || {
+            served
+                .history_written
+                .load(std::sync::atomic::Ordering::Relaxed)
+        };
+        for serial in 1..=before {
+            served.updated(Arc::clone(&zone), vec![update_difference(serial)]);
+        }
+        let start = written();
+        served.updated(Arc::clone(&zone), vec![update_difference(before + 1)]);
+        let one = written() - start;
+        let total = written();
+        let origin = LowerNameBuf::from_name(zone.origin());
+        let bytes = std::fs::read(journal_path(&state, origin)).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        (one, total, journal::Journal::decode_history(&bytes))
+    }
+
+    /// Issue 25: saving an update group's differences in the IXFR history
+    /// file costs the differences, not the history (the whole history
+    /// was written per group, 400 updates a second fell to 78); and the
+    /// file read back is the whole chain.
+    #[test]
+    fn saving_an_update_costs_its_difference_not_the_history() {
+        let (small, large) = (10, 400);
+        let (one_small, _, read_small) = history_octets_per_group(small, 1 << 30);
+        let (one_large, _, read_large) = history_octets_per_group(large, 1 << 30);
+        eprintln!("history octets per group: {one_small} after {small}, {one_large} after {large}");
+        assert_eq!(one_small, one_large);
+        let frame = journal::FRAME_OVERHEAD + update_difference(1).encoded_len();
+        assert_eq!(one_small, frame as u64);
+        for (read, count) in [(read_small, small), (read_large, large)] {
+            let read = read.expect("the history file reads back");
+            assert_eq!(read.differences().count(), count as usize + 1);
+            assert!(read.ends_at(count + 2));
+        }
+    }
+
+    /// Issue 25: with trimming, the file is written whole only when more
+    /// than half of it is stale: all the octets written stay within three
+    /// times the frames, and the file read back (trimmed to its bound as a
+    /// start does) is the latest history, ending at the last serial.
+    #[test]
+    fn a_trimmed_history_is_rewritten_rarely_and_reads_back_whole() {
+        let frame = journal::FRAME_OVERHEAD + update_difference(1).encoded_len();
+        let bound = 10 * update_difference(1).encoded_len();
+        let groups = 300;
+        let (_, total, read) = history_octets_per_group(groups - 1, bound);
+        eprintln!("{total} octets written for {groups} groups of {frame}");
+        assert!(total <= 3 * (groups as u64) * frame as u64, "{total}");
+        let mut read = read.expect("the history file reads back");
+        assert!(read.differences().count() <= 21, "at most half stale");
+        read.trim(bound);
+        assert_eq!(read.differences().count(), 10);
+        assert!(read.ends_at(groups + 1));
+    }
+
+    /// `example.` at `serial` loaded from a file in `dir`, and the IXFR
+    /// histories a start reads for it from `dir/state` holding `history`.
+    fn restart_with_history(dir: &Path, serial: u32, history: &[u8]) -> journal::Journals {
+        let _ = std::fs::remove_dir_all(dir);
+        std::fs::create_dir_all(dir).unwrap();
+        std::fs::write(dir.join("example.zone"), small_zone(1, serial)).unwrap();
+        let sources = Sources {
+            dir: Some(dir.to_path_buf()),
+            listed: Vec::new(),
+            signing: None,
+        };
+        let loaded = load::load_all(&sources, None).unwrap();
+        let zone = Arc::clone(&loaded.zones[0].0);
+        let state = dir.join("state");
+        let path = journal_path(&state, LowerNameBuf::from_name(zone.origin()));
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, history).unwrap();
+        let journals = crate::state::load_journals(Some(&state), &[zone]);
+        std::fs::remove_dir_all(dir).unwrap();
+        journals
+    }
+
+    /// Issue 25: a start serves an appended history that ends at the
+    /// served serial as the whole chain (IXFR from its first serial gives
+    /// every difference, condensed); one whose last frame a crash cut reads
+    /// as its good prefix, which ends before the served serial (the update
+    /// journal's replay serves the cut difference): dropped, never served
+    /// as a chain to the served version.
+    #[test]
+    fn a_start_serves_a_whole_history_and_drops_a_torn_one() {
+        let mut file = journal::Journal::new().encode_history();
+        for serial in 1..=5 {
+            journal::history_frame(&update_difference(serial), &mut file);
+        }
+        let dir = std::env::temp_dir().join(format!("tern-history-start-{}", std::process::id()));
+        let journals = restart_with_history(&dir, 6, &file);
+        let history = journals.values().next().expect("the history is served");
+        assert!(history.ends_at(6));
+        let chain = history.since(1).expect("IXFR from serial 1");
+        assert_eq!((chain.from_serial(), chain.to_serial()), (1, 6));
+        assert_eq!(chain.added.len(), 5);
+        assert!(chain.deleted.is_empty());
+
+        let last = journal::FRAME_OVERHEAD + update_difference(5).encoded_len();
+        for cut in [1, last / 2, last - 1] {
+            let torn = &file[..file.len() - cut];
+            assert!(
+                restart_with_history(&dir, 6, torn).is_empty(),
+                "a history cut by {cut} octets served"
+            );
+            // Its good prefix, were serial 5 the one served.
+            let journals = restart_with_history(&dir, 5, torn);
+            assert!(journals.values().next().is_some_and(|h| h.ends_at(5)));
+        }
     }
 }

@@ -1,8 +1,9 @@
 //! The state directory (`state-directory`; without one, nothing is
 //! saved): received zones, their timers and every zone's IXFR history,
-//! each file written whole (a temporary file renamed over the old one), so
-//! that a restart serves the saved copies at once and keeps their timers
-//! and histories.
+//! each file written whole (a temporary file renamed over the old one) but
+//! a history, to which each new difference is appended (its frame;
+//! [`tern_xfr::journal`]), so that a restart serves the saved copies at
+//! once and keeps their timers and histories.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -29,8 +30,20 @@ pub(crate) fn journal_path(state_directory: &Path, origin: LowerNameBuf) -> Path
         .join(format!("{}ixfr", file_stem(origin)))
 }
 
-/// The saved IXFR histories of `zones` that end at the version served (a
-/// history that does not, or does not read, is dropped).
+/// Appends `bytes` (a history's new frames) to the history file `path`,
+/// which must exist (a missing one is written whole by the next save).
+pub(crate) fn append_history(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    use std::io::Write as _;
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(path)?
+        .write_all(bytes)
+}
+
+/// The saved IXFR histories of `zones` that end at the version served: a
+/// history that does not (a tail torn by a crash leaves an earlier end,
+/// and the update journal's replay a later serial served), or does not
+/// read, is dropped, never served as a chain it is not.
 pub fn load_journals(state_directory: Option<&Path>, zones: &[Arc<Zone>]) -> Journals {
     let mut journals = Journals::new();
     let Some(state_directory) = state_directory else {
@@ -41,7 +54,7 @@ pub fn load_journals(state_directory: Option<&Path>, zones: &[Arc<Zone>]) -> Jou
         let Ok(bytes) = std::fs::read(journal_path(state_directory, origin)) else {
             continue;
         };
-        match Journal::decode(&bytes) {
+        match Journal::decode_history(&bytes) {
             Some(journal) if journal.ends_at(zone.serial()) => {
                 journals.insert(origin.as_bytes().to_vec(), journal);
             }

@@ -159,3 +159,88 @@ fn an_incremental_answer_brings_the_held_version_to_the_new_one() {
 
 /// One record per message.
 const MESSAGE_TARGET_SMALL: usize = 1;
+
+/// A history of `count` differences, serials 1 to `count + 1`.
+fn history(count: u32) -> Journal {
+    let mut journal = Journal::new();
+    for serial in 1..=count {
+        let old = version(serial, &format!("a{serial} 60 IN TXT \"{serial}\"\n"));
+        let new = version(
+            serial + 1,
+            &format!("a{} 60 IN TXT \"{}\"\n", serial + 1, serial + 1),
+        );
+        assert!(journal.push(Difference::between(&old, &new), usize::MAX));
+    }
+    journal
+}
+
+#[test]
+fn history_file_appends_and_reads_back() {
+    let journal = history(3);
+    let mut bytes = history(2).encode_history();
+    let appended = bytes.len();
+    history_frame(journal.differences().last().unwrap(), &mut bytes);
+    assert_eq!(
+        bytes,
+        journal.encode_history(),
+        "an appended frame is the file"
+    );
+    assert_eq!(bytes.len(), journal.history_len());
+    assert_eq!(
+        bytes.len() - appended,
+        FRAME_OVERHEAD + journal.differences().last().unwrap().encoded_len()
+    );
+    assert_eq!(Journal::decode_history(&bytes), Some(journal.clone()));
+    // The older one-piece form still reads.
+    assert_eq!(Journal::decode_history(&journal.encode()), Some(journal));
+    assert_eq!(Journal::decode_history(b"not a history"), None);
+}
+
+#[test]
+fn history_file_with_a_torn_tail_reads_its_good_prefix() {
+    let whole = history(3).encode_history();
+    let two = history(2);
+    let two_len = two.encode_history().len();
+    // Every cut inside the last frame: the first two differences, never a
+    // panic; the chain they make ends at serial 3, not 4.
+    for cut in two_len..whole.len() {
+        let read = Journal::decode_history(&whole[..cut]).unwrap();
+        assert_eq!(read, two, "cut at {cut}");
+        assert!(read.ends_at(3) && !read.ends_at(4));
+    }
+    // A tail of zeros (a file extended but not written) or of noise.
+    for tail in [[0u8; 40], [0xff; 40]] {
+        let mut bytes = two.encode_history();
+        bytes.extend_from_slice(&tail);
+        assert_eq!(Journal::decode_history(&bytes).unwrap(), two);
+    }
+    // A damaged octet in the last frame's payload: its check fails.
+    let mut damaged = whole.clone();
+    let at = two_len + 10;
+    damaged[at] ^= 1;
+    assert_eq!(Journal::decode_history(&damaged).unwrap(), two);
+    // Every cut of the whole file reads without a panic, as a prefix.
+    for cut in 0..whole.len() {
+        if let Some(read) = Journal::decode_history(&whole[..cut]) {
+            assert!(read.differences().count() <= 3);
+        }
+    }
+}
+
+#[test]
+fn history_file_stops_at_a_broken_chain() {
+    let journal = history(3);
+    let mut bytes = journal.encode_history();
+    // A frame that does not start at serial 4.
+    history_frame(history(1).differences().next().unwrap(), &mut bytes);
+    assert_eq!(Journal::decode_history(&bytes), Some(journal));
+}
+
+#[test]
+fn a_history_read_back_is_trimmed_to_its_bound() {
+    let mut journal = history(4);
+    let last = journal.differences().last().unwrap().encoded_len();
+    journal.trim(last);
+    assert_eq!(journal.differences().count(), 1);
+    assert!(journal.ends_at(5));
+}
