@@ -785,7 +785,7 @@ pub(crate) const MAX_STREAM_TASK: usize = 3 * 1024 + 768;
 //=========== Tests ==========================================================
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// The size of the future `start` returns, without making one (its
