@@ -289,7 +289,7 @@ async fn read_half<R: ReadStream>(
     stream: Stream<'_>,
 ) -> Option<Vec<u8>> {
     let stop = core.stop.listener();
-    let limits = core.tcp;
+    let limits = &core.tcp;
     // A pool buffer from the caller (what a PROXY header's reading left, or
     // nothing): its octets move to a buffer of the connection's own, which
     // grows only as its queries need.
@@ -775,12 +775,18 @@ async fn write_half<W: WriteStream>(
     }
 }
 
-/// The most octets a connection's [`serve_stream`] future may take (a
-/// test checks it): what every open connection's task holds, idle or
-/// not. Two timers (monoio's, 640 octets each, cache-aligned), one per
-/// half, are most of it.
+/// The most octets a connection's [`serve_stream`] future may take, TCP's
+/// or TLS's (a test checks it): what every open connection's task holds,
+/// idle or not. Two timers (monoio's, 640 octets each, 128-aligned), one
+/// per half, are a third of it.
 #[cfg(test)]
-pub(crate) const MAX_STREAM_TASK: usize = 3 * 1024 + 768;
+pub(crate) const MAX_STREAM_TASK: usize = 3 * 1024 + 640;
+
+/// The most octets a whole connection's future may take (the framing's,
+/// [`MAX_STREAM_TASK`], and what comes before and after it: a PROXY
+/// header, a TLS handshake and close).
+#[cfg(test)]
+pub(crate) const MAX_CONNECTION_TASK: usize = 4 * 1024;
 
 //=========== Tests ==========================================================
 
@@ -815,9 +821,10 @@ pub(crate) mod tests {
             &'static Rc<Core>,
         );
         let served = future_size(|(r, w, b, a, s, c): Args| serve_stream(r, w, b, a, s, c));
+        eprintln!("serve_stream {served} octets, connection {connection}");
         assert!(served <= MAX_STREAM_TASK, "serve_stream: {served} octets");
         assert!(
-            connection <= MAX_STREAM_TASK + 512,
+            connection <= MAX_CONNECTION_TASK,
             "connection: {connection} octets"
         );
     }
