@@ -54,6 +54,14 @@
 //! write half waits for forwarded answers still upstream after the read
 //! half ends (a client may half-close); the forwarder ends every question
 //! within its timeouts, and a stopping core waits for none.
+//!
+//! The task: every open connection holds its whole future, sized for its
+//! largest await, idle or not (issue 26). So the rarely taken awaits
+//! (a zone transfer, an UPDATE) are boxed, a future awaited under a guard
+//! (`StopListener::or`, `Pipe::unless_failed`) is pinned in the caller's
+//! frame and lent to it (moved in, each wrapper would hold a copy, a
+//! 640-octet timer with it), and nothing large is held across the read.
+//! A test bounds the future (`MAX_STREAM_TASK`, `MAX_CONNECTION_TASK`).
 
 use std::io;
 use std::net::SocketAddr;
