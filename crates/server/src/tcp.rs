@@ -54,9 +54,18 @@
 //! write half waits for forwarded answers still upstream after the read
 //! half ends (a client may half-close); the forwarder ends every question
 //! within its timeouts, and a stopping core waits for none.
+//!
+//! The task: every open connection holds its whole future, sized for its
+//! largest await, idle or not (issue 26). So the rarely taken awaits
+//! (a zone transfer, an UPDATE) are boxed, a future awaited under a guard
+//! (`StopListener::or`, `Pipe::unless_failed`) is pinned in the caller's
+//! frame and lent to it (moved in, each wrapper would hold a copy, a
+//! 640-octet timer with it), and nothing large is held across the read.
+//! A test bounds the future (`MAX_STREAM_TASK`, `MAX_CONNECTION_TASK`).
 
 use std::io;
 use std::net::SocketAddr;
+use std::pin::pin;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -288,7 +297,7 @@ async fn read_half<R: ReadStream>(
     stream: Stream<'_>,
 ) -> Option<Vec<u8>> {
     let stop = core.stop.listener();
-    let limits = core.tcp;
+    let limits = &core.tcp;
     // A pool buffer from the caller (what a PROXY header's reading left, or
     // nothing): its octets move to a buffer of the connection's own, which
     // grows only as its queries need.
@@ -333,8 +342,19 @@ async fn read_half<R: ReadStream>(
         };
         let filled = buffer.len();
         size_read_buffer(&mut buffer, last_read);
-        let read = monoio::time::timeout(wait, reader.read_into(buffer, filled));
-        let (result, returned) = match stop.or(pipe.unless_failed(read)).await {
+        // Pinned here and lent to the guards below: each async wrapper
+        // would otherwise hold a copy of the read's state (a timer entry
+        // of 640 octets, cache-aligned, with it), doubling it per layer
+        // in every connection's task, idle ones too (issue 26).
+        let outcome = {
+            let read = pin!(monoio::time::timeout(
+                wait,
+                reader.read_into(buffer, filled)
+            ));
+            let guarded = pin!(pipe.unless_failed(read));
+            stop.or(guarded).await
+        };
+        let (result, returned) = match outcome {
             Some(Some(Ok(read))) => read,
             Some(Some(Err(_))) => {
                 // Timed out: the cancelled read kept the buffer.
@@ -763,11 +783,59 @@ async fn write_half<W: WriteStream>(
     }
 }
 
+/// The most octets a connection's [`serve_stream`] future may take, TCP's
+/// or TLS's (a test checks it): what every open connection's task holds,
+/// idle or not. Two timers (monoio's, 640 octets each, 128-aligned), one
+/// per half, are a third of it.
+#[cfg(test)]
+pub(crate) const MAX_STREAM_TASK: usize = 3 * 1024 + 640;
+
+/// The most octets a whole connection's future may take (the framing's,
+/// [`MAX_STREAM_TASK`], and what comes before and after it: a PROXY
+/// header, a TLS handshake and close).
+#[cfg(test)]
+pub(crate) const MAX_CONNECTION_TASK: usize = 4 * 1024;
+
 //=========== Tests ==========================================================
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// The size of the future `start` returns, without making one (its
+    /// arguments, a core among them, need not exist).
+    pub(crate) fn future_size<A, F: std::future::Future>(_: impl FnOnce(A) -> F) -> usize {
+        std::mem::size_of::<F>()
+    }
+
+    /// A TCP connection's task, an idle one too, is this size (issue 26:
+    /// 10,000 idle TLS connections in 100 MiB); a large local added to
+    /// the common read-answer path grows it past this bound. Rarely
+    /// taken arms (transfers, updates) are boxed.
+    #[test]
+    fn a_connections_task_is_small() {
+        type Addresses = (SocketAddr, Option<SocketAddr>);
+        let connection = future_size(
+            |(stream, peer, proxied, core): (TcpStream, SocketAddr, bool, &'static Rc<Core>)| {
+                connection(stream, peer, proxied, core)
+            },
+        );
+        type Args = (
+            TcpOwnedReadHalf,
+            TcpOwnedWriteHalf,
+            Vec<u8>,
+            Addresses,
+            Stream<'static>,
+            &'static Rc<Core>,
+        );
+        let served = future_size(|(r, w, b, a, s, c): Args| serve_stream(r, w, b, a, s, c));
+        eprintln!("serve_stream {served} octets, connection {connection}");
+        assert!(served <= MAX_STREAM_TASK, "serve_stream: {served} octets");
+        assert!(
+            connection <= MAX_CONNECTION_TASK,
+            "connection: {connection} octets"
+        );
+    }
 
     /// The read buffer stays small for small queries, grows to a longer
     /// frame and for a deep pipeline, and shrinks back once reads fit

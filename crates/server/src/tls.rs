@@ -44,6 +44,7 @@
 use std::cell::RefCell;
 use std::io;
 use std::net::SocketAddr;
+use std::pin::pin;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
@@ -187,6 +188,10 @@ pub(crate) async fn serve(
         let Ok(connection) = UnbufferedServerConnection::new(Arc::clone(&server)) else {
             continue; // never: the configuration was built to be valid
         };
+        // Moved to the heap here, not in the task: rustls's connection
+        // (over 1 KiB) would otherwise stay in the task's captures and
+        // arguments for the connection's life, idle or not (issue 26).
+        let tls = Rc::new(RefCell::new(Tls::new(connection)));
         counters.accepted.set(counters.accepted.get() + 1);
         counters.open.set(counters.open.get() + 1);
         let core = Rc::clone(&core);
@@ -194,7 +199,7 @@ pub(crate) async fn serve(
         // once, as rustls reads it once at the handshake.
         let required = clients.required();
         monoio::spawn(async move {
-            serve_connection(stream, peer, connection, required, &core).await;
+            serve_connection(stream, peer, tls, required, &core).await;
             let open = &core.tls_counters.connections.open;
             open.set(open.get() - 1);
         });
@@ -208,14 +213,19 @@ pub(crate) async fn serve(
 async fn serve_connection(
     mut stream: TcpStream,
     peer: SocketAddr,
-    connection: UnbufferedServerConnection,
+    tls: Rc<RefCell<Tls>>,
     client_ca: bool,
     core: &Rc<Core>,
 ) {
-    let tls = Rc::new(RefCell::new(Tls::new(connection)));
     let stop = core.stop.listener();
-    let handshake = monoio::time::timeout(core.tcp.initial_timeout, handshake(&mut stream, &tls));
-    let outcome = match stop.or(handshake).await {
+    // Pinned here and lent to `or`, which would otherwise hold a second
+    // copy of the handshake's state (and timer) for the whole connection.
+    let outcome = {
+        let handshake = handshake(&mut stream, &tls);
+        let handshake = pin!(monoio::time::timeout(core.tcp.initial_timeout, handshake));
+        stop.or(handshake).await
+    };
+    let outcome = match outcome {
         None => return,
         Some(Err(_)) => OUTCOME_TIMEOUT,
         Some(Ok(outcome)) => outcome,
@@ -698,4 +708,45 @@ impl WriteStream for TlsWriter {
 fn fitting(plaintext: usize, room: usize) -> usize {
     let records = room.div_ceil(MAX_FRAGMENT).max(1);
     plaintext.min(room.saturating_sub(records * RECORD_OVERHEAD))
+}
+
+//=========== Tests ==========================================================
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tcp::tests::future_size;
+
+    /// A TLS connection's task (handshake, then the framing over the
+    /// decrypted stream) stays near a TCP connection's (issue 26); its
+    /// rustls state (1,088 octets) is on the heap, not in the task.
+    #[test]
+    fn a_tls_connections_task_is_small() {
+        type Args = (
+            TcpStream,
+            SocketAddr,
+            Rc<RefCell<Tls>>,
+            bool,
+            &'static Rc<Core>,
+        );
+        let task = future_size(|(s, p, c, r, core): Args| serve_connection(s, p, c, r, core));
+        type StreamArgs = (
+            TlsReader,
+            TlsWriter,
+            Vec<u8>,
+            (SocketAddr, Option<SocketAddr>),
+            Stream<'static>,
+            &'static Rc<Core>,
+        );
+        let served = future_size(|(r, w, b, a, s, c): StreamArgs| serve_stream(r, w, b, a, s, c));
+        eprintln!("serve_stream {served} octets, serve_connection {task}");
+        assert!(
+            served <= crate::tcp::MAX_STREAM_TASK,
+            "serve_stream: {served} octets"
+        );
+        assert!(
+            task <= crate::tcp::MAX_CONNECTION_TASK,
+            "serve_connection: {task} octets"
+        );
+    }
 }
