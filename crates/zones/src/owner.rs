@@ -415,6 +415,35 @@ impl Zones {
         served
     }
 
+    /// An owner of the primary zones `primaries` only (no NOTIFY, no
+    /// secondaries, no catalogs), for tests.
+    #[cfg(test)]
+    pub(crate) fn of_primaries(
+        cores: Arc<dyn Cores>,
+        journals: SharedJournals,
+        history_bytes: usize,
+        state_directory: Option<PathBuf>,
+        primaries: Vec<(Arc<Zone>, Stamp)>,
+    ) -> Arc<Self> {
+        let catalog = Catalog::new(primaries.iter().map(|(zone, _)| Arc::clone(zone)));
+        Zones::new(
+            cores,
+            None,
+            journals,
+            history_bytes,
+            state_directory,
+            Start {
+                primaries,
+                secondaries: Vec::new(),
+                catalog,
+            },
+            None,
+            Vec::new(),
+            None,
+            NotifyZones::default(),
+        )
+    }
+
     /// Lists every served zone in the produced catalog zone and serves it
     /// (at start, before the first NOTIFY).
     pub fn publish(&self) {
@@ -1529,23 +1558,13 @@ mod tests {
         };
         let loaded = load::load_all(&sources, None).unwrap();
         assert_eq!(loaded.zones.len(), count);
-        let catalog = Catalog::new(loaded.zones.iter().map(|(zone, _)| Arc::clone(zone)));
         let cores = Arc::new(CountedCores::default());
-        let served = Zones::new(
+        let served = Zones::of_primaries(
             Arc::clone(&cores) as Arc<dyn Cores>,
-            None,
             SharedJournals::default(),
             0,
             None,
-            Start {
-                primaries: loaded.zones,
-                secondaries: Vec::new(),
-                catalog,
-            },
-            None,
-            Vec::new(),
-            None,
-            NotifyZones::default(),
+            loaded.zones,
         );
         let changed = "z7.example.";
         let origin = NameBuf::from_text(changed.as_bytes(), None).unwrap();
@@ -1663,23 +1682,13 @@ mod tests {
         };
         let loaded = load::load_all(&sources, None).unwrap();
         let zone = Arc::clone(&loaded.zones[0].0);
-        let catalog = Catalog::new(loaded.zones.iter().map(|(zone, _)| Arc::clone(zone)));
         let state = dir.join("state");
-        let served = Zones::new(
+        let served = Zones::of_primaries(
             Arc::new(CountedCores::default()) as Arc<dyn Cores>,
-            None,
             SharedJournals::default(),
             bound,
             Some(state.clone()),
-            Start {
-                primaries: loaded.zones,
-                secondaries: Vec::new(),
-                catalog,
-            },
-            None,
-            Vec::new(),
-            None,
-            NotifyZones::default(),
+            loaded.zones,
         );
         let written = || {
             served

@@ -6,14 +6,12 @@
 
 use std::sync::mpsc;
 
-use tern_authority::{Catalog, CatalogChange};
+use tern_authority::CatalogChange;
 use tern_update::policy::{OwnerMatch, OwnerRule};
 use tern_xfr::journal::SharedJournals;
-use tern_xfr::notify::NotifyZones;
 
 use super::*;
 use crate::load::{self, Sources};
-use crate::owner::Start;
 use crate::Cores;
 
 /// Cores that keep the versions they are sent.
@@ -119,23 +117,13 @@ fn start_zones_with(
     };
     let mut loaded = load::load_all(&sources, None).unwrap();
     replay_start(config, &mut loaded.zones);
-    let catalog = Catalog::new(loaded.zones.iter().map(|(zone, _)| Arc::clone(zone)));
     let cores = Arc::new(KeptCores::default());
-    let zones = Zones::new(
+    let zones = Zones::of_primaries(
         Arc::clone(&cores) as Arc<dyn Cores>,
-        None,
         journals,
         history,
         Some(dir.join("state")),
-        Start {
-            primaries: loaded.zones,
-            secondaries: Vec::new(),
-            catalog,
-        },
-        None,
-        Vec::new(),
-        None,
-        NotifyZones::default(),
+        loaded.zones,
     );
     (cores, zones)
 }
