@@ -1751,6 +1751,66 @@ mod tests {
         assert_eq!(costs[1], costs[3], "the second edit too");
     }
 
+    /// A reload that signed only the owners it changed (the kept records
+    /// patched) saves no copy; a start after it signs from the older copy
+    /// the whole signing saved, and serves the edit signed, making only
+    /// the changed owner's and the SOA's signatures.
+    #[test]
+    fn a_start_after_a_patched_reload_signs_from_the_older_copy() {
+        let dir = std::env::temp_dir().join(format!("tern-load-patched-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let zone_file = dir.join("example.zone");
+        let text = |address: &str| {
+            format!(
+                "$TTL 300\n@ SOA ns hostmaster 1 3600 900 604800 300\n@ NS ns\n\
+                 ns A 192.0.2.1\nwww A {address}\nmail A 192.0.2.3\n"
+            )
+        };
+        std::fs::write(&zone_file, text("192.0.2.2")).unwrap();
+        let (origin, sources) = signed_example(&dir, &zone_file, 1);
+        let saved = dir.join("state/signed/example.kept");
+        let first = load_all(&sources, None).unwrap();
+        let (zone, stamp) = &first.zones[0];
+        let whole = stamp.signed().unwrap().signatures().0;
+        let saved_whole = std::fs::read(&saved).unwrap();
+        let previous = SignedServedZone(Arc::clone(zone), Arc::clone(stamp.signed().unwrap()));
+        std::fs::write(&zone_file, text("192.0.2.20")).unwrap();
+        let again = load_one(&sources, &origin, Some(&previous)).unwrap();
+        let patched = again.zones[0].1.signed().unwrap();
+        assert!(patched.records().unwrap().len() > 0);
+        assert_eq!(patched.signatures().0, 2, "the edit took the patch path");
+        assert_eq!(
+            std::fs::read(&saved).unwrap(),
+            saved_whole,
+            "a patched reload leaves the saved copy"
+        );
+        // A start: no previous version, the saved copy older than the file.
+        let started = load_one(&sources, &origin, None).unwrap();
+        let (zone, stamp) = &started.zones[0];
+        let signatures = stamp.signed().unwrap().signatures().0;
+        assert!(
+            signatures < whole && signatures <= 3,
+            "from the older copy: {signatures} of {whole}"
+        );
+        let www = tern_wire::name::NameBuf::from_text(b"www.example.", None).unwrap();
+        let records = zone.owner_records(www.as_name());
+        assert!(
+            records
+                .iter()
+                .any(|record| record.rtype == tern_wire::types::RType::A
+                    && record.rdata == [192, 0, 2, 20]),
+            "the edit served"
+        );
+        assert!(
+            records
+                .iter()
+                .any(|record| record.rtype == tern_wire::types::RType::RRSIG),
+            "and signed"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     /// A signed zone served at this version, with its signed records.
     struct SignedServedZone(Arc<Zone>, Arc<SignedVersion>);
 
