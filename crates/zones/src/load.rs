@@ -1757,17 +1757,7 @@ mod tests {
     /// the changed owner's and the SOA's signatures.
     #[test]
     fn a_start_after_a_patched_reload_signs_from_the_older_copy() {
-        let dir = std::env::temp_dir().join(format!("tern-load-patched-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let zone_file = dir.join("example.zone");
-        let text = |address: &str| {
-            format!(
-                "$TTL 300\n@ SOA ns hostmaster 1 3600 900 604800 300\n@ NS ns\n\
-                 ns A 192.0.2.1\nwww A {address}\nmail A 192.0.2.3\n"
-            )
-        };
-        std::fs::write(&zone_file, text("192.0.2.2")).unwrap();
+        let (dir, zone_file) = small_example("tern-load-patched");
         let (origin, sources) = signed_example(&dir, &zone_file, 1);
         let saved = dir.join("state/signed/example.kept");
         let first = load_all(&sources, None).unwrap();
@@ -1775,7 +1765,7 @@ mod tests {
         let whole = stamp.signed().unwrap().signatures().0;
         let saved_whole = std::fs::read(&saved).unwrap();
         let previous = SignedServedZone(Arc::clone(zone), Arc::clone(stamp.signed().unwrap()));
-        std::fs::write(&zone_file, text("192.0.2.20")).unwrap();
+        std::fs::write(&zone_file, small_example_text("192.0.2.20")).unwrap();
         let again = load_one(&sources, &origin, Some(&previous)).unwrap();
         let patched = again.zones[0].1.signed().unwrap();
         assert!(patched.records().unwrap().len() > 0);
@@ -1937,6 +1927,25 @@ mod tests {
     /// kept, and the difference from the version served handed on; its
     /// serial is saved in the state directory (by the owner), and a start
     /// (nothing served) signs above it.
+    /// A new directory named from `prefix` holding `example.zone`, the
+    /// small example zone ([`small_example_text`]) with www at 192.0.2.2.
+    fn small_example(prefix: &str) -> (PathBuf, PathBuf) {
+        let dir = std::env::temp_dir().join(format!("{prefix}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let zone_file = dir.join("example.zone");
+        std::fs::write(&zone_file, small_example_text("192.0.2.2")).unwrap();
+        (dir, zone_file)
+    }
+
+    /// The small example zone's text, www at `address`.
+    fn small_example_text(address: &str) -> String {
+        format!(
+            "$TTL 300\n@ SOA ns hostmaster 1 3600 900 604800 300\n@ NS ns\n\
+             ns A 192.0.2.1\nwww A {address}\nmail A 192.0.2.3\n"
+        )
+    }
+
     /// The zone `example.` from `zone_file`, signed with the default
     /// policy on `threads` threads, its state under `dir`.
     fn signed_example(dir: &Path, zone_file: &Path, threads: usize) -> (Origin, Sources) {
@@ -1956,17 +1965,7 @@ mod tests {
 
     #[test]
     fn a_signed_zone_is_signed_again_from_its_previous_version() {
-        let dir = std::env::temp_dir().join(format!("tern-zones-resign-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let zone_file = dir.join("example.zone");
-        let text = |address: &str| {
-            format!(
-                "$TTL 300\n@ SOA ns hostmaster 1 3600 900 604800 300\n@ NS ns\n\
-                 ns A 192.0.2.1\nwww A {address}\nmail A 192.0.2.3\n"
-            )
-        };
-        std::fs::write(&zone_file, text("192.0.2.2")).unwrap();
+        let (dir, zone_file) = small_example("tern-zones-resign");
         let (origin, sources) = signed_example(&dir, &zone_file, 1);
         let first = load_all(&sources, None).unwrap();
         let signed = Arc::clone(first.zones[0].1.signed().unwrap());
@@ -1976,7 +1975,7 @@ mod tests {
         assert_eq!(signed.signatures(), (12, 0));
         assert!(signed.take_change().is_none(), "signed whole");
 
-        std::fs::write(&zone_file, text("192.0.2.20")).unwrap();
+        std::fs::write(&zone_file, small_example_text("192.0.2.20")).unwrap();
         let again = load_one(&sources, &origin, Some(&SignedServed(1, signed))).unwrap();
         let (zone, stamp) = &again.zones[0];
         assert_eq!(zone.serial(), 2);
