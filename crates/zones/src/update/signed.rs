@@ -885,17 +885,7 @@ mod tests {
         };
         assert_eq!(keys.len(), 2);
         let anyone = [tern_update::UpdateRule::default()];
-        let access = Access {
-            rules: &anyone,
-            requester: tern_update::Requester {
-                key: None,
-                address: "127.0.0.1".parse().unwrap(),
-            },
-        };
-        let options = UpdateOptions {
-            signed: true,
-            ..UpdateOptions::default()
-        };
+        let (access, options) = signed_by_anyone(&anyone);
         let run = |message: UpdateMessage| {
             let mut records = unsigned_records(&zone, false).unwrap();
             engine(
@@ -987,12 +977,12 @@ mod tests {
         UpdateMessage::parse(&m).expect("a well-formed UPDATE")
     }
 
-    /// `message` through the engine on `unsigned`: its difference as the
-    /// journal keeps it.
-    fn engine_difference(unsigned: &mut ZoneRecords, message: &UpdateMessage) -> Difference {
-        let anyone = [tern_update::UpdateRule::default()];
+    /// Access for a requester at 127.0.0.1 without a key under `rules`
+    /// (the tests' allow-everything rule), and the options of an update
+    /// to a signed zone.
+    fn signed_by_anyone(rules: &[tern_update::UpdateRule]) -> (Access<'_>, UpdateOptions) {
         let access = Access {
-            rules: &anyone,
+            rules,
             requester: tern_update::Requester {
                 key: None,
                 address: "127.0.0.1".parse().unwrap(),
@@ -1002,6 +992,14 @@ mod tests {
             signed: true,
             ..UpdateOptions::default()
         };
+        (access, options)
+    }
+
+    /// `message` through the engine on `unsigned`: its difference as the
+    /// journal keeps it.
+    fn engine_difference(unsigned: &mut ZoneRecords, message: &UpdateMessage) -> Difference {
+        let anyone = [tern_update::UpdateRule::default()];
+        let (access, options) = signed_by_anyone(&anyone);
         let difference = tern_update::update(unsigned, message, &access, &options)
             .unwrap()
             .expect("a change");
