@@ -7,7 +7,7 @@
 //! asks the primary for IXFR from that version's serial: the increments
 //! apply to the unsigned copy, which is also the one saved in
 //! `STATE/secondary/` (a restart transfers on from it). The unsigned copy
-//! is never served. Each version received is handed here ([`Bump::received`])
+//! is never served. Each version received is handed here (`Bump::received`)
 //! and signed on a thread of its own (`tern-bump`, off the cores and off
 //! the refresh thread, one zone at a time) as a primary zone is signed as
 //! it is loaded: whole the first time ([`crate::signing::sign`]), then

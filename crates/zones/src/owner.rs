@@ -20,7 +20,7 @@
 //! The catalog zone tern produces (`zones.catalog-producer`) lists every
 //! served zone. Its members are kept as a set, changed per zone; the zone
 //! itself is rebuilt on a thread of its own once changes settle
-//! ([`PRODUCER_SETTLE`], at most [`PRODUCER_DELAY`] after the first), so
+//! (`PRODUCER_SETTLE`, at most `PRODUCER_DELAY` after the first), so
 //! that 100,000 zones arriving one by one cost a few rebuilds, not one
 //! each.
 
