@@ -61,7 +61,7 @@ use rustls::unbuffered::{
 use crate::core::Core;
 use crate::pool::{self, Size, STREAM_BUFFER};
 use crate::stats::{TlsCounters, TRANSPORT_TLS};
-use crate::tcp::{serve_stream, ReadStream, Stream, WriteStream};
+use crate::tcp::{deadline, serve_stream, ReadStream, Stream, WriteStream};
 use crate::xfr_out::{Channel, ClientCertificate};
 
 pub mod config;
@@ -221,8 +221,8 @@ async fn serve_connection(
     // Pinned here and lent to `or`, which would otherwise hold a second
     // copy of the handshake's state (and timer) for the whole connection.
     let outcome = {
-        let handshake = handshake(&mut stream, &tls);
-        let handshake = pin!(monoio::time::timeout(core.tcp.initial_timeout, handshake));
+        let handshake = pin!(handshake(&mut stream, &tls));
+        let handshake = pin!(deadline::timeout(core.tcp.initial_timeout, handshake));
         stop.or(handshake).await
     };
     let outcome = match outcome {
@@ -246,7 +246,7 @@ async fn serve_connection(
             let alert = std::mem::take(&mut tls.borrow_mut().outgoing);
             if !alert.is_empty() {
                 let _ =
-                    monoio::time::timeout(core.tcp.write_timeout, stream.write_all(alert)).await;
+                    deadline::timeout(core.tcp.write_timeout, pin!(stream.write_all(alert))).await;
             }
         }
         return;
@@ -282,7 +282,7 @@ async fn serve_connection(
         errors.set(errors.get() + 1);
     }
     if !stop.fired() {
-        let _ = monoio::time::timeout(core.tcp.write_timeout, writer.close()).await;
+        let _ = deadline::timeout(core.tcp.write_timeout, pin!(writer.close())).await;
     }
 }
 
