@@ -25,8 +25,9 @@ quick. Checks:
    new pin), the open connection still answers.
 6. Hostile clients, while UDP queries keep being answered: connections that never send
    a ClientHello, one that trickles it, one that finishes the handshake and sends
-   half a frame, and one that half-closes after a query: each is closed by the server
-   (seen as the end of its stream) and counted on the metrics endpoint
+   half a frame, one that stays silent after a query (the idle timeout), and one that
+   half-closes after a query: each is closed by the server (seen as the end of its
+   stream) and counted on the metrics endpoint
    (`tern_tls_handshakes_total{outcome="timeout"}`, `tern_tls_connections_timed_out_total`).
 7. `dnsperf -m dot -c 4`: every query answered, none lost.
 
@@ -446,9 +447,13 @@ def check_hostile(tern: Tern) -> None:
     # without close_notify: answered, then closed.
     shut = tls_connect(port)
     exchange(shut, dns.message.make_query("www.example.com.", "A").to_wire())
+    # A query answered, then silence: closed by the idle timeout (3 s), which only the
+    # connection's own deadline can end (no message is in progress).
+    idle = tls_connect(port)
+    exchange(idle, dns.message.make_query("www.example.com.", "A").to_wire())
 
     def opened() -> bool:
-        return tern.metrics()["tern_tls_connections_open"] >= HOSTILE_SILENT + 3
+        return tern.metrics()["tern_tls_connections_open"] >= HOSTILE_SILENT + 4
     wait_for("the hostile connections to be open", opened)
     # UDP is answered while they are open: the first answer comes before any of the
     # silent ones is closed (each is seen still open right after it), and every one of
@@ -461,7 +466,7 @@ def check_hostile(tern: Tern) -> None:
         fail(f"UDP answered {answered} of 100 queries while hostile TLS clients were connected")
     shut.shutdown(socket.SHUT_WR)
     trickled = trickle_until_closed(trickle, record)
-    for sock, what in [(half, "half a frame"),
+    for sock, what in [(half, "half a frame"), (idle, "the idle connection"),
                        (shut, "the half-closed connection")] + [(s, "a silent client") for s in silent]:
         closed_by_server(sock, what)
         sock.close()
@@ -474,10 +479,13 @@ def check_hostile(tern: Tern) -> None:
                        if k.startswith('tern_tls_handshakes_total{outcome="timeout"'))
         message = (now['tern_tls_connections_timed_out_total{timeout="message"}']
                    - before['tern_tls_connections_timed_out_total{timeout="message"}'])
-        return timeouts >= expected_timeouts and message >= 1 and now["tern_tls_connections_open"] == 0
+        idled = (now['tern_tls_connections_timed_out_total{timeout="idle"}']
+                 - before['tern_tls_connections_timed_out_total{timeout="idle"}'])
+        return (timeouts >= expected_timeouts and message >= 1 and idled >= 1
+                and now["tern_tls_connections_open"] == 0)
     wait_for("the hostile connections to be counted and closed", counted)
     print(f"dot: hostile: {HOSTILE_SILENT} silent, 1 trickling ({trickled} octets), 1 half-frame, "
-          f"1 half-closed: "
+          f"1 idle, 1 half-closed: "
           f"closed and counted; 100 UDP answers meanwhile")
 
 

@@ -22,8 +22,10 @@
 //! read into a stream buffer of the pool (`Tls::incoming`), given back once
 //! rustls has consumed it (a client stalled mid-record holds one until the
 //! message timeout, as a TCP client stalled mid-frame holds its read
-//! buffer). rustls itself allocates once per record it encrypts (its
-//! record layer's output message), so an answer costs one allocation.
+//! buffer). rustls itself allocates once per record it decrypts (it copies
+//! the plaintext into its queue) and once per record it encrypts (its
+//! record layer's output message): two per query and answer
+//! (tests/tls/allocations.py).
 //!
 //! Limits, each closing the connection:
 //! - per core, `tcp.max-connections` open TLS connections (counted apart
