@@ -76,7 +76,11 @@ pub(crate) async fn timeout<F: Future + Unpin>(
     wait: Duration,
     mut future: F,
 ) -> Result<F::Output, Elapsed> {
-    let when = Instant::now() + wait;
+    let now = Instant::now();
+    // A wait too long to add (no configuration gives one) is a year.
+    let when = now
+        .checked_add(wait)
+        .unwrap_or_else(|| now + Duration::from_secs(365 * 86_400));
     let mut slot = Slot(None);
     poll_fn(|cx| {
         if let Poll::Ready(output) = Pin::new(&mut future).poll(cx) {
@@ -99,7 +103,7 @@ impl Slot {
     /// Records `when` and `waker` in the slot, taking one on the first call
     /// (and starting the sweeper if it does not run).
     fn arm(&mut self, when: Instant, waker: &Waker) {
-        let start = TABLE.with(|table| {
+        let (start, replaced) = TABLE.with(|table| {
             let mut table = table.borrow_mut();
             let index = match self.0 {
                 Some(index) => index,
@@ -121,12 +125,15 @@ impl Slot {
             };
             let entry = &mut table.entries[index];
             entry.when = Some(when);
-            match &entry.waker {
-                Some(known) if known.will_wake(waker) => {}
-                _ => entry.waker = Some(waker.clone()),
-            }
-            !std::mem::replace(&mut table.sweeping, true)
+            let replaced = match &entry.waker {
+                Some(known) if known.will_wake(waker) => None,
+                _ => entry.waker.replace(waker.clone()),
+            };
+            (!std::mem::replace(&mut table.sweeping, true), replaced)
         });
+        // Dropped outside the borrow: the last reference to a task drops
+        // its future, whose waits free their slots.
+        drop(replaced);
         if start {
             monoio::spawn(sweep());
         }
@@ -147,7 +154,8 @@ impl Drop for Slot {
             table.free.push(index);
             table.used -= 1;
             drop(table);
-            drop(waker); // outside the borrow: dropping a waker runs no code of ours, but may
+            // Outside the borrow, as in `arm`.
+            drop(waker);
         });
     }
 }
