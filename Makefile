@@ -197,11 +197,13 @@ proxy: release
 ## certificate reload, hostile clients closed and counted while UDP answers,
 ## dnsperf -m dot; dnsdist as a DoT client in front of tern, validating its
 ## certificate (tests/tls); an idle TLS connection's memory bounded (idle_memory.py);
-## one-octet records and TLS 1.2 renegotiation (hostile_records.py).
+## one-octet records and TLS 1.2 renegotiation (hostile_records.py); allocations
+## per query over an open TLS and TCP connection (allocations.py).
 tls: release
 	TERN_BIN=$(RELEASE_BIN) python3 tests/tls/dot.py
 	TERN_BIN=$(RELEASE_BIN) python3 tests/tls/dnsdist_dot.py
 	TERN_BIN=$(RELEASE_BIN) python3 tests/tls/idle_memory.py
+	TERN_BIN=$(RELEASE_BIN) python3 tests/tls/allocations.py
 	TERN_BIN=$(RELEASE_BIN) python3 tests/tls/hostile_records.py
 
 ## The AF_XDP path (tern serve --xdp) between two network namespaces joined by

@@ -25,10 +25,13 @@ quick. Checks:
    new pin), the open connection still answers.
 6. Hostile clients, while UDP queries keep being answered: connections that never send
    a ClientHello, one that trickles it, one that finishes the handshake and sends
-   half a frame, and one that half-closes after a query: each is closed by the server
-   (seen as the end of its stream) and counted on the metrics endpoint
+   half a frame, one that stays silent after a query (the idle timeout), and one that
+   half-closes after a query: each is closed by the server (seen as the end of its
+   stream) and counted on the metrics endpoint
    (`tern_tls_handshakes_total{outcome="timeout"}`, `tern_tls_connections_timed_out_total`).
-7. `dnsperf -m dot -c 4`: every query answered, none lost.
+7. A client that sends queries and never reads its answers: closed by the write timeout
+   once tern's write blocks, counted (`timeout="write"`); UDP answered meanwhile.
+8. `dnsperf -m dot -c 4`: every query answered, none lost.
 
 Every wait is for an event (an answer, the end of a stream, a counter reaching its
 value) and bounded; tern and the temporary directory go on exit.
@@ -446,9 +449,13 @@ def check_hostile(tern: Tern) -> None:
     # without close_notify: answered, then closed.
     shut = tls_connect(port)
     exchange(shut, dns.message.make_query("www.example.com.", "A").to_wire())
+    # A query answered, then silence: closed by the idle timeout (3 s), which only the
+    # connection's own deadline can end (no message is in progress).
+    idle = tls_connect(port)
+    exchange(idle, dns.message.make_query("www.example.com.", "A").to_wire())
 
     def opened() -> bool:
-        return tern.metrics()["tern_tls_connections_open"] >= HOSTILE_SILENT + 3
+        return tern.metrics()["tern_tls_connections_open"] >= HOSTILE_SILENT + 4
     wait_for("the hostile connections to be open", opened)
     # UDP is answered while they are open: the first answer comes before any of the
     # silent ones is closed (each is seen still open right after it), and every one of
@@ -461,7 +468,7 @@ def check_hostile(tern: Tern) -> None:
         fail(f"UDP answered {answered} of 100 queries while hostile TLS clients were connected")
     shut.shutdown(socket.SHUT_WR)
     trickled = trickle_until_closed(trickle, record)
-    for sock, what in [(half, "half a frame"),
+    for sock, what in [(half, "half a frame"), (idle, "the idle connection"),
                        (shut, "the half-closed connection")] + [(s, "a silent client") for s in silent]:
         closed_by_server(sock, what)
         sock.close()
@@ -474,11 +481,54 @@ def check_hostile(tern: Tern) -> None:
                        if k.startswith('tern_tls_handshakes_total{outcome="timeout"'))
         message = (now['tern_tls_connections_timed_out_total{timeout="message"}']
                    - before['tern_tls_connections_timed_out_total{timeout="message"}'])
-        return timeouts >= expected_timeouts and message >= 1 and now["tern_tls_connections_open"] == 0
+        idled = (now['tern_tls_connections_timed_out_total{timeout="idle"}']
+                 - before['tern_tls_connections_timed_out_total{timeout="idle"}'])
+        return (timeouts >= expected_timeouts and message >= 1 and idled >= 1
+                and now["tern_tls_connections_open"] == 0)
     wait_for("the hostile connections to be counted and closed", counted)
     print(f"dot: hostile: {HOSTILE_SILENT} silent, 1 trickling ({trickled} octets), 1 half-frame, "
-          f"1 half-closed: "
+          f"1 idle, 1 half-closed: "
           f"closed and counted; 100 UDP answers meanwhile")
+
+
+SLOW_READER_QUERIES = 400  # queries per batch sent by the client that never reads
+SLOW_READER_BATCHES = 2000  # bound: 800,000 queries, far past any kernel's buffers
+
+
+def check_slow_reader(tern: Tern) -> None:
+    """A TLS client that sends queries and never reads its answers (a 4 KiB receive
+    buffer): once the kernel's buffers are full, tern's write blocks, its in-flight limit
+    stops the reading, and the write timeout (5 s by default) closes the connection,
+    counted as `timeout="write"`; UDP is answered meanwhile."""
+    before = tern.metrics()
+    key = 'tern_tls_connections_timed_out_total{timeout="write"}'
+    raw = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    raw.settimeout(TIMEOUT)
+    raw.connect(("127.0.0.1", tern.ports["tls"]))
+    sock = tls_context().wrap_socket(raw)
+    wire = dns.message.make_query("www.example.com.", "A").to_wire()
+    batch = (struct.pack("!H", len(wire)) + wire) * SLOW_READER_QUERIES
+    # Sends until a send waits two seconds: tern has stopped reading (its write is blocked
+    # and its in-flight limit reached). What is checked is the counter below, the write
+    # timeout's own event; the stall only ends the sending.
+    sock.settimeout(2.0)
+    batches = 0
+    try:
+        for batches in range(SLOW_READER_BATCHES):
+            sock.sendall(batch)
+        fail(f"{SLOW_READER_BATCHES * SLOW_READER_QUERIES} queries sent and tern still reading")
+    except socket.timeout:
+        pass
+    except OSError:
+        pass  # closed already: the counter says why
+    wait_for("the write timeout to close the slow reader",
+             lambda: tern.metrics()[key] - before[key] >= 1)
+    if udp_answered(tern.ports["plain"], 20) != 20:
+        fail("UDP went unanswered while a TLS client did not read")
+    sock.close()
+    print(f"dot: a TLS client that never reads ({batches * SLOW_READER_QUERIES} queries sent "
+          "before tern stopped reading): closed by the write timeout, counted")
 
 
 def check_dnsperf(tern: Tern) -> None:
@@ -512,6 +562,7 @@ def main() -> int:
             lambda: check_padding(tern),
             lambda: check_reload(tern),
             lambda: check_hostile(tern),
+            lambda: check_slow_reader(tern),
             lambda: check_dnsperf(tern),
         ]
         for check in checks:

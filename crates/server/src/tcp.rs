@@ -58,9 +58,11 @@
 //! The task: every open connection holds its whole future, sized for its
 //! largest await, idle or not (issue 26). So the rarely taken awaits
 //! (a zone transfer, an UPDATE) are boxed, a future awaited under a guard
-//! (`StopListener::or`, `Pipe::unless_failed`) is pinned in the caller's
-//! frame and lent to it (moved in, each wrapper would hold a copy, a
-//! 640-octet timer with it), and nothing large is held across the read.
+//! (`StopListener::or`, `Pipe::unless_failed`, a timeout) is pinned in the
+//! caller's frame and lent to it (moved in, each wrapper would hold a
+//! copy), and nothing large is held across the read. The timeouts hold no
+//! timer of their own (monoio's is 640 octets, 128-aligned): each is a
+//! slot of the core's table, which one task sweeps ([`deadline`]).
 //! A test bounds the future (`MAX_STREAM_TASK`, `MAX_CONNECTION_TASK`).
 
 use std::io;
@@ -86,6 +88,7 @@ use crate::worker::{Forwarding, UdpAnswer};
 use crate::xfr_out::{self, Start, Transfer};
 
 pub(crate) mod connections;
+pub(crate) mod deadline;
 
 use connections::{Pipe, PREFIX};
 
@@ -347,10 +350,8 @@ async fn read_half<R: ReadStream>(
         // of 640 octets, cache-aligned, with it), doubling it per layer
         // in every connection's task, idle ones too (issue 26).
         let outcome = {
-            let read = pin!(monoio::time::timeout(
-                wait,
-                reader.read_into(buffer, filled)
-            ));
+            let read = pin!(reader.read_into(buffer, filled));
+            let read = pin!(deadline::timeout(wait, read));
             let guarded = pin!(pipe.unless_failed(read));
             stop.or(guarded).await
         };
@@ -453,7 +454,8 @@ async fn proxy_header(
         // the read half, into the same buffer.
         let filled = buffer.len();
         let wait = deadline.saturating_duration_since(Instant::now());
-        let read = monoio::time::timeout(wait, stream.read(buffer.slice_mut(filled..want)));
+        let read = pin!(stream.read(buffer.slice_mut(filled..want)));
+        let read = deadline::timeout(wait, read);
         let (result, slice) = match stop.or(read).await {
             Some(Ok(read)) => read,
             Some(Err(_)) => {
@@ -752,8 +754,10 @@ async fn write_half<W: WriteStream>(
         let len = pipe.used.replace(0);
         let answers = pipe.queued.replace(0);
         std::mem::swap(&mut active, &mut pipe.pending.borrow_mut());
-        let write = writer.write_from(active, len);
-        let outcome = monoio::time::timeout(core.tcp.write_timeout, write).await;
+        let outcome = {
+            let write = pin!(writer.write_from(active, len));
+            deadline::timeout(core.tcp.write_timeout, write).await
+        };
         let result = match outcome {
             Ok((result, returned)) => {
                 active = returned;
@@ -785,16 +789,17 @@ async fn write_half<W: WriteStream>(
 
 /// The most octets a connection's [`serve_stream`] future may take, TCP's
 /// or TLS's (a test checks it): what every open connection's task holds,
-/// idle or not. Two timers (monoio's, 640 octets each, 128-aligned), one
-/// per half, are a third of it.
+/// idle or not. No timer in it: the timeouts are slots of the core's
+/// [`deadline`] table (monoio's `Sleep`, one per half, was 1,280 octets
+/// of it and made it 128-aligned).
 #[cfg(test)]
-pub(crate) const MAX_STREAM_TASK: usize = 3 * 1024 + 640;
+pub(crate) const MAX_STREAM_TASK: usize = 2 * 1024 + 576;
 
 /// The most octets a whole connection's future may take (the framing's,
 /// [`MAX_STREAM_TASK`], and what comes before and after it: a PROXY
 /// header, a TLS handshake and close).
 #[cfg(test)]
-pub(crate) const MAX_CONNECTION_TASK: usize = 4 * 1024;
+pub(crate) const MAX_CONNECTION_TASK: usize = 2 * 1024 + 896;
 
 //=========== Tests ==========================================================
 

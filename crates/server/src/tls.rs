@@ -17,7 +17,15 @@
 //! encrypted into a stream buffer of the core's pool, many records per
 //! write, given back once written; what remains is rustls's state (keys,
 //! the handshake's outcome) and the framing's own small read buffer. See
-//! docs/decisions/0017.
+//! docs/decisions/0017. Reading allocates nothing per record: the header
+//! is awaited in five octets of the connection's own, the rest of a record
+//! read into a stream buffer of the pool (`Tls::incoming`), given back once
+//! rustls has consumed it (a client stalled mid-record holds one until the
+//! message timeout, as a TCP client stalled mid-frame holds its read
+//! buffer). rustls itself allocates once per record it decrypts (it copies
+//! the plaintext into its queue) and once per record it encrypts (its
+//! record layer's output message): two per query and answer
+//! (tests/tls/allocations.py).
 //!
 //! Limits, each closing the connection:
 //! - per core, `tcp.max-connections` open TLS connections (counted apart
@@ -49,7 +57,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
-use monoio::buf::IoBuf;
+use monoio::buf::{IoBuf, IoBufMut};
 use monoio::io::{AsyncReadRent, AsyncWriteRentExt, Splitable};
 use monoio::net::tcp::{TcpOwnedReadHalf, TcpOwnedWriteHalf};
 use monoio::net::{TcpListener, TcpStream};
@@ -61,7 +69,7 @@ use rustls::unbuffered::{
 use crate::core::Core;
 use crate::pool::{self, Size, STREAM_BUFFER};
 use crate::stats::{TlsCounters, TRANSPORT_TLS};
-use crate::tcp::{serve_stream, ReadStream, Stream, WriteStream};
+use crate::tcp::{deadline, serve_stream, ReadStream, Stream, WriteStream};
 use crate::xfr_out::{Channel, ClientCertificate};
 
 pub mod config;
@@ -69,7 +77,7 @@ pub mod padding;
 
 /// Ciphertext read from the socket at once, past the rest of a record
 /// whose header was read: a ClientHello, or dozens of queries' records.
-/// Allocated for the read and freed once rustls has processed it.
+/// Read into a pool buffer, given back once rustls has processed it.
 const CIPHER_READ: usize = 2048;
 
 /// A TLS record's header: type, version, length.
@@ -221,8 +229,8 @@ async fn serve_connection(
     // Pinned here and lent to `or`, which would otherwise hold a second
     // copy of the handshake's state (and timer) for the whole connection.
     let outcome = {
-        let handshake = handshake(&mut stream, &tls);
-        let handshake = pin!(monoio::time::timeout(core.tcp.initial_timeout, handshake));
+        let handshake = pin!(handshake(&mut stream, &tls));
+        let handshake = pin!(deadline::timeout(core.tcp.initial_timeout, handshake));
         stop.or(handshake).await
     };
     let outcome = match outcome {
@@ -246,7 +254,7 @@ async fn serve_connection(
             let alert = std::mem::take(&mut tls.borrow_mut().outgoing);
             if !alert.is_empty() {
                 let _ =
-                    monoio::time::timeout(core.tcp.write_timeout, stream.write_all(alert)).await;
+                    deadline::timeout(core.tcp.write_timeout, pin!(stream.write_all(alert))).await;
             }
         }
         return;
@@ -282,7 +290,7 @@ async fn serve_connection(
         errors.set(errors.get() + 1);
     }
     if !stop.fired() {
-        let _ = monoio::time::timeout(core.tcp.write_timeout, writer.close()).await;
+        let _ = deadline::timeout(core.tcp.write_timeout, pin!(writer.close())).await;
     }
 }
 
@@ -322,10 +330,11 @@ async fn handshake(stream: &mut TcpStream, tls: &RefCell<Tls>) -> usize {
             }
             read_size(&tls.incoming, true)
         };
+        // Allocated per read of the handshake (a few per connection).
         let (result, fresh) = stream.read(Vec::with_capacity(want)).await;
         match result {
             Ok(0) | Err(_) => return OUTCOME_CLOSED,
-            Ok(_) => tls.borrow_mut().append(fresh),
+            Ok(_) => tls.borrow_mut().append(&fresh),
         }
     }
 }
@@ -366,6 +375,11 @@ struct Tls {
     /// updates) and not yet written; they leave before anything encrypted
     /// after them.
     outgoing: Vec<u8>,
+    /// The reader's own buffer for the wait for a record's header
+    /// ([`RECORD_HEADER`] octets; allocated at the first such wait, then
+    /// reused): an idle connection's pending read holds this, not a pool
+    /// buffer. Here rather than in the reader, which the task holds.
+    header: Vec<u8>,
     /// The client's close_notify was seen: no more data will come.
     peer_closed: bool,
     /// rustls refused the client's input: it is not called again past
@@ -381,17 +395,24 @@ impl Tls {
             incoming: Vec::new(),
             plain: Vec::new(),
             outgoing: Vec::new(),
+            header: Vec::new(),
             peer_closed: false,
             failed: false,
         }
     }
 
-    /// Appends ciphertext read from the socket.
-    fn append(&mut self, fresh: Vec<u8>) {
-        if self.incoming.is_empty() {
-            self.incoming = fresh;
-        } else {
-            self.incoming.extend_from_slice(&fresh);
+    /// Appends ciphertext read from the socket to `incoming` (a stream
+    /// buffer of the pool, taken if it holds none).
+    fn append(&mut self, fresh: &[u8]) {
+        self.incoming_buffer();
+        self.incoming.extend_from_slice(fresh);
+    }
+
+    /// Makes `incoming` a buffer of the pool (emptied) if it holds none.
+    fn incoming_buffer(&mut self) {
+        if self.incoming.capacity() == 0 {
+            self.incoming = pool::take(Size::Stream);
+            self.incoming.clear();
         }
     }
 
@@ -472,7 +493,8 @@ impl Tls {
             discard = discard.min(self.incoming.len());
             self.incoming.drain(..discard);
             if self.incoming.is_empty() && self.incoming.capacity() > 0 {
-                self.incoming = Vec::new();
+                // Back to the pool (a buffer grown past its size is freed).
+                pool::put(std::mem::take(&mut self.incoming));
             }
             match result {
                 Ok(Some(pumped)) => return Ok(pumped),
@@ -591,15 +613,56 @@ impl ReadStream for TlsReader {
                 }
                 read_size(&tls.incoming, self.busy)
             };
-            let (result, fresh) = self.tcp.read(Vec::with_capacity(want)).await;
+            // Nothing allocated per read: a record's header is awaited in
+            // the connection's own five octets; the rest of a record (and
+            // whatever follows it) is read straight into `incoming`, a
+            // buffer of the pool, given back once rustls has consumed it.
+            // One read, into one of two buffers (a single await: the
+            // task holds one read's state, not one per buffer).
+            let waiting = want == RECORD_HEADER;
+            let mut target = if waiting {
+                let mut header = std::mem::take(&mut self.tls.borrow_mut().header);
+                header.clear();
+                header
+            } else {
+                // Out of the shared state while the read is pending: the
+                // write half's processing meanwhile sees no ciphertext (it
+                // only ever consumes it), and nothing else appends to it.
+                // Dropped unfinished (a timeout), the buffer is lost with
+                // the read, and the connection closes.
+                let mut tls = self.tls.borrow_mut();
+                tls.incoming_buffer();
+                std::mem::take(&mut tls.incoming)
+            };
+            let held = target.len();
+            // Past what was held, the rest of its record or more: within a
+            // pool buffer (the most held once processed is less than a
+            // record), grown only if a handshake left more. The header's
+            // five octets are allocated once per connection.
+            target.reserve_exact(want);
+            let (result, slice) = self.tcp.read(target.slice_mut(held..held + want)).await;
+            let target = slice.into_inner();
+            {
+                let mut tls = self.tls.borrow_mut();
+                if waiting {
+                    if matches!(result, Ok(read) if read > 0) {
+                        tls.append(&target);
+                    }
+                    tls.header = target;
+                } else {
+                    let mut target = target;
+                    if !tls.incoming.is_empty() {
+                        // Never (nothing else appends): kept in order anyway.
+                        target.extend_from_slice(&std::mem::take(&mut tls.incoming));
+                    }
+                    tls.incoming = target;
+                }
+            }
             match result {
                 // The end of the socket's stream, with or without the
                 // client's close_notify: nothing more will come.
                 Ok(0) => return (Ok(0), buffer),
-                Ok(read) => {
-                    self.busy = read == want;
-                    self.tls.borrow_mut().append(fresh);
-                }
+                Ok(read) => self.busy = read == want,
                 Err(err) => return (Err(err), buffer),
             }
         }
