@@ -31,12 +31,20 @@
 //!    changed are rewritten;
 //! 7. the NSEC order list, when an NSEC owner came or went.
 //!
+//! The new version lists the names it changed ([`Zone::changed_since`]),
+//! so that the cores' answer caches drop only the answers those names can
+//! be in (docs/decisions/0015, "Cached answers beside updates"): up to
+//! [`MAX_CHANGED_NAMES`], and only when the change stayed at those names
+//! (no glue resolved again elsewhere); else none, and the caches drop the
+//! zone's answers.
+//!
 //! Zones with NSEC3 records are left to a whole build (a new name needs
 //! its hashes and every link index would move). The unused space patches
 //! leave in the tables is counted ([`Zone::garbage_bytes`]); the caller
 //! rebuilds the zone when it grows past half of them.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use tern_wire::name::{Name, NameBuf, MAX_LABELS};
@@ -101,6 +109,142 @@ impl ZoneChanges {
     }
 }
 
+//----------- Lineage, ChangedNames ------------------------------------------
+
+/// The most names a patched version lists as changed (touched nodes, and
+/// the parents of touched wildcards): a larger change lists none, and the
+/// cores drop every cached answer of the zone.
+pub const MAX_CHANGED_NAMES: usize = 256;
+
+/// Numbers patched versions, so that a version can say which one it was
+/// patched from; 0 is no version.
+static NEXT_VERSION: AtomicU64 = AtomicU64::new(1);
+
+/// What a patched version knows of the version it was made from: its own
+/// number, that version's, and the names that differ. Cloning a zone
+/// gives a clone without any (a clone changed by other means must not
+/// claim a patch's difference); only [`Zone::patch`] sets one.
+#[derive(Default)]
+pub(crate) struct Lineage(Option<Arc<ChangeSet>>);
+
+impl Clone for Lineage {
+    fn clone(&self) -> Self {
+        Lineage(None)
+    }
+}
+
+impl std::fmt::Debug for Lineage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0 {
+            None => f.write_str("Lineage(none)"),
+            Some(set) => write!(
+                f,
+                "Lineage(version {}, from {}, {} names)",
+                set.version,
+                set.base,
+                set.names.as_ref().map_or(0, |names| names.len())
+            ),
+        }
+    }
+}
+
+struct ChangeSet {
+    /// This version's number.
+    version: u64,
+    /// The number of the version patched; 0 when that one had none (built
+    /// whole).
+    base: u64,
+    /// Lowercased wire names, each with whether answers for names below
+    /// it can have changed too; `None` when the change was too large or
+    /// reached other names (see [`Zone::changed_since`]).
+    names: Option<Box<[(Box<[u8]>, bool)]>>,
+}
+
+/// The names a patched version changed: [`Zone::changed_since`].
+#[derive(Clone, Copy, Debug)]
+pub struct ChangedNames<'z> {
+    names: &'z [(Box<[u8]>, bool)],
+}
+
+impl<'z> ChangedNames<'z> {
+    /// Each name whose own answers can differ (lowercased wire form: the
+    /// owners changed, the empty non-terminals made or removed with them,
+    /// the apex), with whether answers for the names below it can differ
+    /// too (the name came or went, or has or had a DNAME; a wildcard's
+    /// parent is listed with `true`).
+    pub fn iter(&self) -> impl Iterator<Item = (&'z [u8], bool)> + 'z {
+        self.names.iter().map(|(name, below)| (&name[..], *below))
+    }
+
+    /// The number of names.
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    /// Whether no name changed.
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+}
+
+impl Zone {
+    /// The names whose answers can differ between `previous` and this
+    /// version, when this version was patched from exactly `previous`
+    /// (the same object, as its number tells) and the change stayed at
+    /// those names; `None` otherwise (a version built whole, patched from
+    /// another version, a change of more than [`MAX_CHANGED_NAMES`]
+    /// names, or one that made the patch resolve every name's glue
+    /// again): then any answer of the zone may differ.
+    ///
+    /// Every other answer is the same in both versions, except the
+    /// negative ones (they carry the SOA, whose serial changed) and those
+    /// that hold records of more than the question's name (a CNAME
+    /// chain, additional records, an authority section): the caller
+    /// drops those whatever the names.
+    pub fn changed_since(&self, previous: &Zone) -> Option<ChangedNames<'_>> {
+        let set = self.lineage.0.as_ref()?;
+        let base = previous.lineage.0.as_ref()?.version;
+        if set.base != base || base == 0 {
+            return None;
+        }
+        set.names.as_deref().map(|names| ChangedNames { names })
+    }
+}
+
+/// This version's lineage: patched from `base`, the names in `before`
+/// (and their state now in `zone`) changed; `listed` false when they are
+/// not the whole story.
+fn lineage(base: &Zone, zone: &Zone, before: &[Before], listed: bool) -> Lineage {
+    let names = listed
+        .then(|| {
+            let mut names: BTreeMap<&[u8], bool> = BTreeMap::new();
+            for b in before {
+                let after = facts(zone, b.node);
+                let name = zone.node_name(b.node);
+                let below = b.live != after.live || b.dname || after.dname;
+                *names.entry(name.as_bytes()).or_default() |= below;
+                if name.is_wildcard() {
+                    if let Some(parent) = name.parent() {
+                        names.insert(parent.as_bytes(), true);
+                    }
+                }
+            }
+            names
+        })
+        .filter(|names| names.len() <= MAX_CHANGED_NAMES)
+        .map(|names| {
+            names
+                .into_iter()
+                .map(|(name, below)| (Box::from(name), below))
+                .collect()
+        });
+    Lineage(Some(Arc::new(ChangeSet {
+        version: NEXT_VERSION.fetch_add(1, Ordering::Relaxed),
+        base: base.lineage.0.as_ref().map_or(0, |set| set.version),
+        names,
+    })))
+}
+
 //----------- Patched, PatchError --------------------------------------------
 
 /// A patched zone and what making it copied.
@@ -153,6 +297,8 @@ struct Before {
     nsec: bool,
     source: bool,
     parent_wildcard: bool,
+    /// Owns a DNAME: names below it are answered from it.
+    dname: bool,
 }
 
 impl Zone {
@@ -393,6 +539,7 @@ impl Zone {
         if zone.index.is_empty() && zone.nodes.end() as usize > crate::zone::SMALL_ZONE_NODES {
             zone.index = crate::builder::index_of(&zone);
         }
+        zone.lineage = lineage(self, &zone, &before, !glue_everywhere);
         Ok(Patched { zone, work })
     }
 }
@@ -411,6 +558,7 @@ fn facts(zone: &Zone, node: u32) -> Before {
                 .into_iter()
                 .any(has),
         nsec: live && has(RType::NSEC),
+        dname: live && has(RType::DNAME),
         source: live && is_glue_source(zone, node),
         parent_wildcard: slot.parent != NO_PARENT
             && zone.node(slot.parent).flags & FLAG_WILDCARD_CHILD != 0,
