@@ -157,13 +157,17 @@ struct ChangeSet {
     /// Lowercased wire names, each with whether answers for names below
     /// it can have changed too; `None` when the change was too large or
     /// reached other names (see [`Zone::changed_since`]).
-    names: Option<Box<[(Box<[u8]>, bool)]>>,
+    names: Option<Box<[ChangedName]>>,
 }
+
+/// A changed name (lowercased wire form) and whether answers for names
+/// below it can have changed too.
+type ChangedName = (Box<[u8]>, bool);
 
 /// The names a patched version changed: [`Zone::changed_since`].
 #[derive(Clone, Copy, Debug)]
 pub struct ChangedNames<'z> {
-    names: &'z [(Box<[u8]>, bool)],
+    names: &'z [ChangedName],
 }
 
 impl<'z> ChangedNames<'z> {
