@@ -44,7 +44,6 @@
 //! rebuilds the zone when it grows past half of them.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use tern_wire::name::{Name, NameBuf, MAX_LABELS};
@@ -59,6 +58,8 @@ use crate::zone::{
     canonical_cmp, node_name_bytes, Node, NodeExtra, RRset, Zone, FLAG_APEX, FLAG_DEAD, FLAG_DELEG,
     FLAG_NONAUTH, FLAG_WILDCARD_CHILD, NO_PARENT,
 };
+pub(crate) use lineage::Lineage;
+use lineage::{ChangeSet, ChangedNames, MAX_CHANGED_NAMES};
 
 //----------- ZoneChanges ----------------------------------------------------
 
@@ -106,88 +107,6 @@ impl ZoneChanges {
     /// Whether nothing changes.
     pub fn is_empty(&self) -> bool {
         self.owners.is_empty()
-    }
-}
-
-//----------- Lineage, ChangedNames ------------------------------------------
-
-/// The most names a patched version lists as changed (touched nodes, and
-/// the parents of touched wildcards): a larger change lists none, and the
-/// cores drop every cached answer of the zone.
-pub const MAX_CHANGED_NAMES: usize = 256;
-
-/// Numbers patched versions, so that a version can say which one it was
-/// patched from; 0 is no version.
-static NEXT_VERSION: AtomicU64 = AtomicU64::new(1);
-
-/// What a patched version knows of the version it was made from: its own
-/// number, that version's, and the names that differ. Cloning a zone
-/// gives a clone without any (a clone changed by other means must not
-/// claim a patch's difference); only [`Zone::patch`] sets one.
-#[derive(Default)]
-pub(crate) struct Lineage(Option<Arc<ChangeSet>>);
-
-impl Clone for Lineage {
-    fn clone(&self) -> Self {
-        Lineage(None)
-    }
-}
-
-impl std::fmt::Debug for Lineage {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.0 {
-            None => f.write_str("Lineage(none)"),
-            Some(set) => write!(
-                f,
-                "Lineage(version {}, from {}, {} names)",
-                set.version,
-                set.base,
-                set.names.as_ref().map_or(0, |names| names.len())
-            ),
-        }
-    }
-}
-
-struct ChangeSet {
-    /// This version's number.
-    version: u64,
-    /// The number of the version patched; 0 when that one had none (built
-    /// whole).
-    base: u64,
-    /// Lowercased wire names, each with whether answers for names below
-    /// it can have changed too; `None` when the change was too large or
-    /// reached other names (see [`Zone::changed_since`]).
-    names: Option<Box<[ChangedName]>>,
-}
-
-/// A changed name (lowercased wire form) and whether answers for names
-/// below it can have changed too.
-type ChangedName = (Box<[u8]>, bool);
-
-/// The names a patched version changed: [`Zone::changed_since`].
-#[derive(Clone, Copy, Debug)]
-pub struct ChangedNames<'z> {
-    names: &'z [ChangedName],
-}
-
-impl<'z> ChangedNames<'z> {
-    /// Each name whose own answers can differ (lowercased wire form: the
-    /// owners changed, the empty non-terminals made or removed with them,
-    /// the apex), with whether answers for the names below it can differ
-    /// too (the name came or went, or has or had a DNAME; a wildcard's
-    /// parent is listed with `true`).
-    pub fn iter(&self) -> impl Iterator<Item = (&'z [u8], bool)> + 'z {
-        self.names.iter().map(|(name, below)| (&name[..], *below))
-    }
-
-    /// The number of names.
-    pub fn len(&self) -> usize {
-        self.names.len()
-    }
-
-    /// Whether no name changed.
-    pub fn is_empty(&self) -> bool {
-        self.names.is_empty()
     }
 }
 
@@ -243,7 +162,7 @@ fn lineage(base: &Zone, zone: &Zone, before: &[Before], listed: bool) -> Lineage
                 .collect()
         });
     Lineage(Some(Arc::new(ChangeSet {
-        version: NEXT_VERSION.fetch_add(1, Ordering::Relaxed),
+        version: lineage::next_version(),
         base: base.lineage.0.as_ref().map_or(0, |set| set.version),
         names,
     })))
@@ -684,6 +603,8 @@ fn ensure_node(
 }
 
 //=========== Tests ==========================================================
+
+pub(crate) mod lineage;
 
 #[cfg(test)]
 mod tests;

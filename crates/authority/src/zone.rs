@@ -182,7 +182,7 @@ pub struct Zone {
     pub(crate) garbage: usize,
     /// The names a patch changed, relative to the version it was patched
     /// from (`crate::patch`); a clone has none.
-    pub(crate) lineage: crate::patch::Lineage,
+    pub(crate) lineage: crate::patch::lineage::Lineage,
 }
 
 impl Zone {
