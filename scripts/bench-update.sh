@@ -322,12 +322,32 @@ def dnsperf(server, queries: pathlib.Path, seconds: float) -> float:
     sys.exit(f"bench-update: dnsperf printed no rate:\n{done.stdout}\n{done.stderr}")
 
 
+def cache_counts(server) -> tuple[int, int]:
+    """tern's answer cache hits and misses so far, all cores (`tern stats`)."""
+    done = subprocess.run([str(server.binary), "stats", "--config",
+                           str(server.workdir / "tern.yaml")],
+                          capture_output=True, text=True, check=True)
+    for line in done.stdout.splitlines():
+        if " cache hits " in line and line.startswith("all cores:"):
+            words = line.split(" cache hits ")[1].split()
+            return int(words[0]), int(words[2])
+    sys.exit(f"bench-update: tern stats printed no cache counts:\n{done.stdout}")
+
+
+def hit_share(before: tuple[int, int], after: tuple[int, int]) -> float:
+    hits, misses = after[0] - before[0], after[1] - before[1]
+    return hits / max(1, hits + misses)
+
+
 def queries_beside_updates(server, zone: str, root: pathlib.Path) -> tuple[float, float, float]:
-    """(queries/s alone, queries/s while the update clients run, updates/s meanwhile)."""
+    """(queries/s alone, queries/s while the update clients run, updates/s meanwhile);
+    prints the share of queries the answer cache answered in each run."""
     queries = root / f"queries-{zone}.txt"
     query_file(zone, queries)
+    counts = [cache_counts(server)]
     seconds = max(DURATION - 1, 1)
     alone = dnsperf(server, queries, seconds)
+    counts.append(cache_counts(server))
     outcome = []
     updating = threading.Thread(target=lambda: outcome.append(load(server)))
     updating.start()
@@ -335,7 +355,10 @@ def queries_beside_updates(server, zone: str, root: pathlib.Path) -> tuple[float
     # 0.5 s and WARM_UP (load()); dnsperf runs inside their counted time.
     time.sleep(0.5 + WARM_UP)
     beside = dnsperf(server, queries, seconds)
+    counts.append(cache_counts(server))
     updating.join()
+    print(f"bench-update: tern {zone}: answer cache hits {hit_share(counts[0], counts[1]):.1%} "
+          f"of queries alone, {hit_share(counts[1], counts[2]):.1%} beside updates", flush=True)
     rate, errors, _ = outcome[0]
     if errors:
         sys.exit(f"bench-update: {errors} update(s) failed beside the queries")

@@ -623,6 +623,7 @@ impl ZoneBuilder {
             hashed_nodes,
             dead_nodes: 0,
             garbage: 0,
+            lineage: Default::default(),
         };
         if node_count > SMALL_ZONE_NODES {
             zone.index = index_of(&zone);

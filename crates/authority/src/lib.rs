@@ -81,6 +81,7 @@ mod zone;
 pub use arena::Work;
 pub use builder::{BuildError, ZoneBuilder};
 pub use catalog::{Applied, Catalog, CatalogChange};
+pub use patch::lineage::{ChangedNames, MAX_CHANGED_NAMES};
 pub use patch::{PatchError, Patched, ZoneChanges};
 pub use respond::{
     append_option, append_options, bad_cookie, respond, respond_to, respond_to_at, respond_with,

@@ -31,6 +31,13 @@
 //!    changed are rewritten;
 //! 7. the NSEC order list, when an NSEC owner came or went.
 //!
+//! The new version lists the names it changed ([`Zone::changed_since`]),
+//! so that the cores' answer caches drop only the answers those names can
+//! be in (docs/decisions/0015, "Cached answers beside updates"): up to
+//! [`MAX_CHANGED_NAMES`], and only when the change stayed at those names
+//! (no glue resolved again elsewhere); else none, and the caches drop the
+//! zone's answers.
+//!
 //! Zones with NSEC3 records are left to a whole build (a new name needs
 //! its hashes and every link index would move). The unused space patches
 //! leave in the tables is counted ([`Zone::garbage_bytes`]); the caller
@@ -51,6 +58,8 @@ use crate::zone::{
     canonical_cmp, node_name_bytes, Node, NodeExtra, RRset, Zone, FLAG_APEX, FLAG_DEAD, FLAG_DELEG,
     FLAG_NONAUTH, FLAG_WILDCARD_CHILD, NO_PARENT,
 };
+pub(crate) use lineage::Lineage;
+use lineage::{ChangeSet, ChangedNames, MAX_CHANGED_NAMES};
 
 //----------- ZoneChanges ----------------------------------------------------
 
@@ -99,6 +108,64 @@ impl ZoneChanges {
     pub fn is_empty(&self) -> bool {
         self.owners.is_empty()
     }
+}
+
+impl Zone {
+    /// The names whose answers can differ between `previous` and this
+    /// version, when this version was patched from exactly `previous`
+    /// (the same object, as its number tells) and the change stayed at
+    /// those names; `None` otherwise (a version built whole, patched from
+    /// another version, a change of more than [`MAX_CHANGED_NAMES`]
+    /// names, or one that made the patch resolve every name's glue
+    /// again): then any answer of the zone may differ.
+    ///
+    /// Every other answer is the same in both versions, except the
+    /// negative ones (they carry the SOA, whose serial changed) and those
+    /// that hold records of more than the question's name (a CNAME
+    /// chain, additional records, an authority section): the caller
+    /// drops those whatever the names.
+    pub fn changed_since(&self, previous: &Zone) -> Option<ChangedNames<'_>> {
+        let set = self.lineage.0.as_ref()?;
+        let base = previous.lineage.0.as_ref()?.version;
+        if set.base != base || base == 0 {
+            return None;
+        }
+        set.names.as_deref().map(|names| ChangedNames { names })
+    }
+}
+
+/// This version's lineage: patched from `base`, the names in `before`
+/// (and their state now in `zone`) changed; `listed` false when they are
+/// not the whole story.
+fn lineage(base: &Zone, zone: &Zone, before: &[Before], listed: bool) -> Lineage {
+    let names = listed
+        .then(|| {
+            let mut names: BTreeMap<&[u8], bool> = BTreeMap::new();
+            for b in before {
+                let after = facts(zone, b.node);
+                let name = zone.node_name(b.node);
+                let below = b.live != after.live || b.dname || after.dname;
+                *names.entry(name.as_bytes()).or_default() |= below;
+                if name.is_wildcard() {
+                    if let Some(parent) = name.parent() {
+                        names.insert(parent.as_bytes(), true);
+                    }
+                }
+            }
+            names
+        })
+        .filter(|names| names.len() <= MAX_CHANGED_NAMES)
+        .map(|names| {
+            names
+                .into_iter()
+                .map(|(name, below)| (Box::from(name), below))
+                .collect()
+        });
+    Lineage(Some(Arc::new(ChangeSet {
+        version: lineage::next_version(),
+        base: base.lineage.0.as_ref().map_or(0, |set| set.version),
+        names,
+    })))
 }
 
 //----------- Patched, PatchError --------------------------------------------
@@ -153,6 +220,8 @@ struct Before {
     nsec: bool,
     source: bool,
     parent_wildcard: bool,
+    /// Owns a DNAME: names below it are answered from it.
+    dname: bool,
 }
 
 impl Zone {
@@ -393,6 +462,7 @@ impl Zone {
         if zone.index.is_empty() && zone.nodes.end() as usize > crate::zone::SMALL_ZONE_NODES {
             zone.index = crate::builder::index_of(&zone);
         }
+        zone.lineage = lineage(self, &zone, &before, !glue_everywhere);
         Ok(Patched { zone, work })
     }
 }
@@ -411,6 +481,7 @@ fn facts(zone: &Zone, node: u32) -> Before {
                 .into_iter()
                 .any(has),
         nsec: live && has(RType::NSEC),
+        dname: live && has(RType::DNAME),
         source: live && is_glue_source(zone, node),
         parent_wildcard: slot.parent != NO_PARENT
             && zone.node(slot.parent).flags & FLAG_WILDCARD_CHILD != 0,
@@ -532,6 +603,8 @@ fn ensure_node(
 }
 
 //=========== Tests ==========================================================
+
+pub(crate) mod lineage;
 
 #[cfg(test)]
 mod tests;

@@ -180,6 +180,9 @@ pub struct Zone {
     /// Octets of the tables that patches left unused (RDATA, RRsets and
     /// glue replaced): a zone rebuilt whole has none.
     pub(crate) garbage: usize,
+    /// The names a patch changed, relative to the version it was patched
+    /// from (`crate::patch`); a clone has none.
+    pub(crate) lineage: crate::patch::lineage::Lineage,
 }
 
 impl Zone {

@@ -142,5 +142,5 @@ pub use hash::KeyedHash;
 pub use key::CacheKey;
 pub use response::{
     CacheCounters, CacheLimits, KeyHash, ResponseCache, DEFAULT_MAX_BYTES, DEFAULT_MAX_ENTRIES,
-    ENTRY_OVERHEAD, MAX_ANSWER_LEN, MAX_ENTRY_LEN, MAX_EVICTIONS_TO_FIT,
+    ENTRY_OVERHEAD, MAX_ANSWER_LEN, MAX_ENTRY_LEN, MAX_EVICTIONS_TO_FIT, MAX_TRACKED_NAMES,
 };

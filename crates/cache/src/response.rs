@@ -49,6 +49,25 @@
 //! no longer answers. The other zones' entries stay, and nothing is walked:
 //! replacing one zone of 100,000 costs that zone, not the cache.
 //!
+//! Invalidation by name. A version made by a dynamic update changes a
+//! few names of its zone; [`ResponseCache::invalidate_names`] takes them
+//! (with, for each, whether names below it may answer differently too).
+//! The clock ticks and the tag records it, as above, and each name's hash
+//! (under the cache's key, mixed with the tag) records it in a small table
+//! of changed names. An entry of the tag stored before is then looked at
+//! once, at its next hit (not before: nothing is walked): it answers on
+//! only if it is a positive answer (NOERROR, at least one answer record)
+//! whose every answer record is owned by the question's name (a
+//! compression pointer to it), with no authority record and no additional
+//! record but the OPT, and neither its name nor a name above it that
+//! changes what is below was changed since it was stored. Then it is
+//! stamped anew and its next hits cost nothing more. Everything else of
+//! the tag (negative answers and referrals, which carry the SOA or depend
+//! on names other than the question's, CNAME chains, answers with
+//! additional records) is dropped as a whole-zone invalidation drops it.
+//! The table holds at most [`MAX_TRACKED_NAMES`]; past it, every tag's
+//! changes so far become whole-zone invalidations and the table empties.
+//!
 //! Eviction is SIEVE (Zhang et al., NSDI 2024): a FIFO list threaded
 //! through the slots (`prev`/`next` indices), a `visited` bit set on a hit,
 //! and a hand that walks from the oldest entry towards the newest, clearing
@@ -128,6 +147,20 @@ const INDEX_BYTES_PER_ENTRY: usize = 16;
 /// costs. Both are allocated at construction for the entry limit, so
 /// what the charge leaves out is the part of them the cache does not use.
 pub const ENTRY_OVERHEAD: usize = size_of::<Slot>() + INDEX_BYTES_PER_ENTRY;
+
+/// The most changed names [`ResponseCache::invalidate_names`] keeps, all
+/// tags together (each name and, for names that change what is below
+/// them, a second entry). Past it every invalidation by name so far counts
+/// as a whole-zone one, and the table starts empty; a call with more than
+/// this many names invalidates its whole tag. 4,096 entries: 64 KiB of
+/// table, some 16 to 40 seconds of a zone updated 100 to 250 times a
+/// second with one name each.
+pub const MAX_TRACKED_NAMES: usize = 4096;
+
+/// Kinds of entry in the table of changed names (the `bits` of their
+/// hash): the name's own answers changed; answers below it changed.
+const CHANGED_NAME: u8 = 1;
+const CHANGED_BELOW: u8 = 2;
 
 /// The default [`CacheLimits::max_entries`].
 pub const DEFAULT_MAX_ENTRIES: usize = 100_000;
@@ -431,10 +464,18 @@ pub struct ResponseCache {
     /// Counts invalidations since the last [`ResponseCache::clear`]; an
     /// entry records it when stored.
     clock: u32,
-    /// By tag: the clock at the tag's last invalidation. Entries stored
-    /// before it no longer answer (they are evicted as SIEVE finds them);
-    /// a tag past the end was never invalidated.
+    /// By tag: the clock at the tag's last invalidation of either kind.
+    /// Entries stored before it are checked at their next hit
+    /// (`ResponseCache::still_answers`; they are evicted as SIEVE finds
+    /// them); a tag past the end was never invalidated.
     tag_since: Vec<u32>,
+    /// By tag: the clock at the tag's last whole invalidation. Entries
+    /// stored before it no longer answer.
+    tag_whole: Vec<u32>,
+    /// Changed names ([`ResponseCache::invalidate_names`]): the hash of
+    /// (tag, kind, name) and the clock when it changed. At most
+    /// [`MAX_TRACKED_NAMES`].
+    changed: HashTable<(u64, u32)>,
     /// The keys missed once while the cache was full (see "Admission").
     doorkeeper: Doorkeeper,
 }
@@ -483,6 +524,8 @@ impl ResponseCache {
             hasher: KeyedHash::new(),
             clock: 0,
             tag_since: Vec::new(),
+            tag_whole: Vec::new(),
+            changed: HashTable::new(),
             doorkeeper,
         }
     }
@@ -597,10 +640,15 @@ impl ResponseCache {
                 .get(i as usize)
                 .is_some_and(|slot| slot.answers(slab, query_name, qtype, qclass, bits))
         })?;
-        let slot = self.slots.get_mut(index as usize)?;
+        let slot = self.slots.get(index as usize)?;
         if slot.stamp < self.tag_since.get(slot.tag as usize).copied().unwrap_or(0) {
-            return None; // its zone changed since: a miss, replaced by the insert
+            // Its zone changed since: a miss (replaced by the insert)
+            // unless only other names changed.
+            if !self.still_answers(index) {
+                return None;
+            }
         }
+        let slot = self.slots.get_mut(index as usize)?;
         let data = slot.data(&self.slab);
         let (template, tail) = data.split_at_checked(TEMPLATE_LEN + name_len)?;
         let total = question_end + tail.len();
@@ -822,8 +870,145 @@ impl ResponseCache {
         let tag = tag as usize;
         if self.tag_since.len() <= tag {
             self.tag_since.resize(tag + 1, 0);
+            self.tag_whole.resize(tag + 1, 0);
         }
         self.tag_since[tag] = self.clock;
+        self.tag_whole[tag] = self.clock;
+    }
+
+    /// Makes the entries stored with `tag` so far that can hold data of
+    /// `names` answer no more (a new version of the zone, made by a dynamic
+    /// update, that changed only those names): see "Invalidation by name"
+    /// in the module docs. `names` are lowercased wire names, each with
+    /// whether the answers for names below it may have changed too. Not
+    /// for the query path: the table of changed names may grow (up to
+    /// [`MAX_TRACKED_NAMES`]). More names than that invalidate the tag
+    /// whole.
+    pub fn invalidate_names<'n>(
+        &mut self,
+        tag: u32,
+        names: impl IntoIterator<Item = (&'n [u8], bool)>,
+    ) {
+        let mut hashes = Vec::new();
+        for (name, below) in names {
+            if hashes.len() + 2 > MAX_TRACKED_NAMES {
+                self.invalidate_tag(tag);
+                return;
+            }
+            hashes.push(self.name_hash(tag, name, CHANGED_NAME));
+            if below {
+                hashes.push(self.name_hash(tag, name, CHANGED_BELOW));
+            }
+        }
+        if self.clock == u32::MAX {
+            self.clear();
+            return;
+        }
+        if self.changed.len() + hashes.len() > MAX_TRACKED_NAMES {
+            // Every change by name so far becomes a whole-zone one.
+            for (whole, since) in self.tag_whole.iter_mut().zip(&self.tag_since) {
+                *whole = *since;
+            }
+            self.changed.clear();
+        }
+        self.clock += 1;
+        let clock = self.clock;
+        let at = tag as usize;
+        if self.tag_since.len() <= at {
+            self.tag_since.resize(at + 1, 0);
+            self.tag_whole.resize(at + 1, 0);
+        }
+        self.tag_since[at] = clock;
+        for hash in hashes {
+            match self.changed.find_mut(hash, |&(other, _)| other == hash) {
+                Some(entry) => entry.1 = clock,
+                None => {
+                    self.changed
+                        .insert_unique(hash, (hash, clock), |&(other, _)| other);
+                }
+            }
+        }
+    }
+
+    /// The hash of a changed name in the table of changed names.
+    fn name_hash(&self, tag: u32, name: &[u8], kind: u8) -> u64 {
+        self.hasher.hash(name, tag as u16, (tag >> 16) as u16, kind)
+    }
+
+    /// When the name of this hash last changed, by the clock; 0 if not
+    /// since the table was last emptied.
+    fn changed_at(&self, hash: u64) -> u32 {
+        self.changed
+            .find(hash, |&(other, _)| other == hash)
+            .map_or(0, |&(_, clock)| clock)
+    }
+
+    /// Whether the entry in slot `index`, stored before its tag's last
+    /// invalidation, still answers (see "Invalidation by name" in the
+    /// module docs); if it does, it is stamped with the clock now, so
+    /// that its next hits do not ask again. Bound: the answer records in
+    /// its stored bytes (at most [`MAX_ENTRY_LEN`]) and the labels of its
+    /// name.
+    fn still_answers(&mut self, index: u32) -> bool {
+        let Some(slot) = self.slots.get(index as usize) else {
+            return false;
+        };
+        let tag = slot.tag;
+        let stamp = slot.stamp;
+        if stamp < self.tag_whole.get(tag as usize).copied().unwrap_or(0) {
+            return false;
+        }
+        let name_len = usize::from(slot.name_len);
+        let edns = slot.bits & BIT_EDNS != 0;
+        let data = slot.data(&self.slab);
+        let Some((template, rest)) = data.split_at_checked(TEMPLATE_LEN) else {
+            return false;
+        };
+        let Some((name, tail)) = rest.split_at_checked(name_len) else {
+            return false;
+        };
+        let count = |at: usize| u16::from_be_bytes([template[at], template[at + 1]]);
+        // NOERROR, answers, no authority, no additional but the OPT.
+        if template[1] & 0x0f != 0 || count(4) == 0 || count(6) != 0 || count(8) != u16::from(edns)
+        {
+            return false;
+        }
+        // Each answer record owned by the question's name (a pointer to
+        // offset 12): nothing of another name is in the answer.
+        let mut at = 0;
+        for _ in 0..count(4) {
+            let Some(&[c0, c1, _, _, _, _, _, _, _, _, l0, l1]) = tail.get(at..at + 12) else {
+                return false;
+            };
+            if [c0, c1] != [0xc0, 0x0c] {
+                return false;
+            }
+            at += 12 + usize::from(u16::from_be_bytes([l0, l1]));
+        }
+        if self.changed_at(self.name_hash(tag, name, CHANGED_NAME)) > stamp {
+            return false;
+        }
+        // The names above it, up to the root: a change that moves what is
+        // below one of them (a name come or gone, a DNAME, a wildcard's
+        // parent). Each step skips a label: at most 128 steps.
+        let mut label = 0;
+        while let Some(&len) = name.get(label) {
+            if len == 0 {
+                break;
+            }
+            label += 1 + usize::from(len);
+            let Some(above) = name.get(label..) else {
+                return false;
+            };
+            if self.changed_at(self.name_hash(tag, above, CHANGED_BELOW)) > stamp {
+                return false;
+            }
+        }
+        let clock = self.clock;
+        if let Some(slot) = self.slots.get_mut(index as usize) {
+            slot.stamp = clock;
+        }
+        true
     }
 
     /// Drops every entry (the zones or the answering options changed).
@@ -831,6 +1016,8 @@ impl ResponseCache {
     pub fn clear(&mut self) {
         self.clock = 0;
         self.tag_since.clear();
+        self.tag_whole.clear();
+        self.changed.clear();
         self.table.clear();
         self.slots.clear();
         self.slab.clear();

@@ -572,15 +572,36 @@ impl Worker {
     /// Applies changes to the catalog, in order, between two batches.
     /// A new version of a zone keeps its slot, its counters, and the
     /// cached answers of every other zone: only its own stop answering
-    /// (their tag is invalidated). A zone added or removed can move names
-    /// from one zone to another (a child under its parent's cut), so it
-    /// empties the cache, once per call. Off the query path: this may
-    /// allocate.
+    /// (their tag is invalidated). A version patched from the one this
+    /// core serves, that lists the names it changed (a dynamic update,
+    /// `Zone::changed_since`), keeps those of its cached answers that
+    /// cannot hold them (`ResponseCache::invalidate_names`). A zone added
+    /// or removed can move names from one zone to another (a child under
+    /// its parent's cut), so it empties the cache, once per call. Off the
+    /// query path: this may allocate.
     pub(crate) fn apply(&mut self, changes: &[CatalogChange]) {
         let mut clear = false;
         for change in changes {
+            // The version this core serves now, for what the new one
+            // changed since.
+            let previous = match change {
+                CatalogChange::Serve(zone) => self.catalog.get(zone.origin()).cloned(),
+                CatalogChange::Remove(_) => None,
+            };
             match self.catalog.apply(change.clone()) {
-                Applied::Replaced(slot) => self.cache.invalidate_tag(zone_tag(Some(slot))),
+                Applied::Replaced(slot) => {
+                    let tag = zone_tag(Some(slot));
+                    let changed = match (change, &previous) {
+                        (CatalogChange::Serve(zone), Some(previous)) => {
+                            zone.changed_since(previous)
+                        }
+                        _ => None,
+                    };
+                    match changed {
+                        Some(names) => self.cache.invalidate_names(tag, names.iter()),
+                        None => self.cache.invalidate_tag(tag),
+                    }
+                }
                 Applied::Added(slot) | Applied::Removed(slot) => {
                     self.counters.zones.reset(slot as usize);
                     clear = true;

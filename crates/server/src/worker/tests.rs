@@ -492,6 +492,113 @@ fn queries_badcookie_does_not_answer_slip_as_tc() {
     assert_eq!(counters.dropped, 0);
 }
 
+/// A version made by an update (patched from the version the core serves,
+/// listing the names it changed) keeps the cached answers of the names it
+/// did not change: they are still hits, and the new version's. The
+/// changed name, the SOA and a negative answer are answered afresh.
+#[test]
+fn an_update_keeps_the_cached_answers_of_other_names() {
+    use tern_authority::ZoneChanges;
+    use tern_wire::name::NameBuf;
+    use tern_wire::types::RType;
+
+    let built = tern_testkit::zone("example.com.", ZONE);
+    let apex = NameBuf::from_text(b"example.com.", None).unwrap();
+    let soa = |serial: u32| {
+        let mut rdata = NameBuf::from_text(b"ns1.example.com.", None)
+            .unwrap()
+            .as_bytes()
+            .to_vec();
+        rdata.extend_from_slice(
+            NameBuf::from_text(b"hostmaster.example.com.", None)
+                .unwrap()
+                .as_bytes(),
+        );
+        for value in [serial, 7200, 3600, 1209600, 300] {
+            rdata.extend_from_slice(&value.to_be_bytes());
+        }
+        rdata
+    };
+    let mut changes = ZoneChanges::new();
+    let serial2 = soa(2);
+    changes.set(
+        apex.as_name(),
+        [
+            (RType::SOA, 300, &serial2[..]),
+            (RType::NS, 300, b"\x03ns1\x07example\x03com\x00"),
+        ],
+    );
+    let first = Arc::new(built.patch(&changes).unwrap().zone);
+    let mut worker = Worker::new(
+        Arc::new(Catalog::new([Arc::clone(&first)])),
+        Options::default(),
+        CacheLimits::default(),
+    );
+    let mut out = [0u8; 1232];
+    let mut ask = |worker: &mut Worker, name: &str, qtype: u16| -> Vec<u8> {
+        let query = query(1, name, qtype, true);
+        let UdpAnswer::Send(len) =
+            worker.answer_udp_from(&query, peer("127.0.0.1:53"), 0, &mut out)
+        else {
+            panic!("{name}: an answer");
+        };
+        out[..len].to_vec()
+    };
+    let asked = [
+        ("www.example.com.", 1),
+        ("example.com.", 6),
+        ("nothing.example.com.", 1),
+        ("_acme-challenge.example.com.", 16),
+    ];
+    for (name, qtype) in asked {
+        ask(&mut worker, name, qtype);
+    }
+    assert_eq!(worker.counters().cache_hits, 0);
+    for (name, qtype) in asked {
+        ask(&mut worker, name, qtype);
+    }
+    assert_eq!(worker.counters().cache_hits, 4, "all cached");
+
+    // The update: a TXT at _acme-challenge, serial 3.
+    let mut changes = ZoneChanges::new();
+    let serial3 = soa(3);
+    changes.set(
+        apex.as_name(),
+        [
+            (RType::SOA, 300, &serial3[..]),
+            (RType::NS, 300, b"\x03ns1\x07example\x03com\x00"),
+        ],
+    );
+    let challenge = NameBuf::from_text(b"_acme-challenge.example.com.", None).unwrap();
+    changes.set(challenge.as_name(), [(RType::TXT, 60, &b"\x05token"[..])]);
+    let second = Arc::new(first.patch(&changes).unwrap().zone);
+    assert!(second.changed_since(&first).is_some());
+    worker.apply(&[CatalogChange::Serve(Arc::clone(&second))]);
+
+    let fresh = |name: &str, qtype: u16| {
+        let mut reference = [0u8; 1232];
+        let Response::Send(len) = respond_with(
+            &Catalog::new([Arc::clone(&second)]),
+            &query(1, name, qtype, true),
+            Transport::Udp,
+            &Options::default(),
+            &[],
+            &mut reference,
+        ) else {
+            panic!("respond_with answers");
+        };
+        reference[..len].to_vec()
+    };
+    let www = ask(&mut worker, "www.example.com.", 1);
+    assert_eq!(worker.counters().cache_hits, 5, "www's answer kept");
+    assert_eq!(www, fresh("www.example.com.", 1));
+    for (name, qtype) in &asked[1..] {
+        let answer = ask(&mut worker, name, *qtype);
+        assert_eq!(answer, fresh(name, *qtype), "{name}");
+        assert_eq!(worker.counters().cache_hits, 5, "{name} answered afresh");
+    }
+}
+
 /// Queries are counted by type, and by zone from the cache too; a reload
 /// keeps each zone's counts; TCP queries and names of no zone count apart.
 #[test]
