@@ -1378,10 +1378,13 @@ mod tests {
             let walk = started.elapsed();
             eprintln!(
                 "{hosts} names, {} signed records: window {window:?} ({} records read, {} \
-                 RRSIGs made); whole walk {walk:?} ({} RRSIGs made)",
+                 RRSIGs made, {} records copied, {} octets kept); whole walk {walk:?} ({} \
+                 RRSIGs made)",
                 previous.len(),
                 update.cost.visited,
                 update.cost.signatures,
+                update.cost.copied,
+                held_bytes(&update.records),
                 whole.zone.signatures
             );
             let _ = std::fs::remove_dir_all(&dir);
