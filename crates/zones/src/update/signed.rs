@@ -226,9 +226,10 @@ pub(super) struct Cost {
 /// window signs; a group that changes more is signed whole.
 const MAX_WINDOW_OWNERS: usize = 4_096;
 
-/// The most records the window's neighbour searches pass over (the glue
-/// below a delegation lies between names of the NSEC chain); beyond, the
-/// zone is signed whole.
+/// The most NSEC owners the window's neighbour look-ups pass over (the
+/// changed owners between a changed owner and its unchanged neighbours,
+/// and those checked for the NSEC records kept); beyond, the zone is
+/// signed whole.
 const MAX_WINDOW_SCAN: usize = 65_536;
 
 /// Signs `unsigned` (the engine's records after a group's updates, whose
