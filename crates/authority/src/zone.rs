@@ -538,6 +538,21 @@ impl Zone {
         out
     }
 
+    /// The owners of the NSEC records nearest `lower` (lowercased) in
+    /// canonical order: the last strictly before it and the first strictly
+    /// after it (no wrapping), for the update thread's signing of a window
+    /// of an NSEC zone. Bound: two binary searches.
+    pub fn nsec_owners_around(&self, lower: Name<'_>) -> (Option<Name<'_>>, Option<Name<'_>>) {
+        let before = self
+            .nsec
+            .partition_point(|&node| canonical_cmp(self.node_name(node), lower).is_lt());
+        let after = self
+            .nsec
+            .partition_point(|&node| canonical_cmp(self.node_name(node), lower).is_le());
+        let name = |at: usize| self.nsec.get(at).map(|&node| self.node_name(node));
+        (before.checked_sub(1).and_then(name), name(after))
+    }
+
     /// Whether a name strictly below `lower` (lowercased) owns records.
     /// Bound: one look-up (an empty non-terminal stays only while a name
     /// below it owns records).
