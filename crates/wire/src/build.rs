@@ -28,6 +28,8 @@
 //! assert_eq!(&buf[33..35], &[0xc0, 0x0c]); // the owner points at the question
 //! ```
 
+use std::sync::Arc;
+
 use crate::error::TruncationError;
 use crate::name::{eq_ignore_case, Name};
 use crate::parse::{Section, HEADER_LEN};
@@ -494,6 +496,8 @@ const NOT_BELOW: u8 = u8::MAX;
 struct PlannedName {
     /// Where the name starts in the RDATA.
     at: u16,
+    /// Where it starts in the RDATA as written ([`Precompressed::written`]).
+    written_at: u16,
     /// Its length uncompressed.
     len: u8,
     /// The octets written as they are (labels) before the pointer; `len`
@@ -512,8 +516,9 @@ struct PlannedName {
 /// once, when the zone was built, as [`MessageBuilder::push_record`]
 /// compresses them right after a question in the zone: NSD's way with the
 /// SOA of negative answers. [`MessageBuilder::push_precompressed`] then
-/// writes it with copies and at most two pointers, without searching the
-/// compression table, and gives the same octets as `push_record`.
+/// writes it as one copy of the RDATA as written, its pointers (at most
+/// two) relocated, without searching the compression table, and gives the
+/// same octets as `push_record`.
 ///
 /// That holds when the message holds a question and nothing else, the
 /// question's name ends with the origin, and no RDATA name strictly below
@@ -521,16 +526,20 @@ struct PlannedName {
 /// name (else that name would compress against the question): the plan
 /// then only relocates its pointers. Otherwise `push_precompressed` calls
 /// `push_record`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Precompressed {
     names: [PlannedName; PLANNED_NAMES],
     count: u8,
     /// The labels written literally, each a new compression target.
     labels: u8,
-    /// The origin's length, and the RDATA's, as planned (checked when the
-    /// plan is used).
+    /// The origin's length and label count, and the RDATA's length, as
+    /// planned (checked when the plan is used).
     origin_len: u8,
+    origin_labels: u8,
     rdata_len: u16,
+    /// The RDATA as written after a question for the origin, its pointers
+    /// zero (each is relocated when written).
+    written: Arc<[u8]>,
 }
 
 impl Precompressed {
@@ -544,6 +553,7 @@ impl Precompressed {
         }
         let mut plan = Precompressed {
             origin_len: u8::try_from(origin.len()).ok()?,
+            origin_labels: u8::try_from(origin.label_count()).ok()?,
             rdata_len: u16::try_from(rdata.len()).ok()?,
             ..Precompressed::default()
         };
@@ -573,15 +583,18 @@ impl Precompressed {
         builder
             .push_record(origin, rtype, RClass::IN, 0, rdata)
             .ok()?;
+        let end = builder.len();
         let pointer = (0xc000 | HEADER_LEN as u16).to_be_bytes();
         if buf[record..record + 2] != pointer {
             return None;
         }
         // Read each name back as written.
-        let mut out = record + 12;
+        let start = record + 12;
+        let mut out = start;
         let mut copied = 0;
         for planned in &mut plan.names[..usize::from(plan.count)] {
             out += usize::from(planned.at) - copied;
+            planned.written_at = u16::try_from(out - start).ok()?;
             let mut literal = 0;
             let target = loop {
                 let octet = *buf.get(out + literal)?;
@@ -608,20 +621,16 @@ impl Precompressed {
             if (target == NO_POINTER) != (literal == usize::from(planned.len)) {
                 return None;
             }
+            if target != NO_POINTER {
+                // Relocated when written.
+                let pointer = out + literal;
+                buf.get_mut(pointer..pointer + 2)?.fill(0);
+            }
             out += literal + if target == NO_POINTER { 0 } else { 2 };
             copied = usize::from(planned.at) + usize::from(planned.len);
         }
+        plan.written = Arc::from(buf.get(start..end)?);
         Some(plan)
-    }
-
-    /// The RDATA's length once written.
-    fn written_len(&self) -> usize {
-        let saved: usize = self.names[..usize::from(self.count)]
-            .iter()
-            .filter(|name| name.target != NO_POINTER)
-            .map(|name| usize::from(name.len) - usize::from(name.literal) - 2)
-            .sum();
-        usize::from(self.rdata_len) - saved
     }
 }
 
@@ -647,7 +656,7 @@ fn below_origin(name: Name<'_>, origin: Name<'_>) -> u8 {
 impl MessageBuilder<'_> {
     /// Writes a record of the zone's origin `owner` with a plan made by
     /// [`Precompressed::plan`] for the same origin, type and RDATA: the
-    /// same octets as [`MessageBuilder::push_record`], with copies and
+    /// same octets as [`MessageBuilder::push_record`], by one copy with
     /// relocated pointers when the message holds only a question in the
     /// zone, by `push_record` otherwise.
     pub fn push_precompressed(
@@ -666,7 +675,9 @@ impl MessageBuilder<'_> {
     }
 
     /// Where `owner` stands in the question, if the plan holds for this
-    /// message (see [`Precompressed`]).
+    /// message (see [`Precompressed`]). The question's labels are read
+    /// from the compression table, which holds where each begins (the
+    /// question is its only name so far).
     fn origin_in_question(
         &self,
         owner: Name<'_>,
@@ -676,50 +687,27 @@ impl MessageBuilder<'_> {
         if self.counts != [1, 0, 0, 0]
             || owner.len() != usize::from(plan.origin_len)
             || rdata.len() != usize::from(plan.rdata_len)
+            || self.entry_count + usize::from(plan.labels) > COMPRESSION_ENTRIES
         {
             return None;
         }
-        // The question's name, written as received: its labels, where the
-        // origin would start and the label before it.
-        let mut pos = HEADER_LEN;
-        let mut labels = 0;
-        let mut before = None;
-        // Bound: a name has at most MAX_LABELS labels, and the question was
-        // read as a name before it was written.
-        for _ in 0..crate::name::MAX_LABELS {
-            let octet = *self.buf.get(pos)?;
-            if octet == 0 {
-                break;
-            }
-            if octet & 0xc0 != 0 {
-                return None;
-            }
-            let next = pos + 1 + usize::from(octet);
-            if next + owner.len() == self.len - 4 {
-                before = Some(pos);
-            }
-            labels += 1;
-            pos = next;
-        }
-        let end = pos + 1;
-        if end + 4 != self.len
-            || labels != self.entry_count
-            || labels + usize::from(plan.labels) > COMPRESSION_ENTRIES
-        {
-            return None;
-        }
-        let origin_at = end.checked_sub(owner.len())?;
-        if origin_at < HEADER_LEN
+        // The origin's first label, if the question's name ends with the
+        // origin: its labels are the table's last `origin_labels` entries,
+        // and its root octet ends the name, four octets (type and class)
+        // before the end of the message.
+        let index = self.entry_count.checked_sub(usize::from(plan.origin_labels))?;
+        let origin_at = usize::from(self.entries[index]);
+        let end = self.len.checked_sub(4)?;
+        if origin_at + owner.len() != end
             || !eq_ignore_case(&self.buf[origin_at..end], owner.as_bytes())
-            || self.len + 12 + plan.written_len() > MAX_POINTER_TARGET
+            || self.len + 12 + plan.written.len() > MAX_POINTER_TARGET
         {
             return None;
         }
-        if origin_at > HEADER_LEN {
-            // A label boundary, found above; and no name below the origin
-            // may share the question's label just below it.
-            let before = before?;
-            let label = &self.buf[before..origin_at];
+        if let Some(index) = index.checked_sub(1) {
+            // No name below the origin may share the question's label
+            // just below it.
+            let label = &self.buf[usize::from(self.entries[index])..origin_at];
             let shares = plan.names[..usize::from(plan.count)].iter().any(|name| {
                 name.below != NOT_BELOW && {
                     let at = usize::from(name.at) + usize::from(name.below);
@@ -745,39 +733,38 @@ impl MessageBuilder<'_> {
         rdata: &[u8],
         plan: &Precompressed,
     ) -> Result<(), TruncationError> {
-        let rdlen = plan.written_len();
-        if self.len + 12 + rdlen > self.limit {
+        let rdlen = plan.written.len();
+        let record = self.len;
+        let end = record + 12 + rdlen;
+        if end > self.limit {
             return Err(TruncationError);
         }
-        let record = self.len;
-        let mut head = [0u8; 12];
-        head[..2].copy_from_slice(&(0xc000 | origin_at as u16).to_be_bytes());
-        head[2..4].copy_from_slice(&rtype.0.to_be_bytes());
-        head[4..6].copy_from_slice(&class.0.to_be_bytes());
-        head[6..10].copy_from_slice(&ttl.to_be_bytes());
-        head[10..12].copy_from_slice(&(rdlen as u16).to_be_bytes());
-        self.write(&head)?;
+        let out = &mut self.buf[record..end];
+        out[..2].copy_from_slice(&(0xc000 | origin_at as u16).to_be_bytes());
+        out[2..4].copy_from_slice(&rtype.0.to_be_bytes());
+        out[4..6].copy_from_slice(&class.0.to_be_bytes());
+        out[6..10].copy_from_slice(&ttl.to_be_bytes());
+        out[10..12].copy_from_slice(&(rdlen as u16).to_be_bytes());
+        out[12..].copy_from_slice(&plan.written);
         let names = &plan.names[..usize::from(plan.count)];
-        let mut starts = [0usize; PLANNED_NAMES];
-        let mut copied = 0;
-        for (name, start) in names.iter().zip(&mut starts) {
-            let at = usize::from(name.at);
-            self.write(&rdata[copied..at])?;
-            *start = self.len;
-            self.write(&rdata[at..at + usize::from(name.literal)])?;
+        for name in names {
+            debug_assert_eq!(
+                &rdata[usize::from(name.at)..usize::from(name.at) + usize::from(name.literal)],
+                &out[12 + usize::from(name.written_at)..][..usize::from(name.literal)],
+            );
             if name.target != NO_POINTER {
                 let target = if name.target & RECORD_RELATIVE != 0 {
                     record + usize::from(name.target & !RECORD_RELATIVE)
                 } else {
                     origin_at + usize::from(name.target)
                 };
-                self.write(&(0xc000 | target as u16).to_be_bytes())?;
+                let at = 12 + usize::from(name.written_at) + usize::from(name.literal);
+                out[at..at + 2].copy_from_slice(&(0xc000 | target as u16).to_be_bytes());
             }
-            copied = at + usize::from(name.len);
         }
-        self.write(&rdata[copied..])?;
-        for &start in &starts[..names.len()] {
-            self.register(start);
+        self.len = end;
+        for name in names {
+            self.register(record + 12 + usize::from(name.written_at));
         }
         self.counts[self.section] += 1;
         Ok(())
