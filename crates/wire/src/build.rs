@@ -32,7 +32,7 @@ use std::sync::Arc;
 
 use crate::error::TruncationError;
 use crate::name::{eq_ignore_case, Name};
-use crate::parse::{Section, HEADER_LEN};
+use crate::parse::{Question, Section, HEADER_LEN};
 use crate::rdata::compressible_names;
 use crate::types::{RClass, RType, Rcode};
 
@@ -229,6 +229,24 @@ impl<'b> MessageBuilder<'b> {
         self.write(question)?;
         self.counts[0] += 1;
         if Name::parse_prefix(question).is_ok() {
+            self.register(start);
+        }
+        Ok(())
+    }
+
+    /// [`MessageBuilder::push_question_bytes`] for a question the parser
+    /// read: its name is known valid and uncompressed (a pointer in the
+    /// first name could only point into the header), so it is registered
+    /// without being parsed again.
+    pub fn push_parsed_question(&mut self, question: &Question<'_>) -> Result<(), TruncationError> {
+        let start = self.len;
+        self.write(question.bytes)?;
+        self.counts[0] += 1;
+        // The name at the start of the bytes (as the parser makes them):
+        // one comparison, not a parse.
+        if question.name.len() + 4 == question.bytes.len()
+            && question.bytes.starts_with(question.name.as_bytes())
+        {
             self.register(start);
         }
         Ok(())
