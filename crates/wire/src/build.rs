@@ -509,6 +509,12 @@ const RECORD_RELATIVE: u16 = 0x4000;
 /// [`PlannedName::below`] of a name not strictly below the origin.
 const NOT_BELOW: u8 = u8::MAX;
 
+/// The most compression targets a [`Precompressed`] plan registers from a
+/// list made with the plan (an SOA's names below the origin have one or
+/// two labels each); a plan with more registers them by reading the
+/// labels back.
+const PLANNED_TARGETS: usize = 6;
+
 /// How one RDATA name of a [`Precompressed`] record is written.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct PlannedName {
@@ -528,6 +534,9 @@ struct PlannedName {
     /// Where, in the name, its label just below the origin starts, if the
     /// name is strictly below the origin; [`NOT_BELOW`] otherwise.
     below: u8,
+    /// That label's length octet (0 if not below): most question labels
+    /// differ from it there, without a comparison of the labels.
+    below_len: u8,
 }
 
 /// A record owned by a zone's origin whose RDATA names were compressed
@@ -555,6 +564,10 @@ pub struct Precompressed {
     origin_len: u8,
     origin_labels: u8,
     rdata_len: u16,
+    /// Where each label written literally starts, from the record's start,
+    /// in the order `push_record` registers them (the first `labels`, if
+    /// there are at most [`PLANNED_TARGETS`]).
+    targets: [u16; PLANNED_TARGETS],
     /// The RDATA as written after a question for the origin, its pointers
     /// zero (each is relocated when written).
     written: Arc<[u8]>,
@@ -579,10 +592,17 @@ impl Precompressed {
         for (at, name) in compressible_names(rtype, rdata) {
             let slot = plan.names.get_mut(usize::from(plan.count))?;
             labels += name.label_count();
+            let below = below_origin(name, origin);
             *slot = PlannedName {
                 at: u16::try_from(at).ok()?,
                 len: u8::try_from(name.len()).ok()?,
-                below: below_origin(name, origin),
+                below,
+                below_len: name
+                    .as_bytes()
+                    .get(usize::from(below))
+                    .copied()
+                    .filter(|_| below != NOT_BELOW)
+                    .unwrap_or(0),
                 ..PlannedName::default()
             };
             plan.count += 1;
@@ -630,6 +650,9 @@ impl Precompressed {
                     } else {
                         return None;
                     };
+                }
+                if let Some(target) = plan.targets.get_mut(usize::from(plan.labels)) {
+                    *target = u16::try_from(out + literal - record).ok()?;
                 }
                 plan.labels += 1;
                 literal += 1 + usize::from(octet);
@@ -724,19 +747,13 @@ impl MessageBuilder<'_> {
         }
         if let Some(index) = index.checked_sub(1) {
             // No name below the origin may share the question's label
-            // just below it.
+            // just below it; the length octets first (most labels differ
+            // there).
             let label = &self.buf[usize::from(self.entries[index])..origin_at];
-            let shares = plan.names[..usize::from(plan.count)].iter().any(|name| {
-                name.below != NOT_BELOW && {
-                    let at = usize::from(name.at) + usize::from(name.below);
-                    rdata.get(at..at + label.len()).is_some_and(|theirs| {
-                        // The length octets first: most labels differ there.
-                        theirs.first() == label.first() && eq_ignore_case(theirs, label)
-                    })
+            for name in &plan.names[..usize::from(plan.count)] {
+                if label.first() == Some(&name.below_len) && shares_label(name, rdata, label) {
+                    return None;
                 }
-            });
-            if shares {
-                return None;
             }
         }
         Some(origin_at)
@@ -781,11 +798,36 @@ impl MessageBuilder<'_> {
             }
         }
         self.len = end;
-        for name in names {
-            self.register(record + 12 + usize::from(name.written_at));
+        // The targets `push_record` would register: with the room checked
+        // in `origin_in_question`, each label written literally.
+        match plan.targets.get(..usize::from(plan.labels)) {
+            Some(targets) => {
+                for &target in targets {
+                    self.entries[self.entry_count] = (record + usize::from(target)) as u16;
+                    self.entry_count += 1;
+                }
+            }
+            None => {
+                for name in names {
+                    self.register(record + 12 + usize::from(name.written_at));
+                }
+            }
         }
         self.counts[self.section] += 1;
         Ok(())
+    }
+}
+
+/// Whether a planned RDATA name below the origin has `label` (the
+/// question's label just below the origin) as its own label there,
+/// ignoring case.
+#[inline(never)]
+fn shares_label(name: &PlannedName, rdata: &[u8], label: &[u8]) -> bool {
+    name.below != NOT_BELOW && {
+        let at = usize::from(name.at) + usize::from(name.below);
+        rdata
+            .get(at..at + label.len())
+            .is_some_and(|theirs| eq_ignore_case(theirs, label))
     }
 }
 
@@ -913,8 +955,11 @@ mod tests {
             } else {
                 b.push_record(origin.as_name(), RType::SOA, RClass::IN, 300, soa)
             };
-            // A later record compresses against what the SOA registered.
-            let after = b.push_record(origin.as_name(), RType::NS, RClass::IN, 1, soa);
+            // Later records compress against what the SOA registered: an
+            // NS record for each of its names.
+            let after = compressible_names(RType::SOA, soa).try_for_each(|(_, name)| {
+                b.push_record(origin.as_name(), RType::NS, RClass::IN, 1, name.as_bytes())
+            });
             let len = b.finish();
             results.push(result.and(after).map(|()| buf[..len].to_vec()));
         }
