@@ -737,8 +737,14 @@ mod tests {
         b.insert(origin.as_name(), RType::SOA, RClass::IN, 1, &soa)
             .unwrap();
         for owner in owners {
-            b.insert(name(owner).as_name(), RType::A, RClass::IN, 1, &[192, 0, 2, 1])
-                .unwrap();
+            b.insert(
+                name(owner).as_name(),
+                RType::A,
+                RClass::IN,
+                1,
+                &[192, 0, 2, 1],
+            )
+            .unwrap();
         }
         b.finish().unwrap()
     }

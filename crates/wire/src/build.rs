@@ -736,7 +736,9 @@ impl MessageBuilder<'_> {
         // origin: its labels are the table's last `origin_labels` entries,
         // and its root octet ends the name, four octets (type and class)
         // before the end of the message.
-        let index = self.entry_count.checked_sub(usize::from(plan.origin_labels))?;
+        let index = self
+            .entry_count
+            .checked_sub(usize::from(plan.origin_labels))?;
         let origin_at = usize::from(self.entries[index]);
         let end = self.len.checked_sub(4)?;
         if origin_at + owner.len() != end
