@@ -88,7 +88,10 @@ pub(crate) struct Answer {
     pub(crate) ds: Option<u32>,
     items: [Item; MAX_ANSWER_ITEMS],
     item_count: usize,
-    synth: [NameBuf; CNAME_CHAIN_MAX],
+    /// The synthesized names, `None` until kept: a plan is made per
+    /// query, and `None`s are written as their tags alone where root
+    /// names would each be 256 octets zeroed.
+    synth: [Option<NameBuf>; CNAME_CHAIN_MAX],
     synth_count: usize,
     proofs: [Proof; MAX_PROOFS],
     proof_count: usize,
@@ -112,7 +115,7 @@ impl Answer {
                 set: 0,
             }; MAX_ANSWER_ITEMS],
             item_count: 0,
-            synth: [NameBuf::root(); CNAME_CHAIN_MAX],
+            synth: [None; CNAME_CHAIN_MAX],
             synth_count: 0,
         }
     }
@@ -149,7 +152,9 @@ impl Answer {
 
     /// A synthesized CNAME target.
     pub(crate) fn synth(&self, index: u8) -> Name<'_> {
-        self.synth[usize::from(index)].as_name()
+        self.synth[usize::from(index)]
+            .as_ref()
+            .map_or(Name::ROOT, NameBuf::as_name)
     }
 
     /// Keeps a CNAME target synthesized from a DNAME and returns its index;
@@ -159,7 +164,7 @@ impl Answer {
             return None;
         }
         let index = self.synth_count as u8;
-        self.synth[self.synth_count] = name;
+        self.synth[self.synth_count] = Some(name);
         self.synth_count += 1;
         Some(index)
     }

@@ -729,7 +729,7 @@ impl Context<'_> {
         opt_options: &[u8],
     ) -> Option<()> {
         start_header(builder, self.header, copy_flags);
-        builder.push_question_bytes(self.question.bytes).ok()?;
+        builder.push_parsed_question(self.question).ok()?;
         if self.edns.is_some() {
             builder
                 .reserve(OPT_LEN + opt_options.len() + self.nsid.len() + self.extra.len())

@@ -377,6 +377,20 @@ impl Zone {
         if self.node(node).flags & FLAG_WILDCARD_CHILD == 0 {
             return None;
         }
+        // The node made right after its parent is most often its `*`
+        // child (a zone file names `*.name` before other names below
+        // `name`, or names nothing else there): checked by its parent and
+        // its first label, without hashing. Anything else (another child,
+        // a dead or NSEC3 owner's node) is looked up as below.
+        if let Some(next) = node.checked_add(1).filter(|&next| next < self.nodes.end()) {
+            let candidate = self.node(next);
+            if candidate.parent == node
+                && candidate.flags & (FLAG_DEAD | FLAG_NSEC3_OWNER) == 0
+                && self.node_name_bytes(next).starts_with(b"\x01*")
+            {
+                return Some(next);
+            }
+        }
         // `*.name` written to the stack: the node's name is valid and
         // lowercased, so the result needs no validation, only the length
         // check (a name of 254 or 255 octets has no `*` child).
@@ -713,5 +727,80 @@ impl<'z> Iterator for RdataIter<'z> {
         let rdata = &self.arena[self.pos + 2..self.pos + 2 + len];
         self.pos += 2 + len;
         Some(rdata)
+    }
+}
+
+//=========== Tests ==========================================================
+
+#[cfg(test)]
+mod tests {
+    use tern_wire::name::NameBuf;
+    use tern_wire::types::RClass;
+
+    use crate::ZoneBuilder;
+
+    use super::*;
+
+    fn name(text: &str) -> NameBuf {
+        NameBuf::from_text(text.as_bytes(), None).unwrap()
+    }
+
+    /// A zone of `example.` with an A record at each of `owners`, in
+    /// that order.
+    fn zone(owners: &[&str]) -> Zone {
+        let origin = name("example.");
+        let mut soa = b"\x00\x00".to_vec();
+        soa.extend_from_slice(&[0; 20]);
+        let mut b = ZoneBuilder::new(origin.as_name());
+        b.insert(origin.as_name(), RType::SOA, RClass::IN, 1, &soa)
+            .unwrap();
+        for owner in owners {
+            b.insert(
+                name(owner).as_name(),
+                RType::A,
+                RClass::IN,
+                1,
+                &[192, 0, 2, 1],
+            )
+            .unwrap();
+        }
+        b.finish().unwrap()
+    }
+
+    #[test]
+    fn wildcard_child_is_found_wherever_the_zone_put_it() {
+        // `*` children made right after their parent, after a sibling,
+        // long after, after another `*` child, and no `*` child at all.
+        let zone = zone(&[
+            "*.a.example.",
+            "x.b.example.",
+            "*.b.example.",
+            "c.example.",
+            "y.c.example.",
+            "z.c.example.",
+            "*.c.example.",
+            "*.example.",
+            "d.example.",
+            "e.d.example.",
+            // `*.h` right after `g`: not `g`'s.
+            "h.example.",
+            "g.example.",
+            "*.h.example.",
+            "*.g.example.",
+        ]);
+        let mut found = 0;
+        for node in 0..zone.nodes.end() {
+            let mut wildcard = b"\x01*".to_vec();
+            wildcard.extend_from_slice(zone.node_name_bytes(node));
+            let expected = zone.find_node(&wildcard);
+            assert_eq!(
+                zone.wildcard_child(node),
+                expected,
+                "{}",
+                zone.node_name(node)
+            );
+            found += usize::from(expected.is_some());
+        }
+        assert_eq!(found, 6);
     }
 }

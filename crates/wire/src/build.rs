@@ -28,9 +28,11 @@
 //! assert_eq!(&buf[33..35], &[0xc0, 0x0c]); // the owner points at the question
 //! ```
 
+use std::sync::Arc;
+
 use crate::error::TruncationError;
 use crate::name::{eq_ignore_case, Name};
-use crate::parse::{Section, HEADER_LEN};
+use crate::parse::{Question, Section, HEADER_LEN};
 use crate::rdata::compressible_names;
 use crate::types::{RClass, RType, Rcode};
 
@@ -227,6 +229,24 @@ impl<'b> MessageBuilder<'b> {
         self.write(question)?;
         self.counts[0] += 1;
         if Name::parse_prefix(question).is_ok() {
+            self.register(start);
+        }
+        Ok(())
+    }
+
+    /// [`MessageBuilder::push_question_bytes`] for a question the parser
+    /// read: its name is known valid and uncompressed (a pointer in the
+    /// first name could only point into the header), so it is registered
+    /// without being parsed again.
+    pub fn push_parsed_question(&mut self, question: &Question<'_>) -> Result<(), TruncationError> {
+        let start = self.len;
+        self.write(question.bytes)?;
+        self.counts[0] += 1;
+        // The name at the start of the bytes (as the parser makes them):
+        // one comparison, not a parse.
+        if question.name.len() + 4 == question.bytes.len()
+            && question.bytes.starts_with(question.name.as_bytes())
+        {
             self.register(start);
         }
         Ok(())
@@ -489,11 +509,19 @@ const RECORD_RELATIVE: u16 = 0x4000;
 /// [`PlannedName::below`] of a name not strictly below the origin.
 const NOT_BELOW: u8 = u8::MAX;
 
+/// The most compression targets a [`Precompressed`] plan registers from a
+/// list made with the plan (an SOA's names below the origin have one or
+/// two labels each); a plan with more registers them by reading the
+/// labels back.
+const PLANNED_TARGETS: usize = 6;
+
 /// How one RDATA name of a [`Precompressed`] record is written.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct PlannedName {
     /// Where the name starts in the RDATA.
     at: u16,
+    /// Where it starts in the RDATA as written ([`Precompressed::written`]).
+    written_at: u16,
     /// Its length uncompressed.
     len: u8,
     /// The octets written as they are (labels) before the pointer; `len`
@@ -506,14 +534,18 @@ struct PlannedName {
     /// Where, in the name, its label just below the origin starts, if the
     /// name is strictly below the origin; [`NOT_BELOW`] otherwise.
     below: u8,
+    /// That label's length octet (0 if not below): most question labels
+    /// differ from it there, without a comparison of the labels.
+    below_len: u8,
 }
 
 /// A record owned by a zone's origin whose RDATA names were compressed
 /// once, when the zone was built, as [`MessageBuilder::push_record`]
 /// compresses them right after a question in the zone: NSD's way with the
 /// SOA of negative answers. [`MessageBuilder::push_precompressed`] then
-/// writes it with copies and at most two pointers, without searching the
-/// compression table, and gives the same octets as `push_record`.
+/// writes it as one copy of the RDATA as written, its pointers (at most
+/// two) relocated, without searching the compression table, and gives the
+/// same octets as `push_record`.
 ///
 /// That holds when the message holds a question and nothing else, the
 /// question's name ends with the origin, and no RDATA name strictly below
@@ -521,16 +553,24 @@ struct PlannedName {
 /// name (else that name would compress against the question): the plan
 /// then only relocates its pointers. Otherwise `push_precompressed` calls
 /// `push_record`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Precompressed {
     names: [PlannedName; PLANNED_NAMES],
     count: u8,
     /// The labels written literally, each a new compression target.
     labels: u8,
-    /// The origin's length, and the RDATA's, as planned (checked when the
-    /// plan is used).
+    /// The origin's length and label count, and the RDATA's length, as
+    /// planned (checked when the plan is used).
     origin_len: u8,
+    origin_labels: u8,
     rdata_len: u16,
+    /// Where each label written literally starts, from the record's start,
+    /// in the order `push_record` registers them (the first `labels`, if
+    /// there are at most [`PLANNED_TARGETS`]).
+    targets: [u16; PLANNED_TARGETS],
+    /// The RDATA as written after a question for the origin, its pointers
+    /// zero (each is relocated when written).
+    written: Arc<[u8]>,
 }
 
 impl Precompressed {
@@ -544,6 +584,7 @@ impl Precompressed {
         }
         let mut plan = Precompressed {
             origin_len: u8::try_from(origin.len()).ok()?,
+            origin_labels: u8::try_from(origin.label_count()).ok()?,
             rdata_len: u16::try_from(rdata.len()).ok()?,
             ..Precompressed::default()
         };
@@ -551,10 +592,17 @@ impl Precompressed {
         for (at, name) in compressible_names(rtype, rdata) {
             let slot = plan.names.get_mut(usize::from(plan.count))?;
             labels += name.label_count();
+            let below = below_origin(name, origin);
             *slot = PlannedName {
                 at: u16::try_from(at).ok()?,
                 len: u8::try_from(name.len()).ok()?,
-                below: below_origin(name, origin),
+                below,
+                below_len: name
+                    .as_bytes()
+                    .get(usize::from(below))
+                    .copied()
+                    .filter(|_| below != NOT_BELOW)
+                    .unwrap_or(0),
                 ..PlannedName::default()
             };
             plan.count += 1;
@@ -573,15 +621,18 @@ impl Precompressed {
         builder
             .push_record(origin, rtype, RClass::IN, 0, rdata)
             .ok()?;
+        let end = builder.len();
         let pointer = (0xc000 | HEADER_LEN as u16).to_be_bytes();
         if buf[record..record + 2] != pointer {
             return None;
         }
         // Read each name back as written.
-        let mut out = record + 12;
+        let start = record + 12;
+        let mut out = start;
         let mut copied = 0;
         for planned in &mut plan.names[..usize::from(plan.count)] {
             out += usize::from(planned.at) - copied;
+            planned.written_at = u16::try_from(out - start).ok()?;
             let mut literal = 0;
             let target = loop {
                 let octet = *buf.get(out + literal)?;
@@ -600,6 +651,9 @@ impl Precompressed {
                         return None;
                     };
                 }
+                if let Some(target) = plan.targets.get_mut(usize::from(plan.labels)) {
+                    *target = u16::try_from(out + literal - record).ok()?;
+                }
                 plan.labels += 1;
                 literal += 1 + usize::from(octet);
             };
@@ -608,20 +662,16 @@ impl Precompressed {
             if (target == NO_POINTER) != (literal == usize::from(planned.len)) {
                 return None;
             }
+            if target != NO_POINTER {
+                // Relocated when written.
+                let pointer = out + literal;
+                buf.get_mut(pointer..pointer + 2)?.fill(0);
+            }
             out += literal + if target == NO_POINTER { 0 } else { 2 };
             copied = usize::from(planned.at) + usize::from(planned.len);
         }
+        plan.written = Arc::from(buf.get(start..end)?);
         Some(plan)
-    }
-
-    /// The RDATA's length once written.
-    fn written_len(&self) -> usize {
-        let saved: usize = self.names[..usize::from(self.count)]
-            .iter()
-            .filter(|name| name.target != NO_POINTER)
-            .map(|name| usize::from(name.len) - usize::from(name.literal) - 2)
-            .sum();
-        usize::from(self.rdata_len) - saved
     }
 }
 
@@ -647,7 +697,7 @@ fn below_origin(name: Name<'_>, origin: Name<'_>) -> u8 {
 impl MessageBuilder<'_> {
     /// Writes a record of the zone's origin `owner` with a plan made by
     /// [`Precompressed::plan`] for the same origin, type and RDATA: the
-    /// same octets as [`MessageBuilder::push_record`], with copies and
+    /// same octets as [`MessageBuilder::push_record`], by one copy with
     /// relocated pointers when the message holds only a question in the
     /// zone, by `push_record` otherwise.
     pub fn push_precompressed(
@@ -666,7 +716,9 @@ impl MessageBuilder<'_> {
     }
 
     /// Where `owner` stands in the question, if the plan holds for this
-    /// message (see [`Precompressed`]).
+    /// message (see [`Precompressed`]). The question's labels are read
+    /// from the compression table, which holds where each begins (the
+    /// question is its only name so far).
     fn origin_in_question(
         &self,
         owner: Name<'_>,
@@ -676,61 +728,34 @@ impl MessageBuilder<'_> {
         if self.counts != [1, 0, 0, 0]
             || owner.len() != usize::from(plan.origin_len)
             || rdata.len() != usize::from(plan.rdata_len)
+            || self.entry_count + usize::from(plan.labels) > COMPRESSION_ENTRIES
         {
             return None;
         }
-        // The question's name, written as received: its labels, where the
-        // origin would start and the label before it.
-        let mut pos = HEADER_LEN;
-        let mut labels = 0;
-        let mut before = None;
-        // Bound: a name has at most MAX_LABELS labels, and the question was
-        // read as a name before it was written.
-        for _ in 0..crate::name::MAX_LABELS {
-            let octet = *self.buf.get(pos)?;
-            if octet == 0 {
-                break;
-            }
-            if octet & 0xc0 != 0 {
-                return None;
-            }
-            let next = pos + 1 + usize::from(octet);
-            if next + owner.len() == self.len - 4 {
-                before = Some(pos);
-            }
-            labels += 1;
-            pos = next;
-        }
-        let end = pos + 1;
-        if end + 4 != self.len
-            || labels != self.entry_count
-            || labels + usize::from(plan.labels) > COMPRESSION_ENTRIES
-        {
-            return None;
-        }
-        let origin_at = end.checked_sub(owner.len())?;
-        if origin_at < HEADER_LEN
+        // The origin's first label, if the question's name ends with the
+        // origin: its labels are the table's last `origin_labels` entries,
+        // and its root octet ends the name, four octets (type and class)
+        // before the end of the message.
+        let index = self
+            .entry_count
+            .checked_sub(usize::from(plan.origin_labels))?;
+        let origin_at = usize::from(self.entries[index]);
+        let end = self.len.checked_sub(4)?;
+        if origin_at + owner.len() != end
             || !eq_ignore_case(&self.buf[origin_at..end], owner.as_bytes())
-            || self.len + 12 + plan.written_len() > MAX_POINTER_TARGET
+            || self.len + 12 + plan.written.len() > MAX_POINTER_TARGET
         {
             return None;
         }
-        if origin_at > HEADER_LEN {
-            // A label boundary, found above; and no name below the origin
-            // may share the question's label just below it.
-            let before = before?;
-            let label = &self.buf[before..origin_at];
-            let shares = plan.names[..usize::from(plan.count)].iter().any(|name| {
-                name.below != NOT_BELOW && {
-                    let at = usize::from(name.at) + usize::from(name.below);
-                    rdata.get(at..at + label.len()).is_some_and(|theirs| {
-                        // The length octets first: most labels differ there.
-                        theirs.first() == label.first() && eq_ignore_case(theirs, label)
-                    })
+        if let Some(index) = index.checked_sub(1) {
+            // No name below the origin may share the question's label
+            // just below it; the length octets first (most labels differ
+            // there).
+            let label = &self.buf[usize::from(self.entries[index])..origin_at];
+            for name in &plan.names[..usize::from(plan.count)] {
+                if label.first() == Some(&name.below_len) && shares_label(name, rdata, label) {
+                    return None;
                 }
-            });
-            if shares {
-                return None;
             }
         }
         Some(origin_at)
@@ -745,42 +770,66 @@ impl MessageBuilder<'_> {
         rdata: &[u8],
         plan: &Precompressed,
     ) -> Result<(), TruncationError> {
-        let rdlen = plan.written_len();
-        if self.len + 12 + rdlen > self.limit {
+        let rdlen = plan.written.len();
+        let record = self.len;
+        let end = record + 12 + rdlen;
+        if end > self.limit {
             return Err(TruncationError);
         }
-        let record = self.len;
-        let mut head = [0u8; 12];
-        head[..2].copy_from_slice(&(0xc000 | origin_at as u16).to_be_bytes());
-        head[2..4].copy_from_slice(&rtype.0.to_be_bytes());
-        head[4..6].copy_from_slice(&class.0.to_be_bytes());
-        head[6..10].copy_from_slice(&ttl.to_be_bytes());
-        head[10..12].copy_from_slice(&(rdlen as u16).to_be_bytes());
-        self.write(&head)?;
+        let out = &mut self.buf[record..end];
+        out[..2].copy_from_slice(&(0xc000 | origin_at as u16).to_be_bytes());
+        out[2..4].copy_from_slice(&rtype.0.to_be_bytes());
+        out[4..6].copy_from_slice(&class.0.to_be_bytes());
+        out[6..10].copy_from_slice(&ttl.to_be_bytes());
+        out[10..12].copy_from_slice(&(rdlen as u16).to_be_bytes());
+        out[12..].copy_from_slice(&plan.written);
         let names = &plan.names[..usize::from(plan.count)];
-        let mut starts = [0usize; PLANNED_NAMES];
-        let mut copied = 0;
-        for (name, start) in names.iter().zip(&mut starts) {
-            let at = usize::from(name.at);
-            self.write(&rdata[copied..at])?;
-            *start = self.len;
-            self.write(&rdata[at..at + usize::from(name.literal)])?;
+        for name in names {
+            debug_assert_eq!(
+                &rdata[usize::from(name.at)..usize::from(name.at) + usize::from(name.literal)],
+                &out[12 + usize::from(name.written_at)..][..usize::from(name.literal)],
+            );
             if name.target != NO_POINTER {
                 let target = if name.target & RECORD_RELATIVE != 0 {
                     record + usize::from(name.target & !RECORD_RELATIVE)
                 } else {
                     origin_at + usize::from(name.target)
                 };
-                self.write(&(0xc000 | target as u16).to_be_bytes())?;
+                let at = 12 + usize::from(name.written_at) + usize::from(name.literal);
+                out[at..at + 2].copy_from_slice(&(0xc000 | target as u16).to_be_bytes());
             }
-            copied = at + usize::from(name.len);
         }
-        self.write(&rdata[copied..])?;
-        for &start in &starts[..names.len()] {
-            self.register(start);
+        self.len = end;
+        // The targets `push_record` would register: with the room checked
+        // in `origin_in_question`, each label written literally.
+        match plan.targets.get(..usize::from(plan.labels)) {
+            Some(targets) => {
+                for &target in targets {
+                    self.entries[self.entry_count] = (record + usize::from(target)) as u16;
+                    self.entry_count += 1;
+                }
+            }
+            None => {
+                for name in names {
+                    self.register(record + 12 + usize::from(name.written_at));
+                }
+            }
         }
         self.counts[self.section] += 1;
         Ok(())
+    }
+}
+
+/// Whether a planned RDATA name below the origin has `label` (the
+/// question's label just below the origin) as its own label there,
+/// ignoring case.
+#[inline(never)]
+fn shares_label(name: &PlannedName, rdata: &[u8], label: &[u8]) -> bool {
+    name.below != NOT_BELOW && {
+        let at = usize::from(name.at) + usize::from(name.below);
+        rdata
+            .get(at..at + label.len())
+            .is_some_and(|theirs| eq_ignore_case(theirs, label))
     }
 }
 
@@ -908,8 +957,11 @@ mod tests {
             } else {
                 b.push_record(origin.as_name(), RType::SOA, RClass::IN, 300, soa)
             };
-            // A later record compresses against what the SOA registered.
-            let after = b.push_record(origin.as_name(), RType::NS, RClass::IN, 1, soa);
+            // Later records compress against what the SOA registered: an
+            // NS record for each of its names.
+            let after = compressible_names(RType::SOA, soa).try_for_each(|(_, name)| {
+                b.push_record(origin.as_name(), RType::NS, RClass::IN, 1, name.as_bytes())
+            });
             let len = b.finish();
             results.push(result.and(after).map(|()| buf[..len].to_vec()));
         }
