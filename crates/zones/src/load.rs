@@ -1574,6 +1574,9 @@ fn load_zone_with(
         // the signing threads, as each batch is done): a signing failure
         // leaves nothing to serve.
         Some(signer) => {
+            // The signer hands its records over owner by owner: each
+            // owner's RRsets go into the zone's tables as they come.
+            build.builder.stream_owners();
             // A failure is counted and kept for `tern zone-status`.
             let wire = tern_wire::name::LowerNameBuf::from_name(origin.as_name());
             let version = sign_loaded(origin, &records, &signer, &mut build, &mut patched)
