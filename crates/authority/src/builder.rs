@@ -412,7 +412,7 @@ impl Stream {
 
     /// Writes the open node's records into the tables (its entry in
     /// `nodes`), and closes it. An error is kept for `finish`.
-    fn close(&mut self, nodes: &mut [Node]) {
+    fn close(&mut self, nodes: &mut Vec<Node>) {
         let Some(node) = self.open.take() else {
             return;
         };
@@ -423,7 +423,7 @@ impl Stream {
         self.open_rdata.clear();
     }
 
-    fn write(&mut self, node: u32, nodes: &mut [Node]) -> Result<(), BuildError> {
+    fn write(&mut self, node: u32, nodes: &mut Vec<Node>) -> Result<(), BuildError> {
         let Stream {
             rdata,
             rrsets,
@@ -473,6 +473,10 @@ impl Stream {
             }
         }
         if extra.len() <= node as usize {
+            // As many as the nodes have room for (what the loader
+            // reserved), not twice what is needed.
+            let want = nodes.capacity().max(node as usize + 1);
+            extra.reserve_exact(want - extra.len());
             extra.resize(node as usize + 1, NodeExtra::default());
         }
         extra[node as usize].records = count;

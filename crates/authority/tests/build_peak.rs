@@ -5,6 +5,11 @@
 //! Before, `ZoneBuilder::finish` copied every record into the zone's
 //! tables while the insertion tables were all still alive, and then copied
 //! each table once more into its shared chunks: about 2.3 times the zone.
+//! Handed the records owner by owner ([`ZoneBuilder::stream_owners`], as
+//! the loader hands it a signed zone), the builder writes each owner's
+//! RRsets into the zone's tables as the next owner starts, and holds no
+//! more than [`MAX_STREAMED_PEAK_PER_ZONE_BYTE`] times the zone (1.06;
+//! the blocks of the layout before, which this bound fails, 1.31).
 //!
 //! The records are what the signer hands the loader for each name of a
 //! zone signed with NSEC: A, NSEC and an RRSIG over each, after the
