@@ -16,6 +16,11 @@
 #           seconds from its start until h{RECORDS-1}.big. answers (scripts/wait-answer.py), its
 #           CPU seconds then (/proc/PID/stat) and its peak RSS (VmHWM): the whole load of a
 #           signed zone (read, sign, build the served zone), as the server does it at a start.
+#           Each run signs whole: the signed copy a run saves (STATE/signed/big..kept, from
+#           which a restart signs only what is due) is removed before the next, unless
+#           SAVED=1 (then every run after the first starts from the copy, as a restart does).
+#           The load's steps with their times (`tern zone big.: signed ...`, `loaded: ...`)
+#           are printed from tern's log after each run.
 # Each run is timed by /usr/bin/time -v: wall-clock seconds, CPU seconds (user + system) and
 # peak RSS (maximum resident set size), all of the whole process: reading the zone file,
 # signing, writing the signed zone. Both write their output to WORKDIR (same disk). After the
@@ -26,7 +31,7 @@
 #
 # Environment: TERN_BIN (default target/release/tern), RECORDS (1000000), THREADS ("1 2"),
 # ROUNDS (3), SIGNERS ("tern knot serve"), PORT (5391), WORKDIR (a new temporary directory, removed at the end
-# unless KEEP=1), VERIFY (0). About 10 minutes with the defaults on 2 quiet cores.
+# unless KEEP=1), VERIFY (0), SAVED (0). About 10 minutes with the defaults on 2 quiet cores.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -38,6 +43,7 @@ ROUNDS=${ROUNDS:-3}
 SIGNERS=${SIGNERS:-"tern knot serve"}
 VERIFY=${VERIFY:-0}
 KEEP=${KEEP:-0}
+SAVED=${SAVED:-0}
 PORT=${PORT:-5391}
 SERVE_TIMEOUT=${SERVE_TIMEOUT:-600}
 
@@ -145,6 +151,7 @@ serve() {
     { echo "control-socket: $WORKDIR/tern.sock"
       sed "s/^  policies:/  signing-threads: $threads\n  policies:/" "$WORKDIR/tern.yaml"; } \
         >"$WORKDIR/serve.yaml"
+    [ "$SAVED" = 1 ] || rm -rf "$WORKDIR/tern-state/signed"
     since=$(date +%s.%N)
     "$TERN_BIN" serve --config "$WORKDIR/serve.yaml" --listen "127.0.0.1:$PORT" --cores 0 \
         >"$WORKDIR/serve.log" 2>&1 &
@@ -160,6 +167,7 @@ serve() {
     fi
     kill -TERM "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
+    grep -E 'zone big\.: (signed|loaded)' "$WORKDIR/serve.log" | sed 's/^/  tern: /' >&2 || true
     echo "$seconds $(awk -v t="$ticks" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.2f", t / hz }') $hwm"
 }
 

@@ -235,6 +235,17 @@ impl<T: Copy + Default, const SHIFT: u32> ArenaWriter<T, SHIFT> {
         (self.full.len() << SHIFT) + self.current.len()
     }
 
+    /// The entries written from `start` to the end of its chunk (a run
+    /// written never straddles two).
+    pub(crate) fn tail(&self, start: usize) -> &[T] {
+        let chunk = start >> SHIFT;
+        let at = start & (Arena::<T, SHIFT>::CHUNK - 1);
+        match self.full.get(chunk) {
+            Some(full) => &full[at..],
+            None => &self.current[at..],
+        }
+    }
+
     /// Appends `run` in one chunk; its first index. `None` if it is longer
     /// than a chunk.
     pub(crate) fn push_run(&mut self, run: &[T]) -> Option<usize> {

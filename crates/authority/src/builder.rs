@@ -349,6 +349,189 @@ pub struct ZoneBuilder {
     /// The node of the last record inserted, and whether it was a hashed
     /// (NSEC3) one.
     last: Option<(u32, bool)>,
+    /// The zone's RRsets being written owner by owner, when the records
+    /// come so ([`ZoneBuilder::stream_owners`]).
+    stream: Option<Box<Stream>>,
+}
+
+//----------- Stream ---------------------------------------------------------
+
+/// The zone's RDATA and RRsets written as the records come, one owner at
+/// a time ([`ZoneBuilder::stream_owners`]): the records of the owner being
+/// inserted are collected apart, and written into the zone's tables (as
+/// `finish` writes a node) as soon as a record of another owner comes.
+/// An owner whose RRsets were written and that gets a record again has
+/// them read back into the builder's blocks, with the records that follow,
+/// and is written by `finish` like any node of a builder that does not
+/// stream; the octets it first took stay unused in the tables (counted as
+/// the zone's garbage).
+struct Stream {
+    rdata: ArenaWriter<u8, { Rdata::SHIFT }>,
+    rrsets: ArenaWriter<RRset, { RRsets::SHIFT }>,
+    /// Per node, the records written (0: none, or none yet).
+    extra: Vec<NodeExtra>,
+    /// The node whose records are being collected.
+    open: Option<u32>,
+    /// Its records (their `rdata_start` in `open_rdata`), in insertion
+    /// order.
+    open_records: Vec<Pending>,
+    open_rdata: Vec<u8>,
+    /// Nodes written, then given records again: theirs wait in the blocks.
+    returned: hashbrown::HashSet<u32>,
+    /// The TTL of a written node's RRSIG records where it is not the one
+    /// its RRSIG RRset was given (that of the type its first signatures
+    /// cover): what a read back gives them.
+    rrsig_ttls: hashbrown::HashMap<u32, u32>,
+    /// Octets of the tables written, then read back.
+    garbage: usize,
+    /// The first error writing a node: `finish` returns it.
+    error: Option<BuildError>,
+    scratch: Vec<u8>,
+    sets: Vec<RRset>,
+    order: Vec<u32>,
+}
+
+impl Stream {
+    fn new() -> Stream {
+        Stream {
+            rdata: ArenaWriter::new(),
+            rrsets: ArenaWriter::new(),
+            extra: Vec::new(),
+            open: None,
+            open_records: Vec::new(),
+            open_rdata: Vec::new(),
+            returned: hashbrown::HashSet::new(),
+            rrsig_ttls: hashbrown::HashMap::new(),
+            garbage: 0,
+            error: None,
+            scratch: Vec::new(),
+            sets: Vec::new(),
+            order: Vec::new(),
+        }
+    }
+
+    /// Writes the open node's records into the tables (its entry in
+    /// `nodes`), and closes it. An error is kept for `finish`.
+    fn close(&mut self, nodes: &mut Vec<Node>) {
+        let Some(node) = self.open.take() else {
+            return;
+        };
+        if let Err(err) = self.write(node, nodes) {
+            self.error.get_or_insert(err);
+        }
+        self.open_records.clear();
+        self.open_rdata.clear();
+    }
+
+    fn write(&mut self, node: u32, nodes: &mut Vec<Node>) -> Result<(), BuildError> {
+        let Stream {
+            rdata,
+            rrsets,
+            extra,
+            open_records,
+            open_rdata,
+            rrsig_ttls,
+            scratch,
+            sets,
+            order,
+            ..
+        } = self;
+        order.clear();
+        order.extend(0..open_records.len() as u32);
+        let record_of = |index: u32| {
+            let record = &open_records[index as usize];
+            let start = record.rdata_start as usize;
+            (
+                record.rtype,
+                record.ttl,
+                &open_rdata[start..start + usize::from(record.rdata_len)],
+            )
+        };
+        let count = node_rrsets(order, &record_of, scratch, sets, &mut |bytes| {
+            let at = rdata.push_run(bytes).ok_or(BuildError::TooLarge {
+                what: "octets in one RRset",
+            })?;
+            offset(at, "RDATA")
+        })?;
+        let rrsets_start = rrsets
+            .push_run(sets)
+            .ok_or(BuildError::TooLarge {
+                what: "types at one name",
+            })
+            .and_then(|at| offset(at, "RRsets"))?;
+        // The RRSIG records' own TTL (the first inserted's), where the
+        // RRSIG RRset now has another.
+        let rrsig_ttl = open_records
+            .iter()
+            .find(|record| record.rtype == RType::RRSIG)
+            .map(|record| record.ttl);
+        if let (Some(ttl), Some(set)) =
+            (rrsig_ttl, sets.iter().find(|set| set.rtype == RType::RRSIG))
+        {
+            if set.ttl != ttl {
+                rrsig_ttls.insert(node, ttl);
+            }
+        }
+        if extra.len() <= node as usize {
+            // As many as the nodes have room for (what the loader
+            // reserved), not twice what is needed.
+            let want = nodes.capacity().max(node as usize + 1);
+            extra.reserve_exact(want - extra.len());
+            extra.resize(node as usize + 1, NodeExtra::default());
+        }
+        extra[node as usize].records = count;
+        let slot = &mut nodes[node as usize];
+        slot.rrsets_start = rrsets_start;
+        slot.rrset_count = sets.len() as u16;
+        Ok(())
+    }
+
+    /// Whether `node`'s RRsets were written.
+    fn written(&self, node: u32) -> bool {
+        self.extra
+            .get(node as usize)
+            .is_some_and(|extra| extra.records > 0)
+    }
+
+    /// Reads the records written for `node` back, in `push` (each
+    /// RRset's records with its TTL, the RRSIG records all with theirs),
+    /// and marks the node returned: its written octets are garbage.
+    fn read_back(
+        &mut self,
+        node: u32,
+        nodes: &mut [Node],
+        push: &mut impl FnMut(RType, u32, &[u8]) -> Result<(), BuildError>,
+    ) -> Result<(), BuildError> {
+        let slot = &mut nodes[node as usize];
+        let (start, count) = (slot.rrsets_start as usize, usize::from(slot.rrset_count));
+        slot.rrsets_start = 0;
+        slot.rrset_count = 0;
+        let total = core::mem::take(&mut self.extra[node as usize].records);
+        self.returned.insert(node);
+        let sets = &self.rrsets.tail(start)[..count];
+        self.garbage += core::mem::size_of_val(sets);
+        let plain: u32 = sets
+            .iter()
+            .filter(|set| set.rtype != RType::RRSIG)
+            .map(|set| u32::from(set.count))
+            .sum();
+        for set in sets {
+            let (records, ttl) = if set.rtype == RType::RRSIG {
+                let ttl = self.rrsig_ttls.remove(&node).unwrap_or(set.ttl);
+                (total.saturating_sub(plain) as usize, ttl)
+            } else {
+                (usize::from(set.count), set.ttl)
+            };
+            let mut bytes = self.rdata.tail(set.rdata_start as usize);
+            for _ in 0..records {
+                let len = usize::from(u16::from_be_bytes([bytes[0], bytes[1]]));
+                push(set.rtype, ttl, &bytes[2..2 + len])?;
+                self.garbage += 2 + len;
+                bytes = &bytes[2 + len..];
+            }
+        }
+        Ok(())
+    }
 }
 
 impl ZoneBuilder {
@@ -369,7 +552,30 @@ impl ZoneBuilder {
             rdata: Blocks::new(),
             hashed: NameIndex::default(),
             last: None,
+            stream: None,
         }
+    }
+
+    /// Writes each owner's RRsets into the zone's tables as soon as the
+    /// next owner's first record comes, rather than keeping every record
+    /// for [`ZoneBuilder::finish`]: for records handed over owner by
+    /// owner (each owner's records together, as a signer hands them),
+    /// so that they never exist twice, in the builder's blocks and in the
+    /// zone. Records in any other order still make the same zone: an owner
+    /// that comes back has its RRsets read back and written again by
+    /// `finish`, the first ones left unused (garbage) in the tables. Call
+    /// it before the first record; the records inserted before stay in the
+    /// blocks.
+    pub fn stream_owners(&mut self) {
+        if self.stream.is_some() {
+            return;
+        }
+        if self.pending.end() == 0 {
+            // What `reserve` set aside for them is not used.
+            self.pending = Blocks::new();
+            self.rdata = Blocks::new();
+        }
+        self.stream = Some(Box::new(Stream::new()));
     }
 
     /// Makes room for `records` more records with `rdata` octets of RDATA
@@ -435,16 +641,34 @@ impl ZoneBuilder {
                 node
             }
         };
-        offset(self.pending.end(), "records")?;
-        let rdata_start = offset(self.rdata.push_run(rdata), "RDATA")?;
-        self.pending.push_run(&[Pending {
-            node,
-            rdata_start,
-            ttl,
-            rtype,
-            rdata_len,
-        }]);
-        Ok(())
+        if let Some(stream) = &mut self.stream {
+            if stream.open != Some(node) {
+                stream.close(&mut self.tables.nodes);
+                if stream.written(node) {
+                    // An owner that comes back: its records wait in the
+                    // blocks with the ones that follow.
+                    let (pending, blocks) = (&mut self.pending, &mut self.rdata);
+                    stream.read_back(node, &mut self.tables.nodes, &mut |rtype, ttl, rdata| {
+                        push_pending(pending, blocks, node, rtype, ttl, rdata)
+                    })?;
+                } else if !stream.returned.contains(&node) {
+                    stream.open = Some(node);
+                }
+            }
+            if stream.open == Some(node) {
+                let rdata_start = offset(stream.open_rdata.len(), "RDATA")?;
+                stream.open_rdata.extend_from_slice(rdata);
+                stream.open_records.push(Pending {
+                    node,
+                    rdata_start,
+                    ttl,
+                    rtype,
+                    rdata_len,
+                });
+                return Ok(());
+            }
+        }
+        push_pending(&mut self.pending, &mut self.rdata, node, rtype, ttl, rdata)
     }
 
     /// The node of the NSEC3 owner `name` (lowercase), created the first
@@ -480,6 +704,7 @@ impl ZoneBuilder {
             mut pending,
             mut rdata,
             hashed,
+            stream,
             ..
         } = self;
         let Tables {
@@ -489,14 +714,40 @@ impl ZoneBuilder {
         } = tables;
         // The insertion indexes are done with.
         drop((index, hashed));
+        let node_count = nodes.len();
+        // The zone's RDATA and RRsets, written straight into their chunks:
+        // those of the owners streamed already, then the rest from the
+        // blocks.
+        let (mut zone_rdata, mut rrsets, mut extra, garbage) = match stream {
+            Some(mut stream) => {
+                stream.close(&mut nodes);
+                if let Some(err) = stream.error {
+                    return Err(err);
+                }
+                let Stream {
+                    rdata,
+                    rrsets,
+                    mut extra,
+                    garbage,
+                    ..
+                } = *stream;
+                extra.resize(node_count, NodeExtra::default());
+                (rdata, rrsets, extra, garbage)
+            }
+            None => (
+                ArenaWriter::new(),
+                ArenaWriter::new(),
+                vec![NodeExtra::default(); node_count],
+                0,
+            ),
+        };
 
         // Records grouped by node (a counting sort: insertion order kept
         // within a node). After the fill, `ends[node]` is where the
         // node's records end and `ends[node - 1]` where they start. And
         // the last node whose records each block holds: the block is
         // freed once that node is written.
-        let node_count = nodes.len();
-        let mut ends = vec![0u32; node_count];
+        let mut ends = vec![0u32; if pending.end() == 0 { 0 } else { node_count }];
         let mut pending_last = vec![0u32; pending.blocks.len()];
         let mut rdata_last = vec![0u32; rdata.blocks.len()];
         for (index, record) in pending.iter() {
@@ -534,11 +785,6 @@ impl ZoneBuilder {
         drop((pending_last, rdata_last));
         let mut next_free = 0;
 
-        // The zone's RDATA and RRsets, written straight into their chunks.
-        let mut zone_rdata: ArenaWriter<u8, { Rdata::SHIFT }> = ArenaWriter::new();
-        let mut rrsets: ArenaWriter<RRset, { RRsets::SHIFT }> = ArenaWriter::new();
-        let mut extra = vec![NodeExtra::default(); node_count];
-        let mut record_count = 0usize;
         let mut scratch = Vec::new();
         let mut sets = Vec::new();
         let mut start = 0;
@@ -563,7 +809,6 @@ impl ZoneBuilder {
                 })?;
                 offset(at, "RDATA")
             })?;
-            record_count += count as usize;
             extra[node].records = count;
             let rrsets_start = rrsets
                 .push_run(&sets)
@@ -590,6 +835,7 @@ impl ZoneBuilder {
         // The insertion-order tables are done with: free them before the
         // adjust steps allocate.
         drop((order, ends, pending, rdata, scratch, sets, frees));
+        let record_count = extra.iter().map(|extra| extra.records as usize).sum();
         let mut hashed_nodes = 0;
         for id in 1..node_count {
             if nodes[id].flags & FLAG_NSEC3_OWNER != 0 {
@@ -622,7 +868,7 @@ impl ZoneBuilder {
             glue_sources: Arc::from(Vec::new()),
             hashed_nodes,
             dead_nodes: 0,
-            garbage: 0,
+            garbage,
             lineage: Default::default(),
         };
         if node_count > SMALL_ZONE_NODES {
@@ -781,6 +1027,29 @@ fn signature_groups(bytes: &[u8], start: u32, count: usize, groups: &mut Vec<(u3
         }
         pos += 2 + len;
     }
+}
+
+/// Appends one record of `node` to the builder's blocks.
+fn push_pending(
+    pending: &mut Blocks<Pending, PENDING_BLOCK_SHIFT>,
+    blocks: &mut Blocks<u8, RDATA_BLOCK_SHIFT>,
+    node: u32,
+    rtype: RType,
+    ttl: u32,
+    rdata: &[u8],
+) -> Result<(), BuildError> {
+    let rdata_len =
+        u16::try_from(rdata.len()).map_err(|_| BuildError::TooLarge { what: "RDATA" })?;
+    offset(pending.end(), "records")?;
+    let rdata_start = offset(blocks.push_run(rdata), "RDATA")?;
+    pending.push_run(&[Pending {
+        node,
+        rdata_start,
+        ttl,
+        rtype,
+        rdata_len,
+    }]);
+    Ok(())
 }
 
 impl fmt::Debug for ZoneBuilder {
@@ -1607,5 +1876,94 @@ mod tests {
         assert_eq!(cover("a.example."), "a.example.");
         assert_eq!(cover("x.b.example."), "*.b.example.");
         assert_eq!(cover("c.example."), "*.b.example.");
+    }
+
+    /// Every node of `zone` as text: its name and flags, and each RRset's
+    /// type, TTL, records, glue and signatures, and the record count.
+    fn dump(zone: &Zone) -> Vec<String> {
+        let mut lines = vec![format!("records {}", zone.record_count())];
+        for node in 0..zone.nodes.end() {
+            let mut line = format!("{} {:#x}:", zone.node_name(node), zone.node(node).flags);
+            for set in zone.rrsets(node) {
+                line.push_str(&format!(
+                    " {} {} {:?} glue {} sigs {:?};",
+                    set.rtype,
+                    set.ttl,
+                    zone.rdata_iter(set).collect::<Vec<_>>(),
+                    zone.glue(set).len(),
+                    zone.sigs(set).collect::<Vec<_>>(),
+                ));
+            }
+            lines.push(line);
+        }
+        lines
+    }
+
+    /// Built owner by owner ([`ZoneBuilder::stream_owners`]), a zone is the
+    /// zone built from the blocks, whatever the records' order: owners
+    /// together (nothing left unused), or coming back (the apex, a name
+    /// after others, an owner spelled in another case, an NSEC3 owner
+    /// between the records of the ordinary node of the same name), with
+    /// duplicates and TTLs that disagree (the first inserted wins, the
+    /// RRSIG RRset's own TTL too).
+    #[test]
+    fn streamed_owners_make_the_same_zone() {
+        let sig = |covered: RType, tag: u8| {
+            let mut rdata = covered.0.to_be_bytes().to_vec();
+            rdata.extend_from_slice(&[13, 2, 0, 0, 0, 60, 0, 0, 0, 9, 0, 0, 0, 1, 0, tag]);
+            rdata.extend_from_slice(name("example.").as_bytes());
+            rdata.extend_from_slice(&[tag; 8]);
+            rdata
+        };
+        let hash = "0p9mhaveqvm6t7vbl5lop2u3t2rp3tom.example.";
+        let nsec3 = b"\x01\x00\x00\x01\x00\x14\xaa".to_vec();
+        let mut mx = vec![0, 10];
+        mx.extend_from_slice(name("a.example.").as_bytes());
+        let together: Vec<(&str, RType, u32, Vec<u8>)> = vec![
+            ("example.", RType::MX, 300, mx.clone()),
+            ("example.", RType::RRSIG, 299, sig(RType::MX, 1)),
+            ("a.example.", RType::A, 60, vec![192, 0, 2, 1]),
+            ("a.example.", RType::A, 90, vec![192, 0, 2, 2]),
+            ("a.example.", RType::A, 60, vec![192, 0, 2, 1]),
+            ("a.example.", RType::RRSIG, 50, sig(RType::TXT, 2)),
+            ("a.example.", RType::RRSIG, 60, sig(RType::A, 3)),
+            ("a.example.", RType::TXT, 70, b"\x02hi".to_vec()),
+            ("b.c.example.", RType::A, 60, vec![192, 0, 2, 3]),
+            (hash, RType::NSEC3, 60, nsec3.clone()),
+            (hash, RType::RRSIG, 60, sig(RType::NSEC3, 4)),
+        ];
+        let mut returning = together.clone();
+        returning.extend([
+            ("A.example.", RType::AAAA, 60, vec![0x20; 16]),
+            ("a.example.", RType::RRSIG, 61, sig(RType::AAAA, 5)),
+            ("example.", RType::TXT, 300, b"\x01x".to_vec()),
+            // Covering a type the apex has not: the RRSIG RRset keeps the
+            // TTL of the RRSIG inserted first (299).
+            ("example.", RType::RRSIG, 300, sig(RType::NS, 8)),
+            ("b.c.example.", RType::A, 10, vec![192, 0, 2, 3]),
+            (hash, RType::A, 60, vec![192, 0, 2, 4]),
+            (hash, RType::RRSIG, 60, sig(RType::NSEC3, 6)),
+            (hash, RType::RRSIG, 60, sig(RType::A, 7)),
+            ("example.", RType::MX, 300, mx),
+        ]);
+        for (records, garbage) in [(&together, false), (&returning, true)] {
+            let build = |stream: bool| {
+                let mut b = ZoneBuilder::new(name("example.").as_name());
+                b.reserve(records.len(), 256);
+                if stream {
+                    b.stream_owners();
+                }
+                insert(&mut b, "example.", RType::SOA, 3600, &soa());
+                for (owner, rtype, ttl, rdata) in records {
+                    insert(&mut b, owner, *rtype, *ttl, rdata);
+                }
+                b.finish().unwrap()
+            };
+            let (blocks, streamed) = (build(false), build(true));
+            assert_eq!(dump(&streamed), dump(&blocks));
+            assert_eq!(streamed.nsec.len(), blocks.nsec.len());
+            assert_eq!(blocks.garbage_bytes(), 0);
+            assert_eq!(streamed.garbage_bytes() > 0, garbage);
+        }
     }
 }

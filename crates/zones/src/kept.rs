@@ -318,6 +318,34 @@ impl KeptRecords {
         Ok(owners)
     }
 
+    /// The records, in the order written, each handed to `sink` as it is
+    /// read: only the read buffer is held here, not the records (how a
+    /// zone signed whole is built from its kept records once the signer
+    /// has freed its own copy of the zone). Bound: as [`KeptRecords::read`];
+    /// a list with patches is read whole first.
+    pub fn read_into(&self, sink: &mut dyn Sink) -> io::Result<()> {
+        let damaged = |what: &str| io::Error::new(io::ErrorKind::InvalidData, what.to_string());
+        if !self.patches.is_empty() {
+            for record in self.read()?.iter() {
+                sink.record(record).map_err(damaged)?;
+            }
+            return Ok(());
+        }
+        let mut reader = io::BufReader::with_capacity(
+            READ_CHUNK,
+            At {
+                file: &self.file.file,
+                at: self.start,
+                end: self.length,
+            },
+        );
+        read_records(&mut reader, self.base, sink)?;
+        if !io::BufRead::fill_buf(&mut reader)?.is_empty() {
+            return Err(damaged("kept records: more than written"));
+        }
+        Ok(())
+    }
+
     /// The records, in the order written. Reads at positions (no shared
     /// cursor), so several readers may read at once. Bound: one pass over
     /// the file, at most the record count written.
@@ -480,7 +508,7 @@ impl KeptRecords {
 
 /// Reads `count` records in the kept format from `reader` into `records`.
 /// Bound: `count` records of at most 255 + 10 + 65535 octets each.
-fn read_records(reader: &mut impl Read, count: usize, records: &mut Records) -> io::Result<()> {
+fn read_records(reader: &mut impl Read, count: usize, records: &mut dyn Sink) -> io::Result<()> {
     let damaged = |what: &str| io::Error::new(io::ErrorKind::InvalidData, what.to_string());
     let mut owner = Vec::new();
     let mut rdata = Vec::new();
@@ -507,7 +535,7 @@ fn read_records(reader: &mut impl Read, count: usize, records: &mut Records) -> 
             rdata: &rdata,
             location: Location::default(),
         };
-        Sink::record(records, record).map_err(damaged)?;
+        records.record(record).map_err(damaged)?;
     }
     Ok(())
 }
@@ -555,8 +583,8 @@ mod tests {
     }
 
     /// What is written is read back, record for record (owners shared or
-    /// not, RDATA empty or long), and twice; the file is gone from the
-    /// directory as soon as it is made.
+    /// not, RDATA empty or long), twice, and once more handed to a sink;
+    /// the file is gone from the directory as soon as it is made.
     #[test]
     fn records_come_back_as_written() {
         let dir = std::env::temp_dir().join(format!("tern-kept-{}", std::process::id()));
@@ -587,8 +615,14 @@ mod tests {
         }
         let kept = writer.finish().unwrap();
         assert_eq!(kept.len(), written.len());
-        for _ in 0..2 {
-            let records = kept.read().unwrap();
+        for pass in 0..3 {
+            let records = if pass < 2 {
+                kept.read().unwrap()
+            } else {
+                let mut streamed = Records::new();
+                kept.read_into(&mut streamed).unwrap();
+                streamed
+            };
             assert_eq!(records.len(), written.len());
             for (index, &(owner, rtype, ttl, rdata)) in written.iter().enumerate() {
                 let record = records.record(index);
@@ -708,6 +742,7 @@ mod tests {
             ..kept.clone_for_test()
         };
         assert!(cut.read().is_err());
+        assert!(cut.read_into(&mut Records::new()).is_err());
         let fewer = KeptRecords {
             base: 2,
             records: 2,

@@ -847,7 +847,9 @@ fn load_zone_from(
 /// version if it has one (only what changed, and what the rollover steps
 /// due change), else whole on `signer.threads` threads, streamed as it is
 /// signed; each signed record handed to `build` and written to disk for
-/// the next signing ([`crate::kept`]), never held whole in memory here.
+/// the next signing ([`crate::kept`]), never held whole in memory here
+/// (signed whole, `build` is handed them from disk once the signer's copy
+/// of the zone is freed: the two never meet at the peak).
 /// The version made, with its keys and when it must be signed again (its
 /// first signature due for refresh, or its keys' next step if earlier).
 ///
@@ -897,6 +899,7 @@ fn sign_loaded(
     };
     phases.lap("previous records read");
     let saved = signer.previous.is_none();
+    let mut build_from_kept = None;
     let resigned = match previous_records {
         Some(previous_records) => {
             visited += previous_records.len();
@@ -961,6 +964,9 @@ fn sign_loaded(
             )
         }
         None => {
+            // Signed whole: to the kept records only, and built from them
+            // once the signer has freed its copy of the zone.
+            build_from_kept = both.build.take();
             let signed = crate::signing::sign_into(
                 name,
                 records,
@@ -994,6 +1000,12 @@ fn sign_loaded(
         ))
     })?;
     phases.lap("kept file finished");
+    if let Some(build) = build_from_kept {
+        kept_records
+            .read_into(build)
+            .map_err(|err| Failure::Signing(format!("reading back the signed records: {err}")))?;
+        phases.lap("built from the kept records");
+    }
     // Saved for the next start, which signs from it rather than whole.
     let saved_path = saved_signed_path(signer.state_directory, name);
     if let Err(err) = kept_records.save(&saved_path) {
@@ -1574,6 +1586,9 @@ fn load_zone_with(
         // the signing threads, as each batch is done): a signing failure
         // leaves nothing to serve.
         Some(signer) => {
+            // The signer hands its records over owner by owner: each
+            // owner's RRsets go into the zone's tables as they come.
+            build.builder.stream_owners();
             // A failure is counted and kept for `tern zone-status`.
             let wire = tern_wire::name::LowerNameBuf::from_name(origin.as_name());
             let version = sign_loaded(origin, &records, &signer, &mut build, &mut patched)
