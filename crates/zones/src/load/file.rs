@@ -122,7 +122,29 @@ pub(super) fn load_zone_with(
         }
         phases.lap("not an edit of a few owners");
     }
-    for diagnostic in tern_zone::check::check_zone(origin.as_name(), &records) {
+    // The whole file checked, or, for a signed zone whose file changed in
+    // a few owners since its previous load, those owners
+    // ([`super::changed`]).
+    let base = signer
+        .as_ref()
+        .and_then(|signer| signer.previous.as_ref())
+        .and_then(|previous| previous.edit_base.as_ref());
+    let changed = base.and_then(|base| {
+        super::changed::changed_records(origin.as_name(), &base.unsigned, &records)
+            .map(|changed| (changed, base.uniform))
+    });
+    let mut checked = 0;
+    let diagnostics = match &changed {
+        Some((list, _)) => {
+            checked += list.len();
+            tern_zone::check::check_zone(origin.as_name(), list)
+        }
+        None => {
+            checked += records.len();
+            tern_zone::check::check_zone(origin.as_name(), &records)
+        }
+    };
+    for diagnostic in diagnostics {
         let line = diagnostic.render(&file_of(diagnostic.location));
         match diagnostic.severity {
             Severity::Error => errors.push(line),
@@ -132,10 +154,30 @@ pub(super) fn load_zone_with(
     if !errors.is_empty() {
         return Err(Failure::Zone(errors));
     }
-    phases.lap("checked");
     // Each RRset's TTL as BIND reads the file (tern_zone::ttl); a file
-    // that gives each RRset one TTL is left as it is.
-    let uniform = tern_zone::ttl::RrsetTtls::of(&records).changes().is_empty();
+    // that gives each RRset one TTL is left as it is. When the previous
+    // load's did and the changed owners' RRsets have one TTL each, so
+    // does the file (its other records are the previous load's).
+    let known_uniform = match &changed {
+        Some((list, true)) => {
+            phases.lap("changed owners checked");
+            checked += list.len();
+            tern_zone::ttl::RrsetTtls::of(list).changes().is_empty()
+        }
+        Some(_) => {
+            phases.lap("changed owners checked");
+            false
+        }
+        None => {
+            phases.lap("checked");
+            false
+        }
+    };
+    drop(changed);
+    let uniform = known_uniform || {
+        checked += records.len();
+        tern_zone::ttl::RrsetTtls::of(&records).changes().is_empty()
+    };
     if !uniform {
         tern_zone::ttl::settle_ttls(&mut records);
     }
@@ -166,7 +208,13 @@ pub(super) fn load_zone_with(
                     }
                 })?;
             phases.lap("signed");
-            signed = Some(version);
+            signed = Some(SignedVersion {
+                cost: SigningCost {
+                    checked,
+                    ..version.cost
+                },
+                ..version
+            });
         }
         None => {
             for record in records.iter() {

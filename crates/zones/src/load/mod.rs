@@ -20,6 +20,7 @@ use crate::kept::{KeptRecords, KeptWriter};
 
 use crate::signing::{Policy, Signing};
 
+mod changed;
 mod file;
 mod listing;
 mod sign;
@@ -119,6 +120,10 @@ pub struct SigningCost {
     pub signatures: usize,
     /// Octets written to the kept records.
     pub written: u64,
+    /// Records of the file read by the zone checks and by the look for
+    /// RRsets of several TTLs: the whole file's, or those of the owners
+    /// a reload changed (`load::changed`).
+    pub checked: usize,
 }
 
 /// What a signed version loaded from a zone file keeps for the next

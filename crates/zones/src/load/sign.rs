@@ -215,6 +215,8 @@ pub(super) fn sign_loaded(
             visited,
             signatures,
             written,
+            // Counted by the caller, which checks.
+            checked: 0,
         },
     })
 }
@@ -263,7 +265,8 @@ pub(super) fn sign_edited(
         return Ok(None);
     };
     let mut errors = Vec::new();
-    for diagnostic in tern_zone::check::check_zone(name, &edits.list()) {
+    let checked = edits.list();
+    for diagnostic in tern_zone::check::check_zone(name, &checked) {
         let line = diagnostic.render(&file_of(diagnostic.location));
         match diagnostic.severity {
             Severity::Error => errors.push(line),
@@ -331,6 +334,7 @@ pub(super) fn sign_edited(
         visited: edit.signed.zone.visited,
         signatures,
         written: edit.kept.written(),
+        checked: checked.len(),
     };
     let version = SignedVersion {
         cost,
