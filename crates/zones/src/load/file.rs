@@ -66,7 +66,12 @@ pub(super) fn load_zone_with(
         &data,
         path,
         origin.as_name(),
-        &tern_zone::Options::default(),
+        &tern_zone::Options {
+            // A signed zone's file is read on the signing threads where it
+            // can be cut into parts (tern_zone's `scan::split`).
+            threads: signer.as_ref().map_or(1, |signer| signer.threads),
+            ..tern_zone::Options::default()
+        },
         &mut includes,
         &mut records,
     )
