@@ -8,7 +8,9 @@ tern's default policy) one record changes; the new signed version is served with
 1. writes the zone `big.` with scripts/gen-bench-zone.py (RECORDS A records h0 .. hN-1,
    plus SOA and NS; not a committed file), starts tern with it under a `dnssec-policy`
    and times the start (the zone signed whole) with its peak memory;
-2. ROUNDS times: changes h7's address in the file, runs `tern reload big.` and polls
+2. ROUNDS times: changes the file (by default h7's address; `--changes` cycles through
+   kinds of change, one a round: `address`, `add` a name `new{round}` A record after
+   h7, `remove` the names added before), runs `tern reload big.` and polls
    the SOA over UDP (every 2 ms) until the next serial is served: the time from the
    command to that answer is the figure, with the CPU time tern used meanwhile (from
    /proc: comparable on a busy machine); tern's log gives the signatures made and kept
@@ -18,7 +20,8 @@ Usage (from the repository root; loopback only; starts and stops its tern; about
 of memory and a few minutes at 1,000,000 records):
 
     cargo build --release --bin tern
-    TERN_BIN=target/release/tern scripts/bench-sign-incremental.py [--records N] [--rounds N]
+    TERN_BIN=target/release/tern scripts/bench-sign-incremental.py [--records N] [--rounds N] \
+        [--changes address,add,remove]
 """
 
 from __future__ import annotations
@@ -81,7 +84,13 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--log-level", default="info",
                         help="tern's log level (debug says why a reload is not an edit of a few owners)")
+    parser.add_argument("--changes", default="address",
+                        help="comma-separated kinds of change, one a round, in turn: "
+                             "address (h7's), add (a name), remove (the names added)")
     args = parser.parse_args()
+    kinds = args.changes.split(",")
+    if not set(kinds) <= {"address", "add", "remove"}:
+        sys.exit(f"unknown kind of change in {args.changes!r}")
     binary = pathlib.Path(os.environ.get("TERN_BIN", "target/release/tern")).resolve()
     with tempfile.TemporaryDirectory(prefix="tern-bench-sign-") as tmp:
         tmp = pathlib.Path(tmp)
@@ -120,9 +129,18 @@ zones:
                   f"RSS {rss} MiB, peak {peak} MiB")
             times = []
             cpus = []
+            address = line.group(1)
+            added: list[str] = []
             for round_ in range(args.rounds):
-                address = f"192.0.2.{100 + round_}"
-                zone.write_text(text.replace(line.group(0), f"h7 IN A {address}", 1))
+                kind = kinds[round_ % len(kinds)]
+                if kind == "address":
+                    address = f"192.0.2.{100 + round_}"
+                elif kind == "add":
+                    added.append(f"new{round_} IN A 192.0.2.200")
+                else:
+                    added = []
+                zone.write_text(text.replace(
+                    line.group(0), "\n".join([f"h7 IN A {address}", *added]), 1))
                 begun = time.monotonic()
                 cpu = cpu_seconds(tern.pid)
                 done = subprocess.run([str(binary), "reload", "--socket", str(sock), "big."],
@@ -142,8 +160,8 @@ zones:
                           if "zone big.: signed," in l]
                 loaded = [l for l in (tmp / "tern.log").read_text().splitlines()
                           if "zone big.: loaded:" in l]
-                print(f"round {round_ + 1}: serial {current} served {took * 1000:.0f} ms after "
-                      f"tern reload, {cpu:.2f} s of tern's CPU ({signed[-1].split('signed, ')[-1]})")
+                print(f"round {round_ + 1} ({kind}): serial {current} served {took * 1000:.0f} ms after "
+                      f"tern reload, {cpu:.2f} s of tern's CPU ({signed[-1].split('signed, ')[-1] if signed else ''})")
                 for phase in loaded[-1:]:
                     print(f"    {phase.split(': ', 1)[-1]}")
             rss, peak = memory(tern.pid)

@@ -119,6 +119,9 @@ pub struct Options {
     /// printable ASCII but `"` unescaped, as BIND and NSD do and as
     /// `named-checkzone -D` prints names, so their zones load here too.
     pub strict_names: bool,
+    /// Threads a large file is read on, where it can be cut into parts
+    /// that read alike (default 1: the calling thread only).
+    pub threads: usize,
 }
 
 impl Default for Options {
@@ -127,6 +130,7 @@ impl Default for Options {
             default_ttl: DEFAULT_TTL,
             class: RClass::IN,
             strict_names: false,
+            threads: 1,
         }
     }
 }

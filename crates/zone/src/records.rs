@@ -67,6 +67,14 @@ pub trait Sink {
     /// Takes one record. An error (such as a zone too large for the sink)
     /// is reported at the record's location, and the scan goes on.
     fn record(&mut self, record: RecordRef<'_>) -> Result<(), &'static str>;
+
+    /// Takes the records of a part of a file read on a thread of its own,
+    /// in file order, if it can take them at once; `false`: they are
+    /// handed to [`Sink::record`] one by one instead.
+    fn append(&mut self, records: &Records) -> bool {
+        let _ = records;
+        false
+    }
 }
 
 impl Sink for Vec<Record> {
@@ -190,6 +198,44 @@ impl Records {
         }
     }
 
+    /// Appends `other`'s records, if the offsets fit (see [`Records`]).
+    fn append_records(&mut self, other: &Records) -> bool {
+        let fits = |base: usize, more: usize| {
+            base.checked_add(more)
+                .is_some_and(|end| u32::try_from(end).is_ok())
+        };
+        if !fits(self.owners.len(), other.owners.len())
+            || !fits(self.rdata.len(), other.rdata.len())
+        {
+            return false;
+        }
+        // The first owner shares the last one's copy when spelled alike, as
+        // if the records had come one by one.
+        let shared = match (self.entries.last(), other.entries.first()) {
+            (Some(last), Some(first)) if self.owner_bytes(last) == other.owner_bytes(first) => {
+                Some((last.owner_start, first.owner_start))
+            }
+            _ => None,
+        };
+        let owner_base = self.owners.len() as u32;
+        let rdata_base = self.rdata.len() as u32;
+        self.owners.extend_from_slice(&other.owners);
+        self.rdata.extend_from_slice(&other.rdata);
+        self.entries.reserve(other.entries.len());
+        for entry in &other.entries {
+            let owner_start = match shared {
+                Some((last, first)) if entry.owner_start == first => last,
+                _ => owner_base + entry.owner_start,
+            };
+            self.entries.push(Entry {
+                owner_start,
+                rdata_start: rdata_base + entry.rdata_start,
+                ..*entry
+            });
+        }
+        true
+    }
+
     fn owner_bytes(&self, entry: &Entry) -> &[u8] {
         let start = entry.owner_start as usize;
         &self.owners[start..start + usize::from(entry.owner_len)]
@@ -199,6 +245,10 @@ impl Records {
 impl Sink for Records {
     fn reserve(&mut self, records: usize) {
         self.entries.reserve(records);
+    }
+
+    fn append(&mut self, records: &Records) -> bool {
+        self.append_records(records)
     }
 
     fn record(&mut self, record: RecordRef<'_>) -> Result<(), &'static str> {

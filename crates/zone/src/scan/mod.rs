@@ -19,6 +19,7 @@
 
 pub(crate) mod generate;
 pub(crate) mod lexer;
+pub(crate) mod split;
 
 use std::path::PathBuf;
 
@@ -27,7 +28,7 @@ use tern_wire::types::{RClass, RType};
 
 use crate::error::{Error, MAX_ERRORS};
 use crate::rdata::{self, text, Fields, RdataError, MAX_RDATA_LEN};
-use crate::{Include, Location, Options, RecordRef, Sink};
+use crate::{Include, Location, NoInclude, Options, RecordRef, Records, Sink};
 use lexer::{EntryStart, Lexer, Token};
 
 /// How many files deep `$INCLUDE` may nest (the top file is depth 1).
@@ -123,7 +124,9 @@ impl<'s> Scanner<'s> {
         });
     }
 
-    /// Reads one file to its end (or until too many errors).
+    /// Reads one file to its end (or until too many errors). The top file,
+    /// when large, is read in parts on [`Options::threads`] threads where
+    /// it can be cut ([`split`]); the records and errors are the same.
     pub(crate) fn scan_file(&mut self, data: &[u8], context: &mut FileContext) {
         self.include_stack.push(context.identity.clone());
         // At most one record per line (outside $GENERATE), and a record
@@ -131,7 +134,26 @@ impl<'s> Scanner<'s> {
         // of a growing vector; untouched capacity costs only address space.
         let lines = memchr::memchr_iter(b'\n', data).count();
         self.sink.reserve(lines.min(data.len() / MIN_RECORD_TEXT));
-        let mut lexer = Lexer::new(data, 1);
+        let starts = if self.include_stack.len() == 1 {
+            split::part_starts(data, self.options.threads)
+        } else {
+            Vec::new()
+        };
+        match starts.first() {
+            Some(&head) => {
+                self.scan_entries(&data[..head], 1, context);
+                if !self.stopped() {
+                    self.scan_parts(data, &starts, context);
+                }
+            }
+            None => self.scan_entries(data, 1, context),
+        }
+        self.include_stack.pop();
+    }
+
+    /// Reads the entries of `data`, whose first line is `first_line`.
+    fn scan_entries(&mut self, data: &[u8], first_line: u32, context: &mut FileContext) {
+        let mut lexer = Lexer::new(data, first_line);
         while !self.stopped() {
             let start = lexer.begin_entry();
             if start == EntryStart::End {
@@ -148,7 +170,80 @@ impl<'s> Scanner<'s> {
                 }
             }
         }
-        self.include_stack.pop();
+    }
+
+    /// Reads the parts of `data` starting at `starts` (see [`split`]), each
+    /// on a thread of its own but the first, into lists of their own, then
+    /// hands their records and errors on in file order.
+    fn scan_parts(&mut self, data: &[u8], starts: &[usize], context: &FileContext) {
+        // The line of each part's first byte.
+        let mut first_lines = Vec::with_capacity(starts.len());
+        let (mut line, mut counted) = (1u32, 0);
+        for &start in starts {
+            let newlines = memchr::memchr_iter(b'\n', &data[counted..start]).count();
+            line = line.saturating_add(u32::try_from(newlines).unwrap_or(u32::MAX));
+            counted = start;
+            first_lines.push(line);
+        }
+        let options = self.options;
+        let part = |index: usize| -> (Records, Vec<Error>, bool) {
+            let end = starts.get(index + 1).copied().unwrap_or(data.len());
+            let text = &data[starts[index]..end];
+            let mut records = Records::new();
+            let mut includer = NoInclude;
+            let mut scanner = Scanner::new(options, &mut includer, &mut records);
+            scanner.include_stack.push(context.identity.clone());
+            let mut part_context = FileContext {
+                index: context.index,
+                display: context.display.clone(),
+                path: context.path.clone(),
+                identity: context.identity.clone(),
+                origin: context.origin,
+                last_owner: None,
+                default_ttl: context.default_ttl,
+            };
+            scanner.scan_entries(text, first_lines[index], &mut part_context);
+            let (errors, truncated) = (scanner.errors, scanner.truncated);
+            (records, errors, truncated)
+        };
+        let results: Vec<(Records, Vec<Error>, bool)> = std::thread::scope(|scope| {
+            let others: Vec<_> = (1..starts.len())
+                .map(|index| scope.spawn(move || part(index)))
+                .collect();
+            let mut results = vec![part(0)];
+            for other in others {
+                // A part's reading does not panic on any input; if it did,
+                // the panic is carried on here, as on one thread.
+                match other.join() {
+                    Ok(result) => results.push(result),
+                    Err(panic) => std::panic::resume_unwind(panic),
+                }
+            }
+            results
+        });
+        for (records, errors, truncated) in results {
+            if !self.sink.append(&records) {
+                for record in records.iter() {
+                    if let Err(message) = self.sink.record(record) {
+                        let location = record.location;
+                        self.report(context, location.line, location.col, message.to_string());
+                    }
+                }
+            }
+            for error in errors {
+                if self.errors.len() >= MAX_ERRORS {
+                    self.truncated = true;
+                    break;
+                }
+                self.errors.push(error);
+            }
+            if truncated && self.errors.len() >= MAX_ERRORS {
+                self.truncated = true;
+            }
+            if self.stopped() {
+                break;
+            }
+        }
     }
 
     /// One entry: a directive or a record.

@@ -1,0 +1,164 @@
+//! The checks of a reloaded zone file that cost its change: when a signed
+//! zone's file is loaded again and its records differ from the previous
+//! load's (which loaded, so had no errors) in a few records
+//! ([`crate::edited::diff`]), only the owners of those records, their
+//! ancestors and the apex are checked ([`tern_zone::check::check_zone`]
+//! over them), and the TTLs of their RRsets alone are looked at for
+//! settling.
+//!
+//! Each error `check_zone` finds is at one owner (a CNAME beside other
+//! data, two CNAMEs or DNAMEs, a record out of the zone), at the apex (its
+//! SOA and NS), or at an owner below a DNAME (the DNAME an ancestor): the
+//! owners checked here hold every error the whole file could have that
+//! the previous load did not. The whole file is checked instead (when in
+//! doubt) when the records that differ are:
+//!
+//! - many (`diff` gives up), or more than [`MAX_CHECKED_OWNERS`] owners;
+//! - of a type whose check relates owners: NS and DS (delegations, glue,
+//!   occluded data below a cut), DNAME (the names below it), or DNSSEC
+//!   records (the NSEC and NSEC3 chain checks);
+//! - at a wildcard (the glue of an NS target may be its address);
+//! - addresses (A, AAAA) of a name that an NS record of the file names
+//!   (missing glue);
+//!
+//! or when the file holds NSEC, NSEC3 or NSEC3PARAM records at all (the
+//! chain checks read every owner). Warnings at the owners not checked
+//! were reported by the previous load and are not repeated.
+//!
+//! Bound: [`crate::edited::diff`], a pass over the new records' types (and
+//! the NS records' targets when addresses changed), and a pass comparing
+//! an owner only when its length is a checked name's.
+
+use tern_wire::name::{LowerNameBuf, Name};
+use tern_wire::types::RType;
+use tern_zone::{RecordList, RecordRef, Records};
+
+/// The most owners (changed, their ancestors and the apex) checked apart
+/// from the whole file; past it, the whole file is checked.
+pub(super) const MAX_CHECKED_OWNERS: usize = 4096;
+
+/// The records of the owners a reload changed, their ancestors' and the
+/// apex's, in file order: what is checked instead of the whole file.
+pub(super) struct Changed<'r>(Vec<RecordRef<'r>>);
+
+impl RecordList for Changed<'_> {
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    fn record(&self, index: usize) -> RecordRef<'_> {
+        self.0[index]
+    }
+}
+
+/// Whether a change of a record of `rtype` may change what the checks
+/// find at owners other than its own, its ancestors and the apex.
+fn relates_owners(rtype: RType) -> bool {
+    matches!(
+        rtype,
+        RType::NS
+            | RType::DS
+            | RType::DNAME
+            | RType::RRSIG
+            | RType::NSEC
+            | RType::NSEC3
+            | RType::NSEC3PARAM
+            | RType::DNSKEY
+            | RType::CDS
+            | RType::CDNSKEY
+    )
+}
+
+/// The records of `records` (a zone file's, in file order) to check when
+/// they differ from `previous` (the previous load's, which loaded) in a
+/// few owners, see the module documentation; `None`: check the whole
+/// file.
+pub(super) fn changed_records<'r>(
+    origin: Name<'_>,
+    previous: &Records,
+    records: &'r Records,
+) -> Option<Changed<'r>> {
+    let diff = crate::edited::diff(previous, records)?;
+    let mut owners: Vec<LowerNameBuf> = Vec::new();
+    let mut addresses: Vec<LowerNameBuf> = Vec::new();
+    let changed = diff
+        .old
+        .iter()
+        .map(|&index| previous.record(index))
+        .chain(diff.new.iter().map(|&index| records.record(index)));
+    for record in changed {
+        let owner = record.owner.to_lower();
+        if relates_owners(record.rtype) || owner.as_bytes().starts_with(b"\x01*") {
+            return None;
+        }
+        if matches!(record.rtype, RType::A | RType::AAAA) {
+            addresses.push(owner);
+        }
+        owners.push(owner);
+    }
+    // The file's types: a chain of NSEC or NSEC3 records is checked whole;
+    // an NS record naming a changed address is glue that changed.
+    for index in 0..records.len() {
+        match records.rtype(index) {
+            RType::NSEC | RType::NSEC3 | RType::NSEC3PARAM => return None,
+            RType::NS if !addresses.is_empty() => {
+                let target = Name::from_wire(records.record(index).rdata).ok()?;
+                if addresses
+                    .iter()
+                    .any(|address| target.eq_ignore_case(address.as_name()))
+                {
+                    return None;
+                }
+            }
+            _ => {}
+        }
+    }
+    // The names checked: the changed owners, each ancestor of them up to
+    // the apex, and the apex.
+    let origin_len = origin.as_bytes().len();
+    let mut names: Vec<Vec<u8>> = vec![origin.to_lower().as_bytes().to_vec()];
+    for owner in &owners {
+        let bytes = owner.as_bytes();
+        let mut at = 0;
+        // Each step drops a label (a length octet, then as many), so the
+        // walk ends at the root at the latest.
+        while at < bytes.len() && bytes.len() - at > origin_len {
+            names.push(bytes[at..].to_vec());
+            at += 1 + usize::from(bytes[at]);
+        }
+        if names.len() > MAX_CHECKED_OWNERS * 2 {
+            names.sort_unstable();
+            names.dedup();
+            if names.len() > MAX_CHECKED_OWNERS {
+                return None;
+            }
+        }
+    }
+    names.sort_unstable();
+    names.dedup();
+    if names.len() > MAX_CHECKED_OWNERS {
+        return None;
+    }
+    let mut lengths = [false; 256];
+    for name in &names {
+        lengths[name.len()] = true;
+    }
+    let mut out = Vec::new();
+    // Each owner of the file compared (lowercased, then looked up among
+    // the sorted names) only when its length is a name's.
+    for index in 0..records.len() {
+        let record = records.record(index);
+        let owner = record.owner.as_bytes();
+        if !lengths[owner.len()] {
+            continue;
+        }
+        let lower = record.owner.to_lower();
+        if names
+            .binary_search_by(|name| name.as_slice().cmp(lower.as_bytes()))
+            .is_ok()
+        {
+            out.push(record);
+        }
+    }
+    Some(Changed(out))
+}

@@ -1,0 +1,772 @@
+//=========== Tests ==========================================================
+
+use tern_wire::name::LowerNameBuf;
+
+use super::*;
+
+/// A zone served at this serial, loaded from a file.
+struct Served(u32);
+
+/// A signed zone served at this serial, with its signed records.
+struct SignedServed(u32, Arc<SignedVersion>);
+
+impl Previous for SignedServed {
+    fn unchanged(&self, _: &[u8], _: &Path, _: Option<FileStamp>, _: &mut u32) -> Option<bool> {
+        Some(false)
+    }
+
+    fn not_configured(&self, _: &dyn Fn(&[u8]) -> bool) -> Vec<Origin> {
+        Vec::new()
+    }
+
+    fn count(&self) -> usize {
+        1
+    }
+
+    fn serial(&self, _: &[u8]) -> Option<u32> {
+        Some(self.0)
+    }
+
+    fn signed(&self, _: &[u8]) -> Option<Arc<SignedVersion>> {
+        Some(Arc::clone(&self.1))
+    }
+}
+
+/// One record changed in a signed zone of 10,000 names and in one of
+/// 100,000: the reload signs only the changed RRset and the SOA, reads
+/// and writes as much at both sizes (records visited, signatures
+/// made, octets written to the kept records), and serves the served
+/// version patched, equal to a whole build of its kept records (the
+/// kept list with its patches read back). A second edit patches again.
+#[test]
+fn a_signed_reload_costs_the_change_not_the_zone() {
+    let mut costs = Vec::new();
+    for names in [10_000, 100_000] {
+        let dir =
+            std::env::temp_dir().join(format!("tern-zones-cost-{names}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let zone_file = dir.join("example.zone");
+        let text = |address: &str, mx: u16| {
+            let mut text = String::from(
+                "$TTL 300\n@ SOA ns hostmaster 1 3600 900 604800 300\n@ NS ns\n\
+                 ns A 192.0.2.1\n",
+            );
+            for i in 0..names {
+                if i == 7 {
+                    text.push_str(&format!("h7 A {address}\n"));
+                } else {
+                    text.push_str(&format!(
+                        "h{i} A 10.{}.{}.{}\n",
+                        i >> 16,
+                        (i >> 8) & 255,
+                        i & 255
+                    ));
+                }
+            }
+            text.push_str(&format!("www MX {mx} mail\n"));
+            text
+        };
+        std::fs::write(&zone_file, text("192.0.2.2", 10)).unwrap();
+        let (origin, sources) = signed_example(&dir, &zone_file, 2);
+        let first = load_all(&sources, None).unwrap();
+        let (zone, stamp) = &first.zones[0];
+        let mut previous = SignedServedZone(Arc::clone(zone), Arc::clone(stamp.signed().unwrap()));
+        for (round, (address, mx)) in [("192.0.2.20", 10), ("192.0.2.20", 20)]
+            .into_iter()
+            .enumerate()
+        {
+            std::fs::write(&zone_file, text(address, mx)).unwrap();
+            let again = load_one(&sources, &origin, Some(&previous)).unwrap();
+            let (patched, stamp) = &again.zones[0];
+            let signed = stamp.signed().unwrap();
+            assert_eq!(patched.serial(), 2 + round as u32);
+            assert!(patched.garbage_bytes() > 0, "patched, not built whole");
+            let records = signed.records().unwrap();
+            let name = tern_wire::name::Name::from_wire(&origin).unwrap();
+            let mut builder = ZoneBuilder::new(name);
+            for record in records.iter() {
+                builder
+                    .insert(
+                        record.owner,
+                        record.rtype,
+                        record.class,
+                        record.ttl,
+                        record.rdata,
+                    )
+                    .unwrap();
+            }
+            assert!(same_records(patched, &builder.finish().unwrap()));
+            assert_eq!(
+                signed.signatures().0,
+                2,
+                "the changed RRset's and the SOA's"
+            );
+            costs.push((round, signed.cost()));
+            previous = SignedServedZone(Arc::clone(patched), Arc::clone(signed));
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    assert_eq!(
+        costs[0], costs[2],
+        "the first edit costs as much at both sizes"
+    );
+    assert_eq!(costs[1], costs[3], "the second edit too");
+}
+
+/// A name added to a signed zone's file, then removed, is signed from the
+/// previous version (the NSEC chain changes), but the file's checks and
+/// its look for RRsets of several TTLs read only the changed owner's, its
+/// ancestors' and the apex's records: as many at 5,000 names as at
+/// 50,000. An error at the changed owner (a CNAME beside its address) is
+/// still found, and one that relates owners (an NS record) has the whole
+/// file checked.
+#[test]
+fn a_signed_reload_checks_the_change_not_the_zone() {
+    let mut checked = Vec::new();
+    for names in [5_000, 50_000] {
+        let dir =
+            std::env::temp_dir().join(format!("tern-zones-checked-{names}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let zone_file = dir.join("example.zone");
+        let text = |extra: &str| {
+            let mut text = String::from(
+                "$TTL 300\n@ SOA ns hostmaster 1 3600 900 604800 300\n@ NS ns\n\
+                 ns A 192.0.2.1\n",
+            );
+            for i in 0..names {
+                text.push_str(&format!(
+                    "h{i} A 10.{}.{}.{}\n",
+                    i >> 16,
+                    (i >> 8) & 255,
+                    i & 255
+                ));
+                if i == names / 2 {
+                    text.push_str(extra);
+                }
+            }
+            text
+        };
+        std::fs::write(&zone_file, text("")).unwrap();
+        let (origin, sources) = signed_example(&dir, &zone_file, 2);
+        let first = load_all(&sources, None).unwrap();
+        let (zone, stamp) = &first.zones[0];
+        assert_eq!(
+            stamp.signed().unwrap().cost().checked,
+            2 * (names + 3),
+            "the first load checks the whole file"
+        );
+        let mut previous = SignedServedZone(Arc::clone(zone), Arc::clone(stamp.signed().unwrap()));
+        // A name added below another (new.h1: h1 its ancestor), then
+        // removed.
+        for (round, extra) in ["new.h1 A 192.0.2.9\n", ""].into_iter().enumerate() {
+            std::fs::write(&zone_file, text(extra)).unwrap();
+            let again = load_one(&sources, &origin, Some(&previous)).unwrap();
+            assert!(again.errors.is_empty(), "{:?}", again.errors);
+            let (zone, stamp) = &again.zones[0];
+            assert_eq!(zone.serial(), 2 + round as u32);
+            let signed = stamp.signed().unwrap();
+            checked.push(signed.cost().checked);
+            previous = SignedServedZone(Arc::clone(zone), Arc::clone(signed));
+        }
+        if names == 5_000 {
+            // A CNAME beside h1's address: rejected.
+            std::fs::write(&zone_file, text("h1 CNAME h2\n")).unwrap();
+            let again = load_one(&sources, &origin, Some(&previous)).unwrap();
+            assert!(again.zones.is_empty());
+            assert!(
+                again.errors[0].contains("another record exists beside CNAME"),
+                "{:?}",
+                again.errors
+            );
+            // A delegation added: the whole file checked.
+            std::fs::write(&zone_file, text("sub NS ns.sub\nns.sub A 192.0.2.7\n")).unwrap();
+            let again = load_one(&sources, &origin, Some(&previous)).unwrap();
+            assert!(again.errors.is_empty(), "{:?}", again.errors);
+            let signed = again.zones[0].1.signed().unwrap();
+            assert_eq!(signed.cost().checked, 2 * (names + 5));
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    assert_eq!(
+        checked[..2],
+        checked[2..],
+        "a name added and removed checks as many records at both sizes"
+    );
+    assert!(checked.iter().all(|&count| count < 20), "{checked:?}");
+}
+
+/// A reload that signed only the owners it changed (the kept records
+/// patched) saves no copy; a start after it signs from the older copy
+/// the whole signing saved, and serves the edit signed, making only
+/// the changed owner's and the SOA's signatures.
+#[test]
+fn a_start_after_a_patched_reload_signs_from_the_older_copy() {
+    let (dir, zone_file) = small_example("tern-load-patched");
+    let (origin, sources) = signed_example(&dir, &zone_file, 1);
+    let saved = dir.join("state/signed/example.kept");
+    let first = load_all(&sources, None).unwrap();
+    let (zone, stamp) = &first.zones[0];
+    let whole = stamp.signed().unwrap().signatures().0;
+    let saved_whole = std::fs::read(&saved).unwrap();
+    let previous = SignedServedZone(Arc::clone(zone), Arc::clone(stamp.signed().unwrap()));
+    std::fs::write(&zone_file, small_example_text("192.0.2.20")).unwrap();
+    let again = load_one(&sources, &origin, Some(&previous)).unwrap();
+    let patched = again.zones[0].1.signed().unwrap();
+    assert!(patched.records().unwrap().len() > 0);
+    assert_eq!(patched.signatures().0, 2, "the edit took the patch path");
+    assert_eq!(
+        std::fs::read(&saved).unwrap(),
+        saved_whole,
+        "a patched reload leaves the saved copy"
+    );
+    // A start: no previous version, the saved copy older than the file.
+    let started = load_one(&sources, &origin, None).unwrap();
+    let (zone, stamp) = &started.zones[0];
+    let signatures = stamp.signed().unwrap().signatures().0;
+    assert!(
+        signatures < whole && signatures <= 3,
+        "from the older copy: {signatures} of {whole}"
+    );
+    let www = tern_wire::name::NameBuf::from_text(b"www.example.", None).unwrap();
+    let records = zone.owner_records(www.as_name());
+    assert!(
+        records
+            .iter()
+            .any(|record| record.rtype == tern_wire::types::RType::A
+                && record.rdata == [192, 0, 2, 20]),
+        "the edit served"
+    );
+    assert!(
+        records
+            .iter()
+            .any(|record| record.rtype == tern_wire::types::RType::RRSIG),
+        "and signed"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A signed zone served at this version, with its signed records.
+struct SignedServedZone(Arc<Zone>, Arc<SignedVersion>);
+
+impl Previous for SignedServedZone {
+    fn unchanged(&self, _: &[u8], _: &Path, _: Option<FileStamp>, _: &mut u32) -> Option<bool> {
+        Some(false)
+    }
+
+    fn not_configured(&self, _: &dyn Fn(&[u8]) -> bool) -> Vec<Origin> {
+        Vec::new()
+    }
+
+    fn count(&self) -> usize {
+        1
+    }
+
+    fn serial(&self, _: &[u8]) -> Option<u32> {
+        Some(self.0.serial())
+    }
+
+    fn signed(&self, _: &[u8]) -> Option<Arc<SignedVersion>> {
+        Some(Arc::clone(&self.1))
+    }
+
+    fn served(&self, _: &[u8]) -> Option<Arc<Zone>> {
+        Some(Arc::clone(&self.0))
+    }
+}
+
+/// A signed (NSEC) zone reloaded with one record changed is served as
+/// its previous version patched, not built whole, and the patched
+/// version holds exactly the records a whole build of the signed
+/// records holds; a version not the signed records' is not patched.
+#[test]
+fn a_signed_reload_patches_the_served_version() {
+    let dir = std::env::temp_dir().join(format!("tern-zones-patch-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let zone_file = dir.join("example.zone");
+    let text = |address: &str| {
+        let mut text = String::from(
+            "$TTL 300\n@ SOA ns hostmaster 1 3600 900 604800 300\n@ NS ns\n\
+             ns A 192.0.2.1\nsub NS ns.sub\nns.sub A 192.0.2.9\n*.wild TXT w\n",
+        );
+        for i in 0..50 {
+            text.push_str(&format!("h{i} A 192.0.2.{}\n", i + 10));
+        }
+        text.push_str(&format!("www A {address}\nwww MX 10 mail\n"));
+        text
+    };
+    std::fs::write(&zone_file, text("192.0.2.2")).unwrap();
+    let (origin, sources) = signed_example(&dir, &zone_file, 1);
+    let whole = |stamp: &Stamp| {
+        let records = stamp.signed().unwrap().records().unwrap();
+        let name = tern_wire::name::Name::from_wire(&origin).unwrap();
+        let mut builder = ZoneBuilder::new(name);
+        for record in records.iter() {
+            builder
+                .insert(
+                    record.owner,
+                    record.rtype,
+                    record.class,
+                    record.ttl,
+                    record.rdata,
+                )
+                .unwrap();
+        }
+        builder.finish().unwrap()
+    };
+    let first = load_all(&sources, None).unwrap();
+    let (zone, stamp) = &first.zones[0];
+    assert_eq!(zone.garbage_bytes(), 0, "built whole");
+
+    // One record changed: www's A (and so its RRSIG, and the SOA's).
+    std::fs::write(&zone_file, text("192.0.2.20")).unwrap();
+    let previous = SignedServedZone(Arc::clone(zone), Arc::clone(stamp.signed().unwrap()));
+    let again = load_one(&sources, &origin, Some(&previous)).unwrap();
+    let (patched, stamp) = &again.zones[0];
+    assert_eq!(patched.serial(), 2);
+    assert!(patched.garbage_bytes() > 0, "patched, not built whole");
+    assert!(same_records(patched, &whole(stamp)));
+
+    // A name added and one removed: NSEC chain changes.
+    std::fs::write(
+        &zone_file,
+        text("192.0.2.20")
+            .replace("h7 A", "h7b A")
+            .replace("h8 A 192.0.2.18\n", ""),
+    )
+    .unwrap();
+    let previous = SignedServedZone(Arc::clone(patched), Arc::clone(stamp.signed().unwrap()));
+    let third = load_one(&sources, &origin, Some(&previous)).unwrap();
+    let (zone, stamp) = &third.zones[0];
+    assert_eq!(zone.serial(), 3);
+    assert!(
+        zone.garbage_bytes() > patched.garbage_bytes(),
+        "patched again"
+    );
+    assert!(same_records(zone, &whole(stamp)));
+
+    // Served at another version than the signed records': built whole.
+    std::fs::write(&zone_file, text("192.0.2.21")).unwrap();
+    let previous = SignedServedZone(Arc::clone(patched), Arc::clone(stamp.signed().unwrap()));
+    let fourth = load_one(&sources, &origin, Some(&previous)).unwrap();
+    let (zone, stamp) = &fourth.zones[0];
+    assert_eq!(zone.garbage_bytes(), 0, "built whole");
+    assert!(same_records(zone, &whole(stamp)));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A stamp is kept for every zone, most of them unsigned: the signed
+/// state is one pointer (main kept the re-sign time inline, 88 octets).
+#[test]
+fn a_stamp_is_small() {
+    assert!(
+        std::mem::size_of::<Stamp>() <= 80,
+        "{}",
+        std::mem::size_of::<Stamp>()
+    );
+}
+
+/// A signed zone loaded again after an edit is signed from its
+/// previous version: the changed RRset and the SOA signed, the rest
+/// kept, and the difference from the version served handed on; its
+/// serial is saved in the state directory (by the owner), and a start
+/// (nothing served) signs above it.
+/// A new directory named from `prefix` holding `example.zone`, the
+/// small example zone ([`small_example_text`]) with www at 192.0.2.2.
+fn small_example(prefix: &str) -> (PathBuf, PathBuf) {
+    let dir = std::env::temp_dir().join(format!("{prefix}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let zone_file = dir.join("example.zone");
+    std::fs::write(&zone_file, small_example_text("192.0.2.2")).unwrap();
+    (dir, zone_file)
+}
+
+/// The small example zone's text, www at `address`.
+fn small_example_text(address: &str) -> String {
+    format!(
+        "$TTL 300\n@ SOA ns hostmaster 1 3600 900 604800 300\n@ NS ns\n\
+         ns A 192.0.2.1\nwww A {address}\nmail A 192.0.2.3\n"
+    )
+}
+
+/// The zone `example.` from `zone_file`, signed with the default
+/// policy on `threads` threads, its state under `dir`.
+fn signed_example(dir: &Path, zone_file: &Path, threads: usize) -> (Origin, Sources) {
+    let origin: Origin = b"\x07example\x00".to_vec().into();
+    let policy = Arc::new(crate::signing::Policy::new("p".to_string()));
+    let sources = Sources {
+        dir: None,
+        listed: vec![("example.".to_string(), zone_file.to_path_buf())],
+        signing: Some(Signing::new(
+            dir.join("state"),
+            threads,
+            vec![(origin.clone(), policy)],
+        )),
+    };
+    (origin, sources)
+}
+
+#[test]
+fn a_signed_zone_is_signed_again_from_its_previous_version() {
+    let (dir, zone_file) = small_example("tern-zones-resign");
+    let (origin, sources) = signed_example(&dir, &zone_file, 1);
+    let first = load_all(&sources, None).unwrap();
+    let signed = Arc::clone(first.zones[0].1.signed().unwrap());
+    // SOA, NS, DNSKEY, CDS, CDNSKEY (the first CSK's DS submitted:
+    // `cds-cdnskey: rollover`), NSEC at the apex; A and NSEC at each
+    // of 3 names.
+    assert_eq!(signed.signatures(), (12, 0));
+    assert!(signed.take_change().is_none(), "signed whole");
+
+    std::fs::write(&zone_file, small_example_text("192.0.2.20")).unwrap();
+    let again = load_one(&sources, &origin, Some(&SignedServed(1, signed))).unwrap();
+    let (zone, stamp) = &again.zones[0];
+    assert_eq!(zone.serial(), 2);
+    let version = stamp.signed().unwrap();
+    assert_eq!(version.signatures(), (2, 10), "www's A and the SOA");
+    let (from, change) = version.take_change().unwrap();
+    assert_eq!(from, 1);
+    let types = |records: &[tern_zone::Record]| {
+        let mut types: Vec<(String, u16)> = records
+            .iter()
+            .map(|record| (record.owner.to_string(), record.rtype.0))
+            .collect();
+        types.sort();
+        types
+    };
+    let expected = vec![
+        ("example.".to_string(), 6),
+        ("example.".to_string(), 46),
+        ("www.example.".to_string(), 1),
+        ("www.example.".to_string(), 46),
+    ];
+    assert_eq!(types(&change.deleted), expected);
+    assert_eq!(types(&change.added), expected);
+    assert!(version.take_change().is_none(), "taken once");
+
+    // A start (nothing served) with a saved serial of 7 signs above it.
+    crate::signed_serial::save_signed_serial(
+        &dir.join("state"),
+        LowerNameBuf::from_name(tern_wire::name::Name::from_wire(&origin).unwrap()),
+        7,
+    )
+    .unwrap();
+    let restarted = load_all(&sources, None).unwrap();
+    assert_eq!(restarted.zones[0].0.serial(), 8);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Each record of a signed zone but RRSIGs as (owner, type, TTL,
+/// RDATA), and each RRSIG as (owner, type covered, key tag).
+type Shape = (
+    std::collections::BTreeSet<(String, u16, u32, Vec<u8>)>,
+    std::collections::BTreeSet<(String, u16, u16)>,
+);
+
+fn shape<'r>(records: impl Iterator<Item = tern_zone::RecordRef<'r>>) -> Shape {
+    let mut shape = Shape::default();
+    for record in records {
+        let owner = record.owner.to_lower().as_name().to_string();
+        if record.rtype == tern_wire::types::RType::RRSIG {
+            let covered = u16::from_be_bytes([record.rdata[0], record.rdata[1]]);
+            let tag = u16::from_be_bytes([record.rdata[16], record.rdata[17]]);
+            shape.1.insert((owner, covered, tag));
+        } else {
+            shape
+                .0
+                .insert((owner, record.rtype.0, record.ttl, record.rdata.to_vec()));
+        }
+    }
+    shape
+}
+
+/// A CSK rollover started on a signed zone: its next version, signed
+/// from the previous one, publishes the new CSK and has it sign the
+/// DNSKEY, CDS and CDNSKEY RRsets beside the old one (the zone still by
+/// the old one),
+/// as a whole signing at that time does; the keys' next step is its
+/// re-sign time, and the difference holds the DNSKEY RRset's change.
+#[test]
+fn a_rollover_step_signed_from_the_previous_version() {
+    let dir = std::env::temp_dir().join(format!("tern-zones-roll-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let zone_file = dir.join("example.zone");
+    std::fs::write(
+        &zone_file,
+        "$TTL 300\n@ SOA ns hostmaster 1 3600 900 604800 300\n@ NS ns\n\
+         ns A 192.0.2.1\nwww A 192.0.2.2\n",
+    )
+    .unwrap();
+    let origin: Origin = b"\x07example\x00".to_vec().into();
+    let name = NameBuf::from_text(b"example.", None).unwrap();
+    let policy = Arc::new(crate::signing::Policy::new("p".to_string()));
+    let state = dir.join("state");
+    let sources = Sources {
+        dir: None,
+        listed: vec![("example.".to_string(), zone_file.clone())],
+        signing: Some(Signing::new(
+            state.clone(),
+            1,
+            vec![(origin.clone(), Arc::clone(&policy))],
+        )),
+    };
+    let first = load_all(&sources, None).unwrap();
+    let signed = Arc::clone(first.zones[0].1.signed().unwrap());
+    let old_tag = {
+        let keys = crate::keys::read_keys(&crate::keys::key_dir(&state, name.as_name()));
+        keys.unwrap()[0].meta.key_tag
+    };
+    let now = crate::unix_time();
+    let (new_tag, _) = crate::rollover::start(
+        &crate::keys::key_dir(&state, name.as_name()),
+        &policy,
+        tern_dnssec::KeyRole::Csk,
+        now,
+    )
+    .unwrap();
+
+    let again = load_one(&sources, &origin, Some(&SignedServed(1, signed))).unwrap();
+    let (zone, stamp) = &again.zones[0];
+    let version = stamp.signed().unwrap();
+    // The changed DNSKEY RRset by both CSKs, the CDS and CDNSKEY
+    // RRsets by the new one (the old one's kept), and the SOA.
+    assert_eq!(version.signatures(), (5, 8));
+    let (_, change) = version.take_change().unwrap();
+    assert!(change
+        .added
+        .iter()
+        .any(|record| record.rtype == tern_wire::types::RType::DNSKEY));
+    let keys = stamp.keys().unwrap();
+    let next = keys.next_event.unwrap();
+    assert_eq!(stamp.resign_at(), Some(next));
+    assert!(stamp.key_event_first());
+
+    let records = tern_zone::parse_bytes(
+        &std::fs::read(&zone_file).unwrap(),
+        &zone_file,
+        name.as_name(),
+        &tern_zone::Options::default(),
+        &mut tern_zone::NoInclude,
+    )
+    .unwrap()
+    .records;
+    let whole = crate::signing::sign(
+        name.as_name(),
+        &records,
+        &policy,
+        &state,
+        crate::unix_time(),
+        Some(1),
+    )
+    .unwrap();
+    assert_eq!(zone.serial(), 2);
+    let whole_shape = shape(
+        whole
+            .zone
+            .records
+            .iter()
+            .map(|record| tern_zone::RecordRef {
+                owner: record.owner.as_name(),
+                class: record.class,
+                ttl: record.ttl,
+                rtype: record.rtype,
+                rdata: &record.rdata,
+                location: record.location,
+            }),
+    );
+    assert_eq!(shape(version.records().unwrap().iter()), whole_shape);
+    let by = |tag: u16| whole_shape.1.iter().filter(|sig| sig.2 == tag).count();
+    assert_eq!(by(new_tag), 3, "the new CSK signs the apex's keys only");
+    assert!(by(old_tag) > 1);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+impl Previous for Served {
+    fn unchanged(&self, _: &[u8], _: &Path, _: Option<FileStamp>, _: &mut u32) -> Option<bool> {
+        Some(false)
+    }
+
+    fn not_configured(&self, _: &dyn Fn(&[u8]) -> bool) -> Vec<Origin> {
+        Vec::new()
+    }
+
+    fn count(&self) -> usize {
+        1
+    }
+
+    fn serial(&self, _: &[u8]) -> Option<u32> {
+        Some(self.0)
+    }
+}
+
+/// Reads includes from disk, then changes the file it read: an edit
+/// made while the zone loads.
+struct EditAfterRead;
+
+impl tern_zone::Include for EditAfterRead {
+    fn include(&mut self, from: &Path, target: &str) -> Result<tern_zone::IncludedFile, String> {
+        let read = tern_zone::FileInclude.include(from, target)?;
+        std::fs::write(&read.path, "www A 192.0.2.2\nextra A 192.0.2.3\n")
+            .map_err(|err| err.to_string())?;
+        Ok(read)
+    }
+}
+
+#[test]
+fn an_include_changed_during_the_load_differs_from_its_stamp() {
+    let dir = std::env::temp_dir().join(format!("tern-zones-stamp-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let zone_file = dir.join("example.zone");
+    std::fs::write(
+        &zone_file,
+        "$TTL 300\n@ SOA ns hostmaster 1 3600 900 604800 300\n@ NS ns.example.net.\n\
+         $INCLUDE hosts.inc\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("hosts.inc"), "www A 192.0.2.1\n").unwrap();
+    let mut warnings = Vec::new();
+    let (zone, stamp) = load_zone_with(
+        "example.",
+        &zone_file,
+        &mut warnings,
+        &mut EditAfterRead,
+        None,
+    )
+    .ok()
+    .unwrap();
+    // The version loaded is the one read, before the edit ...
+    assert_eq!(zone.record_count(), 3);
+    assert_eq!(stamp.includes.len(), 1, "the include");
+    // ... so the next reload must see the edit and rebuild the zone.
+    assert!(
+        !stamp.unchanged(&zone_file, FileStamp::of(&zone_file)),
+        "the include was stamped after it changed: the edit would be missed"
+    );
+    // Unedited, a stamp stays the same.
+    let (_, stamp) = load_zone_from("example.", &zone_file, &mut warnings).unwrap();
+    assert!(stamp.unchanged(&zone_file, FileStamp::of(&zone_file)));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A zone with a policy is built signed; when its keys do not read it
+/// is not built, its failure is a signing one (not a zone-file error,
+/// which would stop the start), and a served version is kept.
+#[test]
+fn a_zone_with_a_policy_is_signed_or_not_built() {
+    let dir = std::env::temp_dir().join(format!("tern-zones-sign-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let zone_file = dir.join("example.zone");
+    std::fs::write(
+        &zone_file,
+        "$TTL 300\n@ SOA ns hostmaster 1 3600 900 604800 300\n@ NS ns\nns A 192.0.2.1\n",
+    )
+    .unwrap();
+    let (origin, sources) = signed_example(&dir, &zone_file, 1);
+    let loaded = load_all(&sources, None).unwrap();
+    assert_eq!(
+        (loaded.zones.len(), loaded.failed),
+        (1, 0),
+        "{:?}",
+        loaded.errors
+    );
+    // SOA, NS, A, DNSKEY, two NSECs, the CDS and CDNSKEY of the
+    // first CSK (its DS submitted: `cds-cdnskey: rollover`) and eight
+    // RRSIGs.
+    assert_eq!(loaded.zones[0].0.record_count(), 16);
+    // The file's serial at first; it is signed again half a lifetime
+    // (the default refresh: 7 of 14 days) from now, less up to the
+    // default jitter (2 days).
+    assert_eq!(loaded.zones[0].0.serial(), 1);
+    let resign_at = loaded.zones[0].1.resign_at().unwrap();
+    let half = crate::unix_time() + 7 * 86_400;
+    assert!((half - 2 * 86_400 - 60..=half).contains(&resign_at));
+    // Signed again over serial 1 with the file unchanged: serial 2; a
+    // higher file serial is kept.
+    let loaded = load_one(&sources, &origin, Some(&Served(1))).unwrap();
+    assert_eq!(loaded.zones[0].0.serial(), 2);
+    let loaded = load_all(&sources, Some(&Served(0))).unwrap();
+    assert_eq!(loaded.zones[0].0.serial(), 1);
+    let key_dir = crate::keys::key_dir(
+        &dir.join("state"),
+        parse_origin("example.").unwrap().as_name(),
+    );
+    let files: Vec<_> = std::fs::read_dir(&key_dir).unwrap().collect();
+    assert_eq!(files.len(), 2, "a CSK's .pem and .meta");
+    for file in files {
+        let path = file.unwrap().path();
+        if path.extension().is_some_and(|suffix| suffix == "pem") {
+            std::fs::write(&path, "not a key").unwrap();
+        }
+    }
+    let loaded = load_one(&sources, &origin, Some(&Served(1))).unwrap();
+    assert!(loaded.zones.is_empty());
+    assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
+    assert_eq!((loaded.failed, loaded.signing_failed), (1, 1));
+    assert_eq!(loaded.kept, ["example."]);
+    // Unsigned, the same file loads: 3 records.
+    let unsigned = Sources {
+        signing: None,
+        ..sources
+    };
+    let loaded = load_all(&unsigned, None).unwrap();
+    assert_eq!(loaded.zones[0].0.record_count(), 3);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A start (nothing served before) signs from the signed records the
+/// last signing saved: with the file and keys unchanged and the
+/// signatures far from expiry, it makes at most the SOA's; an edit
+/// signs only what changed; a saved copy that does not read signs the
+/// zone whole.
+#[test]
+fn a_start_signs_from_the_saved_signed_records() {
+    let dir = std::env::temp_dir().join(format!("tern-load-saved-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let zone_file = dir.join("saved.zone");
+    let text = "$TTL 300\n@ SOA ns hostmaster 1 3600 900 604800 300\n@ NS ns\n\
+                ns A 192.0.2.1\nwww A 192.0.2.80\nmail A 192.0.2.25\n";
+    std::fs::write(&zone_file, text).unwrap();
+    let origin: Box<[u8]> = b"\x05saved\x04test\x00"[..].into();
+    let policy = Arc::new(Policy::new("p".to_string()));
+    let sources = Sources {
+        dir: None,
+        listed: vec![("saved.test.".to_string(), zone_file.clone())],
+        signing: Some(Signing::new(
+            dir.join("state"),
+            1,
+            vec![(origin.clone(), policy)],
+        )),
+    };
+    let made = || {
+        let loaded = load_one(&sources, &origin, None).unwrap();
+        assert_eq!(loaded.zones.len(), 1);
+        crate::sign_status::get(&origin)
+            .unwrap()
+            .last
+            .unwrap()
+            .signatures
+    };
+    let whole = made();
+    assert!(whole >= 8, "signed whole: {whole}");
+    assert!(dir.join("state/signed/saved.test.kept").exists());
+    let again = made();
+    assert!(
+        again <= 1,
+        "a start with nothing changed: {again} signatures"
+    );
+    std::fs::write(&zone_file, format!("{text}added A 192.0.2.7\n")).unwrap();
+    let edited = made();
+    assert!(
+        edited > again && edited < whole,
+        "an edit: {edited} of {whole}"
+    );
+    std::fs::write(dir.join("state/signed/saved.test.kept"), b"damaged").unwrap();
+    assert!(made() > whole, "signed whole again");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
