@@ -36,11 +36,12 @@ test: deps lint unit differential compliance transfer xot update dnssec update-p
 deps:
 	bash scripts/install-test-deps.sh
 
-## Formatting, clippy, and no import circle between a crate's files
-## (scripts/import-graph.py; STYLE.md 1.5).
+## Formatting, clippy, the API docs without a broken link, and no import
+## circle between a crate's files (scripts/import-graph.py; STYLE.md 1.5).
 lint:
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps
 	python3 scripts/import-graph.py
 
 fmt:

@@ -1,7 +1,7 @@
 //! The RFC 1034 section 4.3.2 algorithm: from a query name to an answer
 //! plan.
 //!
-//! [`resolve`] walks one zone and returns an [`Answer`]: the RRsets of the
+//! `resolve` walks one zone and returns an `Answer`: the RRsets of the
 //! answer section in order (as references into the zone, plus CNAMEs
 //! synthesized from DNAMEs), what goes into the authority section, the
 //! rcode and AA. It writes nothing; [`crate::respond`] encodes the plan.

@@ -95,7 +95,7 @@ impl Handle {
     /// every core has applied them (within about a millisecond), so that
     /// whoever is told of a new version next (a secondary, by NOTIFY) finds
     /// it served; a core that has stopped, or has not answered within
-    /// [`UPDATE_TIMEOUT`], is not waited for. Costs the zones changed, not
+    /// `UPDATE_TIMEOUT`, is not waited for. Costs the zones changed, not
     /// the zones served.
     pub fn update(&self, changes: Vec<CatalogChange>) {
         if changes.is_empty() {

@@ -674,7 +674,7 @@ unsafe impl GlobalAlloc for CountingAllocator {
 /// as it is freed: glibc's default, made fixed.
 const MMAP_THRESHOLD: i32 = 128 * 1024;
 
-/// Fixes the C allocator's mapping threshold at [`MMAP_THRESHOLD`]. By
+/// Fixes the C allocator's mapping threshold at `MMAP_THRESHOLD`. By
 /// default glibc raises it to the size of each mapped block freed, so that
 /// after the first reload of 100,000 zones its listings (a few MiB, freed
 /// at once) come from the heap instead, where they stay resident under the

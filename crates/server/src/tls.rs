@@ -5,9 +5,9 @@
 //! a TLS handshake (rustls's unbuffered API over monoio's `TcpStream`:
 //! `UnbufferedServerConnection::process_tls_records` and its states, with
 //! buffers of our own), then the decrypted stream is served by the same
-//! framing as TCP ([`crate::tcp::serve_stream`]): RFC 7766 frames,
+//! framing as TCP (`crate::tcp::serve_stream`): RFC 7766 frames,
 //! pipelining, out-of-order forwarded answers, the same timeouts and
-//! in-flight limit. One [`Tls`] (the rustls connection and its buffers) is
+//! in-flight limit. One `Tls` (the rustls connection and its buffers) is
 //! shared by the two halves through a `RefCell`, borrowed only between
 //! awaits.
 //!
@@ -35,7 +35,7 @@
 //!   then the first query has `tcp.initial-timeout` again and later ones
 //!   `tcp.idle-timeout` and `tcp.message-timeout`, as over TCP;
 //! - ciphertext held for an unfinished record (or handshake message) is
-//!   at most [`MAX_INCOMING`] octets; rustls refuses longer records,
+//!   at most `MAX_INCOMING` octets; rustls refuses longer records,
 //!   renegotiation (TLS 1.2: a ClientHello after the handshake is a fatal
 //!   unexpected message) and key-update floods itself.
 //!

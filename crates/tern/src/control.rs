@@ -1,7 +1,7 @@
 //! The control plane of `tern serve`: signals, reloads and the control
 //! socket. Everything here runs on the binary's own threads, never on a
 //! core: zones are re-read and built here, and the cores only receive the
-//! finished catalog through [`tern_server::Handle::reload`].
+//! finished catalog through `tern_server::Handle::reload`.
 //!
 //! - SIGHUP and `reload [ZONE]`: re-read the configuration and rebuild the
 //!   zones whose files changed (or the one named); a zone that fails keeps

@@ -50,7 +50,7 @@ pub(crate) enum KeysCommand {
         role: String,
     },
     /// Import existing keys into a signed zone's key directory: BIND's
-    /// K<zone>+<alg>+<tag>.key/.private/.state files or PKCS#8 PEM files,
+    /// `K<zone>+<alg>+<tag>.key/.private/.state` files or PKCS#8 PEM files,
     /// each keeping its DNSKEY and key tag; refuses a tag the zone has.
     /// The server signs with them from the zone's next load (`tern reload
     /// ZONE`). Works on the configuration's state directory, not through

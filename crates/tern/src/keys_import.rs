@@ -30,7 +30,7 @@ pub(crate) struct ImportArgs {
     algorithm: Option<String>,
     /// The zone, e.g. example.com.
     zone: String,
-    /// BIND's K<zone>+<alg>+<tag>.key, .private and .state files (any of
+    /// BIND's `K<zone>+<alg>+<tag>.key`, .private and .state files (any of
     /// a key's files names it), and PKCS#8 PEM files (.pem).
     #[arg(required = true)]
     files: Vec<PathBuf>,

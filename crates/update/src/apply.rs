@@ -3,7 +3,7 @@
 //!
 //! A [`Transaction`] changes the zone in place and keeps, for each name it
 //! touches, the node as it was: [`Transaction::rollback`] puts those back
-//! (nothing changed), [`Transaction::difference`] compares them with the
+//! (nothing changed), `Transaction::difference` compares them with the
 //! new ones (the records removed and added, as the IXFR history wants
 //! them). Both cost the names touched, not the zone.
 //!

@@ -37,7 +37,7 @@
 //! and its IXFR difference carry the new signatures and denial records,
 //! and a signing that fails changes nothing and answers SERVFAIL. The
 //! journal keeps the unsigned changes, signed again at each load
-//! ([`signed`]).
+//! (`signed`).
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};

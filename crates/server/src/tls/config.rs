@@ -290,7 +290,7 @@ impl ResolvesServerCert for Certificates {
 /// replaceable while the server runs: rustls asks at each handshake
 /// whether to request a certificate, and has one verified here. Never
 /// mandatory at the handshake: DNS over TLS clients have none, and zone
-/// transfers check [`rustls::ServerConnection::peer_certificates`]
+/// transfers check `rustls::ServerConnection::peer_certificates`
 /// instead (set only for a certificate that verified).
 ///
 /// No hints of acceptable issuers are sent (an empty
@@ -299,7 +299,7 @@ impl ResolvesServerCert for Certificates {
 ///
 /// Each replacement starts a new *generation*: sessions (tickets and the
 /// session cache) are tagged with the generation they were made in and
-/// resume only in it ([`GenerationTickets`], [`GenerationSessions`]), so
+/// resume only in it (`GenerationTickets`, `GenerationSessions`), so
 /// that a session made before `client-ca` was set (no certificate asked)
 /// or under anchors since removed cannot carry its client's old standing
 /// past a reload: the client makes a full handshake and is asked again.

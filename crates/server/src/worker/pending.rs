@@ -15,7 +15,7 @@ use crate::signing::{error_answer, unix_time};
 //----------- PendingUpdate --------------------------------------------------
 
 /// An UPDATE checked by the core, to be handed off by the transport that
-/// read it ([`Worker::take_update`]).
+/// read it (`Worker::take_update`).
 #[derive(Debug)]
 pub struct PendingUpdate {
     /// The zone, lowercased.

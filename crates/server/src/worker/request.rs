@@ -31,7 +31,7 @@ pub(super) struct Request<'q> {
 
 //----------- UdpAnswer ------------------------------------------------------
 
-/// What the UDP path (or the TCP path, [`Worker::answer_tcp_from`])
+/// What the UDP path (or the TCP path, `Worker::answer_tcp_from`)
 /// decided for one query.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum UdpAnswer {
@@ -39,10 +39,10 @@ pub enum UdpAnswer {
     Send(usize),
     /// Send nothing.
     Drop,
-    /// Forward upstream: call [`Worker::forward`] (the UDP loop does; the
+    /// Forward upstream: call `Worker::forward` (the UDP loop does; the
     /// TCP read half calls `Worker::forward_tcp`).
     Forward,
-    /// An UPDATE to hand off: take it with [`Worker::take_update`]; its
+    /// An UPDATE to hand off: take it with `Worker::take_update`; its
     /// answer is sent once the zones' owner has answered.
     Update,
 }
