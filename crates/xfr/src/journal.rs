@@ -183,11 +183,13 @@ impl Encoded {
         Some(rdata)
     }
 
-    fn from_serial(&self) -> Option<u32> {
+    /// The serial it starts from.
+    fn start_serial(&self) -> Option<u32> {
         self.soa(false).map(serial_of)
     }
 
-    fn to_serial(&self) -> Option<u32> {
+    /// The serial it ends at.
+    fn end_serial(&self) -> Option<u32> {
         self.soa(true).map(serial_of)
     }
 
@@ -277,7 +279,7 @@ impl Journal {
         let start = self
             .differences
             .iter()
-            .position(|difference| difference.from_serial() == Some(serial))?;
+            .position(|difference| difference.start_serial() == Some(serial))?;
         let mut chain = self.differences.iter().skip(start);
         let first = chain.next()?.decode()?;
         if chain.len() == 0 {
@@ -313,7 +315,7 @@ impl Journal {
     pub fn ends_at(&self, serial: u32) -> bool {
         self.differences
             .back()
-            .is_some_and(|last| last.to_serial() == Some(serial))
+            .is_some_and(|last| last.end_serial() == Some(serial))
     }
 
     /// The journal in its saved form (one piece; the update journal's
