@@ -1235,7 +1235,7 @@ pub fn read_journal(path: &Path) -> Vec<Difference> {
         let Some(journal) = Journal::decode(payload) else {
             break;
         };
-        differences.extend(journal.differences().cloned());
+        differences.extend(journal.differences());
         rest = &rest[12 + len..];
     }
     if !rest.is_empty() {

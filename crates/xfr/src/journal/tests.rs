@@ -179,7 +179,7 @@ fn history_file_appends_and_reads_back() {
     let journal = history(3);
     let mut bytes = history(2).encode_history();
     let appended = bytes.len();
-    history_frame(journal.differences().last().unwrap(), &mut bytes);
+    history_frame(&journal.differences().last().unwrap(), &mut bytes);
     assert_eq!(
         bytes,
         journal.encode_history(),
@@ -232,7 +232,7 @@ fn history_file_stops_at_a_broken_chain() {
     let journal = history(3);
     let mut bytes = journal.encode_history();
     // A frame that does not start at serial 4.
-    history_frame(history(1).differences().next().unwrap(), &mut bytes);
+    history_frame(&history(1).differences().next().unwrap(), &mut bytes);
     assert_eq!(Journal::decode_history(&bytes), Some(journal));
 }
 
