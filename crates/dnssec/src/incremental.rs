@@ -52,13 +52,14 @@ use std::ops::Range;
 
 use tern_wire::name::{LowerNameBuf, Name, NameBuf};
 use tern_wire::types::RType;
-use tern_zone::{Record, RecordList, RecordRef, Sink};
+use tern_zone::{Record, RecordList, RecordRef, Records, Sink};
 
 use crate::canonical::{canonical_rrset, rrsig_labels};
 use crate::key::{key_tag, SigningKey};
 use crate::rrsig::{sign_rrset, Rrset};
 use crate::zone::{
     merge, prepare, push_rrsig, KeySet, Pass, SignError, SignOptions, SignRrset, ZoneKey,
+    BATCH_NAMES,
 };
 
 //----------- Refresh --------------------------------------------------------
@@ -265,6 +266,117 @@ where
         difference,
         next_refresh: signer.next_refresh,
     })
+}
+
+//----------- resign_zone_into -----------------------------------------------
+
+/// What [`resign_zone_into`] made: [`Resigned`] but for its records (handed
+/// to the sink) and the difference (not computed).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ResignStats {
+    /// The records handed to the sink.
+    pub records: usize,
+    /// The RRSIG records made.
+    pub signatures: usize,
+    /// The RRSIG records kept from the previous version.
+    pub kept: usize,
+    /// The input's DNSSEC records dropped, as [`crate::SignedZone::replaced`].
+    pub replaced: usize,
+    /// When the first of the signatures served is due for refresh
+    /// ([`Refresh::due_at`]), if any is.
+    pub next_refresh: Option<u64>,
+}
+
+/// [`resign_zone`], each record handed to `sink` as it is made rather than
+/// collected (a start from a saved signed copy, which needs no
+/// difference): the records come in the order [`crate::sign_zone_into`]
+/// gives them, and what is held besides `previous`, `records` and the
+/// prepared zone is one batch of [`crate::zone::BATCH_NAMES`] names (and,
+/// with NSEC3, the chain) in compact form, never one owned record per
+/// record.
+pub fn resign_zone_into<P, R>(
+    origin: Name<'_>,
+    previous: &P,
+    records: &R,
+    keys: &KeySet<'_>,
+    options: &SignOptions,
+    refresh: &Refresh,
+    sink: &mut dyn Sink,
+) -> Result<ResignStats, SignError>
+where
+    P: RecordList + ?Sized,
+    R: RecordList + ?Sized,
+{
+    let (zone, replaced) = prepare(origin, records, keys, options)?;
+    // Read in place, not through references collected first as
+    // resign_zone does (56 octets a record, a quarter of the saved copy
+    // again): each read checks its owner, a few per record, for memory.
+    let known = known_keys(origin, previous, &keys.keys);
+    let mut signer = Signer {
+        origin: origin.to_lower(),
+        keys: &keys.keys,
+        known: &known,
+        options,
+        refresh,
+        previous,
+        signatures: 0,
+        kept: 0,
+        next_refresh: None,
+    };
+    let pass = Pass {
+        zone: &zone,
+        origin,
+    };
+    // The NSEC3 chain first, whole and compact: its records go between
+    // the others in canonical order of owners.
+    let mut chain = Records::new();
+    if let Some(made) = pass.chain() {
+        let names = made.hash_names(pass.hashed_names())?;
+        let mut by_hash = Keep {
+            signer: &mut signer,
+            at: Cursor::default(),
+        };
+        made.sign_range(&names, 0..names.len(), &mut by_hash, &mut chain)?;
+    }
+    let mut by_owner = Keep {
+        signer: &mut signer,
+        at: Cursor::default(),
+    };
+    let mut stats = ResignStats {
+        replaced,
+        ..ResignStats::default()
+    };
+    let mut chained = 0;
+    let mut start = 0;
+    while start < zone.nodes.len() {
+        let end = zone.nodes.len().min(start + BATCH_NAMES);
+        let mut part = Records::new();
+        pass.sign_nodes(start..end, &mut by_owner, &mut part)?;
+        for record in part.iter() {
+            // The chain's records whose owners sort first go first (at
+            // one owner, the zone's own records first).
+            while chained < chain.len() {
+                let link = chain.record(chained);
+                if link.owner.canonical_cmp(record.owner) != Ordering::Less {
+                    break;
+                }
+                sink.record(link).map_err(SignError::Sink)?;
+                chained += 1;
+                stats.records += 1;
+            }
+            sink.record(record).map_err(SignError::Sink)?;
+            stats.records += 1;
+        }
+        start = end;
+    }
+    for link in (chained..chain.len()).map(|index| chain.record(index)) {
+        sink.record(link).map_err(SignError::Sink)?;
+        stats.records += 1;
+    }
+    stats.signatures = signer.signatures;
+    stats.kept = signer.kept;
+    stats.next_refresh = signer.next_refresh;
+    Ok(stats)
 }
 
 //----------- resign_owners --------------------------------------------------

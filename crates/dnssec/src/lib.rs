@@ -82,8 +82,8 @@ pub mod zone;
 pub mod fuzzing;
 
 pub use incremental::{
-    next_refresh, resign_owners, resign_zone, Change, OwnerEdit, OwnersResigned, Refresh, Resigned,
-    MAX_OWNER_EDITS,
+    next_refresh, resign_owners, resign_zone, resign_zone_into, Change, OwnerEdit, OwnersResigned,
+    Refresh, ResignStats, Resigned, MAX_OWNER_EDITS,
 };
 pub use key::{Algorithm, KeyError, KeyRole, SigningKey};
 pub use nsec3::Nsec3Params;

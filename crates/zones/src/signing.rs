@@ -483,6 +483,42 @@ pub fn sign_again<P: RecordList + ?Sized, R: RecordList + ?Sized>(
     signed
 }
 
+/// [`sign_again`], each signed record handed to `sink` as it is made
+/// ([`tern_dnssec::resign_zone_into`]) rather than collected, and no
+/// difference computed: a start from the zone's saved signed copy, whose
+/// records a whole signing's would otherwise be held beside.
+#[allow(clippy::too_many_arguments)]
+pub fn sign_again_into<P: RecordList + ?Sized, R: RecordList + ?Sized>(
+    origin: Name<'_>,
+    previous: &P,
+    records: &R,
+    policy: &Policy,
+    state_directory: &Path,
+    now: u64,
+    serial_above: Option<u32>,
+    sink: &mut dyn Sink,
+) -> Result<Signed<tern_dnssec::ResignStats>, String> {
+    let stepped = step_keys(origin, records, policy, state_directory, now)?;
+    let serial_above = signer_serial_above(origin, records, policy, serial_above, now);
+    let salt = policy.nsec3.as_ref().and_then(|nsec3| {
+        previous_salt(origin, previous, nsec3).filter(|salt| {
+            crate::sign_status::salt_rotation_at(origin, nsec3, salt, now).is_none_or(|at| at > now)
+        })
+    });
+    let refresh = refresh_of(policy, now);
+    with_keys(
+        origin,
+        &stepped,
+        policy,
+        now,
+        serial_above,
+        salt,
+        |keys, options| {
+            tern_dnssec::resign_zone_into(origin, previous, records, keys, options, &refresh, sink)
+        },
+    )
+}
+
 /// The zone's keys' metadata as a signing under `policy` at `now` leaves
 /// them (after the rollover steps due): with the same metadata, and
 /// before their next event, a later signing has the same key set.

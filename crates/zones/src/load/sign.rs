@@ -60,13 +60,21 @@ pub(super) fn sign_loaded(
     phases.lap("previous records read");
     let saved = signer.previous.is_none();
     let mut build_from_kept = None;
+    let mut streamed = None;
     let resigned = match previous_records {
+        // Streamed to the kept records, built from them once the saved
+        // ones are freed, as a whole signing is (issue 24).
+        Some(previous_records) if saved => {
+            build_from_kept = both.build.take();
+            visited += previous_records.len();
+            streamed = sign_saved(name, &previous_records, records, signer, now, &mut both)?;
+            None
+        }
+        // The version served now, signed again.
         Some(previous_records) => {
             visited += previous_records.len();
-            // A saved copy's serial is not the one served now: no change
-            // from it goes into the IXFR history.
-            let from = previous_serial(name, &previous_records).filter(|_| !saved);
-            match crate::signing::sign_again(
+            let from = previous_serial(name, &previous_records);
+            let resigned = crate::signing::sign_again(
                 name,
                 &previous_records,
                 records,
@@ -74,24 +82,15 @@ pub(super) fn sign_loaded(
                 signer.state_directory,
                 now,
                 signer.serial_above,
-            ) {
-                Ok(resigned) => Some((from, resigned)),
-                // A saved copy the signer cannot sign from: signed whole.
-                Err(err) if saved => {
-                    log::warn!(
-                        "zone {name}: cannot sign from its saved signed records ({err}); it \
-                         is signed whole"
-                    );
-                    None
-                }
-                Err(err) => return Err(Failure::Signing(err)),
-            }
+            )
+            .map_err(Failure::Signing)?;
+            Some((from, resigned))
         }
         None => None,
     };
     phases.lap("signed again");
-    let (signatures, kept, next_key_event, awaiting_ds, change) = match resigned {
-        Some((from, resigned)) => {
+    let (signatures, kept, next_key_event, awaiting_ds, change) = match (resigned, streamed) {
+        (Some((from, resigned)), _) => {
             let zone = resigned.zone;
             // The version served now, patched with the owners the signing
             // changed; else (no served version, no difference, a change a
@@ -123,10 +122,16 @@ pub(super) fn sign_loaded(
                 from.zip(zone.difference),
             )
         }
-        None => {
+        (None, Some(signed)) => {
+            visited += signed.zone.records;
+            let zone = signed.zone;
+            let (key_event, awaiting_ds) = (signed.next_key_event, signed.awaiting_ds);
+            (zone.signatures, zone.kept, key_event, awaiting_ds, None)
+        }
+        (None, None) => {
             // Signed whole: to the kept records only, and built from them
             // once the signer has freed its copy of the zone.
-            build_from_kept = both.build.take();
+            build_from_kept = build_from_kept.or(both.build.take());
             let signed = crate::signing::sign_into(
                 name,
                 records,
@@ -421,6 +426,46 @@ impl std::fmt::Display for Phases {
             }
         }
         Ok(())
+    }
+}
+
+/// A start's signing from the zone's saved signed records, each record
+/// streamed to `both`: `None`, logged, when the signer cannot sign from
+/// them (`both` is then emptied for a whole signing).
+fn sign_saved(
+    name: Name<'_>,
+    saved: &Records,
+    records: &Records,
+    signer: &Signer<'_>,
+    now: u64,
+    both: &mut Both<'_>,
+) -> Result<Option<crate::signing::Signed<tern_dnssec::ResignStats>>, Failure> {
+    let (dir, serial) = (signer.state_directory, signer.serial_above);
+    match crate::signing::sign_again_into(
+        name,
+        saved,
+        records,
+        signer.policy,
+        dir,
+        now,
+        serial,
+        both,
+    ) {
+        Ok(signed) => Ok(Some(signed)),
+        Err(err) => {
+            log::warn!(
+                "zone {name}: cannot sign from its saved signed records ({err}); it is \
+                 signed whole"
+            );
+            both.kept = KeptWriter::create(dir).map_err(|err| {
+                Failure::Signing(format!(
+                    "cannot keep the signed records in {}: {err}",
+                    dir.display()
+                ))
+            })?;
+            (both.next_refresh, both.earliest_expiry, both.serial) = (None, None, None);
+            Ok(None)
+        }
     }
 }
 
