@@ -207,7 +207,7 @@ impl Encoded {
 }
 
 /// A zone's recent differences, oldest first, within a size bound, each
-/// kept in its journal form ([`Encoded`]).
+/// kept in its journal form (`Encoded`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Journal {
     differences: VecDeque<Encoded>,
