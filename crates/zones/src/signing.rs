@@ -459,12 +459,7 @@ pub fn sign_again<P: RecordList + ?Sized, R: RecordList + ?Sized>(
     let stepped = step_keys(origin, records, policy, state_directory, now)?;
     let serial_above = signer_serial_above(origin, records, policy, serial_above, now);
     let keys_stepped = started.elapsed();
-    let salt = policy.nsec3.as_ref().and_then(|nsec3| {
-        previous_salt(origin, previous, nsec3).filter(|salt| {
-            // Past its `salt-lifetime`: a new salt, the chain made again.
-            crate::sign_status::salt_rotation_at(origin, nsec3, salt, now).is_none_or(|at| at > now)
-        })
-    });
+    let salt = salt_kept(origin, previous, policy, now);
     let refresh = refresh_of(policy, now);
     let signed = with_keys(
         origin,
@@ -500,11 +495,7 @@ pub fn sign_again_into<P: RecordList + ?Sized, R: RecordList + ?Sized>(
 ) -> Result<Signed<tern_dnssec::ResignStats>, String> {
     let stepped = step_keys(origin, records, policy, state_directory, now)?;
     let serial_above = signer_serial_above(origin, records, policy, serial_above, now);
-    let salt = policy.nsec3.as_ref().and_then(|nsec3| {
-        previous_salt(origin, previous, nsec3).filter(|salt| {
-            crate::sign_status::salt_rotation_at(origin, nsec3, salt, now).is_none_or(|at| at > now)
-        })
-    });
+    let salt = salt_kept(origin, previous, policy, now);
     let refresh = refresh_of(policy, now);
     with_keys(
         origin,
@@ -598,6 +589,21 @@ fn validity(policy: &Policy, now: u64) -> Result<Validity, String> {
             "signatures from {now} for {} s do not fit the RRSIG time fields",
             policy.rrsig_lifetime
         )
+    })
+}
+
+/// The NSEC3 salt of `previous` that a signing at `now` keeps: `None`
+/// (a new salt, the chain made again) without NSEC3, when the policy's
+/// length or iterations changed, or past its `salt-lifetime`.
+fn salt_kept<P: RecordList + ?Sized>(
+    origin: Name<'_>,
+    previous: &P,
+    policy: &Policy,
+    now: u64,
+) -> Option<Vec<u8>> {
+    let nsec3 = policy.nsec3.as_ref()?;
+    previous_salt(origin, previous, nsec3).filter(|salt| {
+        crate::sign_status::salt_rotation_at(origin, nsec3, salt, now).is_none_or(|at| at > now)
     })
 }
 
