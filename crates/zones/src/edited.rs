@@ -122,8 +122,10 @@ pub(crate) fn diff<O: RecordList + ?Sized, N: RecordList + ?Sized>(
 
 /// Whether a record of `rtype` that changed keeps the change to its
 /// owner: not a delegation's, a DNAME (which hides names below it) or a
-/// DNSSEC record (which the signer makes or replaces).
-fn edit_stays_at_owner(rtype: RType) -> bool {
+/// DNSSEC record (which the signer makes or replaces). The same types
+/// have the checks of a reload look beyond the changed owners
+/// (`load::changed`).
+pub(crate) fn edit_stays_at_owner(rtype: RType) -> bool {
     !matches!(
         rtype,
         RType::NS

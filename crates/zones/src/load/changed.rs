@@ -51,24 +51,6 @@ impl RecordList for Changed<'_> {
     }
 }
 
-/// Whether a change of a record of `rtype` may change what the checks
-/// find at owners other than its own, its ancestors and the apex.
-fn relates_owners(rtype: RType) -> bool {
-    matches!(
-        rtype,
-        RType::NS
-            | RType::DS
-            | RType::DNAME
-            | RType::RRSIG
-            | RType::NSEC
-            | RType::NSEC3
-            | RType::NSEC3PARAM
-            | RType::DNSKEY
-            | RType::CDS
-            | RType::CDNSKEY
-    )
-}
-
 /// The records of `records` (a zone file's, in file order) to check when
 /// they differ from `previous` (the previous load's, which loaded) in a
 /// few owners, see the module documentation; `None`: check the whole
@@ -88,7 +70,9 @@ pub(super) fn changed_records<'r>(
         .chain(diff.new.iter().map(|&index| records.record(index)));
     for record in changed {
         let owner = record.owner.to_lower();
-        if relates_owners(record.rtype) || owner.as_bytes().starts_with(b"\x01*") {
+        if !crate::edited::edit_stays_at_owner(record.rtype)
+            || owner.as_bytes().starts_with(b"\x01*")
+        {
             return None;
         }
         if matches!(record.rtype, RType::A | RType::AAAA) {
