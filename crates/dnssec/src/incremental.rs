@@ -352,27 +352,10 @@ where
         let end = zone.nodes.len().min(start + BATCH_NAMES);
         let mut part = Records::new();
         pass.sign_nodes(start..end, &mut by_owner, &mut part)?;
-        for record in part.iter() {
-            // The chain's records whose owners sort first go first (at
-            // one owner, the zone's own records first).
-            while chained < chain.len() {
-                let link = chain.record(chained);
-                if link.owner.canonical_cmp(record.owner) != Ordering::Less {
-                    break;
-                }
-                sink.record(link).map_err(SignError::Sink)?;
-                chained += 1;
-                stats.records += 1;
-            }
-            sink.record(record).map_err(SignError::Sink)?;
-            stats.records += 1;
-        }
+        stats.records += crate::zone::hand_over(&part, &chain, &mut chained, sink, false)?;
         start = end;
     }
-    for link in (chained..chain.len()).map(|index| chain.record(index)) {
-        sink.record(link).map_err(SignError::Sink)?;
-        stats.records += 1;
-    }
+    stats.records += crate::zone::hand_over(&Records::new(), &chain, &mut chained, sink, true)?;
     stats.signatures = signer.signatures;
     stats.kept = signer.kept;
     stats.next_refresh = signer.next_refresh;

@@ -419,29 +419,48 @@ fn sign_in_batches<R: RecordList + ?Sized>(
         },
         &mut |(part, signed)| {
             stats.signatures += signed;
-            for record in part.iter() {
-                // The chain's records whose owners sort first go first
-                // (at one owner, the zone's own records first).
-                while chained < chain.len() {
-                    let link = chain.record(chained);
-                    if link.owner.canonical_cmp(record.owner) != Ordering::Less {
-                        break;
-                    }
-                    sink.record(link).map_err(SignError::Sink)?;
-                    chained += 1;
-                    stats.records += 1;
-                }
-                sink.record(record).map_err(SignError::Sink)?;
-                stats.records += 1;
-            }
+            stats.records += hand_over(&part, &chain, &mut chained, sink, false)?;
             Ok(())
         },
     )?;
-    for link in (chained..chain.len()).map(|index| chain.record(index)) {
-        sink.record(link).map_err(SignError::Sink)?;
-        stats.records += 1;
-    }
+    stats.records += hand_over(&Records::new(), &chain, &mut chained, sink, true)?;
     Ok(stats)
+}
+
+/// Hands `part` (a batch of signed records in canonical order) to `sink`,
+/// preceded by the records of the NSEC3 `chain` from `*chained` on whose
+/// owners sort before each (at one owner, the zone's own records first);
+/// after the `last` batch, the rest of the chain. How many records were
+/// handed over. Bound: `part` and the chain's records handed.
+pub(crate) fn hand_over(
+    part: &Records,
+    chain: &Records,
+    chained: &mut usize,
+    sink: &mut dyn Sink,
+    last: bool,
+) -> Result<usize, SignError> {
+    let mut handed = 0;
+    for record in part.iter() {
+        while *chained < chain.len() {
+            let link = chain.record(*chained);
+            if link.owner.canonical_cmp(record.owner) != Ordering::Less {
+                break;
+            }
+            sink.record(link).map_err(SignError::Sink)?;
+            *chained += 1;
+            handed += 1;
+        }
+        sink.record(record).map_err(SignError::Sink)?;
+        handed += 1;
+    }
+    if last {
+        for link in (*chained..chain.len()).map(|index| chain.record(index)) {
+            sink.record(link).map_err(SignError::Sink)?;
+            handed += 1;
+        }
+        *chained = chain.len();
+    }
+    Ok(handed)
 }
 
 /// The zone ready to sign: its records in canonical order, each once,
