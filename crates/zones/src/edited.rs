@@ -3,13 +3,15 @@
 //! them and the kept records get a patch of them, so that the reload
 //! costs the change, not the zone (issue 24; docs/decisions/0014, 0019).
 //!
-//! The zone file is still read and checked whole (a file is text: what
-//! changed is known only once it is read). Its records are then compared
-//! in file order with the previous load's ([`diff`]: a pass that moves
-//! both lists in step and, where they differ, looks at most [`RESYNC`]
-//! records ahead in each for them to agree again); the owners of the
-//! records that differ, and the apex (its SOA's serial changes), are the
-//! owners edited. Each is signed again from its records in the served
+//! The zone file is still read whole (a file is text: what changed is known
+//! only once it is read; a large one on the signing threads), and checked
+//! whole unless `load::changed` finds the change confined to a few owners
+//! (then only they, their ancestors and the apex). Its records are then
+//! compared in file order with the previous load's ([`diff`]: a pass that
+//! moves both lists in step and, where they differ, looks at most
+//! [`RESYNC`] records ahead in each for them to agree again); the owners of
+//! the records that differ, and the apex (its SOA's serial changes), are
+//! the owners edited. Each is signed again from its records in the served
 //! version ([`tern_dnssec::resign_owners`]: the RRSIGs of the RRsets that
 //! did not change kept, the NSEC's next name kept, its type bitmap made
 //! again).

@@ -198,10 +198,11 @@ pub(super) fn load_zone_with(
         file_of: &file_of,
     };
     match signer {
-        // A zone with a policy is built from its signed records only,
-        // each handed to the builder as it is signed (signed whole, on
-        // the signing threads, as each batch is done): a signing failure
-        // leaves nothing to serve.
+        // A zone with a policy is built from its signed records only
+        // (signed whole or from a saved copy, read back from the kept
+        // file once the signer's copy of the zone is freed; signed from
+        // the served version, as each is made): a signing failure leaves
+        // nothing to serve.
         Some(signer) => {
             // The signer hands its records over owner by owner: each
             // owner's RRsets go into the zone's tables as they come.
