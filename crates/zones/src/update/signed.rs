@@ -431,11 +431,8 @@ fn window_update(
         return Ok(None);
     }
     let origin = served.origin();
-    let lower = |name: Name<'_>| NameBuf::from_name(name.to_lower().as_name());
     // The changed owners, the apex aside.
-    let mut changed: BTreeSet<Key> = BTreeSet::new();
-    let mut window: std::collections::BTreeMap<Key, NameBuf> = Default::default();
-    window.insert(Key::of(origin), lower(origin));
+    let mut owners: Vec<NameBuf> = Vec::new();
     for record in differences
         .iter()
         .flat_map(|difference| difference.deleted.iter().chain(&difference.added))
@@ -445,56 +442,21 @@ fn window_update(
         if record.rtype == RType::DNAME || (record.rtype == RType::NS && !apex) {
             return Ok(None);
         }
-        if !apex && changed.insert(Key::of(owner)) {
-            if changed.len() > MAX_WINDOW_OWNERS {
-                return Ok(None);
-            }
-            window.insert(Key::of(owner), lower(owner));
+        if !apex {
+            owners.push(NameBuf::from_name(owner));
         }
     }
-    let mut scanned = 0usize;
-    let starts: Vec<NameBuf> = window.values().copied().collect();
-    for name in &starts {
-        let name = name.as_name();
-        // The zone cuts above (no delegation or DNAME changed below the
-        // apex: the same before and after).
-        let mut above = name;
-        while let Some(parent) = above.parent() {
-            if parent.label_count() <= origin.label_count() {
-                break;
-            }
-            let cut = unsigned
-                .node(&Key::of(parent))
-                .is_some_and(|node| node.has(RType::NS) || node.has(RType::DNAME));
-            if cut {
-                window
-                    .entry(Key::of(parent))
-                    .or_insert_with(|| lower(parent));
-            }
-            above = parent;
-        }
-        // The NSEC owners before (the apex has none: the last owner's NSEC
-        // names it, unchanged) and after, past the changed ones.
-        let sides: &[bool] = if name.eq_ignore_case(origin) {
-            &[true]
-        } else {
-            &[false, true]
-        };
-        for &after in sides {
-            let budget = MAX_WINDOW_SCAN.saturating_sub(scanned);
-            match nsec_neighbours(served, name, after, &changed, &mut window, budget) {
-                Some(looked) => scanned += looked,
-                None => return Ok(None),
-            }
-        }
-        if window.len() > MAX_WINDOW_OWNERS {
-            return Ok(None);
-        }
-    }
-    // The window's new (unsigned) and previous (signed) records.
+    let is_cut = |parent: Name<'_>| {
+        unsigned
+            .node(&Key::of(parent))
+            .is_some_and(|node| node.has(RType::NS) || node.has(RType::DNAME))
+    };
+    let Some(window) = window_of(served, owners.iter().map(NameBuf::as_name), &is_cut) else {
+        return Ok(None);
+    };
+    // The window's new (unsigned) records.
     let mut input: Vec<tern_zone::Record> = Vec::new();
-    let mut before = Records::new();
-    for (key, name) in &window {
+    for (key, name) in &window.owners {
         if let Some(node) = unsigned.node(key) {
             for rrset in node.rrsets() {
                 for rdata in &rrset.records {
@@ -509,19 +471,216 @@ fn window_update(
                 }
             }
         }
-        served_owner(served, name.as_name(), &mut before)?;
     }
     let state = state_directory(keys)?;
-    let resigned = crate::signing::sign_window(
-        origin,
-        &before,
+    let Some(signed) = sign_window_of(
+        served,
+        &window,
         &input,
         &keys.policy,
         &state,
         now,
         Some(served.serial()),
-    )?;
+    )?
+    else {
+        return Ok(None);
+    };
+    drop(input);
+    let WindowSigned {
+        records: out,
+        change,
+        signatures,
+        visited,
+        ..
+    } = signed;
+    let window = window.owners;
+    let mut cost = Cost {
+        visited,
+        signatures,
+        copied: 0,
+    };
+    // The served version patched with the owners that changed, else built
+    // whole.
+    let mut changes = tern_authority::ZoneChanges::new();
+    for (owner, range) in changed_owners(&out, &change) {
+        changes.set(
+            owner,
+            out[range]
+                .iter()
+                .map(|record| (record.rtype, record.ttl, &record.rdata[..])),
+        );
+    }
+    let zone = match served.patch(&changes) {
+        Ok(patched) if patched.zone.garbage_bytes() <= patched.zone.table_bytes() / 2 => {
+            patched.zone
+        }
+        _ => {
+            let records = spliced(served, &window, &out)?;
+            cost.copied += RecordList::len(&records);
+            build(origin, &records)?.1
+        }
+    };
+    log::debug!(
+        "zone {origin}: an update signed as a window of {} owners ({} records read, {} RRSIGs \
+         made)",
+        window.len(),
+        cost.visited,
+        cost.signatures
+    );
+    let difference = change_difference(served, &zone, change);
+    Ok(Some(SignedUpdate {
+        zone: Arc::new(zone),
+        records: Records::new(),
+        difference,
+        cost,
+    }))
+}
+
+/// A window of an NSEC zone to sign apart ([`window_of`]).
+pub(crate) struct Window {
+    /// The changed owners, the apex aside.
+    changed: BTreeSet<Key>,
+    /// The owners of the window, lowercased, in canonical order.
+    owners: std::collections::BTreeMap<Key, NameBuf>,
+    /// NSEC owners of the served version looked at.
+    scanned: usize,
+}
+
+impl Window {
+    /// The owners of the window, lowercased, in canonical order.
+    pub(crate) fn owners(&self) -> impl Iterator<Item = Name<'_>> {
+        self.owners.values().map(NameBuf::as_name)
+    }
+
+    /// How many owners the window has.
+    pub(crate) fn len(&self) -> usize {
+        self.owners.len()
+    }
+}
+
+/// The window of the served signed NSEC version `served` for a change of
+/// `changed` owners (the apex among them or not; no delegation or DNAME
+/// changed): the apex, each changed owner, the nearest NSEC owners of
+/// `served` before and after each (past the changed ones,
+/// [`Zone::nsec_owners_around`]), and the zone cuts above each
+/// (`is_cut`, so that glue stays glue). `None` past
+/// [`MAX_WINDOW_OWNERS`] owners or [`MAX_WINDOW_SCAN`] NSEC owners looked
+/// at. Bound: those limits.
+pub(crate) fn window_of<'n>(
+    served: &Zone,
+    changed: impl Iterator<Item = Name<'n>>,
+    is_cut: &dyn Fn(Name<'_>) -> bool,
+) -> Option<Window> {
+    let origin = served.origin();
+    let lower = |name: Name<'_>| NameBuf::from_name(name.to_lower().as_name());
+    let mut window = Window {
+        changed: BTreeSet::new(),
+        owners: Default::default(),
+        scanned: 0,
+    };
+    window.owners.insert(Key::of(origin), lower(origin));
+    for owner in changed {
+        if !owner.eq_ignore_case(origin) && window.changed.insert(Key::of(owner)) {
+            if window.changed.len() > MAX_WINDOW_OWNERS {
+                return None;
+            }
+            window.owners.insert(Key::of(owner), lower(owner));
+        }
+    }
+    let starts: Vec<NameBuf> = window.owners.values().copied().collect();
+    for name in &starts {
+        let name = name.as_name();
+        // The zone cuts above (no delegation or DNAME changed below the
+        // apex: the same before and after).
+        let mut above = name;
+        while let Some(parent) = above.parent() {
+            if parent.label_count() <= origin.label_count() {
+                break;
+            }
+            if is_cut(parent) {
+                window
+                    .owners
+                    .entry(Key::of(parent))
+                    .or_insert_with(|| lower(parent));
+            }
+            above = parent;
+        }
+        // The NSEC owners before (the apex has none: the last owner's NSEC
+        // names it, unchanged) and after, past the changed ones.
+        let sides: &[bool] = if name.eq_ignore_case(origin) {
+            &[true]
+        } else {
+            &[false, true]
+        };
+        for &after in sides {
+            let budget = MAX_WINDOW_SCAN.saturating_sub(window.scanned);
+            let looked = nsec_neighbours(
+                served,
+                name,
+                after,
+                &window.changed,
+                &mut window.owners,
+                budget,
+            )?;
+            window.scanned += looked;
+        }
+        if window.owners.len() > MAX_WINDOW_OWNERS {
+            return None;
+        }
+    }
+    Some(window)
+}
+
+/// A window signed ([`sign_window_of`]).
+pub(crate) struct WindowSigned {
+    /// The window's signed records, in canonical order.
+    pub(crate) records: Vec<tern_zone::Record>,
+    /// What changed from the served version.
+    pub(crate) change: tern_dnssec::Change,
+    /// RRSIGs made.
+    pub(crate) signatures: usize,
+    /// Records read: the window's new and previous records, and the NSEC
+    /// owners looked at.
+    pub(crate) visited: usize,
+    /// When the first signature made or kept is due for refresh.
+    pub(crate) next_refresh: Option<u64>,
+    /// When a key's next step is due.
+    pub(crate) next_key_event: Option<u64>,
+    /// Whether a KSK's or CSK's DS is awaited at the parent.
+    pub(crate) awaiting_ds: bool,
+}
+
+/// The owners of `window` signed from `input` (their new records,
+/// unsigned) and their previous records in `served` (read one name at a
+/// time) through [`crate::signing::sign_window`]: what changed is signed,
+/// the rest kept. An owner of the window whose next NSEC owner lies
+/// outside it (only a neighbour's, whose NSEC did not change) keeps its
+/// previous NSEC and signatures. `None` when the window cannot be signed
+/// apart. Bound: the window's records, a look-up of `served` per owner,
+/// [`MAX_WINDOW_SCAN`] NSEC owners looked at.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn sign_window_of(
+    served: &Zone,
+    window: &Window,
+    input: &[tern_zone::Record],
+    policy: &crate::signing::Policy,
+    state: &Path,
+    now: u64,
+    serial_above: Option<u32>,
+) -> Result<Option<WindowSigned>, String> {
+    let origin = served.origin();
+    let lower = |name: Name<'_>| NameBuf::from_name(name.to_lower().as_name());
+    let changed = &window.changed;
+    let mut scanned = window.scanned;
+    // The window's previous (signed) records.
+    let mut before = Records::new();
+    for name in window.owners.values() {
+        served_owner(served, name.as_name(), &mut before)?;
+    }
+    let resigned =
+        crate::signing::sign_window(origin, &before, input, policy, state, now, serial_above)?;
     let signatures = resigned.zone.signatures;
+    let next_refresh = resigned.zone.next_refresh;
     let Some(mut change) = resigned.zone.difference else {
         return Ok(None);
     };
@@ -551,7 +710,7 @@ fn window_update(
             if next.is_some_and(|next| after.canonical_cmp(next.as_name()).is_ge()) {
                 break false;
             }
-            if !window.contains_key(&Key::of(after)) {
+            if !window.owners.contains_key(&Key::of(after)) {
                 break true;
             }
             from = NameBuf::from_name(after);
@@ -589,52 +748,34 @@ fn window_update(
                 .count();
         out.splice(end..end, previous_nsec);
     }
-    let mut cost = Cost {
+    Ok(Some(WindowSigned {
         visited: scanned + input.len() + RecordList::len(&before),
+        records: out,
+        change,
         signatures,
-        copied: 0,
-    };
-    drop((input, before));
-    // The served version patched with the owners that changed, else built
-    // whole.
-    let mut changes = tern_authority::ZoneChanges::new();
+        next_refresh,
+        next_key_event: resigned.next_key_event,
+        awaiting_ds: resigned.awaiting_ds,
+    }))
+}
+
+/// The owners `change` names, each once in canonical order, with the
+/// range of their records in `out` (a window's signed records, in
+/// canonical order; empty for an owner removed).
+pub(crate) fn changed_owners<'c>(
+    out: &[tern_zone::Record],
+    change: &'c tern_dnssec::Change,
+) -> Vec<(Name<'c>, std::ops::Range<usize>)> {
     let mut owners: Vec<&tern_zone::Record> = change.deleted.iter().chain(&change.added).collect();
     owners.sort_unstable_by(|a, b| a.owner.as_name().canonical_cmp(b.owner.as_name()));
     owners.dedup_by(|a, b| a.owner.as_name().eq_ignore_case(b.owner.as_name()));
-    for owner in owners {
-        let owner = owner.owner.as_name();
-        let range = owner_range(&out, owner);
-        changes.set(
-            owner,
-            out[range]
-                .iter()
-                .map(|record| (record.rtype, record.ttl, &record.rdata[..])),
-        );
-    }
-    let zone = match served.patch(&changes) {
-        Ok(patched) if patched.zone.garbage_bytes() <= patched.zone.table_bytes() / 2 => {
-            patched.zone
-        }
-        _ => {
-            let records = spliced(served, &window, &out)?;
-            cost.copied += RecordList::len(&records);
-            build(origin, &records)?.1
-        }
-    };
-    log::debug!(
-        "zone {origin}: an update signed as a window of {} owners ({} records read, {} RRSIGs \
-         made)",
-        window.len(),
-        cost.visited,
-        cost.signatures
-    );
-    let difference = change_difference(served, &zone, change);
-    Ok(Some(SignedUpdate {
-        zone: Arc::new(zone),
-        records: Records::new(),
-        difference,
-        cost,
-    }))
+    owners
+        .into_iter()
+        .map(|record| {
+            let owner = record.owner.as_name();
+            (owner, owner_range(out, owner))
+        })
+        .collect()
 }
 
 /// The signed records of `served` (walked, in canonical order) with the
