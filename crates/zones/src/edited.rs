@@ -18,7 +18,7 @@
 //!
 //! An edit that adds or removes names (the NSEC chain changes) is signed
 //! as an update is: a window of the served version
-//! ([`crate::update::signed::window_of`]: the edited owners, their NSEC
+//! ([`crate::window::window_of`]: the edited owners, their NSEC
 //! neighbours, the zone cuts above them, the apex) through the incremental
 //! signer, the served version and the kept records patched with the owners
 //! that changed (`sign_window_edits`).
@@ -500,7 +500,7 @@ pub(crate) fn sign_edits(
 
 /// The zone's next version when an edit added or removed names (the NSEC
 /// chain changes): signed as a window of the served version, as an update
-/// is ([`crate::update::signed::window_of`]: the edited owners, their NSEC
+/// is ([`crate::window::window_of`]: the edited owners, their NSEC
 /// neighbours, the zone cuts above them, the apex), the served version
 /// patched with the owners that changed and the kept records with a
 /// patch of them (a name added goes into its place in canonical order).
@@ -508,7 +508,7 @@ pub(crate) fn sign_edits(
 /// `owners`); the others' the served version's, the signer's aside.
 /// `Ok(None)`: signed again from the previous version instead (the window
 /// too large, the keys' DNSKEY RRset changed, or the patch refused).
-/// Bound: the window's ([`crate::update::signed::sign_window_of`]).
+/// Bound: the window's ([`crate::window::sign_window_of`]).
 #[allow(clippy::too_many_arguments)]
 fn sign_window_edits(
     origin: Name<'_>,
@@ -521,7 +521,7 @@ fn sign_window_edits(
     now: u64,
     serial_above: Option<u32>,
 ) -> Result<Option<EditSigned>, String> {
-    use crate::update::signed::{changed_owners, sign_window_of, window_of};
+    use crate::window::{changed_owners, sign_window_of, window_of};
     let declined = |why: &str| {
         log::debug!("zone {origin}: signed again from its previous version: {why}");
         Ok(None)

@@ -1456,7 +1456,7 @@ fn replay_stamped(zone: Arc<Zone>, stamp: &crate::load::Stamp, path: &Path) -> A
 }
 
 pub mod forward;
-pub(crate) mod signed;
+mod signed;
 
 pub use forward::{ForwardRequest, SecondaryUpdate};
 

@@ -232,10 +232,10 @@ fn served_shape(zone: &Zone) -> Shape {
     }
     shape(records.into_iter())
 }
-/// A name added to a signed zone's file, then removed, is signed from the
-/// previous version (the NSEC chain changes), but the file's checks and
-/// its look for RRsets of several TTLs read only the changed owner's, its
-/// ancestors' and the apex's records: as many at 5,000 names as at
+/// A name added to a signed zone's file, then removed (signed as a window,
+/// the NSEC chain changes): the file's checks and its look for RRsets of
+/// several TTLs read only the changed owner's, its ancestors' and the
+/// apex's records: as many at 5,000 names as at
 /// 50,000. An error at the changed owner (a CNAME beside its address) is
 /// still found, and one that relates owners (an NS record) has the whole
 /// file checked.
