@@ -381,7 +381,7 @@ pub(crate) fn sign_edits(
                 previous,
                 served,
                 owners,
-                &edits_records,
+                edits_records,
                 policy,
                 state_directory,
                 now,
