@@ -16,25 +16,32 @@
 //! did not change kept, the NSEC's next name kept, its type bitmap made
 //! again).
 //!
+//! An edit that adds or removes names (the NSEC chain changes) is signed
+//! as an update is: a window of the served version
+//! ([`crate::window::window_of`]: the edited owners, their NSEC
+//! neighbours, the zone cuts above them, the apex) through the incremental
+//! signer, the served version and the kept records patched with the owners
+//! that changed (`sign_window_edits`).
+//!
 //! The previous version's whole signing from its kept records
 //! ([`crate::signing::sign_again`]) is used instead when this cannot be
-//! told to give the same zone ([`sign_edits`] says `None`): a name added
-//! or removed (the NSEC chain changes), a delegation, glue, DNAME or a
-//! DNSSEC record among the records that differ, an NSEC3 zone, a key
-//! event or signatures due for refresh, a policy changed, more than
-//! [`MAX_EDITED_RECORDS`] records that differ, or the kept records
+//! told to give the same zone ([`sign_edits`] says `None`): a delegation,
+//! glue, DNAME or a DNSSEC record among the records that differ, an NSEC3
+//! zone, a key event or signatures due for refresh, a policy changed, the
+//! keys' DNSKEY RRset changed, more than [`MAX_EDITED_RECORDS`] records
+//! that differ, a window past the update's bounds, or the kept records
 //! carrying [`crate::kept::MAX_PATCHES`] patches.
 
 use std::path::Path;
 
 use tern_authority::Zone;
-use tern_dnssec::{OwnerEdit, OwnersResigned, MAX_OWNER_EDITS};
+use tern_dnssec::{OwnerEdit, MAX_OWNER_EDITS};
 use tern_wire::name::{LowerNameBuf, Name};
 use tern_wire::types::{RClass, RType};
 use tern_zone::{Location, RecordList, RecordRef, Records};
 
 use crate::kept::{KeptRecords, MAX_PATCHES};
-use crate::signing::{KeyState, Policy, Signed};
+use crate::signing::{KeyState, Policy};
 
 /// The most records (deleted and added) an edit may change for only its
 /// owners to be signed again.
@@ -169,8 +176,18 @@ pub(crate) struct EditSigned {
     pub(crate) zone: Zone,
     /// The kept records patched.
     pub(crate) kept: KeptRecords,
-    /// The owners signed, what the keys call for next.
-    pub(crate) signed: Signed<OwnersResigned>,
+    /// The RRSIGs made.
+    pub(crate) signatures: usize,
+    /// When the first signature made or kept is due for refresh.
+    pub(crate) next_refresh: Option<u64>,
+    /// When a key's next step is due.
+    pub(crate) next_key_event: Option<u64>,
+    /// Whether a KSK's or CSK's DS is awaited at the parent.
+    pub(crate) awaiting_ds: bool,
+    /// What changed from the served version.
+    pub(crate) difference: tern_dnssec::Change,
+    /// Records the signer read or made.
+    pub(crate) visited: usize,
     /// The owners edited.
     pub(crate) owners: usize,
     /// The RRSIG records of the new version.
@@ -221,6 +238,16 @@ impl Edits<'_> {
     /// The edited owners' records, as one list (for the zone checks).
     pub(crate) fn list(&self) -> List<'_> {
         List(self.records.concat())
+    }
+
+    /// Whether the edit adds or removes names: an edited owner with no
+    /// records in `served` (the previous version) or none in the file.
+    /// Bound: a look-up per edited owner.
+    pub(crate) fn adds_or_removes(&self, served: &Zone) -> bool {
+        self.owners
+            .iter()
+            .zip(&self.records)
+            .any(|(owner, new)| new.is_empty() || served.owner_records(owner.as_name()).is_empty())
     }
 }
 
@@ -339,6 +366,7 @@ pub(crate) fn sign_edits(
     serial_above: Option<u32>,
 ) -> Result<Option<EditSigned>, String> {
     let owners = &edits.owners;
+    let edits_records = &edits.records;
     let new_records = edits.records.iter().cloned();
     // Each edited owner's records in the served version.
     let mut edits = Vec::with_capacity(owners.len());
@@ -346,13 +374,19 @@ pub(crate) fn sign_edits(
         // None (or an empty non-terminal, outside the NSEC chain): a name
         // added.
         let old = served.owner_records(owner.as_name().to_lower().as_name());
-        if old.is_empty() {
-            log::debug!("zone {origin}: signed again from its previous version: a name added");
-            return Ok(None);
-        }
-        if new.is_empty() {
-            log::debug!("zone {origin}: signed again from its previous version: a name removed");
-            return Ok(None);
+        if old.is_empty() || new.is_empty() {
+            // A name added or removed: the NSEC chain changes.
+            return sign_window_edits(
+                origin,
+                previous,
+                served,
+                owners,
+                edits_records,
+                policy,
+                state_directory,
+                now,
+                serial_above,
+            );
         }
         let previous: Vec<RecordRef<'_>> = old
             .iter()
@@ -455,7 +489,182 @@ pub(crate) fn sign_edits(
         kept,
         owners: edits.len(),
         rrsigs: (previous.rrsigs + rrsigs_after).saturating_sub(rrsigs_before),
-        signed,
+        signatures: signed.zone.signatures,
+        next_refresh: signed.zone.next_refresh,
+        next_key_event: signed.next_key_event,
+        awaiting_ds: signed.awaiting_ds,
+        difference: signed.zone.difference,
+        visited: signed.zone.visited,
+    }))
+}
+
+/// The zone's next version when an edit added or removed names (the NSEC
+/// chain changes): signed as a window of the served version, as an update
+/// is ([`crate::window::window_of`]: the edited owners, their NSEC
+/// neighbours, the zone cuts above them, the apex), the served version
+/// patched with the owners that changed and the kept records with a
+/// patch of them (a name added goes into its place in canonical order).
+/// The edited owners' new records are the file's (`new_records`, by
+/// `owners`); the others' the served version's, the signer's aside.
+/// `Ok(None)`: signed again from the previous version instead (the window
+/// too large, the keys' DNSKEY RRset changed, or the patch refused).
+/// Bound: the window's ([`crate::window::sign_window_of`]).
+#[allow(clippy::too_many_arguments)]
+fn sign_window_edits(
+    origin: Name<'_>,
+    previous: &Previous<'_>,
+    served: &Zone,
+    owners: &[LowerNameBuf],
+    new_records: &[Vec<RecordRef<'_>>],
+    policy: &Policy,
+    state_directory: &Path,
+    now: u64,
+    serial_above: Option<u32>,
+) -> Result<Option<EditSigned>, String> {
+    use crate::window::{changed_owners, sign_window_of, window_of};
+    let declined = |why: &str| {
+        log::debug!("zone {origin}: signed again from its previous version: {why}");
+        Ok(None)
+    };
+    let is_cut = |name: Name<'_>| {
+        served
+            .owner_records(name.to_lower().as_name())
+            .iter()
+            .any(|record| record.rtype == RType::NS || record.rtype == RType::DNAME)
+    };
+    // The NSEC records' TTL follows the SOA's TTL and minimum: changed,
+    // every NSEC changes.
+    let soa = served.soa_record();
+    let denial = |ttl: u32, rdata: &[u8]| {
+        (
+            ttl,
+            rdata.len().checked_sub(4).map(|at| rdata[at..].to_vec()),
+        )
+    };
+    let same_denial = new_records.iter().flatten().any(|record| {
+        record.rtype == RType::SOA
+            && record.owner.eq_ignore_case(origin)
+            && denial(record.ttl, record.rdata) == denial(soa.ttl, soa.rdata)
+    });
+    if !same_denial {
+        return declined("a name added or removed, and the SOA's TTL or minimum changed");
+    }
+    let Some(window) = window_of(served, owners.iter().map(LowerNameBuf::as_name), &is_cut) else {
+        return declined("a name added or removed, and the window too large");
+    };
+    // The window's new records, unsigned.
+    let record = |record: RecordRef<'_>| tern_zone::Record {
+        owner: tern_wire::name::NameBuf::from_name(record.owner),
+        class: RClass::IN,
+        ttl: record.ttl,
+        rtype: record.rtype,
+        rdata: record.rdata.to_vec(),
+        location: Location::default(),
+    };
+    let mut input: Vec<tern_zone::Record> = Vec::new();
+    for owner in window.owners() {
+        match owners
+            .iter()
+            .position(|edited| edited.as_name().eq_ignore_case(owner))
+        {
+            Some(at) => input.extend(new_records[at].iter().copied().map(record)),
+            None => {
+                for served_record in served.owner_records(owner).iter() {
+                    if !matches!(served_record.rtype, RType::RRSIG | RType::NSEC) {
+                        input.push(record(RecordRef {
+                            owner: served_record.owner,
+                            class: RClass::IN,
+                            ttl: served_record.ttl,
+                            rtype: served_record.rtype,
+                            rdata: served_record.rdata,
+                            location: Location::default(),
+                        }));
+                    }
+                }
+            }
+        }
+    }
+    let Some(signed) = sign_window_of(
+        served,
+        &window,
+        &input,
+        policy,
+        state_directory,
+        now,
+        serial_above,
+    )?
+    else {
+        return declined("a name added or removed, and the window not signed apart");
+    };
+    let visited = signed.visited;
+    let dnskey = |records: &[tern_zone::Record]| records.iter().any(|r| r.rtype == RType::DNSKEY);
+    if dnskey(&signed.change.added) || dnskey(&signed.change.deleted) {
+        return declined("a name added or removed, and the keys changed");
+    }
+    let out = &signed.records;
+    let changed = changed_owners(out, &signed.change);
+    if changed.len() > MAX_OWNER_EDITS {
+        return declined("a name added or removed, and too many owners changed");
+    }
+    // The served version patched with each changed owner's records.
+    let mut changes = tern_authority::ZoneChanges::new();
+    for (owner, range) in &changed {
+        changes.set(
+            *owner,
+            out[range.clone()]
+                .iter()
+                .map(|record| (record.rtype, record.ttl, &record.rdata[..])),
+        );
+    }
+    let zone = match served.patch(&changes) {
+        Ok(patched) if patched.zone.garbage_bytes() <= patched.zone.table_bytes() / 2 => {
+            patched.zone
+        }
+        Ok(_) | Err(_) => return declined("a name added or removed, and not patched"),
+    };
+    // The kept records: a patch of the changed owners' records.
+    let is_rrsig = |record: &&tern_zone::Record| record.rtype == RType::RRSIG;
+    let before = signed.change.deleted.len();
+    let after = signed.change.added.len();
+    let rrsigs_before = signed.change.deleted.iter().filter(is_rrsig).count();
+    let rrsigs_after = signed.change.added.iter().filter(is_rrsig).count();
+    let patch: Vec<(Name<'_>, Vec<RecordRef<'_>>)> = changed
+        .iter()
+        .map(|(owner, range)| {
+            let records = out[range.clone()]
+                .iter()
+                .map(|record| RecordRef {
+                    owner: record.owner.as_name(),
+                    class: record.class,
+                    ttl: record.ttl,
+                    rtype: record.rtype,
+                    rdata: &record.rdata,
+                    location: Location::default(),
+                })
+                .collect();
+            (*owner, records)
+        })
+        .collect();
+    let count = (previous.kept.len() + after).saturating_sub(before);
+    let kept = previous
+        .kept
+        .patched(&patch, count)
+        .map_err(|err| format!("cannot keep the signed records: {err}"))?;
+    log::debug!(
+        "zone {origin}: a name added or removed, signed as a window of {} owners",
+        window.len()
+    );
+    Ok(Some(EditSigned {
+        zone,
+        kept,
+        owners: owners.len(),
+        rrsigs: (previous.rrsigs + rrsigs_after).saturating_sub(rrsigs_before),
+        signatures: signed.signatures,
+        next_refresh: signed.next_refresh,
+        next_key_event: signed.next_key_event,
+        awaiting_ds: signed.awaiting_ds,
+        visited,
+        difference: signed.change,
     }))
 }
 

@@ -19,7 +19,8 @@
 //! all its new records, and the new version's list is the previous one's
 //! (the same file, its patches) with that patch after them; reading it
 //! back puts each patched owner's latest records in the place of its
-//! records in the file's first list. The versions share the file, each
+//! records in the file's first list (an owner not in it, a name added
+//! since, in its place in canonical order). The versions share the file, each
 //! reading up to its own end; [`MAX_PATCHES`] patches at most, then the
 //! zone is signed again from its previous version and written whole.
 //!
@@ -370,6 +371,15 @@ impl KeptRecords {
             // records together).
             let mut list = Records::new();
             read_records(&mut reader, self.base, &mut list)?;
+            // The patched owners in canonical order, the first last: one
+            // still not met when the list reaches an owner after it is not
+            // in the list (a name a later version added), and goes there.
+            let mut order: Vec<Vec<u8>> = patched.keys().cloned().collect();
+            let canonical = |a: &[u8], b: &[u8]| match (Name::from_wire(a), Name::from_wire(b)) {
+                (Ok(a), Ok(b)) => a.canonical_cmp(b),
+                _ => a.cmp(b),
+            };
+            order.sort_unstable_by(|a, b| canonical(b, a));
             let mut skipping: Option<Vec<u8>> = None;
             for record in list.iter() {
                 if let Some(owner) = &skipping {
@@ -377,6 +387,15 @@ impl KeptRecords {
                         continue;
                     }
                     skipping = None;
+                }
+                while order
+                    .last()
+                    .is_some_and(|owner| canonical(owner, record.owner.as_bytes()).is_lt())
+                {
+                    let owner = order.pop().unwrap_or_default();
+                    for record in patched.remove(&owner).iter().flat_map(Records::iter) {
+                        Sink::record(&mut records, record).map_err(damaged)?;
+                    }
                 }
                 let lower = record.owner.to_lower();
                 match patched.remove(lower.as_bytes()) {
@@ -389,8 +408,11 @@ impl KeptRecords {
                     None => Sink::record(&mut records, record).map_err(damaged)?,
                 }
             }
-            if !patched.is_empty() {
-                return Err(damaged("kept records: a patched owner not in the list"));
+            // Those after the list's last owner.
+            while let Some(owner) = order.pop() {
+                for record in patched.remove(&owner).iter().flat_map(Records::iter) {
+                    Sink::record(&mut records, record).map_err(damaged)?;
+                }
             }
         }
         if !io::BufRead::fill_buf(&mut reader)?.is_empty() {

@@ -55,6 +55,7 @@ pub mod signing;
 pub mod start;
 pub mod state;
 pub mod update;
+mod window;
 mod work;
 pub mod xot;
 

@@ -247,7 +247,9 @@ pub(super) fn sign_loaded(
 /// the whole file is otherwise (errors as [`Failure::Zone`], warnings into
 /// `warnings`): every error `check_zone` finds is at one owner or the
 /// apex, but for records below a DNAME (no DNAME changes here, and the
-/// edited owners were in the previous version, below none); warnings that
+/// edited owners were in the previous version, below none; names added or
+/// removed have their ancestors checked too, as [`super::changed`] says, or
+/// the whole file by the caller); warnings that
 /// relate names (glue, the NSEC chain of a signed file) are not repeated.
 pub(super) fn sign_edited(
     origin: &NameBuf,
@@ -282,8 +284,17 @@ pub(super) fn sign_edited(
         return Ok(None);
     };
     let mut errors = Vec::new();
-    let checked = edits.list();
-    for diagnostic in tern_zone::check::check_zone(name, &checked) {
+    // A name added or removed: its ancestors checked too, or the whole
+    // file when the change relates owners (`load::changed`).
+    let checked: Box<dyn tern_zone::RecordList> = if edits.adds_or_removes(served) {
+        match super::changed::changed_records(name, &base.unsigned, records) {
+            Some(changed) => Box::new(changed),
+            None => return Ok(None),
+        }
+    } else {
+        Box::new(edits.list())
+    };
+    for diagnostic in tern_zone::check::check_zone(name, &*checked) {
         let line = diagnostic.render(&file_of(diagnostic.location));
         match diagnostic.severity {
             Severity::Error => errors.push(line),
@@ -309,14 +320,12 @@ pub(super) fn sign_edited(
     else {
         return Ok(None);
     };
-    let signatures = edit.signed.zone.signatures;
+    let signatures = edit.signatures;
     let kept = edit.rrsigs.saturating_sub(signatures);
     let next = edit
-        .signed
-        .zone
         .next_refresh
         .map_or(base.next_refresh, |at| at.min(base.next_refresh));
-    let next_key_event = edit.signed.next_key_event;
+    let next_key_event = edit.next_key_event;
     log::info!(
         "zone {name}: signed, {signatures} signatures made, {kept} kept, in {} ms; \
          {} owners edited, {} records kept on disk for the next signing ({} octets, \
@@ -344,11 +353,11 @@ pub(super) fn sign_edited(
         dir: crate::keys::key_dir(signer.state_directory, name),
         policy: Arc::clone(signer.policy),
         next_event: next_key_event,
-        awaiting_ds: edit.signed.awaiting_ds,
+        awaiting_ds: edit.awaiting_ds,
     };
     let serial = edit.zone.serial();
     let cost = SigningCost {
-        visited: edit.signed.zone.visited,
+        visited: edit.visited,
         signatures,
         written: edit.kept.written(),
         checked: checked.len(),
@@ -359,7 +368,7 @@ pub(super) fn sign_edited(
         resign_at: next_key_event.map_or(next, |at| at.min(next)),
         key_event_first: next_key_event.is_some_and(|at| at < next),
         keys: Arc::new(keys),
-        change: Mutex::new(Some((base.serial, edit.signed.zone.difference))),
+        change: Mutex::new(Some((base.serial, edit.difference))),
         signatures,
         kept,
         edit_base: Some(EditBase {

@@ -114,10 +114,128 @@ fn a_signed_reload_costs_the_change_not_the_zone() {
     assert_eq!(costs[1], costs[3], "the second edit too");
 }
 
-/// A name added to a signed zone's file, then removed, is signed from the
-/// previous version (the NSEC chain changes), but the file's checks and
-/// its look for RRsets of several TTLs read only the changed owner's, its
-/// ancestors' and the apex's records: as many at 5,000 names as at
+/// A name added to a signed NSEC zone's file, then removed, at 5,000
+/// names and at 50,000: each reload signs a window of the zone (the
+/// name, its NSEC neighbours, the apex), not the zone, so it visits as
+/// many records and makes as many signatures at both sizes; the version
+/// served is the previous one patched, and holds the records a whole
+/// signing of the same file makes, the RRSIGs compared by owner, type
+/// covered and key (at the smaller size, the whole signing's cost aside).
+#[test]
+fn a_signed_reload_adding_a_name_costs_the_change_not_the_zone() {
+    let mut costs = Vec::new();
+    for names in [5_000, 50_000] {
+        let dir =
+            std::env::temp_dir().join(format!("tern-zones-window-{names}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let zone_file = dir.join("example.zone");
+        let text = |added: bool| {
+            let mut text = String::from(
+                "$TTL 300\n@ SOA ns hostmaster 1 3600 900 604800 300\n@ NS ns\n\
+                 ns A 192.0.2.1\n",
+            );
+            for i in 0..names {
+                text.push_str(&format!(
+                    "h{i} A 10.{}.{}.{}\n",
+                    i >> 16,
+                    (i >> 8) & 255,
+                    i & 255
+                ));
+                if added && i == 7 {
+                    text.push_str("h7x A 192.0.2.99\nh7x TXT \"added\"\n");
+                }
+            }
+            text
+        };
+        std::fs::write(&zone_file, text(false)).unwrap();
+        let (origin, sources) = signed_example(&dir, &zone_file, 2);
+        let name = tern_wire::name::Name::from_wire(&origin).unwrap();
+        let first = load_all(&sources, None).unwrap();
+        let (zone, stamp) = &first.zones[0];
+        let mut previous = SignedServedZone(Arc::clone(zone), Arc::clone(stamp.signed().unwrap()));
+        for (round, added) in [true, false].into_iter().enumerate() {
+            std::fs::write(&zone_file, text(added)).unwrap();
+            let again = load_one(&sources, &origin, Some(&previous)).unwrap();
+            let (patched, stamp) = &again.zones[0];
+            let signed = stamp.signed().unwrap();
+            assert_eq!(patched.serial(), 2 + round as u32);
+            assert!(patched.garbage_bytes() > 0, "patched, not built whole");
+            let served = served_shape(patched);
+            assert_eq!(served, shape(signed.records().unwrap().iter()));
+            assert_eq!(
+                served.0.iter().any(|record| record.0 == "h7x.example."),
+                added
+            );
+            if names == 5_000 {
+                let records = tern_zone::parse_bytes(
+                    &std::fs::read(&zone_file).unwrap(),
+                    &zone_file,
+                    name,
+                    &tern_zone::Options::default(),
+                    &mut tern_zone::NoInclude,
+                )
+                .unwrap()
+                .records;
+                let policy = crate::signing::Policy::new("p".to_string());
+                let whole = crate::signing::sign(
+                    name,
+                    &records,
+                    &policy,
+                    &dir.join("state"),
+                    crate::unix_time(),
+                    Some(patched.serial() - 1),
+                )
+                .unwrap();
+                let whole = shape(
+                    whole
+                        .zone
+                        .records
+                        .iter()
+                        .map(|record| tern_zone::RecordRef {
+                            owner: record.owner.as_name(),
+                            class: record.class,
+                            ttl: record.ttl,
+                            rtype: record.rtype,
+                            rdata: &record.rdata,
+                            location: record.location,
+                        }),
+                );
+                assert_eq!(served, whole, "as a whole signing");
+            }
+            let cost = signed.cost();
+            costs.push((round, cost.visited, cost.signatures));
+            previous = SignedServedZone(Arc::clone(patched), Arc::clone(signed));
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    assert_eq!(
+        costs[0], costs[2],
+        "the name added costs as much at both sizes"
+    );
+    assert_eq!(costs[1], costs[3], "the name removed too");
+}
+
+/// The [`Shape`] of a served version's records.
+fn served_shape(zone: &Zone) -> Shape {
+    let mut cursor = tern_authority::RecordCursor::default();
+    let mut records = Vec::new();
+    while let Some(record) = zone.next_record(&mut cursor) {
+        records.push(tern_zone::RecordRef {
+            owner: record.owner,
+            class: tern_wire::types::RClass::IN,
+            ttl: record.ttl,
+            rtype: record.rtype,
+            rdata: record.rdata,
+            location: tern_zone::Location::default(),
+        });
+    }
+    shape(records.into_iter())
+}
+/// A name added to a signed zone's file, then removed (signed as a window,
+/// the NSEC chain changes): the file's checks and its look for RRsets of
+/// several TTLs read only the changed owner's, its ancestors' and the
+/// apex's records: as many at 5,000 names as at
 /// 50,000. An error at the changed owner (a CNAME beside its address) is
 /// still found, and one that relates owners (an NS record) has the whole
 /// file checked.

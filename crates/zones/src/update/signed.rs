@@ -49,6 +49,7 @@ use crate::load::Stamp;
 use crate::policy::CdsCdnskey;
 use crate::rollover::ZoneKeys;
 pub(super) use crate::signing::apex_serial;
+use crate::window::{changed_owners, owner_range, sign_window_of, window_of, WindowSigned};
 
 /// Every record of a served signed version, in canonical order of owners
 /// (each owner's records in the version's walk order): the records an
@@ -222,16 +223,6 @@ pub(super) struct Cost {
     pub(super) copied: usize,
 }
 
-/// The most owners (changed, their neighbours and the cuts above them) a
-/// window signs; a group that changes more is signed whole.
-const MAX_WINDOW_OWNERS: usize = 4_096;
-
-/// The most NSEC owners the window's neighbour look-ups pass over (the
-/// changed owners between a changed owner and its unchanged neighbours,
-/// and those checked for the NSEC records kept); beyond, the zone is
-/// signed whole.
-const MAX_WINDOW_SCAN: usize = 65_536;
-
 /// Signs `unsigned` (the engine's records after a group's updates, whose
 /// unsigned `differences` they are) from `previous` (the signed records of
 /// `served`, the version the group started from) with the zone's keys:
@@ -300,32 +291,6 @@ pub(super) fn sign_update(
     })
 }
 
-/// Where the records of `owner` start in `list` (canonical order of
-/// owners), or would. Bound: a binary search.
-fn owner_start<L: RecordList + ?Sized>(list: &L, owner: Name<'_>) -> usize {
-    let (mut low, mut high) = (0, list.len());
-    while low < high {
-        let middle = low + (high - low) / 2;
-        if list.record(middle).owner.canonical_cmp(owner) == std::cmp::Ordering::Less {
-            low = middle + 1;
-        } else {
-            high = middle;
-        }
-    }
-    low
-}
-
-/// The records of `owner` in `list`: their range (empty if none), and how
-/// many were read past the binary search.
-fn owner_range<L: RecordList + ?Sized>(list: &L, owner: Name<'_>) -> std::ops::Range<usize> {
-    let start = owner_start(list, owner);
-    let mut end = start;
-    while end < list.len() && list.record(end).owner.eq_ignore_case(owner) {
-        end += 1;
-    }
-    start..end
-}
-
 /// The TTL and the SOA minimum of a difference's SOA: the NSEC records'
 /// TTL (and the DNSKEY RRset's without a policy TTL) follows them.
 fn denial_ttls(soa: &(u32, Vec<u8>)) -> (u32, Option<&[u8]>) {
@@ -333,65 +298,6 @@ fn denial_ttls(soa: &(u32, Vec<u8>)) -> (u32, Option<&[u8]>) {
         soa.0,
         soa.1.len().checked_sub(4).and_then(|at| soa.1.get(at..)),
     )
-}
-
-/// Whether an RRSIG's RDATA covers NSEC.
-fn covers_nsec(rdata: &[u8]) -> bool {
-    rdata.get(..2) == Some(&RType::NSEC.0.to_be_bytes()[..])
-}
-
-/// The records the lowercased name `lower` owns in the served signed
-/// version `zone` (as the signer made them: each RRset with its RRSIGs),
-/// appended to `into`; how many. Bound: one look-up, the name's records.
-fn served_owner<S: Sink>(zone: &Zone, lower: Name<'_>, into: &mut S) -> Result<usize, String> {
-    let records = zone.owner_records(lower);
-    for record in &records {
-        let record = tern_zone::RecordRef {
-            owner: record.owner,
-            class: RClass::IN,
-            ttl: record.ttl,
-            rtype: record.rtype,
-            rdata: record.rdata,
-            location: tern_zone::Location::default(),
-        };
-        Sink::record(into, record).map_err(str::to_string)?;
-    }
-    Ok(records.len())
-}
-
-/// The NSEC owners of the served version `zone` nearest `lower` on one
-/// side (`after`: the side after it), passing over those in `changed`: each
-/// of them, up to and including the first not changed, is added to
-/// `window`; how many were looked at, or `None` past `budget`.
-fn nsec_neighbours(
-    zone: &Zone,
-    lower: Name<'_>,
-    after: bool,
-    changed: &BTreeSet<Key>,
-    window: &mut std::collections::BTreeMap<Key, NameBuf>,
-    budget: usize,
-) -> Option<usize> {
-    let mut at = NameBuf::from_name(lower);
-    let mut looked = 0;
-    loop {
-        let around = zone.nsec_owners_around(at.as_name());
-        let Some(next) = (if after { around.1 } else { around.0 }) else {
-            return Some(looked);
-        };
-        looked += 1;
-        if looked > budget {
-            return None;
-        }
-        let key = Key::of(next);
-        let past = !changed.contains(&key);
-        window
-            .entry(key)
-            .or_insert_with(|| NameBuf::from_name(next));
-        if past {
-            return Some(looked);
-        }
-        at = NameBuf::from_name(next);
-    }
 }
 
 /// The signed version after `differences` made of a window of the zone,
@@ -413,7 +319,7 @@ fn nsec_neighbours(
 /// walked with the window's replaced, only when the patches' garbage has
 /// grown past half of its tables: compaction, spread over the updates
 /// that made the garbage). Bound: the window's records, the neighbour
-/// look-ups ([`MAX_WINDOW_SCAN`]), a look-up of `served` per owner.
+/// look-ups ([`crate::window::MAX_WINDOW_SCAN`]), a look-up of `served` per owner.
 fn window_update(
     served: &Zone,
     unsigned: &ZoneRecords,
@@ -431,11 +337,8 @@ fn window_update(
         return Ok(None);
     }
     let origin = served.origin();
-    let lower = |name: Name<'_>| NameBuf::from_name(name.to_lower().as_name());
     // The changed owners, the apex aside.
-    let mut changed: BTreeSet<Key> = BTreeSet::new();
-    let mut window: std::collections::BTreeMap<Key, NameBuf> = Default::default();
-    window.insert(Key::of(origin), lower(origin));
+    let mut owners: Vec<NameBuf> = Vec::new();
     for record in differences
         .iter()
         .flat_map(|difference| difference.deleted.iter().chain(&difference.added))
@@ -445,56 +348,21 @@ fn window_update(
         if record.rtype == RType::DNAME || (record.rtype == RType::NS && !apex) {
             return Ok(None);
         }
-        if !apex && changed.insert(Key::of(owner)) {
-            if changed.len() > MAX_WINDOW_OWNERS {
-                return Ok(None);
-            }
-            window.insert(Key::of(owner), lower(owner));
+        if !apex {
+            owners.push(NameBuf::from_name(owner));
         }
     }
-    let mut scanned = 0usize;
-    let starts: Vec<NameBuf> = window.values().copied().collect();
-    for name in &starts {
-        let name = name.as_name();
-        // The zone cuts above (no delegation or DNAME changed below the
-        // apex: the same before and after).
-        let mut above = name;
-        while let Some(parent) = above.parent() {
-            if parent.label_count() <= origin.label_count() {
-                break;
-            }
-            let cut = unsigned
-                .node(&Key::of(parent))
-                .is_some_and(|node| node.has(RType::NS) || node.has(RType::DNAME));
-            if cut {
-                window
-                    .entry(Key::of(parent))
-                    .or_insert_with(|| lower(parent));
-            }
-            above = parent;
-        }
-        // The NSEC owners before (the apex has none: the last owner's NSEC
-        // names it, unchanged) and after, past the changed ones.
-        let sides: &[bool] = if name.eq_ignore_case(origin) {
-            &[true]
-        } else {
-            &[false, true]
-        };
-        for &after in sides {
-            let budget = MAX_WINDOW_SCAN.saturating_sub(scanned);
-            match nsec_neighbours(served, name, after, &changed, &mut window, budget) {
-                Some(looked) => scanned += looked,
-                None => return Ok(None),
-            }
-        }
-        if window.len() > MAX_WINDOW_OWNERS {
-            return Ok(None);
-        }
-    }
-    // The window's new (unsigned) and previous (signed) records.
+    let is_cut = |parent: Name<'_>| {
+        unsigned
+            .node(&Key::of(parent))
+            .is_some_and(|node| node.has(RType::NS) || node.has(RType::DNAME))
+    };
+    let Some(window) = window_of(served, owners.iter().map(NameBuf::as_name), &is_cut) else {
+        return Ok(None);
+    };
+    // The window's new (unsigned) records.
     let mut input: Vec<tern_zone::Record> = Vec::new();
-    let mut before = Records::new();
-    for (key, name) in &window {
+    for (key, name) in &window.owners {
         if let Some(node) = unsigned.node(key) {
             for rrset in node.rrsets() {
                 for rdata in &rrset.records {
@@ -509,101 +377,38 @@ fn window_update(
                 }
             }
         }
-        served_owner(served, name.as_name(), &mut before)?;
     }
     let state = state_directory(keys)?;
-    let resigned = crate::signing::sign_window(
-        origin,
-        &before,
+    let Some(signed) = sign_window_of(
+        served,
+        &window,
         &input,
         &keys.policy,
         &state,
         now,
         Some(served.serial()),
-    )?;
-    let signatures = resigned.zone.signatures;
-    let Some(mut change) = resigned.zone.difference else {
+    )?
+    else {
         return Ok(None);
     };
-    let mut out = resigned.zone.records;
-    // The NSEC owners of the window, in order: each whose next owner in
-    // the window is not its next in the zone keeps its previous NSEC.
-    let nsec_owners: Vec<NameBuf> = out
-        .iter()
-        .filter(|record| record.rtype == RType::NSEC)
-        .map(|record| lower(record.owner.as_name()))
-        .collect();
-    let mut kept: Vec<NameBuf> = Vec::new();
-    for (at, owner) in nsec_owners.iter().enumerate() {
-        let next = nsec_owners.get(at + 1);
-        // The served version's NSEC owners after this one and before the
-        // next: one not in the window (an NSEC owner of the window, one
-        // deleted, is not outside it) lies outside.
-        let mut from = *owner;
-        let outside = loop {
-            let Some(after) = served.nsec_owners_around(from.as_name()).1 else {
-                break false;
-            };
-            scanned += 1;
-            if scanned > MAX_WINDOW_SCAN {
-                return Ok(None);
-            }
-            if next.is_some_and(|next| after.canonical_cmp(next.as_name()).is_ge()) {
-                break false;
-            }
-            if !window.contains_key(&Key::of(after)) {
-                break true;
-            }
-            from = NameBuf::from_name(after);
-        };
-        if outside {
-            let key = Key::of(owner.as_name());
-            if owner.as_name().eq_ignore_case(origin) || changed.contains(&key) {
-                // Never expected: a changed owner's next is in the window.
-                return Ok(None);
-            }
-            kept.push(*owner);
-        }
-    }
-    for owner in &kept {
-        let owner = owner.as_name();
-        let is_nsec = |record: &tern_zone::Record| {
-            record.owner.as_name().eq_ignore_case(owner)
-                && (record.rtype == RType::NSEC
-                    || (record.rtype == RType::RRSIG && covers_nsec(&record.rdata)))
-        };
-        out.retain(|record| !is_nsec(record));
-        change.deleted.retain(|record| !is_nsec(record));
-        change.added.retain(|record| !is_nsec(record));
-        let at = owner_start(&out, owner);
-        let mut previous_nsec: Vec<tern_zone::Record> = Vec::new();
-        scanned += served_owner(served, owner, &mut previous_nsec)?;
-        previous_nsec.retain(|record| {
-            record.rtype == RType::NSEC
-                || (record.rtype == RType::RRSIG && covers_nsec(&record.rdata))
-        });
-        let end = at
-            + out[at..]
-                .iter()
-                .take_while(|record| record.owner.as_name().eq_ignore_case(owner))
-                .count();
-        out.splice(end..end, previous_nsec);
-    }
+    drop(input);
+    let WindowSigned {
+        records: out,
+        change,
+        signatures,
+        visited,
+        ..
+    } = signed;
+    let window = window.owners;
     let mut cost = Cost {
-        visited: scanned + input.len() + RecordList::len(&before),
+        visited,
         signatures,
         copied: 0,
     };
-    drop((input, before));
     // The served version patched with the owners that changed, else built
     // whole.
     let mut changes = tern_authority::ZoneChanges::new();
-    let mut owners: Vec<&tern_zone::Record> = change.deleted.iter().chain(&change.added).collect();
-    owners.sort_unstable_by(|a, b| a.owner.as_name().canonical_cmp(b.owner.as_name()));
-    owners.dedup_by(|a, b| a.owner.as_name().eq_ignore_case(b.owner.as_name()));
-    for owner in owners {
-        let owner = owner.owner.as_name();
-        let range = owner_range(&out, owner);
+    for (owner, range) in changed_owners(&out, &change) {
         changes.set(
             owner,
             out[range]
