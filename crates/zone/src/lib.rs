@@ -81,6 +81,20 @@ pub struct Record {
     pub location: Location,
 }
 
+impl Record {
+    /// The record borrowed as the sinks and lists hand records on.
+    pub fn as_record_ref(&self) -> RecordRef<'_> {
+        RecordRef {
+            owner: self.owner.as_name(),
+            class: self.class,
+            ttl: self.ttl,
+            rtype: self.rtype,
+            rdata: &self.rdata,
+            location: self.location,
+        }
+    }
+}
+
 //----------- Location -------------------------------------------------------
 
 /// A position in a zone file: which file (index into the list of files read),

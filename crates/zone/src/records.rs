@@ -117,14 +117,7 @@ impl RecordList for [Record] {
 
     fn record(&self, index: usize) -> RecordRef<'_> {
         let record = &self[index];
-        RecordRef {
-            owner: record.owner.as_name(),
-            class: record.class,
-            ttl: record.ttl,
-            rtype: record.rtype,
-            rdata: &record.rdata,
-            location: record.location,
-        }
+        record.as_record_ref()
     }
 
     fn rtype(&self, index: usize) -> RType {

@@ -483,18 +483,7 @@ fn sign_received(
     let mut compact = Records::new();
     Sink::reserve(&mut compact, signed.zone.len());
     for record in &signed.zone {
-        Sink::record(
-            &mut compact,
-            tern_zone::RecordRef {
-                owner: record.owner.as_name(),
-                class: record.class,
-                ttl: record.ttl,
-                rtype: record.rtype,
-                rdata: &record.rdata,
-                location: record.location,
-            },
-        )
-        .map_err(str::to_string)?;
+        Sink::record(&mut compact, record.as_record_ref()).map_err(str::to_string)?;
     }
     let key_event = signed.next_key_event;
     // Recorded for the metrics and `tern zone-status`, as a primary

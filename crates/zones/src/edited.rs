@@ -468,12 +468,8 @@ pub(crate) fn sign_edits(
             let records = records
                 .iter()
                 .map(|record| RecordRef {
-                    owner: record.owner.as_name(),
-                    class: record.class,
-                    ttl: record.ttl,
-                    rtype: record.rtype,
-                    rdata: &record.rdata,
                     location: Location::default(),
+                    ..record.as_record_ref()
                 })
                 .collect();
             (edit.owner, records)
@@ -634,12 +630,8 @@ fn sign_window_edits(
             let records = out[range.clone()]
                 .iter()
                 .map(|record| RecordRef {
-                    owner: record.owner.as_name(),
-                    class: record.class,
-                    ttl: record.ttl,
-                    rtype: record.rtype,
-                    rdata: &record.rdata,
                     location: Location::default(),
+                    ..record.as_record_ref()
                 })
                 .collect();
             (*owner, records)

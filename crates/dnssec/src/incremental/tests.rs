@@ -640,12 +640,8 @@ fn at_owner<'r>(records: &'r [Record], owner: &str) -> Vec<RecordRef<'r>> {
         .iter()
         .filter(|record| record.owner.as_name().eq_ignore_case(owner.as_name()))
         .map(|record| RecordRef {
-            owner: record.owner.as_name(),
-            class: record.class,
-            ttl: record.ttl,
-            rtype: record.rtype,
-            rdata: &record.rdata,
             location: tern_zone::Location::default(),
+            ..record.as_record_ref()
         })
         .collect()
 }

@@ -192,14 +192,7 @@ fn a_signed_reload_adding_a_name_costs_the_change_not_the_zone() {
                         .zone
                         .records
                         .iter()
-                        .map(|record| tern_zone::RecordRef {
-                            owner: record.owner.as_name(),
-                            class: record.class,
-                            ttl: record.ttl,
-                            rtype: record.rtype,
-                            rdata: &record.rdata,
-                            location: record.location,
-                        }),
+                        .map(|record| record.as_record_ref()),
                 );
                 assert_eq!(served, whole, "as a whole signing");
             }
@@ -687,14 +680,7 @@ fn a_rollover_step_signed_from_the_previous_version() {
             .zone
             .records
             .iter()
-            .map(|record| tern_zone::RecordRef {
-                owner: record.owner.as_name(),
-                class: record.class,
-                ttl: record.ttl,
-                rtype: record.rtype,
-                rdata: &record.rdata,
-                location: record.location,
-            }),
+            .map(|record| record.as_record_ref()),
     );
     assert_eq!(shape(version.records().unwrap().iter()), whole_shape);
     let by = |tag: u16| whole_shape.1.iter().filter(|sig| sig.2 == tag).count();
