@@ -42,28 +42,15 @@ impl Previous for SignedServed {
 fn a_signed_reload_costs_the_change_not_the_zone() {
     let mut costs = Vec::new();
     for names in [10_000, 100_000] {
-        let dir =
-            std::env::temp_dir().join(format!("tern-zones-cost-{names}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let zone_file = dir.join("example.zone");
+        let (dir, zone_file) = hosts_dir("tern-zones-cost", names);
         let text = |address: &str, mx: u16| {
-            let mut text = String::from(
-                "$TTL 300\n@ SOA ns hostmaster 1 3600 900 604800 300\n@ NS ns\n\
-                 ns A 192.0.2.1\n",
-            );
-            for i in 0..names {
+            let mut text = hosts_text(names, |i, text| {
                 if i == 7 {
                     text.push_str(&format!("h7 A {address}\n"));
                 } else {
-                    text.push_str(&format!(
-                        "h{i} A 10.{}.{}.{}\n",
-                        i >> 16,
-                        (i >> 8) & 255,
-                        i & 255
-                    ));
+                    text.push_str(&host_line(i));
                 }
-            }
+            });
             text.push_str(&format!("www MX {mx} mail\n"));
             text
         };
@@ -125,28 +112,14 @@ fn a_signed_reload_costs_the_change_not_the_zone() {
 fn a_signed_reload_adding_a_name_costs_the_change_not_the_zone() {
     let mut costs = Vec::new();
     for names in [5_000, 50_000] {
-        let dir =
-            std::env::temp_dir().join(format!("tern-zones-window-{names}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let zone_file = dir.join("example.zone");
+        let (dir, zone_file) = hosts_dir("tern-zones-window", names);
         let text = |added: bool| {
-            let mut text = String::from(
-                "$TTL 300\n@ SOA ns hostmaster 1 3600 900 604800 300\n@ NS ns\n\
-                 ns A 192.0.2.1\n",
-            );
-            for i in 0..names {
-                text.push_str(&format!(
-                    "h{i} A 10.{}.{}.{}\n",
-                    i >> 16,
-                    (i >> 8) & 255,
-                    i & 255
-                ));
+            hosts_text(names, |i, text| {
+                text.push_str(&host_line(i));
                 if added && i == 7 {
                     text.push_str("h7x A 192.0.2.99\nh7x TXT \"added\"\n");
                 }
-            }
-            text
+            })
         };
         std::fs::write(&zone_file, text(false)).unwrap();
         let (origin, sources) = signed_example(&dir, &zone_file, 2);
@@ -209,6 +182,35 @@ fn a_signed_reload_adding_a_name_costs_the_change_not_the_zone() {
     assert_eq!(costs[1], costs[3], "the name removed too");
 }
 
+/// A new, empty directory for a test of `names` hosts, named from
+/// `prefix`, and its `example.zone`'s path.
+fn hosts_dir(prefix: &str, names: usize) -> (PathBuf, PathBuf) {
+    let dir = std::env::temp_dir().join(format!("{prefix}-{names}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let zone_file = dir.join("example.zone");
+    (dir, zone_file)
+}
+
+/// The text of a zone of `names` hosts: the apex (SOA, NS, the name
+/// server's address), then for each host `i` what `host` writes (most
+/// often [`host_line`]).
+fn hosts_text(names: usize, mut host: impl FnMut(usize, &mut String)) -> String {
+    let mut text = String::from(
+        "$TTL 300\n@ SOA ns hostmaster 1 3600 900 604800 300\n@ NS ns\n\
+         ns A 192.0.2.1\n",
+    );
+    for i in 0..names {
+        host(i, &mut text);
+    }
+    text
+}
+
+/// Host `i`'s address record: `hI A 10.x.y.z`.
+fn host_line(i: usize) -> String {
+    format!("h{i} A 10.{}.{}.{}\n", i >> 16, (i >> 8) & 255, i & 255)
+}
+
 /// The [`Shape`] of a served version's records.
 fn served_shape(zone: &Zone) -> Shape {
     let mut cursor = tern_authority::RecordCursor::default();
@@ -225,6 +227,7 @@ fn served_shape(zone: &Zone) -> Shape {
     }
     shape(records.into_iter())
 }
+
 /// A name added to a signed zone's file, then removed (signed as a window,
 /// the NSEC chain changes): the file's checks and its look for RRsets of
 /// several TTLs read only the changed owner's, its ancestors' and the
@@ -236,28 +239,14 @@ fn served_shape(zone: &Zone) -> Shape {
 fn a_signed_reload_checks_the_change_not_the_zone() {
     let mut checked = Vec::new();
     for names in [5_000, 50_000] {
-        let dir =
-            std::env::temp_dir().join(format!("tern-zones-checked-{names}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let zone_file = dir.join("example.zone");
+        let (dir, zone_file) = hosts_dir("tern-zones-checked", names);
         let text = |extra: &str| {
-            let mut text = String::from(
-                "$TTL 300\n@ SOA ns hostmaster 1 3600 900 604800 300\n@ NS ns\n\
-                 ns A 192.0.2.1\n",
-            );
-            for i in 0..names {
-                text.push_str(&format!(
-                    "h{i} A 10.{}.{}.{}\n",
-                    i >> 16,
-                    (i >> 8) & 255,
-                    i & 255
-                ));
+            hosts_text(names, |i, text| {
+                text.push_str(&host_line(i));
                 if i == names / 2 {
                     text.push_str(extra);
                 }
-            }
-            text
+            })
         };
         std::fs::write(&zone_file, text("")).unwrap();
         let (origin, sources) = signed_example(&dir, &zone_file, 2);
@@ -479,11 +468,6 @@ fn a_stamp_is_small() {
     );
 }
 
-/// A signed zone loaded again after an edit is signed from its
-/// previous version: the changed RRset and the SOA signed, the rest
-/// kept, and the difference from the version served handed on; its
-/// serial is saved in the state directory (by the owner), and a start
-/// (nothing served) signs above it.
 /// A new directory named from `prefix` holding `example.zone`, the
 /// small example zone ([`small_example_text`]) with www at 192.0.2.2.
 fn small_example(prefix: &str) -> (PathBuf, PathBuf) {
@@ -520,6 +504,11 @@ fn signed_example(dir: &Path, zone_file: &Path, threads: usize) -> (Origin, Sour
     (origin, sources)
 }
 
+/// A signed zone loaded again after an edit is signed from its
+/// previous version: the changed RRset and the SOA signed, the rest
+/// kept, and the difference from the version served handed on; its
+/// serial is saved in the state directory (by the owner), and a start
+/// (nothing served) signs above it.
 #[test]
 fn a_signed_zone_is_signed_again_from_its_previous_version() {
     let (dir, zone_file) = small_example("tern-zones-resign");
