@@ -226,17 +226,7 @@ where
             .collect(),
     );
     let known = known_keys(origin, previous, &keys.keys);
-    let mut signer = Signer {
-        origin: origin.to_lower(),
-        keys: &keys.keys,
-        known: &known,
-        options,
-        refresh,
-        previous,
-        signatures: 0,
-        kept: 0,
-        next_refresh: None,
-    };
+    let mut signer = Signer::new(origin.to_lower(), keys, &known, options, refresh, previous);
     let pass = Pass {
         zone: &zone,
         origin,
@@ -312,17 +302,7 @@ where
     // resign_zone does (56 octets a record, a quarter of the saved copy
     // again): each read checks its owner, a few per record, for memory.
     let known = known_keys(origin, previous, &keys.keys);
-    let mut signer = Signer {
-        origin: origin.to_lower(),
-        keys: &keys.keys,
-        known: &known,
-        options,
-        refresh,
-        previous,
-        signatures: 0,
-        kept: 0,
-        next_refresh: None,
-    };
+    let mut signer = Signer::new(origin.to_lower(), keys, &known, options, refresh, previous);
     let pass = Pass {
         zone: &zone,
         origin,
@@ -532,17 +512,7 @@ pub fn resign_owners(
         records.sort_by(|a, b| (a.0 .0, &a.1).cmp(&(b.0 .0, &b.1)));
         records.dedup_by(|a, b| a.0 == b.0 && a.1 == b.1);
         let previous = Read(edit.previous.clone());
-        let mut signer = Signer {
-            origin: lower_origin,
-            keys: &keys.keys,
-            known: &known,
-            options,
-            refresh,
-            previous: &previous,
-            signatures: 0,
-            kept: 0,
-            next_refresh: None,
-        };
+        let mut signer = Signer::new(lower_origin, keys, &known, options, refresh, &previous);
         let mut signed: Vec<Record> = Vec::with_capacity(records.len() * 2 + 2);
         let mut types: Vec<RType> = Vec::new();
         let mut start = 0;
@@ -735,7 +705,29 @@ impl<P: RecordList + ?Sized> SignRrset for Keep<'_, '_, P> {
     }
 }
 
-impl<P: RecordList + ?Sized> Signer<'_, P> {
+impl<'a, P: RecordList + ?Sized> Signer<'a, P> {
+    /// A signer that has made and kept nothing yet.
+    fn new(
+        origin: LowerNameBuf,
+        keys: &'a KeySet<'a>,
+        known: &'a [bool],
+        options: &'a SignOptions,
+        refresh: &'a Refresh,
+        previous: &'a P,
+    ) -> Self {
+        Signer {
+            origin,
+            keys: &keys.keys,
+            known,
+            options,
+            refresh,
+            previous,
+            signatures: 0,
+            kept: 0,
+            next_refresh: None,
+        }
+    }
+
     /// Pushes to `out` an RRSIG over `rrset` by each key that signs it
     /// under the key set (the apex's DNSKEY, CDS and CDNSKEY RRsets by the
     /// keys that sign keys, the others by those that sign the zone): the
