@@ -59,17 +59,8 @@ www      A     192.0.2.80
 
 
 class OneCoreTern(dot.Tern):
-    def write_config(self, files) -> None:
-        (self.tmp / "tern.yaml").write_text(
-            f"listen: ['127.0.0.1:{self.ports['plain']}']\n"
-            "cores: [0]\n"
-            "zones:\n  directory: zones\n"
-            "control-socket: tern.sock\n"
-            "state-directory: state\n"
-            f"metrics:\n  listen: 127.0.0.1:{self.ports['metrics']}\n"
-            "tcp:\n  initial-timeout: 60s\n  idle-timeout: 60s\n"
-            f"tls:\n  listen: ['127.0.0.1:{self.ports['tls']}']\n"
-        )
+    CORES = "cores: [0]\n"
+    TCP = "  initial-timeout: 60s\n  idle-timeout: 60s\n"
 
     def allocations(self) -> int:
         """The cores' heap allocations so far (`tern stats`, the "all cores" line)."""

@@ -106,6 +106,11 @@ def run(command: list[str], input: bytes | None = None, timeout: float = 60) -> 
 #----------- tern -------------------------------------------------------------
 
 class Tern:
+    # Lines of tern.yaml a test's subclass may change: the cores, and the settings
+    # under `tcp:`.
+    CORES = ""
+    TCP = "  initial-timeout: 2s\n  idle-timeout: 3s\n  message-timeout: 500ms\n"
+
     def __init__(self, tmp: pathlib.Path) -> None:
         self.tmp = tmp
         self.bin = pathlib.Path(os.environ.get("TERN_BIN", "target/release/tern")).resolve()
@@ -123,11 +128,12 @@ class Tern:
         certificate = f"  certificate: {files[0]}\n  key: {files[1]}\n" if files else ""
         (self.tmp / "tern.yaml").write_text(
             f"listen: ['127.0.0.1:{self.ports['plain']}']\n"
+            f"{self.CORES}"
             "zones:\n  directory: zones\n"
             "control-socket: tern.sock\n"
             "state-directory: state\n"
             f"metrics:\n  listen: 127.0.0.1:{self.ports['metrics']}\n"
-            "tcp:\n  initial-timeout: 2s\n  idle-timeout: 3s\n  message-timeout: 500ms\n"
+            f"tcp:\n{self.TCP}"
             f"tls:\n  listen: ['127.0.0.1:{self.ports['tls']}']\n{certificate}"
         )
 

@@ -60,18 +60,9 @@ www      A     192.0.2.80
 
 
 class IdleTern(dot.Tern):
-    def write_config(self, files) -> None:
-        (self.tmp / "tern.yaml").write_text(
-            f"listen: ['127.0.0.1:{self.ports['plain']}']\n"
-            "cores: [0]\n"
-            "zones:\n  directory: zones\n"
-            "control-socket: tern.sock\n"
-            "state-directory: state\n"
-            f"metrics:\n  listen: 127.0.0.1:{self.ports['metrics']}\n"
-            f"tcp:\n  max-connections: {2 * (WARM_UP + CONNECTIONS)}\n"
-            "  initial-timeout: 120s\n  idle-timeout: 600s\n"
-            f"tls:\n  listen: ['127.0.0.1:{self.ports['tls']}']\n"
-        )
+    CORES = "cores: [0]\n"
+    TCP = (f"  max-connections: {2 * (WARM_UP + CONNECTIONS)}\n"
+           "  initial-timeout: 120s\n  idle-timeout: 600s\n")
 
     def vm_rss_kib(self) -> int:
         for line in pathlib.Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
