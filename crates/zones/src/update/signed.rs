@@ -12,15 +12,18 @@
 //!
 //! A group's updates to the zone are signed together, from the served
 //! version's signed records: only the changed RRsets, their NSEC or NSEC3
-//! neighbours and the SOA get new signatures. In an NSEC zone with no
-//! rollover step due, only a window of the zone is signed
-//! ([`window_update`]): the apex, the changed owners, their NSEC
+//! neighbours and the SOA get new signatures. With no rollover step due,
+//! only a window of the zone is signed: in an NSEC3 zone without opt-out
+//! ([`nsec3_window_update`]) the changed owners and the chain's links
+//! their change adds, removes or rewrites (their predecessors in hash
+//! order among them); in an NSEC zone ([`window_update`]) the apex, the
+//! changed owners, their NSEC
 //! neighbours and the zone cuts above them, through the same incremental
 //! signer ([`crate::signing::sign_window`], `tern_dnssec::resign_zone`),
 //! reading the served version one name at a time (its records, its NSEC
 //! owners' order) and keeping no copy of its signed records for the next
-//! group, so the signing costs the change, not the zone; otherwise (NSEC3, a key
-//! step due, a delegation or DNAME changed, the SOA's TTL or minimum
+//! group, so the signing costs the change, not the zone; otherwise (NSEC3
+//! with opt-out or a new salt, a key step due, a delegation or DNAME changed, the SOA's TTL or minimum
 //! changed, a large group) the whole zone goes through
 //! [`crate::signing::sign_again`]. The signed version is what is served
 //! and what the IXFR difference is of; a signing that fails leaves the
@@ -301,8 +304,8 @@ fn denial_ttls(soa: &(u32, Vec<u8>)) -> (u32, Option<&[u8]>) {
 }
 
 /// The signed version after `differences` made of a window of the zone,
-/// or `None` when the whole zone is to be signed (an NSEC3 zone, a
-/// rollover step due, a delegation or DNAME changed, the SOA's TTL or
+/// or `None` when the whole zone is to be signed (an NSEC3 zone's window
+/// not signed apart, [`nsec3_window_update`]; a rollover step due, a delegation or DNAME changed, the SOA's TTL or
 /// minimum changed, too many owners or NSEC owners to pass over).
 ///
 /// Everything previous is read from `served` (the version the group
@@ -1214,13 +1217,6 @@ mod tests {
         assert_eq!(run(adding_under(ANY, RType::TXT, &[])), Err(Rcode::NXRRSET));
     }
 
-    /// A signed NSEC zone `example.` of `hosts` A records (and a
-    /// delegation with glue), loaded and signed in `dir`: the served
-    /// version, its signed records and its keys.
-    fn signed_fixture(dir: &Path, hosts: usize) -> (Arc<Zone>, Records, Arc<ZoneKeys>) {
-        signed_fixture_with(dir, hosts, None)
-    }
-
     /// The NSEC3 policy of the tests' NSEC3 fixtures: a salt of 4 octets,
     /// 1 further iteration (kept: no lifetime), no opt-out.
     fn nsec3_policy() -> Option<crate::policy::Nsec3Policy> {
@@ -1232,7 +1228,9 @@ mod tests {
         })
     }
 
-    /// [`signed_fixture`], signed with NSEC3 when `nsec3` says so.
+    /// A signed zone `example.` of `hosts` A records (and a delegation
+    /// with glue), loaded and signed in `dir` (with NSEC, or NSEC3 as
+    /// `nsec3` says): the served version, its signed records and its keys.
     fn signed_fixture_with(
         dir: &Path,
         hosts: usize,
