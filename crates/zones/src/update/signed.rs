@@ -656,10 +656,7 @@ fn nsec3_window_update(
     let mut neighbour = |hash: &Hash, after: bool| -> Option<Option<Hash>> {
         let mut at = *hash;
         let mut served_side = None;
-        loop {
-            let Some(around) = served.nsec3_links_around(&at) else {
-                break;
-            };
+        while let Some(around) = served.nsec3_links_around(&at) {
             let next = if after { around.1 } else { around.0 };
             scanned += 1;
             if scanned > budget {
