@@ -211,6 +211,7 @@ notify:
 state-directory: {state}
 control-socket: {state}/control.sock
 zone-file-sync: 0
+log-level: debug
 """
 
 
@@ -264,6 +265,107 @@ def axfr_verified(server, zone: str, path: pathlib.Path) -> str:
         fail(f"ldns-verify-zone rejects {server.name}'s {zone}: "
              f"{done.stdout[-600:]} {done.stderr[-600:]}")
     return text
+
+
+def expected_nsec3_chain(text: str, zone: str) -> tuple[dict, dict]:
+    """The NSEC3 chain an AXFR's records make (each name not below a cut, the empty
+    non-terminals above them; RFC 5155 section 7.1), and the one it holds: each as
+    {hashed owner: (next hashed owner, types)}."""
+    import dns.dnssec
+    import dns.zone
+    origin = dns.name.from_text(f"{zone}.")
+    parsed = dns.zone.from_text(text, origin=origin, relativize=False, check_origin=False)
+    held, data = {}, {}
+    param = None
+    for name, node in parsed.nodes.items():
+        for rdataset in node.rdatasets:
+            if rdataset.rdtype == dns.rdatatype.NSEC3:
+                rdata = rdataset[0]
+                held[name.labels[0].decode().upper()] = (
+                    base64.b32encode(rdata.next).decode().translate(
+                        str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567",
+                                      "0123456789ABCDEFGHIJKLMNOPQRSTUV")).rstrip("="),
+                    sorted(t for window in rdata.windows for t in _types(window)))
+            elif rdataset.rdtype == dns.rdatatype.NSEC3PARAM:
+                param = rdataset[0]
+            if rdataset.rdtype not in (dns.rdatatype.NSEC3, dns.rdatatype.RRSIG):
+                data.setdefault(name, set()).add(rdataset.rdtype)
+    if param is None:
+        fail(f"{zone}: the AXFR holds no NSEC3PARAM")
+    cuts = {name for name, types in data.items()
+            if name != origin and dns.rdatatype.NS in types}
+
+    def below_cut(name):
+        parent = name.parent()
+        while parent != origin and parent.is_subdomain(origin):
+            if parent in cuts:
+                return True
+            parent = parent.parent()
+        return False
+
+    names = {}
+    for name, types in data.items():
+        if below_cut(name):
+            continue
+        if name in cuts:
+            bitmap = types & {dns.rdatatype.NS, dns.rdatatype.DS}
+            if dns.rdatatype.DS in types:
+                bitmap.add(dns.rdatatype.RRSIG)
+        else:
+            bitmap = types | {dns.rdatatype.RRSIG}
+        names[name] = bitmap
+        parent = name.parent()
+        while parent != origin and parent.is_subdomain(origin):
+            names.setdefault(parent, set())
+            parent = parent.parent()
+    hashed = sorted((dns.dnssec.nsec3_hash(name, param.salt, param.iterations,
+                                           param.algorithm), sorted(types))
+                    for name, types in names.items())
+    expected = {owner: (hashed[(at + 1) % len(hashed)][0], types)
+                for at, (owner, types) in enumerate(hashed)}
+    return expected, held
+
+
+def _types(window) -> list[int]:
+    number, bitmap = window
+    return [number * 256 + at * 8 + bit for at, octet in enumerate(bitmap)
+            for bit in range(8) if octet & (0x80 >> bit)]
+
+
+def nsec3_sequence(tern, zone: str, tmp: pathlib.Path) -> None:
+    """Issue 25 with NSEC3 signed as a window: a name added, a name below new empty
+    non-terminals, a name deleted, an RRset deleted, the apex changed, the empty
+    non-terminals gone; each signed as a window (tern's debug log says so), and after
+    each the AXFR verifies and its NSEC3 chain is the one its records make (what signing
+    the whole zone makes)."""
+    steps = [
+        ("a name added", f'update add both.{zone}. 60 TXT "t"\n'
+                         f"update add both.{zone}. 60 A 192.0.2.33"),
+        ("a name below new empty non-terminals",
+         f"update add leaf.ent.n3.{zone}. 60 A 192.0.2.7"),
+        ("a name deleted", f"update delete www.{zone}."),
+        ("an RRset deleted", f"update delete both.{zone}. TXT"),
+        ("the apex changed", f'update add {zone}. 300 TXT "apex"'),
+        ("the empty non-terminals gone", f"update delete leaf.ent.n3.{zone}."),
+    ]
+    window = re.compile(rf"zone {re.escape(zone)}\.: an update signed as a window of "
+                        r"\d+ owners and \d+ NSEC3 links")
+    for at, (what, commands) in enumerate(steps):
+        before = serial(tern.addr, zone)
+        windows = len(window.findall(tern.log_tail(100000)))
+        nsupdate(tern, zone, commands)
+        if serial(tern.addr, zone) == before:
+            fail(f"{zone}: {what}: the update left serial {before}")
+        # The cost: the update was signed as a window, not the whole zone.
+        if len(window.findall(tern.log_tail(100000))) != windows + 1:
+            fail(f"{zone}: {what}: not signed as a window of the NSEC3 chain (tern's log)")
+        text = axfr_verified(tern, zone, tmp / f"{zone}.sequence{at}.axfr")
+        expected, held = expected_nsec3_chain(text, zone)
+        if expected != held:
+            fail(f"{zone}: {what}: the NSEC3 chain served differs from the one its records "
+                 f"make:\nserved {held}\nexpected {expected}")
+        print(f"{NAME}: {zone} (nsec3): {what}; the AXFR verifies; its NSEC3 chain is the "
+              f"whole zone's ({len(held)} links)")
 
 
 def resolve(unbound, qname: str, rtype: str) -> dns.message.Message:
@@ -405,6 +507,10 @@ def main() -> None:
                     fail(f"{zone}: prerequisite DNSKEY does not exist: "
                          f"{dns.rcode.to_text(rcode)}, expected YXRRSET")
                 print(f"{NAME}: {zone}: prerequisites see the served DNSKEY RRset")
+
+            for zone, denial in ZONES.items():
+                if denial == "nsec3":
+                    nsec3_sequence(tern, zone, tmp)
 
             for zone in ZONES:
                 now = serial(tern.addr, zone)

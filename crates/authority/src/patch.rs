@@ -38,8 +38,12 @@
 //! (no glue resolved again elsewhere); else none, and the caches drop the
 //! zone's answers.
 //!
-//! Zones with NSEC3 records are left to a whole build (a new name needs
-//! its hashes and every link index would move). The unused space patches
+//! 8. in a zone with an NSEC3 chain, the links the change names (NSEC3
+//!    owners, apart from the tree) are written, added or removed, and each
+//!    node's matching and wildcard links follow (`patch::nsec3`).
+//!
+//! NSEC3 records outside a chain (no NSEC3PARAM) and a changed NSEC3PARAM
+//! are left to a whole build. The unused space patches
 //! leave in the tables is counted ([`Zone::garbage_bytes`]); the caller
 //! rebuilds the zone when it grows past half of them.
 
@@ -51,8 +55,8 @@ use tern_wire::types::RType;
 
 use crate::arena::Work;
 use crate::builder::{
-    additional_types, check_apex, check_node, check_record, glue_of, is_glue_source, is_nsec3_data,
-    node_rrsets, offset, own_flags, BuildError,
+    additional_types, check_apex, check_node, check_record, glue_of, is_glue_source, node_rrsets,
+    offset, own_flags, BuildError,
 };
 use crate::zone::{
     canonical_cmp, node_name_bytes, Node, NodeExtra, RRset, Zone, FLAG_APEX, FLAG_DEAD, FLAG_DELEG,
@@ -236,10 +240,13 @@ impl Zone {
         if self.expired {
             return Err(PatchError::Rebuild("an expired zone's stand-in"));
         }
-        if self.hashed_nodes > 0 || self.nsec3.is_some() {
-            return Err(PatchError::Rebuild("NSEC3 records"));
+        if self.hashed_nodes > 0 && self.nsec3.is_none() {
+            return Err(PatchError::Rebuild("NSEC3 records outside a chain"));
         }
         let origin = self.origin().to_buf();
+        // The owners of the NSEC3 chain's links apart from the tree's
+        // (`nsec3::split`).
+        let mut hashed: Vec<(Vec<u8>, &[ChangedRecord])> = Vec::new();
         for (owner, records) in &changes.owners {
             let owner = Name::from_wire(owner).map_err(|_| BuildError::InvalidRdata {
                 owner: String::new(),
@@ -247,9 +254,9 @@ impl Zone {
             })?;
             for (rtype, _, rdata) in records {
                 check_record(origin.as_name(), owner, *rtype, rdata)?;
-                if is_nsec3_data(*rtype, rdata) || *rtype == RType::NSEC3PARAM {
-                    return Err(PatchError::Rebuild("NSEC3 records"));
-                }
+            }
+            if let Some(link) = nsec3::split(self, owner, records)? {
+                hashed.push((link.to_vec(), records));
             }
         }
 
@@ -263,6 +270,9 @@ impl Zone {
 
         // 1 and 2: nodes and their RRsets.
         for (owner, records) in &changes.owners {
+            if hashed.iter().any(|(name, _)| name == owner) {
+                continue;
+            }
             let owner = Name::from_validated(owner);
             let node = if records.is_empty() {
                 match zone.find_node(owner.as_bytes()) {
@@ -275,42 +285,7 @@ impl Zone {
             if seen.insert(node) {
                 before.push(facts(&zone, node));
             }
-            zone.garbage += node_bytes(&zone, node);
-            let record_of = |index: u32| {
-                let (rtype, ttl, rdata) = &records[index as usize];
-                (*rtype, *ttl, &rdata[..])
-            };
-            let mut order: Vec<u32> = (0..records.len() as u32).collect();
-            let rdata = &mut zone.rdata;
-            let count = node_rrsets(
-                &mut order,
-                &record_of,
-                &mut scratch,
-                &mut sets,
-                &mut |bytes| {
-                    rdata
-                        .push_run(bytes, &mut work)
-                        .ok_or(BuildError::TooLarge {
-                            what: "octets in one RRset",
-                        })
-                },
-            )?;
-            let start = if sets.is_empty() {
-                0
-            } else {
-                zone.rrsets
-                    .push_run(&sets, &mut work)
-                    .ok_or(BuildError::TooLarge {
-                        what: "types at one name",
-                    })?
-            };
-            let slot = zone.nodes.get_mut(node, &mut work);
-            slot.rrsets_start = start;
-            slot.rrset_count = sets.len() as u16;
-            let extra = zone.extra.get_mut(node, &mut work);
-            let old = extra.records;
-            extra.records = count;
-            zone.record_count = zone.record_count - old as usize + count as usize;
+            write_rrsets(&mut zone, node, records, &mut work, &mut scratch, &mut sets)?;
         }
         work.nodes_touched = before.len();
 
@@ -458,6 +433,18 @@ impl Zone {
             zone.nsec = Arc::from(list);
         }
 
+        // 8: the NSEC3 chain's links, and each node's place in it.
+        if zone.nsec3.is_some() {
+            nsec3::patch_chain(
+                &mut zone,
+                &hashed,
+                &before,
+                &mut work,
+                &mut scratch,
+                &mut sets,
+            )?;
+        }
+
         // A small zone that outgrew its linear search gets its index.
         if zone.index.is_empty() && zone.nodes.end() as usize > crate::zone::SMALL_ZONE_NODES {
             zone.index = crate::builder::index_of(&zone);
@@ -508,6 +495,48 @@ fn node_bytes(zone: &Zone, node: u32) -> usize {
         bytes += core::mem::size_of_val(zone.glue(set));
     }
     bytes
+}
+
+/// Writes `records` as the RRsets of `node`, exactly as the builder
+/// writes them (sorted, duplicates dropped, the first TTL, RRSIGs
+/// attached), its previous RRsets left as garbage. Bound: the records.
+pub(crate) fn write_rrsets(
+    zone: &mut Zone,
+    node: u32,
+    records: &[ChangedRecord],
+    work: &mut Work,
+    scratch: &mut Vec<u8>,
+    sets: &mut Vec<RRset>,
+) -> Result<(), BuildError> {
+    zone.garbage += node_bytes(zone, node);
+    let record_of = |index: u32| {
+        let (rtype, ttl, rdata) = &records[index as usize];
+        (*rtype, *ttl, &rdata[..])
+    };
+    let mut order: Vec<u32> = (0..records.len() as u32).collect();
+    let rdata = &mut zone.rdata;
+    let count = node_rrsets(&mut order, &record_of, scratch, sets, &mut |bytes| {
+        rdata.push_run(bytes, work).ok_or(BuildError::TooLarge {
+            what: "octets in one RRset",
+        })
+    })?;
+    let start = if sets.is_empty() {
+        0
+    } else {
+        zone.rrsets
+            .push_run(sets, work)
+            .ok_or(BuildError::TooLarge {
+                what: "types at one name",
+            })?
+    };
+    let slot = zone.nodes.get_mut(node, work);
+    slot.rrsets_start = start;
+    slot.rrset_count = sets.len() as u16;
+    let extra = zone.extra.get_mut(node, work);
+    let old = extra.records;
+    extra.records = count;
+    zone.record_count = zone.record_count - old as usize + count as usize;
+    Ok(())
 }
 
 /// The live node named `name` (lowercase, inside the zone): found, brought
@@ -605,6 +634,7 @@ fn ensure_node(
 //=========== Tests ==========================================================
 
 pub(crate) mod lineage;
+mod nsec3;
 
 #[cfg(test)]
 mod tests;

@@ -409,10 +409,138 @@ pub fn resign_owners(
     options: &SignOptions,
     refresh: &Refresh,
 ) -> Result<Option<OwnersResigned>, SignError> {
-    crate::zone::check_keys(&keys.keys)?;
-    if edits.len() > MAX_OWNER_EDITS || !matches!(options.denial, crate::Denial::Nsec) {
+    if !matches!(options.denial, crate::Denial::Nsec) {
         return Ok(None);
     }
+    resign_owners_with(origin, apex, edits, None, keys, options, refresh)
+}
+
+/// [`resign_owners`] for a zone signed with NSEC3 without opt-out: the
+/// same, but no owner has an NSEC (its NSEC3, at its hashed owner, is
+/// [`resign_nsec3_links`]'), the apex's NSEC3PARAM is made from the
+/// parameters, and the owners `glue[i]` says lie below a zone cut (glue,
+/// or names a DNAME hides) keep their records unsigned. The caller reads
+/// each owner's NSEC3 type bitmap from the records made (the types of
+/// its RRsets but for glue's). `None` when the edits are not for this: a
+/// delegation changed, an opt-out chain, an NSEC zone, no SOA at the
+/// apex. Bound: as [`resign_owners`].
+pub fn resign_owners_nsec3(
+    origin: Name<'_>,
+    apex: &[RecordRef<'_>],
+    edits: &[OwnerEdit<'_>],
+    glue: &[bool],
+    keys: &KeySet<'_>,
+    options: &SignOptions,
+    refresh: &Refresh,
+) -> Result<Option<OwnersResigned>, SignError> {
+    match &options.denial {
+        crate::Denial::Nsec3(params) if !params.opt_out && glue.len() == edits.len() => {
+            resign_owners_with(origin, apex, edits, Some(glue), keys, options, refresh)
+        }
+        _ => Ok(None),
+    }
+}
+
+/// One NSEC3 record of a chain that an edit changes, for
+/// [`resign_nsec3_links`].
+#[derive(Clone, Debug)]
+pub struct Nsec3Link<'a> {
+    /// The hashed owner.
+    pub owner: Name<'a>,
+    /// Its records in the previous signed version (the NSEC3 and the
+    /// RRSIGs over it; none for a link new in the chain).
+    pub previous: Vec<RecordRef<'a>>,
+    /// Its NSEC3 RDATA in the new version; `None`: the link is gone.
+    pub rdata: Option<Vec<u8>>,
+    /// The NSEC3's TTL (the SOA's TTL or minimum, the lower).
+    pub ttl: u32,
+}
+
+/// The NSEC3 records `links` of an NSEC3 chain signed again: each
+/// previous RRSIG kept when its NSEC3 is unchanged (as [`resign_zone`]
+/// keeps them), else made anew. `apex` holds the previous version's apex
+/// records (its DNSKEY RRset tells whose signatures are kept). The
+/// owners' records (each NSEC3 after its RRSIGs; none for a link gone) in
+/// the order of `links`. Bound: at most [`MAX_OWNER_EDITS`] links, one
+/// signature per link changed and per key that signs the zone.
+pub fn resign_nsec3_links(
+    origin: Name<'_>,
+    apex: &[RecordRef<'_>],
+    links: &[Nsec3Link<'_>],
+    keys: &KeySet<'_>,
+    options: &SignOptions,
+    refresh: &Refresh,
+) -> Result<Option<OwnersResigned>, SignError> {
+    crate::zone::check_keys(&keys.keys)?;
+    if links.len() > MAX_OWNER_EDITS || !matches!(options.denial, crate::Denial::Nsec3(_)) {
+        return Ok(None);
+    }
+    let apex_list = Read(apex.to_vec());
+    let known = known_keys(origin, &apex_list, &keys.keys);
+    let class = apex
+        .first()
+        .map_or(tern_wire::types::RClass::IN, |record| record.class);
+    let mut out = OwnersResigned::default();
+    let lower_origin = origin.to_lower();
+    for link in links {
+        out.visited += link.previous.len();
+        let previous = Read(link.previous.clone());
+        let mut signer = Signer::new(lower_origin, keys, &known, options, refresh, &previous);
+        let mut signed: Vec<Record> = Vec::with_capacity(4);
+        if let Some(rdata) = &link.rdata {
+            let nsec3 = [&rdata[..]];
+            let rrset = Rrset {
+                owner: link.owner,
+                class,
+                rtype: RType::NSEC3,
+                ttl: link.ttl,
+                rdata: &nsec3,
+            };
+            signer.sign_or_keep(&rrset, false, 0..previous.len(), &mut signed)?;
+            Sink::record(
+                &mut signed,
+                RecordRef {
+                    owner: link.owner,
+                    class,
+                    ttl: link.ttl,
+                    rtype: RType::NSEC3,
+                    rdata,
+                    location: tern_zone::Location::default(),
+                },
+            )
+            .map_err(SignError::Sink)?;
+        }
+        out.signatures += signer.signatures;
+        out.kept += signer.kept;
+        if let Some(at) = signer.next_refresh {
+            out.next_refresh = Some(out.next_refresh.map_or(at, |next| next.min(at)));
+        }
+        out.visited += signed.len();
+        compare_owner(&previous, 0..previous.len(), &signed, &mut out.difference);
+        out.owners.push(signed);
+    }
+    Ok(Some(out))
+}
+
+/// [`resign_owners`] (`glue`: `None`) or [`resign_owners_nsec3`] (which
+/// owners are glue).
+fn resign_owners_with(
+    origin: Name<'_>,
+    apex: &[RecordRef<'_>],
+    edits: &[OwnerEdit<'_>],
+    glue: Option<&[bool]>,
+    keys: &KeySet<'_>,
+    options: &SignOptions,
+    refresh: &Refresh,
+) -> Result<Option<OwnersResigned>, SignError> {
+    crate::zone::check_keys(&keys.keys)?;
+    if edits.len() > MAX_OWNER_EDITS {
+        return Ok(None);
+    }
+    let nsec3param = match &options.denial {
+        crate::Denial::Nsec3(params) => Some(crate::nsec3::nsec3param_rdata(params)),
+        crate::Denial::Nsec => None,
+    };
     let Some(apex_edit) = edits.iter().find(|edit| edit.owner.eq_ignore_case(origin)) else {
         return Ok(None);
     };
@@ -434,8 +562,9 @@ pub fn resign_owners(
     let known = known_keys(origin, &apex_list, &keys.keys);
     let mut out = OwnersResigned::default();
     let lower_origin = origin.to_lower();
-    for edit in edits {
+    for (at, edit) in edits.iter().enumerate() {
         let is_apex = edit.owner.eq_ignore_case(origin);
+        let is_glue = glue.is_some_and(|glue| glue[at]) && !is_apex;
         out.visited += edit.previous.len() + edit.records.len();
         // A delegation's records are not signed as an authoritative
         // name's (nor is what it hides).
@@ -447,19 +576,25 @@ pub fn resign_owners(
         if !is_apex && (delegation(&edit.previous) || delegation(&edit.records)) {
             return Ok(None);
         }
-        // The previous NSEC: its next name is kept.
-        let mut nsecs = edit
-            .previous
-            .iter()
-            .filter(|record| record.rtype == RType::NSEC);
-        let (Some(nsec), None) = (nsecs.next(), nsecs.next()) else {
-            return Ok(None);
-        };
-        if nsec.ttl != nsec_ttl {
-            return Ok(None);
-        }
-        let Ok((next, _)) = Name::parse_prefix(nsec.rdata) else {
-            return Ok(None);
+        // The previous NSEC: its next name is kept (an NSEC3 zone's
+        // owners have none).
+        let next = if glue.is_some() {
+            None
+        } else {
+            let mut nsecs = edit
+                .previous
+                .iter()
+                .filter(|record| record.rtype == RType::NSEC);
+            let (Some(nsec), None) = (nsecs.next(), nsecs.next()) else {
+                return Ok(None);
+            };
+            if nsec.ttl != nsec_ttl {
+                return Ok(None);
+            }
+            let Ok((next, _)) = Name::parse_prefix(nsec.rdata) else {
+                return Ok(None);
+            };
+            Some(next)
         };
         // The new records, the signer's own at the apex added; by type,
         // then canonical RDATA, each once.
@@ -508,6 +643,13 @@ pub fn resign_owners(
                     records.push((*rtype, rdata.clone(), made(*rtype, dnskey_ttl, rdata)));
                 }
             }
+            if let Some(rdata) = &nsec3param {
+                records.push((
+                    RType::NSEC3PARAM,
+                    rdata.clone(),
+                    made(RType::NSEC3PARAM, crate::zone::NSEC3PARAM_TTL, rdata),
+                ));
+            }
         }
         records.sort_by(|a, b| (a.0 .0, &a.1).cmp(&(b.0 .0, &b.1)));
         records.dedup_by(|a, b| a.0 == b.0 && a.1 == b.1);
@@ -543,7 +685,9 @@ pub fn resign_owners(
             };
             let by_key_signing_keys =
                 is_apex && matches!(rtype, RType::DNSKEY | RType::CDS | RType::CDNSKEY);
-            signer.sign_or_keep(&rrset, by_key_signing_keys, 0..previous.len(), &mut signed)?;
+            if !is_glue {
+                signer.sign_or_keep(&rrset, by_key_signing_keys, 0..previous.len(), &mut signed)?;
+            }
             for rdata in &rdata {
                 Sink::record(
                     &mut signed,
@@ -557,19 +701,21 @@ pub fn resign_owners(
             types.push(rtype);
             start = end;
         }
-        types.extend([RType::RRSIG, RType::NSEC]);
-        let nsec_rdata = crate::nsec::nsec_rdata(next, &types);
-        let nsec = [&nsec_rdata[..]];
-        let rrset = Rrset {
-            owner: edit.owner,
-            class: soa.class,
-            rtype: RType::NSEC,
-            ttl: nsec_ttl,
-            rdata: &nsec,
-        };
-        signer.sign_or_keep(&rrset, false, 0..previous.len(), &mut signed)?;
-        Sink::record(&mut signed, made(RType::NSEC, nsec_ttl, &nsec_rdata))
-            .map_err(SignError::Sink)?;
+        if let Some(next) = next {
+            types.extend([RType::RRSIG, RType::NSEC]);
+            let nsec_rdata = crate::nsec::nsec_rdata(next, &types);
+            let nsec = [&nsec_rdata[..]];
+            let rrset = Rrset {
+                owner: edit.owner,
+                class: soa.class,
+                rtype: RType::NSEC,
+                ttl: nsec_ttl,
+                rdata: &nsec,
+            };
+            signer.sign_or_keep(&rrset, false, 0..previous.len(), &mut signed)?;
+            Sink::record(&mut signed, made(RType::NSEC, nsec_ttl, &nsec_rdata))
+                .map_err(SignError::Sink)?;
+        }
         out.signatures += signer.signatures;
         out.kept += signer.kept;
         if let Some(at) = signer.next_refresh {

@@ -82,8 +82,9 @@ pub mod zone;
 pub mod fuzzing;
 
 pub use incremental::{
-    next_refresh, resign_owners, resign_zone, resign_zone_into, Change, OwnerEdit, OwnersResigned,
-    Refresh, ResignStats, Resigned, MAX_OWNER_EDITS,
+    next_refresh, resign_nsec3_links, resign_owners, resign_owners_nsec3, resign_zone,
+    resign_zone_into, Change, Nsec3Link, OwnerEdit, OwnersResigned, Refresh, ResignStats, Resigned,
+    MAX_OWNER_EDITS,
 };
 pub use key::{Algorithm, KeyError, KeyRole, SigningKey};
 pub use nsec3::Nsec3Params;

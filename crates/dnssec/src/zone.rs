@@ -867,7 +867,7 @@ fn in_bitmap(kind: NodeKind, rtype: RType, signed: bool) -> bool {
 
 /// The NSEC3PARAM's TTL: 0, as Knot and BIND write it (RFC 5155 names
 /// none; the record is for the zone's servers, not for caches).
-const NSEC3PARAM_TTL: u32 = 0;
+pub(crate) const NSEC3PARAM_TTL: u32 = 0;
 
 /// The NSEC3 parameters, if they can be signed with.
 fn check_nsec3<'p>(

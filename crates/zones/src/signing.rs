@@ -568,6 +568,89 @@ pub(crate) fn sign_owners<R: RecordList + ?Sized>(
     }))
 }
 
+/// [`sign_window`] for a zone signed with NSEC3 without opt-out: the
+/// owners `edits` (the apex among them; `glue` tells which lie below a
+/// zone cut) signed through [`tern_dnssec::resign_owners_nsec3`], then the
+/// chain's links that `links` makes of them (each owner's records signed,
+/// and the chain's parameters) through
+/// [`tern_dnssec::resign_nsec3_links`], with the keys as stored and the
+/// salt `salt` of the served chain. `Ok(None)`: not for this (the policy's
+/// NSEC3 differs from the served chain's: a new salt or iterations, an
+/// opt-out chain; or `links` says no), the caller signs the zone whole.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn sign_nsec3_window<'e, R: RecordList + ?Sized>(
+    origin: Name<'_>,
+    apex: &[tern_zone::RecordRef<'_>],
+    edits: &[tern_dnssec::OwnerEdit<'_>],
+    glue: &[bool],
+    records: &R,
+    policy: &Policy,
+    state_directory: &Path,
+    now: u64,
+    serial_above: Option<u32>,
+    salt: &[u8],
+    links: impl FnOnce(
+        &tern_dnssec::OwnersResigned,
+        &Nsec3Params,
+    ) -> Result<Option<Vec<tern_dnssec::Nsec3Link<'e>>>, String>,
+) -> Result<Option<Signed<(tern_dnssec::OwnersResigned, tern_dnssec::OwnersResigned)>>, String> {
+    let Some(nsec3) = &policy.nsec3 else {
+        return Ok(None);
+    };
+    if nsec3.opt_out {
+        return Ok(None);
+    }
+    let apex_list: Vec<tern_zone::Record> = apex.iter().map(|record| record.to_record()).collect();
+    if salt_kept(origin, &apex_list, policy, now).as_deref() != Some(salt) {
+        return Ok(None);
+    }
+    let stepped = unstepped_keys(origin, policy, state_directory, now)?;
+    let serial_above = signer_serial_above(origin, records, policy, serial_above, now);
+    let refresh = refresh_of(policy, now);
+    let mut failure: Option<String> = None;
+    let signed = with_keys(
+        origin,
+        &stepped,
+        policy,
+        now,
+        serial_above,
+        Some(salt.to_vec()),
+        |keys, options| {
+            let Denial::Nsec3(params) = &options.denial else {
+                return Ok(None);
+            };
+            let Some(owners) = tern_dnssec::resign_owners_nsec3(
+                origin, apex, edits, glue, keys, options, &refresh,
+            )?
+            else {
+                return Ok(None);
+            };
+            let made = match links(&owners, params) {
+                Ok(Some(made)) => made,
+                Ok(None) => return Ok(None),
+                Err(err) => {
+                    failure = Some(err);
+                    return Ok(None);
+                }
+            };
+            let chain =
+                tern_dnssec::resign_nsec3_links(origin, apex, &made, keys, options, &refresh)?;
+            Ok(chain.map(|chain| (owners, chain)))
+        },
+    )?;
+    if let Some(err) = failure {
+        return Err(err);
+    }
+    let Some(zone) = signed.zone else {
+        return Ok(None);
+    };
+    Ok(Some(Signed {
+        zone,
+        next_key_event: signed.next_key_event,
+        awaiting_ds: signed.awaiting_ds,
+    }))
+}
+
 /// The keys' metadata of the zone `origin` as they are in
 /// `state_directory` now (what the signing just made left), for
 /// [`sign_owners`]' check; `None` when they do not read (the next signing

@@ -323,3 +323,174 @@ fn patches_equal_whole_builds() {
     );
     assert!(refused > 0, "no change was refused");
 }
+
+/// The NSEC3 salt of [`with_nsec3_chain`]'s chains.
+const SALT: u8 = 0xab;
+
+/// `model` with its NSEC3 chain made again (SHA-1, no further iteration,
+/// salt [`SALT`]): a link for each name not below a cut and each empty
+/// non-terminal above one, the apex's NSEC3PARAM and an RRSIG over its SOA
+/// (so that the zone is signed and answers carry proofs); the hashed
+/// owners whose records changed, for the patch.
+fn with_nsec3_chain(model: &mut Model) -> Vec<Vec<u8>> {
+    let apex = name("example.");
+    let params = crate::nsec3::Params {
+        algorithm: 1,
+        iterations: 0,
+        salt: Box::new([SALT]),
+    };
+    let hashed = |owner: &[u8]| {
+        let name = Name::from_wire(owner).unwrap();
+        name.parent().is_some_and(|p| p == apex.as_name())
+            && crate::nsec3::decode_label(name.first_label()).is_some()
+    };
+    let old: Model = model
+        .iter()
+        .filter(|(owner, _)| hashed(owner))
+        .map(|(owner, records)| (owner.clone(), records.clone()))
+        .collect();
+    model.retain(|owner, _| !hashed(owner));
+    let records = model.entry(apex.as_bytes().to_vec()).or_default();
+    let param = vec![1, 0, 0, 0, 1, SALT];
+    if !records.iter().any(|r| r.0 == RType::NSEC3PARAM) {
+        records.push((RType::NSEC3PARAM, 0, param));
+    }
+    if !records
+        .iter()
+        .any(|r| r.0 == RType::RRSIG && r.2.starts_with(&[0, 6]))
+    {
+        let mut rdata = vec![0, 6, 13, 1, 0, 0, 0x0e, 0x10, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1];
+        rdata.extend_from_slice(apex.as_bytes());
+        rdata.push(7);
+        records.push((RType::RRSIG, 3600, rdata));
+    }
+    let cut = |owner: Name<'_>| {
+        model
+            .get(owner.as_bytes())
+            .is_some_and(|records| records.iter().any(|r| r.0 == RType::NS))
+    };
+    let mut names: std::collections::BTreeSet<Vec<u8>> = Default::default();
+    for owner in model.keys() {
+        let name = Name::from_wire(owner).unwrap();
+        let mut above = name;
+        let mut below_cut = false;
+        while let Some(parent) = above.parent() {
+            if parent == apex.as_name() || parent.label_count() <= 1 {
+                break;
+            }
+            below_cut |= cut(parent);
+            above = parent;
+        }
+        if below_cut {
+            continue;
+        }
+        let mut at = Some(name);
+        while let Some(current) = at {
+            names.insert(current.as_bytes().to_vec());
+            if current == apex.as_name() {
+                break;
+            }
+            at = current.parent();
+        }
+    }
+    let mut hashes: Vec<crate::nsec3::Hash> = names
+        .iter()
+        .map(|owner| params.hash(Name::from_wire(owner).unwrap()))
+        .collect();
+    hashes.sort_unstable();
+    let mut new = Model::new();
+    for (at, hash) in hashes.iter().enumerate() {
+        let label = data_encoding::BASE32HEX_NOPAD
+            .encode(hash)
+            .to_ascii_lowercase();
+        let owner = NameBuf::concat(
+            &[&[label.len() as u8], label.as_bytes()].concat(),
+            apex.as_name(),
+        )
+        .unwrap();
+        let mut rdata = vec![1, 0, 0, 0, 1, SALT, 20];
+        rdata.extend_from_slice(&hashes[(at + 1) % hashes.len()]);
+        rdata.extend_from_slice(&[0, 1, 0x40]);
+        new.insert(owner.as_bytes().to_vec(), vec![(RType::NSEC3, 300, rdata)]);
+    }
+    let mut touched: Vec<Vec<u8>> = old
+        .iter()
+        .filter(|(owner, records)| new.get(*owner) != Some(records))
+        .map(|(owner, _)| owner.clone())
+        .collect();
+    touched.extend(
+        new.iter()
+            .filter(|(owner, records)| old.get(*owner) != Some(records))
+            .map(|(owner, _)| owner.clone()),
+    );
+    model.extend(new);
+    touched
+}
+
+/// [`patches_equal_whole_builds`] in zones with an NSEC3 chain: each
+/// change with the chain's links that follow it (added, removed, their
+/// next hashes) patched, and the answers with DO (their NSEC3 proofs:
+/// each node's matching and wildcard links) those of a whole build.
+#[test]
+fn nsec3_patches_equal_whole_builds() {
+    let mut patched_count = 0;
+    let mut rebuilt = 0;
+    for seed in 0..10u64 {
+        let mut rng = StdRng::seed_from_u64(100 + seed);
+        let mut model = Model::new();
+        let mut serial = 1;
+        model.insert(
+            name("example.").as_bytes().to_vec(),
+            vec![(RType::SOA, 3600, soa(serial))],
+        );
+        if seed % 2 == 0 {
+            for i in 0..12 {
+                model.insert(
+                    name(&format!("h{i}.example.")).as_bytes().to_vec(),
+                    vec![(RType::A, 300, vec![192, 0, 2, i])],
+                );
+            }
+        }
+        with_nsec3_chain(&mut model);
+        let mut zone = build(&model).unwrap();
+        assert!(zone.nsec3.is_some());
+        for step in 0..25 {
+            let saved = model.clone();
+            let saved_serial = serial;
+            let mut touched = change(&mut rng, &mut model, &mut serial);
+            // No NSEC in an NSEC3 zone.
+            for records in model.values_mut() {
+                records.retain(|r| r.0 != RType::NSEC);
+            }
+            model.retain(|_, records| !records.is_empty());
+            touched.extend(with_nsec3_chain(&mut model));
+            let context = format!("seed {seed} step {step}");
+            let built = build(&model);
+            match (zone.patch(&changes_of(&model, &touched)), built) {
+                (Ok(patched), Ok(built)) => {
+                    assert_same(&patched.zone, &built, &context);
+                    zone = patched.zone;
+                    patched_count += 1;
+                }
+                (Err(PatchError::Rebuild(_)), Ok(built)) => {
+                    zone = built;
+                    rebuilt += 1;
+                }
+                (Err(PatchError::Build(_)), Err(_)) => {
+                    model = saved;
+                    serial = saved_serial;
+                }
+                (patched, built) => panic!(
+                    "{context}: patch {:?}, build {:?}",
+                    patched.map(|p| p.zone),
+                    built
+                ),
+            }
+        }
+    }
+    eprintln!("{patched_count} patched, {rebuilt} rebuilt whole");
+    assert!(
+        patched_count > 10 * (rebuilt + 1),
+        "{patched_count} patched, {rebuilt} rebuilt"
+    );
+}
