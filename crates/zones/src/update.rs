@@ -40,8 +40,9 @@
 //! (`signed`).
 
 use std::collections::HashMap;
+use std::fmt::Write as _;
 use std::fs::{File, OpenOptions};
-use std::io::{self, Write as _};
+use std::io::{self, BufWriter, Write};
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
@@ -1281,11 +1282,20 @@ fn sync_directory(path: &Path) -> io::Result<()> {
 /// then syncs the directory: after a crash, `path` is the old file or the
 /// new one, whole.
 fn write_synced(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_synced_with(path, |out| out.write_all(bytes))
+}
+
+/// [`write_synced`] of what `write` writes, through a [`BufWriter`].
+fn write_synced_with(
+    path: &Path,
+    write: impl FnOnce(&mut BufWriter<File>) -> io::Result<()>,
+) -> io::Result<()> {
     let mut temporary = path.as_os_str().to_owned();
     temporary.push(".tern-tmp");
     let temporary = PathBuf::from(temporary);
-    let mut file = File::create(&temporary)?;
-    file.write_all(bytes)?;
+    let mut out = BufWriter::new(File::create(&temporary)?);
+    write(&mut out)?;
+    let file = out.into_inner().map_err(io::IntoInnerError::into_error)?;
     file.sync_all()?;
     drop(file);
     std::fs::rename(&temporary, path)?;
@@ -1298,33 +1308,45 @@ pub fn write_zone_file(path: &Path, zone: &Zone) -> io::Result<()> {
     write_zone_file_where(path, zone, |_, _| true)
 }
 
-/// [`write_zone_file`], with only the records `keep` keeps.
+/// [`write_zone_file`], with only the records `keep` keeps. Streamed:
+/// each record's line is formatted into one small buffer and written
+/// through a [`BufWriter`] to the temporary file, so that the rewrite
+/// holds no second copy of the zone (a whole file's text in memory would
+/// be some 40 octets a record, which the allocator keeps after it is
+/// freed; docs/benchmarks.md, "memory after 100,000 updates").
 fn write_zone_file_where(
     path: &Path,
     zone: &Zone,
     keep: impl Fn(Name<'_>, RType) -> bool,
 ) -> io::Result<()> {
-    let mut text = format!(
-        "; {} serial {}: written by tern from the updated zone (zone-file-sync)\n",
-        zone.origin(),
-        zone.serial()
-    );
-    let mut cursor = RecordCursor::default();
-    while let Some(record) = zone.next_record(&mut cursor) {
-        if !keep(record.owner, record.rtype) {
-            continue;
+    write_synced_with(path, |out| {
+        writeln!(
+            out,
+            "; {} serial {}: written by tern from the updated zone (zone-file-sync)",
+            zone.origin(),
+            zone.serial()
+        )?;
+        let mut line = String::new();
+        let mut cursor = RecordCursor::default();
+        while let Some(record) = zone.next_record(&mut cursor) {
+            if !keep(record.owner, record.rtype) {
+                continue;
+            }
+            line.clear();
+            let _ = write!(
+                line,
+                "{}\t{}\t{}\t{}\t",
+                record.owner,
+                record.ttl,
+                RClass::IN,
+                record.rtype
+            );
+            tern_zone::print::write_rdata(record.rtype, record.rdata, &mut line);
+            line.push('\n');
+            out.write_all(line.as_bytes())?;
         }
-        let record = tern_zone::Record {
-            owner: record.owner.to_buf(),
-            class: RClass::IN,
-            ttl: record.ttl,
-            rtype: record.rtype,
-            rdata: record.rdata.to_vec(),
-            location: tern_zone::Location::default(),
-        };
-        tern_zone::print::write_record(&record, &mut text);
-    }
-    write_synced(path, text.as_bytes())
+        Ok(())
+    })
 }
 
 //----------- Replay ---------------------------------------------------------
