@@ -93,6 +93,11 @@ const MAX_FRAME: usize = 1 << 20;
 /// what follows is dropped with a warning).
 const MAX_FRAMES: usize = 1 << 20;
 
+/// A version made by patches is built whole once the unused space they
+/// left in its tables ([`Zone::garbage_bytes`]) passes this share of them
+/// (here a half: the tables are at most twice the live records').
+pub const MAX_GARBAGE_SHARE: usize = 4;
+
 //----------- Configuration --------------------------------------------------
 
 /// One updatable zone.
@@ -1093,8 +1098,9 @@ fn records_of(zone: &Zone) -> Result<ZoneRecords, String> {
 /// whole ([`zone_of`]: the work is then the whole zone's tables and
 /// names) where a patch does not apply
 /// (NSEC3, a delegation moved above other names) and when the patches'
-/// unused space has grown past half of the zone's tables (compaction:
-/// its cost spread over the updates that made the garbage).
+/// unused space has grown past a quarter of the zone's tables
+/// ([`MAX_GARBAGE_SHARE`]; compaction: its cost spread over the updates
+/// that made the garbage).
 pub fn next_version(
     origin: Name<'_>,
     previous: &Zone,
@@ -1138,10 +1144,23 @@ pub fn next_version(
         );
     }
     match previous.patch(&changes) {
-        Ok(patched) if patched.zone.garbage_bytes() <= patched.zone.table_bytes() / 2 => {
+        Ok(patched)
+            if patched.zone.garbage_bytes() <= patched.zone.table_bytes() / MAX_GARBAGE_SHARE =>
+        {
             Ok((patched.zone, patched.work))
         }
-        Ok(_) | Err(PatchError::Rebuild(_)) => whole(),
+        Ok(patched) => {
+            // Info: a whole build costs the zone (a pause of the updates).
+            log::info!(
+                "zone {origin}: built whole, the patches' unused space at {} of its {} table \
+                 octets",
+                patched.zone.garbage_bytes(),
+                patched.zone.table_bytes()
+            );
+            drop(patched);
+            whole()
+        }
+        Err(PatchError::Rebuild(_)) => whole(),
         Err(err) => Err(err.to_string()),
     }
 }
