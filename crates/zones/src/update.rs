@@ -127,7 +127,18 @@ pub struct UpdateConfig {
     pub max_in_flight: usize,
     /// The secondary zones that answer UPDATE other than REFUSED.
     pub secondaries: Vec<SecondaryZone>,
+    /// Has the allocator give back the free memory it keeps (the binary's
+    /// `tern_server::give_back_free_memory`, glibc's `malloc_trim`):
+    /// called [`GIVE_BACK_AFTER`] after a whole build of an updated zone,
+    /// once the cores have let the previous version go. Without it, the previous version's tables stay
+    /// resident as free memory the allocator keeps (docs/benchmarks.md,
+    /// "memory after 100,000 updates").
+    pub give_back: Option<fn()>,
 }
+
+/// How long after a whole build the freed memory is given back ([`UpdateConfig::give_back`]): the cores then
+/// serve the new version, and the old one is freed.
+pub const GIVE_BACK_AFTER: Duration = Duration::from_secs(1);
 
 /// A secondary zone's answer to UPDATE (`zones.secondary[].update`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -519,6 +530,9 @@ struct State {
     by_origin: HashMap<Origin, ZoneState>,
     sync_interval: Duration,
     next_sync: Option<Instant>,
+    /// When to give back freed memory ([`UpdateConfig::give_back`]).
+    give_back: Option<fn()>,
+    give_back_at: Option<Instant>,
     max_zone_records: usize,
     rate_per_key: u32,
     /// Per key (None: unsigned): tokens left and when last filled.
@@ -558,6 +572,8 @@ impl State {
                 .collect(),
             sync_interval: config.sync_interval,
             next_sync: None,
+            give_back: config.give_back,
+            give_back_at: None,
             max_zone_records: config.max_zone_records,
             rate_per_key: config.rate_per_key,
             rates: HashMap::new(),
@@ -571,12 +587,19 @@ impl State {
 
     fn run(&mut self, receiver: &Receiver<Message>) {
         loop {
-            let message = match self.next_sync {
+            let next = match (self.next_sync, self.give_back_at) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            let message = match next {
                 Some(at) => {
                     match receiver.recv_timeout(at.saturating_duration_since(Instant::now())) {
                         Ok(message) => message,
                         Err(RecvTimeoutError::Timeout) => {
-                            self.sync_files();
+                            if self.next_sync.is_some_and(|at| at <= Instant::now()) {
+                                self.sync_files();
+                            }
+                            self.give_back_due();
                             continue;
                         }
                         Err(RecvTimeoutError::Disconnected) => break,
@@ -619,8 +642,28 @@ impl State {
             if self.next_sync.is_some_and(|at| at <= Instant::now()) {
                 self.sync_files();
             }
+            self.give_back_due();
         }
         self.sync_files();
+    }
+
+    /// Gives freed memory back if a whole build asked for it at least
+    /// [`GIVE_BACK_AFTER`] ago.
+    fn give_back_due(&mut self) {
+        if self.give_back_at.is_some_and(|at| at <= Instant::now()) {
+            self.give_back_at = None;
+            if let Some(give_back) = self.give_back {
+                give_back();
+            }
+        }
+    }
+
+    /// Asks for freed memory to be given back [`GIVE_BACK_AFTER`] from
+    /// now (a later ask does not move an earlier one).
+    fn give_back_later(&mut self) {
+        if self.give_back.is_some() && self.give_back_at.is_none() {
+            self.give_back_at = Some(Instant::now() + GIVE_BACK_AFTER);
+        }
     }
 
     /// Applies a group of requests, makes it durable, serves it, answers.
@@ -963,6 +1006,10 @@ impl State {
             Some(Err(err)) => Some(err),
             None => None,
         };
+        // A whole build (no unused space left, where the previous
+        // version had some) frees the previous tables once the cores
+        // let them go.
+        let rebuilt = built.garbage_bytes() == 0 && base.garbage_bytes() > 0;
         *base = Arc::clone(&built);
         zone.dirty = true;
         if let Some(err) = failed {
@@ -972,6 +1019,9 @@ impl State {
         self.zones.updated(built, differences);
         if self.next_sync.is_none() && !self.sync_interval.is_zero() {
             self.next_sync = Some(Instant::now() + self.sync_interval);
+        }
+        if rebuilt {
+            self.give_back_later();
         }
         true
     }

@@ -85,6 +85,7 @@ fn setup(tag: &str, rules: Vec<UpdateRule>) -> Setup {
         rate_per_key: 0,
         max_in_flight: DEFAULT_MAX_IN_FLIGHT,
         secondaries: Vec::new(),
+        give_back: None,
     };
     let (cores, zones) = start_zones(&dir, &file, &config);
     Setup {
