@@ -39,6 +39,11 @@
 # server's VmRSS once loaded and after them, its VmHWM, and the ratio of the two RSS.
 # IXFR_HISTORY (tern only, e.g. `1M`): its `transfer.ixfr-history`, the bound of the IXFR
 # history the updates fill (tern's default 16 MiB otherwise).
+# RSS_EVERY=S: also print the server's VmRSS every S seconds while the updates run (what
+# grows, and when). HEAP=1 (with gdb): after the updates, asks the server's allocator
+# (glibc's malloc_stats() through gdb) what it holds in use and in all, then has it give
+# back what it can (malloc_trim(0)) and prints VmRSS again: memory in use by tern, as
+# against freed memory the allocator kept.
 #
 # QUERIES=1 (tern only): query answering beside updates. tern answers on SERVER_CPU (its
 # one core, its update thread with it); dnsperf on CLIENT_CPU sends A queries for the
@@ -62,6 +67,8 @@ export UPDATES="${UPDATES:-0}"
 export IXFR_HISTORY="${IXFR_HISTORY:-}"
 export QUERIES="${QUERIES:-0}"
 export QUERY_CLIENTS="${QUERY_CLIENTS:-4}"
+export RSS_EVERY="${RSS_EVERY:-0}"
+export HEAP="${HEAP:-0}"
 
 for tool in knotd named taskset python3 dnsperf; do
     command -v "$tool" >/dev/null || { echo "bench-update: $tool is not installed (make deps)"; exit 1; }
@@ -106,6 +113,8 @@ UPDATES = int(os.environ["UPDATES"])
 IXFR_HISTORY = os.environ["IXFR_HISTORY"]
 QUERIES = os.environ["QUERIES"] == "1"
 QUERY_CLIENTS = int(os.environ["QUERY_CLIENTS"])
+RSS_EVERY = float(os.environ["RSS_EVERY"])
+HEAP = os.environ["HEAP"] == "1"
 ORIGIN = d.ORIGIN
 
 
@@ -262,6 +271,32 @@ def rss_mib(server, field: str = "VmRSS") -> float:
     return float("nan")
 
 
+def sample_rss(server, stop: threading.Event) -> None:
+    """Prints the server's VmRSS every RSS_EVERY seconds until `stop`."""
+    began = time.time()
+    while not stop.wait(RSS_EVERY):
+        print(f"bench-update:   {time.time() - began:6.0f} s  VmRSS {rss_mib(server):6.1f} MiB",
+              flush=True)
+
+
+def heap_probe(server) -> None:
+    """glibc's own count of the server's heap (malloc_stats(), to its stderr, read back
+    from its log), then VmRSS after malloc_trim(0): both through gdb."""
+    pid = str(server.proc.pid)
+    for call in ["(void)malloc_stats()", "(int)malloc_trim(0)"]:
+        subprocess.run(["gdb", "-p", pid, "-batch", "-ex", f"call {call}"],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
+        if "stats" in call:
+            time.sleep(0.5)  # stderr is the log file: written at once, read after
+            tail = server.log_tail(200).splitlines()
+            total = [line for line in tail if line.startswith("Total (incl. mmap)")]
+            at = max(i for i, line in enumerate(tail) if line.startswith("Total (incl. mmap)")) \
+                if total else len(tail)
+            for line in tail[at:at + 3]:
+                print(f"bench-update:   malloc_stats: {line.strip()}", flush=True)
+    print(f"bench-update:   after malloc_trim(0): VmRSS {rss_mib(server):,.1f} MiB", flush=True)
+
+
 def holds_txt(server, index: int) -> bool:
     query = dns.message.make_query(f"bench-client{index}.{ORIGIN}", dns.rdatatype.TXT)
     answer = dns.query.tcp(query, server.addr[0], port=server.addr[1], timeout=10)
@@ -283,7 +318,11 @@ def load(server) -> tuple[float, int, int]:
     began = time.time()
     for proc in procs:
         proc.start()
+    sampled = threading.Event()
+    if RSS_EVERY > 0:  # started after the forks: no thread is copied into a client
+        threading.Thread(target=sample_rss, args=(server, sampled), daemon=True).start()
     results = [out.get() for _ in procs]
+    sampled.set()
     for proc in procs:
         proc.join()
     took = time.time() - began
@@ -405,6 +444,8 @@ def main() -> None:
                         rose = (serial(server) - before) % 2**32
                         rss_after = rss_mib(server)
                         peak = rss_mib(server, "VmHWM")
+                        if HEAP and name == "tern":
+                            heap_probe(server)
                     print(f"bench-update: {name} {zone} round {round_ + 1}: {rate:,.0f} "
                           f"updates/s, {total:,} updates, RSS {rss_before:,.1f} MiB when "
                           f"loaded, {rss_after:,.1f} MiB after them "

@@ -104,7 +104,9 @@ pub use stats::{
     TCP_TIMEOUTS, TRANSPORTS, TYPE_SLOTS,
 };
 pub use stats::{ProxyStats, XdpStats};
-pub use sys::{fix_allocator_threshold, thread_allocations, CountingAllocator};
+pub use sys::{
+    fix_allocator_threshold, give_back_free_memory, thread_allocations, CountingAllocator,
+};
 pub use tern_cache::forward::{
     Cidr, ForwardConfig, ForwardStats, Policy, RttHistogram, UpstreamStats, MAX_UPSTREAMS,
     RTT_BUCKETS_MS,

@@ -692,6 +692,21 @@ pub fn fix_allocator_threshold() {
     }
 }
 
+/// Has the C allocator give back to the system the free memory it keeps
+/// in whole pages, in every arena (glibc's `malloc_trim(0)`): for a thread
+/// that has just let much go at once and will not soon need it again (the
+/// update thread after a zone's whole build, issue 25). Costs a walk of
+/// the arenas' free lists; without glibc it does nothing.
+pub fn give_back_free_memory() {
+    #[cfg(target_env = "gnu")]
+    // SAFETY: malloc_trim takes an integer and only returns free pages of
+    // malloc's own arenas to the system; it touches no block in use, and
+    // may be called from any thread.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
 //=========== Tests ==========================================================
 
 #[cfg(test)]

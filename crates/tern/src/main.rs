@@ -374,6 +374,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         rate_per_key: config.update_rate,
         max_in_flight: config.update_queue,
         secondaries: config.secondary_updates.clone(),
+        give_back: Some(tern_server::give_back_free_memory),
     };
     tern_zones::update::replay_start(&update_config, &mut primaries);
     let update_channel = Some(tern_zones::update::channel(&update_config));

@@ -40,8 +40,9 @@
 //! (`signed`).
 
 use std::collections::HashMap;
+use std::fmt::Write as _;
 use std::fs::{File, OpenOptions};
-use std::io::{self, Write as _};
+use std::io::{self, BufWriter, Write};
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
@@ -92,6 +93,11 @@ const MAX_FRAME: usize = 1 << 20;
 /// what follows is dropped with a warning).
 const MAX_FRAMES: usize = 1 << 20;
 
+/// A version made by patches is built whole once the unused space they
+/// left in its tables ([`Zone::garbage_bytes`]) passes this share of them
+/// (here a half: the tables are at most twice the live records').
+pub const MAX_GARBAGE_SHARE: usize = 4;
+
 //----------- Configuration --------------------------------------------------
 
 /// One updatable zone.
@@ -121,7 +127,18 @@ pub struct UpdateConfig {
     pub max_in_flight: usize,
     /// The secondary zones that answer UPDATE other than REFUSED.
     pub secondaries: Vec<SecondaryZone>,
+    /// Has the allocator give back the free memory it keeps (the binary's
+    /// `tern_server::give_back_free_memory`, glibc's `malloc_trim`):
+    /// called [`GIVE_BACK_AFTER`] after a whole build of an updated zone,
+    /// once the cores have let the previous version go. Without it, the previous version's tables stay
+    /// resident as free memory the allocator keeps (docs/benchmarks.md,
+    /// "memory after 100,000 updates").
+    pub give_back: Option<fn()>,
 }
+
+/// How long after a whole build the freed memory is given back ([`UpdateConfig::give_back`]): the cores then
+/// serve the new version, and the old one is freed.
+pub const GIVE_BACK_AFTER: Duration = Duration::from_secs(1);
 
 /// A secondary zone's answer to UPDATE (`zones.secondary[].update`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -513,6 +530,9 @@ struct State {
     by_origin: HashMap<Origin, ZoneState>,
     sync_interval: Duration,
     next_sync: Option<Instant>,
+    /// When to give back freed memory ([`UpdateConfig::give_back`]).
+    give_back: Option<fn()>,
+    give_back_at: Option<Instant>,
     max_zone_records: usize,
     rate_per_key: u32,
     /// Per key (None: unsigned): tokens left and when last filled.
@@ -552,6 +572,8 @@ impl State {
                 .collect(),
             sync_interval: config.sync_interval,
             next_sync: None,
+            give_back: config.give_back,
+            give_back_at: None,
             max_zone_records: config.max_zone_records,
             rate_per_key: config.rate_per_key,
             rates: HashMap::new(),
@@ -565,12 +587,19 @@ impl State {
 
     fn run(&mut self, receiver: &Receiver<Message>) {
         loop {
-            let message = match self.next_sync {
+            let next = match (self.next_sync, self.give_back_at) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            let message = match next {
                 Some(at) => {
                     match receiver.recv_timeout(at.saturating_duration_since(Instant::now())) {
                         Ok(message) => message,
                         Err(RecvTimeoutError::Timeout) => {
-                            self.sync_files();
+                            if self.next_sync.is_some_and(|at| at <= Instant::now()) {
+                                self.sync_files();
+                            }
+                            self.give_back_due();
                             continue;
                         }
                         Err(RecvTimeoutError::Disconnected) => break,
@@ -613,8 +642,28 @@ impl State {
             if self.next_sync.is_some_and(|at| at <= Instant::now()) {
                 self.sync_files();
             }
+            self.give_back_due();
         }
         self.sync_files();
+    }
+
+    /// Gives freed memory back if a whole build asked for it at least
+    /// [`GIVE_BACK_AFTER`] ago.
+    fn give_back_due(&mut self) {
+        if self.give_back_at.is_some_and(|at| at <= Instant::now()) {
+            self.give_back_at = None;
+            if let Some(give_back) = self.give_back {
+                give_back();
+            }
+        }
+    }
+
+    /// Asks for freed memory to be given back [`GIVE_BACK_AFTER`] from
+    /// now (a later ask does not move an earlier one).
+    fn give_back_later(&mut self) {
+        if self.give_back.is_some() && self.give_back_at.is_none() {
+            self.give_back_at = Some(Instant::now() + GIVE_BACK_AFTER);
+        }
     }
 
     /// Applies a group of requests, makes it durable, serves it, answers.
@@ -957,6 +1006,10 @@ impl State {
             Some(Err(err)) => Some(err),
             None => None,
         };
+        // A whole build (no unused space left, where the previous
+        // version had some) frees the previous tables once the cores
+        // let them go.
+        let rebuilt = built.garbage_bytes() == 0 && base.garbage_bytes() > 0;
         *base = Arc::clone(&built);
         zone.dirty = true;
         if let Some(err) = failed {
@@ -966,6 +1019,9 @@ impl State {
         self.zones.updated(built, differences);
         if self.next_sync.is_none() && !self.sync_interval.is_zero() {
             self.next_sync = Some(Instant::now() + self.sync_interval);
+        }
+        if rebuilt {
+            self.give_back_later();
         }
         true
     }
@@ -1092,8 +1148,9 @@ fn records_of(zone: &Zone) -> Result<ZoneRecords, String> {
 /// whole ([`zone_of`]: the work is then the whole zone's tables and
 /// names) where a patch does not apply
 /// (NSEC3, a delegation moved above other names) and when the patches'
-/// unused space has grown past half of the zone's tables (compaction:
-/// its cost spread over the updates that made the garbage).
+/// unused space has grown past a quarter of the zone's tables
+/// ([`MAX_GARBAGE_SHARE`]; compaction: its cost spread over the updates
+/// that made the garbage).
 pub fn next_version(
     origin: Name<'_>,
     previous: &Zone,
@@ -1137,10 +1194,23 @@ pub fn next_version(
         );
     }
     match previous.patch(&changes) {
-        Ok(patched) if patched.zone.garbage_bytes() <= patched.zone.table_bytes() / 2 => {
+        Ok(patched)
+            if patched.zone.garbage_bytes() <= patched.zone.table_bytes() / MAX_GARBAGE_SHARE =>
+        {
             Ok((patched.zone, patched.work))
         }
-        Ok(_) | Err(PatchError::Rebuild(_)) => whole(),
+        Ok(patched) => {
+            // Info: a whole build costs the zone (a pause of the updates).
+            log::info!(
+                "zone {origin}: built whole, the patches' unused space at {} of its {} table \
+                 octets",
+                patched.zone.garbage_bytes(),
+                patched.zone.table_bytes()
+            );
+            drop(patched);
+            whole()
+        }
+        Err(PatchError::Rebuild(_)) => whole(),
         Err(err) => Err(err.to_string()),
     }
 }
@@ -1281,11 +1351,20 @@ fn sync_directory(path: &Path) -> io::Result<()> {
 /// then syncs the directory: after a crash, `path` is the old file or the
 /// new one, whole.
 fn write_synced(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_synced_with(path, |out| out.write_all(bytes))
+}
+
+/// [`write_synced`] of what `write` writes, through a [`BufWriter`].
+fn write_synced_with(
+    path: &Path,
+    write: impl FnOnce(&mut BufWriter<File>) -> io::Result<()>,
+) -> io::Result<()> {
     let mut temporary = path.as_os_str().to_owned();
     temporary.push(".tern-tmp");
     let temporary = PathBuf::from(temporary);
-    let mut file = File::create(&temporary)?;
-    file.write_all(bytes)?;
+    let mut out = BufWriter::new(File::create(&temporary)?);
+    write(&mut out)?;
+    let file = out.into_inner().map_err(io::IntoInnerError::into_error)?;
     file.sync_all()?;
     drop(file);
     std::fs::rename(&temporary, path)?;
@@ -1298,33 +1377,45 @@ pub fn write_zone_file(path: &Path, zone: &Zone) -> io::Result<()> {
     write_zone_file_where(path, zone, |_, _| true)
 }
 
-/// [`write_zone_file`], with only the records `keep` keeps.
+/// [`write_zone_file`], with only the records `keep` keeps. Streamed:
+/// each record's line is formatted into one small buffer and written
+/// through a [`BufWriter`] to the temporary file, so that the rewrite
+/// holds no second copy of the zone (a whole file's text in memory would
+/// be some 40 octets a record, which the allocator keeps after it is
+/// freed; docs/benchmarks.md, "memory after 100,000 updates").
 fn write_zone_file_where(
     path: &Path,
     zone: &Zone,
     keep: impl Fn(Name<'_>, RType) -> bool,
 ) -> io::Result<()> {
-    let mut text = format!(
-        "; {} serial {}: written by tern from the updated zone (zone-file-sync)\n",
-        zone.origin(),
-        zone.serial()
-    );
-    let mut cursor = RecordCursor::default();
-    while let Some(record) = zone.next_record(&mut cursor) {
-        if !keep(record.owner, record.rtype) {
-            continue;
+    write_synced_with(path, |out| {
+        writeln!(
+            out,
+            "; {} serial {}: written by tern from the updated zone (zone-file-sync)",
+            zone.origin(),
+            zone.serial()
+        )?;
+        let mut line = String::new();
+        let mut cursor = RecordCursor::default();
+        while let Some(record) = zone.next_record(&mut cursor) {
+            if !keep(record.owner, record.rtype) {
+                continue;
+            }
+            line.clear();
+            let _ = write!(
+                line,
+                "{}\t{}\t{}\t{}\t",
+                record.owner,
+                record.ttl,
+                RClass::IN,
+                record.rtype
+            );
+            tern_zone::print::write_rdata(record.rtype, record.rdata, &mut line);
+            line.push('\n');
+            out.write_all(line.as_bytes())?;
         }
-        let record = tern_zone::Record {
-            owner: record.owner.to_buf(),
-            class: RClass::IN,
-            ttl: record.ttl,
-            rtype: record.rtype,
-            rdata: record.rdata.to_vec(),
-            location: tern_zone::Location::default(),
-        };
-        tern_zone::print::write_record(&record, &mut text);
-    }
-    write_synced(path, text.as_bytes())
+        Ok(())
+    })
 }
 
 //----------- Replay ---------------------------------------------------------
