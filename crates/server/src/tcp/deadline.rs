@@ -104,13 +104,14 @@ pub(crate) async fn timeout<F: Future + Unpin>(
     let mut slot = Slot(None);
     // Polled again and again while it waits (its task is woken for its
     // other futures too: a connection's write half): after the first
-    // poll, a glance at its slot, no clock read.
+    // poll, a glance at its slot, no clock read. (`wait` is not read in
+    // here: held across the await, it would grow every connection's task.)
     poll_fn(|cx| {
         if let Poll::Ready(output) = Pin::new(&mut future).poll(cx) {
             return Poll::Ready(Ok(output));
         }
         let elapsed = match slot.0 {
-            None if wait.is_zero() => true,
+            None if Instant::now() >= when => true,
             None => {
                 slot.arm(when, cx.waker());
                 false
