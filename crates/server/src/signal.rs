@@ -137,8 +137,17 @@ impl Notify {
         }
     }
 
-    /// Waits for the next [`Notify::notify`] (or returns at once if one
-    /// came since the last wait).
+    /// Marks the waiter notified without waking it, for a notifier that
+    /// runs inside the waiter's own task before the waiter's next poll in
+    /// the same pass (the read half of a TCP connection, which `join!`
+    /// polls just before the write half): there a wake would only poll the
+    /// whole task once more for nothing.
+    pub(crate) fn mark(&self) {
+        self.notified.set(true);
+    }
+
+    /// Waits for the next [`Notify::notify`] or [`Notify::mark`] (or
+    /// returns at once if one came since the last wait).
     pub(crate) async fn wait(&self) {
         poll_fn(|cx| {
             if self.notified.replace(false) {

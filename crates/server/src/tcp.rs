@@ -387,7 +387,8 @@ async fn read_half<R: ReadStream>(
         }
     };
     pipe.reading_done.set(true);
-    pipe.to_writer.notify();
+    // `join!` polls the write half right after this one ends.
+    pipe.to_writer.mark();
     buffer
 }
 

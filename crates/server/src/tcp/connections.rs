@@ -87,13 +87,18 @@ impl Pipe {
         self.used.get() + PREFIX + len <= STREAM_BUFFER
     }
 
-    /// Queues a framed answer, counting it in flight.
+    /// Queues a framed answer, counting it in flight. Only from the read
+    /// half: the write half is told without a wake-up ([`Notify::mark`]),
+    /// since `join!` polls it right after the read half, in the same pass
+    /// (one poll of the connection's task per batch of answers, not two).
     pub(super) fn push(&self, answer: &[u8]) {
         self.in_flight.set(self.in_flight.get() + 1);
         self.queue(answer);
+        self.to_writer.mark();
     }
 
-    /// Queues a framed answer already counted in flight; it must fit.
+    /// Queues a framed answer already counted in flight; it must fit. The
+    /// caller tells the write half.
     fn queue(&self, answer: &[u8]) {
         let used = self.used.get();
         let mut pending = self.pending.borrow_mut();
@@ -104,7 +109,6 @@ impl Pipe {
         pending[used + PREFIX..used + PREFIX + answer.len()].copy_from_slice(answer);
         self.used.set(used + PREFIX + answer.len());
         self.queued.set(self.queued.get() + 1);
-        self.to_writer.notify();
     }
 
     /// A forwarded query was handed to the forwarder: its answer comes
@@ -134,13 +138,16 @@ impl Pipe {
             self.queue(&answer);
         } else {
             arrived.push_back(answer);
-            self.to_writer.notify();
+            drop(arrived);
         }
+        // From the forwarder's task: a wake-up.
+        self.to_writer.notify();
         true
     }
 
     /// Moves arrived forwarded answers into `pending` while they fit (any
-    /// one fits an empty `pending`).
+    /// one fits an empty `pending`). Only from the write half, which then
+    /// writes what it moved.
     pub(super) fn move_arrived(&self) {
         // Each pass moves one answer or ends.
         loop {

@@ -11,13 +11,16 @@
 //! and one task per core, the *sweeper*, sleeps on a single monoio timer
 //! and wakes the futures whose deadline has passed.
 //!
-//! Precision: a deadline is noticed at the sweeper's next pass, which
-//! comes at the earliest deadline it knew of, but no sooner than
-//! [`MIN_TICK`] after the previous pass and no later than [`MAX_TICK`]
-//! after it (a deadline set meanwhile, earlier than that, is late by at
-//! most [`MAX_TICK`]). A pass scans the table (one entry per timed wait in
-//! progress: at most two per open connection), so its cost is bounded by
-//! the connection limit, [`MIN_TICK`] apart at most.
+//! Precision and wake-ups: the sweeper sleeps until the earliest deadline
+//! it knows of (its *target*), and a wait whose deadline is earlier than
+//! that target wakes it to sleep towards the new one instead; a later
+//! deadline (a connection's next read, timed from now: the common case)
+//! costs the sweeper nothing. So a core whose connections are busy or idle
+//! sees one pass per deadline that actually passes, not a pass every few
+//! milliseconds. Two passes are at least [`MIN_TICK`] apart (a deadline is
+//! noticed up to that late), so a pass, which scans the table (one entry
+//! per timed wait in progress: at most two per open connection), costs at
+//! most the connection limit per [`MIN_TICK`].
 //!
 //! Core-local (a thread-local table, as the buffer pool is): no locks, and
 //! the sweeper runs on the core whose connections it times. No allocation
@@ -29,12 +32,9 @@ use std::pin::Pin;
 use std::task::{Poll, Waker};
 use std::time::{Duration, Instant};
 
-/// The shortest pause between two passes of the sweeper.
+/// The shortest pause between two passes of the sweeper: how late a
+/// deadline may be noticed.
 const MIN_TICK: Duration = Duration::from_millis(10);
-
-/// The longest pause between two passes of the sweeper while anything
-/// waits: how late a deadline set during a pause can be noticed.
-const MAX_TICK: Duration = Duration::from_millis(25);
 
 /// A timed future's deadline passed first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,11 +57,31 @@ struct Table {
     used: usize,
     /// The sweeper task runs (it ends once nothing waits for a whole pass).
     sweeping: bool,
+    /// When the sweeper's next pass comes: the earliest deadline it knew
+    /// of, but not before [`MIN_TICK`] after its last pass (`not_before`).
+    /// `None` while it is not asleep (running a pass, or not running).
+    target: Option<Instant>,
+    /// [`MIN_TICK`] after the sweeper's last pass.
+    not_before: Option<Instant>,
+    /// The sleeping sweeper, woken by a wait whose deadline is earlier
+    /// than `target`.
+    sweeper: Option<Waker>,
+    /// The sweeper's passes so far on this thread (tests count them).
+    passes: u64,
 }
 
 thread_local! {
     static TABLE: RefCell<Table> = const {
-        RefCell::new(Table { entries: Vec::new(), free: Vec::new(), used: 0, sweeping: false })
+        RefCell::new(Table {
+            entries: Vec::new(),
+            free: Vec::new(),
+            used: 0,
+            sweeping: false,
+            target: None,
+            not_before: None,
+            sweeper: None,
+            passes: 0,
+        })
     };
 }
 
@@ -82,15 +102,27 @@ pub(crate) async fn timeout<F: Future + Unpin>(
         .checked_add(wait)
         .unwrap_or_else(|| now + Duration::from_secs(365 * 86_400));
     let mut slot = Slot(None);
+    // Polled again and again while it waits (its task is woken for its
+    // other futures too: a connection's write half): after the first
+    // poll, a glance at its slot, no clock read. (`wait` is not read in
+    // here: held across the await, it would grow every connection's task.)
     poll_fn(|cx| {
         if let Poll::Ready(output) = Pin::new(&mut future).poll(cx) {
             return Poll::Ready(Ok(output));
         }
-        if Instant::now() >= when {
-            return Poll::Ready(Err(Elapsed));
+        let elapsed = match slot.0 {
+            None if Instant::now() >= when => true,
+            None => {
+                slot.arm(when, cx.waker());
+                false
+            }
+            Some(_) => slot.passed(cx.waker()),
+        };
+        if elapsed {
+            Poll::Ready(Err(Elapsed))
+        } else {
+            Poll::Pending
         }
-        slot.arm(when, cx.waker());
-        Poll::Pending
     })
     .await
 }
@@ -101,9 +133,10 @@ struct Slot(Option<usize>);
 
 impl Slot {
     /// Records `when` and `waker` in the slot, taking one on the first call
-    /// (and starting the sweeper if it does not run).
+    /// (and starting the sweeper if it does not run, or waking it if it
+    /// sleeps towards a later pass than `when`).
     fn arm(&mut self, when: Instant, waker: &Waker) {
-        let (start, replaced) = TABLE.with(|table| {
+        let (start, replaced, sweeper) = TABLE.with(|table| {
             let mut table = table.borrow_mut();
             let index = match self.0 {
                 Some(index) => index,
@@ -129,14 +162,60 @@ impl Slot {
                 Some(known) if known.will_wake(waker) => None,
                 _ => entry.waker.replace(waker.clone()),
             };
-            (!std::mem::replace(&mut table.sweeping, true), replaced)
+            // An earlier deadline than the sleeping sweeper's next pass
+            // (never earlier than `not_before`: passes stay MIN_TICK apart).
+            let sweeper = match table.target {
+                Some(target) if when < target => {
+                    let sooner = table
+                        .not_before
+                        .map_or(when, |not_before| when.max(not_before));
+                    if sooner < target {
+                        table.target = Some(sooner);
+                        table.sweeper.take()
+                    } else {
+                        None
+                    }
+                }
+                _ => None,
+            };
+            (
+                !std::mem::replace(&mut table.sweeping, true),
+                replaced,
+                sweeper,
+            )
         });
-        // Dropped outside the borrow: the last reference to a task drops
-        // its future, whose waits free their slots.
+        // Dropped and woken outside the borrow: the last reference to a
+        // task drops its future, whose waits free their slots.
         drop(replaced);
+        if let Some(sweeper) = sweeper {
+            sweeper.wake();
+        }
         if start {
             monoio::spawn(sweep());
         }
+    }
+
+    /// Whether the sweeper found the armed slot's deadline passed; if not,
+    /// the slot's waker is `waker` from now on.
+    fn passed(&mut self, waker: &Waker) -> bool {
+        let Some(index) = self.0 else {
+            return false;
+        };
+        let (passed, replaced) = TABLE.with(|table| {
+            let mut table = table.borrow_mut();
+            let entry = &mut table.entries[index];
+            if entry.when.is_none() {
+                return (true, None);
+            }
+            let replaced = match &entry.waker {
+                Some(known) if known.will_wake(waker) => None,
+                _ => entry.waker.replace(waker.clone()),
+            };
+            (false, replaced)
+        });
+        // Outside the borrow, as in `arm`.
+        drop(replaced);
+        passed
     }
 }
 
@@ -166,31 +245,70 @@ struct Sweeping;
 
 impl Drop for Sweeping {
     fn drop(&mut self) {
-        let _ = TABLE.try_with(|table| table.borrow_mut().sweeping = false);
+        let _ = TABLE.try_with(|table| {
+            let mut table = table.borrow_mut();
+            table.sweeping = false;
+            table.target = None;
+            table.not_before = None;
+            let sweeper = table.sweeper.take();
+            drop(table);
+            drop(sweeper);
+        });
     }
 }
 
 /// The sweeper: wakes every wait whose deadline has passed, then sleeps
-/// until the earliest one left (within [`MIN_TICK`] and [`MAX_TICK`]);
-/// ends after a pass that found nothing waiting. Each pass is bounded by
-/// the table's size.
+/// until the earliest one left (its target, at least [`MIN_TICK`] after
+/// the pass), or until a new wait moves that target earlier; ends after a
+/// pass that found nothing waiting. Each pass is bounded by the table's
+/// size.
 async fn sweep() {
     let _sweeping = Sweeping;
+    // The first pass: MIN_TICK after the first wait started it.
+    let mut target = Instant::now() + MIN_TICK;
+    let mut sleep = std::pin::pin!(monoio::time::sleep_until(monoio::time::Instant::from_std(
+        target
+    )));
+    TABLE.with(|table| table.borrow_mut().target = Some(target));
     loop {
-        monoio::time::sleep(MIN_TICK).await;
+        // Sleeps until the target, or until a wait moved it earlier (the
+        // waker registered here each time: the arm that moves the target
+        // takes it).
+        poll_fn(|cx| {
+            let moved = TABLE.with(|table| {
+                let mut table = table.borrow_mut();
+                let replace = match &table.sweeper {
+                    Some(known) => !known.will_wake(cx.waker()),
+                    None => true,
+                };
+                if replace {
+                    table.sweeper = Some(cx.waker().clone());
+                }
+                table.target.filter(|&moved| moved != target)
+            });
+            if let Some(moved) = moved {
+                target = moved;
+                sleep
+                    .as_mut()
+                    .reset(monoio::time::Instant::from_std(target));
+            }
+            sleep.as_mut().poll(cx)
+        })
+        .await;
         let now = Instant::now();
         // Wakers are woken outside the borrow (a woken task may run a wait
         // of its own only later, but waking is foreign code).
         let (earliest, used) = TABLE.with(|table| {
             let mut table = table.borrow_mut();
+            table.passes += 1;
             let mut earliest: Option<Instant> = None;
             for entry in table.entries.iter_mut() {
                 let Some(when) = entry.when else {
                     continue;
                 };
                 if when <= now {
-                    // Woken once: the wait ends at its next poll, and
-                    // re-arms (a later deadline) if it does not.
+                    // Woken once: the wait ends at its next poll
+                    // (`Slot::passed`).
                     entry.when = None;
                     if let Some(waker) = &entry.waker {
                         waker.wake_by_ref();
@@ -204,12 +322,19 @@ async fn sweep() {
         if used == 0 {
             return;
         }
-        // Until the earliest deadline, MIN_TICK of which was slept above.
-        let pause = earliest.map_or(MAX_TICK, |earliest| earliest.saturating_duration_since(now));
-        let rest = pause.clamp(MIN_TICK, MAX_TICK) - MIN_TICK;
-        if !rest.is_zero() {
-            monoio::time::sleep(rest).await;
-        }
+        // A slot in use whose wait is being woken has no deadline until it
+        // re-arms (which moves the target earlier if it must): until
+        // then, the earliest known, or a pass MIN_TICK from now.
+        let not_before = now + MIN_TICK;
+        target = earliest.map_or(not_before, |earliest| earliest.max(not_before));
+        sleep
+            .as_mut()
+            .reset(monoio::time::Instant::from_std(target));
+        TABLE.with(|table| {
+            let mut table = table.borrow_mut();
+            table.target = Some(target);
+            table.not_before = Some(not_before);
+        });
     }
 }
 
@@ -217,6 +342,12 @@ async fn sweep() {
 #[cfg(test)]
 pub(crate) fn in_use() -> usize {
     TABLE.with(|table| table.borrow().used)
+}
+
+/// The sweeper's passes so far on this thread, for tests.
+#[cfg(test)]
+fn passes() -> u64 {
+    TABLE.with(|table| table.borrow().passes)
 }
 
 //=========== Tests ==========================================================
@@ -268,6 +399,38 @@ mod tests {
             assert_eq!(short, Err(Elapsed));
             assert_eq!(long, Ok(1));
             assert_eq!(in_use(), 0);
+        });
+    }
+
+    /// While only a long wait is pending, the sweeper sleeps towards its
+    /// deadline instead of passing every few milliseconds (it did every
+    /// 25 ms: 8 passes in the 200 ms watched here); a shorter wait started
+    /// meanwhile wakes it to sleep towards the shorter deadline, which
+    /// then ends that wait in time. (The 200 ms are the interval whose
+    /// passes are counted, not a wait for an event.)
+    #[test]
+    fn the_sweeper_sleeps_until_the_earliest_deadline() {
+        runtime().block_on(async {
+            let long = monoio::spawn(async {
+                timeout(Duration::from_secs(30), pin!(std::future::pending::<()>())).await
+            });
+            monoio::time::sleep(Duration::from_millis(200)).await;
+            assert_eq!(in_use(), 1, "the long wait started");
+            let before = passes();
+            assert!(
+                before <= 1,
+                "{before} passes while only a 30 s wait was pending"
+            );
+            let start = Instant::now();
+            let wait = Duration::from_millis(40);
+            let short = timeout(wait, pin!(std::future::pending::<()>())).await;
+            let took = start.elapsed();
+            assert_eq!(short, Err(Elapsed));
+            assert!(took >= wait, "{took:?}");
+            assert!(took < Duration::from_secs(5), "{took:?}");
+            let passes = passes() - before;
+            assert!(passes <= 2, "{passes} passes for one 40 ms wait");
+            drop(long);
         });
     }
 
