@@ -269,15 +269,18 @@ impl RecordList for List<'_> {
 /// and the apex, each with its records; `None` when the edit is not one
 /// of a few owners that stay (see the module documentation), or an
 /// edited owner's RRset has several TTLs (the file's TTLs would then be
-/// settled, which may depend on records elsewhere). Bound: [`diff`], and a
+/// settled, which may depend on records elsewhere). `known`: the records
+/// that differ, when the reload found them (`load::region`). Bound:
+/// [`diff`] (unless `known`), and a
 /// pass over `records` comparing an owner only when its length is an
 /// edited owner's.
 pub(crate) fn find_edits<'r>(
     origin: Name<'_>,
     unsigned: &Records,
     records: &'r Records,
+    known: Option<&Diff>,
 ) -> Option<Edits<'r>> {
-    let Some(diff) = diff(unsigned, records) else {
+    let Some(diff) = known.cloned().or_else(|| diff(unsigned, records)) else {
         log::debug!("zone {origin}: signed again from its previous version: many records changed");
         return None;
     };
