@@ -54,12 +54,12 @@ pub struct ChangedRegion {
 
 impl ChangedRegion {
     /// The region in the old file.
-    pub fn old(&self) -> Range<usize> {
+    pub fn in_old(&self) -> Range<usize> {
         self.start..self.old_end
     }
 
     /// The region in the new file.
-    pub fn new(&self) -> Range<usize> {
+    pub fn in_new(&self) -> Range<usize> {
         self.start..self.new_end
     }
 }
@@ -286,8 +286,8 @@ mod tests {
             let (old_b, new_b) = (old.as_bytes(), new.as_bytes());
             let region_at =
                 changed_region(old_b, new_b, 1 << 16).unwrap_or_else(|| panic!("{what}"));
-            let old_part = region(old_b, region_at.old()).unwrap_or_else(|| panic!("{what}"));
-            let new_part = region(new_b, region_at.new()).unwrap_or_else(|| panic!("{what}"));
+            let old_part = region(old_b, region_at.in_old()).unwrap_or_else(|| panic!("{what}"));
+            let new_part = region(new_b, region_at.in_new()).unwrap_or_else(|| panic!("{what}"));
             let old_all = whole(old_b);
             let at = old_all
                 .iter()
@@ -305,11 +305,11 @@ mod tests {
                         .unwrap_or(old_all.len())
                 });
             assert_eq!(old_all[at..at + old_part.len()], old_part[..], "{what}");
-            let shift = new_b[region_at.new()]
+            let shift = new_b[region_at.in_new()]
                 .iter()
                 .filter(|&&b| b == b'\n')
                 .count() as i64
-                - old_b[region_at.old()]
+                - old_b[region_at.in_old()]
                     .iter()
                     .filter(|&&b| b == b'\n')
                     .count() as i64;
@@ -341,6 +341,6 @@ mod tests {
         // An error in the region.
         let bad = old.replace("h7 A 192.0.2.7\n", "h7 A 192.0.2.700\n");
         let at = changed_region(old.as_bytes(), bad.as_bytes(), 1 << 16).unwrap();
-        assert!(region(bad.as_bytes(), at.new()).is_none());
+        assert!(region(bad.as_bytes(), at.in_new()).is_none());
     }
 }

@@ -212,12 +212,12 @@ pub(super) fn read_changed(
         let line = tern_zone::scan_region(data, range, path, origin, options, &mut records)?;
         Some((records, line))
     };
-    let (old_part, first_line) = read(old, region.old())?;
-    let (new_part, _) = read(new, region.new())?;
+    let (old_part, first_line) = read(old, region.in_old())?;
+    let (new_part, _) = read(new, region.in_new())?;
     // The old region's records are the previous load's at its lines.
     // Regions are at most MAX_REGION_LEN octets.
     let lines = |data: &[u8]| data.iter().filter(|&&byte| byte == b'\n').count() as i64;
-    let old_lines = lines(&old[region.old()]);
+    let old_lines = lines(&old[region.in_old()]);
     let start = partition_point(previous, |record| record.location.line < first_line);
     let end = start + old_part.len();
     let same = end <= previous.len()
@@ -231,7 +231,7 @@ pub(super) fn read_changed(
         );
         return None;
     }
-    let shift = lines(&new[region.new()]) - old_lines;
+    let shift = lines(&new[region.in_new()]) - old_lines;
     let records = previous.spliced(start..end, &new_part, shift)?;
     let diff = crate::edited::diff(&old_part, &new_part).map(|diff| Diff {
         old: diff.old.iter().map(|at| at + start).collect(),
