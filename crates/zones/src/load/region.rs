@@ -4,7 +4,8 @@
 //!
 //! After a signed zone is loaded from its file, the exact bytes read are
 //! kept as a copy in the state directory (`STATE/signed/ORIGIN.text`,
-//! written on a thread of its own, to a temporary file renamed over the
+//! a file of 1 MiB or more written on a thread of its own, which the next
+//! reload and the copy's drop wait for, to a temporary file renamed over the
 //! last; not in memory: a start's peak is not raised). The copy begins
 //! with a token that the version's [`super::EditBase`] holds: a copy that
 //! is not the one its version's records were read from (an older write
@@ -91,24 +92,37 @@ fn new_token() -> [u8; TOKEN_LEN] {
     token
 }
 
+/// Files shorter than this are kept at once rather than on a thread.
+const WRITE_AT_ONCE: usize = 1 << 20;
+
 /// Keeps `data`, the text the zone `origin` was just read from, as its
-/// copy: written on a thread of its own (the caller goes on; the next
-/// reload waits for it).
+/// copy: a large one written on a thread of its own (the caller goes on;
+/// the next reload, or the copy's drop, waits for it).
 pub(super) fn keep_text(state_directory: &Path, origin: Name<'_>, data: Vec<u8>) -> TextCopy {
     let path = text_path(state_directory, origin);
     let token = new_token();
     let (to, name) = (path.clone(), origin.to_string());
+    let small = data.len() < WRITE_AT_ONCE;
+    let write = move || {
+        if let Err(err) = write_copy(&to, &token, &data) {
+            log::warn!(
+                "zone {name}: cannot keep a copy of its file in {}: {err}; the next \
+                 reload reads the file whole",
+                to.display()
+            );
+        }
+    };
+    if small {
+        write();
+        return TextCopy {
+            path,
+            token,
+            writer: Mutex::new(None),
+        };
+    }
     let writer = std::thread::Builder::new()
         .name("zone-text".to_string())
-        .spawn(move || {
-            if let Err(err) = write_copy(&to, &token, &data) {
-                log::warn!(
-                    "zone {name}: cannot keep a copy of its file in {}: {err}; the next \
-                     reload reads the file whole",
-                    to.display()
-                );
-            }
-        });
+        .spawn(write);
     let writer = match writer {
         Ok(writer) => Some(writer),
         Err(err) => {
@@ -145,9 +159,8 @@ fn write_copy(path: &Path, token: &[u8; TOKEN_LEN], data: &[u8]) -> std::io::Res
 }
 
 impl TextCopy {
-    /// The text kept, once written, if it is this copy's; `None` (logged)
-    /// when it is not there, or another's.
-    pub(super) fn read(&self) -> Option<Vec<u8>> {
+    /// Waits for the copy to be written, if it is being written.
+    fn wait(&self) {
         let writer = self
             .writer
             .lock()
@@ -157,6 +170,12 @@ impl TextCopy {
             // The thread does not panic; if it did, there is no copy.
             let _ = writer.join();
         }
+    }
+
+    /// The text kept, once written, if it is this copy's; `None` (logged)
+    /// when it is not there, or another's.
+    pub(super) fn read(&self) -> Option<Vec<u8>> {
+        self.wait();
         let mut file = std::fs::File::open(&self.path)
             .inspect_err(|err| {
                 log::debug!(
@@ -178,6 +197,15 @@ impl TextCopy {
         );
         file.read_to_end(&mut data).ok()?;
         Some(data)
+    }
+}
+
+/// A copy dropped (its version replaced, on the zones' owner's thread, or
+/// its load failed) waits for its write: no thread writes in the state
+/// directory after the load that started it is gone.
+impl Drop for TextCopy {
+    fn drop(&mut self) {
+        self.wait();
     }
 }
 
