@@ -10,7 +10,8 @@ tern's default policy) one record changes; the new signed version is served with
    and times the start (the zone signed whole) with its peak memory;
 2. ROUNDS times: changes the file (by default h7's address; `--changes` cycles through
    kinds of change, one a round: `address`, `add` a name `new{round}` A record after
-   h7, `remove` the names added before), runs `tern reload big.` and polls
+   h7, `remove` the names added before, `last` the last name's address), runs
+   `tern reload big.` and polls
    the SOA over UDP (every 2 ms) until the next serial is served: the time from the
    command to that answer is the figure, with the CPU time tern used meanwhile (from
    /proc: comparable on a busy machine); tern's log gives the signatures made and kept
@@ -86,10 +87,11 @@ def main() -> None:
                         help="tern's log level (debug says why a reload is not an edit of a few owners)")
     parser.add_argument("--changes", default="address",
                         help="comma-separated kinds of change, one a round, in turn: "
-                             "address (h7's), add (a name), remove (the names added)")
+                             "address (h7's), add (a name), remove (the names added), "
+                             "last (the last name's address)")
     args = parser.parse_args()
     kinds = args.changes.split(",")
-    if not set(kinds) <= {"address", "add", "remove"}:
+    if not set(kinds) <= {"address", "add", "remove", "last"}:
         sys.exit(f"unknown kind of change in {args.changes!r}")
     binary = pathlib.Path(os.environ.get("TERN_BIN", "target/release/tern")).resolve()
     with tempfile.TemporaryDirectory(prefix="tern-bench-sign-") as tmp:
@@ -100,6 +102,7 @@ def main() -> None:
                        stdout=subprocess.DEVNULL)
         text = zone.read_text()
         line = re.search(r"^h7 IN A (\S+)$", text, re.M)
+        last_line = re.search(rf"^h{args.records - 1} IN A (\S+)$", text, re.M)
         port = free_port()
         sock = tmp / "tern.sock"
         config = tmp / "tern.yaml"
@@ -130,6 +133,7 @@ zones:
             times = []
             cpus = []
             address = line.group(1)
+            last_address = last_line.group(1)
             added: list[str] = []
             for round_ in range(args.rounds):
                 kind = kinds[round_ % len(kinds)]
@@ -137,10 +141,13 @@ zones:
                     address = f"192.0.2.{100 + round_}"
                 elif kind == "add":
                     added.append(f"new{round_} IN A 192.0.2.200")
+                elif kind == "last":
+                    last_address = f"192.0.2.{100 + round_}"
                 else:
                     added = []
                 zone.write_text(text.replace(
-                    line.group(0), "\n".join([f"h7 IN A {address}", *added]), 1))
+                    line.group(0), "\n".join([f"h7 IN A {address}", *added]), 1).replace(
+                    last_line.group(0), f"h{args.records - 1} IN A {last_address}", 1))
                 begun = time.monotonic()
                 cpu = cpu_seconds(tern.pid)
                 done = subprocess.run([str(binary), "reload", "--socket", str(sock), "big."],

@@ -229,6 +229,68 @@ impl Records {
         true
     }
 
+    /// A copy of the list with the records `range` replaced by `with`'s
+    /// (a reload's changed part of a file, [`crate::scan_region`]), the
+    /// lines of the records after it moved by `line_shift`; `None` when
+    /// `range` is not in the list or the offsets do not fit. Bound: a copy
+    /// of each arena, and a pass over the records after `range`.
+    pub fn spliced(
+        &self,
+        range: std::ops::Range<usize>,
+        with: &Records,
+        line_shift: i64,
+    ) -> Option<Records> {
+        if range.start > range.end || range.end > self.entries.len() {
+            return None;
+        }
+        let before = &self.entries[..range.start];
+        let after = &self.entries[range.end..];
+        // Owners and RDATA are stored in record order: the records before
+        // `range` use the arenas up to the last one's ends, those after
+        // from the first one's starts.
+        let (owners_end, rdata_end) = before.last().map_or((0, 0), |last| {
+            (
+                last.owner_start as usize + usize::from(last.owner_len),
+                last.rdata_start as usize + usize::from(last.rdata_len),
+            )
+        });
+        let mut out = Records {
+            entries: Vec::with_capacity(before.len() + with.entries.len() + after.len()),
+            owners: Vec::with_capacity(self.owners.len() + with.owners.len()),
+            rdata: Vec::with_capacity(self.rdata.len() + with.rdata.len()),
+        };
+        out.entries.extend_from_slice(before);
+        out.owners.extend_from_slice(&self.owners[..owners_end]);
+        out.rdata.extend_from_slice(&self.rdata[..rdata_end]);
+        if !out.append_records(with) {
+            return None;
+        }
+        if let Some(first) = after.first() {
+            let (owner_from, rdata_from) = (first.owner_start as usize, first.rdata_start as usize);
+            let owner_base = i64::try_from(out.owners.len()).ok()? - owner_from as i64;
+            let rdata_base = i64::try_from(out.rdata.len()).ok()? - rdata_from as i64;
+            if u32::try_from(out.owners.len() + self.owners.len() - owner_from).is_err()
+                || u32::try_from(out.rdata.len() + self.rdata.len() - rdata_from).is_err()
+            {
+                return None;
+            }
+            out.owners.extend_from_slice(&self.owners[owner_from..]);
+            out.rdata.extend_from_slice(&self.rdata[rdata_from..]);
+            for entry in after {
+                let mut location = entry.location;
+                location.line = u32::try_from(i64::from(location.line) + line_shift).ok()?;
+                out.entries.push(Entry {
+                    location,
+                    // Within u32: checked above.
+                    owner_start: (i64::from(entry.owner_start) + owner_base) as u32,
+                    rdata_start: (i64::from(entry.rdata_start) + rdata_base) as u32,
+                    ..*entry
+                });
+            }
+        }
+        Some(out)
+    }
+
     fn owner_bytes(&self, entry: &Entry) -> &[u8] {
         let start = entry.owner_start as usize;
         &self.owners[start..start + usize::from(entry.owner_len)]

@@ -3,10 +3,12 @@
 //! them and the kept records get a patch of them, so that the reload
 //! costs the change, not the zone (issue 24; docs/decisions/0014, 0019).
 //!
-//! The zone file is still read whole (a file is text: what changed is known
-//! only once it is read; a large one on the signing threads), and checked
-//! whole unless `load::changed` finds the change confined to a few owners
-//! (then only they, their ancestors and the apex). Its records are then
+//! The zone file is read only where it changed since the previous load
+//! when it can be (`load::region`: the text last read is kept, and the
+//! records of the region that differs give what differs), else whole (a
+//! large one on the signing threads); it is checked whole unless
+//! `load::changed` finds the change confined to a few owners (then only
+//! they, their ancestors and the apex). Read whole, its records are
 //! compared in file order with the previous load's ([`diff`]: a pass that
 //! moves both lists in step and, where they differ, looks at most
 //! [`RESYNC`] records ahead in each for them to agree again); the owners of
@@ -269,15 +271,18 @@ impl RecordList for List<'_> {
 /// and the apex, each with its records; `None` when the edit is not one
 /// of a few owners that stay (see the module documentation), or an
 /// edited owner's RRset has several TTLs (the file's TTLs would then be
-/// settled, which may depend on records elsewhere). Bound: [`diff`], and a
+/// settled, which may depend on records elsewhere). `known`: the records
+/// that differ, when the reload found them (`load::region`). Bound:
+/// [`diff`] (unless `known`), and a
 /// pass over `records` comparing an owner only when its length is an
 /// edited owner's.
 pub(crate) fn find_edits<'r>(
     origin: Name<'_>,
     unsigned: &Records,
     records: &'r Records,
+    known: Option<&Diff>,
 ) -> Option<Edits<'r>> {
-    let Some(diff) = diff(unsigned, records) else {
+    let Some(diff) = known.cloned().or_else(|| diff(unsigned, records)) else {
         log::debug!("zone {origin}: signed again from its previous version: many records changed");
         return None;
     };

@@ -19,6 +19,7 @@
 
 pub(crate) mod generate;
 pub(crate) mod lexer;
+pub(crate) mod region;
 pub(crate) mod split;
 
 use std::path::PathBuf;

@@ -33,19 +33,8 @@ pub(crate) fn part_starts(data: &[u8], parts: usize) -> Vec<usize> {
     if parts < 2 || data.len() < SPLIT_MIN_LEN {
         return Vec::new();
     }
-    let last_special = match (
-        memrchr3(b'(', b')', b'"', data),
-        memrchr2(b'\\', b'$', data),
-    ) {
-        (Some(a), Some(b)) => Some(a.max(b)),
-        (a, b) => a.or(b),
-    };
-    let tail = match last_special {
-        None => 0,
-        Some(at) => match memchr(b'\n', &data[at..]) {
-            Some(offset) => at + offset + 1,
-            None => return Vec::new(),
-        },
+    let Some(tail) = tail_start(data) else {
+        return Vec::new();
     };
     let size = (data.len() - tail) / parts;
     if size == 0 {
@@ -63,6 +52,36 @@ pub(crate) fn part_starts(data: &[u8], parts: usize) -> Vec<usize> {
         return Vec::new();
     }
     starts
+}
+
+/// Where the tail of `data` starts: the line start after the last byte
+/// that may carry state across lines or change it (`(`, `)`, `"`, `\`,
+/// `$`), 0 if there is none; `None` when that byte is on the last line
+/// (there is no tail). In the tail each line that begins with an owner
+/// name starts an entry read with the origin and `$TTL` the part before
+/// left, and nothing else carried over.
+pub(crate) fn tail_start(data: &[u8]) -> Option<usize> {
+    let last_special = match (
+        memrchr3(b'(', b')', b'"', data),
+        memrchr2(b'\\', b'$', data),
+    ) {
+        (Some(a), Some(b)) => Some(a.max(b)),
+        (a, b) => a.or(b),
+    };
+    match last_special {
+        None => Some(0),
+        Some(at) => memchr(b'\n', &data[at..]).map(|offset| at + offset + 1),
+    }
+}
+
+/// Whether a line that starts at `at` in `data` begins with an owner
+/// name (not a blank, which repeats the previous owner, nor a comment or
+/// an empty line).
+pub(crate) fn owner_line(data: &[u8], at: usize) -> bool {
+    (at == 0 || data.get(at - 1) == Some(&b'\n'))
+        && data
+            .get(at)
+            .is_some_and(|byte| !matches!(byte, b' ' | b'\t' | b'\r' | b'\n' | b';'))
 }
 
 /// The first line start at or after `wanted` (and at or after `tail`, a

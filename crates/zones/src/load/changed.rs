@@ -53,14 +53,17 @@ impl RecordList for Changed<'_> {
 
 /// The records of `records` (a zone file's, in file order) to check when
 /// they differ from `previous` (the previous load's, which loaded) in a
-/// few owners, see the module documentation; `None`: check the whole
-/// file.
+/// few owners, see the module documentation (`known`: what differs, when
+/// the reload found it, `super::region`); `None`: check the whole file.
 pub(super) fn changed_records<'r>(
     origin: Name<'_>,
     previous: &Records,
     records: &'r Records,
+    known: Option<&crate::edited::Diff>,
 ) -> Option<Changed<'r>> {
-    let diff = crate::edited::diff(previous, records)?;
+    let diff = known
+        .cloned()
+        .or_else(|| crate::edited::diff(previous, records))?;
     let mut owners: Vec<LowerNameBuf> = Vec::new();
     let mut addresses: Vec<LowerNameBuf> = Vec::new();
     let changed = diff

@@ -61,32 +61,73 @@ pub(super) fn load_zone_with(
             path.display()
         )])
     })?;
-    let mut records = Records::new();
-    let files = tern_zone::scan_bytes(
-        &data,
-        path,
-        origin.as_name(),
-        &tern_zone::Options {
-            // A signed zone's file is read on the signing threads where it
-            // can be cut into parts (tern_zone's `scan::split`).
-            threads: signer.as_ref().map_or(1, |signer| signer.threads),
-            ..tern_zone::Options::default()
-        },
-        &mut includes,
-        &mut records,
-    )
-    .map_err(|errors| {
-        Failure::Zone(
-            errors
-                .errors
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>(),
+    let options = tern_zone::Options {
+        // A signed zone's file is read on the signing threads where it
+        // can be cut into parts (tern_zone's `scan::split`).
+        threads: signer.as_ref().map_or(1, |signer| signer.threads),
+        ..tern_zone::Options::default()
+    };
+    // A signed zone reloaded: only the part of its file that changed since
+    // the previous load is read, if it can be (`super::region`).
+    let previous_base = signer
+        .as_ref()
+        .and_then(|signer| signer.previous.as_ref())
+        .and_then(|previous| previous.edit_base.as_ref())
+        .filter(|base| base.uniform);
+    let changed_read = previous_base.and_then(|base| {
+        let old = base.text.as_ref()?.read()?;
+        phases.lap("previous text read");
+        super::region::read_changed(
+            origin.as_name(),
+            path,
+            &options,
+            &old,
+            &data,
+            &base.unsigned,
         )
-    })?;
+    });
+    let (mut records, files, parsed, known) = match changed_read {
+        Some(read) => {
+            let parsed = read.parsed;
+            (read.records, vec![path.to_path_buf()], parsed, read.diff)
+        }
+        None => {
+            let mut records = Records::new();
+            let files = tern_zone::scan_bytes(
+                &data,
+                path,
+                origin.as_name(),
+                &options,
+                &mut includes,
+                &mut records,
+            )
+            .map_err(|errors| {
+                Failure::Zone(
+                    errors
+                        .errors
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>(),
+                )
+            })?;
+            let parsed = records.len();
+            (records, files, parsed, None)
+        }
+    };
     // The text is in `records` now: freed before the zone is signed and
-    // built.
-    drop(data);
+    // built, or, for a signed zone, kept on disk for the next reload
+    // (written on a thread of its own).
+    let text = match &signer {
+        Some(signer) => Some(super::region::keep_text(
+            signer.state_directory,
+            origin.as_name(),
+            data,
+        )),
+        None => {
+            drop(data);
+            None
+        }
+    };
     phases.lap("file read and parsed");
     let mut errors = Vec::new();
     let file_of = |location: tern_zone::Location| {
@@ -98,24 +139,34 @@ pub(super) fn load_zone_with(
     // A signed zone of which a few owners changed: those checked and
     // signed, the served version patched.
     if let Some(signer) = &signer {
-        let edited = sign_edited(&origin, &records, signer, warnings, &file_of, &mut phases)
-            .inspect_err(|failure| {
-                if let Failure::Signing(cause) = failure {
-                    let wire = tern_wire::name::LowerNameBuf::from_name(origin.as_name());
-                    crate::sign_status::failed(
-                        wire.as_bytes(),
-                        signer.policy,
-                        cause,
-                        crate::unix_time(),
-                    );
-                }
-            })?;
+        let edited = sign_edited(
+            &origin,
+            &records,
+            signer,
+            warnings,
+            &file_of,
+            &mut phases,
+            known.as_ref(),
+        )
+        .inspect_err(|failure| {
+            if let Failure::Signing(cause) = failure {
+                let wire = tern_wire::name::LowerNameBuf::from_name(origin.as_name());
+                crate::sign_status::failed(
+                    wire.as_bytes(),
+                    signer.policy,
+                    cause,
+                    crate::unix_time(),
+                );
+            }
+        })?;
         if let Some((zone, mut version)) = edited {
             phases.lap("owners signed, served version and kept records patched");
             if let Some(base) = &mut version.edit_base {
                 base.unsigned = records;
                 base.uniform = true;
+                base.text = text;
             }
+            version.cost.parsed = parsed;
             let stamp = Stamp {
                 path: path.into(),
                 file,
@@ -135,7 +186,7 @@ pub(super) fn load_zone_with(
         .and_then(|signer| signer.previous.as_ref())
         .and_then(|previous| previous.edit_base.as_ref());
     let changed = base.and_then(|base| {
-        super::changed::changed_records(origin.as_name(), &base.unsigned, &records)
+        super::changed::changed_records(origin.as_name(), &base.unsigned, &records, known.as_ref())
             .map(|changed| (changed, base.uniform))
     });
     let mut checked = 0;
@@ -220,6 +271,7 @@ pub(super) fn load_zone_with(
             signed = Some(SignedVersion {
                 cost: SigningCost {
                     checked,
+                    parsed,
                     ..version.cost
                 },
                 ..version
@@ -237,6 +289,7 @@ pub(super) fn load_zone_with(
             if let Some(base) = &mut version.edit_base {
                 base.unsigned = records;
                 base.uniform = uniform;
+                base.text = text;
             } else {
                 drop(records);
             }

@@ -23,6 +23,7 @@ use crate::signing::{Policy, Signing};
 mod changed;
 mod file;
 mod listing;
+mod region;
 mod sign;
 #[cfg(test)]
 mod tests;
@@ -124,6 +125,9 @@ pub struct SigningCost {
     /// RRsets of several TTLs: the whole file's, or those of the owners
     /// a reload changed (`load::changed`).
     pub checked: usize,
+    /// Records read from the zone file's text: the whole file's, or those
+    /// of the part a reload changed, before and after (`load::region`).
+    pub parsed: usize,
 }
 
 /// What a signed version loaded from a zone file keeps for the next
@@ -143,6 +147,8 @@ struct EditBase {
     rrsigs: usize,
     /// The file gave each RRset one TTL (the records are as written).
     uniform: bool,
+    /// The copy of the text `unsigned` was read from (`region`).
+    text: Option<region::TextCopy>,
 }
 
 impl SignedVersion {

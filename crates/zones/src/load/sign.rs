@@ -217,6 +217,7 @@ pub(super) fn sign_loaded(
             earliest_expiry,
             rrsigs: signatures + kept,
             uniform: false,
+            text: None,
         });
     let written = kept_records.written();
     Ok(SignedVersion {
@@ -232,8 +233,9 @@ pub(super) fn sign_loaded(
             visited,
             signatures,
             written,
-            // Counted by the caller, which checks.
+            // Counted by the caller, which checks and reads.
             checked: 0,
+            parsed: 0,
         },
     })
 }
@@ -242,6 +244,8 @@ pub(super) fn sign_loaded(
 /// `records` changed since `signer`'s previous version ([`crate::edited`]):
 /// those signed, the served version patched, the kept records patched.
 /// `Ok(None)`: the zone is signed again from its previous version.
+/// `known`: the records that differ from the previous load's, when the
+/// reload found them (`super::region`).
 ///
 /// The records of the edited owners (and the apex) are checked here, as
 /// the whole file is otherwise (errors as [`Failure::Zone`], warnings into
@@ -258,6 +262,7 @@ pub(super) fn sign_edited(
     warnings: &mut Vec<String>,
     file_of: &dyn Fn(tern_zone::Location) -> String,
     phases: &mut Phases,
+    known: Option<&crate::edited::Diff>,
 ) -> Result<Option<(Zone, SignedVersion)>, Failure> {
     let (Some(previous), Some(served)) = (&signer.previous, &signer.served) else {
         return Ok(None);
@@ -280,14 +285,14 @@ pub(super) fn sign_edited(
     if !crate::edited::usable(name, &from, served, signer.policy, now) {
         return Ok(None);
     }
-    let Some(edits) = crate::edited::find_edits(name, &base.unsigned, records) else {
+    let Some(edits) = crate::edited::find_edits(name, &base.unsigned, records, known) else {
         return Ok(None);
     };
     let mut errors = Vec::new();
     // A name added or removed: its ancestors checked too, or the whole
     // file when the change relates owners (`load::changed`).
     let checked: Box<dyn tern_zone::RecordList> = if edits.adds_or_removes(served) {
-        match super::changed::changed_records(name, &base.unsigned, records) {
+        match super::changed::changed_records(name, &base.unsigned, records, known) {
             Some(changed) => Box::new(changed),
             None => return Ok(None),
         }
@@ -361,6 +366,8 @@ pub(super) fn sign_edited(
         signatures,
         written: edit.kept.written(),
         checked: checked.len(),
+        // Counted by the caller, which reads the file.
+        parsed: 0,
     };
     let version = SignedVersion {
         cost,
@@ -379,6 +386,7 @@ pub(super) fn sign_edited(
             earliest_expiry: base.earliest_expiry,
             rrsigs: edit.rrsigs,
             uniform: true,
+            text: None,
         }),
     };
     Ok(Some((edit.zone, version)))

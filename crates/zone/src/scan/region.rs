@@ -1,0 +1,346 @@
+//! Reading only the part of a zone file that changed (issue 24: a signed
+//! zone's reload costs the change, not the file).
+//!
+//! Two versions of a file are compared byte for byte ([`changed_region`]):
+//! their common prefix and suffix are the same text, so the records read
+//! from them are the same, but for what the parser carries from one entry
+//! to the next. The bytes between (one region in each file) are widened to
+//! whole entries read with exactly the state a whole reading has there:
+//!
+//! - the region lies in the file's tail ([`super::split::tail_start`]):
+//!   after the last `(`, `)`, `"`, `\` or `$`, so no directive, no
+//!   parenthesis, no quoted string, no escape reaches into it or out of
+//!   it, and the origin and `$TTL` there are what the part before left
+//!   (read again here, [`MAX_HEAD_LEN`] octets at most);
+//! - it starts at a line that begins with an owner name (the previous
+//!   owner is not carried in), and ends where such a line starts or at
+//!   the end of the file (the next entry does not take an owner from it).
+//!
+//! Each region is then read alone ([`scan_region`]). Anything else (a
+//! change before the tail, `$INCLUDE` or `$GENERATE` there, regions past
+//! the caller's bound, an error in either region) is `None`: the caller
+//! reads the file whole.
+//!
+//! Bound: a comparison of the two files from each end, reverse searches for
+//! the special bytes, line walks out of the region's ends, a count of the
+//! newlines before the region, and a reading of the head and the region.
+
+use std::ops::Range;
+use std::path::Path;
+
+use memchr::{memchr, memrchr};
+use tern_wire::name::Name;
+
+use super::split::{owner_line, tail_start};
+use super::{FileContext, Scanner};
+use crate::{NoInclude, Options, RecordRef, Sink};
+
+/// The longest part of a file before its tail that [`scan_region`] reads
+/// again for the origin and `$TTL` at the region; past it, `None`.
+pub const MAX_HEAD_LEN: usize = 1 << 20;
+
+/// Where two versions of a file differ, widened to whole entries (see the
+/// module documentation): `start..old_end` of the old file and
+/// `start..new_end` of the new one, the rest of the two the same.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChangedRegion {
+    /// Where the region starts in both.
+    pub start: usize,
+    /// Where it ends in the old file.
+    pub old_end: usize,
+    /// Where it ends in the new one.
+    pub new_end: usize,
+}
+
+impl ChangedRegion {
+    /// The region in the old file.
+    pub fn in_old(&self) -> Range<usize> {
+        self.start..self.old_end
+    }
+
+    /// The region in the new file.
+    pub fn in_new(&self) -> Range<usize> {
+        self.start..self.new_end
+    }
+}
+
+/// The region where `old` and `new` differ, widened to entries that can be
+/// read apart (see the module documentation); `None` when it cannot be,
+/// or when it is longer than `max_len` octets in either file.
+pub fn changed_region(old: &[u8], new: &[u8], max_len: usize) -> Option<ChangedRegion> {
+    let shorter = old.len().min(new.len());
+    let prefix = common_prefix(old, new);
+    let suffix = common_suffix(&old[prefix..], &new[prefix..]).min(shorter - prefix);
+    let (old_end, new_end) = (old.len() - suffix, new.len() - suffix);
+    // Back to the start of a line that begins with an owner name in both
+    // (before `prefix` the two are the same).
+    let mut start = memrchr(b'\n', &old[..prefix]).map_or(0, |at| at + 1);
+    while start > 0 && !(owner_line(old, start) && owner_line(new, start)) {
+        start = memrchr(b'\n', &old[..start - 1]).map_or(0, |at| at + 1);
+    }
+    // On to the start of such a line in both, or the end of both (after
+    // the two ends the files are the same, at the same distances).
+    let mut shift = 0;
+    loop {
+        let (o, n) = (old_end + shift, new_end + shift);
+        if n == new.len() || (owner_line(old, o) && owner_line(new, n)) {
+            break;
+        }
+        shift += memchr(b'\n', &new[n..]).map_or(new.len() - n, |at| at + 1);
+    }
+    let region = ChangedRegion {
+        start,
+        old_end: old_end + shift,
+        new_end: new_end + shift,
+    };
+    let fits = |data: &[u8], end: usize| {
+        end - start <= max_len && tail_start(data).is_some_and(|tail| tail <= start)
+    };
+    (fits(old, region.old_end) && fits(new, region.new_end)).then_some(region)
+}
+
+/// How many octets `a` and `b` start with alike.
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    const BLOCK: usize = 4096;
+    let shorter = a.len().min(b.len());
+    let mut at = 0;
+    // Blocks compared whole (the library's comparison), then octets.
+    while at + BLOCK <= shorter && a[at..at + BLOCK] == b[at..at + BLOCK] {
+        at += BLOCK;
+    }
+    at + a[at..shorter]
+        .iter()
+        .zip(&b[at..shorter])
+        .take_while(|(x, y)| x == y)
+        .count()
+}
+
+/// How many octets `a` and `b` end with alike.
+fn common_suffix(a: &[u8], b: &[u8]) -> usize {
+    const BLOCK: usize = 4096;
+    let shorter = a.len().min(b.len());
+    let (a_len, b_len) = (a.len(), b.len());
+    let mut at = 0;
+    while at + BLOCK <= shorter
+        && a[a_len - at - BLOCK..a_len - at] == b[b_len - at - BLOCK..b_len - at]
+    {
+        at += BLOCK;
+    }
+    at + a[..a_len - at]
+        .iter()
+        .rev()
+        .zip(b[..b_len - at].iter().rev())
+        .take_while(|(x, y)| x == y)
+        .count()
+}
+
+/// A sink that keeps nothing: the head is read for its state only.
+struct Nothing;
+
+impl Sink for Nothing {
+    fn record(&mut self, _record: RecordRef<'_>) -> Result<(), &'static str> {
+        Ok(())
+    }
+}
+
+/// Reads the entries of `data[range]` (a region of [`changed_region`]),
+/// handing `sink` the records a whole reading of `data` (as
+/// [`crate::scan_bytes`], top file `file_name`) gives there, at the same
+/// locations; the line of the region's start. `None` (and maybe some
+/// records handed) when the region cannot be read apart (see the module
+/// documentation: before the tail, not at an owner line's start, a head
+/// longer than [`MAX_HEAD_LEN`] or one that includes a file) or either
+/// the head or the region has an error: the caller reads the file whole.
+pub fn scan_region(
+    data: &[u8],
+    range: Range<usize>,
+    file_name: &Path,
+    origin: Name<'_>,
+    options: &Options,
+    sink: &mut dyn Sink,
+) -> Option<u32> {
+    let tail = tail_start(data)?;
+    let ends_well = range.end == data.len() || owner_line(data, range.end);
+    let starts_well = range.start == range.end || owner_line(data, range.start);
+    if range.start < tail || range.end > data.len() || !starts_well || !ends_well {
+        return None;
+    }
+    if tail > MAX_HEAD_LEN {
+        return None;
+    }
+    let mut context = FileContext {
+        index: 0,
+        display: file_name.display().to_string(),
+        path: file_name.to_path_buf(),
+        identity: file_name.to_path_buf(),
+        origin: origin.to_buf(),
+        last_owner: None,
+        default_ttl: options.default_ttl,
+    };
+    // The head, for the origin and `$TTL` it leaves (an `$INCLUDE` is an
+    // error here: what it read is not known).
+    let mut nothing = Nothing;
+    let mut includer = NoInclude;
+    let mut head = Scanner::new(options, &mut includer, &mut nothing);
+    head.add_file(file_name.to_path_buf());
+    head.include_stack.push(context.identity.clone());
+    head.scan_entries(&data[..tail], 1, &mut context);
+    if !head.errors.is_empty() {
+        return None;
+    }
+    let newlines = memchr::memchr_iter(b'\n', &data[..range.start]).count();
+    let first_line = u32::try_from(newlines).ok()?.checked_add(1)?;
+    context.last_owner = None;
+    let mut includer = NoInclude;
+    let mut scanner = Scanner::new(options, &mut includer, sink);
+    scanner.add_file(file_name.to_path_buf());
+    scanner.include_stack.push(context.identity.clone());
+    scanner.scan_entries(&data[range], first_line, &mut context);
+    scanner.errors.is_empty().then_some(first_line)
+}
+
+//=========== Tests ==========================================================
+
+#[cfg(test)]
+mod tests {
+    use tern_wire::name::NameBuf;
+
+    use super::*;
+    use crate::{scan_bytes, Record};
+
+    const HEAD: &str = "$ORIGIN example.\n$TTL 60\n@ SOA ns h ( 1 2\n 3 4 5 )\n NS ns\n";
+
+    fn hosts(n: usize) -> String {
+        let mut text = String::from(HEAD);
+        for i in 0..n {
+            text.push_str(&format!("h{i} A 192.0.2.{}\n", i % 250));
+            if i % 3 == 0 {
+                text.push_str("  AAAA ::1\n; a comment\n\n");
+            }
+        }
+        text
+    }
+
+    fn whole(data: &[u8]) -> Vec<Record> {
+        let origin = NameBuf::from_text(b"example.", None).unwrap();
+        let mut records: Vec<Record> = Vec::new();
+        scan_bytes(
+            data,
+            Path::new("z"),
+            origin.as_name(),
+            &Options::default(),
+            &mut NoInclude,
+            &mut records,
+        )
+        .unwrap();
+        records
+    }
+
+    fn region(data: &[u8], range: Range<usize>) -> Option<Vec<Record>> {
+        let origin = NameBuf::from_text(b"example.", None).unwrap();
+        let mut records: Vec<Record> = Vec::new();
+        scan_region(
+            data,
+            range,
+            Path::new("z"),
+            origin.as_name(),
+            &Options::default(),
+            &mut records,
+        )?;
+        Some(records)
+    }
+
+    /// For edits anywhere in the tail (a record changed, added, removed,
+    /// at the start and the end of the file, a line that repeats its
+    /// owner), the old records with the old region's replaced by the new
+    /// region's are the new file's, at the same lines; an edit in the head
+    /// or one that adds a directive has no region.
+    #[test]
+    fn the_region_read_alone_is_the_whole_reading() {
+        let old = hosts(300);
+        let edits: Vec<(&str, String)> = vec![
+            (
+                "changed",
+                old.replace("h7 A 192.0.2.7\n", "h7 A 192.0.2.99\n"),
+            ),
+            ("added", old.replace("h7 A", "h7x TXT x\nh7 A")),
+            ("removed", old.replace("h8 A 192.0.2.8\n", "")),
+            (
+                "owner repeated",
+                old.replace(
+                    "h9 A 192.0.2.9\n  AAAA ::1\n",
+                    "h9 A 192.0.2.9\n  AAAA ::2\n",
+                ),
+            ),
+            ("owner line removed", old.replace("h9 A 192.0.2.9\n", "")),
+            (
+                "first host",
+                old.replace("h0 A 192.0.2.0\n", "h0 A 192.0.2.1\n"),
+            ),
+            ("appended", format!("{old}last A 192.0.2.3\n")),
+            ("last removed", old.replace("h299 A 192.0.2.49\n", "")),
+            ("a comment", old.replace("; a comment\n", "; another\n")),
+            ("same", old.clone()),
+        ];
+        for (what, new) in &edits {
+            let (old_b, new_b) = (old.as_bytes(), new.as_bytes());
+            let region_at =
+                changed_region(old_b, new_b, 1 << 16).unwrap_or_else(|| panic!("{what}"));
+            let old_part = region(old_b, region_at.in_old()).unwrap_or_else(|| panic!("{what}"));
+            let new_part = region(new_b, region_at.in_new()).unwrap_or_else(|| panic!("{what}"));
+            let old_all = whole(old_b);
+            let at = old_all
+                .iter()
+                .position(|record| old_part.first().is_some_and(|first| first == record))
+                .unwrap_or_else(|| {
+                    // An empty old region: the new records go before the
+                    // first record after it.
+                    let line = 1 + old_b[..region_at.start]
+                        .iter()
+                        .filter(|&&b| b == b'\n')
+                        .count() as u32;
+                    old_all
+                        .iter()
+                        .position(|r| r.location.line >= line)
+                        .unwrap_or(old_all.len())
+                });
+            assert_eq!(old_all[at..at + old_part.len()], old_part[..], "{what}");
+            let shift = new_b[region_at.in_new()]
+                .iter()
+                .filter(|&&b| b == b'\n')
+                .count() as i64
+                - old_b[region_at.in_old()]
+                    .iter()
+                    .filter(|&&b| b == b'\n')
+                    .count() as i64;
+            let mut spliced = old_all[..at].to_vec();
+            spliced.extend(new_part);
+            spliced.extend(old_all[at + old_part.len()..].iter().map(|record| {
+                let mut record = record.clone();
+                record.location.line = (i64::from(record.location.line) + shift) as u32;
+                record
+            }));
+            assert_eq!(spliced, whole(new_b), "{what}");
+        }
+        for (what, new) in [
+            ("SOA", old.replace("( 1 2", "( 2 2")),
+            ("directive", old.replace("h7 A", "$TTL 30\nh7 A")),
+            ("quote", old.replace("h7 A", "h7x TXT \"x\"\nh7 A")),
+        ] {
+            assert_eq!(
+                changed_region(old.as_bytes(), new.as_bytes(), 1 << 16),
+                None,
+                "{what}"
+            );
+        }
+        // Past the bound.
+        let far = old
+            .replace("h1 A 192.0.2.1\n", "")
+            .replace("h299 A 192.0.2.49\n", "");
+        assert_eq!(changed_region(old.as_bytes(), far.as_bytes(), 1024), None);
+        // An error in the region.
+        let bad = old.replace("h7 A 192.0.2.7\n", "h7 A 192.0.2.700\n");
+        let at = changed_region(old.as_bytes(), bad.as_bytes(), 1 << 16).unwrap();
+        assert!(region(bad.as_bytes(), at.in_new()).is_none());
+    }
+}

@@ -1,0 +1,294 @@
+//! A signed zone's reload that reads only the part of its file that
+//! changed (issue 24; docs/decisions/0014-signing.md, "A reload reads the
+//! change").
+//!
+//! After a signed zone is loaded from its file, the exact bytes read are
+//! kept as a copy in the state directory (`STATE/signed/ORIGIN.text`,
+//! a file of 1 MiB or more written on a thread of its own, which the next
+//! reload and the copy's drop wait for, to a temporary file renamed over the
+//! last; not in memory: a start's peak is not raised). The copy begins
+//! with a token that the version's [`super::EditBase`] holds: a copy that
+//! is not the one its version's records were read from (an older write
+//! finishing late, another load's) is never used.
+//!
+//! At the next reload the new file is compared with the copy
+//! ([`tern_zone::changed_region`]); the region where they differ, widened
+//! to whole entries read with exactly a whole reading's state, is read
+//! alone in both ([`tern_zone::scan_region`]). The old region's records
+//! must be the previous load's records at the same lines (checked, record
+//! for record); the new file's records are then the previous load's with
+//! those replaced by the new region's, the lines after moved
+//! ([`tern_zone::Records::spliced`]), and what differs is the two small
+//! lists' [`crate::edited::diff`]: the existing edit path
+//! ([`crate::edited`], `load::changed`) signs and checks from there as it
+//! would after a whole reading.
+//!
+//! The whole file is read instead when there is no usable copy, the
+//! previous load's records are not as the file wrote them (TTLs settled),
+//! the region is before the file's tail (a directive, a parenthesis or a
+//! quote after it), or longer than [`MAX_REGION_LEN`] octets, or has an
+//! error, or the old region's records are not the previous load's.
+//!
+//! Bound: the file and the copy read, compared from each end, the region
+//! read, a copy of the previous load's record list.
+
+use std::io::{Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::thread::JoinHandle;
+
+use tern_wire::name::{LowerNameBuf, Name};
+use tern_zone::{RecordList, Records};
+
+use crate::edited::Diff;
+
+/// The most octets of each file's changed region read apart; past it, the
+/// file is read whole.
+pub(super) const MAX_REGION_LEN: usize = 1 << 20;
+
+/// The length of a copy's token.
+const TOKEN_LEN: usize = 16;
+
+//----------- TextCopy -------------------------------------------------------
+
+/// The copy of the text a version was read from, being written or
+/// written: its token, and the thread writing it.
+pub(super) struct TextCopy {
+    path: PathBuf,
+    token: [u8; TOKEN_LEN],
+    writer: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for TextCopy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TextCopy")
+            .field("path", &self.path)
+            .finish()
+    }
+}
+
+/// `STATE/signed/ORIGIN.text`.
+fn text_path(state_directory: &Path, origin: Name<'_>) -> PathBuf {
+    state_directory.join("signed").join(format!(
+        "{}text",
+        crate::file_stem(LowerNameBuf::from_name(origin))
+    ))
+}
+
+/// A token no other copy of this process has: a count, the process's id
+/// and the time.
+fn new_token() -> [u8; TOKEN_LEN] {
+    static COUNT: AtomicU64 = AtomicU64::new(0);
+    let count = COUNT.fetch_add(1, Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.subsec_nanos());
+    let mut token = [0; TOKEN_LEN];
+    token[..8].copy_from_slice(&count.to_be_bytes());
+    token[8..12].copy_from_slice(&std::process::id().to_be_bytes());
+    token[12..].copy_from_slice(&nanos.to_be_bytes());
+    token
+}
+
+/// Files shorter than this are kept at once rather than on a thread.
+const WRITE_AT_ONCE: usize = 1 << 20;
+
+/// Keeps `data`, the text the zone `origin` was just read from, as its
+/// copy: a large one written on a thread of its own (the caller goes on;
+/// the next reload, or the copy's drop, waits for it).
+pub(super) fn keep_text(state_directory: &Path, origin: Name<'_>, data: Vec<u8>) -> TextCopy {
+    let path = text_path(state_directory, origin);
+    let token = new_token();
+    let (to, name) = (path.clone(), origin.to_string());
+    let small = data.len() < WRITE_AT_ONCE;
+    let write = move || {
+        if let Err(err) = write_copy(&to, &token, &data) {
+            log::warn!(
+                "zone {name}: cannot keep a copy of its file in {}: {err}; the next \
+                 reload reads the file whole",
+                to.display()
+            );
+        }
+    };
+    if small {
+        write();
+        return TextCopy {
+            path,
+            token,
+            writer: Mutex::new(None),
+        };
+    }
+    let writer = std::thread::Builder::new()
+        .name("zone-text".to_string())
+        .spawn(write);
+    let writer = match writer {
+        Ok(writer) => Some(writer),
+        Err(err) => {
+            log::warn!("zone {origin}: cannot start the thread that keeps its file's copy: {err}");
+            None
+        }
+    };
+    TextCopy {
+        path,
+        token,
+        writer: Mutex::new(writer),
+    }
+}
+
+/// Writes `token` then `data` to a temporary file beside `path`, renamed
+/// over it.
+fn write_copy(path: &Path, token: &[u8; TOKEN_LEN], data: &[u8]) -> std::io::Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut temporary = path.as_os_str().to_owned();
+    temporary.push(format!(".tmp{:02x}{:02x}", token[6], token[7]));
+    let temporary = PathBuf::from(temporary);
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&temporary)?;
+    file.write_all(token)?;
+    file.write_all(data)?;
+    drop(file);
+    std::fs::rename(&temporary, path)
+}
+
+impl TextCopy {
+    /// Waits for the copy to be written, if it is being written.
+    fn wait(&self) {
+        let writer = self
+            .writer
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take();
+        if let Some(writer) = writer {
+            // The thread does not panic; if it did, there is no copy.
+            let _ = writer.join();
+        }
+    }
+
+    /// The text kept, once written, if it is this copy's; `None` (logged)
+    /// when it is not there, or another's.
+    pub(super) fn read(&self) -> Option<Vec<u8>> {
+        self.wait();
+        let mut file = std::fs::File::open(&self.path)
+            .inspect_err(|err| {
+                log::debug!(
+                    "{}: the file's copy is not read: {err}",
+                    self.path.display()
+                );
+            })
+            .ok()?;
+        let mut token = [0; TOKEN_LEN];
+        file.read_exact(&mut token).ok()?;
+        if token != self.token {
+            log::debug!("{}: a copy other than the version's", self.path.display());
+            return None;
+        }
+        let mut data = Vec::with_capacity(
+            file.metadata()
+                .map_or(0, |meta| meta.len() as usize)
+                .saturating_sub(TOKEN_LEN),
+        );
+        file.read_to_end(&mut data).ok()?;
+        Some(data)
+    }
+}
+
+/// A copy dropped (its version replaced, on the zones' owner's thread, or
+/// its load failed) waits for its write: no thread writes in the state
+/// directory after the load that started it is gone.
+impl Drop for TextCopy {
+    fn drop(&mut self) {
+        self.wait();
+    }
+}
+
+//----------- read_changed ---------------------------------------------------
+
+/// The new file's records read from its changed region only.
+pub(super) struct ReadChanged {
+    /// The new file's records, as a whole reading gives them.
+    pub(super) records: Records,
+    /// What differs from the previous load's records, if the two regions'
+    /// records come back in step ([`crate::edited::diff`]).
+    pub(super) diff: Option<Diff>,
+    /// The records read from text: both regions'.
+    pub(super) parsed: usize,
+}
+
+/// The records of `new` (the file's text now) when `old` is the text the
+/// previous load read into `previous` (its records, TTLs as written): read
+/// from the region where the two differ, see the module documentation;
+/// `None` when the file is to be read whole.
+pub(super) fn read_changed(
+    origin: Name<'_>,
+    path: &Path,
+    options: &tern_zone::Options,
+    old: &[u8],
+    new: &[u8],
+    previous: &Records,
+) -> Option<ReadChanged> {
+    let region = tern_zone::changed_region(old, new, MAX_REGION_LEN)?;
+    let read = |data: &[u8], range| {
+        let mut records = Records::new();
+        let line = tern_zone::scan_region(data, range, path, origin, options, &mut records)?;
+        Some((records, line))
+    };
+    let (old_part, first_line) = read(old, region.in_old())?;
+    let (new_part, _) = read(new, region.in_new())?;
+    // The old region's records are the previous load's at its lines.
+    // Regions are at most MAX_REGION_LEN octets.
+    let lines = |data: &[u8]| data.iter().filter(|&&byte| byte == b'\n').count() as i64;
+    let old_lines = lines(&old[region.in_old()]);
+    let start = partition_point(previous, |record| record.location.line < first_line);
+    let end = start + old_part.len();
+    let same = end <= previous.len()
+        && (0..old_part.len()).all(|at| previous.record(start + at) == old_part.record(at))
+        && (end == previous.len()
+            || i64::from(previous.record(end).location.line) >= i64::from(first_line) + old_lines);
+    if !same {
+        log::debug!(
+            "zone {origin}: the changed part of its file is not where the previous load's \
+             records were; read whole"
+        );
+        return None;
+    }
+    let shift = lines(&new[region.in_new()]) - old_lines;
+    let records = previous.spliced(start..end, &new_part, shift)?;
+    let diff = crate::edited::diff(&old_part, &new_part).map(|diff| Diff {
+        old: diff.old.iter().map(|at| at + start).collect(),
+        new: diff.new.iter().map(|at| at + start).collect(),
+    });
+    log::debug!(
+        "zone {origin}: read {} octets of its file changed ({} records for {})",
+        region.new_end - region.start,
+        new_part.len(),
+        old_part.len()
+    );
+    Some(ReadChanged {
+        records,
+        diff,
+        parsed: old_part.len() + new_part.len(),
+    })
+}
+
+/// The first index of `list` whose record is not `before` (which holds
+/// for a prefix of the list). Bound: a binary search.
+fn partition_point(list: &Records, before: impl Fn(tern_zone::RecordRef<'_>) -> bool) -> usize {
+    let (mut low, mut high) = (0, list.len());
+    while low < high {
+        let middle = low + (high - low) / 2;
+        if before(list.record(middle)) {
+            low = middle + 1;
+        } else {
+            high = middle;
+        }
+    }
+    low
+}
