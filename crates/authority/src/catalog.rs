@@ -223,6 +223,9 @@ impl Catalog {
     /// up, deepest first. Bound: one hash look-up per such suffix, one
     /// step per label.
     pub fn find_position(&self, qname_lower: Name<'_>) -> Option<u32> {
+        if self.slots.len() <= SMALL_CATALOG_SLOTS {
+            return self.find_position_small(qname_lower);
+        }
         let mut at = qname_lower.label_count().min(MAX_LABELS);
         let mut depths = self.depths & (u128::MAX >> (MAX_LABELS - at));
         let mut name = qname_lower;
@@ -238,6 +241,35 @@ impl Catalog {
             depths &= !(1u128 << depth);
         }
         None
+    }
+
+    /// [`Catalog::find_position`] for a catalog of a few slots (a server of
+    /// one zone, or of a handful): each origin compared with the name's
+    /// last octets of its length, and a match kept only if a label of the
+    /// name starts there; the longest match is the deepest zone. A
+    /// `memcmp` a slot and one walk over the name's labels in front of
+    /// the match, where the general search counts every label, walks to
+    /// each depth and then compares (about 160 instructions for a name of
+    /// two labels below a one-zone catalog's origin).
+    fn find_position_small(&self, qname_lower: Name<'_>) -> Option<u32> {
+        let name = qname_lower.as_bytes();
+        let mut best: Option<(u32, usize)> = None;
+        for (slot, zone) in self.slots.iter().enumerate() {
+            let Some(zone) = zone else {
+                continue;
+            };
+            let origin = zone.origin().as_bytes();
+            if best.is_some_and(|(_, len)| len >= origin.len()) {
+                continue;
+            }
+            let Some(start) = name.len().checked_sub(origin.len()) else {
+                continue;
+            };
+            if name.get(start..) == Some(origin) && starts_label(name, start) {
+                best = Some((slot as u32, origin.len()));
+            }
+        }
+        best.map(|(slot, _)| slot)
     }
 
     /// The deepest zone whose origin is `qname_lower` or one of its
@@ -260,6 +292,21 @@ impl Catalog {
         }
         self.find(qname_lower)
     }
+}
+
+/// Whether a label of the wire name `name` starts at octet `at`: the
+/// octets after it may equal an origin's without being its labels (a
+/// label `x\x05bench` ends in the octets of `bench.`). Bound: one step a
+/// label, each advancing at least one octet.
+fn starts_label(name: &[u8], at: usize) -> bool {
+    let mut offset = 0;
+    while offset < at {
+        let Some(&len) = name.get(offset) else {
+            return false;
+        };
+        offset += 1 + usize::from(len);
+    }
+    offset == at
 }
 
 /// The origin of the zone in slot `slot`, for the index (which holds only
@@ -348,6 +395,48 @@ mod tests {
         assert_eq!(ds.unwrap().origin().to_string(), "example.com.");
         let ds = catalog.find_for_query(name("com.").as_name(), RType::DS);
         assert_eq!(ds.unwrap().origin().to_string(), "com.");
+    }
+
+    /// A catalog of a few slots (compared in turn) and one of more (the
+    /// depths and the index) find the same zone, also for a name whose
+    /// last octets spell an origin inside a longer label.
+    #[test]
+    fn small_and_large_catalogs_find_the_same_zone() {
+        let origins = ["example.com.", "sub.example.com.", "com.", "."];
+        let small = Catalog::new(origins.map(zone));
+        let large = Catalog::new(
+            origins
+                .into_iter()
+                .chain(["a.", "b.", "c.", "example.org."])
+                .map(zone),
+        );
+        assert!(small.slot_count() <= SMALL_CATALOG_SLOTS);
+        assert!(large.slot_count() > SMALL_CATALOG_SLOTS);
+        let found = |catalog: &Catalog, q: &[u8]| {
+            let q = Name::parse_prefix(q).unwrap().0;
+            catalog.find(q).map(|z| z.origin().to_string())
+        };
+        let names: [&[u8]; 9] = [
+            b"\x03www\x03sub\x07example\x03com\x00",
+            b"\x03sub\x07example\x03com\x00",
+            b"\x07example\x03com\x00",
+            b"\x08xexample\x03com\x00",
+            b"\x03com\x00",
+            b"\x03org\x00",
+            b"\x00",
+            // A label `x\x03com` ending in the octets of `com.`, and one
+            // `x\x07example\x03com` in those of `example.com.`.
+            b"\x05x\x03com\x00",
+            b"\x0dx\x07example\x03com\x00",
+        ];
+        for q in names {
+            assert_eq!(found(&small, q), found(&large, q), "{q:?}");
+        }
+        assert_eq!(found(&small, names[0]).as_deref(), Some("sub.example.com."));
+        assert_eq!(found(&small, names[3]).as_deref(), Some("com."));
+        assert_eq!(found(&small, names[5]).as_deref(), Some("."));
+        assert_eq!(found(&small, names[7]).as_deref(), Some("."));
+        assert_eq!(found(&small, names[8]).as_deref(), Some("."));
     }
 
     /// Only the depths some origin has are looked up, and they follow the
