@@ -40,9 +40,11 @@
 # IXFR_HISTORY (tern only, e.g. `1M`): its `transfer.ixfr-history`, the bound of the IXFR
 # history the updates fill (tern's default 16 MiB otherwise).
 # RSS_EVERY=S: also print the server's VmRSS every S seconds while the updates run (what
-# grows, and when). HEAP=1 (with gdb): after the updates, asks the server's allocator
-# (glibc's malloc_stats() through gdb) what it holds in use and in all, then has it give
-# back what it can (malloc_trim(0)) and prints VmRSS again: memory in use by tern, as
+# grows, and when). HEAP=1 (with gdb): once the zone is loaded and after the updates,
+# asks the server's allocator (glibc's malloc_stats() through gdb) what each arena holds
+# in use and in all, and prints the main heap's Rss (`[heap]` in smaps: the main thread's
+# arena, where the zones were loaded); after the updates then has it give back what it
+# can (malloc_trim(0)) and prints VmRSS and that Rss again: memory in use by tern, as
 # against freed memory the allocator kept.
 #
 # QUERIES=1 (tern only): query answering beside updates. tern answers on SERVER_CPU (its
@@ -135,7 +137,10 @@ def pinned(server):
         cmd = command()
         if server.name == "tern":
             conf = server.workdir / "tern.yaml"
-            text = conf.read_text() + f"cores: [{SERVER_CPU}]\n"
+            # No per-key rate limit (`update-rate`, 1,000 a second by default): all the
+            # clients sign with one key, and past 1,000 updates a second tern would answer
+            # REFUSED, counted as errors (Knot and BIND have no such limit).
+            text = conf.read_text() + f"cores: [{SERVER_CPU}]\nupdate-rate: 0\n"
             if IXFR_HISTORY:
                 text = text.replace("transfer:\n", f"transfer:\n  ixfr-history: {IXFR_HISTORY}\n")
             conf.write_text(text)
@@ -279,22 +284,39 @@ def sample_rss(server, stop: threading.Event) -> None:
               flush=True)
 
 
-def heap_probe(server) -> None:
+def heap_mib(server) -> float:
+    """The Rss of the server's main heap (`[heap]` in /proc/PID/smaps: the main thread's
+    arena, where the zones were loaded), MiB."""
+    lines = pathlib.Path(f"/proc/{server.proc.pid}/smaps").read_text().splitlines()
+    for i, line in enumerate(lines):
+        if line.endswith("[heap]"):
+            for entry in lines[i + 1:i + 8]:
+                if entry.startswith("Rss:"):
+                    return int(entry.split()[1]) / 1024
+    return float("nan")
+
+
+def heap_probe(server, trim: bool = True) -> None:
     """glibc's own count of the server's heap (malloc_stats(), to its stderr, read back
-    from its log), then VmRSS after malloc_trim(0): both through gdb."""
+    from its log: each arena's system and in-use octets, then the totals), the main
+    heap's Rss, then (`trim`) VmRSS and the main heap's Rss after malloc_trim(0): all
+    through gdb."""
     pid = str(server.proc.pid)
-    for call in ["(void)malloc_stats()", "(int)malloc_trim(0)"]:
+    for call in ["(void)malloc_stats()", "(int)malloc_trim(0)"][:2 if trim else 1]:
         subprocess.run(["gdb", "-p", pid, "-batch", "-ex", f"call {call}"],
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
         if "stats" in call:
             time.sleep(0.5)  # stderr is the log file: written at once, read after
-            tail = server.log_tail(200).splitlines()
-            total = [line for line in tail if line.startswith("Total (incl. mmap)")]
-            at = max(i for i, line in enumerate(tail) if line.startswith("Total (incl. mmap)")) \
-                if total else len(tail)
-            for line in tail[at:at + 3]:
-                print(f"bench-update:   malloc_stats: {line.strip()}", flush=True)
-    print(f"bench-update:   after malloc_trim(0): VmRSS {rss_mib(server):,.1f} MiB", flush=True)
+            tail = server.log_tail(400).splitlines()
+            firsts = [i for i, line in enumerate(tail) if line.startswith("Arena 0:")]
+            at = firsts[-1] if firsts else len(tail)
+            for line in tail[at:]:
+                if line.startswith(("Arena", "system bytes", "in use bytes", "Total")):
+                    print(f"bench-update:   malloc_stats: {line.strip()}", flush=True)
+            print(f"bench-update:   main heap Rss {heap_mib(server):,.1f} MiB", flush=True)
+    if trim:
+        print(f"bench-update:   after malloc_trim(0): VmRSS {rss_mib(server):,.1f} MiB, main "
+              f"heap Rss {heap_mib(server):,.1f} MiB", flush=True)
 
 
 def holds_txt(server, index: int) -> bool:
@@ -440,6 +462,8 @@ def main() -> None:
                             continue
                         before = serial(server)
                         rss_before = rss_mib(server)
+                        if HEAP and name == "tern":
+                            heap_probe(server, trim=False)
                         rate, errors, total = load(server)
                         rose = (serial(server) - before) % 2**32
                         rss_after = rss_mib(server)

@@ -358,7 +358,9 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     if let Some(bump) = &bump {
         bump.plan_start(&mut plan);
     }
-    let saved_zones = plan.served.clone();
+    // Taken, not cloned: `plan` lives as long as `run`, and its copy would
+    // keep the saved versions alive after refreshes replaced them.
+    let saved_zones = std::mem::take(&mut plan.served);
     let zone_count = loaded.zones.len() + saved_zones.len();
     let mut primaries = loaded.zones;
     // Dynamic updates: each updatable zone's journal applied on top of its
@@ -390,10 +392,12 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     // the NOTIFYs they accept.
     let queue = tern_zones::refresh::Queue::new();
     let mut server_config = config.server_config(ALLOCATIONS);
-    let every_zone: Vec<Arc<tern_authority::Zone>> = catalog.zones().cloned().collect();
+    // The list of versions is dropped at once: held for the life of `run`,
+    // it kept every version loaded at start (its tables, a zone's size)
+    // alive after updates or reloads replaced it (issue 25).
     let journals = Arc::new(std::sync::Mutex::new(tern_zones::state::load_journals(
         config.state_directory.as_deref(),
-        &every_zone,
+        &catalog.zones().cloned().collect::<Vec<_>>(),
     )));
     server_config.journals = Arc::clone(&journals);
     if !plan.starts.is_empty() {
