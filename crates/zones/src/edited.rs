@@ -25,11 +25,17 @@
 //! signer, the served version and the kept records patched with the owners
 //! that changed (`sign_window_edits`).
 //!
+//! An NSEC3 zone (without opt-out) is signed as an update of one is, any
+//! edit of a few owners: the window of
+//! [`crate::window::sign_nsec3_window_of`] (the edited owners, the apex,
+//! the chain's links their change adds, removes or rewrites), the served
+//! version and the kept records patched (`sign_nsec3_edits`).
+//!
 //! The previous version's whole signing from its kept records
 //! ([`crate::signing::sign_again`]) is used instead when this cannot be
 //! told to give the same zone ([`sign_edits`] says `None`): a delegation,
 //! glue, DNAME or a DNSSEC record among the records that differ, an NSEC3
-//! zone, a key event or signatures due for refresh, a policy changed, the
+//! zone with opt-out, a key event or signatures due for refresh, a policy changed, the
 //! keys' DNSKEY RRset changed, more than [`MAX_EDITED_RECORDS`] records
 //! that differ, a window past the update's bounds, or the kept records
 //! carrying [`crate::kept::MAX_PATCHES`] patches.
@@ -197,7 +203,8 @@ pub(crate) struct EditSigned {
 }
 
 /// Whether the zone's next version may be signed by owners from
-/// `previous` (see the module documentation): the same policy, NSEC,
+/// `previous` (see the module documentation): the same policy, NSEC or
+/// NSEC3 without opt-out,
 /// `served` the version its kept records are, fewer than
 /// [`MAX_PATCHES`] patches, no signature due nor key event before `now`
 /// plus the refresh window, the previous load's TTLs as written.
