@@ -25,11 +25,17 @@
 //! signer, the served version and the kept records patched with the owners
 //! that changed (`sign_window_edits`).
 //!
+//! An NSEC3 zone (without opt-out) is signed as an update of one is, any
+//! edit of a few owners: the window of
+//! [`crate::window::sign_nsec3_window_of`] (the edited owners, the apex,
+//! the chain's links their change adds, removes or rewrites), the served
+//! version and the kept records patched (`sign_nsec3_edits`).
+//!
 //! The previous version's whole signing from its kept records
 //! ([`crate::signing::sign_again`]) is used instead when this cannot be
 //! told to give the same zone ([`sign_edits`] says `None`): a delegation,
 //! glue, DNAME or a DNSSEC record among the records that differ, an NSEC3
-//! zone, a key event or signatures due for refresh, a policy changed, the
+//! zone with opt-out, a key event or signatures due for refresh, a policy changed, the
 //! keys' DNSKEY RRset changed, more than [`MAX_EDITED_RECORDS`] records
 //! that differ, a window past the update's bounds, or the kept records
 //! carrying [`crate::kept::MAX_PATCHES`] patches.
@@ -197,7 +203,8 @@ pub(crate) struct EditSigned {
 }
 
 /// Whether the zone's next version may be signed by owners from
-/// `previous` (see the module documentation): the same policy, NSEC,
+/// `previous` (see the module documentation): the same policy, NSEC or
+/// NSEC3 without opt-out,
 /// `served` the version its kept records are, fewer than
 /// [`MAX_PATCHES`] patches, no signature due nor key event before `now`
 /// plus the refresh window, the previous load's TTLs as written.
@@ -209,19 +216,20 @@ pub(crate) fn usable(
     now: u64,
 ) -> bool {
     let refresh = crate::signing::refresh_of(policy, now);
-    let why_not = if previous.policy != policy || policy.nsec3.is_some() {
-        Some("its policy changed, or it has NSEC3")
-    } else if served.serial() != previous.serial {
-        Some("the served version is not the one its kept records are")
-    } else if previous.kept.patch_count() >= MAX_PATCHES {
-        Some("its kept records are due to be written whole")
-    } else if now.saturating_add(refresh.window) >= previous.resign_at {
-        Some("signatures due for refresh or a key event")
-    } else if !previous.uniform {
-        Some("its file gives an RRset several TTLs")
-    } else {
-        None
-    };
+    let why_not =
+        if previous.policy != policy || policy.nsec3.as_ref().is_some_and(|nsec3| nsec3.opt_out) {
+            Some("its policy changed, or it has NSEC3 with opt-out")
+        } else if served.serial() != previous.serial {
+            Some("the served version is not the one its kept records are")
+        } else if previous.kept.patch_count() >= MAX_PATCHES {
+            Some("its kept records are due to be written whole")
+        } else if now.saturating_add(refresh.window) >= previous.resign_at {
+            Some("signatures due for refresh or a key event")
+        } else if !previous.uniform {
+            Some("its file gives an RRset several TTLs")
+        } else {
+            None
+        };
     if let Some(why) = why_not {
         log::debug!("zone {origin}: signed again from its previous version: {why}");
     }
@@ -372,6 +380,19 @@ pub(crate) fn sign_edits(
 ) -> Result<Option<EditSigned>, String> {
     let owners = &edits.owners;
     let edits_records = &edits.records;
+    if policy.nsec3.is_some() {
+        return sign_nsec3_edits(
+            origin,
+            previous,
+            served,
+            owners,
+            edits_records,
+            policy,
+            state_directory,
+            now,
+            serial_above,
+        );
+    }
     let new_records = edits.records.iter().cloned();
     // Each edited owner's records in the served version.
     let mut edits = Vec::with_capacity(owners.len());
@@ -661,6 +682,202 @@ fn sign_window_edits(
         next_key_event: signed.next_key_event,
         awaiting_ds: signed.awaiting_ds,
         visited,
+        difference: signed.change,
+    }))
+}
+
+/// The zone's next version when an edit of an NSEC3 zone (without
+/// opt-out) changed a few owners: signed as a window of the served
+/// version, as an update is ([`crate::window::sign_nsec3_window_of`]: the
+/// edited owners, the apex among them, and the chain's links their change
+/// adds, removes or rewrites), the served version patched with the owners
+/// and links that changed and the kept records with a patch of them.
+/// The edited owners' new records are the file's (`new_records`, by
+/// `owners`); whether a name between an owner and the apex keeps names
+/// below it is read from the served version, and when a name removed
+/// leaves that unsure (an empty non-terminal above it) the zone is signed
+/// again from its previous version. `Ok(None)`: signed again from the
+/// previous version instead (the SOA's TTL or minimum changed, too many
+/// owners, the keys' DNSKEY RRset changed, or the window not signed
+/// apart). Bound: the window's, and a look-up of the served version per
+/// edited owner and per name between one and the apex.
+#[allow(clippy::too_many_arguments)]
+fn sign_nsec3_edits(
+    origin: Name<'_>,
+    previous: &Previous<'_>,
+    served: &Zone,
+    owners: &[LowerNameBuf],
+    new_records: &[Vec<RecordRef<'_>>],
+    policy: &Policy,
+    state_directory: &Path,
+    now: u64,
+    serial_above: Option<u32>,
+) -> Result<Option<EditSigned>, String> {
+    use crate::window::{sign_nsec3_window_of, Nsec3Shape, MAX_WINDOW_OWNERS};
+    use tern_wire::name::NameBuf;
+    let declined = |why: &str| {
+        log::debug!("zone {origin}: signed again from its previous version: {why}");
+        Ok(None)
+    };
+    if owners.len() > MAX_WINDOW_OWNERS {
+        return declined("NSEC3, and too many owners edited");
+    }
+    // The NSEC3 records' TTL follows the SOA's TTL and minimum: changed,
+    // every NSEC3 changes.
+    let soa = served.soa_record();
+    let denial = |ttl: u32, rdata: &[u8]| {
+        (
+            ttl,
+            rdata.len().checked_sub(4).map(|at| rdata[at..].to_vec()),
+        )
+    };
+    let same_denial = new_records.iter().flatten().any(|record| {
+        record.rtype == RType::SOA
+            && record.owner.eq_ignore_case(origin)
+            && denial(record.ttl, record.rdata) == denial(soa.ttl, soa.rdata)
+    });
+    if !same_denial {
+        return declined("NSEC3, and the SOA's TTL or minimum changed");
+    }
+    let nsec3_ttl = match denial(soa.ttl, soa.rdata).1 {
+        Some(minimum) => minimum
+            .try_into()
+            .map_or(soa.ttl, |m: [u8; 4]| soa.ttl.min(u32::from_be_bytes(m))),
+        None => soa.ttl,
+    };
+    // The owners, the apex first, with their new records.
+    let Some(apex_at) = owners
+        .iter()
+        .position(|owner| owner.as_name().eq_ignore_case(origin))
+    else {
+        return declined("NSEC3, and the apex not among the owners");
+    };
+    let order: Vec<usize> = std::iter::once(apex_at)
+        .chain((0..owners.len()).filter(|&at| at != apex_at))
+        .collect();
+    let names: Vec<NameBuf> = order
+        .iter()
+        .map(|&at| NameBuf::from_name(owners[at].as_name()))
+        .collect();
+    let records: Vec<Vec<tern_zone::Record>> = order
+        .iter()
+        .map(|&at| new_records[at].iter().map(RecordRef::to_record).collect())
+        .collect();
+    let edited = |name: Name<'_>| {
+        owners
+            .iter()
+            .position(|owner| owner.as_name().eq_ignore_case(name))
+    };
+    let served_has_records =
+        |name: Name<'_>| !served.owner_records(name.to_lower().as_name()).is_empty();
+    let has_records = |name: Name<'_>| match edited(name) {
+        Some(at) => !new_records[at].is_empty(),
+        None => served_has_records(name),
+    };
+    let is_cut = |name: Name<'_>| {
+        served
+            .owner_records(name.to_lower().as_name())
+            .iter()
+            .any(|record| record.rtype == RType::NS || record.rtype == RType::DNAME)
+    };
+    // Whether a name between an edited owner and the apex has names below
+    // it after the edit: one added below it does; else the served
+    // version's, unless a name below it was removed (then unsure).
+    let below = |name: Name<'_>, of: Name<'_>| of.len() > name.len() && of.ends_with(name);
+    let mut unsure = false;
+    for (at, owner) in owners.iter().enumerate() {
+        let mut above = owner.as_name();
+        while let Some(parent) = above.parent() {
+            if parent.label_count() <= origin.label_count() {
+                break;
+            }
+            above = parent;
+            if has_records(parent) {
+                continue;
+            }
+            let added = owners
+                .iter()
+                .zip(new_records)
+                .any(|(other, new)| below(parent, other.as_name()) && !new.is_empty());
+            let removed = new_records[at].is_empty() && served_has_records(owner.as_name());
+            if !added && removed {
+                unsure = true;
+            }
+        }
+    }
+    if unsure {
+        return declined("NSEC3, and a name removed below an empty non-terminal");
+    }
+    let has_names_below = |name: Name<'_>| {
+        owners
+            .iter()
+            .zip(new_records)
+            .any(|(other, new)| below(name, other.as_name()) && !new.is_empty())
+            || served.has_names_below(name.to_lower().as_name())
+    };
+    let shape = Nsec3Shape {
+        is_cut: &is_cut,
+        has_records: &has_records,
+        has_names_below: &has_names_below,
+    };
+    let Some(signed) = sign_nsec3_window_of(
+        served,
+        &names,
+        &records,
+        &shape,
+        nsec3_ttl,
+        policy,
+        state_directory,
+        now,
+        serial_above,
+    )?
+    else {
+        return declined("NSEC3, and the window not signed apart");
+    };
+    let dnskey = |records: &[tern_zone::Record]| records.iter().any(|r| r.rtype == RType::DNSKEY);
+    if dnskey(&signed.change.added) || dnskey(&signed.change.deleted) {
+        return declined("NSEC3, and the keys changed");
+    }
+    // The kept records: a patch of the owners and links that changed.
+    let is_rrsig = |record: &&tern_zone::Record| record.rtype == RType::RRSIG;
+    let before = signed.change.deleted.len();
+    let after = signed.change.added.len();
+    let rrsigs_before = signed.change.deleted.iter().filter(is_rrsig).count();
+    let rrsigs_after = signed.change.added.iter().filter(is_rrsig).count();
+    let patch: Vec<(Name<'_>, Vec<RecordRef<'_>>)> = signed
+        .owners
+        .iter()
+        .map(|(owner, records)| {
+            let records = records
+                .iter()
+                .map(|record| RecordRef {
+                    location: Location::default(),
+                    ..record.as_record_ref()
+                })
+                .collect();
+            (owner.as_name(), records)
+        })
+        .collect();
+    let count = (previous.kept.len() + after).saturating_sub(before);
+    let kept = previous
+        .kept
+        .patched(&patch, count)
+        .map_err(|err| format!("cannot keep the signed records: {err}"))?;
+    log::debug!(
+        "zone {origin}: NSEC3, signed as a window of {} owners and {} links",
+        signed.sizes.0,
+        signed.sizes.1
+    );
+    Ok(Some(EditSigned {
+        zone: signed.zone,
+        kept,
+        owners: owners.len(),
+        rrsigs: (previous.rrsigs + rrsigs_after).saturating_sub(rrsigs_before),
+        signatures: signed.signatures,
+        next_refresh: signed.next_refresh,
+        next_key_event: signed.next_key_event,
+        awaiting_ds: signed.awaiting_ds,
+        visited: signed.visited,
         difference: signed.change,
     }))
 }

@@ -358,3 +358,404 @@ pub(crate) fn changed_owners<'c>(
         })
         .collect()
 }
+
+//----------- NSEC3 ----------------------------------------------------------
+
+/// What tells a window of an NSEC3 zone the new version's shape around
+/// its owners (each asked only of the owners and the names between them
+/// and the apex): whether a name is a zone cut (a delegation or a DNAME;
+/// no edit may change one), owns records, or has names below it.
+pub(crate) struct Nsec3Shape<'s> {
+    /// Whether the name is a zone cut.
+    pub(crate) is_cut: &'s dyn Fn(Name<'_>) -> bool,
+    /// Whether the name owns records in the new version.
+    pub(crate) has_records: &'s dyn Fn(Name<'_>) -> bool,
+    /// Whether a name strictly below it owns records in the new version.
+    pub(crate) has_names_below: &'s dyn Fn(Name<'_>) -> bool,
+}
+
+/// A window of an NSEC3 zone signed by [`sign_nsec3_window_of`].
+pub(crate) struct Nsec3WindowSigned {
+    /// The served version patched.
+    pub(crate) zone: Zone,
+    /// What changed, the owners' then the chain's.
+    pub(crate) change: tern_dnssec::Change,
+    /// Each owner and link that changed with its records in the new
+    /// version (none: gone), for the kept records.
+    pub(crate) owners: Vec<(NameBuf, Vec<tern_zone::Record>)>,
+    /// The RRSIGs made.
+    pub(crate) signatures: usize,
+    /// Records read or made (the binary searches' probes aside).
+    pub(crate) visited: usize,
+    /// When the first signature made or kept is due for refresh.
+    pub(crate) next_refresh: Option<u64>,
+    /// When a key's next step is due.
+    pub(crate) next_key_event: Option<u64>,
+    /// Whether a KSK's or CSK's DS is awaited at the parent.
+    pub(crate) awaiting_ds: bool,
+    /// The owners signed and the links signed.
+    pub(crate) sizes: (usize, usize),
+}
+
+/// A window of `served`, a version of a zone signed with NSEC3 without
+/// opt-out, signed apart: the owners `names` (lowercased, the apex first,
+/// each once) with their new records `new_records` (unsigned, by `names`)
+/// signed through [`crate::signing::sign_nsec3_window`], then the
+/// chain's links their change adds, removes or rewrites. The names whose
+/// link may change: the owners and the names between each and the apex
+/// (empty non-terminals that come or go with it); the link of each is in
+/// the window when it is in the chain before (the served chain) or after
+/// (`shape`: not below a cut, with records or names below); and the
+/// predecessor in hash order, in the new chain, of each link added or
+/// removed (its next hashed owner changes). Each link's next hash is read
+/// from the served chain ([`Zone::nsec3_links_around`]) past the links
+/// removed, and from the links added. `nsec3_ttl`: the NSEC3 records' TTL
+/// (the caller checks that it did not change). The served version is
+/// patched with the owners and links that changed ([`Zone::patch`]).
+/// `Ok(None)`: not signed apart (the policy's chain not the served one,
+/// the served chain not as expected, too many links passed over, the
+/// patch refused or its garbage past half of the tables): the caller
+/// signs the zone whole. Bound: the owners and their ancestors (the caller
+/// keeps the owners under [`MAX_WINDOW_OWNERS`]), a binary search of the
+/// served chain per link and per link removed passed over (at most
+/// [`MAX_WINDOW_SCAN`]).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn sign_nsec3_window_of(
+    served: &Zone,
+    names: &[NameBuf],
+    new_records: &[Vec<tern_zone::Record>],
+    shape: &Nsec3Shape<'_>,
+    nsec3_ttl: u32,
+    policy: &crate::signing::Policy,
+    state_directory: &Path,
+    now: u64,
+    serial_above: Option<u32>,
+) -> Result<Option<Nsec3WindowSigned>, String> {
+    use std::collections::BTreeMap;
+    type Hash = tern_dnssec::nsec3::Hash;
+    let Some((iterations, salt)) = served.nsec3_chain_params() else {
+        return Ok(None);
+    };
+    let origin = served.origin();
+    if names.is_empty()
+        || names.len() != new_records.len()
+        || !names[0].as_name().eq_ignore_case(origin)
+    {
+        return Ok(None);
+    }
+    let lower = |name: Name<'_>| NameBuf::from_name(name.to_lower().as_name());
+    let is_cut = shape.is_cut;
+    // Below a zone cut (strictly): glue, or names a DNAME hides; no
+    // delegation or DNAME changed, so the same before and after.
+    let below_cut = |name: Name<'_>| {
+        let mut above = name;
+        while let Some(parent) = above.parent() {
+            if parent.label_count() <= origin.label_count() {
+                return false;
+            }
+            if is_cut(parent) {
+                return true;
+            }
+            above = parent;
+        }
+        false
+    };
+    let old_records: Vec<_> = names
+        .iter()
+        .map(|name| served.owner_records(name.as_name()))
+        .collect();
+    let glue: Vec<bool> = names.iter().map(|name| below_cut(name.as_name())).collect();
+    fn record_ref<'z>(record: &tern_authority::ZoneRecord<'z>) -> tern_zone::RecordRef<'z> {
+        tern_zone::RecordRef {
+            owner: record.owner,
+            class: RClass::IN,
+            ttl: record.ttl,
+            rtype: record.rtype,
+            rdata: record.rdata,
+            location: tern_zone::Location::default(),
+        }
+    }
+    let edits: Vec<tern_dnssec::OwnerEdit<'_>> = names
+        .iter()
+        .zip(new_records)
+        .zip(&old_records)
+        .map(|((name, new), old)| tern_dnssec::OwnerEdit {
+            owner: name.as_name(),
+            previous: old.iter().map(record_ref).collect(),
+            records: (0..new.len()).map(|at| new.record(at)).collect(),
+        })
+        .collect();
+    let apex: Vec<tern_zone::RecordRef<'_>> = edits[0].previous.clone();
+    // The names whose link may change: the owners and the names between
+    // each and the apex.
+    let mut candidates: BTreeMap<Key, (NameBuf, Option<usize>)> = BTreeMap::new();
+    for (at, name) in names.iter().enumerate() {
+        candidates.insert(Key::of(name.as_name()), (*name, Some(at)));
+        let mut above = name.as_name();
+        while let Some(parent) = above.parent() {
+            if parent.label_count() <= origin.label_count() {
+                break;
+            }
+            candidates
+                .entry(Key::of(parent))
+                .or_insert_with(|| (lower(parent), None));
+            above = parent;
+        }
+    }
+    /// Where a link's type bitmap comes from.
+    enum Bitmap {
+        /// The owner's records made (index into the edits).
+        Owner(usize),
+        /// An empty non-terminal's: none.
+        Empty,
+        /// The previous NSEC3's, unchanged.
+        Previous,
+    }
+    struct Edit<'z> {
+        owner: NameBuf,
+        previous: Vec<tern_authority::ZoneRecord<'z>>,
+        /// `None`: the link goes.
+        bitmap: Option<Bitmap>,
+        next: Hash,
+    }
+    let mut visited = 0;
+    let mut links: BTreeMap<Hash, Edit<'_>> = BTreeMap::new();
+    let (mut removed, mut added): (BTreeSet<Hash>, BTreeSet<Hash>) = Default::default();
+    let origin_buf = lower(origin);
+    for (name, edit) in candidates.values() {
+        let name = name.as_name();
+        let hash = tern_dnssec::nsec3::nsec3_hash(name, iterations, salt);
+        let previous = served.nsec3_link_records(&hash);
+        visited += previous.len();
+        let before = !previous.is_empty();
+        let has_records = (shape.has_records)(name);
+        let after = name.eq_ignore_case(origin)
+            || (!below_cut(name) && (has_records || (shape.has_names_below)(name)));
+        if !before && !after {
+            continue;
+        }
+        let bitmap = match (after, edit) {
+            (false, _) => None,
+            (true, Some(at)) => Some(Bitmap::Owner(*at)),
+            (true, None) if has_records => Some(Bitmap::Previous),
+            (true, None) => Some(Bitmap::Empty),
+        };
+        if matches!(bitmap, Some(Bitmap::Previous)) && !before {
+            return Ok(None);
+        }
+        match (before, after) {
+            (true, false) => {
+                removed.insert(hash);
+            }
+            (false, true) => {
+                added.insert(hash);
+            }
+            _ => {}
+        }
+        let owner = tern_dnssec::nsec3::hashed_owner(&hash, origin_buf.as_name())
+            .ok_or("an NSEC3 owner too long")?;
+        links.insert(
+            hash,
+            Edit {
+                owner,
+                previous,
+                bitmap,
+                next: hash,
+            },
+        );
+    }
+    // The new chain's neighbours of `hash` (on the side `after`): the
+    // served chain's past the links removed, or a link added nearer.
+    let mut scanned = 0;
+    let mut neighbour = |hash: &Hash, after: bool| -> Option<Option<Hash>> {
+        let mut at = *hash;
+        let mut served_side = None;
+        while let Some(around) = served.nsec3_links_around(&at) {
+            let next = if after { around.1 } else { around.0 };
+            scanned += 1;
+            if scanned > MAX_WINDOW_SCAN {
+                return None;
+            }
+            if next == *hash {
+                break;
+            }
+            if !removed.contains(&next) {
+                served_side = Some(next);
+                break;
+            }
+            if next == at {
+                break;
+            }
+            at = next;
+        }
+        // Nearest in the circular order from `hash` on that side.
+        let rank = |x: &Hash| {
+            if after {
+                (x <= hash, *x)
+            } else {
+                // Largest below first: invert to pick with `min`.
+                let mut inverted = *x;
+                inverted.iter_mut().for_each(|octet| *octet = !*octet);
+                (x >= hash, inverted)
+            }
+        };
+        Some(
+            served_side
+                .into_iter()
+                .chain(added.iter().copied())
+                .filter(|x| x != hash)
+                .min_by_key(rank),
+        )
+    };
+    // Predecessors of the links added or removed.
+    let changed: Vec<Hash> = added.iter().chain(&removed).copied().collect();
+    for hash in changed {
+        let Some(before) = neighbour(&hash, false) else {
+            return Ok(None);
+        };
+        let Some(before) = before else {
+            continue;
+        };
+        if links.contains_key(&before) {
+            continue;
+        }
+        let previous = served.nsec3_link_records(&before);
+        visited += previous.len();
+        if previous.is_empty() {
+            return Ok(None);
+        }
+        let owner = tern_dnssec::nsec3::hashed_owner(&before, origin_buf.as_name())
+            .ok_or("an NSEC3 owner too long")?;
+        links.insert(
+            before,
+            Edit {
+                owner,
+                previous,
+                bitmap: Some(Bitmap::Previous),
+                next: before,
+            },
+        );
+    }
+    for (hash, edit) in links.iter_mut() {
+        if edit.bitmap.is_some() {
+            let Some(next) = neighbour(hash, true) else {
+                return Ok(None);
+            };
+            edit.next = next.unwrap_or(*hash);
+        }
+    }
+    visited += scanned;
+    let apex_input: &[tern_zone::Record] = &new_records[0];
+    let links_of = |made: &tern_dnssec::OwnersResigned,
+                    params: &tern_dnssec::Nsec3Params|
+     -> Result<Option<Vec<tern_dnssec::Nsec3Link<'_>>>, String> {
+        let mut out = Vec::with_capacity(links.len());
+        for edit in links.values() {
+            let rdata = match &edit.bitmap {
+                None => None,
+                Some(Bitmap::Owner(at)) => {
+                    let mut types: Vec<RType> =
+                        made.owners[*at].iter().map(|record| record.rtype).collect();
+                    types.sort_unstable();
+                    types.dedup();
+                    Some(tern_dnssec::nsec3::nsec3_rdata(params, &edit.next, &types))
+                }
+                Some(Bitmap::Empty) => {
+                    Some(tern_dnssec::nsec3::nsec3_rdata(params, &edit.next, &[]))
+                }
+                Some(Bitmap::Previous) => {
+                    let Some(old) = edit.previous.iter().find(|r| r.rtype == RType::NSEC3) else {
+                        return Ok(None);
+                    };
+                    // Algorithm, flags, iterations, salt length, salt, hash
+                    // length, next hash, then the bitmap.
+                    let salt_len = usize::from(*old.rdata.get(4).ok_or("a short NSEC3")?);
+                    let at = 5 + salt_len;
+                    let hash_len = usize::from(*old.rdata.get(at).ok_or("a short NSEC3")?);
+                    let bitmap = old.rdata.get(at + 1 + hash_len..).ok_or("a short NSEC3")?;
+                    let mut rdata = tern_dnssec::nsec3::nsec3_rdata(params, &edit.next, &[]);
+                    rdata.extend_from_slice(bitmap);
+                    Some(rdata)
+                }
+            };
+            out.push(tern_dnssec::Nsec3Link {
+                owner: edit.owner.as_name(),
+                previous: edit.previous.iter().map(record_ref).collect(),
+                rdata,
+                ttl: nsec3_ttl,
+            });
+        }
+        Ok(Some(out))
+    };
+    let Some(signed) = crate::signing::sign_nsec3_window(
+        origin,
+        &apex,
+        &edits,
+        &glue,
+        apex_input,
+        policy,
+        state_directory,
+        now,
+        serial_above,
+        salt,
+        links_of,
+    )?
+    else {
+        return Ok(None);
+    };
+    let (owners_signed, chain_signed) = signed.zone;
+    let mut changes = tern_authority::ZoneChanges::new();
+    for (name, records) in names.iter().zip(&owners_signed.owners) {
+        changes.set(
+            name.as_name(),
+            records
+                .iter()
+                .map(|record| (record.rtype, record.ttl, &record.rdata[..])),
+        );
+    }
+    for (edit, records) in links.values().zip(&chain_signed.owners) {
+        changes.set(
+            edit.owner.as_name(),
+            records
+                .iter()
+                .map(|record| (record.rtype, record.ttl, &record.rdata[..])),
+        );
+    }
+    let zone = match served.patch(&changes) {
+        Ok(patched) if patched.zone.garbage_bytes() <= patched.zone.table_bytes() / 2 => {
+            patched.zone
+        }
+        Ok(_) => return Ok(None),
+        Err(err) => {
+            log::debug!("zone {origin}: a window of the NSEC3 zone not patched ({err})");
+            return Ok(None);
+        }
+    };
+    drop(changes);
+    let sizes = (names.len(), links.len());
+    let mut owners: Vec<(NameBuf, Vec<tern_zone::Record>)> = Vec::new();
+    for (name, records) in names.iter().zip(owners_signed.owners) {
+        owners.push((*name, records));
+    }
+    for (edit, records) in links.values().zip(chain_signed.owners) {
+        owners.push((edit.owner, records));
+    }
+    let next_refresh = match (owners_signed.next_refresh, chain_signed.next_refresh) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    let mut change = owners_signed.difference;
+    change.deleted.extend(chain_signed.difference.deleted);
+    change.added.extend(chain_signed.difference.added);
+    Ok(Some(Nsec3WindowSigned {
+        zone,
+        change,
+        owners,
+        signatures: owners_signed.signatures + chain_signed.signatures,
+        visited: visited + owners_signed.visited + chain_signed.visited,
+        next_refresh,
+        next_key_event: signed.next_key_event,
+        awaiting_ds: signed.awaiting_ds,
+        sizes,
+    }))
+}

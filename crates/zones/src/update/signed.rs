@@ -472,17 +472,13 @@ fn nsec3_window_update(
     keys: &ZoneKeys,
     now: u64,
 ) -> Result<Option<SignedUpdate>, String> {
-    use std::collections::{BTreeMap, BTreeSet};
-    type Hash = tern_dnssec::nsec3::Hash;
+    use std::collections::BTreeMap;
     let (Some(first), Some(last)) = (differences.first(), differences.last()) else {
         return Ok(None);
     };
     if denial_ttls(&first.from_soa) != denial_ttls(&last.to_soa) {
         return Ok(None);
     }
-    let Some((iterations, salt)) = served.nsec3_chain_params() else {
-        return Ok(None);
-    };
     let origin = served.origin();
     let lower = |name: Name<'_>| NameBuf::from_name(name.to_lower().as_name());
     // The changed owners, the apex first.
@@ -510,25 +506,15 @@ fn nsec3_window_update(
             .node(&Key::of(name))
             .is_some_and(|node| node.has(RType::NS) || node.has(RType::DNAME))
     };
-    // Below a zone cut (strictly): glue, or names a DNAME hides; no
-    // delegation or DNAME changed, so the same before and after.
-    let below_cut = |name: Name<'_>| {
-        let mut above = name;
-        while let Some(parent) = above.parent() {
-            if parent.label_count() <= origin.label_count() {
-                return false;
-            }
-            if is_cut(parent) {
-                return true;
-            }
-            above = parent;
-        }
-        false
+    let has_records = |name: Name<'_>| unsigned.node(&Key::of(name)).is_some();
+    let has_names_below = |name: Name<'_>| unsigned.has_names_below(&Key::of(name));
+    let shape = crate::window::Nsec3Shape {
+        is_cut: &is_cut,
+        has_records: &has_records,
+        has_names_below: &has_names_below,
     };
-    // The owners' edits: new records (unsigned) and previous (served).
+    // The owners' new records (unsigned).
     let mut new_records: Vec<Vec<tern_zone::Record>> = Vec::with_capacity(names.len());
-    let mut old_records = Vec::with_capacity(names.len());
-    let mut glue = Vec::with_capacity(names.len());
     for name in &names {
         let mut list = Vec::new();
         if let Some(node) = unsigned.node(&Key::of(name.as_name())) {
@@ -546,302 +532,42 @@ fn nsec3_window_update(
             }
         }
         new_records.push(list);
-        old_records.push(served.owner_records(name.as_name()));
-        glue.push(below_cut(name.as_name()));
     }
-    fn record_ref<'z>(record: &tern_authority::ZoneRecord<'z>) -> tern_zone::RecordRef<'z> {
-        tern_zone::RecordRef {
-            owner: record.owner,
-            class: RClass::IN,
-            ttl: record.ttl,
-            rtype: record.rtype,
-            rdata: record.rdata,
-            location: tern_zone::Location::default(),
-        }
-    }
-    let edits: Vec<tern_dnssec::OwnerEdit<'_>> = names
-        .iter()
-        .zip(&new_records)
-        .zip(&old_records)
-        .map(|((name, new), old)| tern_dnssec::OwnerEdit {
-            owner: name.as_name(),
-            previous: old.iter().map(record_ref).collect(),
-            records: (0..new.len()).map(|at| new.record(at)).collect(),
-        })
-        .collect();
-    let apex: Vec<tern_zone::RecordRef<'_>> = edits[0].previous.clone();
-    // The names whose link may change: the owners and the names between
-    // each and the apex; in the chain before (a link of the served chain)
-    // and after (not below a cut, with records or names below).
-    let mut candidates: BTreeMap<Key, (NameBuf, Option<usize>)> = BTreeMap::new();
-    for (at, name) in names.iter().enumerate() {
-        candidates.insert(Key::of(name.as_name()), (*name, Some(at)));
-        let mut above = name.as_name();
-        while let Some(parent) = above.parent() {
-            if parent.label_count() <= origin.label_count() {
-                break;
-            }
-            candidates
-                .entry(Key::of(parent))
-                .or_insert_with(|| (lower(parent), None));
-            above = parent;
-        }
-    }
-    /// Where a link's type bitmap comes from.
-    enum Bitmap {
-        /// The owner's records made (index into the edits).
-        Owner(usize),
-        /// An empty non-terminal's: none.
-        Empty,
-        /// The previous NSEC3's, unchanged.
-        Previous,
-    }
-    struct Edit<'z> {
-        owner: NameBuf,
-        previous: Vec<tern_authority::ZoneRecord<'z>>,
-        /// `None`: the link goes.
-        bitmap: Option<Bitmap>,
-        next: Hash,
-    }
-    let mut visited = 0;
-    let mut links: BTreeMap<Hash, Edit<'_>> = BTreeMap::new();
-    let (mut removed, mut added): (BTreeSet<Hash>, BTreeSet<Hash>) = Default::default();
-    let origin_buf = lower(origin);
-    for (key, (name, edit)) in &candidates {
-        let name = name.as_name();
-        let hash = tern_dnssec::nsec3::nsec3_hash(name, iterations, salt);
-        let previous = served.nsec3_link_records(&hash);
-        visited += previous.len();
-        let before = !previous.is_empty();
-        let has_records = unsigned.node(key).is_some();
-        let after = name.eq_ignore_case(origin)
-            || (!below_cut(name) && (has_records || unsigned.has_names_below(key)));
-        if !before && !after {
-            continue;
-        }
-        let bitmap = match (after, edit) {
-            (false, _) => None,
-            (true, Some(at)) => Some(Bitmap::Owner(*at)),
-            (true, None) if has_records => Some(Bitmap::Previous),
-            (true, None) => Some(Bitmap::Empty),
-        };
-        if matches!(bitmap, Some(Bitmap::Previous)) && !before {
-            return Ok(None);
-        }
-        match (before, after) {
-            (true, false) => {
-                removed.insert(hash);
-            }
-            (false, true) => {
-                added.insert(hash);
-            }
-            _ => {}
-        }
-        let owner = tern_dnssec::nsec3::hashed_owner(&hash, origin_buf.as_name())
-            .ok_or("an NSEC3 owner too long")?;
-        links.insert(
-            hash,
-            Edit {
-                owner,
-                previous,
-                bitmap,
-                next: hash,
-            },
-        );
-    }
-    // The new chain's neighbours of `hash` (on the side `after`): the
-    // served chain's past the links removed, or a link added nearer.
-    let budget = crate::window::MAX_WINDOW_SCAN;
-    let mut scanned = 0;
-    let mut neighbour = |hash: &Hash, after: bool| -> Option<Option<Hash>> {
-        let mut at = *hash;
-        let mut served_side = None;
-        while let Some(around) = served.nsec3_links_around(&at) {
-            let next = if after { around.1 } else { around.0 };
-            scanned += 1;
-            if scanned > budget {
-                return None;
-            }
-            if next == *hash {
-                break;
-            }
-            if !removed.contains(&next) {
-                served_side = Some(next);
-                break;
-            }
-            if next == at {
-                break;
-            }
-            at = next;
-        }
-        // Nearest in the circular order from `hash` on that side.
-        let rank = |x: &Hash| {
-            if after {
-                (x <= hash, *x)
-            } else {
-                // Largest below first: invert to pick with `min`.
-                let mut inverted = *x;
-                inverted.iter_mut().for_each(|octet| *octet = !*octet);
-                (x >= hash, inverted)
-            }
-        };
-        Some(
-            served_side
-                .into_iter()
-                .chain(added.iter().copied())
-                .filter(|x| x != hash)
-                .min_by_key(rank),
-        )
-    };
-    // Predecessors of the links added or removed.
-    let changed: Vec<Hash> = added.iter().chain(&removed).copied().collect();
-    for hash in changed {
-        let Some(before) = neighbour(&hash, false) else {
-            return Ok(None);
-        };
-        let Some(before) = before else {
-            continue;
-        };
-        if links.contains_key(&before) {
-            continue;
-        }
-        let previous = served.nsec3_link_records(&before);
-        visited += previous.len();
-        if previous.is_empty() {
-            return Ok(None);
-        }
-        let owner = tern_dnssec::nsec3::hashed_owner(&before, origin_buf.as_name())
-            .ok_or("an NSEC3 owner too long")?;
-        links.insert(
-            before,
-            Edit {
-                owner,
-                previous,
-                bitmap: Some(Bitmap::Previous),
-                next: before,
-            },
-        );
-    }
-    for (hash, edit) in links.iter_mut() {
-        if edit.bitmap.is_some() {
-            let Some(next) = neighbour(hash, true) else {
-                return Ok(None);
-            };
-            edit.next = next.unwrap_or(*hash);
-        }
-    }
-    visited += scanned;
     let (soa_ttl, minimum) = denial_ttls(&last.to_soa);
     let nsec3_ttl = minimum
         .and_then(|m| m.try_into().ok())
         .map_or(soa_ttl, |m: [u8; 4]| soa_ttl.min(u32::from_be_bytes(m)));
     let state = state_directory(keys)?;
-    let apex_input: Vec<tern_zone::Record> = new_records[0].clone();
-    let links_of = |made: &tern_dnssec::OwnersResigned,
-                    params: &tern_dnssec::Nsec3Params|
-     -> Result<Option<Vec<tern_dnssec::Nsec3Link<'_>>>, String> {
-        let mut out = Vec::with_capacity(links.len());
-        for edit in links.values() {
-            let rdata = match &edit.bitmap {
-                None => None,
-                Some(Bitmap::Owner(at)) => {
-                    let mut types: Vec<RType> =
-                        made.owners[*at].iter().map(|record| record.rtype).collect();
-                    types.sort_unstable();
-                    types.dedup();
-                    Some(tern_dnssec::nsec3::nsec3_rdata(params, &edit.next, &types))
-                }
-                Some(Bitmap::Empty) => {
-                    Some(tern_dnssec::nsec3::nsec3_rdata(params, &edit.next, &[]))
-                }
-                Some(Bitmap::Previous) => {
-                    let Some(old) = edit.previous.iter().find(|r| r.rtype == RType::NSEC3) else {
-                        return Ok(None);
-                    };
-                    // Algorithm, flags, iterations, salt length, salt, hash
-                    // length, next hash, then the bitmap.
-                    let salt_len = usize::from(*old.rdata.get(4).ok_or("a short NSEC3")?);
-                    let at = 5 + salt_len;
-                    let hash_len = usize::from(*old.rdata.get(at).ok_or("a short NSEC3")?);
-                    let bitmap = old.rdata.get(at + 1 + hash_len..).ok_or("a short NSEC3")?;
-                    let mut rdata = tern_dnssec::nsec3::nsec3_rdata(params, &edit.next, &[]);
-                    rdata.extend_from_slice(bitmap);
-                    Some(rdata)
-                }
-            };
-            out.push(tern_dnssec::Nsec3Link {
-                owner: edit.owner.as_name(),
-                previous: edit.previous.iter().map(record_ref).collect(),
-                rdata,
-                ttl: nsec3_ttl,
-            });
-        }
-        Ok(Some(out))
-    };
-    let Some(signed) = crate::signing::sign_nsec3_window(
-        origin,
-        &apex,
-        &edits,
-        &glue,
-        &apex_input,
+    let Some(signed) = crate::window::sign_nsec3_window_of(
+        served,
+        &names,
+        &new_records,
+        &shape,
+        nsec3_ttl,
         &keys.policy,
         &state,
         now,
         Some(served.serial()),
-        salt,
-        links_of,
     )?
     else {
         return Ok(None);
     };
-    let (owners_signed, chain_signed) = signed.zone;
-    let mut cost = Cost {
-        visited: visited + owners_signed.visited + chain_signed.visited,
-        signatures: owners_signed.signatures + chain_signed.signatures,
+    let cost = Cost {
+        visited: signed.visited,
+        signatures: signed.signatures,
         copied: 0,
     };
-    let mut changes = tern_authority::ZoneChanges::new();
-    for (name, records) in names.iter().zip(&owners_signed.owners) {
-        changes.set(
-            name.as_name(),
-            records
-                .iter()
-                .map(|record| (record.rtype, record.ttl, &record.rdata[..])),
-        );
-    }
-    for (edit, records) in links.values().zip(&chain_signed.owners) {
-        changes.set(
-            edit.owner.as_name(),
-            records
-                .iter()
-                .map(|record| (record.rtype, record.ttl, &record.rdata[..])),
-        );
-    }
-    let zone = match served.patch(&changes) {
-        Ok(patched) if patched.zone.garbage_bytes() <= patched.zone.table_bytes() / 2 => {
-            patched.zone
-        }
-        Ok(_) => return Ok(None),
-        Err(err) => {
-            log::debug!("zone {origin}: a window of the NSEC3 zone not patched ({err})");
-            return Ok(None);
-        }
-    };
-    cost.copied = 0;
     log::debug!(
         "zone {origin}: an update signed as a window of {} owners and {} NSEC3 links ({} \
          records read, {} RRSIGs made)",
-        names.len(),
-        links.len(),
+        signed.sizes.0,
+        signed.sizes.1,
         cost.visited,
         cost.signatures
     );
-    let mut change = owners_signed.difference;
-    change.deleted.extend(chain_signed.difference.deleted);
-    change.added.extend(chain_signed.difference.added);
-    let difference = change_difference(served, &zone, change);
+    let difference = change_difference(served, &signed.zone, signed.change);
     Ok(Some(SignedUpdate {
-        zone: Arc::new(zone),
+        zone: Arc::new(signed.zone),
         records: Records::new(),
         difference,
         cost,
