@@ -54,18 +54,7 @@ pub(crate) fn served_records(zone: &Zone) -> Result<Records, String> {
     Sink::reserve(&mut records, zone.record_count());
     let mut cursor = RecordCursor::default();
     while let Some(record) = zone.next_record(&mut cursor) {
-        Sink::record(
-            &mut records,
-            tern_zone::RecordRef {
-                owner: record.owner,
-                class: RClass::IN,
-                ttl: record.ttl,
-                rtype: record.rtype,
-                rdata: record.rdata,
-                location: tern_zone::Location::default(),
-            },
-        )
-        .map_err(str::to_string)?;
+        Sink::record(&mut records, record_ref(&record)).map_err(str::to_string)?;
     }
     Ok(records)
 }
@@ -710,4 +699,17 @@ fn previous_salt<P: RecordList + ?Sized>(
         && salt.len() == usize::from(nsec3.salt_length)
         && usize::from(*rdata.get(4)?) == salt.len())
     .then(|| salt.to_vec())
+}
+
+/// A served record as the zone-file reader's borrowed form (class IN, no
+/// location), for the signer and the printer.
+pub(crate) fn record_ref<'z>(record: &tern_authority::ZoneRecord<'z>) -> tern_zone::RecordRef<'z> {
+    tern_zone::RecordRef {
+        owner: record.owner,
+        class: RClass::IN,
+        ttl: record.ttl,
+        rtype: record.rtype,
+        rdata: record.rdata,
+        location: tern_zone::Location::default(),
+    }
 }

@@ -11,7 +11,6 @@ use std::sync::Arc;
 
 use tern_authority::{RecordCursor, Zone};
 use tern_wire::name::LowerNameBuf;
-use tern_wire::types::RClass;
 use tern_xfr::journal::{Journal, Journals};
 
 use crate::file_stem;
@@ -77,14 +76,7 @@ pub(crate) fn save_zone(state_directory: &Path, zone: &Zone) -> io::Result<()> {
     );
     let mut cursor = RecordCursor::default();
     while let Some(record) = zone.next_record(&mut cursor) {
-        let record = tern_zone::Record {
-            owner: record.owner.to_buf(),
-            class: RClass::IN,
-            ttl: record.ttl,
-            rtype: record.rtype,
-            rdata: record.rdata.to_vec(),
-            location: tern_zone::Location::default(),
-        };
+        let record = crate::signing::record_ref(&record).to_record();
         tern_zone::print::write_record(&record, &mut text);
     }
     let path = secondary_dir(state_directory).join(format!("{}zone", file_stem(origin)));

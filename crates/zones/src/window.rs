@@ -12,7 +12,7 @@ use std::path::Path;
 use tern_authority::Zone;
 use tern_update::store::Key;
 use tern_wire::name::{Name, NameBuf};
-use tern_wire::types::{RClass, RType};
+use tern_wire::types::RType;
 use tern_zone::{RecordList, Records, Sink};
 
 /// The most owners (changed, their neighbours and the cuts above them) a
@@ -69,14 +69,7 @@ pub(crate) fn served_owner<S: Sink>(
 ) -> Result<usize, String> {
     let records = zone.owner_records(lower);
     for record in &records {
-        let record = tern_zone::RecordRef {
-            owner: record.owner,
-            class: RClass::IN,
-            ttl: record.ttl,
-            rtype: record.rtype,
-            rdata: record.rdata,
-            location: tern_zone::Location::default(),
-        };
+        let record = crate::signing::record_ref(record);
         Sink::record(into, record).map_err(str::to_string)?;
     }
     Ok(records.len())
@@ -465,23 +458,13 @@ pub(crate) fn sign_nsec3_window_of(
         .map(|name| served.owner_records(name.as_name()))
         .collect();
     let glue: Vec<bool> = names.iter().map(|name| below_cut(name.as_name())).collect();
-    fn record_ref<'z>(record: &tern_authority::ZoneRecord<'z>) -> tern_zone::RecordRef<'z> {
-        tern_zone::RecordRef {
-            owner: record.owner,
-            class: RClass::IN,
-            ttl: record.ttl,
-            rtype: record.rtype,
-            rdata: record.rdata,
-            location: tern_zone::Location::default(),
-        }
-    }
     let edits: Vec<tern_dnssec::OwnerEdit<'_>> = names
         .iter()
         .zip(new_records)
         .zip(&old_records)
         .map(|((name, new), old)| tern_dnssec::OwnerEdit {
             owner: name.as_name(),
-            previous: old.iter().map(record_ref).collect(),
+            previous: old.iter().map(crate::signing::record_ref).collect(),
             records: (0..new.len()).map(|at| new.record(at)).collect(),
         })
         .collect();
@@ -680,7 +663,11 @@ pub(crate) fn sign_nsec3_window_of(
             };
             out.push(tern_dnssec::Nsec3Link {
                 owner: edit.owner.as_name(),
-                previous: edit.previous.iter().map(record_ref).collect(),
+                previous: edit
+                    .previous
+                    .iter()
+                    .map(crate::signing::record_ref)
+                    .collect(),
                 rdata,
                 ttl: nsec3_ttl,
             });

@@ -178,14 +178,7 @@ pub(super) fn unsigned_records(zone: &Zone, cds: bool) -> Result<ZoneRecords, St
         if signer_made(origin, record.owner, record.rtype, cds) {
             continue;
         }
-        list.push(tern_zone::Record {
-            owner: record.owner.to_buf(),
-            class: RClass::IN,
-            ttl: record.ttl,
-            rtype: record.rtype,
-            rdata: record.rdata.to_vec(),
-            location: tern_zone::Location::default(),
-        });
+        list.push(crate::signing::record_ref(&record).to_record());
     }
     ZoneRecords::from_records(origin, &list)
         .map_err(|err| format!("its records do not take updates: {err}"))
@@ -1079,14 +1072,7 @@ mod tests {
         let mut list = Vec::new();
         let mut cursor = RecordCursor::default();
         while let Some(record) = zone.next_record(&mut cursor) {
-            list.push(tern_zone::Record {
-                owner: record.owner.to_buf(),
-                class: RClass::IN,
-                ttl: record.ttl,
-                rtype: record.rtype,
-                rdata: record.rdata.to_vec(),
-                location: tern_zone::Location::default(),
-            });
+            list.push(crate::signing::record_ref(&record).to_record());
         }
         meaning(&list)
     }
