@@ -147,6 +147,8 @@ CG_DIR = os.environ["CG_DIR"]
 ORIGIN = d.ORIGIN
 # `tern stats` asked at most this many times before the run fails.
 STATS_TRIES = 5
+# CALLGRIND: the functions printed whose Ir per answered query rose most beside updates.
+CG_TOP = 25
 
 
 def zones() -> dict[str, str]:
@@ -559,6 +561,44 @@ def cg_core_file(files: dict[str, int]) -> str:
     sys.exit("bench-update: no dump holds tern_server::udp")
 
 
+def cg_inclusive(path: str) -> dict[str, int]:
+    """Inclusive Ir of each function of a dump (`callgrind_annotate --inclusive=yes`),
+    keyed by its source file's name and the function (`udp.rs:tern_server::udp::...`)."""
+    done = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100",
+                           "--auto=no", path], capture_output=True, text=True, check=True)
+    costs: dict[str, int] = {}
+    table = False
+    for line in done.stdout.splitlines():
+        if line.rstrip().endswith("file:function"):
+            table = True
+            continue
+        words = line.split(None, 2)
+        if not table or len(words) < 3 or not words[1].startswith("("):
+            continue
+        key = words[2].split(" [")[0]
+        file, _, function = key.partition(":")
+        key = f"{pathlib.Path(file).name}:{function}"
+        # A function's code inlined elsewhere is listed again under its caller's file:
+        # the largest of its lines is kept.
+        costs[key] = max(costs.get(key, 0), int(words[0].replace(",", "")))
+    return costs
+
+
+def cg_difference(alone: tuple[str, int], beside: tuple[str, int], count: int = CG_TOP) -> None:
+    """Prints the `count` functions whose inclusive Ir per answered query grew most from
+    the window alone to the window beside updates (each: (core dump, answered))."""
+    before, after = cg_inclusive(alone[0]), cg_inclusive(beside[0])
+    rows = []
+    for key in set(before) | set(after):
+        a = before.get(key, 0) / max(1, alone[1])
+        b = after.get(key, 0) / max(1, beside[1])
+        rows.append((b - a, a, b, key))
+    rows.sort(reverse=True)
+    print("bench-update:   inclusive Ir per answered query, alone -> beside (the largest rises):")
+    for rise, a, b, key in rows[:count]:
+        print(f"bench-update:   {a:8,.0f} -> {b:8,.0f}  ({rise:+8,.0f})  {key[:150]}")
+
+
 def callgrind_run(zone: str, text: str, root: pathlib.Path, out_dir: pathlib.Path) -> None:
     """CALLGRIND=1: tern under callgrind, Ir per answered query alone and beside updates."""
     workdir = root / f"{zone}-callgrind"
@@ -608,6 +648,7 @@ def callgrind_run(zone: str, text: str, root: pathlib.Path, out_dir: pathlib.Pat
     alone, beside = (r[2] / max(1, r[1]["answered"]) for r in rows)
     print(f"bench-update: tern {zone}: Ir per answered query beside updates / alone "
           f"= {beside / alone:.3f}", flush=True)
+    cg_difference((rows[0][4], rows[0][1]["answered"]), (rows[1][4], rows[1][1]["answered"]))
 
 
 def main() -> None:
