@@ -59,7 +59,9 @@
 # dnsperf sends CG_RATE queries a second (default 2,000, `-Q`) from a list of the zone's
 # names (the large zone: its 50,000 hosts' A records, and one query in 50 the TXT of a
 # name the update clients change; the small zone: its apex and those names), first one
-# unmeasured pass over the list (the answer cache filled), then two measured windows of
+# unmeasured pass over the list (the answer cache filled; after a second of updates: the
+# first version an update makes from the loaded one drops the zone's cached answers as a
+# whole, once), then two measured windows of
 # CG_SECONDS (default 20): alone, then while the CLIENTS update clients make UPDATE_RATE
 # updates a second together (default 50; each client paced, not one after the other).
 # Counters zeroed before each window and dumped after it (callgrind_control); prints,
@@ -149,6 +151,10 @@ ORIGIN = d.ORIGIN
 STATS_TRIES = 5
 # CALLGRIND: the functions printed whose Ir per answered query rose most beside updates.
 CG_TOP = 25
+# CALLGRIND: the TCP connections' tasks in callgrind_annotate's table (cg_inclusive's key).
+TCP_TASKS = "tcp.rs:monoio::task::core::CoreStage<T>::poll"
+ANSWER_BATCH = "tern_server::udp::answer_batch"
+APPLY = "tern_server::worker::Worker::apply"
 
 
 def zones() -> dict[str, str]:
@@ -578,10 +584,14 @@ def cg_inclusive(path: str) -> dict[str, int]:
         key = words[2].split(" [")[0]
         file, _, function = key.partition(":")
         key = f"{pathlib.Path(file).name}:{function}"
-        # A function's code inlined elsewhere is listed again under its caller's file:
-        # the largest of its lines is kept.
-        costs[key] = max(costs.get(key, 0), int(words[0].replace(",", "")))
+        costs[key] = costs.get(key, 0) + int(words[0].replace(",", ""))
     return costs
+
+
+def cg_function(costs: dict[str, int], function: str) -> int:
+    """A function's inclusive Ir in all: callgrind lists the code inlined into it from
+    other files apart (`query.rs:tern_server::udp::answer_batch`), each line its own."""
+    return sum(ir for key, ir in costs.items() if key.partition(":")[2] == function)
 
 
 def cg_difference(alone: tuple[str, int], beside: tuple[str, int], count: int = CG_TOP) -> None:
@@ -597,6 +607,10 @@ def cg_difference(alone: tuple[str, int], beside: tuple[str, int], count: int = 
     print("bench-update:   inclusive Ir per answered query, alone -> beside (the largest rises):")
     for rise, a, b, key in rows[:count]:
         print(f"bench-update:   {a:8,.0f} -> {b:8,.0f}  ({rise:+8,.0f})  {key[:150]}")
+    print("bench-update:   and the largest falls:")
+    for rise, a, b, key in sorted(rows[count:])[:count // 2]:
+        if rise < 0:
+            print(f"bench-update:   {a:8,.0f} -> {b:8,.0f}  ({rise:+8,.0f})  {key[:150]}")
 
 
 def callgrind_run(zone: str, text: str, root: pathlib.Path, out_dir: pathlib.Path) -> None:
@@ -615,6 +629,13 @@ def callgrind_run(zone: str, text: str, root: pathlib.Path, out_dir: pathlib.Pat
         server.wait_ready(900)
         print(f"bench-update: tern {zone} under callgrind: serving after "
               f"{time.monotonic() - began:.0f} s (pid {server.proc.pid})", flush=True)
+        # Updates first, for a second: the first version made by an update from the loaded
+        # one drops the zone's cached answers as a whole (the loaded version lists no
+        # changed names); the windows measure the steady state after it, the cache filled
+        # after that first drop.
+        primed = load(server, seconds=1.0, rate=UPDATE_RATE)
+        if primed[1]:
+            sys.exit(f"bench-update: {primed[1]} update(s) failed before the windows")
         warm = cg_dnsperf(server, queries, 0, passes=1)
         print(f"bench-update:   warm-up pass: {warm[0]:,} answered, {warm[1]:,} lost", flush=True)
         windows = {"alone": cg_window(server, f"alone-{zone}", queries)}
@@ -648,6 +669,25 @@ def callgrind_run(zone: str, text: str, root: pathlib.Path, out_dir: pathlib.Pat
     alone, beside = (r[2] / max(1, r[1]["answered"]) for r in rows)
     print(f"bench-update: tern {zone}: Ir per answered query beside updates / alone "
           f"= {beside / alone:.3f}", flush=True)
+    # The core's TCP connections' tasks: the UPDATEs' exchanges (read, TSIG checked, handed
+    # off, answer signed and sent), which land on the core that accepted the connection;
+    # without them, what a core that receives no UPDATE would spend.
+    # The answering itself (the UDP batches' answers: cache, lookups, writing), apart
+    # from the reactor's waits and receives, whose share per query falls as batches grow.
+    apart = []
+    for name, window, core_ir, _, core in rows:
+        costs = cg_inclusive(core)
+        tcp = costs.get(TCP_TASKS, 0)
+        answered = max(1, window["answered"])
+        apart.append((core_ir - tcp) / answered)
+        print(f"bench-update: tern {zone} {name}: TCP connections' tasks {tcp:,} Ir "
+              f"({tcp / max(1, window['updates']):,.0f} per update); the rest "
+              f"{apart[-1]:,.0f} Ir per answered query, of which answer_batch "
+              f"{cg_function(costs, ANSWER_BATCH) / answered:,.0f} and the versions' "
+              f"changes (Worker::apply) {cg_function(costs, APPLY) / answered:,.0f}",
+              flush=True)
+    print(f"bench-update: tern {zone}: without the TCP tasks, beside updates / alone "
+          f"= {apart[1] / apart[0]:.3f}", flush=True)
     cg_difference((rows[0][4], rows[0][1]["answered"]), (rows[1][4], rows[1][1]["answered"]))
 
 
