@@ -61,16 +61,20 @@
 # name the update clients change; the small zone: its apex and those names), first one
 # unmeasured pass over the list (the answer cache filled; after a second of updates: the
 # first version an update makes from the loaded one drops the zone's cached answers as a
-# whole, once), then two measured windows of
-# CG_SECONDS (default 20): alone, then while the CLIENTS update clients make UPDATE_RATE
-# updates a second together (default 50; each client paced, not one after the other).
-# Counters zeroed before each window and dumped after it (callgrind_control); prints,
-# for each window, the answering core's thread's Ir (the thread whose dump holds
-# tern_server::udp) per answered query, the other threads' Ir (the update
-# thread's), the answer cache's hit share (`tern stats`) and the updates applied in the
-# window (SOA serial steps), and keeps the dumps in CG_DIR (default: a new directory in
-# /tmp, printed) for `callgrind_annotate --inclusive=yes`. tern runs with `driver: legacy`
-# (epoll) there: valgrind does not let other threads run while one waits in io_uring.
+# whole, once), then two measured windows of CG_SECONDS (default 20): alone, then while
+# the CLIENTS update clients make UPDATE_RATE updates a second together (default 50; each
+# client paced, not one after the other). Counters zeroed before each window and dumped
+# after it (callgrind_control); prints, for each window, the answering core's thread's
+# Ir (the thread whose dump holds tern_server::udp) per answered query, the other
+# threads' Ir (the update thread's), the answer cache's hit share (`tern stats`) and the
+# updates applied in the window (SOA serial steps); then, from `callgrind_annotate
+# --inclusive=yes` of the core's two dumps, its TCP connections' tasks (the UPDATEs'
+# exchanges: on the core that accepted them) per update, the rest per query, of which
+# udp::answer_batch and Worker::apply (the versions' changes), and the CG_TOP functions
+# whose Ir per query rose most (and fell most: the reactor's waits, as batches grow while
+# valgrind runs the update thread). Keeps the dumps in CG_DIR (default: a new directory
+# in /tmp, printed). tern runs with `driver: legacy` (epoll) there: valgrind does not
+# let other threads run while one waits in io_uring.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
