@@ -157,8 +157,8 @@ STATS_TRIES = 5
 CG_TOP = 25
 # CALLGRIND: the TCP connections' tasks in callgrind_annotate's table (cg_inclusive's key).
 TCP_TASKS = "tcp.rs:monoio::task::core::CoreStage<T>::poll"
-ANSWER_BATCH = "tern_server::udp::answer_batch"
-APPLY = "tern_server::worker::Worker::apply"
+ANSWER_BATCH = "udp.rs:tern_server::udp::answer_batch"
+APPLY = "mod.rs:tern_server::worker::Worker::apply"
 
 
 def zones() -> dict[str, str]:
@@ -588,14 +588,12 @@ def cg_inclusive(path: str) -> dict[str, int]:
         key = words[2].split(" [")[0]
         file, _, function = key.partition(":")
         key = f"{pathlib.Path(file).name}:{function}"
-        costs[key] = costs.get(key, 0) + int(words[0].replace(",", ""))
+        # Listed twice (with and without its object's name): the larger kept. The code
+        # inlined into a function from other files is listed under those files' names
+        # (`query.rs:tern_server::udp::answer_batch`) and not added: summed, those lines
+        # count more than their caller's task.
+        costs[key] = max(costs.get(key, 0), int(words[0].replace(",", "")))
     return costs
-
-
-def cg_function(costs: dict[str, int], function: str) -> int:
-    """A function's inclusive Ir in all: callgrind lists the code inlined into it from
-    other files apart (`query.rs:tern_server::udp::answer_batch`), each line its own."""
-    return sum(ir for key, ir in costs.items() if key.partition(":")[2] == function)
 
 
 def cg_difference(alone: tuple[str, int], beside: tuple[str, int], count: int = CG_TOP) -> None:
@@ -687,8 +685,8 @@ def callgrind_run(zone: str, text: str, root: pathlib.Path, out_dir: pathlib.Pat
         print(f"bench-update: tern {zone} {name}: TCP connections' tasks {tcp:,} Ir "
               f"({tcp / max(1, window['updates']):,.0f} per update); the rest "
               f"{apart[-1]:,.0f} Ir per answered query, of which answer_batch "
-              f"{cg_function(costs, ANSWER_BATCH) / answered:,.0f} and the versions' "
-              f"changes (Worker::apply) {cg_function(costs, APPLY) / answered:,.0f}",
+              f"{costs.get(ANSWER_BATCH, 0) / answered:,.0f} and the versions' "
+              f"changes (Worker::apply) {costs.get(APPLY, 0) / answered:,.0f}",
               flush=True)
     print(f"bench-update: tern {zone}: without the TCP tasks, beside updates / alone "
           f"= {apart[1] / apart[0]:.3f}", flush=True)
