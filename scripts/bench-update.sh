@@ -52,6 +52,29 @@
 # zone's names (QUERY_CLIENTS sockets, 100 queries in flight each, for DURATION
 # seconds) first alone, then while the CLIENTS update clients run; prints both rates and
 # their ratio (the issue: within 10 % of the rate without updates).
+#
+# CALLGRIND=1 (tern only, with valgrind): the same comparison, as instructions rather than
+# a rate (a rate needs the clients on CPUs of their own: this machine has two). tern runs
+# under `valgrind --tool=callgrind --separate-threads=yes` (one dump file per thread);
+# dnsperf sends CG_RATE queries a second (default 2,000, `-Q`) from a list of the zone's
+# names (the large zone: its 50,000 hosts' A records, and one query in 50 the TXT of a
+# name the update clients change; the small zone: its apex and those names), first one
+# unmeasured pass over the list (the answer cache filled; after a second of updates: the
+# first version an update makes from the loaded one drops the zone's cached answers as a
+# whole, once), then two measured windows of CG_SECONDS (default 20): alone, then while
+# the CLIENTS update clients make UPDATE_RATE updates a second together (default 50; each
+# client paced, not one after the other). Counters zeroed before each window and dumped
+# after it (callgrind_control); prints, for each window, the answering core's thread's
+# Ir (the thread whose dump holds tern_server::udp) per answered query, the other
+# threads' Ir (the update thread's), the answer cache's hit share (`tern stats`) and the
+# updates applied in the window (SOA serial steps); then, from `callgrind_annotate
+# --inclusive=yes` of the core's two dumps, its TCP connections' tasks (the UPDATEs'
+# exchanges: on the core that accepted them) per update, the rest per query, of which
+# udp::answer_batch and Worker::apply (the versions' changes), and the CG_TOP functions
+# whose Ir per query rose most (and fell most: the reactor's waits, as batches grow while
+# valgrind runs the update thread). Keeps the dumps in CG_DIR (default: a new directory
+# in /tmp, printed). tern runs with `driver: legacy` (epoll) there: valgrind does not
+# let other threads run while one waits in io_uring.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -71,6 +94,11 @@ export QUERIES="${QUERIES:-0}"
 export QUERY_CLIENTS="${QUERY_CLIENTS:-4}"
 export RSS_EVERY="${RSS_EVERY:-0}"
 export HEAP="${HEAP:-0}"
+export CALLGRIND="${CALLGRIND:-0}"
+export CG_RATE="${CG_RATE:-2000}"
+export CG_SECONDS="${CG_SECONDS:-20}"
+export UPDATE_RATE="${UPDATE_RATE:-50}"
+export CG_DIR="${CG_DIR:-}"
 
 for tool in knotd named taskset python3 dnsperf; do
     command -v "$tool" >/dev/null || { echo "bench-update: $tool is not installed (make deps)"; exit 1; }
@@ -117,7 +145,20 @@ QUERIES = os.environ["QUERIES"] == "1"
 QUERY_CLIENTS = int(os.environ["QUERY_CLIENTS"])
 RSS_EVERY = float(os.environ["RSS_EVERY"])
 HEAP = os.environ["HEAP"] == "1"
+CALLGRIND = os.environ["CALLGRIND"] == "1"
+CG_RATE = int(os.environ["CG_RATE"])
+CG_SECONDS = float(os.environ["CG_SECONDS"])
+UPDATE_RATE = float(os.environ["UPDATE_RATE"])
+CG_DIR = os.environ["CG_DIR"]
 ORIGIN = d.ORIGIN
+# `tern stats` asked at most this many times before the run fails.
+STATS_TRIES = 5
+# CALLGRIND: the functions printed whose Ir per answered query rose most beside updates.
+CG_TOP = 25
+# CALLGRIND: the TCP connections' tasks in callgrind_annotate's table (cg_inclusive's key).
+TCP_TASKS = "tcp.rs:monoio::task::core::CoreStage<T>::poll"
+ANSWER_BATCH = "udp.rs:tern_server::udp::answer_batch"
+APPLY = "mod.rs:tern_server::worker::Worker::apply"
 
 
 def zones() -> dict[str, str]:
@@ -141,9 +182,18 @@ def pinned(server):
             # clients sign with one key, and past 1,000 updates a second tern would answer
             # REFUSED, counted as errors (Knot and BIND have no such limit).
             text = conf.read_text() + f"cores: [{SERVER_CPU}]\nupdate-rate: 0\n"
+            if CALLGRIND:
+                # valgrind takes io_uring_enter for a system call that does not block:
+                # a core parked in it would hold valgrind's one running thread, and the
+                # update thread (and the start) would wait for the next datagram. epoll's
+                # wait lets the other threads run.
+                text += "driver: legacy\n"
             if IXFR_HISTORY:
                 text = text.replace("transfer:\n", f"transfer:\n  ixfr-history: {IXFR_HISTORY}\n")
             conf.write_text(text)
+        if CALLGRIND and server.name == "tern":
+            cmd = ["valgrind", "--tool=callgrind", "--separate-threads=yes",
+                   f"--callgrind-out-file={server.cg_out}"] + cmd
         return ["taskset", "-c", str(SERVER_CPU)] + cmd
 
     server.command = pinned_command
@@ -194,9 +244,11 @@ def unsigned_update(index: int, adding: bool, ident: int) -> bytes:
     return message.to_wire()
 
 
-def client(index: int, addr, start: float, stop: float, out, quota: int = 0) -> None:
+def client(index: int, addr, start: float, stop: float, out, quota: int = 0,
+           pace: float = 0.0) -> None:
     """One client: UPDATEs one after the other over one TCP connection until `stop` (or,
-    `quota` > 0, until `quota` of them are answered NOERROR),
+    `quota` > 0, until `quota` of them are answered NOERROR; `pace` > 0: one every `pace`
+    seconds at most, the next sent at its time, or at once when late),
     each signed and its answer waited for (its ID and RCODE read; its TSIG is not
     checked here: the servers' answers to these requests are checked by the test
     suites); puts (NOERROR answers after `start`, other answers after `start`, NOERROR
@@ -209,6 +261,7 @@ def client(index: int, addr, start: float, stop: float, out, quota: int = 0) -> 
     adding = True
     present = False
     ident = index << 12
+    due = time.time()
     try:
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.settimeout(10)
@@ -217,6 +270,12 @@ def client(index: int, addr, start: float, stop: float, out, quota: int = 0) -> 
             now = time.time()
             if now >= stop or 0 < quota <= total:
                 break
+            if pace > 0:
+                # A benchmark's pacing (CALLGRIND's fixed update rate), not a test's event.
+                if due > now:
+                    time.sleep(due - now)
+                    now = time.time()
+                due = max(due + pace, now)
             ident = (ident + 1) & 0xFFFF
             wire = signer.sign(struct.pack("!H", ident) + messages[adding][2:])
             sock.sendall(struct.pack("!H", len(wire)) + wire)
@@ -325,17 +384,19 @@ def holds_txt(server, index: int) -> bool:
     return bool(answer.answer)
 
 
-def load(server) -> tuple[float, int, int]:
+def load(server, seconds: float = 0.0, rate: float = 0.0) -> tuple[float, int, int]:
     """(NOERROR answers per second, errors, NOERROR answers in all) of CLIENTS clients;
     checks that each client's record is there exactly when its last update added it.
     With UPDATES, the clients make that many (warm-up included) and the rate is of them
-    all, over the time they took."""
+    all, over the time they took. `seconds` > 0: counted for that long rather than
+    DURATION; `rate` > 0: the clients together send at most `rate` updates a second."""
     out = multiprocessing.Queue()
     start = time.time() + 0.5 + WARM_UP
     quota = -(-UPDATES // CLIENTS) if UPDATES else 0
-    stop = start + (24 * 3600 if quota else DURATION)
+    stop = start + (24 * 3600 if quota else seconds or DURATION)
+    pace = CLIENTS / rate if rate > 0 else 0.0
     procs = [multiprocessing.Process(target=client,
-                                     args=(i, server.addr, start, stop, out, quota))
+                                     args=(i, server.addr, start, stop, out, quota, pace))
              for i in range(CLIENTS)]
     began = time.time()
     for proc in procs:
@@ -356,7 +417,7 @@ def load(server) -> tuple[float, int, int]:
     total = sum(r[3] for r in results)
     if quota:
         return total / took, sum(r[2] for r in results), total
-    return counted / DURATION, sum(r[2] for r in results), total
+    return counted / (seconds or DURATION), sum(r[2] for r in results), total
 
 
 def query_file(zone: str, path: pathlib.Path) -> None:
@@ -384,10 +445,17 @@ def dnsperf(server, queries: pathlib.Path, seconds: float) -> float:
 
 
 def cache_counts(server) -> tuple[int, int]:
-    """tern's answer cache hits and misses so far, all cores (`tern stats`)."""
-    done = subprocess.run([str(server.binary), "stats", "--config",
-                           str(server.workdir / "tern.yaml")],
-                          capture_output=True, text=True, check=True)
+    """tern's answer cache hits and misses so far, all cores (`tern stats`; asked up to
+    STATS_TRIES times: under callgrind, tern's first answers can take longer than the
+    command's 2 s)."""
+    for _ in range(STATS_TRIES):
+        done = subprocess.run([str(server.binary), "stats", "--config",
+                               str(server.workdir / "tern.yaml")],
+                              capture_output=True, text=True)
+        if done.returncode == 0:
+            break
+    else:
+        sys.exit(f"bench-update: tern stats failed:\n{done.stdout}{done.stderr}")
     for line in done.stdout.splitlines():
         if " cache hits " in line and line.startswith("all cores:"):
             words = line.split(" cache hits ")[1].split()
@@ -426,6 +494,205 @@ def queries_beside_updates(server, zone: str, root: pathlib.Path) -> tuple[float
     return alone, beside, rate
 
 
+def cg_query_file(zone: str, path: pathlib.Path) -> None:
+    """CALLGRIND's dnsperf input: query_file's names (A), and in the large zone one query
+    in 50 the TXT of a name the update clients change (the small zone's list is mostly
+    those names already: each also asked for its TXT)."""
+    touched = [f"bench-client{i}.{ORIGIN} TXT\n" for i in range(CLIENTS)]
+    query_file(zone, path)
+    lines = path.read_text().splitlines(keepends=True)
+    if zone == "large":
+        out = []
+        for i, line in enumerate(lines):
+            out.append(line)
+            if i % 49 == 48:
+                out.append(touched[(i // 49) % CLIENTS])
+        lines = out
+    else:
+        lines += touched
+    path.write_text("".join(lines))
+
+
+def cg_dnsperf(server, queries: pathlib.Path, seconds: float, passes: int = 0) -> tuple[int, int]:
+    """(queries answered, queries lost) of dnsperf at CG_RATE queries a second for
+    `seconds` (or `passes` times over the list), on CLIENT_CPU."""
+    limit = ["-n", str(passes)] if passes else ["-l", str(seconds)]
+    done = subprocess.run(
+        ["taskset", "-c", str(CLIENT_CPU), "dnsperf", "-s", server.addr[0], "-p",
+         str(server.addr[1]), "-d", str(queries), "-Q", str(CG_RATE), "-q", "100", "-t", "5"]
+        + limit, capture_output=True, text=True, check=True)
+    counts = {}
+    for line in done.stdout.splitlines():
+        for field in ("Queries completed:", "Queries lost:"):
+            if field in line:
+                counts[field] = int(line.split(":")[1].split()[0])
+    if len(counts) != 2:
+        sys.exit(f"bench-update: dnsperf printed no counts:\n{done.stdout}\n{done.stderr}")
+    return counts["Queries completed:"], counts["Queries lost:"]
+
+
+def cg_window(server, label: str, queries: pathlib.Path) -> dict:
+    """One measured window: callgrind's counters zeroed, dnsperf for CG_SECONDS, a dump
+    named `label`; the dnsperf counts, the cache's and the serial's steps around it."""
+    pid = str(server.proc.pid)
+    cache_before, serial_before = cache_counts(server), serial(server)
+    subprocess.run(["callgrind_control", "-z", pid], capture_output=True, check=True)
+    answered, lost = cg_dnsperf(server, queries, CG_SECONDS)
+    subprocess.run(["callgrind_control", f"--dump={label}", pid], capture_output=True,
+                   check=True)
+    cache_after, serial_after = cache_counts(server), serial(server)
+    return {"answered": answered, "lost": lost,
+            "hits": hit_share(cache_before, cache_after),
+            "updates": (serial_after - serial_before) % 2**32}
+
+
+def cg_dumps(out: str, pid: int, label: str) -> dict[str, int]:
+    """Ir (`summary:`) of each thread's dump of window `label`: the files `out` (with its
+    `%p` the server's `pid`) `.PART-THREAD` whose trigger is `dump label`."""
+    prefix = pathlib.Path(out.replace("%p", str(pid)))
+    found: dict[str, int] = {}
+    for path in sorted(prefix.parent.glob(f"{prefix.name}.*-*")):
+        lines = path.read_text(errors="replace").splitlines()
+        if f"desc: Trigger: dump {label}" not in lines[:30]:
+            continue
+        total = [line for line in lines[:40] if line.startswith("summary:")]
+        if total:
+            found[str(path)] = int(total[0].split()[1])
+    if not found:
+        sys.exit(f"bench-update: no callgrind dump of {label} ({prefix}.*)")
+    return found
+
+
+def cg_core_file(files: dict[str, int]) -> str:
+    """The answering core's thread: its dump holds the UDP loop (tern_server::udp)."""
+    for path in files:
+        if "tern_server::udp::" in pathlib.Path(path).read_text(errors="replace"):
+            return path
+    sys.exit("bench-update: no dump holds tern_server::udp")
+
+
+def cg_inclusive(path: str) -> dict[str, int]:
+    """Inclusive Ir of each function of a dump (`callgrind_annotate --inclusive=yes`),
+    keyed by its source file's name and the function (`udp.rs:tern_server::udp::...`)."""
+    done = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100",
+                           "--auto=no", path], capture_output=True, text=True, check=True)
+    costs: dict[str, int] = {}
+    table = False
+    for line in done.stdout.splitlines():
+        if line.rstrip().endswith("file:function"):
+            table = True
+            continue
+        words = line.split(None, 2)
+        if not table or len(words) < 3 or not words[1].startswith("("):
+            continue
+        key = words[2].split(" [")[0]
+        file, _, function = key.partition(":")
+        key = f"{pathlib.Path(file).name}:{function}"
+        # Listed twice (with and without its object's name): the larger kept. The code
+        # inlined into a function from other files is listed under those files' names
+        # (`query.rs:tern_server::udp::answer_batch`) and not added: summed, those lines
+        # count more than their caller's task.
+        costs[key] = max(costs.get(key, 0), int(words[0].replace(",", "")))
+    return costs
+
+
+def cg_difference(alone: tuple[str, int], beside: tuple[str, int], count: int = CG_TOP) -> None:
+    """Prints the `count` functions whose inclusive Ir per answered query grew most from
+    the window alone to the window beside updates (each: (core dump, answered))."""
+    before, after = cg_inclusive(alone[0]), cg_inclusive(beside[0])
+    rows = []
+    for key in set(before) | set(after):
+        a = before.get(key, 0) / max(1, alone[1])
+        b = after.get(key, 0) / max(1, beside[1])
+        rows.append((b - a, a, b, key))
+    rows.sort(reverse=True)
+    print("bench-update:   inclusive Ir per answered query, alone -> beside (the largest rises):")
+    for rise, a, b, key in rows[:count]:
+        print(f"bench-update:   {a:8,.0f} -> {b:8,.0f}  ({rise:+8,.0f})  {key[:150]}")
+    print("bench-update:   and the largest falls:")
+    for rise, a, b, key in sorted(rows[count:])[:count // 2]:
+        if rise < 0:
+            print(f"bench-update:   {a:8,.0f} -> {b:8,.0f}  ({rise:+8,.0f})  {key[:150]}")
+
+
+def callgrind_run(zone: str, text: str, root: pathlib.Path, out_dir: pathlib.Path) -> None:
+    """CALLGRIND=1: tern under callgrind, Ir per answered query alone and beside updates."""
+    workdir = root / f"{zone}-callgrind"
+    workdir.mkdir(exist_ok=True)
+    server = d.make_server("tern", workdir, text)
+    server.cg_out = str(out_dir / f"callgrind-{zone}.%p.out")
+    server = pinned(server)
+    queries = workdir / "queries.txt"
+    cg_query_file(zone, queries)
+    server.start()
+    pid = server.proc.pid
+    try:
+        began = time.monotonic()
+        server.wait_ready(900)
+        print(f"bench-update: tern {zone} under callgrind: serving after "
+              f"{time.monotonic() - began:.0f} s (pid {server.proc.pid})", flush=True)
+        # Updates first, for a second: the first version made by an update from the loaded
+        # one drops the zone's cached answers as a whole (the loaded version lists no
+        # changed names); the windows measure the steady state after it, the cache filled
+        # after that first drop.
+        primed = load(server, seconds=1.0, rate=UPDATE_RATE)
+        if primed[1]:
+            sys.exit(f"bench-update: {primed[1]} update(s) failed before the windows")
+        warm = cg_dnsperf(server, queries, 0, passes=1)
+        print(f"bench-update:   warm-up pass: {warm[0]:,} answered, {warm[1]:,} lost", flush=True)
+        windows = {"alone": cg_window(server, f"alone-{zone}", queries)}
+        outcome = []
+        updating = threading.Thread(target=lambda: outcome.append(
+            load(server, seconds=CG_SECONDS + 10, rate=UPDATE_RATE)))
+        updating.start()
+        # A benchmark's timing, not a test's event: the clients start after 0.5 s and
+        # WARM_UP (load()); the window runs inside their time.
+        time.sleep(0.5 + WARM_UP)
+        windows["beside"] = cg_window(server, f"beside-{zone}", queries)
+        updating.join()
+        _, errors, _ = outcome[0]
+        if errors:
+            sys.exit(f"bench-update: {errors} update(s) failed beside the queries")
+    finally:
+        server.stop()
+    rows = []
+    for name, window in windows.items():
+        files = cg_dumps(server.cg_out, pid, f"{name}-{zone}")
+        core = cg_core_file(files)
+        core_ir = files[core]
+        other_ir = sum(ir for path, ir in files.items() if path != core)
+        answered = max(1, window["answered"])
+        rows.append((name, window, core_ir, other_ir, core))
+        print(f"bench-update: tern {zone} {name}: {window['answered']:,} answered, "
+              f"{window['lost']:,} lost, {window['updates']:,} updates "
+              f"({window['updates'] / CG_SECONDS:.1f}/s), cache hits {window['hits']:.1%}; "
+              f"core thread {core_ir:,} Ir = {core_ir / answered:,.0f} Ir per answered query; "
+              f"other threads {other_ir:,} Ir; core dump {core}", flush=True)
+    alone, beside = (r[2] / max(1, r[1]["answered"]) for r in rows)
+    print(f"bench-update: tern {zone}: Ir per answered query beside updates / alone "
+          f"= {beside / alone:.3f}", flush=True)
+    # The core's TCP connections' tasks: the UPDATEs' exchanges (read, TSIG checked, handed
+    # off, answer signed and sent), which land on the core that accepted the connection;
+    # without them, what a core that receives no UPDATE would spend.
+    # The answering itself (the UDP batches' answers: cache, lookups, writing), apart
+    # from the reactor's waits and receives, whose share per query falls as batches grow.
+    apart = []
+    for name, window, core_ir, _, core in rows:
+        costs = cg_inclusive(core)
+        tcp = costs.get(TCP_TASKS, 0)
+        answered = max(1, window["answered"])
+        apart.append((core_ir - tcp) / answered)
+        print(f"bench-update: tern {zone} {name}: TCP connections' tasks {tcp:,} Ir "
+              f"({tcp / max(1, window['updates']):,.0f} per update); the rest "
+              f"{apart[-1]:,.0f} Ir per answered query, of which answer_batch "
+              f"{costs.get(ANSWER_BATCH, 0) / answered:,.0f} and the versions' "
+              f"changes (Worker::apply) {costs.get(APPLY, 0) / answered:,.0f}",
+              flush=True)
+    print(f"bench-update: tern {zone}: without the TCP tasks, beside updates / alone "
+          f"= {apart[1] / apart[0]:.3f}", flush=True)
+    cg_difference((rows[0][4], rows[0][1]["answered"]), (rows[1][4], rows[1][1]["answered"]))
+
+
 def main() -> None:
     os.sched_setaffinity(0, {CLIENT_CPU})
     mode = os.environ.get("TERN_UPDATE", "")
@@ -440,6 +707,17 @@ def main() -> None:
         else:
             print(f"bench-update: tern side skipped: tern refuses UPDATE ({why})")
     rows = []
+    if CALLGRIND:
+        if "tern" not in names:
+            sys.exit("bench-update: CALLGRIND=1 measures tern, which is left out")
+        out_dir = pathlib.Path(CG_DIR or tempfile.mkdtemp(prefix="tern-bench-update-cg-"))
+        out_dir.mkdir(parents=True, exist_ok=True)
+        print(f"bench-update: callgrind dumps in {out_dir}", flush=True)
+        with tempfile.TemporaryDirectory(prefix="tern-bench-update-") as tmp:
+            for zone, text in texts.items():
+                if zone in ZONES:
+                    callgrind_run(zone, text, pathlib.Path(tmp), out_dir)
+        return
     with tempfile.TemporaryDirectory(prefix="tern-bench-update-") as tmp:
         root = pathlib.Path(tmp)
         print(f"bench-update: client bound: one client process alone signs and sends "
