@@ -316,6 +316,45 @@ fn denial_ttls(soa: &(u32, Vec<u8>)) -> (u32, Option<&[u8]>) {
 /// grown past half of its tables: compaction, spread over the updates
 /// that made the garbage). Bound: the window's records, the neighbour
 /// look-ups ([`crate::window::MAX_WINDOW_SCAN`]), a look-up of `served` per owner.
+/// The owners, the apex aside, of the records `differences` delete and
+/// add (in their order, repeated as they come), for a window; `None` when
+/// the chain cannot be signed as one: its denial TTLs changed (the SOA's
+/// TTL or minimum), or a DNAME or a delegation changed.
+fn edited_owners<'d>(
+    differences: &'d [Difference],
+    origin: Name<'_>,
+) -> Result<Option<Vec<Name<'d>>>, String> {
+    let (Some(first), Some(last)) = (differences.first(), differences.last()) else {
+        return Ok(None);
+    };
+    if denial_ttls(&first.from_soa) != denial_ttls(&last.to_soa) {
+        return Ok(None);
+    }
+    let mut owners = Vec::new();
+    for record in differences
+        .iter()
+        .flat_map(|difference| difference.deleted.iter().chain(&difference.added))
+    {
+        let owner = Name::from_wire(&record.owner).map_err(|err| err.to_string())?;
+        let apex = owner.eq_ignore_case(origin);
+        if record.rtype == RType::DNAME || (record.rtype == RType::NS && !apex) {
+            return Ok(None);
+        }
+        if !apex {
+            owners.push(owner);
+        }
+    }
+    Ok(Some(owners))
+}
+
+/// Whether `name` is a zone cut (a delegation or a DNAME) in the updated
+/// records.
+fn is_cut_in(unsigned: &ZoneRecords, name: Name<'_>) -> bool {
+    unsigned
+        .node(&Key::of(name))
+        .is_some_and(|node| node.has(RType::NS) || node.has(RType::DNAME))
+}
+
 fn window_update(
     served: &Zone,
     unsigned: &ZoneRecords,
@@ -329,33 +368,12 @@ fn window_update(
     if keys.policy.nsec3.is_some() {
         return nsec3_window_update(served, unsigned, differences, keys, now);
     }
-    let (Some(first), Some(last)) = (differences.first(), differences.last()) else {
-        return Ok(None);
-    };
-    if denial_ttls(&first.from_soa) != denial_ttls(&last.to_soa) {
-        return Ok(None);
-    }
     let origin = served.origin();
-    // The changed owners, the apex aside.
-    let mut owners: Vec<NameBuf> = Vec::new();
-    for record in differences
-        .iter()
-        .flat_map(|difference| difference.deleted.iter().chain(&difference.added))
-    {
-        let owner = Name::from_wire(&record.owner).map_err(|err| err.to_string())?;
-        let apex = owner.eq_ignore_case(origin);
-        if record.rtype == RType::DNAME || (record.rtype == RType::NS && !apex) {
-            return Ok(None);
-        }
-        if !apex {
-            owners.push(NameBuf::from_name(owner));
-        }
-    }
-    let is_cut = |parent: Name<'_>| {
-        unsigned
-            .node(&Key::of(parent))
-            .is_some_and(|node| node.has(RType::NS) || node.has(RType::DNAME))
+    let Some(edited) = edited_owners(differences, origin)? else {
+        return Ok(None);
     };
+    let owners: Vec<NameBuf> = edited.into_iter().map(NameBuf::from_name).collect();
+    let is_cut = |parent: Name<'_>| is_cut_in(unsigned, parent);
     let Some(window) = window_of(served, owners.iter().map(NameBuf::as_name), &is_cut) else {
         return Ok(None);
     };
@@ -466,39 +484,22 @@ fn nsec3_window_update(
     now: u64,
 ) -> Result<Option<SignedUpdate>, String> {
     use std::collections::BTreeMap;
-    let (Some(first), Some(last)) = (differences.first(), differences.last()) else {
-        return Ok(None);
-    };
-    if denial_ttls(&first.from_soa) != denial_ttls(&last.to_soa) {
-        return Ok(None);
-    }
     let origin = served.origin();
     let lower = |name: Name<'_>| NameBuf::from_name(name.to_lower().as_name());
+    let Some(edited) = edited_owners(differences, origin)? else {
+        return Ok(None);
+    };
     // The changed owners, the apex first.
     let mut owners: BTreeMap<Key, NameBuf> = BTreeMap::new();
-    for record in differences
-        .iter()
-        .flat_map(|difference| difference.deleted.iter().chain(&difference.added))
-    {
-        let owner = Name::from_wire(&record.owner).map_err(|err| err.to_string())?;
-        let apex = owner.eq_ignore_case(origin);
-        if record.rtype == RType::DNAME || (record.rtype == RType::NS && !apex) {
+    for owner in edited {
+        owners.entry(Key::of(owner)).or_insert_with(|| lower(owner));
+        if owners.len() > crate::window::MAX_WINDOW_OWNERS {
             return Ok(None);
-        }
-        if !apex {
-            owners.entry(Key::of(owner)).or_insert_with(|| lower(owner));
-            if owners.len() > crate::window::MAX_WINDOW_OWNERS {
-                return Ok(None);
-            }
         }
     }
     let mut names: Vec<NameBuf> = vec![lower(origin)];
     names.extend(owners.values().copied());
-    let is_cut = |name: Name<'_>| {
-        unsigned
-            .node(&Key::of(name))
-            .is_some_and(|node| node.has(RType::NS) || node.has(RType::DNAME))
-    };
+    let is_cut = |name: Name<'_>| is_cut_in(unsigned, name);
     let has_records = |name: Name<'_>| unsigned.node(&Key::of(name)).is_some();
     let has_names_below = |name: Name<'_>| unsigned.has_names_below(&Key::of(name));
     let shape = crate::window::Nsec3Shape {
@@ -526,6 +527,10 @@ fn nsec3_window_update(
         }
         new_records.push(list);
     }
+    // `edited_owners` found the differences not empty.
+    let Some(last) = differences.last() else {
+        return Ok(None);
+    };
     let (soa_ttl, minimum) = denial_ttls(&last.to_soa);
     let nsec3_ttl = minimum
         .and_then(|m| m.try_into().ok())
