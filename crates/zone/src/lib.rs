@@ -53,7 +53,7 @@ use tern_wire::types::{RClass, RType};
 
 pub use error::{Error, Errors, MAX_ERRORS};
 pub use rdata::MAX_RDATA_LEN;
-pub use records::{RecordList, RecordRef, Records, Sink};
+pub use records::{RecordList, RecordRef, Records, Sink, MAX_PARTS};
 pub use scan::generate::MAX_GENERATE_RECORDS;
 pub use scan::region::{
     changed_region, changed_region_of, scan_old_region, scan_region, ChangedRegion, OldText,

@@ -89,11 +89,13 @@ pub(super) fn load_zone_with(
             &base.unsigned,
         )
     });
-    let mut held = 0;
+    let held;
+    let copied;
     let (mut records, files, parsed, known) = match changed_read {
         Some(read) => {
             let parsed = read.parsed;
             held = read.held;
+            copied = read.copied;
             (read.records, vec![path.to_path_buf()], parsed, read.diff)
         }
         None => {
@@ -116,6 +118,8 @@ pub(super) fn load_zone_with(
                 )
             })?;
             let parsed = records.len();
+            held = 0;
+            copied = parsed;
             (records, files, parsed, None)
         }
     };
@@ -127,7 +131,7 @@ pub(super) fn load_zone_with(
             signer.state_directory,
             origin.as_name(),
             data,
-            held,
+            (held, copied),
         )),
         None => {
             drop(data);

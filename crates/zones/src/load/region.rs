@@ -60,6 +60,9 @@ pub(super) struct TextCopy {
     /// The most octets of the previous load's copy the load that made
     /// this one held in memory at once (0: it did not read it).
     pub(super) held: usize,
+    /// The records that load copied from a list into its own (all it
+    /// read, when it read the file whole).
+    pub(super) copied: usize,
     path: PathBuf,
     token: [u8; TOKEN_LEN],
     writer: Mutex<Option<JoinHandle<()>>>,
@@ -106,7 +109,7 @@ pub(super) fn keep_text(
     state_directory: &Path,
     origin: Name<'_>,
     data: Vec<u8>,
-    held: usize,
+    (held, copied): (usize, usize),
 ) -> TextCopy {
     let path = text_path(state_directory, origin);
     let token = new_token();
@@ -125,6 +128,7 @@ pub(super) fn keep_text(
         write();
         return TextCopy {
             held,
+            copied,
             path,
             token,
             writer: Mutex::new(None),
@@ -142,6 +146,7 @@ pub(super) fn keep_text(
     };
     TextCopy {
         held,
+        copied,
         path,
         token,
         writer: Mutex::new(writer),
@@ -334,6 +339,9 @@ pub(super) struct ReadChanged {
     pub(super) parsed: usize,
     /// The most octets of the previous text held in memory at once.
     pub(super) held: usize,
+    /// The records copied into the new list (the others are shared with
+    /// the previous load's, [`Records::spliced`]).
+    pub(super) copied: usize,
 }
 
 /// The records of `new` (the file's text now) when `old` is the text the
@@ -381,7 +389,7 @@ pub(super) fn read_changed(
         return None;
     }
     let shift = lines(&new[region.in_new()]) - old_lines;
-    let records = previous.spliced(start..end, &new_part, shift)?;
+    let (records, copied) = previous.spliced(start..end, &new_part, shift)?;
     let diff = crate::edited::diff(&old_part, &new_part).map(|diff| Diff {
         old: diff.old.iter().map(|at| at + start).collect(),
         new: diff.new.iter().map(|at| at + start).collect(),
@@ -397,6 +405,7 @@ pub(super) fn read_changed(
         diff,
         parsed: old_part.len() + new_part.len(),
         held: old.held,
+        copied,
     })
 }
 
