@@ -11,7 +11,9 @@
 //!   two byte arenas (owners, RDATA), about 32 octets plus the owner and
 //!   RDATA bytes, with no allocation per record: what a server loading a
 //!   large zone wants. Consecutive records of one owner (the usual case)
-//!   share one copy of the owner.
+//!   share one copy of the owner. A list a reload splices
+//!   ([`Records::spliced`]) shares the runs of records it keeps with the
+//!   list it was made from.
 //!
 //! [`RecordList`] gives [`crate::check::check_zone`] the same read access
 //! to either.

@@ -11,17 +11,22 @@
 //! is not the one its version's records were read from (an older write
 //! finishing late, another load's) is never used.
 //!
-//! At the next reload the new file is compared with the copy
-//! ([`tern_zone::changed_region`]); the region where they differ, widened
-//! to whole entries read with exactly a whole reading's state, is read
-//! alone in both ([`tern_zone::scan_region`]). The old region's records
-//! must be the previous load's records at the same lines (checked, record
-//! for record); the new file's records are then the previous load's with
-//! those replaced by the new region's, the lines after moved
-//! ([`tern_zone::Records::spliced`]), and what differs is the two small
-//! lists' [`crate::edited::diff`]: the existing edit path
-//! ([`crate::edited`], `load::changed`) signs and checks from there as it
-//! would after a whole reading.
+//! At the next reload the new file is compared with the copy from each
+//! end through one buffer of [`COMPARE_CHUNK`] octets
+//! ([`TextCopy::differences`]): only the part of the copy between the
+//! octets both start and end with is read into memory, at most
+//! [`MAX_REGION_LEN`] octets; the copy is never held whole. The region
+//! where they differ, widened to whole entries read with exactly a whole
+//! reading's state ([`tern_zone::changed_region_of`]), is read alone in
+//! both ([`tern_zone::scan_region`], [`tern_zone::scan_old_region`]). The
+//! old region's records must be the previous load's records at the same
+//! lines (checked, record for record); the new file's records are then
+//! the previous load's with those replaced by the new region's, the lines
+//! after moved ([`tern_zone::Records::spliced`]: the records kept are
+//! shared with the previous load's list, only the new region's copied),
+//! and what differs is the two small lists' [`crate::edited::diff`]: the
+//! existing edit path ([`crate::edited`], `load::changed`) signs and
+//! checks from there as it would after a whole reading.
 //!
 //! The whole file is read instead when there is no usable copy, the
 //! previous load's records are not as the file wrote them (TTLs settled),
@@ -29,8 +34,10 @@
 //! quote after it), or longer than [`MAX_REGION_LEN`] octets, or has an
 //! error, or the old region's records are not the previous load's.
 //!
-//! Bound: the file and the copy read, compared from each end, the region
-//! read, a copy of the previous load's record list.
+//! Bound: the file read, the copy read through one small buffer and
+//! compared with it from each end, the region read, its records copied
+//! (the previous load's shared, but every [`tern_zone::MAX_PARTS`] / 2
+//! reloads or so, when the list is copied whole again).
 
 use std::io::Write;
 use std::os::unix::fs::FileExt;
