@@ -53,9 +53,12 @@ use tern_wire::types::{RClass, RType};
 
 pub use error::{Error, Errors, MAX_ERRORS};
 pub use rdata::MAX_RDATA_LEN;
-pub use records::{RecordList, RecordRef, Records, Sink};
+pub use records::{RecordList, RecordRef, Records, Sink, MAX_PARTS};
 pub use scan::generate::MAX_GENERATE_RECORDS;
-pub use scan::region::{changed_region, scan_region, ChangedRegion, MAX_HEAD_LEN};
+pub use scan::region::{
+    changed_region, changed_region_of, scan_old_region, scan_region, ChangedRegion, OldText,
+    MAX_HEAD_LEN,
+};
 pub use scan::MAX_INCLUDE_DEPTH;
 
 mod error;

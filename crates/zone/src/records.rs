@@ -11,10 +11,16 @@
 //!   two byte arenas (owners, RDATA), about 32 octets plus the owner and
 //!   RDATA bytes, with no allocation per record: what a server loading a
 //!   large zone wants. Consecutive records of one owner (the usual case)
-//!   share one copy of the owner.
+//!   share one copy of the owner. A list a reload splices
+//!   ([`Records::spliced`]) shares the runs of records it keeps with the
+//!   list it was made from.
 //!
 //! [`RecordList`] gives [`crate::check::check_zone`] the same read access
 //! to either.
+
+use std::ops::Range;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use tern_wire::name::Name;
 use tern_wire::types::{RClass, RType};
@@ -154,12 +160,10 @@ struct Entry {
     owner_len: u8,
 }
 
-/// The records of a zone in flat arenas: no allocation per record.
-///
-/// Offsets are 32-bit, so a list holds at most 4 GiB of owner names and
-/// 4 GiB of RDATA; past that, [`Sink::record`] refuses records.
+/// Records in flat arenas: entries, and the owner names and RDATA they
+/// point into, in record order.
 #[derive(Clone, Debug, Default)]
-pub struct Records {
+struct Flat {
     entries: Vec<Entry>,
     /// Owner names in wire form, as written; a record whose owner is
     /// spelled exactly like the previous record's shares its copy.
@@ -167,32 +171,14 @@ pub struct Records {
     rdata: Vec<u8>,
 }
 
-impl Records {
-    /// An empty list.
-    pub fn new() -> Self {
-        Records::default()
-    }
-
-    /// The records in file order.
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = RecordRef<'_>> + '_ {
-        (0..self.entries.len()).map(|index| self.record(index))
-    }
-
-    /// The octets of RDATA held, over all records.
-    pub fn rdata_len(&self) -> usize {
-        self.rdata.len()
-    }
-
-    /// Serves the record at `index` with `ttl` (see
-    /// [`crate::ttl::settle_ttls`]).
-    pub(crate) fn set_ttl(&mut self, index: usize, ttl: u32) {
-        if let Some(entry) = self.entries.get_mut(index) {
-            entry.ttl = ttl;
-        }
+impl Flat {
+    fn owner_bytes(&self, entry: &Entry) -> &[u8] {
+        let start = entry.owner_start as usize;
+        &self.owners[start..start + usize::from(entry.owner_len)]
     }
 
     /// Appends `other`'s records, if the offsets fit (see [`Records`]).
-    fn append_records(&mut self, other: &Records) -> bool {
+    fn append_flat(&mut self, other: &Flat) -> bool {
         let fits = |base: usize, more: usize| {
             base.checked_add(more)
                 .is_some_and(|end| u32::try_from(end).is_ok())
@@ -229,84 +215,7 @@ impl Records {
         true
     }
 
-    /// A copy of the list with the records `range` replaced by `with`'s
-    /// (a reload's changed part of a file, [`crate::scan_region`]), the
-    /// lines of the records after it moved by `line_shift`; `None` when
-    /// `range` is not in the list or the offsets do not fit. Bound: a copy
-    /// of each arena, and a pass over the records after `range`.
-    pub fn spliced(
-        &self,
-        range: std::ops::Range<usize>,
-        with: &Records,
-        line_shift: i64,
-    ) -> Option<Records> {
-        if range.start > range.end || range.end > self.entries.len() {
-            return None;
-        }
-        let before = &self.entries[..range.start];
-        let after = &self.entries[range.end..];
-        // Owners and RDATA are stored in record order: the records before
-        // `range` use the arenas up to the last one's ends, those after
-        // from the first one's starts.
-        let (owners_end, rdata_end) = before.last().map_or((0, 0), |last| {
-            (
-                last.owner_start as usize + usize::from(last.owner_len),
-                last.rdata_start as usize + usize::from(last.rdata_len),
-            )
-        });
-        let mut out = Records {
-            entries: Vec::with_capacity(before.len() + with.entries.len() + after.len()),
-            owners: Vec::with_capacity(self.owners.len() + with.owners.len()),
-            rdata: Vec::with_capacity(self.rdata.len() + with.rdata.len()),
-        };
-        out.entries.extend_from_slice(before);
-        out.owners.extend_from_slice(&self.owners[..owners_end]);
-        out.rdata.extend_from_slice(&self.rdata[..rdata_end]);
-        if !out.append_records(with) {
-            return None;
-        }
-        if let Some(first) = after.first() {
-            let (owner_from, rdata_from) = (first.owner_start as usize, first.rdata_start as usize);
-            let owner_base = i64::try_from(out.owners.len()).ok()? - owner_from as i64;
-            let rdata_base = i64::try_from(out.rdata.len()).ok()? - rdata_from as i64;
-            if u32::try_from(out.owners.len() + self.owners.len() - owner_from).is_err()
-                || u32::try_from(out.rdata.len() + self.rdata.len() - rdata_from).is_err()
-            {
-                return None;
-            }
-            out.owners.extend_from_slice(&self.owners[owner_from..]);
-            out.rdata.extend_from_slice(&self.rdata[rdata_from..]);
-            for entry in after {
-                let mut location = entry.location;
-                location.line = u32::try_from(i64::from(location.line) + line_shift).ok()?;
-                out.entries.push(Entry {
-                    location,
-                    // Within u32: checked above.
-                    owner_start: (i64::from(entry.owner_start) + owner_base) as u32,
-                    rdata_start: (i64::from(entry.rdata_start) + rdata_base) as u32,
-                    ..*entry
-                });
-            }
-        }
-        Some(out)
-    }
-
-    fn owner_bytes(&self, entry: &Entry) -> &[u8] {
-        let start = entry.owner_start as usize;
-        &self.owners[start..start + usize::from(entry.owner_len)]
-    }
-}
-
-impl Sink for Records {
-    fn reserve(&mut self, records: usize) {
-        self.entries.reserve(records);
-    }
-
-    fn append(&mut self, records: &Records) -> bool {
-        self.append_records(records)
-    }
-
-    fn record(&mut self, record: RecordRef<'_>) -> Result<(), &'static str> {
+    fn push(&mut self, record: RecordRef<'_>) -> Result<(), &'static str> {
         const TOO_LARGE: &str = "zone too large: more than 4 GiB of names or RDATA";
         let owner = record.owner.as_bytes();
         let owner_start = match self.entries.last() {
@@ -335,27 +244,310 @@ impl Sink for Records {
     }
 }
 
-impl RecordList for Records {
-    fn len(&self) -> usize {
-        self.entries.len()
+/// A run of records of [`Records`]: `range` of a flat list's entries
+/// (shared with other lists), their lines moved by `line_shift`.
+#[derive(Clone, Debug)]
+struct Part {
+    flat: Arc<Flat>,
+    range: Range<usize>,
+    line_shift: i64,
+}
+
+/// The most parts a list made by [`Records::spliced`] has; past it, the
+/// splice copies the list into one flat list again.
+pub const MAX_PARTS: usize = 16;
+
+/// The records of a zone in flat arenas: no allocation per record.
+///
+/// A list read from a file is one flat list; one made by
+/// [`Records::spliced`] shares the runs of records it keeps with the list
+/// it was made from (at most [`MAX_PARTS`] runs), so a reload's splice
+/// copies the records of the change, not the zone.
+///
+/// Offsets are 32-bit, so a list holds at most 4 GiB of owner names and
+/// 4 GiB of RDATA; past that, [`Sink::record`] refuses records.
+#[derive(Debug, Default)]
+pub struct Records {
+    parts: Vec<Part>,
+    /// Each part's first index in the list.
+    starts: Vec<usize>,
+    len: usize,
+    /// The part the last record read was in: the next one read, in a
+    /// pass over the list, is in it too (no search).
+    hint: AtomicUsize,
+}
+
+impl Clone for Records {
+    fn clone(&self) -> Self {
+        Records {
+            parts: self.parts.clone(),
+            starts: self.starts.clone(),
+            len: self.len,
+            hint: AtomicUsize::new(0),
+        }
+    }
+}
+
+impl Records {
+    /// An empty list.
+    pub fn new() -> Self {
+        Records::default()
     }
 
-    fn record(&self, index: usize) -> RecordRef<'_> {
-        let entry = &self.entries[index];
-        let start = entry.rdata_start as usize;
-        RecordRef {
-            owner: Name::from_wire(self.owner_bytes(entry))
-                .expect("owners are valid names when stored"),
-            class: entry.class,
-            ttl: entry.ttl,
-            rtype: entry.rtype,
-            rdata: &self.rdata[start..start + usize::from(entry.rdata_len)],
-            location: entry.location,
+    /// The records in file order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = RecordRef<'_>> + '_ {
+        (0..self.len).map(|index| self.record(index))
+    }
+
+    /// The octets of RDATA held, over all records.
+    pub fn rdata_len(&self) -> usize {
+        self.parts
+            .iter()
+            .map(|part| {
+                let entries = &part.flat.entries[part.range.clone()];
+                match (entries.first(), entries.last()) {
+                    (Some(first), Some(last)) => {
+                        (last.rdata_start as usize + usize::from(last.rdata_len))
+                            - first.rdata_start as usize
+                    }
+                    _ => 0,
+                }
+            })
+            .sum()
+    }
+
+    /// How many runs of records shared with other lists this one is made
+    /// of (see [`Records::spliced`]).
+    pub fn parts(&self) -> usize {
+        self.parts.len()
+    }
+
+    /// The part holding `index`, and the index in its flat list.
+    fn locate(&self, index: usize) -> (&Part, usize) {
+        let hint = self.hint.load(Ordering::Relaxed);
+        if let (Some(part), Some(&start)) = (self.parts.get(hint), self.starts.get(hint)) {
+            if index >= start && index - start < part.range.len() {
+                return (part, part.range.start + (index - start));
+            }
+        }
+        let at = self.starts.partition_point(|&start| start <= index) - 1;
+        self.hint.store(at, Ordering::Relaxed);
+        let part = &self.parts[at];
+        (part, part.range.start + (index - self.starts[at]))
+    }
+
+    /// Serves the record at `index` with `ttl` (see
+    /// [`crate::ttl::settle_ttls`]); a flat list shared with another list
+    /// is copied first.
+    pub(crate) fn set_ttl(&mut self, index: usize, ttl: u32) {
+        if index >= self.len {
+            return;
+        }
+        let at = self.starts.partition_point(|&start| start <= index) - 1;
+        let offset = index - self.starts[at];
+        let part = &mut self.parts[at];
+        let position = part.range.start + offset;
+        if let Some(entry) = Arc::make_mut(&mut part.flat).entries.get_mut(position) {
+            entry.ttl = ttl;
         }
     }
 
+    /// The last part's flat list, if records can be added to it: its
+    /// records end the flat list, lines unmoved, and no other list shares
+    /// it; else a new part with a flat list of its own.
+    fn tail_flat(&mut self) -> &mut Flat {
+        let usable = self.parts.last_mut().is_some_and(|part| {
+            part.line_shift == 0
+                && part.range.end == part.flat.entries.len()
+                && Arc::get_mut(&mut part.flat).is_some()
+        });
+        if !usable {
+            self.starts.push(self.len);
+            self.parts.push(Part {
+                flat: Arc::new(Flat::default()),
+                range: 0..0,
+                line_shift: 0,
+            });
+        }
+        let part = self
+            .parts
+            .last_mut()
+            .expect("a part was pushed if there was none");
+        Arc::get_mut(&mut part.flat).expect("the last part's flat list is this list's alone")
+    }
+
+    /// Updates the last part's range and the length after records were
+    /// added to its flat list.
+    fn grown(&mut self) {
+        if let Some(part) = self.parts.last_mut() {
+            let added = part.flat.entries.len() - part.range.end;
+            part.range.end = part.flat.entries.len();
+            self.len += added;
+        }
+    }
+
+    /// Appends `other`'s records, if the offsets fit (see [`Records`]).
+    fn append_records(&mut self, other: &Records) -> bool {
+        for part in &other.parts {
+            let whole = part.range == (0..part.flat.entries.len()) && part.line_shift == 0;
+            let appended = if whole {
+                self.tail_flat().append_flat(&part.flat)
+            } else {
+                let flat = self.tail_flat();
+                other_records(part).all(|record| flat.push(record).is_ok())
+            };
+            self.grown();
+            if !appended {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// The list with the records `range` replaced by `with`'s (a reload's
+    /// changed part of a file, [`crate::scan_region`]), the lines of the
+    /// records after it moved by `line_shift` (lines that would leave the
+    /// `u32` range stay at its ends); `None` when `range` is not in the
+    /// list or the offsets do not fit. The records kept are shared with
+    /// this list, not copied: the new list is this one's parts before
+    /// `range`, a copy of `with`, and its parts after, unless that makes
+    /// more than [`MAX_PARTS`] parts, when all is copied into one flat list.
+    /// With the number of records copied. Bound: a copy of `with`, a pass
+    /// over the parts (and the copy of the list, every [`MAX_PARTS`] / 2
+    /// splices at least).
+    pub fn spliced(
+        &self,
+        range: std::ops::Range<usize>,
+        with: &Records,
+        line_shift: i64,
+    ) -> Option<(Records, usize)> {
+        if range.start > range.end || range.end > self.len {
+            return None;
+        }
+        let mut out = Records::new();
+        let mut copied = 0;
+        // The parts before `range`, cut at its start.
+        for (part, &start) in self.parts.iter().zip(&self.starts) {
+            if start >= range.start {
+                break;
+            }
+            let end = (part.range.start + (range.start - start)).min(part.range.end);
+            out.push_part(Part {
+                flat: Arc::clone(&part.flat),
+                range: part.range.start..end,
+                line_shift: part.line_shift,
+            });
+        }
+        // `with`, copied into a flat list of its own.
+        let mut flat = Flat::default();
+        for record in with.iter() {
+            flat.push(record).ok()?;
+        }
+        copied += flat.entries.len();
+        let len = flat.entries.len();
+        out.push_part(Part {
+            flat: Arc::new(flat),
+            range: 0..len,
+            line_shift: 0,
+        });
+        // The parts after, from its end, their lines moved.
+        for (part, &start) in self.parts.iter().zip(&self.starts) {
+            let end = start + part.range.len();
+            if end <= range.end {
+                continue;
+            }
+            let from = part.range.start + range.end.saturating_sub(start);
+            out.push_part(Part {
+                flat: Arc::clone(&part.flat),
+                range: from..part.range.end,
+                line_shift: part.line_shift.saturating_add(line_shift),
+            });
+        }
+        if out.parts.len() > MAX_PARTS {
+            let mut flat = Flat::default();
+            for record in out.iter() {
+                flat.push(record).ok()?;
+            }
+            copied += flat.entries.len();
+            let len = flat.entries.len();
+            out = Records::new();
+            out.push_part(Part {
+                flat: Arc::new(flat),
+                range: 0..len,
+                line_shift: 0,
+            });
+        }
+        Some((out, copied))
+    }
+
+    /// Appends a part (nothing if it is empty).
+    fn push_part(&mut self, part: Part) {
+        if part.range.is_empty() {
+            return;
+        }
+        self.starts.push(self.len);
+        self.len += part.range.len();
+        self.parts.push(part);
+    }
+}
+
+/// The records of `part`, their lines moved.
+fn other_records(part: &Part) -> impl Iterator<Item = RecordRef<'_>> + '_ {
+    part.range
+        .clone()
+        .map(move |position| part_record(part, position))
+}
+
+/// The record at `position` of `part`'s flat list, its line moved.
+fn part_record(part: &Part, position: usize) -> RecordRef<'_> {
+    let flat = &part.flat;
+    let entry = &flat.entries[position];
+    let start = entry.rdata_start as usize;
+    let mut location = entry.location;
+    if part.line_shift != 0 {
+        let line = (i64::from(location.line) + part.line_shift).clamp(0, i64::from(u32::MAX));
+        location.line = line as u32;
+    }
+    RecordRef {
+        owner: Name::from_wire(flat.owner_bytes(entry))
+            .expect("owners are valid names when stored"),
+        class: entry.class,
+        ttl: entry.ttl,
+        rtype: entry.rtype,
+        rdata: &flat.rdata[start..start + usize::from(entry.rdata_len)],
+        location,
+    }
+}
+
+impl Sink for Records {
+    fn reserve(&mut self, records: usize) {
+        self.tail_flat().entries.reserve(records);
+    }
+
+    fn append(&mut self, records: &Records) -> bool {
+        self.append_records(records)
+    }
+
+    fn record(&mut self, record: RecordRef<'_>) -> Result<(), &'static str> {
+        let pushed = self.tail_flat().push(record);
+        self.grown();
+        pushed
+    }
+}
+
+impl RecordList for Records {
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn record(&self, index: usize) -> RecordRef<'_> {
+        let (part, position) = self.locate(index);
+        part_record(part, position)
+    }
+
     fn rtype(&self, index: usize) -> RType {
-        self.entries[index].rtype
+        let (part, position) = self.locate(index);
+        part.flat.entries[position].rtype
     }
 }
 
@@ -406,7 +598,11 @@ mod tests {
                 .as_bytes()
                 .len()
         });
-        assert_eq!(compact.owners.len(), lengths.iter().sum::<usize>());
+        assert_eq!(compact.parts.len(), 1);
+        assert_eq!(
+            compact.parts[0].flat.owners.len(),
+            lengths.iter().sum::<usize>()
+        );
         assert_eq!(
             compact.rdata_len(),
             owned.iter().map(|r| r.rdata.len()).sum::<usize>()
@@ -450,5 +646,96 @@ mod tests {
                 "6:1: error: other.net.: record is out of zone example.",
             ]
         );
+    }
+
+    /// Splices one after another share the records kept and read as a
+    /// list copied whole would (lines moved, the replaced records gone),
+    /// past [`MAX_PARTS`] too; a TTL set in one list is not the other's.
+    #[test]
+    fn spliced_lists_share_what_they_keep() {
+        let origin = NameBuf::from_text(b"example.", None).unwrap();
+        let read = |text: &str| {
+            let mut records: Vec<Record> = Vec::new();
+            scan_bytes(
+                text.as_bytes(),
+                Path::new("z"),
+                origin.as_name(),
+                &Options::default(),
+                &mut NoInclude,
+                &mut records,
+            )
+            .unwrap();
+            records
+        };
+        let compact = |records: &[Record]| {
+            let mut list = Records::new();
+            for record in records {
+                Sink::record(&mut list, record.as_record_ref()).unwrap();
+            }
+            list
+        };
+        let mut text = String::from("@ SOA ns host 1 2 3 4 5\n");
+        for i in 0..200 {
+            text.push_str(&format!("h{i} A 192.0.2.{}\n", i % 250));
+        }
+        let mut expected = read(&text);
+        let mut list = compact(&expected);
+        let mut copied_whole = false;
+        for round in 0..3 * MAX_PARTS {
+            // Replace record `at` by two (one line more), or two by one.
+            let at = 1 + (round * 37) % 150;
+            let (count, with) = if round % 2 == 0 {
+                (
+                    1,
+                    vec![
+                        format!("x{round} A 192.0.2.1"),
+                        format!("y{round} A 192.0.2.2"),
+                    ],
+                )
+            } else {
+                (2, vec![format!("z{round} TXT r{round}")])
+            };
+            let line = expected[at].location.line;
+            let mut new: Vec<Record> = read(&with.join("\n"));
+            for (k, record) in new.iter_mut().enumerate() {
+                record.location.line = line + k as u32;
+            }
+            let shift = new.len() as i64 - count as i64;
+            let (next, copied) = list.spliced(at..at + count, &compact(&new), shift).unwrap();
+            assert!(next.parts() <= MAX_PARTS, "{round}");
+            if copied > new.len() {
+                copied_whole = true;
+                assert_eq!(next.parts(), 1, "{round}");
+            } else {
+                assert_eq!(copied, new.len(), "{round}");
+            }
+            let mut after: Vec<Record> = expected[at + count..].to_vec();
+            for record in &mut after {
+                record.location.line = (i64::from(record.location.line) + shift) as u32;
+            }
+            expected.truncate(at);
+            expected.extend(new);
+            expected.extend(after);
+            assert_eq!(next.iter().len(), expected.len(), "{round}");
+            for (index, record) in next.iter().enumerate() {
+                assert_eq!(record, expected[index].as_record_ref(), "{round} {index}");
+                assert_eq!(next.rtype(index), expected[index].rtype);
+            }
+            assert_eq!(
+                next.rdata_len(),
+                expected.iter().map(|r| r.rdata.len()).sum::<usize>()
+            );
+            // A TTL set in the new list leaves the old one as it was.
+            let mut changed = next.clone();
+            changed.set_ttl(0, 7);
+            assert_eq!(changed.record(0).ttl, 7);
+            assert_ne!(next.record(0).ttl, 7);
+            list = next;
+        }
+        assert!(copied_whole, "past MAX_PARTS the list is copied whole");
+        // Out of the list: none.
+        assert!(list
+            .spliced(0..list.len() + 1, &Records::new(), 0)
+            .is_none());
     }
 }

@@ -71,19 +71,108 @@ pub fn changed_region(old: &[u8], new: &[u8], max_len: usize) -> Option<ChangedR
     let shorter = old.len().min(new.len());
     let prefix = common_prefix(old, new);
     let suffix = common_suffix(&old[prefix..], &new[prefix..]).min(shorter - prefix);
+    let text = OldText {
+        prefix,
+        middle: &old[prefix..old.len() - suffix],
+        suffix,
+    };
+    changed_region_of(&text, new, max_len)
+}
+
+/// The old version of a file told by how it differs from the new one: the
+/// new file's first `prefix` octets, then `middle`, then the new file's
+/// last `suffix` octets. What a reload needs of the text it read before
+/// when it compared the two without holding the old one whole.
+#[derive(Clone, Copy, Debug)]
+pub struct OldText<'a> {
+    /// The octets both files start with (not necessarily all of them).
+    pub prefix: usize,
+    /// The old file's octets between.
+    pub middle: &'a [u8],
+    /// The octets both files end with (not necessarily all of them).
+    pub suffix: usize,
+}
+
+impl OldText<'_> {
+    /// The old file's length.
+    pub fn len(&self) -> usize {
+        self.prefix + self.middle.len() + self.suffix
+    }
+
+    /// Whether the old file was empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether the two parts told alike fit in `new`.
+    fn fits(&self, new: &[u8]) -> bool {
+        self.prefix
+            .checked_add(self.suffix)
+            .is_some_and(|both| both <= new.len())
+    }
+
+    /// The old file's octet at `at` (`new`: the new file).
+    fn get(&self, new: &[u8], at: usize) -> Option<u8> {
+        if at < self.prefix {
+            return new.get(at).copied();
+        }
+        if let Some(&byte) = self.middle.get(at - self.prefix) {
+            return Some(byte);
+        }
+        let from_end = self.len().checked_sub(at).filter(|&n| n > 0)?;
+        new.len()
+            .checked_sub(from_end)
+            .and_then(|at| new.get(at).copied())
+    }
+
+    /// [`owner_line`] in the old file.
+    fn owner_line(&self, new: &[u8], at: usize) -> bool {
+        (at == 0 || self.get(new, at - 1) == Some(b'\n'))
+            && self
+                .get(new, at)
+                .is_some_and(|byte| !matches!(byte, b' ' | b'\t' | b'\r' | b'\n' | b';'))
+    }
+
+    /// The old file's octets in `region` (of [`changed_region_of`] with
+    /// this text and `new`): the new file's before the middle, the middle,
+    /// the new file's after. Bound: the region's length.
+    pub fn region_bytes(&self, new: &[u8], region: &ChangedRegion) -> Option<Vec<u8>> {
+        if !self.fits(new)
+            || region.start > self.prefix
+            || region.old_end < self.len() - self.suffix
+        {
+            return None;
+        }
+        let after = region.old_end - (self.len() - self.suffix);
+        let from = new.len() - self.suffix;
+        let mut out = Vec::with_capacity(region.old_end - region.start);
+        out.extend_from_slice(&new[region.start..self.prefix]);
+        out.extend_from_slice(self.middle);
+        out.extend_from_slice(new.get(from..from.checked_add(after)?)?);
+        Some(out)
+    }
+}
+
+/// [`changed_region`] of the old file `old` (told by its differences from
+/// `new`) and `new`. Bound: as [`changed_region`] without the comparison.
+pub fn changed_region_of(old: &OldText<'_>, new: &[u8], max_len: usize) -> Option<ChangedRegion> {
+    if !old.fits(new) {
+        return None;
+    }
+    let (prefix, suffix) = (old.prefix, old.suffix);
     let (old_end, new_end) = (old.len() - suffix, new.len() - suffix);
     // Back to the start of a line that begins with an owner name in both
     // (before `prefix` the two are the same).
-    let mut start = memrchr(b'\n', &old[..prefix]).map_or(0, |at| at + 1);
-    while start > 0 && !(owner_line(old, start) && owner_line(new, start)) {
-        start = memrchr(b'\n', &old[..start - 1]).map_or(0, |at| at + 1);
+    let mut start = memrchr(b'\n', &new[..prefix]).map_or(0, |at| at + 1);
+    while start > 0 && !(old.owner_line(new, start) && owner_line(new, start)) {
+        start = memrchr(b'\n', &new[..start - 1]).map_or(0, |at| at + 1);
     }
     // On to the start of such a line in both, or the end of both (after
     // the two ends the files are the same, at the same distances).
     let mut shift = 0;
     loop {
         let (o, n) = (old_end + shift, new_end + shift);
-        if n == new.len() || (owner_line(old, o) && owner_line(new, n)) {
+        if n == new.len() || (old.owner_line(new, o) && owner_line(new, n)) {
             break;
         }
         shift += memchr(b'\n', &new[n..]).map_or(new.len() - n, |at| at + 1);
@@ -93,10 +182,23 @@ pub fn changed_region(old: &[u8], new: &[u8], max_len: usize) -> Option<ChangedR
         old_end: old_end + shift,
         new_end: new_end + shift,
     };
-    let fits = |data: &[u8], end: usize| {
-        end - start <= max_len && tail_start(data).is_some_and(|tail| tail <= start)
-    };
-    (fits(old, region.old_end) && fits(new, region.new_end)).then_some(region)
+    // The new file's tail holds the region; the old one's too when the
+    // old region has no special octet (the rest of the old file is the
+    // new one's, at the same distance from the region).
+    let new_fits =
+        region.new_end - start <= max_len && tail_start(new).is_some_and(|tail| tail <= start);
+    if !new_fits || region.old_end - start > max_len {
+        return None;
+    }
+    let old_region = old.region_bytes(new, &region)?;
+    (!has_special(&old_region)).then_some(region)
+}
+
+/// Whether `data` holds an octet that may carry a reading's state across
+/// lines ([`tail_start`]'s).
+fn has_special(data: &[u8]) -> bool {
+    memchr::memchr3(b'(', b')', b'"', data).is_some()
+        || memchr::memchr2(b'\\', b'$', data).is_some()
 }
 
 /// How many octets `a` and `b` start with alike.
@@ -165,7 +267,67 @@ pub fn scan_region(
     if range.start < tail || range.end > data.len() || !starts_well || !ends_well {
         return None;
     }
-    if tail > MAX_HEAD_LEN {
+    scan_after(
+        &data[..range.start],
+        tail,
+        &data[range],
+        file_name,
+        origin,
+        options,
+        sink,
+    )
+}
+
+/// [`scan_region`] of the old file's region `region` (of
+/// [`changed_region_of`] with `new`), `bytes` its octets
+/// ([`OldText::region_bytes`]): the part before it is the new file's.
+pub fn scan_old_region(
+    new: &[u8],
+    region: &ChangedRegion,
+    bytes: &[u8],
+    file_name: &Path,
+    origin: Name<'_>,
+    options: &Options,
+    sink: &mut dyn Sink,
+) -> Option<u32> {
+    let tail = tail_start(new)?;
+    // Where the region was found: in the tail, at a line that begins with
+    // an owner (the end is where such a line or the file's end follows,
+    // as `changed_region_of` widened it), no special octet in it.
+    let starts_well = bytes.is_empty()
+        || ((region.start == 0 || new.get(region.start - 1) == Some(&b'\n'))
+            && !matches!(bytes[0], b' ' | b'\t' | b'\r' | b'\n' | b';'));
+    if region.start < tail
+        || region.start > new.len()
+        || region.old_end.checked_sub(region.start) != Some(bytes.len())
+        || !starts_well
+        || has_special(bytes)
+    {
+        return None;
+    }
+    scan_after(
+        &new[..region.start],
+        tail,
+        bytes,
+        file_name,
+        origin,
+        options,
+        sink,
+    )
+}
+
+/// Reads `region`, the text after `before` in a file whose tail starts at
+/// `tail` (in `before`), with the state a whole reading has there.
+fn scan_after(
+    before: &[u8],
+    tail: usize,
+    region: &[u8],
+    file_name: &Path,
+    origin: Name<'_>,
+    options: &Options,
+    sink: &mut dyn Sink,
+) -> Option<u32> {
+    if tail > MAX_HEAD_LEN || tail > before.len() {
         return None;
     }
     let mut context = FileContext {
@@ -184,18 +346,18 @@ pub fn scan_region(
     let mut head = Scanner::new(options, &mut includer, &mut nothing);
     head.add_file(file_name.to_path_buf());
     head.include_stack.push(context.identity.clone());
-    head.scan_entries(&data[..tail], 1, &mut context);
+    head.scan_entries(&before[..tail], 1, &mut context);
     if !head.errors.is_empty() {
         return None;
     }
-    let newlines = memchr::memchr_iter(b'\n', &data[..range.start]).count();
+    let newlines = memchr::memchr_iter(b'\n', before).count();
     let first_line = u32::try_from(newlines).ok()?.checked_add(1)?;
     context.last_owner = None;
     let mut includer = NoInclude;
     let mut scanner = Scanner::new(options, &mut includer, sink);
     scanner.add_file(file_name.to_path_buf());
     scanner.include_stack.push(context.identity.clone());
-    scanner.scan_entries(&data[range], first_line, &mut context);
+    scanner.scan_entries(region, first_line, &mut context);
     scanner.errors.is_empty().then_some(first_line)
 }
 
@@ -287,6 +449,36 @@ mod tests {
             let region_at =
                 changed_region(old_b, new_b, 1 << 16).unwrap_or_else(|| panic!("{what}"));
             let old_part = region(old_b, region_at.in_old()).unwrap_or_else(|| panic!("{what}"));
+            // Told by its differences from the new file, the old one has
+            // the same region, read alike.
+            let prefix = common_prefix(old_b, new_b);
+            let shorter = old_b.len().min(new_b.len());
+            let suffix = common_suffix(&old_b[prefix..], &new_b[prefix..]).min(shorter - prefix);
+            let told = OldText {
+                prefix,
+                middle: &old_b[prefix..old_b.len() - suffix],
+                suffix,
+            };
+            assert_eq!(told.len(), old_b.len(), "{what}");
+            assert_eq!(
+                changed_region_of(&told, new_b, 1 << 16),
+                Some(region_at),
+                "{what}"
+            );
+            let bytes = told.region_bytes(new_b, &region_at).unwrap();
+            assert_eq!(bytes, &old_b[region_at.in_old()], "{what}");
+            let origin = NameBuf::from_text(b"example.", None).unwrap();
+            let mut told_part: Vec<Record> = Vec::new();
+            scan_old_region(
+                new_b,
+                &region_at,
+                &bytes,
+                Path::new("z"),
+                origin.as_name(),
+                &Options::default(),
+                &mut told_part,
+            )
+            .unwrap_or_else(|| panic!("{what}"));
             let new_part = region(new_b, region_at.in_new()).unwrap_or_else(|| panic!("{what}"));
             let old_all = whole(old_b);
             let at = old_all
@@ -305,6 +497,7 @@ mod tests {
                         .unwrap_or(old_all.len())
                 });
             assert_eq!(old_all[at..at + old_part.len()], old_part[..], "{what}");
+            assert_eq!(told_part, old_part, "{what}");
             let shift = new_b[region_at.in_new()]
                 .iter()
                 .filter(|&&b| b == b'\n')
@@ -332,6 +525,17 @@ mod tests {
                 None,
                 "{what}"
             );
+            // The old file's special octet in the middle, too.
+            let (o, n) = (new.as_bytes(), old.as_bytes());
+            let prefix = common_prefix(o, n);
+            let suffix =
+                common_suffix(&o[prefix..], &n[prefix..]).min(o.len().min(n.len()) - prefix);
+            let told = OldText {
+                prefix,
+                middle: &o[prefix..o.len() - suffix],
+                suffix,
+            };
+            assert_eq!(changed_region_of(&told, n, 1 << 16), None, "{what} removed");
         }
         // Past the bound.
         let far = old

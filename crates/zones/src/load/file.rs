@@ -75,8 +75,11 @@ pub(super) fn load_zone_with(
         .and_then(|previous| previous.edit_base.as_ref())
         .filter(|base| base.uniform);
     let changed_read = previous_base.and_then(|base| {
-        let old = base.text.as_ref()?.read()?;
-        phases.lap("previous text read");
+        let old = base
+            .text
+            .as_ref()?
+            .differences(&data, super::region::MAX_REGION_LEN)?;
+        phases.lap("previous text compared");
         super::region::read_changed(
             origin.as_name(),
             path,
@@ -86,9 +89,13 @@ pub(super) fn load_zone_with(
             &base.unsigned,
         )
     });
+    let held;
+    let copied;
     let (mut records, files, parsed, known) = match changed_read {
         Some(read) => {
             let parsed = read.parsed;
+            held = read.held;
+            copied = read.copied;
             (read.records, vec![path.to_path_buf()], parsed, read.diff)
         }
         None => {
@@ -111,6 +118,8 @@ pub(super) fn load_zone_with(
                 )
             })?;
             let parsed = records.len();
+            held = 0;
+            copied = parsed;
             (records, files, parsed, None)
         }
     };
@@ -122,6 +131,7 @@ pub(super) fn load_zone_with(
             signer.state_directory,
             origin.as_name(),
             data,
+            (held, copied),
         )),
         None => {
             drop(data);

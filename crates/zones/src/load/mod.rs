@@ -152,6 +152,21 @@ struct EditBase {
 }
 
 impl SignedVersion {
+    /// The most octets of the previous load's text (its kept copy) that
+    /// the load of this version held in memory at once: `None` for a
+    /// version that keeps no copy, 0 when the file was read whole.
+    pub fn text_held(&self) -> Option<usize> {
+        Some(self.edit_base.as_ref()?.text.as_ref()?.held)
+    }
+
+    /// The records of the file the load of this version copied into its
+    /// list: all it read when it read the file whole; a reload that read
+    /// only the change shares the previous load's others. `None` for a
+    /// version that keeps no copy of its text.
+    pub fn records_copied(&self) -> Option<usize> {
+        Some(self.edit_base.as_ref()?.text.as_ref()?.copied)
+    }
+
     /// The signed records, in the signer's order (canonical order of
     /// owners), read back from disk: for the next signing's time only.
     pub fn records(&self) -> std::io::Result<Records> {

@@ -11,17 +11,22 @@
 //! is not the one its version's records were read from (an older write
 //! finishing late, another load's) is never used.
 //!
-//! At the next reload the new file is compared with the copy
-//! ([`tern_zone::changed_region`]); the region where they differ, widened
-//! to whole entries read with exactly a whole reading's state, is read
-//! alone in both ([`tern_zone::scan_region`]). The old region's records
-//! must be the previous load's records at the same lines (checked, record
-//! for record); the new file's records are then the previous load's with
-//! those replaced by the new region's, the lines after moved
-//! ([`tern_zone::Records::spliced`]), and what differs is the two small
-//! lists' [`crate::edited::diff`]: the existing edit path
-//! ([`crate::edited`], `load::changed`) signs and checks from there as it
-//! would after a whole reading.
+//! At the next reload the new file is compared with the copy from each
+//! end through one buffer of [`COMPARE_CHUNK`] octets
+//! ([`TextCopy::differences`]): only the part of the copy between the
+//! octets both start and end with is read into memory, at most
+//! [`MAX_REGION_LEN`] octets; the copy is never held whole. The region
+//! where they differ, widened to whole entries read with exactly a whole
+//! reading's state ([`tern_zone::changed_region_of`]), is read alone in
+//! both ([`tern_zone::scan_region`], [`tern_zone::scan_old_region`]). The
+//! old region's records must be the previous load's records at the same
+//! lines (checked, record for record); the new file's records are then
+//! the previous load's with those replaced by the new region's, the lines
+//! after moved ([`tern_zone::Records::spliced`]: the records kept are
+//! shared with the previous load's list, only the new region's copied),
+//! and what differs is the two small lists' [`crate::edited::diff`]: the
+//! existing edit path ([`crate::edited`], `load::changed`) signs and
+//! checks from there as it would after a whole reading.
 //!
 //! The whole file is read instead when there is no usable copy, the
 //! previous load's records are not as the file wrote them (TTLs settled),
@@ -29,10 +34,13 @@
 //! quote after it), or longer than [`MAX_REGION_LEN`] octets, or has an
 //! error, or the old region's records are not the previous load's.
 //!
-//! Bound: the file and the copy read, compared from each end, the region
-//! read, a copy of the previous load's record list.
+//! Bound: the file read, the copy read through one small buffer and
+//! compared with it from each end, the region read, its records copied
+//! (the previous load's shared, but every [`tern_zone::MAX_PARTS`] / 2
+//! reloads or so, when the list is copied whole again).
 
-use std::io::{Read, Write};
+use std::io::Write;
+use std::os::unix::fs::FileExt;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -56,6 +64,12 @@ const TOKEN_LEN: usize = 16;
 /// The copy of the text a version was read from, being written or
 /// written: its token, and the thread writing it.
 pub(super) struct TextCopy {
+    /// The most octets of the previous load's copy the load that made
+    /// this one held in memory at once (0: it did not read it).
+    pub(super) held: usize,
+    /// The records that load copied from a list into its own (all it
+    /// read, when it read the file whole).
+    pub(super) copied: usize,
     path: PathBuf,
     token: [u8; TOKEN_LEN],
     writer: Mutex<Option<JoinHandle<()>>>,
@@ -98,7 +112,12 @@ const WRITE_AT_ONCE: usize = 1 << 20;
 /// Keeps `data`, the text the zone `origin` was just read from, as its
 /// copy: a large one written on a thread of its own (the caller goes on;
 /// the next reload, or the copy's drop, waits for it).
-pub(super) fn keep_text(state_directory: &Path, origin: Name<'_>, data: Vec<u8>) -> TextCopy {
+pub(super) fn keep_text(
+    state_directory: &Path,
+    origin: Name<'_>,
+    data: Vec<u8>,
+    (held, copied): (usize, usize),
+) -> TextCopy {
     let path = text_path(state_directory, origin);
     let token = new_token();
     let (to, name) = (path.clone(), origin.to_string());
@@ -115,6 +134,8 @@ pub(super) fn keep_text(state_directory: &Path, origin: Name<'_>, data: Vec<u8>)
     if small {
         write();
         return TextCopy {
+            held,
+            copied,
             path,
             token,
             writer: Mutex::new(None),
@@ -131,6 +152,8 @@ pub(super) fn keep_text(state_directory: &Path, origin: Name<'_>, data: Vec<u8>)
         }
     };
     TextCopy {
+        held,
+        copied,
         path,
         token,
         writer: Mutex::new(writer),
@@ -172,11 +195,16 @@ impl TextCopy {
         }
     }
 
-    /// The text kept, once written, if it is this copy's; `None` (logged)
-    /// when it is not there, or another's.
-    pub(super) fn read(&self) -> Option<Vec<u8>> {
+    /// The text kept (once written, if it is this copy's) told by how it
+    /// differs from `new`: compared from each end through one buffer of
+    /// [`COMPARE_CHUNK`] octets, only the part between read whole, if it
+    /// is at most `max_len` octets; `None` (logged) when the copy is not
+    /// there, is another's, or differs over more than `max_len` octets.
+    /// Bound: reads of the copy as long as it is, into that buffer, and
+    /// of the middle.
+    pub(super) fn differences(&self, new: &[u8], max_len: usize) -> Option<Differences> {
         self.wait();
-        let mut file = std::fs::File::open(&self.path)
+        let file = std::fs::File::open(&self.path)
             .inspect_err(|err| {
                 log::debug!(
                     "{}: the file's copy is not read: {err}",
@@ -185,19 +213,115 @@ impl TextCopy {
             })
             .ok()?;
         let mut token = [0; TOKEN_LEN];
-        file.read_exact(&mut token).ok()?;
+        file.read_exact_at(&mut token, 0).ok()?;
         if token != self.token {
             log::debug!("{}: a copy other than the version's", self.path.display());
             return None;
         }
-        let mut data = Vec::with_capacity(
-            file.metadata()
-                .map_or(0, |meta| meta.len() as usize)
-                .saturating_sub(TOKEN_LEN),
-        );
-        file.read_to_end(&mut data).ok()?;
-        Some(data)
+        let len = usize::try_from(file.metadata().ok()?.len())
+            .ok()?
+            .checked_sub(TOKEN_LEN)?;
+        let at = |offset: usize| offset as u64 + TOKEN_LEN as u64;
+        let shorter = len.min(new.len());
+        let mut chunk = vec![0; COMPARE_CHUNK.min(shorter)];
+        // The octets both start with.
+        let mut prefix = 0;
+        while prefix < shorter {
+            let n = chunk.len().min(shorter - prefix);
+            file.read_exact_at(&mut chunk[..n], at(prefix)).ok()?;
+            let same = common_prefix(&chunk[..n], &new[prefix..prefix + n]);
+            prefix += same;
+            if same < n {
+                break;
+            }
+        }
+        // The octets both end with, after those.
+        let mut suffix = 0;
+        while suffix < shorter - prefix {
+            let n = chunk.len().min(shorter - prefix - suffix);
+            let (old_at, new_at) = (len - suffix - n, new.len() - suffix - n);
+            file.read_exact_at(&mut chunk[..n], at(old_at)).ok()?;
+            let same = common_suffix(&chunk[..n], &new[new_at..new_at + n]);
+            suffix += same;
+            if same < n {
+                break;
+            }
+        }
+        let middle_len = len - prefix - suffix;
+        if middle_len > max_len {
+            log::debug!(
+                "{}: {middle_len} octets differ from the file; read whole",
+                self.path.display()
+            );
+            return None;
+        }
+        let mut middle = vec![0; middle_len];
+        file.read_exact_at(&mut middle, at(prefix)).ok()?;
+        Some(Differences {
+            prefix,
+            suffix,
+            held: chunk.len() + middle.len(),
+            middle,
+        })
     }
+}
+
+/// The octets of the copy read at once when it is compared with the new
+/// file ([`TextCopy::differences`]).
+pub(super) const COMPARE_CHUNK: usize = 1 << 16;
+
+/// The text a copy kept, told by how it differs from the new file
+/// ([`tern_zone::OldText`]).
+pub(super) struct Differences {
+    prefix: usize,
+    middle: Vec<u8>,
+    suffix: usize,
+    /// The most octets of the copy held in memory at once.
+    pub(super) held: usize,
+}
+
+impl Differences {
+    fn text(&self) -> tern_zone::OldText<'_> {
+        tern_zone::OldText {
+            prefix: self.prefix,
+            middle: &self.middle,
+            suffix: self.suffix,
+        }
+    }
+}
+
+/// How many octets `a` and `b` start with alike.
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    const BLOCK: usize = 4096;
+    let shorter = a.len().min(b.len());
+    let mut at = 0;
+    while at + BLOCK <= shorter && a[at..at + BLOCK] == b[at..at + BLOCK] {
+        at += BLOCK;
+    }
+    at + a[at..shorter]
+        .iter()
+        .zip(&b[at..shorter])
+        .take_while(|(x, y)| x == y)
+        .count()
+}
+
+/// How many octets `a` and `b` end with alike.
+fn common_suffix(a: &[u8], b: &[u8]) -> usize {
+    const BLOCK: usize = 4096;
+    let shorter = a.len().min(b.len());
+    let (a_len, b_len) = (a.len(), b.len());
+    let mut at = 0;
+    while at + BLOCK <= shorter
+        && a[a_len - at - BLOCK..a_len - at] == b[b_len - at - BLOCK..b_len - at]
+    {
+        at += BLOCK;
+    }
+    at + a[..a_len - at]
+        .iter()
+        .rev()
+        .zip(b[..b_len - at].iter().rev())
+        .take_while(|(x, y)| x == y)
+        .count()
 }
 
 /// A copy dropped (its version replaced, on the zones' owner's thread, or
@@ -220,6 +344,11 @@ pub(super) struct ReadChanged {
     pub(super) diff: Option<Diff>,
     /// The records read from text: both regions'.
     pub(super) parsed: usize,
+    /// The most octets of the previous text held in memory at once.
+    pub(super) held: usize,
+    /// The records copied into the new list (the others are shared with
+    /// the previous load's, [`Records::spliced`]).
+    pub(super) copied: usize,
 }
 
 /// The records of `new` (the file's text now) when `old` is the text the
@@ -230,22 +359,29 @@ pub(super) fn read_changed(
     origin: Name<'_>,
     path: &Path,
     options: &tern_zone::Options,
-    old: &[u8],
+    old: &Differences,
     new: &[u8],
     previous: &Records,
 ) -> Option<ReadChanged> {
-    let region = tern_zone::changed_region(old, new, MAX_REGION_LEN)?;
-    let read = |data: &[u8], range| {
-        let mut records = Records::new();
-        let line = tern_zone::scan_region(data, range, path, origin, options, &mut records)?;
-        Some((records, line))
-    };
-    let (old_part, first_line) = read(old, region.in_old())?;
-    let (new_part, _) = read(new, region.in_new())?;
+    let old_text = old.text();
+    let region = tern_zone::changed_region_of(&old_text, new, MAX_REGION_LEN)?;
+    let old_bytes = old_text.region_bytes(new, &region)?;
+    let mut old_part = Records::new();
+    let first_line = tern_zone::scan_old_region(
+        new,
+        &region,
+        &old_bytes,
+        path,
+        origin,
+        options,
+        &mut old_part,
+    )?;
+    let mut new_part = Records::new();
+    tern_zone::scan_region(new, region.in_new(), path, origin, options, &mut new_part)?;
     // The old region's records are the previous load's at its lines.
     // Regions are at most MAX_REGION_LEN octets.
     let lines = |data: &[u8]| data.iter().filter(|&&byte| byte == b'\n').count() as i64;
-    let old_lines = lines(&old[region.in_old()]);
+    let old_lines = lines(&old_bytes);
     let start = partition_point(previous, |record| record.location.line < first_line);
     let end = start + old_part.len();
     let same = end <= previous.len()
@@ -260,7 +396,7 @@ pub(super) fn read_changed(
         return None;
     }
     let shift = lines(&new[region.in_new()]) - old_lines;
-    let records = previous.spliced(start..end, &new_part, shift)?;
+    let (records, copied) = previous.spliced(start..end, &new_part, shift)?;
     let diff = crate::edited::diff(&old_part, &new_part).map(|diff| Diff {
         old: diff.old.iter().map(|at| at + start).collect(),
         new: diff.new.iter().map(|at| at + start).collect(),
@@ -275,6 +411,8 @@ pub(super) fn read_changed(
         records,
         diff,
         parsed: old_part.len() + new_part.len(),
+        held: old.held,
+        copied,
     })
 }
 

@@ -974,6 +974,8 @@ fn a_start_signs_from_the_saved_signed_records() {
 #[test]
 fn a_signed_reload_reads_the_change_not_the_file() {
     let mut parsed = Vec::new();
+    let mut held = Vec::new();
+    let mut copied = Vec::new();
     for names in [5_000, 50_000] {
         let (dir, zone_file) = hosts_dir("tern-zones-region", names);
         let text = |address: &str, added: bool| {
@@ -1010,6 +1012,8 @@ fn a_signed_reload_reads_the_change_not_the_file() {
             assert_eq!(patched.serial(), 2 + round as u32);
             assert!(patched.garbage_bytes() > 0, "patched, not built whole");
             parsed.push((round, signed.cost().parsed));
+            held.push((round, signed.text_held()));
+            copied.push((round, signed.records_copied()));
             previous = SignedServedZone(Arc::clone(patched), Arc::clone(signed));
         }
         let _ = std::fs::remove_dir_all(&dir);
@@ -1020,6 +1024,27 @@ fn a_signed_reload_reads_the_change_not_the_file() {
         "as many records read at both sizes"
     );
     assert!(parsed.iter().all(|&(_, parsed)| parsed <= 4), "{parsed:?}");
+    // The previous text is compared through one buffer, its differing
+    // part alone read whole: as many octets held at both sizes (the whole
+    // copy, 5,000 or 50,000 names' worth, before).
+    assert_eq!(held[..3], held[3..], "as many octets held at both sizes");
+    assert!(
+        held.iter()
+            .all(|&(_, held)| held.is_some_and(|held| held > 0 && held <= 2 * 65_536)),
+        "{held:?}"
+    ); // The previous load's records are shared, not copied: the new
+       // region's alone are (the whole list, 5,003 or 50,003 records, before).
+    assert_eq!(
+        copied[..3],
+        copied[3..],
+        "as many records copied at both sizes"
+    );
+    assert!(
+        copied
+            .iter()
+            .all(|&(_, copied)| copied.is_some_and(|copied| copied <= 2)),
+        "{copied:?}"
+    );
 }
 
 /// Edits of a signed zone's file, one after another: each reload's
