@@ -474,7 +474,7 @@ fn answer_query(
         limit,
         nsid,
     };
-    if received == Received::Malformed {
+    if matches!(received, Received::Malformed) {
         return reply.write(Rcode::FORMERR, true, &[], out);
     }
     let Some(question) = question.as_ref() else {

@@ -242,10 +242,12 @@ impl<'b> MessageBuilder<'b> {
         let start = self.len;
         self.write(question.bytes)?;
         self.counts[0] += 1;
-        // The name at the start of the bytes (as the parser makes them):
-        // one comparison, not a parse.
+        // The name at the start of the bytes (as the parser makes them, the
+        // name a slice of the bytes: the same address, no octets compared),
+        // else compared: not a parse.
         if question.name.len() + 4 == question.bytes.len()
-            && question.bytes.starts_with(question.name.as_bytes())
+            && (core::ptr::eq(question.name.as_bytes().as_ptr(), question.bytes.as_ptr())
+                || question.bytes.starts_with(question.name.as_bytes()))
         {
             self.register(start);
         }

@@ -77,11 +77,14 @@ impl Answering<'_> {
         // A query to forward names no zone of ours, and the answer cache
         // holds only our zones' answers (respond refuses other names, and
         // refusals are not cached): it would miss. Decide forwarding first
-        // (one `catalog.find`) and skip its probe and hash.
-        if let Some(answer) =
-            self.forwardable(request, forwarder, bytes, peer, request.limit, now, out)
-        {
-            return answer;
+        // (one `catalog.find`) and skip its probe and hash. Without a
+        // forwarder (a server of zones only), not even the call.
+        if forwarder.is_some() {
+            if let Some(answer) =
+                self.forwardable(request, forwarder, bytes, peer, request.limit, now, out)
+            {
+                return answer;
+            }
         }
         // One hash of the key for the probe and, on a miss, the insert.
         let hash = cache.key_hash(&request.key);
