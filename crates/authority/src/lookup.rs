@@ -63,66 +63,78 @@ enum Step {
 /// return by value copied once more per query.
 pub(crate) fn resolve(zone: &Zone, qname: Name<'_>, qtype: RType, answer: &mut Answer) {
     debug_assert!(!qname.as_bytes().iter().any(u8::is_ascii_uppercase));
-    let dnssec = answer.dnssec;
-    // The name of each step: the query name (lowercased by the caller),
-    // then each CNAME or DNAME target, lowercased here.
-    let mut followed: Option<LowerNameBuf> = None;
-    let mut owner = Owner::Qname;
+    // The query name's step here; a chain (a CNAME or DNAME target, each
+    // lowercased into a buffer of its own) in `follow_chain`, so that the
+    // answers without one (most) set up no buffer.
     let mut steps = 0;
-    let mut first = true;
-    // Bound: every Follow consumes one of CNAME_CHAIN_MAX steps (checked in
-    // `follow_cname` and `follow_dname`), so the loop runs at most
-    // CNAME_CHAIN_MAX + 1 times.
+    let step = solve(zone, answer, qname, Owner::Qname, qtype, &mut steps);
+    if matches!(step, Step::Delegation(_)) {
+        answer.authoritative = false;
+    }
+    if let Some(next) = conclude(zone, answer, qname, step) {
+        follow_chain(zone, qtype, answer, next, steps);
+    }
+}
+
+/// The steps after the first, from the target `next` names: one per
+/// CNAME or DNAME followed. Bound: every Follow consumes one of
+/// CNAME_CHAIN_MAX steps (checked in `follow_cname` and `follow_dname`),
+/// so the loop runs at most CNAME_CHAIN_MAX times.
+#[inline(never)]
+fn follow_chain(zone: &Zone, qtype: RType, answer: &mut Answer, next: Owner, mut steps: usize) {
+    let mut owner = next;
     loop {
-        let sname = followed.as_ref().map_or(qname, LowerNameBuf::as_name);
+        let name = match owner {
+            Owner::Rdata(at) => rdata_name(zone, at),
+            Owner::Synth(index) => answer.synth(index),
+            // Follow steps only produce RDATA or synthesized names.
+            Owner::Qname | Owner::Node(_) => return,
+        };
+        let followed: LowerNameBuf = name.to_lower();
+        let sname = followed.as_name();
         let step = solve(zone, answer, sname, owner, qtype, &mut steps);
-        if first && matches!(step, Step::Delegation(_)) {
-            answer.authoritative = false;
-        }
-        first = false;
-        match step {
-            Step::Follow(next) => {
-                let name = match next {
-                    Owner::Rdata(at) => rdata_name(zone, at),
-                    Owner::Synth(index) => answer.synth(index),
-                    // Follow steps only produce RDATA or synthesized names.
-                    Owner::Qname | Owner::Node(_) => break,
-                };
-                followed = Some(name.to_lower());
-                owner = next;
-            }
-            Step::Hit => break,
-            Step::NoData { node, wildcard } => {
-                answer.authority = Authority::Soa;
-                answer.place_soa();
-                if dnssec {
-                    proof::no_data(zone, answer, sname, node, wildcard);
-                }
-                break;
-            }
-            Step::NxDomain { encloser } => {
-                answer.rcode = Rcode::NXDOMAIN;
-                answer.authority = Authority::Soa;
-                if dnssec {
-                    proof::nx_domain(zone, answer, sname, encloser);
-                }
-                break;
-            }
-            Step::Delegation(cut) => {
-                if let Some(set) = zone.rrset_index(cut, RType::NS) {
-                    answer.authority = Authority::Delegation { cut, set };
-                    if dnssec {
-                        proof::referral(zone, answer, cut);
-                    }
-                }
-                break;
-            }
-            Step::YxDomain => {
-                answer.rcode = YXDOMAIN;
-                break;
-            }
+        match conclude(zone, answer, sname, step) {
+            Some(next) => owner = next,
+            None => return,
         }
     }
+}
+
+/// Ends the plan for a step that ends it (the authority section, the
+/// rcode, with DO=1 the proofs), or gives the owner to follow next.
+#[inline(always)]
+fn conclude(zone: &Zone, answer: &mut Answer, sname: Name<'_>, step: Step) -> Option<Owner> {
+    let dnssec = answer.dnssec;
+    match step {
+        Step::Follow(next) => return Some(next),
+        Step::Hit => {}
+        Step::NoData { node, wildcard } => {
+            answer.authority = Authority::Soa;
+            answer.place_soa();
+            if dnssec {
+                proof::no_data(zone, answer, sname, node, wildcard);
+            }
+        }
+        Step::NxDomain { encloser } => {
+            answer.rcode = Rcode::NXDOMAIN;
+            answer.authority = Authority::Soa;
+            if dnssec {
+                proof::nx_domain(zone, answer, sname, encloser);
+            }
+        }
+        Step::Delegation(cut) => {
+            if let Some(set) = zone.rrset_index(cut, RType::NS) {
+                answer.authority = Authority::Delegation { cut, set };
+                if dnssec {
+                    proof::referral(zone, answer, cut);
+                }
+            }
+        }
+        Step::YxDomain => {
+            answer.rcode = YXDOMAIN;
+        }
+    }
+    None
 }
 
 /// The zone's apex node: the origin is node 0 (`crate::zone`).
