@@ -23,7 +23,7 @@
 //!   [`CNAME_CHAIN_MAX`] CNAME or DNAME steps, or when a CNAME RRset
 //!   repeats (a loop), leaving a NOERROR answer with what was collected.
 
-use tern_wire::name::{LowerNameBuf, Name, NameBuf};
+use tern_wire::name::{LowerNameBuf, Name, NameBuf, MAX_LABELS};
 use tern_wire::types::{RType, Rcode};
 
 use crate::answer::{Answer, Authority, Item, Owner};
@@ -60,87 +60,140 @@ enum Step {
 /// Answers `qname` (lowercased, inside `zone`) for `qtype` into `answer`,
 /// a new plan ([`Answer::new`]) whose `dnssec` plans the proofs DO=1
 /// asks for. The plan is filled in place: it is about 1.5 KiB, which a
-/// return by value copied once more per query.
-pub(crate) fn resolve(zone: &Zone, qname: Name<'_>, qtype: RType, answer: &mut Answer) {
+/// return by value copied once more per query. `origin` is
+/// `zone.origin()`, read once by the caller for the whole answer (about
+/// 25 instructions a reading).
+pub(crate) fn resolve(
+    zone: &Zone,
+    origin: Name<'_>,
+    qname: Name<'_>,
+    qtype: RType,
+    answer: &mut Answer,
+) {
+    debug_assert_eq!(origin.as_bytes(), zone.origin().as_bytes());
     debug_assert!(!qname.as_bytes().iter().any(u8::is_ascii_uppercase));
-    let dnssec = answer.dnssec;
-    // The name of each step: the query name (lowercased by the caller),
-    // then each CNAME or DNAME target, lowercased here.
-    let mut followed: Option<LowerNameBuf> = None;
-    let mut owner = Owner::Qname;
+    // The query name's step here; a chain (a CNAME or DNAME target, each
+    // lowercased into a buffer of its own) in `follow_chain`, so that the
+    // answers without one (most) set up no buffer.
     let mut steps = 0;
-    let mut first = true;
-    // Bound: every Follow consumes one of CNAME_CHAIN_MAX steps (checked in
-    // `follow_cname` and `follow_dname`), so the loop runs at most
-    // CNAME_CHAIN_MAX + 1 times.
+    let step = solve(zone, origin, answer, qname, Owner::Qname, qtype, &mut steps);
+    if matches!(step, Step::Delegation(_)) {
+        answer.authoritative = false;
+    }
+    if let Some(next) = conclude(zone, answer, qname, step) {
+        follow_chain(zone, origin, qtype, answer, next, steps);
+    }
+}
+
+/// The steps after the first, from the target `next` names: one per
+/// CNAME or DNAME followed. Bound: every Follow consumes one of
+/// CNAME_CHAIN_MAX steps (checked in `follow_cname` and `follow_dname`),
+/// so the loop runs at most CNAME_CHAIN_MAX times.
+#[inline(never)]
+fn follow_chain(
+    zone: &Zone,
+    origin: Name<'_>,
+    qtype: RType,
+    answer: &mut Answer,
+    next: Owner,
+    mut steps: usize,
+) {
+    let mut owner = next;
     loop {
-        let sname = followed.as_ref().map_or(qname, LowerNameBuf::as_name);
-        let step = solve(zone, answer, sname, owner, qtype, &mut steps);
-        if first && matches!(step, Step::Delegation(_)) {
-            answer.authoritative = false;
-        }
-        first = false;
-        match step {
-            Step::Follow(next) => {
-                let name = match next {
-                    Owner::Rdata(at) => rdata_name(zone, at),
-                    Owner::Synth(index) => answer.synth(index),
-                    // Follow steps only produce RDATA or synthesized names.
-                    Owner::Qname | Owner::Node(_) => break,
-                };
-                followed = Some(name.to_lower());
-                owner = next;
-            }
-            Step::Hit => break,
-            Step::NoData { node, wildcard } => {
-                answer.authority = Authority::Soa;
-                answer.place_soa();
-                if dnssec {
-                    proof::no_data(zone, answer, sname, node, wildcard);
-                }
-                break;
-            }
-            Step::NxDomain { encloser } => {
-                answer.rcode = Rcode::NXDOMAIN;
-                answer.authority = Authority::Soa;
-                if dnssec {
-                    proof::nx_domain(zone, answer, sname, encloser);
-                }
-                break;
-            }
-            Step::Delegation(cut) => {
-                if let Some(set) = zone.rrset_index(cut, RType::NS) {
-                    answer.authority = Authority::Delegation { cut, set };
-                    if dnssec {
-                        proof::referral(zone, answer, cut);
-                    }
-                }
-                break;
-            }
-            Step::YxDomain => {
-                answer.rcode = YXDOMAIN;
-                break;
-            }
+        let name = match owner {
+            Owner::Rdata(at) => rdata_name(zone, at),
+            Owner::Synth(index) => answer.synth(index),
+            // Follow steps only produce RDATA or synthesized names.
+            Owner::Qname | Owner::Node(_) => return,
+        };
+        let followed: LowerNameBuf = name.to_lower();
+        let sname = followed.as_name();
+        let step = solve(zone, origin, answer, sname, owner, qtype, &mut steps);
+        match conclude(zone, answer, sname, step) {
+            Some(next) => owner = next,
+            None => return,
         }
     }
+}
+
+/// Ends the plan for a step that ends it (the authority section, the
+/// rcode, with DO=1 the proofs), or gives the owner to follow next.
+#[inline(always)]
+fn conclude(zone: &Zone, answer: &mut Answer, sname: Name<'_>, step: Step) -> Option<Owner> {
+    let dnssec = answer.dnssec;
+    match step {
+        Step::Follow(next) => return Some(next),
+        Step::Hit => {}
+        Step::NoData { node, wildcard } => {
+            answer.authority = Authority::Soa;
+            answer.place_soa();
+            if dnssec {
+                proof::no_data(zone, answer, sname, node, wildcard);
+            }
+        }
+        Step::NxDomain { encloser } => {
+            answer.rcode = Rcode::NXDOMAIN;
+            answer.authority = Authority::Soa;
+            if dnssec {
+                proof::nx_domain(zone, answer, sname, encloser);
+            }
+        }
+        Step::Delegation(cut) => {
+            if let Some(set) = zone.rrset_index(cut, RType::NS) {
+                answer.authority = Authority::Delegation { cut, set };
+                if dnssec {
+                    proof::referral(zone, answer, cut);
+                }
+            }
+        }
+        Step::YxDomain => {
+            answer.rcode = YXDOMAIN;
+        }
+    }
+    None
 }
 
 /// The zone's apex node: the origin is node 0 (`crate::zone`).
 const APEX: u32 = 0;
 
-/// [`Zone::closest_encloser`] of `sname` (lowercased), with one look-up
-/// fewer for a name one label below the origin, as most names of a
-/// random-subdomain flood are: its closest encloser is itself if it is a
-/// node, else the apex, which needs no look-up.
-fn closest_encloser(zone: &Zone, sname: Name<'_>) -> Option<(u32, bool)> {
-    if sname.parent().map(Name::as_bytes) == Some(zone.origin().as_bytes()) {
-        debug_assert_eq!(zone.find_node(zone.origin().as_bytes()), Some(APEX));
-        return Some(match zone.find_node(sname.as_bytes()) {
-            Some(node) => (node, true),
-            None => (APEX, false),
-        });
+/// [`Zone::closest_encloser`] of `sname` (lowercased): the deepest node
+/// that equals or contains it, and whether it is `sname` itself; `None` if
+/// `sname` is not in the zone (a chain that left it). The origin is read
+/// once and compared once, as the name's last octets at a label boundary
+/// found by one walk over the labels above it; then one hashed look-up per
+/// label above the origin, deepest first, and none for the apex, which
+/// always exists. A name one label below the origin, as most names of a
+/// random-subdomain flood are, costs one look-up; two labels below (under
+/// a wildcard's parent) two, without the suffix walks and origin reads of
+/// `Zone::closest_encloser` (about 180 instructions fewer there).
+fn closest_encloser(zone: &Zone, origin: Name<'_>, sname: Name<'_>) -> Option<(u32, bool)> {
+    let origin = origin.as_bytes();
+    let name = sname.as_bytes();
+    let depth = name.len().checked_sub(origin.len())?;
+    if name[depth..] != *origin {
+        return None;
     }
-    zone.closest_encloser(sname)
+    // Where each label above the origin starts (names are at most 255
+    // octets: a `u8` holds any offset). Bound: each step moves past one
+    // label of a valid name, at most MAX_LABELS of them.
+    let mut starts = [0u8; MAX_LABELS];
+    let mut count = 0;
+    let mut at = 0;
+    while at < depth && count < MAX_LABELS {
+        starts[count] = at as u8;
+        count += 1;
+        at += 1 + usize::from(name[at]);
+    }
+    if at != depth {
+        return None; // the origin's octets, but not at a label boundary
+    }
+    debug_assert_eq!(zone.find_node(origin), Some(APEX));
+    for (index, &start) in starts[..count].iter().enumerate() {
+        if let Some(node) = zone.find_node(&name[usize::from(start)..]) {
+            return Some((node, index == 0));
+        }
+    }
+    Some((APEX, count == 0))
 }
 
 /// The name at an RDATA arena offset (validated when the zone was built).
@@ -151,13 +204,14 @@ pub(crate) fn rdata_name(zone: &Zone, at: u32) -> Name<'_> {
 /// One pass of RFC 1034 section 4.3.2 steps 3 and 4 for one name.
 fn solve(
     zone: &Zone,
+    origin: Name<'_>,
     answer: &mut Answer,
     sname: Name<'_>,
     owner: Owner,
     qtype: RType,
     steps: &mut usize,
 ) -> Step {
-    let Some((node, exact)) = closest_encloser(zone, sname) else {
+    let Some((node, exact)) = closest_encloser(zone, origin, sname) else {
         return Step::Hit; // a chain left the zone
     };
     if let Some(cut) = zone.delegation_above(node) {
@@ -285,4 +339,76 @@ fn follow_dname(
         return Step::Hit; // the synthesized CNAME is the answer (Knot)
     }
     Step::Follow(Owner::Synth(index))
+}
+
+//=========== Tests ==========================================================
+
+#[cfg(test)]
+mod tests {
+    use tern_wire::types::RClass;
+
+    use crate::ZoneBuilder;
+
+    use super::*;
+
+    fn name(text: &str) -> NameBuf {
+        NameBuf::from_text(text.as_bytes(), None).unwrap()
+    }
+
+    /// The search by label offsets finds what `Zone::closest_encloser`
+    /// finds, for names at, one, two and three labels below the origin,
+    /// names outside, and names whose last octets are the origin's but
+    /// not at a label boundary.
+    #[test]
+    fn closest_encloser_agrees_with_the_zone_walk() {
+        let origin = name("example.");
+        let mut builder = ZoneBuilder::new(origin.as_name());
+        let mut soa = b"\x00\x00".to_vec();
+        soa.extend_from_slice(&[0; 20]);
+        builder
+            .insert(origin.as_name(), RType::SOA, RClass::IN, 1, &soa)
+            .unwrap();
+        for owner in ["a.example.", "*.w.example.", "x.y.z.example."] {
+            builder
+                .insert(
+                    name(owner).as_name(),
+                    RType::A,
+                    RClass::IN,
+                    1,
+                    &[192, 0, 2, 1],
+                )
+                .unwrap();
+        }
+        let zone = builder.finish().unwrap();
+        let names: [&[u8]; 14] = [
+            b"\x07example\x00",
+            b"\x01a\x07example\x00",
+            b"\x01b\x07example\x00",
+            b"\x01q\x01a\x07example\x00",
+            b"\x01q\x01w\x07example\x00",
+            b"\x01*\x01w\x07example\x00",
+            b"\x01q\x01y\x01z\x07example\x00",
+            b"\x01x\x01y\x01z\x07example\x00",
+            b"\x01p\x01x\x01y\x01z\x07example\x00",
+            b"\x01z\x07example\x00",
+            b"\x03com\x00",
+            b"\x00",
+            // One label `a\007example` below the root: the origin's octets
+            // end it, but no label of the origin starts there.
+            b"\x09a\x07example\x00",
+            b"\x0ax\x07example\x00\x00",
+        ];
+        let mut found = 0;
+        for bytes in names {
+            let Ok((sname, _)) = Name::parse_prefix(bytes) else {
+                panic!("{bytes:?}");
+            };
+            let expected = zone.closest_encloser(sname);
+            let found_here = closest_encloser(&zone, zone.origin(), sname);
+            assert_eq!(found_here, expected, "{sname}");
+            found += usize::from(expected.is_some());
+        }
+        // Not all outside: the test compares found nodes too.
+        assert_eq!(found, 10);
+    }
 }

@@ -474,7 +474,7 @@ fn answer_query(
         limit,
         nsid,
     };
-    if received == Received::Malformed {
+    if matches!(received, Received::Malformed) {
         return reply.write(Rcode::FORMERR, true, &[], out);
     }
     let Some(question) = question.as_ref() else {
@@ -551,8 +551,10 @@ fn answer_query(
     // add no DS to referrals from an unsigned zone).
     let dnssec = zone.signed && edns.as_ref().is_some_and(|edns| edns.dnssec_ok);
     let mut answer = Answer::new(dnssec);
-    resolve(zone, qname, question.qtype, &mut answer);
-    context.answer(zone, &answer, out)
+    // The origin read once, for the walk and the SOA.
+    let origin = zone.origin();
+    resolve(zone, origin, qname, question.qtype, &mut answer);
+    context.answer(zone, origin, &answer, out)
 }
 
 /// The size limit of an answer: 65535 over TCP; over UDP the client's
@@ -836,7 +838,7 @@ impl Context<'_> {
     }
 
     /// Encodes a planned answer.
-    fn answer(&self, zone: &Zone, answer: &Answer, out: &mut [u8]) -> Response {
+    fn answer(&self, zone: &Zone, origin: Name<'_>, answer: &Answer, out: &mut [u8]) -> Response {
         let Ok(mut builder) = MessageBuilder::new(out, self.limit) else {
             return Response::Drop;
         };
@@ -847,6 +849,7 @@ impl Context<'_> {
         // The builder is lent, not moved: it holds its compression table.
         let mut writer = Writer {
             zone,
+            origin,
             answer,
             qname: self.question.name,
             builder: &mut builder,
@@ -872,6 +875,8 @@ struct Seen {
 /// Writes an answer plan's sections.
 struct Writer<'a, 'w, 'b> {
     zone: &'a Zone,
+    /// `zone.origin()`, read once.
+    origin: Name<'a>,
     answer: &'a Answer,
     qname: Name<'a>,
     builder: &'w mut MessageBuilder<'b>,
@@ -960,18 +965,18 @@ impl<'a> Writer<'a, '_, '_> {
         let zone = self.zone;
         let soa = *zone.rrset(zone.soa);
         let (Some(plan), Some(rdata)) = (&zone.soa_plan, zone.rdata_iter(&soa).next()) else {
-            return self.write_rrset(zone.origin(), &soa, zone.negative_ttl);
+            return self.write_rrset(self.origin, &soa, zone.negative_ttl);
         };
         let mark = self.builder.mark();
         let ttl = zone.negative_ttl;
         if self
             .builder
-            .push_precompressed(zone.origin(), RType::SOA, RClass::IN, ttl, rdata, plan)
+            .push_precompressed(self.origin, RType::SOA, RClass::IN, ttl, rdata, plan)
             .is_err()
         {
             return false;
         }
-        if self.answer.dnssec && !self.write_signatures(zone.origin(), &soa, ttl) {
+        if self.answer.dnssec && !self.write_signatures(self.origin, &soa, ttl) {
             self.builder.rollback(mark);
             return false;
         }

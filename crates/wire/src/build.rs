@@ -42,6 +42,10 @@ use crate::types::{RClass, RType, Rcode};
 /// capacity are still written, only uncompressed.
 pub const COMPRESSION_ENTRIES: usize = 64;
 
+/// An OPT record's octets before its options: the root owner, type, class,
+/// TTL and RDLENGTH.
+const OPT_HEAD_LEN: usize = 11;
+
 /// Offsets at or beyond this cannot be the target of a pointer (14 bits).
 const MAX_POINTER_TARGET: usize = 0x3fff;
 
@@ -242,10 +246,12 @@ impl<'b> MessageBuilder<'b> {
         let start = self.len;
         self.write(question.bytes)?;
         self.counts[0] += 1;
-        // The name at the start of the bytes (as the parser makes them):
-        // one comparison, not a parse.
+        // The name at the start of the bytes (as the parser makes them, the
+        // name a slice of the bytes: the same address, no octets compared),
+        // else compared: not a parse.
         if question.name.len() + 4 == question.bytes.len()
-            && question.bytes.starts_with(question.name.as_bytes())
+            && (core::ptr::eq(question.name.as_bytes().as_ptr(), question.bytes.as_ptr())
+                || question.bytes.starts_with(question.name.as_bytes()))
         {
             self.register(start);
         }
@@ -384,7 +390,25 @@ impl<'b> MessageBuilder<'b> {
     ) -> Result<(), TruncationError> {
         self.set_section(Section::Additional);
         let ttl = u32::from(rcode.extended_bits()) << 24 | if dnssec_ok { 0x8000 } else { 0 };
-        self.push_record(Name::ROOT, RType::OPT, RClass(udp_size), ttl, options)
+        // What `push_record` writes for the root owner and RDATA without
+        // names (nothing to compress, no compression target), written at
+        // once: the root octet, type, class (the UDP size), TTL, RDLENGTH.
+        let rdlen = u16::try_from(options.len()).map_err(|_| TruncationError)?;
+        let start = self.len;
+        let end = start + OPT_HEAD_LEN + options.len();
+        if end > self.limit {
+            return Err(TruncationError);
+        }
+        let out = &mut self.buf[start..end];
+        out[0] = 0;
+        out[1..3].copy_from_slice(&RType::OPT.0.to_be_bytes());
+        out[3..5].copy_from_slice(&udp_size.to_be_bytes());
+        out[5..9].copy_from_slice(&ttl.to_be_bytes());
+        out[9..11].copy_from_slice(&rdlen.to_be_bytes());
+        out[OPT_HEAD_LEN..].copy_from_slice(options);
+        self.len = end;
+        self.counts[self.section] += 1;
+        Ok(())
     }
 
     /// Writes the section counts into the header and returns the length.
@@ -923,6 +947,31 @@ mod tests {
             &buf[12..len],
             b"\x00\x00\x29\x04\xd0\x01\x00\x80\x00\x00\x00"
         );
+    }
+
+    /// `push_opt` writes what `push_record` writes for an OPT (root owner,
+    /// options as RDATA), after a question and records, and on a limit it
+    /// does not fit leaves the message as it was.
+    #[test]
+    fn opt_is_written_as_push_record_writes_it() {
+        let options = b"\x00\x03\x00\x04nsid\x00\x0a\x00\x08abcdefgh";
+        let q = name("www.example.");
+        for limit in [40, 59, 60, 61, 512] {
+            let write = |direct: bool| {
+                let mut buf = [0u8; 512];
+                let mut b = MessageBuilder::new(&mut buf, limit).unwrap();
+                b.push_question(q.as_name(), RType::A, RClass::IN).unwrap();
+                let pushed = if direct {
+                    b.push_opt(1232, Rcode::BADVERS, true, options)
+                } else {
+                    b.set_section(Section::Additional);
+                    b.push_record(Name::ROOT, RType::OPT, RClass(1232), 0x0100_8000, options)
+                };
+                let len = b.finish();
+                (pushed.is_ok(), buf[..len].to_vec())
+            };
+            assert_eq!(write(true), write(false), "limit {limit}");
+        }
     }
 
     /// A message's octets, or why it could not be written.

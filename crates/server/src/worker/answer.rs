@@ -10,7 +10,7 @@ use tern_cache::forward::Forwarder;
 use tern_cache::ResponseCache;
 
 use super::answering::{Answering, Peer};
-use super::request::{forward_key, head_len, Request, UdpAnswer};
+use super::request::{cache_key, forward_key, head_len, Request, UdpAnswer};
 use super::{CLASSIC_UDP_SIZE, TCP_SIZE};
 use crate::rrl::RateLimiter;
 use crate::stats::{zone_tag, Counters};
@@ -34,7 +34,8 @@ impl Answering<'_> {
     ) -> UdpAnswer {
         // On the stack, where it is made: a `Request` (with its cache key)
         // is a few hundred octets, which a move into the arena copied.
-        let made = Request::from_query(query, self.full_udp_size);
+        let key = cache_key(query);
+        let made = Request::from_query(query, key.as_ref(), self.full_udp_size);
         let Some(request) = made.as_ref() else {
             counters.set_type_of(query);
             if let Some(answer) = self.ixfr_over_udp(query, peer, out) {
@@ -77,16 +78,19 @@ impl Answering<'_> {
         // A query to forward names no zone of ours, and the answer cache
         // holds only our zones' answers (respond refuses other names, and
         // refusals are not cached): it would miss. Decide forwarding first
-        // (one `catalog.find`) and skip its probe and hash.
-        if let Some(answer) =
-            self.forwardable(request, forwarder, bytes, peer, request.limit, now, out)
-        {
-            return answer;
+        // (one `catalog.find`) and skip its probe and hash. Without a
+        // forwarder (a server of zones only), not even the call.
+        if forwarder.is_some() {
+            if let Some(answer) =
+                self.forwardable(request, forwarder, bytes, peer, request.limit, now, out)
+            {
+                return answer;
+            }
         }
         // One hash of the key for the probe and, on a miss, the insert.
-        let hash = cache.key_hash(&request.key);
+        let hash = cache.key_hash(request.key);
         let answer = if let Some((len, zone)) =
-            cache.answer_hashed(&request.key, hash, bytes, request.limit, out)
+            cache.answer_hashed(request.key, hash, bytes, request.limit, out)
         {
             counters.cache_hits += 1;
             counters.zone = zone;
@@ -112,7 +116,7 @@ impl Answering<'_> {
             // Written just now for this key's query: not parsed again.
             let full_size = !request.key.edns || request.limit == self.full_udp_size;
             if let (Response::Send(len), true) = (response, full_size) {
-                cache.insert_written(&request.key, hash, &out[..len], head_len(request), zone);
+                cache.insert_written(request.key, hash, &out[..len], head_len(request), zone);
             }
             response.into()
         };

@@ -335,7 +335,8 @@ impl Worker {
         out: &mut [u8],
     ) -> UdpAnswer {
         self.counters.count_query();
-        let request = request::Request::from_query(query, TCP_SIZE);
+        let key = request::cache_key(query);
+        let request = request::Request::from_query(query, key.as_ref(), TCP_SIZE);
         let (answering, parts) = self.split();
         let answer = answering.tcp(parts.forwarder, query, request.as_ref(), peer, now, out);
         match &request {

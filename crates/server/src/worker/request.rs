@@ -15,11 +15,12 @@ use tern_authority::{cookie, nsid};
 
 /// What the cache path needs of one query, taken from its [`Query`]: the
 /// parsed message (borrowed from the query, which borrows the receive
-/// buffer), its cache key and its UDP size limit. Lives in the worker's
-/// request arena for the synchronous section only.
+/// buffer), its cache key (borrowed from where the caller made it with
+/// [`cache_key`]: a key is a few hundred octets, which a move into the
+/// request copied, about 50 instructions a query) and its UDP size limit.
 pub(super) struct Request<'q> {
     pub(super) view: &'q MessageView<'q>,
-    pub(super) key: CacheKey,
+    pub(super) key: &'q CacheKey,
     pub(super) limit: usize,
     /// The options of the query's OPT (empty without one), for the cookie
     /// check.
@@ -63,17 +64,32 @@ pub(crate) enum Forwarding {
     Dropped,
 }
 
+/// The cache key of a query, to be kept by the caller (on its stack) for
+/// [`Request::from_query`]; `None` for a query no key can be made for
+/// (malformed, not a plain QUERY, EDNS version above 0, an additional
+/// record other than OPT such as a TSIG).
+#[inline(always)]
+pub(super) fn cache_key(query: &Query<'_>) -> Option<CacheKey> {
+    let view = query.message().ok()?;
+    let edns = query.edns().ok()?;
+    CacheKey::from_query(view, edns.as_ref())
+}
+
 impl<'q> Request<'q> {
-    /// What the cache path needs of a query it may answer; `None` sends
-    /// the query to `respond` (malformed, not a plain QUERY, EDNS version above 0, a
-    /// COOKIE option of a bad length, a class other than IN or ANY, a zone
-    /// transfer, an additional record other than OPT such as a TSIG).
-    /// Class ANY, answered as IN, is cached under its own key: the answer
-    /// echoes the question's class.
+    /// What the cache path needs of a query it may answer, with `key`, the
+    /// query's [`cache_key`]; `None` sends the query to `respond` (no key,
+    /// a COOKIE option of a bad length, a class other than IN or ANY, a
+    /// zone transfer). Class ANY, answered as IN, is cached under its own
+    /// key: the answer echoes the question's class.
     ///
     /// Reads nothing again: the message and its OPT come from `query`.
     #[inline(always)]
-    pub(super) fn from_query(query: &'q Query<'q>, full_udp_size: usize) -> Option<Self> {
+    pub(super) fn from_query(
+        query: &'q Query<'q>,
+        key: Option<&'q CacheKey>,
+        full_udp_size: usize,
+    ) -> Option<Self> {
+        let key = key?;
         let view = query.message().ok()?;
         let question = view.question()?;
         if !matches!(question.qclass, RClass::IN | RClass::ANY)
@@ -88,7 +104,6 @@ impl<'q> Request<'q> {
         if !options.is_empty() && cookie::is_malformed(options) {
             return None;
         }
-        let key = CacheKey::from_query(view, edns.as_ref())?;
         let limit = match edns {
             None => CLASSIC_UDP_SIZE,
             Some(edns) => usize::from(edns.udp_size)
