@@ -33,6 +33,15 @@
 //!   waits for;
 //! - a length prefix below a header's size closes the connection.
 //!
+//! Answers share writes where the client lets them: before the write half
+//! writes what one read's queries were answered with, the read half tries
+//! a non-blocking receive and answers what it finds into the same write
+//! ([`GATHER_READS`] in a row at most, ending at the first that finds
+//! nothing: no answer waits for a query that is not there), so a
+//! pipelining client's next query, already in the socket, costs no
+//! segment of its own (issue 26). A connection whose tries find nothing
+//! tries less often ([`GATHER_BACKOFF`]).
+//!
 //! The framing ([`serve_stream`]) is generic over the byte stream: DNS over
 //! TLS (`crate::tls`) hands it a connection's decrypted stream, so its
 //! answers, limits and timeouts are these.
