@@ -273,7 +273,8 @@ section_throughput() {
                     $((after - before)) "$segments" >>"$WORK/throughput.tsv"
                 printf '  round %s %-6s %-6s %10s q/s %6.2f us/q %5.2f segments/q (busy before: %s %%)\n' \
                     "$round" "$mode" "$name" "${qps:-?}" \
-                    "$(((after - before) * 1000000 / $(getconf CLK_TCK) / (${completed:-0} + 1)))" \
+                    "$(awk -v t=$((after - before)) -v hz="$(getconf CLK_TCK)" -v c="${completed:-0}" \
+                        'BEGIN {printf "%.2f", t * 1e6 / hz / (c + (c == 0))}')" \
                     "$(awk -v s="$segments" -v c="${completed:-0}" 'BEGIN {printf "%.2f", s / (c + (c == 0))}')" \
                     "$QUIET"
             done
