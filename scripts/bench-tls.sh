@@ -16,7 +16,10 @@
 #             dot     dnsperf -m dot -c 4 -q 100 (4 persistent TLS connections)
 #             tcp2    dnsperf -m tcp -c 50 -q 100 (50 connections, 2 queries in flight each)
 #             tcp20   dnsperf -m tcp -c 50 -q 1000 (20 in flight each: the deep pipeline)
-#             Median QPS and the server processes' CPU time per answered query.
+#             Median QPS, the server processes' CPU time per answered query and the TCP
+#             segments per answered query (`nstat` TcpOutSegs over the run, divided by the
+#             answers: on loopback both sides' segments, the queries' and ACKs too, and any
+#             other loopback traffic of the machine meanwhile). MODES selects.
 # new         New TLS connections, one query each: benches' dot-load (a Rust client,
 #             rustls, TLS 1.3, NEW_THREADS blocking threads on CLIENT_CPU) for DURATION s,
 #             without session resumption and with it (every connection after a thread's
@@ -36,6 +39,7 @@
 #   TERN_BIN [target/release/tern]   DOT_LOAD [target/release/dot-load]
 #   SERVERS ["tern nsd named"]   NAMES [10000]   ROUNDS [3]   DURATION [10]
 #   SERVER_CPU [0]   CLIENT_CPU [1]   BASE_PORT [26353] (BASE_PORT..+2 plain, +10..+12 DoT)
+#   MODES ["dot tcp2 tcp20"] (throughput)
 #   NEW_THREADS [16]   UDP_RATE [20000]   IDLE_CONNECTIONS [10000]   RESULTS [unset]: keep
 #   the raw outputs there.
 # Run time with the defaults: about 9 minutes.
@@ -46,6 +50,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 TERN_BIN=${TERN_BIN:-$ROOT/target/release/tern}
 DOT_LOAD=${DOT_LOAD:-$ROOT/target/release/dot-load}
 SERVERS=${SERVERS:-"tern nsd named"}
+MODES=${MODES:-"dot tcp2 tcp20"}
 NAMES=${NAMES:-10000}
 ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-10}
@@ -111,6 +116,10 @@ version_of() {
         nsd) nsd -v 2>&1 | head -1 ;;
         named) named -v ;;
     esac
+}
+
+out_segments() { # the machine's TCP segments sent so far (nstat, history untouched)
+    nstat -asz TcpOutSegs | awk '$1 == "TcpOutSegs" {print $2}'
 }
 
 dnsperf_field() { # FILE PATTERN: the first number after the pattern
@@ -239,7 +248,7 @@ section_throughput() {
     : >"$WORK/throughput.tsv"
     local round mode
     for round in $(seq "$ROUNDS"); do
-        for mode in dot tcp2 tcp20; do
+        for mode in $MODES; do
             for name in $SERVERS; do
                 local args port out
                 case $mode in
@@ -250,18 +259,24 @@ section_throughput() {
                 out="$WORK/throughput/$name.$mode.$round.dnsperf"
                 mkdir -p "$WORK/throughput"
                 wait_quiet
-                local before after
+                local before after segments
                 before=$(group_ticks "${PGIDS[$name]}")
+                segments=$(out_segments)
                 taskset -c "$CLIENT_CPU" dnsperf -s 127.0.0.1 -p "$port" "${args[@]}" \
                     -d "$WORK/queries.txt" -l "$DURATION" -t 2 >"$out" 2>&1 || true
                 after=$(group_ticks "${PGIDS[$name]}")
+                segments=$(($(out_segments) - segments))
                 local qps completed
                 qps=$(dnsperf_field "$out" "Queries per second:")
                 completed=$(dnsperf_field "$out" "Queries completed:")
-                printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$mode" "${qps:-0}" "${completed:-0}" \
-                    $((after - before)) >>"$WORK/throughput.tsv"
-                printf '  round %s %-6s %-6s %10s q/s (busy before: %s %%)\n' "$round" "$mode" \
-                    "$name" "${qps:-?}" "$QUIET"
+                printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$mode" "${qps:-0}" "${completed:-0}" \
+                    $((after - before)) "$segments" >>"$WORK/throughput.tsv"
+                printf '  round %s %-6s %-6s %10s q/s %6.2f us/q %5.2f segments/q (busy before: %s %%)\n' \
+                    "$round" "$mode" "$name" "${qps:-?}" \
+                    "$(awk -v t=$((after - before)) -v hz="$(getconf CLK_TCK)" -v c="${completed:-0}" \
+                        'BEGIN {printf "%.2f", t * 1e6 / hz / (c + (c == 0))}')" \
+                    "$(awk -v s="$segments" -v c="${completed:-0}" 'BEGIN {printf "%.2f", s / (c + (c == 0))}')" \
+                    "$QUIET"
             done
         done
     done
@@ -277,20 +292,24 @@ modes = {"dot": "DoT, dnsperf -m dot -c 4 -q 100",
          "tcp2": "TCP, -c 50 -q 100 (2 in flight each)",
          "tcp20": "TCP, -c 50 -q 1000 (20 in flight each)"}
 print()
-print("medians over rounds; us/q = the server's own CPU time per answered query")
-print("| mode | " + " | ".join(f"{n} q/s | {n} us/q" for n in names) + " | tern / best peer |")
-print("|---|" + "---:|---:|" * len(names) + "---:|")
+print("medians over rounds; us/q = the server's own CPU time per answered query;")
+print("seg/q = TCP segments sent on the machine (both sides) per answered query")
+print("| mode | " + " | ".join(f"{n} q/s | {n} us/q | {n} seg/q" for n in names) + " | tern / best peer |")
+print("|---|" + "---:|---:|---:|" * len(names) + "---:|")
 for mode, label in modes.items():
+    if not any(r[1] == mode for r in rows):
+        continue
     cells, qps = [], {}
     for n in names:
         runs = [r for r in rows if r[0] == n and r[1] == mode]
         if not runs:
-            cells += ["n/a", "n/a"]
+            cells += ["n/a", "n/a", "n/a"]
             continue
         q = statistics.median(float(r[2]) for r in runs)
         c = statistics.median(int(r[4]) * tick_us / max(int(r[3]), 1) for r in runs)
+        s = statistics.median(int(r[5]) / max(int(r[3]), 1) for r in runs)
         qps[n] = q
-        cells += [f"{q:.0f}", f"{c:.2f}"]
+        cells += [f"{q:.0f}", f"{c:.2f}", f"{s:.2f}"]
     peers = [v for n, v in qps.items() if n != "tern"]
     ratio = f"{qps['tern'] / max(peers):.2f}" if "tern" in qps and peers and max(peers) > 0 else "n/a"
     print(f"| {label} | " + " | ".join(cells) + f" | {ratio} |")

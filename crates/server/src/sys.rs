@@ -363,6 +363,29 @@ pub(crate) fn send_now(fd: RawFd, bytes: &[u8], to: SocketAddr) -> io::Result<us
     Ok(sent as usize)
 }
 
+//----------- receive_now ----------------------------------------------------
+
+/// Receives what stream socket `fd` holds now into `buffer`'s spare
+/// capacity, at most `max` octets, without waiting (`recv(2)` with
+/// `MSG_DONTWAIT`): the octets appended; `Ok(0)` at the end of the
+/// stream; `WouldBlock` if nothing is there.
+pub(crate) fn receive_now(fd: RawFd, buffer: &mut Vec<u8>, max: usize) -> io::Result<usize> {
+    let spare = buffer.spare_capacity_mut();
+    let room = spare.len().min(max);
+    // SAFETY: `spare` is the vector's allocated, unused capacity, at least
+    // `room` octets, borrowed for the call, which writes at most `room`
+    // octets into it; `fd` is an open socket of the caller.
+    let received = unsafe { libc::recv(fd, spare.as_mut_ptr().cast(), room, libc::MSG_DONTWAIT) };
+    if received < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let received = received as usize;
+    // SAFETY: the kernel initialized the first `received` (at most `room`)
+    // octets past the vector's length.
+    unsafe { buffer.set_len(buffer.len() + received) };
+    Ok(received)
+}
+
 //----------- interface_addresses --------------------------------------------
 
 /// The addresses of one interface, as `getifaddrs(3)` lists them.

@@ -33,6 +33,15 @@
 //!   waits for;
 //! - a length prefix below a header's size closes the connection.
 //!
+//! Answers share writes where the client lets them: before the write half
+//! writes what one read's queries were answered with, the read half tries
+//! a non-blocking receive and answers what it finds into the same write
+//! ([`GATHER_READS`] in a row at most, ending at the first that finds
+//! nothing: no answer waits for a query that is not there), so a
+//! pipelining client's next query, already in the socket, costs no
+//! segment of its own (issue 26). A connection whose tries find nothing
+//! tries less often ([`GATHER_BACKOFF`]).
+//!
 //! The framing ([`serve_stream`]) is generic over the byte stream: DNS over
 //! TLS (`crate::tls`) hands it a connection's decrypted stream, so its
 //! answers, limits and timeouts are these.
@@ -67,6 +76,7 @@
 
 use std::io;
 use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, RawFd};
 use std::pin::pin;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -108,6 +118,26 @@ const READ_SIZE: usize = 1024;
 /// at the first: a pipeline whose reads alternate between more and less
 /// than [`READ_SIZE`] would reallocate at every read).
 const SHRINK_AFTER: u8 = 8;
+
+/// Non-blocking receives the read half tries in a row after answering
+/// what a read gave, while answers wait for the write half: each that
+/// finds more queries (a pipelining client's next, already in the
+/// socket) has them answered into the same write, one segment for
+/// several answers (issue 26: with 2 queries in flight per connection,
+/// most of the CPU went to a segment per answer). One that finds nothing
+/// ends the gathering at once: an answer never waits for a query that is
+/// not there. Bounds how long a client that keeps its socket full defers
+/// its answers' write: this many reads' worth of queries at most.
+pub(crate) const GATHER_READS: u8 = 4;
+
+/// The most batches of answers a connection writes without first trying
+/// [`GATHER_READS`] after a first try that found nothing, doubling from
+/// one with each such try in a row (and back to none after one that
+/// found queries; a read that filled its buffer tries anyway). A client
+/// whose queries never wait in the socket (dnsperf's TCP mode, which
+/// sends each query on the next of its connections in turn) costs a
+/// failed receive per this many batches, not one per answer.
+const GATHER_BACKOFF: u8 = 16;
 
 /// How long the accept loop pauses after a failed accept (out of file
 /// descriptors, typically), instead of retrying at once in a busy loop.
@@ -188,7 +218,9 @@ async fn connection(mut stream: TcpStream, peer: SocketAddr, proxied: bool, core
     };
     // Our address, for dnstap (one getsockname per connection, only when on).
     let local = core.dnstap.as_ref().and_then(|_| stream.local_addr().ok());
+    let fd = stream.as_raw_fd();
     let (reader, writer) = stream.into_split();
+    let reader = TcpReader { half: reader, fd };
     let stream = Stream {
         counters: &core.tcp_counters,
         transport: TRANSPORT_TCP,
@@ -222,6 +254,19 @@ pub(crate) trait ReadStream {
     /// stream has ended. Dropped unfinished (a timeout), the buffer is
     /// lost with it.
     async fn read_into(&mut self, buffer: Vec<u8>, filled: usize) -> (io::Result<usize>, Vec<u8>);
+
+    /// Appends what the stream holds now to `buffer` without waiting
+    /// (within its capacity, or past it by what a TLS record decrypted
+    /// to): the octets appended; `Ok(0)` when the stream has ended;
+    /// `WouldBlock` if nothing (or nothing complete) is there.
+    fn read_now(&mut self, buffer: &mut Vec<u8>) -> io::Result<usize>;
+
+    /// Whether the stream's own last read from the socket took all it
+    /// asked for (the client has more queued, likely), past what the
+    /// framing's buffer shows: a TLS reader's ciphertext read.
+    fn filled_last_read(&self) -> bool {
+        false
+    }
 }
 
 /// The write side of a connection's byte stream.
@@ -230,10 +275,22 @@ pub(crate) trait WriteStream {
     async fn write_from(&mut self, buffer: Vec<u8>, len: usize) -> (io::Result<()>, Vec<u8>);
 }
 
-impl ReadStream for TcpOwnedReadHalf {
+/// The read half of a TCP connection and its socket, for the reads that
+/// do not wait ([`ReadStream::read_now`]): valid while the half (which
+/// holds the stream) lives.
+pub(crate) struct TcpReader {
+    pub(crate) half: TcpOwnedReadHalf,
+    pub(crate) fd: RawFd,
+}
+
+impl ReadStream for TcpReader {
     async fn read_into(&mut self, buffer: Vec<u8>, filled: usize) -> (io::Result<usize>, Vec<u8>) {
-        let (result, slice) = self.read(buffer.slice_mut(filled..)).await;
+        let (result, slice) = self.half.read(buffer.slice_mut(filled..)).await;
         (result, slice.into_inner())
+    }
+
+    fn read_now(&mut self, buffer: &mut Vec<u8>) -> io::Result<usize> {
+        crate::sys::receive_now(self.fd, buffer, usize::MAX)
     }
 }
 
@@ -313,6 +370,8 @@ async fn read_half<R: ReadStream>(
     // Whether the last read filled the buffer (the client has more
     // queued), and how many reads in a row got at most half of READ_SIZE.
     let mut last_read = (false, 0u8);
+    // Whether to try a non-blocking read before the write half writes.
+    let mut gathering = Gathering::default();
     // When the first octet of the frame now in `buffer` arrived.
     let mut frame_started: Option<Instant> = None;
     // Until a first message has arrived, the wait for one is the initial
@@ -345,6 +404,29 @@ async fn read_half<R: ReadStream>(
         };
         let filled = buffer.len();
         size_read_buffer(&mut buffer, last_read);
+        // Answers wait for the write half (polled once this half waits):
+        // queries already in the socket are answered first, into the same
+        // write (GATHER_READS).
+        if pipe.used.get() > 0 && gathering.try_now(last_read.0 || reader.filled_last_read()) {
+            match reader.read_now(&mut buffer) {
+                Ok(0) => break Some(buffer), // closed by the client
+                Ok(read) => {
+                    last_read = next_last_read(last_read, &buffer, read);
+                    gathering.found();
+                    continue;
+                }
+                Err(err)
+                    if matches!(
+                        err.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+                    ) =>
+                {
+                    gathering.missed();
+                }
+                Err(_) => break Some(buffer), // reset, or a TLS failure
+            }
+        }
+        gathering.awaited();
         // Pinned here and lent to the guards below: each async wrapper
         // would otherwise hold a copy of the read's state (a timer entry
         // of 640 octets, cache-aligned, with it), doubling it per layer
@@ -373,15 +455,7 @@ async fn read_half<R: ReadStream>(
             _ => break None,
         };
         buffer = returned;
-        let small = buffer.len() - filled <= READ_SIZE / 2;
-        last_read = (
-            buffer.len() == buffer.capacity(),
-            if small {
-                last_read.1.saturating_add(1)
-            } else {
-                0
-            },
-        );
+        last_read = next_last_read(last_read, &buffer, buffer.len() - filled);
         if matches!(result, Ok(0) | Err(_)) {
             break Some(buffer); // closed by the client, or reset
         }
@@ -390,6 +464,67 @@ async fn read_half<R: ReadStream>(
     // `join!` polls the write half right after this one ends.
     pipe.to_writer.mark();
     buffer
+}
+
+/// When the read half tries a non-blocking read before the write half
+/// writes what it answered ([`GATHER_READS`], [`GATHER_BACKOFF`]).
+#[derive(Default)]
+struct Gathering {
+    /// Non-blocking reads tried since the last awaited one.
+    tries: u8,
+    /// Batches to write before the next try, and how many the last miss
+    /// made it.
+    skip: u8,
+    backoff: u8,
+}
+
+impl Gathering {
+    /// Whether to try a non-blocking read now, with answers queued;
+    /// `filled`: the last read took all it asked for.
+    fn try_now(&mut self, filled: bool) -> bool {
+        if self.tries >= GATHER_READS {
+            return false;
+        }
+        if self.tries == 0 && self.skip > 0 && !filled {
+            self.skip -= 1;
+            // Skipped: no more tries until the next awaited read.
+            self.tries = GATHER_READS;
+            return false;
+        }
+        self.tries += 1;
+        true
+    }
+
+    /// The try found queries.
+    fn found(&mut self) {
+        self.backoff = 0;
+    }
+
+    /// The try found nothing: at a batch's first, the next batches skip
+    /// longer.
+    fn missed(&mut self) {
+        if self.tries == 1 {
+            self.backoff = (self.backoff * 2).clamp(1, GATHER_BACKOFF);
+            self.skip = self.backoff;
+        }
+    }
+
+    /// An awaited read follows: a new batch.
+    fn awaited(&mut self) {
+        self.tries = 0;
+    }
+}
+
+/// What the read size keeps of a read that appended `read` octets to
+/// `buffer`: whether it filled it, and the small reads in a row
+/// ([`size_read_buffer`]).
+fn next_last_read((_, small_reads): (bool, u8), buffer: &Vec<u8>, read: usize) -> (bool, u8) {
+    let filled_up = buffer.len() >= buffer.capacity();
+    if read <= READ_SIZE / 2 {
+        (filled_up, small_reads.saturating_add(1))
+    } else {
+        (filled_up, 0)
+    }
 }
 
 /// Gives the read buffer, holding `filled` octets of a frame not yet
@@ -827,7 +962,7 @@ pub(crate) mod tests {
             },
         );
         type Args = (
-            TcpOwnedReadHalf,
+            TcpReader,
             TcpOwnedWriteHalf,
             Vec<u8>,
             Addresses,
@@ -841,6 +976,48 @@ pub(crate) mod tests {
             connection <= MAX_CONNECTION_TASK,
             "connection: {connection} octets"
         );
+    }
+
+    /// Gathering's tries cost a client whose queries never wait in the
+    /// socket one failed receive per [`GATHER_BACKOFF`] batches (counted
+    /// at two sizes: the tries grow with the batches by 1/16, plus the
+    /// doubling's first few); one that found queries tries again at the
+    /// next batch, a batch tries at most [`GATHER_READS`] times, and a read
+    /// that filled its buffer always tries.
+    #[test]
+    fn gathering_backs_off_from_a_client_whose_queries_never_wait() {
+        let tries_over = |batches: usize| {
+            let mut gathering = Gathering::default();
+            let mut tries = 0;
+            for _ in 0..batches {
+                if gathering.try_now(false) {
+                    tries += 1;
+                    gathering.missed();
+                }
+                gathering.awaited();
+            }
+            tries
+        };
+        // Five tries in the first 20 batches (1, 2, 4 and 8 skipped after
+        // the first four misses), then one in every 17 (16 skipped).
+        assert_eq!(tries_over(1_000), 5 + (1_000 - 20) / 17);
+        assert_eq!(tries_over(2_000), 5 + (2_000 - 20) / 17);
+
+        let mut gathering = Gathering::default();
+        assert!(gathering.try_now(false));
+        gathering.missed();
+        gathering.awaited();
+        assert!(!gathering.try_now(false), "skipped after a miss");
+        gathering.awaited();
+        assert!(gathering.try_now(true), "a full read tries anyway");
+        gathering.found();
+        for _ in 1..GATHER_READS {
+            assert!(gathering.try_now(false), "found: tries on");
+            gathering.found();
+        }
+        assert!(!gathering.try_now(false), "at most GATHER_READS a batch");
+        gathering.awaited();
+        assert!(gathering.try_now(false), "found: the next batch tries");
     }
 
     /// The read buffer stays small for small queries, grows to a longer

@@ -52,6 +52,7 @@
 use std::cell::RefCell;
 use std::io;
 use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, RawFd};
 use std::pin::pin;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -267,10 +268,12 @@ async fn serve_connection(
         ClientCertificate::Missing
     };
     let local = core.dnstap.as_ref().and_then(|_| stream.local_addr().ok());
+    let fd = stream.as_raw_fd();
     let (reader, writer) = stream.into_split();
     let failed = Rc::new(std::cell::Cell::new(false));
     let reader = TlsReader {
         tcp: reader,
+        fd,
         tls: Rc::clone(&tls),
         busy: false,
         failed: Rc::clone(&failed),
@@ -571,6 +574,9 @@ fn read_size(incoming: &[u8], busy: bool) -> usize {
 /// The plaintext read side of a TLS connection.
 struct TlsReader {
     tcp: TcpOwnedReadHalf,
+    /// The socket, for the reads that do not wait: valid while `tcp`
+    /// (which holds the stream) lives.
+    fd: RawFd,
     tls: Rc<RefCell<Tls>>,
     /// The last read filled its buffer.
     busy: bool,
@@ -665,6 +671,44 @@ impl ReadStream for TlsReader {
                 Ok(read) => self.busy = read == want,
                 Err(err) => return (Err(err), buffer),
             }
+        }
+    }
+
+    fn filled_last_read(&self) -> bool {
+        self.busy
+    }
+
+    fn read_now(&mut self, buffer: &mut Vec<u8>) -> io::Result<usize> {
+        let before = buffer.len();
+        let mut tls = self.tls.borrow_mut();
+        if !tls.plain.is_empty() {
+            buffer.extend_from_slice(&std::mem::take(&mut tls.plain));
+            return Ok(buffer.len() - before);
+        }
+        // Ciphertext the socket holds now, into `incoming` (a pool
+        // buffer, given back below or by `pump` once consumed): as much as
+        // the awaited read would take.
+        let want = read_size(&tls.incoming, true);
+        tls.incoming_buffer();
+        tls.incoming.reserve(want);
+        let read = crate::sys::receive_now(self.fd, &mut tls.incoming, want);
+        if tls.incoming.is_empty() {
+            pool::put(std::mem::take(&mut tls.incoming));
+        }
+        match read {
+            Ok(0) => return Ok(0),
+            Ok(read) => self.busy = read == want,
+            Err(err) => return Err(err),
+        }
+        if let Err(err) = tls.pump(buffer, None) {
+            self.failed.set(true);
+            return Err(io::Error::new(io::ErrorKind::InvalidData, err));
+        }
+        match buffer.len() - before {
+            // Part of a record (or a record with no data for us): the
+            // awaited read takes it from here.
+            0 if !tls.peer_closed => Err(io::ErrorKind::WouldBlock.into()),
+            read => Ok(read),
         }
     }
 }

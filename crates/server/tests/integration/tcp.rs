@@ -573,3 +573,79 @@ fn tcp_queries_bypass_the_cache() {
     handle.shutdown();
     server.join().unwrap();
 }
+
+/// The server's first read of a connection (tcp.rs `READ_SIZE`).
+const FIRST_READ: usize = 1024;
+
+/// A query for www.example.com. A padded (an EDNS Padding option, RFC
+/// 7830) to `len` octets.
+pub(crate) fn query_of_size(id: u16, len: usize) -> Vec<u8> {
+    let mut message = query(id, "www.example.com.", 1, Some(1232));
+    let padding = len - message.len() - 4;
+    let rdlen_at = message.len() - 2;
+    message[rdlen_at..].copy_from_slice(&(padding as u16 + 4).to_be_bytes());
+    message.extend_from_slice(&[0, 12]);
+    message.extend_from_slice(&(padding as u16).to_be_bytes());
+    message.resize(len, 0);
+    message
+}
+
+/// The messages, each framed, one after the other.
+pub(crate) fn framed(messages: &[&[u8]]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for message in messages {
+        out.extend_from_slice(&(message.len() as u16).to_be_bytes());
+        out.extend_from_slice(message);
+    }
+    out
+}
+
+/// The segments carrying data that the client's socket `stream` has
+/// received, as the kernel counts them (`data_segs_in` of TCP_INFO, read
+/// with `ss`: the tests use no `unsafe`).
+pub(crate) fn data_segments_in(stream: &TcpStream) -> u64 {
+    let (local, peer) = (stream.local_addr().unwrap(), stream.peer_addr().unwrap());
+    let output = std::process::Command::new("ss")
+        .args(["-tinH", "src", &local.to_string(), "dst", &peer.to_string()])
+        .output()
+        .expect("ss (iproute2)");
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("ESTAB"), "the connection in ss: {text}");
+    // Absent while none has arrived.
+    text.split_whitespace()
+        .find_map(|field| field.strip_prefix("data_segs_in:"))
+        .map_or(0, |count| count.parse().expect("a count"))
+}
+
+/// A query that is in the socket when the server has answered what one
+/// read gave is answered into the same write (issue 26: a pipelining
+/// client's next query, already sent, costs no segment of its own). The
+/// server's first read takes 1 KiB: all of the first query and the start
+/// of the second; both answers arrive in one segment, and a query alone
+/// is answered at once (the server never waits for one that is not
+/// there: the read would time out).
+#[test]
+fn tcp_a_query_already_sent_is_answered_in_the_same_write() {
+    for driver in DRIVERS {
+        let running = start(driver);
+        let mut stream = tcp_connect(running.addr);
+        let first = query_of_size(1, 1000);
+        let second = query(2, "www.example.com.", 1, None);
+        let burst = framed(&[&first, &second]);
+        assert!(2 + first.len() < FIRST_READ && burst.len() > FIRST_READ);
+        stream.write_all(&burst).unwrap();
+        for id in [1, 2] {
+            let answer = tcp_receive(&mut stream).expect("an answer");
+            assert_eq!(summary(&answer), (id, 0, false, 1), "{driver:?}");
+        }
+        assert_eq!(
+            data_segments_in(&stream),
+            1,
+            "{driver:?}: both answers in one segment"
+        );
+        tcp_send(&mut stream, &query(3, "www.example.com.", 1, None));
+        let answer = tcp_receive(&mut stream).expect("an answer");
+        assert_eq!(summary(&answer), (3, 0, false, 1), "{driver:?}");
+        assert_eq!(data_segments_in(&stream), 2, "{driver:?}");
+    }
+}

@@ -382,3 +382,42 @@ fn a_key_update_flood_is_closed_and_counted() {
     let udp = crate::udp_exchange(running.addr, &query(3, "example.com.", 6, None));
     assert!(udp.is_some(), "UDP answered after the flood");
 }
+
+/// Over TLS too, a query whose record is in the socket when the server
+/// has answered what one read gave is answered into the same write: one
+/// record, one segment, for both answers (issue 26). The first query's
+/// record is longer than two of the server's ciphertext reads (tls.rs
+/// `CIPHER_READ`, 2 KiB), so a read ends where it ends, whatever the
+/// reader's state.
+#[test]
+fn tls_a_query_already_sent_is_answered_in_the_same_record() {
+    use crate::tcp::{data_segments_in, framed, query_of_size};
+    for driver in crate::DRIVERS {
+        let (_running, tls_addr, client) = start(driver);
+        let mut tls = connect(tls_addr, &client, true);
+        // The handshake, the session tickets and a first answer.
+        pipelined(&mut tls, &[query(0, "www.example.com.", 1, None)]);
+        let before = data_segments_in(&tls.sock);
+        // Two records in one write.
+        let first = framed(&[&query_of_size(1, 5000)]);
+        let second = framed(&[&query(2, "www.example.com.", 1, None)]);
+        for record in [&first, &second] {
+            tls.conn.writer().write_all(record).unwrap();
+        }
+        let mut ciphertext = Vec::new();
+        while tls.conn.wants_write() {
+            tls.conn.write_tls(&mut ciphertext).unwrap();
+        }
+        assert!(ciphertext.len() > 5000 + 50, "two records");
+        tls.sock.write_all(&ciphertext).unwrap();
+        for id in [1, 2] {
+            let answer = read_frame(&mut tls);
+            assert_eq!(crate::summary(&answer), (id, 0, false, 1), "{driver:?}");
+        }
+        assert_eq!(
+            data_segments_in(&tls.sock) - before,
+            1,
+            "{driver:?}: both answers in one segment"
+        );
+    }
+}
