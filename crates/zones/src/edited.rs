@@ -554,21 +554,7 @@ fn sign_window_edits(
             .iter()
             .any(|record| record.rtype == RType::NS || record.rtype == RType::DNAME)
     };
-    // The NSEC records' TTL follows the SOA's TTL and minimum: changed,
-    // every NSEC changes.
-    let soa = served.soa_record();
-    let denial = |ttl: u32, rdata: &[u8]| {
-        (
-            ttl,
-            rdata.len().checked_sub(4).map(|at| rdata[at..].to_vec()),
-        )
-    };
-    let same_denial = new_records.iter().flatten().any(|record| {
-        record.rtype == RType::SOA
-            && record.owner.eq_ignore_case(origin)
-            && denial(record.ttl, record.rdata) == denial(soa.ttl, soa.rdata)
-    });
-    if !same_denial {
+    if unchanged_denial_ttl(origin, served, new_records).is_none() {
         return declined("a name added or removed, and the SOA's TTL or minimum changed");
     }
     let Some(window) = window_of(served, owners.iter().map(LowerNameBuf::as_name), &is_cut) else {
@@ -645,29 +631,13 @@ fn sign_window_edits(
         Ok(_) | Err(_) => return declined("a name added or removed, and not patched"),
     };
     // The kept records: a patch of the changed owners' records.
-    let is_rrsig = |record: &&tern_zone::Record| record.rtype == RType::RRSIG;
-    let before = signed.change.deleted.len();
-    let after = signed.change.added.len();
-    let rrsigs_before = signed.change.deleted.iter().filter(is_rrsig).count();
-    let rrsigs_after = signed.change.added.iter().filter(is_rrsig).count();
-    let patch: Vec<(Name<'_>, Vec<RecordRef<'_>>)> = changed
-        .iter()
-        .map(|(owner, range)| {
-            let records = out[range.clone()]
-                .iter()
-                .map(|record| RecordRef {
-                    location: Location::default(),
-                    ..record.as_record_ref()
-                })
-                .collect();
-            (*owner, records)
-        })
-        .collect();
-    let count = (previous.kept.len() + after).saturating_sub(before);
-    let kept = previous
-        .kept
-        .patched(&patch, count)
-        .map_err(|err| format!("cannot keep the signed records: {err}"))?;
+    let (kept, rrsigs) = kept_patched(
+        previous,
+        &signed.change,
+        changed
+            .iter()
+            .map(|(owner, range)| (*owner, &out[range.clone()])),
+    )?;
     log::debug!(
         "zone {origin}: a name added or removed, signed as a window of {} owners",
         window.len()
@@ -676,7 +646,7 @@ fn sign_window_edits(
         zone,
         kept,
         owners: owners.len(),
-        rrsigs: (previous.rrsigs + rrsigs_after).saturating_sub(rrsigs_before),
+        rrsigs,
         signatures: signed.signatures,
         next_refresh: signed.next_refresh,
         next_key_event: signed.next_key_event,
@@ -722,28 +692,8 @@ fn sign_nsec3_edits(
     if owners.len() > MAX_WINDOW_OWNERS {
         return declined("NSEC3, and too many owners edited");
     }
-    // The NSEC3 records' TTL follows the SOA's TTL and minimum: changed,
-    // every NSEC3 changes.
-    let soa = served.soa_record();
-    let denial = |ttl: u32, rdata: &[u8]| {
-        (
-            ttl,
-            rdata.len().checked_sub(4).map(|at| rdata[at..].to_vec()),
-        )
-    };
-    let same_denial = new_records.iter().flatten().any(|record| {
-        record.rtype == RType::SOA
-            && record.owner.eq_ignore_case(origin)
-            && denial(record.ttl, record.rdata) == denial(soa.ttl, soa.rdata)
-    });
-    if !same_denial {
+    let Some(nsec3_ttl) = unchanged_denial_ttl(origin, served, new_records) else {
         return declined("NSEC3, and the SOA's TTL or minimum changed");
-    }
-    let nsec3_ttl = match denial(soa.ttl, soa.rdata).1 {
-        Some(minimum) => minimum
-            .try_into()
-            .map_or(soa.ttl, |m: [u8; 4]| soa.ttl.min(u32::from_be_bytes(m))),
-        None => soa.ttl,
     };
     // The owners, the apex first, with their new records.
     let Some(apex_at) = owners
@@ -839,30 +789,14 @@ fn sign_nsec3_edits(
         return declined("NSEC3, and the keys changed");
     }
     // The kept records: a patch of the owners and links that changed.
-    let is_rrsig = |record: &&tern_zone::Record| record.rtype == RType::RRSIG;
-    let before = signed.change.deleted.len();
-    let after = signed.change.added.len();
-    let rrsigs_before = signed.change.deleted.iter().filter(is_rrsig).count();
-    let rrsigs_after = signed.change.added.iter().filter(is_rrsig).count();
-    let patch: Vec<(Name<'_>, Vec<RecordRef<'_>>)> = signed
-        .owners
-        .iter()
-        .map(|(owner, records)| {
-            let records = records
-                .iter()
-                .map(|record| RecordRef {
-                    location: Location::default(),
-                    ..record.as_record_ref()
-                })
-                .collect();
-            (owner.as_name(), records)
-        })
-        .collect();
-    let count = (previous.kept.len() + after).saturating_sub(before);
-    let kept = previous
-        .kept
-        .patched(&patch, count)
-        .map_err(|err| format!("cannot keep the signed records: {err}"))?;
+    let (kept, rrsigs) = kept_patched(
+        previous,
+        &signed.change,
+        signed
+            .owners
+            .iter()
+            .map(|(owner, records)| (owner.as_name(), &records[..])),
+    )?;
     log::debug!(
         "zone {origin}: NSEC3, signed as a window of {} owners and {} links",
         signed.sizes.0,
@@ -872,7 +806,7 @@ fn sign_nsec3_edits(
         zone: signed.zone,
         kept,
         owners: owners.len(),
-        rrsigs: (previous.rrsigs + rrsigs_after).saturating_sub(rrsigs_before),
+        rrsigs,
         signatures: signed.signatures,
         next_refresh: signed.next_refresh,
         next_key_event: signed.next_key_event,
@@ -880,6 +814,76 @@ fn sign_nsec3_edits(
         visited: signed.visited,
         difference: signed.change,
     }))
+}
+
+/// The NSEC or NSEC3 records' TTL (the SOA's TTL or minimum, the lower)
+/// when the edit's SOA (in `new_records`) keeps the served version's TTL
+/// and minimum; `None` when either changed (then every NSEC or NSEC3
+/// record changes) or the edit has no SOA. Bound: one pass of
+/// `new_records`.
+fn unchanged_denial_ttl(
+    origin: Name<'_>,
+    served: &Zone,
+    new_records: &[Vec<RecordRef<'_>>],
+) -> Option<u32> {
+    let soa = served.soa_record();
+    let denial = |ttl: u32, rdata: &[u8]| {
+        (
+            ttl,
+            rdata.len().checked_sub(4).map(|at| rdata[at..].to_vec()),
+        )
+    };
+    let same_denial = new_records.iter().flatten().any(|record| {
+        record.rtype == RType::SOA
+            && record.owner.eq_ignore_case(origin)
+            && denial(record.ttl, record.rdata) == denial(soa.ttl, soa.rdata)
+    });
+    if !same_denial {
+        return None;
+    }
+    Some(match denial(soa.ttl, soa.rdata).1 {
+        Some(minimum) => minimum
+            .try_into()
+            .map_or(soa.ttl, |m: [u8; 4]| soa.ttl.min(u32::from_be_bytes(m))),
+        None => soa.ttl,
+    })
+}
+
+/// The previous version's kept records patched with `owners` (each owner
+/// that `change` touches with its signed records in the new version;
+/// none: gone), and the new version's RRSIG count. Bound: the owners'
+/// records and `change`'s.
+fn kept_patched<'r>(
+    previous: &Previous<'_>,
+    change: &tern_dnssec::Change,
+    owners: impl Iterator<Item = (Name<'r>, &'r [tern_zone::Record])>,
+) -> Result<(KeptRecords, usize), String> {
+    let is_rrsig = |record: &&tern_zone::Record| record.rtype == RType::RRSIG;
+    let before = change.deleted.len();
+    let after = change.added.len();
+    let rrsigs_before = change.deleted.iter().filter(is_rrsig).count();
+    let rrsigs_after = change.added.iter().filter(is_rrsig).count();
+    let patch: Vec<(Name<'_>, Vec<RecordRef<'_>>)> = owners
+        .map(|(owner, records)| {
+            let records = records
+                .iter()
+                .map(|record| RecordRef {
+                    location: Location::default(),
+                    ..record.as_record_ref()
+                })
+                .collect();
+            (owner, records)
+        })
+        .collect();
+    let count = (previous.kept.len() + after).saturating_sub(before);
+    let kept = previous
+        .kept
+        .patched(&patch, count)
+        .map_err(|err| format!("cannot keep the signed records: {err}"))?;
+    Ok((
+        kept,
+        (previous.rrsigs + rrsigs_after).saturating_sub(rrsigs_before),
+    ))
 }
 
 //=========== Tests ==========================================================
