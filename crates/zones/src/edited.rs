@@ -44,6 +44,7 @@ use std::path::Path;
 
 use tern_authority::Zone;
 use tern_dnssec::{OwnerEdit, MAX_OWNER_EDITS};
+use tern_update::store::Key;
 use tern_wire::name::{LowerNameBuf, Name};
 use tern_wire::types::{RClass, RType};
 use tern_zone::{Location, RecordList, RecordRef, Records};
@@ -663,10 +664,10 @@ fn sign_window_edits(
 /// adds, removes or rewrites), the served version patched with the owners
 /// and links that changed and the kept records with a patch of them.
 /// The edited owners' new records are the file's (`new_records`, by
-/// `owners`); whether a name between an owner and the apex keeps names
-/// below it is read from the served version, and when a name removed
-/// leaves that unsure (an empty non-terminal above it) the zone is signed
-/// again from its previous version. `Ok(None)`: signed again from the
+/// `owners`); whether an owner or a name between one and the apex keeps
+/// names below it is worked out from the served version's names directly
+/// below it, less those the edit empties ([`names_below_after`]: an
+/// empty non-terminal goes with the last name below it). `Ok(None)`: signed again from the
 /// previous version instead (the SOA's TTL or minimum changed, too many
 /// owners, the keys' DNSKEY RRset changed, or the window not signed
 /// apart). Bound: the window's, and a look-up of the served version per
@@ -730,40 +731,14 @@ fn sign_nsec3_edits(
             .iter()
             .any(|record| record.rtype == RType::NS || record.rtype == RType::DNAME)
     };
-    // Whether a name between an edited owner and the apex has names below
-    // it after the edit: one added below it does; else the served
-    // version's, unless a name below it was removed (then unsure).
-    let below = |name: Name<'_>, of: Name<'_>| of.len() > name.len() && of.ends_with(name);
-    let mut unsure = false;
-    for (at, owner) in owners.iter().enumerate() {
-        let mut above = owner.as_name();
-        while let Some(parent) = above.parent() {
-            if parent.label_count() <= origin.label_count() {
-                break;
-            }
-            above = parent;
-            if has_records(parent) {
-                continue;
-            }
-            let added = owners
-                .iter()
-                .zip(new_records)
-                .any(|(other, new)| below(parent, other.as_name()) && !new.is_empty());
-            let removed = new_records[at].is_empty() && served_has_records(owner.as_name());
-            if !added && removed {
-                unsure = true;
-            }
-        }
-    }
-    if unsure {
-        return declined("NSEC3, and a name removed below an empty non-terminal");
-    }
-    let has_names_below = |name: Name<'_>| {
-        owners
-            .iter()
-            .zip(new_records)
-            .any(|(other, new)| below(name, other.as_name()) && !new.is_empty())
-            || served.has_names_below(name.to_lower().as_name())
+    // Whether each edited owner and each name between one and the apex
+    // has names below it after the edit (`below_after`).
+    let Some(below_after) = names_below_after(origin, served, owners, new_records) else {
+        return declined("NSEC3, and a name removed not found in the served version");
+    };
+    let has_names_below = |name: Name<'_>| match below_after.get(&Key::of(name)) {
+        Some(&below) => below,
+        None => served.has_names_below(name.to_lower().as_name()),
     };
     let shape = Nsec3Shape {
         is_cut: &is_cut,
@@ -814,6 +789,97 @@ fn sign_nsec3_edits(
         visited: signed.visited,
         difference: signed.change,
     }))
+}
+
+/// For each of `owners` (lowercased, edited: their records in the new
+/// version are `new_records`) and each name between one and the apex,
+/// whether a name strictly below it owns records after the edit. A name
+/// added below one says so; else the served version's names directly
+/// below it ([`Zone::child_count`]) less those of them the edit leaves
+/// with no records and no names below (removed owners, and the empty
+/// non-terminals that vanish with them), worked out from the deepest
+/// names up. `None` when the served version is not as the edit expects
+/// (a name that had records not in its tree). Bound: the owners and their
+/// ancestors, a look-up of the served version and a map's per name.
+fn names_below_after(
+    origin: Name<'_>,
+    served: &Zone,
+    owners: &[LowerNameBuf],
+    new_records: &[Vec<RecordRef<'_>>],
+) -> Option<std::collections::BTreeMap<Key, bool>> {
+    use std::collections::BTreeMap;
+    /// What is known of one name.
+    #[derive(Default)]
+    struct Below {
+        /// It owns records after the edit.
+        records: bool,
+        /// A name below it owns records after the edit, one edited.
+        added: bool,
+        /// Names directly below it in the served version (`None`: it is
+        /// not in the served version's tree).
+        served: Option<u32>,
+        /// Of those, the ones the edit leaves empty.
+        vanished: u32,
+        /// The number of its labels.
+        labels: usize,
+    }
+    let mut names: BTreeMap<Key, Below> = BTreeMap::new();
+    for (owner, new) in owners.iter().zip(new_records) {
+        let owner = owner.as_name();
+        let entry = names.entry(Key::of(owner)).or_default();
+        entry.records = !new.is_empty();
+        let mut above = owner;
+        while let Some(parent) = above.parent() {
+            if parent.label_count() <= origin.label_count() {
+                break;
+            }
+            let entry = names.entry(Key::of(parent)).or_insert_with(|| Below {
+                records: !served.owner_records(parent).is_empty(),
+                ..Below::default()
+            });
+            entry.added |= !new.is_empty();
+            above = parent;
+        }
+    }
+    // An edited owner's records are the new version's; an owner in
+    // `owners` that is also another's ancestor was inserted first by its
+    // own edit or overwritten here.
+    for (owner, new) in owners.iter().zip(new_records) {
+        if let Some(entry) = names.get_mut(&Key::of(owner.as_name())) {
+            entry.records = !new.is_empty();
+        }
+    }
+    let mut order: Vec<Key> = Vec::with_capacity(names.len());
+    for (key, entry) in names.iter_mut() {
+        let name = key.name();
+        let name = name.as_name();
+        entry.labels = name.label_count();
+        entry.served = served.child_count(name);
+        if entry.served.is_none() && !served.owner_records(name).is_empty() {
+            return None;
+        }
+        order.push(key.clone());
+    }
+    // Deepest first: a name's children are settled before it.
+    order.sort_by_key(|key| std::cmp::Reverse(names.get(key).map_or(0, |e| e.labels)));
+    let mut out = BTreeMap::new();
+    for key in order {
+        let Some(entry) = names.get(&key) else {
+            continue;
+        };
+        let below = entry.added || entry.served.unwrap_or(0) > entry.vanished;
+        let vanishes = entry.served.is_some() && !entry.records && !below;
+        if vanishes {
+            let name = key.name();
+            if let Some(parent) = name.as_name().parent() {
+                if let Some(parent) = names.get_mut(&Key::of(parent)) {
+                    parent.vanished += 1;
+                }
+            }
+        }
+        out.insert(key, below);
+    }
+    Some(out)
 }
 
 /// The NSEC or NSEC3 records' TTL (the SOA's TTL or minimum, the lower)
