@@ -415,15 +415,16 @@ pub fn resign_owners(
     resign_owners_with(origin, apex, edits, None, keys, options, refresh)
 }
 
-/// [`resign_owners`] for a zone signed with NSEC3 without opt-out: the
-/// same, but no owner has an NSEC (its NSEC3, at its hashed owner, is
+/// [`resign_owners`] for a zone signed with NSEC3 (with opt-out or
+/// without: which names have links is the caller's): the same, but no
+/// owner has an NSEC (its NSEC3, at its hashed owner, is
 /// [`resign_nsec3_links`]'), the apex's NSEC3PARAM is made from the
 /// parameters, and the owners `glue[i]` says lie below a zone cut (glue,
 /// or names a DNAME hides) keep their records unsigned. The caller reads
 /// each owner's NSEC3 type bitmap from the records made (the types of
 /// its RRsets but for glue's). `None` when the edits are not for this: a
-/// delegation changed, an opt-out chain, an NSEC zone, no SOA at the
-/// apex. Bound: as [`resign_owners`].
+/// delegation changed, an NSEC zone, no SOA at the apex. Bound: as
+/// [`resign_owners`].
 pub fn resign_owners_nsec3(
     origin: Name<'_>,
     apex: &[RecordRef<'_>],
@@ -434,7 +435,7 @@ pub fn resign_owners_nsec3(
     refresh: &Refresh,
 ) -> Result<Option<OwnersResigned>, SignError> {
     match &options.denial {
-        crate::Denial::Nsec3(params) if !params.opt_out && glue.len() == edits.len() => {
+        crate::Denial::Nsec3(_) if glue.len() == edits.len() => {
             resign_owners_with(origin, apex, edits, Some(glue), keys, options, refresh)
         }
         _ => Ok(None),

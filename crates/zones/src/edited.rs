@@ -25,8 +25,8 @@
 //! signer, the served version and the kept records patched with the owners
 //! that changed (`sign_window_edits`).
 //!
-//! An NSEC3 zone (without opt-out) is signed as an update of one is, any
-//! edit of a few owners: the window of
+//! An NSEC3 zone (with opt-out or without) is signed as an update of one
+//! is, any edit of a few owners: the window of
 //! [`crate::window::sign_nsec3_window_of`] (the edited owners, the apex,
 //! the chain's links their change adds, removes or rewrites), the served
 //! version and the kept records patched (`sign_nsec3_edits`).
@@ -34,8 +34,9 @@
 //! The previous version's whole signing from its kept records
 //! ([`crate::signing::sign_again`]) is used instead when this cannot be
 //! told to give the same zone ([`sign_edits`] says `None`): a delegation,
-//! glue, DNAME or a DNSSEC record among the records that differ, an NSEC3
-//! zone with opt-out, a key event or signatures due for refresh, a policy changed, the
+//! glue, DNAME or a DNSSEC record among the records that differ, in an
+//! NSEC3 zone with opt-out a name removed below an empty non-terminal that
+//! keeps other names below it, a key event or signatures due for refresh, a policy changed, the
 //! keys' DNSKEY RRset changed, more than [`MAX_EDITED_RECORDS`] records
 //! that differ, a window past the update's bounds, or the kept records
 //! carrying [`crate::kept::MAX_PATCHES`] patches.
@@ -204,8 +205,7 @@ pub(crate) struct EditSigned {
 }
 
 /// Whether the zone's next version may be signed by owners from
-/// `previous` (see the module documentation): the same policy, NSEC or
-/// NSEC3 without opt-out,
+/// `previous` (see the module documentation): the same policy,
 /// `served` the version its kept records are, fewer than
 /// [`MAX_PATCHES`] patches, no signature due nor key event before `now`
 /// plus the refresh window, the previous load's TTLs as written.
@@ -217,20 +217,19 @@ pub(crate) fn usable(
     now: u64,
 ) -> bool {
     let refresh = crate::signing::refresh_of(policy, now);
-    let why_not =
-        if previous.policy != policy || policy.nsec3.as_ref().is_some_and(|nsec3| nsec3.opt_out) {
-            Some("its policy changed, or it has NSEC3 with opt-out")
-        } else if served.serial() != previous.serial {
-            Some("the served version is not the one its kept records are")
-        } else if previous.kept.patch_count() >= MAX_PATCHES {
-            Some("its kept records are due to be written whole")
-        } else if now.saturating_add(refresh.window) >= previous.resign_at {
-            Some("signatures due for refresh or a key event")
-        } else if !previous.uniform {
-            Some("its file gives an RRset several TTLs")
-        } else {
-            None
-        };
+    let why_not = if previous.policy != policy {
+        Some("its policy changed")
+    } else if served.serial() != previous.serial {
+        Some("the served version is not the one its kept records are")
+    } else if previous.kept.patch_count() >= MAX_PATCHES {
+        Some("its kept records are due to be written whole")
+    } else if now.saturating_add(refresh.window) >= previous.resign_at {
+        Some("signatures due for refresh or a key event")
+    } else if !previous.uniform {
+        Some("its file gives an RRset several TTLs")
+    } else {
+        None
+    };
     if let Some(why) = why_not {
         log::debug!("zone {origin}: signed again from its previous version: {why}");
     }
@@ -657,8 +656,8 @@ fn sign_window_edits(
     }))
 }
 
-/// The zone's next version when an edit of an NSEC3 zone (without
-/// opt-out) changed a few owners: signed as a window of the served
+/// The zone's next version when an edit of an NSEC3 zone (with opt-out
+/// or without) changed a few owners: signed as a window of the served
 /// version, as an update is ([`crate::window::sign_nsec3_window_of`]: the
 /// edited owners, the apex among them, and the chain's links their change
 /// adds, removes or rewrites), the served version patched with the owners
