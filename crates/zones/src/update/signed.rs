@@ -1417,8 +1417,15 @@ mod tests {
     /// every record), and the outcome is what signing the whole zone makes.
     #[test]
     fn a_signed_nsec3_update_costs_its_change_not_the_zone() {
-        let small = two_groups_with(5_000, nsec3_policy());
-        let large = two_groups_with(50_000, nsec3_policy());
+        nsec3_updates_cost_their_change(nsec3_policy());
+    }
+
+    /// The two groups of [`two_groups_with`] in a zone signed with
+    /// `nsec3`: as much at 5,000 names as at 50,000, few records visited
+    /// and RRSIGs made, none copied or held.
+    fn nsec3_updates_cost_their_change(nsec3: Option<crate::policy::Nsec3Policy>) {
+        let small = two_groups_with(5_000, nsec3.clone());
+        let large = two_groups_with(50_000, nsec3);
         eprintln!("(cost, octets held) per group: {small:?} at 5,000 names, {large:?} at 50,000");
         assert_eq!(small, large, "cost and octets held, per group");
         for (cost, held) in &small {
@@ -1435,16 +1442,7 @@ mod tests {
     /// visited grew with it.
     #[test]
     fn a_signed_opt_out_nsec3_update_costs_its_change_not_the_zone() {
-        let small = two_groups_with(5_000, opt_out_policy());
-        let large = two_groups_with(50_000, opt_out_policy());
-        eprintln!("(cost, octets held) per group: {small:?} at 5,000 names, {large:?} at 50,000");
-        assert_eq!(small, large, "cost and octets held, per group");
-        for (cost, held) in &small {
-            assert!(
-                cost.visited < 300 && cost.signatures < 30 && cost.copied == 0 && *held == 0,
-                "{small:?}"
-            );
-        }
+        nsec3_updates_cost_their_change(opt_out_policy());
     }
 
     /// What the engine does not see of a signed version: the signer's

@@ -70,6 +70,21 @@ fn reloads(
     costs
 }
 
+/// The NSEC3 hash of the name `text` (presentation form) with these
+/// parameters.
+fn hash_of(text: &str, iterations: u16, salt: &[u8]) -> tern_dnssec::nsec3::Hash {
+    let owner = tern_wire::name::NameBuf::from_text(text.as_bytes(), None).unwrap();
+    tern_dnssec::nsec3::nsec3_hash(owner.as_name(), iterations, salt)
+}
+
+/// Whether `zone`'s NSEC3 chain has a link for the name `text`.
+fn has_link(zone: &Zone, text: &str) -> bool {
+    let (iterations, salt) = zone.nsec3_chain_params().expect("an NSEC3 chain");
+    !zone
+        .nsec3_link_records(&hash_of(text, iterations, salt))
+        .is_empty()
+}
+
 /// The [`Shape`] of a whole signing of `zone_file` with `policy` above
 /// `serial`.
 fn whole_signing(
@@ -152,19 +167,14 @@ fn a_signed_nsec3_reload_of_mixed_case_owners_hashes_them_lowercased() {
         text
     };
     let check = |round: usize, zone: &Zone| {
-        let (iterations, salt) = zone.nsec3_chain_params().expect("an NSEC3 chain");
         for name in ["newname.sub7.example.", "sub7.example."] {
-            let name = tern_wire::name::NameBuf::from_text(name.as_bytes(), None).unwrap();
-            let hash = tern_dnssec::nsec3::nsec3_hash(name.as_name(), iterations, salt);
             assert_eq!(
-                !zone.nsec3_link_records(&hash).is_empty(),
+                has_link(zone, name),
                 round == 1 || round == 2,
                 "round {round}: the link of {name}"
             );
         }
-        let mixed = tern_wire::name::NameBuf::from_text(b"mixed7.example.", None).unwrap();
-        let hash = tern_dnssec::nsec3::nsec3_hash(mixed.as_name(), iterations, salt);
-        assert!(!zone.nsec3_link_records(&hash).is_empty(), "mixed7's link");
+        assert!(has_link(zone, "mixed7.example."), "mixed7's link");
     };
     let costs = reloads("tern-zones-case3", 3, &nsec3_policy, &extra, &check);
     eprintln!("(visited, signatures) per reload at 5,000 and 50,000 names: {costs:?}");
@@ -208,10 +218,6 @@ fn a_signed_nsec3_reload_with_new_parameters_makes_a_new_chain() {
         policy
     };
     let (_, sources) = signed_example_with(&dir, &zone_file, 2, salted());
-    let hash_of = |text: &str, iterations: u16, salt: &[u8]| {
-        let owner = tern_wire::name::NameBuf::from_text(text.as_bytes(), None).unwrap();
-        tern_dnssec::nsec3::nsec3_hash(owner.as_name(), iterations, salt)
-    };
     let apart = |shape: Shape| {
         let is_chain = |rtype: u16| rtype == RType::NSEC3.0 || rtype == RType::NSEC3PARAM.0;
         let links = shape.0.iter().filter(|r| r.1 == RType::NSEC3.0).count();
@@ -290,12 +296,7 @@ fn a_signed_opt_out_nsec3_reload_costs_the_change() {
         text
     };
     let check = |round: usize, zone: &Zone| {
-        let (iterations, salt) = zone.nsec3_chain_params().expect("an NSEC3 chain");
-        let link = |text: &str| {
-            let name = tern_wire::name::NameBuf::from_text(text.as_bytes(), None).unwrap();
-            let hash = tern_dnssec::nsec3::nsec3_hash(name.as_name(), iterations, salt);
-            !zone.nsec3_link_records(&hash).is_empty()
-        };
+        let link = |text: &str| has_link(zone, text);
         assert!(
             !link("ins7.example."),
             "round {round}: an insecure delegation"
