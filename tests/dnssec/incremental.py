@@ -6,6 +6,8 @@ delegation, a wildcard, an empty non-terminal), each with one ECDSA P-256 CSK:
 
     inc.test.   NSEC
     inc3.test.  NSEC3, 4 octets of salt
+    incopt.test.  NSEC3 with opt-out, 4 octets of salt (the insecure delegation left out
+                of the chain; its edits signed as a window since branch n3, before whole)
 
 Checked for each zone (each step fails the script with tern's log):
 
@@ -50,7 +52,7 @@ sys.path.insert(0, str(HERE))
 import signing  # noqa: E402  (tests/dnssec/signing.py: the zone, tern, the verifiers)
 from signing import SigningTern, axfr, fail, harness, run, serial, zone_text  # noqa: E402
 
-ZONES = {"inc.test": "nsec", "inc3.test": "nsec3"}
+ZONES = {"inc.test": "nsec", "inc3.test": "nsec3", "incopt.test": "optout"}
 UNIX = "unix.test"
 POLL = 0.05
 
@@ -213,6 +215,8 @@ dnssec:
     - name: nsec
     - name: nsec3
       nsec3: {{iterations: 0, salt-length: 4}}
+    - name: optout
+      nsec3: {{iterations: 0, salt-length: 4, opt-out: true}}
     - name: unix
       serial-policy: unixtime
 zones:

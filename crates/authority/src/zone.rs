@@ -575,6 +575,18 @@ impl Zone {
             .is_some_and(|id| self.extra.get(id).children > 0)
     }
 
+    /// How many names lie directly below `lower` (lowercased), each
+    /// owning records or with names below it (an empty non-terminal);
+    /// `None` when `lower` is not in the zone's tree (it owns no records
+    /// and no name below it does). [`Zone::patch`] keeps the count
+    /// current. What tells whether an empty non-terminal vanishes when
+    /// names below it are removed, without a pass over the names below.
+    /// Bound: one look-up.
+    pub fn child_count(&self, lower: Name<'_>) -> Option<u32> {
+        self.find_node(lower.as_bytes())
+            .map(|id| self.extra.get(id).children)
+    }
+
     /// Calls `visit` with each name strictly below `lower` (lowercased)
     /// that owns records, in the tables' order, until it returns true;
     /// whether it did. Bound: a pass over every node (the update thread's

@@ -415,15 +415,16 @@ pub fn resign_owners(
     resign_owners_with(origin, apex, edits, None, keys, options, refresh)
 }
 
-/// [`resign_owners`] for a zone signed with NSEC3 without opt-out: the
-/// same, but no owner has an NSEC (its NSEC3, at its hashed owner, is
+/// [`resign_owners`] for a zone signed with NSEC3 (with opt-out or
+/// without: which names have links is the caller's): the same, but no
+/// owner has an NSEC (its NSEC3, at its hashed owner, is
 /// [`resign_nsec3_links`]'), the apex's NSEC3PARAM is made from the
 /// parameters, and the owners `glue[i]` says lie below a zone cut (glue,
 /// or names a DNAME hides) keep their records unsigned. The caller reads
 /// each owner's NSEC3 type bitmap from the records made (the types of
 /// its RRsets but for glue's). `None` when the edits are not for this: a
-/// delegation changed, an opt-out chain, an NSEC zone, no SOA at the
-/// apex. Bound: as [`resign_owners`].
+/// delegation changed, an NSEC zone, no SOA at the apex. Bound: as
+/// [`resign_owners`].
 pub fn resign_owners_nsec3(
     origin: Name<'_>,
     apex: &[RecordRef<'_>],
@@ -434,7 +435,7 @@ pub fn resign_owners_nsec3(
     refresh: &Refresh,
 ) -> Result<Option<OwnersResigned>, SignError> {
     match &options.denial {
-        crate::Denial::Nsec3(params) if !params.opt_out && glue.len() == edits.len() => {
+        crate::Denial::Nsec3(_) if glue.len() == edits.len() => {
             resign_owners_with(origin, apex, edits, Some(glue), keys, options, refresh)
         }
         _ => Ok(None),
@@ -471,12 +472,12 @@ pub fn resign_nsec3_links(
     options: &SignOptions,
     refresh: &Refresh,
 ) -> Result<Option<OwnersResigned>, SignError> {
-    crate::zone::check_keys(&keys.keys)?;
-    if links.len() > MAX_OWNER_EDITS || !matches!(options.denial, crate::Denial::Nsec3(_)) {
+    let Some(known) = owners_set_up(origin, apex, links.len(), keys)? else {
+        return Ok(None);
+    };
+    if !matches!(options.denial, crate::Denial::Nsec3(_)) {
         return Ok(None);
     }
-    let apex_list = Read(apex.to_vec());
-    let known = known_keys(origin, &apex_list, &keys.keys);
     let class = apex
         .first()
         .map_or(tern_wire::types::RClass::IN, |record| record.class);
@@ -510,14 +511,7 @@ pub fn resign_nsec3_links(
             )
             .map_err(SignError::Sink)?;
         }
-        out.signatures += signer.signatures;
-        out.kept += signer.kept;
-        if let Some(at) = signer.next_refresh {
-            out.next_refresh = Some(out.next_refresh.map_or(at, |next| next.min(at)));
-        }
-        out.visited += signed.len();
-        compare_owner(&previous, 0..previous.len(), &signed, &mut out.difference);
-        out.owners.push(signed);
+        out.push_owner(&signer, signed);
     }
     Ok(Some(out))
 }
@@ -533,10 +527,9 @@ fn resign_owners_with(
     options: &SignOptions,
     refresh: &Refresh,
 ) -> Result<Option<OwnersResigned>, SignError> {
-    crate::zone::check_keys(&keys.keys)?;
-    if edits.len() > MAX_OWNER_EDITS {
+    let Some(known) = owners_set_up(origin, apex, edits.len(), keys)? else {
         return Ok(None);
-    }
+    };
     let nsec3param = match &options.denial {
         crate::Denial::Nsec3(params) => Some(crate::nsec3::nsec3param_rdata(params)),
         crate::Denial::Nsec => None,
@@ -558,8 +551,6 @@ fn resign_owners_with(
         .as_deref()
         .map(|cds| crate::zone::cds_records(apex_edit.owner, cds))
         .unwrap_or_default();
-    let apex_list = Read(apex.to_vec());
-    let known = known_keys(origin, &apex_list, &keys.keys);
     let mut out = OwnersResigned::default();
     let lower_origin = origin.to_lower();
     for (at, edit) in edits.iter().enumerate() {
@@ -716,16 +707,44 @@ fn resign_owners_with(
             Sink::record(&mut signed, made(RType::NSEC, nsec_ttl, &nsec_rdata))
                 .map_err(SignError::Sink)?;
         }
-        out.signatures += signer.signatures;
-        out.kept += signer.kept;
-        if let Some(at) = signer.next_refresh {
-            out.next_refresh = Some(out.next_refresh.map_or(at, |next| next.min(at)));
-        }
-        out.visited += signed.len();
-        compare_owner(&previous, 0..previous.len(), &signed, &mut out.difference);
-        out.owners.push(signed);
+        out.push_owner(&signer, signed);
     }
     Ok(Some(out))
+}
+
+/// The set-up [`resign_owners_with`] and [`resign_nsec3_links`] share:
+/// the keys checked, and for each key whether its previous signatures
+/// are kept ([`known_keys`], read from `apex`, the previous version's
+/// apex records). `None`: more than [`MAX_OWNER_EDITS`] owners (`count`).
+/// Bound: [`known_keys`]'.
+fn owners_set_up(
+    origin: Name<'_>,
+    apex: &[RecordRef<'_>],
+    count: usize,
+    keys: &KeySet<'_>,
+) -> Result<Option<Vec<bool>>, SignError> {
+    crate::zone::check_keys(&keys.keys)?;
+    if count > MAX_OWNER_EDITS {
+        return Ok(None);
+    }
+    Ok(Some(known_keys(origin, &Read(apex.to_vec()), &keys.keys)))
+}
+
+impl OwnersResigned {
+    /// One more owner: its records `signed` by `signer` (whose previous
+    /// records are the owner's), what it made and kept counted and its
+    /// change from the previous records added. Bound: the owner's records.
+    fn push_owner(&mut self, signer: &Signer<'_, Read<'_>>, signed: Vec<Record>) {
+        self.signatures += signer.signatures;
+        self.kept += signer.kept;
+        if let Some(at) = signer.next_refresh {
+            self.next_refresh = Some(self.next_refresh.map_or(at, |next| next.min(at)));
+        }
+        self.visited += signed.len();
+        let previous = signer.previous;
+        compare_owner(previous, 0..previous.len(), &signed, &mut self.difference);
+        self.owners.push(signed);
+    }
 }
 
 /// When the first signature among `records` is due for refresh

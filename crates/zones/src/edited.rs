@@ -25,8 +25,8 @@
 //! signer, the served version and the kept records patched with the owners
 //! that changed (`sign_window_edits`).
 //!
-//! An NSEC3 zone (without opt-out) is signed as an update of one is, any
-//! edit of a few owners: the window of
+//! An NSEC3 zone (with opt-out or without) is signed as an update of one
+//! is, any edit of a few owners: the window of
 //! [`crate::window::sign_nsec3_window_of`] (the edited owners, the apex,
 //! the chain's links their change adds, removes or rewrites), the served
 //! version and the kept records patched (`sign_nsec3_edits`).
@@ -34,8 +34,9 @@
 //! The previous version's whole signing from its kept records
 //! ([`crate::signing::sign_again`]) is used instead when this cannot be
 //! told to give the same zone ([`sign_edits`] says `None`): a delegation,
-//! glue, DNAME or a DNSSEC record among the records that differ, an NSEC3
-//! zone with opt-out, a key event or signatures due for refresh, a policy changed, the
+//! glue, DNAME or a DNSSEC record among the records that differ, in an
+//! NSEC3 zone with opt-out a name removed below an empty non-terminal that
+//! keeps other names below it, a key event or signatures due for refresh, a policy changed, the
 //! keys' DNSKEY RRset changed, more than [`MAX_EDITED_RECORDS`] records
 //! that differ, a window past the update's bounds, or the kept records
 //! carrying [`crate::kept::MAX_PATCHES`] patches.
@@ -44,6 +45,7 @@ use std::path::Path;
 
 use tern_authority::Zone;
 use tern_dnssec::{OwnerEdit, MAX_OWNER_EDITS};
+use tern_update::store::Key;
 use tern_wire::name::{LowerNameBuf, Name};
 use tern_wire::types::{RClass, RType};
 use tern_zone::{Location, RecordList, RecordRef, Records};
@@ -203,8 +205,7 @@ pub(crate) struct EditSigned {
 }
 
 /// Whether the zone's next version may be signed by owners from
-/// `previous` (see the module documentation): the same policy, NSEC or
-/// NSEC3 without opt-out,
+/// `previous` (see the module documentation): the same policy,
 /// `served` the version its kept records are, fewer than
 /// [`MAX_PATCHES`] patches, no signature due nor key event before `now`
 /// plus the refresh window, the previous load's TTLs as written.
@@ -216,20 +217,19 @@ pub(crate) fn usable(
     now: u64,
 ) -> bool {
     let refresh = crate::signing::refresh_of(policy, now);
-    let why_not =
-        if previous.policy != policy || policy.nsec3.as_ref().is_some_and(|nsec3| nsec3.opt_out) {
-            Some("its policy changed, or it has NSEC3 with opt-out")
-        } else if served.serial() != previous.serial {
-            Some("the served version is not the one its kept records are")
-        } else if previous.kept.patch_count() >= MAX_PATCHES {
-            Some("its kept records are due to be written whole")
-        } else if now.saturating_add(refresh.window) >= previous.resign_at {
-            Some("signatures due for refresh or a key event")
-        } else if !previous.uniform {
-            Some("its file gives an RRset several TTLs")
-        } else {
-            None
-        };
+    let why_not = if previous.policy != policy {
+        Some("its policy changed")
+    } else if served.serial() != previous.serial {
+        Some("the served version is not the one its kept records are")
+    } else if previous.kept.patch_count() >= MAX_PATCHES {
+        Some("its kept records are due to be written whole")
+    } else if now.saturating_add(refresh.window) >= previous.resign_at {
+        Some("signatures due for refresh or a key event")
+    } else if !previous.uniform {
+        Some("its file gives an RRset several TTLs")
+    } else {
+        None
+    };
     if let Some(why) = why_not {
         log::debug!("zone {origin}: signed again from its previous version: {why}");
     }
@@ -554,21 +554,7 @@ fn sign_window_edits(
             .iter()
             .any(|record| record.rtype == RType::NS || record.rtype == RType::DNAME)
     };
-    // The NSEC records' TTL follows the SOA's TTL and minimum: changed,
-    // every NSEC changes.
-    let soa = served.soa_record();
-    let denial = |ttl: u32, rdata: &[u8]| {
-        (
-            ttl,
-            rdata.len().checked_sub(4).map(|at| rdata[at..].to_vec()),
-        )
-    };
-    let same_denial = new_records.iter().flatten().any(|record| {
-        record.rtype == RType::SOA
-            && record.owner.eq_ignore_case(origin)
-            && denial(record.ttl, record.rdata) == denial(soa.ttl, soa.rdata)
-    });
-    if !same_denial {
+    if unchanged_denial_ttl(origin, served, new_records).is_none() {
         return declined("a name added or removed, and the SOA's TTL or minimum changed");
     }
     let Some(window) = window_of(served, owners.iter().map(LowerNameBuf::as_name), &is_cut) else {
@@ -645,29 +631,13 @@ fn sign_window_edits(
         Ok(_) | Err(_) => return declined("a name added or removed, and not patched"),
     };
     // The kept records: a patch of the changed owners' records.
-    let is_rrsig = |record: &&tern_zone::Record| record.rtype == RType::RRSIG;
-    let before = signed.change.deleted.len();
-    let after = signed.change.added.len();
-    let rrsigs_before = signed.change.deleted.iter().filter(is_rrsig).count();
-    let rrsigs_after = signed.change.added.iter().filter(is_rrsig).count();
-    let patch: Vec<(Name<'_>, Vec<RecordRef<'_>>)> = changed
-        .iter()
-        .map(|(owner, range)| {
-            let records = out[range.clone()]
-                .iter()
-                .map(|record| RecordRef {
-                    location: Location::default(),
-                    ..record.as_record_ref()
-                })
-                .collect();
-            (*owner, records)
-        })
-        .collect();
-    let count = (previous.kept.len() + after).saturating_sub(before);
-    let kept = previous
-        .kept
-        .patched(&patch, count)
-        .map_err(|err| format!("cannot keep the signed records: {err}"))?;
+    let (kept, rrsigs) = kept_patched(
+        previous,
+        &signed.change,
+        changed
+            .iter()
+            .map(|(owner, range)| (*owner, &out[range.clone()])),
+    )?;
     log::debug!(
         "zone {origin}: a name added or removed, signed as a window of {} owners",
         window.len()
@@ -676,7 +646,7 @@ fn sign_window_edits(
         zone,
         kept,
         owners: owners.len(),
-        rrsigs: (previous.rrsigs + rrsigs_after).saturating_sub(rrsigs_before),
+        rrsigs,
         signatures: signed.signatures,
         next_refresh: signed.next_refresh,
         next_key_event: signed.next_key_event,
@@ -686,17 +656,17 @@ fn sign_window_edits(
     }))
 }
 
-/// The zone's next version when an edit of an NSEC3 zone (without
-/// opt-out) changed a few owners: signed as a window of the served
+/// The zone's next version when an edit of an NSEC3 zone (with opt-out
+/// or without) changed a few owners: signed as a window of the served
 /// version, as an update is ([`crate::window::sign_nsec3_window_of`]: the
 /// edited owners, the apex among them, and the chain's links their change
 /// adds, removes or rewrites), the served version patched with the owners
 /// and links that changed and the kept records with a patch of them.
 /// The edited owners' new records are the file's (`new_records`, by
-/// `owners`); whether a name between an owner and the apex keeps names
-/// below it is read from the served version, and when a name removed
-/// leaves that unsure (an empty non-terminal above it) the zone is signed
-/// again from its previous version. `Ok(None)`: signed again from the
+/// `owners`); whether an owner or a name between one and the apex keeps
+/// names below it is worked out from the served version's names directly
+/// below it, less those the edit empties ([`names_below_after`]: an
+/// empty non-terminal goes with the last name below it). `Ok(None)`: signed again from the
 /// previous version instead (the SOA's TTL or minimum changed, too many
 /// owners, the keys' DNSKEY RRset changed, or the window not signed
 /// apart). Bound: the window's, and a look-up of the served version per
@@ -722,28 +692,8 @@ fn sign_nsec3_edits(
     if owners.len() > MAX_WINDOW_OWNERS {
         return declined("NSEC3, and too many owners edited");
     }
-    // The NSEC3 records' TTL follows the SOA's TTL and minimum: changed,
-    // every NSEC3 changes.
-    let soa = served.soa_record();
-    let denial = |ttl: u32, rdata: &[u8]| {
-        (
-            ttl,
-            rdata.len().checked_sub(4).map(|at| rdata[at..].to_vec()),
-        )
-    };
-    let same_denial = new_records.iter().flatten().any(|record| {
-        record.rtype == RType::SOA
-            && record.owner.eq_ignore_case(origin)
-            && denial(record.ttl, record.rdata) == denial(soa.ttl, soa.rdata)
-    });
-    if !same_denial {
+    let Some(nsec3_ttl) = unchanged_denial_ttl(origin, served, new_records) else {
         return declined("NSEC3, and the SOA's TTL or minimum changed");
-    }
-    let nsec3_ttl = match denial(soa.ttl, soa.rdata).1 {
-        Some(minimum) => minimum
-            .try_into()
-            .map_or(soa.ttl, |m: [u8; 4]| soa.ttl.min(u32::from_be_bytes(m))),
-        None => soa.ttl,
     };
     // The owners, the apex first, with their new records.
     let Some(apex_at) = owners
@@ -780,40 +730,14 @@ fn sign_nsec3_edits(
             .iter()
             .any(|record| record.rtype == RType::NS || record.rtype == RType::DNAME)
     };
-    // Whether a name between an edited owner and the apex has names below
-    // it after the edit: one added below it does; else the served
-    // version's, unless a name below it was removed (then unsure).
-    let below = |name: Name<'_>, of: Name<'_>| of.len() > name.len() && of.ends_with(name);
-    let mut unsure = false;
-    for (at, owner) in owners.iter().enumerate() {
-        let mut above = owner.as_name();
-        while let Some(parent) = above.parent() {
-            if parent.label_count() <= origin.label_count() {
-                break;
-            }
-            above = parent;
-            if has_records(parent) {
-                continue;
-            }
-            let added = owners
-                .iter()
-                .zip(new_records)
-                .any(|(other, new)| below(parent, other.as_name()) && !new.is_empty());
-            let removed = new_records[at].is_empty() && served_has_records(owner.as_name());
-            if !added && removed {
-                unsure = true;
-            }
-        }
-    }
-    if unsure {
-        return declined("NSEC3, and a name removed below an empty non-terminal");
-    }
-    let has_names_below = |name: Name<'_>| {
-        owners
-            .iter()
-            .zip(new_records)
-            .any(|(other, new)| below(name, other.as_name()) && !new.is_empty())
-            || served.has_names_below(name.to_lower().as_name())
+    // Whether each edited owner and each name between one and the apex
+    // has names below it after the edit (`below_after`).
+    let Some(below_after) = names_below_after(origin, served, owners, new_records) else {
+        return declined("NSEC3, and a name removed not found in the served version");
+    };
+    let has_names_below = |name: Name<'_>| match below_after.get(&Key::of(name)) {
+        Some(&below) => below,
+        None => served.has_names_below(name.to_lower().as_name()),
     };
     let shape = Nsec3Shape {
         is_cut: &is_cut,
@@ -839,30 +763,14 @@ fn sign_nsec3_edits(
         return declined("NSEC3, and the keys changed");
     }
     // The kept records: a patch of the owners and links that changed.
-    let is_rrsig = |record: &&tern_zone::Record| record.rtype == RType::RRSIG;
-    let before = signed.change.deleted.len();
-    let after = signed.change.added.len();
-    let rrsigs_before = signed.change.deleted.iter().filter(is_rrsig).count();
-    let rrsigs_after = signed.change.added.iter().filter(is_rrsig).count();
-    let patch: Vec<(Name<'_>, Vec<RecordRef<'_>>)> = signed
-        .owners
-        .iter()
-        .map(|(owner, records)| {
-            let records = records
-                .iter()
-                .map(|record| RecordRef {
-                    location: Location::default(),
-                    ..record.as_record_ref()
-                })
-                .collect();
-            (owner.as_name(), records)
-        })
-        .collect();
-    let count = (previous.kept.len() + after).saturating_sub(before);
-    let kept = previous
-        .kept
-        .patched(&patch, count)
-        .map_err(|err| format!("cannot keep the signed records: {err}"))?;
+    let (kept, rrsigs) = kept_patched(
+        previous,
+        &signed.change,
+        signed
+            .owners
+            .iter()
+            .map(|(owner, records)| (owner.as_name(), &records[..])),
+    )?;
     log::debug!(
         "zone {origin}: NSEC3, signed as a window of {} owners and {} links",
         signed.sizes.0,
@@ -872,7 +780,7 @@ fn sign_nsec3_edits(
         zone: signed.zone,
         kept,
         owners: owners.len(),
-        rrsigs: (previous.rrsigs + rrsigs_after).saturating_sub(rrsigs_before),
+        rrsigs,
         signatures: signed.signatures,
         next_refresh: signed.next_refresh,
         next_key_event: signed.next_key_event,
@@ -880,6 +788,167 @@ fn sign_nsec3_edits(
         visited: signed.visited,
         difference: signed.change,
     }))
+}
+
+/// For each of `owners` (lowercased, edited: their records in the new
+/// version are `new_records`) and each name between one and the apex,
+/// whether a name strictly below it owns records after the edit. A name
+/// added below one says so; else the served version's names directly
+/// below it ([`Zone::child_count`]) less those of them the edit leaves
+/// with no records and no names below (removed owners, and the empty
+/// non-terminals that vanish with them), worked out from the deepest
+/// names up. `None` when the served version is not as the edit expects
+/// (a name that had records not in its tree). Bound: the owners and their
+/// ancestors, a look-up of the served version and a map's per name.
+fn names_below_after(
+    origin: Name<'_>,
+    served: &Zone,
+    owners: &[LowerNameBuf],
+    new_records: &[Vec<RecordRef<'_>>],
+) -> Option<std::collections::BTreeMap<Key, bool>> {
+    use std::collections::BTreeMap;
+    /// What is known of one name.
+    #[derive(Default)]
+    struct Below {
+        /// It owns records after the edit.
+        records: bool,
+        /// A name below it owns records after the edit, one edited.
+        added: bool,
+        /// Names directly below it in the served version (`None`: it is
+        /// not in the served version's tree).
+        served: Option<u32>,
+        /// Of those, the ones the edit leaves empty.
+        vanished: u32,
+        /// The number of its labels.
+        labels: usize,
+    }
+    let mut names: BTreeMap<Key, Below> = BTreeMap::new();
+    for (owner, new) in owners.iter().zip(new_records) {
+        let owner = owner.as_name();
+        let entry = names.entry(Key::of(owner)).or_default();
+        entry.records = !new.is_empty();
+        let mut above = owner;
+        while let Some(parent) = above.parent() {
+            if parent.label_count() <= origin.label_count() {
+                break;
+            }
+            let entry = names.entry(Key::of(parent)).or_insert_with(|| Below {
+                records: !served.owner_records(parent).is_empty(),
+                ..Below::default()
+            });
+            entry.added |= !new.is_empty();
+            above = parent;
+        }
+    }
+    // An edited owner's records are the new version's; an owner in
+    // `owners` that is also another's ancestor was inserted first by its
+    // own edit or overwritten here.
+    for (owner, new) in owners.iter().zip(new_records) {
+        if let Some(entry) = names.get_mut(&Key::of(owner.as_name())) {
+            entry.records = !new.is_empty();
+        }
+    }
+    let mut order: Vec<Key> = Vec::with_capacity(names.len());
+    for (key, entry) in names.iter_mut() {
+        let name = key.name();
+        let name = name.as_name();
+        entry.labels = name.label_count();
+        entry.served = served.child_count(name);
+        if entry.served.is_none() && !served.owner_records(name).is_empty() {
+            return None;
+        }
+        order.push(key.clone());
+    }
+    // Deepest first: a name's children are settled before it.
+    order.sort_by_key(|key| std::cmp::Reverse(names.get(key).map_or(0, |e| e.labels)));
+    let mut out = BTreeMap::new();
+    for key in order {
+        let Some(entry) = names.get(&key) else {
+            continue;
+        };
+        let below = entry.added || entry.served.unwrap_or(0) > entry.vanished;
+        let vanishes = entry.served.is_some() && !entry.records && !below;
+        if vanishes {
+            let name = key.name();
+            if let Some(parent) = name.as_name().parent() {
+                if let Some(parent) = names.get_mut(&Key::of(parent)) {
+                    parent.vanished += 1;
+                }
+            }
+        }
+        out.insert(key, below);
+    }
+    Some(out)
+}
+
+/// The NSEC or NSEC3 records' TTL (the SOA's TTL or minimum, the lower)
+/// when the edit's SOA (in `new_records`) keeps the served version's TTL
+/// and minimum; `None` when either changed (then every NSEC or NSEC3
+/// record changes) or the edit has no SOA. Bound: one pass of
+/// `new_records`.
+fn unchanged_denial_ttl(
+    origin: Name<'_>,
+    served: &Zone,
+    new_records: &[Vec<RecordRef<'_>>],
+) -> Option<u32> {
+    let soa = served.soa_record();
+    let denial = |ttl: u32, rdata: &[u8]| {
+        (
+            ttl,
+            rdata.len().checked_sub(4).map(|at| rdata[at..].to_vec()),
+        )
+    };
+    let same_denial = new_records.iter().flatten().any(|record| {
+        record.rtype == RType::SOA
+            && record.owner.eq_ignore_case(origin)
+            && denial(record.ttl, record.rdata) == denial(soa.ttl, soa.rdata)
+    });
+    if !same_denial {
+        return None;
+    }
+    Some(match denial(soa.ttl, soa.rdata).1 {
+        Some(minimum) => minimum
+            .try_into()
+            .map_or(soa.ttl, |m: [u8; 4]| soa.ttl.min(u32::from_be_bytes(m))),
+        None => soa.ttl,
+    })
+}
+
+/// The previous version's kept records patched with `owners` (each owner
+/// that `change` touches with its signed records in the new version;
+/// none: gone), and the new version's RRSIG count. Bound: the owners'
+/// records and `change`'s.
+fn kept_patched<'r>(
+    previous: &Previous<'_>,
+    change: &tern_dnssec::Change,
+    owners: impl Iterator<Item = (Name<'r>, &'r [tern_zone::Record])>,
+) -> Result<(KeptRecords, usize), String> {
+    let is_rrsig = |record: &&tern_zone::Record| record.rtype == RType::RRSIG;
+    let before = change.deleted.len();
+    let after = change.added.len();
+    let rrsigs_before = change.deleted.iter().filter(is_rrsig).count();
+    let rrsigs_after = change.added.iter().filter(is_rrsig).count();
+    let patch: Vec<(Name<'_>, Vec<RecordRef<'_>>)> = owners
+        .map(|(owner, records)| {
+            let records = records
+                .iter()
+                .map(|record| RecordRef {
+                    location: Location::default(),
+                    ..record.as_record_ref()
+                })
+                .collect();
+            (owner, records)
+        })
+        .collect();
+    let count = (previous.kept.len() + after).saturating_sub(before);
+    let kept = previous
+        .kept
+        .patched(&patch, count)
+        .map_err(|err| format!("cannot keep the signed records: {err}"))?;
+    Ok((
+        kept,
+        (previous.rrsigs + rrsigs_after).saturating_sub(rrsigs_before),
+    ))
 }
 
 //=========== Tests ==========================================================

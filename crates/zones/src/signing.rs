@@ -557,15 +557,16 @@ pub(crate) fn sign_owners<R: RecordList + ?Sized>(
     }))
 }
 
-/// [`sign_window`] for a zone signed with NSEC3 without opt-out: the
+/// [`sign_window`] for a zone signed with NSEC3 (the links of an opt-out
+/// chain chosen by the caller, `links`): the
 /// owners `edits` (the apex among them; `glue` tells which lie below a
 /// zone cut) signed through [`tern_dnssec::resign_owners_nsec3`], then the
 /// chain's links that `links` makes of them (each owner's records signed,
 /// and the chain's parameters) through
 /// [`tern_dnssec::resign_nsec3_links`], with the keys as stored and the
 /// salt `salt` of the served chain. `Ok(None)`: not for this (the policy's
-/// NSEC3 differs from the served chain's: a new salt or iterations, an
-/// opt-out chain; or `links` says no), the caller signs the zone whole.
+/// NSEC3 differs from the served chain's: a new salt or iterations; or
+/// `links` says no), the caller signs the zone whole.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn sign_nsec3_window<'e, R: RecordList + ?Sized>(
     origin: Name<'_>,
@@ -583,10 +584,7 @@ pub(crate) fn sign_nsec3_window<'e, R: RecordList + ?Sized>(
         &Nsec3Params,
     ) -> Result<Option<Vec<tern_dnssec::Nsec3Link<'e>>>, String>,
 ) -> Result<Option<Signed<(tern_dnssec::OwnersResigned, tern_dnssec::OwnersResigned)>>, String> {
-    let Some(nsec3) = &policy.nsec3 else {
-        return Ok(None);
-    };
-    if nsec3.opt_out {
+    if policy.nsec3.is_none() {
         return Ok(None);
     }
     let apex_list: Vec<tern_zone::Record> = apex.iter().map(|record| record.to_record()).collect();

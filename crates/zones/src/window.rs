@@ -390,8 +390,11 @@ pub(crate) struct Nsec3WindowSigned {
     pub(crate) sizes: (usize, usize),
 }
 
-/// A window of `served`, a version of a zone signed with NSEC3 without
-/// opt-out, signed apart: the owners `names` (lowercased, the apex first,
+/// A window of `served`, a version of a zone signed with NSEC3 (with
+/// opt-out, the chain without the insecure delegations and the empty
+/// non-terminals with only those or glue below them, as the whole signer
+/// makes it; a name removed below an empty non-terminal that keeps names
+/// below it is not told apart from those: `Ok(None)`), signed apart: the owners `names` (lowercased, the apex first,
 /// each once) with their new records `new_records` (unsigned, by `names`)
 /// signed through [`crate::signing::sign_nsec3_window`], then the
 /// chain's links their change adds, removes or rewrites. The names whose
@@ -458,6 +461,52 @@ pub(crate) fn sign_nsec3_window_of(
         .map(|name| served.owner_records(name.as_name()))
         .collect();
     let glue: Vec<bool> = names.iter().map(|name| below_cut(name.as_name())).collect();
+    // With opt-out, the chain leaves out the insecure delegations (a
+    // delegation without DS; no edit changes one) and the empty
+    // non-terminals with only such names (or glue) below them, as the
+    // whole signer does; the served chain's flags must say the same.
+    let opt_out = policy.nsec3.as_ref().is_some_and(|nsec3| nsec3.opt_out);
+    let apex_flags = served
+        .nsec3_link_records(&tern_dnssec::nsec3::nsec3_hash(origin, iterations, salt))
+        .iter()
+        .find(|record| record.rtype == RType::NSEC3)
+        .and_then(|record| record.rdata.get(1).copied());
+    if apex_flags.map(|flags| flags & 1 == 1) != Some(opt_out) {
+        return Ok(None);
+    }
+    let insecure = |name: Name<'_>| {
+        let records = served.owner_records(name);
+        opt_out
+            && !name.eq_ignore_case(origin)
+            && records.iter().any(|record| record.rtype == RType::NS)
+            && !records.iter().any(|record| record.rtype == RType::DS)
+    };
+    // With opt-out, for each name above an edited owner: whether a name
+    // in the chain is added below it, and whether one is removed.
+    let mut chained_below: BTreeMap<Key, (bool, bool)> = BTreeMap::new();
+    if opt_out {
+        for (at, name) in names.iter().enumerate() {
+            let name = name.as_name();
+            if below_cut(name) || insecure(name) {
+                continue;
+            }
+            let added = !new_records[at].is_empty();
+            let removed = new_records[at].is_empty() && !old_records[at].is_empty();
+            if removed {
+                chained_below.entry(Key::of(name)).or_default().1 = true;
+            }
+            let mut above = name;
+            while let Some(parent) = above.parent() {
+                if parent.label_count() <= origin.label_count() {
+                    break;
+                }
+                let entry = chained_below.entry(Key::of(parent)).or_default();
+                entry.0 |= added;
+                entry.1 |= removed;
+                above = parent;
+            }
+        }
+    }
     let edits: Vec<tern_dnssec::OwnerEdit<'_>> = names
         .iter()
         .zip(new_records)
@@ -512,8 +561,26 @@ pub(crate) fn sign_nsec3_window_of(
         visited += previous.len();
         let before = !previous.is_empty();
         let has_records = (shape.has_records)(name);
+        let names_below = if opt_out && !has_records {
+            // A name in the chain below it: one added says so; else, one
+            // removed, whether any name is left below it (none: no link;
+            // some: not told apart from insecure delegations, so the zone
+            // is signed whole); else as before.
+            match chained_below
+                .get(&Key::of(name))
+                .copied()
+                .unwrap_or_default()
+            {
+                (true, _) => true,
+                (false, true) if (shape.has_names_below)(name) => return Ok(None),
+                (false, true) => false,
+                (false, false) => before,
+            }
+        } else {
+            (shape.has_names_below)(name)
+        };
         let after = name.eq_ignore_case(origin)
-            || (!below_cut(name) && (has_records || (shape.has_names_below)(name)));
+            || (!below_cut(name) && !insecure(name) && (has_records || names_below));
         if !before && !after {
             continue;
         }

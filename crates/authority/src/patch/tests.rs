@@ -190,6 +190,16 @@ fn assert_same(patched: &Zone, built: &Zone, context: &str) {
     );
     assert_eq!(patched.node_count(), built.node_count(), "nodes, {context}");
     assert_eq!(patched.serial(), built.serial(), "serial, {context}");
+    // The names directly below each (what tells whether an empty
+    // non-terminal goes with the last name below it).
+    for owner in OWNERS.iter().chain(QUERIES) {
+        let owner = name(owner);
+        assert_eq!(
+            patched.child_count(owner.as_name()),
+            built.child_count(owner.as_name()),
+            "names directly below {owner}, {context}"
+        );
+    }
     let (patched, built) = (answers(patched), answers(built));
     for (index, (p, b)) in patched.iter().zip(&built).enumerate() {
         let names = OWNERS.len() + QUERIES.len();
