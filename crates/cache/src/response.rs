@@ -56,17 +56,30 @@
 //! (under the cache's key, mixed with the tag) records it in a small table
 //! of changed names. An entry of the tag stored before is then looked at
 //! once, at its next hit (not before: nothing is walked): it answers on
-//! only if it is a positive answer (NOERROR, at least one answer record)
-//! whose every answer record is owned by the question's name (a
-//! compression pointer to it), with no authority record and no additional
-//! record but the OPT, and neither its name nor a name above it that
-//! changes what is below was changed since it was stored. Then it is
-//! stamped anew and its next hits cost nothing more. Everything else of
-//! the tag (negative answers and referrals, which carry the SOA or depend
-//! on names other than the question's, CNAME chains, answers with
+//! only if its question's type is not SOA, RRSIG or ANY (every version
+//! changes the SOA, and the apex is not listed when that is all it
+//! changed), it has no additional record but the OPT, neither its name
+//! nor a name above it that changes what is below was changed since it
+//! was stored, and it is
+//!
+//! - a positive answer (NOERROR, at least one answer record) whose every
+//!   answer record is owned by the question's name (a compression
+//!   pointer to it), with no authority record; or
+//! - a negative answer (NXDOMAIN or NODATA) with the SOA alone in its
+//!   authority section, when every version since it was stored changed
+//!   the SOA in its serial alone ([`ResponseCache::invalidate_update`]):
+//!   the new serial is written into its SOA.
+//!
+//! Then it is stamped anew and its next hits cost nothing more.
+//! Everything else of the tag (referrals and signed denials, which
+//! depend on names other than the question's, CNAME chains, answers with
 //! additional records) is dropped as a whole-zone invalidation drops it.
-//! The table holds at most [`MAX_TRACKED_NAMES`]; past it, every tag's
-//! changes so far become whole-zone invalidations and the table empties.
+//! The names above are looked up only at label counts where a name that
+//! changes what is below it changed since (a table by label count): in a
+//! zone whose updates come and go at `_acme-challenge.www.example.com.`,
+//! the check of `host.example.com.` hashes its own name alone. The table
+//! holds at most [`MAX_TRACKED_NAMES`]; past it, every tag's changes so
+//! far become whole-zone invalidations and the table empties.
 //!
 //! Eviction is SIEVE (Zhang et al., NSDI 2024): a FIFO list threaded
 //! through the slots (`prev`/`next` indices), a `visited` bit set on a hit,
@@ -161,6 +174,10 @@ pub const MAX_TRACKED_NAMES: usize = 4096;
 /// hash): the name's own answers changed; answers below it changed.
 const CHANGED_NAME: u8 = 1;
 const CHANGED_BELOW: u8 = 2;
+
+/// Label counts tracked by [`ResponseCache::below_at`]: a name has at
+/// most 128 labels, the root's included.
+const DEPTHS: usize = 128;
 
 /// The default [`CacheLimits::max_entries`].
 pub const DEFAULT_MAX_ENTRIES: usize = 100_000;
@@ -476,6 +493,20 @@ pub struct ResponseCache {
     /// (tag, kind, name) and the clock when it changed. At most
     /// [`MAX_TRACKED_NAMES`].
     changed: HashTable<(u64, u32)>,
+    /// By label count: the clock when a name of that many labels last
+    /// changed what is below it (`CHANGED_BELOW`, any tag), so that
+    /// the check of an entry's names above it hashes only the ones of
+    /// label counts that did; 0 since the table of changed names was
+    /// last emptied.
+    below_at: [u32; DEPTHS],
+    /// By tag: the clock at the tag's last version whose SOA changed in
+    /// more than its serial (or not known to have): the negative answers
+    /// stored before it no longer answer. Those stored after it and
+    /// before the tag's last version answer with `tag_serial`.
+    tag_soa: Vec<u32>,
+    /// By tag: the SOA serial of its last version made by name (see
+    /// [`ResponseCache::invalidate_update`]).
+    tag_serial: Vec<u32>,
     /// The keys missed once while the cache was full (see "Admission").
     doorkeeper: Doorkeeper,
 }
@@ -526,6 +557,9 @@ impl ResponseCache {
             tag_since: Vec::new(),
             tag_whole: Vec::new(),
             changed: HashTable::new(),
+            below_at: [0; DEPTHS],
+            tag_soa: Vec::new(),
+            tag_serial: Vec::new(),
             doorkeeper,
         }
     }
@@ -868,12 +902,20 @@ impl ResponseCache {
         }
         self.clock += 1;
         let tag = tag as usize;
+        self.grow_tags(tag);
+        self.tag_since[tag] = self.clock;
+        self.tag_whole[tag] = self.clock;
+        self.tag_soa[tag] = self.clock;
+    }
+
+    /// Makes room for `tag` in the tables by tag.
+    fn grow_tags(&mut self, tag: usize) {
         if self.tag_since.len() <= tag {
             self.tag_since.resize(tag + 1, 0);
             self.tag_whole.resize(tag + 1, 0);
+            self.tag_soa.resize(tag + 1, 0);
+            self.tag_serial.resize(tag + 1, 0);
         }
-        self.tag_since[tag] = self.clock;
-        self.tag_whole[tag] = self.clock;
     }
 
     /// Makes the entries stored with `tag` so far that can hold data of
@@ -889,15 +931,31 @@ impl ResponseCache {
         tag: u32,
         names: impl IntoIterator<Item = (&'n [u8], bool)>,
     ) {
+        self.invalidate_update(tag, names, None);
+    }
+
+    /// [`ResponseCache::invalidate_names`], for a version whose SOA
+    /// differs from the previous version's in the serial alone, `serial`
+    /// (`tern_authority`'s `Zone::serial_step_since`; `None`: not known
+    /// to): the negative answers of the tag (their authority section the
+    /// SOA alone) whose names did not change then answer on, with this
+    /// serial written into their SOA, rather than being dropped.
+    pub fn invalidate_update<'n>(
+        &mut self,
+        tag: u32,
+        names: impl IntoIterator<Item = (&'n [u8], bool)>,
+        serial: Option<u32>,
+    ) {
         let mut hashes = Vec::new();
         for (name, below) in names {
             if hashes.len() + 2 > MAX_TRACKED_NAMES {
                 self.invalidate_tag(tag);
                 return;
             }
-            hashes.push(self.name_hash(tag, name, CHANGED_NAME));
+            hashes.push((self.name_hash(tag, name, CHANGED_NAME), None));
             if below {
-                hashes.push(self.name_hash(tag, name, CHANGED_BELOW));
+                let depth = labels(name);
+                hashes.push((self.name_hash(tag, name, CHANGED_BELOW), Some(depth)));
             }
         }
         if self.clock == u32::MAX {
@@ -910,16 +968,21 @@ impl ResponseCache {
                 *whole = *since;
             }
             self.changed.clear();
+            self.below_at = [0; DEPTHS];
         }
         self.clock += 1;
         let clock = self.clock;
         let at = tag as usize;
-        if self.tag_since.len() <= at {
-            self.tag_since.resize(at + 1, 0);
-            self.tag_whole.resize(at + 1, 0);
-        }
+        self.grow_tags(at);
         self.tag_since[at] = clock;
-        for hash in hashes {
+        match serial {
+            Some(serial) => self.tag_serial[at] = serial,
+            None => self.tag_soa[at] = clock,
+        }
+        for (hash, depth) in hashes {
+            if let Some(below) = depth.and_then(|depth| self.below_at.get_mut(depth)) {
+                *below = clock;
+            }
             match self.changed.find_mut(hash, |&(other, _)| other == hash) {
                 Some(entry) => entry.1 = clock,
                 None => {
@@ -945,21 +1008,26 @@ impl ResponseCache {
 
     /// Whether the entry in slot `index`, stored before its tag's last
     /// invalidation, still answers (see "Invalidation by name" in the
-    /// module docs); if it does, it is stamped with the clock now, so
-    /// that its next hits do not ask again. Bound: the answer records in
-    /// its stored bytes (at most [`MAX_ENTRY_LEN`]) and the labels of its
-    /// name.
+    /// module docs); if it does, it is stamped with the clock now (and a
+    /// negative answer given the tag's serial), so that its next hits do
+    /// not ask again. Bound: the answer records in its stored bytes (at
+    /// most [`MAX_ENTRY_LEN`]) and the labels of its name (twice).
     fn still_answers(&mut self, index: u32) -> bool {
         let Some(slot) = self.slots.get(index as usize) else {
             return false;
         };
-        let tag = slot.tag;
+        let tag = slot.tag as usize;
         let stamp = slot.stamp;
-        if stamp < self.tag_whole.get(tag as usize).copied().unwrap_or(0) {
+        if stamp < self.tag_whole.get(tag).copied().unwrap_or(0)
+            // Every version changes the SOA: its answers, and those that
+            // may hold it, are not kept.
+            || matches!(slot.qtype, RType::SOA | RType::RRSIG | RType::ANY)
+        {
             return false;
         }
         let name_len = usize::from(slot.name_len);
         let edns = slot.bits & BIT_EDNS != 0;
+        let (at, len) = (slot.at, usize::from(slot.len));
         let data = slot.data(&self.slab);
         let Some((template, rest)) = data.split_at_checked(TEMPLATE_LEN) else {
             return false;
@@ -968,40 +1036,71 @@ impl ResponseCache {
             return false;
         };
         let count = |at: usize| u16::from_be_bytes([template[at], template[at + 1]]);
-        // NOERROR, answers, no authority, no additional but the OPT.
-        if template[1] & 0x0f != 0 || count(4) == 0 || count(6) != 0 || count(8) != u16::from(edns)
-        {
+        // No additional record but the OPT.
+        if count(8) != u16::from(edns) {
             return false;
         }
-        // Each answer record owned by the question's name (a pointer to
-        // offset 12): nothing of another name is in the answer.
-        let mut at = 0;
-        for _ in 0..count(4) {
-            let Some(&[c0, c1, _, _, _, _, _, _, _, _, l0, l1]) = tail.get(at..at + 12) else {
-                return false;
-            };
-            if [c0, c1] != [0xc0, 0x0c] {
+        let rcode = template[1] & 0x0f;
+        // Where a negative answer's SOA serial is, in the entry's bytes.
+        let mut serial_at = None;
+        if rcode == 0 && count(4) > 0 && count(6) == 0 {
+            // Positive: each answer record owned by the question's name
+            // (a pointer to offset 12): nothing of another name is in it.
+            let mut at = 0;
+            for _ in 0..count(4) {
+                let Some(&[c0, c1, _, _, _, _, _, _, _, _, l0, l1]) = tail.get(at..at + 12) else {
+                    return false;
+                };
+                if [c0, c1] != [0xc0, 0x0c] {
+                    return false;
+                }
+                at += 12 + usize::from(u16::from_be_bytes([l0, l1]));
+            }
+        } else if (rcode == 0 || rcode == 3) && count(4) == 0 && count(6) == 1 {
+            // Negative, the SOA alone in the authority section: it
+            // answers on with the new serial if that is all the SOA
+            // changed since it was stored.
+            if stamp < self.tag_soa.get(tag).copied().unwrap_or(u32::MAX) {
                 return false;
             }
-            at += 12 + usize::from(u16::from_be_bytes([l0, l1]));
+            let Some(serial) = soa_serial_at(tail) else {
+                return false;
+            };
+            serial_at = Some(TEMPLATE_LEN + name_len + serial);
+        } else {
+            return false;
         }
-        if self.changed_at(self.name_hash(tag, name, CHANGED_NAME)) > stamp {
+        if self.changed_at(self.name_hash(tag as u32, name, CHANGED_NAME)) > stamp {
             return false;
         }
         // The names above it, up to the root: a change that moves what is
-        // below one of them (a name come or gone, a DNAME, a wildcard's
-        // parent). Each step skips a label: at most 128 steps.
+        // below one of them (a name come or gone, a DNAME, a cut, a
+        // wildcard's parent). Only those of label counts that had such a
+        // change since are looked up. Each step skips a label: at most
+        // 128 steps.
+        let mut depth = labels(name);
         let mut label = 0;
         while let Some(&len) = name.get(label) {
             if len == 0 {
                 break;
             }
             label += 1 + usize::from(len);
+            depth = depth.saturating_sub(1);
+            if self.below_at.get(depth).copied().unwrap_or(u32::MAX) <= stamp {
+                continue;
+            }
             let Some(above) = name.get(label..) else {
                 return false;
             };
-            if self.changed_at(self.name_hash(tag, above, CHANGED_BELOW)) > stamp {
+            if self.changed_at(self.name_hash(tag as u32, above, CHANGED_BELOW)) > stamp {
                 return false;
+            }
+        }
+        if let Some(serial_at) = serial_at {
+            let serial = self.tag_serial.get(tag).copied().unwrap_or(0);
+            match self.slab.get_mut(at, len).get_mut(serial_at..serial_at + 4) {
+                Some(bytes) => bytes.copy_from_slice(&serial.to_be_bytes()),
+                None => return false,
             }
         }
         let clock = self.clock;
@@ -1017,7 +1116,10 @@ impl ResponseCache {
         self.clock = 0;
         self.tag_since.clear();
         self.tag_whole.clear();
+        self.tag_soa.clear();
+        self.tag_serial.clear();
         self.changed.clear();
+        self.below_at = [0; DEPTHS];
         self.table.clear();
         self.slots.clear();
         self.slab.clear();
@@ -1147,6 +1249,55 @@ impl core::fmt::Debug for ResponseCache {
             .field("limits", &self.limits)
             .finish_non_exhaustive()
     }
+}
+
+/// The labels of a wire name, the root's not counted. Bound: the name's
+/// octets.
+fn labels(name: &[u8]) -> usize {
+    let mut count = 0;
+    let mut at = 0;
+    while let Some(&len) = name.get(at) {
+        if len == 0 {
+            break;
+        }
+        count += 1;
+        at += 1 + usize::from(len);
+    }
+    count
+}
+
+/// Where the serial of the SOA record that starts `tail` (a negative
+/// answer's authority section, its owner a compression pointer or a
+/// name) is in `tail`; `None` if the record is no SOA or is cut short.
+/// Bound: the owner's labels, at most `tail`'s octets.
+fn soa_serial_at(tail: &[u8]) -> Option<usize> {
+    let mut at = 0;
+    loop {
+        let len = *tail.get(at)?;
+        match len {
+            0 => {
+                at += 1;
+                break;
+            }
+            0xc0..=0xff => {
+                at += 2;
+                break;
+            }
+            1..=63 => at += 1 + usize::from(len),
+            _ => return None,
+        }
+    }
+    let fixed = tail.get(at..at + 10)?;
+    if fixed[..2] != RType::SOA.0.to_be_bytes() {
+        return None;
+    }
+    let rdlen = usize::from(u16::from_be_bytes([fixed[8], fixed[9]]));
+    let end = at + 10 + rdlen;
+    // Two names of at least one octet, and five 32-bit fields.
+    if rdlen < 22 || end > tail.len() {
+        return None;
+    }
+    Some(end - 20)
 }
 
 /// Checks an answer against its key; returns where the tail starts.
