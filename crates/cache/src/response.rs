@@ -179,6 +179,23 @@ const CHANGED_BELOW: u8 = 2;
 /// most 128 labels, the root's included.
 const DEPTHS: usize = 128;
 
+/// What an entry is, for the check of an entry kept across versions
+/// (`Slot::keep`, set when it is stored): an answer never kept; a
+/// positive answer of the question's name alone; a negative answer with
+/// the SOA alone in its authority section.
+const KEEP_NEVER: u8 = 0;
+const KEEP_POSITIVE: u8 = 1;
+const KEEP_NEGATIVE: u8 = 2;
+
+/// Spreads a name's hash, with a tag and a kind, over the table of
+/// changed names: one multiplication, folded.
+fn changed_hash(name_hash: u64, tag: u32, kind: u8) -> u64 {
+    const SPREAD: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mixed =
+        u128::from(name_hash ^ (u64::from(tag) << 8 | u64::from(kind))) * u128::from(SPREAD);
+    (mixed as u64) ^ (mixed >> 64) as u64
+}
+
 /// The default [`CacheLimits::max_entries`].
 pub const DEFAULT_MAX_ENTRIES: usize = 100_000;
 
@@ -345,6 +362,12 @@ struct Slot {
     bits: u8,
     /// SIEVE's bit: hit since the hand last passed.
     visited: bool,
+    /// The labels of the name, the root's not counted.
+    labels: u8,
+    /// `KEEP_NEVER`, `KEEP_POSITIVE` or `KEEP_NEGATIVE`: whether the
+    /// entry may answer on across a version made by name, and how it is
+    /// checked then.
+    keep: u8,
     /// The caller's tag (see [`ResponseCache::insert_tagged`]).
     tag: u32,
     /// [`ResponseCache::clock`] when the entry was stored: it answers only
@@ -445,9 +468,12 @@ fn hash_slot(hasher: &KeyedHash, slab: &Slab, slot: &Slot) -> u64 {
 //----------- KeyHash --------------------------------------------------------
 
 /// A [`CacheKey`]'s hash under one cache's hasher
-/// ([`ResponseCache::key_hash`]).
+/// ([`ResponseCache::key_hash`]), with its name's (on the way).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct KeyHash(u64);
+pub struct KeyHash {
+    key: u64,
+    name: u64,
+}
 
 //----------- ResponseCache --------------------------------------------------
 
@@ -635,13 +661,10 @@ impl ResponseCache {
     /// [`ResponseCache::insert_written`]: a miss is then answered and
     /// stored with one hash of its key, not two.
     pub fn key_hash(&self, key: &CacheKey) -> KeyHash {
-        KeyHash(hash_parts(
-            &self.hasher,
-            key.name.as_bytes(),
-            key.qtype,
-            key.qclass,
-            key.bits(),
-        ))
+        let (name, key) =
+            self.hasher
+                .hashes(key.name.as_bytes(), key.qtype.0, key.qclass.0, key.bits());
+        KeyHash { key, name }
     }
 
     /// [`ResponseCache::answer_tagged`] with the key's hash, made by
@@ -654,7 +677,8 @@ impl ResponseCache {
         limit: usize,
         out: &mut [u8],
     ) -> Option<(usize, u32)> {
-        let hash = hash.0;
+        let name_hash = hash.name;
+        let hash = hash.key;
         let name_len = key.name.as_bytes().len();
         let question_end = HEADER_LEN + name_len + 4;
         let question = query.get(HEADER_LEN..question_end)?;
@@ -678,7 +702,7 @@ impl ResponseCache {
         if slot.stamp < self.tag_since.get(slot.tag as usize).copied().unwrap_or(0) {
             // Its zone changed since: a miss (replaced by the insert)
             // unless only other names changed.
-            if !self.still_answers(index) {
+            if !self.still_answers(index, name_hash) {
                 return None;
             }
         }
@@ -791,7 +815,7 @@ impl ResponseCache {
             return false;
         }
         let bits = key.bits();
-        let hash = hash.0;
+        let hash = hash.key;
         if !self.has_room(cost) && !self.doorkeeper.admit(hash) {
             self.counters.not_admitted += 1;
             return false;
@@ -865,6 +889,8 @@ impl ResponseCache {
             name_len: name.len() as u8,
             bits,
             visited: false,
+            labels: labels(name) as u8,
+            keep: keep_of(key.qtype, answer, tail_start, bits & BIT_EDNS != 0),
             tag,
             stamp: self.clock,
         };
@@ -952,10 +978,11 @@ impl ResponseCache {
                 self.invalidate_tag(tag);
                 return;
             }
-            hashes.push((self.name_hash(tag, name, CHANGED_NAME), None));
+            let name_hash = self.hasher.name_hash(name);
+            hashes.push((changed_hash(name_hash, tag, CHANGED_NAME), None));
             if below {
                 let depth = labels(name);
-                hashes.push((self.name_hash(tag, name, CHANGED_BELOW), Some(depth)));
+                hashes.push((changed_hash(name_hash, tag, CHANGED_BELOW), Some(depth)));
             }
         }
         if self.clock == u32::MAX {
@@ -993,11 +1020,6 @@ impl ResponseCache {
         }
     }
 
-    /// The hash of a changed name in the table of changed names.
-    fn name_hash(&self, tag: u32, name: &[u8], kind: u8) -> u64 {
-        self.hasher.hash(name, tag as u16, (tag >> 16) as u16, kind)
-    }
-
     /// When the name of this hash last changed, by the clock; 0 if not
     /// since the table was last emptied.
     fn changed_at(&self, hash: u64) -> u32 {
@@ -1010,75 +1032,65 @@ impl ResponseCache {
     /// invalidation, still answers (see "Invalidation by name" in the
     /// module docs); if it does, it is stamped with the clock now (and a
     /// negative answer given the tag's serial), so that its next hits do
-    /// not ask again. Bound: the answer records in its stored bytes (at
-    /// most [`MAX_ENTRY_LEN`]) and the labels of its name (twice).
-    fn still_answers(&mut self, index: u32) -> bool {
+    /// not ask again. `name_hash` is its name's ([`KeyedHash::name_hash`]).
+    /// Bound: one look-up of its name, and, only at label counts where a
+    /// name changed what is below it since, one of the name above it there
+    /// (a walk of its labels, at most 128).
+    fn still_answers(&mut self, index: u32, name_hash: u64) -> bool {
         let Some(slot) = self.slots.get(index as usize) else {
             return false;
         };
-        let tag = slot.tag as usize;
+        let tag = slot.tag;
         let stamp = slot.stamp;
-        if stamp < self.tag_whole.get(tag).copied().unwrap_or(0)
-            // Every version changes the SOA: its answers, and those that
-            // may hold it, are not kept.
-            || matches!(slot.qtype, RType::SOA | RType::RRSIG | RType::ANY)
+        let keep = slot.keep;
+        let depth = usize::from(slot.labels);
+        let at = tag as usize;
+        if keep == KEEP_NEVER
+            || stamp < self.tag_whole.get(at).copied().unwrap_or(u32::MAX)
+            || (keep == KEEP_NEGATIVE && stamp < self.tag_soa.get(at).copied().unwrap_or(u32::MAX))
+            || self.changed_at(changed_hash(name_hash, tag, CHANGED_NAME)) > stamp
         {
-            return false;
-        }
-        let name_len = usize::from(slot.name_len);
-        let edns = slot.bits & BIT_EDNS != 0;
-        let (at, len) = (slot.at, usize::from(slot.len));
-        let data = slot.data(&self.slab);
-        let Some((template, rest)) = data.split_at_checked(TEMPLATE_LEN) else {
-            return false;
-        };
-        let Some((name, tail)) = rest.split_at_checked(name_len) else {
-            return false;
-        };
-        let count = |at: usize| u16::from_be_bytes([template[at], template[at + 1]]);
-        // No additional record but the OPT.
-        if count(8) != u16::from(edns) {
-            return false;
-        }
-        let rcode = template[1] & 0x0f;
-        // Where a negative answer's SOA serial is, in the entry's bytes.
-        let mut serial_at = None;
-        if rcode == 0 && count(4) > 0 && count(6) == 0 {
-            // Positive: each answer record owned by the question's name
-            // (a pointer to offset 12): nothing of another name is in it.
-            let mut at = 0;
-            for _ in 0..count(4) {
-                let Some(&[c0, c1, _, _, _, _, _, _, _, _, l0, l1]) = tail.get(at..at + 12) else {
-                    return false;
-                };
-                if [c0, c1] != [0xc0, 0x0c] {
-                    return false;
-                }
-                at += 12 + usize::from(u16::from_be_bytes([l0, l1]));
-            }
-        } else if (rcode == 0 || rcode == 3) && count(4) == 0 && count(6) == 1 {
-            // Negative, the SOA alone in the authority section: it
-            // answers on with the new serial if that is all the SOA
-            // changed since it was stored.
-            if stamp < self.tag_soa.get(tag).copied().unwrap_or(u32::MAX) {
-                return false;
-            }
-            let Some(serial) = soa_serial_at(tail) else {
-                return false;
-            };
-            serial_at = Some(TEMPLATE_LEN + name_len + serial);
-        } else {
-            return false;
-        }
-        if self.changed_at(self.name_hash(tag as u32, name, CHANGED_NAME)) > stamp {
             return false;
         }
         // The names above it, up to the root: a change that moves what is
         // below one of them (a name come or gone, a DNAME, a cut, a
         // wildcard's parent). Only those of label counts that had such a
-        // change since are looked up. Each step skips a label: at most
-        // 128 steps.
-        let mut depth = labels(name);
+        // change since are looked up.
+        let below = self.below_at.get(..depth).unwrap_or(&self.below_at);
+        if below.iter().any(|&clock| clock > stamp) && !self.nothing_above_changed(index) {
+            return false;
+        }
+        let (slot_at, len, name_len) = (slot.at, usize::from(slot.len), usize::from(slot.name_len));
+        if keep == KEEP_NEGATIVE {
+            let serial = self.tag_serial.get(at).copied().unwrap_or(0);
+            let data = self.slab.get_mut(slot_at, len);
+            let tail = data.get_mut(TEMPLATE_LEN + name_len..).unwrap_or_default();
+            let Some(serial_at) = soa_serial_at(tail) else {
+                return false;
+            };
+            match tail.get_mut(serial_at..serial_at + 4) {
+                Some(bytes) => bytes.copy_from_slice(&serial.to_be_bytes()),
+                None => return false,
+            }
+        }
+        let clock = self.clock;
+        if let Some(slot) = self.slots.get_mut(index as usize) {
+            slot.stamp = clock;
+        }
+        true
+    }
+
+    /// Whether no name above the entry in slot `index` changed what is
+    /// below it since the entry was stamped; the names of label counts
+    /// that had no such change are not looked up. Each step skips a
+    /// label: at most 128 steps.
+    fn nothing_above_changed(&self, index: u32) -> bool {
+        let Some(slot) = self.slots.get(index as usize) else {
+            return false;
+        };
+        let (tag, stamp) = (slot.tag, slot.stamp);
+        let name = slot.name(&self.slab);
+        let mut depth = usize::from(slot.labels);
         let mut label = 0;
         while let Some(&len) = name.get(label) {
             if len == 0 {
@@ -1092,20 +1104,10 @@ impl ResponseCache {
             let Some(above) = name.get(label..) else {
                 return false;
             };
-            if self.changed_at(self.name_hash(tag as u32, above, CHANGED_BELOW)) > stamp {
+            let hash = changed_hash(self.hasher.name_hash(above), tag, CHANGED_BELOW);
+            if self.changed_at(hash) > stamp {
                 return false;
             }
-        }
-        if let Some(serial_at) = serial_at {
-            let serial = self.tag_serial.get(tag).copied().unwrap_or(0);
-            match self.slab.get_mut(at, len).get_mut(serial_at..serial_at + 4) {
-                Some(bytes) => bytes.copy_from_slice(&serial.to_be_bytes()),
-                None => return false,
-            }
-        }
-        let clock = self.clock;
-        if let Some(slot) = self.slots.get_mut(index as usize) {
-            slot.stamp = clock;
         }
         true
     }
@@ -1248,6 +1250,50 @@ impl core::fmt::Debug for ResponseCache {
             .field("bytes", &self.bytes)
             .field("limits", &self.limits)
             .finish_non_exhaustive()
+    }
+}
+
+/// What an answer to `qtype`, whose tail starts at `tail_start`, is for
+/// the check of an entry kept across versions (`KEEP_*`): answers for
+/// the SOA, RRSIG and ANY are never kept (every version changes the
+/// SOA), nor answers with additional records other than the OPT (`edns`).
+/// Bound: the answer records (at most `answer`'s octets).
+fn keep_of(qtype: RType, answer: &[u8], tail_start: usize, edns: bool) -> u8 {
+    if matches!(qtype, RType::SOA | RType::RRSIG | RType::ANY) {
+        return KEEP_NEVER;
+    }
+    let count = |at: usize| {
+        answer
+            .get(at..at + 2)
+            .map_or(u16::MAX, |c| u16::from_be_bytes([c[0], c[1]]))
+    };
+    let (rcode, answers, authority) =
+        (answer.get(3).map_or(0xff, |f| f & 0x0f), count(6), count(8));
+    let tail = answer.get(tail_start..).unwrap_or_default();
+    if count(10) != u16::from(edns) {
+        return KEEP_NEVER;
+    }
+    if rcode == 0 && answers > 0 && authority == 0 {
+        // Each answer record owned by the question's name (a pointer to
+        // offset 12): nothing of another name is in the answer.
+        let mut at = 0;
+        for _ in 0..answers {
+            let Some(&[c0, c1, _, _, _, _, _, _, _, _, l0, l1]) = tail.get(at..at + 12) else {
+                return KEEP_NEVER;
+            };
+            if [c0, c1] != [0xc0, 0x0c] {
+                return KEEP_NEVER;
+            }
+            at += 12 + usize::from(u16::from_be_bytes([l0, l1]));
+        }
+        KEEP_POSITIVE
+    } else if (rcode == 0 || rcode == 3) && answers == 0 && authority == 1 {
+        match soa_serial_at(tail) {
+            Some(_) => KEEP_NEGATIVE,
+            None => KEEP_NEVER,
+        }
+    } else {
+        KEEP_NEVER
     }
 }
 
