@@ -45,7 +45,8 @@
 //! NSEC3 records outside a chain (no NSEC3PARAM) and a changed NSEC3PARAM
 //! are left to a whole build. The unused space patches
 //! leave in the tables is counted ([`Zone::garbage_bytes`]); the caller
-//! rebuilds the zone when it grows past half of them.
+//! rebuilds the zone when it grows past a share of them (tern-zones: a
+//! quarter for unsigned updates, `MAX_GARBAGE_SHARE`; half where it signs).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
