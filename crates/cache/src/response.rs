@@ -182,6 +182,20 @@ pub const MAX_TRACKED_NAMES: usize = 4096;
 const CHANGED_NAME: u8 = 1;
 const CHANGED_BELOW: u8 = 2;
 
+/// Bits of the filter in front of the table of changed names
+/// (`ResponseCache::changed_bits`): 65,536 (8 KiB), sixteen per tracked
+/// name at most, so a name not in the table finds its bit clear at least
+/// fifteen times in sixteen and skips the probe.
+const CHANGED_BITS: usize = 1 << 16;
+
+/// The filter's bit of a hash in the table of changed names: bits the
+/// table uses for neither its buckets (the low ones) nor its tags (the
+/// top seven).
+fn changed_bit(hash: u64) -> (usize, u64) {
+    let bit = (hash >> 32) as usize % CHANGED_BITS;
+    (bit / 64, 1 << (bit % 64))
+}
+
 /// Label counts tracked by [`ResponseCache::below_at`]: a name has at
 /// most 128 labels, the root's included.
 const DEPTHS: usize = 128;
@@ -526,6 +540,11 @@ pub struct ResponseCache {
     /// (tag, kind, name) and the clock when it changed. At most
     /// [`MAX_TRACKED_NAMES`].
     changed: HashTable<(u64, u32)>,
+    /// One bit per hash of `changed` (`changed_bit`), set as it is
+    /// inserted, cleared when it is emptied: a clear bit says the hash is
+    /// not in the table, without a probe. Empty (every hash probed) until
+    /// the first invalidation by name.
+    changed_bits: Box<[u64]>,
     /// By label count: the clock when a name of that many labels last
     /// changed what is below it (`CHANGED_BELOW`, any tag), so that
     /// the check of an entry's names above it hashes only the ones of
@@ -590,6 +609,7 @@ impl ResponseCache {
             tag_since: Vec::new(),
             tag_whole: Vec::new(),
             changed: HashTable::new(),
+            changed_bits: Box::default(),
             below_at: [0; DEPTHS],
             tag_soa: Vec::new(),
             tag_serial: Vec::new(),
@@ -1002,6 +1022,7 @@ impl ResponseCache {
                 *whole = *since;
             }
             self.changed.clear();
+            self.changed_bits.fill(0);
             self.below_at = [0; DEPTHS];
         }
         self.clock += 1;
@@ -1009,6 +1030,9 @@ impl ResponseCache {
         let at = tag as usize;
         self.grow_tags(at);
         self.tag_since[at] = clock;
+        if self.changed_bits.is_empty() {
+            self.changed_bits = vec![0; CHANGED_BITS / 64].into_boxed_slice();
+        }
         match serial {
             Some(serial) => self.tag_serial[at] = serial,
             None => self.tag_soa[at] = clock,
@@ -1022,6 +1046,10 @@ impl ResponseCache {
                 None => {
                     self.changed
                         .insert_unique(hash, (hash, clock), |&(other, _)| other);
+                    let (word, bit) = changed_bit(hash);
+                    if let Some(word) = self.changed_bits.get_mut(word) {
+                        *word |= bit;
+                    }
                 }
             }
         }
@@ -1030,6 +1058,14 @@ impl ResponseCache {
     /// When the name of this hash last changed, by the clock; 0 if not
     /// since the table was last emptied.
     fn changed_at(&self, hash: u64) -> u32 {
+        let (word, bit) = changed_bit(hash);
+        if self
+            .changed_bits
+            .get(word)
+            .is_some_and(|word| word & bit == 0)
+        {
+            return 0;
+        }
         self.changed
             .find(hash, |&(other, _)| other == hash)
             .map_or(0, |&(_, clock)| clock)
@@ -1128,6 +1164,7 @@ impl ResponseCache {
         self.tag_soa.clear();
         self.tag_serial.clear();
         self.changed.clear();
+        self.changed_bits.fill(0);
         self.below_at = [0; DEPTHS];
         self.table.clear();
         self.slots.clear();
