@@ -75,9 +75,10 @@
 //! positive, negative) and its name's label count are set when it is
 //! stored, and its name's hash is the one the key's hash passes through
 //! ([`KeyHash`]), so the check costs one look-up in the table of changed
-//! names (about 90 instructions a hit, against 386 when it parsed the
-//! entry and hashed its name and each name above it: docs/benchmarks.md,
-//! "queries beside updates within 10 %").
+//! names, most often only a bit of the filter in front of it (about 80
+//! instructions a hit, against 386 when it parsed the entry and hashed
+//! its name and each name above it: docs/benchmarks.md, "queries beside
+//! updates within 10 %").
 //! Everything else of the tag (referrals and signed denials, which
 //! depend on names other than the question's, CNAME chains, answers with
 //! additional records) is dropped as a whole-zone invalidation drops it.
