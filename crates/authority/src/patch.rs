@@ -45,7 +45,8 @@
 //! NSEC3 records outside a chain (no NSEC3PARAM) and a changed NSEC3PARAM
 //! are left to a whole build. The unused space patches
 //! leave in the tables is counted ([`Zone::garbage_bytes`]); the caller
-//! rebuilds the zone when it grows past half of them.
+//! rebuilds the zone when it grows past a share of them (tern-zones: a
+//! quarter for unsigned updates, `MAX_GARBAGE_SHARE`; half where it signs).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -124,10 +125,14 @@ impl Zone {
     /// again): then any answer of the zone may differ.
     ///
     /// Every other answer is the same in both versions, except the
-    /// negative ones (they carry the SOA, whose serial changed) and those
-    /// that hold records of more than the question's name (a CNAME
-    /// chain, additional records, an authority section): the caller
-    /// drops those whatever the names.
+    /// negative ones (they carry the SOA, whose serial changed), the
+    /// answers for the SOA, RRSIG and ANY (the apex is not listed when
+    /// its SOA, with the SOA's RRSIGs, is all that changed there: every
+    /// update changes it) and those that hold records of more than the
+    /// question's name (a CNAME chain, additional records, an authority
+    /// section): the caller drops those whatever the names, or, for a
+    /// negative answer whose SOA changed only in its serial
+    /// ([`Zone::serial_step_since`]), may give it with the new serial.
     pub fn changed_since(&self, previous: &Zone) -> Option<ChangedNames<'_>> {
         let set = self.lineage.0.as_ref()?;
         let base = previous.lineage.0.as_ref()?.version;
@@ -135,6 +140,43 @@ impl Zone {
             return None;
         }
         set.names.as_deref().map(|names| ChangedNames { names })
+    }
+
+    /// This version's SOA serial when its SOA differs from `previous`'s in
+    /// the serial alone (the same TTL and every other field, the zone's
+    /// RRSIGs of the SOA apart): then a negative answer of `previous`
+    /// whose names did not change ([`Zone::changed_since`]) is this
+    /// version's with the serial in its SOA replaced. `None` otherwise.
+    pub fn serial_step_since(&self, previous: &Zone) -> Option<u32> {
+        let (new, old) = (self.soa_record(), previous.soa_record());
+        let at = new.rdata.len().checked_sub(20)?;
+        let same = new.ttl == old.ttl
+            && new.rdata.len() == old.rdata.len()
+            && new.rdata[..at] == old.rdata[..at]
+            && new.rdata[at + 4..] == old.rdata[at + 4..]
+            && new.owner.as_bytes() == old.owner.as_bytes();
+        same.then(|| self.serial())
+    }
+}
+
+/// Whether the apex `node`'s RRsets in `zone` are those of `base` but for
+/// the SOA and the RRSIGs (the SOA's changed; the others' are compared
+/// with the RRsets they cover).
+fn only_soa_changed(base: &Zone, zone: &Zone, node: u32) -> bool {
+    let kept = |set: &&RRset| set.rtype != RType::SOA && set.rtype != RType::RRSIG;
+    let mut old = base.rrsets(node).iter().filter(kept);
+    let mut new = zone.rrsets(node).iter().filter(kept);
+    // Bound: the apex's RRsets (at most one per type).
+    loop {
+        match (old.next(), new.next()) {
+            (None, None) => return true,
+            (Some(a), Some(b))
+                if a.rtype == b.rtype
+                    && a.ttl == b.ttl
+                    && base.rdata_iter(a).eq(zone.rdata_iter(b))
+                    && base.sigs(a).eq(zone.sigs(b)) => {}
+            _ => return false,
+        }
     }
 }
 
@@ -148,7 +190,15 @@ fn lineage(base: &Zone, zone: &Zone, before: &[Before], listed: bool) -> Lineage
             for b in before {
                 let after = facts(zone, b.node);
                 let name = zone.node_name(b.node);
-                let below = b.live != after.live || b.dname || after.dname;
+                if b.flags & FLAG_APEX != 0 && only_soa_changed(base, zone, b.node) {
+                    continue;
+                }
+                // A name come or gone, a DNAME, a cut made or removed:
+                // what names below it are answered from changes.
+                let below = b.live != after.live
+                    || b.dname
+                    || after.dname
+                    || (b.flags ^ after.flags) & FLAG_DELEG != 0;
                 *names.entry(name.as_bytes()).or_default() |= below;
                 if name.is_wildcard() {
                     if let Some(parent) = name.parent() {

@@ -51,13 +51,29 @@ impl KeyedHash {
     /// The hash of a lowercased name (self-delimiting, so no length prefix
     /// is needed), then type, class and flag bits in one word.
     pub(crate) fn hash(&self, name: &[u8], qtype: u16, qclass: u16, bits: u8) -> u64 {
+        self.hashes(name, qtype, qclass, bits).1
+    }
+
+    /// [`KeyedHash::name_hash`] of `name` and [`KeyedHash::hash`] of the
+    /// key, for the price of the second: the key's hash passes through
+    /// the name's.
+    pub(crate) fn hashes(&self, name: &[u8], qtype: u16, qclass: u16, bits: u8) -> (u64, u64) {
         let mut state = self.builder.build_hasher();
         // write_u128 folds into foldhash's state at once (write_u64 would
         // wait in its buffer until `finish`), so the name is hashed under
         // the key.
         state.write_u128(self.key);
         state.write(name);
+        let name_hash = state.finish();
         state.write_u64(u64::from(qtype) << 24 | u64::from(qclass) << 8 | u64::from(bits));
+        (name_hash, state.finish())
+    }
+
+    /// The hash of a lowercased name alone.
+    pub(crate) fn name_hash(&self, name: &[u8]) -> u64 {
+        let mut state = self.builder.build_hasher();
+        state.write_u128(self.key);
+        state.write(name);
         state.finish()
     }
 
@@ -95,6 +111,12 @@ mod tests {
         assert_ne!(base, hash.hash(name, 1, 1, 1));
         // Another cache, another key: the same parts hash elsewhere.
         assert_ne!(base, KeyedHash::new().hash(name, 1, 1, 0));
+        // The name's own hash is the one the key's passes through.
+        assert_eq!(hash.hashes(name, 1, 1, 0), (hash.name_hash(name), base));
+        assert_ne!(
+            hash.name_hash(name),
+            hash.name_hash(b"\x03wwx\x07example\x00")
+        );
         let prefixed = hash.hash_prefixed(0xc000_0200, name, 1);
         assert_eq!(prefixed, hash.hash_prefixed(0xc000_0200, name, 1));
         assert_ne!(prefixed, hash.hash_prefixed(0xc000_0300, name, 1));

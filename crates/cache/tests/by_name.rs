@@ -22,9 +22,13 @@ fn name(text: &str) -> NameBuf {
 type Model = BTreeMap<Vec<u8>, Vec<(RType, u32, Vec<u8>)>>;
 
 fn soa(serial: u32) -> Vec<u8> {
+    soa_refresh(serial, 3600)
+}
+
+fn soa_refresh(serial: u32, refresh: u32) -> Vec<u8> {
     let mut rdata = name("ns.example.").as_bytes().to_vec();
     rdata.extend_from_slice(name("host.example.").as_bytes());
-    for value in [serial, 3600, 900, 604800, 300] {
+    for value in [serial, refresh, 900, 604800, 300] {
         rdata.extend_from_slice(&value.to_be_bytes());
     }
     rdata
@@ -63,11 +67,16 @@ fn changes_of(model: &Model, owners: &[Vec<u8>]) -> ZoneChanges {
 
 /// A new serial at the apex (every update makes one).
 fn bump(model: &mut Model, serial: &mut u32) -> Vec<u8> {
+    bump_refresh(model, serial, 3600)
+}
+
+/// A new serial at the apex, and `refresh` its refresh field.
+fn bump_refresh(model: &mut Model, serial: &mut u32, refresh: u32) -> Vec<u8> {
     *serial += 1;
     let apex = name("example.").as_bytes().to_vec();
     let records = model.entry(apex.clone()).or_default();
     records.retain(|r| r.0 != RType::SOA);
-    records.insert(0, (RType::SOA, 3600, soa(*serial)));
+    records.insert(0, (RType::SOA, 3600, soa_refresh(*serial, refresh)));
     apex
 }
 
@@ -134,7 +143,7 @@ fn ask(cache: &mut ResponseCache, zone: &Zone, query: &[u8], context: &str) -> b
 fn swap(cache: &mut ResponseCache, old: &Zone, new: &Zone) -> bool {
     match new.changed_since(old) {
         Some(names) => {
-            cache.invalidate_names(0, names.iter());
+            cache.invalidate_update(0, names.iter(), new.serial_step_since(old));
             true
         }
         None => {
@@ -146,6 +155,7 @@ fn swap(cache: &mut ResponseCache, old: &Zone, new: &Zone) -> bool {
 
 const ZONE: &[(&str, RType, &str)] = &[
     ("example.", RType::NS, "ns.example."),
+    ("example.", RType::TXT, "apex"),
     ("ns.example.", RType::A, "192.0.2.53"),
     ("www.example.", RType::A, "192.0.2.1"),
     ("mail.example.", RType::A, "192.0.2.2"),
@@ -203,7 +213,11 @@ fn untouched_names_survive_an_update() {
     let nodata = query("www.example.", RType::TXT, false);
     let challenge = query("_acme-challenge.www.example.", RType::TXT, false);
     let wild = query("a.wild.example.", RType::TXT, false);
-    let all = [&www, &www_do, &soa, &nx, &nodata, &challenge, &wild];
+    let apex_txt = query("example.", RType::TXT, false);
+    let apex_a = query("example.", RType::A, true);
+    let all = [
+        &www, &www_do, &soa, &nx, &nodata, &challenge, &wild, &apex_txt, &apex_a,
+    ];
     for query in all {
         assert!(!ask(&mut cache, &first, query, "first"));
         assert!(ask(&mut cache, &first, query, "first, again"));
@@ -228,18 +242,65 @@ fn untouched_names_survive_an_update() {
         ask(&mut cache, &second, &wild, "wildcard"),
         "a wildcard's answer kept"
     );
-    for (query, what) in [
-        (&soa, "the SOA"),
-        (&nx, "NXDOMAIN"),
-        (&nodata, "NODATA"),
-        (&challenge, "the changed name"),
-    ] {
+    // The apex changed only in its SOA: its other answers are kept, and
+    // the negative ones of unchanged names (the SOA in them changed in its
+    // serial alone) too, with the new serial.
+    assert!(
+        ask(&mut cache, &second, &apex_txt, "apex TXT"),
+        "the apex's TXT kept"
+    );
+    assert!(ask(&mut cache, &second, &nx, "NXDOMAIN"), "NXDOMAIN kept");
+    assert!(ask(&mut cache, &second, &nodata, "NODATA"), "NODATA kept");
+    assert!(
+        ask(&mut cache, &second, &apex_a, "apex NODATA with DO"),
+        "the apex's NODATA kept"
+    );
+    for (query, what) in [(&soa, "the SOA"), (&challenge, "the changed name")] {
         assert!(
             !ask(&mut cache, &second, query, what),
             "{what} answered fresh"
         );
         assert!(ask(&mut cache, &second, query, what), "{what} cached again");
     }
+
+    // An SOA changed in more than its serial: the negative answers go,
+    // the positive ones of unchanged names stay.
+    let apex = bump_refresh(&mut model, &mut serial, 7200);
+    let refreshed = patch(&second, &model, &[apex]).unwrap();
+    assert_eq!(refreshed.serial_step_since(&second), None);
+    assert!(swap(&mut cache, &second, &refreshed));
+    assert!(!ask(&mut cache, &refreshed, &nx, "NXDOMAIN, new refresh"));
+    assert!(!ask(&mut cache, &refreshed, &apex_a, "NODATA, new refresh"));
+    assert!(ask(
+        &mut cache,
+        &refreshed,
+        &apex_txt,
+        "apex TXT, new refresh"
+    ));
+    assert!(ask(&mut cache, &refreshed, &www, "www A, new refresh"));
+    let apex = bump_refresh(&mut model, &mut serial, 3600);
+    let second = patch(&refreshed, &model, &[apex]).unwrap();
+    assert!(swap(&mut cache, &refreshed, &second));
+    assert!(!ask(&mut cache, &second, &nx, "NXDOMAIN, refresh back"));
+
+    // A change of the apex's other RRsets reaches its answers.
+    let apex = bump(&mut model, &mut serial);
+    model
+        .get_mut(&apex)
+        .unwrap()
+        .push((RType::TXT, 300, rdata(RType::TXT, "more")));
+    let changed = patch(&second, &model, &[apex]).unwrap();
+    assert_eq!(changed.serial_step_since(&second), Some(serial));
+    assert!(swap(&mut cache, &second, &changed));
+    assert!(!ask(&mut cache, &changed, &apex_txt, "apex TXT changed"));
+    assert!(!ask(
+        &mut cache,
+        &changed,
+        &apex_a,
+        "apex NODATA, apex changed"
+    ));
+    assert!(ask(&mut cache, &changed, &nx, "NXDOMAIN, apex changed"));
+    let second = changed;
 
     // A change of the wildcard reaches the names it answers for.
     let owner = name("*.wild.example.").as_bytes().to_vec();
@@ -352,11 +413,17 @@ fn random_record(rng: &mut StdRng) -> (RType, u32, Vec<u8>) {
 /// without EDNS's DO) asked between versions, invalidated by name when
 /// the version lists its names: every answer it gives is the one the
 /// version being served gives. And it does keep answers across versions
-/// (the invalidation is not the whole zone's in disguise).
+/// (the invalidation is not the whole zone's in disguise): positive and
+/// negative ones (the SOA's serial rewritten), the apex's among them; one
+/// version in five also changes the SOA's refresh, when the negative
+/// answers must go.
 #[test]
 fn kept_answers_are_the_new_versions() {
     let mut kept = 0;
+    let mut kept_negative = 0;
+    let mut kept_apex = 0;
     let mut by_name = 0;
+    let apex_name = name("example.");
     for seed in 0..12u64 {
         let mut rng = StdRng::seed_from_u64(seed);
         let mut serial = 1;
@@ -370,8 +437,12 @@ fn kept_answers_are_the_new_versions() {
                     for dnssec in [false, true] {
                         if rng.random_range(0..2) == 0 {
                             let query = query(text, qtype, dnssec);
-                            let hit = ask(&mut cache, &zone, &query, &context);
-                            kept += usize::from(hit && step > 0);
+                            let hit = ask(&mut cache, &zone, &query, &context) && step > 0;
+                            let answer = fresh(&zone, &query);
+                            let negative = answer[3] & 0x0f == 3 || answer[6..8] == [0, 0];
+                            kept += usize::from(hit);
+                            kept_negative += usize::from(hit && negative);
+                            kept_apex += usize::from(hit && name(text) == apex_name);
                         }
                     }
                 }
@@ -402,7 +473,18 @@ fn kept_answers_are_the_new_versions() {
                 }
                 owners.push(owner);
             }
-            owners.push(bump(&mut model, &mut serial));
+            let refresh = if rng.random_range(0..5) == 0 {
+                [3600, 7200][rng.random_range(0..2)]
+            } else {
+                model
+                    .get(apex_name.as_bytes())
+                    .and_then(|records| records.iter().find(|r| r.0 == RType::SOA))
+                    .map_or(3600, |soa| {
+                        let at = soa.2.len() - 16;
+                        u32::from_be_bytes(soa.2[at..at + 4].try_into().unwrap())
+                    })
+            };
+            owners.push(bump_refresh(&mut model, &mut serial, refresh));
             owners.sort();
             owners.dedup();
             match patch(&zone, &model, &owners) {
@@ -414,7 +496,60 @@ fn kept_answers_are_the_new_versions() {
             }
         }
     }
-    eprintln!("{by_name} versions invalidated by name, {kept} answers kept across versions");
+    eprintln!(
+        "{by_name} versions invalidated by name, {kept} answers kept across versions \
+         ({kept_negative} negative, {kept_apex} at the apex)"
+    );
     assert!(by_name > 100, "{by_name} versions invalidated by name");
     assert!(kept > 1000, "{kept} answers kept");
+    assert!(
+        kept_negative > 3000,
+        "{kept_negative} negative answers kept"
+    );
+    assert!(kept_apex > 200, "{kept_apex} answers at the apex kept");
+}
+
+/// A cut made at a name without names below it (a patch makes it): the
+/// answers below it, a negative one and a wildcard's, become referrals.
+/// Today the patch resolves every glue again then and lists no names (the
+/// tag is invalidated whole); were it to list them, the name is marked as
+/// changing what is below it.
+#[test]
+fn a_cut_made_reaches_the_answers_below() {
+    let mut serial = 1;
+    let mut model = small_model(serial);
+    model.insert(
+        name("*.example.").as_bytes().to_vec(),
+        vec![(RType::TXT, 300, rdata(RType::TXT, "any"))],
+    );
+    let built = build(&model);
+    let apex = bump(&mut model, &mut serial);
+    let first = patch(&built, &model, &[apex]).unwrap();
+    let mut cache = ResponseCache::new(CacheLimits::default());
+    swap(&mut cache, &built, &first);
+
+    // mail.example. has an A and nothing below it.
+    let nx = query("x.mail.example.", RType::A, false);
+    let wild = query("y.mail.example.", RType::TXT, false);
+    for query in [&nx, &wild] {
+        assert!(!ask(&mut cache, &first, query, "first"));
+        assert!(ask(&mut cache, &first, query, "first, again"));
+    }
+    let apex = bump(&mut model, &mut serial);
+    let second = patch(&first, &model, &[apex]).unwrap();
+    assert!(swap(&mut cache, &first, &second));
+    assert!(ask(&mut cache, &second, &nx, "kept"), "NODATA kept");
+    assert!(ask(&mut cache, &second, &wild, "kept"), "wildcard kept");
+
+    // NS at mail.example.: a cut, with no names below to move.
+    let owner = name("mail.example.").as_bytes().to_vec();
+    model
+        .get_mut(&owner)
+        .unwrap()
+        .push((RType::NS, 300, name("ns.example.").as_bytes().to_vec()));
+    let apex = bump(&mut model, &mut serial);
+    let third = patch(&second, &model, &[owner, apex]).unwrap();
+    swap(&mut cache, &second, &third);
+    assert!(!ask(&mut cache, &third, &nx, "a referral now"));
+    assert!(!ask(&mut cache, &third, &wild, "a referral now"));
 }

@@ -94,8 +94,10 @@ const MAX_FRAME: usize = 1 << 20;
 const MAX_FRAMES: usize = 1 << 20;
 
 /// A version made by patches is built whole once the unused space they
-/// left in its tables ([`Zone::garbage_bytes`]) passes this share of them
-/// (here a half: the tables are at most twice the live records').
+/// left in its tables ([`Zone::garbage_bytes`]) passes one part in this
+/// many of them (here a quarter: the tables are at most 4/3 of the live
+/// records'). The paths that sign (`update::signed`, `edited`, `window`,
+/// `load::sign`) still rebuild at half.
 pub const MAX_GARBAGE_SHARE: usize = 4;
 
 //----------- Configuration --------------------------------------------------

@@ -599,7 +599,15 @@ impl Worker {
                         _ => None,
                     };
                     match changed {
-                        Some(names) => self.cache.invalidate_names(tag, names.iter()),
+                        Some(names) => {
+                            let serial = match change {
+                                CatalogChange::Serve(zone) => previous
+                                    .as_ref()
+                                    .and_then(|previous| zone.serial_step_since(previous)),
+                                CatalogChange::Remove(_) => None,
+                            };
+                            self.cache.invalidate_update(tag, names.iter(), serial)
+                        }
                         None => self.cache.invalidate_tag(tag),
                     }
                 }

@@ -494,8 +494,11 @@ fn queries_badcookie_does_not_answer_slip_as_tc() {
 
 /// A version made by an update (patched from the version the core serves,
 /// listing the names it changed) keeps the cached answers of the names it
-/// did not change: they are still hits, and the new version's. The
-/// changed name, the SOA and a negative answer are answered afresh.
+/// did not change: they are still hits, and the new version's; the
+/// negative ones (NXDOMAIN, and NODATA at the apex, whose SOA alone
+/// changed) with the new serial. The changed name and the SOA are
+/// answered afresh; and after an update that changes the SOA's refresh
+/// too, the negative answers as well.
 #[test]
 fn an_update_keeps_the_cached_answers_of_other_names() {
     use tern_authority::ZoneChanges;
@@ -504,7 +507,7 @@ fn an_update_keeps_the_cached_answers_of_other_names() {
 
     let built = tern_testkit::zone("example.com.", ZONE);
     let apex = NameBuf::from_text(b"example.com.", None).unwrap();
-    let soa = |serial: u32| {
+    let soa_refresh = |serial: u32, refresh: u32| {
         let mut rdata = NameBuf::from_text(b"ns1.example.com.", None)
             .unwrap()
             .as_bytes()
@@ -514,11 +517,12 @@ fn an_update_keeps_the_cached_answers_of_other_names() {
                 .unwrap()
                 .as_bytes(),
         );
-        for value in [serial, 7200, 3600, 1209600, 300] {
+        for value in [serial, refresh, 3600, 1209600, 300] {
             rdata.extend_from_slice(&value.to_be_bytes());
         }
         rdata
     };
+    let soa = |serial: u32| soa_refresh(serial, 7200);
     let mut changes = ZoneChanges::new();
     let serial2 = soa(2);
     changes.set(
@@ -546,8 +550,9 @@ fn an_update_keeps_the_cached_answers_of_other_names() {
     };
     let asked = [
         ("www.example.com.", 1),
-        ("example.com.", 6),
         ("nothing.example.com.", 1),
+        ("example.com.", 1),
+        ("example.com.", 6),
         ("_acme-challenge.example.com.", 16),
     ];
     for (name, qtype) in asked {
@@ -557,7 +562,7 @@ fn an_update_keeps_the_cached_answers_of_other_names() {
     for (name, qtype) in asked {
         ask(&mut worker, name, qtype);
     }
-    assert_eq!(worker.counters().cache_hits, 4, "all cached");
+    assert_eq!(worker.counters().cache_hits, 5, "all cached");
 
     // The update: a TXT at _acme-challenge, serial 3.
     let mut changes = ZoneChanges::new();
@@ -575,10 +580,10 @@ fn an_update_keeps_the_cached_answers_of_other_names() {
     assert!(second.changed_since(&first).is_some());
     worker.apply(&[CatalogChange::Serve(Arc::clone(&second))]);
 
-    let fresh = |name: &str, qtype: u16| {
+    let fresh = |zone: &Arc<tern_authority::Zone>, name: &str, qtype: u16| {
         let mut reference = [0u8; 1232];
         let Response::Send(len) = respond_with(
-            &Catalog::new([Arc::clone(&second)]),
+            &Catalog::new([Arc::clone(zone)]),
             &query(1, name, qtype, true),
             Transport::Udp,
             &Options::default(),
@@ -589,13 +594,40 @@ fn an_update_keeps_the_cached_answers_of_other_names() {
         };
         reference[..len].to_vec()
     };
-    let www = ask(&mut worker, "www.example.com.", 1);
-    assert_eq!(worker.counters().cache_hits, 5, "www's answer kept");
-    assert_eq!(www, fresh("www.example.com.", 1));
-    for (name, qtype) in &asked[1..] {
+    let mut hits = 5;
+    for (name, qtype) in &asked[..3] {
         let answer = ask(&mut worker, name, *qtype);
-        assert_eq!(answer, fresh(name, *qtype), "{name}");
-        assert_eq!(worker.counters().cache_hits, 5, "{name} answered afresh");
+        hits += 1;
+        assert_eq!(worker.counters().cache_hits, hits, "{name} {qtype} kept");
+        assert_eq!(answer, fresh(&second, name, *qtype), "{name} {qtype}");
+    }
+    for (name, qtype) in &asked[3..] {
+        let answer = ask(&mut worker, name, *qtype);
+        assert_eq!(answer, fresh(&second, name, *qtype), "{name} {qtype}");
+        assert_eq!(worker.counters().cache_hits, hits, "{name} answered afresh");
+    }
+
+    // Serial 4 and a new refresh: the negative answers go too.
+    let mut changes = ZoneChanges::new();
+    let serial4 = soa_refresh(4, 3600);
+    changes.set(
+        apex.as_name(),
+        [
+            (RType::SOA, 300, &serial4[..]),
+            (RType::NS, 300, b"\x03ns1\x07example\x03com\x00"),
+        ],
+    );
+    let third = Arc::new(second.patch(&changes).unwrap().zone);
+    assert!(third.changed_since(&second).is_some());
+    worker.apply(&[CatalogChange::Serve(Arc::clone(&third))]);
+    let www = ask(&mut worker, "www.example.com.", 1);
+    hits += 1;
+    assert_eq!(worker.counters().cache_hits, hits, "www kept");
+    assert_eq!(www, fresh(&third, "www.example.com.", 1));
+    for (name, qtype) in &asked[1..4] {
+        let answer = ask(&mut worker, name, *qtype);
+        assert_eq!(answer, fresh(&third, name, *qtype), "{name} {qtype}");
+        assert_eq!(worker.counters().cache_hits, hits, "{name} answered afresh");
     }
 }
 
