@@ -368,10 +368,15 @@ pub(crate) fn send_now(fd: RawFd, bytes: &[u8], to: SocketAddr) -> io::Result<us
 /// Receives what stream socket `fd` holds now into `buffer`'s spare
 /// capacity, at most `max` octets, without waiting (`recv(2)` with
 /// `MSG_DONTWAIT`): the octets appended; `Ok(0)` at the end of the
-/// stream; `WouldBlock` if nothing is there.
+/// stream; `WouldBlock` if nothing is there, or if there is no room.
 pub(crate) fn receive_now(fd: RawFd, buffer: &mut Vec<u8>, max: usize) -> io::Result<usize> {
     let spare = buffer.spare_capacity_mut();
     let room = spare.len().min(max);
+    if room == 0 {
+        // `recv` of 0 octets returns 0, which would read as the end of
+        // the stream.
+        return Err(io::ErrorKind::WouldBlock.into());
+    }
     // SAFETY: `spare` is the vector's allocated, unused capacity, at least
     // `room` octets, borrowed for the call, which writes at most `room`
     // octets into it; `fd` is an open socket of the caller.

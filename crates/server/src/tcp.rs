@@ -495,9 +495,10 @@ impl Gathering {
         true
     }
 
-    /// The try found queries.
+    /// The try found queries: no batch skipped from now on.
     fn found(&mut self) {
         self.backoff = 0;
+        self.skip = 0;
     }
 
     /// The try found nothing: at a batch's first, the next batches skip
@@ -1018,6 +1019,20 @@ pub(crate) mod tests {
         assert!(!gathering.try_now(false), "at most GATHER_READS a batch");
         gathering.awaited();
         assert!(gathering.try_now(false), "found: the next batch tries");
+
+        // A miss, then a full read that tries anyway and finds queries:
+        // the skip the miss set is forgotten.
+        let mut gathering = Gathering::default();
+        assert!(gathering.try_now(false));
+        gathering.missed();
+        gathering.awaited();
+        assert!(gathering.try_now(true), "a full read tries anyway");
+        gathering.found();
+        gathering.awaited();
+        assert!(
+            gathering.try_now(false),
+            "found after a miss: no batch skipped"
+        );
     }
 
     /// The read buffer stays small for small queries, grows to a longer

@@ -698,7 +698,12 @@ impl ReadStream for TlsReader {
         match read {
             Ok(0) => return Ok(0),
             Ok(read) => self.busy = read == want,
-            Err(err) => return Err(err),
+            Err(err) => {
+                // Nothing there: the connection is not busy, and its
+                // next awaited read takes the small size.
+                self.busy = false;
+                return Err(err);
+            }
         }
         if let Err(err) = tls.pump(buffer, None) {
             self.failed.set(true);
