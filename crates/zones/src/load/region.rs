@@ -344,8 +344,6 @@ pub(super) struct ReadChanged {
     pub(super) diff: Option<Diff>,
     /// The records read from text: both regions'.
     pub(super) parsed: usize,
-    /// The most octets of the previous text held in memory at once.
-    pub(super) held: usize,
     /// The records copied into the new list (the others are shared with
     /// the previous load's, [`Records::spliced`]).
     pub(super) copied: usize,
@@ -411,7 +409,6 @@ pub(super) fn read_changed(
         records,
         diff,
         parsed: old_part.len() + new_part.len(),
-        held: old.held,
         copied,
     })
 }
