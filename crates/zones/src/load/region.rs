@@ -37,7 +37,9 @@
 //! Bound: the file read, the copy read through one small buffer and
 //! compared with it from each end, the region read, its records copied
 //! (the previous load's shared, but every [`tern_zone::MAX_PARTS`] / 2
-//! reloads or so, when the list is copied whole again).
+//! reloads or so, or after the list lost more records than it keeps,
+//! when it is copied whole again); TTLs settled in such a list copy the
+//! runs of records they are in, not the previous load's list.
 
 use std::io::Write;
 use std::os::unix::fs::FileExt;
