@@ -160,6 +160,9 @@ struct Entry {
     owner_len: u8,
 }
 
+/// Entries, owner octets and RDATA octets: the room records take.
+type Room = (usize, usize, usize);
+
 /// Records in flat arenas: entries, and the owner names and RDATA they
 /// point into, in record order.
 #[derive(Clone, Debug, Default)]
@@ -177,38 +180,72 @@ impl Flat {
         &self.owners[start..start + usize::from(entry.owner_len)]
     }
 
-    /// Appends `other`'s records, if the offsets fit (see [`Records`]).
-    fn append_flat(&mut self, other: &Flat) -> bool {
+    /// The owner and RDATA octets the entries `range` point into: the
+    /// spans of the two arenas they use (offsets grow with the entries).
+    fn spans(&self, range: Range<usize>) -> (Range<usize>, Range<usize>) {
+        let entries = &self.entries[range];
+        match (entries.first(), entries.last()) {
+            (Some(first), Some(last)) => (
+                first.owner_start as usize..last.owner_start as usize + usize::from(last.owner_len),
+                first.rdata_start as usize..last.rdata_start as usize + usize::from(last.rdata_len),
+            ),
+            _ => (0..0, 0..0),
+        }
+    }
+
+    /// The room the records `range` take: entries, owner and RDATA
+    /// octets.
+    fn room(&self, range: Range<usize>) -> Room {
+        let (owners, rdata) = self.spans(range.clone());
+        (range.len(), owners.len(), rdata.len())
+    }
+
+    /// Reserves `room` more.
+    fn reserve(&mut self, (entries, owners, rdata): Room) {
+        self.entries.reserve(entries);
+        self.owners.reserve(owners);
+        self.rdata.reserve(rdata);
+    }
+
+    /// Appends the records `range` of `other`, their lines moved by
+    /// `line_shift`, if the offsets fit (see [`Records`]): their entries
+    /// and the arena spans they use, copied whole. Bound: the run's
+    /// entries and octets.
+    fn append_run(&mut self, other: &Flat, range: Range<usize>, line_shift: i64) -> bool {
         let fits = |base: usize, more: usize| {
             base.checked_add(more)
                 .is_some_and(|end| u32::try_from(end).is_ok())
         };
-        if !fits(self.owners.len(), other.owners.len())
-            || !fits(self.rdata.len(), other.rdata.len())
-        {
+        let (owners, rdata) = other.spans(range.clone());
+        if !fits(self.owners.len(), owners.len()) || !fits(self.rdata.len(), rdata.len()) {
             return false;
         }
         // The first owner shares the last one's copy when spelled alike, as
         // if the records had come one by one.
-        let shared = match (self.entries.last(), other.entries.first()) {
-            (Some(last), Some(first)) if self.owner_bytes(last) == other.owner_bytes(first) => {
+        let shared = match (self.entries.last(), other.entries.get(range.start)) {
+            (Some(last), Some(first))
+                if !range.is_empty() && self.owner_bytes(last) == other.owner_bytes(first) =>
+            {
                 Some((last.owner_start, first.owner_start))
             }
             _ => None,
         };
+        // Both fit in `u32` (checked above; the spans are in `other`'s).
         let owner_base = self.owners.len() as u32;
         let rdata_base = self.rdata.len() as u32;
-        self.owners.extend_from_slice(&other.owners);
-        self.rdata.extend_from_slice(&other.rdata);
-        self.entries.reserve(other.entries.len());
-        for entry in &other.entries {
+        let (owner_from, rdata_from) = (owners.start as u32, rdata.start as u32);
+        self.owners.extend_from_slice(&other.owners[owners]);
+        self.rdata.extend_from_slice(&other.rdata[rdata]);
+        self.entries.reserve(range.len());
+        for entry in &other.entries[range] {
             let owner_start = match shared {
                 Some((last, first)) if entry.owner_start == first => last,
-                _ => owner_base + entry.owner_start,
+                _ => owner_base + (entry.owner_start - owner_from),
             };
             self.entries.push(Entry {
                 owner_start,
-                rdata_start: rdata_base + entry.rdata_start,
+                rdata_start: rdata_base + (entry.rdata_start - rdata_from),
+                location: moved(entry.location, line_shift),
                 ..*entry
             });
         }
@@ -254,7 +291,8 @@ struct Part {
 }
 
 /// The most parts a list made by [`Records::spliced`] has; past it, the
-/// splice copies the list into one flat list again.
+/// splice copies the list into one flat list again (as it does when the
+/// list lost more than half of the records it would share).
 pub const MAX_PARTS: usize = 16;
 
 /// The records of a zone in flat arenas: no allocation per record.
@@ -262,7 +300,8 @@ pub const MAX_PARTS: usize = 16;
 /// A list read from a file is one flat list; one made by
 /// [`Records::spliced`] shares the runs of records it keeps with the list
 /// it was made from (at most [`MAX_PARTS`] runs), so a reload's splice
-/// copies the records of the change, not the zone.
+/// copies the records of the change, not the zone; a TTL set in such a
+/// list copies the run it is in ([`crate::ttl::settle_ttls`]).
 ///
 /// Offsets are 32-bit, so a list holds at most 4 GiB of owner names and
 /// 4 GiB of RDATA; past that, [`Sink::record`] refuses records.
@@ -301,19 +340,15 @@ impl Records {
 
     /// The octets of RDATA held, over all records.
     pub fn rdata_len(&self) -> usize {
-        self.parts
-            .iter()
-            .map(|part| {
-                let entries = &part.flat.entries[part.range.clone()];
-                match (entries.first(), entries.last()) {
-                    (Some(first), Some(last)) => {
-                        (last.rdata_start as usize + usize::from(last.rdata_len))
-                            - first.rdata_start as usize
-                    }
-                    _ => 0,
-                }
-            })
-            .sum()
+        self.room().2
+    }
+
+    /// The room the records take (shared or not), summed over the parts.
+    fn room(&self) -> Room {
+        self.parts.iter().fold((0, 0, 0), |sum, part| {
+            let room = part.flat.room(part.range.clone());
+            (sum.0 + room.0, sum.1 + room.1, sum.2 + room.2)
+        })
     }
 
     /// How many runs of records shared with other lists this one is made
@@ -323,7 +358,15 @@ impl Records {
     }
 
     /// The part holding `index`, and the index in its flat list.
+    ///
+    /// Panics if `index` is not less than the length (a caller's bug: no
+    /// index comes from the network).
     fn locate(&self, index: usize) -> (&Part, usize) {
+        assert!(
+            index < self.len,
+            "record {index} of a list of {} records",
+            self.len
+        );
         let hint = self.hint.load(Ordering::Relaxed);
         if let (Some(part), Some(&start)) = (self.parts.get(hint), self.starts.get(hint)) {
             if index >= start && index - start < part.range.len() {
@@ -337,19 +380,41 @@ impl Records {
     }
 
     /// Serves the record at `index` with `ttl` (see
-    /// [`crate::ttl::settle_ttls`]); a flat list shared with another list
-    /// is copied first.
-    pub(crate) fn set_ttl(&mut self, index: usize, ttl: u32) {
+    /// [`crate::ttl::settle_ttls`]). A part whose flat list is shared
+    /// (with another list, or another part of this one, as after
+    /// [`Records::spliced`]) first gets a flat list of its own holding its
+    /// records only, not the shared list's others; a TTL already served
+    /// copies nothing. With the number of records copied. Bound: the
+    /// part's records, once per part.
+    pub(crate) fn set_ttl(&mut self, index: usize, ttl: u32) -> usize {
         if index >= self.len {
-            return;
+            return 0;
         }
         let at = self.starts.partition_point(|&start| start <= index) - 1;
         let offset = index - self.starts[at];
         let part = &mut self.parts[at];
+        if part.flat.entries[part.range.start + offset].ttl == ttl {
+            return 0;
+        }
+        let mut copied = 0;
+        if Arc::get_mut(&mut part.flat).is_none() {
+            let mut own = Flat::default();
+            own.reserve(part.flat.room(part.range.clone()));
+            // A run of a list whose offsets fit fits alone.
+            if own.append_run(&part.flat, part.range.clone(), part.line_shift) {
+                copied = part.range.len();
+                *part = Part {
+                    flat: Arc::new(own),
+                    range: 0..copied,
+                    line_shift: 0,
+                };
+            }
+        }
         let position = part.range.start + offset;
         if let Some(entry) = Arc::make_mut(&mut part.flat).entries.get_mut(position) {
             entry.ttl = ttl;
         }
+        copied
     }
 
     /// The last part's flat list, if records can be added to it: its
@@ -389,19 +454,51 @@ impl Records {
     /// Appends `other`'s records, if the offsets fit (see [`Records`]).
     fn append_records(&mut self, other: &Records) -> bool {
         for part in &other.parts {
-            let whole = part.range == (0..part.flat.entries.len()) && part.line_shift == 0;
-            let appended = if whole {
-                self.tail_flat().append_flat(&part.flat)
-            } else {
-                let flat = self.tail_flat();
-                other_records(part).all(|record| flat.push(record).is_ok())
-            };
+            let appended =
+                self.tail_flat()
+                    .append_run(&part.flat, part.range.clone(), part.line_shift);
             self.grown();
             if !appended {
                 return false;
             }
         }
         true
+    }
+
+    /// The list copied into one flat list of its own, room reserved
+    /// first; `None` if the offsets do not fit. Bound: the list's records
+    /// and octets.
+    fn flattened(&self) -> Option<Records> {
+        let mut flat = Flat::default();
+        flat.reserve(self.room());
+        for part in &self.parts {
+            if !flat.append_run(&part.flat, part.range.clone(), part.line_shift) {
+                return None;
+            }
+        }
+        let mut out = Records::new();
+        let len = flat.entries.len();
+        out.push_part(Part {
+            flat: Arc::new(flat),
+            range: 0..len,
+            line_shift: 0,
+        });
+        Some(out)
+    }
+
+    /// The entries the flat lists this list's parts use hold, each list
+    /// counted once: what this list keeps alive.
+    fn held(&self) -> usize {
+        let mut held = 0;
+        for (at, part) in self.parts.iter().enumerate() {
+            let first_use = !self.parts[..at]
+                .iter()
+                .any(|earlier| Arc::ptr_eq(&earlier.flat, &part.flat));
+            if first_use {
+                held += part.flat.entries.len();
+            }
+        }
+        held
     }
 
     /// The list with the records `range` replaced by `with`'s (a reload's
@@ -411,10 +508,13 @@ impl Records {
     /// list or the offsets do not fit. The records kept are shared with
     /// this list, not copied: the new list is this one's parts before
     /// `range`, a copy of `with`, and its parts after, unless that makes
-    /// more than [`MAX_PARTS`] parts, when all is copied into one flat list.
-    /// With the number of records copied. Bound: a copy of `with`, a pass
-    /// over the parts (and the copy of the list, every [`MAX_PARTS`] / 2
-    /// splices at least).
+    /// more than [`MAX_PARTS`] parts or its records are fewer than half
+    /// of those the flat lists it would share hold (a list that shrank
+    /// does not keep the records it lost alive), when all is copied into
+    /// one flat list. With the number of records copied. Bound: a copy of
+    /// `with`, a pass over the parts (and the copy of the list, every
+    /// [`MAX_PARTS`] / 2 splices at least, or after it lost more records
+    /// than it keeps).
     pub fn spliced(
         &self,
         range: std::ops::Range<usize>,
@@ -439,17 +539,11 @@ impl Records {
             });
         }
         // `with`, copied into a flat list of its own.
-        let mut flat = Flat::default();
-        for record in with.iter() {
-            flat.push(record).ok()?;
+        let with = with.flattened()?;
+        copied += with.len;
+        for part in with.parts {
+            out.push_part(part);
         }
-        copied += flat.entries.len();
-        let len = flat.entries.len();
-        out.push_part(Part {
-            flat: Arc::new(flat),
-            range: 0..len,
-            line_shift: 0,
-        });
         // The parts after, from its end, their lines moved.
         for (part, &start) in self.parts.iter().zip(&self.starts) {
             let end = start + part.range.len();
@@ -463,19 +557,9 @@ impl Records {
                 line_shift: part.line_shift.saturating_add(line_shift),
             });
         }
-        if out.parts.len() > MAX_PARTS {
-            let mut flat = Flat::default();
-            for record in out.iter() {
-                flat.push(record).ok()?;
-            }
-            copied += flat.entries.len();
-            let len = flat.entries.len();
-            out = Records::new();
-            out.push_part(Part {
-                flat: Arc::new(flat),
-                range: 0..len,
-                line_shift: 0,
-            });
+        if out.parts.len() > MAX_PARTS || out.len < out.held() / 2 {
+            out = out.flattened()?;
+            copied += out.len;
         }
         Some((out, copied))
     }
@@ -491,23 +575,11 @@ impl Records {
     }
 }
 
-/// The records of `part`, their lines moved.
-fn other_records(part: &Part) -> impl Iterator<Item = RecordRef<'_>> + '_ {
-    part.range
-        .clone()
-        .map(move |position| part_record(part, position))
-}
-
 /// The record at `position` of `part`'s flat list, its line moved.
 fn part_record(part: &Part, position: usize) -> RecordRef<'_> {
     let flat = &part.flat;
     let entry = &flat.entries[position];
     let start = entry.rdata_start as usize;
-    let mut location = entry.location;
-    if part.line_shift != 0 {
-        let line = (i64::from(location.line) + part.line_shift).clamp(0, i64::from(u32::MAX));
-        location.line = line as u32;
-    }
     RecordRef {
         owner: Name::from_wire(flat.owner_bytes(entry))
             .expect("owners are valid names when stored"),
@@ -515,8 +587,18 @@ fn part_record(part: &Part, position: usize) -> RecordRef<'_> {
         ttl: entry.ttl,
         rtype: entry.rtype,
         rdata: &flat.rdata[start..start + usize::from(entry.rdata_len)],
-        location,
+        location: moved(entry.location, part.line_shift),
     }
+}
+
+/// `location` with its line moved by `line_shift` (kept in the `u32`
+/// range, at its ends).
+fn moved(mut location: Location, line_shift: i64) -> Location {
+    if line_shift != 0 {
+        let line = (i64::from(location.line) + line_shift).clamp(0, i64::from(u32::MAX));
+        location.line = line as u32;
+    }
+    location
 }
 
 impl Sink for Records {
@@ -737,5 +819,105 @@ mod tests {
         assert!(list
             .spliced(0..list.len() + 1, &Records::new(), 0)
             .is_none());
+    }
+
+    /// A list of the SOA and `hosts` A records, one a line.
+    fn hosts(hosts: usize) -> Records {
+        let origin = NameBuf::from_text(b"example.", None).unwrap();
+        let mut text = String::from("@ SOA ns host 1 2 3 4 5\n");
+        for i in 0..hosts {
+            text.push_str(&format!("h{i} 60 A 192.0.2.{}\n", i % 250));
+        }
+        let mut list = Records::new();
+        scan_bytes(
+            text.as_bytes(),
+            Path::new("z"),
+            origin.as_name(),
+            &Options::default(),
+            &mut NoInclude,
+            &mut list,
+        )
+        .unwrap();
+        list
+    }
+
+    /// A TTL set in a spliced list copies the records of the part it is
+    /// in, not the flat list that part shares with the list it was
+    /// spliced from (nor with the part on the other side of the splice):
+    /// the same count at two sizes of that list; the list spliced from is
+    /// left as it was. A TTL already served copies nothing.
+    #[test]
+    fn a_ttl_set_copies_its_part_only() {
+        for size in [1000, 4000] {
+            let base = hosts(size);
+            let len = base.len();
+            let with = hosts(0);
+            // The SOA again, for the record 10 before the end.
+            let (mut list, copied) = base.spliced(len - 10..len - 9, &with, 0).unwrap();
+            assert_eq!((copied, list.parts()), (1, 3), "{size}");
+            // In the part after the splice: its 9 records.
+            assert_eq!(list.set_ttl(len - 5, 7), 9, "{size}");
+            assert_eq!(list.set_ttl(len - 4, 7), 0, "{size}: its own now");
+            // Served already: nothing.
+            assert_eq!(list.set_ttl(3, 60), 0, "{size}");
+            // In the spliced-in part, its own: nothing.
+            assert_eq!(list.set_ttl(len - 10, 8), 0, "{size}");
+            assert_eq!(list.parts(), 3);
+            for (index, record) in list.iter().enumerate() {
+                let ttl = match index {
+                    i if i == len - 10 => 8,
+                    i if i == len - 5 || i == len - 4 => 7,
+                    _ => base.record(index).ttl,
+                };
+                assert_eq!(record.ttl, ttl, "{size} {index}");
+                if index != len - 10 {
+                    let mut expected = base.record(index);
+                    expected.ttl = ttl;
+                    assert_eq!(record, expected, "{size} {index}");
+                }
+            }
+            assert!(base.iter().all(|record| record.ttl != 7 && record.ttl != 8));
+            // The part before the splice: its records, not the base's all.
+            assert_eq!(list.set_ttl(1, 9), len - 10, "{size}");
+            assert_eq!(list.record(1).ttl, 9);
+            assert_eq!(base.record(1).ttl, 60);
+        }
+    }
+
+    /// A list that lost more than half of the records of the flat lists
+    /// it would share is copied into one of its own (the lost records are
+    /// not kept alive); one that lost few shares.
+    #[test]
+    fn a_shrunk_list_is_copied() {
+        let base = hosts(200);
+        let (kept, copied) = base.spliced(10..20, &Records::new(), 0).unwrap();
+        assert_eq!((kept.parts(), copied), (2, 0));
+        assert!(Arc::ptr_eq(&kept.parts[0].flat, &base.parts[0].flat));
+        let (shrunk, copied) = base.spliced(10..160, &Records::new(), -150).unwrap();
+        assert_eq!((shrunk.parts(), copied), (1, 51));
+        assert_eq!(shrunk.parts[0].flat.entries.len(), 51);
+        assert_eq!(shrunk.parts[0].flat.entries.capacity(), 51);
+        for (index, record) in shrunk.iter().enumerate() {
+            let mut expected = base.record(if index < 10 { index } else { index + 150 });
+            if index >= 10 {
+                expected.location.line -= 150;
+            }
+            assert_eq!(record, expected, "{index}");
+        }
+        assert_eq!(
+            shrunk.rdata_len(),
+            shrunk.parts[0].flat.rdata.len(),
+            "only the records kept"
+        );
+    }
+
+    /// A record past the end is a caller's bug, not another record.
+    #[test]
+    #[should_panic(expected = "record 190 of a list of 190 records")]
+    fn a_record_past_the_end_panics() {
+        // The list's one part ends before its flat list does.
+        let (list, _) = hosts(200).spliced(190..201, &Records::new(), 0).unwrap();
+        assert_eq!((list.parts(), list.len()), (1, 190));
+        let _ = list.record(190);
     }
 }

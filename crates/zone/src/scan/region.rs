@@ -134,9 +134,9 @@ impl OldText<'_> {
     }
 
     /// The old file's octets in `region` (of [`changed_region_of`] with
-    /// this text and `new`): the new file's before the middle, the middle,
-    /// the new file's after. Bound: the region's length.
-    pub fn region_bytes(&self, new: &[u8], region: &ChangedRegion) -> Option<Vec<u8>> {
+    /// this text and `new`), in three slices, not copied: the new file's
+    /// before the middle, the middle, the new file's after.
+    fn region_parts<'n>(&'n self, new: &'n [u8], region: &ChangedRegion) -> Option<[&'n [u8]; 3]> {
         if !self.fits(new)
             || region.start > self.prefix
             || region.old_end < self.len() - self.suffix
@@ -145,11 +145,18 @@ impl OldText<'_> {
         }
         let after = region.old_end - (self.len() - self.suffix);
         let from = new.len() - self.suffix;
-        let mut out = Vec::with_capacity(region.old_end - region.start);
-        out.extend_from_slice(&new[region.start..self.prefix]);
-        out.extend_from_slice(self.middle);
-        out.extend_from_slice(new.get(from..from.checked_add(after)?)?);
-        Some(out)
+        Some([
+            new.get(region.start..self.prefix)?,
+            self.middle,
+            new.get(from..from.checked_add(after)?)?,
+        ])
+    }
+
+    /// The old file's octets in `region` (of [`changed_region_of`] with
+    /// this text and `new`), copied. Bound: the region's length.
+    pub fn region_bytes(&self, new: &[u8], region: &ChangedRegion) -> Option<Vec<u8>> {
+        let parts = self.region_parts(new, region)?;
+        Some(parts.concat())
     }
 }
 
@@ -190,8 +197,8 @@ pub fn changed_region_of(old: &OldText<'_>, new: &[u8], max_len: usize) -> Optio
     if !new_fits || region.old_end - start > max_len {
         return None;
     }
-    let old_region = old.region_bytes(new, &region)?;
-    (!has_special(&old_region)).then_some(region)
+    let old_region = old.region_parts(new, &region)?;
+    (!old_region.iter().any(|part| has_special(part))).then_some(region)
 }
 
 /// Whether `data` holds an octet that may carry a reading's state across

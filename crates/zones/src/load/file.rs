@@ -74,12 +74,16 @@ pub(super) fn load_zone_with(
         .and_then(|signer| signer.previous.as_ref())
         .and_then(|previous| previous.edit_base.as_ref())
         .filter(|base| base.uniform);
+    // What of the previous text was held, even when its region could not
+    // be read apart (the file then read whole).
+    let mut held = 0;
     let changed_read = previous_base.and_then(|base| {
         let old = base
             .text
             .as_ref()?
             .differences(&data, super::region::MAX_REGION_LEN)?;
         phases.lap("previous text compared");
+        held = old.held;
         super::region::read_changed(
             origin.as_name(),
             path,
@@ -89,12 +93,10 @@ pub(super) fn load_zone_with(
             &base.unsigned,
         )
     });
-    let held;
     let copied;
     let (mut records, files, parsed, known) = match changed_read {
         Some(read) => {
             let parsed = read.parsed;
-            held = read.held;
             copied = read.copied;
             (read.records, vec![path.to_path_buf()], parsed, read.diff)
         }
@@ -118,7 +120,6 @@ pub(super) fn load_zone_with(
                 )
             })?;
             let parsed = records.len();
-            held = 0;
             copied = parsed;
             (records, files, parsed, None)
         }

@@ -154,7 +154,8 @@ struct EditBase {
 impl SignedVersion {
     /// The most octets of the previous load's text (its kept copy) that
     /// the load of this version held in memory at once: `None` for a
-    /// version that keeps no copy, 0 when the file was read whole.
+    /// version that keeps no copy, 0 when it was not compared with the
+    /// file (a file read whole after a comparison counts what it held).
     pub fn text_held(&self) -> Option<usize> {
         Some(self.edit_base.as_ref()?.text.as_ref()?.held)
     }

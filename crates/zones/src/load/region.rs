@@ -37,7 +37,9 @@
 //! Bound: the file read, the copy read through one small buffer and
 //! compared with it from each end, the region read, its records copied
 //! (the previous load's shared, but every [`tern_zone::MAX_PARTS`] / 2
-//! reloads or so, when the list is copied whole again).
+//! reloads or so, or after the list lost more records than it keeps,
+//! when it is copied whole again); TTLs settled in such a list copy the
+//! runs of records they are in, not the previous load's list.
 
 use std::io::Write;
 use std::os::unix::fs::FileExt;
@@ -344,8 +346,6 @@ pub(super) struct ReadChanged {
     pub(super) diff: Option<Diff>,
     /// The records read from text: both regions'.
     pub(super) parsed: usize,
-    /// The most octets of the previous text held in memory at once.
-    pub(super) held: usize,
     /// The records copied into the new list (the others are shared with
     /// the previous load's, [`Records::spliced`]).
     pub(super) copied: usize,
@@ -411,7 +411,6 @@ pub(super) fn read_changed(
         records,
         diff,
         parsed: old_part.len() + new_part.len(),
-        held: old.held,
         copied,
     })
 }
@@ -429,4 +428,119 @@ fn partition_point(list: &Records, before: impl Fn(tern_zone::RecordRef<'_>) -> 
         }
     }
     low
+}
+
+//=========== Tests ==========================================================
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The comparison through one buffer tells the same octets alike as a
+    /// comparison of the two texts held whole: for differences at, before
+    /// and after [`COMPARE_CHUNK`] boundaries from either end, texts of
+    /// very different lengths (one empty), CRLF lines, a last line without
+    /// a newline, and the same text; it holds one buffer and the middle,
+    /// and refuses a middle longer than its bound.
+    #[test]
+    fn differences_are_a_whole_comparison() {
+        let dir =
+            std::env::temp_dir().join(format!("tern-zones-differences-{}", std::process::id()));
+        let origin = tern_wire::name::NameBuf::from_text(b"example.", None).unwrap();
+        let lines = |n: usize, end: &str| -> Vec<u8> {
+            (0..n)
+                .map(|i| format!("h{i} A 192.0.2.{}{end}", i % 250))
+                .collect::<String>()
+                .into_bytes()
+        };
+        let base = lines(20_000, "\n");
+        assert!(base.len() > 4 * COMPARE_CHUNK);
+        let changed_at = |text: &[u8], at: usize| {
+            let mut text = text.to_vec();
+            text[at] ^= 0x20;
+            text
+        };
+        let from_end = |text: &[u8], back: usize| text.len() - 1 - back;
+        let mut cases: Vec<(String, Vec<u8>, Vec<u8>)> = Vec::new();
+        for at in [
+            0,
+            1,
+            COMPARE_CHUNK - 1,
+            COMPARE_CHUNK,
+            COMPARE_CHUNK + 1,
+            2 * COMPARE_CHUNK,
+            3 * COMPARE_CHUNK + 7,
+        ] {
+            cases.push((format!("at {at}"), base.clone(), changed_at(&base, at)));
+            let back = from_end(&base, at);
+            cases.push((
+                format!("{at} from the end"),
+                base.clone(),
+                changed_at(&base, back),
+            ));
+            // Both ends, and an octet added there.
+            let both = changed_at(&changed_at(&base, at), back);
+            cases.push((format!("at {at} both ends"), base.clone(), both));
+            let mut added = base.clone();
+            added.insert(at, b'x');
+            cases.push((format!("added at {at}"), base.clone(), added));
+        }
+        let short = b"h0 A 192.0.2.0\n".to_vec();
+        cases.push(("long to short".into(), base.clone(), short.clone()));
+        cases.push(("short to long".into(), short.clone(), base.clone()));
+        cases.push(("empty to long".into(), Vec::new(), base.clone()));
+        cases.push(("long to empty".into(), base.clone(), Vec::new()));
+        cases.push((
+            "prefix of".into(),
+            base[..COMPARE_CHUNK + 3].to_vec(),
+            base.clone(),
+        ));
+        cases.push((
+            "suffix of".into(),
+            base[COMPARE_CHUNK * 2 + 5..].to_vec(),
+            base.clone(),
+        ));
+        let crlf = lines(20_000, "\r\n");
+        let mut crlf_changed = crlf.clone();
+        let line = b"h9000 A 192.0.2.0\r\n";
+        let at = crlf.windows(line.len()).position(|w| w == line).unwrap();
+        crlf_changed.splice(
+            at..at + line.len(),
+            b"h9000 A 192.0.2.1\r\nh9000x TXT y\r\n".iter().copied(),
+        );
+        cases.push(("CRLF".into(), crlf.clone(), crlf_changed));
+        cases.push(("CRLF to LF".into(), crlf, base.clone()));
+        let unended = base[..base.len() - 1].to_vec();
+        cases.push(("newline removed".into(), base.clone(), unended.clone()));
+        cases.push(("newline added".into(), unended.clone(), base.clone()));
+        let mut appended = unended.clone();
+        appended.extend_from_slice(b"0\nlast A 192.0.2.1");
+        cases.push(("unended, appended".into(), unended, appended));
+        cases.push(("same".into(), base.clone(), base.clone()));
+        for (what, old, new) in &cases {
+            let copy = keep_text(&dir, origin.as_name(), old.clone(), (0, 0));
+            let told = copy
+                .differences(new, usize::MAX)
+                .unwrap_or_else(|| panic!("{what}"));
+            // Octet by octet, the texts whole.
+            let prefix = old.iter().zip(new).take_while(|(a, b)| a == b).count();
+            let suffix = old[prefix..]
+                .iter()
+                .rev()
+                .zip(new[prefix..].iter().rev())
+                .take_while(|(a, b)| a == b)
+                .count();
+            assert_eq!((told.prefix, told.suffix), (prefix, suffix), "{what}");
+            assert_eq!(told.middle, &old[prefix..old.len() - suffix], "{what}");
+            assert_eq!(told.text().len(), old.len(), "{what}");
+            let chunk = COMPARE_CHUNK.min(old.len().min(new.len()));
+            assert_eq!(told.held, chunk + told.middle.len(), "{what}");
+            // Past the bound: none.
+            if !told.middle.is_empty() {
+                let bound = told.middle.len() - 1;
+                assert!(copy.differences(new, bound).is_none(), "{what}");
+            }
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

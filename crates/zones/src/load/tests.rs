@@ -1171,6 +1171,10 @@ fn a_signed_reload_read_in_part_is_a_whole_reading() {
             *in_part,
             "{what}: {parsed} records read"
         );
+        // The previous text was compared with the file, read in part or
+        // not: what that held is counted.
+        let held = signed.text_held();
+        assert!(held.is_some_and(|held| held > 0), "{what}: {held:?} held");
         let whole = tern_zone::parse_bytes(
             text.as_bytes(),
             &zone_file,
