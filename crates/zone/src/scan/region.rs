@@ -209,7 +209,7 @@ fn has_special(data: &[u8]) -> bool {
 }
 
 /// How many octets `a` and `b` start with alike.
-fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+pub fn common_prefix(a: &[u8], b: &[u8]) -> usize {
     const BLOCK: usize = 4096;
     let shorter = a.len().min(b.len());
     let mut at = 0;
@@ -225,7 +225,7 @@ fn common_prefix(a: &[u8], b: &[u8]) -> usize {
 }
 
 /// How many octets `a` and `b` end with alike.
-fn common_suffix(a: &[u8], b: &[u8]) -> usize {
+pub fn common_suffix(a: &[u8], b: &[u8]) -> usize {
     const BLOCK: usize = 4096;
     let shorter = a.len().min(b.len());
     let (a_len, b_len) = (a.len(), b.len());

@@ -50,7 +50,7 @@ use std::sync::Mutex;
 use std::thread::JoinHandle;
 
 use tern_wire::name::{LowerNameBuf, Name};
-use tern_zone::{RecordList, Records};
+use tern_zone::{common_prefix, common_suffix, RecordList, Records};
 
 use crate::edited::Diff;
 
@@ -290,40 +290,6 @@ impl Differences {
             suffix: self.suffix,
         }
     }
-}
-
-/// How many octets `a` and `b` start with alike.
-fn common_prefix(a: &[u8], b: &[u8]) -> usize {
-    const BLOCK: usize = 4096;
-    let shorter = a.len().min(b.len());
-    let mut at = 0;
-    while at + BLOCK <= shorter && a[at..at + BLOCK] == b[at..at + BLOCK] {
-        at += BLOCK;
-    }
-    at + a[at..shorter]
-        .iter()
-        .zip(&b[at..shorter])
-        .take_while(|(x, y)| x == y)
-        .count()
-}
-
-/// How many octets `a` and `b` end with alike.
-fn common_suffix(a: &[u8], b: &[u8]) -> usize {
-    const BLOCK: usize = 4096;
-    let shorter = a.len().min(b.len());
-    let (a_len, b_len) = (a.len(), b.len());
-    let mut at = 0;
-    while at + BLOCK <= shorter
-        && a[a_len - at - BLOCK..a_len - at] == b[b_len - at - BLOCK..b_len - at]
-    {
-        at += BLOCK;
-    }
-    at + a[..a_len - at]
-        .iter()
-        .rev()
-        .zip(b[..b_len - at].iter().rev())
-        .take_while(|(x, y)| x == y)
-        .count()
 }
 
 /// A copy dropped (its version replaced, on the zones' owner's thread, or
