@@ -43,8 +43,8 @@ use crate::index::{NameIndex, ShardedIndex};
 use crate::nsec3::{self, Chain, Link, Params};
 use crate::zone::{
     canonical_cmp, node_name_bytes, Glue, GlueTable, Names, Node, NodeExtra, RRset, RRsets, Rdata,
-    Zone, FLAG_APEX, FLAG_DEAD, FLAG_DELEG, FLAG_NONAUTH, FLAG_NSEC3_OWNER, FLAG_WILDCARD_CHILD,
-    NO_PARENT, SMALL_ZONE_NODES,
+    Zone, FLAG_APEX, FLAG_DEAD, FLAG_DELEG, FLAG_DNAME, FLAG_NONAUTH, FLAG_NSEC3_OWNER,
+    FLAG_WILDCARD_CHILD, NO_PARENT, SMALL_ZONE_NODES,
 };
 
 /// The most records one RRset may hold: the RR count is a `u16` in the
@@ -1269,25 +1269,31 @@ fn index_nsec3(zone: &Zone) -> Result<Option<Chain>, BuildError> {
     Ok(Some(chain))
 }
 
-/// The apex, delegation and non-authoritative flags a node gets from its
-/// parent's flags and its own RRsets (the wildcard-child flag is its
-/// children's to set).
+/// The apex, delegation, non-authoritative and DNAME flags a node gets
+/// from its parent's flags and its own RRsets (the wildcard-child flag is
+/// its children's to set).
 pub(crate) fn own_flags(zone: &Zone, id: u32) -> u8 {
-    let parent = zone.node(id).parent;
-    if parent == NO_PARENT {
-        return FLAG_APEX;
-    }
-    let parent_flags = zone.node(parent).flags;
-    if parent_flags & (FLAG_DELEG | FLAG_NONAUTH) != 0 {
-        FLAG_NONAUTH
-    } else if zone.rrset_index(id, RType::NS).is_some() {
-        FLAG_DELEG
+    let dname = if zone.rrset_index(id, RType::DNAME).is_some() {
+        FLAG_DNAME
     } else {
         0
+    };
+    let parent = zone.node(id).parent;
+    if parent == NO_PARENT {
+        return FLAG_APEX | dname;
     }
+    let parent_flags = zone.node(parent).flags;
+    dname
+        | if parent_flags & (FLAG_DELEG | FLAG_NONAUTH) != 0 {
+            FLAG_NONAUTH
+        } else if zone.rrset_index(id, RType::NS).is_some() {
+            FLAG_DELEG
+        } else {
+            0
+        }
 }
 
-/// Apex, delegation, non-authoritative and wildcard-child flags. Parents
+/// Apex, delegation, non-authoritative, DNAME and wildcard-child flags. Parents
 /// precede children in id order, so one forward pass sees final parent
 /// flags.
 fn set_flags(zone: &mut Zone) {

@@ -367,13 +367,16 @@ impl Zone {
             if node.flags & FLAG_DEAD != 0 {
                 continue;
             }
+            // The DNAME flag is the node's own records' (written in
+            // `own`); the cut flags decide what else must change.
             let own = own_flags(&zone, b.node);
+            let cut = own & (FLAG_APEX | FLAG_DELEG | FLAG_NONAUTH);
             let old = if b.live {
                 b.flags & (FLAG_APEX | FLAG_DELEG | FLAG_NONAUTH)
             } else {
-                own
+                cut
             };
-            if own != old {
+            if cut != old {
                 if zone.extra.get(b.node).children > 0 {
                     return Err(PatchError::Rebuild(
                         "a delegation made or removed above other names",

@@ -8,6 +8,7 @@ use tern_wire::name::NameBuf;
 use tern_wire::types::{RClass, RType};
 
 use super::*;
+use crate::zone::FLAG_DNAME;
 use crate::{respond, Catalog, Options, RecordCursor, Response, Transport, ZoneBuilder};
 
 fn name(text: &str) -> NameBuf {
@@ -81,7 +82,7 @@ fn random_record(rng: &mut StdRng) -> (RType, u32, Vec<u8>) {
             .as_str(),
     );
     let ttl = [60, 300][rng.random_range(0..2)];
-    match rng.random_range(0..10) {
+    match rng.random_range(0..11) {
         0 | 1 => (RType::A, ttl, vec![192, 0, 2, rng.random_range(1..4)]),
         2 => (RType::AAAA, ttl, vec![rng.random_range(0..3); 16]),
         3 => (RType::TXT, ttl, vec![1, b'a' + rng.random_range(0..3)]),
@@ -107,6 +108,9 @@ fn random_record(rng: &mut StdRng) -> (RType, u32, Vec<u8>) {
             rdata.push(rng.random_range(0..3));
             (RType::RRSIG, ttl, rdata)
         }
+        // A DNAME (to an owner's name: the names below it that QUERIES
+        // ask for are answered by substitution).
+        10 => (RType::DNAME, ttl, target.as_bytes().to_vec()),
         _ => (RType::A, 300, vec![198, 51, 100, rng.random_range(1..3)]),
     }
 }
@@ -200,6 +204,16 @@ fn assert_same(patched: &Zone, built: &Zone, context: &str) {
             "names directly below {owner}, {context}"
         );
     }
+    // Each name's flags (apex, cut, below a cut, `*` child, DNAME): what
+    // the answers read instead of the records.
+    for owner in OWNERS.iter().chain(QUERIES) {
+        let owner = name(owner);
+        let flags = |zone: &Zone| {
+            zone.find_node(owner.as_bytes())
+                .map(|node| zone.node(node).flags)
+        };
+        assert_eq!(flags(patched), flags(built), "flags of {owner}, {context}");
+    }
     let (patched, built) = (answers(patched), answers(built));
     for (index, (p, b)) in patched.iter().zip(&built).enumerate() {
         let names = OWNERS.len() + QUERIES.len();
@@ -278,6 +292,8 @@ fn patches_equal_whole_builds() {
     let mut patched_count = 0;
     let mut rebuilt = 0;
     let mut refused = 0;
+    // Patched versions with a DNAME somewhere: the flag is exercised.
+    let mut with_dname = 0;
     for seed in 0..10u64 {
         let mut rng = StdRng::seed_from_u64(seed);
         let mut model = Model::new();
@@ -307,6 +323,9 @@ fn patches_equal_whole_builds() {
                     assert_same(&patched.zone, &built, &context);
                     zone = patched.zone;
                     patched_count += 1;
+                    with_dname += usize::from(
+                        (0..zone.nodes.end()).any(|n| zone.node(n).flags & FLAG_DNAME != 0),
+                    );
                 }
                 (Err(PatchError::Rebuild(_)), Ok(built)) => {
                     zone = built;
@@ -325,13 +344,16 @@ fn patches_equal_whole_builds() {
             }
         }
     }
-    eprintln!("{patched_count} patched, {rebuilt} rebuilt whole, {refused} refused");
+    eprintln!(
+        "{patched_count} patched ({with_dname} with a DNAME), {rebuilt} rebuilt whole, {refused} refused"
+    );
     // The sequences exercise the patch, not only its fallback.
     assert!(
         patched_count > 10 * (rebuilt + 1),
         "{patched_count} patched, {rebuilt} rebuilt"
     );
     assert!(refused > 0, "no change was refused");
+    assert!(with_dname > 10, "{with_dname} versions with a DNAME");
 }
 
 /// The NSEC3 salt of [`with_nsec3_chain`]'s chains.
