@@ -464,9 +464,7 @@ pub(crate) fn sign_edits(
         );
     }
     let zone = match served.patch(&changes) {
-        Ok(patched) if patched.zone.garbage_bytes() <= patched.zone.table_bytes() / 2 => {
-            patched.zone
-        }
+        Ok(patched) if crate::window::garbage_within_share(&patched.zone) => patched.zone,
         Ok(_) | Err(_) => {
             log::debug!("zone {origin}: signed again from its previous version: not patched");
             return Ok(None);
@@ -625,9 +623,7 @@ fn sign_window_edits(
         );
     }
     let zone = match served.patch(&changes) {
-        Ok(patched) if patched.zone.garbage_bytes() <= patched.zone.table_bytes() / 2 => {
-            patched.zone
-        }
+        Ok(patched) if crate::window::garbage_within_share(&patched.zone) => patched.zone,
         Ok(_) | Err(_) => return declined("a name added or removed, and not patched"),
     };
     // The kept records: a patch of the changed owners' records.

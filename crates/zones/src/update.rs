@@ -94,11 +94,10 @@ const MAX_FRAME: usize = 1 << 20;
 const MAX_FRAMES: usize = 1 << 20;
 
 /// A version made by patches is built whole once the unused space they
-/// left in its tables ([`Zone::garbage_bytes`]) passes one part in this
-/// many of them (here a quarter: the tables are at most 4/3 of the live
-/// records'). The paths that sign (`update::signed`, `edited`, `window`,
-/// `load::sign`) still rebuild at half.
-pub const MAX_GARBAGE_SHARE: usize = 4;
+/// left in its tables passes one part in this many of them: the one rule
+/// of the paths that patch, signed or not (defined beside the signed
+/// windows, `window::garbage_within_share`).
+pub use crate::window::MAX_GARBAGE_SHARE;
 
 //----------- Configuration --------------------------------------------------
 
@@ -1196,9 +1195,7 @@ pub fn next_version(
         );
     }
     match previous.patch(&changes) {
-        Ok(patched)
-            if patched.zone.garbage_bytes() <= patched.zone.table_bytes() / MAX_GARBAGE_SHARE =>
-        {
+        Ok(patched) if crate::window::garbage_within_share(&patched.zone) => {
             Ok((patched.zone, patched.work))
         }
         Ok(patched) => {

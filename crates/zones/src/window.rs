@@ -25,6 +25,25 @@ pub(crate) const MAX_WINDOW_OWNERS: usize = 4_096;
 /// signed whole.
 pub(crate) const MAX_WINDOW_SCAN: usize = 65_536;
 
+/// A version made by patches is built whole once the unused space they
+/// left in its tables ([`Zone::garbage_bytes`]) passes one part in this
+/// many of them (here a quarter: the tables are at most 4/3 of the live
+/// records'); [`garbage_within_share`]. Here, not in `update`, so that the
+/// signed windows use it without a circle of imports; `update` re-exports
+/// it.
+pub const MAX_GARBAGE_SHARE: usize = 4;
+
+/// Whether a patched version is served as it is: the unused space the
+/// patches left in its tables ([`Zone::garbage_bytes`]) within one part
+/// in [`MAX_GARBAGE_SHARE`] of them. Past it, the version is built whole
+/// (or a signed zone signed whole): compaction, its cost spread over the
+/// changes that made the garbage. The one rule of every path that
+/// patches: unsigned updates (`update`) and those that sign
+/// (`update::signed`, `edited`, `window`, `load::sign`).
+pub(crate) fn garbage_within_share(zone: &Zone) -> bool {
+    zone.garbage_bytes() <= zone.table_bytes() / MAX_GARBAGE_SHARE
+}
+
 /// Where the records of `owner` start in `list` (canonical order of
 /// owners), or would. Bound: a binary search.
 pub(crate) fn owner_start<L: RecordList + ?Sized>(list: &L, owner: Name<'_>) -> usize {
@@ -409,8 +428,10 @@ pub(crate) struct Nsec3WindowSigned {
 /// (the caller checks that it did not change). The served version is
 /// patched with the owners and links that changed ([`Zone::patch`]).
 /// `Ok(None)`: not signed apart (the policy's chain not the served one,
-/// the served chain not as expected, too many links passed over, the
-/// patch refused or its garbage past half of the tables): the caller
+/// an owner below the apex with NS or DS before or after (a delegation
+/// edited: whether it is insecure is read from the served records), the
+/// served chain not as expected, too many links passed over, the
+/// patch refused or its garbage past [`garbage_within_share`]): the caller
 /// signs the zone whole. Bound: the owners and their ancestors (the caller
 /// keeps the owners under [`MAX_WINDOW_OWNERS`]), a binary search of the
 /// served chain per link and per link removed passed over (at most
@@ -460,6 +481,23 @@ pub(crate) fn sign_nsec3_window_of(
         .iter()
         .map(|name| served.owner_records(name.as_name()))
         .collect();
+    // A delegation edited (NS or DS at an owner below the apex, before or
+    // after): whether it is insecure below is read from the served records
+    // only (`insecure`), so a DS added or removed (UPDATE may change DS)
+    // would leave the opt-out chain as it was. Not signed apart: the
+    // caller signs the zone whole.
+    let delegation = |rtype: RType| matches!(rtype, RType::NS | RType::DS);
+    if old_records
+        .iter()
+        .skip(1)
+        .any(|old| old.iter().any(|record| delegation(record.rtype)))
+        || new_records
+            .iter()
+            .skip(1)
+            .any(|new| new.iter().any(|record| delegation(record.rtype)))
+    {
+        return Ok(None);
+    }
     let glue: Vec<bool> = names.iter().map(|name| below_cut(name.as_name())).collect();
     // With opt-out, the chain leaves out the insecure delegations (a
     // delegation without DS; no edit changes one) and the empty
@@ -776,9 +814,7 @@ pub(crate) fn sign_nsec3_window_of(
         );
     }
     let zone = match served.patch(&changes) {
-        Ok(patched) if patched.zone.garbage_bytes() <= patched.zone.table_bytes() / 2 => {
-            patched.zone
-        }
+        Ok(patched) if garbage_within_share(&patched.zone) => patched.zone,
         Ok(_) => return Ok(None),
         Err(err) => {
             log::debug!("zone {origin}: a window of the NSEC3 zone not patched ({err})");

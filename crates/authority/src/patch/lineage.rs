@@ -71,10 +71,13 @@ pub struct ChangedNames<'z> {
 
 impl<'z> ChangedNames<'z> {
     /// Each name whose own answers can differ (lowercased wire form: the
-    /// owners changed, the empty non-terminals made or removed with them,
-    /// the apex), with whether answers for the names below it can differ
-    /// too (the name came or went, or has or had a DNAME; a wildcard's
-    /// parent is listed with `true`).
+    /// owners changed, the empty non-terminals made or removed with them),
+    /// with whether answers for the names below it can differ too (the
+    /// name came or went, or has or had a DNAME; a wildcard's parent is
+    /// listed with `true`). The apex is listed only when more than its SOA
+    /// changed there (the SOA and the SOA's RRSIGs, which every update
+    /// changes, leave it out; answers that carry the SOA are the caller's
+    /// to drop or restamp, see `Zone::changed_since`).
     pub fn iter(&self) -> impl Iterator<Item = (&'z [u8], bool)> + 'z {
         self.names.iter().map(|(name, below)| (&name[..], *below))
     }

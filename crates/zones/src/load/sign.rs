@@ -583,11 +583,9 @@ pub(crate) fn patch_signed(
         );
     }
     let zone = match served.patch(&changes) {
-        Ok(patched) if patched.zone.garbage_bytes() <= patched.zone.table_bytes() / 2 => {
-            patched.zone
-        }
+        Ok(patched) if crate::window::garbage_within_share(&patched.zone) => patched.zone,
         Ok(_) => {
-            log::debug!("zone {origin}: built whole, its patches' garbage past half");
+            log::debug!("zone {origin}: built whole, its patches' garbage past its share");
             return None;
         }
         Err(err) => {

@@ -297,26 +297,6 @@ fn denial_ttls(soa: &(u32, Vec<u8>)) -> (u32, Option<&[u8]>) {
     )
 }
 
-/// The signed version after `differences` made of a window of the zone,
-/// or `None` when the whole zone is to be signed (an NSEC3 zone's window
-/// not signed apart, [`nsec3_window_update`]; a rollover step due, a delegation or DNAME changed, the SOA's TTL or
-/// minimum changed, too many owners or NSEC owners to pass over).
-///
-/// Everything previous is read from `served` (the version the group
-/// started from) one name at a time: no copy of its signed records is
-/// needed or made. The window: the apex, each changed owner, the nearest
-/// NSEC owners of `served` before and after each (past the changed ones,
-/// [`Zone::nsec_owners_around`]), and the zone cuts above each (so that
-/// glue stays glue). Their new records (from `unsigned`) and previous ones
-/// (from `served`) go through [`crate::signing::sign_window`]: what
-/// changed is signed, the rest kept. An owner of the window whose next
-/// NSEC owner lies outside it (only a neighbour's, whose NSEC did not
-/// change) keeps its previous NSEC and signatures. The served version is
-/// patched with the owners that changed (built whole, from its records
-/// walked with the window's replaced, only when the patches' garbage has
-/// grown past half of its tables: compaction, spread over the updates
-/// that made the garbage). Bound: the window's records, the neighbour
-/// look-ups ([`crate::window::MAX_WINDOW_SCAN`]), a look-up of `served` per owner.
 /// The owners, the apex aside, of the records `differences` delete and
 /// add (in their order, repeated as they come), for a window; `None` when
 /// the chain cannot be signed as one: its denial TTLs changed (the SOA's
@@ -356,6 +336,27 @@ fn is_cut_in(unsigned: &ZoneRecords, name: Name<'_>) -> bool {
         .is_some_and(|node| node.has(RType::NS) || node.has(RType::DNAME))
 }
 
+/// The signed version after `differences` made of a window of the zone,
+/// or `None` when the whole zone is to be signed (an NSEC3 zone's window
+/// not signed apart, [`nsec3_window_update`]; a rollover step due, a delegation or DNAME changed, the SOA's TTL or
+/// minimum changed, too many owners or NSEC owners to pass over).
+///
+/// Everything previous is read from `served` (the version the group
+/// started from) one name at a time: no copy of its signed records is
+/// needed or made. The window: the apex, each changed owner, the nearest
+/// NSEC owners of `served` before and after each (past the changed ones,
+/// [`Zone::nsec_owners_around`]), and the zone cuts above each (so that
+/// glue stays glue). Their new records (from `unsigned`) and previous ones
+/// (from `served`) go through [`crate::signing::sign_window`]: what
+/// changed is signed, the rest kept. An owner of the window whose next
+/// NSEC owner lies outside it (only a neighbour's, whose NSEC did not
+/// change) keeps its previous NSEC and signatures. The served version is
+/// patched with the owners that changed (built whole, from its records
+/// walked with the window's replaced, only when the patches' garbage has
+/// grown past its share of the tables,
+/// [`crate::window::garbage_within_share`]: compaction, spread over the updates
+/// that made the garbage). Bound: the window's records, the neighbour
+/// look-ups ([`crate::window::MAX_WINDOW_SCAN`]), a look-up of `served` per owner.
 fn window_update(
     served: &Zone,
     unsigned: &ZoneRecords,
@@ -435,9 +436,7 @@ fn window_update(
         );
     }
     let zone = match served.patch(&changes) {
-        Ok(patched) if patched.zone.garbage_bytes() <= patched.zone.table_bytes() / 2 => {
-            patched.zone
-        }
+        Ok(patched) if crate::window::garbage_within_share(&patched.zone) => patched.zone,
         _ => {
             let records = spliced(served, &window, &out)?;
             cost.copied += RecordList::len(&records);
@@ -960,8 +959,9 @@ mod tests {
         })
     }
 
-    /// A signed zone `example.` of `hosts` A records (and a delegation
-    /// with glue), loaded and signed in `dir` (with NSEC, or NSEC3 as
+    /// A signed zone `example.` of `hosts` A records (and two delegations
+    /// without DS, with glue: `sub`, and `x.e` below the empty
+    /// non-terminal `e`), loaded and signed in `dir` (with NSEC, or NSEC3 as
     /// `nsec3` says): the served version, its signed records and its keys.
     fn signed_fixture_with(
         dir: &Path,
@@ -973,7 +973,8 @@ mod tests {
         let file = dir.join("example.zone");
         let mut text = String::from(
             "$TTL 300\n@ SOA ns hostmaster 1 3600 900 604800 300\n@ NS ns\n\
-             ns A 192.0.2.1\nsub NS ns.sub\nns.sub A 192.0.2.9\n",
+             ns A 192.0.2.1\nsub NS ns.sub\nns.sub A 192.0.2.9\n\
+             x.e NS ns.x.e\nns.x.e A 192.0.2.10\n",
         );
         for i in 0..hosts {
             text.push_str(&format!("h{i} A 192.0.2.{}\n", i % 250));
@@ -1247,6 +1248,8 @@ mod tests {
             "sub0",
             "ns1",
             "h39",
+            "y.e",
+            "ns.x.e",
         ];
         let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
         let mut next = |bound: usize| {
@@ -1450,6 +1453,146 @@ mod tests {
     #[test]
     fn a_signed_opt_out_nsec3_update_costs_its_change_not_the_zone() {
         nsec3_updates_cost_their_change(opt_out_policy());
+    }
+
+    /// One signed update of `updates` from `served` (the signed records
+    /// kept `previous`), checked against the whole zone signed again from
+    /// the same version: the new served version and its signed records
+    /// (none when signed as a window).
+    fn update_as_whole(
+        served: &Zone,
+        previous: &Records,
+        unsigned: &mut ZoneRecords,
+        keys: &ZoneKeys,
+        updates: &[(&str, RType, u16, u32, &[u8])],
+    ) -> (Arc<Zone>, Records) {
+        let difference = engine_difference(unsigned, &update_message(updates));
+        let update = sign_update(
+            served,
+            previous,
+            unsigned,
+            std::slice::from_ref(&difference),
+            keys,
+        )
+        .unwrap();
+        let whole = crate::signing::sign_again(
+            served.origin(),
+            &served_records(served).unwrap(),
+            &unsigned.to_records(),
+            &keys.policy,
+            &state_directory(keys).unwrap(),
+            crate::unix_time(),
+            Some(served.serial()),
+        )
+        .unwrap();
+        assert_eq!(served_meaning(&update.zone), meaning(&whole.zone.records));
+        (update.zone, update.records)
+    }
+
+    /// Whether `zone`'s NSEC3 chain has a link for `name`.
+    fn has_nsec3_link(zone: &Zone, name: &str) -> bool {
+        let (iterations, salt) = zone.nsec3_chain_params().expect("an NSEC3 chain");
+        let name = NameBuf::from_text(name.as_bytes(), None).unwrap();
+        let hash = tern_dnssec::nsec3::nsec3_hash(name.as_name(), iterations, salt);
+        !zone.nsec3_link_records(&hash).is_empty()
+    }
+
+    /// A DS added at, then removed from, the insecure delegation `sub` of
+    /// a zone signed with NSEC3 with opt-out: the delegation becomes
+    /// secure (its link comes into the chain, its DS signed), then
+    /// insecure again (the link goes), each as the whole zone signed again
+    /// makes it. The window reads whether a delegation is insecure from
+    /// the served records, so it declines an owner with NS or DS before or
+    /// after (the zone is signed whole: signed records are returned).
+    #[test]
+    fn opt_out_ds_at_a_delegation_signs_as_the_whole_zone_does() {
+        let dir =
+            std::env::temp_dir().join(format!("tern-update-opt-out-ds-{}", std::process::id()));
+        let (served, previous, keys) = signed_fixture_with(&dir, 20, opt_out_policy());
+        let mut unsigned = unsigned_records(&served, publishes_cds(&keys)).unwrap();
+        assert!(!has_nsec3_link(&served, "sub.example."));
+        let ds: &[u8] = &[
+            0x30, 0x39, 13, 2, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19,
+            20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32,
+        ];
+        let (served, previous) = update_as_whole(
+            &served,
+            &previous,
+            &mut unsigned,
+            &keys,
+            &[("sub", RType::DS, 1, 300, ds)],
+        );
+        assert!(
+            has_nsec3_link(&served, "sub.example."),
+            "a secure delegation"
+        );
+        assert!(RecordList::len(&previous) > 0, "signed whole");
+        let (served, previous) = update_as_whole(
+            &served,
+            &previous,
+            &mut unsigned,
+            &keys,
+            &[("sub", RType::DS, 255, 0, &[])],
+        );
+        assert!(!has_nsec3_link(&served, "sub.example."), "insecure again");
+        assert!(RecordList::len(&previous) > 0, "signed whole");
+        // An update elsewhere is signed as a window again.
+        let (_, previous) = update_as_whole(
+            &served,
+            &previous,
+            &mut unsigned,
+            &keys,
+            &[("h3", RType::TXT, 1, 300, b"\x02hi")],
+        );
+        assert_eq!(RecordList::len(&previous), 0, "a window");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Updates one after another to a small signed zone (NSEC, NSEC3):
+    /// the version served never carries more garbage (the space its
+    /// patches left unused) than the unsigned path lets it,
+    /// [`crate::update::MAX_GARBAGE_SHARE`], and it is built again (or the
+    /// zone signed whole) when it would. Before, the signed paths let
+    /// garbage grow to half of the tables.
+    #[test]
+    fn signed_updates_keep_the_garbage_share_of_unsigned_ones() {
+        for nsec3 in [None, nsec3_policy()] {
+            let dir = std::env::temp_dir().join(format!(
+                "tern-update-garbage-{}-{}",
+                std::process::id(),
+                nsec3.is_some()
+            ));
+            let (mut served, mut previous, keys) = signed_fixture_with(&dir, 10, nsec3);
+            let mut unsigned = unsigned_records(&served, publishes_cds(&keys)).unwrap();
+            let (mut patched, mut compacted) = (0, 0);
+            for round in 0..60u8 {
+                let had = served.garbage_bytes();
+                (served, previous) = update_as_whole(
+                    &served,
+                    &previous,
+                    &mut unsigned,
+                    &keys,
+                    &[("h1", RType::TXT, 1, 300, &[1, round])],
+                );
+                assert!(
+                    served.garbage_bytes()
+                        <= served.table_bytes() / crate::update::MAX_GARBAGE_SHARE,
+                    "round {round}: {} of {} octets garbage",
+                    served.garbage_bytes(),
+                    served.table_bytes()
+                );
+                if served.garbage_bytes() > 0 {
+                    patched += 1;
+                } else if had > 0 {
+                    compacted += 1;
+                }
+            }
+            assert!(
+                patched > 10 && compacted > 0,
+                "{patched} patched, {compacted} compacted"
+            );
+            let _ = std::fs::remove_dir_all(&dir);
+        }
     }
 
     /// What the engine does not see of a signed version: the signer's

@@ -22,6 +22,21 @@ fn reloads(
     extra: &dyn Fn(usize) -> String,
     check: &dyn Fn(usize, &Zone),
 ) -> Vec<Vec<(usize, usize)>> {
+    reloads_with(prefix, rounds, policy, extra, check, &|_| false)
+}
+
+/// [`reloads`], the rounds `whole` names allowed to sign the zone whole
+/// (a window declined): such a round is still checked (its version holds
+/// its kept records, passes `check` and is what a whole signing makes),
+/// but neither required to be patched nor counted in the costs.
+fn reloads_with(
+    prefix: &str,
+    rounds: usize,
+    policy: &dyn Fn() -> crate::signing::Policy,
+    extra: &dyn Fn(usize) -> String,
+    check: &dyn Fn(usize, &Zone),
+    whole: &dyn Fn(usize) -> bool,
+) -> Vec<Vec<(usize, usize)>> {
     let mut costs = Vec::new();
     for names in [5_000, 50_000] {
         let (dir, zone_file) = hosts_dir(prefix, names);
@@ -47,7 +62,7 @@ fn reloads(
             let signed = stamp.signed().unwrap();
             assert_eq!(patched.serial(), 1 + round as u32, "round {round}");
             assert!(
-                patched.garbage_bytes() > 0,
+                whole(round) || patched.garbage_bytes() > 0,
                 "round {round}: patched, not built whole"
             );
             let served = served_shape(patched);
@@ -61,7 +76,9 @@ fn reloads(
                 );
             }
             let cost = signed.cost();
-            size.push((cost.visited, cost.signatures));
+            if !whole(round) {
+                size.push((cost.visited, cost.signatures));
+            }
             previous = SignedServedZone(Arc::clone(patched), Arc::clone(signed));
         }
         costs.push(size);
@@ -275,9 +292,13 @@ fn opt_out_policy() -> crate::signing::Policy {
 /// `d.sub7`, the empty non-terminal `sub7` above the latter left out of
 /// the chain with it, a secure delegation `sec7` with glue): a name
 /// added, a name added below `sub7` (whose link then comes), the first
-/// name removed, each reload signed as a window, as a whole signing
-/// signs the file, and costing as much at 5,000 names as at 50,000.
-/// Before, every reload of an opt-out zone signed the whole zone.
+/// name removed, glue added below `d.sub7`, each reload signed as a
+/// window, as a whole signing signs the file, and costing as much at
+/// 5,000 names as at 50,000. Then `new.sub7` removed: `sub7` keeps only
+/// the insecure `d.sub7` below it, which the window does not tell apart
+/// from a secure name (it declines, the zone is signed whole), and its
+/// link goes as a whole signing makes it. Before, every reload of an
+/// opt-out zone signed the whole zone.
 #[test]
 fn a_signed_opt_out_nsec3_reload_costs_the_change() {
     let extra = |round: usize| {
@@ -290,8 +311,11 @@ fn a_signed_opt_out_nsec3_reload_costs_the_change() {
         if round == 1 || round == 2 {
             text.push_str("h7x A 192.0.2.99\n");
         }
-        if round >= 2 {
+        if (2..=4).contains(&round) {
             text.push_str("new.sub7 TXT \"new\"\n");
+        }
+        if round >= 4 {
+            text.push_str("ns.d.sub7 A 192.0.2.71\n");
         }
         text
     };
@@ -305,10 +329,22 @@ fn a_signed_opt_out_nsec3_reload_costs_the_change() {
             !link("d.sub7.example."),
             "round {round}: an insecure delegation"
         );
-        assert_eq!(link("sub7.example."), round >= 2, "round {round}: sub7");
+        assert_eq!(
+            link("sub7.example."),
+            (2..=4).contains(&round),
+            "round {round}: sub7"
+        );
+        assert!(!link("ns.d.sub7.example."), "round {round}: glue");
         assert!(link("sec7.example."), "round {round}: a secure delegation");
     };
-    let costs = reloads("tern-zones-optout3", 3, &opt_out_policy, &extra, &check);
+    let costs = reloads_with(
+        "tern-zones-optout3",
+        5,
+        &opt_out_policy,
+        &extra,
+        &check,
+        &|round| round == 5,
+    );
     eprintln!("(visited, signatures) per reload at 5,000 and 50,000 names: {costs:?}");
     assert_eq!(costs[0], costs[1], "as much at both sizes");
 }
