@@ -46,7 +46,7 @@
 //! are left to a whole build. The unused space patches
 //! leave in the tables is counted ([`Zone::garbage_bytes`]); the caller
 //! rebuilds the zone when it grows past a share of them (tern-zones: a
-//! quarter for unsigned updates, `MAX_GARBAGE_SHARE`; half where it signs).
+//! quarter, `MAX_GARBAGE_SHARE`, signed or not).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;

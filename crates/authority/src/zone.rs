@@ -617,7 +617,8 @@ impl Zone {
 
     /// Octets of the tables that patches left unused; a zone built whole
     /// has none. [`Zone::patch`]'s caller rebuilds the zone when this
-    /// grows past half of [`Zone::table_bytes`].
+    /// grows past a share of [`Zone::table_bytes`] (tern-zones: a quarter,
+    /// `MAX_GARBAGE_SHARE`).
     pub fn garbage_bytes(&self) -> usize {
         self.garbage
     }
