@@ -127,7 +127,6 @@
 use core::mem::size_of;
 
 use hashbrown::HashTable;
-use tern_wire::name::eq_ignore_case;
 use tern_wire::parse::{MessageView, HEADER_LEN};
 use tern_wire::types::{Opcode, RClass, RType};
 
