@@ -562,17 +562,9 @@ pub struct ResponseCache {
     tag_serial: Vec<u32>,
     /// The keys missed once while the cache was full (see "Admission").
     doorkeeper: Doorkeeper,
-    /// The hash of the key [`ResponseCache::answer_hashed`] last found
-    /// no entry for, until the next insert: the insert of that key's
-    /// answer (the miss path) then skips the probe for an entry to
-    /// replace. Only an insert adds to the table, and each insert takes
-    /// this, so it is never stale (a later probe of the same key finds
-    /// nothing again; not reset there, which costs the hits a store); only `insert_written`, whose key is the
-    /// query's by contract, trusts it.
-    absent: Option<u64>,
-    /// Probes for an entry to replace, for the tests.
+    /// Frees and allocations of the slab by inserts, for the tests.
     #[cfg(test)]
-    replace_probes: u64,
+    slab_calls: u64,
 }
 
 impl ResponseCache {
@@ -626,9 +618,8 @@ impl ResponseCache {
             tag_soa: Vec::new(),
             tag_serial: Vec::new(),
             doorkeeper,
-            absent: None,
             #[cfg(test)]
-            replace_probes: 0,
+            slab_calls: 0,
         }
     }
 
@@ -735,24 +726,11 @@ impl ResponseCache {
         // comparison instead of two, and a key not made from this query
         // can only miss.
         let (slots, slab) = (&self.slots, &self.slab);
-        let Some(&index) = self.table.find(hash, |&i| {
+        let &index = self.table.find(hash, |&i| {
             slots
                 .get(i as usize)
                 .is_some_and(|slot| slot.answers(slab, query_name, qtype, qclass, bits))
-        }) else {
-            // No entry answers the query's question. When the key is the
-            // question's (its name lowercased, of the same length by the
-            // slicing above, its type and class), none has the key: the
-            // insert of the answer written for this query
-            // ([`ResponseCache::insert_written`], whose contract is that
-            // key and query agree) need not look for one. The name is not
-            // compared again: about 40 instructions on every miss of a
-            // flood whose answers the doorkeeper mostly refuses.
-            if key.qtype == qtype && key.qclass == qclass {
-                self.absent = Some(hash);
-            }
-            return None;
-        };
+        })?;
         let slot = self.slots.get(index as usize)?;
         if slot.stamp < self.tag_since.get(slot.tag as usize).copied().unwrap_or(0) {
             // Its zone changed since: a miss (replaced by the insert)
@@ -807,7 +785,7 @@ impl ResponseCache {
             return false;
         };
         let hash = self.key_hash(&key);
-        self.store(&key, hash, answer, tail_start, tag, false)
+        self.store(&key, hash, answer, tail_start, tag)
     }
 
     /// [`ResponseCache::insert_tagged`] for an answer the caller wrote
@@ -841,14 +819,11 @@ impl ResponseCache {
         {
             return false;
         }
-        self.store(key, hash, answer, head_len, tag, true)
+        self.store(key, hash, answer, head_len, tag)
     }
 
     /// Stores `answer`, whose tail starts at `tail_start`, under `key`,
-    /// whose hash is `hash`: the checks and the admission here, inlined
-    /// into the callers (a flood's answer refused by the doorkeeper costs
-    /// them and no call), the rest in [`ResponseCache::place`].
-    #[inline]
+    /// whose hash is `hash`.
     fn store(
         &mut self,
         key: &CacheKey,
@@ -856,12 +831,10 @@ impl ResponseCache {
         answer: &[u8],
         tail_start: usize,
         tag: u32,
-        written: bool,
     ) -> bool {
-        let Some(tail_len) = answer.len().checked_sub(tail_start) else {
-            return false;
-        };
-        let stored = TEMPLATE_LEN + key.name.as_bytes().len() + tail_len;
+        let name = key.name.as_bytes();
+        let tail = &answer[tail_start..];
+        let stored = TEMPLATE_LEN + name.len() + tail.len();
         if self.limits.max_entries == 0 {
             return false;
         }
@@ -874,59 +847,36 @@ impl ResponseCache {
         if cost > self.limits.max_bytes {
             return false;
         }
-        if !self.has_room(cost) && !self.doorkeeper.admit(hash.key) {
+        let bits = key.bits();
+        let hash = hash.key;
+        if !self.has_room(cost) && !self.doorkeeper.admit(hash) {
             self.counters.not_admitted += 1;
             return false;
         }
-        self.place(key, hash, answer, tail_start, tag, stored, written)
-    }
-
-    /// [`ResponseCache::store`] of an answer admitted, of `stored` bytes
-    /// (at most [`MAX_ENTRY_LEN`], its cost within `max_bytes`); `written`
-    /// for [`ResponseCache::insert_written`], whose key is the query's.
-    #[inline(never)]
-    #[allow(clippy::too_many_arguments)]
-    fn place(
-        &mut self,
-        key: &CacheKey,
-        hash: KeyHash,
-        answer: &[u8],
-        tail_start: usize,
-        tag: u32,
-        stored: usize,
-        written: bool,
-    ) -> bool {
-        let name = key.name.as_bytes();
-        let tail = &answer[tail_start..];
-        let granules = stored.div_ceil(GRANULE);
-        let cost = granules * GRANULE + ENTRY_OVERHEAD;
-        let bits = key.bits();
-        // The probe of the miss just found no entry for this key: nothing
-        // to replace.
-        let hash = hash.key;
-        let absent = self.absent.take() == Some(hash) && written;
 
         // Replace, never duplicate.
         let (slots, slab) = (&self.slots, &self.slab);
-        let found = if absent {
-            None
-        } else {
-            #[cfg(test)]
-            {
-                self.replace_probes += 1;
-            }
-            self.table
-                .find_entry(hash, |&i| {
-                    slots
-                        .get(i as usize)
-                        .is_some_and(|slot| slot.matches(slab, name, key.qtype, key.qclass, bits))
-                })
-                .ok()
-        };
-        if let Some(entry) = found {
+        let mut reused = None;
+        if let Ok(entry) = self.table.find_entry(hash, |&i| {
+            slots
+                .get(i as usize)
+                .is_some_and(|slot| slot.matches(slab, name, key.qtype, key.qclass, bits))
+        }) {
             let (index, _) = entry.remove();
-            let (at, granules) = self.release(index);
-            self.slab.free(at, granules);
+            let (at, old) = self.release(index);
+            // An entry replaced by an answer of its size (a version's
+            // answer with the SOA's new serial, the miss of a name whose
+            // entry a change made stale) keeps its extent: no trip through
+            // the slab's free lists.
+            if old == granules && self.has_room(cost) {
+                reused = Some(at);
+            } else {
+                #[cfg(test)]
+                {
+                    self.slab_calls += 1;
+                }
+                self.slab.free(at, old);
+            }
         }
 
         // Bounded: each round removes one entry, and at most
@@ -936,7 +886,14 @@ impl ResponseCache {
         // succeeds.
         let mut to_fit = 0;
         let at = loop {
+            if let Some(at) = reused {
+                break at;
+            }
             if self.has_room(cost) {
+                #[cfg(test)]
+                {
+                    self.slab_calls += 1;
+                }
                 if let Some(at) = self.slab.allocate(granules) {
                     break at;
                 }

@@ -413,80 +413,23 @@ fn limit_and_output_size_are_respected() {
     assert_eq!(cache.answer(&k, &big, 65535, &mut short), None);
 }
 
-/// The miss path: a probe with the key's hash that finds nothing, then
-/// the insert of the answer with the same hash.
-fn miss_then_store(cache: &mut ResponseCache, asked: &[u8], answer: &[u8]) -> bool {
-    let key = key(asked);
-    let hash = cache.key_hash(&key);
-    let mut out = vec![0; 65535];
-    if cache
-        .answer_hashed(&key, hash, asked, 65535, &mut out)
-        .is_some()
-    {
-        return false;
-    }
-    let head_len = HEADER_LEN
-        + MessageView::parse(asked)
-            .unwrap()
-            .question()
-            .unwrap()
-            .bytes
-            .len();
-    cache.insert_written(&key, hash, answer, head_len, 0)
-}
-
 #[test]
-fn a_miss_stores_without_probing_again_and_never_duplicates() {
+fn a_replacing_answer_of_the_same_size_keeps_the_extent() {
     let catalog = catalog();
     let mut cache = ResponseCache::new(CacheLimits::default());
-    let www = query("wWw.example.", RType::A, EDNS);
+    let www = query("www.example.", RType::A, EDNS);
     let answer = slow(&catalog, &www, Transport::Udp);
-    // The probe found no entry: the insert does not look for one.
-    assert!(miss_then_store(&mut cache, &www, &answer));
-    assert_eq!((cache.len(), cache.replace_probes), (1, 0));
-    assert_eq!(hit(&mut cache, &www).as_deref(), Some(&answer[..]));
-    // An insert of the same key with no miss before it looks, and
-    // replaces; so does one after a hit, and after a miss of another key.
-    let bytes = cache.bytes();
     assert!(cache.insert(key(&www), &answer));
-    assert_eq!(
-        (cache.len(), cache.bytes(), cache.replace_probes),
-        (1, bytes, 1)
-    );
-    let mail = query("mail.example.", RType::MX, EDNS);
-    let mail_answer = slow(&catalog, &mail, Transport::Udp);
-    let hash = cache.key_hash(&key(&mail));
-    let mut out = vec![0; 65535];
-    assert!(cache
-        .answer_hashed(&key(&mail), hash, &mail, 65535, &mut out)
-        .is_none());
-    assert!(cache.insert(key(&www), &answer));
-    assert_eq!(
-        (cache.len(), cache.bytes(), cache.replace_probes),
-        (1, bytes, 2)
-    );
-    // The miss of `mail` was taken by that insert: its own insert looks.
-    assert!(cache.insert(key(&mail), &mail_answer));
-    assert_eq!((cache.len(), cache.replace_probes), (2, 3));
-    // An insert not of an answer written for the query probed looks.
-    let aaaa = query("www.example.", RType::AAAA, EDNS);
-    let hash = cache.key_hash(&key(&aaaa));
-    assert!(cache
-        .answer_hashed(&key(&aaaa), hash, &aaaa, 65535, &mut out)
-        .is_none());
-    assert!(cache.insert(key(&aaaa), &slow(&catalog, &aaaa, Transport::Udp)));
-    assert_eq!((cache.len(), cache.replace_probes), (3, 4));
-    // A key made from another query (its question differs) proves
-    // nothing about its own entry: the insert looks, and replaces.
-    let other = query("www.example.", RType::AAAA, EDNS);
-    let hash = cache.key_hash(&key(&www));
-    assert!(cache
-        .answer_hashed(&key(&www), hash, &other, 65535, &mut out)
-        .is_none());
-    let head_len = HEADER_LEN + 13 + 4;
-    assert!(cache.insert_written(&key(&www), hash, &answer, head_len, 0));
-    assert_eq!((cache.len(), cache.replace_probes), (3, 5));
-    assert_eq!(hit(&mut cache, &www).as_deref(), Some(&answer[..]));
+    assert_eq!(cache.slab_calls, 1);
+    let extents = live_extents(&cache);
+    // Replaced by an answer of its size: the same extent, no slab call.
+    for round in 0..3 {
+        assert!(cache.insert(key(&www), &answer));
+        assert_eq!((cache.len(), cache.slab_calls), (1, 1), "{round}");
+        assert_eq!(live_extents(&cache), extents);
+        assert_eq!(hit(&mut cache, &www).as_deref(), Some(&answer[..]));
+    }
+    cache.slab.assert_consistent(&live_extents(&cache));
 }
 
 #[test]
