@@ -562,6 +562,9 @@ pub struct ResponseCache {
     tag_serial: Vec<u32>,
     /// The keys missed once while the cache was full (see "Admission").
     doorkeeper: Doorkeeper,
+    /// Frees and allocations of the slab by inserts, for the tests.
+    #[cfg(test)]
+    slab_calls: u64,
 }
 
 impl ResponseCache {
@@ -615,6 +618,8 @@ impl ResponseCache {
             tag_soa: Vec::new(),
             tag_serial: Vec::new(),
             doorkeeper,
+            #[cfg(test)]
+            slab_calls: 0,
         }
     }
 
@@ -851,14 +856,27 @@ impl ResponseCache {
 
         // Replace, never duplicate.
         let (slots, slab) = (&self.slots, &self.slab);
+        let mut reused = None;
         if let Ok(entry) = self.table.find_entry(hash, |&i| {
             slots
                 .get(i as usize)
                 .is_some_and(|slot| slot.matches(slab, name, key.qtype, key.qclass, bits))
         }) {
             let (index, _) = entry.remove();
-            let (at, granules) = self.release(index);
-            self.slab.free(at, granules);
+            let (at, old) = self.release(index);
+            // An entry replaced by an answer of its size (a version's
+            // answer with the SOA's new serial, the miss of a name whose
+            // entry a change made stale) keeps its extent: no trip through
+            // the slab's free lists.
+            if old == granules && self.has_room(cost) {
+                reused = Some(at);
+            } else {
+                #[cfg(test)]
+                {
+                    self.slab_calls += 1;
+                }
+                self.slab.free(at, old);
+            }
         }
 
         // Bounded: each round removes one entry, and at most
@@ -868,7 +886,14 @@ impl ResponseCache {
         // succeeds.
         let mut to_fit = 0;
         let at = loop {
+            if let Some(at) = reused {
+                break at;
+            }
             if self.has_room(cost) {
+                #[cfg(test)]
+                {
+                    self.slab_calls += 1;
+                }
                 if let Some(at) = self.slab.allocate(granules) {
                     break at;
                 }

@@ -414,6 +414,25 @@ fn limit_and_output_size_are_respected() {
 }
 
 #[test]
+fn a_replacing_answer_of_the_same_size_keeps_the_extent() {
+    let catalog = catalog();
+    let mut cache = ResponseCache::new(CacheLimits::default());
+    let www = query("www.example.", RType::A, EDNS);
+    let answer = slow(&catalog, &www, Transport::Udp);
+    assert!(cache.insert(key(&www), &answer));
+    assert_eq!(cache.slab_calls, 1);
+    let extents = live_extents(&cache);
+    // Replaced by an answer of its size: the same extent, no slab call.
+    for round in 0..3 {
+        assert!(cache.insert(key(&www), &answer));
+        assert_eq!((cache.len(), cache.slab_calls), (1, 1), "{round}");
+        assert_eq!(live_extents(&cache), extents);
+        assert_eq!(hit(&mut cache, &www).as_deref(), Some(&answer[..]));
+    }
+    cache.slab.assert_consistent(&live_extents(&cache));
+}
+
+#[test]
 fn insert_replaces_an_entry_with_the_same_key() {
     let catalog = catalog();
     let mut cache = ResponseCache::new(CacheLimits::default());
