@@ -424,3 +424,19 @@ pub mod fuzzing {
         }
     }
 }
+
+/// `text` scanned under `example.` (no includes, default options) into
+/// `sink`: the tests' zones.
+#[cfg(test)]
+pub(crate) fn scan_example(text: &[u8], sink: &mut dyn Sink) {
+    let origin = NameBuf::from_text(b"example.", None).expect("a valid literal name");
+    scan_bytes(
+        text,
+        Path::new("z"),
+        origin.as_name(),
+        &Options::default(),
+        &mut NoInclude,
+        sink,
+    )
+    .expect("the test's zone scans");
+}

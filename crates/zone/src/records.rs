@@ -735,18 +735,9 @@ mod tests {
     /// past [`MAX_PARTS`] too; a TTL set in one list is not the other's.
     #[test]
     fn spliced_lists_share_what_they_keep() {
-        let origin = NameBuf::from_text(b"example.", None).unwrap();
         let read = |text: &str| {
             let mut records: Vec<Record> = Vec::new();
-            scan_bytes(
-                text.as_bytes(),
-                Path::new("z"),
-                origin.as_name(),
-                &Options::default(),
-                &mut NoInclude,
-                &mut records,
-            )
-            .unwrap();
+            crate::scan_example(text.as_bytes(), &mut records);
             records
         };
         let compact = |records: &[Record]| {
@@ -823,21 +814,12 @@ mod tests {
 
     /// A list of the SOA and `hosts` A records, one a line.
     fn hosts(hosts: usize) -> Records {
-        let origin = NameBuf::from_text(b"example.", None).unwrap();
         let mut text = String::from("@ SOA ns host 1 2 3 4 5\n");
         for i in 0..hosts {
             text.push_str(&format!("h{i} 60 A 192.0.2.{}\n", i % 250));
         }
         let mut list = Records::new();
-        scan_bytes(
-            text.as_bytes(),
-            Path::new("z"),
-            origin.as_name(),
-            &Options::default(),
-            &mut NoInclude,
-            &mut list,
-        )
-        .unwrap();
+        crate::scan_example(text.as_bytes(), &mut list);
         list
     }
 

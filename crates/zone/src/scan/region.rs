@@ -375,7 +375,7 @@ mod tests {
     use tern_wire::name::NameBuf;
 
     use super::*;
-    use crate::{scan_bytes, Record};
+    use crate::Record;
 
     const HEAD: &str = "$ORIGIN example.\n$TTL 60\n@ SOA ns h ( 1 2\n 3 4 5 )\n NS ns\n";
 
@@ -391,17 +391,8 @@ mod tests {
     }
 
     fn whole(data: &[u8]) -> Vec<Record> {
-        let origin = NameBuf::from_text(b"example.", None).unwrap();
         let mut records: Vec<Record> = Vec::new();
-        scan_bytes(
-            data,
-            Path::new("z"),
-            origin.as_name(),
-            &Options::default(),
-            &mut NoInclude,
-            &mut records,
-        )
-        .unwrap();
+        crate::scan_example(data, &mut records);
         records
     }
 
