@@ -28,7 +28,7 @@ pub(crate) const MAX_WINDOW_SCAN: usize = 65_536;
 /// A version made by patches is built whole once the unused space they
 /// left in its tables ([`Zone::garbage_bytes`]) passes one part in this
 /// many of them (here a quarter: the tables are at most 4/3 of the live
-/// records'); [`garbage_within_share`]. Here, not in `update`, so that the
+/// records'), as `garbage_within_share` tests. Here, not in `update`, so that the
 /// signed windows use it without a circle of imports; `update` re-exports
 /// it.
 pub const MAX_GARBAGE_SHARE: usize = 4;
