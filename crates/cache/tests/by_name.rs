@@ -538,7 +538,7 @@ fn a_cut_made_reaches_the_answers_below() {
     let apex = bump(&mut model, &mut serial);
     let second = patch(&first, &model, &[apex]).unwrap();
     assert!(swap(&mut cache, &first, &second));
-    assert!(ask(&mut cache, &second, &nx, "kept"), "NODATA kept");
+    assert!(ask(&mut cache, &second, &nx, "kept"), "NXDOMAIN kept");
     assert!(ask(&mut cache, &second, &wild, "kept"), "wildcard kept");
 
     // NS at mail.example.: a cut, with no names below to move.
