@@ -553,3 +553,72 @@ fn a_cut_made_reaches_the_answers_below() {
     assert!(!ask(&mut cache, &third, &nx, "a referral now"));
     assert!(!ask(&mut cache, &third, &wild, "a referral now"));
 }
+
+/// An RRSIG over `covered` at the apex, by key 12345 of `example.`, with
+/// 64 octets of signature: the cache never checks one.
+fn rrsig_over(covered: RType, labels: u8) -> Vec<u8> {
+    let mut rdata = covered.0.to_be_bytes().to_vec();
+    rdata.extend_from_slice(&[13, labels]);
+    rdata.extend_from_slice(&3600u32.to_be_bytes());
+    rdata.extend_from_slice(&2_000_000_000u32.to_be_bytes());
+    rdata.extend_from_slice(&1_900_000_000u32.to_be_bytes());
+    rdata.extend_from_slice(&12345u16.to_be_bytes());
+    rdata.extend_from_slice(name("example.").as_bytes());
+    rdata.extend_from_slice(&[0x5a; 64]);
+    rdata
+}
+
+/// A signed zone's negative answers asked with DO carry the SOA's RRSIG
+/// beside the SOA: never kept across a version, since a serial rewritten
+/// under a signature would make it bogus. The same answers without DO
+/// (the SOA alone) are kept, with the new serial.
+#[test]
+fn signed_negative_answers_are_not_kept() {
+    let mut serial = 1;
+    let mut model = small_model(serial);
+    let apex = name("example.").as_bytes().to_vec();
+    model
+        .get_mut(&apex)
+        .unwrap()
+        .push((RType::RRSIG, 3600, rrsig_over(RType::SOA, 1)));
+    let built = build(&model);
+    let bumped = bump(&mut model, &mut serial);
+    let first = patch(&built, &model, &[bumped]).unwrap();
+    let mut cache = ResponseCache::new(CacheLimits::default());
+    swap(&mut cache, &built, &first);
+
+    let signed_nx = query("nowhere.example.", RType::A, true);
+    let plain_nx = query("nowhere.example.", RType::A, false);
+    let signed_nodata = query("www.example.", RType::TXT, true);
+    let plain_nodata = query("www.example.", RType::TXT, false);
+    for query in [&signed_nx, &plain_nx, &signed_nodata, &plain_nodata] {
+        assert!(!ask(&mut cache, &first, query, "first"));
+        assert!(ask(&mut cache, &first, query, "first, again"));
+    }
+    // With DO the authority section holds the SOA and its RRSIG.
+    for query in [&signed_nx, &signed_nodata] {
+        let answer = fresh(&first, query);
+        let counts = MessageView::parse(&answer).unwrap().header().counts();
+        assert!(counts[2] >= 2, "authority {counts:?}");
+    }
+
+    let bumped = bump(&mut model, &mut serial);
+    let second = patch(&first, &model, &[bumped]).unwrap();
+    assert!(swap(&mut cache, &first, &second), "a serial step: by name");
+    assert!(
+        ask(&mut cache, &second, &plain_nx, "kept"),
+        "NXDOMAIN without DO kept"
+    );
+    assert!(
+        ask(&mut cache, &second, &plain_nodata, "kept"),
+        "NODATA without DO kept"
+    );
+    assert!(
+        !ask(&mut cache, &second, &signed_nx, "signed"),
+        "NXDOMAIN with DO answered afresh"
+    );
+    assert!(
+        !ask(&mut cache, &second, &signed_nodata, "signed"),
+        "NODATA with DO answered afresh"
+    );
+}
