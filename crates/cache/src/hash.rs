@@ -58,12 +58,7 @@ impl KeyedHash {
     /// key, for the price of the second: the key's hash passes through
     /// the name's.
     pub(crate) fn hashes(&self, name: &[u8], qtype: u16, qclass: u16, bits: u8) -> (u64, u64) {
-        let mut state = self.builder.build_hasher();
-        // write_u128 folds into foldhash's state at once (write_u64 would
-        // wait in its buffer until `finish`), so the name is hashed under
-        // the key.
-        state.write_u128(self.key);
-        state.write(name);
+        let mut state = self.name_state(name);
         let name_hash = state.finish();
         state.write_u64(u64::from(qtype) << 24 | u64::from(qclass) << 8 | u64::from(bits));
         (name_hash, state.finish())
@@ -71,10 +66,20 @@ impl KeyedHash {
 
     /// The hash of a lowercased name alone.
     pub(crate) fn name_hash(&self, name: &[u8]) -> u64 {
+        self.name_state(name).finish()
+    }
+
+    /// The hasher's state after the key and a lowercased name: where
+    /// [`KeyedHash::name_hash`] ends and [`KeyedHash::hashes`] goes on.
+    #[inline(always)]
+    fn name_state(&self, name: &[u8]) -> <DefaultHashBuilder as BuildHasher>::Hasher {
         let mut state = self.builder.build_hasher();
+        // write_u128 folds into foldhash's state at once (write_u64 would
+        // wait in its buffer until `finish`), so the name is hashed under
+        // the key.
         state.write_u128(self.key);
         state.write(name);
-        state.finish()
+        state
     }
 
     /// The hash of a 128-bit `prefix`, a lowercased name and a word of
