@@ -373,10 +373,16 @@ impl Records {
                 return (part, part.range.start + (index - start));
             }
         }
-        let at = self.starts.partition_point(|&start| start <= index) - 1;
+        let at = self.part_at(index);
         self.hint.store(at, Ordering::Relaxed);
         let part = &self.parts[at];
         (part, part.range.start + (index - self.starts[at]))
+    }
+
+    /// The index of the part holding record `index` (less than the
+    /// length): a binary search of the parts' starts.
+    fn part_at(&self, index: usize) -> usize {
+        self.starts.partition_point(|&start| start <= index) - 1
     }
 
     /// Serves the record at `index` with `ttl` (see
@@ -390,7 +396,7 @@ impl Records {
         if index >= self.len {
             return 0;
         }
-        let at = self.starts.partition_point(|&start| start <= index) - 1;
+        let at = self.part_at(index);
         let offset = index - self.starts[at];
         let part = &mut self.parts[at];
         if part.flat.entries[part.range.start + offset].ttl == ttl {
@@ -701,15 +707,7 @@ mod tests {
         let mut owned: Vec<Record> = Vec::new();
         let mut compact = Records::new();
         for sink in [&mut owned as &mut dyn Sink, &mut compact] {
-            scan_bytes(
-                text,
-                Path::new("z"),
-                origin.as_name(),
-                &Options::default(),
-                &mut NoInclude,
-                sink,
-            )
-            .unwrap();
+            crate::scan_example(text, sink);
         }
         let render = |diagnostics: Vec<crate::check::Diagnostic>| -> Vec<String> {
             diagnostics.iter().map(ToString::to_string).collect()
