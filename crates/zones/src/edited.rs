@@ -823,17 +823,12 @@ fn names_below_after(
         let owner = owner.as_name();
         let entry = names.entry(Key::of(owner)).or_default();
         entry.records = !new.is_empty();
-        let mut above = owner;
-        while let Some(parent) = above.parent() {
-            if parent.label_count() <= origin.label_count() {
-                break;
-            }
+        for parent in crate::window::names_between(owner, origin) {
             let entry = names.entry(Key::of(parent)).or_insert_with(|| Below {
                 records: !served.owner_records(parent).is_empty(),
                 ..Below::default()
             });
             entry.added |= !new.is_empty();
-            above = parent;
         }
     }
     // An edited owner's records are the new version's; an owner in

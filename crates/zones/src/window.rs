@@ -44,6 +44,17 @@ pub(crate) fn garbage_within_share(zone: &Zone) -> bool {
     zone.garbage_bytes() <= zone.table_bytes() / MAX_GARBAGE_SHARE
 }
 
+/// The names strictly between `name` and the zone's apex (`origin`, of
+/// which `name` is a subdomain), nearest first. Bound: `name`'s labels.
+pub(crate) fn names_between<'a>(
+    name: Name<'a>,
+    origin: Name<'_>,
+) -> impl Iterator<Item = Name<'a>> {
+    let apex_labels = origin.label_count();
+    std::iter::successors(name.parent(), |above| above.parent())
+        .take_while(move |parent| parent.label_count() > apex_labels)
+}
+
 /// Where the records of `owner` start in `list` (canonical order of
 /// owners), or would. Bound: a binary search.
 pub(crate) fn owner_start<L: RecordList + ?Sized>(list: &L, owner: Name<'_>) -> usize {
@@ -185,18 +196,13 @@ pub(crate) fn window_of<'n>(
         let name = name.as_name();
         // The zone cuts above (no delegation or DNAME changed below the
         // apex: the same before and after).
-        let mut above = name;
-        while let Some(parent) = above.parent() {
-            if parent.label_count() <= origin.label_count() {
-                break;
-            }
+        for parent in names_between(name, origin) {
             if is_cut(parent) {
                 window
                     .owners
                     .entry(Key::of(parent))
                     .or_insert_with(|| lower(parent));
             }
-            above = parent;
         }
         // The NSEC owners before (the apex has none: the last owner's NSEC
         // names it, unchanged) and after, past the changed ones.
@@ -464,19 +470,7 @@ pub(crate) fn sign_nsec3_window_of(
     let is_cut = shape.is_cut;
     // Below a zone cut (strictly): glue, or names a DNAME hides; no
     // delegation or DNAME changed, so the same before and after.
-    let below_cut = |name: Name<'_>| {
-        let mut above = name;
-        while let Some(parent) = above.parent() {
-            if parent.label_count() <= origin.label_count() {
-                return false;
-            }
-            if is_cut(parent) {
-                return true;
-            }
-            above = parent;
-        }
-        false
-    };
+    let below_cut = |name: Name<'_>| names_between(name, origin).any(is_cut);
     let old_records: Vec<_> = names
         .iter()
         .map(|name| served.owner_records(name.as_name()))
@@ -533,15 +527,10 @@ pub(crate) fn sign_nsec3_window_of(
             if removed {
                 chained_below.entry(Key::of(name)).or_default().1 = true;
             }
-            let mut above = name;
-            while let Some(parent) = above.parent() {
-                if parent.label_count() <= origin.label_count() {
-                    break;
-                }
+            for parent in names_between(name, origin) {
                 let entry = chained_below.entry(Key::of(parent)).or_default();
                 entry.0 |= added;
                 entry.1 |= removed;
-                above = parent;
             }
         }
     }
@@ -561,15 +550,10 @@ pub(crate) fn sign_nsec3_window_of(
     let mut candidates: BTreeMap<Key, (NameBuf, Option<usize>)> = BTreeMap::new();
     for (at, name) in names.iter().enumerate() {
         candidates.insert(Key::of(name.as_name()), (*name, Some(at)));
-        let mut above = name.as_name();
-        while let Some(parent) = above.parent() {
-            if parent.label_count() <= origin.label_count() {
-                break;
-            }
+        for parent in names_between(name.as_name(), origin) {
             candidates
                 .entry(Key::of(parent))
                 .or_insert_with(|| (lower(parent), None));
-            above = parent;
         }
     }
     /// Where a link's type bitmap comes from.
