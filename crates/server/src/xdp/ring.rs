@@ -241,6 +241,14 @@ pub(crate) enum CopyMode {
 /// the device (issue 22), and then bind a socket whose first bind failed.
 const BIND_FLAGS: u16 = libc::XDP_USE_NEED_WAKEUP;
 
+/// How many times a socket whose bind answered EBUSY is opened again,
+/// [`BIND_BUSY_PAUSE`] apart (3 s in all): the kernel frees a dead process's
+/// socket on the queue shortly after the process is gone.
+const BIND_BUSY_TRIES: u32 = 150;
+
+/// The pause between two tries while the queue is busy.
+const BIND_BUSY_PAUSE: std::time::Duration = std::time::Duration::from_millis(20);
+
 /// The mode the kernel chose at bind, from the socket's `XDP_OPTIONS`.
 fn mode_of(options: libc::xdp_options) -> CopyMode {
     if options.flags & libc::XDP_OPTIONS_ZEROCOPY != 0 {
@@ -288,7 +296,30 @@ pub(crate) enum Exchange {
 impl Xsk {
     /// Opens a socket on queue `queue` of interface `interface` (an index),
     /// zero-copy where the driver allows it, copy mode otherwise.
+    ///
+    /// A socket of a process that just died (SIGKILL, a crash) is released
+    /// by the kernel after the process is gone, and its queue answers EBUSY
+    /// until then: a new socket is opened and bound again, a bounded number
+    /// of times (never a second bind on a socket whose bind failed).
     pub(crate) fn open(interface: u32, queue: u32) -> io::Result<Xsk> {
+        let mut tries = 0;
+        loop {
+            match Xsk::open_once(interface, queue) {
+                // EBUSY (kept as the error's kind) comes from the bind only:
+                // nothing before it in `open_once` asks for the queue.
+                Err(err)
+                    if err.kind() == io::ErrorKind::ResourceBusy && tries < BIND_BUSY_TRIES =>
+                {
+                    tries += 1;
+                    std::thread::sleep(BIND_BUSY_PAUSE);
+                }
+                result => return result,
+            }
+        }
+    }
+
+    /// One try of [`Xsk::open`].
+    fn open_once(interface: u32, queue: u32) -> io::Result<Xsk> {
         // SAFETY: a plain system call creating a new descriptor; the
         // result is checked and owned below.
         let fd = unsafe { libc::socket(libc::AF_XDP, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
