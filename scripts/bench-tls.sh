@@ -478,7 +478,7 @@ for name in $SERVERS; do
 done
 ulimit -n "$FD_LIMIT" 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 for port in $(seq "$BASE_PORT" $((BASE_PORT + 2))) $(seq $((BASE_PORT + 10)) $((BASE_PORT + 12))); do
-    if ss -Hln "sport = :$port" | grep -q .; then
+    if ss -Hlntu "sport = :$port" | grep -q .; then
         die "port $port is in use: set BASE_PORT"
     fi
 done
