@@ -102,11 +102,20 @@ impl Catalog {
     /// Applies one change. Bound: one hash look-up, and an insertion or
     /// removal; no walk over the other zones.
     pub fn apply(&mut self, change: CatalogChange) -> Applied {
+        self.swap(change).0
+    }
+
+    /// [`Catalog::apply`], handing back the zone that stopped serving (the
+    /// version replaced, or the zone removed) rather than dropping it, so
+    /// that the caller chooses where its last reference goes: a core hands
+    /// it back to the thread that made the new version, so that freeing a
+    /// whole version is not the core's cost. Bound: as `apply`.
+    pub fn swap(&mut self, change: CatalogChange) -> (Applied, Option<Arc<Zone>>) {
         match change {
             CatalogChange::Serve(zone) => {
                 if let Some(slot) = self.position(zone.origin()) {
-                    self.slots[slot as usize] = Some(zone);
-                    return Applied::Replaced(slot);
+                    let old = self.slots[slot as usize].replace(zone);
+                    return (Applied::Replaced(slot), old);
                 }
                 let slot = match self.free.pop() {
                     Some(slot) => slot,
@@ -123,20 +132,20 @@ impl Catalog {
                 self.count_depth(origin.label_count(), true);
                 self.slots[slot as usize] = Some(zone);
                 self.len += 1;
-                Applied::Added(slot)
+                (Applied::Added(slot), None)
             }
             CatalogChange::Remove(origin) => {
                 let slots = &self.slots;
                 let Some(slot) = self.index.remove(&origin, |i| origin_of(slots, i)) else {
-                    return Applied::Nothing;
+                    return (Applied::Nothing, None);
                 };
-                if let Some(zone) = &self.slots[slot as usize] {
+                let old = self.slots[slot as usize].take();
+                if let Some(zone) = &old {
                     self.count_depth(zone.origin().label_count(), false);
                 }
-                self.slots[slot as usize] = None;
                 self.free.push(slot);
                 self.len -= 1;
-                Applied::Removed(slot)
+                (Applied::Removed(slot), old)
             }
         }
     }

@@ -147,7 +147,19 @@ impl Zone {
     /// RRSIGs of the SOA apart): then a negative answer of `previous`
     /// whose names did not change ([`Zone::changed_since`]) is this
     /// version's with the serial in its SOA replaced. `None` otherwise.
+    /// Bound: for a version patched from exactly `previous`, none (found
+    /// when patching); otherwise the two SOA records.
     pub fn serial_step_since(&self, previous: &Zone) -> Option<u32> {
+        if let (Some(set), Some(base)) = (&self.lineage.0, &previous.lineage.0) {
+            if set.base == base.version && set.base != 0 {
+                return set.serial_step;
+            }
+        }
+        self.serial_step_of(previous)
+    }
+
+    /// [`Zone::serial_step_since`], from the SOA records.
+    fn serial_step_of(&self, previous: &Zone) -> Option<u32> {
         let (new, old) = (self.soa_record(), previous.soa_record());
         let at = new.rdata.len().checked_sub(20)?;
         let same = new.ttl == old.ttl
@@ -219,6 +231,7 @@ fn lineage(base: &Zone, zone: &Zone, before: &[Before], listed: bool) -> Lineage
         version: lineage::next_version(),
         base: base.lineage.0.as_ref().map_or(0, |set| set.version),
         names,
+        serial_step: zone.serial_step_of(base),
     })))
 }
 

@@ -57,6 +57,10 @@ pub(crate) struct ChangeSet {
     /// it can have changed too; `None` when the change was too large or
     /// reached other names (see `Zone::changed_since`).
     pub(crate) names: Option<Box<[ChangedName]>>,
+    /// This version's serial when its SOA differs from the patched
+    /// version's in the serial alone (`Zone::serial_step_since` of the
+    /// two), found once when patching rather than by each core.
+    pub(crate) serial_step: Option<u32>,
 }
 
 /// A changed name (lowercased wire form) and whether answers for names
@@ -78,7 +82,7 @@ impl<'z> ChangedNames<'z> {
     /// changed there (the SOA and the SOA's RRSIGs, which every update
     /// changes, leave it out; answers that carry the SOA are the caller's
     /// to drop or restamp, see `Zone::changed_since`).
-    pub fn iter(&self) -> impl Iterator<Item = (&'z [u8], bool)> + 'z {
+    pub fn iter(&self) -> impl Iterator<Item = (&'z [u8], bool)> + Clone + 'z {
         self.names.iter().map(|(name, below)| (&name[..], *below))
     }
 

@@ -98,11 +98,11 @@ impl ResponseCache {
     /// for the query path: the table of changed names may grow (up to
     /// [`MAX_TRACKED_NAMES`]). More names than that invalidate the tag
     /// whole.
-    pub fn invalidate_names<'n>(
-        &mut self,
-        tag: u32,
-        names: impl IntoIterator<Item = (&'n [u8], bool)>,
-    ) {
+    pub fn invalidate_names<'n, I>(&mut self, tag: u32, names: I)
+    where
+        I: IntoIterator<Item = (&'n [u8], bool)>,
+        I::IntoIter: Clone,
+    {
         self.invalidate_update(tag, names, None);
     }
 
@@ -112,30 +112,30 @@ impl ResponseCache {
     /// to): the negative answers of the tag (their authority section the
     /// SOA alone) whose names did not change then answer on, with this
     /// serial written into their SOA, rather than being dropped.
-    pub fn invalidate_update<'n>(
-        &mut self,
-        tag: u32,
-        names: impl IntoIterator<Item = (&'n [u8], bool)>,
-        serial: Option<u32>,
-    ) {
-        let mut hashes = Vec::new();
-        for (name, below) in names {
-            if hashes.len() + 2 > MAX_TRACKED_NAMES {
+    ///
+    /// Allocates nothing once the table of changed names has grown (it
+    /// goes over `names` twice: to count, then to enter them). Bound: two
+    /// passes over `names`, the count's stopping at
+    /// [`MAX_TRACKED_NAMES`], and a look-up (hash and probe) for each.
+    pub fn invalidate_update<'n, I>(&mut self, tag: u32, names: I, serial: Option<u32>)
+    where
+        I: IntoIterator<Item = (&'n [u8], bool)>,
+        I::IntoIter: Clone,
+    {
+        let names = names.into_iter();
+        let mut entries = 0;
+        for (_, below) in names.clone() {
+            entries += 1 + usize::from(below);
+            if entries > MAX_TRACKED_NAMES {
                 self.invalidate_tag(tag);
                 return;
-            }
-            let name_hash = self.hasher.name_hash(name);
-            hashes.push((changed_hash(name_hash, tag, CHANGED_NAME), None));
-            if below {
-                let depth = labels(name);
-                hashes.push((changed_hash(name_hash, tag, CHANGED_BELOW), Some(depth)));
             }
         }
         if self.clock == u32::MAX {
             self.clear();
             return;
         }
-        if self.changed.len() + hashes.len() > MAX_TRACKED_NAMES {
+        if self.changed.len() + entries > MAX_TRACKED_NAMES {
             // Every change by name so far becomes a whole-zone one.
             for (whole, since) in self.tag_whole.iter_mut().zip(&self.tag_since) {
                 *whole = *since;
@@ -156,19 +156,29 @@ impl ResponseCache {
             Some(serial) => self.tag_serial[at] = serial,
             None => self.tag_soa[at] = clock,
         }
-        for (hash, depth) in hashes {
-            if let Some(below) = depth.and_then(|depth| self.below_at.get_mut(depth)) {
-                *below = clock;
+        for (name, below) in names {
+            let name_hash = self.hasher.name_hash(name);
+            self.mark_changed(changed_hash(name_hash, tag, CHANGED_NAME), clock);
+            if below {
+                if let Some(below) = self.below_at.get_mut(labels(name)) {
+                    *below = clock;
+                }
+                self.mark_changed(changed_hash(name_hash, tag, CHANGED_BELOW), clock);
             }
-            match self.changed.find_mut(hash, |&(other, _)| other == hash) {
-                Some(entry) => entry.1 = clock,
-                None => {
-                    self.changed
-                        .insert_unique(hash, (hash, clock), |&(other, _)| other);
-                    let (word, bit) = changed_bit(hash);
-                    if let Some(word) = self.changed_bits.get_mut(word) {
-                        *word |= bit;
-                    }
+        }
+    }
+
+    /// Enters (or restamps) a hash in the table of changed names, and its
+    /// bit in the filter, changed at `clock`.
+    fn mark_changed(&mut self, hash: u64, clock: u32) {
+        match self.changed.find_mut(hash, |&(other, _)| other == hash) {
+            Some(entry) => entry.1 = clock,
+            None => {
+                self.changed
+                    .insert_unique(hash, (hash, clock), |&(other, _)| other);
+                let (word, bit) = changed_bit(hash);
+                if let Some(word) = self.changed_bits.get_mut(word) {
+                    *word |= bit;
                 }
             }
         }

@@ -75,7 +75,7 @@ use std::sync::Arc;
 use bumpalo::Bump;
 use tern_authority::cookie::CookieSecret;
 use tern_authority::{
-    nsid, respond_to, Applied, Catalog, CatalogChange, Options, Response, Transport,
+    nsid, respond_to, Applied, Catalog, CatalogChange, Options, Response, Transport, Zone,
 };
 use tern_cache::forward::{Action, Client, ForwardStats, Forwarder};
 use tern_cache::{CacheLimits, ResponseCache};
@@ -576,38 +576,39 @@ impl Worker {
     /// (their tag is invalidated). A version patched from the one this
     /// core serves, that lists the names it changed (a dynamic update,
     /// `Zone::changed_since`), keeps those of its cached answers that
-    /// cannot hold them (`ResponseCache::invalidate_names`). A zone added
+    /// cannot hold them (`ResponseCache::invalidate_update`). A zone added
     /// or removed can move names from one zone to another (a child under
-    /// its parent's cut), so it empties the cache, once per call. Off the
-    /// query path: this may allocate.
-    pub(crate) fn apply(&mut self, changes: &[CatalogChange]) {
+    /// its parent's cut), so it empties the cache, once per call.
+    ///
+    /// The zones that stop serving (the versions replaced, the zones
+    /// removed) go into `retired`, not dropped here: the caller hands them
+    /// back to the thread that made the changes, so that when this core
+    /// held a version's last reference, freeing the whole version is not
+    /// the core's cost (`control::run`). Off the query path, and without
+    /// allocating when `retired` has room for one zone a change.
+    pub(crate) fn apply(&mut self, changes: &[CatalogChange], retired: &mut Vec<Arc<Zone>>) {
         let mut clear = false;
         for change in changes {
-            // The version this core serves now, for what the new one
-            // changed since.
-            let previous = match change {
-                CatalogChange::Serve(zone) => self.catalog.get(zone.origin()).cloned(),
-                CatalogChange::Remove(_) => None,
-            };
-            match self.catalog.apply(change.clone()) {
+            let (applied, previous) = self.catalog.swap(change.clone());
+            match applied {
                 Applied::Replaced(slot) => {
                     let tag = zone_tag(Some(slot));
-                    let changed = match (change, &previous) {
-                        (CatalogChange::Serve(zone), Some(previous)) => {
-                            zone.changed_since(previous)
-                        }
-                        _ => None,
+                    let zone = match change {
+                        CatalogChange::Serve(zone) => Some(zone),
+                        CatalogChange::Remove(_) => None,
                     };
-                    match changed {
-                        Some(names) => {
-                            let serial = match change {
-                                CatalogChange::Serve(zone) => previous
-                                    .as_ref()
-                                    .and_then(|previous| zone.serial_step_since(previous)),
-                                CatalogChange::Remove(_) => None,
-                            };
-                            self.cache.invalidate_update(tag, names.iter(), serial)
-                        }
+                    match zone.zip(previous.as_ref()) {
+                        // What the new version changed since the one this
+                        // core served, and its serial if that is all the
+                        // SOA changed.
+                        Some((zone, previous)) => match zone.changed_since(previous) {
+                            Some(names) => self.cache.invalidate_update(
+                                tag,
+                                names.iter(),
+                                zone.serial_step_since(previous),
+                            ),
+                            None => self.cache.invalidate_tag(tag),
+                        },
                         None => self.cache.invalidate_tag(tag),
                     }
                 }
@@ -617,6 +618,7 @@ impl Worker {
                 }
                 Applied::Nothing => {}
             }
+            retired.extend(previous);
         }
         if clear {
             self.cache.clear();

@@ -578,7 +578,10 @@ fn an_update_keeps_the_cached_answers_of_other_names() {
     changes.set(challenge.as_name(), [(RType::TXT, 60, &b"\x05token"[..])]);
     let second = Arc::new(first.patch(&changes).unwrap().zone);
     assert!(second.changed_since(&first).is_some());
-    worker.apply(&[CatalogChange::Serve(Arc::clone(&second))]);
+    worker.apply(
+        &[CatalogChange::Serve(Arc::clone(&second))],
+        &mut Vec::new(),
+    );
 
     let fresh = |zone: &Arc<tern_authority::Zone>, name: &str, qtype: u16| {
         let mut reference = [0u8; 1232];
@@ -619,7 +622,7 @@ fn an_update_keeps_the_cached_answers_of_other_names() {
     );
     let third = Arc::new(second.patch(&changes).unwrap().zone);
     assert!(third.changed_since(&second).is_some());
-    worker.apply(&[CatalogChange::Serve(Arc::clone(&third))]);
+    worker.apply(&[CatalogChange::Serve(Arc::clone(&third))], &mut Vec::new());
     let www = ask(&mut worker, "www.example.com.", 1);
     hits += 1;
     assert_eq!(worker.counters().cache_hits, hits, "www kept");
@@ -628,6 +631,77 @@ fn an_update_keeps_the_cached_answers_of_other_names() {
         let answer = ask(&mut worker, name, *qtype);
         assert_eq!(answer, fresh(&third, name, *qtype), "{name} {qtype}");
         assert_eq!(worker.counters().cache_hits, hits, "{name} answered afresh");
+    }
+}
+
+/// The zones a core stops serving (a version replaced, by an update or
+/// built whole, and a zone removed) are handed back in `retired`, not
+/// dropped by `Worker::apply`: the core never frees a version, whatever
+/// its size (the last reference is the one handed back, which
+/// `control::run` sends to the thread that made the change). Before, the
+/// old version was dropped inside `apply`, its memory freed on the core
+/// when that was its last reference (as it is once the zones' owner has
+/// moved on): a cost of the version's size on the answering core.
+#[test]
+fn apply_hands_back_the_zones_it_stops_serving() {
+    use tern_authority::ZoneChanges;
+    use tern_wire::name::NameBuf;
+    use tern_wire::types::RType;
+
+    for names in [0, 2_000] {
+        let mut text = String::from(ZONE);
+        for i in 0..names {
+            text.push_str(&format!("n{i}.example.com. 300 IN A 192.0.2.{}\n", i % 250));
+        }
+        let first = Arc::new(tern_testkit::zone("example.com.", &text));
+        let mut worker = Worker::new(
+            Arc::new(Catalog::new([Arc::clone(&first)])),
+            Options::default(),
+            CacheLimits::default(),
+        );
+        // An update: patched from the version served.
+        let mut changes = ZoneChanges::new();
+        let name = NameBuf::from_text(b"new.example.com.", None).unwrap();
+        changes.set(name.as_name(), [(RType::TXT, 60, &b"\x05token"[..])]);
+        let second = Arc::new(first.patch(&changes).unwrap().zone);
+        let old = Arc::downgrade(&first);
+        drop(first);
+        let mut retired = Vec::with_capacity(1);
+        let room = retired.capacity();
+        worker.apply(&[CatalogChange::Serve(Arc::clone(&second))], &mut retired);
+        assert!(
+            old.upgrade().is_some(),
+            "{names} names: the old version lives"
+        );
+        assert_eq!(retired.len(), 1, "{names} names");
+        assert_eq!(retired.capacity(), room, "{names} names: in the room given");
+        assert!(Arc::ptr_eq(&retired[0], &old.upgrade().unwrap()));
+        retired.clear();
+        assert!(
+            old.upgrade().is_none(),
+            "{names} names: its last reference came back"
+        );
+
+        // A version built whole, then the zone removed.
+        let third = Arc::new(tern_testkit::zone("example.com.", &text));
+        let (old, newest) = (Arc::downgrade(&second), Arc::downgrade(&third));
+        drop(second);
+        worker.apply(&[CatalogChange::Serve(third)], &mut retired);
+        assert_eq!(retired.len(), 1, "{names} names");
+        retired.clear();
+        assert!(old.upgrade().is_none(), "{names} names");
+        let origin = NameBuf::from_text(b"example.com.", None).unwrap();
+        worker.apply(
+            &[CatalogChange::Remove(origin.as_bytes().into())],
+            &mut retired,
+        );
+        assert!(
+            newest.upgrade().is_some(),
+            "{names} names: the zone removed lives"
+        );
+        retired.clear();
+        assert!(newest.upgrade().is_none(), "{names} names");
+        assert!(worker.catalog().is_empty());
     }
 }
 
@@ -697,7 +771,7 @@ fn queries_are_counted_by_zone_and_type_across_reloads() {
     );
     let newer = two_zones(2).zones().nth(1).cloned().unwrap();
     assert_eq!(newer.serial(), 2);
-    worker.apply(&[CatalogChange::Serve(newer)]);
+    worker.apply(&[CatalogChange::Serve(newer)], &mut Vec::new());
     assert_eq!(zone(&worker, com).queries_by_type[0], 3);
     assert_eq!(zone(&worker, net).queries_by_type[soa], 1);
     ask(&mut worker, "www.example.com.", 1, false);
@@ -717,10 +791,13 @@ fn queries_are_counted_by_zone_and_type_across_reloads() {
         "example.org.",
         &ZONE.replace("example.com.", "example.org."),
     );
-    worker.apply(&[
-        CatalogChange::Remove(com.to_vec().into_boxed_slice()),
-        CatalogChange::Serve(Arc::new(org)),
-    ]);
+    worker.apply(
+        &[
+            CatalogChange::Remove(com.to_vec().into_boxed_slice()),
+            CatalogChange::Serve(Arc::new(org)),
+        ],
+        &mut Vec::new(),
+    );
     assert_eq!(
         worker
             .catalog()
