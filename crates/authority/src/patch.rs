@@ -152,6 +152,9 @@ impl Zone {
     pub fn serial_step_since(&self, previous: &Zone) -> Option<u32> {
         if let (Some(set), Some(base)) = (&self.lineage.0, &previous.lineage.0) {
             if set.base == base.version && set.base != 0 {
+                // Found when patching: a version is never changed after
+                // it (no `&mut` method), so the SOAs still say the same.
+                debug_assert_eq!(set.serial_step, self.serial_step_of(previous));
                 return set.serial_step;
             }
         }

@@ -584,7 +584,9 @@ impl Worker {
     /// removed) go into `retired`, not dropped here: the caller hands them
     /// back to the thread that made the changes, so that when this core
     /// held a version's last reference, freeing the whole version is not
-    /// the core's cost (`control::run`). Off the query path, and without
+    /// the core's cost (`control::run`; only a reply the handle no longer
+    /// waits for, after `UPDATE_TIMEOUT`, leaves them to the core, as does
+    /// an outgoing transfer still holding a version). Off the query path, and without
     /// allocating when `retired` has room for one zone a change.
     pub(crate) fn apply(&mut self, changes: &[CatalogChange], retired: &mut Vec<Arc<Zone>>) {
         let mut clear = false;

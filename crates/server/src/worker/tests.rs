@@ -636,9 +636,11 @@ fn an_update_keeps_the_cached_answers_of_other_names() {
 
 /// The zones a core stops serving (a version replaced, by an update or
 /// built whole, and a zone removed) are handed back in `retired`, not
-/// dropped by `Worker::apply`: the core never frees a version, whatever
+/// dropped by `Worker::apply`: `apply` never frees a version, whatever
 /// its size (the last reference is the one handed back, which
-/// `control::run` sends to the thread that made the change). Before, the
+/// `control::run` sends to the thread that made the change; only when
+/// that thread stopped waiting, `UPDATE_TIMEOUT`, are they freed on the
+/// core). Before, the
 /// old version was dropped inside `apply`, its memory freed on the core
 /// when that was its last reference (as it is once the zones' owner has
 /// moved on): a cost of the version's size on the answering core.

@@ -313,6 +313,13 @@ impl Xsk {
                     tries += 1;
                     std::thread::sleep(BIND_BUSY_PAUSE);
                 }
+                Err(err) if tries > 0 => {
+                    let waited = BIND_BUSY_PAUSE * tries;
+                    return Err(io::Error::new(
+                        err.kind(),
+                        format!("{err} (after {} tries over {waited:?})", tries + 1),
+                    ));
+                }
                 result => return result,
             }
         }
