@@ -65,7 +65,9 @@ impl KeyedHash {
 
     /// [`KeyedHash::name_hash`] of `name` and [`KeyedHash::hash`] of the
     /// key, for the price of the second: the key's hash passes through
-    /// the name's.
+    /// the name's. Inlined into the answer cache's `key_hash`, once per
+    /// query: a call of its own cost about 20 instructions more.
+    #[inline(always)]
     pub(crate) fn hashes(&self, name: &[u8], qtype: u16, qclass: u16, bits: u8) -> (u64, u64) {
         let mut state = self.names.state(name);
         let name_hash = state.finish();

@@ -56,7 +56,13 @@ fn the_caches_name_hash_finds_the_zones_names() {
         .collect();
     for owner in &owners {
         builder
-            .insert(name(owner).as_name(), RType::A, RClass::IN, 60, &[192, 0, 2, 1])
+            .insert(
+                name(owner).as_name(),
+                RType::A,
+                RClass::IN,
+                60,
+                &[192, 0, 2, 1],
+            )
             .unwrap();
     }
     let catalog = Catalog::new(vec![builder.finish().unwrap()]);
