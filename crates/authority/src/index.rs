@@ -10,6 +10,7 @@ use core::hash::BuildHasher;
 use std::sync::Arc;
 
 use hashbrown::{DefaultHashBuilder, HashTable};
+use tern_wire::hash::NameHasher;
 
 use crate::arena::Work;
 
@@ -95,12 +96,27 @@ const MAX_SHARD_BITS: u32 = 16;
 /// behind an `Arc`, so that a new version of the zone shares the shards a
 /// patch did not touch. A look-up hashes once, picks its shard and probes
 /// it: one load more than one table.
-#[derive(Clone, Default)]
+///
+/// Names are hashed with the process's keyed hash
+/// ([`NameHasher::process`]), the answer cache's: a query's name, hashed
+/// once by the server, is looked up with that hash
+/// ([`ShardedIndex::find_where_hashed`]).
+#[derive(Clone)]
 pub(crate) struct ShardedIndex {
     shards: Vec<Arc<HashTable<u32>>>,
     /// Bits of the hash that pick the shard (0: one shard).
     bits: u32,
-    hasher: DefaultHashBuilder,
+    hasher: NameHasher,
+}
+
+impl Default for ShardedIndex {
+    fn default() -> Self {
+        ShardedIndex {
+            shards: Vec::new(),
+            bits: 0,
+            hasher: NameHasher::process(),
+        }
+    }
 }
 
 impl ShardedIndex {
@@ -115,7 +131,7 @@ impl ShardedIndex {
         while bits < MAX_SHARD_BITS && (count >> bits) > SHARD_NAMES {
             bits += 1;
         }
-        let hasher = DefaultHashBuilder::default();
+        let hasher = NameHasher::process();
         let per_shard = (count >> bits) + (count >> bits) / 4 + 1;
         let mut shards: Vec<HashTable<u32>> = (0..1usize << bits)
             .map(|_| HashTable::with_capacity(if count == 0 { 0 } else { per_shard }))
@@ -128,14 +144,16 @@ impl ShardedIndex {
         for id in ids {
             let hash = index.hash(key_of(id));
             shards[index.shard_of(hash)]
-                .insert_unique(hash, id, |&other| hasher.hash_one(key_of(other)));
+                .insert_unique(hash, id, |&other| hasher.hash(key_of(other)));
         }
         index.shards = shards.into_iter().map(Arc::new).collect();
         index
     }
 
-    fn hash(&self, key: &[u8]) -> u64 {
-        self.hasher.hash_one(key)
+    /// The hash of a lowercased name: [`NameHasher::process`]'s.
+    #[inline]
+    pub(crate) fn hash(&self, key: &[u8]) -> u64 {
+        self.hasher.hash(key)
     }
 
     #[inline]
@@ -164,7 +182,17 @@ impl ShardedIndex {
     /// (one that also reads more of the entry than its key).
     #[inline]
     pub(crate) fn find_where(&self, key: &[u8], matches: impl Fn(u32) -> bool) -> Option<u32> {
-        let hash = self.hash(key);
+        self.find_where_hashed(self.hash(key), matches)
+    }
+
+    /// [`ShardedIndex::find_where`] with the key's hash made already
+    /// (`NameHasher::process().hash(key)`, by the caller).
+    #[inline]
+    pub(crate) fn find_where_hashed(
+        &self,
+        hash: u64,
+        matches: impl Fn(u32) -> bool,
+    ) -> Option<u32> {
         self.shards
             .get(self.shard_of(hash))?
             .find(hash, |&id| matches(id))
@@ -188,7 +216,7 @@ impl ShardedIndex {
         }
         Arc::get_mut(slot)
             .expect("a shard just copied is not shared")
-            .insert_unique(hash, id, move |&other| hasher.hash_one(key_of(other)));
+            .insert_unique(hash, id, move |&other| hasher.hash(key_of(other)));
     }
 
     /// Whether the index has no shard (a zone searched without one).

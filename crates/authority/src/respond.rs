@@ -77,6 +77,7 @@
 
 use tern_wire::build::MessageBuilder;
 use tern_wire::edns::Edns;
+use tern_wire::hash::HashedName;
 use tern_wire::name::Name;
 use tern_wire::parse::{Header, Question, Section, HEADER_LEN};
 use tern_wire::query::Query;
@@ -401,13 +402,15 @@ pub fn respond_to(
 /// opcode or class, BADVERS, a transfer; every query a cache key can be
 /// made for is looked up).
 ///
-/// `lowered`: the query name already lowercased, if the caller has it (a
-/// cache key's name), so that it is not lowercased twice; it must be the
-/// question's name, lowercased (`None`: lowercased here).
+/// `lowered`: the query name already lowercased, with its hash under
+/// `NameHasher::process` (the zone index's), if the caller has them (a
+/// cache key's name and the answer cache's hash of it), so that it is
+/// neither lowercased nor hashed twice; it must be the question's name,
+/// lowercased (`None`: lowercased here, and hashed by the look-up).
 pub fn respond_to_at(
     catalog: &Catalog,
     query: &Query<'_>,
-    lowered: Option<Name<'_>>,
+    lowered: Option<HashedName<'_>>,
     transport: Transport,
     options: &Options,
     extra_options: &[u8],
@@ -433,7 +436,7 @@ pub fn respond_to_at(
 fn answer_query(
     catalog: &Catalog,
     query: &Query<'_>,
-    lowered: Option<Name<'_>>,
+    lowered: Option<HashedName<'_>>,
     transport: Transport,
     options: &Options,
     extra_options: &[u8],
@@ -517,17 +520,18 @@ fn answer_query(
         return context.short(Rcode::REFUSED, true, out);
     }
     let lowered_here;
-    let qname = match lowered {
-        Some(name) => {
+    let (qname, qname_hash) = match lowered {
+        Some(hashed) => {
+            let name = hashed.name();
             debug_assert!(
                 name.eq_ignore_case(question.name)
                     && !name.as_bytes().iter().any(u8::is_ascii_uppercase)
             );
-            name
+            (name, Some(hashed.hash()))
         }
         None => {
             lowered_here = question.name.to_lower();
-            lowered_here.as_name()
+            (lowered_here.as_name(), None)
         }
     };
     // The zone of the name, walked once: DS, answered from the parent's
@@ -553,7 +557,7 @@ fn answer_query(
     let mut answer = Answer::new(dnssec);
     // The origin read once, for the walk and the SOA.
     let origin = zone.origin();
-    resolve(zone, origin, qname, question.qtype, &mut answer);
+    resolve(zone, origin, qname, qname_hash, question.qtype, &mut answer);
     context.answer(zone, origin, &answer, out)
 }
 

@@ -339,6 +339,25 @@ impl Zone {
         })
     }
 
+    /// [`Zone::find_node`] of `lower` with its hash made already:
+    /// `hash` must be `NameHasher::process().hash(lower)` (the zone
+    /// index's; the server's answer cache makes it for the query's name,
+    /// `tern_wire::hash::HashedName`). Checked in debug builds.
+    pub(crate) fn find_node_hashed(&self, lower: &[u8], hash: u64) -> Option<u32> {
+        if self.index.is_empty() {
+            return self.find_node(lower);
+        }
+        debug_assert_eq!(hash, self.index.hash(lower));
+        self.index.find_where_hashed(hash, |id| {
+            let node = self.nodes.get(id);
+            node.flags & FLAG_DEAD == 0
+                && self
+                    .names
+                    .slice(node.name_start, usize::from(node.name_len))
+                    == lower
+        })
+    }
+
     /// [`Zone::find_node`], but finding a dead node too.
     pub(crate) fn find_any_node(&self, lower: &[u8]) -> Option<u32> {
         if self.index.is_empty() {

@@ -18,33 +18,42 @@
 //!
 //! The key. hashbrown builds foldhash without `std`, so foldhash's own
 //! per-process seed comes from address-space layout randomization alone.
-//! [`KeyedHash::new`] adds 128 bits drawn from the operating system (std's
-//! `RandomState` is seeded by it), folded into the state before any name
-//! byte: one multiplication more per hash.
+//! [`NameHasher`] (`tern-wire`) adds 128 bits drawn from the operating
+//! system (std's `RandomState` is seeded by it), folded into the state
+//! before any name byte: one multiplication more per hash. The answer
+//! cache uses the process's key ([`KeyedHash::process`]), which the zone
+//! index uses too, so that one hash of a query's name serves both; the
+//! forward cache and the rate limiter a key of their own.
 
-use core::hash::{BuildHasher, Hasher};
-use std::collections::hash_map::RandomState;
+use core::hash::Hasher;
 
-use hashbrown::DefaultHashBuilder;
+use tern_wire::hash::NameHasher;
 
 /// A keyed hash of a cache key's parts; one per cache (and one per core's
 /// rate limiter, `tern-server`'s `rrl`, which hashes a client prefix with a
 /// name under the same argument: its table is bounded and evicts too).
+///
+/// The answer cache's is [`KeyedHash::process`]: its name hashes are the
+/// zone index's ([`NameHasher::process`]), so that the server hashes a
+/// query's name once for both (`KeyHash::name`).
 #[derive(Clone)]
 pub struct KeyedHash {
-    builder: DefaultHashBuilder,
-    key: u128,
+    names: NameHasher,
 }
 
 impl KeyedHash {
     /// A hash under a fresh random key.
     pub fn new() -> Self {
-        let random = RandomState::new();
-        let low = random.hash_one(0x7465_726e_u64);
-        let high = random.hash_one(!0x7465_726e_u64);
         KeyedHash {
-            builder: DefaultHashBuilder::default(),
-            key: u128::from(high) << 64 | u128::from(low),
+            names: NameHasher::new(),
+        }
+    }
+
+    /// The hash under the process's key: [`KeyedHash::name_hash`] is
+    /// [`NameHasher::process`]'s hash, the zone index's.
+    pub fn process() -> Self {
+        KeyedHash {
+            names: NameHasher::process(),
         }
     }
 
@@ -56,9 +65,11 @@ impl KeyedHash {
 
     /// [`KeyedHash::name_hash`] of `name` and [`KeyedHash::hash`] of the
     /// key, for the price of the second: the key's hash passes through
-    /// the name's.
+    /// the name's. Inlined into the answer cache's `key_hash`, once per
+    /// query: a call of its own cost about 20 instructions more.
+    #[inline(always)]
     pub(crate) fn hashes(&self, name: &[u8], qtype: u16, qclass: u16, bits: u8) -> (u64, u64) {
-        let mut state = self.name_state(name);
+        let mut state = self.names.state(name);
         let name_hash = state.finish();
         state.write_u64(u64::from(qtype) << 24 | u64::from(qclass) << 8 | u64::from(bits));
         (name_hash, state.finish())
@@ -66,27 +77,13 @@ impl KeyedHash {
 
     /// The hash of a lowercased name alone.
     pub(crate) fn name_hash(&self, name: &[u8]) -> u64 {
-        self.name_state(name).finish()
-    }
-
-    /// The hasher's state after the key and a lowercased name: where
-    /// [`KeyedHash::name_hash`] ends and [`KeyedHash::hashes`] goes on.
-    #[inline(always)]
-    fn name_state(&self, name: &[u8]) -> <DefaultHashBuilder as BuildHasher>::Hasher {
-        let mut state = self.builder.build_hasher();
-        // write_u128 folds into foldhash's state at once (write_u64 would
-        // wait in its buffer until `finish`), so the name is hashed under
-        // the key.
-        state.write_u128(self.key);
-        state.write(name);
-        state
+        self.names.hash(name)
     }
 
     /// The hash of a 128-bit `prefix`, a lowercased name and a word of
     /// small fields, for keys that are not a cache's.
     pub fn hash_prefixed(&self, prefix: u128, name: &[u8], word: u64) -> u64 {
-        let mut state = self.builder.build_hasher();
-        state.write_u128(self.key);
+        let mut state = self.names.keyed();
         state.write_u128(prefix);
         state.write(name);
         state.write_u64(word);
@@ -116,6 +113,14 @@ mod tests {
         assert_ne!(base, hash.hash(name, 1, 1, 1));
         // Another cache, another key: the same parts hash elsewhere.
         assert_ne!(base, KeyedHash::new().hash(name, 1, 1, 0));
+        // The process's: its name hash is the zone index's.
+        let process = KeyedHash::process();
+        assert_eq!(
+            process.hashes(name, 1, 1, 0).0,
+            NameHasher::process().hash(name)
+        );
+        assert_eq!(process.name_hash(name), NameHasher::process().hash(name));
+        assert_ne!(process.name_hash(name), hash.name_hash(name));
         // The name's own hash is the one the key's passes through.
         assert_eq!(hash.hashes(name, 1, 1, 0), (hash.name_hash(name), base));
         assert_ne!(

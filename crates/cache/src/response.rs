@@ -452,6 +452,16 @@ pub struct KeyHash {
     name: u64,
 }
 
+impl KeyHash {
+    /// The key's name hashed alone: `tern_wire::hash::NameHasher::process`'s
+    /// hash of the lowercased name (the answer cache hashes under the
+    /// process's key, [`KeyedHash::process`]), which the zone index takes
+    /// for its look-up of the same name (`tern_wire::hash::HashedName`).
+    pub fn name(&self) -> u64 {
+        self.name
+    }
+}
+
 //----------- ResponseCache --------------------------------------------------
 
 /// One core's cache of complete authoritative answers, keyed by
@@ -563,7 +573,8 @@ impl ResponseCache {
                 max_bytes,
             },
             counters: CacheCounters::default(),
-            hasher: KeyedHash::new(),
+            // The process's key: the name hashes are the zone index's.
+            hasher: KeyedHash::process(),
             clock: 0,
             tag_since: Vec::new(),
             tag_whole: Vec::new(),

@@ -46,6 +46,7 @@ pub mod error;
 pub mod frame;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod hash;
 pub mod name;
 pub mod parse;
 pub mod query;

@@ -680,7 +680,7 @@ fn an_expired_zone_is_servfail() {
 }
 
 /// `respond_to_at` writes what `respond` writes (with the name lowercased
-/// by the caller or not) and tells the slot of the
+/// and hashed by the caller or not) and tells the slot of the
 /// zone the name is in, as `Catalog::find_position` finds it (the server
 /// counts answers by it without walking the catalog again); DS is answered
 /// from the parent side and still reports the name's own zone.
@@ -715,7 +715,7 @@ fn respond_to_at_reports_the_zone_of_the_name() {
         let (with_name, given_slot) = respond_to_at(
             &catalog,
             &parsed,
-            Some(lower.as_name()),
+            Some(tern_wire::hash::NameHasher::hashed(lower.as_name())),
             Transport::Udp,
             &options,
             &[],

@@ -14,6 +14,7 @@ use super::request::{cache_key, forward_key, head_len, Request, UdpAnswer};
 use super::{CLASSIC_UDP_SIZE, TCP_SIZE};
 use crate::rrl::RateLimiter;
 use crate::stats::{zone_tag, Counters};
+use tern_wire::hash::HashedName;
 use tern_wire::query::Query;
 use tern_wire::types::{RClass, RType};
 
@@ -103,7 +104,13 @@ impl Answering<'_> {
             let (response, zone) = respond_to_at(
                 self.catalog,
                 query,
-                Some(request.key.name.as_name()),
+                // The name's hash made for the cache's key is the zone
+                // index's (the answer cache hashes under the process's
+                // key): the look-up of the name hashes nothing.
+                Some(HashedName::with_hash(
+                    request.key.name.as_name(),
+                    hash.name(),
+                )),
                 Transport::Udp,
                 self.fill_options,
                 &[],
