@@ -30,7 +30,8 @@
 //! `$GENERATE` of one record looks like a plain record here.
 //!
 //! Cost: one pass over the records with two small per-group tables, one
-//! hash table of RRsets (16 octets each) and two `u32` per record.
+//! hash table of RRsets (16 octets each, the table made with room for one
+//! per record: about 10 octets a record) and two `u32` per record.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
@@ -58,6 +59,13 @@ pub fn covered_type(rdata: &[u8]) -> RType {
 /// whose TTL this changes.
 pub fn settle_ttls(records: &mut crate::Records) {
     let ttls = RrsetTtls::of(&*records);
+    settle_ttls_with(records, &ttls);
+}
+
+/// [`settle_ttls`] with `ttls` read already by [`RrsetTtls::of`] from
+/// these records (unchanged since): so that a caller can read them while
+/// another thread checks the zone. Bound: the records changed.
+pub fn settle_ttls_with(records: &mut crate::Records, ttls: &RrsetTtls) {
     for &(index, ttl) in ttls.changes() {
         records.set_ttl(index as usize, ttl);
     }
@@ -300,7 +308,10 @@ impl<'r, R: RecordList + ?Sized> Reader<'r, R> {
                 && a.owner.as_bytes().eq_ignore_ascii_case(b.owner.as_bytes())
         };
         let mut rrsets: Vec<Rrset> = Vec::new();
-        let mut table: HashTable<u32> = HashTable::new();
+        // Room for an RRset per record from the start: a table that grew
+        // would hash every RRset again at each doubling, each reading its
+        // key record from the list (a cache miss apiece in a large zone).
+        let mut table: HashTable<u32> = HashTable::with_capacity(records.len());
         let mut rrset_of: Vec<u32> = Vec::with_capacity(records.len());
         // (record, earlier group's lead) where a later group's TTL differs.
         let mut regrouped: Vec<(u32, u32)> = Vec::new();
