@@ -498,4 +498,58 @@ mod tests {
             (vec![100], vec![5])
         );
     }
+
+    /// Cost: reading the TTLs of a zone of `names` A RRsets reads each
+    /// record a fixed number of times, at 1,000 names as at 20,000: the
+    /// RRsets' table never grows, so no RRset is hashed again (a table
+    /// that grew read each RRset's key record again at every doubling:
+    /// 9.5 to 9.9 reads per record at these sizes, against 8.0 without).
+    #[test]
+    fn reads_per_record_do_not_grow_with_the_zone() {
+        use std::cell::Cell;
+
+        use crate::records::RecordList;
+
+        struct Counted<'a> {
+            records: &'a [Record],
+            reads: Cell<usize>,
+        }
+        impl RecordList for Counted<'_> {
+            fn len(&self) -> usize {
+                self.records.len()
+            }
+            fn record(&self, index: usize) -> RecordRef<'_> {
+                self.reads.set(self.reads.get() + 1);
+                self.records.record(index)
+            }
+        }
+        let reads = |names: usize| {
+            let mut text = String::from("$TTL 300\n@ SOA ns1 host 1 2 3 4 5\n NS ns1\n");
+            for name in 0..names {
+                text.push_str(&format!("h{name} A 192.0.2.1\n"));
+            }
+            let origin = NameBuf::from_text(b"example.", None).unwrap();
+            let zone = parse_bytes(
+                text.as_bytes(),
+                Path::new("t.zone"),
+                origin.as_name(),
+                &Options::default(),
+                &mut NoInclude,
+            )
+            .unwrap();
+            let counted = Counted {
+                records: &zone.records,
+                reads: Cell::new(0),
+            };
+            assert!(RrsetTtls::of(&counted).changes().is_empty());
+            counted.reads.get() as f64 / zone.records.len() as f64
+        };
+        let (small, large) = (reads(1_000), reads(20_000));
+        eprintln!("reads per record: {small:.2} at 1,000 names, {large:.2} at 20,000");
+        assert!(large < 8.1, "{large:.2} reads per record at 20,000 names");
+        assert!(
+            large - small < 0.1,
+            "{small:.2} then {large:.2} reads per record"
+        );
+    }
 }
