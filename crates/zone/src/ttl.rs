@@ -36,7 +36,7 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
 
-use hashbrown::{DefaultHashBuilder, HashTable};
+use hashbrown::{hash_table, DefaultHashBuilder, HashTable};
 use tern_wire::name::{Name, MAX_NAME_LEN};
 use tern_wire::types::RType;
 
@@ -319,23 +319,23 @@ impl<'r, R: RecordList + ?Sized> Reader<'r, R> {
             let record = records.record(index);
             let at = index as u32;
             let hashed = hash(&record);
-            let found = table
-                .find(hashed, |&id| {
-                    same_rrset(&records.record(rrsets[id as usize].key as usize), &record)
-                })
-                .copied();
-            let id = match found {
-                Some(id) => id,
-                None => {
+            // One probe of the table for the look-up and the insertion
+            // (in a large zone, each probe is a cache miss).
+            let entry = table.entry(
+                hashed,
+                |&id| same_rrset(&records.record(rrsets[id as usize].key as usize), &record),
+                |&other| hash(&records.record(rrsets[other as usize].key as usize)),
+            );
+            let id = match entry {
+                hash_table::Entry::Occupied(entry) => *entry.get(),
+                hash_table::Entry::Vacant(entry) => {
                     let id = rrsets.len() as u32;
+                    entry.insert(id);
                     rrsets.push(Rrset {
                         key: at,
                         best_lead: at,
                         best_end: self.ended[self.group_of[index] as usize],
                         last_lead: at,
-                    });
-                    table.insert_unique(hashed, id, |&other| {
-                        hash(&records.record(rrsets[other as usize].key as usize))
                     });
                     id
                 }
