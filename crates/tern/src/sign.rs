@@ -73,7 +73,7 @@ pub(crate) fn sign(args: SignArgs) -> anyhow::Result<ExitCode> {
     let now = args.time.unwrap_or_else(tern_zones::unix_time);
 
     let started = Instant::now();
-    let records = read_zone(origin.as_name(), &file)?;
+    let records = read_zone(origin.as_name(), &file, threads)?;
     let read = started.elapsed();
     let write = |out: &mut dyn std::io::Write| {
         write_signed(
@@ -142,21 +142,50 @@ fn temporary_path(path: &Path) -> PathBuf {
 }
 
 /// The zone file's records, read and checked as the server reads them
-/// (its warnings on standard error), with each RRset's TTL settled.
-fn read_zone(origin: tern_wire::name::Name<'_>, path: &Path) -> anyhow::Result<Records> {
+/// (its warnings on standard error), with each RRset's TTL settled. A
+/// large file is read on the signing `threads`, as the server reads a
+/// signed zone's file (`tern_zone::Options::threads`).
+fn read_zone(
+    origin: tern_wire::name::Name<'_>,
+    path: &Path,
+    threads: usize,
+) -> anyhow::Result<Records> {
     let data = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
     let mut records = Records::new();
     let files = tern_zone::scan_bytes(
         &data,
         path,
         origin,
-        &tern_zone::Options::default(),
+        &tern_zone::Options {
+            threads,
+            ..tern_zone::Options::default()
+        },
         &mut tern_zone::FileInclude,
         &mut records,
     )
     .map_err(|errors| anyhow::anyhow!("{errors}"))?;
+    // The checks and the reading of the RRsets' TTLs, each a pass over
+    // the whole zone before any signing, on two threads when there are.
+    let check = || tern_zone::check::check_zone(origin, &records);
+    let (diagnostics, ttls) = if threads > 1 {
+        std::thread::scope(|scope| {
+            let checking = std::thread::Builder::new()
+                .name("tern-check".to_string())
+                .spawn_scoped(scope, check);
+            let ttls = tern_zone::ttl::RrsetTtls::of(&records);
+            let diagnostics = match checking {
+                Ok(checking) => checking
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+                Err(_) => check(),
+            };
+            (diagnostics, ttls)
+        })
+    } else {
+        (check(), tern_zone::ttl::RrsetTtls::of(&records))
+    };
     let mut failed = 0;
-    for diagnostic in tern_zone::check::check_zone(origin, &records) {
+    for diagnostic in diagnostics {
         let file = files
             .get(diagnostic.location.file as usize)
             .map_or(path, PathBuf::as_path);
@@ -168,7 +197,7 @@ fn read_zone(origin: tern_wire::name::Name<'_>, path: &Path) -> anyhow::Result<R
     if failed > 0 {
         anyhow::bail!("{}: {failed} error(s)", path.display());
     }
-    tern_zone::ttl::settle_ttls(&mut records);
+    tern_zone::ttl::settle_ttls_with(&mut records, &ttls);
     Ok(records)
 }
 

@@ -30,12 +30,13 @@
 //! `$GENERATE` of one record looks like a plain record here.
 //!
 //! Cost: one pass over the records with two small per-group tables, one
-//! hash table of RRsets (16 octets each) and two `u32` per record.
+//! hash table of RRsets (16 octets each, the table made with room for one
+//! per record: about 10 octets a record) and two `u32` per record.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
 
-use hashbrown::{DefaultHashBuilder, HashTable};
+use hashbrown::{hash_table, DefaultHashBuilder, HashTable};
 use tern_wire::name::{Name, MAX_NAME_LEN};
 use tern_wire::types::RType;
 
@@ -58,6 +59,13 @@ pub fn covered_type(rdata: &[u8]) -> RType {
 /// whose TTL this changes.
 pub fn settle_ttls(records: &mut crate::Records) {
     let ttls = RrsetTtls::of(&*records);
+    settle_ttls_with(records, &ttls);
+}
+
+/// [`settle_ttls`] with `ttls` read already by [`RrsetTtls::of`] from
+/// these records (unchanged since): so that a caller can read them while
+/// another thread checks the zone. Bound: the records changed.
+pub fn settle_ttls_with(records: &mut crate::Records, ttls: &RrsetTtls) {
     for &(index, ttl) in ttls.changes() {
         records.set_ttl(index as usize, ttl);
     }
@@ -300,7 +308,10 @@ impl<'r, R: RecordList + ?Sized> Reader<'r, R> {
                 && a.owner.as_bytes().eq_ignore_ascii_case(b.owner.as_bytes())
         };
         let mut rrsets: Vec<Rrset> = Vec::new();
-        let mut table: HashTable<u32> = HashTable::new();
+        // Room for an RRset per record from the start: a table that grew
+        // would hash every RRset again at each doubling, each reading its
+        // key record from the list (a cache miss apiece in a large zone).
+        let mut table: HashTable<u32> = HashTable::with_capacity(records.len());
         let mut rrset_of: Vec<u32> = Vec::with_capacity(records.len());
         // (record, earlier group's lead) where a later group's TTL differs.
         let mut regrouped: Vec<(u32, u32)> = Vec::new();
@@ -308,23 +319,23 @@ impl<'r, R: RecordList + ?Sized> Reader<'r, R> {
             let record = records.record(index);
             let at = index as u32;
             let hashed = hash(&record);
-            let found = table
-                .find(hashed, |&id| {
-                    same_rrset(&records.record(rrsets[id as usize].key as usize), &record)
-                })
-                .copied();
-            let id = match found {
-                Some(id) => id,
-                None => {
+            // One probe of the table for the look-up and the insertion
+            // (in a large zone, each probe is a cache miss).
+            let entry = table.entry(
+                hashed,
+                |&id| same_rrset(&records.record(rrsets[id as usize].key as usize), &record),
+                |&other| hash(&records.record(rrsets[other as usize].key as usize)),
+            );
+            let id = match entry {
+                hash_table::Entry::Occupied(entry) => *entry.get(),
+                hash_table::Entry::Vacant(entry) => {
                     let id = rrsets.len() as u32;
+                    entry.insert(id);
                     rrsets.push(Rrset {
                         key: at,
                         best_lead: at,
                         best_end: self.ended[self.group_of[index] as usize],
                         last_lead: at,
-                    });
-                    table.insert_unique(hashed, id, |&other| {
-                        hash(&records.record(rrsets[other as usize].key as usize))
                     });
                     id
                 }
@@ -485,6 +496,60 @@ mod tests {
         assert_eq!(
             read("www 600 A 192.0.2.1\nWWW 100 A 192.0.2.2\n"),
             (vec![100], vec![5])
+        );
+    }
+
+    /// Cost: reading the TTLs of a zone of `names` A RRsets reads each
+    /// record a fixed number of times, at 1,000 names as at 20,000: the
+    /// RRsets' table never grows, so no RRset is hashed again (a table
+    /// that grew read each RRset's key record again at every doubling:
+    /// 9.5 to 9.9 reads per record at these sizes, against 8.0 without).
+    #[test]
+    fn reads_per_record_do_not_grow_with_the_zone() {
+        use std::cell::Cell;
+
+        use crate::records::RecordList;
+
+        struct Counted<'a> {
+            records: &'a [Record],
+            reads: Cell<usize>,
+        }
+        impl RecordList for Counted<'_> {
+            fn len(&self) -> usize {
+                self.records.len()
+            }
+            fn record(&self, index: usize) -> RecordRef<'_> {
+                self.reads.set(self.reads.get() + 1);
+                self.records.record(index)
+            }
+        }
+        let reads = |names: usize| {
+            let mut text = String::from("$TTL 300\n@ SOA ns1 host 1 2 3 4 5\n NS ns1\n");
+            for name in 0..names {
+                text.push_str(&format!("h{name} A 192.0.2.1\n"));
+            }
+            let origin = NameBuf::from_text(b"example.", None).unwrap();
+            let zone = parse_bytes(
+                text.as_bytes(),
+                Path::new("t.zone"),
+                origin.as_name(),
+                &Options::default(),
+                &mut NoInclude,
+            )
+            .unwrap();
+            let counted = Counted {
+                records: &zone.records,
+                reads: Cell::new(0),
+            };
+            assert!(RrsetTtls::of(&counted).changes().is_empty());
+            counted.reads.get() as f64 / zone.records.len() as f64
+        };
+        let (small, large) = (reads(1_000), reads(20_000));
+        eprintln!("reads per record: {small:.2} at 1,000 names, {large:.2} at 20,000");
+        assert!(large < 8.1, "{large:.2} reads per record at 20,000 names");
+        assert!(
+            large - small < 0.1,
+            "{small:.2} then {large:.2} reads per record"
         );
     }
 }
