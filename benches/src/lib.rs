@@ -66,7 +66,17 @@ pub fn mixed_zone_text(names: usize) -> String {
     for i in 0..names {
         let _ = writeln!(text, "host{i} IN A {}", host_address(i));
         if i % 4 == 0 {
-            let _ = writeln!(text, "host{i} IN AAAA 2001:db8::{i:x}");
+            // Two groups past 65,535 (HOSTS of lookup_ir above that).
+            let _ = writeln!(
+                text,
+                "host{i} IN AAAA 2001:db8::{}{:x}",
+                if i > 0xffff {
+                    format!("{:x}:", i >> 16)
+                } else {
+                    String::new()
+                },
+                i & 0xffff
+            );
         }
     }
     for i in 0..names / 10 {

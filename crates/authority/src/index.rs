@@ -92,6 +92,10 @@ const SHARD_NAMES: usize = 1024;
 /// The most shards (a zone of 64 million names).
 const MAX_SHARD_BITS: u32 = 16;
 
+/// The hash's top bits that hashbrown keeps as a slot's tag (`h2`), left
+/// out of the shard's bits (see `ShardedIndex::shard_of`).
+const TAG_BITS: u32 = 7;
+
 /// A zone's name index split into shards by the hash's top bits, each
 /// behind an `Arc`, so that a new version of the zone shares the shards a
 /// patch did not touch. A look-up hashes once, picks its shard and probes
@@ -156,12 +160,17 @@ impl ShardedIndex {
         self.hasher.hash(key)
     }
 
+    /// The shard of a hash: its `bits` bits just below the top
+    /// [`TAG_BITS`], which hashbrown keeps in each slot's control byte to
+    /// compare before the key. Taken from the top, every name of a shard
+    /// would share its tag once `bits` reaches 7 (65,536 names): every
+    /// probe would compare the names of every slot it passes.
     #[inline]
     fn shard_of(&self, hash: u64) -> usize {
         if self.bits == 0 {
             0
         } else {
-            (hash >> (64 - self.bits)) as usize
+            ((hash >> (64 - TAG_BITS - self.bits)) & ((1 << self.bits) - 1)) as usize
         }
     }
 
@@ -266,5 +275,43 @@ mod tests {
         assert_eq!(index.find(b"\x01a\x00", |i| keys[i as usize]), None);
         assert_eq!(index.find(b"\x01b\x00", |i| keys[i as usize]), Some(1));
         assert_eq!(index.len(), 2);
+    }
+
+    /// The names of one shard keep their tags apart: hashbrown compares
+    /// a slot's top 7 bits of the hash before the key, and a shard taken
+    /// from those bits would give all its names one tag (every probe
+    /// comparing names). 300,000 names: 9 bits of shard.
+    #[test]
+    fn a_shards_names_keep_distinct_tags() {
+        let names: Vec<Vec<u8>> = (0..300_000u32)
+            .map(|i| {
+                let label = format!("h{i}");
+                let mut name = vec![label.len() as u8];
+                name.extend_from_slice(label.as_bytes());
+                name.extend_from_slice(b"\x07example\x00");
+                name
+            })
+            .collect();
+        let index = ShardedIndex::build(0..names.len() as u32, |id| &names[id as usize]);
+        assert_eq!(index.bits, 9);
+        let mut tags = [false; 128];
+        let mut in_shard = 0;
+        for name in &names {
+            let hash = index.hash(name);
+            if index.shard_of(hash) == 0 {
+                in_shard += 1;
+                tags[(hash >> (64 - TAG_BITS)) as usize] = true;
+            }
+        }
+        let distinct = tags.iter().filter(|&&seen| seen).count();
+        assert!(in_shard > 500, "{in_shard} names in shard 0");
+        assert!(
+            distinct > 100,
+            "{distinct} tags among shard 0's {in_shard} names"
+        );
+        for name in names.iter().step_by(997) {
+            let id = index.find(name, |id| &names[id as usize]);
+            assert_eq!(id.map(|id| &names[id as usize]), Some(name));
+        }
     }
 }
