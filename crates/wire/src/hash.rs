@@ -7,9 +7,13 @@
 //! foldhash (hashbrown's default hasher), under a 128-bit key drawn from
 //! the operating system (std's `RandomState` is seeded by it) folded into
 //! the state before any name octet, as `tern-cache`'s `KeyedHash` did for
-//! each cache: nobody who sends names can choose ones that collide. One key
-//! for the process rather than one per table: the key stays as secret, and
-//! a hash made for one table is valid in every other.
+//! each cache, so that names cannot be chosen to collide without the key.
+//! foldhash is fast rather than a keyed PRF (SipHash): the tables it serves
+//! are bounded (the cache evicts; a zone's names are its operator's), which
+//! is what keeps a found collision set cheap. One key for the process rather
+//! than one per table: a hash made for one table is valid in every other;
+//! the price is that a collision set learned from one core holds on all
+//! for the process's life.
 
 use core::hash::{BuildHasher, Hasher};
 use std::collections::hash_map::RandomState;
