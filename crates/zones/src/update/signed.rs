@@ -1392,6 +1392,8 @@ mod tests {
     /// the splice of the signed records, the patch of the served version)
     /// and, for comparison, the whole zone signed again as before
     /// (`to_records` and `sign_again`, without building the version).
+    /// `TERN_TIMING_NSEC3=1`: the zones signed with NSEC3;
+    /// `TERN_TIMING_DELEGATION=1`: the update makes a delegation.
     #[test]
     #[ignore]
     fn window_timing() {
@@ -1402,7 +1404,13 @@ mod tests {
             let (served, previous, keys) =
                 signed_fixture_with(&dir, hosts, nsec3.then(nsec3_policy).flatten());
             let mut unsigned = unsigned_records(&served, publishes_cds(&keys)).unwrap();
-            let message = update_message(&[("new", RType::TXT, 1, 60, &b"\x03new"[..])]);
+            // With TERN_TIMING_DELEGATION, a delegation made instead (an
+            // NS RRset at a new name, its target out of the zone).
+            let message = if std::env::var_os("TERN_TIMING_DELEGATION").is_some() {
+                update_message(&[("new", RType::NS, 1, 60, &b"\x02ns\x03net\x00"[..])])
+            } else {
+                update_message(&[("new", RType::TXT, 1, 60, &b"\x03new"[..])])
+            };
             let difference = engine_difference(&mut unsigned, &message);
             let started = std::time::Instant::now();
             let update = sign_update(
