@@ -9,7 +9,8 @@
 //! Cost: the links changed are written as any owner's records are; the
 //! chain's tables are copied once (they are shared between versions) and
 //! passed over once, moving each node's link numbers past the links added
-//! or removed (integers only); the nodes changed, and those whose
+//! or removed (integers only); the nodes changed, their ancestors without
+//! a matching link (with opt-out, one may gain it), and those whose
 //! wildcard's covering link gained a neighbour or lost it, are hashed
 //! again (two NSEC3 hashes each). No RRset but the changed ones is read.
 
