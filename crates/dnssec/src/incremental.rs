@@ -422,8 +422,9 @@ pub fn resign_owners(
 /// parameters, and the owners `glue[i]` says lie below a zone cut (glue,
 /// or names a DNAME hides) keep their records unsigned. The caller reads
 /// each owner's NSEC3 type bitmap from the records made (the types of
-/// its RRsets but for glue's). `None` when the edits are not for this: a
-/// delegation changed, an NSEC zone, no SOA at the apex. Bound: as
+/// its RRsets but for glue's; at a delegation point, NS, DS and the
+/// DS's RRSIG alone, as only its DS RRset is signed). `None` when the
+/// edits are not for this: an NSEC zone, no SOA at the apex. Bound: as
 /// [`resign_owners`].
 pub fn resign_owners_nsec3(
     origin: Name<'_>,
@@ -564,9 +565,15 @@ fn resign_owners_with(
                 .iter()
                 .any(|record| matches!(record.rtype, RType::NS | RType::DS))
         };
-        if !is_apex && (delegation(&edit.previous) || delegation(&edit.records)) {
+        // With NSEC3 (no owner's NSEC to keep) a delegation point made,
+        // kept or removed is signed as the whole signer signs one: its DS
+        // RRset only, its other records kept unsigned.
+        if !is_apex && glue.is_none() && (delegation(&edit.previous) || delegation(&edit.records)) {
             return Ok(None);
         }
+        let is_delegation = !is_apex
+            && glue.is_some()
+            && edit.records.iter().any(|record| record.rtype == RType::NS);
         // The previous NSEC: its next name is kept (an NSEC3 zone's
         // owners have none).
         let next = if glue.is_some() {
@@ -676,7 +683,7 @@ fn resign_owners_with(
             };
             let by_key_signing_keys =
                 is_apex && matches!(rtype, RType::DNSKEY | RType::CDS | RType::CDNSKEY);
-            if !is_glue {
+            if !is_glue && (!is_delegation || rtype == RType::DS) {
                 signer.sign_or_keep(&rrset, by_key_signing_keys, 0..previous.len(), &mut signed)?;
             }
             for rdata in &rdata {

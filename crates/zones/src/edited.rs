@@ -33,7 +33,9 @@
 //!
 //! The previous version's whole signing from its kept records
 //! ([`crate::signing::sign_again`]) is used instead when this cannot be
-//! told to give the same zone ([`sign_edits`] says `None`): a delegation,
+//! told to give the same zone ([`sign_edits`] says `None`): a delegation
+//! (but in an NSEC3 zone, whose window works out what a cut made or removed
+//! changes when every name below it is edited too),
 //! glue, DNAME or a DNSSEC record among the records that differ, in an
 //! NSEC3 zone with opt-out a name removed below an empty non-terminal that
 //! keeps other names below it, a key event or signatures due for refresh, a policy changed, the
@@ -242,9 +244,19 @@ pub(crate) fn usable(
 pub(crate) struct Edits<'r> {
     owners: Vec<LowerNameBuf>,
     records: Vec<Vec<RecordRef<'r>>>,
+    /// Whether an NS or DS record below the apex differs (a delegation
+    /// made, removed, or made secure or insecure).
+    delegations: bool,
 }
 
 impl Edits<'_> {
+    /// Whether an NS or DS record below the apex differs: the checks then
+    /// relate owners (`load::changed`), and only an NSEC3 zone is signed
+    /// as a window ([`sign_edits`]).
+    pub(crate) fn changes_delegations(&self) -> bool {
+        self.delegations
+    }
+
     /// The edited owners' records, as one list (for the zone checks).
     pub(crate) fn list(&self) -> List<'_> {
         List(self.records.concat())
@@ -301,8 +313,14 @@ pub(crate) fn find_edits<'r>(
         .map(|&index| unsigned.record(index))
         .chain(diff.new.iter().map(|&index| records.record(index)));
     let mut owners: Vec<LowerNameBuf> = vec![origin.to_lower()];
+    let mut delegations = false;
     for record in changed {
-        if !edit_stays_at_owner(record.rtype) {
+        // A delegation's NS or DS below the apex: signed as a window in an
+        // NSEC3 zone only ([`sign_edits`] says which).
+        let delegation =
+            matches!(record.rtype, RType::NS | RType::DS) && !record.owner.eq_ignore_case(origin);
+        delegations |= delegation;
+        if !delegation && !edit_stays_at_owner(record.rtype) {
             log::debug!(
                 "zone {origin}: signed again from its previous version: a {} record changed",
                 record.rtype
@@ -355,6 +373,7 @@ pub(crate) fn find_edits<'r>(
     Some(Edits {
         owners,
         records: new_records,
+        delegations,
     })
 }
 
@@ -380,6 +399,10 @@ pub(crate) fn sign_edits(
 ) -> Result<Option<EditSigned>, String> {
     let owners = &edits.owners;
     let edits_records = &edits.records;
+    if policy.nsec3.is_none() && edits.delegations {
+        log::debug!("zone {origin}: signed again from its previous version: a delegation changed");
+        return Ok(None);
+    }
     if policy.nsec3.is_some() {
         return sign_nsec3_edits(
             origin,

@@ -467,36 +467,121 @@ pub(crate) fn sign_nsec3_window_of(
         return Ok(None);
     }
     let lower = |name: Name<'_>| NameBuf::from_name(name.to_lower().as_name());
-    let is_cut = shape.is_cut;
-    // Below a zone cut (strictly): glue, or names a DNAME hides; no
-    // delegation or DNAME changed, so the same before and after.
-    let below_cut = |name: Name<'_>| names_between(name, origin).any(is_cut);
     let old_records: Vec<_> = names
         .iter()
         .map(|name| served.owner_records(name.as_name()))
         .collect();
-    // A delegation edited (NS or DS at an owner below the apex, before or
-    // after): whether it is insecure below is read from the served records
-    // only (`insecure`), so a DS added or removed (UPDATE may change DS)
-    // would leave the opt-out chain as it was. Not signed apart: the
-    // caller signs the zone whole.
-    let delegation = |rtype: RType| matches!(rtype, RType::NS | RType::DS);
-    if old_records
+    // The edited owners by name, for the cut and opt-out questions below.
+    let edited_at: BTreeMap<Key, usize> = names
         .iter()
-        .skip(1)
-        .any(|old| old.iter().any(|record| delegation(record.rtype)))
-        || new_records
-            .iter()
-            .skip(1)
-            .any(|new| new.iter().any(|record| delegation(record.rtype)))
-    {
+        .enumerate()
+        .map(|(at, name)| (Key::of(name.as_name()), at))
+        .collect();
+    let has_type = |rtype: RType| move |record_type: RType| record_type == rtype;
+    let cut_types = |types: &mut dyn Iterator<Item = RType>| {
+        let (mut ns, mut dname) = (false, false);
+        for rtype in types {
+            ns |= has_type(RType::NS)(rtype);
+            dname |= has_type(RType::DNAME)(rtype);
+        }
+        (ns, dname)
+    };
+    let old_cut: Vec<(bool, bool)> = old_records
+        .iter()
+        .map(|old| cut_types(&mut old.iter().map(|record| record.rtype)))
+        .collect();
+    let new_cut: Vec<(bool, bool)> = new_records
+        .iter()
+        .map(|new| cut_types(&mut new.iter().map(|record| record.rtype)))
+        .collect();
+    // A DNAME made or removed below the apex: what it hides is not
+    // worked out here; the caller signs the zone whole.
+    if (1..names.len()).any(|at| old_cut[at].1 != new_cut[at].1) {
         return Ok(None);
     }
-    let glue: Vec<bool> = names.iter().map(|name| below_cut(name.as_name())).collect();
+    // Whether a name is a zone cut before and after the edit: an edited
+    // owner's from its records, any other's from `shape` (the same before
+    // and after, as it is not edited).
+    let is_cut = |name: Name<'_>, after: bool| -> bool {
+        if name.eq_ignore_case(origin) {
+            return false;
+        }
+        match edited_at.get(&Key::of(name)) {
+            Some(&at) => {
+                let (ns, dname) = if after { new_cut[at] } else { old_cut[at] };
+                ns || dname
+            }
+            None => (shape.is_cut)(name),
+        }
+    };
+    // Below a zone cut (strictly): glue, or names a DNAME hides.
+    let below_cut = |name: Name<'_>, after: bool| {
+        names_between(name, origin).any(|parent| is_cut(parent, after))
+    };
+    // A delegation made or removed (an NS RRset below the apex come or
+    // gone) changes what the names below it are: each of the served
+    // version's names below it must be in the window (an edited owner, or
+    // an empty non-terminal between one and the apex), so that their
+    // records and links are made again. Told from the served version's
+    // count of names directly below each (`Zone::child_count`) against
+    // the window's names directly below it; else the caller signs the
+    // zone whole.
+    let cut_changed: Vec<usize> = (1..names.len())
+        .filter(|&at| old_cut[at].0 != new_cut[at].0)
+        .collect();
+    if !cut_changed.is_empty() {
+        let mut window_names: BTreeMap<Key, NameBuf> = BTreeMap::new();
+        for name in names.iter().skip(1) {
+            window_names.insert(Key::of(name.as_name()), *name);
+            for parent in names_between(name.as_name(), origin) {
+                window_names
+                    .entry(Key::of(parent))
+                    .or_insert_with(|| lower(parent));
+            }
+        }
+        // The window's names the served version holds, counted under their
+        // parents; a served name with records that is not edited refused.
+        let mut below_in_window: BTreeMap<Key, u32> = BTreeMap::new();
+        for (key, name) in &window_names {
+            let name = name.as_name();
+            let held = !served.owner_records(name).is_empty();
+            if held && !edited_at.contains_key(key) {
+                // Not edited: its records (glue to be signed, or signed
+                // to become glue) are not in the window.
+                if cut_changed
+                    .iter()
+                    .any(|&at| name.ends_with(names[at].as_name()))
+                {
+                    return Ok(None);
+                }
+            }
+            if held || served.has_names_below(name) {
+                if let Some(parent) = name.parent() {
+                    *below_in_window.entry(Key::of(parent)).or_default() += 1;
+                }
+            }
+        }
+        for (key, name) in &window_names {
+            let name = name.as_name();
+            let under = cut_changed
+                .iter()
+                .any(|&at| name.ends_with(names[at].as_name()));
+            if under
+                && served.child_count(name).unwrap_or(0)
+                    != below_in_window.get(key).copied().unwrap_or(0)
+            {
+                return Ok(None);
+            }
+        }
+    }
+    let glue: Vec<bool> = names
+        .iter()
+        .map(|name| below_cut(name.as_name(), true))
+        .collect();
     // With opt-out, the chain leaves out the insecure delegations (a
-    // delegation without DS; no edit changes one) and the empty
-    // non-terminals with only such names (or glue) below them, as the
-    // whole signer does; the served chain's flags must say the same.
+    // delegation without DS) and the empty non-terminals with only such
+    // names (or glue) below them, as the whole signer does; the served
+    // chain's flags must say the same.
     let opt_out = policy.nsec3.as_ref().is_some_and(|nsec3| nsec3.opt_out);
     let apex_flags = served
         .nsec3_link_records(&tern_dnssec::nsec3::nsec3_hash(origin, iterations, salt))
@@ -506,12 +591,22 @@ pub(crate) fn sign_nsec3_window_of(
     if apex_flags.map(|flags| flags & 1 == 1) != Some(opt_out) {
         return Ok(None);
     }
-    let insecure = |name: Name<'_>| {
-        let records = served.owner_records(name);
-        opt_out
-            && !name.eq_ignore_case(origin)
-            && records.iter().any(|record| record.rtype == RType::NS)
-            && !records.iter().any(|record| record.rtype == RType::DS)
+    // An insecure delegation (opt-out only) before or after the edit: an
+    // edited owner's from its records, any other's from the served ones.
+    let insecure = |name: Name<'_>, after: bool| -> bool {
+        if !opt_out || name.eq_ignore_case(origin) {
+            return false;
+        }
+        let types: Vec<RType> = match edited_at.get(&Key::of(name)) {
+            Some(&at) if after => new_records[at].iter().map(|record| record.rtype).collect(),
+            Some(&at) => old_records[at].iter().map(|record| record.rtype).collect(),
+            None => served
+                .owner_records(name)
+                .iter()
+                .map(|record| record.rtype)
+                .collect(),
+        };
+        types.contains(&RType::NS) && !types.contains(&RType::DS)
     };
     // With opt-out, for each name above an edited owner: whether a name
     // in the chain is added below it, and whether one is removed.
@@ -519,11 +614,19 @@ pub(crate) fn sign_nsec3_window_of(
     if opt_out {
         for (at, name) in names.iter().enumerate() {
             let name = name.as_name();
-            if below_cut(name) || insecure(name) {
-                continue;
-            }
-            let added = !new_records[at].is_empty();
-            let removed = new_records[at].is_empty() && !old_records[at].is_empty();
+            // In the chain before or after: not below a cut, not an
+            // insecure delegation, with records (a delegation made secure
+            // by a DS, or insecure by its DS removed, comes or goes).
+            let chained = |after: bool| {
+                let records = if after {
+                    !new_records[at].is_empty()
+                } else {
+                    !old_records[at].is_empty()
+                };
+                records && !below_cut(name, after) && !insecure(name, after)
+            };
+            let added = chained(true);
+            let removed = chained(false) && !added;
             if removed {
                 chained_below.entry(Key::of(name)).or_default().1 = true;
             }
@@ -602,7 +705,7 @@ pub(crate) fn sign_nsec3_window_of(
             (shape.has_names_below)(name)
         };
         let after = name.eq_ignore_case(origin)
-            || (!below_cut(name) && !insecure(name) && (has_records || names_below));
+            || (!below_cut(name, true) && !insecure(name, true) && (has_records || names_below));
         if !before && !after {
             continue;
         }
@@ -728,6 +831,12 @@ pub(crate) fn sign_nsec3_window_of(
                 Some(Bitmap::Owner(at)) => {
                     let mut types: Vec<RType> =
                         made.owners[*at].iter().map(|record| record.rtype).collect();
+                    if *at != 0 && new_cut[*at].0 {
+                        // A delegation: NS, DS and the DS's RRSIG only
+                        // (what else it owns is hidden, as glue is).
+                        types
+                            .retain(|rtype| matches!(*rtype, RType::NS | RType::DS | RType::RRSIG));
+                    }
                     types.sort_unstable();
                     types.dedup();
                     Some(tern_dnssec::nsec3::nsec3_rdata(params, &edit.next, &types))

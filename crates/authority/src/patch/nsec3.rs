@@ -9,7 +9,8 @@
 //! Cost: the links changed are written as any owner's records are; the
 //! chain's tables are copied once (they are shared between versions) and
 //! passed over once, moving each node's link numbers past the links added
-//! or removed (integers only); the nodes changed, and those whose
+//! or removed (integers only); the nodes changed, their ancestors without
+//! a matching link (with opt-out, one may gain it), and those whose
 //! wildcard's covering link gained a neighbour or lost it, are hashed
 //! again (two NSEC3 hashes each). No RRset but the changed ones is read.
 
@@ -23,8 +24,11 @@ use crate::arena::Work;
 use crate::builder::{is_nsec3_data, offset, BuildError};
 use crate::nsec3::{decode_label, Chain, Link, NONE};
 use crate::zone::{
-    Node, NodeExtra, RRset, Zone, ZoneRecord, FLAG_DEAD, FLAG_NONAUTH, FLAG_NSEC3_OWNER,
+    Node, NodeExtra, RRset, Zone, ZoneRecord, FLAG_DEAD, FLAG_NONAUTH, FLAG_NSEC3_OWNER, NO_PARENT,
 };
+
+/// The most labels a name has: a bound on the walk up from a node.
+const MAX_LABELS: usize = 128;
 
 impl Zone {
     /// The iterations and salt of the zone's NSEC3 chain, if it has one.
@@ -295,6 +299,26 @@ pub(super) fn patch_chain(
             } else {
                 chain.wildcard[node] = remap[wildcard as usize];
             }
+        }
+    }
+    // The ancestors of the nodes changed without a matching link: with
+    // opt-out, an empty non-terminal (or a name) the change did not touch
+    // gains a link when a name below it enters the chain (a name added, a
+    // delegation made secure), which no previous link number tells.
+    // Bound: the changed nodes' depth.
+    for b in before {
+        let mut node = b.node;
+        let mut depth = 0;
+        while node != NO_PARENT && depth < MAX_LABELS {
+            let parent = zone.node(node).parent;
+            if parent == NO_PARENT || parent == node {
+                break;
+            }
+            if chain.matching.get(parent as usize).copied() == Some(NONE) {
+                again.push(parent);
+            }
+            node = parent;
+            depth += 1;
         }
     }
     again.sort_unstable();

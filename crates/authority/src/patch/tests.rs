@@ -363,8 +363,11 @@ const SALT: u8 = 0xab;
 /// salt [`SALT`]): a link for each name not below a cut and each empty
 /// non-terminal above one, the apex's NSEC3PARAM and an RRSIG over its SOA
 /// (so that the zone is signed and answers carry proofs); the hashed
-/// owners whose records changed, for the patch.
-fn with_nsec3_chain(model: &mut Model) -> Vec<Vec<u8>> {
+/// owners whose records changed, for the patch. With opt-out when
+/// `opt_out` says so: the insecure delegations (NS without DS below the apex) have no link, nor
+/// have the empty non-terminals with only those (or glue) below them, and
+/// every link carries the flag, as the signer makes such a chain.
+fn with_nsec3_chain(model: &mut Model, opt_out: bool) -> Vec<Vec<u8>> {
     let apex = name("example.");
     let params = crate::nsec3::Params {
         algorithm: 1,
@@ -416,6 +419,15 @@ fn with_nsec3_chain(model: &mut Model) -> Vec<Vec<u8>> {
         if below_cut {
             continue;
         }
+        let insecure = opt_out
+            && name != apex.as_name()
+            && model.get(owner).is_some_and(|records| {
+                records.iter().any(|r| r.0 == RType::NS)
+                    && !records.iter().any(|r| r.0 == RType::DS)
+            });
+        if insecure {
+            continue;
+        }
         let mut at = Some(name);
         while let Some(current) = at {
             names.insert(current.as_bytes().to_vec());
@@ -440,7 +452,7 @@ fn with_nsec3_chain(model: &mut Model) -> Vec<Vec<u8>> {
             apex.as_name(),
         )
         .unwrap();
-        let mut rdata = vec![1, 0, 0, 0, 1, SALT, 20];
+        let mut rdata = vec![1, u8::from(opt_out), 0, 0, 1, SALT, 20];
         rdata.extend_from_slice(&hashes[(at + 1) % hashes.len()]);
         rdata.extend_from_slice(&[0, 1, 0x40]);
         new.insert(owner.as_bytes().to_vec(), vec![(RType::NSEC3, 300, rdata)]);
@@ -465,10 +477,26 @@ fn with_nsec3_chain(model: &mut Model) -> Vec<Vec<u8>> {
 /// each node's matching and wildcard links) those of a whole build.
 #[test]
 fn nsec3_patches_equal_whole_builds() {
+    nsec3_patches_as_builds(false);
+}
+
+/// [`nsec3_patches_equal_whole_builds`] with an opt-out chain, and DS
+/// records added to and removed from the delegations among the changes
+/// (an insecure delegation made secure gains its link, and the empty
+/// non-terminals above it theirs; made insecure again, loses them).
+#[test]
+fn opt_out_nsec3_patches_with_ds_equal_whole_builds() {
+    nsec3_patches_as_builds(true);
+}
+
+fn nsec3_patches_as_builds(opt_out: bool) {
     let mut patched_count = 0;
     let mut rebuilt = 0;
+    let mut ds_toggled = 0;
     for seed in 0..10u64 {
         let mut rng = StdRng::seed_from_u64(100 + seed);
+        // Apart, so that the changes drawn are those without DS.
+        let mut ds_rng = StdRng::seed_from_u64(200 + seed);
         let mut model = Model::new();
         let mut serial = 1;
         model.insert(
@@ -483,20 +511,42 @@ fn nsec3_patches_equal_whole_builds() {
                 );
             }
         }
-        with_nsec3_chain(&mut model);
+        with_nsec3_chain(&mut model, opt_out);
         let mut zone = build(&model).unwrap();
         assert!(zone.nsec3.is_some());
         for step in 0..25 {
             let saved = model.clone();
             let saved_serial = serial;
             let mut touched = change(&mut rng, &mut model, &mut serial);
+            if opt_out && ds_rng.random_range(0..2) == 0 {
+                // A DS added at, or removed from, a delegation.
+                let apex = name("example.").as_bytes().to_vec();
+                let delegations: Vec<Vec<u8>> = model
+                    .iter()
+                    .filter(|(owner, records)| {
+                        **owner != apex && records.iter().any(|r| r.0 == RType::NS)
+                    })
+                    .map(|(owner, _)| owner.clone())
+                    .collect();
+                if !delegations.is_empty() {
+                    let owner = delegations[ds_rng.random_range(0..delegations.len())].clone();
+                    let records = model.get_mut(&owner).unwrap();
+                    if records.iter().any(|r| r.0 == RType::DS) {
+                        records.retain(|r| r.0 != RType::DS);
+                    } else {
+                        records.push((RType::DS, 300, vec![0x30, 0x39, 13, 2, 1, 2, 3, 4]));
+                    }
+                    touched.push(owner);
+                    ds_toggled += 1;
+                }
+            }
             // No NSEC in an NSEC3 zone.
             for records in model.values_mut() {
                 records.retain(|r| r.0 != RType::NSEC);
             }
             model.retain(|_, records| !records.is_empty());
-            touched.extend(with_nsec3_chain(&mut model));
-            let context = format!("seed {seed} step {step}");
+            touched.extend(with_nsec3_chain(&mut model, opt_out));
+            let context = format!("seed {seed} step {step} opt-out {opt_out}");
             let built = build(&model);
             match (zone.patch(&changes_of(&model, &touched)), built) {
                 (Ok(patched), Ok(built)) => {
@@ -520,9 +570,10 @@ fn nsec3_patches_equal_whole_builds() {
             }
         }
     }
-    eprintln!("{patched_count} patched, {rebuilt} rebuilt whole");
+    eprintln!("{patched_count} patched, {rebuilt} rebuilt whole, {ds_toggled} DS toggled");
     assert!(
         patched_count > 10 * (rebuilt + 1),
         "{patched_count} patched, {rebuilt} rebuilt"
     );
+    assert!(!opt_out || ds_toggled > 20, "{ds_toggled} DS toggled");
 }

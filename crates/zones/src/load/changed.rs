@@ -14,9 +14,11 @@
 //! doubt) when the records that differ are:
 //!
 //! - many (`diff` gives up), or more than [`MAX_CHECKED_OWNERS`] owners;
-//! - of a type whose check relates owners: NS and DS (delegations, glue,
-//!   occluded data below a cut), DNAME (the names below it), or DNSSEC
-//!   records (the NSEC and NSEC3 chain checks);
+//! - of a type whose check relates owners: NS and DS at the apex, DNAME
+//!   (the names below it), or DNSSEC records (the NSEC and NSEC3 chain
+//!   checks); an NS or DS below the apex (a delegation) is checked with
+//!   the owners of its NS targets in the zone (missing glue, a warning;
+//!   occluded data below a cut is silent);
 //! - at a wildcard (the glue of an NS target may be its address);
 //! - addresses (A, AAAA) of a name that an NS record of the file names
 //!   (missing glue);
@@ -73,10 +75,21 @@ pub(super) fn changed_records<'r>(
         .chain(diff.new.iter().map(|&index| records.record(index)));
     for record in changed {
         let owner = record.owner.to_lower();
-        if !crate::edited::edit_stays_at_owner(record.rtype)
+        // A delegation's NS or DS below the apex: the NS targets in the
+        // zone are checked too (missing glue), whose addresses the file
+        // may hold unchanged.
+        let delegation = matches!(record.rtype, RType::NS | RType::DS)
+            && !owner.as_name().eq_ignore_case(origin);
+        if (!delegation && !crate::edited::edit_stays_at_owner(record.rtype))
             || owner.as_bytes().starts_with(b"\x01*")
         {
             return None;
+        }
+        if record.rtype == RType::NS {
+            let target = Name::from_wire(record.rdata).ok()?;
+            if target.ends_with(origin) {
+                owners.push(target.to_lower());
+            }
         }
         if matches!(record.rtype, RType::A | RType::AAAA) {
             addresses.push(owner);

@@ -291,14 +291,15 @@ pub(super) fn sign_edited(
     let mut errors = Vec::new();
     // A name added or removed: its ancestors checked too, or the whole
     // file when the change relates owners (`load::changed`).
-    let checked: Box<dyn tern_zone::RecordList> = if edits.adds_or_removes(served) {
-        match super::changed::changed_records(name, &base.unsigned, records, known) {
-            Some(changed) => Box::new(changed),
-            None => return Ok(None),
-        }
-    } else {
-        Box::new(edits.list())
-    };
+    let checked: Box<dyn tern_zone::RecordList> =
+        if edits.adds_or_removes(served) || edits.changes_delegations() {
+            match super::changed::changed_records(name, &base.unsigned, records, known) {
+                Some(changed) => Box::new(changed),
+                None => return Ok(None),
+            }
+        } else {
+            Box::new(edits.list())
+        };
     for diagnostic in tern_zone::check::check_zone(name, &*checked) {
         let line = diagnostic.render(&file_of(diagnostic.location));
         match diagnostic.severity {
