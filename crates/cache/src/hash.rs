@@ -49,7 +49,7 @@ impl KeyedHash {
         }
     }
 
-    /// The hash under the process's key: [`KeyedHash::name_hash`] is
+    /// The hash under the process's key: `KeyedHash::name_hash` is
     /// [`NameHasher::process`]'s hash, the zone index's.
     pub fn process() -> Self {
         KeyedHash {
