@@ -382,7 +382,8 @@ pub(crate) fn changed_owners<'c>(
 /// What tells a window of an NSEC3 zone the new version's shape around
 /// its owners (each asked only of the owners and the names between them
 /// and the apex): whether a name is a zone cut (a delegation or a DNAME;
-/// no edit may change one), owns records, or has names below it.
+/// an edit may make or remove a delegation, read from its owners' records,
+/// never a DNAME), owns records, or has names below it.
 pub(crate) struct Nsec3Shape<'s> {
     /// Whether the name is a zone cut.
     pub(crate) is_cut: &'s dyn Fn(Name<'_>) -> bool,
@@ -434,9 +435,8 @@ pub(crate) struct Nsec3WindowSigned {
 /// (the caller checks that it did not change). The served version is
 /// patched with the owners and links that changed ([`Zone::patch`]).
 /// `Ok(None)`: not signed apart (the policy's chain not the served one,
-/// an owner below the apex with NS or DS before or after (a delegation
-/// edited: whether it is insecure is read from the served records), the
-/// served chain not as expected, too many links passed over, the
+/// a cut made or removed above served names the window does not hold, a
+/// DNAME edited, the served chain not as expected, too many links passed over, the
 /// patch refused or its garbage past [`garbage_within_share`]): the caller
 /// signs the zone whole. Bound: the owners and their ancestors (the caller
 /// keeps the owners under [`MAX_WINDOW_OWNERS`]), a binary search of the
