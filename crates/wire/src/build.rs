@@ -31,7 +31,7 @@
 use std::sync::Arc;
 
 use crate::error::TruncationError;
-use crate::name::{eq_ignore_case, Name};
+use crate::name::{eq_ignore_case, lowercase8, Name};
 use crate::parse::{Question, Section, HEADER_LEN};
 use crate::rdata::compressible_names;
 use crate::types::{RClass, RType, Rcode};
@@ -544,7 +544,8 @@ const PLANNED_TARGETS: usize = 6;
 struct PlannedName {
     /// Where the name starts in the RDATA.
     at: u16,
-    /// Where it starts in the RDATA as written ([`Precompressed::written`]).
+    /// Where it starts in the RDATA as written (in [`Precompressed::tail`],
+    /// after the record's fixed part).
     written_at: u16,
     /// Its length uncompressed.
     len: u8,
@@ -567,9 +568,10 @@ struct PlannedName {
 /// once, when the zone was built, as [`MessageBuilder::push_record`]
 /// compresses them right after a question in the zone: NSD's way with the
 /// SOA of negative answers. [`MessageBuilder::push_precompressed`] then
-/// writes it as one copy of the RDATA as written, its pointers (at most
-/// two) relocated, without searching the compression table, and gives the
-/// same octets as `push_record`.
+/// writes it as the owner's pointer and one copy of the rest (type,
+/// class, RDLENGTH and the RDATA as written; the TTL written over), its
+/// pointers (at most two) relocated, without searching the compression
+/// table, and gives the same octets as `push_record`.
 ///
 /// That holds when the message holds a question and nothing else, the
 /// question's name ends with the origin, and no RDATA name strictly below
@@ -583,18 +585,32 @@ pub struct Precompressed {
     count: u8,
     /// The labels written literally, each a new compression target.
     labels: u8,
-    /// The origin's length and label count, and the RDATA's length, as
-    /// planned (checked when the plan is used).
+    /// The origin's length and label count, the type, and the RDATA's
+    /// length, as planned (checked when the plan is used; the class is IN).
     origin_len: u8,
     origin_labels: u8,
+    rtype: RType,
     rdata_len: u16,
+    /// Where each pointer of the RDATA as written starts, from the
+    /// record's start, and its target as in [`PlannedName::target`]; the
+    /// first `pointer_count`.
+    pointers: [(u16, u16); PLANNED_NAMES],
+    pointer_count: u8,
     /// Where each label written literally starts, from the record's start,
     /// in the order `push_record` registers them (the first `labels`, if
     /// there are at most [`PLANNED_TARGETS`]).
     targets: [u16; PLANNED_TARGETS],
-    /// The RDATA as written after a question for the origin, its pointers
-    /// zero (each is relocated when written).
-    written: Arc<[u8]>,
+    /// The origin, lowercased, in eight-octet words from its end (little
+    /// endian, as read from a message), the last one's octets in front of
+    /// the origin zero; and the mask of that last word's octets that are
+    /// the origin's. A question's name is compared with these, not octet
+    /// by octet.
+    origin_words: Arc<[u64]>,
+    origin_mask: u64,
+    /// The record as written after a question for the origin, from its
+    /// type on: type, class IN, a TTL of zero (written over), RDLENGTH and
+    /// the RDATA with its pointers zero (each is relocated when written).
+    tail: Arc<[u8]>,
 }
 
 impl Precompressed {
@@ -609,9 +625,13 @@ impl Precompressed {
         let mut plan = Precompressed {
             origin_len: u8::try_from(origin.len()).ok()?,
             origin_labels: u8::try_from(origin.label_count()).ok()?,
+            rtype,
             rdata_len: u16::try_from(rdata.len()).ok()?,
             ..Precompressed::default()
         };
+        let (words, mask) = origin_words(origin.as_bytes());
+        plan.origin_words = words;
+        plan.origin_mask = mask;
         let mut labels = origin.label_count();
         for (at, name) in compressible_names(rtype, rdata) {
             let slot = plan.names.get_mut(usize::from(plan.count))?;
@@ -690,13 +710,41 @@ impl Precompressed {
                 // Relocated when written.
                 let pointer = out + literal;
                 buf.get_mut(pointer..pointer + 2)?.fill(0);
+                let slot = plan.pointers.get_mut(usize::from(plan.pointer_count))?;
+                *slot = (u16::try_from(pointer - record).ok()?, target);
+                plan.pointer_count += 1;
             }
             out += literal + if target == NO_POINTER { 0 } else { 2 };
             copied = usize::from(planned.at) + usize::from(planned.len);
         }
-        plan.written = Arc::from(buf.get(start..end)?);
+        plan.tail = Arc::from(buf.get(record + 2..end)?);
         Some(plan)
     }
+}
+
+/// `origin`'s octets as [`Precompressed::origin_words`] holds them: eight
+/// at a time from the end, each word lowercased, and the mask of the last
+/// (partial) word's octets that are the origin's (the high ones: read
+/// little endian, the octets in front come first).
+fn origin_words(origin: &[u8]) -> (Arc<[u64]>, u64) {
+    let count = origin.len().div_ceil(8);
+    let in_last = origin.len() - 8 * (count - 1);
+    let mask = u64::MAX << (8 * (8 - in_last));
+    let words = (0..count)
+        .map(|k| {
+            let end = origin.len() - 8 * k;
+            let mut word = [0u8; 8];
+            let start = end.saturating_sub(8);
+            word[8 - (end - start)..].copy_from_slice(&origin[start..end]);
+            let word = lowercase8(u64::from_le_bytes(word));
+            if k + 1 == count {
+                word & mask
+            } else {
+                word
+            }
+        })
+        .collect();
+    (words, mask)
 }
 
 /// Where `name`'s label just below `origin` starts, if `name` is strictly
@@ -733,8 +781,8 @@ impl MessageBuilder<'_> {
         rdata: &[u8],
         plan: &Precompressed,
     ) -> Result<(), TruncationError> {
-        match self.origin_in_question(owner, rdata, plan) {
-            Some(origin_at) => self.write_planned(origin_at, rtype, class, ttl, rdata, plan),
+        match self.origin_in_question(owner, rtype, class, rdata, plan) {
+            Some(origin_at) => self.write_planned(origin_at, ttl, rdata, plan),
             None => self.push_record(owner, rtype, class, ttl, rdata),
         }
     }
@@ -746,12 +794,16 @@ impl MessageBuilder<'_> {
     fn origin_in_question(
         &self,
         owner: Name<'_>,
+        rtype: RType,
+        class: RClass,
         rdata: &[u8],
         plan: &Precompressed,
     ) -> Option<usize> {
         if self.counts != [1, 0, 0, 0]
             || owner.len() != usize::from(plan.origin_len)
             || rdata.len() != usize::from(plan.rdata_len)
+            || rtype != plan.rtype
+            || class != RClass::IN
             || self.entry_count + usize::from(plan.labels) > COMPRESSION_ENTRIES
         {
             return None;
@@ -766,11 +818,12 @@ impl MessageBuilder<'_> {
         let origin_at = usize::from(self.entries[index]);
         let end = self.len.checked_sub(4)?;
         if origin_at + owner.len() != end
-            || !eq_ignore_case(&self.buf[origin_at..end], owner.as_bytes())
-            || self.len + 12 + plan.written.len() > MAX_POINTER_TARGET
+            || !self.ends_with_origin(end, plan)
+            || self.len + 2 + plan.tail.len() > MAX_POINTER_TARGET
         {
             return None;
         }
+        debug_assert!(eq_ignore_case(&self.buf[origin_at..end], owner.as_bytes()));
         if let Some(index) = index.checked_sub(1) {
             // No name below the origin may share the question's label
             // just below it; the length octets first (most labels differ
@@ -785,43 +838,74 @@ impl MessageBuilder<'_> {
         Some(origin_at)
     }
 
+    /// Whether the octets before `end` are the plan's origin, ignoring
+    /// case: compared eight at a time from the end with
+    /// [`Precompressed::origin_words`], the last word read from in front
+    /// of the origin (the question's own octets, or the header's) and
+    /// masked. The caller has checked that the origin fits in front of
+    /// `end` after the header.
+    fn ends_with_origin(&self, end: usize, plan: &Precompressed) -> bool {
+        if let [want] = *plan.origin_words {
+            // An origin of up to eight octets (most): one word.
+            let Some(octets) = end
+                .checked_sub(8)
+                .and_then(|start| self.buf.get(start..end))
+            else {
+                return false;
+            };
+            let word = u64::from_le_bytes(octets.try_into().unwrap_or([0xff; 8]));
+            return lowercase8(word) & plan.origin_mask == want;
+        }
+        let last = plan.origin_words.len().wrapping_sub(1);
+        plan.origin_words.iter().enumerate().all(|(k, &want)| {
+            let Some(word) = end
+                .checked_sub(8 * (k + 1))
+                .and_then(|start| self.buf.get(start..start + 8))
+                .and_then(|octets| <[u8; 8]>::try_from(octets).ok())
+            else {
+                return false;
+            };
+            let mask = if k == last {
+                plan.origin_mask
+            } else {
+                u64::MAX
+            };
+            lowercase8(u64::from_le_bytes(word)) & mask == want
+        })
+    }
+
     fn write_planned(
         &mut self,
         origin_at: usize,
-        rtype: RType,
-        class: RClass,
         ttl: u32,
         rdata: &[u8],
         plan: &Precompressed,
     ) -> Result<(), TruncationError> {
-        let rdlen = plan.written.len();
         let record = self.len;
-        let end = record + 12 + rdlen;
+        let end = record + 2 + plan.tail.len();
         if end > self.limit {
             return Err(TruncationError);
         }
         let out = &mut self.buf[record..end];
-        out[..2].copy_from_slice(&(0xc000 | origin_at as u16).to_be_bytes());
-        out[2..4].copy_from_slice(&rtype.0.to_be_bytes());
-        out[4..6].copy_from_slice(&class.0.to_be_bytes());
+        let (owner, tail) = out.split_at_mut(2);
+        owner.copy_from_slice(&(0xc000 | origin_at as u16).to_be_bytes());
+        tail.copy_from_slice(&plan.tail);
         out[6..10].copy_from_slice(&ttl.to_be_bytes());
-        out[10..12].copy_from_slice(&(rdlen as u16).to_be_bytes());
-        out[12..].copy_from_slice(&plan.written);
         let names = &plan.names[..usize::from(plan.count)];
         for name in names {
             debug_assert_eq!(
                 &rdata[usize::from(name.at)..usize::from(name.at) + usize::from(name.literal)],
                 &out[12 + usize::from(name.written_at)..][..usize::from(name.literal)],
             );
-            if name.target != NO_POINTER {
-                let target = if name.target & RECORD_RELATIVE != 0 {
-                    record + usize::from(name.target & !RECORD_RELATIVE)
-                } else {
-                    origin_at + usize::from(name.target)
-                };
-                let at = 12 + usize::from(name.written_at) + usize::from(name.literal);
-                out[at..at + 2].copy_from_slice(&(0xc000 | target as u16).to_be_bytes());
-            }
+        }
+        for &(at, target) in &plan.pointers[..usize::from(plan.pointer_count)] {
+            let target = if target & RECORD_RELATIVE != 0 {
+                record + usize::from(target & !RECORD_RELATIVE)
+            } else {
+                origin_at + usize::from(target)
+            };
+            let at = usize::from(at);
+            out[at..at + 2].copy_from_slice(&(0xc000 | target as u16).to_be_bytes());
         }
         self.len = end;
         // The targets `push_record` would register: with the room checked
@@ -1001,7 +1085,9 @@ mod tests {
             b.push_question_bytes(&question).unwrap();
             b.set_section(Section::Authority);
             let result = if precompressed {
-                planned = b.origin_in_question(origin.as_name(), soa, &plan).is_some();
+                planned = b
+                    .origin_in_question(origin.as_name(), RType::SOA, RClass::IN, soa, &plan)
+                    .is_some();
                 b.push_precompressed(origin.as_name(), RType::SOA, RClass::IN, 300, soa, &plan)
             } else {
                 b.push_record(origin.as_name(), RType::SOA, RClass::IN, 300, soa)
@@ -1029,7 +1115,16 @@ mod tests {
     fn precompressed_soa_is_written_as_push_record_writes_it() {
         let long = "a.".repeat(70);
         let sixty = "a.".repeat(60);
-        let origins = ["example.com.", "Sub.Example.", "com."];
+        // Origins of one, two and three eight-octet words, whole or not
+        // (`abcdef.` is 8 octets, `ab.abcdefghijk.` 16).
+        let origins = [
+            "example.com.",
+            "Sub.Example.",
+            "com.",
+            "abcdef.",
+            "ab.abcdefghijk.",
+            "Zz.a-longer-origin.Example.org.",
+        ];
         let mut used = 0;
         let mut cases = 0;
         for origin in origins {
@@ -1045,7 +1140,16 @@ mod tests {
                 "com.".to_string(),
                 ".".to_string(),
             ];
+            // A name of the origin's length and labels, its last letter
+            // another: not in the zone.
+            let other = format!(
+                "{}{}.",
+                &origin[..origin.len() - 2],
+                if origin.ends_with("z.") { 'y' } else { 'z' }
+            );
             let qnames = [
+                other.clone(),
+                format!("x.{other}"),
                 origin.to_string(),
                 origin.to_uppercase(),
                 format!("random123.{origin}"),
@@ -1093,8 +1197,50 @@ mod tests {
         b.set_section(Section::Answer);
         b.push_record(origin.as_name(), RType::A, RClass::IN, 1, &[1, 2, 3, 4])
             .unwrap();
-        assert_eq!(b.origin_in_question(origin.as_name(), &soa, &plan), None);
+        assert_eq!(
+            b.origin_in_question(origin.as_name(), RType::SOA, RClass::IN, &soa, &plan),
+            None
+        );
         assert_eq!(Precompressed::plan(Name::ROOT, RType::SOA, &soa), None);
+    }
+
+    /// The plan's tail holds the type, class IN and a TTL written over:
+    /// a record of another class or type is written by `push_record` (the
+    /// plan is not used), and each TTL is the one given.
+    #[test]
+    fn precompressed_soa_keeps_the_class_type_and_ttl_given() {
+        let origin = name("example.com.");
+        let soa = soa_rdata("ns1.example.com.", "hostmaster.example.com.");
+        let plan = Precompressed::plan(origin.as_name(), RType::SOA, &soa).unwrap();
+        let question = name("x.example.com.");
+        for (rtype, class, ttl, used) in [
+            (RType::SOA, RClass::IN, 0, true),
+            (RType::SOA, RClass::IN, 0x0102_0304, true),
+            (RType::SOA, RClass::IN, u32::MAX, true),
+            (RType::SOA, RClass::CH, 300, false),
+            (RType(65280), RClass::IN, 300, false),
+        ] {
+            let mut written = Vec::new();
+            for precompressed in [false, true] {
+                let mut buf = [0u8; 512];
+                let mut b = MessageBuilder::new(&mut buf, 512).unwrap();
+                b.push_question(question.as_name(), RType::A, RClass::IN)
+                    .unwrap();
+                b.set_section(Section::Authority);
+                if precompressed {
+                    let planned = b.origin_in_question(origin.as_name(), rtype, class, &soa, &plan);
+                    assert_eq!(planned.is_some(), used, "{rtype:?} {class:?}");
+                    b.push_precompressed(origin.as_name(), rtype, class, ttl, &soa, &plan)
+                        .unwrap();
+                } else {
+                    b.push_record(origin.as_name(), rtype, class, ttl, &soa)
+                        .unwrap();
+                }
+                let len = b.finish();
+                written.push(buf[..len].to_vec());
+            }
+            assert_eq!(written[0], written[1], "{rtype:?} {class:?} {ttl}");
+        }
     }
 
     #[test]
