@@ -32,10 +32,23 @@ fn main() {
         "referral" => format!("www.sub{}.bench.", n / 10),
         other => panic!("unknown kind {other}"),
     };
-    let zone = tern_benches::load_zone(b"bench.", &tern_benches::mixed_zone_text(hosts));
+    let text = tern_benches::mixed_zone_text(hosts);
+    let zone = if std::env::var_os("NSEC3").is_some() {
+        let mut parsed = tern_benches::scan_zone(b"bench.", &text);
+        with_nsec3_chain(&mut parsed);
+        tern_benches::build_zone(b"bench.", &parsed)
+    } else {
+        tern_benches::load_zone(b"bench.", &text)
+    };
     let catalog = Catalog::new([zone]);
     let options = Options::default();
-    let query = tern_benches::query(name.as_bytes(), RType::A, true);
+    let mut query = tern_benches::query(name.as_bytes(), RType::A, true);
+    if std::env::var_os("NSEC3").is_some() {
+        // DO (RFC 3225): the high bit of the OPT record's flags, the
+        // fourth octet from the query's end.
+        let flags = query.len() - 4;
+        query[flags] |= 0x80;
+    }
     let mut out = vec![0u8; 65535];
     let mut sent = 0usize;
     for _ in 0..count {
@@ -50,4 +63,72 @@ fn main() {
         }
     }
     println!("{kind} {count} {sent}");
+}
+
+/// Adds an NSEC3 chain to the scanned zone: an NSEC3PARAM at the apex and
+/// one NSEC3 per name (empty non-terminals too) not below a delegation.
+fn with_nsec3_chain(parsed: &mut tern_zone::ParsedZone) {
+    use std::collections::BTreeSet;
+
+    use tern_dnssec::nsec3::Nsec3Params;
+    use tern_dnssec::nsec3::{hashed_owner, nsec3_hash, nsec3_rdata, nsec3param_rdata};
+    use tern_wire::name::Name;
+
+    let apex = parsed.records[0].owner;
+    let cuts: BTreeSet<Vec<u8>> = parsed
+        .records
+        .iter()
+        .filter(|r| r.rtype == RType::NS && r.owner != apex)
+        .map(|r| r.owner.as_bytes().to_vec())
+        .collect();
+    let mut names: BTreeSet<Vec<u8>> = BTreeSet::new();
+    for record in &parsed.records {
+        let mut at = Some(record.owner.as_name());
+        let mut chain: Vec<Vec<u8>> = Vec::new();
+        let mut below_cut = false;
+        while let Some(name) = at {
+            if name.as_bytes() == apex.as_bytes() {
+                chain.push(name.as_bytes().to_vec());
+                break;
+            }
+            below_cut |=
+                name.as_bytes() != record.owner.as_bytes() && cuts.contains(name.as_bytes());
+            chain.push(name.as_bytes().to_vec());
+            at = name.parent();
+        }
+        if !below_cut {
+            names.extend(chain);
+        }
+    }
+    let params = Nsec3Params::default();
+    let mut hashes: Vec<_> = names
+        .iter()
+        .map(|owner| {
+            let name = Name::from_wire(owner).expect("a scanned name");
+            nsec3_hash(name, params.iterations, &params.salt)
+        })
+        .collect();
+    hashes.sort_unstable();
+    let template = parsed.records[0].clone();
+    for (at, hash) in hashes.iter().enumerate() {
+        let next = &hashes[(at + 1) % hashes.len()];
+        let mut record = template.clone();
+        record.owner = hashed_owner(hash, apex.as_name()).expect("a short apex");
+        record.rtype = RType::NSEC3;
+        record.ttl = 300;
+        record.rdata = nsec3_rdata(&params, next, &[RType::A]);
+        parsed.records.push(record);
+    }
+    let mut param = template.clone();
+    param.rtype = RType::NSEC3PARAM;
+    param.rdata = nsec3param_rdata(&params);
+    parsed.records.push(param);
+    // An RRSIG over the SOA: a zone is answered as signed when its apex
+    // SOA has one (the signature itself is not checked here).
+    let mut rrsig = template;
+    rrsig.rtype = RType::RRSIG;
+    rrsig.rdata = vec![0, 6, 13, 1, 0, 0, 0x0e, 0x10, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1];
+    rrsig.rdata.extend_from_slice(apex.as_bytes());
+    rrsig.rdata.push(7);
+    parsed.records.push(rrsig);
 }

@@ -40,7 +40,7 @@ use tern_wire::types::{RClass, RType};
 
 use crate::arena::{push_aligned, Arena, ArenaWriter, Work};
 use crate::index::{NameIndex, ShardedIndex};
-use crate::nsec3::{self, Chain, Link, Params};
+use crate::nsec3::{self, Chain, Link, Links, NodeHash, NodeHashes, Params};
 use crate::zone::{
     canonical_cmp, node_name_bytes, Glue, GlueTable, Names, Node, NodeExtra, RRset, RRsets, Rdata,
     Zone, FLAG_APEX, FLAG_DEAD, FLAG_DELEG, FLAG_DNAME, FLAG_NONAUTH, FLAG_NSEC3_OWNER,
@@ -1246,26 +1246,18 @@ fn index_nsec3(zone: &Zone) -> Result<Option<Chain>, BuildError> {
     }
     links.sort_by_key(|link| link.hash);
     links.dedup_by(|a, b| a.hash == b.hash);
-    let mut chain = Chain {
-        params,
-        links,
-        matching: vec![nsec3::NONE; node_count as usize],
-        wildcard: vec![nsec3::NONE; node_count as usize],
-    };
+    let mut hashes = vec![NodeHash::default(); node_count as usize];
     for node in 0..node_count {
         if zone.node(node).flags & (FLAG_NSEC3_OWNER | FLAG_NONAUTH | FLAG_DEAD) != 0 {
             continue;
         }
-        let name = zone.node_name(node);
-        if let Some((link, true)) = chain.find(&chain.params.hash(name)) {
-            chain.matching[node as usize] = link;
-        }
-        if let Ok(wildcard) = NameBuf::concat(b"\x01*", name) {
-            if let Some((link, _)) = chain.find(&chain.params.hash(wildcard.as_name())) {
-                chain.wildcard[node as usize] = link;
-            }
-        }
+        hashes[node as usize] = NodeHash::of(&params, zone.node_name(node));
     }
+    let chain = Chain {
+        params,
+        links: Links::from_sorted(&links),
+        hashes: NodeHashes::from_vec_owned(hashes),
+    };
     Ok(Some(chain))
 }
 

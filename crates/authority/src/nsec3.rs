@@ -11,7 +11,12 @@
 //! "next closer" name of a name that does not exist, which cannot be known
 //! in advance (RFC 5155 section 7.2.1).
 
+use core::cmp::Ordering;
+use std::sync::Arc;
+
 use tern_wire::name::Name;
+
+use crate::arena::Work;
 
 /// The length of a SHA-1 digest, the only NSEC3 hash (algorithm 1).
 pub(crate) const HASH_LEN: usize = 20;
@@ -91,33 +96,295 @@ pub(crate) struct Link {
     pub(crate) set: u32,
 }
 
-/// The NSEC3 chain of a zone, sorted by hash, with the facts per zone
-/// node computed at load.
+/// The NSEC3 chain of a zone, sorted by hash, with the hashes of each zone
+/// node's name and of its wildcard computed at load.
+///
+/// A node's links are found by its hashes when a query needs them (a
+/// binary search), not stored as link numbers: so a patch that adds or
+/// removes a link changes no node's entry ([`crate::Zone::patch`] hashes
+/// only the nodes it changed), and both tables are shared between
+/// versions in parts, copied on write.
 #[derive(Clone, Debug)]
 pub(crate) struct Chain {
     pub(crate) params: Params,
-    pub(crate) links: Vec<Link>,
-    /// Per node id: the link whose hash equals the node's, or [`NONE`].
-    pub(crate) matching: Vec<u32>,
-    /// Per node id: the link that matches or covers `*.<node>`, or
-    /// [`NONE`] (empty chain).
-    pub(crate) wildcard: Vec<u32>,
+    pub(crate) links: Links,
+    /// Per node id: the hashes of its name and of `*.<name>`.
+    pub(crate) hashes: NodeHashes,
 }
 
-/// No link.
-pub(crate) const NONE: u32 = u32::MAX;
+/// The hashes of one node: of its name, and of `*.<name>`.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct NodeHash {
+    pub(crate) own: Hash,
+    pub(crate) wildcard: Hash,
+    /// [`NodeHash::OWN`] and [`NodeHash::WILDCARD`]: which hash is set
+    /// (neither for an NSEC3 owner, a non-authoritative or dead node).
+    pub(crate) flags: u8,
+}
+
+impl NodeHash {
+    /// The node's own hash is set.
+    pub(crate) const OWN: u8 = 1;
+    /// The hash of its wildcard is set.
+    pub(crate) const WILDCARD: u8 = 2;
+
+    /// The hashes of `name`'s node with `params`.
+    pub(crate) fn of(params: &Params, name: Name<'_>) -> NodeHash {
+        let mut hashes = NodeHash {
+            own: params.hash(name),
+            flags: NodeHash::OWN,
+            ..NodeHash::default()
+        };
+        if let Ok(wildcard) = tern_wire::name::NameBuf::concat(b"\x01*", name) {
+            hashes.wildcard = params.hash(wildcard.as_name());
+            hashes.flags |= NodeHash::WILDCARD;
+        }
+        hashes
+    }
+}
+
+/// The per-node hashes in shared chunks (512 entries, 20 KiB).
+pub(crate) type NodeHashes = crate::arena::Arena<NodeHash, 9>;
 
 impl Chain {
     /// The link whose hash equals `hash`, or else the one that covers it
     /// (the greatest hash below it; the last link covers hashes below the
     /// first, RFC 5155 section 1.3 "covers"), and whether it matched.
     /// `None` only for an empty chain. Bound: a binary search.
-    pub(crate) fn find(&self, hash: &Hash) -> Option<(u32, bool)> {
-        match self.links.binary_search_by(|link| link.hash.cmp(hash)) {
-            Ok(index) => Some((index as u32, true)),
-            Err(0) => self.links.len().checked_sub(1).map(|i| (i as u32, false)),
-            Err(index) => Some(((index - 1) as u32, false)),
+    pub(crate) fn find(&self, hash: &Hash) -> Option<(&Link, bool)> {
+        self.links.find(hash)
+    }
+
+    /// The link matching node `node`'s name, if there is one. Bound: a
+    /// binary search.
+    pub(crate) fn matching(&self, node: u32) -> Option<&Link> {
+        let hashes = self.node_hash(node)?;
+        if hashes.flags & NodeHash::OWN == 0 {
+            return None;
         }
+        self.links.get(&hashes.own)
+    }
+
+    /// The link matching or covering `*.<node>`. Bound: a binary search.
+    pub(crate) fn wildcard(&self, node: u32) -> Option<&Link> {
+        let hashes = self.node_hash(node)?;
+        if hashes.flags & NodeHash::WILDCARD == 0 {
+            return None;
+        }
+        self.find(&hashes.wildcard).map(|(link, _)| link)
+    }
+
+    fn node_hash(&self, node: u32) -> Option<&NodeHash> {
+        (node < self.hashes.end()).then(|| self.hashes.get(node))
+    }
+}
+
+//----------- Links ----------------------------------------------------------
+
+/// The links of a chain sorted by hash, in parts of at most
+/// [`Links::MAX_PART`] links, each shared between versions until a patch
+/// changes it: adding or removing a link copies its part (and the list of
+/// parts, one pointer and one hash per part), not the chain.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Links {
+    /// The first hash of each part, ascending.
+    firsts: Vec<Hash>,
+    /// The parts, none empty.
+    parts: Vec<Arc<Vec<Link>>>,
+    len: usize,
+}
+
+/// The order of two hashes: their first eight octets as one integer
+/// (which almost always decides), then the rest.
+#[inline]
+fn hash_cmp(a: &Hash, b: &Hash) -> Ordering {
+    let prefix = |hash: &Hash| {
+        let mut octets = [0; 8];
+        octets.copy_from_slice(&hash[..8]);
+        u64::from_be_bytes(octets)
+    };
+    prefix(a).cmp(&prefix(b)).then_with(|| a[8..].cmp(&b[8..]))
+}
+
+/// A place among the links: a part and an index in it (past the end:
+/// the part count and 0).
+type At = (usize, usize);
+
+impl Links {
+    /// The links a part is built with.
+    pub(crate) const PART: usize = 128;
+    /// The most links in a part: a fuller part is split in two.
+    pub(crate) const MAX_PART: usize = 2 * Links::PART;
+
+    /// The links of a sorted list without equal hashes.
+    pub(crate) fn from_sorted(links: &[Link]) -> Links {
+        Links {
+            firsts: links.chunks(Links::PART).map(|part| part[0].hash).collect(),
+            parts: links
+                .chunks(Links::PART)
+                .map(|part| Arc::new(part.to_vec()))
+                .collect(),
+            len: links.len(),
+        }
+    }
+
+    /// The number of links.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether there is no link.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The links in order.
+    #[cfg(test)]
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &Link> {
+        self.parts.iter().flat_map(|part| part.iter())
+    }
+
+    /// The part that holds `hash` or would: the last whose first hash is
+    /// not above it, else the first.
+    fn part_of(&self, hash: &Hash) -> usize {
+        self.firsts
+            .partition_point(|first| hash_cmp(first, hash) != Ordering::Greater)
+            .saturating_sub(1)
+    }
+
+    /// The place of the first link whose hash is not below `hash` (`above`:
+    /// above it).
+    fn bound(&self, hash: &Hash, above: bool) -> At {
+        let part = self.part_of(hash);
+        let Some(links) = self.parts.get(part) else {
+            return (self.parts.len(), 0);
+        };
+        let index = links.partition_point(|link| match hash_cmp(&link.hash, hash) {
+            Ordering::Less => true,
+            Ordering::Equal => above,
+            Ordering::Greater => false,
+        });
+        if index == links.len() {
+            (part + 1, 0)
+        } else {
+            (part, index)
+        }
+    }
+
+    fn at(&self, (part, index): At) -> Option<&Link> {
+        self.parts.get(part)?.get(index)
+    }
+
+    /// The link before `at`, wrapping around to the last.
+    fn before(&self, (part, index): At) -> Option<&Link> {
+        if index > 0 {
+            return self.at((part, index - 1));
+        }
+        let part = part
+            .checked_sub(1)
+            .unwrap_or(self.parts.len().checked_sub(1)?);
+        self.parts.get(part)?.last()
+    }
+
+    /// The link at `at`, or past the end the first.
+    fn wrapped(&self, at: At) -> Option<&Link> {
+        self.at(at).or_else(|| self.at((0, 0)))
+    }
+
+    /// The link whose hash is `hash`. Bound: two binary searches.
+    pub(crate) fn get(&self, hash: &Hash) -> Option<&Link> {
+        self.at(self.bound(hash, false))
+            .filter(|link| link.hash == *hash)
+    }
+
+    /// [`Chain::find`].
+    pub(crate) fn find(&self, hash: &Hash) -> Option<(&Link, bool)> {
+        let at = self.bound(hash, false);
+        match self.at(at) {
+            Some(link) if link.hash == *hash => Some((link, true)),
+            _ => self.before(at).map(|link| (link, false)),
+        }
+    }
+
+    /// The links nearest `hash`: the greatest below it and the least above
+    /// it, each wrapping around the ends; `None` when no link but one with
+    /// `hash` itself is there.
+    pub(crate) fn around(&self, hash: &Hash) -> Option<(&Link, &Link)> {
+        let others = self.len - usize::from(self.get(hash).is_some());
+        if others == 0 {
+            return None;
+        }
+        let below = self.before(self.bound(hash, false))?;
+        let above = self.wrapped(self.bound(hash, true))?;
+        Some((below, above))
+    }
+
+    /// The part `part` to change, copied first if another version shares
+    /// it (its links counted in `work.nsec_moved`).
+    fn part_mut(&mut self, part: usize, work: &mut Work) -> &mut Vec<Link> {
+        let slot = &mut self.parts[part];
+        if Arc::get_mut(slot).is_none() {
+            work.nsec_moved += slot.len();
+            work.bytes_copied += slot.len() * core::mem::size_of::<Link>();
+        }
+        Arc::make_mut(slot)
+    }
+
+    /// The link `hash` to change. Bound: two binary searches, a part
+    /// copied.
+    pub(crate) fn get_mut(&mut self, hash: &Hash, work: &mut Work) -> Option<&mut Link> {
+        let (part, index) = self.bound(hash, false);
+        self.at((part, index)).filter(|link| link.hash == *hash)?;
+        Some(&mut self.part_mut(part, work)[index])
+    }
+
+    /// Adds `link`, or replaces the link with its hash. Bound: a part
+    /// copied, and split in two when full.
+    pub(crate) fn insert(&mut self, link: Link, work: &mut Work) {
+        if self.parts.is_empty() {
+            self.firsts.push(link.hash);
+            self.parts.push(Arc::new(vec![link]));
+            self.len = 1;
+            return;
+        }
+        let part = self.part_of(&link.hash);
+        let links = self.part_mut(part, work);
+        let index = match links.binary_search_by(|other| other.hash.cmp(&link.hash)) {
+            Ok(index) => {
+                links[index] = link;
+                return;
+            }
+            Err(index) => index,
+        };
+        links.insert(index, link);
+        let first = links[0].hash;
+        let upper = (links.len() > Links::MAX_PART).then(|| links.split_off(links.len() / 2));
+        self.len += 1;
+        self.firsts[part] = first;
+        if let Some(upper) = upper {
+            self.firsts.insert(part + 1, upper[0].hash);
+            self.parts.insert(part + 1, Arc::new(upper));
+        }
+    }
+
+    /// Removes the link `hash`; whether there was one. Bound: a part
+    /// copied (or dropped).
+    pub(crate) fn remove(&mut self, hash: &Hash, work: &mut Work) -> bool {
+        let (part, index) = self.bound(hash, false);
+        if self.at((part, index)).is_none_or(|link| link.hash != *hash) {
+            return false;
+        }
+        self.len -= 1;
+        if self.parts[part].len() == 1 {
+            self.parts.remove(part);
+            self.firsts.remove(part);
+            return true;
+        }
+        let links = self.part_mut(part, work);
+        links.remove(index);
+        self.firsts[part] = links[0].hash;
+        true
     }
 }
 
@@ -244,13 +511,114 @@ mod tests {
         };
         let chain = Chain {
             params,
-            links: vec![link(10), link(20), link(30)],
-            matching: vec![],
-            wildcard: vec![],
+            links: Links::from_sorted(&[link(10), link(20), link(30)]),
+            hashes: NodeHashes::default(),
         };
-        assert_eq!(chain.find(&[20; HASH_LEN]), Some((1, true)));
-        assert_eq!(chain.find(&[25; HASH_LEN]), Some((1, false)));
-        assert_eq!(chain.find(&[5; HASH_LEN]), Some((2, false)));
-        assert_eq!(chain.find(&[255; HASH_LEN]), Some((2, false)));
+        let found = |hash: u8| {
+            chain
+                .find(&[hash; HASH_LEN])
+                .map(|(link, matched)| (link.node, matched))
+        };
+        assert_eq!(found(20), Some((20, true)));
+        assert_eq!(found(25), Some((20, false)));
+        assert_eq!(found(5), Some((30, false)));
+        assert_eq!(found(255), Some((30, false)));
+    }
+
+    /// [`Links`] against a sorted list: links added, replaced and removed
+    /// at random (enough for parts to split and empty), each search
+    /// answered as a binary search of the list answers it, and a version
+    /// taken before a change unchanged by it, the change copying one part.
+    #[test]
+    fn links_in_parts_search_as_a_sorted_list() {
+        use rand::rngs::StdRng;
+        use rand::{Rng, SeedableRng};
+
+        let mut rng = StdRng::seed_from_u64(5155);
+        let hash = |rng: &mut StdRng| -> Hash {
+            let mut hash = [0; HASH_LEN];
+            hash[0] = rng.random_range(0..64);
+            hash[1] = rng.random_range(0..64);
+            hash
+        };
+        let mut model: Vec<Link> = Vec::new();
+        let mut links = Links::default();
+        let mut splits_seen = false;
+        for step in 0..6000u32 {
+            let kept = links.clone();
+            let kept_model = model.clone();
+            let mut work = Work::default();
+            let target = hash(&mut rng);
+            // Grow for 4,000 steps, then mostly shrink.
+            if rng.random_range(0..6000) < 4000 - step.min(4000) / 2 {
+                let link = Link {
+                    hash: target,
+                    node: step,
+                    set: step,
+                };
+                links.insert(link, &mut work);
+                match model.binary_search_by(|other| other.hash.cmp(&target)) {
+                    Ok(at) => model[at] = link,
+                    Err(at) => model.insert(at, link),
+                }
+            } else {
+                let removed = links.remove(&target, &mut work);
+                let at = model.binary_search_by(|other| other.hash.cmp(&target));
+                assert_eq!(removed, at.is_ok(), "step {step}");
+                if let Ok(at) = at {
+                    model.remove(at);
+                }
+            }
+            assert!(work.nsec_moved <= Links::MAX_PART, "step {step}: {work:?}");
+            splits_seen |= links.parts.len() > 1;
+            // The version before the change still reads as it did.
+            assert_eq!(kept.len(), kept_model.len());
+            assert!(kept
+                .iter()
+                .map(|l| l.node)
+                .eq(kept_model.iter().map(|l| l.node)));
+            assert_eq!(links.len(), model.len());
+            assert!(links
+                .iter()
+                .map(|l| (l.hash, l.node))
+                .eq(model.iter().map(|l| (l.hash, l.node))));
+            assert!(links
+                .parts
+                .iter()
+                .all(|part| !part.is_empty() && part.len() <= Links::MAX_PART));
+            for _ in 0..4 {
+                let probe = hash(&mut rng);
+                let below = model.partition_point(|link| link.hash < probe);
+                let exact = model.get(below).filter(|link| link.hash == probe);
+                let expected = match exact {
+                    Some(link) => Some((link.node, true)),
+                    None => below
+                        .checked_sub(1)
+                        .or(model.len().checked_sub(1))
+                        .map(|at| (model[at].node, false)),
+                };
+                let found = links
+                    .find(&probe)
+                    .map(|(link, matched)| (link.node, matched));
+                assert_eq!(found, expected, "step {step}");
+                assert_eq!(links.get(&probe).map(|l| l.node), exact.map(|l| l.node));
+                let above = model.partition_point(|link| link.hash <= probe);
+                let around = (model.len() > usize::from(exact.is_some())).then(|| {
+                    let before = below.checked_sub(1).unwrap_or(model.len() - 1);
+                    let after = if above == model.len() { 0 } else { above };
+                    (model[before].node, model[after].node)
+                });
+                assert_eq!(
+                    links.around(&probe).map(|(b, a)| (b.node, a.node)),
+                    around,
+                    "step {step}"
+                );
+            }
+        }
+        assert!(
+            splits_seen && model.len() > 2 * Links::MAX_PART,
+            "{}",
+            model.len()
+        );
     }
 }

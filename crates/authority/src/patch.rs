@@ -39,8 +39,9 @@
 //! zone's answers.
 //!
 //! 8. in a zone with an NSEC3 chain, the links the change names (NSEC3
-//!    owners, apart from the tree) are written, added or removed, and each
-//!    node's matching and wildcard links follow (`patch::nsec3`).
+//!    owners, apart from the tree) are written, added or removed in the
+//!    chain's shared parts, and the nodes changed are hashed again
+//!    (`patch::nsec3`).
 //!
 //! NSEC3 records outside a chain (no NSEC3PARAM) and a changed NSEC3PARAM
 //! are left to a whole build. The unused space patches
@@ -247,6 +248,9 @@ pub struct Patched {
     pub zone: Zone,
     /// What was copied, created and resolved again.
     pub work: Work,
+    /// What the NSEC3 chain's own tables (its links, the hashes of the
+    /// nodes' names) copied: also counted in `work`.
+    pub chain_work: Work,
 }
 
 /// Why a zone was not patched.
@@ -502,9 +506,10 @@ impl Zone {
             zone.nsec = Arc::from(list);
         }
 
-        // 8: the NSEC3 chain's links, and each node's place in it.
+        // 8: the NSEC3 chain's links, and the hashes of the nodes changed.
+        let mut chain_work = Work::default();
         if zone.nsec3.is_some() {
-            nsec3::patch_chain(
+            chain_work = nsec3::patch_chain(
                 &mut zone,
                 &hashed,
                 &before,
@@ -519,7 +524,11 @@ impl Zone {
             zone.index = crate::builder::index_of(&zone);
         }
         zone.lineage = lineage(self, &zone, &before, !glue_everywhere);
-        Ok(Patched { zone, work })
+        Ok(Patched {
+            zone,
+            work,
+            chain_work,
+        })
     }
 }
 

@@ -24,7 +24,7 @@ use tern_wire::name::{Name, NameBuf};
 use tern_wire::types::RType;
 
 use crate::answer::{Answer, Proof};
-use crate::nsec3::{Chain, NONE};
+use crate::nsec3::{Chain, Link};
 use crate::zone::{Zone, NO_PARENT};
 
 /// A name that exists only through the wildcard child of `encloser`.
@@ -52,8 +52,8 @@ pub(crate) fn no_data(
             matching(chain, answer, encloser);
             next_closer(zone, chain, answer, sname, encloser);
             matching(chain, answer, node);
-        } else if chain.matching[node as usize] != NONE {
-            matching(chain, answer, node);
+        } else if let Some(link) = chain.matching(node) {
+            add_link(answer, Some(link));
         } else {
             // No NSEC3 for the name (opt-out, RFC 5155 section 7.2.4).
             provable_encloser(zone, chain, answer, sname, node);
@@ -73,7 +73,7 @@ pub(crate) fn no_data(
 pub(crate) fn nx_domain(zone: &Zone, answer: &mut Answer, sname: Name<'_>, encloser: u32) {
     if let Some(chain) = &zone.nsec3 {
         let provable = provable_encloser(zone, chain, answer, sname, encloser);
-        add_link(chain, answer, chain.wildcard[provable as usize]);
+        add_link(answer, chain.wildcard(provable));
         return;
     }
     covering_nsec(zone, answer, sname);
@@ -89,8 +89,8 @@ pub(crate) fn referral(zone: &Zone, answer: &mut Answer, cut: u32) {
         return;
     }
     if let Some(chain) = &zone.nsec3 {
-        if chain.matching[cut as usize] != NONE {
-            matching(chain, answer, cut);
+        if let Some(link) = chain.matching(cut) {
+            add_link(answer, Some(link));
         } else {
             let name = zone.node_name(cut);
             provable_encloser(zone, chain, answer, name, cut);
@@ -111,8 +111,8 @@ fn covering_nsec(zone: &Zone, answer: &mut Answer, name: Name<'_>) {
     }
 }
 
-fn add_link(chain: &Chain, answer: &mut Answer, link: u32) {
-    if let Some(link) = chain.links.get(link as usize) {
+fn add_link(answer: &mut Answer, link: Option<&Link>) {
+    if let Some(link) = link {
         answer.add_proof(Proof {
             node: link.node,
             set: link.set,
@@ -122,7 +122,7 @@ fn add_link(chain: &Chain, answer: &mut Answer, link: u32) {
 
 /// The NSEC3 matching a node's name, if there is one.
 fn matching(chain: &Chain, answer: &mut Answer, node: u32) {
-    add_link(chain, answer, chain.matching[node as usize]);
+    add_link(answer, chain.matching(node));
 }
 
 /// The NSEC3 covering the next closer name of `sname` below `encloser`
@@ -134,7 +134,7 @@ fn next_closer(zone: &Zone, chain: &Chain, answer: &mut Answer, sname: Name<'_>,
     }
     let name = sname.suffix(depth);
     if let Some((link, _)) = chain.find(&chain.params.hash(name)) {
-        add_link(chain, answer, link);
+        add_link(answer, Some(link));
     }
 }
 
@@ -156,13 +156,18 @@ fn provable_encloser(
     if zone.node_name(encloser).len() == sname.len() {
         encloser = zone.node(encloser).parent;
     }
-    while encloser != NO_PARENT && chain.matching[encloser as usize] == NONE {
+    // Each step one search of the chain (the node's link is found from
+    // its hash).
+    let link = loop {
+        if encloser == NO_PARENT {
+            return 0;
+        }
+        if let Some(link) = chain.matching(encloser) {
+            break link;
+        }
         encloser = zone.node(encloser).parent;
-    }
-    if encloser == NO_PARENT {
-        return 0;
-    }
-    matching(chain, answer, encloser);
+    };
+    add_link(answer, Some(link));
     next_closer(zone, chain, answer, sname, encloser);
     encloser
 }

@@ -1,18 +1,22 @@
 //! The NSEC3 side of [`Zone::patch`] (issue 25 with issue 24's signer):
 //! the links of the chain a change names (the NSEC3 owners, which live
 //! outside the tree, [`Zone::has_nsec3`]) written, added or removed, and
-//! each node's matching and wildcard links (`crate::nsec3::Chain`)
-//! following them; and what the update thread reads of a served chain,
-//! one link at a time ([`Zone::nsec3_link_records`],
-//! [`Zone::nsec3_links_around`]).
+//! the hashes of the nodes changed (`crate::nsec3::Chain`) made again;
+//! and what the update thread reads of a served chain, one link at a time
+//! ([`Zone::nsec3_link_records`], [`Zone::nsec3_links_around`]).
 //!
 //! Cost: the links changed are written as any owner's records are; the
-//! chain's tables are copied once (they are shared between versions) and
-//! passed over once, moving each node's link numbers past the links added
-//! or removed (integers only); the nodes changed, their ancestors without
-//! a matching link (with opt-out, one may gain it), and those whose
-//! wildcard's covering link gained a neighbour or lost it, are hashed
-//! again (two NSEC3 hashes each). No RRset but the changed ones is read.
+//! chain's links are shared between versions in parts of at most
+//! `Links::MAX_PART` (256) links, and its per-node hashes in chunks of
+//! 512 nodes: a link added, removed or rewritten copies its part, a node
+//! changed or added its chunk (and each version copies the two lists of
+//! parts and chunks, a pointer and a hash per part, a pointer per chunk).
+//! A node's links are not stored but found from its hashes when a query
+//! needs them, so no node's entry follows the links added or removed and
+//! no pass over the nodes is made; the nodes changed are hashed again
+//! (two NSEC3 hashes each). No RRset but the changed ones is read.
+//! `patch::tests::an_nsec3_patch_costs_its_change_not_the_chain` counts
+//! it at 5,000 and 50,000 names.
 
 use std::sync::Arc;
 
@@ -22,13 +26,10 @@ use tern_wire::types::RType;
 use super::{write_rrsets, Before, ChangedRecord, PatchError};
 use crate::arena::Work;
 use crate::builder::{is_nsec3_data, offset, BuildError};
-use crate::nsec3::{decode_label, Chain, Link, NONE};
+use crate::nsec3::{decode_label, Chain, Link, NodeHash};
 use crate::zone::{
-    Node, NodeExtra, RRset, Zone, ZoneRecord, FLAG_DEAD, FLAG_NONAUTH, FLAG_NSEC3_OWNER, NO_PARENT,
+    Node, NodeExtra, RRset, Zone, ZoneRecord, FLAG_DEAD, FLAG_NONAUTH, FLAG_NSEC3_OWNER,
 };
-
-/// The most labels a name has: a bound on the walk up from a node.
-const MAX_LABELS: usize = 128;
 
 impl Zone {
     /// The iterations and salt of the zone's NSEC3 chain, if it has one.
@@ -45,10 +46,10 @@ impl Zone {
         let Some(chain) = self.nsec3.as_deref() else {
             return Vec::new();
         };
-        let Ok(at) = chain.links.binary_search_by(|link| link.hash.cmp(hash)) else {
+        let Some(link) = chain.links.get(hash) else {
             return Vec::new();
         };
-        let node = chain.links[at].node;
+        let node = link.node;
         let owner = self.node_name(node);
         let mut out = Vec::new();
         for set in self.rrsets(node) {
@@ -94,18 +95,10 @@ impl Zone {
     /// The hashes of the chain's links nearest `hash`: the greatest below
     /// it and the least above it, each wrapping around the chain's ends
     /// (RFC 5155's circular order); `None` when no link but one with
-    /// `hash` itself is in the chain. Bound: a binary search.
+    /// `hash` itself is in the chain. Bound: binary searches.
     pub fn nsec3_links_around(&self, hash: &[u8; 20]) -> Option<([u8; 20], [u8; 20])> {
-        let links = &self.nsec3.as_deref()?.links;
-        let below = links.partition_point(|link| link.hash < *hash);
-        let above = links.partition_point(|link| link.hash <= *hash);
-        let others = links.len() - (above - below);
-        if others == 0 {
-            return None;
-        }
-        let before = below.checked_sub(1).unwrap_or(links.len() - 1);
-        let after = if above == links.len() { 0 } else { above };
-        Some((links[before].hash, links[after].hash))
+        let (below, above) = self.nsec3.as_deref()?.links.around(hash)?;
+        Some((below.hash, above.hash))
     }
 }
 
@@ -170,12 +163,7 @@ pub(super) fn split<'o>(
     if !records.is_empty() {
         return Ok(None);
     }
-    let linked = hash.is_some_and(|hash| {
-        chain
-            .links
-            .binary_search_by(|link| link.hash.cmp(&hash))
-            .is_ok()
-    });
+    let linked = hash.is_some_and(|hash| chain.links.get(&hash).is_some());
     match (linked, in_tree) {
         (true, true) => Err(PatchError::Rebuild("an NSEC3 owner named as a node")),
         (true, false) => Ok(Some(owner.as_bytes())),
@@ -185,11 +173,11 @@ pub(super) fn split<'o>(
 
 /// Step 8 of [`Zone::patch`]: the links `hashed` (owner, its records in
 /// the new version; none: gone) written into `zone` (whose tree changes,
-/// `before`, are made), and the chain's links and each node's matching
-/// and wildcard links made again from the previous ones (see the module
-/// documentation). Bound: the links changed, one pass over the links and
-/// one over the nodes, two hashes per node changed and per node whose
-/// wildcard's covering link changed.
+/// `before`, are made) and into the chain's links, and the hashes of the
+/// nodes changed made again (see the module documentation). Bound: the
+/// links changed (a part of links copied per link), the nodes changed
+/// (two hashes each) and the nodes added. Returns what the chain's own
+/// tables copied (added to `work` too).
 pub(super) fn patch_chain(
     zone: &mut Zone,
     hashed: &[(Vec<u8>, &[ChangedRecord])],
@@ -197,39 +185,37 @@ pub(super) fn patch_chain(
     work: &mut Work,
     scratch: &mut Vec<u8>,
     sets: &mut Vec<RRset>,
-) -> Result<(), PatchError> {
+) -> Result<Work, PatchError> {
     let Some(shared) = zone.nsec3.take() else {
-        return Ok(());
+        return Ok(Work::default());
     };
+    let mut copied = Work::default();
+    // The tables are shared in parts: this copies the lists of parts.
     let mut chain: Chain = Arc::unwrap_or_clone(shared);
-    let old = std::mem::take(&mut chain.links);
-    if old.is_empty() {
+    if chain.links.is_empty() {
         return Err(PatchError::Rebuild("an empty NSEC3 chain"));
     }
-    let mut removed: Vec<u32> = Vec::new();
-    let mut rewritten: Vec<(u32, u32)> = Vec::new();
-    let mut added: Vec<Link> = Vec::new();
     for (owner, records) in hashed {
         let name = Name::from_validated(owner);
         let hash = decode_label(name.first_label())
             .ok_or(PatchError::Rebuild("NSEC3 records off the chain"))?;
-        let found = old.binary_search_by(|link| link.hash.cmp(&hash)).ok();
+        let found = chain.links.get(&hash).map(|link| link.node);
         match (found, records.is_empty()) {
-            (Some(at), true) => {
-                let node = old[at].node;
+            (Some(node), true) => {
                 write_rrsets(zone, node, records, work, scratch, sets)?;
                 zone.nodes.get_mut(node, work).flags = FLAG_NSEC3_OWNER | FLAG_DEAD;
                 zone.dead_nodes += 1;
                 zone.hashed_nodes -= 1;
-                removed.push(at as u32);
+                chain.links.remove(&hash, &mut copied);
             }
-            (Some(at), false) => {
-                let node = old[at].node;
+            (Some(node), false) => {
                 write_rrsets(zone, node, records, work, scratch, sets)?;
                 let set = zone
                     .rrset_index(node, RType::NSEC3)
                     .ok_or(PatchError::Rebuild("an NSEC3 link without NSEC3"))?;
-                rewritten.push((at as u32, set));
+                if let Some(link) = chain.links.get_mut(&hash, &mut copied) {
+                    link.set = set;
+                }
             }
             (None, true) => {}
             (None, false) => {
@@ -238,117 +224,39 @@ pub(super) fn patch_chain(
                 let set = zone
                     .rrset_index(node, RType::NSEC3)
                     .ok_or(PatchError::Rebuild("an NSEC3 link without NSEC3"))?;
-                added.push(Link { hash, node, set });
+                chain.links.insert(Link { hash, node, set }, &mut copied);
             }
         }
     }
-    removed.sort_unstable();
-    added.sort_by_key(|link| link.hash);
-    // The new links, each old link's new number (NONE: removed), and
-    // whether the hashes an old link covered changed hands (it went, or
-    // a link came between it and its successor).
-    let mut remap = vec![NONE; old.len()];
-    let mut dirty = vec![false; old.len()];
-    for &at in &removed {
-        dirty[at as usize] = true;
-    }
-    for link in &added {
-        let below = old.partition_point(|other| other.hash < link.hash);
-        let covering = below.checked_sub(1).unwrap_or(old.len() - 1);
-        dirty[covering] = true;
-    }
-    let mut links = Vec::with_capacity(old.len() + added.len());
-    let mut new_links = added.into_iter().peekable();
-    let mut gone = removed.iter().peekable();
-    for (at, link) in old.iter().enumerate() {
-        while let Some(next) = new_links.next_if(|next| next.hash < link.hash) {
-            links.push(next);
-        }
-        if gone.next_if(|&&index| index as usize == at).is_some() {
-            continue;
-        }
-        remap[at] = offset(links.len(), "NSEC3 links")?;
-        links.push(*link);
-    }
-    links.extend(new_links);
-    for (at, set) in rewritten {
-        if let Some(&index) = remap.get(at as usize).filter(|&&index| index != NONE) {
-            links[index as usize].set = set;
-        }
-    }
-    links.dedup_by(|a, b| a.hash == b.hash);
-    if links.is_empty() {
+    if chain.links.is_empty() {
         return Err(PatchError::Rebuild("an empty NSEC3 chain"));
     }
-    work.nsec_moved += links.len();
-    chain.links = links;
-    // Each node's links: moved, or found again.
-    let end = zone.nodes.end() as usize;
-    chain.matching.resize(end, NONE);
-    chain.wildcard.resize(end, NONE);
+    // The nodes added (NSEC3 owners among them) have no hashes yet; the
+    // nodes changed are hashed again below.
+    let end = zone.nodes.end();
+    while chain.hashes.end() < end {
+        chain
+            .hashes
+            .push_run(&[NodeHash::default()], &mut copied)
+            .ok_or(BuildError::TooLarge { what: "nodes" })?;
+    }
     let mut again: Vec<u32> = before.iter().map(|b| b.node).collect();
-    for node in 0..end {
-        let matching = chain.matching[node];
-        if matching != NONE {
-            chain.matching[node] = remap.get(matching as usize).copied().unwrap_or(NONE);
-        }
-        let wildcard = chain.wildcard[node];
-        if wildcard != NONE {
-            if dirty.get(wildcard as usize).copied().unwrap_or(true) {
-                again.push(node as u32);
-            } else {
-                chain.wildcard[node] = remap[wildcard as usize];
-            }
-        }
-    }
-    // The ancestors of the nodes changed without a matching link: with
-    // opt-out, an empty non-terminal (or a name) the change did not touch
-    // gains a link when a name below it enters the chain (a name added, a
-    // delegation made secure), which no previous link number tells.
-    // Bound: the changed nodes' depth.
-    for b in before {
-        let mut node = b.node;
-        let mut depth = 0;
-        while node != NO_PARENT && depth < MAX_LABELS {
-            let parent = zone.node(node).parent;
-            if parent == NO_PARENT || parent == node {
-                break;
-            }
-            if chain.matching.get(parent as usize).copied() == Some(NONE) {
-                again.push(parent);
-            }
-            node = parent;
-            depth += 1;
-        }
-    }
     again.sort_unstable();
     again.dedup();
     for node in again {
         let flags = zone.node(node).flags;
-        let (matching, wildcard) = if flags & (FLAG_NSEC3_OWNER | FLAG_NONAUTH | FLAG_DEAD) != 0 {
-            (NONE, NONE)
+        let hashes = if flags & (FLAG_NSEC3_OWNER | FLAG_NONAUTH | FLAG_DEAD) != 0 {
+            NodeHash::default()
         } else {
-            links_of(&chain, zone.node_name(node))
+            NodeHash::of(&chain.params, zone.node_name(node))
         };
-        chain.matching[node as usize] = matching;
-        chain.wildcard[node as usize] = wildcard;
+        *chain.hashes.get_mut(node, &mut copied) = hashes;
     }
     zone.nsec3 = Some(Arc::new(chain));
-    Ok(())
-}
-
-/// The link matching `name` and the one matching or covering `*.name`,
-/// as the builder finds them.
-fn links_of(chain: &Chain, name: Name<'_>) -> (u32, u32) {
-    let matching = match chain.find(&chain.params.hash(name)) {
-        Some((link, true)) => link,
-        _ => NONE,
-    };
-    let wildcard = tern_wire::name::NameBuf::concat(b"\x01*", name)
-        .ok()
-        .and_then(|wildcard| chain.find(&chain.params.hash(wildcard.as_name())))
-        .map_or(NONE, |(link, _)| link);
-    (matching, wildcard)
+    work.chunks_copied += copied.chunks_copied;
+    work.bytes_copied += copied.bytes_copied;
+    work.nsec_moved += copied.nsec_moved;
+    Ok(copied)
 }
 
 /// A new node for the NSEC3 owner `name` (lowercase), outside the tree

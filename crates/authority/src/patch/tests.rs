@@ -577,3 +577,69 @@ fn nsec3_patches_as_builds(opt_out: bool) {
     );
     assert!(!opt_out || ds_toggled > 20, "{ds_toggled} DS toggled");
 }
+
+/// One name added to a zone with an NSEC3 chain, then removed again (the
+/// chain's links following it, as the signer changes them): each patch
+/// copies a part of the chain's links and the chunks of its node hashes
+/// it writes, the same at 5,000 names as at 50,000, not the chain (which
+/// the patch copied and passed over whole before, `nsec_moved` then being
+/// the links' count).
+#[test]
+fn an_nsec3_patch_costs_its_change_not_the_chain() {
+    let cost = |hosts: u32| {
+        let mut model = Model::new();
+        model.insert(
+            name("example.").as_bytes().to_vec(),
+            vec![(RType::SOA, 3600, soa(1))],
+        );
+        for i in 0..hosts {
+            model.insert(
+                name(&format!("h{i}.example.")).as_bytes().to_vec(),
+                vec![(RType::A, 300, vec![192, 0, 2, 1])],
+            );
+        }
+        with_nsec3_chain(&mut model, false);
+        let zone = build(&model).unwrap();
+        let mut costs = Vec::new();
+        let mut current = zone;
+        for (serial, add) in [(2, true), (3, false)] {
+            let apex = name("example.").as_bytes().to_vec();
+            model.get_mut(&apex).unwrap()[0] = (RType::SOA, 3600, soa(serial));
+            let new = name("new.example.").as_bytes().to_vec();
+            if add {
+                model.insert(new.clone(), vec![(RType::TXT, 300, vec![1, b'a'])]);
+            } else {
+                model.remove(&new);
+            }
+            let mut touched = vec![new, apex];
+            touched.extend(with_nsec3_chain(&mut model, false));
+            let patched = current.patch(&changes_of(&model, &touched)).unwrap();
+            assert_same(&patched.zone, &build(&model).unwrap(), "patched");
+            costs.push((patched.work.nsec_moved, patched.chain_work));
+            current = patched.zone;
+        }
+        costs
+    };
+    let small = cost(5_000);
+    let large = cost(50_000);
+    eprintln!("5,000 names: {small:?}\n50,000 names: {large:?}");
+    // At most two chunks of node hashes (the new node's, the apex's) and
+    // two parts of links (the new link's, the one before it).
+    let bound =
+        2 * crate::nsec3::NodeHashes::CHUNK * core::mem::size_of::<crate::nsec3::NodeHash>()
+            + 2 * crate::nsec3::Links::MAX_PART * core::mem::size_of::<crate::nsec3::Link>();
+    for ((small_moved, small), (large_moved, large)) in small.iter().zip(&large) {
+        // All the zone's list entries moved (the NSEC3 links): the same.
+        assert_eq!(small_moved, large_moved);
+        assert_eq!(large.nsec_moved, small.nsec_moved);
+        assert!(
+            small.nsec_moved <= 2 * crate::nsec3::Links::MAX_PART,
+            "{small:?}"
+        );
+        assert_eq!(large.chunks_copied, small.chunks_copied);
+        assert!(
+            small.bytes_copied <= bound && large.bytes_copied <= bound,
+            "{small:?} {large:?}"
+        );
+    }
+}
