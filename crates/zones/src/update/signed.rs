@@ -374,10 +374,39 @@ fn window_update(
         return nsec3_window_update(served, unsigned, differences, keys, now);
     }
     let origin = served.origin();
-    let Some(edited) = edited_owners(differences, origin, false)? else {
+    let Some(edited) = edited_owners(differences, origin, true)? else {
         return Ok(None);
     };
-    let owners: Vec<NameBuf> = edited.into_iter().map(NameBuf::from_name).collect();
+    let mut owners: Vec<NameBuf> = edited
+        .into_iter()
+        .map(|name| NameBuf::from_name(name.to_lower().as_name()))
+        .collect();
+    owners.sort_unstable_by(|a, b| a.as_name().canonical_cmp(b.as_name()));
+    owners.dedup_by(|a, b| a.as_name().eq_ignore_case(b.as_name()));
+    // A delegation made or removed (an NS RRset below the apex come or
+    // gone): every served name below it must be edited too, so that the
+    // window makes its records glue or signs them again; else the whole
+    // zone is signed.
+    let cuts: Vec<NameBuf> = owners
+        .iter()
+        .filter(|name| {
+            let before = served
+                .owner_records(name.as_name())
+                .iter()
+                .any(|record| record.rtype == RType::NS);
+            let after = unsigned
+                .node(&Key::of(name.as_name()))
+                .is_some_and(|node| node.has(RType::NS));
+            before != after
+        })
+        .copied()
+        .collect();
+    if !crate::window::names_below_cuts_edited(served, &owners, &cuts) {
+        log::debug!(
+            "zone {origin}: signed whole: a delegation made or removed above names not edited"
+        );
+        return Ok(None);
+    }
     let is_cut = |parent: Name<'_>| is_cut_in(unsigned, parent);
     let Some(window) = window_of(served, owners.iter().map(NameBuf::as_name), &is_cut) else {
         return Ok(None);
@@ -1510,6 +1539,18 @@ mod tests {
     #[test]
     fn a_signed_opt_out_nsec3_update_costs_its_change_not_the_zone() {
         nsec3_updates_cost_their_change(opt_out_policy());
+    }
+
+    /// [`nsec3_delegations_edited_cost_their_change_not_the_zone`] in a
+    /// zone signed with NSEC: each delegation's NSEC (type bitmap NS, DS
+    /// when it has one, RRSIG, NSEC) made again and its DS alone signed,
+    /// its glue kept out of the chain, the predecessor's NSEC signed
+    /// again when the chain changes. Before, an NS RRset below the apex
+    /// changed made the update sign the whole zone (records visited and
+    /// copied grew with it).
+    #[test]
+    fn nsec_delegations_edited_cost_their_change_not_the_zone() {
+        delegations_cost_their_change(None);
     }
 
     /// Delegations edited in a zone signed with NSEC3: an insecure
