@@ -1116,6 +1116,75 @@ mod tests {
             .collect()
     }
 
+    /// The zone cuts of the served NSEC version `zone`, read from its
+    /// records alone (not from the signer): at each delegation point the
+    /// RRSIGs cover its DS and NSEC only and its NSEC's type bitmap is NS,
+    /// RRSIG, NSEC and DS when it has one; below one, no RRSIG and no
+    /// NSEC. How many delegation points.
+    fn assert_nsec_cuts(zone: &Zone) -> usize {
+        let records = served_records(zone).unwrap();
+        let origin = zone.origin();
+        let mut cut: Option<NameBuf> = None;
+        let mut points = 0;
+        let mut at = 0;
+        while at < RecordList::len(&records) {
+            let owner = records.record(at).owner;
+            let mut end = at;
+            while end < RecordList::len(&records) && records.record(end).owner.eq_ignore_case(owner)
+            {
+                end += 1;
+            }
+            let owned: Vec<_> = (at..end).map(|index| records.record(index)).collect();
+            at = end;
+            if cut.is_some_and(|cut| owner.ends_with(cut.as_name())) {
+                assert!(
+                    owned
+                        .iter()
+                        .all(|record| !matches!(record.rtype, RType::RRSIG | RType::NSEC)),
+                    "{owner}: below a cut, signed or in the chain"
+                );
+                continue;
+            }
+            cut = None;
+            if owner.eq_ignore_case(origin) || !owned.iter().any(|record| record.rtype == RType::NS)
+            {
+                continue;
+            }
+            cut = Some(NameBuf::from_name(owner));
+            points += 1;
+            let ds = owned.iter().any(|record| record.rtype == RType::DS);
+            for record in &owned {
+                if record.rtype == RType::RRSIG {
+                    let covered = RType(u16::from_be_bytes([record.rdata[0], record.rdata[1]]));
+                    assert!(
+                        matches!(covered, RType::DS | RType::NSEC),
+                        "{owner}: a delegation's {covered} signed"
+                    );
+                }
+            }
+            let nsec = owned
+                .iter()
+                .find(|record| record.rtype == RType::NSEC)
+                .unwrap_or_else(|| panic!("{owner}: a delegation without NSEC"));
+            let mut length = 0;
+            while nsec.rdata[length] != 0 {
+                length += 1 + usize::from(nsec.rdata[length]);
+            }
+            let next = Name::from_wire(&nsec.rdata[..=length]).unwrap();
+            let mut expected = vec![RType::NS, RType::RRSIG, RType::NSEC];
+            if ds {
+                expected.push(RType::DS);
+            }
+            expected.sort_unstable();
+            assert_eq!(
+                nsec.rdata,
+                &tern_dnssec::nsec::nsec_rdata(next, &expected)[..],
+                "{owner}: a delegation's NSEC bitmap"
+            );
+        }
+        points
+    }
+
     /// The records a served version holds, as [`meaning`] reads them.
     fn served_meaning(zone: &Zone) -> BTreeSet<(Vec<u8>, u16, u32, Vec<u8>)> {
         let mut list = Vec::new();
@@ -1270,6 +1339,7 @@ mod tests {
     }
 
     fn windows_as_whole(nsec3: Option<crate::policy::Nsec3Policy>) {
+        let nsec = nsec3.is_none();
         let dir = std::env::temp_dir().join(format!(
             "tern-update-windows-{}-{}",
             std::process::id(),
@@ -1309,6 +1379,7 @@ mod tests {
             (seed % bound as u64) as usize
         };
         let mut windows = 0;
+        let mut delegation_points = 0;
         for group in 0..40 {
             let mut differences = Vec::new();
             for _ in 0..1 + next(2) {
@@ -1395,6 +1466,9 @@ mod tests {
                 meaning(&whole.zone.records),
                 "group {group}"
             );
+            if nsec {
+                delegation_points += assert_nsec_cuts(&update.zone);
+            }
             // A window keeps no signed records for the next group (it reads
             // the served version); the whole zone's signing keeps them all.
             if RecordList::len(&update.records) == 0 {
@@ -1409,8 +1483,9 @@ mod tests {
                 update.records
             };
         }
-        eprintln!("{windows} groups signed as windows");
+        eprintln!("{windows} groups signed as windows, {delegation_points} delegation points seen");
         assert!(windows >= 12, "{windows} groups signed as windows");
+        assert!(!nsec || delegation_points > 40, "{delegation_points}");
         let _ = std::fs::remove_dir_all(&dir);
     }
 
