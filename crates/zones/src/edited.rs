@@ -18,8 +18,9 @@
 //! did not change kept, the NSEC's next name kept, its type bitmap made
 //! again).
 //!
-//! An edit that adds or removes names (the NSEC chain changes) is signed
-//! as an update is: a window of the served version
+//! An edit that adds or removes names (the NSEC chain changes), or
+//! edits a delegation (an NS or DS RRset below the apex), is signed as an
+//! update is: a window of the served version
 //! ([`crate::window::window_of`]: the edited owners, their NSEC
 //! neighbours, the zone cuts above them, the apex) through the incremental
 //! signer, the served version and the kept records patched with the owners
@@ -34,9 +35,11 @@
 //! The previous version's whole signing from its kept records
 //! ([`crate::signing::sign_again`]) is used instead when this cannot be
 //! told to give the same zone ([`sign_edits`] says `None`): a delegation
-//! (but in an NSEC3 zone, whose window works out what a cut made or removed
-//! changes when every name below it is edited too),
-//! glue, DNAME or a DNSSEC record among the records that differ, in an
+//! made or removed above names the edit does not touch (an NS or DS
+//! below the apex is otherwise signed as a window, NSEC or NSEC3, which
+//! works out what a cut made or removed changes when every name below
+//! it is edited too), glue changed in place in an NSEC zone,
+//! DNAME or a DNSSEC record among the records that differ, in an
 //! NSEC3 zone with opt-out a name removed below an empty non-terminal that
 //! keeps other names below it, a key event or signatures due for refresh, a policy changed, the
 //! keys' DNSKEY RRset changed, more than [`MAX_EDITED_RECORDS`] records
@@ -251,8 +254,8 @@ pub(crate) struct Edits<'r> {
 
 impl Edits<'_> {
     /// Whether an NS or DS record below the apex differs: the checks then
-    /// relate owners (`load::changed`), and only an NSEC3 zone is signed
-    /// as a window ([`sign_edits`]).
+    /// relate owners (`load::changed`), and an NSEC zone's edit is signed
+    /// as a window ([`sign_edits`]) when [`Edits::delegations_in_window`].
     pub(crate) fn changes_delegations(&self) -> bool {
         self.delegations
     }

@@ -3,8 +3,10 @@
 //! the zone cuts above them and the apex, read from the served version one
 //! name at a time and signed through the incremental signer, so that the
 //! signing costs the change, not the zone. Used by the update thread
-//! (`update::signed`) and by a reload that adds or removes names
-//! (`edited`).
+//! (`update::signed`) and by a reload that adds or removes names or
+//! edits a delegation (`edited`): a delegation made, removed, made secure
+//! or insecure is signed as any window is, when every served name below a
+//! cut made or removed is a changed owner ([`names_below_cuts_edited`]).
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -225,8 +227,10 @@ impl Window {
 }
 
 /// The window of the served signed NSEC version `served` for a change of
-/// `changed` owners (the apex among them or not; no delegation or DNAME
-/// changed): the apex, each changed owner, the nearest NSEC owners of
+/// `changed` owners (the apex among them or not; no DNAME changed; a
+/// delegation made or removed only when every served name below it is
+/// among `changed`, [`names_below_cuts_edited`]): the apex, each changed
+/// owner, the nearest NSEC owners of
 /// `served` before and after each (past the changed ones,
 /// [`Zone::nsec_owners_around`]), and the zone cuts above each
 /// (`is_cut`, so that glue stays glue). `None` past
@@ -256,8 +260,9 @@ pub(crate) fn window_of<'n>(
     let starts: Vec<NameBuf> = window.owners.values().copied().collect();
     for name in &starts {
         let name = name.as_name();
-        // The zone cuts above (no delegation or DNAME changed below the
-        // apex: the same before and after).
+        // The zone cuts above (a cut made or removed above an owner is
+        // itself a changed owner, in the window; an NSEC owner's cut is
+        // also its NSEC predecessor).
         for parent in names_between(name, origin) {
             if is_cut(parent) {
                 window
