@@ -300,14 +300,12 @@ fn denial_ttls(soa: &(u32, Vec<u8>)) -> (u32, Option<&[u8]>) {
 /// The owners, the apex aside, of the records `differences` delete and
 /// add (in their order, repeated as they come), for a window; `None` when
 /// the chain cannot be signed as one: its denial TTLs changed (the SOA's
-/// TTL or minimum), a DNAME changed, or a delegation (an NS RRset below
-/// the apex) changed and `delegations` (a window that works out what a
-/// cut made or removed changes, as both the NSEC and the NSEC3 ones now
-/// do) is false.
+/// TTL or minimum), or a DNAME changed. A delegation (an NS RRset below
+/// the apex) changed is let through: the NSEC and NSEC3 windows work out
+/// what a cut made or removed changes.
 fn edited_owners<'d>(
     differences: &'d [Difference],
     origin: Name<'_>,
-    delegations: bool,
 ) -> Result<Option<Vec<Name<'d>>>, String> {
     let (Some(first), Some(last)) = (differences.first(), differences.last()) else {
         return Ok(None);
@@ -322,7 +320,7 @@ fn edited_owners<'d>(
     {
         let owner = Name::from_wire(&record.owner).map_err(|err| err.to_string())?;
         let apex = owner.eq_ignore_case(origin);
-        if record.rtype == RType::DNAME || (record.rtype == RType::NS && !apex && !delegations) {
+        if record.rtype == RType::DNAME {
             return Ok(None);
         }
         if !apex {
@@ -383,7 +381,7 @@ fn window_update(
         return nsec3_window_update(served, unsigned, differences, keys, now);
     }
     let origin = served.origin();
-    let Some(edited) = edited_owners(differences, origin, true)? else {
+    let Some(edited) = edited_owners(differences, origin)? else {
         return Ok(None);
     };
     let mut owners: Vec<NameBuf> = edited
@@ -528,7 +526,7 @@ fn nsec3_window_update(
     use std::collections::BTreeMap;
     let origin = served.origin();
     let lower = |name: Name<'_>| NameBuf::from_name(name.to_lower().as_name());
-    let Some(edited) = edited_owners(differences, origin, true)? else {
+    let Some(edited) = edited_owners(differences, origin)? else {
         return Ok(None);
     };
     // The changed owners, the apex first.
