@@ -18,8 +18,9 @@
 //! did not change kept, the NSEC's next name kept, its type bitmap made
 //! again).
 //!
-//! An edit that adds or removes names (the NSEC chain changes) is signed
-//! as an update is: a window of the served version
+//! An edit that adds or removes names (the NSEC chain changes), or
+//! edits a delegation (an NS or DS RRset below the apex), is signed as an
+//! update is: a window of the served version
 //! ([`crate::window::window_of`]: the edited owners, their NSEC
 //! neighbours, the zone cuts above them, the apex) through the incremental
 //! signer, the served version and the kept records patched with the owners
@@ -34,9 +35,11 @@
 //! The previous version's whole signing from its kept records
 //! ([`crate::signing::sign_again`]) is used instead when this cannot be
 //! told to give the same zone ([`sign_edits`] says `None`): a delegation
-//! (but in an NSEC3 zone, whose window works out what a cut made or removed
-//! changes when every name below it is edited too),
-//! glue, DNAME or a DNSSEC record among the records that differ, in an
+//! made or removed above names the edit does not touch (an NS or DS
+//! below the apex is otherwise signed as a window, NSEC or NSEC3, which
+//! works out what a cut made or removed changes when every name below
+//! it is edited too), glue changed in place in an NSEC zone,
+//! DNAME or a DNSSEC record among the records that differ, in an
 //! NSEC3 zone with opt-out a name removed below an empty non-terminal that
 //! keeps other names below it, a key event or signatures due for refresh, a policy changed, the
 //! keys' DNSKEY RRset changed, more than [`MAX_EDITED_RECORDS`] records
@@ -48,7 +51,7 @@ use std::path::Path;
 use tern_authority::Zone;
 use tern_dnssec::{OwnerEdit, MAX_OWNER_EDITS};
 use tern_update::store::Key;
-use tern_wire::name::{LowerNameBuf, Name};
+use tern_wire::name::{LowerNameBuf, Name, NameBuf};
 use tern_wire::types::{RClass, RType};
 use tern_zone::{Location, RecordList, RecordRef, Records};
 
@@ -251,10 +254,44 @@ pub(crate) struct Edits<'r> {
 
 impl Edits<'_> {
     /// Whether an NS or DS record below the apex differs: the checks then
-    /// relate owners (`load::changed`), and only an NSEC3 zone is signed
-    /// as a window ([`sign_edits`]).
+    /// relate owners (`load::changed`), and an NSEC zone's edit is signed
+    /// as a window ([`sign_edits`]) when [`Edits::delegations_in_window`].
     pub(crate) fn changes_delegations(&self) -> bool {
         self.delegations
+    }
+
+    /// Whether an NSEC zone's window ([`sign_edits`]) can sign the
+    /// delegations this edit makes or removes (an NS RRset below the
+    /// apex come or gone): every name `served` holds below each is edited
+    /// too ([`crate::window::names_below_cuts_edited`]). `true` when none
+    /// is made or removed (a DS added or removed, or an NS RRset
+    /// changed). Asked before the checks (`load::sign`), so that a
+    /// reload signed whole is not checked twice. Bound: a look-up of
+    /// `served` per edited owner and per name between one and the apex.
+    pub(crate) fn delegations_in_window(&self, served: &Zone) -> bool {
+        let origin = served.origin();
+        let owners: Vec<NameBuf> = self
+            .owners
+            .iter()
+            .filter(|owner| !owner.as_name().eq_ignore_case(origin))
+            .map(|owner| NameBuf::from_name(owner.as_name()))
+            .collect();
+        let cuts: Vec<NameBuf> = self
+            .owners
+            .iter()
+            .zip(&self.records)
+            .filter(|(owner, new)| {
+                let owner = owner.as_name();
+                let before = served
+                    .owner_records(owner)
+                    .iter()
+                    .any(|record| record.rtype == RType::NS);
+                let after = new.iter().any(|record| record.rtype == RType::NS);
+                !owner.eq_ignore_case(origin) && before != after
+            })
+            .map(|(owner, _)| NameBuf::from_name(owner.as_name()))
+            .collect();
+        crate::window::names_below_cuts_edited(served, &owners, &cuts)
     }
 
     /// The edited owners' records, as one list (for the zone checks).
@@ -400,8 +437,28 @@ pub(crate) fn sign_edits(
     let owners = &edits.owners;
     let edits_records = &edits.records;
     if policy.nsec3.is_none() && edits.delegations {
-        log::debug!("zone {origin}: signed again from its previous version: a delegation changed");
-        return Ok(None);
+        // A delegation made, removed, made secure or insecure: signed as
+        // a window (the incremental signer signs its DS and NSEC only,
+        // its glue not at all), when every served name below a cut made
+        // or removed is edited too.
+        if !edits.delegations_in_window(served) {
+            log::debug!(
+                "zone {origin}: signed again from its previous version: a delegation made or \
+                 removed above names not edited"
+            );
+            return Ok(None);
+        }
+        return sign_window_edits(
+            origin,
+            previous,
+            served,
+            owners,
+            edits_records,
+            policy,
+            state_directory,
+            now,
+            serial_above,
+        );
     }
     if policy.nsec3.is_some() {
         return sign_nsec3_edits(
@@ -703,7 +760,7 @@ fn sign_nsec3_edits(
     serial_above: Option<u32>,
 ) -> Result<Option<EditSigned>, String> {
     use crate::window::{sign_nsec3_window_of, Nsec3Shape, MAX_WINDOW_OWNERS};
-    use tern_wire::name::NameBuf;
+
     let declined = |why: &str| {
         log::debug!("zone {origin}: signed again from its previous version: {why}");
         Ok(None)

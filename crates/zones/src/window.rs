@@ -3,8 +3,10 @@
 //! the zone cuts above them and the apex, read from the served version one
 //! name at a time and signed through the incremental signer, so that the
 //! signing costs the change, not the zone. Used by the update thread
-//! (`update::signed`) and by a reload that adds or removes names
-//! (`edited`).
+//! (`update::signed`) and by a reload that adds or removes names or
+//! edits a delegation (`edited`): a delegation made, removed, made secure
+//! or insecure is signed as any window is, when every served name below a
+//! cut made or removed is a changed owner ([`names_below_cuts_edited`]).
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -140,6 +142,68 @@ pub(crate) fn nsec_neighbours(
     }
 }
 
+/// Whether the delegations made or removed at `cuts` (NS RRsets below
+/// the apex come or gone; names of `edited`) leave every name the served
+/// version `served` holds below them among `edited` (the change's owners
+/// but the apex, lowercased), so that a window of the edited owners
+/// signs again all that a cut made or removed turns into glue or out of
+/// it: the names directly below each name from a cut down to an edited
+/// owner counted in the served version ([`Zone::child_count`]) against
+/// those among the window's names (the edited owners and the names
+/// between them and the apex), a served name with records not edited
+/// refused. With no cut, `true`. Bound: a look-up of `served` per edited
+/// owner and per name between one and the apex.
+pub(crate) fn names_below_cuts_edited(served: &Zone, edited: &[NameBuf], cuts: &[NameBuf]) -> bool {
+    use std::collections::BTreeMap;
+    if cuts.is_empty() {
+        return true;
+    }
+    let origin = served.origin();
+    let lower = |name: Name<'_>| NameBuf::from_name(name.to_lower().as_name());
+    let edited_keys: BTreeSet<Key> = edited.iter().map(|name| Key::of(name.as_name())).collect();
+    let under_cut = |name: Name<'_>| cuts.iter().any(|cut| name.ends_with(cut.as_name()));
+    // The window's names: the edited owners and the names between each
+    // and the apex.
+    let mut window_names: BTreeMap<Key, NameBuf> = BTreeMap::new();
+    for name in edited {
+        let name = name.as_name();
+        if name.eq_ignore_case(origin) {
+            continue;
+        }
+        window_names
+            .entry(Key::of(name))
+            .or_insert_with(|| lower(name));
+        for parent in names_between(name, origin) {
+            window_names
+                .entry(Key::of(parent))
+                .or_insert_with(|| lower(parent));
+        }
+    }
+    // The window's names the served version holds, counted under their
+    // parents.
+    let mut below_in_window: BTreeMap<Key, u32> = BTreeMap::new();
+    for (key, name) in &window_names {
+        let name = name.as_name();
+        let held = !served.owner_records(name).is_empty();
+        if held && !edited_keys.contains(key) && under_cut(name) {
+            // Not edited: its records (glue to be signed, or signed to
+            // become glue) would not be in the window.
+            return false;
+        }
+        if held || served.has_names_below(name) {
+            if let Some(parent) = name.parent() {
+                *below_in_window.entry(Key::of(parent)).or_default() += 1;
+            }
+        }
+    }
+    window_names.iter().all(|(key, name)| {
+        let name = name.as_name();
+        !under_cut(name)
+            || served.child_count(name).unwrap_or(0)
+                == below_in_window.get(key).copied().unwrap_or(0)
+    })
+}
+
 /// A window of an NSEC zone to sign apart ([`window_of`]).
 pub(crate) struct Window {
     /// The changed owners, the apex aside.
@@ -163,8 +227,10 @@ impl Window {
 }
 
 /// The window of the served signed NSEC version `served` for a change of
-/// `changed` owners (the apex among them or not; no delegation or DNAME
-/// changed): the apex, each changed owner, the nearest NSEC owners of
+/// `changed` owners (the apex among them or not; no DNAME changed; a
+/// delegation made or removed only when every served name below it is
+/// among `changed`, [`names_below_cuts_edited`]): the apex, each changed
+/// owner, the nearest NSEC owners of
 /// `served` before and after each (past the changed ones,
 /// [`Zone::nsec_owners_around`]), and the zone cuts above each
 /// (`is_cut`, so that glue stays glue). `None` past
@@ -194,8 +260,9 @@ pub(crate) fn window_of<'n>(
     let starts: Vec<NameBuf> = window.owners.values().copied().collect();
     for name in &starts {
         let name = name.as_name();
-        // The zone cuts above (no delegation or DNAME changed below the
-        // apex: the same before and after).
+        // The zone cuts above (a cut made or removed above an owner is
+        // itself a changed owner, in the window; an NSEC owner's cut is
+        // also its NSEC predecessor).
         for parent in names_between(name, origin) {
             if is_cut(parent) {
                 window

@@ -288,11 +288,17 @@ pub(super) fn sign_edited(
     let Some(edits) = crate::edited::find_edits(name, &base.unsigned, records, known) else {
         return Ok(None);
     };
-    // An NSEC zone's delegation edited is signed whole (`sign_edits`
-    // declines it): not checked here, or the whole load's check would
-    // report its warnings a second time.
-    if signer.policy.nsec3.is_none() && edits.changes_delegations() {
-        log::debug!("zone {name}: signed whole: a delegation changed in an NSEC zone");
+    // An NSEC zone's delegation made or removed above names not edited
+    // is signed whole (`sign_edits` declines it): not checked here, or
+    // the whole load's check would report its warnings a second time.
+    if signer.policy.nsec3.is_none()
+        && edits.changes_delegations()
+        && !edits.delegations_in_window(served)
+    {
+        log::debug!(
+            "zone {name}: signed whole: a delegation made or removed above names not edited in \
+             an NSEC zone"
+        );
         return Ok(None);
     }
     let mut errors = Vec::new();

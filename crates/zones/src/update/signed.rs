@@ -300,13 +300,12 @@ fn denial_ttls(soa: &(u32, Vec<u8>)) -> (u32, Option<&[u8]>) {
 /// The owners, the apex aside, of the records `differences` delete and
 /// add (in their order, repeated as they come), for a window; `None` when
 /// the chain cannot be signed as one: its denial TTLs changed (the SOA's
-/// TTL or minimum), a DNAME changed, or a delegation (an NS RRset below
-/// the apex) changed and `delegations` (an NSEC3 window, which works out
-/// what a cut made or removed changes) is false.
+/// TTL or minimum), or a DNAME changed. A delegation (an NS RRset below
+/// the apex) changed is let through: the NSEC and NSEC3 windows work out
+/// what a cut made or removed changes.
 fn edited_owners<'d>(
     differences: &'d [Difference],
     origin: Name<'_>,
-    delegations: bool,
 ) -> Result<Option<Vec<Name<'d>>>, String> {
     let (Some(first), Some(last)) = (differences.first(), differences.last()) else {
         return Ok(None);
@@ -321,7 +320,7 @@ fn edited_owners<'d>(
     {
         let owner = Name::from_wire(&record.owner).map_err(|err| err.to_string())?;
         let apex = owner.eq_ignore_case(origin);
-        if record.rtype == RType::DNAME || (record.rtype == RType::NS && !apex && !delegations) {
+        if record.rtype == RType::DNAME {
             return Ok(None);
         }
         if !apex {
@@ -341,8 +340,16 @@ fn is_cut_in(unsigned: &ZoneRecords, name: Name<'_>) -> bool {
 
 /// The signed version after `differences` made of a window of the zone,
 /// or `None` when the whole zone is to be signed (an NSEC3 zone's window
-/// not signed apart, [`nsec3_window_update`]; a rollover step due, a delegation or DNAME changed, the SOA's TTL or
-/// minimum changed, too many owners or NSEC owners to pass over).
+/// not signed apart, [`nsec3_window_update`]; a rollover step due, a DNAME
+/// changed, a delegation made or removed above served names the change
+/// does not edit ([`crate::window::names_below_cuts_edited`]), the SOA's
+/// TTL or minimum changed, too many owners or NSEC owners to pass over).
+/// A delegation made, removed, made secure or insecure is signed as any
+/// window is: the incremental signer signs its DS and NSEC alone, keeps
+/// its NS and the glue below it unsigned and out of the chain, and the
+/// NSEC predecessor (a neighbour in the window) is signed again when the
+/// chain changes; the names below a cut made or removed are all edited
+/// owners, so in the window.
 ///
 /// Everything previous is read from `served` (the version the group
 /// started from) one name at a time: no copy of its signed records is
@@ -374,10 +381,39 @@ fn window_update(
         return nsec3_window_update(served, unsigned, differences, keys, now);
     }
     let origin = served.origin();
-    let Some(edited) = edited_owners(differences, origin, false)? else {
+    let Some(edited) = edited_owners(differences, origin)? else {
         return Ok(None);
     };
-    let owners: Vec<NameBuf> = edited.into_iter().map(NameBuf::from_name).collect();
+    let mut owners: Vec<NameBuf> = edited
+        .into_iter()
+        .map(|name| NameBuf::from_name(name.to_lower().as_name()))
+        .collect();
+    owners.sort_unstable_by(|a, b| a.as_name().canonical_cmp(b.as_name()));
+    owners.dedup_by(|a, b| a.as_name().eq_ignore_case(b.as_name()));
+    // A delegation made or removed (an NS RRset below the apex come or
+    // gone): every served name below it must be edited too, so that the
+    // window makes its records glue or signs them again; else the whole
+    // zone is signed.
+    let cuts: Vec<NameBuf> = owners
+        .iter()
+        .filter(|name| {
+            let before = served
+                .owner_records(name.as_name())
+                .iter()
+                .any(|record| record.rtype == RType::NS);
+            let after = unsigned
+                .node(&Key::of(name.as_name()))
+                .is_some_and(|node| node.has(RType::NS));
+            before != after
+        })
+        .copied()
+        .collect();
+    if !crate::window::names_below_cuts_edited(served, &owners, &cuts) {
+        log::debug!(
+            "zone {origin}: signed whole: a delegation made or removed above names not edited"
+        );
+        return Ok(None);
+    }
     let is_cut = |parent: Name<'_>| is_cut_in(unsigned, parent);
     let Some(window) = window_of(served, owners.iter().map(NameBuf::as_name), &is_cut) else {
         return Ok(None);
@@ -490,7 +526,7 @@ fn nsec3_window_update(
     use std::collections::BTreeMap;
     let origin = served.origin();
     let lower = |name: Name<'_>| NameBuf::from_name(name.to_lower().as_name());
-    let Some(edited) = edited_owners(differences, origin, true)? else {
+    let Some(edited) = edited_owners(differences, origin)? else {
         return Ok(None);
     };
     // The changed owners, the apex first.
@@ -1087,6 +1123,75 @@ mod tests {
             .collect()
     }
 
+    /// The zone cuts of the served NSEC version `zone`, read from its
+    /// records alone (not from the signer): at each delegation point the
+    /// RRSIGs cover its DS and NSEC only and its NSEC's type bitmap is NS,
+    /// RRSIG, NSEC and DS when it has one; below one, no RRSIG and no
+    /// NSEC. How many delegation points.
+    fn assert_nsec_cuts(zone: &Zone) -> usize {
+        let records = served_records(zone).unwrap();
+        let origin = zone.origin();
+        let mut cut: Option<NameBuf> = None;
+        let mut points = 0;
+        let mut at = 0;
+        while at < RecordList::len(&records) {
+            let owner = records.record(at).owner;
+            let mut end = at;
+            while end < RecordList::len(&records) && records.record(end).owner.eq_ignore_case(owner)
+            {
+                end += 1;
+            }
+            let owned: Vec<_> = (at..end).map(|index| records.record(index)).collect();
+            at = end;
+            if cut.is_some_and(|cut| owner.ends_with(cut.as_name())) {
+                assert!(
+                    owned
+                        .iter()
+                        .all(|record| !matches!(record.rtype, RType::RRSIG | RType::NSEC)),
+                    "{owner}: below a cut, signed or in the chain"
+                );
+                continue;
+            }
+            cut = None;
+            if owner.eq_ignore_case(origin) || !owned.iter().any(|record| record.rtype == RType::NS)
+            {
+                continue;
+            }
+            cut = Some(NameBuf::from_name(owner));
+            points += 1;
+            let ds = owned.iter().any(|record| record.rtype == RType::DS);
+            for record in &owned {
+                if record.rtype == RType::RRSIG {
+                    let covered = RType(u16::from_be_bytes([record.rdata[0], record.rdata[1]]));
+                    assert!(
+                        matches!(covered, RType::DS | RType::NSEC),
+                        "{owner}: a delegation's {covered} signed"
+                    );
+                }
+            }
+            let nsec = owned
+                .iter()
+                .find(|record| record.rtype == RType::NSEC)
+                .unwrap_or_else(|| panic!("{owner}: a delegation without NSEC"));
+            let mut length = 0;
+            while nsec.rdata[length] != 0 {
+                length += 1 + usize::from(nsec.rdata[length]);
+            }
+            let next = Name::from_wire(&nsec.rdata[..=length]).unwrap();
+            let mut expected = vec![RType::NS, RType::RRSIG, RType::NSEC];
+            if ds {
+                expected.push(RType::DS);
+            }
+            expected.sort_unstable();
+            assert_eq!(
+                nsec.rdata,
+                &tern_dnssec::nsec::nsec_rdata(next, &expected)[..],
+                "{owner}: a delegation's NSEC bitmap"
+            );
+        }
+        points
+    }
+
     /// The records a served version holds, as [`meaning`] reads them.
     fn served_meaning(zone: &Zone) -> BTreeSet<(Vec<u8>, u16, u32, Vec<u8>)> {
         let mut list = Vec::new();
@@ -1241,6 +1346,7 @@ mod tests {
     }
 
     fn windows_as_whole(nsec3: Option<crate::policy::Nsec3Policy>) {
+        let nsec = nsec3.is_none();
         let dir = std::env::temp_dir().join(format!(
             "tern-update-windows-{}-{}",
             std::process::id(),
@@ -1280,6 +1386,7 @@ mod tests {
             (seed % bound as u64) as usize
         };
         let mut windows = 0;
+        let mut delegation_points = 0;
         for group in 0..40 {
             let mut differences = Vec::new();
             for _ in 0..1 + next(2) {
@@ -1366,6 +1473,9 @@ mod tests {
                 meaning(&whole.zone.records),
                 "group {group}"
             );
+            if nsec {
+                delegation_points += assert_nsec_cuts(&update.zone);
+            }
             // A window keeps no signed records for the next group (it reads
             // the served version); the whole zone's signing keeps them all.
             if RecordList::len(&update.records) == 0 {
@@ -1380,8 +1490,12 @@ mod tests {
                 update.records
             };
         }
-        eprintln!("{windows} groups signed as windows");
+        eprintln!("{windows} groups signed as windows, {delegation_points} delegation points seen");
         assert!(windows >= 12, "{windows} groups signed as windows");
+        assert!(!nsec || delegation_points > 40, "{delegation_points}");
+        // With NSEC, a delegation made, removed or its DS toggled is a
+        // window too (before, 14 of these groups were).
+        assert!(!nsec || windows >= 28, "{windows} groups signed as windows");
         let _ = std::fs::remove_dir_all(&dir);
     }
 
@@ -1510,6 +1624,18 @@ mod tests {
     #[test]
     fn a_signed_opt_out_nsec3_update_costs_its_change_not_the_zone() {
         nsec3_updates_cost_their_change(opt_out_policy());
+    }
+
+    /// [`nsec3_delegations_edited_cost_their_change_not_the_zone`] in a
+    /// zone signed with NSEC: each delegation's NSEC (type bitmap NS, DS
+    /// when it has one, RRSIG, NSEC) made again and its DS alone signed,
+    /// its glue kept out of the chain, the predecessor's NSEC signed
+    /// again when the chain changes. Before, an NS RRset below the apex
+    /// changed made the update sign the whole zone (records visited and
+    /// copied grew with it).
+    #[test]
+    fn nsec_delegations_edited_cost_their_change_not_the_zone() {
+        delegations_cost_their_change(None);
     }
 
     /// Delegations edited in a zone signed with NSEC3: an insecure

@@ -29,7 +29,7 @@ fn reloads(
 /// (a window declined): such a round is still checked (its version holds
 /// its kept records, passes `check` and is what a whole signing makes),
 /// but neither required to be patched nor counted in the costs.
-fn reloads_with(
+pub(super) fn reloads_with(
     prefix: &str,
     rounds: usize,
     policy: &dyn Fn() -> crate::signing::Policy,
