@@ -38,7 +38,8 @@
 //! made or removed above names the edit does not touch (an NS or DS
 //! below the apex is otherwise signed as a window, NSEC or NSEC3, which
 //! works out what a cut made or removed changes when every name below
-//! it is edited too), glue changed in place in an NSEC zone,
+//! it is edited too), glue changed in place in an NSEC zone (alone: with
+//! an NS or DS changed in the same edit it goes to the window),
 //! DNAME or a DNSSEC record among the records that differ, in an
 //! NSEC3 zone with opt-out a name removed below an empty non-terminal that
 //! keeps other names below it, a key event or signatures due for refresh, a policy changed, the

@@ -151,17 +151,27 @@ pub(crate) fn nsec_neighbours(
 /// owner counted in the served version ([`Zone::child_count`]) against
 /// those among the window's names (the edited owners and the names
 /// between them and the apex), a served name with records not edited
-/// refused. With no cut, `true`. Bound: a look-up of `served` per edited
-/// owner and per name between one and the apex.
+/// refused. With no cut, `true`; with more than [`MAX_WINDOW_OWNERS`]
+/// edited owners, `false`. Bound: a look-up of `served` and of the cuts'
+/// set per edited owner and per name between one and the apex.
 pub(crate) fn names_below_cuts_edited(served: &Zone, edited: &[NameBuf], cuts: &[NameBuf]) -> bool {
     use std::collections::BTreeMap;
     if cuts.is_empty() {
         return true;
     }
+    if edited.len() > MAX_WINDOW_OWNERS {
+        return false;
+    }
     let origin = served.origin();
     let lower = |name: Name<'_>| NameBuf::from_name(name.to_lower().as_name());
     let edited_keys: BTreeSet<Key> = edited.iter().map(|name| Key::of(name.as_name())).collect();
-    let under_cut = |name: Name<'_>| cuts.iter().any(|cut| name.ends_with(cut.as_name()));
+    let cut_keys: BTreeSet<Key> = cuts.iter().map(|cut| Key::of(cut.as_name())).collect();
+    // The name itself or a name between it and the apex is a cut (the
+    // apex never is one).
+    let under_cut = |name: Name<'_>| {
+        cut_keys.contains(&Key::of(name))
+            || names_between(name, origin).any(|parent| cut_keys.contains(&Key::of(parent)))
+    };
     // The window's names: the edited owners and the names between each
     // and the apex.
     let mut window_names: BTreeMap<Key, NameBuf> = BTreeMap::new();

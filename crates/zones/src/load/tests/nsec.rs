@@ -187,6 +187,7 @@ fn a_signed_nsec_reload_editing_delegations_costs_the_change() {
         &|round| round == 6,
     );
     eprintln!("(visited, signatures) per reload at 5,000 and 50,000 names: {costs:?}");
+    // `reloads_with` requires rounds 1 to 5 patched, not built whole
+    // (round 6 may be either), and costs them.
     assert_eq!(costs[0], costs[1], "as much at both sizes");
-    assert_eq!(costs[0].len(), 5, "rounds 1 to 5 signed as windows");
 }
