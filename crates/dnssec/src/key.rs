@@ -244,6 +244,22 @@ pub fn p256_pkcs8(private: &[u8], public: &[u8]) -> Result<Vec<u8>, KeyError> {
     Ok(der)
 }
 
+/// A P-256 private scalar as other software writes it, as the 32 octets
+/// [`p256_pkcs8`] takes: leading zeros dropped, then padded to 32. BIND's
+/// `.private` files (OpenSSL's `BN_bn2bin`) write it without its leading
+/// zero octets (31 octets one key in 256), GnuTLS as an INTEGER (33 with
+/// a leading zero when the top bit is set). Bound: one pass.
+pub fn p256_scalar(scalar: &[u8]) -> Result<[u8; PRIVATE_KEY_LEN], KeyError> {
+    let start = scalar.iter().position(|&b| b != 0).unwrap_or(scalar.len());
+    let significant = &scalar[start..];
+    if significant.is_empty() || significant.len() > PRIVATE_KEY_LEN {
+        return Err(KeyError::Part("P-256 private key"));
+    }
+    let mut private = [0u8; PRIVATE_KEY_LEN];
+    private[PRIVATE_KEY_LEN - significant.len()..].copy_from_slice(significant);
+    Ok(private)
+}
+
 /// The id-ecPublicKey algorithm (RFC 5480 section 2.1.1).
 const OID_EC_PUBLIC_KEY: &str = "1.2.840.10045.2.1";
 
@@ -296,13 +312,7 @@ pub fn p256_pkcs8_repaired(document: &[u8]) -> Result<Vec<u8>, KeyError> {
                 .ok_or(KeyError::Part("P-256 public key"))?;
             Ok((scalar.as_bytes(), public))
         })?;
-    let start = scalar.iter().position(|&b| b != 0).unwrap_or(scalar.len());
-    let significant = &scalar[start..];
-    if significant.len() > PRIVATE_KEY_LEN {
-        return Err(KeyError::Part("P-256 private key"));
-    }
-    let mut private = [0u8; PRIVATE_KEY_LEN];
-    private[PRIVATE_KEY_LEN - significant.len()..].copy_from_slice(significant);
+    let private = p256_scalar(scalar)?;
     let public = match public.split_first() {
         Some((0x04, coordinates)) => coordinates,
         _ => return Err(KeyError::Part("P-256 public key")),
@@ -750,6 +760,18 @@ pub(crate) mod tests {
             Err(KeyError::Part(_))
         ));
         assert!(matches!(ed25519_pkcs8(&[1; 33]), Err(KeyError::Part(_))));
+        // A scalar as BIND and GnuTLS write it: 32 octets either way.
+        let mut padded = [0u8; 32];
+        padded[1..].copy_from_slice(&[7; 31]);
+        assert_eq!(p256_scalar(&[7; 31]).ok(), Some(padded));
+        assert_eq!(
+            p256_scalar(&[[0u8].as_slice(), &padded].concat()).ok(),
+            Some(padded)
+        );
+        assert_eq!(p256_scalar(&[9; 32]).ok(), Some([9; 32]));
+        assert!(p256_scalar(&[1; 33]).is_err());
+        assert!(p256_scalar(&[0; 32]).is_err());
+        assert!(p256_scalar(&[]).is_err());
     }
 
     /// The RSA/SHA-256 key of RFC 5702 section 6.1 (512 bits), given by its

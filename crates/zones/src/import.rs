@@ -20,7 +20,7 @@ use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 use tern_dnssec::key::{
-    dnskey_rdata, ed25519_pkcs8, p256_pkcs8, p256_pkcs8_repaired, rsa_pkcs8, RsaParts,
+    dnskey_rdata, ed25519_pkcs8, p256_pkcs8, p256_pkcs8_repaired, p256_scalar, rsa_pkcs8, RsaParts,
     DNSKEY_PROTOCOL, FLAG_SEP, FLAG_ZONE, P256_PUBLIC_KEY_LEN,
 };
 use tern_dnssec::{Algorithm, KeyRole, SigningKey, MAX_KEYS};
@@ -617,7 +617,8 @@ fn private_pkcs8(
                         public.len()
                     ));
                 }
-                p256_pkcs8(&private, public)
+                // BIND writes the scalar without its leading zero octets.
+                p256_scalar(&private).and_then(|scalar| p256_pkcs8(&scalar, public))
             };
             document.map_err(|err| format!(".private: PrivateKey: {err}"))
         }
@@ -956,6 +957,23 @@ mod tests {
         }
     }
 
+    /// A P-256 key whose scalar begins with a zero octet (one in 256):
+    /// BIND writes its `PrivateKey` as 31 octets. Made by openssl (its
+    /// scalar 00e33bba...), written as BIND writes it.
+    #[test]
+    fn a_bind_p256_scalar_of_31_octets_is_read() {
+        let key = "example.net. 3600 IN DNSKEY 256 3 13 \
+            t9HDqEv+0Ibjd47YTLGfk0YV+9+pJyprg5Et+rSlUehDHu8kh9c6fviinZExl+2O1bUCw8hpcWUJhmAkXMEvZw==\n";
+        let private = "Private-key-format: v1.3\nAlgorithm: 13 (ECDSAP256SHA256)\n\
+            PrivateKey: 4zu6hb5kJeQy1CwGJyhrLfujRD5D7nOpE+KKeF/SPg==\n\
+            Created: 20261127150558\nPublish: 20261127150558\nActivate: 20261127150558\n";
+        let bind = BindKey::parse(name("example.net.").as_name(), key, private, None, NOW).unwrap();
+        let key =
+            SigningKey::from_pkcs8(Algorithm::EcdsaP256Sha256, KeyRole::Zsk, &bind.pkcs8).unwrap();
+        assert_eq!(key.dnskey_rdata(), bind.dnskey.as_slice());
+        assert!(!key.sign(b"data").unwrap().is_empty());
+    }
+
     /// The `.state` file (dnssec-policy) gives the role and its times win;
     /// the `.private`'s Inactive and Delete (`dnssec-settime`) are read.
     #[test]
@@ -1070,7 +1088,9 @@ mod tests {
             ),
             (
                 key.clone(),
-                private.replace("PrivateKey: ", "PrivateKey: AAAA"),
+                // Three octets more (1, 2, 3): past 32 (leading zeros
+                // would be dropped, as BIND and GnuTLS write them).
+                private.replace("PrivateKey: ", "PrivateKey: AQID"),
                 None,
                 "PrivateKey",
             ),
