@@ -327,16 +327,21 @@ impl Zone {
                 .find_any_node(lower)
                 .filter(|&id| self.node(id).flags & FLAG_DEAD == 0);
         }
-        // The dead flag read with the name's place, from the one node
-        // read: a dead node's name never matches.
-        self.index.find_where(lower, |id| {
-            let node = self.nodes.get(id);
-            node.flags & FLAG_DEAD == 0
-                && self
-                    .names
-                    .slice(node.name_start, usize::from(node.name_len))
-                    == lower
-        })
+        self.index
+            .find_where(lower, |id| self.live_named(id, lower))
+    }
+
+    /// Whether node `id` is alive and named `lower`: the dead flag read
+    /// with the name's place, from the one node read (a dead node's name
+    /// never matches).
+    #[inline]
+    fn live_named(&self, id: u32, lower: &[u8]) -> bool {
+        let node = self.nodes.get(id);
+        node.flags & FLAG_DEAD == 0
+            && self
+                .names
+                .slice(node.name_start, usize::from(node.name_len))
+                == lower
     }
 
     /// [`Zone::find_node`] of `lower` with its hash made already:
@@ -348,14 +353,8 @@ impl Zone {
             return self.find_node(lower);
         }
         debug_assert_eq!(hash, self.index.hash(lower));
-        self.index.find_where_hashed(hash, |id| {
-            let node = self.nodes.get(id);
-            node.flags & FLAG_DEAD == 0
-                && self
-                    .names
-                    .slice(node.name_start, usize::from(node.name_len))
-                    == lower
-        })
+        self.index
+            .find_where_hashed(hash, |id| self.live_named(id, lower))
     }
 
     /// [`Zone::find_node`], but finding a dead node too.

@@ -426,21 +426,26 @@ mod tests {
     use super::*;
     use crate::{parse_bytes, NoInclude, Options};
 
-    /// The served TTL of every `www` A record and the lines warned at, for
-    /// the records after a 3-line head. `crates/zone/tests/dump` checks
-    /// more cases against `named-checkzone -D` itself; these numbers are
-    /// what it printed.
-    fn read(body: &str) -> (Vec<u32>, Vec<u32>) {
-        let text = format!("$TTL 300\n@ SOA ns1 host 1 2 3 4 5\n NS ns1\n{body}");
+    /// `text`, a zone of `example.` read from `t.zone`.
+    fn parse_example(text: &str) -> crate::ParsedZone {
         let origin = NameBuf::from_text(b"example.", None).unwrap();
-        let zone = parse_bytes(
+        parse_bytes(
             text.as_bytes(),
             Path::new("t.zone"),
             origin.as_name(),
             &Options::default(),
             &mut NoInclude,
         )
-        .unwrap();
+        .unwrap()
+    }
+
+    /// The served TTL of every `www` A record and the lines warned at, for
+    /// the records after a 3-line head. `crates/zone/tests/dump` checks
+    /// more cases against `named-checkzone -D` itself; these numbers are
+    /// what it printed.
+    fn read(body: &str) -> (Vec<u32>, Vec<u32>) {
+        let text = format!("$TTL 300\n@ SOA ns1 host 1 2 3 4 5\n NS ns1\n{body}");
+        let zone = parse_example(&text);
         let ttls = RrsetTtls::of(&zone.records);
         let mut records = zone.records.clone();
         ttls.apply(&mut records);
@@ -528,15 +533,7 @@ mod tests {
             for name in 0..names {
                 text.push_str(&format!("h{name} A 192.0.2.1\n"));
             }
-            let origin = NameBuf::from_text(b"example.", None).unwrap();
-            let zone = parse_bytes(
-                text.as_bytes(),
-                Path::new("t.zone"),
-                origin.as_name(),
-                &Options::default(),
-                &mut NoInclude,
-            )
-            .unwrap();
+            let zone = parse_example(&text);
             let counted = Counted {
                 records: &zone.records,
                 reads: Cell::new(0),
