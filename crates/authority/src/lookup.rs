@@ -28,7 +28,7 @@ use tern_wire::types::{RType, Rcode};
 
 use crate::answer::{Answer, Authority, Item, Owner};
 use crate::proof;
-use crate::zone::{Zone, FLAG_DNAME, FLAG_WILDCARD_CHILD};
+use crate::zone::{Zone, FLAG_DELEG, FLAG_DNAME, FLAG_NONAUTH, FLAG_WILDCARD_CHILD};
 
 pub use crate::answer::CNAME_CHAIN_MAX;
 
@@ -310,15 +310,27 @@ fn solve(
     let Some((node, exact)) = closest_encloser(zone, origin, sname, sname_hash, origin_at) else {
         return Step::Hit; // a chain left the zone
     };
-    if let Some(cut) = zone.delegation_above(node) {
-        if !(exact && cut == node && qtype == RType::DS) {
-            return Step::Delegation(cut);
+    // The node's flags read once here: a node neither a cut nor below one
+    // (most) and one without a `*` child (most closest enclosers) cost no
+    // call of `delegation_above` or `wildcard_child` (about 20 and 10
+    // instructions a query under the flood).
+    let flags = zone.node(node).flags;
+    if flags & (FLAG_DELEG | FLAG_NONAUTH) != 0 {
+        if let Some(cut) = zone.delegation_above(node) {
+            if !(exact && cut == node && qtype == RType::DS) {
+                return Step::Delegation(cut);
+            }
         }
     }
     if exact {
         return found(zone, answer, node, None, owner, qtype, steps);
     }
-    if let Some(wildcard) = zone.wildcard_child(node) {
+    let wildcard = if flags & FLAG_WILDCARD_CHILD != 0 {
+        zone.wildcard_child(node)
+    } else {
+        None
+    };
+    if let Some(wildcard) = wildcard {
         if answer.dnssec {
             proof::wildcard_answer(zone, answer, sname, node);
         }
@@ -326,7 +338,7 @@ fn solve(
     }
     // The flag first: most closest enclosers own no DNAME, and reading it
     // costs less than searching the node's RRsets for one.
-    if zone.node(node).flags & FLAG_DNAME != 0 {
+    if flags & FLAG_DNAME != 0 {
         if let Some(set) = zone.rrset_index(node, RType::DNAME) {
             return follow_dname(zone, answer, node, set, sname, owner, qtype, steps);
         }
