@@ -304,6 +304,30 @@ pub(crate) fn push_aligned<T: Copy + Default>(
 
 //=========== Tests ==========================================================
 
+impl<const SHIFT: u32> Arena<u8, SHIFT> {
+    /// Whether the `len` octets from `start` (a name the layout keeps in
+    /// one chunk) are `other`: the lengths first, then a name of 8 to 16
+    /// octets (most of a zone's names, `wild.bench.`) as two words that
+    /// overlap, without the call of a `memcmp` (about 50 instructions a
+    /// name found by the index, 20 after); others by the slice comparison.
+    #[inline]
+    pub(crate) fn slice_is(&self, start: u32, len: usize, other: &[u8]) -> bool {
+        if len != other.len() {
+            return false;
+        }
+        let octets = self.slice(start, len);
+        if !(8..=16).contains(&len) {
+            return octets == other;
+        }
+        let word = |from: &[u8], at: usize| {
+            from.get(at..at + 8)
+                .and_then(|eight| <[u8; 8]>::try_from(eight).ok())
+                .map(u64::from_le_bytes)
+        };
+        word(octets, 0) == word(other, 0) && word(octets, len - 8) == word(other, len - 8)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -370,5 +394,30 @@ mod tests {
             [vec![]]
         );
         assert_eq!(chunks(&ArenaWriter::<u8, 2>::new().finish()), [vec![]]);
+    }
+
+    /// `slice_is` says what the slice comparison says for every length
+    /// from 0 to 20 octets, with one octet changed at each place (the
+    /// two words of 8 to 16 octets overlap: a change in either counts)
+    /// and a length one more or one less.
+    #[test]
+    fn slice_is_compares_every_octet() {
+        let octets: Vec<u8> = (1..=20).collect();
+        let arena: Arena<u8, 8> = Arena::from_vec(&octets);
+        for len in 0..=20usize {
+            let same = &octets[..len];
+            assert!(arena.slice_is(0, len, same), "{len}");
+            for at in 0..len {
+                let mut other = same.to_vec();
+                other[at] ^= 0x20;
+                assert!(!arena.slice_is(0, len, &other), "{len} at {at}");
+            }
+            if len < 20 {
+                assert!(!arena.slice_is(0, len, &octets[..len + 1]), "{len} longer");
+            }
+            if let Some(shorter) = len.checked_sub(1) {
+                assert!(!arena.slice_is(0, len, &octets[..shorter]), "{len} shorter");
+            }
+        }
     }
 }

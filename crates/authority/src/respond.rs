@@ -536,14 +536,17 @@ fn answer_query(
     };
     // The zone of the name, walked once: DS, answered from the parent's
     // side of a cut, looks again from one label up.
-    let position = catalog.find_position(qname);
-    *located = position;
-    let zone = if question.qtype == RType::DS {
-        catalog.find_for_query(qname, question.qtype)
+    let position = catalog.locate(qname);
+    *located = position.map(|(slot, _)| slot);
+    // Where the zone's origin starts in the name, when the zone is the
+    // one located (not DS's parent side).
+    let (zone, origin_at) = if question.qtype == RType::DS {
+        (catalog.find_for_query(qname, question.qtype), None)
     } else {
-        position
-            .and_then(|slot| catalog.zone_at(slot))
-            .map(|zone| &**zone)
+        match position {
+            Some((slot, at)) => (catalog.zone_at(slot).map(|zone| &**zone), Some(at)),
+            None => (None, None),
+        }
     };
     let Some(zone) = zone else {
         return context.short(Rcode::REFUSED, true, out);
@@ -555,10 +558,22 @@ fn answer_query(
     // add no DS to referrals from an unsigned zone).
     let dnssec = zone.signed && edns.as_ref().is_some_and(|edns| edns.dnssec_ok);
     let mut answer = Answer::new(dnssec);
-    // The origin read once, for the walk and the SOA.
-    let origin = zone.origin();
-    resolve(zone, origin, qname, qname_hash, question.qtype, &mut answer);
-    context.answer(zone, origin, &answer, out)
+    // The origin read once, for the walk and the SOA: the name's octets
+    // from where the catalog found it (both lowercased), or the zone's
+    // (its arena read: about 30 instructions).
+    let origin = origin_at
+        .and_then(|at| qname.as_bytes().get(at..))
+        .map_or_else(|| zone.origin(), Name::from_validated);
+    debug_assert_eq!(origin.as_bytes(), zone.origin().as_bytes());
+    resolve(
+        zone,
+        origin,
+        (qname, origin_at),
+        qname_hash,
+        question.qtype,
+        &mut answer,
+    );
+    context.answer(zone, origin, &answer, origin_at.is_some(), out)
 }
 
 /// The size limit of an answer: 65535 over TCP; over UDP the client's
@@ -841,8 +856,16 @@ impl Context<'_> {
         self.extend(out, response, &[])
     }
 
-    /// Encodes a planned answer.
-    fn answer(&self, zone: &Zone, origin: Name<'_>, answer: &Answer, out: &mut [u8]) -> Response {
+    /// Encodes a planned answer; `in_zone`: the question's name is known
+    /// to be `origin` or below it (the zone was found by it).
+    fn answer(
+        &self,
+        zone: &Zone,
+        origin: Name<'_>,
+        answer: &Answer,
+        in_zone: bool,
+        out: &mut [u8],
+    ) -> Response {
         let Ok(mut builder) = MessageBuilder::new(out, self.limit) else {
             return Response::Drop;
         };
@@ -856,6 +879,7 @@ impl Context<'_> {
             origin,
             answer,
             qname: self.question.name,
+            in_zone,
             builder: &mut builder,
         };
         writer.write_all();
@@ -883,6 +907,9 @@ struct Writer<'a, 'w, 'b> {
     origin: Name<'a>,
     answer: &'a Answer,
     qname: Name<'a>,
+    /// Whether `qname` is known to be `origin` or below it: the
+    /// precompressed SOA does not compare the origin again.
+    in_zone: bool,
     builder: &'w mut MessageBuilder<'b>,
 }
 
@@ -975,7 +1002,15 @@ impl<'a> Writer<'a, '_, '_> {
         let ttl = zone.negative_ttl;
         if self
             .builder
-            .push_precompressed(self.origin, RType::SOA, RClass::IN, ttl, rdata, plan)
+            .push_precompressed_in(
+                self.origin,
+                RType::SOA,
+                RClass::IN,
+                ttl,
+                rdata,
+                plan,
+                self.in_zone,
+            )
             .is_err()
         {
             return false;

@@ -340,8 +340,7 @@ impl Zone {
         node.flags & FLAG_DEAD == 0
             && self
                 .names
-                .slice(node.name_start, usize::from(node.name_len))
-                == lower
+                .slice_is(node.name_start, usize::from(node.name_len), lower)
     }
 
     /// [`Zone::find_node`] of `lower` with its hash made already:
