@@ -79,6 +79,7 @@ mod socket;
 mod stats;
 mod sys;
 mod tcp;
+mod timer;
 pub mod tls;
 mod udp;
 pub mod update;

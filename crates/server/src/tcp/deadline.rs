@@ -8,8 +8,9 @@
 //! plus the padding the alignment costs around them. Here a timeout is a
 //! slot in a table of the core's own (a deadline and a waker, a few dozen
 //! octets, taken when the timed future first waits and freed when it ends),
-//! and one task per core, the *sweeper*, sleeps on a single monoio timer
-//! and wakes the futures whose deadline has passed.
+//! and one task per core, the *sweeper*, sleeps on a single timer (the
+//! core's [`Timer`], a timerfd: the core's runtime has no timer wheel, see
+//! [`crate::timer`]) and wakes the futures whose deadline has passed.
 //!
 //! Precision and wake-ups: the sweeper sleeps until the earliest deadline
 //! it knows of (its *target*), and a wait whose deadline is earlier than
@@ -29,8 +30,11 @@
 use std::cell::RefCell;
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
+use std::rc::Rc;
 use std::task::{Poll, Waker};
 use std::time::{Duration, Instant};
+
+use crate::timer::Timer;
 
 /// The shortest pause between two passes of the sweeper: how late a
 /// deadline may be noticed.
@@ -71,6 +75,11 @@ struct Table {
 }
 
 thread_local! {
+    /// The core's timer, for its sweeper ([`install_timer`]).
+    static CORE_TIMER: RefCell<Option<Rc<Timer>>> = const { RefCell::new(None) };
+}
+
+thread_local! {
     static TABLE: RefCell<Table> = const {
         RefCell::new(Table {
             entries: Vec::new(),
@@ -91,7 +100,7 @@ thread_local! {
 /// octets in the caller's future instead of 640. `future` is pinned by the
 /// caller (`pin!`) and lent: moved in, it would be held twice, the argument
 /// and the pinned local (the generator does not overlap them). Must run
-/// inside a monoio runtime with timers enabled (the sweeper's).
+/// inside a monoio runtime (the sweeper's, whose timer it waits on).
 pub(crate) async fn timeout<F: Future + Unpin>(
     wait: Duration,
     mut future: F,
@@ -264,13 +273,18 @@ impl Drop for Sweeping {
 /// size.
 async fn sweep() {
     let _sweeping = Sweeping;
+    let Some(timer) = sweeper_timer() else {
+        // No descriptor for a timer (outside a core, which has its own
+        // from its start): every wait ends now rather than never.
+        elapse_all();
+        return;
+    };
     // The first pass: MIN_TICK after the first wait started it.
     let mut target = Instant::now() + MIN_TICK;
-    let mut sleep = std::pin::pin!(monoio::time::sleep_until(monoio::time::Instant::from_std(
-        target
-    )));
+    let _ = timer.set(target);
     TABLE.with(|table| table.borrow_mut().target = Some(target));
     loop {
+        let mut sleep = std::pin::pin!(timer.wait());
         // Sleeps until the target, or until a wait moved it earlier (the
         // waker registered here each time: the arm that moves the target
         // takes it).
@@ -288,9 +302,8 @@ async fn sweep() {
             });
             if let Some(moved) = moved {
                 target = moved;
-                sleep
-                    .as_mut()
-                    .reset(monoio::time::Instant::from_std(target));
+                // The wait in progress waits for the new time.
+                let _ = timer.set(target);
             }
             sleep.as_mut().poll(cx)
         })
@@ -327,15 +340,50 @@ async fn sweep() {
         // then, the earliest known, or a pass MIN_TICK from now.
         let not_before = now + MIN_TICK;
         target = earliest.map_or(not_before, |earliest| earliest.max(not_before));
-        sleep
-            .as_mut()
-            .reset(monoio::time::Instant::from_std(target));
+        let _ = timer.set(target);
         TABLE.with(|table| {
             let mut table = table.borrow_mut();
             table.target = Some(target);
             table.not_before = Some(not_before);
         });
     }
+}
+
+/// The timer the sweeper sleeps on: the core's (installed for its life by
+/// [`install_timer`]), else one of its own for this run of the sweeper;
+/// `None` if no descriptor is to be had.
+fn sweeper_timer() -> Option<Rc<Timer>> {
+    CORE_TIMER
+        .with(|timer| timer.borrow().clone())
+        .or_else(|| Timer::new().ok().map(Rc::new))
+}
+
+/// Ends every timed wait of the table (each as elapsed, at its next poll).
+fn elapse_all() {
+    let wakers: Vec<Waker> = TABLE.with(|table| {
+        let mut table = table.borrow_mut();
+        let mut wakers = Vec::new();
+        for entry in table.entries.iter_mut() {
+            if entry.when.take().is_some() {
+                wakers.extend(entry.waker.clone());
+            }
+        }
+        wakers
+    });
+    for waker in wakers {
+        waker.wake();
+    }
+}
+
+/// Makes `timer` the one the sweeper of this thread sleeps on, from its
+/// next start (`None`: none). A core installs one when it starts, so that
+/// the waits of its connections, and its back-offs, never lack a timer
+/// (a descriptor made at each start of the sweeper could fail when
+/// descriptors run out: just when an accept loop backs off), and removes
+/// it when it ends, before its runtime goes.
+pub(crate) fn install_timer(timer: Option<Rc<Timer>>) {
+    let previous = CORE_TIMER.with(|slot| slot.replace(timer));
+    drop(previous);
 }
 
 /// Timed waits in progress on this thread, for tests.
@@ -358,11 +406,19 @@ mod tests {
 
     use super::*;
 
-    fn runtime() -> monoio::Runtime<monoio::time::TimeDriver<monoio::LegacyDriver>> {
+    /// Without monoio's timers, as a core's runtime (`cores::run`): the
+    /// sweeper sleeps on a timerfd of its own.
+    fn runtime() -> monoio::Runtime<monoio::LegacyDriver> {
         monoio::RuntimeBuilder::<monoio::LegacyDriver>::new()
-            .enable_timer()
             .build()
             .expect("a runtime")
+    }
+
+    /// A pause that is not a timed wait of the table (so that it does not
+    /// move the sweeper).
+    async fn pause(wait: Duration) {
+        let timer = Timer::new().expect("a timerfd");
+        timer.sleep(wait).await.expect("the timer set");
     }
 
     /// A future that never ends is ended by its deadline, not before it,
@@ -391,7 +447,7 @@ mod tests {
             let never = pin!(std::future::pending::<()>());
             let short = timeout(Duration::from_millis(30), never);
             let long = pin!(async {
-                monoio::time::sleep(Duration::from_millis(80)).await;
+                pause(Duration::from_millis(80)).await;
                 1
             });
             let long = timeout(Duration::from_secs(30), long);
@@ -414,7 +470,7 @@ mod tests {
             let long = monoio::spawn(async {
                 timeout(Duration::from_secs(30), pin!(std::future::pending::<()>())).await
             });
-            monoio::time::sleep(Duration::from_millis(200)).await;
+            pause(Duration::from_millis(200)).await;
             assert_eq!(in_use(), 1, "the long wait started");
             let before = passes();
             assert!(

@@ -169,6 +169,8 @@ pub(crate) async fn serve(
     udp: Rc<[Rc<UdpSocket>]>,
 ) -> io::Result<()> {
     let readiness = xsk.borrow().readiness()?;
+    // The retry's timer (LEFTOVER_RETRY), the loop's own.
+    let retry = crate::timer::Timer::new()?;
     let stop = core.stop.listener();
     'serve: loop {
         // Readiness errors are not expected on a bound socket; the rings
@@ -178,12 +180,9 @@ pub(crate) async fn serve(
         // after LEFTOVER_RETRY at the latest.
         let leftovers = xsk.borrow_mut().has_leftovers();
         let waited = if leftovers {
-            stop.or(monoio::time::timeout(
-                LEFTOVER_RETRY,
-                readiness.readable(false),
-            ))
-            .await
-            .map(|_| ())
+            stop.or(retry.within(LEFTOVER_RETRY, readiness.readable(false)))
+                .await
+                .map(|_| ())
         } else {
             stop.or(readiness.readable(false)).await.map(|_| ())
         };

@@ -1,0 +1,185 @@
+//! The core's timers, without monoio's timer wheel.
+//!
+//! A core's runtime is built without monoio's timers: with them, every
+//! park of the reactor (one per query or two at a low rate) read the clock,
+//! looked for the wheel's next expiration and polled the wheel, even with
+//! no timer set, about 300 user-space instructions a park (under callgrind
+//! at 2,000 queries a second, see docs/benchmarks.md). Here a timer is a
+//! `timerfd(2)` the reactor waits on as on a socket: nothing is done per
+//! park, and a timer costs only when it is set or expires.
+//!
+//! A [`Timer`] is one such descriptor, for a loop that waits again and
+//! again (the forwarder's tick, the AF_XDP loop's retry, the sweeper of
+//! [`crate::tcp::deadline`]). One-off waits ([`sleep`], and the timeouts of
+//! `deadline`) share the core's sweeper, and so its one descriptor.
+
+use std::future::{pending, poll_fn, Future};
+use std::io;
+use std::pin::pin;
+use std::task::Poll;
+use std::time::{Duration, Instant};
+
+use crate::sys::TimerFd;
+use crate::tcp::deadline;
+
+//----------- Timer ----------------------------------------------------------
+
+/// One timer: set it, then wait for it.
+pub(crate) struct Timer {
+    fd: TimerFd,
+    /// The descriptor as the reactor sees it (a duplicate).
+    readiness: monoio::net::unix::UnixDatagram,
+}
+
+impl Timer {
+    /// A timer not set (a wait would last until it is set and expires).
+    /// Inside a monoio runtime, whose reactor its waits use.
+    pub(crate) fn new() -> io::Result<Self> {
+        let fd = TimerFd::new()?;
+        let readiness = fd.readiness()?;
+        Ok(Timer { fd, readiness })
+    }
+
+    /// Sets the timer to expire at `when` (at once if it has passed),
+    /// replacing any earlier setting. A wait in progress keeps waiting,
+    /// for the new time.
+    pub(crate) fn set(&self, when: Instant) -> io::Result<()> {
+        self.fd.set(when.saturating_duration_since(Instant::now()))
+    }
+
+    /// Waits until the timer expires (returns at once if it expired since
+    /// it was set and no wait saw it).
+    pub(crate) async fn wait(&self) {
+        // Each pass either returns or waits for the descriptor to become
+        // readable again (a readiness that finds no expiry: the timer was
+        // set again meanwhile). Readiness errors are not expected on a
+        // timerfd; the read tells its real state.
+        loop {
+            if self.fd.expired() {
+                return;
+            }
+            let _ = self.readiness.readable(false).await;
+        }
+    }
+
+    /// Runs `future` for at most `wait` (this timer set to it): its
+    /// output, or `None` if the timer expired first (and `future` is
+    /// dropped, which cancels its I/O).
+    pub(crate) async fn within<F: Future>(&self, wait: Duration, future: F) -> Option<F::Output> {
+        if self.set(Instant::now() + wait).is_err() {
+            // Not expected: the future alone rather than a wait that
+            // would never end.
+            return Some(future.await);
+        }
+        let mut future = pin!(future);
+        let mut expiry = pin!(self.wait());
+        poll_fn(|cx| {
+            if let Poll::Ready(output) = future.as_mut().poll(cx) {
+                return Poll::Ready(Some(output));
+            }
+            expiry.as_mut().poll(cx).map(|()| None)
+        })
+        .await
+    }
+
+    /// Sets the timer to `wait` from now and waits for it.
+    pub(crate) async fn sleep(&self, wait: Duration) -> io::Result<()> {
+        self.set(Instant::now() + wait)?;
+        self.wait().await;
+        Ok(())
+    }
+}
+
+//----------- sleep ----------------------------------------------------------
+
+/// Waits for `wait` (noticed up to the sweeper's tick late, see
+/// [`crate::tcp::deadline`]): a slot of the core's table of timed waits,
+/// no timer of its own. For the rare waits (a back-off after an error, the
+/// shutdown's polls).
+pub(crate) async fn sleep(wait: Duration) {
+    let _ = deadline::timeout(wait, pin!(pending::<()>())).await;
+}
+
+//=========== Tests ==========================================================
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+    use std::rc::Rc;
+
+    use super::*;
+    use crate::signal::yield_now;
+
+    /// Without monoio's timers, as a core's runtime: `monoio::time` would
+    /// panic in it.
+    fn runtime() -> monoio::Runtime<monoio::LegacyDriver> {
+        monoio::RuntimeBuilder::<monoio::LegacyDriver>::new()
+            .build()
+            .expect("a runtime")
+    }
+
+    /// The io_uring runtime, when the kernel lets this process have one.
+    fn io_uring_runtime() -> Option<monoio::Runtime<monoio::IoUringDriver>> {
+        monoio::RuntimeBuilder::<monoio::IoUringDriver>::new()
+            .build()
+            .ok()
+    }
+
+    /// A wait set far ahead does not end until the timer is set again, to
+    /// now: the wait in progress follows the new setting (as the sweeper's
+    /// does when a nearer deadline comes).
+    async fn set_again_ends_the_wait() {
+        let timer = Rc::new(Timer::new().expect("a timerfd"));
+        timer
+            .set(Instant::now() + Duration::from_secs(3600))
+            .expect("set");
+        let ended = Rc::new(Cell::new(false));
+        let waiter = monoio::spawn({
+            let (timer, ended) = (Rc::clone(&timer), Rc::clone(&ended));
+            async move {
+                timer.wait().await;
+                ended.set(true);
+            }
+        });
+        for _ in 0..10 {
+            yield_now().await;
+        }
+        assert!(!ended.get(), "ended an hour early");
+        timer.set(Instant::now()).expect("set");
+        waiter.await;
+        assert!(ended.get());
+        // Within: the future's output when it is first, `None` when the
+        // timer is.
+        assert_eq!(
+            timer.within(Duration::from_secs(3600), async { 7 }).await,
+            Some(7)
+        );
+        let never = pending::<()>();
+        assert_eq!(timer.within(Duration::ZERO, never).await, None);
+    }
+
+    #[test]
+    fn a_timer_set_again_ends_the_wait_in_progress() {
+        runtime().block_on(set_again_ends_the_wait());
+        if let Some(mut runtime) = io_uring_runtime() {
+            runtime.block_on(set_again_ends_the_wait());
+        }
+    }
+
+    /// The timed waits a core's tasks use end in a runtime without
+    /// monoio's timers: a sleep, a timeout of the core's table (whose
+    /// sweeper sleeps on a timerfd; it slept on monoio's timer, which
+    /// panics here), with the core's timer installed and without.
+    #[test]
+    fn timed_waits_end_without_monoio_timers() {
+        runtime().block_on(async {
+            sleep(Duration::from_millis(1)).await;
+            let never = pin!(pending::<()>());
+            let outcome = deadline::timeout(Duration::from_millis(1), never).await;
+            assert_eq!(outcome, Err(deadline::Elapsed));
+            deadline::install_timer(Some(Rc::new(Timer::new().expect("a timerfd"))));
+            sleep(Duration::from_millis(1)).await;
+            deadline::install_timer(None);
+        });
+    }
+}
