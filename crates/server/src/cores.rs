@@ -332,6 +332,7 @@ async fn serve(start: CoreStart) -> io::Result<()> {
         }
     };
     let _ = crate::tcp::deadline::timeout(SHUTDOWN_GRACE, std::pin::pin!(finish)).await;
+    crate::tcp::deadline::stop_sweeper().await;
     Ok(())
 }
 

@@ -61,6 +61,10 @@ struct Table {
     used: usize,
     /// The sweeper task runs (it ends once nothing waits for a whole pass).
     sweeping: bool,
+    /// The sweeper is asked to end ([`stop_sweeper`]).
+    stopping: bool,
+    /// Who waits in [`stop_sweeper`] for the sweeper to end.
+    stopper: Option<Waker>,
     /// When the sweeper's next pass comes: the earliest deadline it knew
     /// of, but not before [`MIN_TICK`] after its last pass (`not_before`).
     /// `None` while it is not asleep (running a pass, or not running).
@@ -86,6 +90,8 @@ thread_local! {
             free: Vec::new(),
             used: 0,
             sweeping: false,
+            stopping: false,
+            stopper: None,
             target: None,
             not_before: None,
             sweeper: None,
@@ -257,11 +263,16 @@ impl Drop for Sweeping {
         let _ = TABLE.try_with(|table| {
             let mut table = table.borrow_mut();
             table.sweeping = false;
+            table.stopping = false;
             table.target = None;
             table.not_before = None;
             let sweeper = table.sweeper.take();
+            let stopper = table.stopper.take();
             drop(table);
             drop(sweeper);
+            if let Some(stopper) = stopper {
+                stopper.wake();
+            }
         });
     }
 }
@@ -287,10 +298,13 @@ async fn sweep() {
         let mut sleep = std::pin::pin!(timer.wait());
         // Sleeps until the target, or until a wait moved it earlier (the
         // waker registered here each time: the arm that moves the target
-        // takes it).
-        poll_fn(|cx| {
-            let moved = TABLE.with(|table| {
+        // takes it), or until asked to end.
+        let stopping = poll_fn(|cx| {
+            let (moved, stopping) = TABLE.with(|table| {
                 let mut table = table.borrow_mut();
+                if table.stopping {
+                    return (None, true);
+                }
                 let replace = match &table.sweeper {
                     Some(known) => !known.will_wake(cx.waker()),
                     None => true,
@@ -298,16 +312,23 @@ async fn sweep() {
                 if replace {
                     table.sweeper = Some(cx.waker().clone());
                 }
-                table.target.filter(|&moved| moved != target)
+                (table.target.filter(|&moved| moved != target), false)
             });
+            if stopping {
+                return Poll::Ready(true);
+            }
             if let Some(moved) = moved {
                 target = moved;
                 // The wait in progress waits for the new time.
                 let _ = timer.set(target);
             }
-            sleep.as_mut().poll(cx)
+            sleep.as_mut().poll(cx).map(|()| false)
         })
         .await;
+        if stopping {
+            elapse_all();
+            return;
+        }
         let now = Instant::now();
         // Wakers are woken outside the borrow (a woken task may run a wait
         // of its own only later, but waking is foreign code).
@@ -373,6 +394,39 @@ fn elapse_all() {
     for waker in wakers {
         waker.wake();
     }
+}
+
+/// Ends this thread's sweeper, if it runs, and with it every timed wait
+/// left (each as elapsed), and returns once it has ended: a core that
+/// stops calls it last, inside its runtime. A sweeper left asleep would
+/// keep the runtime's io_uring alive (the ring holds the waker of its
+/// timer's poll, the sweeper's task, which holds the ring), and with it
+/// the sockets the ring was to close (the test
+/// `runtime::shutdown_finishes_within_two_seconds`).
+pub(crate) async fn stop_sweeper() {
+    let sweeper = TABLE.with(|table| {
+        let mut table = table.borrow_mut();
+        if table.sweeping {
+            table.stopping = true;
+        }
+        table.sweeper.take()
+    });
+    if let Some(sweeper) = sweeper {
+        sweeper.wake();
+    }
+    // The woken sweeper ends at its next poll (the first thing it checks),
+    // and wakes this wait as it ends.
+    poll_fn(|cx| {
+        TABLE.with(|table| {
+            let mut table = table.borrow_mut();
+            if !table.sweeping {
+                return Poll::Ready(());
+            }
+            table.stopper = Some(cx.waker().clone());
+            Poll::Pending
+        })
+    })
+    .await;
 }
 
 /// Makes `timer` the one the sweeper of this thread sleeps on, from its
