@@ -328,7 +328,7 @@ async fn serve(start: CoreStart) -> io::Result<()> {
         }
         // Bounded by the grace period around this future.
         while core.tcp_counters.open.get() + core.tls_counters.connections.open.get() > 0 {
-            crate::timer::sleep(SHUTDOWN_POLL).await;
+            crate::tcp::deadline::sleep(SHUTDOWN_POLL).await;
         }
     };
     let _ = crate::tcp::deadline::timeout(SHUTDOWN_GRACE, std::pin::pin!(finish)).await;

@@ -378,7 +378,7 @@ async fn timeouts(core: Rc<Core>) {
     let stop = core.stop.listener();
     let mut actions = Vec::with_capacity(RESERVED_ACTIONS);
     // A timer of the loop's own, set every tick; without one (no
-    // descriptor left), the core's shared one (`timer::sleep`).
+    // descriptor left), the core's shared one (`deadline::sleep`).
     let timer = crate::timer::Timer::new().ok();
     loop {
         let tick = async {
@@ -387,7 +387,7 @@ async fn timeouts(core: Rc<Core>) {
                 None => false,
             };
             if !slept {
-                crate::timer::sleep(TICK).await;
+                crate::tcp::deadline::sleep(TICK).await;
             }
         };
         if stop.or(tick).await.is_none() {

@@ -10,17 +10,16 @@
 //!
 //! A [`Timer`] is one such descriptor, for a loop that waits again and
 //! again (the forwarder's tick, the AF_XDP loop's retry, the sweeper of
-//! [`crate::tcp::deadline`]). One-off waits ([`sleep`], and the timeouts of
+//! `tcp::deadline`). One-off waits (`deadline::sleep`, and the timeouts of
 //! `deadline`) share the core's sweeper, and so its one descriptor.
 
-use std::future::{pending, poll_fn, Future};
+use std::future::{poll_fn, Future};
 use std::io;
 use std::pin::pin;
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use crate::sys::TimerFd;
-use crate::tcp::deadline;
 
 //----------- Timer ----------------------------------------------------------
 
@@ -90,22 +89,14 @@ impl Timer {
     }
 }
 
-//----------- sleep ----------------------------------------------------------
-
-/// Waits for `wait` (noticed up to the sweeper's tick late, see
-/// [`crate::tcp::deadline`]): a slot of the core's table of timed waits,
-/// no timer of its own. For the rare waits (a back-off after an error, the
-/// shutdown's polls).
-pub(crate) async fn sleep(wait: Duration) {
-    let _ = deadline::timeout(wait, pin!(pending::<()>())).await;
-}
-
 //=========== Tests ==========================================================
 
 #[cfg(test)]
 mod tests {
     use std::cell::Cell;
     use std::rc::Rc;
+
+    use std::future::pending;
 
     use super::*;
     use crate::signal::yield_now;
@@ -145,6 +136,7 @@ mod tests {
             yield_now().await;
         }
         assert!(!ended.get(), "ended an hour early");
+        assert!(!timer.fd.expired(), "the waiter read no expiry");
         timer.set(Instant::now()).expect("set");
         waiter.await;
         assert!(ended.get());
@@ -158,28 +150,13 @@ mod tests {
         assert_eq!(timer.within(Duration::ZERO, never).await, None);
     }
 
+    /// (A task, not the runtime's main future, whose yields would not let
+    /// the waiter run.)
     #[test]
     fn a_timer_set_again_ends_the_wait_in_progress() {
-        runtime().block_on(set_again_ends_the_wait());
+        runtime().block_on(async { monoio::spawn(set_again_ends_the_wait()).await });
         if let Some(mut runtime) = io_uring_runtime() {
-            runtime.block_on(set_again_ends_the_wait());
+            runtime.block_on(async { monoio::spawn(set_again_ends_the_wait()).await });
         }
-    }
-
-    /// The timed waits a core's tasks use end in a runtime without
-    /// monoio's timers: a sleep, a timeout of the core's table (whose
-    /// sweeper sleeps on a timerfd; it slept on monoio's timer, which
-    /// panics here), with the core's timer installed and without.
-    #[test]
-    fn timed_waits_end_without_monoio_timers() {
-        runtime().block_on(async {
-            sleep(Duration::from_millis(1)).await;
-            let never = pin!(pending::<()>());
-            let outcome = deadline::timeout(Duration::from_millis(1), never).await;
-            assert_eq!(outcome, Err(deadline::Elapsed));
-            deadline::install_timer(Some(Rc::new(Timer::new().expect("a timerfd"))));
-            sleep(Duration::from_millis(1)).await;
-            deadline::install_timer(None);
-        });
     }
 }

@@ -142,6 +142,13 @@ pub(crate) async fn timeout<F: Future + Unpin>(
     .await
 }
 
+/// Waits for `wait` (noticed up to [`MIN_TICK`] late): a slot of the
+/// core's table, no timer of its own. For the rare waits (a back-off after
+/// an error, the shutdown's polls).
+pub(crate) async fn sleep(wait: Duration) {
+    let _ = timeout(wait, std::pin::pin!(std::future::pending::<()>())).await;
+}
+
 /// A slot of the table held by a timed wait, freed when it ends or is
 /// dropped.
 struct Slot(Option<usize>);
@@ -565,6 +572,33 @@ mod tests {
             .await;
             assert_eq!(outcome, Err(Elapsed));
             TABLE.with(|table| assert_eq!(table.borrow().entries.len(), 1, "slot reused"));
+        });
+    }
+
+    /// The timed waits a core's tasks use end in a runtime without
+    /// monoio's timers (as a core's): a sleep and a timeout of the table,
+    /// whose sweeper sleeps on a timerfd (it slept on monoio's timer, which
+    /// panics here), with the core's timer installed and without; a
+    /// stopped sweeper ends, and the next wait starts another.
+    #[test]
+    fn timed_waits_end_without_monoio_timers() {
+        runtime().block_on(async {
+            sleep(Duration::from_millis(1)).await;
+            let outcome =
+                timeout(Duration::from_millis(1), pin!(std::future::pending::<()>())).await;
+            assert_eq!(outcome, Err(Elapsed));
+            install_timer(Some(Rc::new(Timer::new().expect("a timerfd"))));
+            sleep(Duration::from_millis(1)).await;
+            let long = monoio::spawn(async {
+                timeout(Duration::from_secs(30), pin!(std::future::pending::<()>())).await
+            });
+            pause(Duration::from_millis(20)).await;
+            assert!(TABLE.with(|table| table.borrow().sweeping));
+            stop_sweeper().await;
+            assert!(!TABLE.with(|table| table.borrow().sweeping));
+            assert_eq!(long.await, Err(Elapsed), "ended by the sweeper's stop");
+            sleep(Duration::from_millis(1)).await;
+            install_timer(None);
         });
     }
 }
