@@ -14,6 +14,8 @@
 //! forwarder's I/O (`crate::forward`) then needs no reactor object per
 //! upstream socket, which monoio allocates.
 //!
+//! [`TimerFd`] is a `timerfd(2)`, the core's timers (`crate::timer`).
+//!
 //! [`CountingAllocator`] wraps the system allocator and counts allocations
 //! per thread, so that each core can report its own count.
 //!
@@ -133,6 +135,10 @@ impl Batch {
             header.msg_hdr.msg_namelen = ADDRESS_CAPACITY;
         }
         self.received = 0;
+        // The system call itself, not glibc's wrapper: that one is a
+        // cancellation point, whose two calls around the system call cost
+        // about 30 instructions a receive (no thread here is ever
+        // cancelled). Same arguments, same result.
         // SAFETY: the first `count` headers point (since `new`) at `count`
         // address slots of `ADDRESS_CAPACITY` bytes and I/O vectors owned by
         // `self`, with `msg_namelen` reset to that capacity above, and each
@@ -141,10 +147,6 @@ impl Batch {
         // borrowed mutably, so that memory is theirs, live and unborrowed
         // during the call (`&mut self`). The kernel writes only within those
         // lengths. `fd` is an open socket owned by the caller.
-        // The system call itself, not glibc's wrapper: that one is a
-        // cancellation point, whose two calls around the system call cost
-        // about 30 instructions a receive (no thread here is ever
-        // cancelled). Same arguments, same result.
         let received = unsafe {
             libc::syscall(
                 libc::SYS_recvmmsg,
@@ -235,13 +237,13 @@ impl Batch {
             header.msg_hdr.msg_flags = 0;
             header.msg_len = 0;
         }
+        // As in `receive`: the system call, without the wrapper's
+        // cancellation point.
         // SAFETY: the first `count` send headers point at address slots and I/O
         // vectors owned by `self`, each vector at a live buffer borrowed for
         // this call with a length within it; the kernel only reads them.
         // `fd` is an open socket owned by the caller.
         let sent = unsafe {
-            // As in `receive`: the system call, without the wrapper's
-            // cancellation point.
             libc::syscall(
                 libc::SYS_sendmmsg,
                 fd,

@@ -47,17 +47,20 @@ impl Timer {
     }
 
     /// Waits until the timer expires (returns at once if it expired since
-    /// it was set and no wait saw it).
+    /// it was set and no wait saw it), or until the reactor fails to wait
+    /// for it (not expected: an early end rather than a spin or a wait that
+    /// never ends).
     pub(crate) async fn wait(&self) {
-        // Each pass either returns or waits for the descriptor to become
-        // readable again (a readiness that finds no expiry: the timer was
-        // set again meanwhile). Readiness errors are not expected on a
-        // timerfd; the read tells its real state.
+        // Each pass returns, or waits for the descriptor to become readable
+        // again: a readiness that found no expiry (the timer was set again
+        // meanwhile) was an event, so the loop goes on only as events come.
         loop {
             if self.fd.expired() {
                 return;
             }
-            let _ = self.readiness.readable(false).await;
+            if self.readiness.readable(false).await.is_err() {
+                return;
+            }
         }
     }
 
@@ -94,9 +97,8 @@ impl Timer {
 #[cfg(test)]
 mod tests {
     use std::cell::Cell;
-    use std::rc::Rc;
-
     use std::future::pending;
+    use std::rc::Rc;
 
     use super::*;
     use crate::signal::yield_now;
