@@ -343,9 +343,17 @@ impl Epoll {
     /// socket, used only to wait until a member is readable (io_uring's
     /// poll, or epoll): nothing is ever sent or received through it.
     pub(crate) fn readiness(&self) -> io::Result<monoio::net::unix::UnixDatagram> {
-        let duplicate = self.fd.try_clone()?;
-        monoio::net::unix::UnixDatagram::from_std(std::os::unix::net::UnixDatagram::from(duplicate))
+        readiness(&self.fd)
     }
+}
+
+/// A duplicate of `fd` as a monoio datagram socket, for the reactor to
+/// wait on until `fd` polls readable (io_uring's poll, or epoll): nothing
+/// is ever sent or received through it. ([`Epoll::readiness`],
+/// [`TimerFd::readiness`].)
+fn readiness(fd: &OwnedFd) -> io::Result<monoio::net::unix::UnixDatagram> {
+    let duplicate = fd.try_clone()?;
+    monoio::net::unix::UnixDatagram::from_std(std::os::unix::net::UnixDatagram::from(duplicate))
 }
 
 //----------- TimerFd --------------------------------------------------------
@@ -424,8 +432,7 @@ impl TimerFd {
     /// used only to wait until the timer has expired (io_uring's poll, or
     /// epoll), as [`Epoll::readiness`].
     pub(crate) fn readiness(&self) -> io::Result<monoio::net::unix::UnixDatagram> {
-        let duplicate = self.fd.try_clone()?;
-        monoio::net::unix::UnixDatagram::from_std(std::os::unix::net::UnixDatagram::from(duplicate))
+        readiness(&self.fd)
     }
 }
 

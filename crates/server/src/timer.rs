@@ -48,48 +48,71 @@ impl Timer {
 
     /// Waits until the timer expires (returns at once if it expired since
     /// it was set and no wait saw it), or until the reactor fails to wait
-    /// for it (not expected: an early end rather than a spin or a wait that
-    /// never ends).
-    pub(crate) async fn wait(&self) {
+    /// for it (not expected: an error rather than a spin or a wait that
+    /// never ends; the caller gives up on the timer).
+    pub(crate) async fn wait(&self) -> io::Result<()> {
+        self.wait_from(true).await
+    }
+
+    /// As [`Timer::wait`]; `look_first` false right after a [`Timer::set`]
+    /// to a later time, whose expiry cannot be there yet: the first
+    /// `read(2)` (which would find nothing, `EAGAIN`) is skipped.
+    async fn wait_from(&self, look_first: bool) -> io::Result<()> {
+        if look_first && self.fd.expired() {
+            return Ok(());
+        }
         // Each pass returns, or waits for the descriptor to become readable
         // again: a readiness that found no expiry (the timer was set again
         // meanwhile) was an event, so the loop goes on only as events come.
         loop {
+            self.readiness.readable(false).await?;
             if self.fd.expired() {
-                return;
-            }
-            if self.readiness.readable(false).await.is_err() {
-                return;
+                return Ok(());
             }
         }
     }
 
     /// Runs `future` for at most `wait` (this timer set to it): its
     /// output, or `None` if the timer expired first (and `future` is
-    /// dropped, which cancels its I/O).
-    pub(crate) async fn within<F: Future>(&self, wait: Duration, future: F) -> Option<F::Output> {
-        if self.set(Instant::now() + wait).is_err() {
-            // Not expected: the future alone rather than a wait that
-            // would never end.
-            return Some(future.await);
-        }
+    /// dropped, which cancels its I/O). `future` is polled once before the
+    /// timer is set, which is set only if `future` is not ready then (an
+    /// AF_XDP retry whose frames are already there costs no system call of
+    /// the timer's). An error if the timer cannot be set or waited for
+    /// (not expected).
+    pub(crate) async fn within<F: Future>(
+        &self,
+        wait: Duration,
+        future: F,
+    ) -> io::Result<Option<F::Output>> {
         let mut future = pin!(future);
-        let mut expiry = pin!(self.wait());
+        // Not started (the timer not set) until polled below, after
+        // `future` was found pending.
+        let mut expiry = pin!(async {
+            self.set(later(wait))?;
+            self.wait_from(false).await
+        });
         poll_fn(|cx| {
             if let Poll::Ready(output) = future.as_mut().poll(cx) {
-                return Poll::Ready(Some(output));
+                return Poll::Ready(Ok(Some(output)));
             }
-            expiry.as_mut().poll(cx).map(|()| None)
+            expiry.as_mut().poll(cx).map(|waited| waited.map(|()| None))
         })
         .await
     }
 
     /// Sets the timer to `wait` from now and waits for it.
     pub(crate) async fn sleep(&self, wait: Duration) -> io::Result<()> {
-        self.set(Instant::now() + wait)?;
-        self.wait().await;
-        Ok(())
+        self.set(later(wait))?;
+        self.wait_from(false).await
     }
+}
+
+/// `wait` from now; a wait too long to add (no configuration gives one)
+/// is a year.
+fn later(wait: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(wait)
+        .unwrap_or_else(|| now + Duration::from_secs(365 * 86_400))
 }
 
 //=========== Tests ==========================================================
@@ -120,7 +143,8 @@ mod tests {
 
     /// A wait set far ahead does not end until the timer is set again, to
     /// now: the wait in progress follows the new setting (as the sweeper's
-    /// does when a nearer deadline comes).
+    /// does when a nearer deadline comes). Bounded: a wait that the new
+    /// setting does not end fails after ten seconds (another timer's).
     async fn set_again_ends_the_wait() {
         let timer = Rc::new(Timer::new().expect("a timerfd"));
         timer
@@ -130,7 +154,7 @@ mod tests {
         let waiter = monoio::spawn({
             let (timer, ended) = (Rc::clone(&timer), Rc::clone(&ended));
             async move {
-                timer.wait().await;
+                timer.wait().await.expect("the reactor waits");
                 ended.set(true);
             }
         });
@@ -140,16 +164,24 @@ mod tests {
         assert!(!ended.get(), "ended an hour early");
         assert!(!timer.fd.expired(), "the waiter read no expiry");
         timer.set(Instant::now()).expect("set");
-        waiter.await;
+        let bound = Timer::new().expect("a timerfd");
+        let waited = bound.within(Duration::from_secs(10), waiter).await;
+        assert!(waited.expect("the bound's timer").is_some(), "not ended");
         assert!(ended.get());
         // Within: the future's output when it is first, `None` when the
         // timer is.
         assert_eq!(
-            timer.within(Duration::from_secs(3600), async { 7 }).await,
+            timer
+                .within(Duration::from_secs(3600), async { 7 })
+                .await
+                .expect("set"),
             Some(7)
         );
         let never = pending::<()>();
-        assert_eq!(timer.within(Duration::ZERO, never).await, None);
+        assert_eq!(
+            timer.within(Duration::ZERO, never).await.expect("set"),
+            None
+        );
     }
 
     /// (A task, not the runtime's main future, whose yields would not let
@@ -159,6 +191,36 @@ mod tests {
         runtime().block_on(async { monoio::spawn(set_again_ends_the_wait()).await });
         if let Some(mut runtime) = io_uring_runtime() {
             runtime.block_on(async { monoio::spawn(set_again_ends_the_wait()).await });
+        }
+    }
+
+    /// A future ready at its first poll is not timed: the timer is not set
+    /// (an expiry left unread is still there, where a setting would have
+    /// cleared it), so the AF_XDP retry whose frames are there costs no
+    /// system call of the timer's. A wait too long to add to the clock
+    /// does not panic.
+    async fn a_ready_future_sets_no_timer() {
+        let timer = Timer::new().expect("a timerfd");
+        timer.set(Instant::now()).expect("set");
+        // Until the expiry is there (set to now: within a nanosecond).
+        let other = Timer::new().expect("a timerfd");
+        other.sleep(Duration::from_millis(1)).await.expect("slept");
+        let output = timer.within(Duration::from_secs(3600), async { 7 }).await;
+        assert_eq!(output.expect("set"), Some(7));
+        assert!(timer.fd.expired(), "the timer was set again");
+        let late = async {
+            yield_now().await;
+            8
+        };
+        let output = timer.within(Duration::MAX, late).await;
+        assert_eq!(output.expect("set"), Some(8));
+    }
+
+    #[test]
+    fn a_future_ready_at_once_is_not_timed() {
+        runtime().block_on(async { monoio::spawn(a_ready_future_sets_no_timer()).await });
+        if let Some(mut runtime) = io_uring_runtime() {
+            runtime.block_on(async { monoio::spawn(a_ready_future_sets_no_timer()).await });
         }
     }
 }

@@ -65,6 +65,11 @@ struct Table {
     stopping: bool,
     /// Who waits in [`stop_sweeper`] for the sweeper to end.
     stopper: Option<Waker>,
+    /// Set by [`stop_sweeper`] (cleared by [`install_timer`]): every timed
+    /// wait is elapsed at its first poll and none starts a sweeper, so that
+    /// a task woken by the stop that waits again cannot start a new one
+    /// for `stop_sweeper` to wait for.
+    closed: bool,
     /// When the sweeper's next pass comes: the earliest deadline it knew
     /// of, but not before [`MIN_TICK`] after its last pass (`not_before`).
     /// `None` while it is not asleep (running a pass, or not running).
@@ -92,6 +97,7 @@ thread_local! {
             sweeping: false,
             stopping: false,
             stopper: None,
+            closed: false,
             target: None,
             not_before: None,
             sweeper: None,
@@ -127,10 +133,8 @@ pub(crate) async fn timeout<F: Future + Unpin>(
         }
         let elapsed = match slot.0 {
             None if Instant::now() >= when => true,
-            None => {
-                slot.arm(when, cx.waker());
-                false
-            }
+            // Not armed once the sweeper is stopped for good.
+            None => !slot.arm(when, cx.waker()),
             Some(_) => slot.passed(cx.waker()),
         };
         if elapsed {
@@ -156,10 +160,14 @@ struct Slot(Option<usize>);
 impl Slot {
     /// Records `when` and `waker` in the slot, taking one on the first call
     /// (and starting the sweeper if it does not run, or waking it if it
-    /// sleeps towards a later pass than `when`).
-    fn arm(&mut self, when: Instant, waker: &Waker) {
-        let (start, replaced, sweeper) = TABLE.with(|table| {
+    /// sleeps towards a later pass than `when`). `false`, and nothing
+    /// recorded, once [`stop_sweeper`] has closed the table.
+    fn arm(&mut self, when: Instant, waker: &Waker) -> bool {
+        let armed = TABLE.with(|table| {
             let mut table = table.borrow_mut();
+            if table.closed {
+                return None;
+            }
             let index = match self.0 {
                 Some(index) => index,
                 None => {
@@ -200,12 +208,15 @@ impl Slot {
                 }
                 _ => None,
             };
-            (
+            Some((
                 !std::mem::replace(&mut table.sweeping, true),
                 replaced,
                 sweeper,
-            )
+            ))
         });
+        let Some((start, replaced, sweeper)) = armed else {
+            return false;
+        };
         // Dropped and woken outside the borrow: the last reference to a
         // task drops its future, whose waits free their slots.
         drop(replaced);
@@ -215,6 +226,7 @@ impl Slot {
         if start {
             monoio::spawn(sweep());
         }
+        true
     }
 
     /// Whether the sweeper found the armed slot's deadline passed; if not,
@@ -299,13 +311,20 @@ async fn sweep() {
     };
     // The first pass: MIN_TICK after the first wait started it.
     let mut target = Instant::now() + MIN_TICK;
-    let _ = timer.set(target);
+    if timer.set(target).is_err() {
+        // Not expected: every wait ends now rather than never (a timer
+        // not set would not wake the sweeper).
+        elapse_all();
+        return;
+    }
     TABLE.with(|table| table.borrow_mut().target = Some(target));
     loop {
         let mut sleep = std::pin::pin!(timer.wait());
         // Sleeps until the target, or until a wait moved it earlier (the
         // waker registered here each time: the arm that moves the target
-        // takes it), or until asked to end.
+        // takes it), or until asked to end, or until its timer fails (not
+        // expected: the sweeper then ends every wait and itself rather
+        // than spin or sleep for ever).
         let stopping = poll_fn(|cx| {
             let (moved, stopping) = TABLE.with(|table| {
                 let mut table = table.borrow_mut();
@@ -327,9 +346,11 @@ async fn sweep() {
             if let Some(moved) = moved {
                 target = moved;
                 // The wait in progress waits for the new time.
-                let _ = timer.set(target);
+                if timer.set(target).is_err() {
+                    return Poll::Ready(true);
+                }
             }
-            sleep.as_mut().poll(cx).map(|()| false)
+            sleep.as_mut().poll(cx).map(|waited| waited.is_err())
         })
         .await;
         if stopping {
@@ -368,7 +389,10 @@ async fn sweep() {
         // then, the earliest known, or a pass MIN_TICK from now.
         let not_before = now + MIN_TICK;
         target = earliest.map_or(not_before, |earliest| earliest.max(not_before));
-        let _ = timer.set(target);
+        if timer.set(target).is_err() {
+            elapse_all();
+            return;
+        }
         TABLE.with(|table| {
             let mut table = table.borrow_mut();
             table.target = Some(target);
@@ -410,9 +434,15 @@ fn elapse_all() {
 /// timer's poll, the sweeper's task, which holds the ring), and with it
 /// the sockets the ring was to close (the test
 /// `runtime::shutdown_finishes_within_two_seconds`).
+///
+/// It closes the table too, until [`install_timer`] (the core's end): a
+/// timed wait started since is elapsed at once and starts no sweeper. So
+/// the wait is bounded by the sweeper's next poll, even when a task that
+/// its stop woke waits again at once.
 pub(crate) async fn stop_sweeper() {
     let sweeper = TABLE.with(|table| {
         let mut table = table.borrow_mut();
+        table.closed = true;
         if table.sweeping {
             table.stopping = true;
         }
@@ -441,8 +471,10 @@ pub(crate) async fn stop_sweeper() {
 /// the waits of its connections, and its back-offs, never lack a timer
 /// (a descriptor made at each start of the sweeper could fail when
 /// descriptors run out: just when an accept loop backs off), and removes
-/// it when it ends, before its runtime goes.
+/// it when it ends, before its runtime goes. Either opens the table that
+/// [`stop_sweeper`] closed.
 pub(crate) fn install_timer(timer: Option<Rc<Timer>>) {
+    TABLE.with(|table| table.borrow_mut().closed = false);
     let previous = CORE_TIMER.with(|slot| slot.replace(timer));
     drop(previous);
 }
@@ -575,30 +607,90 @@ mod tests {
         });
     }
 
+    /// The io_uring runtime, when the kernel lets this process have one.
+    fn io_uring_runtime() -> Option<monoio::Runtime<monoio::IoUringDriver>> {
+        monoio::RuntimeBuilder::<monoio::IoUringDriver>::new()
+            .build()
+            .ok()
+    }
+
     /// The timed waits a core's tasks use end in a runtime without
     /// monoio's timers (as a core's): a sleep and a timeout of the table,
     /// whose sweeper sleeps on a timerfd (it slept on monoio's timer, which
     /// panics here), with the core's timer installed and without; a
-    /// stopped sweeper ends, and the next wait starts another.
+    /// stopped sweeper ends, and once the table is open again the next
+    /// wait starts another.
+    async fn timed_waits() {
+        sleep(Duration::from_millis(1)).await;
+        let outcome = timeout(Duration::from_millis(1), pin!(std::future::pending::<()>())).await;
+        assert_eq!(outcome, Err(Elapsed));
+        install_timer(Some(Rc::new(Timer::new().expect("a timerfd"))));
+        sleep(Duration::from_millis(1)).await;
+        let long = monoio::spawn(async {
+            timeout(Duration::from_secs(30), pin!(std::future::pending::<()>())).await
+        });
+        pause(Duration::from_millis(20)).await;
+        assert!(TABLE.with(|table| table.borrow().sweeping));
+        stop_sweeper().await;
+        assert!(!TABLE.with(|table| table.borrow().sweeping));
+        assert_eq!(long.await, Err(Elapsed), "ended by the sweeper's stop");
+        install_timer(None);
+        sleep(Duration::from_millis(1)).await;
+        // Stopped, so that the next runtime on this thread starts afresh.
+        stop_sweeper().await;
+        install_timer(None);
+    }
+
     #[test]
     fn timed_waits_end_without_monoio_timers() {
-        runtime().block_on(async {
-            sleep(Duration::from_millis(1)).await;
-            let outcome =
-                timeout(Duration::from_millis(1), pin!(std::future::pending::<()>())).await;
-            assert_eq!(outcome, Err(Elapsed));
-            install_timer(Some(Rc::new(Timer::new().expect("a timerfd"))));
-            sleep(Duration::from_millis(1)).await;
-            let long = monoio::spawn(async {
-                timeout(Duration::from_secs(30), pin!(std::future::pending::<()>())).await
-            });
-            pause(Duration::from_millis(20)).await;
-            assert!(TABLE.with(|table| table.borrow().sweeping));
-            stop_sweeper().await;
-            assert!(!TABLE.with(|table| table.borrow().sweeping));
-            assert_eq!(long.await, Err(Elapsed), "ended by the sweeper's stop");
-            sleep(Duration::from_millis(1)).await;
-            install_timer(None);
+        runtime().block_on(async { monoio::spawn(timed_waits()).await });
+        if let Some(mut runtime) = io_uring_runtime() {
+            runtime.block_on(async { monoio::spawn(timed_waits()).await });
+        }
+    }
+
+    /// A task that the sweeper's stop wakes (its wait elapsed) and that
+    /// waits again at once starts no new sweeper for `stop_sweeper` to
+    /// wait for: the stop ends (it waited for the new sweeper, up to the
+    /// 30 s of the new wait), and the waits started after it end at once.
+    /// Bounded by another timer: fails after ten seconds, does not hang.
+    async fn rearm_during_stop() {
+        install_timer(Some(Rc::new(Timer::new().expect("a timerfd"))));
+        let waits = Rc::new(std::cell::Cell::new(0u32));
+        let again = monoio::spawn({
+            let waits = Rc::clone(&waits);
+            async move {
+                for _ in 0..3 {
+                    let never = pin!(std::future::pending::<()>());
+                    assert_eq!(timeout(Duration::from_secs(30), never).await, Err(Elapsed));
+                    waits.set(waits.get() + 1);
+                }
+            }
         });
+        pause(Duration::from_millis(20)).await;
+        assert_eq!(in_use(), 1, "the first wait started");
+        let bound = Timer::new().expect("a timerfd");
+        let stopped = bound.within(Duration::from_secs(10), stop_sweeper()).await;
+        assert!(
+            stopped.expect("the bound's timer").is_some(),
+            "stop_sweeper hung"
+        );
+        let ended = bound.within(Duration::from_secs(10), again).await;
+        assert!(
+            ended.expect("the bound's timer").is_some(),
+            "waits not ended"
+        );
+        assert_eq!(waits.get(), 3);
+        assert!(!TABLE.with(|table| table.borrow().sweeping));
+        assert_eq!(in_use(), 0);
+        install_timer(None);
+    }
+
+    #[test]
+    fn a_task_waiting_again_during_the_stop_starts_no_sweeper() {
+        runtime().block_on(async { monoio::spawn(rearm_during_stop()).await });
+        if let Some(mut runtime) = io_uring_runtime() {
+            runtime.block_on(async { monoio::spawn(rearm_during_stop()).await });
+        }
     }
 }
