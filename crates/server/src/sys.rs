@@ -146,7 +146,12 @@ impl Batch {
         // `iov_len` bytes long: the buffers are never resized, moved out or
         // borrowed mutably, so that memory is theirs, live and unborrowed
         // during the call (`&mut self`). The kernel writes only within those
-        // lengths. `fd` is an open socket owned by the caller.
+        // lengths. `fd` is an open socket owned by the caller. `syscall` is
+        // variadic: `fd`, `count` and the flags go as 32-bit values whose
+        // register's upper half is unspecified, which the kernel ignores (its
+        // entry casts each argument to the declared type, `int` or
+        // `unsigned int` here: the same as the wrapper's); the pointers and
+        // the null timeout go whole.
         let received = unsafe {
             libc::syscall(
                 libc::SYS_recvmmsg,
@@ -242,7 +247,8 @@ impl Batch {
         // SAFETY: the first `count` send headers point at address slots and I/O
         // vectors owned by `self`, each vector at a live buffer borrowed for
         // this call with a length within it; the kernel only reads them.
-        // `fd` is an open socket owned by the caller.
+        // `fd` is an open socket owned by the caller. The 32-bit arguments
+        // of the variadic `syscall` are fine, as in `receive`.
         let sent = unsafe {
             libc::syscall(
                 libc::SYS_sendmmsg,

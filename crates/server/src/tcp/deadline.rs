@@ -1,5 +1,8 @@
-//! Connection timeouts without a timer per connection (issue 26: 10,000
-//! idle TLS connections in 100 MiB).
+//! The core's one-off timed waits: connection timeouts without a timer per
+//! connection (issue 26: 10,000 idle TLS connections in 100 MiB), and
+//! every other wait that is not a loop's own timer ([`sleep`]: back-offs,
+//! the shutdown's polls; [`timeout`]: the forwarder's TCP attempt, the
+//! shutdown's grace), each noticed up to [`MIN_TICK`] late.
 //!
 //! monoio's `Sleep` is 640 octets (a timer-wheel entry whose fields are
 //! cache-padded to 128 octets), and it makes every future holding it
