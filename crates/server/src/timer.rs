@@ -118,29 +118,43 @@ fn later(wait: Duration) -> Instant {
 
 //=========== Tests ==========================================================
 
+/// Runtimes as a core's, for the tests of the core's timers.
+#[cfg(test)]
+pub(crate) mod testing {
+    use std::future::Future;
+
+    /// Without monoio's timers, as a core's runtime: `monoio::time` would
+    /// panic in it.
+    pub(crate) fn runtime() -> monoio::Runtime<monoio::LegacyDriver> {
+        monoio::RuntimeBuilder::<monoio::LegacyDriver>::new()
+            .build()
+            .expect("a runtime")
+    }
+
+    /// Runs what `task` makes as a task (not the runtime's main future,
+    /// whose yields would not let other tasks run), to its end, on the
+    /// legacy driver, then on io_uring when the kernel lets this process
+    /// have it; both without monoio's timers.
+    pub(crate) fn on_both_drivers<F>(task: impl Fn() -> F)
+    where
+        F: Future<Output = ()> + 'static,
+    {
+        runtime().block_on(async { monoio::spawn(task()).await });
+        if let Ok(mut runtime) = monoio::RuntimeBuilder::<monoio::IoUringDriver>::new().build() {
+            runtime.block_on(async { monoio::spawn(task()).await });
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::cell::Cell;
     use std::future::pending;
     use std::rc::Rc;
 
+    use super::testing::on_both_drivers;
     use super::*;
     use crate::signal::yield_now;
-
-    /// Without monoio's timers, as a core's runtime: `monoio::time` would
-    /// panic in it.
-    fn runtime() -> monoio::Runtime<monoio::LegacyDriver> {
-        monoio::RuntimeBuilder::<monoio::LegacyDriver>::new()
-            .build()
-            .expect("a runtime")
-    }
-
-    /// The io_uring runtime, when the kernel lets this process have one.
-    fn io_uring_runtime() -> Option<monoio::Runtime<monoio::IoUringDriver>> {
-        monoio::RuntimeBuilder::<monoio::IoUringDriver>::new()
-            .build()
-            .ok()
-    }
 
     /// A wait set far ahead does not end until the timer is set again, to
     /// now: the wait in progress follows the new setting (as the sweeper's
@@ -185,14 +199,9 @@ mod tests {
         );
     }
 
-    /// (A task, not the runtime's main future, whose yields would not let
-    /// the waiter run.)
     #[test]
     fn a_timer_set_again_ends_the_wait_in_progress() {
-        runtime().block_on(async { monoio::spawn(set_again_ends_the_wait()).await });
-        if let Some(mut runtime) = io_uring_runtime() {
-            runtime.block_on(async { monoio::spawn(set_again_ends_the_wait()).await });
-        }
+        on_both_drivers(set_again_ends_the_wait);
     }
 
     /// A future ready at its first poll is not timed: the timer is not set
@@ -219,9 +228,6 @@ mod tests {
 
     #[test]
     fn a_future_ready_at_once_is_not_timed() {
-        runtime().block_on(async { monoio::spawn(a_ready_future_sets_no_timer()).await });
-        if let Some(mut runtime) = io_uring_runtime() {
-            runtime.block_on(async { monoio::spawn(a_ready_future_sets_no_timer()).await });
-        }
+        on_both_drivers(a_ready_future_sets_no_timer);
     }
 }

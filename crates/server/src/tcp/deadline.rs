@@ -501,14 +501,9 @@ mod tests {
     use std::pin::pin;
 
     use super::*;
-
-    /// Without monoio's timers, as a core's runtime (`cores::run`): the
-    /// sweeper sleeps on a timerfd of its own.
-    fn runtime() -> monoio::Runtime<monoio::LegacyDriver> {
-        monoio::RuntimeBuilder::<monoio::LegacyDriver>::new()
-            .build()
-            .expect("a runtime")
-    }
+    // Without monoio's timers, as a core's runtime (`cores::run`): the
+    // sweeper sleeps on a timerfd of its own.
+    use crate::timer::testing::{on_both_drivers, runtime};
 
     /// A pause that is not a timed wait of the table (so that it does not
     /// move the sweeper).
@@ -610,13 +605,6 @@ mod tests {
         });
     }
 
-    /// The io_uring runtime, when the kernel lets this process have one.
-    fn io_uring_runtime() -> Option<monoio::Runtime<monoio::IoUringDriver>> {
-        monoio::RuntimeBuilder::<monoio::IoUringDriver>::new()
-            .build()
-            .ok()
-    }
-
     /// The timed waits a core's tasks use end in a runtime without
     /// monoio's timers (as a core's): a sleep and a timeout of the table,
     /// whose sweeper sleeps on a timerfd (it slept on monoio's timer, which
@@ -646,10 +634,7 @@ mod tests {
 
     #[test]
     fn timed_waits_end_without_monoio_timers() {
-        runtime().block_on(async { monoio::spawn(timed_waits()).await });
-        if let Some(mut runtime) = io_uring_runtime() {
-            runtime.block_on(async { monoio::spawn(timed_waits()).await });
-        }
+        on_both_drivers(timed_waits);
     }
 
     /// A task that the sweeper's stop wakes (its wait elapsed) and that
@@ -691,9 +676,6 @@ mod tests {
 
     #[test]
     fn a_task_waiting_again_during_the_stop_starts_no_sweeper() {
-        runtime().block_on(async { monoio::spawn(rearm_during_stop()).await });
-        if let Some(mut runtime) = io_uring_runtime() {
-            runtime.block_on(async { monoio::spawn(rearm_during_stop()).await });
-        }
+        on_both_drivers(rearm_during_stop);
     }
 }
