@@ -195,7 +195,7 @@ pub(crate) async fn run(
         buffer = returned;
         if result.is_err() {
             // Nothing is expected here; do not spin if it repeats.
-            monoio::time::sleep(Duration::from_millis(50)).await;
+            crate::tcp::deadline::sleep(Duration::from_millis(50)).await;
         }
         // Bounded: the handle posts one command per wake-up octet, and
         // each is taken once.

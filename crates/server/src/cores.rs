@@ -112,12 +112,10 @@ pub(crate) fn run(start: CoreStart) -> io::Result<()> {
         let _ = ready.send(Err(io::Error::new(err.kind(), message.clone())));
         Err(io::Error::new(err.kind(), message))
     };
-    let io_uring = || {
-        RuntimeBuilder::<IoUringDriver>::new()
-            .enable_timer()
-            .build()
-    };
-    let legacy = || RuntimeBuilder::<LegacyDriver>::new().enable_timer().build();
+    // Without monoio's timer wheel, which costs every park of the reactor
+    // (see `crate::timer`): the core's timers are its own.
+    let io_uring = || RuntimeBuilder::<IoUringDriver>::new().build();
+    let legacy = || RuntimeBuilder::<LegacyDriver>::new().build();
     match start.config.driver {
         Driver::IoUring => match io_uring() {
             Ok(mut runtime) => runtime.block_on(serve(start)),
@@ -169,6 +167,14 @@ async fn serve(start: CoreStart) -> io::Result<()> {
             return Err(err);
         }
     };
+    // The core's timer (its sweeper's: connection timeouts, back-offs),
+    // made now so that a core that cannot have one does not start.
+    let bound = bound.and_then(|bound| {
+        crate::tcp::deadline::install_timer(Some(Rc::new(crate::timer::Timer::new()?)));
+        Ok(bound)
+    });
+    // Removed however this ends, inside the runtime its descriptor uses.
+    let _timer = InstalledTimer;
     let ((udp, tcp), wake, xsks): (_, _, Vec<XdpSocket>) = match bound {
         Ok(bound) => bound,
         Err(err) => {
@@ -322,11 +328,22 @@ async fn serve(start: CoreStart) -> io::Result<()> {
         }
         // Bounded by the grace period around this future.
         while core.tcp_counters.open.get() + core.tls_counters.connections.open.get() > 0 {
-            monoio::time::sleep(SHUTDOWN_POLL).await;
+            crate::tcp::deadline::sleep(SHUTDOWN_POLL).await;
         }
     };
-    let _ = monoio::time::timeout(SHUTDOWN_GRACE, finish).await;
+    let _ = crate::tcp::deadline::timeout(SHUTDOWN_GRACE, std::pin::pin!(finish)).await;
+    crate::tcp::deadline::stop_sweeper().await;
     Ok(())
+}
+
+/// Removes the core's timer from its thread when dropped (at the end of
+/// [`serve`], inside the runtime, not at the thread's end after it).
+struct InstalledTimer;
+
+impl Drop for InstalledTimer {
+    fn drop(&mut self) {
+        crate::tcp::deadline::install_timer(None);
+    }
 }
 
 /// The UDP sockets and TCP listeners of every listen address, then of

@@ -377,8 +377,20 @@ fn drain(core: &Rc<Core>, io: &ForwardIo, index: u64, actions: &mut Vec<Action>)
 async fn timeouts(core: Rc<Core>) {
     let stop = core.stop.listener();
     let mut actions = Vec::with_capacity(RESERVED_ACTIONS);
+    // A timer of the loop's own, set every tick; without one (no
+    // descriptor left), the core's shared one (`deadline::sleep`).
+    let timer = crate::timer::Timer::new().ok();
     loop {
-        if stop.or(monoio::time::sleep(TICK)).await.is_none() {
+        let tick = async {
+            let slept = match &timer {
+                Some(timer) => timer.sleep(TICK).await.is_ok(),
+                None => false,
+            };
+            if !slept {
+                crate::tcp::deadline::sleep(TICK).await;
+            }
+        };
+        if stop.or(tick).await.is_none() {
             break;
         }
         if core.forward.is_none() {
@@ -435,7 +447,10 @@ async fn tcp_attempt(core: Rc<Core>, address: SocketAddr, token: TcpToken, query
         }
         Some(answer)
     };
-    let answer = monoio::time::timeout(limit, exchange).await.ok().flatten();
+    let answer = crate::tcp::deadline::timeout(limit, std::pin::pin!(exchange))
+        .await
+        .ok()
+        .flatten();
     let mut actions = Vec::new();
     let now = core.clock();
     if let Some(forwarder) = core.worker.borrow_mut().forwarder() {

@@ -46,13 +46,19 @@
 //! - `signal`: core-local stop and wake-up signals;
 //! - `socket`: socket creation (SO_REUSEPORT before bind);
 //! - `stats`: counters and snapshots;
-//! - `sys`: `recvmmsg`/`sendmmsg` and the counting allocator;
+//! - `sys`: `recvmmsg`/`sendmmsg`, the `timerfd(2)` of the core's timers,
+//!   and the counting allocator;
+//! - `timer`: the core's timers (timerfds its reactor waits on: the cores'
+//!   runtimes have no monoio timer wheel, docs/decisions/0027);
 //! - `xdp`: the AF_XDP path (issue 12, docs/decisions/0012): the XDP
 //!   program's attachment, the per-core loop, and in `xdp::ring` the
 //!   AF_XDP socket and its rings. `sys` and `xdp::ring` are the only
 //!   modules with `unsafe`.
 
 #![deny(missing_docs)]
+// monoio::time is for tests only (clippy.toml: a core's runtime has no
+// timer driver); a test that builds its own runtime with it may use it.
+#![cfg_attr(test, allow(clippy::disallowed_methods, clippy::disallowed_types))]
 
 use std::io;
 use std::net::SocketAddr;
@@ -79,6 +85,7 @@ mod socket;
 mod stats;
 mod sys;
 mod tcp;
+mod timer;
 pub mod tls;
 mod udp;
 pub mod update;

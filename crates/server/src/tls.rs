@@ -182,7 +182,11 @@ pub(crate) async fn serve(
         let (stream, peer) = match accepted {
             Ok(accepted) => accepted,
             Err(_) => {
-                if stop.or(monoio::time::sleep(ACCEPT_BACKOFF)).await.is_none() {
+                if stop
+                    .or(crate::tcp::deadline::sleep(ACCEPT_BACKOFF))
+                    .await
+                    .is_none()
+                {
                     return Ok(());
                 }
                 continue;

@@ -132,7 +132,7 @@ pub(crate) async fn run(replies: Rc<Replies>, stop: StopListener) {
         buffer = returned;
         if result.is_err() {
             // Nothing is expected here; do not spin if it repeats.
-            monoio::time::sleep(std::time::Duration::from_millis(50)).await;
+            crate::tcp::deadline::sleep(std::time::Duration::from_millis(50)).await;
         }
         replies.deliver();
     }

@@ -1,5 +1,8 @@
-//! Connection timeouts without a timer per connection (issue 26: 10,000
-//! idle TLS connections in 100 MiB).
+//! The core's one-off timed waits: connection timeouts without a timer per
+//! connection (issue 26: 10,000 idle TLS connections in 100 MiB), and
+//! every other wait that is not a loop's own timer ([`sleep`]: back-offs,
+//! the shutdown's polls; [`timeout`]: the forwarder's TCP attempt, the
+//! shutdown's grace), each noticed up to [`MIN_TICK`] late.
 //!
 //! monoio's `Sleep` is 640 octets (a timer-wheel entry whose fields are
 //! cache-padded to 128 octets), and it makes every future holding it
@@ -8,8 +11,9 @@
 //! plus the padding the alignment costs around them. Here a timeout is a
 //! slot in a table of the core's own (a deadline and a waker, a few dozen
 //! octets, taken when the timed future first waits and freed when it ends),
-//! and one task per core, the *sweeper*, sleeps on a single monoio timer
-//! and wakes the futures whose deadline has passed.
+//! and one task per core, the *sweeper*, sleeps on a single timer (the
+//! core's [`Timer`], a timerfd: the core's runtime has no timer wheel, see
+//! [`crate::timer`]) and wakes the futures whose deadline has passed.
 //!
 //! Precision and wake-ups: the sweeper sleeps until the earliest deadline
 //! it knows of (its *target*), and a wait whose deadline is earlier than
@@ -29,8 +33,11 @@
 use std::cell::RefCell;
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
+use std::rc::Rc;
 use std::task::{Poll, Waker};
 use std::time::{Duration, Instant};
+
+use crate::timer::Timer;
 
 /// The shortest pause between two passes of the sweeper: how late a
 /// deadline may be noticed.
@@ -57,6 +64,15 @@ struct Table {
     used: usize,
     /// The sweeper task runs (it ends once nothing waits for a whole pass).
     sweeping: bool,
+    /// The sweeper is asked to end ([`stop_sweeper`]).
+    stopping: bool,
+    /// Who waits in [`stop_sweeper`] for the sweeper to end.
+    stopper: Option<Waker>,
+    /// Set by [`stop_sweeper`] (cleared by [`install_timer`]): every timed
+    /// wait is elapsed at its first poll and none starts a sweeper, so that
+    /// a task woken by the stop that waits again cannot start a new one
+    /// for `stop_sweeper` to wait for.
+    closed: bool,
     /// When the sweeper's next pass comes: the earliest deadline it knew
     /// of, but not before [`MIN_TICK`] after its last pass (`not_before`).
     /// `None` while it is not asleep (running a pass, or not running).
@@ -71,12 +87,20 @@ struct Table {
 }
 
 thread_local! {
+    /// The core's timer, for its sweeper ([`install_timer`]).
+    static CORE_TIMER: RefCell<Option<Rc<Timer>>> = const { RefCell::new(None) };
+}
+
+thread_local! {
     static TABLE: RefCell<Table> = const {
         RefCell::new(Table {
             entries: Vec::new(),
             free: Vec::new(),
             used: 0,
             sweeping: false,
+            stopping: false,
+            stopper: None,
+            closed: false,
             target: None,
             not_before: None,
             sweeper: None,
@@ -91,7 +115,7 @@ thread_local! {
 /// octets in the caller's future instead of 640. `future` is pinned by the
 /// caller (`pin!`) and lent: moved in, it would be held twice, the argument
 /// and the pinned local (the generator does not overlap them). Must run
-/// inside a monoio runtime with timers enabled (the sweeper's).
+/// inside a monoio runtime (the sweeper's, whose timer it waits on).
 pub(crate) async fn timeout<F: Future + Unpin>(
     wait: Duration,
     mut future: F,
@@ -112,10 +136,8 @@ pub(crate) async fn timeout<F: Future + Unpin>(
         }
         let elapsed = match slot.0 {
             None if Instant::now() >= when => true,
-            None => {
-                slot.arm(when, cx.waker());
-                false
-            }
+            // Not armed once the sweeper is stopped for good.
+            None => !slot.arm(when, cx.waker()),
             Some(_) => slot.passed(cx.waker()),
         };
         if elapsed {
@@ -127,6 +149,13 @@ pub(crate) async fn timeout<F: Future + Unpin>(
     .await
 }
 
+/// Waits for `wait` (noticed up to [`MIN_TICK`] late): a slot of the
+/// core's table, no timer of its own. For the rare waits (a back-off after
+/// an error, the shutdown's polls).
+pub(crate) async fn sleep(wait: Duration) {
+    let _ = timeout(wait, std::pin::pin!(std::future::pending::<()>())).await;
+}
+
 /// A slot of the table held by a timed wait, freed when it ends or is
 /// dropped.
 struct Slot(Option<usize>);
@@ -134,10 +163,14 @@ struct Slot(Option<usize>);
 impl Slot {
     /// Records `when` and `waker` in the slot, taking one on the first call
     /// (and starting the sweeper if it does not run, or waking it if it
-    /// sleeps towards a later pass than `when`).
-    fn arm(&mut self, when: Instant, waker: &Waker) {
-        let (start, replaced, sweeper) = TABLE.with(|table| {
+    /// sleeps towards a later pass than `when`). `false`, and nothing
+    /// recorded, once [`stop_sweeper`] has closed the table.
+    fn arm(&mut self, when: Instant, waker: &Waker) -> bool {
+        let armed = TABLE.with(|table| {
             let mut table = table.borrow_mut();
+            if table.closed {
+                return None;
+            }
             let index = match self.0 {
                 Some(index) => index,
                 None => {
@@ -178,12 +211,15 @@ impl Slot {
                 }
                 _ => None,
             };
-            (
+            Some((
                 !std::mem::replace(&mut table.sweeping, true),
                 replaced,
                 sweeper,
-            )
+            ))
         });
+        let Some((start, replaced, sweeper)) = armed else {
+            return false;
+        };
         // Dropped and woken outside the borrow: the last reference to a
         // task drops its future, whose waits free their slots.
         drop(replaced);
@@ -193,6 +229,7 @@ impl Slot {
         if start {
             monoio::spawn(sweep());
         }
+        true
     }
 
     /// Whether the sweeper found the armed slot's deadline passed; if not,
@@ -248,11 +285,16 @@ impl Drop for Sweeping {
         let _ = TABLE.try_with(|table| {
             let mut table = table.borrow_mut();
             table.sweeping = false;
+            table.stopping = false;
             table.target = None;
             table.not_before = None;
             let sweeper = table.sweeper.take();
+            let stopper = table.stopper.take();
             drop(table);
             drop(sweeper);
+            if let Some(stopper) = stopper {
+                stopper.wake();
+            }
         });
     }
 }
@@ -264,19 +306,34 @@ impl Drop for Sweeping {
 /// size.
 async fn sweep() {
     let _sweeping = Sweeping;
+    let Some(timer) = sweeper_timer() else {
+        // No descriptor for a timer (outside a core, which has its own
+        // from its start): every wait ends now rather than never.
+        elapse_all();
+        return;
+    };
     // The first pass: MIN_TICK after the first wait started it.
     let mut target = Instant::now() + MIN_TICK;
-    let mut sleep = std::pin::pin!(monoio::time::sleep_until(monoio::time::Instant::from_std(
-        target
-    )));
+    if timer.set(target).is_err() {
+        // Not expected: every wait ends now rather than never (a timer
+        // not set would not wake the sweeper).
+        elapse_all();
+        return;
+    }
     TABLE.with(|table| table.borrow_mut().target = Some(target));
     loop {
+        let mut sleep = std::pin::pin!(timer.wait());
         // Sleeps until the target, or until a wait moved it earlier (the
         // waker registered here each time: the arm that moves the target
-        // takes it).
-        poll_fn(|cx| {
-            let moved = TABLE.with(|table| {
+        // takes it), or until asked to end, or until its timer fails (not
+        // expected: the sweeper then ends every wait and itself rather
+        // than spin or sleep for ever).
+        let stopping = poll_fn(|cx| {
+            let (moved, stopping) = TABLE.with(|table| {
                 let mut table = table.borrow_mut();
+                if table.stopping {
+                    return (None, true);
+                }
                 let replace = match &table.sweeper {
                     Some(known) => !known.will_wake(cx.waker()),
                     None => true,
@@ -284,17 +341,25 @@ async fn sweep() {
                 if replace {
                     table.sweeper = Some(cx.waker().clone());
                 }
-                table.target.filter(|&moved| moved != target)
+                (table.target.filter(|&moved| moved != target), false)
             });
+            if stopping {
+                return Poll::Ready(true);
+            }
             if let Some(moved) = moved {
                 target = moved;
-                sleep
-                    .as_mut()
-                    .reset(monoio::time::Instant::from_std(target));
+                // The wait in progress waits for the new time.
+                if timer.set(target).is_err() {
+                    return Poll::Ready(true);
+                }
             }
-            sleep.as_mut().poll(cx)
+            sleep.as_mut().poll(cx).map(|waited| waited.is_err())
         })
         .await;
+        if stopping {
+            elapse_all();
+            return;
+        }
         let now = Instant::now();
         // Wakers are woken outside the borrow (a woken task may run a wait
         // of its own only later, but waking is foreign code).
@@ -327,15 +392,94 @@ async fn sweep() {
         // then, the earliest known, or a pass MIN_TICK from now.
         let not_before = now + MIN_TICK;
         target = earliest.map_or(not_before, |earliest| earliest.max(not_before));
-        sleep
-            .as_mut()
-            .reset(monoio::time::Instant::from_std(target));
+        if timer.set(target).is_err() {
+            elapse_all();
+            return;
+        }
         TABLE.with(|table| {
             let mut table = table.borrow_mut();
             table.target = Some(target);
             table.not_before = Some(not_before);
         });
     }
+}
+
+/// The timer the sweeper sleeps on: the core's (installed for its life by
+/// [`install_timer`]), else one of its own for this run of the sweeper;
+/// `None` if no descriptor is to be had.
+fn sweeper_timer() -> Option<Rc<Timer>> {
+    CORE_TIMER
+        .with(|timer| timer.borrow().clone())
+        .or_else(|| Timer::new().ok().map(Rc::new))
+}
+
+/// Ends every timed wait of the table (each as elapsed, at its next poll).
+fn elapse_all() {
+    let wakers: Vec<Waker> = TABLE.with(|table| {
+        let mut table = table.borrow_mut();
+        let mut wakers = Vec::new();
+        for entry in table.entries.iter_mut() {
+            if entry.when.take().is_some() {
+                wakers.extend(entry.waker.clone());
+            }
+        }
+        wakers
+    });
+    for waker in wakers {
+        waker.wake();
+    }
+}
+
+/// Ends this thread's sweeper, if it runs, and with it every timed wait
+/// left (each as elapsed), and returns once it has ended: a core that
+/// stops calls it last, inside its runtime. A sweeper left asleep would
+/// keep the runtime's io_uring alive (the ring holds the waker of its
+/// timer's poll, the sweeper's task, which holds the ring), and with it
+/// the sockets the ring was to close (the test
+/// `runtime::shutdown_finishes_within_two_seconds`).
+///
+/// It closes the table too, until [`install_timer`] (the core's end): a
+/// timed wait started since is elapsed at once and starts no sweeper. So
+/// the wait is bounded by the sweeper's next poll, even when a task that
+/// its stop woke waits again at once.
+pub(crate) async fn stop_sweeper() {
+    let sweeper = TABLE.with(|table| {
+        let mut table = table.borrow_mut();
+        table.closed = true;
+        if table.sweeping {
+            table.stopping = true;
+        }
+        table.sweeper.take()
+    });
+    if let Some(sweeper) = sweeper {
+        sweeper.wake();
+    }
+    // The woken sweeper ends at its next poll (the first thing it checks),
+    // and wakes this wait as it ends.
+    poll_fn(|cx| {
+        TABLE.with(|table| {
+            let mut table = table.borrow_mut();
+            if !table.sweeping {
+                return Poll::Ready(());
+            }
+            table.stopper = Some(cx.waker().clone());
+            Poll::Pending
+        })
+    })
+    .await;
+}
+
+/// Makes `timer` the one the sweeper of this thread sleeps on, from its
+/// next start (`None`: none). A core installs one when it starts, so that
+/// the waits of its connections, and its back-offs, never lack a timer
+/// (a descriptor made at each start of the sweeper could fail when
+/// descriptors run out: just when an accept loop backs off), and removes
+/// it when it ends, before its runtime goes. Either opens the table that
+/// [`stop_sweeper`] closed.
+pub(crate) fn install_timer(timer: Option<Rc<Timer>>) {
+    TABLE.with(|table| table.borrow_mut().closed = false);
+    let previous = CORE_TIMER.with(|slot| slot.replace(timer));
+    drop(previous);
 }
 
 /// Timed waits in progress on this thread, for tests.
@@ -357,12 +501,15 @@ mod tests {
     use std::pin::pin;
 
     use super::*;
+    // Without monoio's timers, as a core's runtime (`cores::run`): the
+    // sweeper sleeps on a timerfd of its own.
+    use crate::timer::testing::{on_both_drivers, runtime};
 
-    fn runtime() -> monoio::Runtime<monoio::time::TimeDriver<monoio::LegacyDriver>> {
-        monoio::RuntimeBuilder::<monoio::LegacyDriver>::new()
-            .enable_timer()
-            .build()
-            .expect("a runtime")
+    /// A pause that is not a timed wait of the table (so that it does not
+    /// move the sweeper).
+    async fn pause(wait: Duration) {
+        let timer = Timer::new().expect("a timerfd");
+        timer.sleep(wait).await.expect("the timer set");
     }
 
     /// A future that never ends is ended by its deadline, not before it,
@@ -391,7 +538,7 @@ mod tests {
             let never = pin!(std::future::pending::<()>());
             let short = timeout(Duration::from_millis(30), never);
             let long = pin!(async {
-                monoio::time::sleep(Duration::from_millis(80)).await;
+                pause(Duration::from_millis(80)).await;
                 1
             });
             let long = timeout(Duration::from_secs(30), long);
@@ -414,7 +561,7 @@ mod tests {
             let long = monoio::spawn(async {
                 timeout(Duration::from_secs(30), pin!(std::future::pending::<()>())).await
             });
-            monoio::time::sleep(Duration::from_millis(200)).await;
+            pause(Duration::from_millis(200)).await;
             assert_eq!(in_use(), 1, "the long wait started");
             let before = passes();
             assert!(
@@ -456,5 +603,79 @@ mod tests {
             assert_eq!(outcome, Err(Elapsed));
             TABLE.with(|table| assert_eq!(table.borrow().entries.len(), 1, "slot reused"));
         });
+    }
+
+    /// The timed waits a core's tasks use end in a runtime without
+    /// monoio's timers (as a core's): a sleep and a timeout of the table,
+    /// whose sweeper sleeps on a timerfd (it slept on monoio's timer, which
+    /// panics here), with the core's timer installed and without; a
+    /// stopped sweeper ends, and once the table is open again the next
+    /// wait starts another.
+    async fn timed_waits() {
+        sleep(Duration::from_millis(1)).await;
+        let outcome = timeout(Duration::from_millis(1), pin!(std::future::pending::<()>())).await;
+        assert_eq!(outcome, Err(Elapsed));
+        install_timer(Some(Rc::new(Timer::new().expect("a timerfd"))));
+        sleep(Duration::from_millis(1)).await;
+        let long = monoio::spawn(async {
+            timeout(Duration::from_secs(30), pin!(std::future::pending::<()>())).await
+        });
+        pause(Duration::from_millis(20)).await;
+        assert!(TABLE.with(|table| table.borrow().sweeping));
+        stop_sweeper().await;
+        assert!(!TABLE.with(|table| table.borrow().sweeping));
+        assert_eq!(long.await, Err(Elapsed), "ended by the sweeper's stop");
+        install_timer(None);
+        sleep(Duration::from_millis(1)).await;
+        // Stopped, so that the next runtime on this thread starts afresh.
+        stop_sweeper().await;
+        install_timer(None);
+    }
+
+    #[test]
+    fn timed_waits_end_without_monoio_timers() {
+        on_both_drivers(timed_waits);
+    }
+
+    /// A task that the sweeper's stop wakes (its wait elapsed) and that
+    /// waits again at once starts no new sweeper for `stop_sweeper` to
+    /// wait for: the stop ends (it waited for the new sweeper, up to the
+    /// 30 s of the new wait), and the waits started after it end at once.
+    /// Bounded by another timer: fails after ten seconds, does not hang.
+    async fn rearm_during_stop() {
+        install_timer(Some(Rc::new(Timer::new().expect("a timerfd"))));
+        let waits = Rc::new(std::cell::Cell::new(0u32));
+        let again = monoio::spawn({
+            let waits = Rc::clone(&waits);
+            async move {
+                for _ in 0..3 {
+                    let never = pin!(std::future::pending::<()>());
+                    assert_eq!(timeout(Duration::from_secs(30), never).await, Err(Elapsed));
+                    waits.set(waits.get() + 1);
+                }
+            }
+        });
+        pause(Duration::from_millis(20)).await;
+        assert_eq!(in_use(), 1, "the first wait started");
+        let bound = Timer::new().expect("a timerfd");
+        let stopped = bound.within(Duration::from_secs(10), stop_sweeper()).await;
+        assert!(
+            stopped.expect("the bound's timer").is_some(),
+            "stop_sweeper hung"
+        );
+        let ended = bound.within(Duration::from_secs(10), again).await;
+        assert!(
+            ended.expect("the bound's timer").is_some(),
+            "waits not ended"
+        );
+        assert_eq!(waits.get(), 3);
+        assert!(!TABLE.with(|table| table.borrow().sweeping));
+        assert_eq!(in_use(), 0);
+        install_timer(None);
+    }
+
+    #[test]
+    fn a_task_waiting_again_during_the_stop_starts_no_sweeper() {
+        on_both_drivers(rearm_during_stop);
     }
 }

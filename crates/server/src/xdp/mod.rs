@@ -44,6 +44,7 @@
 use std::cell::RefCell;
 use std::io;
 use std::net::SocketAddr;
+use std::pin::pin;
 use std::rc::Rc;
 
 use monoio::net::udp::UdpSocket;
@@ -169,6 +170,10 @@ pub(crate) async fn serve(
     udp: Rc<[Rc<UdpSocket>]>,
 ) -> io::Result<()> {
     let readiness = xsk.borrow().readiness()?;
+    // The retry's timer (LEFTOVER_RETRY), the loop's own; without one (no
+    // descriptor left), the core's shared one (`deadline::timeout`) rather
+    // than no AF_XDP at all.
+    let retry = crate::timer::Timer::new().ok();
     let stop = core.stop.listener();
     'serve: loop {
         // Readiness errors are not expected on a bound socket; the rings
@@ -178,12 +183,22 @@ pub(crate) async fn serve(
         // after LEFTOVER_RETRY at the latest.
         let leftovers = xsk.borrow_mut().has_leftovers();
         let waited = if leftovers {
-            stop.or(monoio::time::timeout(
-                LEFTOVER_RETRY,
-                readiness.readable(false),
-            ))
-            .await
-            .map(|_| ())
+            let ready = readiness.readable(false);
+            let waited = match &retry {
+                Some(retry) => stop.or(retry.within(LEFTOVER_RETRY, ready)).await,
+                None => {
+                    let ready = pin!(ready);
+                    let ready = crate::tcp::deadline::timeout(LEFTOVER_RETRY, ready);
+                    stop.or(async { Ok(ready.await.ok()) }).await
+                }
+            };
+            match waited {
+                // The retry's timer failed (not expected): an error, as a
+                // failing socket's, rather than a spin.
+                Some(Err(err)) => return Err(err),
+                Some(Ok(_)) => Some(()),
+                None => None,
+            }
         } else {
             stop.or(readiness.readable(false)).await.map(|_| ())
         };
