@@ -243,9 +243,10 @@ impl Catalog {
     /// begin a label (the walk of the zone's names then neither compares
     /// the origin again nor checks the boundary).
     ///
-    /// Only the suffixes with as many labels as some origin has are looked
-    /// up, deepest first. Bound: one hash look-up per such suffix, one
-    /// step per label.
+    /// A catalog of a few slots (at most four) compares each
+    /// origin's last octets as one masked word (bound: one word and at
+    /// most one comparison of the rest per slot, one label walk); a
+    /// larger one looks up its index of origins.
     #[inline]
     pub fn locate(&self, qname_lower: Name<'_>) -> Option<(u32, usize)> {
         if self.slots.len() <= SMALL_CATALOG_SLOTS {
@@ -257,6 +258,10 @@ impl Catalog {
     /// [`Catalog::locate`] in a catalog of more than a few slots: by the
     /// index of origins. A call of its own, so that the few slots' search,
     /// inlined, saves no registers for it.
+    ///
+    /// Only the suffixes with as many labels as some origin has are looked
+    /// up, deepest first. Bound: one hash look-up per such suffix, one
+    /// step per label.
     #[inline(never)]
     fn locate_indexed(&self, qname_lower: Name<'_>) -> Option<(u32, usize)> {
         let mut at = qname_lower.label_count().min(MAX_LABELS);

@@ -219,6 +219,9 @@ fn closest_encloser(
     let depth = match origin_at {
         Some(depth) => {
             debug_assert_eq!(name.get(depth..), Some(origin));
+            // One compare keeps the label walk below in the name even if
+            // a caller's position were wrong.
+            name.get(depth..)?;
             depth
         }
         None => {
@@ -369,31 +372,32 @@ fn found(
     let start = zone.node(node).rrsets_start;
     let set = if qtype == RType::ANY {
         (!sets.is_empty()).then_some(start)
-    } else if sets.len() <= FEW_RRSETS {
-        // A node of a few RRsets (most): its CNAME and the type asked for
-        // in one pass, where two binary searches cost about 40
-        // instructions each. Bound: FEW_RRSETS steps.
-        let mut cname = None;
-        let mut asked = None;
-        for (at, set) in (start..).zip(sets) {
-            if set.rtype == RType::CNAME {
-                cname = Some(at);
+    } else {
+        let (cname, asked) = if sets.len() <= FEW_RRSETS {
+            // A node of a few RRsets (most): its CNAME and the type asked
+            // for in one pass, where two binary searches cost about 40
+            // instructions each. Bound: FEW_RRSETS steps.
+            let mut cname = None;
+            let mut asked = None;
+            for (at, set) in (start..).zip(sets) {
+                if set.rtype == RType::CNAME {
+                    cname = Some(at);
+                }
+                if set.rtype == qtype {
+                    asked = Some(at);
+                }
             }
-            if set.rtype == qtype {
-                asked = Some(at);
-            }
-        }
+            (cname, asked)
+        } else {
+            let cname = follows
+                .then(|| zone.rrset_index(node, RType::CNAME))
+                .flatten();
+            (cname, zone.rrset_index(node, qtype))
+        };
         if let (true, Some(set)) = (follows, cname) {
             return follow_cname(zone, answer, set, wildcard.is_some(), owner, steps);
         }
         asked
-    } else {
-        if follows {
-            if let Some(set) = zone.rrset_index(node, RType::CNAME) {
-                return follow_cname(zone, answer, set, wildcard.is_some(), owner, steps);
-            }
-        }
-        zone.rrset_index(node, qtype)
     };
     match set {
         Some(set) if answer.push(Item::RRset { owner, set }) => Step::Hit,

@@ -903,12 +903,14 @@ struct Seen {
 /// Writes an answer plan's sections.
 struct Writer<'a, 'w, 'b> {
     zone: &'a Zone,
-    /// `zone.origin()`, read once.
+    /// The zone's origin: the query name's octets from where
+    /// [`Catalog::locate`] found it, or `zone.origin()`.
     origin: Name<'a>,
     answer: &'a Answer,
     qname: Name<'a>,
     /// Whether `qname` is known to be `origin` or below it: the
-    /// precompressed SOA does not compare the origin again.
+    /// precompressed SOA does not compare the origin again. Only true for
+    /// the zone [`Catalog::locate`] returned for `qname`.
     in_zone: bool,
     builder: &'w mut MessageBuilder<'b>,
 }
