@@ -12,11 +12,11 @@
 //! in advance (RFC 5155 section 7.2.1).
 
 use core::cmp::Ordering;
-use std::sync::Arc;
 
 use tern_wire::name::Name;
 
 use crate::arena::Work;
+use crate::parts::{Keyed, Parts};
 
 /// The length of a SHA-1 digest, the only NSEC3 hash (algorithm 1).
 pub(crate) const HASH_LEN: usize = 20;
@@ -183,15 +183,18 @@ impl Chain {
 
 /// The links of a chain sorted by hash, in parts of at most
 /// [`Links::MAX_PART`] links, each shared between versions until a patch
-/// changes it: adding or removing a link copies its part (and the list of
-/// parts, one pointer and one hash per part), not the chain.
+/// changes it ([`Parts`]): adding or removing a link copies its part (and
+/// the list of parts, one pointer and one hash per part), not the chain.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct Links {
-    /// The first hash of each part, ascending.
-    firsts: Vec<Hash>,
-    /// The parts, none empty.
-    parts: Vec<Arc<Vec<Link>>>,
-    len: usize,
+pub(crate) struct Links(Parts<Link>);
+
+impl Keyed for Link {
+    type Key = Hash;
+
+    #[inline]
+    fn key(&self) -> Hash {
+        self.hash
+    }
 }
 
 /// The order of two hashes: their first eight octets as one integer
@@ -206,185 +209,84 @@ fn hash_cmp(a: &Hash, b: &Hash) -> Ordering {
     prefix(a).cmp(&prefix(b)).then_with(|| a[8..].cmp(&b[8..]))
 }
 
-/// A place among the links: a part and an index in it (past the end:
-/// the part count and 0).
-type At = (usize, usize);
+/// The order of a link's hash against `hash`.
+#[inline]
+fn against(hash: &Hash) -> impl Fn(&Hash) -> Ordering + '_ {
+    move |key: &Hash| hash_cmp(key, hash)
+}
 
 impl Links {
-    /// The links a part is built with.
-    pub(crate) const PART: usize = 128;
-    /// The most links in a part: a fuller part is split in two.
-    pub(crate) const MAX_PART: usize = 2 * Links::PART;
+    /// The most links in a part: a longer part is split in two.
+    #[cfg(test)]
+    pub(crate) const MAX_PART: usize = Parts::<Link>::MAX_PART;
 
     /// The links of a sorted list without equal hashes.
     pub(crate) fn from_sorted(links: &[Link]) -> Links {
-        Links {
-            firsts: links.chunks(Links::PART).map(|part| part[0].hash).collect(),
-            parts: links
-                .chunks(Links::PART)
-                .map(|part| Arc::new(part.to_vec()))
-                .collect(),
-            len: links.len(),
-        }
+        Links(Parts::from_sorted(links))
     }
 
     /// The number of links.
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
-        self.len
+        self.0.len()
     }
 
     /// Whether there is no link.
     pub(crate) fn is_empty(&self) -> bool {
-        self.len == 0
+        self.0.is_empty()
     }
 
     /// The links in order.
     #[cfg(test)]
     pub(crate) fn iter(&self) -> impl Iterator<Item = &Link> {
-        self.parts.iter().flat_map(|part| part.iter())
-    }
-
-    /// The part that holds `hash` or would: the last whose first hash is
-    /// not above it, else the first.
-    fn part_of(&self, hash: &Hash) -> usize {
-        self.firsts
-            .partition_point(|first| hash_cmp(first, hash) != Ordering::Greater)
-            .saturating_sub(1)
-    }
-
-    /// The place of the first link whose hash is not below `hash` (`above`:
-    /// above it).
-    fn bound(&self, hash: &Hash, above: bool) -> At {
-        let part = self.part_of(hash);
-        let Some(links) = self.parts.get(part) else {
-            return (self.parts.len(), 0);
-        };
-        let index = links.partition_point(|link| match hash_cmp(&link.hash, hash) {
-            Ordering::Less => true,
-            Ordering::Equal => above,
-            Ordering::Greater => false,
-        });
-        if index == links.len() {
-            (part + 1, 0)
-        } else {
-            (part, index)
-        }
-    }
-
-    fn at(&self, (part, index): At) -> Option<&Link> {
-        self.parts.get(part)?.get(index)
-    }
-
-    /// The link before `at`, wrapping around to the last.
-    fn before(&self, (part, index): At) -> Option<&Link> {
-        if index > 0 {
-            return self.at((part, index - 1));
-        }
-        let part = part
-            .checked_sub(1)
-            .unwrap_or(self.parts.len().checked_sub(1)?);
-        self.parts.get(part)?.last()
-    }
-
-    /// The link at `at`, or past the end the first.
-    fn wrapped(&self, at: At) -> Option<&Link> {
-        self.at(at).or_else(|| self.at((0, 0)))
+        self.0.iter()
     }
 
     /// The link whose hash is `hash`. Bound: two binary searches.
     pub(crate) fn get(&self, hash: &Hash) -> Option<&Link> {
-        self.at(self.bound(hash, false))
-            .filter(|link| link.hash == *hash)
+        self.0.get(against(hash))
     }
 
     /// [`Chain::find`].
     pub(crate) fn find(&self, hash: &Hash) -> Option<(&Link, bool)> {
-        let at = self.bound(hash, false);
-        match self.at(at) {
-            Some(link) if link.hash == *hash => Some((link, true)),
-            _ => self.before(at).map(|link| (link, false)),
-        }
+        self.0.covering(against(hash))
     }
 
     /// The links nearest `hash`: the greatest below it and the least above
     /// it, each wrapping around the ends; `None` when no link but one with
     /// `hash` itself is there.
     pub(crate) fn around(&self, hash: &Hash) -> Option<(&Link, &Link)> {
-        let others = self.len - usize::from(self.get(hash).is_some());
+        let others = self.0.len() - usize::from(self.get(hash).is_some());
         if others == 0 {
             return None;
         }
-        let below = self.before(self.bound(hash, false))?;
-        let above = self.wrapped(self.bound(hash, true))?;
-        Some((below, above))
-    }
-
-    /// The part `part` to change, copied first if another version shares
-    /// it (its links counted in `work.nsec_moved`).
-    fn part_mut(&mut self, part: usize, work: &mut Work) -> &mut Vec<Link> {
-        let slot = &mut self.parts[part];
-        if Arc::get_mut(slot).is_none() {
-            work.nsec_moved += slot.len();
-            work.bytes_copied += slot.len() * core::mem::size_of::<Link>();
-        }
-        Arc::make_mut(slot)
+        let (below, above) = self.0.neighbours(against(hash));
+        Some((below.or(self.0.last())?, above.or(self.0.first())?))
     }
 
     /// The link `hash` to change. Bound: two binary searches, a part
-    /// copied.
+    /// copied (its links counted in `work.nsec_moved`).
     pub(crate) fn get_mut(&mut self, hash: &Hash, work: &mut Work) -> Option<&mut Link> {
-        let (part, index) = self.bound(hash, false);
-        self.at((part, index)).filter(|link| link.hash == *hash)?;
-        Some(&mut self.part_mut(part, work)[index])
+        self.0.get_mut(against(hash), work)
     }
 
     /// Adds `link`, or replaces the link with its hash. Bound: a part
     /// copied, and split in two when full.
     pub(crate) fn insert(&mut self, link: Link, work: &mut Work) {
-        if self.parts.is_empty() {
-            self.firsts.push(link.hash);
-            self.parts.push(Arc::new(vec![link]));
-            self.len = 1;
-            return;
-        }
-        let part = self.part_of(&link.hash);
-        let links = self.part_mut(part, work);
-        let index = match links.binary_search_by(|other| other.hash.cmp(&link.hash)) {
-            Ok(index) => {
-                links[index] = link;
-                return;
-            }
-            Err(index) => index,
-        };
-        links.insert(index, link);
-        let first = links[0].hash;
-        let upper = (links.len() > Links::MAX_PART).then(|| links.split_off(links.len() / 2));
-        self.len += 1;
-        self.firsts[part] = first;
-        if let Some(upper) = upper {
-            self.firsts.insert(part + 1, upper[0].hash);
-            self.parts.insert(part + 1, Arc::new(upper));
-        }
+        let hash = link.hash;
+        self.0.insert(link, against(&hash), work);
     }
 
     /// Removes the link `hash`; whether there was one. Bound: a part
-    /// copied (or dropped).
+    /// copied (and merged with a neighbour when short).
     pub(crate) fn remove(&mut self, hash: &Hash, work: &mut Work) -> bool {
-        let (part, index) = self.bound(hash, false);
-        if self.at((part, index)).is_none_or(|link| link.hash != *hash) {
-            return false;
-        }
-        self.len -= 1;
-        if self.parts[part].len() == 1 {
-            self.parts.remove(part);
-            self.firsts.remove(part);
-            return true;
-        }
-        let links = self.part_mut(part, work);
-        links.remove(index);
-        self.firsts[part] = links[0].hash;
-        true
+        self.0.remove(against(hash), work)
+    }
+
+    /// The length of each part.
+    #[cfg(test)]
+    fn part_lens(&self) -> Vec<usize> {
+        self.0.part_lens()
     }
 }
 
@@ -569,8 +471,12 @@ mod tests {
                     model.remove(at);
                 }
             }
-            assert!(work.nsec_moved <= Links::MAX_PART, "step {step}: {work:?}");
-            splits_seen |= links.parts.len() > 1;
+            // A part, and a neighbour merged into it.
+            assert!(
+                work.nsec_moved <= Links::MAX_PART + Parts::<Link>::MIN_PART,
+                "step {step}: {work:?}"
+            );
+            splits_seen |= links.part_lens().len() > 1;
             // The version before the change still reads as it did.
             assert_eq!(kept.len(), kept_model.len());
             assert!(kept
@@ -583,9 +489,9 @@ mod tests {
                 .map(|l| (l.hash, l.node))
                 .eq(model.iter().map(|l| (l.hash, l.node))));
             assert!(links
-                .parts
+                .part_lens()
                 .iter()
-                .all(|part| !part.is_empty() && part.len() <= Links::MAX_PART));
+                .all(|&len| len > 0 && len <= Links::MAX_PART));
             for _ in 0..4 {
                 let probe = hash(&mut rng);
                 let below = model.partition_point(|link| link.hash < probe);

@@ -29,7 +29,9 @@
 //!    or going, a cut moving), every RRset with targets (the zone keeps
 //!    their owners' list) resolves again, and only those whose glue
 //!    changed are rewritten;
-//! 7. the NSEC order list, when an NSEC owner came or went.
+//! 7. the NSEC order list, when an NSEC owner came or went: the owner
+//!    added or removed in its part of the list (`crate::parts`), the other
+//!    parts shared with the previous version.
 //!
 //! The new version lists the names it changed ([`Zone::changed_since`]),
 //! so that the cores' answer caches drop only the answers those names can
@@ -60,6 +62,7 @@ use crate::builder::{
     additional_types, check_apex, check_node, check_record, glue_of, is_glue_source, node_rrsets,
     offset, own_flags, BuildError,
 };
+use crate::parts::Parts;
 use crate::zone::{
     canonical_cmp, node_name_bytes, Node, NodeExtra, RRset, Zone, FLAG_APEX, FLAG_DEAD, FLAG_DELEG,
     FLAG_NONAUTH, FLAG_WILDCARD_CHILD, NO_PARENT,
@@ -432,25 +435,27 @@ impl Zone {
             sources_changed |= b.source != after.source;
         }
         if sources_changed {
-            let mut sources: Vec<u32> = zone
-                .glue_sources
-                .iter()
-                .copied()
-                .filter(|node| !seen.contains(node))
-                .collect();
-            sources.extend(
-                before
-                    .iter()
-                    .map(|b| b.node)
-                    .filter(|&node| is_glue_source(&zone, node)),
-            );
-            sources.sort_unstable();
-            zone.glue_sources = Arc::from(sources);
+            // Each node that became or ceased to be a source added or
+            // removed in its part of the list (ascending ids), the parts'
+            // copies counted apart from the NSEC list's.
+            let mut sources = Parts::unshared(core::mem::take(&mut zone.glue_sources), &mut work);
+            let mut copied = Work::default();
+            for b in &before {
+                let now = facts(&zone, b.node).source;
+                let order = |other: &u32| other.cmp(&b.node);
+                if now && !b.source {
+                    sources.insert(b.node, order, &mut copied);
+                } else if b.source && !now {
+                    sources.remove(order, &mut copied);
+                }
+            }
+            work.bytes_copied += copied.bytes_copied;
+            zone.glue_sources = Arc::new(sources);
         }
         let mut glue = Vec::new();
         let sources = Arc::clone(&zone.glue_sources);
-        let resolve: Vec<u32> = if glue_everywhere {
-            sources.to_vec()
+        let changed: Vec<u32> = if glue_everywhere {
+            Vec::new()
         } else {
             before
                 .iter()
@@ -458,7 +463,8 @@ impl Zone {
                 .filter(|&node| is_glue_source(&zone, node))
                 .collect()
         };
-        for node in resolve {
+        let all = glue_everywhere.then(|| sources.iter());
+        for &node in all.into_iter().flatten().chain(&changed) {
             let first = zone.node(node).rrsets_start;
             for index in first..first + u32::from(zone.node(node).rrset_count) {
                 let set = *zone.rrset(index);
@@ -484,26 +490,22 @@ impl Zone {
             }
         }
 
-        // 7: the NSEC order list.
+        // 7: the NSEC order list: each node that gained or lost its NSEC
+        // added or removed in its part (a node's name never changes).
         let nsec_changed = before.iter().any(|b| b.nsec != facts(&zone, b.node).nsec);
         if nsec_changed {
-            let mut list: Vec<u32> = zone
-                .nsec
-                .iter()
-                .copied()
-                .filter(|node| !seen.contains(node))
-                .collect();
+            let mut list = Parts::unshared(core::mem::take(&mut zone.nsec), &mut work);
             for b in &before {
-                if facts(&zone, b.node).nsec {
-                    let name = zone.node_name(b.node);
-                    let at = list.partition_point(|&other| {
-                        canonical_cmp(zone.node_name(other), name).is_lt()
-                    });
-                    list.insert(at, b.node);
+                let now = facts(&zone, b.node).nsec;
+                let name = zone.node_name(b.node);
+                let order = |&other: &u32| canonical_cmp(zone.node_name(other), name);
+                if now && !b.nsec {
+                    list.insert(b.node, order, &mut work);
+                } else if b.nsec && !now {
+                    list.remove(order, &mut work);
                 }
             }
-            work.nsec_moved += list.len();
-            zone.nsec = Arc::from(list);
+            zone.nsec = Arc::new(list);
         }
 
         // 8: the NSEC3 chain's links, and the hashes of the nodes changed.

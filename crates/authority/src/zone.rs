@@ -35,6 +35,7 @@ use tern_wire::types::RType;
 use crate::arena::Arena;
 use crate::index::ShardedIndex;
 use crate::nsec3::Chain;
+use crate::parts::Parts;
 
 /// The zone's tables (see [`Arena`]): names and RDATA in chunks of 64 KiB,
 /// the fixed-size entries in chunks of 48 to 128 KiB.
@@ -170,16 +171,17 @@ pub struct Zone {
     /// be stale or by another zone.
     pub(crate) expired: bool,
     /// The nodes that own an NSEC RRset, in canonical order (RFC 4034
-    /// section 6.1), for the covering NSEC of a name.
-    pub(crate) nsec: Arc<[u32]>,
+    /// section 6.1), for the covering NSEC of a name; in parts shared
+    /// between versions, so that a patch copies the parts it changes.
+    pub(crate) nsec: Arc<Parts<u32>>,
     /// The NSEC3 chain, if the apex has an NSEC3PARAM record (boxed: most
     /// zones have none, and each zone's own size counts when there are a
     /// million of them).
     pub(crate) nsec3: Option<Arc<Chain>>,
     /// The nodes that own an RRset with additional-section targets (NS,
     /// MX, SRV, SVCB, HTTPS), ascending: what a patch that changes a
-    /// possible target resolves again.
-    pub(crate) glue_sources: Arc<[u32]>,
+    /// possible target resolves again. In shared parts, as `nsec`.
+    pub(crate) glue_sources: Arc<Parts<u32>>,
     /// Nodes owning NSEC3 records (outside the tree).
     pub(crate) hashed_nodes: u32,
     /// Nodes marked [`FLAG_DEAD`].
@@ -512,13 +514,9 @@ impl Zone {
     /// `None` if the zone has no NSEC records. Bound: a binary search, each
     /// step comparing two names label by label.
     pub(crate) fn nsec_covering(&self, lower: Name<'_>) -> Option<u32> {
-        let index = self
-            .nsec
-            .partition_point(|&node| canonical_cmp(self.node_name(node), lower).is_le());
-        let index = index
-            .checked_sub(1)
-            .unwrap_or(self.nsec.len().checked_sub(1)?);
-        Some(self.nsec[index])
+        self.nsec
+            .covering(|&node| canonical_cmp(self.node_name(node), lower))
+            .map(|(&node, _)| node)
     }
 
     /// The glue of an RRset.
@@ -582,14 +580,11 @@ impl Zone {
     /// after it (no wrapping), for the update thread's signing of a window
     /// of an NSEC zone. Bound: two binary searches.
     pub fn nsec_owners_around(&self, lower: Name<'_>) -> (Option<Name<'_>>, Option<Name<'_>>) {
-        let before = self
+        let (before, after) = self
             .nsec
-            .partition_point(|&node| canonical_cmp(self.node_name(node), lower).is_lt());
-        let after = self
-            .nsec
-            .partition_point(|&node| canonical_cmp(self.node_name(node), lower).is_le());
-        let name = |at: usize| self.nsec.get(at).map(|&node| self.node_name(node));
-        (before.checked_sub(1).and_then(name), name(after))
+            .neighbours(|&node| canonical_cmp(self.node_name(node), lower));
+        let name = |node: Option<&u32>| node.map(|&node| self.node_name(node));
+        (name(before), name(after))
     }
 
     /// Whether a name strictly below `lower` (lowercased) owns records.
