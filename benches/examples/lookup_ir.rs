@@ -82,12 +82,7 @@ fn with_nsec3_chain(parsed: &mut tern_zone::ParsedZone) {
     use tern_wire::name::Name;
 
     let apex = parsed.records[0].owner;
-    let cuts: BTreeSet<Vec<u8>> = parsed
-        .records
-        .iter()
-        .filter(|r| r.rtype == RType::NS && r.owner != apex)
-        .map(|r| r.owner.as_bytes().to_vec())
-        .collect();
+    let cuts = delegations(parsed);
     let mut names: BTreeSet<Vec<u8>> = BTreeSet::new();
     for record in &parsed.records {
         let mut at = Some(record.owner.as_name());
@@ -136,18 +131,10 @@ fn with_nsec3_chain(parsed: &mut tern_zone::ParsedZone) {
 /// Adds an NSEC chain to the scanned zone: one NSEC per name owning
 /// records (delegations too) not below a delegation, in canonical order.
 fn with_nsec_chain(parsed: &mut tern_zone::ParsedZone) {
-    use std::collections::BTreeSet;
-
     use tern_dnssec::nsec::nsec_rdata;
     use tern_wire::name::NameBuf;
 
-    let apex = parsed.records[0].owner;
-    let cuts: BTreeSet<Vec<u8>> = parsed
-        .records
-        .iter()
-        .filter(|r| r.rtype == RType::NS && r.owner != apex)
-        .map(|r| r.owner.as_bytes().to_vec())
-        .collect();
+    let cuts = delegations(parsed);
     let below_cut = |owner: &NameBuf| {
         let mut at = owner.as_name().parent();
         while let Some(name) = at {
@@ -177,6 +164,17 @@ fn with_nsec_chain(parsed: &mut tern_zone::ParsedZone) {
         parsed.records.push(record);
     }
     push_soa_rrsig(parsed);
+}
+
+/// The owners of NS records below the apex (the zone's first owner).
+fn delegations(parsed: &tern_zone::ParsedZone) -> std::collections::BTreeSet<Vec<u8>> {
+    let apex = parsed.records[0].owner;
+    parsed
+        .records
+        .iter()
+        .filter(|r| r.rtype == RType::NS && r.owner != apex)
+        .map(|r| r.owner.as_bytes().to_vec())
+        .collect()
 }
 
 /// Adds an RRSIG over the apex SOA.

@@ -249,7 +249,8 @@ impl Links {
 
     /// [`Chain::find`].
     pub(crate) fn find(&self, hash: &Hash) -> Option<(&Link, bool)> {
-        self.0.covering(against(hash))
+        let link = self.0.covering(against(hash))?;
+        Some((link, link.hash == *hash))
     }
 
     /// The links nearest `hash`: the greatest below it and the least above

@@ -228,15 +228,12 @@ impl<T: Keyed> Parts<T> {
 
     /// The entry `order` seeks, or else the one that covers it: the last
     /// entry before it, wrapping around to the last entry (as the last
-    /// NSEC and NSEC3 records cover the names before the first); and
-    /// whether it matched. `None` only for an empty list. Bound: two
-    /// binary searches.
+    /// NSEC and NSEC3 records cover the names before the first). `None`
+    /// only for an empty list. Bound: two binary searches.
     #[inline]
-    pub(crate) fn covering(&self, order: impl Fn(&T::Key) -> Ordering) -> Option<(&T, bool)> {
-        let entry = self
-            .before(self.bound(&order, true))
-            .or_else(|| self.last())?;
-        Some((entry, order(&entry.key()) == Ordering::Equal))
+    pub(crate) fn covering(&self, order: impl Fn(&T::Key) -> Ordering) -> Option<&T> {
+        self.before(self.bound(&order, true))
+            .or_else(|| self.last())
     }
 
     /// The last entry strictly before what `order` seeks and the first
@@ -459,9 +456,9 @@ mod tests {
                 let covering = after
                     .checked_sub(1)
                     .or(model.len().checked_sub(1))
-                    .map(|at| (model[at], exact.is_some()));
+                    .map(|at| model[at]);
                 assert_eq!(
-                    list.covering(order(sought)).map(|(e, m)| (*e, m)),
+                    list.covering(order(sought)).copied(),
                     covering,
                     "step {step}"
                 );

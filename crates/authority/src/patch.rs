@@ -64,7 +64,7 @@ use crate::builder::{
 };
 use crate::parts::Parts;
 use crate::zone::{
-    canonical_cmp, node_name_bytes, Node, NodeExtra, RRset, Zone, FLAG_APEX, FLAG_DEAD, FLAG_DELEG,
+    node_name_bytes, CanonicalName, Node, NodeExtra, RRset, Zone, FLAG_APEX, FLAG_DEAD, FLAG_DELEG,
     FLAG_NONAUTH, FLAG_WILDCARD_CHILD, NO_PARENT,
 };
 pub(crate) use lineage::Lineage;
@@ -497,8 +497,8 @@ impl Zone {
             let mut list = Parts::unshared(core::mem::take(&mut zone.nsec), &mut work);
             for b in &before {
                 let now = facts(&zone, b.node).nsec;
-                let name = zone.node_name(b.node);
-                let order = |&other: &u32| canonical_cmp(zone.node_name(other), name);
+                let name = CanonicalName::of(zone.node_name(b.node));
+                let order = |&other: &u32| name.order_of(zone.node_name(other));
                 if now && !b.nsec {
                     list.insert(b.node, order, &mut work);
                 } else if b.nsec && !now {

@@ -514,9 +514,10 @@ impl Zone {
     /// `None` if the zone has no NSEC records. Bound: a binary search, each
     /// step comparing two names label by label.
     pub(crate) fn nsec_covering(&self, lower: Name<'_>) -> Option<u32> {
+        let sought = CanonicalName::of(lower);
         self.nsec
-            .covering(|&node| canonical_cmp(self.node_name(node), lower))
-            .map(|(&node, _)| node)
+            .covering(|&node| sought.order_of(self.node_name(node)))
+            .copied()
     }
 
     /// The glue of an RRset.
@@ -580,9 +581,10 @@ impl Zone {
     /// after it (no wrapping), for the update thread's signing of a window
     /// of an NSEC zone. Bound: two binary searches.
     pub fn nsec_owners_around(&self, lower: Name<'_>) -> (Option<Name<'_>>, Option<Name<'_>>) {
+        let sought = CanonicalName::of(lower);
         let (before, after) = self
             .nsec
-            .neighbours(|&node| canonical_cmp(self.node_name(node), lower));
+            .neighbours(|&node| sought.order_of(self.node_name(node)));
         let name = |node: Option<&u32>| node.map(|&node| self.node_name(node));
         (name(before), name(after))
     }
@@ -692,26 +694,57 @@ pub struct RecordCursor {
 /// compared from the right as octet strings. Unlike `Name::canonical_cmp`
 /// it lowercases nothing and keeps only label offsets on the stack.
 pub(crate) fn canonical_cmp(a: Name<'_>, b: Name<'_>) -> Ordering {
-    let mut a_starts = [0u8; MAX_LABELS];
-    let mut b_starts = [0u8; MAX_LABELS];
-    let a_count = label_starts(a.as_bytes(), &mut a_starts);
-    let b_count = label_starts(b.as_bytes(), &mut b_starts);
-    let label = |bytes: &[u8], start: u8| -> std::ops::Range<usize> {
-        let start = usize::from(start);
-        start + 1..start + 1 + usize::from(bytes[start])
-    };
-    for (&x, &y) in a_starts[..a_count]
-        .iter()
-        .rev()
-        .zip(b_starts[..b_count].iter().rev())
-    {
-        let ordering =
-            a.as_bytes()[label(a.as_bytes(), x)].cmp(&b.as_bytes()[label(b.as_bytes(), y)]);
-        if ordering != Ordering::Equal {
-            return ordering;
+    CanonicalName::of(a).cmp(&CanonicalName::of(b))
+}
+
+/// A lowercased name split into its labels, for [`canonical_cmp`]; a
+/// search that compares one name with many (the NSEC order list's) splits
+/// it once ([`CanonicalName::order_of`]).
+pub(crate) struct CanonicalName<'n> {
+    bytes: &'n [u8],
+    starts: [u8; MAX_LABELS],
+    count: usize,
+}
+
+impl<'n> CanonicalName<'n> {
+    /// `name` split.
+    #[inline]
+    pub(crate) fn of(name: Name<'n>) -> Self {
+        let mut starts = [0u8; MAX_LABELS];
+        let count = label_starts(name.as_bytes(), &mut starts);
+        CanonicalName {
+            bytes: name.as_bytes(),
+            starts,
+            count,
         }
     }
-    a_count.cmp(&b_count)
+
+    /// The canonical order of `other` against this name.
+    #[inline]
+    pub(crate) fn order_of(&self, other: Name<'_>) -> Ordering {
+        CanonicalName::of(other).cmp(self)
+    }
+
+    /// The canonical order of this name against `other`.
+    #[inline]
+    fn cmp(&self, other: &CanonicalName<'_>) -> Ordering {
+        let label = |bytes: &[u8], start: u8| -> std::ops::Range<usize> {
+            let start = usize::from(start);
+            start + 1..start + 1 + usize::from(bytes[start])
+        };
+        for (&x, &y) in self.starts[..self.count]
+            .iter()
+            .rev()
+            .zip(other.starts[..other.count].iter().rev())
+        {
+            let ordering =
+                self.bytes[label(self.bytes, x)].cmp(&other.bytes[label(other.bytes, y)]);
+            if ordering != Ordering::Equal {
+                return ordering;
+            }
+        }
+        self.count.cmp(&other.count)
+    }
 }
 
 /// The offsets of the non-root labels of a valid wire name.
