@@ -305,8 +305,9 @@ impl Zone {
     /// The zone with `changes` applied: equal, in every answer and record,
     /// to a [`crate::ZoneBuilder`] build of the same records, and made in
     /// time proportional to the change (plus one pointer per chunk of the
-    /// zone's tables, and, when the change can alter other names' glue,
-    /// one resolution per RRset with additional-section targets). Errors:
+    /// zone's tables, a key and a pointer per part of the sorted lists it
+    /// changes, and, when the change can alter other names' glue, one
+    /// resolution per RRset with additional-section targets). Errors:
     /// the builder's for the same records, or [`PatchError::Rebuild`] for
     /// what only a whole build makes.
     pub fn patch(&self, changes: &ZoneChanges) -> Result<Patched, PatchError> {
