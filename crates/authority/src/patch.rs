@@ -62,7 +62,6 @@ use crate::builder::{
     additional_types, check_apex, check_node, check_record, glue_of, is_glue_source, node_rrsets,
     offset, own_flags, BuildError,
 };
-use crate::parts::Parts;
 use crate::zone::{
     node_name_bytes, CanonicalName, Node, NodeExtra, RRset, Zone, FLAG_APEX, FLAG_DEAD, FLAG_DELEG,
     FLAG_NONAUTH, FLAG_WILDCARD_CHILD, NO_PARENT,
@@ -439,22 +438,21 @@ impl Zone {
             // Each node that became or ceased to be a source added or
             // removed in its part of the list (ascending ids), the parts'
             // copies counted apart from the NSEC list's.
-            let mut sources = Parts::unshared(core::mem::take(&mut zone.glue_sources), &mut work);
+            let mut sources = core::mem::take(&mut zone.glue_sources);
             let mut copied = Work::default();
-            for b in &before {
-                let now = facts(&zone, b.node).source;
-                let order = |other: &u32| other.cmp(&b.node);
-                if now && !b.source {
-                    sources.insert(b.node, order, &mut copied);
-                } else if b.source && !now {
-                    sources.remove(order, &mut copied);
-                }
-            }
+            let changes = before
+                .iter()
+                .map(|b| (b.node, b.source, facts(&zone, b.node).source));
+            sources.apply(
+                changes,
+                |&node| move |other: &u32| other.cmp(&node),
+                &mut copied,
+            );
             work.bytes_copied += copied.bytes_copied;
-            zone.glue_sources = Arc::new(sources);
+            zone.glue_sources = sources;
         }
         let mut glue = Vec::new();
-        let sources = Arc::clone(&zone.glue_sources);
+        let sources = zone.glue_sources.clone();
         let changed: Vec<u32> = if glue_everywhere {
             Vec::new()
         } else {
@@ -495,18 +493,17 @@ impl Zone {
         // added or removed in its part (a node's name never changes).
         let nsec_changed = before.iter().any(|b| b.nsec != facts(&zone, b.node).nsec);
         if nsec_changed {
-            let mut list = Parts::unshared(core::mem::take(&mut zone.nsec), &mut work);
-            for b in &before {
-                let now = facts(&zone, b.node).nsec;
-                let name = CanonicalName::of(zone.node_name(b.node));
-                let order = |&other: &u32| name.order_of(zone.node_name(other));
-                if now && !b.nsec {
-                    list.insert(b.node, order, &mut work);
-                } else if b.nsec && !now {
-                    list.remove(order, &mut work);
-                }
-            }
-            zone.nsec = Arc::new(list);
+            let mut list = core::mem::take(&mut zone.nsec);
+            let changes = before
+                .iter()
+                .map(|b| (b.node, b.nsec, facts(&zone, b.node).nsec));
+            let names = &zone;
+            let order = |&node: &u32| {
+                let name = CanonicalName::of(names.node_name(node));
+                move |&other: &u32| name.order_of(names.node_name(other))
+            };
+            list.apply(changes, order, &mut work);
+            zone.nsec = list;
         }
 
         // 8: the NSEC3 chain's links, and the hashes of the nodes changed.

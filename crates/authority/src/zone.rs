@@ -173,7 +173,7 @@ pub struct Zone {
     /// The nodes that own an NSEC RRset, in canonical order (RFC 4034
     /// section 6.1), for the covering NSEC of a name; in parts shared
     /// between versions, so that a patch copies the parts it changes.
-    pub(crate) nsec: Arc<Parts<u32>>,
+    pub(crate) nsec: Parts<u32>,
     /// The NSEC3 chain, if the apex has an NSEC3PARAM record (boxed: most
     /// zones have none, and each zone's own size counts when there are a
     /// million of them).
@@ -181,7 +181,7 @@ pub struct Zone {
     /// The nodes that own an RRset with additional-section targets (NS,
     /// MX, SRV, SVCB, HTTPS), ascending: what a patch that changes a
     /// possible target resolves again. In shared parts, as `nsec`.
-    pub(crate) glue_sources: Arc<Parts<u32>>,
+    pub(crate) glue_sources: Parts<u32>,
     /// Nodes owning NSEC3 records (outside the tree).
     pub(crate) hashed_nodes: u32,
     /// Nodes marked [`FLAG_DEAD`].
@@ -511,8 +511,9 @@ impl Zone {
     /// The node owning the NSEC record that matches or covers `lower`: the
     /// last NSEC owner at or before it in canonical order (wrapping to the
     /// last one, which covers everything past the end of the chain).
-    /// `None` if the zone has no NSEC records. Bound: a binary search, each
-    /// step comparing two names label by label.
+    /// `None` if the zone has no NSEC records. Bound: two binary searches
+    /// (the parts', then the part's), each step comparing two names label
+    /// by label.
     pub(crate) fn nsec_covering(&self, lower: Name<'_>) -> Option<u32> {
         let sought = CanonicalName::of(lower);
         self.nsec
