@@ -172,7 +172,9 @@ pub struct Zone {
     pub(crate) expired: bool,
     /// The nodes that own an NSEC RRset, in canonical order (RFC 4034
     /// section 6.1), for the covering NSEC of a name; in parts shared
-    /// between versions, so that a patch copies the parts it changes.
+    /// between versions, so that a patch copies the parts it changes (one
+    /// shared slice while it holds at most `Parts::MAX_PART`, none
+    /// allocated when empty, as in an unsigned zone).
     pub(crate) nsec: Parts<u32>,
     /// The NSEC3 chain, if the apex has an NSEC3PARAM record (boxed: most
     /// zones have none, and each zone's own size counts when there are a
