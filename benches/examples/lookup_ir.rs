@@ -8,6 +8,9 @@
 //! valgrind --tool=callgrind --callgrind-out-file=/dev/null \
 //!     target/release/examples/lookup_ir exact 20000
 //! ```
+//!
+//! `NSEC3=1` signs the zone's denial with an NSEC3 chain, `NSEC=1` with
+//! an NSEC chain (the queries then ask with DO).
 
 use std::hint::black_box;
 
@@ -37,13 +40,17 @@ fn main() {
         let mut parsed = tern_benches::scan_zone(b"bench.", &text);
         with_nsec3_chain(&mut parsed);
         tern_benches::build_zone(b"bench.", &parsed)
+    } else if std::env::var_os("NSEC").is_some() {
+        let mut parsed = tern_benches::scan_zone(b"bench.", &text);
+        with_nsec_chain(&mut parsed);
+        tern_benches::build_zone(b"bench.", &parsed)
     } else {
         tern_benches::load_zone(b"bench.", &text)
     };
     let catalog = Catalog::new([zone]);
     let options = Options::default();
     let mut query = tern_benches::query(name.as_bytes(), RType::A, true);
-    if std::env::var_os("NSEC3").is_some() {
+    if std::env::var_os("NSEC3").is_some() || std::env::var_os("NSEC").is_some() {
         // DO (RFC 3225): the high bit of the OPT record's flags, the
         // fourth octet from the query's end.
         let flags = query.len() - 4;
@@ -75,12 +82,7 @@ fn with_nsec3_chain(parsed: &mut tern_zone::ParsedZone) {
     use tern_wire::name::Name;
 
     let apex = parsed.records[0].owner;
-    let cuts: BTreeSet<Vec<u8>> = parsed
-        .records
-        .iter()
-        .filter(|r| r.rtype == RType::NS && r.owner != apex)
-        .map(|r| r.owner.as_bytes().to_vec())
-        .collect();
+    let cuts = delegations(parsed);
     let mut names: BTreeSet<Vec<u8>> = BTreeSet::new();
     for record in &parsed.records {
         let mut at = Some(record.owner.as_name());
@@ -123,6 +125,62 @@ fn with_nsec3_chain(parsed: &mut tern_zone::ParsedZone) {
     param.rtype = RType::NSEC3PARAM;
     param.rdata = nsec3param_rdata(&params);
     parsed.records.push(param);
+    push_soa_rrsig(parsed);
+}
+
+/// Adds an NSEC chain to the scanned zone: one NSEC per name owning
+/// records (delegations too) not below a delegation, in canonical order.
+fn with_nsec_chain(parsed: &mut tern_zone::ParsedZone) {
+    use tern_dnssec::nsec::nsec_rdata;
+    use tern_wire::name::NameBuf;
+
+    let cuts = delegations(parsed);
+    let below_cut = |owner: &NameBuf| {
+        let mut at = owner.as_name().parent();
+        while let Some(name) = at {
+            if cuts.contains(name.as_bytes()) {
+                return true;
+            }
+            at = name.parent();
+        }
+        false
+    };
+    let mut names: Vec<NameBuf> = parsed
+        .records
+        .iter()
+        .filter(|r| !below_cut(&r.owner))
+        .map(|r| r.owner)
+        .collect();
+    names.sort_by(|a, b| a.as_name().canonical_cmp(b.as_name()));
+    names.dedup();
+    let template = parsed.records[0].clone();
+    for (at, owner) in names.iter().enumerate() {
+        let next = &names[(at + 1) % names.len()];
+        let mut record = template.clone();
+        record.owner = *owner;
+        record.rtype = RType::NSEC;
+        record.ttl = 300;
+        record.rdata = nsec_rdata(next.as_name(), &[RType::A, RType::NSEC]);
+        parsed.records.push(record);
+    }
+    push_soa_rrsig(parsed);
+}
+
+/// The owners of NS records below the apex (the zone's first owner).
+fn delegations(parsed: &tern_zone::ParsedZone) -> std::collections::BTreeSet<Vec<u8>> {
+    let apex = parsed.records[0].owner;
+    parsed
+        .records
+        .iter()
+        .filter(|r| r.rtype == RType::NS && r.owner != apex)
+        .map(|r| r.owner.as_bytes().to_vec())
+        .collect()
+}
+
+/// Adds an RRSIG over the apex SOA.
+fn push_soa_rrsig(parsed: &mut tern_zone::ParsedZone) {
+    let template = parsed.records[0].clone();
+    let apex = template.owner;
     // An RRSIG over the SOA: a zone is answered as signed when its apex
     // SOA has one (the signature itself is not checked here).
     let mut rrsig = template;

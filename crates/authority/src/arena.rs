@@ -30,7 +30,9 @@ pub struct Work {
     pub nodes_touched: usize,
     /// RRsets whose additional-section targets were looked up again.
     pub glue_resolved: usize,
-    /// Entries of the NSEC order list moved.
+    /// Entries of sorted lists in parts copied (`crate::parts::Parts`: the
+    /// NSEC order list, the glue owners, the NSEC3 chain's links): a part
+    /// copied before a change, two merged, a flat list rebuilt.
     pub nsec_moved: usize,
 }
 

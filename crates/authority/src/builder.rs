@@ -863,9 +863,9 @@ impl ZoneBuilder {
             record_count,
             signed: false,
             expired: false,
-            nsec: Arc::from(Vec::new()),
+            nsec: Default::default(),
             nsec3: None,
-            glue_sources: Arc::from(Vec::new()),
+            glue_sources: Default::default(),
             hashed_nodes,
             dead_nodes: 0,
             garbage,
@@ -1195,7 +1195,7 @@ fn index_nsec(zone: &mut Zone) {
         })
         .collect();
     owners.sort_by(|&a, &b| canonical_cmp(zone.node_name(a), zone.node_name(b)));
-    zone.nsec = Arc::from(owners);
+    zone.nsec = crate::parts::Parts::from_sorted(&owners);
 }
 
 /// The NSEC3 chain with the parameters of the apex NSEC3PARAM (the first
@@ -1463,7 +1463,7 @@ fn resolve_glue(zone: &mut Zone) -> Result<(), BuildError> {
         }
     }
     zone.glue = Arena::from_vec(&table);
-    zone.glue_sources = Arc::from(sources);
+    zone.glue_sources = crate::parts::Parts::from_sorted(&sources);
     Ok(())
 }
 

@@ -12,11 +12,11 @@
 //! in advance (RFC 5155 section 7.2.1).
 
 use core::cmp::Ordering;
-use std::sync::Arc;
 
 use tern_wire::name::Name;
 
 use crate::arena::Work;
+use crate::parts::{Keyed, Parts};
 
 /// The length of a SHA-1 digest, the only NSEC3 hash (algorithm 1).
 pub(crate) const HASH_LEN: usize = 20;
@@ -182,16 +182,19 @@ impl Chain {
 //----------- Links ----------------------------------------------------------
 
 /// The links of a chain sorted by hash, in parts of at most
-/// [`Links::MAX_PART`] links, each shared between versions until a patch
-/// changes it: adding or removing a link copies its part (and the list of
-/// parts, one pointer and one hash per part), not the chain.
+/// [`Parts::MAX_PART`] links, each shared between versions until a patch
+/// changes it ([`Parts`]): adding or removing a link copies its part (and
+/// the list of parts, one pointer and one hash per part), not the chain.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct Links {
-    /// The first hash of each part, ascending.
-    firsts: Vec<Hash>,
-    /// The parts, none empty.
-    parts: Vec<Arc<Vec<Link>>>,
-    len: usize,
+pub(crate) struct Links(Parts<Link>);
+
+impl Keyed for Link {
+    type Key = Hash;
+
+    #[inline]
+    fn key(&self) -> Hash {
+        self.hash
+    }
 }
 
 /// The order of two hashes: their first eight octets as one integer
@@ -206,185 +209,86 @@ fn hash_cmp(a: &Hash, b: &Hash) -> Ordering {
     prefix(a).cmp(&prefix(b)).then_with(|| a[8..].cmp(&b[8..]))
 }
 
-/// A place among the links: a part and an index in it (past the end:
-/// the part count and 0).
-type At = (usize, usize);
+/// The order of a link's hash against `hash`.
+#[inline]
+fn against(hash: &Hash) -> impl Fn(&Hash) -> Ordering + '_ {
+    move |key: &Hash| hash_cmp(key, hash)
+}
 
 impl Links {
-    /// The links a part is built with.
-    pub(crate) const PART: usize = 128;
-    /// The most links in a part: a fuller part is split in two.
-    pub(crate) const MAX_PART: usize = 2 * Links::PART;
+    /// The most links in a part: a longer part is split in two.
+    #[cfg(test)]
+    pub(crate) const MAX_PART: usize = Parts::<Link>::MAX_PART;
 
     /// The links of a sorted list without equal hashes.
     pub(crate) fn from_sorted(links: &[Link]) -> Links {
-        Links {
-            firsts: links.chunks(Links::PART).map(|part| part[0].hash).collect(),
-            parts: links
-                .chunks(Links::PART)
-                .map(|part| Arc::new(part.to_vec()))
-                .collect(),
-            len: links.len(),
-        }
+        Links(Parts::from_sorted(links))
     }
 
     /// The number of links.
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
-        self.len
+        self.0.len()
     }
 
     /// Whether there is no link.
     pub(crate) fn is_empty(&self) -> bool {
-        self.len == 0
+        self.0.is_empty()
     }
 
     /// The links in order.
     #[cfg(test)]
     pub(crate) fn iter(&self) -> impl Iterator<Item = &Link> {
-        self.parts.iter().flat_map(|part| part.iter())
+        self.0.iter()
     }
 
-    /// The part that holds `hash` or would: the last whose first hash is
-    /// not above it, else the first.
-    fn part_of(&self, hash: &Hash) -> usize {
-        self.firsts
-            .partition_point(|first| hash_cmp(first, hash) != Ordering::Greater)
-            .saturating_sub(1)
-    }
-
-    /// The place of the first link whose hash is not below `hash` (`above`:
-    /// above it).
-    fn bound(&self, hash: &Hash, above: bool) -> At {
-        let part = self.part_of(hash);
-        let Some(links) = self.parts.get(part) else {
-            return (self.parts.len(), 0);
-        };
-        let index = links.partition_point(|link| match hash_cmp(&link.hash, hash) {
-            Ordering::Less => true,
-            Ordering::Equal => above,
-            Ordering::Greater => false,
-        });
-        if index == links.len() {
-            (part + 1, 0)
-        } else {
-            (part, index)
-        }
-    }
-
-    fn at(&self, (part, index): At) -> Option<&Link> {
-        self.parts.get(part)?.get(index)
-    }
-
-    /// The link before `at`, wrapping around to the last.
-    fn before(&self, (part, index): At) -> Option<&Link> {
-        if index > 0 {
-            return self.at((part, index - 1));
-        }
-        let part = part
-            .checked_sub(1)
-            .unwrap_or(self.parts.len().checked_sub(1)?);
-        self.parts.get(part)?.last()
-    }
-
-    /// The link at `at`, or past the end the first.
-    fn wrapped(&self, at: At) -> Option<&Link> {
-        self.at(at).or_else(|| self.at((0, 0)))
+    /// The octets of the list of parts (copied by a version that changes
+    /// the chain).
+    #[cfg(test)]
+    pub(crate) fn list_bytes(&self) -> usize {
+        self.0.list_bytes()
     }
 
     /// The link whose hash is `hash`. Bound: two binary searches.
     pub(crate) fn get(&self, hash: &Hash) -> Option<&Link> {
-        self.at(self.bound(hash, false))
-            .filter(|link| link.hash == *hash)
+        self.0.get(against(hash))
     }
 
     /// [`Chain::find`].
     pub(crate) fn find(&self, hash: &Hash) -> Option<(&Link, bool)> {
-        let at = self.bound(hash, false);
-        match self.at(at) {
-            Some(link) if link.hash == *hash => Some((link, true)),
-            _ => self.before(at).map(|link| (link, false)),
-        }
+        let link = self.0.covering(against(hash))?;
+        Some((link, link.hash == *hash))
     }
 
     /// The links nearest `hash`: the greatest below it and the least above
     /// it, each wrapping around the ends; `None` when no link but one with
     /// `hash` itself is there.
     pub(crate) fn around(&self, hash: &Hash) -> Option<(&Link, &Link)> {
-        let others = self.len - usize::from(self.get(hash).is_some());
+        let others = self.0.len() - usize::from(self.get(hash).is_some());
         if others == 0 {
             return None;
         }
-        let below = self.before(self.bound(hash, false))?;
-        let above = self.wrapped(self.bound(hash, true))?;
-        Some((below, above))
-    }
-
-    /// The part `part` to change, copied first if another version shares
-    /// it (its links counted in `work.nsec_moved`).
-    fn part_mut(&mut self, part: usize, work: &mut Work) -> &mut Vec<Link> {
-        let slot = &mut self.parts[part];
-        if Arc::get_mut(slot).is_none() {
-            work.nsec_moved += slot.len();
-            work.bytes_copied += slot.len() * core::mem::size_of::<Link>();
-        }
-        Arc::make_mut(slot)
+        let (below, above) = self.0.neighbours(against(hash));
+        Some((below.or(self.0.last())?, above.or(self.0.first())?))
     }
 
     /// The link `hash` to change. Bound: two binary searches, a part
-    /// copied.
+    /// copied (its links counted in `work.nsec_moved`).
     pub(crate) fn get_mut(&mut self, hash: &Hash, work: &mut Work) -> Option<&mut Link> {
-        let (part, index) = self.bound(hash, false);
-        self.at((part, index)).filter(|link| link.hash == *hash)?;
-        Some(&mut self.part_mut(part, work)[index])
+        self.0.get_mut(against(hash), work)
     }
 
     /// Adds `link`, or replaces the link with its hash. Bound: a part
     /// copied, and split in two when full.
     pub(crate) fn insert(&mut self, link: Link, work: &mut Work) {
-        if self.parts.is_empty() {
-            self.firsts.push(link.hash);
-            self.parts.push(Arc::new(vec![link]));
-            self.len = 1;
-            return;
-        }
-        let part = self.part_of(&link.hash);
-        let links = self.part_mut(part, work);
-        let index = match links.binary_search_by(|other| other.hash.cmp(&link.hash)) {
-            Ok(index) => {
-                links[index] = link;
-                return;
-            }
-            Err(index) => index,
-        };
-        links.insert(index, link);
-        let first = links[0].hash;
-        let upper = (links.len() > Links::MAX_PART).then(|| links.split_off(links.len() / 2));
-        self.len += 1;
-        self.firsts[part] = first;
-        if let Some(upper) = upper {
-            self.firsts.insert(part + 1, upper[0].hash);
-            self.parts.insert(part + 1, Arc::new(upper));
-        }
+        let hash = link.hash;
+        self.0.insert(link, against(&hash), work);
     }
 
     /// Removes the link `hash`; whether there was one. Bound: a part
-    /// copied (or dropped).
+    /// copied (and merged with a neighbour when short).
     pub(crate) fn remove(&mut self, hash: &Hash, work: &mut Work) -> bool {
-        let (part, index) = self.bound(hash, false);
-        if self.at((part, index)).is_none_or(|link| link.hash != *hash) {
-            return false;
-        }
-        self.len -= 1;
-        if self.parts[part].len() == 1 {
-            self.parts.remove(part);
-            self.firsts.remove(part);
-            return true;
-        }
-        let links = self.part_mut(part, work);
-        links.remove(index);
-        self.firsts[part] = links[0].hash;
-        true
+        self.0.remove(against(hash), work)
     }
 }
 
@@ -525,68 +429,39 @@ mod tests {
         assert_eq!(found(255), Some((30, false)));
     }
 
-    /// [`Links`] against a sorted list: links added, replaced and removed
-    /// at random (enough for parts to split and empty), each search
-    /// answered as a binary search of the list answers it, and a version
-    /// taken before a change unchanged by it, the change copying one part.
+    /// [`Links`] against a sorted list, in hash order (octets past the
+    /// eighth deciding too) with the wrap around the ends in `find` and
+    /// `around`, at sizes flat and in parts (the parts themselves are
+    /// tested in `crate::parts`).
     #[test]
-    fn links_in_parts_search_as_a_sorted_list() {
+    fn links_search_in_hash_order_and_wrap() {
         use rand::rngs::StdRng;
         use rand::{Rng, SeedableRng};
 
         let mut rng = StdRng::seed_from_u64(5155);
         let hash = |rng: &mut StdRng| -> Hash {
             let mut hash = [0; HASH_LEN];
-            hash[0] = rng.random_range(0..64);
-            hash[1] = rng.random_range(0..64);
+            hash[0] = rng.random_range(0..8);
+            hash[HASH_LEN - 1] = rng.random_range(0..64);
             hash
         };
-        let mut model: Vec<Link> = Vec::new();
-        let mut links = Links::default();
-        let mut splits_seen = false;
-        for step in 0..6000u32 {
-            let kept = links.clone();
-            let kept_model = model.clone();
-            let mut work = Work::default();
-            let target = hash(&mut rng);
-            // Grow for 4,000 steps, then mostly shrink.
-            if rng.random_range(0..6000) < 4000 - step.min(4000) / 2 {
-                let link = Link {
-                    hash: target,
-                    node: step,
-                    set: step,
-                };
-                links.insert(link, &mut work);
-                match model.binary_search_by(|other| other.hash.cmp(&target)) {
-                    Ok(at) => model[at] = link,
-                    Err(at) => model.insert(at, link),
-                }
-            } else {
-                let removed = links.remove(&target, &mut work);
-                let at = model.binary_search_by(|other| other.hash.cmp(&target));
-                assert_eq!(removed, at.is_ok(), "step {step}");
-                if let Ok(at) = at {
-                    model.remove(at);
-                }
-            }
-            assert!(work.nsec_moved <= Links::MAX_PART, "step {step}: {work:?}");
-            splits_seen |= links.parts.len() > 1;
-            // The version before the change still reads as it did.
-            assert_eq!(kept.len(), kept_model.len());
-            assert!(kept
-                .iter()
-                .map(|l| l.node)
-                .eq(kept_model.iter().map(|l| l.node)));
+        for size in [0, 1, 2, 5, 300, 700] {
+            let mut model: Vec<Link> = (0..size)
+                .map(|node| Link {
+                    hash: hash(&mut rng),
+                    node,
+                    set: node,
+                })
+                .collect();
+            model.sort_by_key(|link| link.hash);
+            model.dedup_by(|a, b| a.hash == b.hash);
+            let links = Links::from_sorted(&model);
             assert_eq!(links.len(), model.len());
             assert!(links
                 .iter()
-                .map(|l| (l.hash, l.node))
-                .eq(model.iter().map(|l| (l.hash, l.node))));
-            assert!(links
-                .parts
-                .iter()
-                .all(|part| !part.is_empty() && part.len() <= Links::MAX_PART));
-            for _ in 0..4 {
+                .map(|l| l.node)
+                .eq(model.iter().map(|l| l.node)));
+            for _ in 0..200 {
                 let probe = hash(&mut rng);
                 let below = model.partition_point(|link| link.hash < probe);
                 let exact = model.get(below).filter(|link| link.hash == probe);
@@ -600,7 +475,7 @@ mod tests {
                 let found = links
                     .find(&probe)
                     .map(|(link, matched)| (link.node, matched));
-                assert_eq!(found, expected, "step {step}");
+                assert_eq!(found, expected, "size {size}");
                 assert_eq!(links.get(&probe).map(|l| l.node), exact.map(|l| l.node));
                 let above = model.partition_point(|link| link.hash <= probe);
                 let around = (model.len() > usize::from(exact.is_some())).then(|| {
@@ -611,14 +486,9 @@ mod tests {
                 assert_eq!(
                     links.around(&probe).map(|(b, a)| (b.node, a.node)),
                     around,
-                    "step {step}"
+                    "size {size}"
                 );
             }
         }
-        assert!(
-            splits_seen && model.len() > 2 * Links::MAX_PART,
-            "{}",
-            model.len()
-        );
     }
 }

@@ -29,7 +29,9 @@
 //!    or going, a cut moving), every RRset with targets (the zone keeps
 //!    their owners' list) resolves again, and only those whose glue
 //!    changed are rewritten;
-//! 7. the NSEC order list, when an NSEC owner came or went.
+//! 7. the NSEC order list, when an NSEC owner came or went: the owner
+//!    added or removed in its part of the list (`crate::parts`), the other
+//!    parts shared with the previous version.
 //!
 //! The new version lists the names it changed ([`Zone::changed_since`]),
 //! so that the cores' answer caches drop only the answers those names can
@@ -61,7 +63,7 @@ use crate::builder::{
     offset, own_flags, BuildError,
 };
 use crate::zone::{
-    canonical_cmp, node_name_bytes, Node, NodeExtra, RRset, Zone, FLAG_APEX, FLAG_DEAD, FLAG_DELEG,
+    node_name_bytes, CanonicalName, Node, NodeExtra, RRset, Zone, FLAG_APEX, FLAG_DEAD, FLAG_DELEG,
     FLAG_NONAUTH, FLAG_WILDCARD_CHILD, NO_PARENT,
 };
 pub(crate) use lineage::Lineage;
@@ -302,8 +304,9 @@ impl Zone {
     /// The zone with `changes` applied: equal, in every answer and record,
     /// to a [`crate::ZoneBuilder`] build of the same records, and made in
     /// time proportional to the change (plus one pointer per chunk of the
-    /// zone's tables, and, when the change can alter other names' glue,
-    /// one resolution per RRset with additional-section targets). Errors:
+    /// zone's tables, a key and a pointer per part of the sorted lists it
+    /// changes, and, when the change can alter other names' glue, one
+    /// resolution per RRset with additional-section targets). Errors:
     /// the builder's for the same records, or [`PatchError::Rebuild`] for
     /// what only a whole build makes.
     pub fn patch(&self, changes: &ZoneChanges) -> Result<Patched, PatchError> {
@@ -432,25 +435,26 @@ impl Zone {
             sources_changed |= b.source != after.source;
         }
         if sources_changed {
-            let mut sources: Vec<u32> = zone
-                .glue_sources
+            // Each node that became or ceased to be a source added or
+            // removed in its part of the list (ascending ids), the parts'
+            // copies counted apart from the NSEC list's.
+            let mut sources = core::mem::take(&mut zone.glue_sources);
+            let mut copied = Work::default();
+            let changes = before
                 .iter()
-                .copied()
-                .filter(|node| !seen.contains(node))
-                .collect();
-            sources.extend(
-                before
-                    .iter()
-                    .map(|b| b.node)
-                    .filter(|&node| is_glue_source(&zone, node)),
+                .map(|b| (b.node, b.source, facts(&zone, b.node).source));
+            sources.apply(
+                changes,
+                |&node| move |other: &u32| other.cmp(&node),
+                &mut copied,
             );
-            sources.sort_unstable();
-            zone.glue_sources = Arc::from(sources);
+            work.bytes_copied += copied.bytes_copied;
+            zone.glue_sources = sources;
         }
         let mut glue = Vec::new();
-        let sources = Arc::clone(&zone.glue_sources);
-        let resolve: Vec<u32> = if glue_everywhere {
-            sources.to_vec()
+        let sources = zone.glue_sources.clone();
+        let changed: Vec<u32> = if glue_everywhere {
+            Vec::new()
         } else {
             before
                 .iter()
@@ -458,7 +462,8 @@ impl Zone {
                 .filter(|&node| is_glue_source(&zone, node))
                 .collect()
         };
-        for node in resolve {
+        let all = glue_everywhere.then(|| sources.iter());
+        for &node in all.into_iter().flatten().chain(&changed) {
             let first = zone.node(node).rrsets_start;
             for index in first..first + u32::from(zone.node(node).rrset_count) {
                 let set = *zone.rrset(index);
@@ -484,26 +489,21 @@ impl Zone {
             }
         }
 
-        // 7: the NSEC order list.
+        // 7: the NSEC order list: each node that gained or lost its NSEC
+        // added or removed in its part (a node's name never changes).
         let nsec_changed = before.iter().any(|b| b.nsec != facts(&zone, b.node).nsec);
         if nsec_changed {
-            let mut list: Vec<u32> = zone
-                .nsec
+            let mut list = core::mem::take(&mut zone.nsec);
+            let changes = before
                 .iter()
-                .copied()
-                .filter(|node| !seen.contains(node))
-                .collect();
-            for b in &before {
-                if facts(&zone, b.node).nsec {
-                    let name = zone.node_name(b.node);
-                    let at = list.partition_point(|&other| {
-                        canonical_cmp(zone.node_name(other), name).is_lt()
-                    });
-                    list.insert(at, b.node);
-                }
-            }
-            work.nsec_moved += list.len();
-            zone.nsec = Arc::from(list);
+                .map(|b| (b.node, b.nsec, facts(&zone, b.node).nsec));
+            let names = &zone;
+            let order = |&node: &u32| {
+                let name = CanonicalName::of(names.node_name(node));
+                move |&other: &u32| name.order_of(names.node_name(other))
+            };
+            list.apply(changes, order, &mut work);
+            zone.nsec = list;
         }
 
         // 8: the NSEC3 chain's links, and the hashes of the nodes changed.

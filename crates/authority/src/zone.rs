@@ -35,6 +35,7 @@ use tern_wire::types::RType;
 use crate::arena::Arena;
 use crate::index::ShardedIndex;
 use crate::nsec3::Chain;
+use crate::parts::Parts;
 
 /// The zone's tables (see [`Arena`]): names and RDATA in chunks of 64 KiB,
 /// the fixed-size entries in chunks of 48 to 128 KiB.
@@ -170,16 +171,19 @@ pub struct Zone {
     /// be stale or by another zone.
     pub(crate) expired: bool,
     /// The nodes that own an NSEC RRset, in canonical order (RFC 4034
-    /// section 6.1), for the covering NSEC of a name.
-    pub(crate) nsec: Arc<[u32]>,
+    /// section 6.1), for the covering NSEC of a name; in parts shared
+    /// between versions, so that a patch copies the parts it changes (one
+    /// shared slice while it holds at most `Parts::MAX_PART`, none
+    /// allocated when empty, as in an unsigned zone).
+    pub(crate) nsec: Parts<u32>,
     /// The NSEC3 chain, if the apex has an NSEC3PARAM record (boxed: most
     /// zones have none, and each zone's own size counts when there are a
     /// million of them).
     pub(crate) nsec3: Option<Arc<Chain>>,
     /// The nodes that own an RRset with additional-section targets (NS,
     /// MX, SRV, SVCB, HTTPS), ascending: what a patch that changes a
-    /// possible target resolves again.
-    pub(crate) glue_sources: Arc<[u32]>,
+    /// possible target resolves again. In shared parts, as `nsec`.
+    pub(crate) glue_sources: Parts<u32>,
     /// Nodes owning NSEC3 records (outside the tree).
     pub(crate) hashed_nodes: u32,
     /// Nodes marked [`FLAG_DEAD`].
@@ -508,16 +512,14 @@ impl Zone {
     /// The node owning the NSEC record that matches or covers `lower`: the
     /// last NSEC owner at or before it in canonical order (wrapping to the
     /// last one, which covers everything past the end of the chain).
-    /// `None` if the zone has no NSEC records. Bound: a binary search, each
-    /// step comparing two names label by label.
+    /// `None` if the zone has no NSEC records. Bound: two binary searches
+    /// (the parts', then the part's), each step comparing two names label
+    /// by label.
     pub(crate) fn nsec_covering(&self, lower: Name<'_>) -> Option<u32> {
-        let index = self
-            .nsec
-            .partition_point(|&node| canonical_cmp(self.node_name(node), lower).is_le());
-        let index = index
-            .checked_sub(1)
-            .unwrap_or(self.nsec.len().checked_sub(1)?);
-        Some(self.nsec[index])
+        let sought = CanonicalName::of(lower);
+        self.nsec
+            .covering(|&node| sought.order_of(self.node_name(node)))
+            .copied()
     }
 
     /// The glue of an RRset.
@@ -581,14 +583,12 @@ impl Zone {
     /// after it (no wrapping), for the update thread's signing of a window
     /// of an NSEC zone. Bound: two binary searches.
     pub fn nsec_owners_around(&self, lower: Name<'_>) -> (Option<Name<'_>>, Option<Name<'_>>) {
-        let before = self
+        let sought = CanonicalName::of(lower);
+        let (before, after) = self
             .nsec
-            .partition_point(|&node| canonical_cmp(self.node_name(node), lower).is_lt());
-        let after = self
-            .nsec
-            .partition_point(|&node| canonical_cmp(self.node_name(node), lower).is_le());
-        let name = |at: usize| self.nsec.get(at).map(|&node| self.node_name(node));
-        (before.checked_sub(1).and_then(name), name(after))
+            .neighbours(|&node| sought.order_of(self.node_name(node)));
+        let name = |node: Option<&u32>| node.map(|&node| self.node_name(node));
+        (name(before), name(after))
     }
 
     /// Whether a name strictly below `lower` (lowercased) owns records.
@@ -696,26 +696,57 @@ pub struct RecordCursor {
 /// compared from the right as octet strings. Unlike `Name::canonical_cmp`
 /// it lowercases nothing and keeps only label offsets on the stack.
 pub(crate) fn canonical_cmp(a: Name<'_>, b: Name<'_>) -> Ordering {
-    let mut a_starts = [0u8; MAX_LABELS];
-    let mut b_starts = [0u8; MAX_LABELS];
-    let a_count = label_starts(a.as_bytes(), &mut a_starts);
-    let b_count = label_starts(b.as_bytes(), &mut b_starts);
-    let label = |bytes: &[u8], start: u8| -> std::ops::Range<usize> {
-        let start = usize::from(start);
-        start + 1..start + 1 + usize::from(bytes[start])
-    };
-    for (&x, &y) in a_starts[..a_count]
-        .iter()
-        .rev()
-        .zip(b_starts[..b_count].iter().rev())
-    {
-        let ordering =
-            a.as_bytes()[label(a.as_bytes(), x)].cmp(&b.as_bytes()[label(b.as_bytes(), y)]);
-        if ordering != Ordering::Equal {
-            return ordering;
+    CanonicalName::of(a).cmp(&CanonicalName::of(b))
+}
+
+/// A lowercased name split into its labels, for [`canonical_cmp`]; a
+/// search that compares one name with many (the NSEC order list's) splits
+/// it once ([`CanonicalName::order_of`]).
+pub(crate) struct CanonicalName<'n> {
+    bytes: &'n [u8],
+    starts: [u8; MAX_LABELS],
+    count: usize,
+}
+
+impl<'n> CanonicalName<'n> {
+    /// `name` split.
+    #[inline]
+    pub(crate) fn of(name: Name<'n>) -> Self {
+        let mut starts = [0u8; MAX_LABELS];
+        let count = label_starts(name.as_bytes(), &mut starts);
+        CanonicalName {
+            bytes: name.as_bytes(),
+            starts,
+            count,
         }
     }
-    a_count.cmp(&b_count)
+
+    /// The canonical order of `other` against this name.
+    #[inline]
+    pub(crate) fn order_of(&self, other: Name<'_>) -> Ordering {
+        CanonicalName::of(other).cmp(self)
+    }
+
+    /// The canonical order of this name against `other`.
+    #[inline]
+    fn cmp(&self, other: &CanonicalName<'_>) -> Ordering {
+        let label = |bytes: &[u8], start: u8| -> std::ops::Range<usize> {
+            let start = usize::from(start);
+            start + 1..start + 1 + usize::from(bytes[start])
+        };
+        for (&x, &y) in self.starts[..self.count]
+            .iter()
+            .rev()
+            .zip(other.starts[..other.count].iter().rev())
+        {
+            let ordering =
+                self.bytes[label(self.bytes, x)].cmp(&other.bytes[label(other.bytes, y)]);
+            if ordering != Ordering::Equal {
+                return ordering;
+            }
+        }
+        self.count.cmp(&other.count)
+    }
 }
 
 /// The offsets of the non-root labels of a valid wire name.

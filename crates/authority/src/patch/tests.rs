@@ -144,12 +144,22 @@ fn query(qname: &NameBuf, qtype: RType, dnssec: bool) -> Vec<u8> {
 
 /// Every answer, for every name and type asked with and without DO.
 fn answers(zone: &Zone) -> Vec<Vec<u8>> {
+    answers_to(zone, OWNERS.iter().chain(QUERIES).copied(), TYPES)
+}
+
+/// The answers to each of `names` for each of `types`, with and without
+/// DO.
+fn answers_to<'n>(
+    zone: &Zone,
+    names: impl Iterator<Item = &'n str>,
+    types: &[RType],
+) -> Vec<Vec<u8>> {
     let catalog = Catalog::new(vec![zone.clone()]);
     let mut out = vec![0; 65535];
     let mut all = Vec::new();
-    for text in OWNERS.iter().chain(QUERIES) {
+    for text in names {
         let qname = name(text);
-        for &qtype in TYPES {
+        for &qtype in types {
             for dnssec in [false, true] {
                 let answer = match respond(
                     &catalog,
@@ -214,6 +224,36 @@ fn assert_same(patched: &Zone, built: &Zone, context: &str) {
         };
         assert_eq!(flags(patched), flags(built), "flags of {owner}, {context}");
     }
+    // The NSEC owners in canonical order, and the owners of RRsets with
+    // glue (ascending ids, compared as names), each list in parts within
+    // their bounds.
+    let nsec_order = |zone: &Zone| -> Vec<String> {
+        zone.nsec
+            .iter()
+            .map(|&node| zone.node_name(node).to_string())
+            .collect()
+    };
+    assert_eq!(
+        nsec_order(patched),
+        nsec_order(built),
+        "NSEC order, {context}"
+    );
+    let sources = |zone: &Zone| {
+        let mut names: Vec<String> = zone
+            .glue_sources
+            .iter()
+            .map(|&node| zone.node_name(node).to_string())
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(sources(patched), sources(built), "glue sources, {context}");
+    assert!(
+        patched.glue_sources.iter().is_sorted(),
+        "glue sources' ids, {context}"
+    );
+    patched.nsec.assert_bounds();
+    patched.glue_sources.assert_bounds();
     let (patched, built) = (answers(patched), answers(built));
     for (index, (p, b)) in patched.iter().zip(&built).enumerate() {
         let names = OWNERS.len() + QUERIES.len();
@@ -615,7 +655,9 @@ fn an_nsec3_patch_costs_its_change_not_the_chain() {
             touched.extend(with_nsec3_chain(&mut model, false));
             let patched = current.patch(&changes_of(&model, &touched)).unwrap();
             assert_same(&patched.zone, &build(&model).unwrap(), "patched");
-            costs.push((patched.work.nsec_moved, patched.chain_work));
+            // The list of the links' parts, copied as the version is made.
+            let list = current.nsec3.as_ref().unwrap().links.list_bytes();
+            costs.push((patched.work.nsec_moved, patched.chain_work, list));
             current = patched.zone;
         }
         costs
@@ -624,11 +666,15 @@ fn an_nsec3_patch_costs_its_change_not_the_chain() {
     let large = cost(50_000);
     eprintln!("5,000 names: {small:?}\n50,000 names: {large:?}");
     // At most two chunks of node hashes (the new node's, the apex's) and
-    // two parts of links (the new link's, the one before it).
+    // two parts of links (the new link's, the one before it), and the
+    // list of the links' parts (a hash and a pointer per part: 1/4,000th
+    // of the chain, the one cost that grows with it).
     let bound =
         2 * crate::nsec3::NodeHashes::CHUNK * core::mem::size_of::<crate::nsec3::NodeHash>()
             + 2 * crate::nsec3::Links::MAX_PART * core::mem::size_of::<crate::nsec3::Link>();
-    for ((small_moved, small), (large_moved, large)) in small.iter().zip(&large) {
+    for ((small_moved, small, small_list), (large_moved, large, large_list)) in
+        small.iter().zip(&large)
+    {
         // All the zone's list entries moved (the NSEC3 links): the same.
         assert_eq!(small_moved, large_moved);
         assert_eq!(large.nsec_moved, small.nsec_moved);
@@ -638,8 +684,222 @@ fn an_nsec3_patch_costs_its_change_not_the_chain() {
         );
         assert_eq!(large.chunks_copied, small.chunks_copied);
         assert!(
-            small.bytes_copied <= bound && large.bytes_copied <= bound,
+            small.bytes_copied <= bound + small_list && large.bytes_copied <= bound + large_list,
             "{small:?} {large:?}"
         );
+    }
+}
+
+/// A signed NSEC zone: the apex (SOA, an RRSIG over it, an NSEC) and each
+/// of `hosts` with an A record and an NSEC (their next names do not
+/// matter to answering; the order list is by owner).
+fn nsec_model(hosts: impl IntoIterator<Item = String>) -> Model {
+    let apex = name("example.").as_bytes().to_vec();
+    let mut rrsig = vec![0, 6, 13, 1, 0, 0, 0x0e, 0x10, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1];
+    rrsig.extend_from_slice(&apex);
+    rrsig.push(7);
+    let mut model = Model::new();
+    model.insert(
+        apex.clone(),
+        vec![
+            (RType::SOA, 3600, soa(1)),
+            (RType::RRSIG, 3600, rrsig),
+            (RType::NSEC, 300, nsec_rdata()),
+        ],
+    );
+    for host in hosts {
+        model.insert(name(&host).as_bytes().to_vec(), nsec_host(4));
+    }
+    model
+}
+
+/// An NSEC's RDATA: the apex as the next name, A and NSEC in the bitmap.
+fn nsec_rdata() -> Vec<u8> {
+    let mut rdata = name("example.").as_bytes().to_vec();
+    rdata.extend_from_slice(&[0, 1, 0x40]);
+    rdata
+}
+
+/// A host's records in [`nsec_model`].
+fn nsec_host(address: u8) -> Vec<(RType, u32, Vec<u8>)> {
+    vec![
+        (RType::A, 300, vec![192, 0, 2, address]),
+        (RType::NSEC, 300, nsec_rdata()),
+    ]
+}
+
+/// The apex's SOA in `model` given serial `serial`.
+fn set_serial(model: &mut Model, serial: u32) {
+    let apex = name("example.").as_bytes().to_vec();
+    model.get_mut(&apex).unwrap()[0] = (RType::SOA, 3600, soa(serial));
+}
+
+/// Patches of a signed NSEC zone of 400 names that add 640 names in one
+/// stretch of the canonical order, twenty at a time (the part they fall in
+/// grows past `Parts::MAX_PART` and splits, again and again), then
+/// remove them and names around them (parts fall below
+/// `Parts::MIN_PART` and merge), with an NSEC taken from and given back
+/// to names that keep their other records: each version the whole build
+/// of its records ([`assert_same`]: the NSEC order list too), and the
+/// NXDOMAIN answers with DO (their covering NSEC) for names all along the
+/// order the same.
+#[test]
+fn nsec_patches_split_and_merge_parts_as_whole_builds() {
+    let hosts = (0..200).flat_map(|i| [format!("h{i:03}.example."), format!("p{i:03}.example.")]);
+    let mut model = nsec_model(hosts);
+    let mut zone = build(&model).unwrap();
+    let apex = name("example.").as_bytes().to_vec();
+    let initial_parts = zone.nsec.part_lens().len();
+    let (mut most_parts, mut merges) = (initial_parts, 0);
+    let probes: Vec<String> = (0..640)
+        .step_by(13)
+        .map(|j| format!("m{j:03}x.example."))
+        .chain((0..200).step_by(9).map(|i| format!("h{i:03}x.example.")))
+        .chain([
+            "a.example.".into(),
+            "zz.example.".into(),
+            "p199z.example.".into(),
+        ])
+        .collect();
+    for step in 0..64u32 {
+        let mut touched = vec![apex.clone()];
+        let batch = (step % 32) * 20..(step % 32) * 20 + 20;
+        for j in batch.clone() {
+            let owner = name(&format!("m{j:03}.example.")).as_bytes().to_vec();
+            if step < 32 {
+                model.insert(owner.clone(), nsec_host(5));
+            } else {
+                model.remove(&owner);
+            }
+            touched.push(owner);
+        }
+        if step >= 32 {
+            // Names next to the stretch go too, or lose their NSEC alone.
+            for i in batch.clone().map(|j| 199 - j / 4).filter(|i| i % 2 == 0) {
+                let owner = name(&format!("h{i:03}.example.")).as_bytes().to_vec();
+                if i % 4 == 0 {
+                    model.remove(&owner);
+                } else {
+                    model
+                        .get_mut(&owner)
+                        .unwrap()
+                        .retain(|r| r.0 != RType::NSEC);
+                }
+                touched.push(owner);
+            }
+        } else if step % 4 == 1 {
+            // An NSEC taken away and given back (the node stays).
+            let owner = name(&format!("p{:03}.example.", step)).as_bytes().to_vec();
+            let records = model.get_mut(&owner).unwrap();
+            if records.iter().any(|r| r.0 == RType::NSEC) {
+                records.retain(|r| r.0 != RType::NSEC);
+            } else {
+                records.push((RType::NSEC, 300, nsec_rdata()));
+            }
+            touched.push(owner);
+        }
+        set_serial(&mut model, step + 2);
+        let parts_before = zone.nsec.part_lens().len();
+        let patched = zone.patch(&changes_of(&model, &touched)).unwrap();
+        let built = build(&model).unwrap();
+        let context = format!("step {step}");
+        assert_same(&patched.zone, &built, &context);
+        let probe = |zone: &Zone| answers_to(zone, probes.iter().map(String::as_str), &[RType::A]);
+        assert_eq!(probe(&patched.zone), probe(&built), "{context}");
+        zone = patched.zone;
+        let parts = zone.nsec.part_lens().len();
+        most_parts = most_parts.max(parts);
+        merges += usize::from(parts < parts_before);
+    }
+    eprintln!(
+        "parts: {initial_parts} at first, {most_parts} at most, {merges} merges, {} at last",
+        zone.nsec.part_lens().len()
+    );
+    assert!(
+        most_parts >= initial_parts + 2,
+        "{most_parts} parts at most"
+    );
+    assert!(merges >= 3, "{merges} merges");
+}
+
+/// One name added to a signed NSEC zone (with an NSEC, the NSEC before it
+/// rewritten, an MX that makes it an owner of glue), then removed again:
+/// each patch copies a part of the NSEC order list and of the list of
+/// glue owners, the same at 5,000 names as at 50,000, not the lists
+/// (which the patch copied whole before, `nsec_moved` then being the NSEC
+/// owners' count).
+#[test]
+fn an_nsec_patch_costs_its_change_not_the_list() {
+    let cost = |hosts: u32| {
+        let mut model = nsec_model((0..hosts).map(|i| format!("h{i}.example.")));
+        // Every tenth host an owner of glue.
+        for i in (0..hosts).step_by(10) {
+            let owner = name(&format!("h{i}.example.")).as_bytes().to_vec();
+            let mut rdata = vec![0, 10];
+            rdata.extend_from_slice(name("h1.example.").as_bytes());
+            model.get_mut(&owner).unwrap().push((RType::MX, 300, rdata));
+        }
+        let mut current = build(&model).unwrap();
+        let apex = name("example.").as_bytes().to_vec();
+        // A name amid the hosts (after `h1` and the names that begin so,
+        // before `h2`), in a part of its own size at either size.
+        let new = name("h1new.example.").as_bytes().to_vec();
+        // The NSEC owner before it: `h1999` or `h19999`.
+        let digits = (hosts - 1).to_string().len();
+        let before_new = name(&format!("h1{}.example.", "9".repeat(digits - 1)))
+            .as_bytes()
+            .to_vec();
+        let mut costs = Vec::new();
+        for (serial, add) in [(2, true), (3, false)] {
+            set_serial(&mut model, serial);
+            if add {
+                let mut records = nsec_host(7);
+                let mut rdata = vec![0, 10];
+                rdata.extend_from_slice(name("h2.example.").as_bytes());
+                records.push((RType::MX, 300, rdata));
+                model.insert(new.clone(), records);
+            } else {
+                model.remove(&new);
+            }
+            let next = if add { new.clone() } else { apex.clone() };
+            let mut nsec = next;
+            nsec.extend_from_slice(&[0, 1, 0x40]);
+            model.get_mut(&before_new).unwrap()[1] = (RType::NSEC, 300, nsec);
+            let touched = [new.clone(), before_new.clone(), apex.clone()];
+            let patched = current.patch(&changes_of(&model, &touched)).unwrap();
+            assert_same(&patched.zone, &build(&model).unwrap(), "patched");
+            let zone = &patched.zone;
+            let copied = |list: &crate::parts::Parts<u32>, old: &crate::parts::Parts<u32>| {
+                list.part_lens().len() - list.shared_with(old)
+            };
+            costs.push((
+                patched.work.nsec_moved,
+                copied(&zone.nsec, &current.nsec),
+                copied(&zone.glue_sources, &current.glue_sources),
+                zone.nsec.list_bytes() + zone.glue_sources.list_bytes(),
+                patched.work.bytes_copied,
+                // Not this change's: a name's addresses coming or going
+                // resolve every glue owner's targets again.
+                patched.work.glue_resolved,
+            ));
+            current = patched.zone;
+        }
+        costs
+    };
+    let small = cost(5_000);
+    let large = cost(50_000);
+    eprintln!(
+        "(NSEC entries moved, NSEC parts copied, glue owners' parts copied, octets of the lists of parts, octets copied, RRsets' glue resolved)\n5,000 names: {small:?}\n50,000 names: {large:?}"
+    );
+    for (small, large) in small.iter().zip(&large) {
+        // The entries of the NSEC list copied: the same at both sizes,
+        // a part (and a neighbour merged into it) at most.
+        assert_eq!(small.0, large.0);
+        assert!(
+            small.0 <= crate::parts::Parts::<u32>::MAX_PART + crate::parts::Parts::<u32>::MIN_PART
+        );
+        // One part of each list, at both sizes.
+        assert_eq!((small.1, small.2), (large.1, large.2));
+        assert!(small.1 <= 2 && small.2 <= 2, "{small:?}");
     }
 }
