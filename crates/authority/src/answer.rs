@@ -1,6 +1,6 @@
 //! The plan of an answer: what [`crate::lookup`] decides (the answer-section
 //! RRsets, the authority section, rcode and AA), the denial proofs
-//! [`crate::proof`] adds to it, and what [`crate::respond`] writes. It
+//! [`crate::proof`] adds to it, and what [`crate::respond`](mod@crate::respond) writes. It
 //! holds references into one zone, has fixed capacity and lives on the
 //! stack; it imports neither the walk that fills it nor the writer.
 

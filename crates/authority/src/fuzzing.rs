@@ -1,4 +1,4 @@
-//! Fuzz target body for [`crate::respond`], compiled by every build (the
+//! Fuzz target body for [`crate::respond`](fn@crate::respond), compiled by every build (the
 //! rustls `msgs::fuzzing` pattern); `crates/fuzz/fuzz_targets/respond.rs`
 //! calls it and the unit tests run it over the committed seed corpus. Not a
 //! stable API.

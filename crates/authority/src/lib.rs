@@ -8,7 +8,7 @@
 //!   into an immutable [`Zone`]: dense node ids, parent ids, cut and wildcard
 //!   flags, additional-section targets resolved to ids, RDATA in one arena;
 //! - [`Catalog`] holds the zones and finds the deepest one containing a name;
-//! - [`respond`] turns one query's bytes into one answer's bytes: parsing,
+//! - [`respond`](fn@respond) turns one query's bytes into one answer's bytes: parsing,
 //!   the RFC 1034 section 4.3.2 walk (wildcards per RFC 4592, DNAME per RFC
 //!   6672, referrals, CNAME chains), EDNS, truncation, and for DO=1 the
 //!   RRSIGs of pre-signed zones and the NSEC or NSEC3 proofs of RFC 4035

@@ -4,7 +4,7 @@
 //! `resolve` walks one zone and returns an `Answer`: the RRsets of the
 //! answer section in order (as references into the zone, plus CNAMEs
 //! synthesized from DNAMEs), what goes into the authority section, the
-//! rcode and AA. It writes nothing; [`crate::respond`] encodes the plan.
+//! rcode and AA. It writes nothing; [`crate::respond`](fn@crate::respond) encodes the plan.
 //! The plan has fixed capacity and lives on the stack.
 //!
 //! The steps mirror Knot 3.2 (`knot/nameserver/internet.c`, `solve_name`),
