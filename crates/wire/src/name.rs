@@ -57,27 +57,39 @@ impl<'a> Name<'a> {
 
     /// Reads one uncompressed name from the start of `bytes` and returns it
     /// with its length. Bound: at most [`MAX_NAME_LEN`] octets are examined.
+    ///
+    /// Two comparisons a label besides its read (this runs once per query,
+    /// in [`crate::parse::MessageView::parse`]): the length octet against
+    /// [`MAX_LABEL_LEN`] (a pointer and the unknown label types are all
+    /// above it), the end against the shorter of the bytes and
+    /// [`MAX_NAME_LEN`]; which error it is is decided only on an error.
     pub fn parse_prefix(bytes: &'a [u8]) -> Result<(Self, usize), ParseError> {
+        let limit = bytes.len().min(MAX_NAME_LEN);
         let mut pos = 0;
         loop {
             let len = *bytes
                 .get(pos)
                 .ok_or(ParseError::new("name runs past the end"))? as usize;
-            if len & 0xc0 == 0xc0 {
-                return Err(ParseError::new("compression pointer in uncompressed name"));
-            }
             if len > MAX_LABEL_LEN {
-                return Err(ParseError::new("unknown label type"));
+                return Err(ParseError::new(if len & 0xc0 == 0xc0 {
+                    "compression pointer in uncompressed name"
+                } else {
+                    "unknown label type"
+                }));
             }
             pos += 1 + len;
-            if pos > MAX_NAME_LEN {
-                return Err(ParseError::new("name longer than 255 octets"));
+            // The root label ends at most one octet past a label start
+            // read just now, so within the bytes: only the name's length
+            // can fail it.
+            if pos > limit {
+                return Err(ParseError::new(if pos > MAX_NAME_LEN {
+                    "name longer than 255 octets"
+                } else {
+                    "name runs past the end"
+                }));
             }
             if len == 0 {
                 return Ok((Name(&bytes[..pos]), pos));
-            }
-            if pos > bytes.len() {
-                return Err(ParseError::new("name runs past the end"));
             }
         }
     }
@@ -617,6 +629,51 @@ mod tests {
             Name::from_wire(&long).unwrap_err().what,
             "name longer than 255 octets"
         );
+    }
+
+    /// `parse_prefix` decides which error only once one is found (one
+    /// comparison for the label types, one for both ends): each error is
+    /// still the one its case names, and the longest names still parse.
+    #[test]
+    fn parse_prefix_names_each_error() {
+        let what = |bytes: &[u8]| Name::parse_prefix(bytes).unwrap_err().what;
+        assert_eq!(what(b"\x03ww"), "name runs past the end");
+        assert_eq!(what(b"\x03www"), "name runs past the end");
+        assert_eq!(what(b""), "name runs past the end");
+        assert_eq!(what(b"\x40"), "unknown label type");
+        assert_eq!(what(b"\x80"), "unknown label type");
+        assert_eq!(
+            what(b"\x01a\xc0\x0c"),
+            "compression pointer in uncompressed name"
+        );
+        // 255 octets: three labels of 63 and one of 61, then the root.
+        let mut longest = Vec::new();
+        for len in [63u8, 63, 63, 61] {
+            longest.push(len);
+            longest.extend(std::iter::repeat_n(b'a', usize::from(len)));
+        }
+        longest.push(0);
+        assert_eq!(longest.len(), MAX_NAME_LEN);
+        let mut bytes = longest.clone();
+        bytes.extend_from_slice(b"\x00\x01");
+        let (name, used) = Name::parse_prefix(&bytes).unwrap();
+        assert_eq!((name.as_bytes(), used), (&longest[..], MAX_NAME_LEN));
+        // The last label one octet longer, its root the 256th octet: too
+        // long, not cut short.
+        let last = 192;
+        let mut over = longest[..MAX_NAME_LEN - 1].to_vec();
+        over[last] = 62;
+        over.extend_from_slice(b"a\x00");
+        assert_eq!(over.len(), MAX_NAME_LEN + 1);
+        assert_eq!(what(&over), "name longer than 255 octets");
+        // A label running past both the bytes and 255 octets: too long.
+        let mut cut = longest[..MAX_NAME_LEN - 1].to_vec();
+        cut[last] = 63;
+        assert_eq!(what(&cut), "name longer than 255 octets");
+        // No root after the last label, or a label past the bytes within
+        // 255 octets: cut short.
+        assert_eq!(what(&longest[..MAX_NAME_LEN - 1]), "name runs past the end");
+        assert_eq!(what(&longest[..250]), "name runs past the end");
     }
 
     #[test]
