@@ -599,57 +599,14 @@ pub(crate) fn sign_nsec3_window_of(
     // gone) changes what the names below it are: each of the served
     // version's names below it must be in the window (an edited owner, or
     // an empty non-terminal between one and the apex), so that their
-    // records and links are made again. Told from the served version's
-    // count of names directly below each (`Zone::child_count`) against
-    // the window's names directly below it; else the caller signs the
-    // zone whole.
-    let cut_changed: Vec<usize> = (1..names.len())
+    // records and links are made again ([`names_below_cuts_edited`]);
+    // else the caller signs the zone whole.
+    let cuts_changed: Vec<NameBuf> = (1..names.len())
         .filter(|&at| old_cut[at].0 != new_cut[at].0)
+        .map(|at| names[at])
         .collect();
-    if !cut_changed.is_empty() {
-        let mut window_names: BTreeMap<Key, NameBuf> = BTreeMap::new();
-        for name in names.iter().skip(1) {
-            window_names.insert(Key::of(name.as_name()), *name);
-            for parent in names_between(name.as_name(), origin) {
-                window_names
-                    .entry(Key::of(parent))
-                    .or_insert_with(|| lower(parent));
-            }
-        }
-        // The window's names the served version holds, counted under their
-        // parents; a served name with records that is not edited refused.
-        let mut below_in_window: BTreeMap<Key, u32> = BTreeMap::new();
-        for (key, name) in &window_names {
-            let name = name.as_name();
-            let held = !served.owner_records(name).is_empty();
-            if held && !edited_at.contains_key(key) {
-                // Not edited: its records (glue to be signed, or signed
-                // to become glue) are not in the window.
-                if cut_changed
-                    .iter()
-                    .any(|&at| name.ends_with(names[at].as_name()))
-                {
-                    return Ok(None);
-                }
-            }
-            if held || served.has_names_below(name) {
-                if let Some(parent) = name.parent() {
-                    *below_in_window.entry(Key::of(parent)).or_default() += 1;
-                }
-            }
-        }
-        for (key, name) in &window_names {
-            let name = name.as_name();
-            let under = cut_changed
-                .iter()
-                .any(|&at| name.ends_with(names[at].as_name()));
-            if under
-                && served.child_count(name).unwrap_or(0)
-                    != below_in_window.get(key).copied().unwrap_or(0)
-            {
-                return Ok(None);
-            }
-        }
+    if !names_below_cuts_edited(served, &names[1..], &cuts_changed) {
+        return Ok(None);
     }
     let glue: Vec<bool> = names
         .iter()
