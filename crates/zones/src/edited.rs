@@ -251,6 +251,9 @@ pub(crate) struct Edits<'r> {
     /// Whether an NS or DS record below the apex differs (a delegation
     /// made, removed, or made secure or insecure).
     delegations: bool,
+    /// Whether every served name below each delegation made or removed is
+    /// among the owners, once [`Edits::delegations_in_window`] asked it.
+    cuts_in_window: Option<bool>,
 }
 
 impl Edits<'_> {
@@ -267,9 +270,13 @@ impl Edits<'_> {
     /// too ([`crate::window::names_below_cuts_edited`]). `true` when none
     /// is made or removed (a DS added or removed, or an NS RRset
     /// changed). Asked before the checks (`load::sign`), so that a
-    /// reload signed whole is not checked twice. Bound: a look-up of
+    /// reload signed whole is not checked twice; the answer is kept for
+    /// [`sign_edits`], which does not ask it again. Bound: a look-up of
     /// `served` per edited owner and per name between one and the apex.
-    pub(crate) fn delegations_in_window(&self, served: &Zone) -> bool {
+    pub(crate) fn delegations_in_window(&mut self, served: &Zone) -> bool {
+        if let Some(answer) = self.cuts_in_window {
+            return answer;
+        }
         let origin = served.origin();
         let owners: Vec<NameBuf> = self
             .owners
@@ -292,7 +299,9 @@ impl Edits<'_> {
             })
             .map(|(owner, _)| NameBuf::from_name(owner.as_name()))
             .collect();
-        crate::window::names_below_cuts_edited(served, &owners, &cuts)
+        let answer = crate::window::names_below_cuts_edited(served, &owners, &cuts);
+        self.cuts_in_window = Some(answer);
+        answer
     }
 
     /// The edited owners' records, as one list (for the zone checks).
@@ -372,27 +381,45 @@ pub(crate) fn find_edits<'r>(
     if owners.len() > MAX_OWNER_EDITS {
         return None;
     }
-    // Each edited owner's records in the new file.
+    let new_records = owners_records(origin, &owners, records)?;
+    Some(Edits {
+        owners,
+        records: new_records,
+        delegations,
+        cuts_in_window: None,
+    })
+}
+
+/// Each of `owners`' (lowercased, each once) records in `records` (the
+/// zone file's, in file order); `None` when an owner's RRset has several
+/// TTLs (all RRsets elsewhere are unchanged and had one: settling the
+/// file's TTLs then changes nothing). Bound: a pass over `records`, a
+/// look-up of a map of the owners for each record whose owner is as long
+/// as one of them.
+fn owners_records<'r>(
+    origin: Name<'_>,
+    owners: &[LowerNameBuf],
+    records: &'r Records,
+) -> Option<Vec<Vec<RecordRef<'r>>>> {
     let mut lengths = [false; 256];
-    for owner in &owners {
+    for owner in owners {
         lengths[owner.as_bytes().len()] = true;
     }
+    let at_of: std::collections::HashMap<&[u8], usize> = owners
+        .iter()
+        .enumerate()
+        .map(|(at, owner)| (owner.as_bytes(), at))
+        .collect();
     let mut new_records: Vec<Vec<RecordRef<'r>>> = vec![Vec::new(); owners.len()];
     for index in 0..records.len() {
         let record = records.record(index);
-        let name = record.owner.as_bytes();
-        if !lengths[name.len()] {
+        if !lengths[record.owner.as_bytes().len()] {
             continue;
         }
-        if let Some(at) = owners
-            .iter()
-            .position(|owner| tern_wire::name::eq_ignore_case(owner.as_bytes(), name))
-        {
+        if let Some(&at) = at_of.get(record.owner.to_lower().as_bytes()) {
             new_records[at].push(record);
         }
     }
-    // One TTL per RRset at the edited owners (all RRsets elsewhere are
-    // unchanged and had one): settling the file's TTLs changes nothing.
     for list in &new_records {
         for (at, record) in list.iter().enumerate() {
             if list[..at]
@@ -408,11 +435,7 @@ pub(crate) fn find_edits<'r>(
             }
         }
     }
-    Some(Edits {
-        owners,
-        records: new_records,
-        delegations,
-    })
+    Some(new_records)
 }
 
 /// The zone `origin`'s next version when only `edits`' owners of `records`
@@ -441,8 +464,9 @@ pub(crate) fn sign_edits(
         // A delegation made, removed, made secure or insecure: signed as
         // a window (the incremental signer signs its DS and NSEC only,
         // its glue not at all), when every served name below a cut made
-        // or removed is edited too.
-        if !edits.delegations_in_window(served) {
+        // or removed is edited too (`load::sign` asked it, before the
+        // checks).
+        if edits.cuts_in_window != Some(true) {
             log::debug!(
                 "zone {origin}: signed again from its previous version: a delegation made or \
                  removed above names not edited"

@@ -285,7 +285,7 @@ pub(super) fn sign_edited(
     if !crate::edited::usable(name, &from, served, signer.policy, now) {
         return Ok(None);
     }
-    let Some(edits) = crate::edited::find_edits(name, &base.unsigned, records, known) else {
+    let Some(mut edits) = crate::edited::find_edits(name, &base.unsigned, records, known) else {
         return Ok(None);
     };
     // An NSEC zone's delegation made or removed above names not edited
