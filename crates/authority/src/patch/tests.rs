@@ -643,3 +643,91 @@ fn an_nsec3_patch_costs_its_change_not_the_chain() {
         );
     }
 }
+
+/// A delegation made at an empty non-terminal (`a`, above the empty
+/// non-terminal `b.a` and `c.b.a`) and one removed above glue
+/// (`sub`, above `ns.sub` and `deep.ns.sub`), each patched with every
+/// name below it touched (its records unchanged): the names below are
+/// flagged again, as a whole build flags them. With a name below it left
+/// out (`e.d.c` below `c`), the zone is built whole. Before, any cut made
+/// or removed above other names was built whole.
+#[test]
+fn a_delegation_made_or_removed_above_names_it_touches_is_patched() {
+    let mut model = Model::new();
+    let mut add = |owner: &str, rtype: RType, rdata: Vec<u8>| {
+        model
+            .entry(name(owner).as_bytes().to_vec())
+            .or_default()
+            .push((rtype, 300, rdata));
+    };
+    add("example.", RType::SOA, soa(1));
+    add(
+        "example.",
+        RType::NS,
+        name("ns.example.").as_bytes().to_vec(),
+    );
+    add("ns.example.", RType::A, vec![192, 0, 2, 1]);
+    add("c.b.a.example.", RType::A, vec![192, 0, 2, 2]);
+    add("e.d.c.example.", RType::A, vec![192, 0, 2, 3]);
+    add(
+        "sub.example.",
+        RType::NS,
+        name("ns.sub.example.").as_bytes().to_vec(),
+    );
+    add("ns.sub.example.", RType::A, vec![192, 0, 2, 4]);
+    add("deep.ns.sub.example.", RType::A, vec![192, 0, 2, 5]);
+    let mut zone = build(&model).unwrap();
+    let ns = |target: &str| (RType::NS, 300, name(target).as_bytes().to_vec());
+    let steps: [(&str, Option<&str>, &[&str], bool); 4] = [
+        (
+            "a.example.",
+            Some("ns.example.net."),
+            &["c.b.a.example."],
+            true,
+        ),
+        ("c.example.", Some("ns.example.net."), &[], false),
+        (
+            "sub.example.",
+            None,
+            &["ns.sub.example.", "deep.ns.sub.example."],
+            true,
+        ),
+        ("a.example.", None, &["c.b.a.example."], true),
+    ];
+    for (step, (cut, target, below, patched)) in steps.into_iter().enumerate() {
+        let mut model_after = model.clone();
+        let records = model_after
+            .entry(name(cut).as_bytes().to_vec())
+            .or_default();
+        records.retain(|record| record.0 != RType::NS);
+        if let Some(target) = target {
+            records.push(ns(target));
+        }
+        if records.is_empty() {
+            model_after.remove(name(cut).as_bytes());
+        }
+        let apex = name("example.").as_bytes().to_vec();
+        if let Some(soa_record) = model_after
+            .get_mut(&apex)
+            .and_then(|records| records.iter_mut().find(|r| r.0 == RType::SOA))
+        {
+            soa_record.2 = soa(2 + step as u32);
+        }
+        let touched: Vec<Vec<u8>> = [cut, "example."]
+            .iter()
+            .chain(below)
+            .map(|owner| name(owner).as_bytes().to_vec())
+            .collect();
+        let context = format!("step {step}");
+        match zone.patch(&changes_of(&model_after, &touched)) {
+            Ok(done) => {
+                assert!(patched, "{context}: patched");
+                assert_same(&done.zone, &build(&model_after).unwrap(), &context);
+                zone = done.zone;
+                model = model_after;
+            }
+            Err(PatchError::Rebuild(_)) => assert!(!patched, "{context}: built whole"),
+            Err(err) => panic!("{context}: {err}"),
+        }
+    }
+}
