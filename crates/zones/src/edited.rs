@@ -18,13 +18,22 @@
 //! did not change kept, the NSEC's next name kept, its type bitmap made
 //! again).
 //!
-//! An edit that adds or removes names (the NSEC chain changes), or
-//! edits a delegation (an NS or DS RRset below the apex), is signed as an
-//! update is: a window of the served version
-//! ([`crate::window::window_of`]: the edited owners, their NSEC
-//! neighbours, the zone cuts above them, the apex) through the incremental
-//! signer, the served version and the kept records patched with the owners
-//! that changed (`sign_window_edits`).
+//! An edit that adds or removes names (the NSEC chain changes), edits a
+//! delegation (an NS or DS RRset below the apex), or changes glue in
+//! place below a cut that stays, is signed as an update is: a window of
+//! the served version ([`crate::window::window_of`]: the edited owners,
+//! their NSEC neighbours, the zone cuts above them, the apex) through the
+//! incremental signer, the served version and the kept records patched
+//! with the owners that changed (`sign_window_edits`).
+//!
+//! A delegation made or removed above names the edit does not touch
+//! changes those names (they become glue or occluded and leave the chain
+//! with their RRSIGs, or glue becomes authoritative and enters it): the
+//! names below the cut in the file are made edited owners too, their
+//! records unchanged ([`Edits::delegations_in_window`], at most
+//! [`MAX_WIDENED_CUTS`] cuts and [`crate::window::MAX_WINDOW_OWNERS`]
+//! names below them), so that the window (NSEC or NSEC3) signs what
+//! changed below the cut and the patch flags those names again.
 //!
 //! An NSEC3 zone (with opt-out or without) is signed as an update of one
 //! is, any edit of a few owners: the window of
@@ -35,12 +44,8 @@
 //! The previous version's whole signing from its kept records
 //! ([`crate::signing::sign_again`]) is used instead when this cannot be
 //! told to give the same zone ([`sign_edits`] says `None`): a delegation
-//! made or removed above names the edit does not touch (an NS or DS
-//! below the apex is otherwise signed as a window, NSEC or NSEC3, which
-//! works out what a cut made or removed changes when every name below
-//! it is edited too), glue changed in place in an NSEC zone (alone: with
-//! an NS or DS changed in the same edit it goes to the window),
-//! DNAME or a DNSSEC record among the records that differ, in an
+//! made or removed above more names the edit does not touch than the
+//! window's bounds, DNAME or a DNSSEC record among the records that differ, in an
 //! NSEC3 zone with opt-out a name removed below an empty non-terminal that
 //! keeps other names below it, a key event or signatures due for refresh, a policy changed, the
 //! keys' DNSKEY RRset changed, more than [`MAX_EDITED_RECORDS`] records
@@ -58,6 +63,7 @@ use tern_zone::{Location, RecordList, RecordRef, Records};
 
 use crate::kept::{KeptRecords, MAX_PATCHES};
 use crate::signing::{KeyState, Policy};
+use crate::window::MAX_WINDOW_OWNERS;
 
 /// The most records (deleted and added) an edit may change for only its
 /// owners to be signed again.
@@ -70,6 +76,11 @@ pub(crate) const RESYNC: usize = 64;
 /// How many records in a row must agree for the lists to be in step
 /// again after a difference.
 const RUN: usize = 4;
+
+/// The most delegations an edit may make or remove above names it does
+/// not touch for those names to be made edited owners too
+/// ([`Edits::delegations_in_window`]); past it, the zone is signed whole.
+pub(crate) const MAX_WIDENED_CUTS: usize = 64;
 
 //----------- diff -----------------------------------------------------------
 
@@ -256,7 +267,7 @@ pub(crate) struct Edits<'r> {
     cuts_in_window: Option<bool>,
 }
 
-impl Edits<'_> {
+impl<'r> Edits<'r> {
     /// Whether an NS or DS record below the apex differs: the checks then
     /// relate owners (`load::changed`), and an NSEC zone's edit is signed
     /// as a window ([`sign_edits`]) when [`Edits::delegations_in_window`].
@@ -264,28 +275,95 @@ impl Edits<'_> {
         self.delegations
     }
 
-    /// Whether an NSEC zone's window ([`sign_edits`]) can sign the
+    /// Whether a window ([`sign_edits`], NSEC or NSEC3) can sign the
     /// delegations this edit makes or removes (an NS RRset below the
-    /// apex come or gone): every name `served` holds below each is edited
-    /// too ([`crate::window::names_below_cuts_edited`]). `true` when none
-    /// is made or removed (a DS added or removed, or an NS RRset
-    /// changed). Asked before the checks (`load::sign`), so that a
-    /// reload signed whole is not checked twice; the answer is kept for
-    /// [`sign_edits`], which does not ask it again. Bound: a look-up of
-    /// `served` per edited owner and per name between one and the apex.
-    pub(crate) fn delegations_in_window(&mut self, served: &Zone) -> bool {
+    /// apex come or gone): every name `served` holds below each is an
+    /// edited owner ([`crate::window::names_below_cuts_edited`]). When
+    /// some are not, the names below each such cut in the file
+    /// (`records`, the same as `served` holds there but for the edited
+    /// owners) are made edited owners too, their records unchanged: the
+    /// window then signs what the cut changes below it (names that become
+    /// glue or occluded leave the chain with their RRSIGs; glue that
+    /// becomes authoritative is signed and enters it). `false` past
+    /// [`MAX_WIDENED_CUTS`] cuts, [`MAX_WINDOW_OWNERS`] names below them
+    /// or [`MAX_OWNER_EDITS`] owners in all. `true` when no cut is made
+    /// or removed (a DS added or removed, or an NS RRset changed). Asked
+    /// before the checks (`load::sign`), so that a reload signed whole is
+    /// not checked twice; the answer is kept for [`sign_edits`], which
+    /// does not ask it again. Bound: a look-up of `served` per edited
+    /// owner and per name between one and the apex; when widened, a pass
+    /// over `records` comparing each owner with the cuts' (at most
+    /// [`MAX_WIDENED_CUTS`]), and [`owners_records`]'.
+    pub(crate) fn delegations_in_window(&mut self, served: &Zone, records: &'r Records) -> bool {
         if let Some(answer) = self.cuts_in_window {
             return answer;
         }
+        let answer = self.widened_to_cuts(served, records);
+        self.cuts_in_window = Some(answer);
+        answer
+    }
+
+    /// [`Edits::delegations_in_window`], asked once.
+    fn widened_to_cuts(&mut self, served: &Zone, records: &'r Records) -> bool {
         let origin = served.origin();
-        let owners: Vec<NameBuf> = self
+        let cuts = self.cuts_made_or_removed(served);
+        if crate::window::names_below_cuts_edited(served, &self.below_apex(origin), &cuts) {
+            return true;
+        }
+        if cuts.len() > MAX_WIDENED_CUTS {
+            return false;
+        }
+        // The names below the cuts in the file: the served ones (those
+        // not edited are the same in both) and the edited ones.
+        let mut known: std::collections::HashSet<Vec<u8>> = self
             .owners
+            .iter()
+            .map(|owner| owner.as_bytes().to_vec())
+            .collect();
+        let mut below = 0;
+        for index in 0..records.len() {
+            let owner = records.record(index).owner;
+            let under = cuts
+                .iter()
+                .any(|cut| owner.len() > cut.as_name().len() && owner.ends_with(cut.as_name()));
+            if under && known.insert(owner.to_lower().as_bytes().to_vec()) {
+                below += 1;
+                if below > MAX_WINDOW_OWNERS {
+                    return false;
+                }
+                self.owners.push(owner.to_lower());
+            }
+        }
+        if self.owners.len() > MAX_OWNER_EDITS {
+            return false;
+        }
+        self.owners
+            .sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+        let Some(records) = owners_records(origin, &self.owners, records) else {
+            return false;
+        };
+        self.records = records;
+        log::debug!(
+            "zone {origin}: {below} names below {} delegations made or removed edited too",
+            cuts.len()
+        );
+        crate::window::names_below_cuts_edited(served, &self.below_apex(origin), &cuts)
+    }
+
+    /// The edited owners but the apex.
+    fn below_apex(&self, origin: Name<'_>) -> Vec<NameBuf> {
+        self.owners
             .iter()
             .filter(|owner| !owner.as_name().eq_ignore_case(origin))
             .map(|owner| NameBuf::from_name(owner.as_name()))
-            .collect();
-        let cuts: Vec<NameBuf> = self
-            .owners
+            .collect()
+    }
+
+    /// The edited owners below the apex that own an NS RRset in `served`
+    /// and none in the file, or the other way.
+    fn cuts_made_or_removed(&self, served: &Zone) -> Vec<NameBuf> {
+        let origin = served.origin();
+        self.owners
             .iter()
             .zip(&self.records)
             .filter(|(owner, new)| {
@@ -298,10 +376,7 @@ impl Edits<'_> {
                 !owner.eq_ignore_case(origin) && before != after
             })
             .map(|(owner, _)| NameBuf::from_name(owner.as_name()))
-            .collect();
-        let answer = crate::window::names_below_cuts_edited(served, &owners, &cuts);
-        self.cuts_in_window = Some(answer);
-        answer
+            .collect()
     }
 
     /// The edited owners' records, as one list (for the zone checks).
@@ -487,6 +562,34 @@ pub(crate) fn sign_edits(
     }
     if policy.nsec3.is_some() {
         return sign_nsec3_edits(
+            origin,
+            previous,
+            served,
+            owners,
+            edits_records,
+            policy,
+            state_directory,
+            now,
+            serial_above,
+            edits.cuts_in_window == Some(true),
+        );
+    }
+    // Glue changed in place below a cut that stays (no NS or DS changed
+    // with it): its owner is neither signed nor in the chain, which the
+    // window works out from the cuts above it (nothing signed there, the
+    // served version and the kept records patched), as it does when a
+    // delegation is edited with it.
+    let is_cut = |name: Name<'_>| {
+        served
+            .owner_records(name)
+            .iter()
+            .any(|record| record.rtype == RType::NS || record.rtype == RType::DNAME)
+    };
+    if owners
+        .iter()
+        .any(|owner| crate::window::names_between(owner.as_name(), origin).any(&is_cut))
+    {
+        return sign_window_edits(
             origin,
             previous,
             served,
@@ -717,12 +820,30 @@ fn sign_window_edits(
     if changed.len() > MAX_OWNER_EDITS {
         return declined("a name added or removed, and too many owners changed");
     }
-    // The served version patched with each changed owner's records.
+    // The served version patched with each changed owner's records, and
+    // each edited owner's that did not change (glue that stays glue below
+    // a cut made or removed above it: the patch flags again the names
+    // below such a cut only when it touches all of them).
     let mut changes = tern_authority::ZoneChanges::new();
     for (owner, range) in &changed {
         changes.set(
             *owner,
             out[range.clone()]
+                .iter()
+                .map(|record| (record.rtype, record.ttl, &record.rdata[..])),
+        );
+    }
+    for owner in owners {
+        let owner = owner.as_name();
+        if changed
+            .binary_search_by(|(name, _)| name.canonical_cmp(owner))
+            .is_ok()
+        {
+            continue;
+        }
+        changes.set(
+            owner,
+            out[crate::window::owner_range(out, owner)]
                 .iter()
                 .map(|record| (record.rtype, record.ttl, &record.rdata[..])),
         );
@@ -770,8 +891,10 @@ fn sign_window_edits(
 /// empty non-terminal goes with the last name below it). `Ok(None)`: signed again from the
 /// previous version instead (the SOA's TTL or minimum changed, too many
 /// owners, the keys' DNSKEY RRset changed, or the window not signed
-/// apart). Bound: the window's, and a look-up of the served version per
-/// edited owner and per name between one and the apex.
+/// apart). `cuts_checked`: [`Edits::delegations_in_window`] said yes
+/// (the window does not ask again). Bound: the window's, and a look-up of
+/// the served version per edited owner and per name between one and the
+/// apex.
 #[allow(clippy::too_many_arguments)]
 fn sign_nsec3_edits(
     origin: Name<'_>,
@@ -783,8 +906,9 @@ fn sign_nsec3_edits(
     state_directory: &Path,
     now: u64,
     serial_above: Option<u32>,
+    cuts_checked: bool,
 ) -> Result<Option<EditSigned>, String> {
-    use crate::window::{sign_nsec3_window_of, Nsec3Shape, MAX_WINDOW_OWNERS};
+    use crate::window::{sign_nsec3_window_of, Nsec3Shape};
 
     let declined = |why: &str| {
         log::debug!("zone {origin}: signed again from its previous version: {why}");
@@ -844,6 +968,7 @@ fn sign_nsec3_edits(
         is_cut: &is_cut,
         has_records: &has_records,
         has_names_below: &has_names_below,
+        cuts_checked,
     };
     let Some(signed) = sign_nsec3_window_of(
         served,

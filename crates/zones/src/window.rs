@@ -6,7 +6,9 @@
 //! (`update::signed`) and by a reload that adds or removes names or
 //! edits a delegation (`edited`): a delegation made, removed, made secure
 //! or insecure is signed as any window is, when every served name below a
-//! cut made or removed is a changed owner ([`names_below_cuts_edited`]).
+//! cut made or removed is a changed owner ([`names_below_cuts_edited`];
+//! a reload makes the names below such a cut changed owners,
+//! `edited::Edits::delegations_in_window`).
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -468,6 +470,10 @@ pub(crate) struct Nsec3Shape<'s> {
     pub(crate) has_records: &'s dyn Fn(Name<'_>) -> bool,
     /// Whether a name strictly below it owns records in the new version.
     pub(crate) has_names_below: &'s dyn Fn(Name<'_>) -> bool,
+    /// Whether the caller found every served name below each delegation
+    /// made or removed among the owners ([`names_below_cuts_edited`]):
+    /// then not asked again.
+    pub(crate) cuts_checked: bool,
 }
 
 /// A window of an NSEC3 zone signed by [`sign_nsec3_window_of`].
@@ -605,7 +611,7 @@ pub(crate) fn sign_nsec3_window_of(
         .filter(|&at| old_cut[at].0 != new_cut[at].0)
         .map(|at| names[at])
         .collect();
-    if !names_below_cuts_edited(served, &names[1..], &cuts_changed) {
+    if !shape.cuts_checked && !names_below_cuts_edited(served, &names[1..], &cuts_changed) {
         return Ok(None);
     }
     let glue: Vec<bool> = names
@@ -720,18 +726,30 @@ pub(crate) fn sign_nsec3_window_of(
         visited += previous.len();
         let before = !previous.is_empty();
         let has_records = (shape.has_records)(name);
-        let names_below = if opt_out && !has_records {
+        let hidden = below_cut(name, true);
+        let names_below = if hidden {
+            // Below a cut after the edit: no link, whatever is below it.
+            false
+        } else if opt_out && !has_records {
             // A name in the chain below it: one added says so; else, one
             // removed, whether any name is left below it (none: no link;
-            // some: not told apart from insecure delegations, so the zone
-            // is signed whole); else as before.
+            // some: when every served name below it is in the window, each
+            // said whether it stays in the chain, so none does; else not
+            // told apart from insecure delegations, and the zone is signed
+            // whole); else as before.
             match chained_below
                 .get(&Key::of(name))
                 .copied()
                 .unwrap_or_default()
             {
                 (true, _) => true,
-                (false, true) if (shape.has_names_below)(name) => return Ok(None),
+                (false, true) if (shape.has_names_below)(name) => {
+                    let below = [NameBuf::from_name(name)];
+                    if !names_below_cuts_edited(served, &names[1..], &below) {
+                        return Ok(None);
+                    }
+                    false
+                }
                 (false, true) => false,
                 (false, false) => before,
             }
@@ -739,7 +757,7 @@ pub(crate) fn sign_nsec3_window_of(
             (shape.has_names_below)(name)
         };
         let after = name.eq_ignore_case(origin)
-            || (!below_cut(name, true) && !insecure(name, true) && (has_records || names_below));
+            || (!hidden && !insecure(name, true) && (has_records || names_below));
         if !before && !after {
             continue;
         }

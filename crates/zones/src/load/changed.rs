@@ -18,10 +18,11 @@
 //!   (the names below it), or DNSSEC records (the NSEC and NSEC3 chain
 //!   checks); an NS or DS below the apex (a delegation) is checked with
 //!   the owners of its NS targets in the zone (missing glue, a warning;
-//!   occluded data below a cut is silent);
+//!   occluded data below a cut is silent), and addresses (A, AAAA) that
+//!   differ with the owners of the file's NS records that name them (glue
+//!   added, changed or removed); more of those than [`MAX_CHECKED_OWNERS`]
+//!   has the whole file checked;
 //! - at a wildcard (the glue of an NS target may be its address);
-//! - addresses (A, AAAA) of a name that an NS record of the file names
-//!   (missing glue);
 //!
 //! or when the file holds NSEC, NSEC3 or NSEC3PARAM records at all (the
 //! chain checks read every owner). Warnings at the owners not checked
@@ -97,17 +98,22 @@ pub(super) fn changed_records<'r>(
         owners.push(owner);
     }
     // The file's types: a chain of NSEC or NSEC3 records is checked whole;
-    // an NS record naming a changed address is glue that changed.
+    // an NS record naming a changed address is glue that changed: its
+    // owner is checked too.
     for index in 0..records.len() {
         match records.rtype(index) {
             RType::NSEC | RType::NSEC3 | RType::NSEC3PARAM => return None,
             RType::NS if !addresses.is_empty() => {
-                let target = Name::from_wire(records.record(index).rdata).ok()?;
+                let record = records.record(index);
+                let target = Name::from_wire(record.rdata).ok()?;
                 if addresses
                     .iter()
                     .any(|address| target.eq_ignore_case(address.as_name()))
                 {
-                    return None;
+                    owners.push(record.owner.to_lower());
+                    if owners.len() > MAX_CHECKED_OWNERS {
+                        return None;
+                    }
                 }
             }
             _ => {}

@@ -288,16 +288,15 @@ pub(super) fn sign_edited(
     let Some(mut edits) = crate::edited::find_edits(name, &base.unsigned, records, known) else {
         return Ok(None);
     };
-    // An NSEC zone's delegation made or removed above names not edited
-    // is signed whole (`sign_edits` declines it): not checked here, or
-    // the whole load's check would report its warnings a second time.
-    if signer.policy.nsec3.is_none()
-        && edits.changes_delegations()
-        && !edits.delegations_in_window(served)
-    {
+    // A delegation made or removed above names not edited: those names
+    // are made edited owners too (the window signs what the cut changes
+    // below it), or, past the bounds, the zone is signed whole
+    // (`sign_edits` declines it): not checked here, or the whole load's
+    // check would report its warnings a second time.
+    if edits.changes_delegations() && !edits.delegations_in_window(served, records) {
         log::debug!(
-            "zone {name}: signed whole: a delegation made or removed above names not edited in \
-             an NSEC zone"
+            "zone {name}: signed whole: a delegation made or removed above too many names not \
+             edited"
         );
         return Ok(None);
     }

@@ -351,14 +351,32 @@ fn a_signed_opt_out_nsec3_reload_costs_the_change() {
 
 /// Delegations edited by reloads of a zone signed with NSEC3, with
 /// opt-out (`opt_out`) or without: `del7` made (its NS target out of the
-/// zone), made secure by a DS, insecure again, removed; then the secure
-/// delegation `sec7` removed with its glue `ns.sec7`. Each reload is
-/// signed as a window, as a whole signing signs the file, and costs as
-/// much at 5,000 names as at 50,000. Before, each signed the whole zone
-/// (`edited::find_edits` refused an NS or DS that differs).
+/// zone), made secure by a DS, insecure again, removed; the delegation
+/// `both7` and its glue `ns.both7` added in one reload (round 1: whole
+/// before glue that differs had only the NS records naming it checked
+/// with it), removed in one; then the secure
+/// delegation `sec7` removed with its glue `ns.sec7`; then a delegation
+/// made at the empty non-terminal `up7` above names the reload does not
+/// edit (`x.up7`, `a.b.up7` below the empty non-terminal `b.up7`, the
+/// secure delegation `d.up7` with its glue: their links go), the glue
+/// `x.up7` changed in place, and `up7` removed (the links come back).
+/// Each reload is signed as a window, as a whole signing signs the file,
+/// and costs as much at 5,000 names as at 50,000. Before, each signed the
+/// whole zone (`edited::find_edits` refused an NS or DS that differs;
+/// then, until the names below a cut made or removed were made edited
+/// owners, the rounds of `up7`).
 fn delegation_reloads(prefix: &str, policy: &dyn Fn() -> crate::signing::Policy, opt_out: bool) {
     let extra = |round: usize| {
-        let mut text = String::new();
+        let mut text = format!(
+            "x.up7 A 192.0.2.{}\na.b.up7 A 192.0.2.73\nd.up7 NS ns.d.up7\n\
+             d.up7 DS 12345 13 2 \
+             0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\n\
+             ns.d.up7 A 192.0.2.74\n",
+            if round == 7 { 79 } else { 71 }
+        );
+        if (6..=7).contains(&round) {
+            text.push_str("up7 NS x.up7\n");
+        }
         if round < 5 {
             text.push_str(
                 "sec7 NS ns.sec7\nsec7 DS 12345 13 2 \
@@ -368,6 +386,9 @@ fn delegation_reloads(prefix: &str, policy: &dyn Fn() -> crate::signing::Policy,
         }
         if (1..=3).contains(&round) {
             text.push_str("del7 NS ns.example.net.\n");
+        }
+        if (1..=4).contains(&round) {
+            text.push_str("both7 NS ns.both7\nns.both7 A 192.0.2.80\n");
         }
         if round == 2 {
             text.push_str(
@@ -387,8 +408,28 @@ fn delegation_reloads(prefix: &str, policy: &dyn Fn() -> crate::signing::Policy,
         assert_eq!(link("del7.example."), del7, "round {round}: del7");
         assert_eq!(link("sec7.example."), round < 5, "round {round}: sec7");
         assert!(!link("ns.sec7.example."), "round {round}: glue");
+        assert_eq!(
+            link("both7.example."),
+            (1..=4).contains(&round) && !opt_out,
+            "round {round}: both7"
+        );
+        assert!(!link("ns.both7.example."), "round {round}: glue");
+        let below_up7 = !(6..=7).contains(&round);
+        for name in ["x.up7", "a.b.up7", "b.up7", "d.up7"] {
+            assert_eq!(
+                link(&format!("{name}.example.")),
+                below_up7,
+                "round {round}: {name}"
+            );
+        }
+        assert_eq!(
+            link("up7.example."),
+            below_up7 || !opt_out,
+            "round {round}: up7"
+        );
+        assert!(!link("ns.d.up7.example."), "round {round}: glue");
     };
-    let costs = reloads(prefix, 5, policy, &extra, &check);
+    let costs = reloads(prefix, 8, policy, &extra, &check);
     eprintln!("(visited, signatures) per reload at 5,000 and 50,000 names: {costs:?}");
     assert_eq!(costs[0], costs[1], "as much at both sizes");
 }
