@@ -46,8 +46,9 @@
 //! told to give the same zone ([`sign_edits`] says `None`): a delegation
 //! made or removed above more names the edit does not touch than the
 //! window's bounds, DNAME or a DNSSEC record among the records that differ, in an
-//! NSEC3 zone with opt-out a name removed below an empty non-terminal that
-//! keeps other names below it, a key event or signatures due for refresh, a policy changed, the
+//! NSEC3 zone with opt-out a name taken out of the chain below an empty
+//! non-terminal that keeps more other names below it than the window's
+//! bounds ([`Edits::widen_for_opt_out`]), a key event or signatures due for refresh, a policy changed, the
 //! keys' DNSKEY RRset changed, more than [`MAX_EDITED_RECORDS`] records
 //! that differ, a window past the update's bounds, or the kept records
 //! carrying [`crate::kept::MAX_PATCHES`] patches.
@@ -313,41 +314,123 @@ impl<'r> Edits<'r> {
         if cuts.len() > MAX_WIDENED_CUTS {
             return false;
         }
-        // The names below the cuts in the file: the served ones (those
-        // not edited are the same in both) and the edited ones.
-        let mut known: std::collections::HashSet<Vec<u8>> = self
-            .owners
-            .iter()
-            .map(|owner| owner.as_bytes().to_vec())
-            .collect();
-        let mut below = 0;
-        for index in 0..records.len() {
-            let owner = records.record(index).owner;
-            let under = cuts
-                .iter()
-                .any(|cut| owner.len() > cut.as_name().len() && owner.ends_with(cut.as_name()));
-            if under && known.insert(owner.to_lower().as_bytes().to_vec()) {
-                below += 1;
-                if below > MAX_WINDOW_OWNERS {
-                    return false;
-                }
-                self.owners.push(owner.to_lower());
-            }
-        }
-        if self.owners.len() > MAX_OWNER_EDITS {
-            return false;
-        }
-        self.owners
-            .sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
-        let Some(records) = owners_records(origin, &self.owners, records) else {
+        let Some(below) = self.widen_below(origin, &cuts, records) else {
             return false;
         };
-        self.records = records;
         log::debug!(
             "zone {origin}: {below} names below {} delegations made or removed edited too",
             cuts.len()
         );
         crate::window::names_below_cuts_edited(served, &self.below_apex(origin), &cuts)
+    }
+
+    /// The names strictly below `roots` (at most [`MAX_WIDENED_CUTS`]) in
+    /// the file (`records`: the same as the served version holds there
+    /// but for the edited owners) made edited owners, their records
+    /// unchanged; how many were added. `None`, the owners left as they
+    /// were, past [`MAX_WINDOW_OWNERS`] names added or [`MAX_OWNER_EDITS`]
+    /// owners. Bound: a pass over `records` comparing each owner with the
+    /// roots, and [`owners_records`].
+    fn widen_below(
+        &mut self,
+        origin: Name<'_>,
+        roots: &[NameBuf],
+        records: &'r Records,
+    ) -> Option<usize> {
+        if roots.len() > MAX_WIDENED_CUTS {
+            return None;
+        }
+        let mut known: std::collections::HashSet<Vec<u8>> = self
+            .owners
+            .iter()
+            .map(|owner| owner.as_bytes().to_vec())
+            .collect();
+        let mut added: Vec<LowerNameBuf> = Vec::new();
+        for index in 0..records.len() {
+            let owner = records.record(index).owner;
+            let under = roots
+                .iter()
+                .any(|root| owner.len() > root.as_name().len() && owner.ends_with(root.as_name()));
+            if under && known.insert(owner.to_lower().as_bytes().to_vec()) {
+                added.push(owner.to_lower());
+                if added.len() > MAX_WINDOW_OWNERS {
+                    return None;
+                }
+            }
+        }
+        if self.owners.len() + added.len() > MAX_OWNER_EDITS {
+            return None;
+        }
+        let mut owners = self.owners.clone();
+        owners.extend(added.iter().copied());
+        owners.sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+        let new_records = owners_records(origin, &owners, records)?;
+        self.owners = owners;
+        self.records = new_records;
+        Some(added.len())
+    }
+
+    /// With NSEC3 opt-out: an empty non-terminal keeps its link while a
+    /// name in the chain (not an insecure delegation, not glue) is below
+    /// it, which the served version does not tell when the edit takes a
+    /// name below it out of the chain (removed, its DS removed, or made an
+    /// insecure delegation) and other names stay below it. The names below
+    /// the highest of the empty non-terminals above each such owner (up to
+    /// the first name with records) are made edited owners too, so that
+    /// the window ([`crate::window::sign_nsec3_window_of`]) sees each say
+    /// whether it stays in the chain. Past the bounds of
+    /// [`Edits::widen_below`] the owners are left as they were (the window
+    /// then declines, and the zone is signed whole). Bound: a look-up of
+    /// `served` per edited owner and per name above one, and
+    /// [`Edits::widen_below`]'s.
+    pub(crate) fn widen_for_opt_out(&mut self, served: &Zone, records: &'r Records) {
+        let origin = served.origin();
+        let chained = |types: &mut dyn Iterator<Item = RType>| {
+            let (mut any, mut ns, mut ds) = (false, false, false);
+            for rtype in types {
+                any = true;
+                ns |= rtype == RType::NS;
+                ds |= rtype == RType::DS;
+            }
+            any && (!ns || ds)
+        };
+        let mut roots: Vec<NameBuf> = Vec::new();
+        for (owner, new) in self.owners.iter().zip(&self.records) {
+            let owner = owner.as_name();
+            if owner.eq_ignore_case(origin) {
+                continue;
+            }
+            let before = chained(&mut served.owner_records(owner).iter().map(|r| r.rtype));
+            let after = chained(&mut new.iter().map(|record| record.rtype));
+            if !before || after {
+                continue;
+            }
+            let mut root = None;
+            for parent in crate::window::names_between(owner, origin) {
+                if !served.owner_records(parent).is_empty() {
+                    break;
+                }
+                root = Some(NameBuf::from_name(parent));
+            }
+            if let Some(root) = root {
+                if !roots
+                    .iter()
+                    .any(|known| known.as_name().eq_ignore_case(root.as_name()))
+                {
+                    roots.push(root);
+                }
+            }
+        }
+        if roots.is_empty() {
+            return;
+        }
+        if let Some(below) = self.widen_below(origin, &roots, records) {
+            log::debug!(
+                "zone {origin}: NSEC3 opt-out, {below} names below {} empty non-terminals edited \
+                 too",
+                roots.len()
+            );
+        }
     }
 
     /// The edited owners but the apex.

@@ -503,7 +503,8 @@ pub(crate) struct Nsec3WindowSigned {
 /// opt-out, the chain without the insecure delegations and the empty
 /// non-terminals with only those or glue below them, as the whole signer
 /// makes it; a name removed below an empty non-terminal that keeps names
-/// below it is not told apart from those: `Ok(None)`), signed apart: the owners `names` (lowercased, the apex first,
+/// below it is told apart from those only when every served name below
+/// it is among `names`, else `Ok(None)`), signed apart: the owners `names` (lowercased, the apex first,
 /// each once) with their new records `new_records` (unsigned, by `names`)
 /// signed through [`crate::signing::sign_nsec3_window`], then the
 /// chain's links their change adds, removes or rewrites. The names whose

@@ -300,6 +300,14 @@ pub(super) fn sign_edited(
         );
         return Ok(None);
     }
+    if signer
+        .policy
+        .nsec3
+        .as_ref()
+        .is_some_and(|nsec3| nsec3.opt_out)
+    {
+        edits.widen_for_opt_out(served, records);
+    }
     let mut errors = Vec::new();
     // A name added or removed: its ancestors checked too, or the whole
     // file when the change relates owners (`load::changed`).
