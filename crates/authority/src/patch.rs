@@ -19,8 +19,10 @@
 //! 3. a node left without records and without names below it is removed,
 //!    and so is each ancestor that was an empty non-terminal only for it;
 //! 4. flags: a new node takes its parent's; a delegation made or removed
-//!    at a name with names below it would change their flags too, and is
-//!    left to a whole build ([`PatchError::Rebuild`]);
+//!    at a name with names below it changes their flags too: they are
+//!    flagged again (and hashed again in an NSEC3 chain) when the patch
+//!    touches every live name below it, as a signed window does; else the
+//!    zone is left to a whole build ([`PatchError::Rebuild`]);
 //! 5. the node checks of the builder, and the SOA facts when the apex
 //!    changed;
 //! 6. glue: the changed nodes' RRsets resolve their targets; when a
@@ -517,6 +519,7 @@ impl Zone {
                 &mut zone,
                 &hashed,
                 &before,
+                &reflagged,
                 &mut work,
                 &mut scratch,
                 &mut sets,
@@ -536,7 +539,6 @@ impl Zone {
     }
 }
 
-/// A node's facts now.
 /// The names below `node` (whose cut flags a patch changed: a delegation
 /// made or removed there) flagged again from their parents', parents
 /// first, when every live name below it is one the patch touched
@@ -604,6 +606,7 @@ fn reflag_below(
     true
 }
 
+/// A node's facts now.
 fn facts(zone: &Zone, node: u32) -> Before {
     let slot = zone.node(node);
     let has = |rtype| zone.rrset_index(node, rtype).is_some();
