@@ -448,3 +448,87 @@ fn a_signed_nsec3_reload_editing_delegations_costs_the_change() {
 fn a_signed_opt_out_nsec3_reload_editing_delegations_costs_the_change() {
     delegation_reloads("tern-zones-n3odeleg", &opt_out_policy, true);
 }
+
+/// A delegation `up7` removed by a reload of a zone signed whole with it
+/// (the builder gave the names below it no hashes): the window's patch
+/// hashes the empty non-terminals `c.up7` and `b.c.up7` it flags again
+/// without touching them, so that the answers with DO for them and for
+/// names below them are a whole build's of the same records. Before,
+/// they kept no hash, and their proofs differed.
+#[test]
+fn a_cut_removed_from_a_zone_signed_whole_with_it_proves_the_names_below() {
+    let (dir, zone_file) = hosts_dir("tern-zones-n3uncut", 100);
+    let text = |cut: bool| {
+        hosts_text(100, |i, text| {
+            text.push_str(&host_line(i));
+            if i == 7 {
+                text.push_str("x.up7 A 192.0.2.71\na.b.c.up7 A 192.0.2.73\n");
+                if cut {
+                    text.push_str("up7 NS x.up7\n");
+                }
+            }
+        })
+    };
+    std::fs::write(&zone_file, text(true)).unwrap();
+    let (origin, sources) = signed_example_with(&dir, &zone_file, 2, nsec3_policy());
+    let first = load_all(&sources, None).unwrap();
+    let (zone, stamp) = &first.zones[0];
+    assert!(!has_link(zone, "c.up7.example."));
+    let previous = SignedServedZone(Arc::clone(zone), Arc::clone(stamp.signed().unwrap()));
+    std::fs::write(&zone_file, text(false)).unwrap();
+    let again = load_one(&sources, &origin, Some(&previous)).unwrap();
+    let (patched, stamp) = &again.zones[0];
+    assert!(patched.garbage_bytes() > 0, "patched, not built whole");
+    assert!(has_link(patched, "c.up7.example."));
+    let name = tern_wire::name::Name::from_wire(&origin).unwrap();
+    let mut builder = tern_authority::ZoneBuilder::new(name);
+    for record in stamp.signed().unwrap().records().unwrap().iter() {
+        builder
+            .insert(
+                record.owner,
+                record.rtype,
+                record.class,
+                record.ttl,
+                &record.rdata,
+            )
+            .unwrap();
+    }
+    let whole = builder.finish().unwrap();
+    let answer = |zone: Arc<Zone>, qname: &str, qtype: u16| {
+        let catalog = tern_authority::Catalog::new([zone]);
+        let owner = tern_wire::name::NameBuf::from_text(qname.as_bytes(), None).unwrap();
+        let mut query = vec![0x12, 0x34, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1];
+        query.extend_from_slice(owner.as_bytes());
+        query.extend_from_slice(&qtype.to_be_bytes());
+        query.extend_from_slice(&[0, 1, 0, 0, 41, 0x10, 0, 0, 0, 0x80, 0, 0, 0]);
+        let mut out = vec![0; 65535];
+        match tern_authority::respond(
+            &catalog,
+            &query,
+            tern_authority::Transport::Tcp,
+            &tern_authority::Options::default(),
+            &mut out,
+        ) {
+            tern_authority::Response::Send(len) => out[..len].to_vec(),
+            _ => Vec::new(),
+        }
+    };
+    let whole = Arc::new(whole);
+    for qname in [
+        "c.up7.example.",
+        "b.c.up7.example.",
+        "q.c.up7.example.",
+        "q.b.c.up7.example.",
+        "a.b.c.up7.example.",
+        "up7.example.",
+    ] {
+        for qtype in [1, 16, 43] {
+            assert_eq!(
+                answer(Arc::clone(patched), qname, qtype),
+                answer(Arc::clone(&whole), qname, qtype),
+                "{qname} type {qtype} with DO"
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
