@@ -396,6 +396,40 @@ fn a_signed_reload_checks_the_change_not_the_zone() {
                 again.warnings
             );
             assert!(again.zones[0].1.signed().unwrap().cost().checked < 20);
+            // A delegation with two targets in the zone, then only the
+            // first one's address changed (with a name added, so that
+            // the owners changed are checked, not the records edited; the
+            // unchanged target written before the changed one, outside
+            // the region the reload read again):
+            // the second target is checked with the delegation, its glue
+            // found (before, only the changed address's owner was, and
+            // `ns2.sub2` was warned of as missing glue); and the apex's
+            // NS target `ns` with the apex (before, its glue looked
+            // missing at every reload that added a name).
+            let two = |address: u8| {
+                let mut text = format!(
+                    "sub2 NS ns1.sub2\nsub2 NS ns2.sub2\nns2.sub2 A 192.0.2.12\n\
+                     ns1.sub2 A 192.0.2.{address}\n"
+                );
+                if address == 13 {
+                    text.push_str("new2 A 192.0.2.14\n");
+                }
+                text
+            };
+            for address in [11, 13] {
+                std::fs::write(&zone_file, text(&two(address))).unwrap();
+                let again = load_one(&sources, &origin, Some(&previous)).unwrap();
+                assert!(again.errors.is_empty(), "{:?}", again.errors);
+                assert!(
+                    again.warnings.is_empty(),
+                    "address {address}: {:?}",
+                    again.warnings
+                );
+                let (zone, stamp) = &again.zones[0];
+                let signed = stamp.signed().unwrap();
+                assert!(signed.cost().checked < 20, "{:?}", signed.cost());
+                previous = SignedServedZone(Arc::clone(zone), Arc::clone(signed));
+            }
         }
         let _ = std::fs::remove_dir_all(&dir);
     }
