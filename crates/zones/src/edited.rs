@@ -45,13 +45,24 @@
 //! ([`crate::signing::sign_again`]) is used instead when this cannot be
 //! told to give the same zone ([`sign_edits`] says `None`): a delegation
 //! made or removed above more names the edit does not touch than the
-//! window's bounds, DNAME or a DNSSEC record among the records that differ, in an
-//! NSEC3 zone with opt-out a name taken out of the chain below an empty
+//! window's bounds (or than [`MAX_WIDENED_CUTS`] such delegations),
+//! DNAME or a DNSSEC record among the records that differ, in an NSEC3
+//! zone with opt-out a name taken out of the chain below an empty
 //! non-terminal that keeps more other names below it than the window's
-//! bounds ([`Edits::widen_for_opt_out`]), a key event or signatures due for refresh, a policy changed, the
-//! keys' DNSKEY RRset changed, more than [`MAX_EDITED_RECORDS`] records
-//! that differ, a window past the update's bounds, or the kept records
+//! bounds ([`Edits::widen_for_opt_out`], which also widens, to the same
+//! bounds, for glue removed below such an empty non-terminal: it tells
+//! the chain from types alone), an RRset of several TTLs at a name a
+//! widening adds, a key
+//! event or signatures due for refresh, a policy changed, the keys'
+//! DNSKEY RRset changed, more than [`MAX_EDITED_RECORDS`] records that
+//! differ, a window past the update's bounds, or the kept records
 //! carrying [`crate::kept::MAX_PATCHES`] patches.
+//!
+//! Cost: finding the names below a delegation made or removed (or below
+//! an opt-out empty non-terminal) is a pass over the file's records
+//! ([`Edits::widen_below`], counted in `SigningCost::scanned`): O(records)
+//! for a reload that makes or removes a cut above names it does not
+//! touch, none for the others.
 
 use std::path::Path;
 
@@ -266,6 +277,9 @@ pub(crate) struct Edits<'r> {
     /// Whether every served name below each delegation made or removed is
     /// among the owners, once [`Edits::delegations_in_window`] asked it.
     cuts_in_window: Option<bool>,
+    /// The file's records the widening passes compared
+    /// ([`Edits::scanned`]).
+    scanned: usize,
 }
 
 impl<'r> Edits<'r> {
@@ -291,10 +305,9 @@ impl<'r> Edits<'r> {
     /// or removed (a DS added or removed, or an NS RRset changed). Asked
     /// before the checks (`load::sign`), so that a reload signed whole is
     /// not checked twice; the answer is kept for [`sign_edits`], which
-    /// does not ask it again. Bound: a look-up of `served` per edited
-    /// owner and per name between one and the apex; when widened, a pass
-    /// over `records` comparing each owner with the cuts' (at most
-    /// [`MAX_WIDENED_CUTS`]), and [`owners_records`]'.
+    /// asks it (once) only if its caller did not. Bound: a look-up of
+    /// `served` per edited owner and per name between one and the apex;
+    /// when widened, [`Edits::widen_below`]'s pass over `records`.
     pub(crate) fn delegations_in_window(&mut self, served: &Zone, records: &'r Records) -> bool {
         if let Some(answer) = self.cuts_in_window {
             return answer;
@@ -329,45 +342,89 @@ impl<'r> Edits<'r> {
     /// but for the edited owners) made edited owners, their records
     /// unchanged; how many were added. `None`, the owners left as they
     /// were, past [`MAX_WINDOW_OWNERS`] names added or [`MAX_OWNER_EDITS`]
-    /// owners. Bound: a pass over `records` comparing each owner with the
-    /// roots, and [`owners_records`].
+    /// owners, or with an RRset of several TTLs among theirs. Bound: one
+    /// pass over `records` (counted in [`Edits::scanned`]: the file's
+    /// records per reload that makes or removes a cut above other names,
+    /// or takes a name below an empty non-terminal out of an opt-out
+    /// chain), comparing an owner's last octets with a root's only when
+    /// it is longer than the shortest root, and a map's look-up per
+    /// record below a root.
     fn widen_below(
         &mut self,
         origin: Name<'_>,
         roots: &[NameBuf],
         records: &'r Records,
     ) -> Option<usize> {
+        use std::collections::HashMap;
         if roots.len() > MAX_WIDENED_CUTS {
             return None;
         }
-        let mut known: std::collections::HashSet<Vec<u8>> = self
-            .owners
-            .iter()
-            .map(|owner| owner.as_bytes().to_vec())
-            .collect();
+        let roots: Vec<LowerNameBuf> = roots.iter().map(|root| root.as_name().to_lower()).collect();
+        let shortest = roots.iter().map(|root| root.as_bytes().len()).min()?;
+        let known: std::collections::HashSet<&[u8]> =
+            self.owners.iter().map(|owner| owner.as_bytes()).collect();
+        // The names added, in the order found, and each one's records.
         let mut added: Vec<LowerNameBuf> = Vec::new();
+        let mut at_of: HashMap<Vec<u8>, usize> = HashMap::new();
+        let mut added_records: Vec<Vec<RecordRef<'r>>> = Vec::new();
+        self.scanned += records.len();
         for index in 0..records.len() {
-            let owner = records.record(index).owner;
-            let under = roots
-                .iter()
-                .any(|root| owner.len() > root.as_name().len() && owner.ends_with(root.as_name()));
-            if under && known.insert(owner.to_lower().as_bytes().to_vec()) {
-                added.push(owner.to_lower());
-                if added.len() > MAX_WINDOW_OWNERS {
-                    return None;
-                }
+            let record = records.record(index);
+            let owner = record.owner;
+            let bytes = owner.as_bytes();
+            if bytes.len() <= shortest {
+                continue;
             }
+            let under = roots.iter().any(|root| {
+                let root = root.as_bytes();
+                bytes.len() > root.len()
+                    && bytes[bytes.len() - root.len()..].eq_ignore_ascii_case(root)
+                    && owner.ends_with(Name::from_validated(root))
+            });
+            if !under {
+                continue;
+            }
+            let lower = owner.to_lower();
+            if known.contains(lower.as_bytes()) {
+                continue;
+            }
+            let at = match at_of.get(lower.as_bytes()) {
+                Some(&at) => at,
+                None => {
+                    if added.len() == MAX_WINDOW_OWNERS {
+                        return None;
+                    }
+                    at_of.insert(lower.as_bytes().to_vec(), added.len());
+                    added.push(lower);
+                    added_records.push(Vec::new());
+                    added.len() - 1
+                }
+            };
+            added_records[at].push(record);
         }
         if self.owners.len() + added.len() > MAX_OWNER_EDITS {
             return None;
         }
-        let mut owners = self.owners.clone();
-        owners.extend(added.iter().copied());
-        owners.sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
-        let new_records = owners_records(origin, &owners, records)?;
-        self.owners = owners;
-        self.records = new_records;
-        Some(added.len())
+        if !one_ttl_per_rrset(origin, &added_records) {
+            return None;
+        }
+        let count = added.len();
+        let mut pairs: Vec<(LowerNameBuf, Vec<RecordRef<'r>>)> = std::mem::take(&mut self.owners)
+            .into_iter()
+            .zip(std::mem::take(&mut self.records))
+            .chain(added.into_iter().zip(added_records))
+            .collect();
+        pairs.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+        (self.owners, self.records) = pairs.into_iter().unzip();
+        Some(count)
+    }
+
+    /// The records the widening passes ([`Edits::widen_below`]) compared:
+    /// none when the edit makes or removes no cut above other names and
+    /// takes no name out of an opt-out chain below an empty
+    /// non-terminal; the file's records per pass else.
+    pub(crate) fn scanned(&self) -> usize {
+        self.scanned
     }
 
     /// With NSEC3 opt-out: an empty non-terminal keeps its link while a
@@ -380,9 +437,18 @@ impl<'r> Edits<'r> {
     /// the window ([`crate::window::sign_nsec3_window_of`]) sees each say
     /// whether it stays in the chain. Past the bounds of
     /// [`Edits::widen_below`] the owners are left as they were (the window
-    /// then declines, and the zone is signed whole). Bound: a look-up of
-    /// `served` per edited owner and per name above one, and
-    /// [`Edits::widen_below`]'s.
+    /// then declines, and the zone is signed whole). Whether a name is in
+    /// the chain is told from its types alone, not from the cuts above
+    /// it: glue or an occluded name removed looks chained before, and
+    /// widens the window for nothing (or has the zone signed whole past
+    /// the bounds: the safe side); a name leaving the chain because a cut
+    /// is made above it looks chained after, and is not looked at here:
+    /// the cut's own owner is (made an insecure delegation, it leaves the
+    /// chain and widens from the empty non-terminal above it), and the
+    /// names between it and the names below it get no link whatever is
+    /// below them ([`Edits::delegations_in_window`] made those names
+    /// edited owners). Bound: a look-up of `served` per edited owner and
+    /// per name above one, and [`Edits::widen_below`]'s.
     pub(crate) fn widen_for_opt_out(&mut self, served: &Zone, records: &'r Records) {
         let origin = served.origin();
         let chained = |types: &mut dyn Iterator<Item = RType>| {
@@ -545,6 +611,7 @@ pub(crate) fn find_edits<'r>(
         records: new_records,
         delegations,
         cuts_in_window: None,
+        scanned: 0,
     })
 }
 
@@ -578,7 +645,33 @@ fn owners_records<'r>(
             new_records[at].push(record);
         }
     }
-    for list in &new_records {
+    one_ttl_per_rrset(origin, &new_records).then_some(new_records)
+}
+
+/// Each edited owner's place in `owners`, by its key (any case): a
+/// look-up per name instead of a scan of the owners. Bound: a key per
+/// owner.
+fn owner_index(owners: &[LowerNameBuf]) -> std::collections::BTreeMap<Key, usize> {
+    owners
+        .iter()
+        .enumerate()
+        .map(|(at, owner)| (Key::of(owner.as_name()), at))
+        .collect()
+}
+
+/// Whether the served version holds an NS or DNAME RRset at `name` (a
+/// cut, or a DNAME: the names below are not signed). Bound: a look-up.
+fn served_cut(served: &Zone, name: Name<'_>) -> bool {
+    served
+        .owner_records(name.to_lower().as_name())
+        .iter()
+        .any(|record| record.rtype == RType::NS || record.rtype == RType::DNAME)
+}
+
+/// Whether each owner's records (`lists`) hold one TTL per RRset. Bound:
+/// per owner, the square of its records (as the file's check of TTLs).
+fn one_ttl_per_rrset(origin: Name<'_>, lists: &[Vec<RecordRef<'_>>]) -> bool {
+    for list in lists {
         for (at, record) in list.iter().enumerate() {
             if list[..at]
                 .iter()
@@ -589,11 +682,11 @@ fn owners_records<'r>(
                      for an RRset at {}",
                     record.owner
                 );
-                return None;
+                return false;
             }
         }
     }
-    Some(new_records)
+    true
 }
 
 /// The zone `origin`'s next version when only `edits`' owners of `records`
@@ -605,26 +698,29 @@ fn owners_records<'r>(
 /// files'. Bound: a look-up and a signing per edited owner, and the key
 /// step's pass over `records` for their highest TTL.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn sign_edits(
+pub(crate) fn sign_edits<'r>(
     origin: Name<'_>,
     previous: &Previous<'_>,
     served: &Zone,
-    edits: &Edits<'_>,
-    records: &Records,
+    edits: &mut Edits<'r>,
+    records: &'r Records,
     policy: &Policy,
     state_directory: &Path,
     now: u64,
     serial_above: Option<u32>,
 ) -> Result<Option<EditSigned>, String> {
+    // Whether every served name below a cut made or removed is edited
+    // (`load::sign` asked it before the checks; asked here otherwise).
+    let cuts_in_window = edits.delegations && edits.delegations_in_window(served, records);
+    let edits: &Edits<'r> = edits;
     let owners = &edits.owners;
     let edits_records = &edits.records;
     if policy.nsec3.is_none() && edits.delegations {
         // A delegation made, removed, made secure or insecure: signed as
         // a window (the incremental signer signs its DS and NSEC only,
         // its glue not at all), when every served name below a cut made
-        // or removed is edited too (`load::sign` asked it, before the
-        // checks).
-        if edits.cuts_in_window != Some(true) {
+        // or removed is edited too.
+        if !cuts_in_window {
             log::debug!(
                 "zone {origin}: signed again from its previous version: a delegation made or \
                  removed above names not edited"
@@ -654,7 +750,7 @@ pub(crate) fn sign_edits(
             state_directory,
             now,
             serial_above,
-            edits.cuts_in_window == Some(true),
+            cuts_in_window,
         );
     }
     // Glue changed in place below a cut that stays (no NS or DS changed
@@ -662,12 +758,7 @@ pub(crate) fn sign_edits(
     // window works out from the cuts above it (nothing signed there, the
     // served version and the kept records patched), as it does when a
     // delegation is edited with it.
-    let is_cut = |name: Name<'_>| {
-        served
-            .owner_records(name)
-            .iter()
-            .any(|record| record.rtype == RType::NS || record.rtype == RType::DNAME)
-    };
+    let is_cut = |name: Name<'_>| served_cut(served, name);
     if owners
         .iter()
         .any(|owner| crate::window::names_between(owner.as_name(), origin).any(&is_cut))
@@ -837,12 +928,7 @@ fn sign_window_edits(
         log::debug!("zone {origin}: signed again from its previous version: {why}");
         Ok(None)
     };
-    let is_cut = |name: Name<'_>| {
-        served
-            .owner_records(name.to_lower().as_name())
-            .iter()
-            .any(|record| record.rtype == RType::NS || record.rtype == RType::DNAME)
-    };
+    let is_cut = |name: Name<'_>| served_cut(served, name);
     if unchanged_denial_ttl(origin, served, new_records).is_none() {
         return declined("a name added or removed, and the SOA's TTL or minimum changed");
     }
@@ -859,11 +945,9 @@ fn sign_window_edits(
         location: Location::default(),
     };
     let mut input: Vec<tern_zone::Record> = Vec::new();
+    let at_of = owner_index(owners);
     for owner in window.owners() {
-        match owners
-            .iter()
-            .position(|edited| edited.as_name().eq_ignore_case(owner))
-        {
+        match at_of.get(&Key::of(owner)).copied() {
             Some(at) => input.extend(new_records[at].iter().copied().map(record)),
             None => {
                 for served_record in served.owner_records(owner).iter() {
@@ -1021,23 +1105,15 @@ fn sign_nsec3_edits(
         .iter()
         .map(|&at| new_records[at].iter().map(RecordRef::to_record).collect())
         .collect();
-    let edited = |name: Name<'_>| {
-        owners
-            .iter()
-            .position(|owner| owner.as_name().eq_ignore_case(name))
-    };
+    let at_of = owner_index(owners);
+    let edited = |name: Name<'_>| at_of.get(&Key::of(name)).copied();
     let served_has_records =
         |name: Name<'_>| !served.owner_records(name.to_lower().as_name()).is_empty();
     let has_records = |name: Name<'_>| match edited(name) {
         Some(at) => !new_records[at].is_empty(),
         None => served_has_records(name),
     };
-    let is_cut = |name: Name<'_>| {
-        served
-            .owner_records(name.to_lower().as_name())
-            .iter()
-            .any(|record| record.rtype == RType::NS || record.rtype == RType::DNAME)
-    };
+    let is_cut = |name: Name<'_>| served_cut(served, name);
     // Whether each edited owner and each name between one and the apex
     // has names below it after the edit (`below_after`).
     let Some(below_after) = names_below_after(origin, served, owners, new_records) else {

@@ -236,6 +236,7 @@ pub(super) fn sign_loaded(
             // Counted by the caller, which checks and reads.
             checked: 0,
             parsed: 0,
+            scanned: 0,
         },
     })
 }
@@ -331,11 +332,14 @@ pub(super) fn sign_edited(
         return Err(Failure::Zone(errors));
     }
     phases.lap("edited owners found and checked");
+    // The list borrows the edits, which the signing may widen.
+    let checked_count = checked.len();
+    drop(checked);
     let Some(edit) = crate::edited::sign_edits(
         name,
         &from,
         served,
-        &edits,
+        &mut edits,
         records,
         signer.policy,
         signer.state_directory,
@@ -386,9 +390,10 @@ pub(super) fn sign_edited(
         visited: edit.visited,
         signatures,
         written: edit.kept.written(),
-        checked: checked.len(),
+        checked: checked_count,
         // Counted by the caller, which reads the file.
         parsed: 0,
+        scanned: edits.scanned(),
     };
     let version = SignedVersion {
         cost,

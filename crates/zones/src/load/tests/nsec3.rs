@@ -76,6 +76,15 @@ pub(super) fn reloads_with(
                 );
             }
             let cost = signed.cost();
+            // The widening's passes over the file (a cut made or removed
+            // above other names, an opt-out empty non-terminal): one
+            // each at most, none for the other edits.
+            let lines = text(round).lines().count();
+            eprintln!(
+                "{names} names, round {round}: {} file records scanned by the widening",
+                cost.scanned
+            );
+            assert!(cost.scanned <= 2 * lines, "round {round}: {cost:?}");
             if !whole(round) {
                 size.push((cost.visited, cost.signatures));
             }
