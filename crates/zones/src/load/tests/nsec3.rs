@@ -498,7 +498,7 @@ fn a_cut_removed_from_a_zone_signed_whole_with_it_proves_the_names_below() {
                 record.rtype,
                 record.class,
                 record.ttl,
-                &record.rdata,
+                record.rdata,
             )
             .unwrap();
     }
