@@ -715,30 +715,6 @@ pub(crate) fn sign_edits<'r>(
     let edits: &Edits<'r> = edits;
     let owners = &edits.owners;
     let edits_records = &edits.records;
-    if policy.nsec3.is_none() && edits.delegations {
-        // A delegation made, removed, made secure or insecure: signed as
-        // a window (the incremental signer signs its DS and NSEC only,
-        // its glue not at all), when every served name below a cut made
-        // or removed is edited too.
-        if !cuts_in_window {
-            log::debug!(
-                "zone {origin}: signed again from its previous version: a delegation made or \
-                 removed above names not edited"
-            );
-            return Ok(None);
-        }
-        return sign_window_edits(
-            origin,
-            previous,
-            served,
-            owners,
-            edits_records,
-            policy,
-            state_directory,
-            now,
-            serial_above,
-        );
-    }
     if policy.nsec3.is_some() {
         return sign_nsec3_edits(
             origin,
@@ -753,15 +729,27 @@ pub(crate) fn sign_edits<'r>(
             cuts_in_window,
         );
     }
+    // A delegation made, removed, made secure or insecure: signed as a
+    // window (the incremental signer signs its DS and NSEC only, its glue
+    // not at all), when every served name below a cut made or removed is
+    // edited too.
+    if edits.delegations && !cuts_in_window {
+        log::debug!(
+            "zone {origin}: signed again from its previous version: a delegation made or \
+             removed above names not edited"
+        );
+        return Ok(None);
+    }
     // Glue changed in place below a cut that stays (no NS or DS changed
     // with it): its owner is neither signed nor in the chain, which the
     // window works out from the cuts above it (nothing signed there, the
     // served version and the kept records patched), as it does when a
     // delegation is edited with it.
     let is_cut = |name: Name<'_>| served_cut(served, name);
-    if owners
-        .iter()
-        .any(|owner| crate::window::names_between(owner.as_name(), origin).any(&is_cut))
+    if edits.delegations
+        || owners
+            .iter()
+            .any(|owner| crate::window::names_between(owner.as_name(), origin).any(&is_cut))
     {
         return sign_window_edits(
             origin,

@@ -69,21 +69,11 @@ fn a_signed_reload_costs_the_change_not_the_zone() {
             let signed = stamp.signed().unwrap();
             assert_eq!(patched.serial(), 2 + round as u32);
             assert!(patched.garbage_bytes() > 0, "patched, not built whole");
-            let records = signed.records().unwrap();
             let name = tern_wire::name::Name::from_wire(&origin).unwrap();
-            let mut builder = ZoneBuilder::new(name);
-            for record in records.iter() {
-                builder
-                    .insert(
-                        record.owner,
-                        record.rtype,
-                        record.class,
-                        record.ttl,
-                        record.rdata,
-                    )
-                    .unwrap();
-            }
-            assert!(same_records(patched, &builder.finish().unwrap()));
+            assert!(same_records(
+                patched,
+                &built_whole(name, &signed.records().unwrap())
+            ));
             assert_eq!(
                 signed.signatures().0,
                 2,
@@ -296,6 +286,11 @@ fn hosts_text(names: usize, mut host: impl FnMut(usize, &mut String)) -> String 
 /// Host `i`'s address record: `hI A 10.x.y.z`.
 fn host_line(i: usize) -> String {
     format!("h{i} A 10.{}.{}.{}\n", i >> 16, (i >> 8) & 255, i & 255)
+}
+
+/// The zone `origin` built whole from `records` (a signed version's).
+fn built_whole(origin: tern_wire::name::Name<'_>, records: &Records) -> Zone {
+    crate::bump::build(origin, records).unwrap()
 }
 
 /// The [`Shape`] of a served version's records.
@@ -545,20 +540,7 @@ fn a_signed_reload_patches_the_served_version() {
     let (origin, sources) = signed_example(&dir, &zone_file, 1);
     let whole = |stamp: &Stamp| {
         let records = stamp.signed().unwrap().records().unwrap();
-        let name = tern_wire::name::Name::from_wire(&origin).unwrap();
-        let mut builder = ZoneBuilder::new(name);
-        for record in records.iter() {
-            builder
-                .insert(
-                    record.owner,
-                    record.rtype,
-                    record.class,
-                    record.ttl,
-                    record.rdata,
-                )
-                .unwrap();
-        }
-        builder.finish().unwrap()
+        built_whole(tern_wire::name::Name::from_wire(&origin).unwrap(), &records)
     };
     let first = load_all(&sources, None).unwrap();
     let (zone, stamp) = &first.zones[0];

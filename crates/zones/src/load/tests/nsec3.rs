@@ -490,19 +490,7 @@ fn a_cut_removed_from_a_zone_signed_whole_with_it_proves_the_names_below() {
     assert!(patched.garbage_bytes() > 0, "patched, not built whole");
     assert!(has_link(patched, "c.up7.example."));
     let name = tern_wire::name::Name::from_wire(&origin).unwrap();
-    let mut builder = tern_authority::ZoneBuilder::new(name);
-    for record in stamp.signed().unwrap().records().unwrap().iter() {
-        builder
-            .insert(
-                record.owner,
-                record.rtype,
-                record.class,
-                record.ttl,
-                record.rdata,
-            )
-            .unwrap();
-    }
-    let whole = builder.finish().unwrap();
+    let whole = built_whole(name, &stamp.signed().unwrap().records().unwrap());
     let answer = |zone: Arc<Zone>, qname: &str, qtype: u16| {
         let catalog = tern_authority::Catalog::new([zone]);
         let owner = tern_wire::name::NameBuf::from_text(qname.as_bytes(), None).unwrap();
