@@ -19,8 +19,10 @@
 //! 3. a node left without records and without names below it is removed,
 //!    and so is each ancestor that was an empty non-terminal only for it;
 //! 4. flags: a new node takes its parent's; a delegation made or removed
-//!    at a name with names below it would change their flags too, and is
-//!    left to a whole build ([`PatchError::Rebuild`]);
+//!    at a name with names below it changes their flags too: they are
+//!    flagged again (and hashed again in an NSEC3 chain) when the patch
+//!    touches every live name below it, as a signed window does; else the
+//!    zone is left to a whole build ([`PatchError::Rebuild`]);
 //! 5. the node checks of the builder, and the SOA facts when the apex
 //!    changed;
 //! 6. glue: the changed nodes' RRsets resolve their targets; when a
@@ -385,6 +387,8 @@ impl Zone {
         // 4: flags, parents first.
         before.sort_by_key(|b| b.node);
         let mut glue_everywhere = false;
+        // The names below a cut made or removed flagged again.
+        let mut reflagged: BTreeSet<u32> = BTreeSet::new();
         for b in &before {
             let node = *zone.node(b.node);
             if node.flags & FLAG_DEAD != 0 {
@@ -399,16 +403,18 @@ impl Zone {
             } else {
                 cut
             };
-            if cut != old {
-                if zone.extra.get(b.node).children > 0 {
-                    return Err(PatchError::Rebuild(
-                        "a delegation made or removed above other names",
-                    ));
-                }
-                glue_everywhere = true;
-            }
+            glue_everywhere |= cut != old;
             let slot = zone.nodes.get_mut(b.node, &mut work);
             slot.flags = (slot.flags & FLAG_WILDCARD_CHILD) | own;
+            if cut != old
+                && zone.extra.get(b.node).children > 0
+                && !reflagged.contains(&b.node)
+                && !reflag_below(&mut zone, b.node, &seen, &mut work, &mut reflagged)
+            {
+                return Err(PatchError::Rebuild(
+                    "a delegation made or removed above other names",
+                ));
+            }
             if !b.live && node.parent != NO_PARENT && zone.node_name(b.node).is_wildcard() {
                 zone.nodes.get_mut(node.parent, &mut work).flags |= FLAG_WILDCARD_CHILD;
             }
@@ -513,6 +519,7 @@ impl Zone {
                 &mut zone,
                 &hashed,
                 &before,
+                &reflagged,
                 &mut work,
                 &mut scratch,
                 &mut sets,
@@ -530,6 +537,73 @@ impl Zone {
             chain_work,
         })
     }
+}
+
+/// The names below `node` (whose cut flags a patch changed: a delegation
+/// made or removed there) flagged again from their parents', parents
+/// first, when every live name below it is one the patch touched
+/// (`seen`) or an empty non-terminal between one and it: a signed window
+/// (tern-zones) makes every name below such a cut an owner of the
+/// change. Each name flagged again goes into `reflagged`. `false` when a
+/// name below it was not touched (the zone is then built whole). Bound:
+/// `MAX_LABELS` parent steps per touched node, and a map's look-up per
+/// name below `node`.
+fn reflag_below(
+    zone: &mut Zone,
+    node: u32,
+    seen: &BTreeSet<u32>,
+    work: &mut Work,
+    reflagged: &mut BTreeSet<u32>,
+) -> bool {
+    // The touched names below `node` and the names between each and it,
+    // with their depth below it.
+    let mut below: BTreeMap<u32, usize> = BTreeMap::new();
+    let mut chain: Vec<u32> = Vec::with_capacity(MAX_LABELS);
+    for &id in seen {
+        if id == node || zone.node(id).flags & FLAG_DEAD != 0 {
+            continue;
+        }
+        chain.clear();
+        let mut at = id;
+        let mut under = false;
+        for _ in 0..MAX_LABELS {
+            chain.push(at);
+            let parent = zone.node(at).parent;
+            if parent == node {
+                under = true;
+                break;
+            }
+            if parent == NO_PARENT {
+                break;
+            }
+            at = parent;
+        }
+        if under {
+            for (depth, &id) in chain.iter().rev().enumerate() {
+                below.insert(id, depth);
+            }
+        }
+    }
+    // Every live name directly below each is among them.
+    let mut counted: BTreeMap<u32, u32> = BTreeMap::new();
+    for &id in below.keys() {
+        *counted.entry(zone.node(id).parent).or_default() += 1;
+    }
+    let covered = std::iter::once(node)
+        .chain(below.keys().copied())
+        .all(|id| zone.extra.get(id).children == counted.get(&id).copied().unwrap_or(0));
+    if !covered {
+        return false;
+    }
+    let mut order: Vec<(usize, u32)> = below.iter().map(|(&id, &depth)| (depth, id)).collect();
+    order.sort_unstable();
+    for (_, id) in order {
+        let own = own_flags(zone, id);
+        let slot = zone.nodes.get_mut(id, work);
+        slot.flags = (slot.flags & FLAG_WILDCARD_CHILD) | own;
+        reflagged.insert(id);
+    }
+    true
 }
 
 /// A node's facts now.

@@ -529,7 +529,7 @@ fn sign_received(
 }
 
 /// Builds the zone `origin` served from `records`.
-fn build<R: RecordList + ?Sized>(origin: Name<'_>, records: &R) -> Result<Zone, String> {
+pub(crate) fn build<R: RecordList + ?Sized>(origin: Name<'_>, records: &R) -> Result<Zone, String> {
     let mut builder = ZoneBuilder::new(origin);
     let rdata: usize = (0..records.len())
         .map(|index| records.record(index).rdata.len())

@@ -18,13 +18,22 @@
 //! did not change kept, the NSEC's next name kept, its type bitmap made
 //! again).
 //!
-//! An edit that adds or removes names (the NSEC chain changes), or
-//! edits a delegation (an NS or DS RRset below the apex), is signed as an
-//! update is: a window of the served version
-//! ([`crate::window::window_of`]: the edited owners, their NSEC
-//! neighbours, the zone cuts above them, the apex) through the incremental
-//! signer, the served version and the kept records patched with the owners
-//! that changed (`sign_window_edits`).
+//! An edit that adds or removes names (the NSEC chain changes), edits a
+//! delegation (an NS or DS RRset below the apex), or changes glue in
+//! place below a cut that stays, is signed as an update is: a window of
+//! the served version ([`crate::window::window_of`]: the edited owners,
+//! their NSEC neighbours, the zone cuts above them, the apex) through the
+//! incremental signer, the served version and the kept records patched
+//! with the owners that changed (`sign_window_edits`).
+//!
+//! A delegation made or removed above names the edit does not touch
+//! changes those names (they become glue or occluded and leave the chain
+//! with their RRSIGs, or glue becomes authoritative and enters it): the
+//! names below the cut in the file are made edited owners too, their
+//! records unchanged ([`Edits::delegations_in_window`], at most
+//! [`MAX_WIDENED_CUTS`] cuts and [`crate::window::MAX_WINDOW_OWNERS`]
+//! names below them), so that the window (NSEC or NSEC3) signs what
+//! changed below the cut and the patch flags those names again.
 //!
 //! An NSEC3 zone (with opt-out or without) is signed as an update of one
 //! is, any edit of a few owners: the window of
@@ -35,17 +44,25 @@
 //! The previous version's whole signing from its kept records
 //! ([`crate::signing::sign_again`]) is used instead when this cannot be
 //! told to give the same zone ([`sign_edits`] says `None`): a delegation
-//! made or removed above names the edit does not touch (an NS or DS
-//! below the apex is otherwise signed as a window, NSEC or NSEC3, which
-//! works out what a cut made or removed changes when every name below
-//! it is edited too), glue changed in place in an NSEC zone (alone: with
-//! an NS or DS changed in the same edit it goes to the window),
-//! DNAME or a DNSSEC record among the records that differ, in an
-//! NSEC3 zone with opt-out a name removed below an empty non-terminal that
-//! keeps other names below it, a key event or signatures due for refresh, a policy changed, the
-//! keys' DNSKEY RRset changed, more than [`MAX_EDITED_RECORDS`] records
-//! that differ, a window past the update's bounds, or the kept records
+//! made or removed above more names the edit does not touch than the
+//! window's bounds (or than [`MAX_WIDENED_CUTS`] such delegations),
+//! DNAME or a DNSSEC record among the records that differ, in an NSEC3
+//! zone with opt-out a name taken out of the chain below an empty
+//! non-terminal that keeps more other names below it than the window's
+//! bounds ([`Edits::widen_for_opt_out`], which also widens, to the same
+//! bounds, for glue removed below such an empty non-terminal: it tells
+//! the chain from types alone), an RRset of several TTLs at a name a
+//! widening adds, a key
+//! event or signatures due for refresh, a policy changed, the keys'
+//! DNSKEY RRset changed, more than [`MAX_EDITED_RECORDS`] records that
+//! differ, a window past the update's bounds, or the kept records
 //! carrying [`crate::kept::MAX_PATCHES`] patches.
+//!
+//! Cost: finding the names below a delegation made or removed (or below
+//! an opt-out empty non-terminal) is a pass over the file's records
+//! ([`Edits::widen_below`], counted in `SigningCost::scanned`): O(records)
+//! for a reload that makes or removes a cut above names it does not
+//! touch, none for the others.
 
 use std::path::Path;
 
@@ -58,6 +75,7 @@ use tern_zone::{Location, RecordList, RecordRef, Records};
 
 use crate::kept::{KeptRecords, MAX_PATCHES};
 use crate::signing::{KeyState, Policy};
+use crate::window::MAX_WINDOW_OWNERS;
 
 /// The most records (deleted and added) an edit may change for only its
 /// owners to be signed again.
@@ -70,6 +88,11 @@ pub(crate) const RESYNC: usize = 64;
 /// How many records in a row must agree for the lists to be in step
 /// again after a difference.
 const RUN: usize = 4;
+
+/// The most delegations an edit may make or remove above names it does
+/// not touch for those names to be made edited owners too
+/// ([`Edits::delegations_in_window`]); past it, the zone is signed whole.
+pub(crate) const MAX_WIDENED_CUTS: usize = 64;
 
 //----------- diff -----------------------------------------------------------
 
@@ -251,9 +274,15 @@ pub(crate) struct Edits<'r> {
     /// Whether an NS or DS record below the apex differs (a delegation
     /// made, removed, or made secure or insecure).
     delegations: bool,
+    /// Whether every served name below each delegation made or removed is
+    /// among the owners, once [`Edits::delegations_in_window`] asked it.
+    cuts_in_window: Option<bool>,
+    /// The file's records the widening passes compared
+    /// ([`Edits::scanned`]).
+    scanned: usize,
 }
 
-impl Edits<'_> {
+impl<'r> Edits<'r> {
     /// Whether an NS or DS record below the apex differs: the checks then
     /// relate owners (`load::changed`), and an NSEC zone's edit is signed
     /// as a window ([`sign_edits`]) when [`Edits::delegations_in_window`].
@@ -261,24 +290,229 @@ impl Edits<'_> {
         self.delegations
     }
 
-    /// Whether an NSEC zone's window ([`sign_edits`]) can sign the
+    /// Whether a window ([`sign_edits`], NSEC or NSEC3) can sign the
     /// delegations this edit makes or removes (an NS RRset below the
-    /// apex come or gone): every name `served` holds below each is edited
-    /// too ([`crate::window::names_below_cuts_edited`]). `true` when none
-    /// is made or removed (a DS added or removed, or an NS RRset
-    /// changed). Asked before the checks (`load::sign`), so that a
-    /// reload signed whole is not checked twice. Bound: a look-up of
-    /// `served` per edited owner and per name between one and the apex.
-    pub(crate) fn delegations_in_window(&self, served: &Zone) -> bool {
+    /// apex come or gone): every name `served` holds below each is an
+    /// edited owner ([`crate::window::names_below_cuts_edited`]). When
+    /// some are not, the names below each such cut in the file
+    /// (`records`, the same as `served` holds there but for the edited
+    /// owners) are made edited owners too, their records unchanged: the
+    /// window then signs what the cut changes below it (names that become
+    /// glue or occluded leave the chain with their RRSIGs; glue that
+    /// becomes authoritative is signed and enters it). `false` past
+    /// [`MAX_WIDENED_CUTS`] cuts, [`MAX_WINDOW_OWNERS`] names below them
+    /// or [`MAX_OWNER_EDITS`] owners in all. `true` when no cut is made
+    /// or removed (a DS added or removed, or an NS RRset changed). Asked
+    /// before the checks (`load::sign`), so that a reload signed whole is
+    /// not checked twice; the answer is kept for [`sign_edits`], which
+    /// asks it (once) only if its caller did not. Bound: a look-up of
+    /// `served` per edited owner and per name between one and the apex;
+    /// when widened, [`Edits::widen_below`]'s pass over `records`.
+    pub(crate) fn delegations_in_window(&mut self, served: &Zone, records: &'r Records) -> bool {
+        if let Some(answer) = self.cuts_in_window {
+            return answer;
+        }
+        let answer = self.widened_to_cuts(served, records);
+        self.cuts_in_window = Some(answer);
+        answer
+    }
+
+    /// [`Edits::delegations_in_window`], asked once.
+    fn widened_to_cuts(&mut self, served: &Zone, records: &'r Records) -> bool {
         let origin = served.origin();
-        let owners: Vec<NameBuf> = self
-            .owners
+        let cuts = self.cuts_made_or_removed(served);
+        if crate::window::names_below_cuts_edited(served, &self.below_apex(origin), &cuts) {
+            return true;
+        }
+        if cuts.len() > MAX_WIDENED_CUTS {
+            return false;
+        }
+        let Some(below) = self.widen_below(origin, &cuts, records) else {
+            return false;
+        };
+        log::debug!(
+            "zone {origin}: {below} names below {} delegations made or removed edited too",
+            cuts.len()
+        );
+        crate::window::names_below_cuts_edited(served, &self.below_apex(origin), &cuts)
+    }
+
+    /// The names strictly below `roots` (at most [`MAX_WIDENED_CUTS`]) in
+    /// the file (`records`: the same as the served version holds there
+    /// but for the edited owners) made edited owners, their records
+    /// unchanged; how many were added. `None`, the owners left as they
+    /// were, past [`MAX_WINDOW_OWNERS`] names added or [`MAX_OWNER_EDITS`]
+    /// owners, or with an RRset of several TTLs among theirs. Bound: one
+    /// pass over `records` (counted in [`Edits::scanned`]: the file's
+    /// records per reload that makes or removes a cut above other names,
+    /// or takes a name below an empty non-terminal out of an opt-out
+    /// chain), comparing an owner's last octets with a root's only when
+    /// it is longer than the shortest root, and a map's look-up per
+    /// record below a root.
+    fn widen_below(
+        &mut self,
+        origin: Name<'_>,
+        roots: &[NameBuf],
+        records: &'r Records,
+    ) -> Option<usize> {
+        use std::collections::HashMap;
+        if roots.len() > MAX_WIDENED_CUTS {
+            return None;
+        }
+        let roots: Vec<LowerNameBuf> = roots.iter().map(|root| root.as_name().to_lower()).collect();
+        let shortest = roots.iter().map(|root| root.as_bytes().len()).min()?;
+        let known: std::collections::HashSet<&[u8]> =
+            self.owners.iter().map(|owner| owner.as_bytes()).collect();
+        // The names added, in the order found, and each one's records.
+        let mut added: Vec<LowerNameBuf> = Vec::new();
+        let mut at_of: HashMap<Vec<u8>, usize> = HashMap::new();
+        let mut added_records: Vec<Vec<RecordRef<'r>>> = Vec::new();
+        self.scanned += records.len();
+        for index in 0..records.len() {
+            let record = records.record(index);
+            let owner = record.owner;
+            let bytes = owner.as_bytes();
+            if bytes.len() <= shortest {
+                continue;
+            }
+            let under = roots.iter().any(|root| {
+                let root = root.as_bytes();
+                bytes.len() > root.len()
+                    && bytes[bytes.len() - root.len()..].eq_ignore_ascii_case(root)
+                    && owner.ends_with(Name::from_validated(root))
+            });
+            if !under {
+                continue;
+            }
+            let lower = owner.to_lower();
+            if known.contains(lower.as_bytes()) {
+                continue;
+            }
+            let at = match at_of.get(lower.as_bytes()) {
+                Some(&at) => at,
+                None => {
+                    if added.len() == MAX_WINDOW_OWNERS {
+                        return None;
+                    }
+                    at_of.insert(lower.as_bytes().to_vec(), added.len());
+                    added.push(lower);
+                    added_records.push(Vec::new());
+                    added.len() - 1
+                }
+            };
+            added_records[at].push(record);
+        }
+        if self.owners.len() + added.len() > MAX_OWNER_EDITS {
+            return None;
+        }
+        if !one_ttl_per_rrset(origin, &added_records) {
+            return None;
+        }
+        let count = added.len();
+        let mut pairs: Vec<(LowerNameBuf, Vec<RecordRef<'r>>)> = std::mem::take(&mut self.owners)
+            .into_iter()
+            .zip(std::mem::take(&mut self.records))
+            .chain(added.into_iter().zip(added_records))
+            .collect();
+        pairs.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+        (self.owners, self.records) = pairs.into_iter().unzip();
+        Some(count)
+    }
+
+    /// The records the widening passes ([`Edits::widen_below`]) compared:
+    /// none when the edit makes or removes no cut above other names and
+    /// takes no name out of an opt-out chain below an empty
+    /// non-terminal; the file's records per pass else.
+    pub(crate) fn scanned(&self) -> usize {
+        self.scanned
+    }
+
+    /// With NSEC3 opt-out: an empty non-terminal keeps its link while a
+    /// name in the chain (not an insecure delegation, not glue) is below
+    /// it, which the served version does not tell when the edit takes a
+    /// name below it out of the chain (removed, its DS removed, or made an
+    /// insecure delegation) and other names stay below it. The names below
+    /// the highest of the empty non-terminals above each such owner (up to
+    /// the first name with records) are made edited owners too, so that
+    /// the window ([`crate::window::sign_nsec3_window_of`]) sees each say
+    /// whether it stays in the chain. Past the bounds of
+    /// [`Edits::widen_below`] the owners are left as they were (the window
+    /// then declines, and the zone is signed whole). Whether a name is in
+    /// the chain is told from its types alone, not from the cuts above
+    /// it: glue or an occluded name removed looks chained before, and
+    /// widens the window for nothing (or has the zone signed whole past
+    /// the bounds: the safe side); a name leaving the chain because a cut
+    /// is made above it looks chained after, and is not looked at here:
+    /// the cut's own owner is (made an insecure delegation, it leaves the
+    /// chain and widens from the empty non-terminal above it), and the
+    /// names between it and the names below it get no link whatever is
+    /// below them ([`Edits::delegations_in_window`] made those names
+    /// edited owners). Bound: a look-up of `served` per edited owner and
+    /// per name above one, and [`Edits::widen_below`]'s.
+    pub(crate) fn widen_for_opt_out(&mut self, served: &Zone, records: &'r Records) {
+        let origin = served.origin();
+        let chained = |types: &mut dyn Iterator<Item = RType>| {
+            let (mut any, mut ns, mut ds) = (false, false, false);
+            for rtype in types {
+                any = true;
+                ns |= rtype == RType::NS;
+                ds |= rtype == RType::DS;
+            }
+            any && (!ns || ds)
+        };
+        let mut roots: Vec<NameBuf> = Vec::new();
+        for (owner, new) in self.owners.iter().zip(&self.records) {
+            let owner = owner.as_name();
+            if owner.eq_ignore_case(origin) {
+                continue;
+            }
+            let before = chained(&mut served.owner_records(owner).iter().map(|r| r.rtype));
+            let after = chained(&mut new.iter().map(|record| record.rtype));
+            if !before || after {
+                continue;
+            }
+            let mut root = None;
+            for parent in crate::window::names_between(owner, origin) {
+                if !served.owner_records(parent).is_empty() {
+                    break;
+                }
+                root = Some(NameBuf::from_name(parent));
+            }
+            if let Some(root) = root {
+                if !roots
+                    .iter()
+                    .any(|known| known.as_name().eq_ignore_case(root.as_name()))
+                {
+                    roots.push(root);
+                }
+            }
+        }
+        if roots.is_empty() {
+            return;
+        }
+        if let Some(below) = self.widen_below(origin, &roots, records) {
+            log::debug!(
+                "zone {origin}: NSEC3 opt-out, {below} names below {} empty non-terminals edited \
+                 too",
+                roots.len()
+            );
+        }
+    }
+
+    /// The edited owners but the apex.
+    fn below_apex(&self, origin: Name<'_>) -> Vec<NameBuf> {
+        self.owners
             .iter()
             .filter(|owner| !owner.as_name().eq_ignore_case(origin))
             .map(|owner| NameBuf::from_name(owner.as_name()))
-            .collect();
-        let cuts: Vec<NameBuf> = self
-            .owners
+            .collect()
+    }
+
+    /// The edited owners below the apex that own an NS RRset in `served`
+    /// and none in the file, or the other way.
+    fn cuts_made_or_removed(&self, served: &Zone) -> Vec<NameBuf> {
+        let origin = served.origin();
+        self.owners
             .iter()
             .zip(&self.records)
             .filter(|(owner, new)| {
@@ -291,8 +525,7 @@ impl Edits<'_> {
                 !owner.eq_ignore_case(origin) && before != after
             })
             .map(|(owner, _)| NameBuf::from_name(owner.as_name()))
-            .collect();
-        crate::window::names_below_cuts_edited(served, &owners, &cuts)
+            .collect()
     }
 
     /// The edited owners' records, as one list (for the zone checks).
@@ -372,28 +605,73 @@ pub(crate) fn find_edits<'r>(
     if owners.len() > MAX_OWNER_EDITS {
         return None;
     }
-    // Each edited owner's records in the new file.
+    let new_records = owners_records(origin, &owners, records)?;
+    Some(Edits {
+        owners,
+        records: new_records,
+        delegations,
+        cuts_in_window: None,
+        scanned: 0,
+    })
+}
+
+/// Each of `owners`' (lowercased, each once) records in `records` (the
+/// zone file's, in file order); `None` when an owner's RRset has several
+/// TTLs (all RRsets elsewhere are unchanged and had one: settling the
+/// file's TTLs then changes nothing). Bound: a pass over `records`, a
+/// look-up of a map of the owners for each record whose owner is as long
+/// as one of them.
+fn owners_records<'r>(
+    origin: Name<'_>,
+    owners: &[LowerNameBuf],
+    records: &'r Records,
+) -> Option<Vec<Vec<RecordRef<'r>>>> {
     let mut lengths = [false; 256];
-    for owner in &owners {
+    for owner in owners {
         lengths[owner.as_bytes().len()] = true;
     }
+    let at_of: std::collections::HashMap<&[u8], usize> = owners
+        .iter()
+        .enumerate()
+        .map(|(at, owner)| (owner.as_bytes(), at))
+        .collect();
     let mut new_records: Vec<Vec<RecordRef<'r>>> = vec![Vec::new(); owners.len()];
     for index in 0..records.len() {
         let record = records.record(index);
-        let name = record.owner.as_bytes();
-        if !lengths[name.len()] {
+        if !lengths[record.owner.as_bytes().len()] {
             continue;
         }
-        if let Some(at) = owners
-            .iter()
-            .position(|owner| tern_wire::name::eq_ignore_case(owner.as_bytes(), name))
-        {
+        if let Some(&at) = at_of.get(record.owner.to_lower().as_bytes()) {
             new_records[at].push(record);
         }
     }
-    // One TTL per RRset at the edited owners (all RRsets elsewhere are
-    // unchanged and had one): settling the file's TTLs changes nothing.
-    for list in &new_records {
+    one_ttl_per_rrset(origin, &new_records).then_some(new_records)
+}
+
+/// Each edited owner's place in `owners`, by its key (any case): a
+/// look-up per name instead of a scan of the owners. Bound: a key per
+/// owner.
+fn owner_index(owners: &[LowerNameBuf]) -> std::collections::BTreeMap<Key, usize> {
+    owners
+        .iter()
+        .enumerate()
+        .map(|(at, owner)| (Key::of(owner.as_name()), at))
+        .collect()
+}
+
+/// Whether the served version holds an NS or DNAME RRset at `name` (a
+/// cut, or a DNAME: the names below are not signed). Bound: a look-up.
+fn served_cut(served: &Zone, name: Name<'_>) -> bool {
+    served
+        .owner_records(name.to_lower().as_name())
+        .iter()
+        .any(|record| record.rtype == RType::NS || record.rtype == RType::DNAME)
+}
+
+/// Whether each owner's records (`lists`) hold one TTL per RRset. Bound:
+/// per owner, the square of its records (as the file's check of TTLs).
+fn one_ttl_per_rrset(origin: Name<'_>, lists: &[Vec<RecordRef<'_>>]) -> bool {
+    for list in lists {
         for (at, record) in list.iter().enumerate() {
             if list[..at]
                 .iter()
@@ -404,15 +682,11 @@ pub(crate) fn find_edits<'r>(
                      for an RRset at {}",
                     record.owner
                 );
-                return None;
+                return false;
             }
         }
     }
-    Some(Edits {
-        owners,
-        records: new_records,
-        delegations,
-    })
+    true
 }
 
 /// The zone `origin`'s next version when only `edits`' owners of `records`
@@ -424,32 +698,25 @@ pub(crate) fn find_edits<'r>(
 /// files'. Bound: a look-up and a signing per edited owner, and the key
 /// step's pass over `records` for their highest TTL.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn sign_edits(
+pub(crate) fn sign_edits<'r>(
     origin: Name<'_>,
     previous: &Previous<'_>,
     served: &Zone,
-    edits: &Edits<'_>,
-    records: &Records,
+    edits: &mut Edits<'r>,
+    records: &'r Records,
     policy: &Policy,
     state_directory: &Path,
     now: u64,
     serial_above: Option<u32>,
 ) -> Result<Option<EditSigned>, String> {
+    // Whether every served name below a cut made or removed is edited
+    // (`load::sign` asked it before the checks; asked here otherwise).
+    let cuts_in_window = edits.delegations && edits.delegations_in_window(served, records);
+    let edits: &Edits<'r> = edits;
     let owners = &edits.owners;
     let edits_records = &edits.records;
-    if policy.nsec3.is_none() && edits.delegations {
-        // A delegation made, removed, made secure or insecure: signed as
-        // a window (the incremental signer signs its DS and NSEC only,
-        // its glue not at all), when every served name below a cut made
-        // or removed is edited too.
-        if !edits.delegations_in_window(served) {
-            log::debug!(
-                "zone {origin}: signed again from its previous version: a delegation made or \
-                 removed above names not edited"
-            );
-            return Ok(None);
-        }
-        return sign_window_edits(
+    if policy.nsec3.is_some() {
+        return sign_nsec3_edits(
             origin,
             previous,
             served,
@@ -459,10 +726,32 @@ pub(crate) fn sign_edits(
             state_directory,
             now,
             serial_above,
+            cuts_in_window,
         );
     }
-    if policy.nsec3.is_some() {
-        return sign_nsec3_edits(
+    // A delegation made, removed, made secure or insecure: signed as a
+    // window (the incremental signer signs its DS and NSEC only, its glue
+    // not at all), when every served name below a cut made or removed is
+    // edited too.
+    if edits.delegations && !cuts_in_window {
+        log::debug!(
+            "zone {origin}: signed again from its previous version: a delegation made or \
+             removed above names not edited"
+        );
+        return Ok(None);
+    }
+    // Glue changed in place below a cut that stays (no NS or DS changed
+    // with it): its owner is neither signed nor in the chain, which the
+    // window works out from the cuts above it (nothing signed there, the
+    // served version and the kept records patched), as it does when a
+    // delegation is edited with it.
+    let is_cut = |name: Name<'_>| served_cut(served, name);
+    if edits.delegations
+        || owners
+            .iter()
+            .any(|owner| crate::window::names_between(owner.as_name(), origin).any(&is_cut))
+    {
+        return sign_window_edits(
             origin,
             previous,
             served,
@@ -627,12 +916,7 @@ fn sign_window_edits(
         log::debug!("zone {origin}: signed again from its previous version: {why}");
         Ok(None)
     };
-    let is_cut = |name: Name<'_>| {
-        served
-            .owner_records(name.to_lower().as_name())
-            .iter()
-            .any(|record| record.rtype == RType::NS || record.rtype == RType::DNAME)
-    };
+    let is_cut = |name: Name<'_>| served_cut(served, name);
     if unchanged_denial_ttl(origin, served, new_records).is_none() {
         return declined("a name added or removed, and the SOA's TTL or minimum changed");
     }
@@ -649,11 +933,9 @@ fn sign_window_edits(
         location: Location::default(),
     };
     let mut input: Vec<tern_zone::Record> = Vec::new();
+    let at_of = owner_index(owners);
     for owner in window.owners() {
-        match owners
-            .iter()
-            .position(|edited| edited.as_name().eq_ignore_case(owner))
-        {
+        match at_of.get(&Key::of(owner)).copied() {
             Some(at) => input.extend(new_records[at].iter().copied().map(record)),
             None => {
                 for served_record in served.owner_records(owner).iter() {
@@ -693,12 +975,30 @@ fn sign_window_edits(
     if changed.len() > MAX_OWNER_EDITS {
         return declined("a name added or removed, and too many owners changed");
     }
-    // The served version patched with each changed owner's records.
+    // The served version patched with each changed owner's records, and
+    // each edited owner's that did not change (glue that stays glue below
+    // a cut made or removed above it: the patch flags again the names
+    // below such a cut only when it touches all of them).
     let mut changes = tern_authority::ZoneChanges::new();
     for (owner, range) in &changed {
         changes.set(
             *owner,
             out[range.clone()]
+                .iter()
+                .map(|record| (record.rtype, record.ttl, &record.rdata[..])),
+        );
+    }
+    for owner in owners {
+        let owner = owner.as_name();
+        if changed
+            .binary_search_by(|(name, _)| name.canonical_cmp(owner))
+            .is_ok()
+        {
+            continue;
+        }
+        changes.set(
+            owner,
+            out[crate::window::owner_range(out, owner)]
                 .iter()
                 .map(|record| (record.rtype, record.ttl, &record.rdata[..])),
         );
@@ -746,8 +1046,10 @@ fn sign_window_edits(
 /// empty non-terminal goes with the last name below it). `Ok(None)`: signed again from the
 /// previous version instead (the SOA's TTL or minimum changed, too many
 /// owners, the keys' DNSKEY RRset changed, or the window not signed
-/// apart). Bound: the window's, and a look-up of the served version per
-/// edited owner and per name between one and the apex.
+/// apart). `cuts_checked`: [`Edits::delegations_in_window`] said yes
+/// (the window does not ask again). Bound: the window's, and a look-up of
+/// the served version per edited owner and per name between one and the
+/// apex.
 #[allow(clippy::too_many_arguments)]
 fn sign_nsec3_edits(
     origin: Name<'_>,
@@ -759,8 +1061,9 @@ fn sign_nsec3_edits(
     state_directory: &Path,
     now: u64,
     serial_above: Option<u32>,
+    cuts_checked: bool,
 ) -> Result<Option<EditSigned>, String> {
-    use crate::window::{sign_nsec3_window_of, Nsec3Shape, MAX_WINDOW_OWNERS};
+    use crate::window::{sign_nsec3_window_of, Nsec3Shape};
 
     let declined = |why: &str| {
         log::debug!("zone {origin}: signed again from its previous version: {why}");
@@ -790,23 +1093,15 @@ fn sign_nsec3_edits(
         .iter()
         .map(|&at| new_records[at].iter().map(RecordRef::to_record).collect())
         .collect();
-    let edited = |name: Name<'_>| {
-        owners
-            .iter()
-            .position(|owner| owner.as_name().eq_ignore_case(name))
-    };
+    let at_of = owner_index(owners);
+    let edited = |name: Name<'_>| at_of.get(&Key::of(name)).copied();
     let served_has_records =
         |name: Name<'_>| !served.owner_records(name.to_lower().as_name()).is_empty();
     let has_records = |name: Name<'_>| match edited(name) {
         Some(at) => !new_records[at].is_empty(),
         None => served_has_records(name),
     };
-    let is_cut = |name: Name<'_>| {
-        served
-            .owner_records(name.to_lower().as_name())
-            .iter()
-            .any(|record| record.rtype == RType::NS || record.rtype == RType::DNAME)
-    };
+    let is_cut = |name: Name<'_>| served_cut(served, name);
     // Whether each edited owner and each name between one and the apex
     // has names below it after the edit (`below_after`).
     let Some(below_after) = names_below_after(origin, served, owners, new_records) else {
@@ -820,6 +1115,7 @@ fn sign_nsec3_edits(
         is_cut: &is_cut,
         has_records: &has_records,
         has_names_below: &has_names_below,
+        cuts_checked,
     };
     let Some(signed) = sign_nsec3_window_of(
         served,

@@ -6,7 +6,9 @@
 //! (`update::signed`) and by a reload that adds or removes names or
 //! edits a delegation (`edited`): a delegation made, removed, made secure
 //! or insecure is signed as any window is, when every served name below a
-//! cut made or removed is a changed owner ([`names_below_cuts_edited`]).
+//! cut made or removed is a changed owner ([`names_below_cuts_edited`];
+//! a reload makes the names below such a cut changed owners,
+//! `edited::Edits::delegations_in_window`).
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -468,6 +470,10 @@ pub(crate) struct Nsec3Shape<'s> {
     pub(crate) has_records: &'s dyn Fn(Name<'_>) -> bool,
     /// Whether a name strictly below it owns records in the new version.
     pub(crate) has_names_below: &'s dyn Fn(Name<'_>) -> bool,
+    /// Whether the caller found every served name below each delegation
+    /// made or removed among the owners ([`names_below_cuts_edited`]):
+    /// then not asked again.
+    pub(crate) cuts_checked: bool,
 }
 
 /// A window of an NSEC3 zone signed by [`sign_nsec3_window_of`].
@@ -497,7 +503,8 @@ pub(crate) struct Nsec3WindowSigned {
 /// opt-out, the chain without the insecure delegations and the empty
 /// non-terminals with only those or glue below them, as the whole signer
 /// makes it; a name removed below an empty non-terminal that keeps names
-/// below it is not told apart from those: `Ok(None)`), signed apart: the owners `names` (lowercased, the apex first,
+/// below it is told apart from those only when every served name below
+/// it is among `names`, else `Ok(None)`), signed apart: the owners `names` (lowercased, the apex first,
 /// each once) with their new records `new_records` (unsigned, by `names`)
 /// signed through [`crate::signing::sign_nsec3_window`], then the
 /// chain's links their change adds, removes or rewrites. The names whose
@@ -599,57 +606,14 @@ pub(crate) fn sign_nsec3_window_of(
     // gone) changes what the names below it are: each of the served
     // version's names below it must be in the window (an edited owner, or
     // an empty non-terminal between one and the apex), so that their
-    // records and links are made again. Told from the served version's
-    // count of names directly below each (`Zone::child_count`) against
-    // the window's names directly below it; else the caller signs the
-    // zone whole.
-    let cut_changed: Vec<usize> = (1..names.len())
+    // records and links are made again ([`names_below_cuts_edited`]);
+    // else the caller signs the zone whole.
+    let cuts_changed: Vec<NameBuf> = (1..names.len())
         .filter(|&at| old_cut[at].0 != new_cut[at].0)
+        .map(|at| names[at])
         .collect();
-    if !cut_changed.is_empty() {
-        let mut window_names: BTreeMap<Key, NameBuf> = BTreeMap::new();
-        for name in names.iter().skip(1) {
-            window_names.insert(Key::of(name.as_name()), *name);
-            for parent in names_between(name.as_name(), origin) {
-                window_names
-                    .entry(Key::of(parent))
-                    .or_insert_with(|| lower(parent));
-            }
-        }
-        // The window's names the served version holds, counted under their
-        // parents; a served name with records that is not edited refused.
-        let mut below_in_window: BTreeMap<Key, u32> = BTreeMap::new();
-        for (key, name) in &window_names {
-            let name = name.as_name();
-            let held = !served.owner_records(name).is_empty();
-            if held && !edited_at.contains_key(key) {
-                // Not edited: its records (glue to be signed, or signed
-                // to become glue) are not in the window.
-                if cut_changed
-                    .iter()
-                    .any(|&at| name.ends_with(names[at].as_name()))
-                {
-                    return Ok(None);
-                }
-            }
-            if held || served.has_names_below(name) {
-                if let Some(parent) = name.parent() {
-                    *below_in_window.entry(Key::of(parent)).or_default() += 1;
-                }
-            }
-        }
-        for (key, name) in &window_names {
-            let name = name.as_name();
-            let under = cut_changed
-                .iter()
-                .any(|&at| name.ends_with(names[at].as_name()));
-            if under
-                && served.child_count(name).unwrap_or(0)
-                    != below_in_window.get(key).copied().unwrap_or(0)
-            {
-                return Ok(None);
-            }
-        }
+    if !shape.cuts_checked && !names_below_cuts_edited(served, &names[1..], &cuts_changed) {
+        return Ok(None);
     }
     let glue: Vec<bool> = names
         .iter()
@@ -763,18 +727,30 @@ pub(crate) fn sign_nsec3_window_of(
         visited += previous.len();
         let before = !previous.is_empty();
         let has_records = (shape.has_records)(name);
-        let names_below = if opt_out && !has_records {
+        let hidden = below_cut(name, true);
+        let names_below = if hidden {
+            // Below a cut after the edit: no link, whatever is below it.
+            false
+        } else if opt_out && !has_records {
             // A name in the chain below it: one added says so; else, one
             // removed, whether any name is left below it (none: no link;
-            // some: not told apart from insecure delegations, so the zone
-            // is signed whole); else as before.
+            // some: when every served name below it is in the window, each
+            // said whether it stays in the chain, so none does; else not
+            // told apart from insecure delegations, and the zone is signed
+            // whole); else as before.
             match chained_below
                 .get(&Key::of(name))
                 .copied()
                 .unwrap_or_default()
             {
                 (true, _) => true,
-                (false, true) if (shape.has_names_below)(name) => return Ok(None),
+                (false, true) if (shape.has_names_below)(name) => {
+                    let below = [NameBuf::from_name(name)];
+                    if !names_below_cuts_edited(served, &names[1..], &below) {
+                        return Ok(None);
+                    }
+                    false
+                }
                 (false, true) => false,
                 (false, false) => before,
             }
@@ -782,7 +758,7 @@ pub(crate) fn sign_nsec3_window_of(
             (shape.has_names_below)(name)
         };
         let after = name.eq_ignore_case(origin)
-            || (!below_cut(name, true) && !insecure(name, true) && (has_records || names_below));
+            || (!hidden && !insecure(name, true) && (has_records || names_below));
         if !before && !after {
             continue;
         }

@@ -18,6 +18,7 @@
 //! `patch::tests::an_nsec3_patch_costs_its_change_not_the_chain` counts
 //! it at 5,000 and 50,000 names.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use tern_wire::name::Name;
@@ -176,12 +177,14 @@ pub(super) fn split<'o>(
 /// `before`, are made) and into the chain's links, and the hashes of the
 /// nodes changed made again (see the module documentation). Bound: the
 /// links changed (a part of links copied per link), the nodes changed
-/// (two hashes each) and the nodes added. Returns what the chain's own
+/// and the nodes flagged again below a cut made or removed, `reflagged`
+/// (two hashes each), and the nodes added. Returns what the chain's own
 /// tables copied (added to `work` too).
 pub(super) fn patch_chain(
     zone: &mut Zone,
     hashed: &[(Vec<u8>, &[ChangedRecord])],
     before: &[Before],
+    reflagged: &BTreeSet<u32>,
     work: &mut Work,
     scratch: &mut Vec<u8>,
     sets: &mut Vec<RRset>,
@@ -240,7 +243,14 @@ pub(super) fn patch_chain(
             .push_run(&[NodeHash::default()], &mut copied)
             .ok_or(BuildError::TooLarge { what: "nodes" })?;
     }
-    let mut again: Vec<u32> = before.iter().map(|b| b.node).collect();
+    // The names below a cut made or removed that the patch did not touch
+    // (empty non-terminals between a touched name and the cut) changed
+    // flags too: hashed again with the rest.
+    let mut again: Vec<u32> = before
+        .iter()
+        .map(|b| b.node)
+        .chain(reflagged.iter().copied())
+        .collect();
     again.sort_unstable();
     again.dedup();
     for node in again {

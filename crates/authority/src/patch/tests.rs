@@ -903,3 +903,118 @@ fn an_nsec_patch_costs_its_change_not_the_list() {
         assert!(small.1 <= 2 && small.2 <= 2, "{small:?}");
     }
 }
+
+/// A delegation made at an empty non-terminal (`a`, above the empty
+/// non-terminal `b.a` and `c.b.a`) and one removed above glue
+/// (`sub`, above `ns.sub` and `deep.ns.sub`), each patched with every
+/// name below it touched (its records unchanged): the names below are
+/// flagged again, as a whole build flags them. With a name below it left
+/// out (`e.d.c` below `c`), the zone is built whole. Before, any cut made
+/// or removed above other names was built whole.
+#[test]
+fn a_delegation_made_or_removed_above_names_it_touches_is_patched() {
+    delegations_above_touched_names(false);
+}
+
+/// [`a_delegation_made_or_removed_above_names_it_touches_is_patched`] in
+/// a zone with an NSEC3 chain, the answers with DO compared (their
+/// proofs), each step patching a whole build: the empty non-terminal
+/// `b.a`, which the patch does not touch, hashed again when `a` stops
+/// being a cut. Before, it kept the hash the builder gives a name below a
+/// cut (none), and the proofs for `b.a` and `q.b.a` differed from a whole
+/// build's.
+#[test]
+fn an_nsec3_delegation_made_or_removed_above_names_it_touches_is_patched() {
+    delegations_above_touched_names(true);
+}
+
+fn delegations_above_touched_names(nsec3: bool) {
+    let mut model = Model::new();
+    let mut add = |owner: &str, rtype: RType, rdata: Vec<u8>| {
+        model
+            .entry(name(owner).as_bytes().to_vec())
+            .or_default()
+            .push((rtype, 300, rdata));
+    };
+    add("example.", RType::SOA, soa(1));
+    add(
+        "example.",
+        RType::NS,
+        name("ns.example.").as_bytes().to_vec(),
+    );
+    add("ns.example.", RType::A, vec![192, 0, 2, 1]);
+    add("c.b.a.example.", RType::A, vec![192, 0, 2, 2]);
+    add("e.d.c.example.", RType::A, vec![192, 0, 2, 3]);
+    add(
+        "sub.example.",
+        RType::NS,
+        name("ns.sub.example.").as_bytes().to_vec(),
+    );
+    add("ns.sub.example.", RType::A, vec![192, 0, 2, 4]);
+    add("deep.ns.sub.example.", RType::A, vec![192, 0, 2, 5]);
+    if nsec3 {
+        with_nsec3_chain(&mut model, false);
+    }
+    let mut zone = build(&model).unwrap();
+    let ns = |target: &str| (RType::NS, 300, name(target).as_bytes().to_vec());
+    let steps: [(&str, Option<&str>, &[&str], bool); 4] = [
+        (
+            "a.example.",
+            Some("ns.example.net."),
+            &["c.b.a.example."],
+            true,
+        ),
+        ("c.example.", Some("ns.example.net."), &[], false),
+        (
+            "sub.example.",
+            None,
+            &["ns.sub.example.", "deep.ns.sub.example."],
+            true,
+        ),
+        ("a.example.", None, &["c.b.a.example."], true),
+    ];
+    for (step, (cut, target, below, patched)) in steps.into_iter().enumerate() {
+        let mut model_after = model.clone();
+        let records = model_after
+            .entry(name(cut).as_bytes().to_vec())
+            .or_default();
+        records.retain(|record| record.0 != RType::NS);
+        if let Some(target) = target {
+            records.push(ns(target));
+        }
+        if records.is_empty() {
+            model_after.remove(name(cut).as_bytes());
+        }
+        let apex = name("example.").as_bytes().to_vec();
+        if let Some(soa_record) = model_after
+            .get_mut(&apex)
+            .and_then(|records| records.iter_mut().find(|r| r.0 == RType::SOA))
+        {
+            soa_record.2 = soa(2 + step as u32);
+        }
+        let mut touched: Vec<Vec<u8>> = [cut, "example."]
+            .iter()
+            .chain(below)
+            .map(|owner| name(owner).as_bytes().to_vec())
+            .collect();
+        if nsec3 {
+            touched.extend(with_nsec3_chain(&mut model_after, false));
+        }
+        let context = format!("step {step}, NSEC3 {nsec3}");
+        if nsec3 {
+            // Each step from a whole build: the names below a cut there
+            // have no hashes (the last step's `b.a`).
+            zone = build(&model).unwrap();
+        }
+        match zone.patch(&changes_of(&model_after, &touched)) {
+            Ok(done) => {
+                assert!(patched, "{context}: patched");
+                assert_same(&done.zone, &build(&model_after).unwrap(), &context);
+                zone = done.zone;
+                model = model_after;
+            }
+            Err(PatchError::Rebuild(_)) => assert!(!patched, "{context}: built whole"),
+            Err(err) => panic!("{context}: {err}"),
+        }
+    }
+}

@@ -18,18 +18,24 @@
 //!   (the names below it), or DNSSEC records (the NSEC and NSEC3 chain
 //!   checks); an NS or DS below the apex (a delegation) is checked with
 //!   the owners of its NS targets in the zone (missing glue, a warning;
-//!   occluded data below a cut is silent);
+//!   occluded data below a cut is silent), and addresses (A, AAAA) that
+//!   differ with the owners of the file's NS records that name them (glue
+//!   added, changed or removed) and the owners of every in-zone target of
+//!   those owners' NS records; more of those than [`MAX_CHECKED_OWNERS`]
+//!   has the whole file checked;
 //! - at a wildcard (the glue of an NS target may be its address);
-//! - addresses (A, AAAA) of a name that an NS record of the file names
-//!   (missing glue);
 //!
 //! or when the file holds NSEC, NSEC3 or NSEC3PARAM records at all (the
 //! chain checks read every owner). Warnings at the owners not checked
 //! were reported by the previous load and are not repeated.
 //!
+//! The apex is checked with the owners of its NS targets in the zone (its
+//! glue; else it would look missing).
+//!
 //! Bound: [`crate::edited::diff`], a pass over the new records' types (and
-//! the NS records' targets when addresses changed), and a pass comparing
-//! an owner only when its length is a checked name's.
+//! the NS records' owners and targets), a second pass over the NS records
+//! when glue changed, and a pass comparing an owner only when its length
+//! is a checked name's.
 
 use tern_wire::name::{LowerNameBuf, Name};
 use tern_wire::types::RType;
@@ -97,20 +103,61 @@ pub(super) fn changed_records<'r>(
         owners.push(owner);
     }
     // The file's types: a chain of NSEC or NSEC3 records is checked whole;
-    // an NS record naming a changed address is glue that changed.
+    // an NS record naming a changed address is glue that changed: its
+    // owner is checked too, with the owners of all its NS targets in the
+    // zone (below); the apex (always checked) with the owners of its NS
+    // targets in the zone.
+    let mut cuts: Vec<LowerNameBuf> = Vec::new();
     for index in 0..records.len() {
         match records.rtype(index) {
             RType::NSEC | RType::NSEC3 | RType::NSEC3PARAM => return None,
-            RType::NS if !addresses.is_empty() => {
-                let target = Name::from_wire(records.record(index).rdata).ok()?;
-                if addresses
+            RType::NS => {
+                let record = records.record(index);
+                let target = Name::from_wire(record.rdata).ok()?;
+                if record.owner.eq_ignore_case(origin) {
+                    if target.ends_with(origin) {
+                        owners.push(target.to_lower());
+                    }
+                } else if addresses
                     .iter()
                     .any(|address| target.eq_ignore_case(address.as_name()))
                 {
+                    owners.push(record.owner.to_lower());
+                    cuts.push(record.owner.to_lower());
+                }
+                if owners.len() > MAX_CHECKED_OWNERS {
                     return None;
                 }
             }
             _ => {}
+        }
+    }
+    // The in-zone targets of every NS record at a delegation whose glue
+    // changed (one target's address changed, the others' not: their
+    // owners are checked too, else their glue looks missing): a second
+    // pass over the NS records, only when glue changed.
+    if !cuts.is_empty() {
+        cuts.sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+        cuts.dedup();
+        for index in 0..records.len() {
+            if records.rtype(index) != RType::NS {
+                continue;
+            }
+            let record = records.record(index);
+            let owner = record.owner.to_lower();
+            if cuts
+                .binary_search_by(|cut| cut.as_bytes().cmp(owner.as_bytes()))
+                .is_err()
+            {
+                continue;
+            }
+            let target = Name::from_wire(record.rdata).ok()?;
+            if target.ends_with(origin) {
+                owners.push(target.to_lower());
+                if owners.len() > MAX_CHECKED_OWNERS {
+                    return None;
+                }
+            }
         }
     }
     // The names checked: the changed owners, each ancestor of them up to

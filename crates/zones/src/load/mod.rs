@@ -128,6 +128,11 @@ pub struct SigningCost {
     /// Records read from the zone file's text: the whole file's, or those
     /// of the part a reload changed, before and after (`load::region`).
     pub parsed: usize,
+    /// Records of the file compared to find the names below a delegation
+    /// made or removed, or below an empty non-terminal an opt-out chain
+    /// may drop (`edited`, the widening of a window): none for most
+    /// reloads, the file's records (one pass each) for those.
+    pub scanned: usize,
 }
 
 /// What a signed version loaded from a zone file keeps for the next

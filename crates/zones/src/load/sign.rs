@@ -236,6 +236,7 @@ pub(super) fn sign_loaded(
             // Counted by the caller, which checks and reads.
             checked: 0,
             parsed: 0,
+            scanned: 0,
         },
     })
 }
@@ -285,21 +286,28 @@ pub(super) fn sign_edited(
     if !crate::edited::usable(name, &from, served, signer.policy, now) {
         return Ok(None);
     }
-    let Some(edits) = crate::edited::find_edits(name, &base.unsigned, records, known) else {
+    let Some(mut edits) = crate::edited::find_edits(name, &base.unsigned, records, known) else {
         return Ok(None);
     };
-    // An NSEC zone's delegation made or removed above names not edited
-    // is signed whole (`sign_edits` declines it): not checked here, or
-    // the whole load's check would report its warnings a second time.
-    if signer.policy.nsec3.is_none()
-        && edits.changes_delegations()
-        && !edits.delegations_in_window(served)
-    {
+    // A delegation made or removed above names not edited: those names
+    // are made edited owners too (the window signs what the cut changes
+    // below it), or, past the bounds, the zone is signed whole
+    // (`sign_edits` declines it): not checked here, or the whole load's
+    // check would report its warnings a second time.
+    if edits.changes_delegations() && !edits.delegations_in_window(served, records) {
         log::debug!(
-            "zone {name}: signed whole: a delegation made or removed above names not edited in \
-             an NSEC zone"
+            "zone {name}: signed whole: a delegation made or removed above too many names not \
+             edited"
         );
         return Ok(None);
+    }
+    if signer
+        .policy
+        .nsec3
+        .as_ref()
+        .is_some_and(|nsec3| nsec3.opt_out)
+    {
+        edits.widen_for_opt_out(served, records);
     }
     let mut errors = Vec::new();
     // A name added or removed: its ancestors checked too, or the whole
@@ -324,11 +332,14 @@ pub(super) fn sign_edited(
         return Err(Failure::Zone(errors));
     }
     phases.lap("edited owners found and checked");
+    // The list borrows the edits, which the signing may widen.
+    let checked_count = checked.len();
+    drop(checked);
     let Some(edit) = crate::edited::sign_edits(
         name,
         &from,
         served,
-        &edits,
+        &mut edits,
         records,
         signer.policy,
         signer.state_directory,
@@ -379,9 +390,10 @@ pub(super) fn sign_edited(
         visited: edit.visited,
         signatures,
         written: edit.kept.written(),
-        checked: checked.len(),
+        checked: checked_count,
         // Counted by the caller, which reads the file.
         parsed: 0,
+        scanned: edits.scanned(),
     };
     let version = SignedVersion {
         cost,

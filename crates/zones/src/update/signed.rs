@@ -546,6 +546,7 @@ fn nsec3_window_update(
         is_cut: &is_cut,
         has_records: &has_records,
         has_names_below: &has_names_below,
+        cuts_checked: false,
     };
     // The owners' new records (unsigned).
     let mut new_records: Vec<Vec<tern_zone::Record>> = Vec::with_capacity(names.len());

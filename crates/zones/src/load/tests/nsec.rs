@@ -91,17 +91,30 @@ fn assert_glue(zone: &Zone, text: &str, round: usize) {
 /// (its NS target out of the zone), its glue `g.del7` added in the next
 /// reload with a DS (made secure), the DS removed (insecure again) while
 /// the leaf `h9` (an address) becomes a delegation, then `del7` removed
-/// with its glue and `h9` a leaf again; then the secure delegation `sec7`
-/// removed with its glue `ns.sec7`; last, a delegation made at `up7`
-/// above names the reload does not edit (`x.up7`, `y.up7`): signed whole.
-/// Each reload is as a whole signing signs the file, and those signed as
-/// windows cost as much at 5,000 names as at 50,000. Before, each signed
-/// the whole zone (`sign_edits` declined a delegation changed in an NSEC
-/// zone).
+/// with its glue and `h9` a leaf again; the delegation `both7` and its
+/// glue `ns.both7` added in one reload (round 1), removed in one (round
+/// 5); then the secure delegation `sec7`
+/// removed with its glue `ns.sec7`; then a delegation made at the empty
+/// non-terminal `up7` above names the reload does not edit (`x.up7`,
+/// `y.up7`, `a.b.up7` below the empty non-terminal `b.up7`, and the
+/// delegation `d.up7` with its glue `ns.d.up7`: all become glue or
+/// occluded), the glue `x.up7` changed in place (alone), and `up7`
+/// removed (the names below it signed again, `d.up7` a delegation
+/// again). Each reload is signed as a window, as a whole signing signs
+/// the file, and costs as much at 5,000 names as at 50,000. Before, each
+/// signed the whole zone (`sign_edits` declined a delegation changed in
+/// an NSEC zone; then, until the names below a cut made or removed were
+/// made edited owners, the rounds of `up7`; until glue changed in place
+/// went to the window and glue that differs had only the NS records
+/// naming it checked with it, rounds 1 and 7).
 #[test]
 fn a_signed_nsec_reload_editing_delegations_costs_the_change() {
     let extra = |round: usize| {
-        let mut text = String::from("x.up7 A 192.0.2.71\ny.up7 A 192.0.2.72\n");
+        let mut text = format!(
+            "x.up7 A 192.0.2.{}\ny.up7 A 192.0.2.72\na.b.up7 A 192.0.2.73\n\
+             d.up7 NS ns.d.up7\nns.d.up7 A 192.0.2.74\n",
+            if round == 7 { 79 } else { 71 }
+        );
         if round < 5 {
             text.push_str(
                 "sec7 NS ns.sec7\nsec7 DS 12345 13 2 \
@@ -111,6 +124,9 @@ fn a_signed_nsec_reload_editing_delegations_costs_the_change() {
         }
         if (1..=3).contains(&round) {
             text.push_str("del7 NS ns.example.net.\n");
+        }
+        if (1..=4).contains(&round) {
+            text.push_str("both7 NS ns.both7\nns.both7 A 192.0.2.80\n");
         }
         if (2..=3).contains(&round) {
             text.push_str("g.del7 A 192.0.2.77\n");
@@ -124,8 +140,8 @@ fn a_signed_nsec_reload_editing_delegations_costs_the_change() {
         if round == 3 {
             text.push_str("h9 NS ns.example.net.\n");
         }
-        if round == 6 {
-            text.push_str("up7 NS ns.example.net.\n");
+        if (6..=7).contains(&round) {
+            text.push_str("up7 NS x.up7\n");
         }
         text
     };
@@ -136,6 +152,15 @@ fn a_signed_nsec_reload_editing_delegations_costs_the_change() {
             assert!(
                 types_at(zone, "del7.example.").0.is_empty(),
                 "round {round}: del7 gone"
+            );
+        }
+        if (1..=4).contains(&round) {
+            assert_delegation(zone, "both7.example.", false, round);
+            assert_glue(zone, "ns.both7.example.", round);
+        } else {
+            assert!(
+                types_at(zone, "ns.both7.example.").0.is_empty(),
+                "round {round}: ns.both7 gone"
             );
         }
         if (2..=3).contains(&round) {
@@ -166,28 +191,34 @@ fn a_signed_nsec_reload_editing_delegations_costs_the_change() {
             );
             assert_eq!(bitmap.map(|types| types.contains(&RType::A)), Some(true));
         }
-        if round == 6 {
+        if (6..=7).contains(&round) {
             assert_delegation(zone, "up7.example.", false, round);
-            assert_glue(zone, "x.up7.example.", round);
+            for glue in ["x.up7", "y.up7", "a.b.up7", "d.up7", "ns.d.up7"] {
+                assert_glue(zone, &format!("{glue}.example."), round);
+            }
         } else {
-            let (_, covered, _) = types_at(zone, "x.up7.example.");
-            assert_eq!(
-                covered,
-                vec![RType::A, RType::NSEC],
-                "round {round}: x.up7 signed"
-            );
+            for name in ["x.up7", "y.up7", "a.b.up7"] {
+                let (_, covered, _) = types_at(zone, &format!("{name}.example."));
+                assert_eq!(
+                    covered,
+                    vec![RType::A, RType::NSEC],
+                    "round {round}: {name} signed"
+                );
+            }
+            assert_delegation(zone, "d.up7.example.", false, round);
+            assert_glue(zone, "ns.d.up7.example.", round);
         }
     };
     let costs = super::nsec3::reloads_with(
         "tern-zones-nsecdeleg",
-        6,
+        8,
         &nsec_policy,
         &extra,
         &check,
-        &|round| round == 6,
+        &|_| false,
     );
     eprintln!("(visited, signatures) per reload at 5,000 and 50,000 names: {costs:?}");
-    // `reloads_with` requires rounds 1 to 5 patched, not built whole
-    // (round 6 may be either), and costs them.
+    // `reloads_with` requires each round patched, not built whole, and
+    // costs them.
     assert_eq!(costs[0], costs[1], "as much at both sizes");
 }

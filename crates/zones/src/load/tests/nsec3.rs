@@ -76,6 +76,15 @@ pub(super) fn reloads_with(
                 );
             }
             let cost = signed.cost();
+            // The widening's passes over the file (a cut made or removed
+            // above other names, an opt-out empty non-terminal): one
+            // each at most, none for the other edits.
+            let lines = text(round).lines().count();
+            eprintln!(
+                "{names} names, round {round}: {} file records scanned by the widening",
+                cost.scanned
+            );
+            assert!(cost.scanned <= 2 * lines, "round {round}: {cost:?}");
             if !whole(round) {
                 size.push((cost.visited, cost.signatures));
             }
@@ -294,11 +303,14 @@ fn opt_out_policy() -> crate::signing::Policy {
 /// added, a name added below `sub7` (whose link then comes), the first
 /// name removed, glue added below `d.sub7`, each reload signed as a
 /// window, as a whole signing signs the file, and costing as much at
-/// 5,000 names as at 50,000. Then `new.sub7` removed: `sub7` keeps only
-/// the insecure `d.sub7` below it, which the window does not tell apart
-/// from a secure name (it declines, the zone is signed whole), and its
-/// link goes as a whole signing makes it. Before, every reload of an
-/// opt-out zone signed the whole zone.
+/// 5,000 names as at 50,000. The DS of `x.e8` removed (round 3: `e8`
+/// keeps only the insecure delegations `x.e8` and `y.e8` below it, its
+/// link goes), and `new.sub7` removed (round 5: `sub7` keeps only the
+/// insecure `d.sub7` below it, its link goes): the names below `e8` and
+/// `sub7` are made edited owners, so that the window sees that none of
+/// them stays in the chain. Before, every reload of an opt-out zone
+/// signed the whole zone; then, until those names were made edited
+/// owners, rounds 3 and 5.
 #[test]
 fn a_signed_opt_out_nsec3_reload_costs_the_change() {
     let extra = |round: usize| {
@@ -306,8 +318,14 @@ fn a_signed_opt_out_nsec3_reload_costs_the_change() {
             "ins7 NS ns.example.net.\nd.sub7 NS ns.example.net.\n\
              sec7 NS ns.sec7\nsec7 DS 12345 13 2 \
              0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\n\
-             ns.sec7 A 192.0.2.70\n",
+             ns.sec7 A 192.0.2.70\nx.e8 NS ns.example.net.\ny.e8 NS ns.example.net.\n",
         );
+        if round < 3 {
+            text.push_str(
+                "x.e8 DS 12345 13 2 \
+                 0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\n",
+            );
+        }
         if round == 1 || round == 2 {
             text.push_str("h7x A 192.0.2.99\n");
         }
@@ -336,29 +354,43 @@ fn a_signed_opt_out_nsec3_reload_costs_the_change() {
         );
         assert!(!link("ns.d.sub7.example."), "round {round}: glue");
         assert!(link("sec7.example."), "round {round}: a secure delegation");
+        assert_eq!(link("x.e8.example."), round < 3, "round {round}: x.e8");
+        assert_eq!(link("e8.example."), round < 3, "round {round}: e8");
+        assert!(!link("y.e8.example."), "round {round}: y.e8");
     };
-    let costs = reloads_with(
-        "tern-zones-optout3",
-        5,
-        &opt_out_policy,
-        &extra,
-        &check,
-        &|round| round == 5,
-    );
+    let costs = reloads("tern-zones-optout3", 5, &opt_out_policy, &extra, &check);
     eprintln!("(visited, signatures) per reload at 5,000 and 50,000 names: {costs:?}");
     assert_eq!(costs[0], costs[1], "as much at both sizes");
 }
 
 /// Delegations edited by reloads of a zone signed with NSEC3, with
 /// opt-out (`opt_out`) or without: `del7` made (its NS target out of the
-/// zone), made secure by a DS, insecure again, removed; then the secure
-/// delegation `sec7` removed with its glue `ns.sec7`. Each reload is
-/// signed as a window, as a whole signing signs the file, and costs as
-/// much at 5,000 names as at 50,000. Before, each signed the whole zone
-/// (`edited::find_edits` refused an NS or DS that differs).
+/// zone), made secure by a DS, insecure again, removed; the delegation
+/// `both7` and its glue `ns.both7` added in one reload (round 1: whole
+/// before glue that differs had only the NS records naming it checked
+/// with it), removed in one; then the secure
+/// delegation `sec7` removed with its glue `ns.sec7`; then a delegation
+/// made at the empty non-terminal `up7` above names the reload does not
+/// edit (`x.up7`, `a.b.up7` below the empty non-terminal `b.up7`, the
+/// secure delegation `d.up7` with its glue: their links go), the glue
+/// `x.up7` changed in place, and `up7` removed (the links come back).
+/// Each reload is signed as a window, as a whole signing signs the file,
+/// and costs as much at 5,000 names as at 50,000. Before, each signed the
+/// whole zone (`edited::find_edits` refused an NS or DS that differs;
+/// then, until the names below a cut made or removed were made edited
+/// owners, the rounds of `up7`).
 fn delegation_reloads(prefix: &str, policy: &dyn Fn() -> crate::signing::Policy, opt_out: bool) {
     let extra = |round: usize| {
-        let mut text = String::new();
+        let mut text = format!(
+            "x.up7 A 192.0.2.{}\na.b.up7 A 192.0.2.73\nd.up7 NS ns.d.up7\n\
+             d.up7 DS 12345 13 2 \
+             0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\n\
+             ns.d.up7 A 192.0.2.74\n",
+            if round == 7 { 79 } else { 71 }
+        );
+        if (6..=7).contains(&round) {
+            text.push_str("up7 NS x.up7\n");
+        }
         if round < 5 {
             text.push_str(
                 "sec7 NS ns.sec7\nsec7 DS 12345 13 2 \
@@ -368,6 +400,9 @@ fn delegation_reloads(prefix: &str, policy: &dyn Fn() -> crate::signing::Policy,
         }
         if (1..=3).contains(&round) {
             text.push_str("del7 NS ns.example.net.\n");
+        }
+        if (1..=4).contains(&round) {
+            text.push_str("both7 NS ns.both7\nns.both7 A 192.0.2.80\n");
         }
         if round == 2 {
             text.push_str(
@@ -387,8 +422,28 @@ fn delegation_reloads(prefix: &str, policy: &dyn Fn() -> crate::signing::Policy,
         assert_eq!(link("del7.example."), del7, "round {round}: del7");
         assert_eq!(link("sec7.example."), round < 5, "round {round}: sec7");
         assert!(!link("ns.sec7.example."), "round {round}: glue");
+        assert_eq!(
+            link("both7.example."),
+            (1..=4).contains(&round) && !opt_out,
+            "round {round}: both7"
+        );
+        assert!(!link("ns.both7.example."), "round {round}: glue");
+        let below_up7 = !(6..=7).contains(&round);
+        for name in ["x.up7", "a.b.up7", "b.up7", "d.up7"] {
+            assert_eq!(
+                link(&format!("{name}.example.")),
+                below_up7,
+                "round {round}: {name}"
+            );
+        }
+        assert_eq!(
+            link("up7.example."),
+            below_up7 || !opt_out,
+            "round {round}: up7"
+        );
+        assert!(!link("ns.d.up7.example."), "round {round}: glue");
     };
-    let costs = reloads(prefix, 5, policy, &extra, &check);
+    let costs = reloads(prefix, 8, policy, &extra, &check);
     eprintln!("(visited, signatures) per reload at 5,000 and 50,000 names: {costs:?}");
     assert_eq!(costs[0], costs[1], "as much at both sizes");
 }
@@ -401,4 +456,76 @@ fn a_signed_nsec3_reload_editing_delegations_costs_the_change() {
 #[test]
 fn a_signed_opt_out_nsec3_reload_editing_delegations_costs_the_change() {
     delegation_reloads("tern-zones-n3odeleg", &opt_out_policy, true);
+}
+
+/// A delegation `up7` removed by a reload of a zone signed whole with it
+/// (the builder gave the names below it no hashes): the window's patch
+/// hashes the empty non-terminals `c.up7` and `b.c.up7` it flags again
+/// without touching them, so that the answers with DO for them and for
+/// names below them are a whole build's of the same records. Before,
+/// they kept no hash, and their proofs differed.
+#[test]
+fn a_cut_removed_from_a_zone_signed_whole_with_it_proves_the_names_below() {
+    let (dir, zone_file) = hosts_dir("tern-zones-n3uncut", 100);
+    let text = |cut: bool| {
+        hosts_text(100, |i, text| {
+            text.push_str(&host_line(i));
+            if i == 7 {
+                text.push_str("x.up7 A 192.0.2.71\na.b.c.up7 A 192.0.2.73\n");
+                if cut {
+                    text.push_str("up7 NS x.up7\n");
+                }
+            }
+        })
+    };
+    std::fs::write(&zone_file, text(true)).unwrap();
+    let (origin, sources) = signed_example_with(&dir, &zone_file, 2, nsec3_policy());
+    let first = load_all(&sources, None).unwrap();
+    let (zone, stamp) = &first.zones[0];
+    assert!(!has_link(zone, "c.up7.example."));
+    let previous = SignedServedZone(Arc::clone(zone), Arc::clone(stamp.signed().unwrap()));
+    std::fs::write(&zone_file, text(false)).unwrap();
+    let again = load_one(&sources, &origin, Some(&previous)).unwrap();
+    let (patched, stamp) = &again.zones[0];
+    assert!(patched.garbage_bytes() > 0, "patched, not built whole");
+    assert!(has_link(patched, "c.up7.example."));
+    let name = tern_wire::name::Name::from_wire(&origin).unwrap();
+    let whole = built_whole(name, &stamp.signed().unwrap().records().unwrap());
+    let answer = |zone: Arc<Zone>, qname: &str, qtype: u16| {
+        let catalog = tern_authority::Catalog::new([zone]);
+        let owner = tern_wire::name::NameBuf::from_text(qname.as_bytes(), None).unwrap();
+        let mut query = vec![0x12, 0x34, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1];
+        query.extend_from_slice(owner.as_bytes());
+        query.extend_from_slice(&qtype.to_be_bytes());
+        query.extend_from_slice(&[0, 1, 0, 0, 41, 0x10, 0, 0, 0, 0x80, 0, 0, 0]);
+        let mut out = vec![0; 65535];
+        match tern_authority::respond(
+            &catalog,
+            &query,
+            tern_authority::Transport::Tcp,
+            &tern_authority::Options::default(),
+            &mut out,
+        ) {
+            tern_authority::Response::Send(len) => out[..len].to_vec(),
+            _ => Vec::new(),
+        }
+    };
+    let whole = Arc::new(whole);
+    for qname in [
+        "c.up7.example.",
+        "b.c.up7.example.",
+        "q.c.up7.example.",
+        "q.b.c.up7.example.",
+        "a.b.c.up7.example.",
+        "up7.example.",
+    ] {
+        for qtype in [1, 16, 43] {
+            assert_eq!(
+                answer(Arc::clone(patched), qname, qtype),
+                answer(Arc::clone(&whole), qname, qtype),
+                "{qname} type {qtype} with DO"
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
