@@ -528,9 +528,54 @@ impl<'r> Edits<'r> {
             .collect()
     }
 
-    /// The edited owners' records, as one list (for the zone checks).
-    pub(crate) fn list(&self) -> List<'_> {
-        List(self.records.concat())
+    /// What the checks of the new file read for this edit: the edited
+    /// owners' records and those of the apex's NS
+    /// targets in the zone that are not edited owners, from `records`
+    /// (the file's), so that the apex's glue, not edited, is not reported
+    /// missing. Bound: a pass over `records` comparing an owner only when
+    /// its length is a target's, at most [`MAX_OWNER_EDITS`] targets.
+    pub(crate) fn checked_list(&self, origin: Name<'_>, records: &'r Records) -> List<'r> {
+        let mut list: Vec<RecordRef<'r>> = self.records.concat();
+        let apex = origin.to_lower();
+        let Ok(at) = self
+            .owners
+            .binary_search_by(|owner| owner.as_bytes().cmp(apex.as_bytes()))
+        else {
+            return List(list);
+        };
+        let mut targets: std::collections::HashSet<Vec<u8>> = std::collections::HashSet::new();
+        for record in &self.records[at] {
+            if record.rtype != RType::NS || targets.len() >= MAX_OWNER_EDITS {
+                continue;
+            }
+            let Ok(target) = Name::from_wire(record.rdata) else {
+                continue;
+            };
+            let target = target.to_lower();
+            let edited = self
+                .owners
+                .binary_search_by(|owner| owner.as_bytes().cmp(target.as_bytes()))
+                .is_ok();
+            if !edited && target.as_name().ends_with(origin) {
+                targets.insert(target.as_bytes().to_vec());
+            }
+        }
+        if targets.is_empty() {
+            return List(list);
+        }
+        let mut lengths = [false; 256];
+        for target in &targets {
+            lengths[target.len()] = true;
+        }
+        for index in 0..records.len() {
+            let record = records.record(index);
+            if lengths[record.owner.as_bytes().len()]
+                && targets.contains(record.owner.to_lower().as_bytes())
+            {
+                list.push(record);
+            }
+        }
+        List(list)
     }
 
     /// Whether the edit adds or removes names: an edited owner with no

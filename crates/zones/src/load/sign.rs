@@ -319,7 +319,7 @@ pub(super) fn sign_edited(
                 None => return Ok(None),
             }
         } else {
-            Box::new(edits.list())
+            Box::new(edits.checked_list(name, records))
         };
     for diagnostic in tern_zone::check::check_zone(name, &*checked) {
         let line = diagnostic.render(&file_of(diagnostic.location));
