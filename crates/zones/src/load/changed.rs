@@ -74,6 +74,8 @@ pub(super) fn changed_records<'r>(
         .or_else(|| crate::edited::diff(previous, records))?;
     let mut owners: Vec<LowerNameBuf> = Vec::new();
     let mut addresses: Vec<LowerNameBuf> = Vec::new();
+    // The delegations whose NS targets in the zone are all checked (below).
+    let mut cuts: Vec<LowerNameBuf> = Vec::new();
     let changed = diff
         .old
         .iter()
@@ -100,14 +102,20 @@ pub(super) fn changed_records<'r>(
         if matches!(record.rtype, RType::A | RType::AAAA) {
             addresses.push(owner);
         }
+        if delegation {
+            // Its other NS targets too (a DS added, one NS of several
+            // removed: the targets kept would look without glue).
+            cuts.push(owner);
+        }
         owners.push(owner);
     }
+    addresses.sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+    addresses.dedup();
     // The file's types: a chain of NSEC or NSEC3 records is checked whole;
     // an NS record naming a changed address is glue that changed: its
     // owner is checked too, with the owners of all its NS targets in the
     // zone (below); the apex (always checked) with the owners of its NS
     // targets in the zone.
-    let mut cuts: Vec<LowerNameBuf> = Vec::new();
     for index in 0..records.len() {
         match records.rtype(index) {
             RType::NSEC | RType::NSEC3 | RType::NSEC3PARAM => return None,
@@ -119,8 +127,10 @@ pub(super) fn changed_records<'r>(
                         owners.push(target.to_lower());
                     }
                 } else if addresses
-                    .iter()
-                    .any(|address| target.eq_ignore_case(address.as_name()))
+                    .binary_search_by(|address| {
+                        address.as_bytes().cmp(target.to_lower().as_bytes())
+                    })
+                    .is_ok()
                 {
                     owners.push(record.owner.to_lower());
                     cuts.push(record.owner.to_lower());

@@ -435,6 +435,33 @@ fn a_signed_reload_checks_the_change_not_the_zone() {
                 assert!(signed.cost().checked < 20, "{:?}", signed.cost());
                 previous = SignedServedZone(Arc::clone(zone), Arc::clone(signed));
             }
+            // The delegation edited without an address changed: a DS
+            // added, then one of its two NS records removed (with that
+            // target's address, occluded otherwise). Its NS
+            // targets in the zone are checked with it (before, neither
+            // target was, and both looked without glue).
+            let ds = format!("sub2 DS 12345 13 2 {}\n", "ab".repeat(32));
+            let edited = [
+                format!("{}{ds}", two(13)),
+                format!(
+                    "sub2 NS ns1.sub2\nns1.sub2 A 192.0.2.13\n\
+                     new2 A 192.0.2.14\n{ds}"
+                ),
+            ];
+            for (step, file) in edited.iter().enumerate() {
+                std::fs::write(&zone_file, text(file)).unwrap();
+                let again = load_one(&sources, &origin, Some(&previous)).unwrap();
+                assert!(again.errors.is_empty(), "{:?}", again.errors);
+                assert!(
+                    again.warnings.is_empty(),
+                    "step {step}: {:?}",
+                    again.warnings
+                );
+                let (zone, stamp) = &again.zones[0];
+                let signed = stamp.signed().unwrap();
+                assert!(signed.cost().checked < 20, "{:?}", signed.cost());
+                previous = SignedServedZone(Arc::clone(zone), Arc::clone(signed));
+            }
         }
         let _ = std::fs::remove_dir_all(&dir);
     }
