@@ -542,12 +542,14 @@ impl Zone {
 /// The names below `node` (whose cut flags a patch changed: a delegation
 /// made or removed there) flagged again from their parents', parents
 /// first, when every live name below it is one the patch touched
-/// (`seen`) or an empty non-terminal between one and it: a signed window
-/// (tern-zones) makes every name below such a cut an owner of the
-/// change. Each name flagged again goes into `reflagged`. `false` when a
-/// name below it was not touched (the zone is then built whole). Bound:
-/// `MAX_LABELS` parent steps per touched node, and a map's look-up per
-/// name below `node`.
+/// (`seen`) or a name between one and it (an empty non-terminal, when a
+/// signed window of tern-zones made every name below such a cut an owner
+/// of the change): each is flagged again from its parent's. Each name
+/// flagged again goes into `reflagged`. `false` when a name below it was
+/// not touched (the zone is then built whole). Bound: `MAX_LABELS`
+/// parent steps per touched node, and a map's look-up per name below
+/// `node`, for each cut the patch changes (a product of the change's
+/// cuts and names, not of the zone).
 fn reflag_below(
     zone: &mut Zone,
     node: u32,
