@@ -543,7 +543,7 @@ impl<'r> Edits<'r> {
         else {
             return List(list);
         };
-        let mut targets: std::collections::HashSet<Vec<u8>> = std::collections::HashSet::new();
+        let mut targets: Vec<LowerNameBuf> = Vec::new();
         for record in &self.records[at] {
             if record.rtype != RType::NS || targets.len() >= MAX_OWNER_EDITS {
                 continue;
@@ -557,24 +557,15 @@ impl<'r> Edits<'r> {
                 .binary_search_by(|owner| owner.as_bytes().cmp(target.as_bytes()))
                 .is_ok();
             if !edited && target.as_name().ends_with(origin) {
-                targets.insert(target.as_bytes().to_vec());
+                targets.push(target);
             }
         }
         if targets.is_empty() {
             return List(list);
         }
-        let mut lengths = [false; 256];
-        for target in &targets {
-            lengths[target.len()] = true;
-        }
-        for index in 0..records.len() {
-            let record = records.record(index);
-            if lengths[record.owner.as_bytes().len()]
-                && targets.contains(record.owner.to_lower().as_bytes())
-            {
-                list.push(record);
-            }
-        }
+        targets.sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+        targets.dedup();
+        list.extend(records_of(&targets, records).into_iter().flatten());
         List(list)
     }
 
@@ -671,6 +662,14 @@ fn owners_records<'r>(
     owners: &[LowerNameBuf],
     records: &'r Records,
 ) -> Option<Vec<Vec<RecordRef<'r>>>> {
+    let new_records = records_of(owners, records);
+    one_ttl_per_rrset(origin, &new_records).then_some(new_records)
+}
+
+/// Each of `owners`' (lowercased, each once) records in `records`, in
+/// file order. Bound: a pass over `records`, a look-up of a map of the
+/// owners for each record whose owner is as long as one of them.
+fn records_of<'r>(owners: &[LowerNameBuf], records: &'r Records) -> Vec<Vec<RecordRef<'r>>> {
     let mut lengths = [false; 256];
     for owner in owners {
         lengths[owner.as_bytes().len()] = true;
@@ -680,17 +679,17 @@ fn owners_records<'r>(
         .enumerate()
         .map(|(at, owner)| (owner.as_bytes(), at))
         .collect();
-    let mut new_records: Vec<Vec<RecordRef<'r>>> = vec![Vec::new(); owners.len()];
+    let mut found: Vec<Vec<RecordRef<'r>>> = vec![Vec::new(); owners.len()];
     for index in 0..records.len() {
         let record = records.record(index);
         if !lengths[record.owner.as_bytes().len()] {
             continue;
         }
         if let Some(&at) = at_of.get(record.owner.to_lower().as_bytes()) {
-            new_records[at].push(record);
+            found[at].push(record);
         }
     }
-    one_ttl_per_rrset(origin, &new_records).then_some(new_records)
+    found
 }
 
 /// Each edited owner's place in `owners`, by its key (any case): a

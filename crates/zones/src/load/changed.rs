@@ -121,15 +121,13 @@ pub(super) fn changed_records<'r>(
             RType::NSEC | RType::NSEC3 | RType::NSEC3PARAM => return None,
             RType::NS => {
                 let record = records.record(index);
-                let target = Name::from_wire(record.rdata).ok()?;
+                let target = Name::from_wire(record.rdata).ok()?.to_lower();
                 if record.owner.eq_ignore_case(origin) {
-                    if target.ends_with(origin) {
-                        owners.push(target.to_lower());
+                    if target.as_name().ends_with(origin) {
+                        owners.push(target);
                     }
                 } else if addresses
-                    .binary_search_by(|address| {
-                        address.as_bytes().cmp(target.to_lower().as_bytes())
-                    })
+                    .binary_search_by(|address| address.as_bytes().cmp(target.as_bytes()))
                     .is_ok()
                 {
                     owners.push(record.owner.to_lower());
