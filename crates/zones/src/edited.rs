@@ -509,19 +509,26 @@ impl<'r> Edits<'r> {
     }
 
     /// The edited owners below the apex that own an NS RRset in `served`
-    /// and none in the file, or the other way.
+    /// and none in the file, or the other way, and those that own a DNAME
+    /// in one and not in the other (what a DNAME hides is not signed and
+    /// not in the chain, as below a cut).
     fn cuts_made_or_removed(&self, served: &Zone) -> Vec<NameBuf> {
         let origin = served.origin();
+        let cut = |types: &mut dyn Iterator<Item = RType>| {
+            let (mut ns, mut dname) = (false, false);
+            for rtype in types {
+                ns |= rtype == RType::NS;
+                dname |= rtype == RType::DNAME;
+            }
+            (ns, dname)
+        };
         self.owners
             .iter()
             .zip(&self.records)
             .filter(|(owner, new)| {
                 let owner = owner.as_name();
-                let before = served
-                    .owner_records(owner)
-                    .iter()
-                    .any(|record| record.rtype == RType::NS);
-                let after = new.iter().any(|record| record.rtype == RType::NS);
+                let before = cut(&mut served.owner_records(owner).iter().map(|r| r.rtype));
+                let after = cut(&mut new.iter().map(|record| record.rtype));
                 !owner.eq_ignore_case(origin) && before != after
             })
             .map(|(owner, _)| NameBuf::from_name(owner.as_name()))
@@ -622,10 +629,12 @@ pub(crate) fn find_edits<'r>(
     let mut owners: Vec<LowerNameBuf> = vec![origin.to_lower()];
     let mut delegations = false;
     for record in changed {
-        // A delegation's NS or DS below the apex: signed as a window in an
-        // NSEC3 zone only ([`sign_edits`] says which).
-        let delegation =
-            matches!(record.rtype, RType::NS | RType::DS) && !record.owner.eq_ignore_case(origin);
+        // A delegation's NS or DS, or a DNAME, below the apex: signed as a
+        // window ([`sign_edits`]), when every name the cut or the DNAME
+        // changes below it is an edited owner
+        // ([`Edits::delegations_in_window`]).
+        let delegation = matches!(record.rtype, RType::NS | RType::DS | RType::DNAME)
+            && !record.owner.eq_ignore_case(origin);
         delegations |= delegation;
         if !delegation && !edit_stays_at_owner(record.rtype) {
             log::debug!(

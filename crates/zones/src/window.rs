@@ -216,6 +216,94 @@ pub(crate) fn names_below_cuts_edited(served: &Zone, edited: &[NameBuf], cuts: &
     })
 }
 
+/// The names the served version `served` holds strictly below `cuts` (a
+/// delegation or a DNAME made or removed at each, by an update) that are
+/// not in `known` (the update's edited owners), found by the served
+/// version's order, not by a pass over the zone: for each cut, the NSEC
+/// owners that follow it in canonical order while they are below it
+/// (the authoritative names a cut made hides; an NSEC3 zone has none to
+/// follow), and, at the cut and at each such name that is a delegation
+/// in `served`, its NS targets below it that `served` holds (the glue a
+/// cut removed makes authoritative again, or that a cut made above a
+/// delegation hides further). Names below a cut held otherwise (occluded
+/// data, or glue of a delegation below a cut removed) are not found:
+/// [`names_below_cuts_edited`], asked again with these names edited,
+/// tells (by the served version's counts of names below each) whether
+/// these are all. With how many NSEC owners and records were looked at;
+/// `None` past [`MAX_WINDOW_OWNERS`] names or [`MAX_WINDOW_SCAN`] looked
+/// at. Bound: those limits, a look-up of `served` per name found.
+pub(crate) fn names_below_served(
+    served: &Zone,
+    cuts: &[NameBuf],
+    known: &BTreeSet<Key>,
+) -> Option<(Vec<NameBuf>, usize)> {
+    let lower = |name: Name<'_>| NameBuf::from_name(name.to_lower().as_name());
+    let mut found: std::collections::BTreeMap<Key, NameBuf> = Default::default();
+    let mut looked = 0;
+    // The cuts and the delegations found below them, for their glue.
+    let mut delegations: Vec<NameBuf> = Vec::new();
+    for cut in cuts {
+        let cut = cut.as_name();
+        delegations.push(lower(cut));
+        let mut at = lower(cut);
+        loop {
+            let Some(next) = served.nsec_owners_around(at.as_name()).1 else {
+                break;
+            };
+            looked += 1;
+            if looked > MAX_WINDOW_SCAN {
+                return None;
+            }
+            if next.label_count() <= cut.label_count() || !next.ends_with(cut) {
+                break;
+            }
+            let key = Key::of(next);
+            if !known.contains(&key) {
+                found.entry(key).or_insert_with(|| lower(next));
+            }
+            if found.len() > MAX_WINDOW_OWNERS {
+                return None;
+            }
+            at = lower(next);
+        }
+    }
+    // Below the cuts, the delegations among the names found (each
+    // looked at once).
+    for name in found.values() {
+        delegations.push(*name);
+    }
+    let mut at = 0;
+    while at < delegations.len() {
+        let point = delegations[at];
+        at += 1;
+        let records = served.owner_records(point.as_name());
+        looked += records.len();
+        if looked > MAX_WINDOW_SCAN || delegations.len() > MAX_WINDOW_OWNERS {
+            return None;
+        }
+        for record in records.iter().filter(|record| record.rtype == RType::NS) {
+            let Ok(target) = Name::from_wire(record.rdata) else {
+                continue;
+            };
+            let target = lower(target);
+            let below = target.as_name().label_count() > point.as_name().label_count()
+                && target.as_name().ends_with(point.as_name());
+            let key = Key::of(target.as_name());
+            if !below || known.contains(&key) || found.contains_key(&key) {
+                continue;
+            }
+            if served.owner_records(target.as_name()).is_empty() {
+                continue;
+            }
+            found.insert(key, target);
+            if found.len() > MAX_WINDOW_OWNERS {
+                return None;
+            }
+        }
+    }
+    Some((found.into_values().collect(), looked))
+}
+
 /// A window of an NSEC zone to sign apart ([`window_of`]).
 pub(crate) struct Window {
     /// The changed owners, the apex aside.
@@ -239,9 +327,9 @@ impl Window {
 }
 
 /// The window of the served signed NSEC version `served` for a change of
-/// `changed` owners (the apex among them or not; no DNAME changed; a
-/// delegation made or removed only when every served name below it is
-/// among `changed`, [`names_below_cuts_edited`]): the apex, each changed
+/// `changed` owners (the apex among them or not; a delegation or a DNAME
+/// made or removed only when every served name below it is among
+/// `changed`, [`names_below_cuts_edited`]): the apex, each changed
 /// owner, the nearest NSEC owners of
 /// `served` before and after each (past the changed ones,
 /// [`Zone::nsec_owners_around`]), and the zone cuts above each
@@ -461,8 +549,8 @@ pub(crate) fn changed_owners<'c>(
 /// What tells a window of an NSEC3 zone the new version's shape around
 /// its owners (each asked only of the owners and the names between them
 /// and the apex): whether a name is a zone cut (a delegation or a DNAME;
-/// an edit may make or remove a delegation, read from its owners' records,
-/// never a DNAME), owns records, or has names below it.
+/// an edit may make or remove either, read from its owners' records),
+/// owns records, or has names below it.
 pub(crate) struct Nsec3Shape<'s> {
     /// Whether the name is a zone cut.
     pub(crate) is_cut: &'s dyn Fn(Name<'_>) -> bool,
@@ -519,8 +607,8 @@ pub(crate) struct Nsec3WindowSigned {
 /// (the caller checks that it did not change). The served version is
 /// patched with the owners and links that changed ([`Zone::patch`]).
 /// `Ok(None)`: not signed apart (the policy's chain not the served one,
-/// a cut made or removed above served names the window does not hold, a
-/// DNAME edited, the served chain not as expected, too many links passed over, the
+/// a cut (a delegation or a DNAME) made or removed above served names the
+/// window does not hold, the served chain not as expected, too many links passed over, the
 /// patch refused or its garbage past [`garbage_within_share`]): the caller
 /// signs the zone whole. Bound: the owners and their ancestors (the caller
 /// keeps the owners under [`MAX_WINDOW_OWNERS`]), a binary search of the
@@ -578,11 +666,6 @@ pub(crate) fn sign_nsec3_window_of(
         .iter()
         .map(|new| cut_types(&mut new.iter().map(|record| record.rtype)))
         .collect();
-    // A DNAME made or removed below the apex: what it hides is not
-    // worked out here; the caller signs the zone whole.
-    if (1..names.len()).any(|at| old_cut[at].1 != new_cut[at].1) {
-        return Ok(None);
-    }
     // Whether a name is a zone cut before and after the edit: an edited
     // owner's from its records, any other's from `shape` (the same before
     // and after, as it is not edited).
@@ -602,14 +685,16 @@ pub(crate) fn sign_nsec3_window_of(
     let below_cut = |name: Name<'_>, after: bool| {
         names_between(name, origin).any(|parent| is_cut(parent, after))
     };
-    // A delegation made or removed (an NS RRset below the apex come or
-    // gone) changes what the names below it are: each of the served
+    // A delegation or a DNAME made or removed (an NS or DNAME RRset
+    // below the apex come or gone) changes what the names below it are
+    // (a DNAME's owner stays in the chain; the names below it do not,
+    // as glue): each of the served
     // version's names below it must be in the window (an edited owner, or
     // an empty non-terminal between one and the apex), so that their
     // records and links are made again ([`names_below_cuts_edited`]);
     // else the caller signs the zone whole.
     let cuts_changed: Vec<NameBuf> = (1..names.len())
-        .filter(|&at| old_cut[at].0 != new_cut[at].0)
+        .filter(|&at| old_cut[at] != new_cut[at])
         .map(|at| names[at])
         .collect();
     if !shape.cuts_checked && !names_below_cuts_edited(served, &names[1..], &cuts_changed) {

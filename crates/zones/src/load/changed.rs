@@ -14,9 +14,12 @@
 //! doubt) when the records that differ are:
 //!
 //! - many (`diff` gives up), or more than [`MAX_CHECKED_OWNERS`] owners;
-//! - of a type whose check relates owners: NS and DS at the apex, DNAME
-//!   (the names below it), or DNSSEC records (the NSEC and NSEC3 chain
-//!   checks); an NS or DS below the apex (a delegation) is checked with
+//! - of a type whose check relates owners: NS and DS at the apex, a DNAME
+//!   at the apex, or DNSSEC records (the NSEC and NSEC3 chain checks); a
+//!   DNAME below the apex is checked with the names the file holds below
+//!   its owner (records below a DNAME, an error; found in the pass over
+//!   the types, comparing an owner only when a DNAME changed and the
+//!   owner is longer than the shortest DNAME owner); an NS or DS below the apex (a delegation) is checked with
 //!   the owners of its NS targets in the zone (missing glue, a warning;
 //!   occluded data below a cut is silent), and addresses (A, AAAA) that
 //!   differ with the owners of the file's NS records that name them (glue
@@ -76,6 +79,8 @@ pub(super) fn changed_records<'r>(
     let mut addresses: Vec<LowerNameBuf> = Vec::new();
     // The delegations whose NS targets in the zone are all checked (below).
     let mut cuts: Vec<LowerNameBuf> = Vec::new();
+    // The owners of DNAMEs that differ (added, removed or changed).
+    let mut dnames: Vec<LowerNameBuf> = Vec::new();
     let changed = diff
         .old
         .iter()
@@ -88,7 +93,15 @@ pub(super) fn changed_records<'r>(
         // may hold unchanged.
         let delegation = matches!(record.rtype, RType::NS | RType::DS)
             && !owner.as_name().eq_ignore_case(origin);
-        if (!delegation && !crate::edited::edit_stays_at_owner(record.rtype))
+        // A DNAME below the apex: its owner and ancestors are checked (two
+        // DNAMEs, a CNAME beside it, a DNAME above it), and, when it is
+        // added, the names the file holds below it (records below a
+        // DNAME), found in the pass below.
+        let dname = record.rtype == RType::DNAME && !owner.as_name().eq_ignore_case(origin);
+        if dname {
+            dnames.push(owner.clone());
+        }
+        if (!delegation && !dname && !crate::edited::edit_stays_at_owner(record.rtype))
             || owner.as_bytes().starts_with(b"\x01*")
         {
             return None;
@@ -116,7 +129,27 @@ pub(super) fn changed_records<'r>(
     // owner is checked too, with the owners of all its NS targets in the
     // zone (below); the apex (always checked) with the owners of its NS
     // targets in the zone.
+    dnames.sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+    dnames.dedup();
+    // The shortest DNAME owner's length: a record's owner is compared with
+    // them only when longer.
+    let shortest = dnames.iter().map(|name| name.as_bytes().len()).min();
     for index in 0..records.len() {
+        if let Some(shortest) = shortest {
+            let record = records.record(index);
+            let bytes = record.owner.as_bytes();
+            if bytes.len() > shortest
+                && dnames.iter().any(|dname| {
+                    bytes.len() > dname.as_bytes().len() && record.owner.ends_with(dname.as_name())
+                })
+            {
+                // A name below a DNAME: checked with it (an error).
+                owners.push(record.owner.to_lower());
+                if owners.len() > MAX_CHECKED_OWNERS {
+                    return None;
+                }
+            }
+        }
         match records.rtype(index) {
             RType::NSEC | RType::NSEC3 | RType::NSEC3PARAM => return None,
             RType::NS => {

@@ -1278,4 +1278,5 @@ fn a_signed_reload_read_in_part_is_a_whole_reading() {
 }
 
 mod nsec;
+mod dname;
 mod nsec3;

@@ -300,9 +300,11 @@ fn denial_ttls(soa: &(u32, Vec<u8>)) -> (u32, Option<&[u8]>) {
 /// The owners, the apex aside, of the records `differences` delete and
 /// add (in their order, repeated as they come), for a window; `None` when
 /// the chain cannot be signed as one: its denial TTLs changed (the SOA's
-/// TTL or minimum), or a DNAME changed. A delegation (an NS RRset below
-/// the apex) changed is let through: the NSEC and NSEC3 windows work out
-/// what a cut made or removed changes.
+/// TTL or minimum), or a DNAME changed at the apex. A delegation (an NS
+/// RRset below the apex) or a DNAME below the apex changed is let
+/// through: the NSEC and NSEC3 windows work out what a cut or a DNAME
+/// made or removed changes (the engine makes no DNAME above names, nor
+/// names below one).
 fn edited_owners<'d>(
     differences: &'d [Difference],
     origin: Name<'_>,
@@ -320,7 +322,7 @@ fn edited_owners<'d>(
     {
         let owner = Name::from_wire(&record.owner).map_err(|err| err.to_string())?;
         let apex = owner.eq_ignore_case(origin);
-        if record.rtype == RType::DNAME {
+        if record.rtype == RType::DNAME && apex {
             return Ok(None);
         }
         if !apex {
@@ -336,6 +338,63 @@ fn is_cut_in(unsigned: &ZoneRecords, name: Name<'_>) -> bool {
     unsigned
         .node(&Key::of(name))
         .is_some_and(|node| node.has(RType::NS) || node.has(RType::DNAME))
+}
+
+/// The edited owners (`owners`, below the apex) that own an NS RRset in
+/// `served` and none in `unsigned` (the updated records), or the other
+/// way, and those that own a DNAME in one and not in the other. Bound: a
+/// look-up of each per owner.
+fn cuts_made_or_removed(served: &Zone, unsigned: &ZoneRecords, owners: &[NameBuf]) -> Vec<NameBuf> {
+    owners
+        .iter()
+        .filter(|name| {
+            let name = name.as_name();
+            let records = served.owner_records(name);
+            let had = |rtype: RType| records.iter().any(|record| record.rtype == rtype);
+            let node = unsigned.node(&Key::of(name));
+            let has = |rtype: RType| node.as_ref().is_some_and(|node| node.has(rtype));
+            !name.eq_ignore_case(served.origin())
+                && (had(RType::NS) != has(RType::NS) || had(RType::DNAME) != has(RType::DNAME))
+        })
+        .copied()
+        .collect()
+}
+
+/// Whether a window of `owners` (the edited owners, lowercased, in
+/// canonical order, each once) signs what the cuts made or removed at
+/// `cuts` change below them: every name `served` holds below each is an
+/// edited owner ([`crate::window::names_below_cuts_edited`]). When some
+/// are not, the names below the cuts found by the served version's order
+/// ([`crate::window::names_below_served`]: the NSEC owners below a cut,
+/// the glue of the delegations there) are made edited owners too (their
+/// records unchanged, read from the updated records as any owner's), and
+/// the question asked again. `Some` of the NSEC owners and records looked
+/// at to find them (none when not widened); `None`: not all found, or
+/// past the window's bounds (the zone is signed whole). Bound:
+/// [`crate::window::names_below_served`]'s and
+/// [`crate::window::names_below_cuts_edited`]'s.
+fn widened_below_cuts(served: &Zone, owners: &mut Vec<NameBuf>, cuts: &[NameBuf]) -> Option<usize> {
+    if crate::window::names_below_cuts_edited(served, owners, cuts) {
+        return Some(0);
+    }
+    if cuts.len() > crate::edited::MAX_WIDENED_CUTS {
+        return None;
+    }
+    let known: BTreeSet<Key> = owners.iter().map(|name| Key::of(name.as_name())).collect();
+    let (found, looked) = crate::window::names_below_served(served, cuts, &known)?;
+    if owners.len() + found.len() > crate::window::MAX_WINDOW_OWNERS {
+        return None;
+    }
+    log::debug!(
+        "zone {}: {} names below {} cuts made or removed by an update edited too",
+        served.origin(),
+        found.len(),
+        cuts.len()
+    );
+    owners.extend(found);
+    owners.sort_unstable_by(|a, b| a.as_name().canonical_cmp(b.as_name()));
+    owners.dedup_by(|a, b| a.as_name().eq_ignore_case(b.as_name()));
+    crate::window::names_below_cuts_edited(served, owners, cuts).then_some(looked)
 }
 
 /// The signed version after `differences` made of a window of the zone,
@@ -390,30 +449,17 @@ fn window_update(
         .collect();
     owners.sort_unstable_by(|a, b| a.as_name().canonical_cmp(b.as_name()));
     owners.dedup_by(|a, b| a.as_name().eq_ignore_case(b.as_name()));
-    // A delegation made or removed (an NS RRset below the apex come or
-    // gone): every served name below it must be edited too, so that the
-    // window makes its records glue or signs them again; else the whole
-    // zone is signed.
-    let cuts: Vec<NameBuf> = owners
-        .iter()
-        .filter(|name| {
-            let before = served
-                .owner_records(name.as_name())
-                .iter()
-                .any(|record| record.rtype == RType::NS);
-            let after = unsigned
-                .node(&Key::of(name.as_name()))
-                .is_some_and(|node| node.has(RType::NS));
-            before != after
-        })
-        .copied()
-        .collect();
-    if !crate::window::names_below_cuts_edited(served, &owners, &cuts) {
+    // A delegation or a DNAME made or removed (an NS or DNAME RRset below
+    // the apex come or gone): every served name below it must be edited
+    // too, so that the window makes its records glue or signs them again
+    // (`widened_below_cuts`); else the whole zone is signed.
+    let cuts = cuts_made_or_removed(served, unsigned, &owners);
+    let Some(widened) = widened_below_cuts(served, &mut owners, &cuts) else {
         log::debug!(
             "zone {origin}: signed whole: a delegation made or removed above names not edited"
         );
         return Ok(None);
-    }
+    };
     let is_cut = |parent: Name<'_>| is_cut_in(unsigned, parent);
     let Some(window) = window_of(served, owners.iter().map(NameBuf::as_name), &is_cut) else {
         return Ok(None);
@@ -459,20 +505,40 @@ fn window_update(
     } = signed;
     let window = window.owners;
     let mut cost = Cost {
-        visited,
+        visited: visited + widened,
         signatures,
         copied: 0,
     };
     // The served version patched with the owners that changed, else built
-    // whole.
+    // whole; and with each edited owner that did not (glue that stays glue
+    // below a cut made or removed above it: the patch flags again the
+    // names below such a cut only when it touches all of them).
     let mut changes = tern_authority::ZoneChanges::new();
-    for (owner, range) in changed_owners(&out, &change) {
+    let changed = changed_owners(&out, &change);
+    for (owner, range) in &changed {
         changes.set(
-            owner,
-            out[range]
+            *owner,
+            out[range.clone()]
                 .iter()
                 .map(|record| (record.rtype, record.ttl, &record.rdata[..])),
         );
+    }
+    if !cuts.is_empty() {
+        for owner in &owners {
+            let owner = owner.as_name();
+            if changed
+                .binary_search_by(|(name, _)| name.canonical_cmp(owner))
+                .is_ok()
+            {
+                continue;
+            }
+            changes.set(
+                owner,
+                out[owner_range(&out, owner)]
+                    .iter()
+                    .map(|record| (record.rtype, record.ttl, &record.rdata[..])),
+            );
+        }
     }
     let zone = match served.patch(&changes) {
         Ok(patched) if crate::window::garbage_within_share(&patched.zone) => patched.zone,
@@ -537,8 +603,26 @@ fn nsec3_window_update(
             return Ok(None);
         }
     }
+    // The names below a delegation or a DNAME made or removed, found by
+    // the served version's order (without NSEC, a cut removed's glue
+    // alone), made edited owners too; the window checks that they are
+    // all ([`crate::window::names_below_cuts_edited`]).
+    let mut listed: Vec<NameBuf> = owners.values().copied().collect();
+    listed.sort_unstable_by(|a, b| a.as_name().canonical_cmp(b.as_name()));
+    let cuts = cuts_made_or_removed(served, unsigned, &listed);
+    let widened = if cuts.is_empty() {
+        0
+    } else {
+        let Some(looked) = widened_below_cuts(served, &mut listed, &cuts) else {
+            log::debug!(
+                "zone {origin}: signed whole: a delegation made or removed above names not edited"
+            );
+            return Ok(None);
+        };
+        looked
+    };
     let mut names: Vec<NameBuf> = vec![lower(origin)];
-    names.extend(owners.values().copied());
+    names.extend(listed);
     let is_cut = |name: Name<'_>| is_cut_in(unsigned, name);
     let has_records = |name: Name<'_>| unsigned.node(&Key::of(name)).is_some();
     let has_names_below = |name: Name<'_>| unsigned.has_names_below(&Key::of(name));
@@ -592,7 +676,7 @@ fn nsec3_window_update(
         return Ok(None);
     };
     let cost = Cost {
-        visited: signed.visited,
+        visited: signed.visited + widened,
         signatures: signed.signatures,
         copied: 0,
     };

@@ -104,7 +104,7 @@ fn hash_of(text: &str, iterations: u16, salt: &[u8]) -> tern_dnssec::nsec3::Hash
 }
 
 /// Whether `zone`'s NSEC3 chain has a link for the name `text`.
-fn has_link(zone: &Zone, text: &str) -> bool {
+pub(super) fn has_link(zone: &Zone, text: &str) -> bool {
     let (iterations, salt) = zone.nsec3_chain_params().expect("an NSEC3 chain");
     !zone
         .nsec3_link_records(&hash_of(text, iterations, salt))
@@ -289,7 +289,7 @@ fn a_signed_nsec3_reload_with_new_parameters_makes_a_new_chain() {
 }
 
 /// The policy of [`nsec3_policy`] with opt-out.
-fn opt_out_policy() -> crate::signing::Policy {
+pub(super) fn opt_out_policy() -> crate::signing::Policy {
     let mut policy = nsec3_policy();
     if let Some(nsec3) = policy.nsec3.as_mut() {
         nsec3.opt_out = true;
