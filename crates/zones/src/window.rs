@@ -246,10 +246,7 @@ pub(crate) fn names_below_served(
         let cut = cut.as_name();
         delegations.push(lower(cut));
         let mut at = lower(cut);
-        loop {
-            let Some(next) = served.nsec_owners_around(at.as_name()).1 else {
-                break;
-            };
+        while let Some(next) = served.nsec_owners_around(at.as_name()).1 {
             looked += 1;
             if looked > MAX_WINDOW_SCAN {
                 return None;

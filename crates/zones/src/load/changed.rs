@@ -99,7 +99,7 @@ pub(super) fn changed_records<'r>(
         // DNAME), found in the pass below.
         let dname = record.rtype == RType::DNAME && !owner.as_name().eq_ignore_case(origin);
         if dname {
-            dnames.push(owner.clone());
+            dnames.push(owner);
         }
         if (!delegation && !dname && !crate::edited::edit_stays_at_owner(record.rtype))
             || owner.as_bytes().starts_with(b"\x01*")

@@ -1277,6 +1277,6 @@ fn a_signed_reload_read_in_part_is_a_whole_reading() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-mod nsec;
 mod dname;
+mod nsec;
 mod nsec3;

@@ -92,10 +92,7 @@ fn a_signed_opt_out_nsec3_reload_editing_dnames_costs_the_change() {
 /// whose check would not see those names).
 #[test]
 fn a_dname_made_above_names_fails_the_reload() {
-    for policy in [
-        crate::signing::Policy::new("p".to_string()),
-        nsec3_policy(),
-    ] {
+    for policy in [crate::signing::Policy::new("p".to_string()), nsec3_policy()] {
         let (dir, zone_file) = hosts_dir("tern-zones-dnameabove", 50);
         let text = |dname: bool| {
             hosts_text(50, |i, text| {
