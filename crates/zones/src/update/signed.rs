@@ -1502,7 +1502,16 @@ mod tests {
                         }
                         continue;
                     }
-                    updates.push(match next(9) {
+                    updates.push(match next(10) {
+                        // A DNAME made or changed (the engine ignores it
+                        // at a name with names below).
+                        8 => (
+                            name,
+                            RType::DNAME,
+                            1,
+                            300,
+                            [&[1, b'a' + value % 3][..], b"\x03net\x00"].concat(),
+                        ),
                         0 => (name, RType::TXT, 1, 60, vec![1, value]),
                         1 => (name, RType::A, 1, 300, vec![192, 0, 2, value]),
                         2 => (name, RType::ANY, 255, 0, Vec::new()),
