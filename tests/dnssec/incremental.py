@@ -22,7 +22,10 @@ Checked for each zone (each step fails the script with tern's log):
    the SOA, the new name's A and NSEC (or NSEC3), the NSEC (NSEC3) whose next name
    changed, and their RRSIGs; the IXFR from 2 says the same, and the zone verifies.
    tern's log says how many signatures each signing made and kept.
-4. After a restart the zone is served with a serial above the last (4), not the
+3b. A DNAME is made at a new name (`dn DNAME example.org.`, serial 4), then removed
+   (serial 5): each difference is the SOA, the DNAME, dn's NSEC (NSEC3) and its
+   predecessor's, with their RRSIGs; the IXFR says the same, and the zone verifies.
+4. After a restart the zone is served with a serial above the last (6), not the
    file's (the serial is kept in the state directory), and verifies.
 
 Without incremental signing step 2 fails: every RRSIG differs between the versions.
@@ -259,8 +262,28 @@ zones:
                 if len(new_denial) != 2:
                     fail(f"{origin}: {denial} records changed: {sorted(new_denial)}, wanted "
                          "the new name's and its predecessor's", tern)
-                check_edit(tern, tmp, origin, 3, second,
-                           {(f"{origin}.", "SOA"), (f"added.{origin}.", "A")} | new_denial)
+                third = check_edit(tern, tmp, origin, 3, second,
+                                   {(f"{origin}.", "SOA"), (f"added.{origin}.", "A")}
+                                   | new_denial)
+
+                # 3b. A DNAME made at a new name (signed as a window since branch sign5,
+                # before whole), then removed: the DNAME, its owner's denial record, its
+                # predecessor's, the SOA.
+                text = zone_text(origin, 1, extra=True).replace(
+                    "www A 192.0.2.80", "www A 192.0.2.81")
+                dn = f"dn.{origin}."
+                previous = third
+                for version, dname in ((4, True), (5, False)):
+                    zone_file.write_text(text + ("dn DNAME example.org.\n" if dname else ""))
+                    reload_and_wait(tern, socket, origin, version)
+                    path = tmp / f"{origin}.{version}.axfr"
+                    now = set(records(axfr(tern, origin, path)))
+                    denials = {(r[0], r[2]) for r in now ^ previous if r[2] == denial}
+                    if len(denials) != 2:
+                        fail(f"{origin}: {denial} records changed with the DNAME: "
+                             f"{sorted(denials)}, wanted dn's and its predecessor's", tern)
+                    previous = check_edit(tern, tmp, origin, version, previous,
+                                          {(f"{origin}.", "SOA"), (dn, "DNAME")} | denials)
 
             log = tern.log_tail(100000)
             lines = [line for line in log.splitlines() if ": signed, " in line]
@@ -278,11 +301,11 @@ zones:
             verify(tern, UNIX, tmp / f"{UNIX}.3.axfr")
             print(f"dnssec/incremental: {UNIX} after a restart at {restarted}: serial {after}")
             for origin in ZONES:
-                if serial(tern, origin) != 4:
+                if serial(tern, origin) != 6:
                     fail(f"{origin}: serial {serial(tern, origin)} after a restart, "
-                         "not 4 (one above the last served)", tern)
-                verify(tern, origin, tmp / f"{origin}.4.axfr")
-            print("dnssec/incremental: after a restart: serial 4 served, verifies")
+                         "not 6 (one above the last served)", tern)
+                verify(tern, origin, tmp / f"{origin}.6.axfr")
+            print("dnssec/incremental: after a restart: serial 6 served, verifies")
         finally:
             tern.stop()
     print("dnssec/incremental: ok")

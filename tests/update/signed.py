@@ -17,7 +17,10 @@ For each zone:
 4. BIND, a secondary of both zones, follows by IXFR; its copy verifies.
 5. With a key file damaged, an update is answered SERVFAIL and changes nothing (the
    serial, the name, the journal); with the file back, the next update is NOERROR.
-6. `kill -9` after an update answered NOERROR: the restart serves it, signed (the
+6. DNAMEs made, changed and removed, delegations made and removed above names the
+   update does not touch: each AXFR verifies, each signed as a window where tern can
+   find the names below the cut by the served version's order (its debug log says).
+7. `kill -9` after an update answered NOERROR: the restart serves it, signed (the
    journal's unsigned changes signed again at start), and the AXFR verifies.
 
 Usage (from the repository root; loopback only; starts and stops every server):
@@ -368,6 +371,51 @@ def nsec3_sequence(tern, zone: str, tmp: pathlib.Path) -> None:
               f"whole zone's ({len(held)} links)")
 
 
+def cut_and_dname_sequence(tern, zone: str, denial: str, tmp: pathlib.Path) -> None:
+    """Issue 24: DNAMEs edited by UPDATE, and delegations made or removed above names
+    the update does not touch: names added below `up`, `up` made a delegation (they
+    become glue or occluded; with NSEC the window finds them by the served NSEC order,
+    with NSEC3 the zone is signed whole), `up` removed (signed whole: the names below it
+    are out of the chain and not its NS targets), the delegation `sub` made with its
+    glue, then removed with the glue kept (the window finds the glue as its NS target), a
+    DNAME made, changed and removed. After each the AXFR verifies (dnssec-verify,
+    ldns-verify-zone; with NSEC3 its chain is the whole zone's) and tern's debug log says
+    whether it was signed as a window, as expected."""
+    nsec = denial == "nsec"
+    steps = [
+        ("names added below up", f"update add a.up.{zone}. 60 A 192.0.2.61\n"
+                                 f"update add b.up.{zone}. 60 A 192.0.2.62\n"
+                                 f"update add c.d.up.{zone}. 60 A 192.0.2.63", True),
+        ("a delegation made above them", f"update add up.{zone}. 60 NS ns.example.org.", nsec),
+        ("the delegation removed", f"update delete up.{zone}. NS", False),
+        ("a delegation made with its glue", f"update add sub.{zone}. 60 NS ns.sub.{zone}.\n"
+                                            f"update add ns.sub.{zone}. 60 A 192.0.2.64", True),
+        ("the delegation removed, its glue kept", f"update delete sub.{zone}. NS", True),
+        ("a DNAME made", f"update add dn.{zone}. 60 DNAME example.org.", True),
+        ("the DNAME changed", f"update add dn.{zone}. 60 DNAME example.net.", True),
+        ("the DNAME removed", f"update delete dn.{zone}. DNAME", True),
+    ]
+    window = re.compile(rf"zone {re.escape(zone)}\.: an update signed as a window of \d+ owners")
+    for at, (what, commands, as_window) in enumerate(steps):
+        before = serial(tern.addr, zone)
+        windows = len(window.findall(tern.log_tail(100000)))
+        nsupdate(tern, zone, commands)
+        if serial(tern.addr, zone) == before:
+            fail(f"{zone}: {what}: the update left serial {before}")
+        signed_as_window = len(window.findall(tern.log_tail(100000))) == windows + 1
+        if signed_as_window != as_window:
+            fail(f"{zone}: {what}: signed as a window: {signed_as_window}, expected {as_window} "
+                 "(tern's log)")
+        text = axfr_verified(tern, zone, tmp / f"{zone}.cuts{at}.axfr")
+        if not nsec:
+            expected, held = expected_nsec3_chain(text, zone)
+            if expected != held:
+                fail(f"{zone}: {what}: the NSEC3 chain served differs from the one its "
+                     f"records make:\nserved {held}\nexpected {expected}")
+        how = "a window" if as_window else "the whole zone"
+        print(f"{NAME}: {zone} ({denial}): {what}, signed as {how}; the AXFR verifies")
+
+
 def resolve(unbound, qname: str, rtype: str) -> dns.message.Message:
     return ask(unbound.addr, qname, rtype, rd=True)
 
@@ -511,6 +559,7 @@ def main() -> None:
             for zone, denial in ZONES.items():
                 if denial == "nsec3":
                     nsec3_sequence(tern, zone, tmp)
+                cut_and_dname_sequence(tern, zone, denial, tmp)
 
             for zone in ZONES:
                 now = serial(tern.addr, zone)

@@ -26,6 +26,11 @@
 //! incremental signer, the served version and the kept records patched
 //! with the owners that changed (`sign_window_edits`).
 //!
+//! A DNAME below the apex added, removed or changed is taken as a cut
+//! is (the names below it are not signed and not in the chain; a valid
+//! file has none, `load::changed` checks that): its owner, signed with
+//! DNAME in its NSEC or NSEC3 bitmap, goes through the same windows.
+//!
 //! A delegation made or removed above names the edit does not touch
 //! changes those names (they become glue or occluded and leave the chain
 //! with their RRSIGs, or glue becomes authoritative and enters it): the
@@ -46,7 +51,7 @@
 //! told to give the same zone ([`sign_edits`] says `None`): a delegation
 //! made or removed above more names the edit does not touch than the
 //! window's bounds (or than [`MAX_WIDENED_CUTS`] such delegations),
-//! DNAME or a DNSSEC record among the records that differ, in an NSEC3
+//! a DNAME at the apex or a DNSSEC record among the records that differ, in an NSEC3
 //! zone with opt-out a name taken out of the chain below an empty
 //! non-terminal that keeps more other names below it than the window's
 //! bounds ([`Edits::widen_for_opt_out`], which also widens, to the same
@@ -271,8 +276,9 @@ pub(crate) fn usable(
 pub(crate) struct Edits<'r> {
     owners: Vec<LowerNameBuf>,
     records: Vec<Vec<RecordRef<'r>>>,
-    /// Whether an NS or DS record below the apex differs (a delegation
-    /// made, removed, or made secure or insecure).
+    /// Whether an NS, DS or DNAME record below the apex differs (a
+    /// delegation made, removed, or made secure or insecure; a DNAME
+    /// made, removed or changed).
     delegations: bool,
     /// Whether every served name below each delegation made or removed is
     /// among the owners, once [`Edits::delegations_in_window`] asked it.
