@@ -700,6 +700,7 @@ impl Error<'_> {
 /// clear, so TC, AA, Z, AD and RA set in a query never reach the answer.
 /// CD is copied as RFC 4035 section 3.1.6 asks of a security-aware server
 /// (Knot 3.2 and NSD 4.6 clear it; see docs/decisions/0001).
+#[inline]
 fn start_header(builder: &mut MessageBuilder<'_>, header: &Header, copy_flags: bool) {
     builder.set_id(header.id());
     builder.set_qr(true);
@@ -869,6 +870,10 @@ impl Context<'_> {
         let Ok(mut builder) = MessageBuilder::new(out, self.limit) else {
             return Response::Drop;
         };
+        if in_zone && self.negative(&mut builder, zone, origin, answer) {
+            let response = self.end(&mut builder, answer.rcode, &[]);
+            return self.extend(out, response, &[]);
+        }
         if self.start(&mut builder, true, &[]).is_none() {
             return Response::Drop;
         }
@@ -885,6 +890,77 @@ impl Context<'_> {
         writer.write_all();
         let response = self.end(&mut builder, answer.rcode, &[]);
         self.extend(out, response, &[])
+    }
+}
+
+impl Context<'_> {
+    /// The usual negative answer (NXDOMAIN or NODATA without DNSSEC
+    /// records: the apex SOA alone in the authority section) written on
+    /// `builder`, a new one, up to its OPT: the header, then the question
+    /// and the SOA from the zone's precompressed plan in one step,
+    /// [`MessageBuilder::push_question_and_planned`], the same octets as
+    /// [`Writer::write_all`] writes (`in_zone`: `origin` is the question's
+    /// name's own suffix, where the catalog found the zone). False, with
+    /// nothing written, for any other answer or when the step declines:
+    /// the caller writes it the long way.
+    #[inline]
+    fn negative(
+        &self,
+        builder: &mut MessageBuilder<'_>,
+        zone: &Zone,
+        origin: Name<'_>,
+        answer: &Answer,
+    ) -> bool {
+        if answer.authority != Authority::Soa
+            || answer.dnssec
+            || !answer.items().is_empty()
+            || !answer.proofs().is_empty()
+        {
+            return false;
+        }
+        let Some(plan) = &zone.soa_plan else {
+            return false;
+        };
+        // The SOA's one record, read where `rdata_iter` would read it
+        // (its length, then the RDATA) without making the iterator.
+        let soa = zone.rrset(zone.soa);
+        let arena = zone.rdata_at(soa.rdata_start);
+        let Some(rdata) = arena.get(..2).filter(|_| soa.count > 0).and_then(|len| {
+            let len = usize::from(u16::from_be_bytes([len[0], len[1]]));
+            arena.get(2..2 + len)
+        }) else {
+            return false;
+        };
+        debug_assert_eq!(Some(rdata), zone.rdata_iter(soa).next());
+        // Room for the OPT first, as `start` keeps it after the question;
+        // whatever does not fit goes the long way (which sets TC, or drops).
+        if self.edns.is_some()
+            && builder
+                .reserve(OPT_LEN + self.nsid.len() + self.extra.len())
+                .is_err()
+        {
+            return false;
+        }
+        let Some(origin_at) = self.question.name.len().checked_sub(origin.len()) else {
+            return false;
+        };
+        if !builder.push_question_and_planned(
+            self.question,
+            origin_at,
+            RType::SOA,
+            Section::Authority,
+            zone.negative_ttl,
+            rdata,
+            plan,
+        ) {
+            if self.edns.is_some() {
+                builder.release(OPT_LEN + self.nsid.len() + self.extra.len());
+            }
+            return false;
+        }
+        start_header(builder, self.header, true);
+        builder.set_aa(answer.authoritative);
+        true
     }
 }
 
