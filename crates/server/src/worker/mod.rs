@@ -335,8 +335,9 @@ impl Worker {
         out: &mut [u8],
     ) -> UdpAnswer {
         self.counters.count_query();
-        let key = request::cache_key(query);
-        let request = request::Request::from_query(query, key.as_ref(), TCP_SIZE);
+        let mut key = tern_cache::CacheKey::root();
+        let keyed = request::cache_key(query, &mut key);
+        let request = request::Request::from_query(query, keyed.then_some(&key), TCP_SIZE);
         let (answering, parts) = self.split();
         let answer = answering.tcp(parts.forwarder, query, request.as_ref(), peer, now, out);
         match &request {
