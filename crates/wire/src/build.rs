@@ -468,6 +468,11 @@ impl<'b> MessageBuilder<'b> {
 
     /// Checks, in debug builds, that the compression table holds every
     /// name written (see [`MessageBuilder::push_question_and_planned`]).
+    /// A release build does not look: a name written after that call finds
+    /// none of the question's or the record's labels in the table (it was
+    /// empty then and stays so), so it is written whole or compressed
+    /// against names written after the call: a longer answer than the long
+    /// way's, never a wrong one.
     #[inline(always)]
     fn debug_check_registered(&self) {
         #[cfg(debug_assertions)]
@@ -845,7 +850,17 @@ impl MessageBuilder<'_> {
     /// writes it (told `true`) after [`MessageBuilder::push_parsed_question`],
     /// the same octets, in section `section`. `origin_at`: where the owner,
     /// the zone's origin, starts in the question's name, which the caller
-    /// found the zone by (checked in debug builds).
+    /// found the zone by.
+    ///
+    /// Checked in every build: that the question's name ends, ignoring
+    /// case, with the plan's origin at `origin_at` (the record's owner and
+    /// its names below the origin are pointers there); any other
+    /// `origin_at` is declined. The caller must guarantee that `origin_at`
+    /// is where a label of the question's name starts (checked in debug
+    /// builds only): a suffix of the right octets that starts inside a
+    /// label still reads as the origin, so the answer means the same, but
+    /// its octets may differ from the long way's (the label just below the
+    /// origin is looked for in the wrong place).
     ///
     /// What it leaves out is the compression table: neither the question's
     /// labels nor the record's are registered (about 50 instructions a
@@ -855,10 +870,12 @@ impl MessageBuilder<'_> {
     /// length, and the label just below the origin is looked for where a
     /// planned name's would start.
     ///
-    /// Writes nothing and returns false when that cannot be decided so
-    /// (the plan does not apply, may not apply, or it does not fit the
-    /// limit): the caller then writes the question and the record one by
-    /// one.
+    /// Leaves the message as it was (its length, counts and limit; octets
+    /// past its end may be written) and returns false when that cannot be
+    /// decided so (the plan does not apply, may not apply, the question
+    /// does not end with the origin at `origin_at`, or it does not fit
+    /// the limit): the caller then writes the question and the record one
+    /// by one.
     #[allow(clippy::too_many_arguments)]
     pub fn push_question_and_planned(
         &mut self,
@@ -916,9 +933,14 @@ impl MessageBuilder<'_> {
         if end > self.limit || end > MAX_POINTER_TARGET {
             return false;
         }
-        let out = &mut self.buf[HEADER_LEN..end];
-        let (head, out) = out.split_at_mut(question.bytes.len());
-        head.copy_from_slice(question.bytes);
+        self.buf[HEADER_LEN..question_end].copy_from_slice(question.bytes);
+        // The pointers to the origin read the question's octets: they must
+        // be the origin's (past the message's end so far, so a decline
+        // leaves the message as it was).
+        if !self.ends_with_origin(question_end - 4, plan) {
+            return false;
+        }
+        let out = &mut self.buf[record..end];
         let (owner, tail) = out.split_at_mut(2);
         owner.copy_from_slice(&(0xc000 | origin as u16).to_be_bytes());
         tail.copy_from_slice(&plan.tail);
@@ -936,7 +958,6 @@ impl MessageBuilder<'_> {
         self.set_section(section);
         self.counts[0] = 1;
         self.counts[self.section] = 1;
-        debug_assert!(self.ends_with_origin(question_end - 4, plan));
         #[cfg(debug_assertions)]
         {
             self.unregistered = true;
@@ -1305,6 +1326,23 @@ mod tests {
                 let len = b.finish();
                 assert_eq!(at_once, &buf[..len], "{qname} at once");
             }
+        } else {
+            // A name outside, told that the origin starts at its label of
+            // the origin's length: declined (its pointers would read other
+            // octets).
+            let qname = name(qname);
+            let origin_len = origin.as_bytes().len();
+            let at_label = core::iter::successors(Some(qname.as_name()), |name| name.parent())
+                .any(|name| name.len() == origin_len);
+            if at_label {
+                let origin_at = qname.as_bytes().len() - origin_len;
+                assert_eq!(
+                    question_and_planned(&question, origin_at, soa, &plan, limit),
+                    None,
+                    "{qname} outside"
+                );
+                OUTSIDE_DECLINED.with(|count| count.set(count.get() + 1));
+            }
         }
         let second = results.pop().unwrap();
         (results.pop().unwrap(), second, planned)
@@ -1313,6 +1351,9 @@ mod tests {
     thread_local! {
         /// How many messages `question_and_planned` wrote.
         static QUESTION_AND_PLANNED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+        /// How many names outside the origin `question_and_planned` was
+        /// given as if in it.
+        static OUTSIDE_DECLINED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
     }
 
     /// The question and the SOA by `push_question_and_planned`, if it
@@ -1433,6 +1474,9 @@ mod tests {
         // The question and the SOA at once in most cases the plan is used.
         let at_once = QUESTION_AND_PLANNED.with(std::cell::Cell::get);
         assert!(at_once > used / 2 && at_once < used, "{at_once} of {used}");
+        // Every origin had names outside it of its length at a label.
+        let outside = OUTSIDE_DECLINED.with(std::cell::Cell::get);
+        assert!(outside >= origins.len(), "{outside}");
     }
 
     #[test]
