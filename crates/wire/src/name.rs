@@ -542,8 +542,8 @@ impl LowerNameBuf {
     /// octets: about 30 instructions a query). Eight octets at a time, each
     /// word lowercased ([`lowercase8`]) on its way, the last word read and
     /// written overlapping the one before (its octets lowercased twice,
-    /// which changes nothing); a name of fewer than eight octets (the
-    /// root, a label of up to five) octet by octet. One pass, without the
+    /// which changes nothing); any name of fewer than eight octets octet
+    /// by octet. One pass, without the
     /// call of a copy first. The octets past the name are not read by any
     /// method (they may be an earlier name's).
     #[inline]
