@@ -1023,7 +1023,11 @@ impl MessageBuilder<'_> {
     /// [`Precompressed::origin_words`], the last word read from in front
     /// of the origin (the question's own octets, or the header's) and
     /// masked. The caller has checked that the origin fits in front of
-    /// `end` after the header.
+    /// `end` after the header. Inlined always, for an origin of one word
+    /// (a call and its frame cost as much as the compare; `#[inline]` was
+    /// not followed); a longer origin is compared by
+    /// [`MessageBuilder::ends_with_long_origin`].
+    #[inline(always)]
     fn ends_with_origin(&self, end: usize, plan: &Precompressed) -> bool {
         if let [want] = *plan.origin_words {
             // An origin of up to eight octets (most): one word.
@@ -1036,6 +1040,13 @@ impl MessageBuilder<'_> {
             let word = u64::from_le_bytes(octets.try_into().unwrap_or([0xff; 8]));
             return lowercase8(word) & plan.origin_mask == want;
         }
+        self.ends_with_long_origin(end, plan)
+    }
+
+    /// [`MessageBuilder::ends_with_origin`] for an origin of more than
+    /// eight octets, out of line.
+    #[inline(never)]
+    fn ends_with_long_origin(&self, end: usize, plan: &Precompressed) -> bool {
         let last = plan.origin_words.len().wrapping_sub(1);
         plan.origin_words.iter().enumerate().all(|(k, &want)| {
             let Some(word) = end
