@@ -393,6 +393,10 @@ impl Worker {
 
     /// Counts an answer written now or a dropped query, and hands the
     /// outcome back; a forwarded query's answer is counted when it arrives.
+    /// Inlined always: with [`Counters::count_answer`](crate::stats::Counters::count_answer)
+    /// inlined in it, the compiler no longer did (asked with `#[inline]`
+    /// either), and the call and its frame cost what the inlining saved.
+    #[inline(always)]
     fn count(&mut self, answer: UdpAnswer, out: &[u8]) -> UdpAnswer {
         self.counters.count_type();
         match answer {
