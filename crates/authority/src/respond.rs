@@ -700,6 +700,7 @@ impl Error<'_> {
 /// clear, so TC, AA, Z, AD and RA set in a query never reach the answer.
 /// CD is copied as RFC 4035 section 3.1.6 asks of a security-aware server
 /// (Knot 3.2 and NSD 4.6 clear it; see docs/decisions/0001).
+#[inline]
 fn start_header(builder: &mut MessageBuilder<'_>, header: &Header, copy_flags: bool) {
     builder.set_id(header.id());
     builder.set_qr(true);
@@ -869,6 +870,10 @@ impl Context<'_> {
         let Ok(mut builder) = MessageBuilder::new(out, self.limit) else {
             return Response::Drop;
         };
+        if in_zone && self.negative(&mut builder, zone, origin, answer) {
+            let response = self.end(&mut builder, answer.rcode, &[]);
+            return self.extend(out, response, &[]);
+        }
         if self.start(&mut builder, true, &[]).is_none() {
             return Response::Drop;
         }
@@ -885,6 +890,77 @@ impl Context<'_> {
         writer.write_all();
         let response = self.end(&mut builder, answer.rcode, &[]);
         self.extend(out, response, &[])
+    }
+}
+
+impl Context<'_> {
+    /// The usual negative answer (NXDOMAIN or NODATA without DNSSEC
+    /// records: the apex SOA alone in the authority section) written on
+    /// `builder`, a new one, up to its OPT: the header, then the question
+    /// and the SOA from the zone's precompressed plan in one step,
+    /// [`MessageBuilder::push_question_and_planned`], the same octets as
+    /// [`Writer::write_all`] writes (`in_zone`: `origin` is the question's
+    /// name's own suffix, where the catalog found the zone). False, with
+    /// nothing written, for any other answer or when the step declines:
+    /// the caller writes it the long way.
+    #[inline]
+    fn negative(
+        &self,
+        builder: &mut MessageBuilder<'_>,
+        zone: &Zone,
+        origin: Name<'_>,
+        answer: &Answer,
+    ) -> bool {
+        if answer.authority != Authority::Soa
+            || answer.dnssec
+            || !answer.items().is_empty()
+            || !answer.proofs().is_empty()
+        {
+            return false;
+        }
+        let Some(plan) = &zone.soa_plan else {
+            return false;
+        };
+        // The SOA's one record, read where `rdata_iter` would read it
+        // (its length, then the RDATA) without making the iterator.
+        let soa = zone.rrset(zone.soa);
+        let arena = zone.rdata_at(soa.rdata_start);
+        let Some(rdata) = arena.get(..2).filter(|_| soa.count > 0).and_then(|len| {
+            let len = usize::from(u16::from_be_bytes([len[0], len[1]]));
+            arena.get(2..2 + len)
+        }) else {
+            return false;
+        };
+        debug_assert_eq!(Some(rdata), zone.rdata_iter(soa).next());
+        // Room for the OPT first, as `start` keeps it after the question;
+        // whatever does not fit goes the long way (which sets TC, or drops).
+        if self.edns.is_some()
+            && builder
+                .reserve(OPT_LEN + self.nsid.len() + self.extra.len())
+                .is_err()
+        {
+            return false;
+        }
+        let Some(origin_at) = self.question.name.len().checked_sub(origin.len()) else {
+            return false;
+        };
+        if !builder.push_question_and_planned(
+            self.question,
+            origin_at,
+            RType::SOA,
+            Section::Authority,
+            zone.negative_ttl,
+            rdata,
+            plan,
+        ) {
+            if self.edns.is_some() {
+                builder.release(OPT_LEN + self.nsid.len() + self.extra.len());
+            }
+            return false;
+        }
+        start_header(builder, self.header, true);
+        builder.set_aa(answer.authoritative);
+        true
     }
 }
 
@@ -1200,5 +1276,127 @@ impl<'a> Writer<'a, '_, '_> {
             seen.last_failed = true;
         }
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tern_wire::name::NameBuf;
+
+    use super::*;
+    use crate::ZoneBuilder;
+
+    fn name(text: &str) -> NameBuf {
+        NameBuf::from_text(text.as_bytes(), None).unwrap()
+    }
+
+    /// `example.`, its SOA's MNAME a long name outside it (the SOA record
+    /// is 224 octets in an answer); with its precompressed plan or, for
+    /// the long way, without.
+    fn zone(planned: bool) -> Catalog {
+        let origin = name("example.");
+        let mut builder = ZoneBuilder::new(origin.as_name());
+        let mname = format!("{}net.", "abcdefghi.".repeat(18));
+        let mut soa = name(&mname).as_bytes().to_vec();
+        soa.extend_from_slice(name("host.example.").as_bytes());
+        for value in [1u32, 3600, 900, 604800, 300] {
+            soa.extend_from_slice(&value.to_be_bytes());
+        }
+        builder
+            .insert(origin.as_name(), RType::SOA, RClass::IN, 3600, &soa)
+            .unwrap();
+        builder
+            .insert(
+                name("www.example.").as_name(),
+                RType::A,
+                RClass::IN,
+                60,
+                &[192, 0, 2, 1],
+            )
+            .unwrap();
+        let mut zone = builder.finish().unwrap();
+        assert!(zone.soa_plan.is_some());
+        if !planned {
+            zone.soa_plan = None;
+        }
+        Catalog::new([zone])
+    }
+
+    /// A query of `qname` and `qtype` with an OPT of UDP size 512.
+    fn query(qname: &str, qtype: RType) -> Vec<u8> {
+        let mut q = vec![0x42, 0x42, 0x01, 0, 0, 1, 0, 0, 0, 0, 0, 1];
+        q.extend_from_slice(name(qname).as_bytes());
+        q.extend_from_slice(&qtype.0.to_be_bytes());
+        q.extend_from_slice(&RClass::IN.0.to_be_bytes());
+        q.extend_from_slice(&[0, 0, 41, 2, 0, 0, 0, 0, 0, 0, 0]);
+        q
+    }
+
+    /// The usual negative answer when the room kept for the OPT and the
+    /// options added after it (here a server cookie's place, `extra`) is
+    /// all that makes it not fit: `Context::negative` reserves that room,
+    /// `push_question_and_planned` declines on the limit, the room is given
+    /// back and the long way writes what it writes without the plan (the
+    /// question alone, TC), byte for byte; for every size of the extra
+    /// options from none to more than the 512 octets hold, NXDOMAIN and
+    /// NODATA. Without the room given back, the long way kept it twice and
+    /// dropped the answers where the question fits once with it but not
+    /// twice.
+    #[test]
+    fn a_negative_answer_that_fits_only_without_the_opt_room_is_written_the_long_way() {
+        let planned = zone(true);
+        let long_way = zone(false);
+        let mut truncated_after_decline = 0;
+        let mut whole = 0;
+        for qname in ["nx.example.", "www.example."] {
+            let q = query(qname, RType::TXT);
+            let question = q.len() - 11;
+            for extra_len in 4..=520usize {
+                let mut extra = vec![0xfd, 0xe9];
+                extra.extend_from_slice(&((extra_len - 4) as u16).to_be_bytes());
+                extra.resize(extra_len, 0);
+                let room = OPT_LEN + extra_len;
+                let mut answers = Vec::new();
+                for catalog in [&planned, &long_way] {
+                    let mut out = vec![0u8; 65535];
+                    let response = respond_with(
+                        catalog,
+                        &q,
+                        Transport::Udp,
+                        &Options::default(),
+                        &extra,
+                        &mut out,
+                    );
+                    answers.push(match response {
+                        Response::Send(len) => Some(out[..len].to_vec()),
+                        Response::Drop => None,
+                    });
+                }
+                assert_eq!(answers[0], answers[1], "{qname} extra {extra_len}");
+                let Some(answer) = &answers[0] else {
+                    // The question and the room do not fit even once.
+                    assert!(
+                        question + room > CLASSIC_UDP_SIZE,
+                        "{qname} extra {extra_len}"
+                    );
+                    continue;
+                };
+                let tc = answer[2] & 0x02 != 0;
+                let authority = u16::from_be_bytes([answer[8], answer[9]]);
+                if tc {
+                    assert_eq!(authority, 0);
+                    if question + 2 * room > CLASSIC_UDP_SIZE {
+                        truncated_after_decline += 1;
+                    }
+                } else {
+                    assert_eq!(authority, 1, "{qname} extra {extra_len}");
+                    whole += 1;
+                }
+            }
+        }
+        assert!(
+            whole > 0 && truncated_after_decline > 0,
+            "{whole} {truncated_after_decline}"
+        );
     }
 }

@@ -51,26 +51,52 @@ impl CacheKey {
     /// 255 octets); no allocation.
     #[inline]
     pub fn from_query(view: &MessageView<'_>, edns: Option<&Edns<'_>>) -> Option<CacheKey> {
+        let mut key = CacheKey::root();
+        key.set_from_query(view, edns).then_some(key)
+    }
+
+    /// A key of the root, type and class 0, without EDNS: a place for
+    /// [`CacheKey::set_from_query`] to write to, made where it is called
+    /// (see [`LowerNameBuf::root`]).
+    #[inline]
+    pub fn root() -> CacheKey {
+        CacheKey {
+            name: LowerNameBuf::root(),
+            qtype: RType(0),
+            qclass: RClass(0),
+            dnssec_ok: false,
+            edns: false,
+        }
+    }
+
+    /// [`CacheKey::from_query`] written in place: the key of the query,
+    /// and true; false (the key then unspecified) where `from_query` gives
+    /// `None`. For a caller that keeps the key where it uses it: the
+    /// name's 256 octets are then not moved (a copy of about 30
+    /// instructions a query).
+    #[inline]
+    pub fn set_from_query(&mut self, view: &MessageView<'_>, edns: Option<&Edns<'_>>) -> bool {
         let header = view.header();
         if header.qr() || header.opcode() != Opcode::QUERY {
-            return None;
+            return false;
         }
         if edns.is_some_and(|edns| edns.version != 0) {
-            return None;
+            return false;
         }
         // A record in the additional section other than the OPT (a TSIG,
         // typically): the answer depends on more than the key.
         if header.counts()[3] > u16::from(edns.is_some()) {
-            return None;
+            return false;
         }
-        let question = view.question()?;
-        Some(CacheKey {
-            name: question.name.to_lower(),
-            qtype: question.qtype,
-            qclass: question.qclass,
-            dnssec_ok: edns.is_some_and(|edns| edns.dnssec_ok),
-            edns: edns.is_some(),
-        })
+        let Some(question) = view.question() else {
+            return false;
+        };
+        self.name.set_lower(question.name);
+        self.qtype = question.qtype;
+        self.qclass = question.qclass;
+        self.dnssec_ok = edns.is_some_and(|edns| edns.dnssec_ok);
+        self.edns = edns.is_some();
+        true
     }
 
     /// The two flags packed as [`BIT_EDNS`] and [`BIT_DO`].

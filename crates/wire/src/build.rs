@@ -70,6 +70,10 @@ pub struct MessageBuilder<'b> {
     section: usize,
     entries: [u16; COMPRESSION_ENTRIES],
     entry_count: usize,
+    /// Names were written without their compression targets
+    /// ([`MessageBuilder::push_question_and_planned`]): no name may follow.
+    #[cfg(debug_assertions)]
+    unregistered: bool,
 }
 
 impl<'b> MessageBuilder<'b> {
@@ -89,6 +93,8 @@ impl<'b> MessageBuilder<'b> {
             section: 0,
             entries: [0; COMPRESSION_ENTRIES],
             entry_count: 0,
+            #[cfg(debug_assertions)]
+            unregistered: false,
         })
     }
 
@@ -100,11 +106,13 @@ impl<'b> MessageBuilder<'b> {
     }
 
     /// Sets the message ID.
+    #[inline]
     pub fn set_id(&mut self, id: u16) {
         self.buf[..2].copy_from_slice(&id.to_be_bytes());
     }
 
     /// Sets or clears a flag of the third header octet (QR, opcode, AA, TC, RD).
+    #[inline]
     fn set_bit(&mut self, byte: usize, mask: u8, on: bool) {
         if on {
             self.buf[byte] |= mask;
@@ -114,41 +122,49 @@ impl<'b> MessageBuilder<'b> {
     }
 
     /// Sets QR.
+    #[inline]
     pub fn set_qr(&mut self, on: bool) {
         self.set_bit(2, 0x80, on);
     }
 
     /// Sets the opcode.
+    #[inline]
     pub fn set_opcode(&mut self, opcode: u8) {
         self.buf[2] = (self.buf[2] & 0x87) | ((opcode & 0x0f) << 3);
     }
 
     /// Sets AA.
+    #[inline]
     pub fn set_aa(&mut self, on: bool) {
         self.set_bit(2, 0x04, on);
     }
 
     /// Sets TC.
+    #[inline]
     pub fn set_tc(&mut self, on: bool) {
         self.set_bit(2, 0x02, on);
     }
 
     /// Sets RD.
+    #[inline]
     pub fn set_rd(&mut self, on: bool) {
         self.set_bit(2, 0x01, on);
     }
 
     /// Sets RA.
+    #[inline]
     pub fn set_ra(&mut self, on: bool) {
         self.set_bit(3, 0x80, on);
     }
 
     /// Sets CD.
+    #[inline]
     pub fn set_cd(&mut self, on: bool) {
         self.set_bit(3, 0x10, on);
     }
 
     /// Sets the low four bits of the rcode (the rest goes into the OPT).
+    #[inline]
     pub fn set_rcode(&mut self, rcode: Rcode) {
         self.buf[3] = (self.buf[3] & 0xf0) | rcode.header_bits();
     }
@@ -450,6 +466,22 @@ impl<'b> MessageBuilder<'b> {
         Ok(())
     }
 
+    /// Checks, in debug builds, that the compression table holds every
+    /// name written (see [`MessageBuilder::push_question_and_planned`]).
+    /// A release build does not look: a name written after that call finds
+    /// none of the question's or the record's labels in the table (it was
+    /// empty then and stays so), so it is written whole or compressed
+    /// against names written after the call: a longer answer than the long
+    /// way's, never a wrong one.
+    #[inline(always)]
+    fn debug_check_registered(&self) {
+        #[cfg(debug_assertions)]
+        assert!(
+            !self.unregistered,
+            "a name written after push_question_and_planned"
+        );
+    }
+
     fn write(&mut self, bytes: &[u8]) -> Result<(), TruncationError> {
         let end = self.len + bytes.len();
         if end > self.limit {
@@ -466,6 +498,7 @@ impl<'b> MessageBuilder<'b> {
     /// Reads the labels back from the buffer (the name's own, as written):
     /// no walk of the name beside it.
     fn register(&mut self, start: usize) {
+        self.debug_check_registered();
         let mut pos = start;
         // Bound: each step moves past one label of a name already written
         // (at most MAX_LABELS), and `pos` stays below `len`.
@@ -483,6 +516,7 @@ impl<'b> MessageBuilder<'b> {
 
     /// Finds an entry whose name in the buffer equals `suffix`, ignoring case.
     fn find(&self, suffix: Name<'_>) -> Option<usize> {
+        self.debug_check_registered();
         self.entries[..self.entry_count]
             .iter()
             .map(|&offset| usize::from(offset))
@@ -809,6 +843,128 @@ impl MessageBuilder<'_> {
         }
     }
 
+    /// A negative answer's question and its planned record at once, for a
+    /// builder that holds only the header and a message that ends after
+    /// the record (an OPT may follow, nothing else): the question copied as
+    /// received, then the record as [`MessageBuilder::push_precompressed_in`]
+    /// writes it (told `true`) after [`MessageBuilder::push_parsed_question`],
+    /// the same octets, in section `section`. `origin_at`: where the owner,
+    /// the zone's origin, starts in the question's name, which the caller
+    /// found the zone by.
+    ///
+    /// Checked in every build: that the question's name ends, ignoring
+    /// case, with the plan's origin at `origin_at` (the record's owner and
+    /// its names below the origin are pointers there); any other
+    /// `origin_at` is declined. The caller must guarantee that `origin_at`
+    /// is where a label of the question's name starts (checked in debug
+    /// builds only): a suffix of the right octets that starts inside a
+    /// label still reads as the origin, so the answer means the same, but
+    /// its octets may differ from the long way's (the label just below the
+    /// origin is looked for in the wrong place).
+    ///
+    /// What it leaves out is the compression table: neither the question's
+    /// labels nor the record's are registered (about 50 instructions a
+    /// question, read back label by label), so no name may be written after
+    /// it (checked in debug builds). The labels are not walked for the
+    /// plan's conditions either: the question's labels are bounded by its
+    /// length, and the label just below the origin is looked for where a
+    /// planned name's would start.
+    ///
+    /// Leaves the message as it was (its length, counts and limit; octets
+    /// past its end may be written) and returns false when that cannot be
+    /// decided so (the plan does not apply, may not apply, the question
+    /// does not end with the origin at `origin_at`, or it does not fit
+    /// the limit): the caller then writes the question and the record one
+    /// by one.
+    #[allow(clippy::too_many_arguments)]
+    pub fn push_question_and_planned(
+        &mut self,
+        question: &Question<'_>,
+        origin_at: usize,
+        rtype: RType,
+        section: Section,
+        ttl: u32,
+        rdata: &[u8],
+        plan: &Precompressed,
+    ) -> bool {
+        let name_len = question.name.len();
+        let origin_len = usize::from(plan.origin_len);
+        // The question's labels: each at least two octets, the root one.
+        let most_labels = (name_len - 1) / 2;
+        if self.len != HEADER_LEN
+            || self.counts != [0; 4]
+            || !core::ptr::eq(question.name.as_bytes().as_ptr(), question.bytes.as_ptr())
+            || name_len + 4 != question.bytes.len()
+            || origin_at + origin_len != name_len
+            || rdata.len() != usize::from(plan.rdata_len)
+            || rtype != plan.rtype
+            || question.name.is_root()
+            || most_labels + usize::from(plan.labels) > COMPRESSION_ENTRIES
+        {
+            return false;
+        }
+        let origin = HEADER_LEN + origin_at;
+        debug_assert!(
+            core::iter::successors(Some(question.name), |name| name.parent())
+                .any(|name| name.len() == origin_len),
+            "the origin starts at a label of the question's name"
+        );
+        // No name below the origin may share the question's label just
+        // below it. Where a planned name's label would start: a length
+        // octet there that is not a label's start only sends the caller
+        // the long way.
+        let name = question.name.as_bytes();
+        for planned in &plan.names[..usize::from(plan.count)] {
+            if planned.below == NOT_BELOW {
+                continue;
+            }
+            let len = usize::from(planned.below_len);
+            if let Some(at) = origin_at.checked_sub(len + 1) {
+                if name[at] == planned.below_len
+                    && shares_label(planned, rdata, &name[at..origin_at])
+                {
+                    return false;
+                }
+            }
+        }
+        let question_end = HEADER_LEN + question.bytes.len();
+        let record = question_end;
+        let end = record + 2 + plan.tail.len();
+        if end > self.limit || end > MAX_POINTER_TARGET {
+            return false;
+        }
+        self.buf[HEADER_LEN..question_end].copy_from_slice(question.bytes);
+        // The pointers to the origin read the question's octets: they must
+        // be the origin's (past the message's end so far, so a decline
+        // leaves the message as it was).
+        if !self.ends_with_origin(question_end - 4, plan) {
+            return false;
+        }
+        let out = &mut self.buf[record..end];
+        let (owner, tail) = out.split_at_mut(2);
+        owner.copy_from_slice(&(0xc000 | origin as u16).to_be_bytes());
+        tail.copy_from_slice(&plan.tail);
+        out[6..10].copy_from_slice(&ttl.to_be_bytes());
+        for &(at, target) in &plan.pointers[..usize::from(plan.pointer_count)] {
+            let target = if target & RECORD_RELATIVE != 0 {
+                record + usize::from(target & !RECORD_RELATIVE)
+            } else {
+                origin + usize::from(target)
+            };
+            let at = usize::from(at);
+            out[at..at + 2].copy_from_slice(&(0xc000 | target as u16).to_be_bytes());
+        }
+        self.len = end;
+        self.set_section(section);
+        self.counts[0] = 1;
+        self.counts[self.section] = 1;
+        #[cfg(debug_assertions)]
+        {
+            self.unregistered = true;
+        }
+        true
+    }
+
     /// Where `owner` stands in the question, if the plan holds for this
     /// message (see [`Precompressed`]). The question's labels are read
     /// from the compression table, which holds where each begins (the
@@ -867,7 +1023,11 @@ impl MessageBuilder<'_> {
     /// [`Precompressed::origin_words`], the last word read from in front
     /// of the origin (the question's own octets, or the header's) and
     /// masked. The caller has checked that the origin fits in front of
-    /// `end` after the header.
+    /// `end` after the header. Inlined always, for an origin of one word
+    /// (a call and its frame cost as much as the compare; `#[inline]` was
+    /// not followed); a longer origin is compared by
+    /// [`MessageBuilder::ends_with_long_origin`].
+    #[inline(always)]
     fn ends_with_origin(&self, end: usize, plan: &Precompressed) -> bool {
         if let [want] = *plan.origin_words {
             // An origin of up to eight octets (most): one word.
@@ -880,6 +1040,13 @@ impl MessageBuilder<'_> {
             let word = u64::from_le_bytes(octets.try_into().unwrap_or([0xff; 8]));
             return lowercase8(word) & plan.origin_mask == want;
         }
+        self.ends_with_long_origin(end, plan)
+    }
+
+    /// [`MessageBuilder::ends_with_origin`] for an origin of more than
+    /// eight octets, out of line.
+    #[inline(never)]
+    fn ends_with_long_origin(&self, end: usize, plan: &Precompressed) -> bool {
         let last = plan.origin_words.len().wrapping_sub(1);
         plan.origin_words.iter().enumerate().all(|(k, &want)| {
             let Some(word) = end
@@ -1152,9 +1319,88 @@ mod tests {
         if in_zone {
             let told = results.pop().unwrap();
             assert_eq!(results.last(), Some(&told), "{qname} told in the zone");
+            let origin_at = name(qname).as_bytes().len() - origin.as_bytes().len();
+            let at_once = question_and_planned(&question, origin_at, soa, &plan, limit);
+            assert!(
+                at_once.is_none() || planned,
+                "{qname}: at once, not planned"
+            );
+            if let Some(at_once) = at_once {
+                QUESTION_AND_PLANNED.with(|count| count.set(count.get() + 1));
+                let mut buf = [0u8; 1024];
+                let limit = HEADER_LEN + question.len() + limit;
+                let mut b = MessageBuilder::new(&mut buf, limit).unwrap();
+                b.push_question_bytes(&question).unwrap();
+                b.set_section(Section::Authority);
+                b.push_record(origin.as_name(), RType::SOA, RClass::IN, 300, soa)
+                    .unwrap();
+                let len = b.finish();
+                assert_eq!(at_once, &buf[..len], "{qname} at once");
+            }
+        } else {
+            // A name outside, told that the origin starts at its label of
+            // the origin's length: declined (its pointers would read other
+            // octets).
+            let qname = name(qname);
+            let origin_len = origin.as_bytes().len();
+            let at_label = core::iter::successors(Some(qname.as_name()), |name| name.parent())
+                .any(|name| name.len() == origin_len);
+            if at_label {
+                let origin_at = qname.as_bytes().len() - origin_len;
+                assert_eq!(
+                    question_and_planned(&question, origin_at, soa, &plan, limit),
+                    None,
+                    "{qname} outside"
+                );
+                OUTSIDE_DECLINED.with(|count| count.set(count.get() + 1));
+            }
         }
         let second = results.pop().unwrap();
         (results.pop().unwrap(), second, planned)
+    }
+
+    thread_local! {
+        /// How many messages `question_and_planned` wrote.
+        static QUESTION_AND_PLANNED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+        /// How many names outside the origin `question_and_planned` was
+        /// given as if in it.
+        static OUTSIDE_DECLINED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
+
+    /// The question and the SOA by `push_question_and_planned`, if it
+    /// wrote them; a builder it declined is left as it was.
+    fn question_and_planned(
+        question: &[u8],
+        origin_at: usize,
+        soa: &[u8],
+        plan: &Precompressed,
+        limit: usize,
+    ) -> Option<Vec<u8>> {
+        let (qname, at) = Name::parse_prefix(question).unwrap();
+        let parsed = Question {
+            name: qname,
+            qtype: RType::SOA,
+            qclass: RClass::IN,
+            bytes: &question[..at + 4],
+        };
+        let mut buf = [0u8; 1024];
+        let limit = HEADER_LEN + question.len() + limit;
+        let mut b = MessageBuilder::new(&mut buf, limit).unwrap();
+        let written = b.push_question_and_planned(
+            &parsed,
+            origin_at,
+            RType::SOA,
+            Section::Authority,
+            300,
+            soa,
+            plan,
+        );
+        if !written {
+            assert!(b.is_empty() && b.counts == [0; 4] && b.limit() == limit);
+            return None;
+        }
+        let len = b.finish();
+        Some(buf[..len].to_vec())
     }
 
     fn soa_rdata(mname: &str, rname: &str) -> Vec<u8> {
@@ -1236,6 +1482,12 @@ mod tests {
         }
         // The plan is used in most cases, and not in all.
         assert!(used > cases / 2 && used < cases, "{used} of {cases}");
+        // The question and the SOA at once in most cases the plan is used.
+        let at_once = QUESTION_AND_PLANNED.with(std::cell::Cell::get);
+        assert!(at_once > used / 2 && at_once < used, "{at_once} of {used}");
+        // Every origin had names outside it of its length at a label.
+        let outside = OUTSIDE_DECLINED.with(std::cell::Cell::get);
+        assert!(outside >= origins.len(), "{outside}");
     }
 
     #[test]

@@ -7,7 +7,7 @@ use bumpalo::Bump;
 use tern_authority::cookie::CookieCheck;
 use tern_authority::{respond_to, respond_to_at, Response, Transport};
 use tern_cache::forward::Forwarder;
-use tern_cache::ResponseCache;
+use tern_cache::{CacheKey, ResponseCache};
 
 use super::answering::{Answering, Peer};
 use super::request::{cache_key, forward_key, head_len, Request, UdpAnswer};
@@ -35,8 +35,9 @@ impl Answering<'_> {
     ) -> UdpAnswer {
         // On the stack, where it is made: a `Request` (with its cache key)
         // is a few hundred octets, which a move into the arena copied.
-        let key = cache_key(query);
-        let made = Request::from_query(query, key.as_ref(), self.full_udp_size);
+        let mut key = CacheKey::root();
+        let keyed = cache_key(query, &mut key);
+        let made = Request::from_query(query, keyed.then_some(&key), self.full_udp_size);
         let Some(request) = made.as_ref() else {
             counters.set_type_of(query);
             if let Some(answer) = self.ixfr_over_udp(query, peer, out) {

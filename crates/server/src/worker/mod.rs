@@ -335,8 +335,9 @@ impl Worker {
         out: &mut [u8],
     ) -> UdpAnswer {
         self.counters.count_query();
-        let key = request::cache_key(query);
-        let request = request::Request::from_query(query, key.as_ref(), TCP_SIZE);
+        let mut key = tern_cache::CacheKey::root();
+        let keyed = request::cache_key(query, &mut key);
+        let request = request::Request::from_query(query, keyed.then_some(&key), TCP_SIZE);
         let (answering, parts) = self.split();
         let answer = answering.tcp(parts.forwarder, query, request.as_ref(), peer, now, out);
         match &request {
@@ -392,6 +393,10 @@ impl Worker {
 
     /// Counts an answer written now or a dropped query, and hands the
     /// outcome back; a forwarded query's answer is counted when it arrives.
+    /// Inlined always: with [`Counters::count_answer`](crate::stats::Counters::count_answer)
+    /// inlined in it, the compiler no longer did (asked with `#[inline]`
+    /// either), and the call and its frame cost what the inlining saved.
+    #[inline(always)]
     fn count(&mut self, answer: UdpAnswer, out: &[u8]) -> UdpAnswer {
         self.counters.count_type();
         match answer {

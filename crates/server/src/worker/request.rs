@@ -64,15 +64,17 @@ pub(crate) enum Forwarding {
     Dropped,
 }
 
-/// The cache key of a query, to be kept by the caller (on its stack) for
-/// [`Request::from_query`]; `None` for a query no key can be made for
-/// (malformed, not a plain QUERY, EDNS version above 0, an additional
+/// The cache key of a query, written into `key`, which the caller keeps
+/// (on its stack, where it made it: written in place, its name is not
+/// moved) for [`Request::from_query`]; false for a query no key can be made
+/// for (malformed, not a plain QUERY, EDNS version above 0, an additional
 /// record other than OPT such as a TSIG).
 #[inline(always)]
-pub(super) fn cache_key(query: &Query<'_>) -> Option<CacheKey> {
-    let view = query.message().ok()?;
-    let edns = query.edns().ok()?;
-    CacheKey::from_query(view, edns.as_ref())
+pub(super) fn cache_key(query: &Query<'_>, key: &mut CacheKey) -> bool {
+    let (Ok(view), Ok(edns)) = (query.message(), query.edns()) else {
+        return false;
+    };
+    key.set_from_query(view, edns.as_ref())
 }
 
 impl<'q> Request<'q> {
