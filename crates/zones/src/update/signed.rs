@@ -1386,6 +1386,9 @@ mod tests {
             )
             .unwrap();
             assert_eq!(served_meaning(&update.zone), meaning(&whole.zone.records));
+            // `meaning` reads signatures' types and key tags: the ones at
+            // the owners that changed verify.
+            assert!(crate::verified::assert_changed_rrsigs_verify(&served, &update.zone) > 0);
             served = update.zone;
             // The served (patched) version's records, walked, are in
             // canonical order.
@@ -1570,6 +1573,7 @@ mod tests {
                 meaning(&whole.zone.records),
                 "group {group}"
             );
+            assert!(crate::verified::assert_changed_rrsigs_verify(&served, &update.zone) > 0);
             if nsec {
                 delegation_points += assert_nsec_cuts(&update.zone);
             }
@@ -1917,6 +1921,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(served_meaning(&update.zone), meaning(&whole.zone.records));
+        assert!(crate::verified::assert_changed_rrsigs_verify(served, &update.zone) > 0);
         (update.zone, update.records)
     }
 
