@@ -14,13 +14,16 @@ For each zone:
    CDNSKEY anywhere; DNSKEY and NSEC3PARAM at the apex) and change nothing. A
    prerequisite "DNSKEY exists" at the apex holds (NOERROR) and "DNSKEY does not exist"
    is YXRRSET: prerequisites see the signer's keys, as Knot's do.
-4. BIND, a secondary of both zones, follows by IXFR; its copy verifies.
-5. With a key file damaged, an update is answered SERVFAIL and changes nothing (the
-   serial, the name, the journal); with the file back, the next update is NOERROR.
-6. DNAMEs made, changed and removed, delegations made and removed above names the
+4. In the NSEC3 zone, names added and deleted below new and old empty non-terminals
+   and the apex changed: each signed as a window, the AXFR verifies, and its NSEC3
+   chain is the one the whole zone's signing makes.
+5. DNAMEs made, changed and removed, delegations made and removed above names the
    update does not touch: each AXFR verifies, each signed as a window where tern can
    find the names below the cut by the served version's order (its debug log says).
-7. `kill -9` after an update answered NOERROR: the restart serves it, signed (the
+6. BIND, a secondary of both zones, follows by IXFR; its copy verifies.
+7. With a key file damaged, an update is answered SERVFAIL and changes nothing (the
+   serial, the name, the journal); with the file back, the next update is NOERROR.
+8. `kill -9` after an update answered NOERROR: the restart serves it, signed (the
    journal's unsigned changes signed again at start), and the AXFR verifies.
 
 Usage (from the repository root; loopback only; starts and stops every server):

@@ -51,7 +51,7 @@ use ring::signature::{
     RSA_PKCS1_2048_8192_SHA256,
 };
 use tern_wire::name::{Name, NameBuf};
-use tern_wire::types::RType;
+use tern_wire::types::{RClass, RType};
 use tern_zone::check::{check_zone, has_errors};
 use tern_zone::{parse_bytes, NoInclude, Options, Record};
 
@@ -606,7 +606,8 @@ fn check(
                     ttl,
                     &rdata,
                     sig,
-                    key,
+                    key.algorithm(),
+                    key.public_key(),
                 )
                 .unwrap_or_else(|()| {
                     fail!("{name} {}: the signature does not verify", RType(rtype))
@@ -796,8 +797,48 @@ fn check(
     }
 }
 
-/// Whether `sig` by `key` verifies over the RRset, rebuilt here in
-/// canonical form (RFC 4034 section 3.1.8.1).
+/// Whether the RRSIG `rrsig` (its RDATA) verifies with the DNSKEY `dnskey`
+/// (its RDATA; algorithm 8, 13 or 15) over the class IN RRset at `owner`
+/// of the type it covers, whose records' RDATA are `rdata` (any order),
+/// with its original TTL, and is valid at `now` (inception to expiration,
+/// as plain numbers). For tests: that a signing made no signature over
+/// data that since changed, and kept none.
+pub fn rrsig_verifies(
+    owner: Name<'_>,
+    rdata: &[&[u8]],
+    rrsig: &[u8],
+    dnskey: &[u8],
+    now: u32,
+) -> bool {
+    let Some(sig) = parse_rrsig(rrsig) else {
+        return false;
+    };
+    let Some((&[_, _, _, number], public)) = dnskey.split_first_chunk::<4>() else {
+        return false;
+    };
+    let Some(algorithm) = Algorithm::from_number(number) else {
+        return false;
+    };
+    sig.algorithm == number
+        && sig.inception <= now
+        && now <= sig.expiration
+        && verify(
+            owner,
+            RClass::IN.0,
+            sig.covered,
+            sig.original_ttl,
+            rdata,
+            &sig,
+            algorithm,
+            public,
+        )
+        .is_ok()
+}
+
+/// Whether `sig` by the key of `algorithm` and `public` (its DNSKEY's
+/// public key field) verifies over the RRset, rebuilt here in canonical
+/// form (RFC 4034 section 3.1.8.1).
+#[allow(clippy::too_many_arguments)]
 fn verify(
     owner: Name<'_>,
     class: u16,
@@ -805,7 +846,8 @@ fn verify(
     ttl: u32,
     rdata: &[&[u8]],
     sig: &Rrsig<'_>,
-    key: &SigningKey,
+    algorithm: Algorithm,
+    public: &[u8],
 ) -> Result<(), ()> {
     let owner = owner.to_lower();
     let mut data = sig.prefix.to_vec();
@@ -817,8 +859,7 @@ fn verify(
         data.extend_from_slice(&(rdata.len() as u16).to_be_bytes());
         data.extend_from_slice(&rdata);
     }
-    let public = key.public_key();
-    match key.algorithm() {
+    match algorithm {
         Algorithm::EcdsaP256Sha256 => {
             let mut point = vec![0x04];
             point.extend_from_slice(public);
@@ -1009,6 +1050,44 @@ mod tests {
             )
         }));
         assert!(broken.is_err());
+    }
+
+    /// `rrsig_verifies`: an A RRset's RRSIG verifies with the apex's
+    /// DNSKEY over that RRset while valid, and not over the RRset with
+    /// one address changed (a signature kept over data that changed), nor
+    /// after its expiration.
+    #[test]
+    fn an_rrsig_verifies_over_its_rrset_only() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus/sign_zone");
+        let zone = Input::read(&std::fs::read(dir.join("nsec-csk-p256")).unwrap()).unwrap();
+        let signed = zone.sign();
+        let dnskeys: Vec<&[u8]> = signed
+            .iter()
+            .filter(|r| r.rtype == RType::DNSKEY)
+            .map(|r| r.rdata.as_slice())
+            .collect();
+        let sig = signed
+            .iter()
+            .find(|r| r.rtype == RType::RRSIG && r.rdata[..2] == RType::A.0.to_be_bytes())
+            .unwrap();
+        let mut rrset: Vec<Vec<u8>> = signed
+            .iter()
+            .filter(|r| {
+                r.rtype == RType::A && r.owner.as_name().eq_ignore_case(sig.owner.as_name())
+            })
+            .map(|r| r.rdata.clone())
+            .collect();
+        let owner = sig.owner.as_name();
+        let verifies = |rrset: &[Vec<u8>], now: u64| {
+            let rdata: Vec<&[u8]> = rrset.iter().map(Vec::as_slice).collect();
+            dnskeys
+                .iter()
+                .any(|key| rrsig_verifies(owner, &rdata, &sig.rdata, key, now as u32))
+        };
+        assert!(verifies(&rrset, INCEPTION + 1));
+        assert!(!verifies(&rrset, EXPIRATION + 1));
+        rrset[0][3] ^= 1;
+        assert!(!verifies(&rrset, INCEPTION + 1));
     }
 
     #[test]

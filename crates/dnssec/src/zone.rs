@@ -46,9 +46,10 @@
 //! [`sign_zone_into`] signs the same on several threads, handing the
 //! signed records on in canonical order as they are made.
 //!
-//! Not handled in this slice: names below a DNAME are signed like any
-//! other (RFC 6672 occlusion is not modelled), and the zone is assumed to
-//! have passed `tern_zone::check` (one class, no CNAME beside other data).
+//! Names below a DNAME are occluded as names below a delegation are
+//! (RFC 6672 section 2.3): neither signed nor chained. The zone is assumed
+//! to have passed `tern_zone::check` (one class, no CNAME beside other
+//! data, no records below a DNAME).
 
 use std::cmp::Ordering;
 use std::collections::HashSet;

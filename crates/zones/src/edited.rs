@@ -289,7 +289,8 @@ pub(crate) struct Edits<'r> {
 }
 
 impl<'r> Edits<'r> {
-    /// Whether an NS or DS record below the apex differs: the checks then
+    /// Whether an NS, DS or DNAME record below the apex differs (a
+    /// delegation or a DNAME made, removed or changed): the checks then
     /// relate owners (`load::changed`), and an NSEC zone's edit is signed
     /// as a window ([`sign_edits`]) when [`Edits::delegations_in_window`].
     pub(crate) fn changes_delegations(&self) -> bool {

@@ -55,6 +55,8 @@ pub mod signing;
 pub mod start;
 pub mod state;
 pub mod update;
+#[cfg(test)]
+mod verified;
 mod window;
 mod work;
 pub mod xot;

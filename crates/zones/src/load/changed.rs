@@ -19,7 +19,9 @@
 //!   DNAME below the apex is checked with the names the file holds below
 //!   its owner (records below a DNAME, an error; found in the pass over
 //!   the types, comparing an owner only when a DNAME changed and the
-//!   owner is longer than the shortest DNAME owner); an NS or DS below the apex (a delegation) is checked with
+//!   owner is longer than the shortest DNAME owner), unless more than
+//!   [`MAX_CHECKED_DNAMES`] DNAMEs differ; an NS or DS below the apex (a
+//!   delegation) is checked with
 //!   the owners of its NS targets in the zone (missing glue, a warning;
 //!   occluded data below a cut is silent), and addresses (A, AAAA) that
 //!   differ with the owners of the file's NS records that name them (glue
@@ -36,7 +38,9 @@
 //! glue; else it would look missing).
 //!
 //! Bound: [`crate::edited::diff`], a pass over the new records' types (and
-//! the NS records' owners and targets), a second pass over the NS records
+//! the NS records' owners and targets; when DNAMEs differ, each owner
+//! longer than the shortest of them compared with at most
+//! [`MAX_CHECKED_DNAMES`] DNAME owners), a second pass over the NS records
 //! when glue changed, and a pass comparing an owner only when its length
 //! is a checked name's.
 
@@ -47,6 +51,12 @@ use tern_zone::{RecordList, RecordRef, Records};
 /// The most owners (changed, their ancestors and the apex) checked apart
 /// from the whole file; past it, the whole file is checked.
 pub(super) const MAX_CHECKED_OWNERS: usize = 4096;
+
+/// The most DNAMEs below the apex a reload may add, remove or change for
+/// the names below them to be found apart from the whole file's check
+/// (each owner of the file longer than the shortest is compared with
+/// every one of them); past it, the whole file is checked.
+pub(super) const MAX_CHECKED_DNAMES: usize = crate::edited::MAX_WIDENED_CUTS;
 
 /// The records of the owners a reload changed, their ancestors' and the
 /// apex's, in file order: what is checked instead of the whole file.
@@ -131,6 +141,11 @@ pub(super) fn changed_records<'r>(
     // targets in the zone.
     dnames.sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
     dnames.dedup();
+    // Each owner below the shortest is compared with every DNAME: past
+    // a few, the whole file is checked (as bounded as this pass).
+    if dnames.len() > MAX_CHECKED_DNAMES {
+        return None;
+    }
     // The shortest DNAME owner's length: a record's owner is compared with
     // them only when longer.
     let shortest = dnames.iter().map(|name| name.as_bytes().len()).min();

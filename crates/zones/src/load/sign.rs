@@ -251,10 +251,10 @@ pub(super) fn sign_loaded(
 /// The records of the edited owners (and the apex) are checked here, as
 /// the whole file is otherwise (errors as [`Failure::Zone`], warnings into
 /// `warnings`): every error `check_zone` finds is at one owner or the
-/// apex, but for records below a DNAME (no DNAME changes here, and the
-/// edited owners were in the previous version, below none; names added or
-/// removed have their ancestors checked too, as [`super::changed`] says, or
-/// the whole file by the caller); warnings that
+/// apex, but for records below a DNAME (a DNAME that differs is checked
+/// with the names the file holds below it, [`super::changed`], as names
+/// added or removed are with their ancestors, or the whole file by the
+/// caller); warnings that
 /// relate names (glue, the NSEC chain of a signed file) are not repeated.
 pub(super) fn sign_edited(
     origin: &NameBuf,

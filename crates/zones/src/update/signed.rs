@@ -24,8 +24,10 @@
 //! owners' order) and keeping no copy of its signed records for the next
 //! group, so the signing costs the change, not the zone; otherwise (NSEC3
 //! with a new salt, with opt-out a name removed below an empty
-//! non-terminal that keeps other names below it, a key step due, a delegation or DNAME changed, the SOA's TTL or minimum
-//! changed, a large group) the whole zone goes through
+//! non-terminal that keeps other names below it, a key step due, a delegation
+//! or DNAME made or removed above served names the group does not edit
+//! and past the widening's bounds, a DNAME at the apex changed, the SOA's
+//! TTL or minimum changed, a large group) the whole zone goes through
 //! [`crate::signing::sign_again`]. The signed version is what is served
 //! and what the IXFR difference is of; a signing that fails leaves the
 //! zone as it was and answers SERVFAIL.
@@ -400,8 +402,9 @@ fn widened_below_cuts(served: &Zone, owners: &mut Vec<NameBuf>, cuts: &[NameBuf]
 /// The signed version after `differences` made of a window of the zone,
 /// or `None` when the whole zone is to be signed (an NSEC3 zone's window
 /// not signed apart, [`nsec3_window_update`]; a rollover step due, a DNAME
-/// changed, a delegation made or removed above served names the change
-/// does not edit ([`crate::window::names_below_cuts_edited`]), the SOA's
+/// at the apex changed, a delegation or DNAME made or removed above served
+/// names the change does not edit and the widening does not find
+/// ([`crate::window::names_below_cuts_edited`]), the SOA's
 /// TTL or minimum changed, too many owners or NSEC owners to pass over).
 /// A delegation made, removed, made secure or insecure is signed as any
 /// window is: the incremental signer signs its DS and NSEC alone, keeps
@@ -1383,6 +1386,9 @@ mod tests {
             )
             .unwrap();
             assert_eq!(served_meaning(&update.zone), meaning(&whole.zone.records));
+            // `meaning` reads signatures' types and key tags: the ones at
+            // the owners that changed verify.
+            assert!(crate::verified::assert_changed_rrsigs_verify(&served, &update.zone) > 0);
             served = update.zone;
             // The served (patched) version's records, walked, are in
             // canonical order.
@@ -1567,6 +1573,7 @@ mod tests {
                 meaning(&whole.zone.records),
                 "group {group}"
             );
+            assert!(crate::verified::assert_changed_rrsigs_verify(&served, &update.zone) > 0);
             if nsec {
                 delegation_points += assert_nsec_cuts(&update.zone);
             }
@@ -1914,6 +1921,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(served_meaning(&update.zone), meaning(&whole.zone.records));
+        assert!(crate::verified::assert_changed_rrsigs_verify(served, &update.zone) > 0);
         (update.zone, update.records)
     }
 

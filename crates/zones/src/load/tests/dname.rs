@@ -89,7 +89,10 @@ fn a_signed_opt_out_nsec3_reload_editing_dnames_costs_the_change() {
 /// A DNAME made above names the reload does not touch: the file has
 /// records below a DNAME, an error of the whole file's check, which the
 /// reload reports (it is not signed as a window of the edited owners,
-/// whose check would not see those names).
+/// whose check would not see those names). The changed owners' check
+/// finds it: the warning of a delegation without glue, which the whole
+/// file's check repeats (as before the DNAME was checked with the names
+/// below it: the reload was signed whole), is not repeated.
 #[test]
 fn a_dname_made_above_names_fails_the_reload() {
     for policy in [crate::signing::Policy::new("p".to_string()), nsec3_policy()] {
@@ -98,7 +101,7 @@ fn a_dname_made_above_names_fails_the_reload() {
             hosts_text(50, |i, text| {
                 text.push_str(&host_line(i));
                 if i == 7 {
-                    text.push_str("a.up8 A 192.0.2.81\n");
+                    text.push_str("a.up8 A 192.0.2.81\nsub NS ns.sub\n");
                     if dname {
                         text.push_str("up8 DNAME example.net.\n");
                     }
@@ -108,6 +111,13 @@ fn a_dname_made_above_names_fails_the_reload() {
         std::fs::write(&zone_file, text(false)).unwrap();
         let (origin, sources) = signed_example_with(&dir, &zone_file, 2, policy);
         let first = load_all(&sources, None).unwrap();
+        let no_glue = |warnings: &[String]| {
+            warnings
+                .iter()
+                .filter(|w| w.contains("ns.sub.example. has no A or AAAA"))
+                .count()
+        };
+        assert_eq!(no_glue(&first.warnings), 1, "{:?}", first.warnings);
         let (zone, stamp) = &first.zones[0];
         let previous = SignedServedZone(Arc::clone(zone), Arc::clone(stamp.signed().unwrap()));
         std::fs::write(&zone_file, text(true)).unwrap();
@@ -121,6 +131,53 @@ fn a_dname_made_above_names_fails_the_reload() {
             "{:?}",
             again.errors
         );
+        assert_eq!(no_glue(&again.warnings), 0, "{:?}", again.warnings);
         let _ = std::fs::remove_dir_all(&dir);
     }
+}
+
+/// A reload that adds more DNAMEs than [`super::super::changed::MAX_CHECKED_DNAMES`]
+/// has the whole file checked (each owner would be compared with every
+/// DNAME: 2,000 DNAMEs in a zone of a million records, 2e9 compares),
+/// as many as that a window of the changed owners: the records checked
+/// counted.
+#[test]
+fn a_reload_adding_many_dnames_checks_the_whole_file() {
+    let names = 1_000;
+    let most = super::super::changed::MAX_CHECKED_DNAMES;
+    let (dir, zone_file) = hosts_dir("tern-zones-dnamemany", names);
+    let text = |dnames: usize| {
+        hosts_text(names, |i, text| {
+            text.push_str(&host_line(i));
+            // Apart, so that the reload's difference finds them.
+            if i % 8 == 0 && i / 8 < dnames {
+                text.push_str(&format!("d{i} DNAME example.net.\n"));
+            }
+        })
+    };
+    std::fs::write(&zone_file, text(0)).unwrap();
+    let (origin, sources) = signed_example(&dir, &zone_file, 2);
+    let first = load_all(&sources, None).unwrap();
+    let (zone, stamp) = &first.zones[0];
+    let mut previous = SignedServedZone(Arc::clone(zone), Arc::clone(stamp.signed().unwrap()));
+    let mut checked = Vec::new();
+    for dnames in [most, most + 1] {
+        std::fs::write(&zone_file, text(dnames)).unwrap();
+        let again = load_one(&sources, &origin, Some(&previous)).unwrap();
+        assert!(again.errors.is_empty(), "{:?}", again.errors);
+        let (zone, stamp) = &again.zones[0];
+        let signed = stamp.signed().unwrap();
+        checked.push(signed.cost().checked);
+        previous = SignedServedZone(Arc::clone(zone), Arc::clone(signed));
+        // Back to none, so that the next round adds them all.
+        std::fs::write(&zone_file, text(0)).unwrap();
+        let again = load_one(&sources, &origin, Some(&previous)).unwrap();
+        let (zone, stamp) = &again.zones[0];
+        previous = SignedServedZone(Arc::clone(zone), Arc::clone(stamp.signed().unwrap()));
+    }
+    // The changed owners (each DNAME's, its address's) and the apex's;
+    // then every record of the file.
+    assert!(checked[0] < 4 * most, "{checked:?}");
+    assert!(checked[1] > names, "{checked:?}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
