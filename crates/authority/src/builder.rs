@@ -866,6 +866,7 @@ impl ZoneBuilder {
             nsec: Default::default(),
             nsec3: None,
             glue_sources: Default::default(),
+            targets: Default::default(),
             hashed_nodes,
             dead_nodes: 0,
             garbage,
@@ -877,6 +878,7 @@ impl ZoneBuilder {
         set_flags(&mut zone);
         check(&mut zone)?;
         resolve_glue(&mut zone)?;
+        zone.targets = crate::targets::index(&zone, zone.glue_sources.iter());
         index_nsec(&mut zone);
         zone.nsec3 = index_nsec3(&zone)?.map(Arc::new);
         Ok(zone)

@@ -1,8 +1,9 @@
 //! A sorted list in parts shared between a zone's versions, so that a
 //! patch that adds or removes an entry copies the entry's part, not the
 //! list: the NSEC3 chain's links (`crate::nsec3::Links`), the NSEC owners
-//! in canonical order and the owners of RRsets with additional-section
-//! targets (`crate::Zone`'s `nsec` and `glue_sources`).
+//! in canonical order, the owners of RRsets with additional-section
+//! targets (`crate::Zone`'s `nsec` and `glue_sources`) and those targets'
+//! names (`crate::targets`).
 //!
 //! A list of at most [`Parts::MAX_PART`] entries is flat: one shared
 //! slice, one allocation (none when empty), as most zones' lists are. A
@@ -305,6 +306,21 @@ impl<T: Keyed> Parts<T> {
     pub(crate) fn covering(&self, order: impl Fn(&T::Key) -> Ordering) -> Option<&T> {
         self.before(self.bound(&order, true))
             .or_else(|| self.last())
+    }
+
+    /// The entries from the first not below what `order` seeks, in
+    /// order: a range of the list is this, taken while in the range.
+    /// Bound: two binary searches, then one step an entry taken.
+    pub(crate) fn iter_from(
+        &self,
+        order: impl Fn(&T::Key) -> Ordering,
+    ) -> impl Iterator<Item = &T> {
+        let (first, index) = self.bound(&order, false);
+        (first..self.part_count()).flat_map(move |part| {
+            let entries = self.part(part).unwrap_or_default();
+            let skip = if part == first { index } else { 0 };
+            entries.get(skip..).unwrap_or_default()
+        })
     }
 
     /// The last entry strictly before what `order` seeks and the first

@@ -184,6 +184,12 @@ pub struct Zone {
     /// MX, SRV, SVCB, HTTPS), ascending: what a patch that changes a
     /// possible target resolves again. In shared parts, as `nsec`.
     pub(crate) glue_sources: Parts<u32>,
+    /// The names inside the zone that those RRsets' targets name, each
+    /// with the node naming it, in canonical order: what a patch that
+    /// changes a name's addresses, a wildcard or a cut resolves again
+    /// (`crate::targets`). In shared parts, as `nsec`; none allocated
+    /// when no target is inside the zone.
+    pub(crate) targets: crate::targets::Targets,
     /// Nodes owning NSEC3 records (outside the tree).
     pub(crate) hashed_nodes: u32,
     /// Nodes marked [`FLAG_DEAD`].
@@ -539,6 +545,7 @@ impl Zone {
             + self.rdata.size_bytes()
             + self.glue.size_bytes()
             + self.extra.size_bytes()
+            + self.nsec3.as_ref().map_or(0, |chain| chain.table_bytes())
     }
 
     //--- Reading one name, for the update thread (docs/decisions/0019)
