@@ -235,3 +235,68 @@ pub(crate) fn is_sorted(zone: &crate::zone::Zone, index: &Targets) -> bool {
             == Ordering::Less
     })
 }
+
+//=========== Tests ==========================================================
+
+#[cfg(test)]
+mod tests {
+    use tern_wire::name::NameBuf;
+    use tern_wire::types::RClass;
+
+    use crate::ZoneBuilder;
+
+    use super::*;
+
+    fn name(text: &str) -> NameBuf {
+        NameBuf::from_text(text.as_bytes(), None).unwrap()
+    }
+
+    /// An entry is two `u32`s, and only the targets inside the zone are
+    /// entries, one a name and owner (case folded): a zone whose RRsets
+    /// name only names outside it (most hosted zones: NS and MX at their
+    /// provider) holds an empty index, which allocates nothing.
+    #[test]
+    fn only_targets_inside_the_zone_are_entries() {
+        assert_eq!(core::mem::size_of::<Target>(), 8);
+        let origin = name("example.");
+        let mut soa = name("ns.example.net.").as_bytes().to_vec();
+        soa.extend_from_slice(name("host.example.net.").as_bytes());
+        soa.extend_from_slice(&[0; 20]);
+        let mut builder = ZoneBuilder::new(origin.as_name());
+        let mut insert = |owner: &str, rtype: RType, rdata: &[u8]| {
+            builder
+                .insert(name(owner).as_name(), rtype, RClass::IN, 300, rdata)
+                .unwrap();
+        };
+        insert("example.", RType::SOA, &soa);
+        insert("example.", RType::NS, name("ns1.example.net.").as_bytes());
+        let mut mx = vec![0, 10];
+        mx.extend_from_slice(name("mail.example.net.").as_bytes());
+        insert("example.", RType::MX, &mx);
+        let outside = builder.finish().unwrap();
+        assert!(outside.targets.is_empty());
+        assert!(matches!(&outside.targets, Parts::Flat(slice) if slice.is_empty()));
+
+        let mut builder = ZoneBuilder::new(origin.as_name());
+        let mut insert = |owner: &str, rtype: RType, rdata: &[u8]| {
+            builder
+                .insert(name(owner).as_name(), rtype, RClass::IN, 300, rdata)
+                .unwrap();
+        };
+        insert("example.", RType::SOA, &soa);
+        insert("example.", RType::NS, name("ns1.example.net.").as_bytes());
+        insert("example.", RType::NS, name("NS2.example.").as_bytes());
+        let mut mx = vec![0, 10];
+        mx.extend_from_slice(name("ns2.Example.").as_bytes());
+        insert("example.", RType::MX, &mx);
+        insert("a.example.", RType::NS, name("ns.a.example.").as_bytes());
+        let inside = builder.finish().unwrap();
+        assert_eq!(
+            pairs(&inside, &inside.targets),
+            [
+                ("ns.a.example.".to_string(), "a.example.".to_string()),
+                ("ns2.example.".to_string(), "example.".to_string()),
+            ]
+        );
+    }
+}

@@ -1406,3 +1406,45 @@ fn glue_patches_equal_whole_builds() {
         zone = patched.zone;
     }
 }
+
+/// The time of a patch that removes, then adds back, the address of one
+/// host (`h1`, which one MX names) in [`glue_model`]'s zone of 100,000
+/// hosts (10,000 MX records naming hosts): for docs/benchmarks.md, not a
+/// check. `cargo test --release -p tern-authority --lib
+/// address_patch_timing -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn address_patch_timing() {
+    let hosts = 100_000;
+    let mut model = glue_model(hosts);
+    let mut current = build(&model).unwrap();
+    let apex = name("example.").as_bytes().to_vec();
+    let h1 = name("h1.example.").as_bytes().to_vec();
+    let mut times = Vec::new();
+    let mut resolved = Vec::new();
+    for step in 0..200u32 {
+        set_serial(&mut model, step + 2);
+        let records = if step % 2 == 0 {
+            vec![(RType::TXT, 300, vec![1, b'x'])]
+        } else {
+            vec![(RType::A, 300, vec![192, 0, 2, 9])]
+        };
+        model.insert(h1.clone(), records);
+        let changes = changes_of(&model, &[h1.clone(), apex.clone()]);
+        let start = std::time::Instant::now();
+        let patched = current.patch(&changes).unwrap();
+        times.push(start.elapsed());
+        resolved.push(patched.work.glue_resolved);
+        current = patched.zone;
+    }
+    times.sort();
+    resolved.sort();
+    resolved.dedup();
+    eprintln!(
+        "{hosts} names: an address removed or added back, patched in {:?} (median of {}; least {:?}, most {:?}); RRsets' glue resolved: {resolved:?}",
+        times[times.len() / 2],
+        times.len(),
+        times[0],
+        times[times.len() - 1]
+    );
+}
