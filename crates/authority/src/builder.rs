@@ -865,7 +865,6 @@ impl ZoneBuilder {
             expired: false,
             nsec: Default::default(),
             nsec3: None,
-            glue_sources: Default::default(),
             targets: Default::default(),
             hashed_nodes,
             dead_nodes: 0,
@@ -878,7 +877,6 @@ impl ZoneBuilder {
         set_flags(&mut zone);
         check(&mut zone)?;
         resolve_glue(&mut zone)?;
-        zone.targets = crate::targets::index(&zone, zone.glue_sources.iter());
         index_nsec(&mut zone);
         zone.nsec3 = index_nsec3(&zone)?.map(Arc::new);
         Ok(zone)
@@ -1465,7 +1463,7 @@ fn resolve_glue(zone: &mut Zone) -> Result<(), BuildError> {
         }
     }
     zone.glue = Arena::from_vec(&table);
-    zone.glue_sources = crate::parts::Parts::from_sorted(&sources);
+    zone.targets = crate::targets::index(zone, sources.iter());
     Ok(())
 }
 

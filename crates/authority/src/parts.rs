@@ -1,9 +1,8 @@
 //! A sorted list in parts shared between a zone's versions, so that a
 //! patch that adds or removes an entry copies the entry's part, not the
 //! list: the NSEC3 chain's links (`crate::nsec3::Links`), the NSEC owners
-//! in canonical order, the owners of RRsets with additional-section
-//! targets (`crate::Zone`'s `nsec` and `glue_sources`) and those targets'
-//! names (`crate::targets`).
+//! in canonical order (`crate::Zone`'s `nsec`) and the names the
+//! additional-section targets of RRsets name (`crate::targets`).
 //!
 //! A list of at most [`Parts::MAX_PART`] entries is flat: one shared
 //! slice, one allocation (none when empty), as most zones' lists are. A
@@ -41,7 +40,7 @@ pub(crate) trait Keyed: Clone {
 }
 
 /// A node id, its own key (ordered by the node's name for the NSEC
-/// owners, by the id for the owners of RRsets with glue).
+/// owners).
 impl Keyed for u32 {
     type Key = u32;
 
@@ -183,7 +182,9 @@ impl<T: Keyed> Parts<T> {
         }
     }
 
-    /// The entries in order.
+    /// The entries in order (for tests: the zone reads ranges,
+    /// [`Parts::iter_from`]).
+    #[cfg(test)]
     pub(crate) fn iter(&self) -> impl Iterator<Item = &T> {
         (0..self.part_count()).flat_map(|part| self.part(part).unwrap_or_default())
     }

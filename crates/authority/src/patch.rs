@@ -429,29 +429,8 @@ impl Zone {
             check_node(&zone, b.node)?;
         }
 
-        // 6: glue. The glue owners' list and the targets' index first:
-        // the touched nodes' entries replaced where they changed.
-        let mut sources_changed = false;
-        for b in &before {
-            sources_changed |= b.source != facts(&zone, b.node).source;
-        }
-        if sources_changed {
-            // Each node that became or ceased to be a source added or
-            // removed in its part of the list (ascending ids), the parts'
-            // copies counted apart from the NSEC list's.
-            let mut sources = core::mem::take(&mut zone.glue_sources);
-            let mut copied = Work::default();
-            let changes = before
-                .iter()
-                .map(|b| (b.node, b.source, facts(&zone, b.node).source));
-            sources.apply(
-                changes,
-                |&node| move |other: &u32| other.cmp(&node),
-                &mut copied,
-            );
-            work.bytes_copied += copied.bytes_copied;
-            zone.glue_sources = sources;
-        }
+        // 6: glue. The targets' index first: the touched nodes' entries
+        // replaced where they changed.
         let mut targets = core::mem::take(&mut zone.targets);
         let mut copied = Work::default();
         let (mut was, mut now) = (Vec::new(), Vec::new());

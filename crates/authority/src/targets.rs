@@ -124,8 +124,8 @@ pub(crate) fn targets_of(zone: &impl TargetZone, node: u32, out: &mut Vec<Target
     out.dedup_by(|a, b| name(a).canonical_cmp(name(b)) == Ordering::Equal);
 }
 
-/// The targets of a zone's glue sources (`Zone::glue_sources`, in
-/// ascending order), built whole. Bound: the sources' records, and a sort
+/// The targets of the RRsets of `sources` (the nodes owning RRsets with
+/// additional-section targets, ascending), built whole. Bound: the sources' records, and a sort
 /// of their targets.
 pub(crate) fn index<'s>(zone: &impl TargetZone, sources: impl Iterator<Item = &'s u32>) -> Targets {
     let mut all = Vec::new();
