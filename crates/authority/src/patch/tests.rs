@@ -720,6 +720,43 @@ fn an_nsec3_patch_costs_its_change_not_the_chain() {
     }
 }
 
+/// [`Zone::table_bytes`] counts the NSEC3 chain's tables (its links and
+/// each node's hashes), which it left out before (the chain moved to
+/// parts): the garbage share a patched zone is rebuilt at is a share of
+/// them too.
+#[test]
+fn table_bytes_count_the_nsec3_chain() {
+    let mut model = Model::new();
+    model.insert(
+        name("example.").as_bytes().to_vec(),
+        vec![(RType::SOA, 3600, soa(1))],
+    );
+    for i in 0..100 {
+        model.insert(
+            name(&format!("h{i}.example.")).as_bytes().to_vec(),
+            vec![(RType::A, 300, vec![192, 0, 2, 1])],
+        );
+    }
+    with_nsec3_chain(&mut model, false);
+    let zone = build(&model).unwrap();
+    let chain = zone.nsec3.as_ref().unwrap();
+    let others = zone.names.size_bytes()
+        + zone.nodes.size_bytes()
+        + zone.rrsets.size_bytes()
+        + zone.rdata.size_bytes()
+        + zone.glue.size_bytes()
+        + zone.extra.size_bytes();
+    // 101 links (the apex and the hosts), a hash pair for each node.
+    let least = 101 * core::mem::size_of::<crate::nsec3::Link>()
+        + zone.nodes.end() as usize * core::mem::size_of::<crate::nsec3::NodeHash>();
+    assert!(
+        zone.table_bytes() >= others + least,
+        "{} octets of tables, {others} without the chain, {least} at least in it",
+        zone.table_bytes()
+    );
+    assert_eq!(zone.table_bytes(), others + chain.table_bytes());
+}
+
 /// A signed NSEC zone: the apex (SOA, an RRSIG over it, an NSEC) and each
 /// of `hosts` with an A record and an NSEC (their next names do not
 /// matter to answering; the order list is by owner).
