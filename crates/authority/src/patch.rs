@@ -208,7 +208,15 @@ fn only_soa_changed(base: &Zone, zone: &Zone, node: u32) -> bool {
 fn lineage(base: &Zone, zone: &Zone, before: &[Before], glue_changed: &[u32]) -> Lineage {
     let mut names: BTreeMap<&[u8], bool> = BTreeMap::new();
     for &node in glue_changed {
-        names.entry(zone.node_name(node).as_bytes()).or_default();
+        let name = zone.node_name(node);
+        names.entry(name.as_bytes()).or_default();
+        // A wildcard's glue is in the answers it makes for the names
+        // below its parent.
+        if name.is_wildcard() {
+            if let Some(parent) = name.parent() {
+                names.insert(parent.as_bytes(), true);
+            }
+        }
     }
     for b in before {
         let after = facts(zone, b.node);
@@ -458,8 +466,9 @@ impl Zone {
             glue_again(&zone, b, &after, &mut again);
         }
         let mut glue = Vec::new();
-        // The glue owners whose glue changed: their answers' additional
-        // sections did.
+        // The glue owners whose glue was written again, then those whose
+        // glue resolves to other nodes: their answers' additional
+        // sections changed.
         let mut glue_changed: Vec<u32> = Vec::new();
         for &node in &again {
             let first = zone.node(node).rrsets_start;
@@ -489,6 +498,8 @@ impl Zone {
                 slot.glue_count = glue.len() as u16;
             }
         }
+
+        glue_changed.retain(|&node| glue_moved(self, &zone, node));
 
         // 7: the NSEC order list: each node that gained or lost its NSEC
         // added or removed in its part (a node's name never changes).
@@ -645,6 +656,27 @@ fn glue_again(zone: &Zone, was: &Before, now: &Before, again: &mut BTreeSet<u32>
     if was.live != now.live && (was.parent_wildcard || now.parent_wildcard) {
         sources_naming(zone, index, name, Reach::AtOrBelow, again);
     }
+}
+
+/// Whether the glue of `node`'s RRsets resolves to other nodes (or in
+/// another order) in `zone` than in `base`, the version it was patched
+/// from: what changes their answers' additional sections. The targets'
+/// places in the RDATA are left aside: they are new whenever the node's
+/// RRsets are written again, and the node is then among the names changed
+/// if its records changed. Bound: the node's RRsets with targets.
+fn glue_moved(base: &Zone, zone: &Zone, node: u32) -> bool {
+    let glue = |version: &Zone| -> Vec<(RType, Vec<u32>)> {
+        let live = node < version.nodes.end() && version.node(node).flags & FLAG_DEAD == 0;
+        let sets = if live { version.rrsets(node) } else { &[] };
+        sets.iter()
+            .filter(|set| !additional_types(set.rtype).is_empty())
+            .map(|set| {
+                let nodes = version.glue(set).iter().map(|glue| glue.node).collect();
+                (set.rtype, nodes)
+            })
+            .collect()
+    };
+    glue(base) != glue(zone)
 }
 
 /// A node's facts now.
