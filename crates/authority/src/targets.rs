@@ -185,6 +185,8 @@ pub(crate) fn sources_naming(
     reach: Reach,
     out: &mut BTreeSet<u32>,
 ) {
+    // Every target of `name` compares `Equal` (they differ in their
+    // owners), and may span parts: `iter_from` starts at the first.
     let from = |key: &Target| target_name(zone, key.name_at).canonical_cmp(name);
     for target in index.iter_from(from) {
         let found = target_name(zone, target.name_at);
