@@ -302,7 +302,10 @@ struct Before {
     node: u32,
     live: bool,
     flags: u8,
-    addresses: bool,
+    /// What the node holds that a target resolves to: [`ADDRESSES`],
+    /// [`SVCB`], [`HTTPS`] (`glue_of` takes a target whose node holds
+    /// one of the types of the RRset naming it, `additional_types`).
+    addresses: u8,
     nsec: bool,
     source: bool,
     parent_wildcard: bool,
@@ -499,6 +502,19 @@ impl Zone {
             }
         }
 
+        // A touched node's RRsets were written anew, their glue with
+        // them: what it resolves to now may equal what was written and
+        // differ from the version patched (the apex, changed in its SOA
+        // alone and so not listed as a name changed, whose NS target lost
+        // its address).
+        glue_changed.extend(
+            before
+                .iter()
+                .map(|b| b.node)
+                .filter(|node| again.contains(node)),
+        );
+        glue_changed.sort_unstable();
+        glue_changed.dedup();
         glue_changed.retain(|&node| glue_moved(self, &zone, node));
 
         // 7: the NSEC order list: each node that gained or lost its NSEC
@@ -617,11 +633,14 @@ fn reflag_below(
 /// Adds to `again` the glue owners whose glue a node's change (its facts
 /// `was`, then `now`) can alter, by what `glue_of` resolves a target to:
 /// the name itself when it exists, else the `*` child of its closest
-/// encloser, if that has addresses (required glue when it is at or below
-/// a cut). So:
+/// encloser, if that node holds one of the types the RRset naming it adds
+/// (A or AAAA, and SVCB or HTTPS for an RRset of that type: compared as
+/// [`Before::addresses`] masks); the glue is required, so first, when the
+/// RRset is an NS RRset, the target is at or below its owner and the
+/// node is flagged a cut or below one. So:
 ///
-/// - a name that came or went, or whose addresses or cut flags changed:
-///   the owners naming it;
+/// - a name that came or went, or whose addresses (any of the three
+///   kinds) or cut flags changed: the owners naming it;
 /// - a wildcard that did: the owners naming a name below its parent (the
 ///   names it can answer for, those with a name of their own apart);
 /// - a name that came or went beside a wildcard (its parent has a `*`
@@ -679,6 +698,16 @@ fn glue_moved(base: &Zone, zone: &Zone, node: u32) -> bool {
     glue(base) != glue(zone)
 }
 
+/// [`Before::addresses`]: an A or AAAA RRset (what every RRset with
+/// targets adds).
+const ADDRESSES: u8 = 1;
+/// [`Before::addresses`]: an SVCB RRset (what an SVCB RRset's targets add
+/// besides addresses).
+const SVCB: u8 = 2;
+/// [`Before::addresses`]: an HTTPS RRset (what an HTTPS RRset's targets
+/// add besides addresses).
+const HTTPS: u8 = 4;
+
 /// A node's facts now.
 fn facts(zone: &Zone, node: u32) -> Before {
     let slot = zone.node(node);
@@ -688,10 +717,18 @@ fn facts(zone: &Zone, node: u32) -> Before {
         node,
         live,
         flags: slot.flags,
-        addresses: live
-            && [RType::A, RType::AAAA, RType::SVCB, RType::HTTPS]
-                .into_iter()
-                .any(has),
+        addresses: if live {
+            [
+                (has(RType::A) || has(RType::AAAA), ADDRESSES),
+                (has(RType::SVCB), SVCB),
+                (has(RType::HTTPS), HTTPS),
+            ]
+            .into_iter()
+            .filter(|&(held, _)| held)
+            .fold(0, |mask, (_, bit)| mask | bit)
+        } else {
+            0
+        },
         nsec: live && has(RType::NSEC),
         dname: live && has(RType::DNAME),
         source: live && is_glue_source(zone, node),
