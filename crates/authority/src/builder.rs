@@ -865,7 +865,7 @@ impl ZoneBuilder {
             expired: false,
             nsec: Default::default(),
             nsec3: None,
-            glue_sources: Default::default(),
+            targets: Default::default(),
             hashed_nodes,
             dead_nodes: 0,
             garbage,
@@ -1463,7 +1463,7 @@ fn resolve_glue(zone: &mut Zone) -> Result<(), BuildError> {
         }
     }
     zone.glue = Arena::from_vec(&table);
-    zone.glue_sources = crate::parts::Parts::from_sorted(&sources);
+    zone.targets = crate::targets::index(zone, sources.iter());
     Ok(())
 }
 

@@ -77,6 +77,7 @@ mod parts;
 mod patch;
 mod proof;
 mod respond;
+mod targets;
 mod zone;
 
 pub use arena::Work;

@@ -147,6 +147,16 @@ impl NodeHash {
 pub(crate) type NodeHashes = crate::arena::Arena<NodeHash, 9>;
 
 impl Chain {
+    /// The octets of the chain's tables: its links (and their list of
+    /// parts) and the nodes' hashes, for [`Zone::table_bytes`].
+    ///
+    /// [`Zone::table_bytes`]: crate::Zone::table_bytes
+    pub(crate) fn table_bytes(&self) -> usize {
+        self.links.0.len() * core::mem::size_of::<Link>()
+            + self.links.0.list_bytes()
+            + self.hashes.size_bytes()
+    }
+
     /// The link whose hash equals `hash`, or else the one that covers it
     /// (the greatest hash below it; the last link covers hashes below the
     /// first, RFC 5155 section 1.3 "covers"), and whether it matched.

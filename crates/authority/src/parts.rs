@@ -1,8 +1,8 @@
 //! A sorted list in parts shared between a zone's versions, so that a
 //! patch that adds or removes an entry copies the entry's part, not the
 //! list: the NSEC3 chain's links (`crate::nsec3::Links`), the NSEC owners
-//! in canonical order and the owners of RRsets with additional-section
-//! targets (`crate::Zone`'s `nsec` and `glue_sources`).
+//! in canonical order (`crate::Zone`'s `nsec`) and the names the
+//! additional-section targets of RRsets name (`crate::targets`).
 //!
 //! A list of at most [`Parts::MAX_PART`] entries is flat: one shared
 //! slice, one allocation (none when empty), as most zones' lists are. A
@@ -40,7 +40,7 @@ pub(crate) trait Keyed: Clone {
 }
 
 /// A node id, its own key (ordered by the node's name for the NSEC
-/// owners, by the id for the owners of RRsets with glue).
+/// owners).
 impl Keyed for u32 {
     type Key = u32;
 
@@ -182,7 +182,9 @@ impl<T: Keyed> Parts<T> {
         }
     }
 
-    /// The entries in order.
+    /// The entries in order (for tests: the zone reads ranges,
+    /// [`Parts::iter_from`]).
+    #[cfg(test)]
     pub(crate) fn iter(&self) -> impl Iterator<Item = &T> {
         (0..self.part_count()).flat_map(|part| self.part(part).unwrap_or_default())
     }
@@ -235,7 +237,8 @@ impl<T: Keyed> Parts<T> {
     }
 
     /// The part that holds what `order` seeks or would: the last whose
-    /// first key is not above it, else the first.
+    /// first key is not above it, else the first (for an order that finds
+    /// one entry at most `Equal`; [`Parts::iter_from`] makes its order so).
     #[inline]
     fn part_of(&self, order: &impl Fn(&T::Key) -> Ordering) -> usize {
         match self {
@@ -305,6 +308,27 @@ impl<T: Keyed> Parts<T> {
     pub(crate) fn covering(&self, order: impl Fn(&T::Key) -> Ordering) -> Option<&T> {
         self.before(self.bound(&order, true))
             .or_else(|| self.last())
+    }
+
+    /// The entries from the first not below what `order` seeks, in
+    /// order: a range of the list is this, taken while in the range.
+    /// `order` may find many entries `Equal` (a range's start: every
+    /// target of one name), which may span parts: the search is for the
+    /// first of them, with an order that finds none equal (`Equal` taken
+    /// as `Greater`), as `part_of` takes the last part whose first key is
+    /// not above what is sought, which holds the last of them. Bound: two
+    /// binary searches, then one step an entry taken.
+    pub(crate) fn iter_from(
+        &self,
+        order: impl Fn(&T::Key) -> Ordering,
+    ) -> impl Iterator<Item = &T> {
+        let lower = |key: &T::Key| order(key).then(Ordering::Greater);
+        let (first, index) = self.bound(&lower, false);
+        (first..self.part_count()).flat_map(move |part| {
+            let entries = self.part(part).unwrap_or_default();
+            let skip = if part == first { index } else { 0 };
+            entries.get(skip..).unwrap_or_default()
+        })
     }
 
     /// The last entry strictly before what `order` seeks and the first
@@ -670,6 +694,37 @@ mod tests {
             splits >= 12 && merges >= 12,
             "{splits} splits, {merges} merges"
         );
+    }
+
+    /// A range whose entries all compare `Equal` to what is sought (the
+    /// targets of one name, many owners) and span three parts: iterated
+    /// from its first entry, not from the last part whose first key is in
+    /// it (which skipped 200 to 255 and 384 to 399 before).
+    #[test]
+    fn a_range_of_equal_keys_across_parts_is_iterated_from_its_first() {
+        let keys: Vec<u32> = (0..600).collect();
+        let list = Parts::from_sorted(&keys);
+        assert_eq!(list.part_lens(), [128, 128, 128, 128, 88]);
+        for class in 0..7u32 {
+            // Every key of a hundred is `Equal` to the hundred sought.
+            let taken: Vec<u32> = list
+                .iter_from(|key: &u32| (key / 100).cmp(&class))
+                .take_while(|&&key| key / 100 == class)
+                .copied()
+                .collect();
+            let expected: Vec<u32> = (class * 100..(class * 100 + 100).min(600)).collect();
+            assert_eq!(taken, expected, "keys {class}00 to {class}99");
+        }
+        // A flat list too, and a class before every key.
+        let flat = Parts::from_sorted(&keys[..250]);
+        assert!(flat
+            .iter_from(|key: &u32| (key / 100).cmp(&1))
+            .copied()
+            .eq(100..250));
+        assert!(list
+            .iter_from(|key: &u32| (key / 100 + 1).cmp(&0))
+            .copied()
+            .eq(0..600));
     }
 
     /// A list built whole: flat up to [`Parts::MAX_PART`] entries, else

@@ -28,19 +28,21 @@
 //! 6. glue: the changed nodes' RRsets resolve their targets; when a
 //!    change can alter what other RRsets resolve to (addresses appearing
 //!    or going, a wildcard or a name under a wildcard's parent appearing
-//!    or going, a cut moving), every RRset with targets (the zone keeps
-//!    their owners' list) resolves again, and only those whose glue
-//!    changed are rewritten;
+//!    or going, a cut moving), the RRsets naming the names it can alter
+//!    resolve again, found in the zone's index of target names
+//!    (`crate::targets`: the name itself, or for a wildcard the range
+//!    of names below its parent), and only those whose glue changed are
+//!    rewritten;
 //! 7. the NSEC order list, when an NSEC owner came or went: the owner
 //!    added or removed in its part of the list (`crate::parts`), the other
 //!    parts shared with the previous version.
 //!
 //! The new version lists the names it changed ([`Zone::changed_since`]),
 //! so that the cores' answer caches drop only the answers those names can
-//! be in (docs/decisions/0015, "Cached answers beside updates"): up to
-//! [`MAX_CHANGED_NAMES`], and only when the change stayed at those names
-//! (no glue resolved again elsewhere); else none, and the caches drop the
-//! zone's answers.
+//! be in (docs/decisions/0015, "Cached answers beside updates"), the
+//! owners of RRsets whose glue changed among them: up to
+//! [`MAX_CHANGED_NAMES`]; else none, and the caches drop the zone's
+//! answers.
 //!
 //! 8. in a zone with an NSEC3 chain, the links the change names (NSEC3
 //!    owners, apart from the tree) are written, added or removed in the
@@ -123,11 +125,11 @@ impl ZoneChanges {
 impl Zone {
     /// The names whose answers can differ between `previous` and this
     /// version, when this version was patched from exactly `previous`
-    /// (the same object, as its number tells) and the change stayed at
-    /// those names; `None` otherwise (a version built whole, patched from
-    /// another version, a change of more than [`MAX_CHANGED_NAMES`]
-    /// names, or one that made the patch resolve every name's glue
-    /// again): then any answer of the zone may differ.
+    /// (the same object, as its number tells): the names it changed and
+    /// the owners of RRsets whose glue it changed; `None` otherwise (a
+    /// version built whole, patched from another version, or a change of
+    /// more than [`MAX_CHANGED_NAMES`] names): then any answer of the
+    /// zone may differ.
     ///
     /// Every other answer is the same in both versions, except the
     /// negative ones (they carry the SOA, whose serial changed), the
@@ -201,40 +203,46 @@ fn only_soa_changed(base: &Zone, zone: &Zone, node: u32) -> bool {
 }
 
 /// This version's lineage: patched from `base`, the names in `before`
-/// (and their state now in `zone`) changed; `listed` false when they are
-/// not the whole story.
-fn lineage(base: &Zone, zone: &Zone, before: &[Before], listed: bool) -> Lineage {
-    let names = listed
-        .then(|| {
-            let mut names: BTreeMap<&[u8], bool> = BTreeMap::new();
-            for b in before {
-                let after = facts(zone, b.node);
-                let name = zone.node_name(b.node);
-                if b.flags & FLAG_APEX != 0 && only_soa_changed(base, zone, b.node) {
-                    continue;
-                }
-                // A name come or gone, a DNAME, a cut made or removed:
-                // what names below it are answered from changes.
-                let below = b.live != after.live
-                    || b.dname
-                    || after.dname
-                    || (b.flags ^ after.flags) & FLAG_DELEG != 0;
-                *names.entry(name.as_bytes()).or_default() |= below;
-                if name.is_wildcard() {
-                    if let Some(parent) = name.parent() {
-                        names.insert(parent.as_bytes(), true);
-                    }
-                }
+/// (and their state now in `zone`) changed, and the glue of the RRsets
+/// of `glue_changed` (their answers' additional sections).
+fn lineage(base: &Zone, zone: &Zone, before: &[Before], glue_changed: &[u32]) -> Lineage {
+    let mut names: BTreeMap<&[u8], bool> = BTreeMap::new();
+    for &node in glue_changed {
+        let name = zone.node_name(node);
+        names.entry(name.as_bytes()).or_default();
+        // A wildcard's glue is in the answers it makes for the names
+        // below its parent.
+        if name.is_wildcard() {
+            if let Some(parent) = name.parent() {
+                names.insert(parent.as_bytes(), true);
             }
-            names
-        })
-        .filter(|names| names.len() <= MAX_CHANGED_NAMES)
-        .map(|names| {
-            names
-                .into_iter()
-                .map(|(name, below)| (Box::from(name), below))
-                .collect()
-        });
+        }
+    }
+    for b in before {
+        let after = facts(zone, b.node);
+        let name = zone.node_name(b.node);
+        if b.flags & FLAG_APEX != 0 && only_soa_changed(base, zone, b.node) {
+            continue;
+        }
+        // A name come or gone, a DNAME, a cut made or removed: what
+        // names below it are answered from changes.
+        let below = b.live != after.live
+            || b.dname
+            || after.dname
+            || (b.flags ^ after.flags) & FLAG_DELEG != 0;
+        *names.entry(name.as_bytes()).or_default() |= below;
+        if name.is_wildcard() {
+            if let Some(parent) = name.parent() {
+                names.insert(parent.as_bytes(), true);
+            }
+        }
+    }
+    let names = (names.len() <= MAX_CHANGED_NAMES).then(|| {
+        names
+            .into_iter()
+            .map(|(name, below)| (Box::from(name), below))
+            .collect()
+    });
     Lineage(Some(Arc::new(ChangeSet {
         version: lineage::next_version(),
         base: base.lineage.0.as_ref().map_or(0, |set| set.version),
@@ -294,7 +302,10 @@ struct Before {
     node: u32,
     live: bool,
     flags: u8,
-    addresses: bool,
+    /// What the node holds that a target resolves to: [`ADDRESSES`],
+    /// [`SVCB`], [`HTTPS`] (`glue_of` takes a target whose node holds
+    /// one of the types of the RRset naming it, `additional_types`).
+    addresses: u8,
     nsec: bool,
     source: bool,
     parent_wildcard: bool,
@@ -307,8 +318,11 @@ impl Zone {
     /// to a [`crate::ZoneBuilder`] build of the same records, and made in
     /// time proportional to the change (plus one pointer per chunk of the
     /// zone's tables, a key and a pointer per part of the sorted lists it
-    /// changes, and, when the change can alter other names' glue, one
-    /// resolution per RRset with additional-section targets). Errors:
+    /// changes, and, when the change can alter other names' glue, a
+    /// search of the index of target names and a resolution per RRset
+    /// naming one it alters: those naming the names changed, and for a
+    /// wildcard changed or a name come or gone beside one, those naming
+    /// a name it can answer for). Errors:
     /// the builder's for the same records, or [`PatchError::Rebuild`] for
     /// what only a whole build makes.
     pub fn patch(&self, changes: &ZoneChanges) -> Result<Patched, PatchError> {
@@ -386,7 +400,6 @@ impl Zone {
 
         // 4: flags, parents first.
         before.sort_by_key(|b| b.node);
-        let mut glue_everywhere = false;
         // The names below a cut made or removed flagged again.
         let mut reflagged: BTreeSet<u32> = BTreeSet::new();
         for b in &before {
@@ -403,7 +416,6 @@ impl Zone {
             } else {
                 cut
             };
-            glue_everywhere |= cut != old;
             let slot = zone.nodes.get_mut(b.node, &mut work);
             slot.flags = (slot.flags & FLAG_WILDCARD_CHILD) | own;
             if cut != old
@@ -428,48 +440,40 @@ impl Zone {
             check_node(&zone, b.node)?;
         }
 
-        // 6: glue.
-        let mut sources_changed = false;
+        // 6: glue. The targets' index first: the touched nodes' entries
+        // replaced where they changed.
+        let mut targets = core::mem::take(&mut zone.targets);
+        let mut copied = Work::default();
+        let (mut was, mut now) = (Vec::new(), Vec::new());
+        for b in &before {
+            crate::targets::replace(
+                self,
+                &zone,
+                b.node,
+                &mut targets,
+                &mut copied,
+                &mut was,
+                &mut now,
+            );
+        }
+        work.bytes_copied += copied.bytes_copied;
+        zone.targets = targets;
+        // The RRsets resolved again: the touched nodes' own, and those
+        // naming a name whose glue can have changed (`glue_again`).
+        let mut again: BTreeSet<u32> = BTreeSet::new();
         for b in &before {
             let after = facts(&zone, b.node);
-            let wildcard_near =
-                b.parent_wildcard || after.parent_wildcard || zone.node_name(b.node).is_wildcard();
-            glue_everywhere |= b.addresses != after.addresses
-                || b.flags & (FLAG_DELEG | FLAG_NONAUTH)
-                    != after.flags & (FLAG_DELEG | FLAG_NONAUTH)
-                || (b.live != after.live && wildcard_near);
-            sources_changed |= b.source != after.source;
-        }
-        if sources_changed {
-            // Each node that became or ceased to be a source added or
-            // removed in its part of the list (ascending ids), the parts'
-            // copies counted apart from the NSEC list's.
-            let mut sources = core::mem::take(&mut zone.glue_sources);
-            let mut copied = Work::default();
-            let changes = before
-                .iter()
-                .map(|b| (b.node, b.source, facts(&zone, b.node).source));
-            sources.apply(
-                changes,
-                |&node| move |other: &u32| other.cmp(&node),
-                &mut copied,
-            );
-            work.bytes_copied += copied.bytes_copied;
-            zone.glue_sources = sources;
+            if after.source {
+                again.insert(b.node);
+            }
+            glue_again(&zone, b, &after, &mut again);
         }
         let mut glue = Vec::new();
-        let sources = zone.glue_sources.clone();
-        let changed: Vec<u32> = if glue_everywhere {
-            Vec::new()
-        } else {
-            before
-                .iter()
-                .map(|b| b.node)
-                .filter(|&node| is_glue_source(&zone, node))
-                .collect()
-        };
-        let all = glue_everywhere.then(|| sources.iter());
-        for &node in all.into_iter().flatten().chain(&changed) {
+        // The glue owners whose glue was written again, then those whose
+        // glue resolves to other nodes: their answers' additional
+        // sections changed.
+        let mut glue_changed: Vec<u32> = Vec::new();
+        for &node in &again {
             let first = zone.node(node).rrsets_start;
             for index in first..first + u32::from(zone.node(node).rrset_count) {
                 let set = *zone.rrset(index);
@@ -480,6 +484,9 @@ impl Zone {
                 glue_of(&zone, node, index, &mut glue)?;
                 if zone.glue(&set) == &glue[..] {
                     continue;
+                }
+                if glue_changed.last() != Some(&node) {
+                    glue_changed.push(node);
                 }
                 zone.garbage += core::mem::size_of_val(zone.glue(&set));
                 let start = if glue.is_empty() {
@@ -494,6 +501,21 @@ impl Zone {
                 slot.glue_count = glue.len() as u16;
             }
         }
+
+        // A touched node's RRsets were written anew, their glue with
+        // them: what it resolves to now may equal what was written and
+        // differ from the version patched (the apex, changed in its SOA
+        // alone and so not listed as a name changed, whose NS target lost
+        // its address).
+        glue_changed.extend(
+            before
+                .iter()
+                .map(|b| b.node)
+                .filter(|node| again.contains(node)),
+        );
+        glue_changed.sort_unstable();
+        glue_changed.dedup();
+        glue_changed.retain(|&node| glue_moved(self, &zone, node));
 
         // 7: the NSEC order list: each node that gained or lost its NSEC
         // added or removed in its part (a node's name never changes).
@@ -530,7 +552,7 @@ impl Zone {
         if zone.index.is_empty() && zone.nodes.end() as usize > crate::zone::SMALL_ZONE_NODES {
             zone.index = crate::builder::index_of(&zone);
         }
-        zone.lineage = lineage(self, &zone, &before, !glue_everywhere);
+        zone.lineage = lineage(self, &zone, &before, &glue_changed);
         Ok(Patched {
             zone,
             work,
@@ -608,6 +630,84 @@ fn reflag_below(
     true
 }
 
+/// Adds to `again` the glue owners whose glue a node's change (its facts
+/// `was`, then `now`) can alter, by what `glue_of` resolves a target to:
+/// the name itself when it exists, else the `*` child of its closest
+/// encloser, if that node holds one of the types the RRset naming it adds
+/// (A or AAAA, and SVCB or HTTPS for an RRset of that type: compared as
+/// [`Before::addresses`] masks); the glue is required, so first, when the
+/// RRset is an NS RRset, the target is at or below its owner and the
+/// node is flagged a cut or below one. So:
+///
+/// - a name that came or went, or whose addresses (any of the three
+///   kinds) or cut flags changed: the owners naming it;
+/// - a wildcard that did: the owners naming a name below its parent (the
+///   names it can answer for, those with a name of their own apart);
+/// - a name that came or went beside a wildcard (its parent has a `*`
+///   child before or after): the owners naming it or a name below it,
+///   whose closest encloser it became or ceased to be (a name that came
+///   or went elsewhere changes no glue but its own and its wildcard's: a
+///   closest encloser without a `*` child answers no target, and a `*`
+///   child it gains comes with the change).
+///
+/// The names flagged again below a cut made or removed are all touched
+/// (`reflag_below`), so among the nodes given, but the empty
+/// non-terminals between them and the cut, which no target resolves to
+/// (they have no addresses).
+///
+/// Bound: two binary searches of the targets' index a case, then the
+/// owners found (for a wildcard, the targets below its parent).
+fn glue_again(zone: &Zone, was: &Before, now: &Before, again: &mut BTreeSet<u32>) {
+    use crate::targets::{sources_naming, Reach};
+    let name = zone.node_name(now.node);
+    let index = &zone.targets;
+    let changed = was.live != now.live
+        || was.addresses != now.addresses
+        || (was.flags ^ now.flags) & (FLAG_DELEG | FLAG_NONAUTH) != 0;
+    if changed {
+        sources_naming(zone, index, name, Reach::Exact, again);
+        if name.is_wildcard() {
+            if let Some(parent) = name.parent() {
+                sources_naming(zone, index, parent, Reach::Below, again);
+            }
+        }
+    }
+    if was.live != now.live && (was.parent_wildcard || now.parent_wildcard) {
+        sources_naming(zone, index, name, Reach::AtOrBelow, again);
+    }
+}
+
+/// Whether the glue of `node`'s RRsets resolves to other nodes (or in
+/// another order) in `zone` than in `base`, the version it was patched
+/// from: what changes their answers' additional sections. The targets'
+/// places in the RDATA are left aside: they are new whenever the node's
+/// RRsets are written again, and the node is then among the names changed
+/// if its records changed. Bound: the node's RRsets with targets.
+fn glue_moved(base: &Zone, zone: &Zone, node: u32) -> bool {
+    let glue = |version: &Zone| -> Vec<(RType, Vec<u32>)> {
+        let live = node < version.nodes.end() && version.node(node).flags & FLAG_DEAD == 0;
+        let sets = if live { version.rrsets(node) } else { &[] };
+        sets.iter()
+            .filter(|set| !additional_types(set.rtype).is_empty())
+            .map(|set| {
+                let nodes = version.glue(set).iter().map(|glue| glue.node).collect();
+                (set.rtype, nodes)
+            })
+            .collect()
+    };
+    glue(base) != glue(zone)
+}
+
+/// [`Before::addresses`]: an A or AAAA RRset (what every RRset with
+/// targets adds).
+const ADDRESSES: u8 = 1;
+/// [`Before::addresses`]: an SVCB RRset (what an SVCB RRset's targets add
+/// besides addresses).
+const SVCB: u8 = 2;
+/// [`Before::addresses`]: an HTTPS RRset (what an HTTPS RRset's targets
+/// add besides addresses).
+const HTTPS: u8 = 4;
+
 /// A node's facts now.
 fn facts(zone: &Zone, node: u32) -> Before {
     let slot = zone.node(node);
@@ -617,10 +717,18 @@ fn facts(zone: &Zone, node: u32) -> Before {
         node,
         live,
         flags: slot.flags,
-        addresses: live
-            && [RType::A, RType::AAAA, RType::SVCB, RType::HTTPS]
-                .into_iter()
-                .any(has),
+        addresses: if live {
+            [
+                (has(RType::A) || has(RType::AAAA), ADDRESSES),
+                (has(RType::SVCB), SVCB),
+                (has(RType::HTTPS), HTTPS),
+            ]
+            .into_iter()
+            .filter(|&(held, _)| held)
+            .fold(0, |mask, (_, bit)| mask | bit)
+        } else {
+            0
+        },
         nsec: live && has(RType::NSEC),
         dname: live && has(RType::DNAME),
         source: live && is_glue_source(zone, node),
@@ -783,6 +891,34 @@ fn ensure_node(
         parent = id;
     }
     Ok(parent)
+}
+
+/// The zone, as the index of target names reads it.
+impl crate::targets::TargetZone for Zone {
+    fn rdata_from(&self, at: u32) -> &[u8] {
+        self.rdata_at(at)
+    }
+
+    fn origin_name(&self) -> Name<'_> {
+        self.origin()
+    }
+
+    fn target_records(&self, node: u32, visit: &mut dyn FnMut(RType, usize, &[u8])) {
+        if node >= self.nodes.end() || self.node(node).flags & FLAG_DEAD != 0 {
+            return;
+        }
+        for set in self.rrsets(node) {
+            if additional_types(set.rtype).is_empty() {
+                continue;
+            }
+            let mut records = self.rdata_iter(set);
+            loop {
+                let at = records.next_offset();
+                let Some(rdata) = records.next() else { break };
+                visit(set.rtype, at, rdata);
+            }
+        }
+    }
 }
 
 //=========== Tests ==========================================================

@@ -180,10 +180,14 @@ pub struct Zone {
     /// zones have none, and each zone's own size counts when there are a
     /// million of them).
     pub(crate) nsec3: Option<Arc<Chain>>,
-    /// The nodes that own an RRset with additional-section targets (NS,
-    /// MX, SRV, SVCB, HTTPS), ascending: what a patch that changes a
-    /// possible target resolves again. In shared parts, as `nsec`.
-    pub(crate) glue_sources: Parts<u32>,
+    /// The names inside the zone that RRsets with additional-section
+    /// targets (NS, MX, SRV, SVCB, HTTPS) name, each with the node owning
+    /// the RRset, in canonical order: the RRsets a patch that changes a
+    /// name's addresses, a wildcard or a cut resolves again
+    /// (`crate::targets`). In shared parts, as `nsec`; none allocated
+    /// when no target is inside the zone (it replaces the list of the
+    /// owners of such RRsets, which a patch resolved again whole).
+    pub(crate) targets: crate::targets::Targets,
     /// Nodes owning NSEC3 records (outside the tree).
     pub(crate) hashed_nodes: u32,
     /// Nodes marked [`FLAG_DEAD`].
@@ -539,6 +543,7 @@ impl Zone {
             + self.rdata.size_bytes()
             + self.glue.size_bytes()
             + self.extra.size_bytes()
+            + self.nsec3.as_ref().map_or(0, |chain| chain.table_bytes())
     }
 
     //--- Reading one name, for the update thread (docs/decisions/0019)

@@ -75,7 +75,8 @@ pub struct ChangedNames<'z> {
 
 impl<'z> ChangedNames<'z> {
     /// Each name whose own answers can differ (lowercased wire form: the
-    /// owners changed, the empty non-terminals made or removed with them),
+    /// owners changed, the empty non-terminals made or removed with them,
+    /// the owners of RRsets whose additional-section glue changed),
     /// with whether answers for the names below it can differ too (the
     /// name came or went, or has or had a DNAME; a wildcard's parent is
     /// listed with `true`). The apex is listed only when more than its SOA

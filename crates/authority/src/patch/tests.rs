@@ -1,6 +1,6 @@
 //! `Zone::patch` against whole builds of the same records.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -72,6 +72,8 @@ const TYPES: &[RType] = &[
     RType::RRSIG,
     RType::NSEC,
     RType::DS,
+    RType::SVCB,
+    RType::HTTPS,
     RType::ANY,
 ];
 
@@ -82,7 +84,8 @@ fn random_record(rng: &mut StdRng) -> (RType, u32, Vec<u8>) {
             .as_str(),
     );
     let ttl = [60, 300][rng.random_range(0..2)];
-    match rng.random_range(0..11) {
+    let kind = rng.random_range(0..13);
+    match kind {
         0 | 1 => (RType::A, ttl, vec![192, 0, 2, rng.random_range(1..4)]),
         2 => (RType::AAAA, ttl, vec![rng.random_range(0..3); 16]),
         3 => (RType::TXT, ttl, vec![1, b'a' + rng.random_range(0..3)]),
@@ -111,6 +114,18 @@ fn random_record(rng: &mut StdRng) -> (RType, u32, Vec<u8>) {
         // A DNAME (to an owner's name: the names below it that QUERIES
         // ask for are answered by substitution).
         10 => (RType::DNAME, ttl, target.as_bytes().to_vec()),
+        // An SVCB or HTTPS in ServiceMode, no parameters (its targets add
+        // addresses and records of its type).
+        11 | 12 => {
+            let mut rdata = vec![0, 1];
+            rdata.extend_from_slice(target.as_bytes());
+            let rtype = if kind == 11 {
+                RType::SVCB
+            } else {
+                RType::HTTPS
+            };
+            (rtype, ttl, rdata)
+        }
         _ => (RType::A, 300, vec![198, 51, 100, rng.random_range(1..3)]),
     }
 }
@@ -224,9 +239,7 @@ fn assert_same(patched: &Zone, built: &Zone, context: &str) {
         };
         assert_eq!(flags(patched), flags(built), "flags of {owner}, {context}");
     }
-    // The NSEC owners in canonical order, and the owners of RRsets with
-    // glue (ascending ids, compared as names), each list in parts within
-    // their bounds.
+    // The NSEC owners in canonical order, in parts within their bounds.
     let nsec_order = |zone: &Zone| -> Vec<String> {
         zone.nsec
             .iter()
@@ -238,22 +251,20 @@ fn assert_same(patched: &Zone, built: &Zone, context: &str) {
         nsec_order(built),
         "NSEC order, {context}"
     );
-    let sources = |zone: &Zone| {
-        let mut names: Vec<String> = zone
-            .glue_sources
-            .iter()
-            .map(|&node| zone.node_name(node).to_string())
-            .collect();
-        names.sort();
-        names
-    };
-    assert_eq!(sources(patched), sources(built), "glue sources, {context}");
-    assert!(
-        patched.glue_sources.iter().is_sorted(),
-        "glue sources' ids, {context}"
-    );
     patched.nsec.assert_bounds();
-    patched.glue_sources.assert_bounds();
+    // Each RRset's glue (targets and the nodes they resolve to), and the
+    // index of target names the patch kept.
+    assert_eq!(glue_table(patched), glue_table(built), "glue, {context}");
+    assert_eq!(
+        crate::targets::pairs(patched, &patched.targets),
+        crate::targets::pairs(built, &built.targets),
+        "targets, {context}"
+    );
+    assert!(
+        crate::targets::is_sorted(patched, &patched.targets),
+        "targets' order, {context}"
+    );
+    patched.targets.assert_bounds();
     let (patched, built) = (answers(patched), answers(built));
     for (index, (p, b)) in patched.iter().zip(&built).enumerate() {
         let names = OWNERS.len() + QUERIES.len();
@@ -269,6 +280,40 @@ fn assert_same(patched: &Zone, built: &Zone, context: &str) {
             index % 2
         );
     }
+}
+
+/// An RRset's glue in [`glue_table`]: owner, type, and each target with
+/// the node it resolved to.
+type GlueRow = (String, u16, Vec<(String, String)>);
+
+/// Each RRset's glue, by owner and type: each target's name (lowercased)
+/// and the name of the node it resolved to, required glue first.
+fn glue_table(zone: &Zone) -> Vec<GlueRow> {
+    let mut table = Vec::new();
+    for node in 0..zone.nodes.end() {
+        if zone.node(node).flags & FLAG_DEAD != 0 {
+            continue;
+        }
+        for set in zone.rrsets(node) {
+            let glue = zone.glue(set);
+            if glue.is_empty() {
+                continue;
+            }
+            let glue = glue
+                .iter()
+                .map(|g| {
+                    let (target, _) = Name::parse_prefix(zone.rdata_at(g.target)).unwrap();
+                    (
+                        target.to_lower().as_name().to_string(),
+                        zone.node_name(g.node).to_string(),
+                    )
+                })
+                .collect();
+            table.push((zone.node_name(node).to_string(), set.rtype.0, glue));
+        }
+    }
+    table.sort();
+    table
 }
 
 /// One random change to the model: the owners it touched.
@@ -690,6 +735,42 @@ fn an_nsec3_patch_costs_its_change_not_the_chain() {
     }
 }
 
+/// [`Zone::table_bytes`] counts the NSEC3 chain's tables (its links and
+/// each node's hashes), which it left out before (the chain moved to
+/// parts): the garbage share a patched zone is rebuilt at is a share of
+/// them too.
+#[test]
+fn table_bytes_count_the_nsec3_chain() {
+    let mut model = Model::new();
+    model.insert(
+        name("example.").as_bytes().to_vec(),
+        vec![(RType::SOA, 3600, soa(1))],
+    );
+    for i in 0..100 {
+        model.insert(
+            name(&format!("h{i}.example.")).as_bytes().to_vec(),
+            vec![(RType::A, 300, vec![192, 0, 2, 1])],
+        );
+    }
+    with_nsec3_chain(&mut model, false);
+    let zone = build(&model).unwrap();
+    assert!(zone.nsec3.is_some());
+    let others = zone.names.size_bytes()
+        + zone.nodes.size_bytes()
+        + zone.rrsets.size_bytes()
+        + zone.rdata.size_bytes()
+        + zone.glue.size_bytes()
+        + zone.extra.size_bytes();
+    // 101 links (the apex and the hosts), a hash pair for each node.
+    let least = 101 * core::mem::size_of::<crate::nsec3::Link>()
+        + zone.nodes.end() as usize * core::mem::size_of::<crate::nsec3::NodeHash>();
+    assert!(
+        zone.table_bytes() >= others + least,
+        "{} octets of tables, {others} without the chain, {least} at least in it",
+        zone.table_bytes()
+    );
+}
+
 /// A signed NSEC zone: the apex (SOA, an RRSIG over it, an NSEC) and each
 /// of `hosts` with an A record and an NSEC (their next names do not
 /// matter to answering; the order list is by owner).
@@ -824,8 +905,8 @@ fn nsec_patches_split_and_merge_parts_as_whole_builds() {
 
 /// One name added to a signed NSEC zone (with an NSEC, the NSEC before it
 /// rewritten, an MX that makes it an owner of glue), then removed again:
-/// each patch copies a part of the NSEC order list and of the list of
-/// glue owners, the same at 5,000 names as at 50,000, not the lists
+/// each patch copies a part of the NSEC order list and of the index of
+/// target names, the same at 5,000 names as at 50,000, not the lists
 /// (which the patch copied whole before, `nsec_moved` then being the NSEC
 /// owners' count).
 #[test]
@@ -869,17 +950,21 @@ fn an_nsec_patch_costs_its_change_not_the_list() {
             let patched = current.patch(&changes_of(&model, &touched)).unwrap();
             assert_same(&patched.zone, &build(&model).unwrap(), "patched");
             let zone = &patched.zone;
-            let copied = |list: &crate::parts::Parts<u32>, old: &crate::parts::Parts<u32>| {
+            fn copied<T: crate::parts::Keyed>(
+                list: &crate::parts::Parts<T>,
+                old: &crate::parts::Parts<T>,
+            ) -> usize {
                 list.part_lens().len() - list.shared_with(old)
-            };
+            }
             costs.push((
                 patched.work.nsec_moved,
                 copied(&zone.nsec, &current.nsec),
-                copied(&zone.glue_sources, &current.glue_sources),
-                zone.nsec.list_bytes() + zone.glue_sources.list_bytes(),
+                copied(&zone.targets, &current.targets),
+                zone.nsec.list_bytes() + zone.targets.list_bytes(),
                 patched.work.bytes_copied,
-                // Not this change's: a name's addresses coming or going
-                // resolve every glue owner's targets again.
+                // The new name's MX alone (it names `h2`, which did not
+                // change); every glue owner's before the index of targets
+                // (501 and 5,001).
                 patched.work.glue_resolved,
             ));
             current = patched.zone;
@@ -889,7 +974,7 @@ fn an_nsec_patch_costs_its_change_not_the_list() {
     let small = cost(5_000);
     let large = cost(50_000);
     eprintln!(
-        "(NSEC entries moved, NSEC parts copied, glue owners' parts copied, octets of the lists of parts, octets copied, RRsets' glue resolved)\n5,000 names: {small:?}\n50,000 names: {large:?}"
+        "(NSEC entries moved, NSEC parts copied, targets' parts copied, octets of the lists of parts, octets copied, RRsets' glue resolved)\n5,000 names: {small:?}\n50,000 names: {large:?}"
     );
     for (small, large) in small.iter().zip(&large) {
         // The entries of the NSEC list copied: the same at both sizes,
@@ -901,6 +986,9 @@ fn an_nsec_patch_costs_its_change_not_the_list() {
         // One part of each list, at both sizes.
         assert_eq!((small.1, small.2), (large.1, large.2));
         assert!(small.1 <= 2 && small.2 <= 2, "{small:?}");
+        // RRsets' glue resolved: the new name's MX (none when it goes).
+        assert_eq!(small.5, large.5);
+        assert!(small.5 <= 1, "{small:?}");
     }
 }
 
@@ -1017,4 +1105,552 @@ fn delegations_above_touched_names(nsec3: bool) {
             Err(err) => panic!("{context}: {err}"),
         }
     }
+}
+
+/// A zone of `hosts` hosts `h{i}` with an A record each, every tenth one
+/// owning an MX that names the host after it (`h0` names `h1`): `hosts /
+/// 10 + 1` RRsets with targets inside the zone.
+fn glue_model(hosts: u32) -> Model {
+    let mut model = Model::new();
+    model.insert(
+        name("example.").as_bytes().to_vec(),
+        vec![(RType::SOA, 3600, soa(1))],
+    );
+    for i in 0..hosts {
+        let mut records = vec![(RType::A, 300, vec![192, 0, 2, (i % 250) as u8 + 1])];
+        if i % 10 == 0 {
+            let mut mx = vec![0, 10];
+            mx.extend_from_slice(name(&format!("h{}.example.", i + 1)).as_bytes());
+            records.push((RType::MX, 300, mx));
+        }
+        model.insert(name(&format!("h{i}.example.")).as_bytes().to_vec(), records);
+    }
+    model
+}
+
+/// An UPDATE's common case, a host's address removed or added (`h1`,
+/// which `h0`'s MX names), and a host no RRset names coming and going
+/// (DHCP): each patch resolves the glue of the RRsets naming the host
+/// (one, or none), the same at 5,000 names as at 50,000, and copies as
+/// many chunks of the tables at both sizes; the version lists `h0`, whose MX's glue
+/// changed. Before, each resolved every RRset with targets again (501 and
+/// 5,001) and listed no name.
+#[test]
+fn an_address_change_resolves_only_the_glue_naming_it() {
+    let cost = |hosts: u32| {
+        let mut model = glue_model(hosts);
+        let mut current = build(&model).unwrap();
+        let apex = name("example.").as_bytes().to_vec();
+        let h1 = name("h1.example.").as_bytes().to_vec();
+        let new = name("dhcp-new.example.").as_bytes().to_vec();
+        let mut costs = Vec::new();
+        for step in 0..5u32 {
+            set_serial(&mut model, step + 2);
+            let touched = match step {
+                // The serial alone: the tables' last chunks grown whole,
+                // as a first patch does, whatever it changes.
+                0 => Vec::new(),
+                1 => {
+                    model.insert(h1.clone(), vec![(RType::TXT, 300, vec![1, b'x'])]);
+                    vec![h1.clone()]
+                }
+                2 => {
+                    model.insert(h1.clone(), vec![(RType::A, 300, vec![192, 0, 2, 9])]);
+                    vec![h1.clone()]
+                }
+                3 => {
+                    model.insert(new.clone(), vec![(RType::A, 300, vec![192, 0, 2, 7])]);
+                    vec![new.clone()]
+                }
+                _ => {
+                    model.remove(&new);
+                    vec![new.clone()]
+                }
+            };
+            let touched: Vec<Vec<u8>> = touched.into_iter().chain([apex.clone()]).collect();
+            let patched = current.patch(&changes_of(&model, &touched)).unwrap();
+            assert_same(
+                &patched.zone,
+                &build(&model).unwrap(),
+                &format!("step {step}"),
+            );
+            // (A version built whole has no number to be patched from.)
+            if step > 0 {
+                let listed: Vec<String> = patched
+                    .zone
+                    .changed_since(&current)
+                    .expect("the names changed are listed")
+                    .iter()
+                    .map(|(name, _)| Name::from_wire(name).unwrap().to_string())
+                    .collect();
+                let expected: &[&str] = match step {
+                    1 | 2 => &["h0.example.", "h1.example."],
+                    _ => &["dhcp-new.example."],
+                };
+                assert_eq!(listed, expected, "step {step}");
+            }
+            costs.push((
+                patched.work.glue_resolved,
+                patched.work.chunks_copied,
+                patched.work.bytes_copied,
+            ));
+            current = patched.zone;
+        }
+        costs
+    };
+    let small = cost(5_000);
+    let large = cost(50_000);
+    eprintln!(
+        "(RRsets' glue resolved, chunks copied, octets copied) a step\n5,000 names: {small:?}\n50,000 names: {large:?}"
+    );
+    // The steps after the first: h1's address gone and back (h0's MX
+    // resolved again), the new host come and gone (nothing resolved).
+    assert_eq!(
+        small[1..].iter().map(|c| c.0).collect::<Vec<_>>(),
+        [1, 1, 0, 0]
+    );
+    // The chunks of the tables each copies: as many at both sizes for
+    // the address changes (the new host's node lands in another chunk
+    // than the apex's at 50,000 names), each at most a whole chunk (128
+    // KiB): the octets differ only by how full a chunk is (the 5,000-name
+    // zone's glue and RRset tables are shorter than a chunk).
+    for (step, (small, large)) in small.iter().zip(&large).enumerate().skip(1) {
+        assert_eq!(small.0, large.0, "step {step}");
+        if step <= 2 {
+            assert_eq!(small.1, large.1, "step {step}");
+        }
+        for &(_, chunks, bytes) in [small, large] {
+            assert!(
+                chunks <= 8 && bytes <= chunks * 128 * 1024,
+                "step {step}: {small:?} {large:?}"
+            );
+        }
+    }
+}
+
+/// Two hosts each named by 200 owners, `mail` by the MX of `m0` to
+/// `m199`, `ns1` by the NS of the delegations `d0` to `d199` (and the
+/// apex's): 401 entries of the index of target names, in parts of 128,
+/// the targets of each name spanning two parts. Each host loses its
+/// address, then gains one (an A, then an AAAA for `ns1`): each patch
+/// the whole build of its records ([`assert_same`]: every owner's glue),
+/// and the version lists the host and every owner naming it (200 are
+/// fewer than `MAX_CHANGED_NAMES`). Before, the search of the index
+/// started in the last part whose first entry named the host, and the
+/// owners in the part before (128 of `mail`'s, 56 of `ns1`'s) kept their
+/// old glue and went unlisted; and the apex, whose NS names `ns1`, went
+/// unlisted (touched for its serial alone, its glue written anew was
+/// compared with what it resolved to, not with the version patched).
+#[test]
+fn a_host_many_owners_name_changes_the_glue_of_each() {
+    const OWNERS_A_HOST: usize = 200;
+    let mut model = Model::new();
+    let apex = name("example.").as_bytes().to_vec();
+    let mail = name("mail.example.").as_bytes().to_vec();
+    let ns1 = name("ns1.example.").as_bytes().to_vec();
+    model.insert(
+        apex.clone(),
+        vec![
+            (RType::SOA, 3600, soa(1)),
+            (RType::NS, 300, ns1[..].to_vec()),
+        ],
+    );
+    model.insert(mail.clone(), vec![(RType::A, 300, vec![192, 0, 2, 1])]);
+    model.insert(ns1.clone(), vec![(RType::A, 300, vec![192, 0, 2, 2])]);
+    let mut mx = vec![0, 10];
+    mx.extend_from_slice(&mail);
+    for i in 0..OWNERS_A_HOST {
+        model.insert(
+            name(&format!("m{i}.example.")).as_bytes().to_vec(),
+            vec![(RType::MX, 300, mx.clone())],
+        );
+        model.insert(
+            name(&format!("d{i}.example.")).as_bytes().to_vec(),
+            vec![(RType::NS, 300, ns1.clone())],
+        );
+    }
+    let mut zone = build(&model).unwrap();
+    assert_eq!(zone.targets.part_lens(), [128, 128, 145]);
+    // A version built whole has no number to be patched from: the serial
+    // alone, first.
+    set_serial(&mut model, 2);
+    zone = zone
+        .patch(&changes_of(&model, std::slice::from_ref(&apex)))
+        .unwrap()
+        .zone;
+    let naming = |prefix: char| -> Vec<String> {
+        (0..OWNERS_A_HOST)
+            .map(|i| format!("{prefix}{i}.example."))
+            .collect()
+    };
+    // What, the host, its records, the owners naming it.
+    type Step<'h> = (&'static str, &'h Vec<u8>, Vec<Record>, Vec<String>);
+    type Record = (RType, u32, Vec<u8>);
+    let steps: Vec<Step> = vec![
+        (
+            "mail's address gone",
+            &mail,
+            vec![(RType::TXT, 300, vec![1, b'x'])],
+            naming('m'),
+        ),
+        (
+            "mail's address back",
+            &mail,
+            vec![(RType::A, 300, vec![192, 0, 2, 3])],
+            naming('m'),
+        ),
+        (
+            "ns1's address gone",
+            &ns1,
+            vec![(RType::TXT, 300, vec![1, b'x'])],
+            naming('d').into_iter().chain(["example.".into()]).collect(),
+        ),
+        (
+            "ns1 given an AAAA",
+            &ns1,
+            vec![(RType::AAAA, 300, vec![0x20; 16])],
+            naming('d').into_iter().chain(["example.".into()]).collect(),
+        ),
+    ];
+    for (serial, (what, host, records, owners)) in steps.into_iter().enumerate() {
+        model.insert(host.clone(), records);
+        set_serial(&mut model, serial as u32 + 3);
+        let patched = zone
+            .patch(&changes_of(&model, &[host.clone(), apex.clone()]))
+            .unwrap_or_else(|err| panic!("{what}: {err}"));
+        assert_same(&patched.zone, &build(&model).unwrap(), what);
+        let listed: BTreeSet<String> = patched
+            .zone
+            .changed_since(&zone)
+            .unwrap_or_else(|| panic!("{what}: the names changed are listed"))
+            .iter()
+            .map(|(name, _)| Name::from_wire(name).unwrap().to_string())
+            .collect();
+        let expected: BTreeSet<String> = owners
+            .into_iter()
+            .chain([Name::from_wire(host).unwrap().to_string()])
+            .collect();
+        assert_eq!(
+            listed.difference(&expected).collect::<Vec<_>>(),
+            Vec::<&String>::new(),
+            "{what}: listed, not expected"
+        );
+        assert_eq!(
+            expected.difference(&listed).collect::<Vec<_>>(),
+            Vec::<&String>::new(),
+            "{what}: expected, not listed"
+        );
+        // The owners naming the host, and the apex's NS (touched for its
+        // serial; naming `ns1`).
+        assert_eq!(patched.work.glue_resolved, OWNERS_A_HOST + 1, "{what}");
+        zone = patched.zone;
+    }
+}
+
+/// Patches that change what RRsets' targets resolve to, each the whole
+/// build of its records ([`assert_same`]: each RRset's glue and the index
+/// of target names too): addresses added and removed at a target (named
+/// in another case), targets added and removed, an NS retargeted, a cut
+/// made and removed above glue, a wildcard's neighbours coming and going
+/// (a name beside it, an empty non-terminal made between a target and
+/// it), wildcards made and removed at the apex and below, with targets
+/// below them answered by them. Each resolves fewer RRsets' glue than
+/// the zone has RRsets with targets but the wildcards at the apex.
+#[test]
+fn glue_patches_equal_whole_builds() {
+    let mut model = Model::new();
+    let apex = name("example.").as_bytes().to_vec();
+    let set = |model: &mut Model, owner: &str, records: Vec<(RType, u32, Vec<u8>)>| {
+        let owner = name(owner).as_bytes().to_vec();
+        if records.is_empty() {
+            model.remove(&owner);
+        } else {
+            model.insert(owner.clone(), records);
+        }
+        owner
+    };
+    let a = |last: u8| (RType::A, 300, vec![192, 0, 2, last]);
+    let txt = || (RType::TXT, 300, vec![1, b't']);
+    let ns = |target: &str| (RType::NS, 300, name(target).as_bytes().to_vec());
+    let mx = |target: &str| {
+        let mut rdata = vec![0, 10];
+        rdata.extend_from_slice(name(target).as_bytes());
+        (RType::MX, 300, rdata)
+    };
+    let srv = |target: &str| {
+        let mut rdata = vec![0, 1, 0, 1, 0x13, 0xc4];
+        rdata.extend_from_slice(name(target).as_bytes());
+        (RType::SRV, 300, rdata)
+    };
+    set(
+        &mut model,
+        "example.",
+        vec![
+            (RType::SOA, 3600, soa(1)),
+            ns("ns0.example."),
+            ns("ns1.example."),
+            ns("ns.example.net."),
+        ],
+    );
+    // ServiceMode (priority 1), no parameters.
+    let svcb = |rtype: RType, target: &str| {
+        let mut rdata = vec![0, 1];
+        rdata.extend_from_slice(name(target).as_bytes());
+        (rtype, 300, rdata)
+    };
+    set(&mut model, "ns0.example.", vec![a(1)]);
+    set(&mut model, "ns1.example.", vec![a(1)]);
+    // An MX, an HTTPS and an SVCB naming `web` (without records of a
+    // kind they add, yet).
+    set(&mut model, "mx3.example.", vec![mx("web.example.")]);
+    set(
+        &mut model,
+        "svc.example.",
+        vec![svcb(RType::HTTPS, "web.example.")],
+    );
+    set(
+        &mut model,
+        "sv.example.",
+        vec![svcb(RType::SVCB, "web.example.")],
+    );
+    set(&mut model, "web.example.", vec![txt()]);
+    set(&mut model, "mx1.example.", vec![mx("host1.example.")]);
+    set(
+        &mut model,
+        "mx2.example.",
+        vec![mx("Host2.Example."), mx("a.w.example.")],
+    );
+    set(&mut model, "host2.example.", vec![a(2)]);
+    set(
+        &mut model,
+        "_sip._tcp.example.",
+        vec![srv("sip.w.example."), srv("b.c.w.example.")],
+    );
+    set(
+        &mut model,
+        "sub.example.",
+        vec![ns("ns.sub.example."), ns("ns2.sub.example.")],
+    );
+    set(&mut model, "ns.sub.example.", vec![a(3)]);
+    set(&mut model, "*.w.example.", vec![a(4)]);
+    set(
+        &mut model,
+        "x.w.example.",
+        vec![mx("sip.w.example."), mx("host3.example.")],
+    );
+    // Twenty more RRsets with targets elsewhere, which no step concerns.
+    for i in 0..20 {
+        set(
+            &mut model,
+            &format!("o{i}.example."),
+            vec![mx(&format!("p{i}.example.")), a(9)],
+        );
+        set(&mut model, &format!("p{i}.example."), vec![a(10)]);
+    }
+    let mut zone = build(&model).unwrap();
+    let sources = (0..zone.nodes.end())
+        .filter(|&node| crate::builder::is_glue_source(&zone, node))
+        .count();
+    type Records = Vec<(RType, u32, Vec<u8>)>;
+    let steps: Vec<(&str, Vec<(&str, Records)>)> = vec![
+        (
+            "an address added at a target",
+            vec![("host1.example.", vec![a(5)])],
+        ),
+        (
+            "an address removed at a target named in another case",
+            vec![("host2.example.", vec![txt()])],
+        ),
+        (
+            "an address added back",
+            vec![("host2.example.", vec![a(6), txt()])],
+        ),
+        (
+            "a target removed",
+            vec![("mx1.example.", vec![mx("host2.example.")])],
+        ),
+        (
+            "a target added",
+            vec![(
+                "mx1.example.",
+                vec![mx("host2.example."), mx("ns1.example.")],
+            )],
+        ),
+        (
+            "an NS retargeted to a name without addresses",
+            vec![(
+                "sub.example.",
+                vec![ns("ns3.sub.example."), ns("ns2.sub.example.")],
+            )],
+        ),
+        (
+            "the glue of the new target",
+            vec![("ns3.sub.example.", vec![a(7)])],
+        ),
+        (
+            "the old target's address gone",
+            vec![("ns.sub.example.", vec![])],
+        ),
+        (
+            "a cut made above a wildcard and its names",
+            vec![
+                ("w.example.", vec![ns("sip.w.example.")]),
+                ("*.w.example.", vec![a(4)]),
+                (
+                    "x.w.example.",
+                    vec![mx("sip.w.example."), mx("host3.example.")],
+                ),
+            ],
+        ),
+        (
+            "the cut removed",
+            vec![
+                ("w.example.", vec![]),
+                ("*.w.example.", vec![a(4)]),
+                (
+                    "x.w.example.",
+                    vec![mx("sip.w.example."), mx("host3.example.")],
+                ),
+            ],
+        ),
+        (
+            "a name beside the wildcard, without addresses",
+            vec![("a.w.example.", vec![txt()])],
+        ),
+        ("the name gone again", vec![("a.w.example.", vec![])]),
+        (
+            "an empty non-terminal made between a target and the wildcard",
+            vec![("d.c.w.example.", vec![txt()])],
+        ),
+        ("a wildcard below it", vec![("*.c.w.example.", vec![a(8)])]),
+        (
+            "the wildcard's address gone",
+            vec![("*.c.w.example.", vec![txt()])],
+        ),
+        (
+            "both gone",
+            vec![("*.c.w.example.", vec![]), ("d.c.w.example.", vec![])],
+        ),
+        ("the wildcard gone", vec![("*.w.example.", vec![])]),
+        (
+            "the wildcard back with another address type",
+            vec![("*.w.example.", vec![(RType::AAAA, 300, vec![1; 16])])],
+        ),
+        ("a wildcard at the apex", vec![("*.example.", vec![a(11)])]),
+        ("a name beside it", vec![("host3.example.", vec![txt()])]),
+        ("the name gone", vec![("host3.example.", vec![])]),
+        ("the apex wildcard gone", vec![("*.example.", vec![])]),
+        (
+            "the target of an MX made an address of its own",
+            vec![(
+                "x.w.example.",
+                vec![mx("sip.w.example."), mx("host3.example."), a(12)],
+            )],
+        ),
+        (
+            "a target of the apex's NS made a cut (its glue required, so first), the apex untouched",
+            vec![("ns1.example.", vec![a(1), ns("ns1.example.")])],
+        ),
+        (
+            "the cut removed, the apex untouched",
+            vec![("ns1.example.", vec![a(1)])],
+        ),
+        (
+            "a target that is its own owner",
+            vec![("x.w.example.", vec![mx("x.w.example."), a(12)])],
+        ),
+        (
+            "a target given an HTTPS record (the HTTPS naming it gains glue)",
+            vec![("web.example.", vec![svcb(RType::HTTPS, "."), txt()])],
+        ),
+        (
+            "the target given an A besides (the MX and the SVCB gain glue)",
+            vec![("web.example.", vec![svcb(RType::HTTPS, "."), a(13)])],
+        ),
+        (
+            "the A gone, the HTTPS kept (the MX and the SVCB lose their glue)",
+            vec![("web.example.", vec![svcb(RType::HTTPS, ".")])],
+        ),
+        (
+            "the HTTPS replaced by an SVCB (the HTTPS loses its glue, the SVCB gains it)",
+            vec![("web.example.", vec![svcb(RType::SVCB, ".")])],
+        ),
+        (
+            "an AAAA besides the SVCB (the MX and the HTTPS gain glue)",
+            vec![(
+                "web.example.",
+                vec![svcb(RType::SVCB, "."), (RType::AAAA, 300, vec![2; 16])],
+            )],
+        ),
+        ("the target gone", vec![("web.example.", vec![])]),
+    ];
+    for (serial, (what, changes)) in steps.into_iter().enumerate() {
+        let mut touched = Vec::new();
+        for (owner, records) in changes {
+            touched.push(set(&mut model, owner, records));
+        }
+        if !what.contains("apex untouched") {
+            touched.push(apex.clone());
+            set_serial(&mut model, serial as u32 + 2);
+        }
+        let patched = zone
+            .patch(&changes_of(&model, &touched))
+            .unwrap_or_else(|err| panic!("{what}: {err}"));
+        assert_same(&patched.zone, &build(&model).unwrap(), what);
+        eprintln!(
+            "{what}: {} RRsets' glue resolved",
+            patched.work.glue_resolved
+        );
+        // A wildcard at the apex can answer for every target.
+        if !what.contains("wildcard at the apex") && !what.contains("apex wildcard") {
+            assert!(
+                patched.work.glue_resolved < sources,
+                "{what}: {} of {sources}",
+                patched.work.glue_resolved
+            );
+        }
+        zone = patched.zone;
+    }
+}
+
+/// The time of a patch that removes, then adds back, the address of one
+/// host (`h1`, which one MX names) in [`glue_model`]'s zone of 100,000
+/// hosts (10,000 MX records naming hosts): for docs/benchmarks.md, not a
+/// check. `cargo test --release -p tern-authority --lib
+/// address_patch_timing -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn address_patch_timing() {
+    let hosts = 100_000;
+    let mut model = glue_model(hosts);
+    let mut current = build(&model).unwrap();
+    let apex = name("example.").as_bytes().to_vec();
+    let h1 = name("h1.example.").as_bytes().to_vec();
+    let mut times = Vec::new();
+    let mut resolved = Vec::new();
+    for step in 0..200u32 {
+        set_serial(&mut model, step + 2);
+        let records = if step % 2 == 0 {
+            vec![(RType::TXT, 300, vec![1, b'x'])]
+        } else {
+            vec![(RType::A, 300, vec![192, 0, 2, 9])]
+        };
+        model.insert(h1.clone(), records);
+        let changes = changes_of(&model, &[h1.clone(), apex.clone()]);
+        let start = std::time::Instant::now();
+        let patched = current.patch(&changes).unwrap();
+        times.push(start.elapsed());
+        resolved.push(patched.work.glue_resolved);
+        current = patched.zone;
+    }
+    times.sort();
+    resolved.sort();
+    resolved.dedup();
+    eprintln!(
+        "{hosts} names: an address removed or added back, patched in {:?} (median of {}; least {:?}, most {:?}); RRsets' glue resolved: {resolved:?}",
+        times[times.len() / 2],
+        times.len(),
+        times[0],
+        times[times.len() - 1]
+    );
 }
