@@ -1036,33 +1036,9 @@ fn sign_window_edits(
         return declined("a name added or removed, and too many owners changed");
     }
     // The served version patched with each changed owner's records, and
-    // each edited owner's that did not change (glue that stays glue below
-    // a cut made or removed above it: the patch flags again the names
-    // below such a cut only when it touches all of them).
-    let mut changes = tern_authority::ZoneChanges::new();
-    for (owner, range) in &changed {
-        changes.set(
-            *owner,
-            out[range.clone()]
-                .iter()
-                .map(|record| (record.rtype, record.ttl, &record.rdata[..])),
-        );
-    }
-    for owner in owners {
-        let owner = owner.as_name();
-        if changed
-            .binary_search_by(|(name, _)| name.canonical_cmp(owner))
-            .is_ok()
-        {
-            continue;
-        }
-        changes.set(
-            owner,
-            out[crate::window::owner_range(out, owner)]
-                .iter()
-                .map(|record| (record.rtype, record.ttl, &record.rdata[..])),
-        );
-    }
+    // each edited owner's that did not change.
+    let changes =
+        crate::window::patch_changes(out, &changed, owners.iter().map(LowerNameBuf::as_name));
     let zone = match served.patch(&changes) {
         Ok(patched) if crate::window::garbage_within_share(&patched.zone) => patched.zone,
         Ok(_) | Err(_) => return declined("a name added or removed, and not patched"),

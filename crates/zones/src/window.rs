@@ -541,6 +541,37 @@ pub(crate) fn changed_owners<'c>(
         .collect()
 }
 
+/// The changes that patch the served version with a window's records
+/// (`out`, in canonical order): each owner that changed (`changed`, from
+/// [`changed_owners`]) and each of `edited` that did not (glue that stays
+/// glue below a cut made or removed above it: the patch flags again the
+/// names below such a cut only when it touches all of them). Bound: a
+/// binary search per owner, its records.
+pub(crate) fn patch_changes<'n>(
+    out: &[tern_zone::Record],
+    changed: &[(Name<'_>, std::ops::Range<usize>)],
+    edited: impl IntoIterator<Item = Name<'n>>,
+) -> tern_authority::ZoneChanges {
+    let mut changes = tern_authority::ZoneChanges::new();
+    let records = |range: std::ops::Range<usize>| {
+        out[range]
+            .iter()
+            .map(|record| (record.rtype, record.ttl, &record.rdata[..]))
+    };
+    for (owner, range) in changed {
+        changes.set(*owner, records(range.clone()));
+    }
+    for owner in edited {
+        if changed
+            .binary_search_by(|(name, _)| name.canonical_cmp(owner))
+            .is_err()
+        {
+            changes.set(owner, records(owner_range(out, owner)));
+        }
+    }
+    changes
+}
+
 //----------- NSEC3 ----------------------------------------------------------
 
 /// What tells a window of an NSEC3 zone the new version's shape around

@@ -513,36 +513,15 @@ fn window_update(
         copied: 0,
     };
     // The served version patched with the owners that changed, else built
-    // whole; and with each edited owner that did not (glue that stays glue
-    // below a cut made or removed above it: the patch flags again the
-    // names below such a cut only when it touches all of them).
-    let mut changes = tern_authority::ZoneChanges::new();
+    // whole; and, when a cut is made or removed, with each edited owner
+    // that did not.
     let changed = changed_owners(&out, &change);
-    for (owner, range) in &changed {
-        changes.set(
-            *owner,
-            out[range.clone()]
-                .iter()
-                .map(|record| (record.rtype, record.ttl, &record.rdata[..])),
-        );
-    }
-    if !cuts.is_empty() {
-        for owner in &owners {
-            let owner = owner.as_name();
-            if changed
-                .binary_search_by(|(name, _)| name.canonical_cmp(owner))
-                .is_ok()
-            {
-                continue;
-            }
-            changes.set(
-                owner,
-                out[owner_range(&out, owner)]
-                    .iter()
-                    .map(|record| (record.rtype, record.ttl, &record.rdata[..])),
-            );
-        }
-    }
+    let edited = if cuts.is_empty() {
+        &owners[..0]
+    } else {
+        &owners[..]
+    };
+    let changes = crate::window::patch_changes(&out, &changed, edited.iter().map(NameBuf::as_name));
     let zone = match served.patch(&changes) {
         Ok(patched) if crate::window::garbage_within_share(&patched.zone) => patched.zone,
         _ => {
