@@ -940,20 +940,7 @@ impl MessageBuilder<'_> {
         if !self.ends_with_origin(question_end - 4, plan) {
             return false;
         }
-        let out = &mut self.buf[record..end];
-        let (owner, tail) = out.split_at_mut(2);
-        owner.copy_from_slice(&(0xc000 | origin as u16).to_be_bytes());
-        tail.copy_from_slice(&plan.tail);
-        out[6..10].copy_from_slice(&ttl.to_be_bytes());
-        for &(at, target) in &plan.pointers[..usize::from(plan.pointer_count)] {
-            let target = if target & RECORD_RELATIVE != 0 {
-                record + usize::from(target & !RECORD_RELATIVE)
-            } else {
-                origin + usize::from(target)
-            };
-            let at = usize::from(at);
-            out[at..at + 2].copy_from_slice(&(0xc000 | target as u16).to_be_bytes());
-        }
+        write_plan(&mut self.buf[record..end], plan, ttl, record, origin);
         self.len = end;
         self.set_section(section);
         self.counts[0] = 1;
@@ -1077,26 +1064,14 @@ impl MessageBuilder<'_> {
         if end > self.limit {
             return Err(TruncationError);
         }
-        let out = &mut self.buf[record..end];
-        let (owner, tail) = out.split_at_mut(2);
-        owner.copy_from_slice(&(0xc000 | origin_at as u16).to_be_bytes());
-        tail.copy_from_slice(&plan.tail);
-        out[6..10].copy_from_slice(&ttl.to_be_bytes());
+        write_plan(&mut self.buf[record..end], plan, ttl, record, origin_at);
+        let out = &self.buf[record..end];
         let names = &plan.names[..usize::from(plan.count)];
         for name in names {
             debug_assert_eq!(
                 &rdata[usize::from(name.at)..usize::from(name.at) + usize::from(name.literal)],
                 &out[12 + usize::from(name.written_at)..][..usize::from(name.literal)],
             );
-        }
-        for &(at, target) in &plan.pointers[..usize::from(plan.pointer_count)] {
-            let target = if target & RECORD_RELATIVE != 0 {
-                record + usize::from(target & !RECORD_RELATIVE)
-            } else {
-                origin_at + usize::from(target)
-            };
-            let at = usize::from(at);
-            out[at..at + 2].copy_from_slice(&(0xc000 | target as u16).to_be_bytes());
         }
         self.len = end;
         // The targets `push_record` would register: with the room checked
@@ -1116,6 +1091,27 @@ impl MessageBuilder<'_> {
         }
         self.counts[self.section] += 1;
         Ok(())
+    }
+}
+
+/// Writes a planned record at `out` (the record's octets, at `record` in
+/// the message): the owner a pointer to the origin at `origin_at`, the
+/// plan's type, class, RDATA length and RDATA, `ttl`, and each of the
+/// plan's pointers made absolute (to the record, or to the origin).
+#[inline(always)]
+fn write_plan(out: &mut [u8], plan: &Precompressed, ttl: u32, record: usize, origin_at: usize) {
+    let (owner, tail) = out.split_at_mut(2);
+    owner.copy_from_slice(&(0xc000 | origin_at as u16).to_be_bytes());
+    tail.copy_from_slice(&plan.tail);
+    out[6..10].copy_from_slice(&ttl.to_be_bytes());
+    for &(at, target) in &plan.pointers[..usize::from(plan.pointer_count)] {
+        let target = if target & RECORD_RELATIVE != 0 {
+            record + usize::from(target & !RECORD_RELATIVE)
+        } else {
+            origin_at + usize::from(target)
+        };
+        let at = usize::from(at);
+        out[at..at + 2].copy_from_slice(&(0xc000 | target as u16).to_be_bytes());
     }
 }
 
