@@ -1548,6 +1548,10 @@ fn replay_stamped(zone: Arc<Zone>, stamp: &crate::load::Stamp, path: &Path) -> A
 pub mod forward;
 mod signed;
 
+#[doc(hidden)]
+#[path = "bench_api.rs"]
+pub mod bench_api;
+
 pub use forward::{ForwardRequest, SecondaryUpdate};
 
 #[cfg(test)]
