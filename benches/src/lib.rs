@@ -14,6 +14,8 @@
 //! - [`load_zone`]: text to an immutable [`Zone`] the way `tern serve` does
 //!   it (scan with tern-zone, then [`ZoneBuilder`]);
 //! - [`query`]: one query message, as a client sends it.
+//! - [`versions`]: the zones, patches and UPDATEs of the benches of a
+//!   zone's new version (`patch.rs`, `update.rs`).
 //!
 //! ```
 //! use tern_authority::{respond, summary, Catalog, Options, Response, Transport};
@@ -37,6 +39,8 @@ use tern_authority::{Zone, ZoneBuilder};
 use tern_wire::build::MessageBuilder;
 use tern_wire::name::NameBuf;
 use tern_wire::types::{RClass, RType, Rcode};
+
+pub mod versions;
 
 /// The UDP size our EDNS queries announce (the DNS flag day 2020 value).
 pub const QUERY_UDP_SIZE: u16 = 1232;

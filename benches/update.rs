@@ -1,0 +1,151 @@
+//! A zone's new version after an UPDATE (tern-zones, issue 25), at 10,000
+//! and 100,000 names: what the `#[ignore]`d tests `rebuild_cost` and
+//! `window_timing` measured.
+//!
+//! `update`: an unsigned zone of A records (`update_zone`), a TXT at a
+//! new name added, then deleted, in turn (so that the zone does not grow):
+//!
+//! - `engine`: the UPDATE parsed and applied by the engine
+//!   (`tern_update::update`), its difference as the journal keeps it;
+//! - `engine+patch`: that, then the next version made
+//!   (`tern_zones::update::next_version`, a patch of the version before);
+//!   a version whose tables' unused space passes an eighth of them is
+//!   replaced by the built zone outside the timed part (the update thread
+//!   builds it whole at a quarter: the `build` figure, spread over the
+//!   updates that made the garbage);
+//! - `build`: the whole build a patch replaces
+//!   (`tern_zones::update::zone_of`).
+//!
+//! `signed-update`: a zone tern signed (`SignedZone`: NSEC or NSEC3, one
+//! key made in a temporary directory the bench removes), one UPDATE (a TXT
+//! at a new name, or with NSEC a delegation made), signed by
+//! `bench_api::sign_update` as the update thread signs it (`window-*`: the
+//! signing, the splice, the patch of the served version), and, for
+//! comparison, the whole zone signed again as before windows (`whole-*`:
+//! the records listed and `tern_zones::signing::sign_again`, without
+//! building the version). Each signing starts from the same served version.
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use criterion::{BenchmarkId, Criterion, SamplingMode};
+use tern_authority::Zone;
+use tern_benches::versions::{
+    engine_update, next_version, sign_whole, signed_update, update_messages, update_zone,
+    SignedChange, SignedZone, SIZES,
+};
+use tern_zones::update::bench_api;
+
+fn update(c: &mut Criterion) {
+    let mut group = c.benchmark_group("update");
+    group.sampling_mode(SamplingMode::Flat);
+    group.warm_up_time(Duration::from_secs(1));
+    let messages = update_messages();
+    for count in SIZES {
+        let (records, built) = update_zone(count);
+        group.sample_size(50);
+        group.measurement_time(Duration::from_secs(2));
+        group.bench_function(BenchmarkId::new("engine", count), |b| {
+            let mut records = records.clone();
+            let mut step = 0usize;
+            b.iter_with_large_drop(|| {
+                let difference = engine_update(&mut records, black_box(&messages[step % 2]), false);
+                step += 1;
+                difference
+            });
+        });
+        group.bench_function(BenchmarkId::new("engine+patch", count), |b| {
+            let mut records = records.clone();
+            let mut current: Zone = built.clone();
+            let mut step = 0usize;
+            b.iter_custom(|iterations| {
+                let mut spent = Duration::ZERO;
+                for _ in 0..iterations {
+                    if step.is_multiple_of(2) && current.garbage_bytes() * 8 > current.table_bytes()
+                    {
+                        current = built.clone();
+                    }
+                    let started = Instant::now();
+                    let difference =
+                        engine_update(&mut records, black_box(&messages[step % 2]), false);
+                    let next = next_version(&current, &records, &difference);
+                    spent += started.elapsed();
+                    current = next;
+                    step += 1;
+                }
+                spent
+            });
+        });
+        group.sample_size(10);
+        group.measurement_time(Duration::from_secs(if count > 10_000 { 5 } else { 2 }));
+        group.bench_function(BenchmarkId::new("build", count), |b| {
+            b.iter_with_large_drop(|| {
+                tern_zones::update::zone_of(black_box(built.origin()), &records)
+                    .expect("the zone builds")
+            })
+        });
+    }
+    group.finish();
+}
+
+fn signed_update_bench(c: &mut Criterion) {
+    let mut group = c.benchmark_group("signed-update");
+    group.sampling_mode(SamplingMode::Flat);
+    group.warm_up_time(Duration::from_secs(1));
+    for hosts in SIZES {
+        for nsec3 in [false, true] {
+            let zone = SignedZone::new(hosts, nsec3);
+            let denial = if nsec3 { "nsec3" } else { "nsec" };
+            let changes: &[_] = if nsec3 {
+                &[("new-name", SignedChange::NewName)]
+            } else {
+                &[
+                    ("new-name", SignedChange::NewName),
+                    ("delegation", SignedChange::Delegation),
+                ]
+            };
+            for &(label, change) in changes {
+                let (unsigned, difference) = signed_update(&zone, change);
+                group.sample_size(20);
+                group.measurement_time(Duration::from_secs(2));
+                group.bench_function(
+                    BenchmarkId::new(format!("window-{denial}-{label}"), hosts),
+                    |b| {
+                        b.iter_with_large_drop(|| {
+                            bench_api::sign_update(
+                                &zone.served,
+                                &zone.previous,
+                                &unsigned,
+                                black_box(std::slice::from_ref(&difference)),
+                                &zone.keys,
+                            )
+                            .expect("the update signs")
+                        })
+                    },
+                );
+                if change == SignedChange::NewName {
+                    group.sample_size(10);
+                    group.measurement_time(Duration::from_secs(if hosts > 10_000 {
+                        10
+                    } else {
+                        3
+                    }));
+                    group.bench_function(
+                        BenchmarkId::new(format!("whole-{denial}-{label}"), hosts),
+                        |b| b.iter(|| sign_whole(&zone, black_box(&unsigned))),
+                    );
+                }
+            }
+        }
+    }
+    group.finish();
+}
+
+fn main() {
+    // What criterion_group!/criterion_main! expand to, without the
+    // undocumented public function they generate.
+    let mut criterion = Criterion::default().configure_from_args();
+    update(&mut criterion);
+    signed_update_bench(&mut criterion);
+    criterion.final_summary();
+}
