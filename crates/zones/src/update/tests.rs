@@ -434,58 +434,6 @@ fn an_update_costs_its_change_not_the_zone() {
     }
 }
 
-/// What a new version costs at 10,000 and 100,000 records: the engine,
-/// the patch, and the whole build it replaces (split into the records'
-/// walk and the builder), in release mode:
-/// `cargo test --release -p tern-zones rebuild_cost -- --ignored
-/// --nocapture` for the figures of issue 25.
-#[test]
-#[ignore]
-fn rebuild_cost() {
-    for count in [10_000usize, 100_000] {
-        let (mut records, zone) = large_zone(count);
-        let started = Instant::now();
-        let difference = engine_update(&mut records, update_message(1, "t", "x", false));
-        let engine = started.elapsed();
-        let rounds = 5;
-        let started = Instant::now();
-        for _ in 0..rounds {
-            std::hint::black_box(zone_of(name("example.").as_name(), &records).unwrap());
-        }
-        let rebuild = started.elapsed() / rounds;
-        let started = Instant::now();
-        for _ in 0..rounds {
-            let mut builder = ZoneBuilder::new(name("example.").as_name());
-            builder.reserve(records.len(), 0);
-            for (owner, rtype, ttl, rdata) in records.iter() {
-                builder
-                    .insert(owner.as_name(), rtype, RClass::IN, ttl, rdata)
-                    .unwrap();
-            }
-            std::hint::black_box(builder);
-        }
-        let inserts = started.elapsed() / rounds;
-        let rounds = 100;
-        let started = Instant::now();
-        for _ in 0..rounds {
-            std::hint::black_box(
-                next_version(
-                    name("example.").as_name(),
-                    &zone,
-                    &records,
-                    std::slice::from_ref(&difference),
-                )
-                .unwrap(),
-            );
-        }
-        let patch = started.elapsed() / rounds;
-        eprintln!(
-            "{count} records: engine {engine:?}, patch {patch:?} per version; whole build \
-             {rebuild:?} (records walked and inserted {inserts:?}, finish the rest)"
-        );
-    }
-}
-
 /// What the update path holds does not grow with the number of updates
 /// (issue 25: memory after 100,000 updates at most 1.5 times the zone's
 /// size at start). The update thread, run here one group at a time, takes
