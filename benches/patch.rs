@@ -28,7 +28,7 @@ use tern_benches::versions::{build_model, glue_model, patches, PatchKind, SIZES}
 fn patch(c: &mut Criterion) {
     let mut group = c.benchmark_group("patch");
     group.sampling_mode(SamplingMode::Flat);
-    group.warm_up_time(Duration::from_secs(1));
+    group.warm_up_time(Duration::from_millis(500));
     for hosts in SIZES {
         let model = glue_model(hosts);
         let built = build_model(&model);
@@ -38,7 +38,7 @@ fn patch(c: &mut Criterion) {
         ] {
             let steps = patches(&model, kind);
             group.sample_size(50);
-            group.measurement_time(Duration::from_secs(2));
+            group.measurement_time(Duration::from_secs(1));
             group.bench_function(BenchmarkId::new(label, hosts), |b| {
                 let mut current: Zone = built.clone();
                 let mut step = 0usize;
@@ -62,7 +62,7 @@ fn patch(c: &mut Criterion) {
         }
         // The whole build: slow at 100,000 names, so few samples.
         group.sample_size(10);
-        group.measurement_time(Duration::from_secs(if hosts > 10_000 { 5 } else { 2 }));
+        group.measurement_time(Duration::from_secs(if hosts > 10_000 { 3 } else { 1 }));
         group.bench_function(BenchmarkId::new("build", hosts), |b| {
             b.iter_with_large_drop(|| build_model(black_box(&model)))
         });

@@ -39,12 +39,12 @@ use tern_zones::update::bench_api;
 fn update(c: &mut Criterion) {
     let mut group = c.benchmark_group("update");
     group.sampling_mode(SamplingMode::Flat);
-    group.warm_up_time(Duration::from_secs(1));
+    group.warm_up_time(Duration::from_millis(500));
     let messages = update_messages();
     for count in SIZES {
         let (records, built) = update_zone(count);
         group.sample_size(50);
-        group.measurement_time(Duration::from_secs(2));
+        group.measurement_time(Duration::from_secs(1));
         group.bench_function(BenchmarkId::new("engine", count), |b| {
             let mut records = records.clone();
             let mut step = 0usize;
@@ -77,7 +77,7 @@ fn update(c: &mut Criterion) {
             });
         });
         group.sample_size(10);
-        group.measurement_time(Duration::from_secs(if count > 10_000 { 5 } else { 2 }));
+        group.measurement_time(Duration::from_secs(if count > 10_000 { 3 } else { 1 }));
         group.bench_function(BenchmarkId::new("build", count), |b| {
             b.iter_with_large_drop(|| {
                 tern_zones::update::zone_of(black_box(built.origin()), &records)
@@ -91,7 +91,7 @@ fn update(c: &mut Criterion) {
 fn signed_update_bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("signed-update");
     group.sampling_mode(SamplingMode::Flat);
-    group.warm_up_time(Duration::from_secs(1));
+    group.warm_up_time(Duration::from_millis(500));
     for hosts in SIZES {
         for nsec3 in [false, true] {
             let zone = SignedZone::new(hosts, nsec3);
@@ -107,7 +107,7 @@ fn signed_update_bench(c: &mut Criterion) {
             for &(label, change) in changes {
                 let (unsigned, difference) = signed_update(&zone, change);
                 group.sample_size(20);
-                group.measurement_time(Duration::from_secs(2));
+                group.measurement_time(Duration::from_secs(1));
                 group.bench_function(
                     BenchmarkId::new(format!("window-{denial}-{label}"), hosts),
                     |b| {
@@ -125,11 +125,7 @@ fn signed_update_bench(c: &mut Criterion) {
                 );
                 if change == SignedChange::NewName {
                     group.sample_size(10);
-                    group.measurement_time(Duration::from_secs(if hosts > 10_000 {
-                        10
-                    } else {
-                        3
-                    }));
+                    group.measurement_time(Duration::from_secs(if hosts > 10_000 { 3 } else { 1 }));
                     group.bench_function(
                         BenchmarkId::new(format!("whole-{denial}-{label}"), hosts),
                         |b| b.iter(|| sign_whole(&zone, black_box(&unsigned))),

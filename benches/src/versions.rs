@@ -245,8 +245,8 @@ pub fn next_version(previous: &Zone, records: &ZoneRecords, difference: &Differe
 /// A zone tern signed (that of `window_timing`): `example.` with `hosts` A
 /// records and two delegations without DS (`sub`, and `x.e` below an
 /// empty non-terminal), with glue; loaded and signed by
-/// [`tern_zones::load::load_all`] with one key made in a temporary state
-/// directory, which dropping it removes.
+/// [`tern_zones::load::load_all`] (on two threads) with one key made in a
+/// temporary state directory, which dropping it removes.
 pub struct SignedZone {
     dir: PathBuf,
     /// The served version.
@@ -296,7 +296,7 @@ impl SignedZone {
             listed: vec![(ORIGIN.to_string(), file)],
             signing: Some(tern_zones::signing::Signing::new(
                 dir.join("state"),
-                1,
+                2,
                 vec![(origin, Arc::new(policy))],
             )),
         };
