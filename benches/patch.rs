@@ -39,9 +39,12 @@ fn patch(c: &mut Criterion) {
             let steps = patches(&model, kind);
             group.sample_size(50);
             group.measurement_time(Duration::from_secs(1));
+            // Made here, once: criterion calls the closure for the
+            // warm-up and for each sample, each call going on from the
+            // version the one before left.
+            let mut current: Zone = built.clone();
+            let mut step = 0usize;
             group.bench_function(BenchmarkId::new(label, hosts), |b| {
-                let mut current: Zone = built.clone();
-                let mut step = 0usize;
                 b.iter_custom(|iterations| {
                     let mut spent = Duration::ZERO;
                     for _ in 0..iterations {

@@ -1,6 +1,8 @@
-//! For the benches only (`benches/update.rs` in tern-benches), not an API:
-//! the update path's steps that are private to [`crate::update`], wrapped
-//! with no logic of their own so that a bench can time each. Hidden from
+//! For the benches only (tern-benches: `benches/update.rs` times
+//! [`sign_update`]; `benches/src/versions.rs`, which makes the benches'
+//! inputs and checks them, calls all three), not an API: the update
+//! path's steps that are private to [`crate::update`], wrapped with no
+//! logic of their own so that a bench can time each. Hidden from
 //! the docs; nothing in tern calls it. Declared in `update.rs` (its file
 //! beside `lib.rs`): the signed update's steps are private to `update`
 //! and its modules.
