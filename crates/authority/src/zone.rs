@@ -188,6 +188,11 @@ pub struct Zone {
     /// when no target is inside the zone (it replaces the list of the
     /// owners of such RRsets, which a patch resolved again whole).
     pub(crate) targets: crate::targets::Targets,
+    /// In a signed zone, every live name of the tree (empty
+    /// non-terminals included) in canonical order, for
+    /// [`Zone::names_below`] (`crate::order`); in shared parts, as
+    /// `nsec`. None allocated in an unsigned zone.
+    pub(crate) order: Parts<u32>,
     /// Nodes owning NSEC3 records (outside the tree).
     pub(crate) hashed_nodes: u32,
     /// Nodes marked [`FLAG_DEAD`].
