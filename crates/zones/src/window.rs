@@ -219,19 +219,25 @@ pub(crate) fn names_below_cuts_edited(served: &Zone, edited: &[NameBuf], cuts: &
 /// The names the served version `served` holds strictly below `cuts` (a
 /// delegation or a DNAME made or removed at each, by an update) that are
 /// not in `known` (the update's edited owners), found by the served
-/// version's order, not by a pass over the zone: for each cut, the NSEC
-/// owners that follow it in canonical order while they are below it
-/// (the authoritative names a cut made hides; an NSEC3 zone has none to
-/// follow), and, at the cut and at each such name that is a delegation
-/// in `served`, its NS targets below it that `served` holds (the glue a
-/// cut removed makes authoritative again, or that a cut made above a
-/// delegation hides further). Names below a cut held otherwise (occluded
-/// data, or glue of a delegation below a cut removed) are not found:
-/// [`names_below_cuts_edited`], asked again with these names edited,
-/// tells (by the served version's counts of names below each) whether
-/// these are all. With how many NSEC owners and records were looked at;
-/// `None` past [`MAX_WINDOW_OWNERS`] names or [`MAX_WINDOW_SCAN`] looked
-/// at. Bound: those limits, a look-up of `served` per name found.
+/// version's order, not by a pass over the zone. A signed version (every
+/// version the signer serves) lists the names below each cut
+/// ([`Zone::names_below`]): all of them are found, authoritative names,
+/// glue and occluded names alike (NSEC or NSEC3), each name listed one
+/// look. A version that keeps no such list (unsigned) is read by its NSEC
+/// order instead: for each cut, the NSEC owners that follow it in
+/// canonical order while they are below it (the authoritative names a cut
+/// made hides), and, at the cut and at each such name that is a
+/// delegation in `served`, its NS targets below it that `served` holds
+/// (the glue a cut removed makes authoritative again, or that a cut made
+/// above a delegation hides further); names below a cut held otherwise
+/// (occluded data, glue of a delegation below a cut removed) are not
+/// found. [`names_below_cuts_edited`], asked again with these names
+/// edited, tells (by the served version's counts of names below each)
+/// whether these are all. With how many names, NSEC owners and records
+/// were looked at; `None` past [`MAX_WINDOW_OWNERS`] names or
+/// [`MAX_WINDOW_SCAN`] looked at. Bound: those limits, two binary
+/// searches of the list per cut (or a look-up of `served` per name
+/// found).
 pub(crate) fn names_below_served(
     served: &Zone,
     cuts: &[NameBuf],
@@ -240,6 +246,34 @@ pub(crate) fn names_below_served(
     let lower = |name: Name<'_>| NameBuf::from_name(name.to_lower().as_name());
     let mut found: std::collections::BTreeMap<Key, NameBuf> = Default::default();
     let mut looked = 0;
+    // A signed version lists the names below a name (`Zone::names_below`):
+    // every name below each cut, glue and occluded names included, each
+    // one step.
+    if cuts
+        .iter()
+        .all(|cut| served.names_below(cut.as_name()).is_some())
+    {
+        for cut in cuts {
+            for (name, owns_records) in served.names_below(cut.as_name()).into_iter().flatten() {
+                looked += 1;
+                if looked > MAX_WINDOW_SCAN {
+                    return None;
+                }
+                // An empty non-terminal is a name between an owner and
+                // the cut, not an owner.
+                let key = Key::of(name);
+                if owns_records && !known.contains(&key) {
+                    found.entry(key).or_insert_with(|| lower(name));
+                    if found.len() > MAX_WINDOW_OWNERS {
+                        return None;
+                    }
+                }
+            }
+        }
+        return Some((found.into_values().collect(), looked));
+    }
+    // Otherwise (a version that keeps no order of its names), by the NSEC
+    // order and the NS targets.
     // The cuts and the delegations found below them, for their glue.
     let mut delegations: Vec<NameBuf> = Vec::new();
     for cut in cuts {
