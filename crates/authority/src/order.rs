@@ -49,38 +49,98 @@ fn first_label(zone: &Zone, id: u32) -> &[u8] {
     bytes.get(1..1 + len).unwrap_or_default()
 }
 
+/// Four octets of a label from `offset` as a big-endian number (zeros past
+/// its end): labels equal before `offset` whose numbers differ compare as
+/// their numbers do.
+#[inline]
+fn label_quad(label: &[u8], offset: usize) -> u64 {
+    let mut octets = [0u8; 4];
+    let rest = label.get(offset..).unwrap_or_default();
+    let take = rest.len().min(4);
+    octets[..take].copy_from_slice(&rest[..take]);
+    u64::from(u32::from_be_bytes(octets))
+}
+
+/// The longest label (RFC 1035): past it, [`sort_by_labels`] compares
+/// whole labels.
+const MAX_LABEL: usize = 63;
+
+/// Sorts `group` (each entry a node id in its low half, and in its high
+/// half [`label_quad`] of the node's first label at `offset`, the labels
+/// all equal before it) by the nodes' first labels: by the numbers, then
+/// each run of equal numbers again by the next four octets (read once an
+/// entry), and past [`MAX_LABEL`] octets (labels that differ only by
+/// trailing zero octets) by whole labels. Bound: at most
+/// `MAX_LABEL / 4 + 1` levels, each an integer sort of the run and a
+/// label read an entry; no allocation.
+fn sort_by_labels(zone: &Zone, group: &mut [u64], offset: usize) {
+    group.sort_unstable();
+    let mut run = 0;
+    while run < group.len() {
+        let quad = group[run] >> 32;
+        let len = group[run..]
+            .iter()
+            .take_while(|&&key| key >> 32 == quad)
+            .count();
+        let same = &mut group[run..run + len];
+        run += len;
+        if len < 2 {
+            continue;
+        }
+        let next = offset + 4;
+        if next > MAX_LABEL {
+            same.sort_unstable_by(|&a, &b| {
+                first_label(zone, a as u32).cmp(first_label(zone, b as u32))
+            });
+            continue;
+        }
+        for key in same.iter_mut() {
+            let id = *key as u32;
+            *key = label_quad(first_label(zone, id), next) << 32 | u64::from(id);
+        }
+        sort_by_labels(zone, same, next);
+    }
+}
+
 /// The live names of the tree in canonical order: the nodes grouped by
 /// parent (a counting pass), each group sorted by first label, then a walk
 /// from the apex. Bound: two passes over the nodes, a sort of each node's
-/// children by one label each, a walk of at most [`MAX_LABELS`] levels
-/// (a name has at most that many labels below the apex).
+/// children by one label each ([`sort_by_labels`]: integer sorts of four
+/// octets of the labels at a time, each label read once a level), a walk of at most [`MAX_LABELS`] levels (a name has at most
+/// that many labels below the apex). Memory: 16 octets a name while it
+/// runs (the groups' start, the keyed children, the result).
 pub(crate) fn canonical_nodes(zone: &Zone) -> Vec<u32> {
     let end = zone.nodes.end() as usize;
-    // `starts[p]..starts[p + 1]`: the children of node `p` in `children`.
-    let mut starts = vec![0u32; end + 1];
-    for id in 1..end as u32 {
+    let live_child = |id: u32| {
         let parent = zone.node(id).parent;
-        if parent != NO_PARENT && in_tree(zone, id) {
-            starts[parent as usize + 1] += 1;
+        (parent != NO_PARENT && in_tree(zone, id)).then_some(parent as usize)
+    };
+    // Counted two places up, summed, then filled one place up: the
+    // children of node `p` end at `starts[p + 1]`, and start at
+    // `starts[p]`.
+    let mut starts = vec![0u32; end + 2];
+    for id in 1..end as u32 {
+        if let Some(parent) = live_child(id) {
+            starts[parent + 2] += 1;
         }
     }
-    for at in 1..=end {
+    for at in 1..starts.len() {
         starts[at] += starts[at - 1];
     }
-    let mut children = vec![0u32; starts[end] as usize];
-    let mut fill = starts.clone();
+    // Each child as its label's first octets (high half) and its id.
+    let mut children = vec![0u64; starts[end + 1] as usize];
     for id in 1..end as u32 {
-        let parent = zone.node(id).parent;
-        if parent != NO_PARENT && in_tree(zone, id) {
-            children[fill[parent as usize] as usize] = id;
-            fill[parent as usize] += 1;
+        if let Some(parent) = live_child(id) {
+            let at = &mut starts[parent + 1];
+            children[*at as usize] = label_quad(first_label(zone, id), 0) << 32 | u64::from(id);
+            *at += 1;
         }
     }
-    drop(fill);
+    let id_of = |key: u64| key as u32;
     for parent in 0..end {
         let group = &mut children[starts[parent] as usize..starts[parent + 1] as usize];
         if group.len() > 1 {
-            group.sort_unstable_by(|&a, &b| first_label(zone, a).cmp(first_label(zone, b)));
+            sort_by_labels(zone, group, 0);
         }
     }
     // Pre-order from the apex: each name, then the names below it.
@@ -97,7 +157,7 @@ pub(crate) fn canonical_nodes(zone: &Zone) -> Vec<u32> {
             stack.pop();
             continue;
         }
-        let id = children[top.0 as usize];
+        let id = id_of(children[top.0 as usize]);
         top.0 += 1;
         out.push(id);
         let (first, last) = (starts[id as usize], starts[id as usize + 1]);

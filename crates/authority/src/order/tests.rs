@@ -401,3 +401,51 @@ fn only_signed_zones_keep_the_order() {
     let unsigned = signed.zone.patch(&changes_of(&model, &[apex()])).unwrap();
     assert!(unsigned.zone.order.is_empty());
 }
+
+/// Siblings whose labels share four, eight and up to 63 octets, differ
+/// only by trailing zero octets or in length, built in an order that is
+/// not canonical: the builder's list (by four octets of the labels at a
+/// time) is the sort of whole names, at the apex and below a name.
+#[test]
+fn the_build_orders_labels_by_every_octet() {
+    let long = "x".repeat(62);
+    let labels = [
+        "abcd".to_string(),
+        "abc".to_string(),
+        "abcdefgh1".to_string(),
+        "abcdefgh".to_string(),
+        "abcdefgh\\000".to_string(),
+        "abcdefgh\\000\\000".to_string(),
+        "abcd\\000".to_string(),
+        "abcdefghijklmnop".to_string(),
+        "abcdefghijklmnoq".to_string(),
+        format!("{long}b"),
+        format!("{long}a"),
+        long.clone(),
+        format!("{long}\\000"),
+        "a".to_string(),
+        "\\000".to_string(),
+        "\\255".to_string(),
+        "b".to_string(),
+        "abce".to_string(),
+    ];
+    let mut model = Model::new();
+    model.insert(apex(), apex_records(1, true));
+    for parent in ["", "deep.sub."] {
+        for label in labels.iter().rev() {
+            model.insert(
+                name(&format!("{label}.{parent}example."))
+                    .as_bytes()
+                    .to_vec(),
+                vec![(RType::TXT, 300, vec![0])],
+            );
+        }
+    }
+    let zone = build(&model).unwrap();
+    assert_eq!(zone.order.len(), 1 + 2 * labels.len() + 2);
+    assert_eq!(listed(&zone), sorted_names(&zone));
+    assert_eq!(
+        below_listed(&zone, name("sub.example.").as_name()).len(),
+        1 + labels.len()
+    );
+}
