@@ -622,10 +622,17 @@ impl Zone {
     }
 
     /// Calls `visit` with each name strictly below `lower` (lowercased)
-    /// that owns records, in the tables' order, until it returns true;
-    /// whether it did. Bound: a pass over every node (the update thread's
-    /// rare exact check, [`Zone::has_names_below`] being the quick one).
+    /// that owns records, until it returns true; whether it did. A signed
+    /// zone gives them from its list of names ([`Zone::names_below`]: in
+    /// canonical order, the owners of NSEC3 records, outside the tree, not
+    /// among them); an unsigned one in the tables' order. Bound: in a
+    /// signed zone, two binary searches and a step per name below `lower`
+    /// visited; else a pass over every node (the update thread's rare
+    /// exact check, [`Zone::has_names_below`] being the quick one).
     pub fn any_name_below(&self, lower: Name<'_>, mut visit: impl FnMut(Name<'_>) -> bool) -> bool {
+        if let Some(mut below) = self.names_below(lower) {
+            return below.any(|(name, owns_records)| owns_records && visit(name));
+        }
         (0..self.nodes.end()).any(|id| {
             let node = self.node(id);
             if node.flags & FLAG_DEAD != 0 || node.rrset_count == 0 {

@@ -227,11 +227,21 @@ fn assert_order(zone: &Zone, context: &str) {
     for asked in OWNERS.iter().chain(ASKED) {
         let asked = name(asked);
         let lower = NameBuf::from_name(asked.as_name().to_lower().as_name());
+        let by_pass = below_by_pass(zone, lower.as_name());
         assert_eq!(
             below_listed(zone, asked.as_name()),
-            below_by_pass(zone, lower.as_name()),
+            by_pass,
             "{context}: below {asked}"
         );
+        // `any_name_below` visits the owners of records among them.
+        let mut visited = Vec::new();
+        let any = zone.any_name_below(lower.as_name(), |name| {
+            visited.push((name.to_string(), true));
+            false
+        });
+        assert!(!any);
+        let owners: Vec<(String, bool)> = by_pass.into_iter().filter(|(_, owns)| *owns).collect();
+        assert_eq!(visited, owners, "{context}: owners below {asked}");
     }
 }
 
