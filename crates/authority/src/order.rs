@@ -11,9 +11,11 @@
 //! range found by two binary searches. [`Zone::patch`] adds the names that
 //! came and removes those that went, copying their parts.
 //!
-//! Only a signed zone (its apex SOA has an RRSIG, [`Zone`]'s `signed`)
-//! keeps the list: 4 octets a name in its parts (and per part of 128 to 256
-//! names a key, two pointers and the blocks' headers), which an unsigned
+//! Only a signed zone (its apex SOA has an RRSIG, [`Zone`]'s `signed`,
+//! whoever signed it: zones others sign, which tern's signer never reads,
+//! keep it too, docs/decisions/0026) keeps the list: 4 octets a name in
+//! its parts (and per part of 128 to 256 names a key, two pointers and
+//! the blocks' headers), which an unsigned
 //! zone, never signed as a window, does not pay. A patch that makes an
 //! unsigned zone signed makes the list whole (a pass over the nodes, as
 //! the builder's); one that makes it unsigned drops it.
@@ -233,13 +235,17 @@ impl Zone {
     /// `log2(names)` name comparisons), then a step and a name comparison
     /// with `name` per name taken.
     pub fn names_below(&self, name: Name<'_>) -> Option<impl Iterator<Item = (Name<'_>, bool)>> {
-        if !self.signed {
+        if !self.keeps_name_order() {
             return None;
         }
         let sought = tern_wire::name::NameBuf::from_name(name.to_lower().as_name());
-        let order =
-            move |&other: &u32| CanonicalName::of(sought.as_name()).order_of(self.node_name(other));
-        let first = self.order.iter_from(order);
+        // Split once for the binary searches.
+        let start = {
+            let split = CanonicalName::of(sought.as_name());
+            self.order
+                .start_of(|&other| split.order_of(self.node_name(other)))
+        };
+        let first = self.order.iter_at(start);
         Some(
             first
                 .map(move |&id| (self.node_name(id), id))
@@ -249,6 +255,13 @@ impl Zone {
                 })
                 .map(|(name, id)| (name, self.node(id).rrset_count > 0)),
         )
+    }
+
+    /// Whether the zone keeps the order of its names: it is signed (its
+    /// apex SOA has an RRSIG), and [`Zone::names_below`] lists the names
+    /// below any name.
+    pub fn keeps_name_order(&self) -> bool {
+        self.signed
     }
 }
 

@@ -267,7 +267,9 @@ pub struct Patched {
     pub chain_work: Work,
     /// What the order of the names of a signed zone
     /// ([`Zone::names_below`]) copied: its entries in `nsec_moved` (apart
-    /// from `work`, which counts the zone's tables and its other lists).
+    /// from `work`, which counts the zone's tables and its other lists;
+    /// the whole list when the patch signs the zone). The update path
+    /// reports both summed.
     pub order_work: Work,
 }
 
@@ -546,7 +548,7 @@ impl Zone {
         let list = core::mem::take(&mut zone.order);
         let changes = before
             .iter()
-            .map(|b| (b.node, b.live, facts(&zone, b.node).live));
+            .map(|b| (b.node, b.live, zone.node(b.node).flags & FLAG_DEAD == 0));
         let list = crate::order::patch(&zone, list, self.signed, changes, &mut order_work);
         zone.order = list;
 
