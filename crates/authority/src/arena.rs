@@ -36,6 +36,18 @@ pub struct Work {
     pub nsec_moved: usize,
 }
 
+impl core::ops::AddAssign for Work {
+    /// Both measures summed, field by field.
+    fn add_assign(&mut self, other: Work) {
+        self.chunks_copied += other.chunks_copied;
+        self.bytes_copied += other.bytes_copied;
+        self.shards_copied += other.shards_copied;
+        self.nodes_touched += other.nodes_touched;
+        self.glue_resolved += other.glue_resolved;
+        self.nsec_moved += other.nsec_moved;
+    }
+}
+
 /// A table of `T` in shared chunks of `1 << SHIFT` entries.
 #[derive(Clone, Debug)]
 pub(crate) struct Arena<T, const SHIFT: u32> {

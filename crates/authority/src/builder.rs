@@ -866,6 +866,7 @@ impl ZoneBuilder {
             nsec: Default::default(),
             nsec3: None,
             targets: Default::default(),
+            order: Default::default(),
             hashed_nodes,
             dead_nodes: 0,
             garbage,
@@ -1186,8 +1187,15 @@ fn attach_signatures(sets: &mut [RRset], groups: &[(u32, u16, RType)]) {
     }
 }
 
-/// The NSEC owners of the tree, in canonical order.
+/// The NSEC owners of the tree, in canonical order, and in a signed zone
+/// the order of every name (`crate::order`), whose NSEC owners they are.
 fn index_nsec(zone: &mut Zone) {
+    let (order, nsec) = crate::order::build(zone);
+    zone.order = order;
+    if let Some(owners) = nsec {
+        zone.nsec = crate::parts::Parts::from_sorted(&owners);
+        return;
+    }
     let mut owners: Vec<u32> = (0..zone.nodes.end())
         .filter(|&node| {
             zone.node(node).flags & (FLAG_NSEC3_OWNER | FLAG_DEAD) == 0

@@ -73,6 +73,7 @@ mod index;
 pub mod lookup;
 mod nsec3;
 pub mod nsid;
+mod order;
 mod parts;
 mod patch;
 mod proof;

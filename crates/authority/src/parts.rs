@@ -322,8 +322,20 @@ impl<T: Keyed> Parts<T> {
         &self,
         order: impl Fn(&T::Key) -> Ordering,
     ) -> impl Iterator<Item = &T> {
+        self.iter_at(self.start_of(order))
+    }
+
+    /// Where [`Parts::iter_from`] starts (its part, its index there): the
+    /// search apart from the walk, for an order that borrows what the walk
+    /// must not. Bound: two binary searches.
+    pub(crate) fn start_of(&self, order: impl Fn(&T::Key) -> Ordering) -> (usize, usize) {
         let lower = |key: &T::Key| order(key).then(Ordering::Greater);
-        let (first, index) = self.bound(&lower, false);
+        self.bound(&lower, false)
+    }
+
+    /// The entries from `(part, index)` ([`Parts::start_of`]) to the end.
+    /// Bound: one step an entry taken.
+    pub(crate) fn iter_at(&self, (first, index): (usize, usize)) -> impl Iterator<Item = &T> {
         (first..self.part_count()).flat_map(move |part| {
             let entries = self.part(part).unwrap_or_default();
             let skip = if part == first { index } else { 0 };

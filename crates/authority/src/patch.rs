@@ -35,7 +35,9 @@
 //!    rewritten;
 //! 7. the NSEC order list, when an NSEC owner came or went: the owner
 //!    added or removed in its part of the list (`crate::parts`), the other
-//!    parts shared with the previous version.
+//!    parts shared with the previous version; in a signed zone, the same
+//!    for the order of every name ([`Zone::names_below`], `crate::order`):
+//!    each name that came or went.
 //!
 //! The new version lists the names it changed ([`Zone::changed_since`]),
 //! so that the cores' answer caches drop only the answers those names can
@@ -263,6 +265,12 @@ pub struct Patched {
     /// What the NSEC3 chain's own tables (its links, the hashes of the
     /// nodes' names) copied: also counted in `work`.
     pub chain_work: Work,
+    /// What the order of the names of a signed zone
+    /// ([`Zone::names_below`]) copied: its entries in `nsec_moved` (apart
+    /// from `work`, which counts the zone's tables and its other lists;
+    /// the whole list when the patch signs the zone). The update path
+    /// reports both summed.
+    pub order_work: Work,
 }
 
 /// Why a zone was not patched.
@@ -534,6 +542,16 @@ impl Zone {
             zone.nsec = list;
         }
 
+        // 7b: in a signed zone, the order of every name: each node that
+        // came or went added or removed in its part (`crate::order`).
+        let mut order_work = Work::default();
+        let list = core::mem::take(&mut zone.order);
+        let changes = before
+            .iter()
+            .map(|b| (b.node, b.live, zone.node(b.node).flags & FLAG_DEAD == 0));
+        let list = crate::order::patch(&zone, list, self.signed, changes, &mut order_work);
+        zone.order = list;
+
         // 8: the NSEC3 chain's links, and the hashes of the nodes changed.
         let mut chain_work = Work::default();
         if zone.nsec3.is_some() {
@@ -557,6 +575,7 @@ impl Zone {
             zone,
             work,
             chain_work,
+            order_work,
         })
     }
 }

@@ -1196,7 +1196,13 @@ pub fn next_version(
     }
     match previous.patch(&changes) {
         Ok(patched) if crate::window::garbage_within_share(&patched.zone) => {
-            Ok((patched.zone, patched.work))
+            // The order of the names a signed zone keeps is counted apart
+            // from the tables (the chain's work is in `work` already): an
+            // UPDATE that signs an unsigned zone (an RRSIG over its SOA
+            // added) pays the whole list's build, once.
+            let mut work = patched.work;
+            work += patched.order_work;
+            Ok((patched.zone, work))
         }
         Ok(patched) => {
             // Info: a whole build costs the zone (a pause of the updates).
@@ -1556,3 +1562,5 @@ pub use forward::{ForwardRequest, SecondaryUpdate};
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_order;

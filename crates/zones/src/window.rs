@@ -219,19 +219,16 @@ pub(crate) fn names_below_cuts_edited(served: &Zone, edited: &[NameBuf], cuts: &
 /// The names the served version `served` holds strictly below `cuts` (a
 /// delegation or a DNAME made or removed at each, by an update) that are
 /// not in `known` (the update's edited owners), found by the served
-/// version's order, not by a pass over the zone: for each cut, the NSEC
-/// owners that follow it in canonical order while they are below it
-/// (the authoritative names a cut made hides; an NSEC3 zone has none to
-/// follow), and, at the cut and at each such name that is a delegation
-/// in `served`, its NS targets below it that `served` holds (the glue a
-/// cut removed makes authoritative again, or that a cut made above a
-/// delegation hides further). Names below a cut held otherwise (occluded
-/// data, or glue of a delegation below a cut removed) are not found:
-/// [`names_below_cuts_edited`], asked again with these names edited,
-/// tells (by the served version's counts of names below each) whether
-/// these are all. With how many NSEC owners and records were looked at;
+/// version's order, not by a pass over the zone: a signed version (every
+/// version the signer serves) lists the names below each cut
+/// ([`Zone::names_below`]), so all of them are found, authoritative
+/// names, glue and occluded names alike (NSEC or NSEC3), each name listed
+/// one look; a version that keeps no such list (unsigned) gives `None`
+/// (signed whole). [`names_below_cuts_edited`], asked again with these
+/// names edited, tells (by the served version's counts of names below
+/// each) whether these are all. With how many names were looked at;
 /// `None` past [`MAX_WINDOW_OWNERS`] names or [`MAX_WINDOW_SCAN`] looked
-/// at. Bound: those limits, a look-up of `served` per name found.
+/// at. Bound: those limits, two binary searches of the list per cut.
 pub(crate) fn names_below_served(
     served: &Zone,
     cuts: &[NameBuf],
@@ -240,61 +237,27 @@ pub(crate) fn names_below_served(
     let lower = |name: Name<'_>| NameBuf::from_name(name.to_lower().as_name());
     let mut found: std::collections::BTreeMap<Key, NameBuf> = Default::default();
     let mut looked = 0;
-    // The cuts and the delegations found below them, for their glue.
-    let mut delegations: Vec<NameBuf> = Vec::new();
+    // A signed version lists the names below a name (`Zone::names_below`):
+    // every name below each cut, glue and occluded names included, each
+    // one step. A version that keeps no order of its names (unsigned:
+    // the signer never serves one) is signed whole.
+    if !served.keeps_name_order() {
+        return None;
+    }
     for cut in cuts {
-        let cut = cut.as_name();
-        delegations.push(lower(cut));
-        let mut at = lower(cut);
-        while let Some(next) = served.nsec_owners_around(at.as_name()).1 {
+        for (name, owns_records) in served.names_below(cut.as_name()).into_iter().flatten() {
             looked += 1;
             if looked > MAX_WINDOW_SCAN {
                 return None;
             }
-            if next.label_count() <= cut.label_count() || !next.ends_with(cut) {
-                break;
-            }
-            let key = Key::of(next);
-            if !known.contains(&key) {
-                found.entry(key).or_insert_with(|| lower(next));
-            }
-            if found.len() > MAX_WINDOW_OWNERS {
-                return None;
-            }
-            at = lower(next);
-        }
-    }
-    // Below the cuts, the delegations among the names found (each
-    // looked at once).
-    for name in found.values() {
-        delegations.push(*name);
-    }
-    let mut at = 0;
-    while at < delegations.len() {
-        let point = delegations[at];
-        at += 1;
-        let records = served.owner_records(point.as_name());
-        looked += records.len();
-        if looked > MAX_WINDOW_SCAN || delegations.len() > MAX_WINDOW_OWNERS {
-            return None;
-        }
-        for record in records.iter().filter(|record| record.rtype == RType::NS) {
-            let Ok(target) = Name::from_wire(record.rdata) else {
-                continue;
-            };
-            let target = lower(target);
-            let below = target.as_name().label_count() > point.as_name().label_count()
-                && target.as_name().ends_with(point.as_name());
-            let key = Key::of(target.as_name());
-            if !below || known.contains(&key) || found.contains_key(&key) {
-                continue;
-            }
-            if served.owner_records(target.as_name()).is_empty() {
-                continue;
-            }
-            found.insert(key, target);
-            if found.len() > MAX_WINDOW_OWNERS {
-                return None;
+            // An empty non-terminal is a name between an owner and the
+            // cut, not an owner.
+            let key = Key::of(name);
+            if owns_records && !known.contains(&key) {
+                found.entry(key).or_insert_with(|| lower(name));
+                if found.len() > MAX_WINDOW_OWNERS {
+                    return None;
+                }
             }
         }
     }
