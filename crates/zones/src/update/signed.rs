@@ -203,7 +203,6 @@ pub(super) struct SignedUpdate {
     pub(super) records: Records,
     pub(super) difference: Difference,
     /// What the signing cost.
-    #[cfg_attr(not(test), allow(dead_code))]
     pub(super) cost: Cost,
 }
 
