@@ -14,8 +14,9 @@
 //! Only a signed zone (its apex SOA has an RRSIG, [`Zone`]'s `signed`,
 //! whoever signed it: zones others sign, which tern's signer never reads,
 //! keep it too, docs/decisions/0026) keeps the list: 4 octets a name in
-//! its parts (and per part of 128 to 256 names a key, two pointers and
-//! the blocks' headers), which an unsigned
+//! its parts (and per part, of 128 names after a build and 32 to 256
+//! after patches, a key, two pointers and the blocks' headers), which an
+//! unsigned
 //! zone, never signed as a window, does not pay. A patch that makes an
 //! unsigned zone signed makes the list whole (a pass over the nodes, as
 //! the builder's); one that makes it unsigned drops it.

@@ -20,8 +20,8 @@
 //! bytes (its RRSIGs are a range of the node's RRSIG RRset); per node 24
 //! bytes, its name and an index slot; in an NSEC3 zone 8 more bytes per
 //! node (its matching link and its wildcard's) and 28 per NSEC3 record;
-//! in a signed zone about 4.4 more per node, the order of its names
-//! ([`Zone::names_below`]).
+//! in a signed zone about 4.4 more per name of the tree (not per NSEC3
+//! owner), the order of its names ([`Zone::names_below`]).
 //!
 //! The tables are [`Arena`]s of shared chunks and the name index is
 //! sharded, so that [`Zone::patch`] makes the next version of an updated

@@ -277,7 +277,7 @@ fn with_nsec3_owners(model: &mut Model) {
 
 /// Checks the order list and `names_below` of `zone` against what the
 /// model, the records the zone was given, says.
-fn assert_order(zone: &Zone, model: &Model, context: &str) {
+fn assert_order(zone: &Zone, model: &Model, context: &str, stops: &mut usize) {
     if !zone.signed {
         assert!(zone.order.is_empty(), "{context}: an unsigned zone's list");
         assert!(zone.names_below(zone.origin()).is_none(), "{context}");
@@ -303,6 +303,18 @@ fn assert_order(zone: &Zone, model: &Model, context: &str) {
         assert!(!any);
         let owners: Vec<(String, bool)> = by_pass.into_iter().filter(|(_, owns)| *owns).collect();
         assert_eq!(visited, owners, "{context}: owners below {asked}");
+        // It stops at the first owner `visit` returns true for: the
+        // second here, after exactly two calls.
+        if owners.len() >= 2 {
+            let mut calls = 0;
+            let any = zone.any_name_below(lower.as_name(), |_| {
+                calls += 1;
+                calls == 2
+            });
+            assert!(any, "{context}: below {asked}");
+            assert_eq!(calls, 2, "{context}: calls below {asked}");
+            *stops += 1;
+        }
     }
 }
 
@@ -320,7 +332,7 @@ fn assert_order(zone: &Zone, model: &Model, context: &str) {
 #[test]
 fn the_order_is_a_sort_of_the_live_names_after_random_patches() {
     let (mut patched_count, mut rebuilt, mut unsigned, mut cuts) = (0, 0, 0, 0);
-    let (mut revived, mut nsec3_patched) = (0, 0);
+    let (mut revived, mut nsec3_patched, mut stops) = (0, 0, 0);
     for seed in 0..14u64 {
         let mut rng = StdRng::seed_from_u64(seed);
         let mut model = Model::new();
@@ -338,7 +350,7 @@ fn the_order_is_a_sort_of_the_live_names_after_random_patches() {
             with_nsec3_owners(&mut model);
         }
         let mut zone = build(&model).unwrap();
-        assert_order(&zone, &model, &format!("seed {seed}, built"));
+        assert_order(&zone, &model, &format!("seed {seed}, built"), &mut stops);
         for step in 0..40 {
             let saved = model.clone();
             let touched = change(&mut rng, &mut model, &mut serial);
@@ -346,7 +358,7 @@ fn the_order_is_a_sort_of_the_live_names_after_random_patches() {
             let built = build(&model);
             match (zone.patch(&changes_of(&model, &touched)), built) {
                 (Ok(patched), Ok(built)) => {
-                    assert_order(&patched.zone, &model, &context);
+                    assert_order(&patched.zone, &model, &context, &mut stops);
                     assert_eq!(listed(&patched.zone), listed(&built), "{context}");
                     revived += usize::from(patched.zone.dead_nodes < zone.dead_nodes);
                     nsec3_patched += usize::from(seed >= 12);
@@ -356,7 +368,7 @@ fn the_order_is_a_sort_of_the_live_names_after_random_patches() {
                     cuts += usize::from(touched.len() > 2);
                 }
                 (Err(PatchError::Rebuild(_)), Ok(built)) => {
-                    assert_order(&built, &model, &context);
+                    assert_order(&built, &model, &context, &mut stops);
                     zone = built;
                     rebuilt += 1;
                 }
@@ -371,11 +383,12 @@ fn the_order_is_a_sort_of_the_live_names_after_random_patches() {
     }
     eprintln!(
         "{patched_count} patched ({unsigned} unsigned, {cuts} touching names below a cut, \
-         {revived} reviving names, {nsec3_patched} NSEC3), {rebuilt} rebuilt"
+         {revived} reviving names, {nsec3_patched} NSEC3), {rebuilt} rebuilt, \
+         {stops} visits stopped at the second owner"
     );
     assert!(
-        revived > 0 && nsec3_patched > 10,
-        "{revived} reviving, {nsec3_patched} NSEC3"
+        revived > 0 && nsec3_patched > 10 && stops > 0,
+        "{revived} reviving, {nsec3_patched} NSEC3, {stops} stopped"
     );
     assert!(
         patched_count > 5 * (rebuilt + 1),

@@ -521,17 +521,19 @@ fn window_update(
         &owners[..]
     };
     let changes = crate::window::patch_changes(&out, &changed, edited.iter().map(NameBuf::as_name));
-    let zone = match served.patch(&changes) {
-        Ok(patched) if crate::window::garbage_within_share(&patched.zone) => patched.zone,
+    let (zone, how) = match served.patch(&changes) {
+        Ok(patched) if crate::window::garbage_within_share(&patched.zone) => {
+            (patched.zone, "patched")
+        }
         _ => {
             let records = spliced(served, &window, &out)?;
             cost.copied += RecordList::len(&records);
-            build(origin, &records)?.1
+            (build(origin, &records)?.1, "rebuilt")
         }
     };
     log::debug!(
         "zone {origin}: an update signed as a window of {} owners ({} records read, {} RRSIGs \
-         made)",
+         made), the served version {how}",
         window.len(),
         cost.visited,
         cost.signatures

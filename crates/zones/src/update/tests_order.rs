@@ -111,3 +111,75 @@ fn an_update_that_signs_a_zone_reports_its_list_of_names() {
         assert!(cost > 0 && cost <= 512, "{cost}");
     }
 }
+
+/// An UPDATE of `example.`: each of `ops` an owner (labels under the
+/// zone), its type, its class (ANY: delete the RRset), its TTL and RDATA.
+fn update_message(ops: &[(&str, u16, u16, u32, &[u8])]) -> Vec<u8> {
+    let mut m = vec![0, 1, 0x28, 0, 0, 1, 0, 0];
+    m.extend_from_slice(&(ops.len() as u16).to_be_bytes());
+    m.extend_from_slice(&[0, 0]);
+    m.extend_from_slice(b"\x07example\x00\x00\x06\x00\x01");
+    for (owner, rtype, class, ttl, rdata) in ops {
+        for label in owner.split('.') {
+            m.push(label.len() as u8);
+            m.extend_from_slice(label.as_bytes());
+        }
+        m.extend_from_slice(&[0xc0, 12]);
+        m.extend_from_slice(&rtype.to_be_bytes());
+        m.extend_from_slice(&class.to_be_bytes());
+        m.extend_from_slice(&ttl.to_be_bytes());
+        m.extend_from_slice(&(rdata.len() as u16).to_be_bytes());
+        m.extend_from_slice(rdata);
+    }
+    m
+}
+
+/// An NSEC zone signed by others (an RRSIG over its SOA, no keys: tern
+/// does not sign it) is the engine's base as served (`records_over`), so
+/// the engine's exact check of names below a name asks the served
+/// version's list of names (`Zone::any_name_below`, which only such
+/// zones reach, decision 0026): a DNAME added at `x` in the UPDATE that
+/// deletes both names below it (`a.x`, `b.x`) is added; added with only
+/// `a.x` deleted, `b.x` still below it, it is ignored (RFC 6672: no
+/// DNAME above names).
+#[test]
+fn a_dname_over_names_an_update_deletes_reads_the_served_list() {
+    let origin = tern_wire::name::NameBuf::from_text(b"example.", None).unwrap();
+    let text = format!(
+        "{}@ NSEC a.x NS SOA RRSIG NSEC\na.x A 198.51.100.7\nb.x A 198.51.100.8\n",
+        zone_text(0, 1, true)
+    );
+    let (records, _) = records_of(&text);
+    let zone = Arc::new(zone_of(origin.as_name(), &records).unwrap());
+    assert!(zone.keeps_name_order() && !zone.has_nsec3());
+    let dname_added = |ops: &[(&str, u16, u16, u32, &[u8])]| {
+        let mut over = records_over(&zone).unwrap();
+        let message = UpdateMessage::parse(&update_message(ops)).unwrap();
+        let access = Access {
+            rules: &[UpdateRule::default()],
+            requester: Requester {
+                key: None,
+                address: "127.0.0.1".parse().unwrap(),
+            },
+        };
+        let difference =
+            tern_update::update(&mut over, &message, &access, &UpdateOptions::default())
+                .unwrap()
+                .unwrap();
+        convert(difference)
+            .added
+            .iter()
+            .any(|record| record.rtype == RType::DNAME)
+    };
+    let target: &[u8] = b"\x07example\x03net\x00";
+    let (a, dname) = (RType::A.0, RType::DNAME.0);
+    assert!(dname_added(&[
+        ("a.x", a, 255, 0, &[]),
+        ("b.x", a, 255, 0, &[]),
+        ("x", dname, 1, 60, target),
+    ]));
+    assert!(!dname_added(&[
+        ("a.x", a, 255, 0, &[]),
+        ("x", dname, 1, 60, target)
+    ]));
+}
