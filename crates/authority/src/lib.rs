@@ -79,6 +79,8 @@ mod patch;
 mod proof;
 mod respond;
 mod targets;
+#[cfg(test)]
+mod test_model;
 mod zone;
 
 pub use arena::Work;

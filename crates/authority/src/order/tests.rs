@@ -9,23 +9,8 @@ use tern_wire::name::{Name, NameBuf};
 use tern_wire::types::{RClass, RType};
 
 use super::*;
-use crate::{BuildError, PatchError, ZoneBuilder, ZoneChanges};
-
-fn name(text: &str) -> NameBuf {
-    NameBuf::from_text(text.as_bytes(), None).unwrap()
-}
-
-/// By lowercased owner, the records in the order a builder is given them.
-type Model = BTreeMap<Vec<u8>, Vec<(RType, u32, Vec<u8>)>>;
-
-fn soa(serial: u32) -> Vec<u8> {
-    let mut rdata = name("ns.example.").as_bytes().to_vec();
-    rdata.extend_from_slice(name("host.example.").as_bytes());
-    for value in [serial, 3600, 900, 604800, 300] {
-        rdata.extend_from_slice(&value.to_be_bytes());
-    }
-    rdata
-}
+use crate::test_model::{build, changes_of, name, soa, Model};
+use crate::{PatchError, ZoneBuilder};
 
 /// An RRSIG over the SOA: what makes the zone signed.
 fn soa_rrsig() -> Vec<u8> {
@@ -47,34 +32,6 @@ fn apex_records(serial: u32, signed: bool) -> Vec<(RType, u32, Vec<u8>)> {
     }
     records.push((RType::NS, 3600, name("ns.example.").as_bytes().to_vec()));
     records
-}
-
-fn build(model: &Model) -> Result<Zone, BuildError> {
-    let mut builder = ZoneBuilder::new(name("example.").as_name());
-    for (owner, records) in model {
-        for (rtype, ttl, rdata) in records {
-            builder.insert(
-                Name::from_wire(owner).unwrap(),
-                *rtype,
-                RClass::IN,
-                *ttl,
-                rdata,
-            )?;
-        }
-    }
-    builder.finish()
-}
-
-fn changes_of(model: &Model, touched: &[Vec<u8>]) -> ZoneChanges {
-    let mut changes = ZoneChanges::new();
-    for owner in touched {
-        let records = model.get(owner).map(Vec::as_slice).unwrap_or(&[]);
-        changes.set(
-            Name::from_wire(owner).unwrap(),
-            records.iter().map(|(t, ttl, r)| (*t, *ttl, &r[..])),
-        );
-    }
-    changes
 }
 
 /// A name's labels lowercased, from the apex's down (the test's own

@@ -1,32 +1,16 @@
 //! `Zone::patch` against whole builds of the same records.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use tern_wire::name::NameBuf;
-use tern_wire::types::{RClass, RType};
+use tern_wire::types::RType;
 
 use super::*;
+use crate::test_model::{build, changes_of, name, soa, Model};
 use crate::zone::FLAG_DNAME;
-use crate::{respond, Catalog, Options, RecordCursor, Response, Transport, ZoneBuilder};
-
-fn name(text: &str) -> NameBuf {
-    NameBuf::from_text(text.as_bytes(), None).unwrap()
-}
-
-/// The zone's records as the model keeps them: by lowercased owner, in the
-/// order they were added (a builder is given them in that order).
-type Model = BTreeMap<Vec<u8>, Vec<(RType, u32, Vec<u8>)>>;
-
-fn soa(serial: u32) -> Vec<u8> {
-    let mut rdata = name("ns.example.").as_bytes().to_vec();
-    rdata.extend_from_slice(name("host.example.").as_bytes());
-    for value in [serial, 3600, 900, 604800, 300] {
-        rdata.extend_from_slice(&value.to_be_bytes());
-    }
-    rdata
-}
+use crate::{respond, Catalog, Options, RecordCursor, Response, Transport};
 
 /// Owners the changes pick from: the apex, new and existing names, empty
 /// non-terminals (b.a, d.c), a delegation with glue below it, wildcards,
@@ -128,22 +112,6 @@ fn random_record(rng: &mut StdRng) -> (RType, u32, Vec<u8>) {
         }
         _ => (RType::A, 300, vec![198, 51, 100, rng.random_range(1..3)]),
     }
-}
-
-fn build(model: &Model) -> Result<Zone, BuildError> {
-    let mut builder = ZoneBuilder::new(name("example.").as_name());
-    for (owner, records) in model {
-        for (rtype, ttl, rdata) in records {
-            builder.insert(
-                Name::from_wire(owner).unwrap(),
-                *rtype,
-                RClass::IN,
-                *ttl,
-                rdata,
-            )?;
-        }
-    }
-    builder.finish()
 }
 
 fn query(qname: &NameBuf, qtype: RType, dnssec: bool) -> Vec<u8> {
@@ -354,18 +322,6 @@ fn change(rng: &mut StdRng, model: &mut Model, serial: &mut u32) -> Vec<Vec<u8>>
     records.insert(0, (RType::SOA, 3600, soa(*serial)));
     touched.push(apex);
     touched
-}
-
-fn changes_of(model: &Model, touched: &[Vec<u8>]) -> ZoneChanges {
-    let mut changes = ZoneChanges::new();
-    for owner in touched {
-        let records = model.get(owner).map(Vec::as_slice).unwrap_or(&[]);
-        changes.set(
-            Name::from_wire(owner).unwrap(),
-            records.iter().map(|(t, ttl, r)| (*t, *ttl, &r[..])),
-        );
-    }
-    changes
 }
 
 /// For random sequences of changes, a patch gives the zone a whole build
