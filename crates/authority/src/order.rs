@@ -16,8 +16,7 @@
 //! keep it too, docs/decisions/0026) keeps the list: 4 octets a name in
 //! its parts (and per part, of 128 names after a build and 32 to 256
 //! after patches, a key, two pointers and the blocks' headers), which an
-//! unsigned
-//! zone, never signed as a window, does not pay. A patch that makes an
+//! unsigned zone, never signed as a window, does not pay. A patch that makes an
 //! unsigned zone signed makes the list whole (a pass over the nodes, as
 //! the builder's); one that makes it unsigned drops it.
 //!
@@ -109,8 +108,9 @@ fn sort_by_labels(zone: &Zone, group: &mut [u64], offset: usize) {
 /// parent (a counting pass), each group sorted by first label, then a walk
 /// from the apex. Bound: two passes over the nodes, a sort of each node's
 /// children by one label each ([`sort_by_labels`]: integer sorts of four
-/// octets of the labels at a time, each label read once a level), a walk of at most [`MAX_LABELS`] levels (a name has at most
-/// that many labels below the apex). Memory: 16 octets a name while it
+/// octets of the labels at a time, each label read once a level), a walk
+/// of at most [`MAX_LABELS`] levels (a name has at most that many labels
+/// below the apex). Memory: 16 octets a name while it
 /// runs (the groups' start, the keyed children, the result).
 pub(crate) fn canonical_nodes(zone: &Zone) -> Vec<u32> {
     let end = zone.nodes.end() as usize;
