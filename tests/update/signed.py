@@ -338,6 +338,26 @@ def _types(window) -> list[int]:
             for bit in range(8) if octet & (0x80 >> bit)]
 
 
+def nsec3_window(zone: str) -> re.Pattern:
+    """tern's debug line for an update to `zone` signed as a window of its NSEC3 chain."""
+    return re.compile(rf"zone {re.escape(zone)}\.: an update signed as a window of "
+                      r"\d+ owners and \d+ NSEC3 links")
+
+
+def update_as_window(tern, zone: str, what: str, commands: str, window: re.Pattern,
+                     how: str) -> None:
+    """Sends `commands` to `zone` and fails unless the serial moved and tern's log
+    gained one line `window` (the update signed as a window `how`, not the whole
+    zone)."""
+    before = serial(tern.addr, zone)
+    windows = len(window.findall(tern.log_tail(100000)))
+    nsupdate(tern, zone, commands)
+    if serial(tern.addr, zone) == before:
+        fail(f"{zone}: {what}: the update left serial {before}")
+    if len(window.findall(tern.log_tail(100000))) != windows + 1:
+        fail(f"{zone}: {what}: not signed as a window {how} (tern's log)")
+
+
 def nsec3_sequence(tern, zone: str, tmp: pathlib.Path) -> None:
     """Issue 25 with NSEC3 signed as a window: a name added, a name below new empty
     non-terminals, a name deleted, an RRset deleted, the apex changed, the empty
@@ -354,17 +374,10 @@ def nsec3_sequence(tern, zone: str, tmp: pathlib.Path) -> None:
         ("the apex changed", f'update add {zone}. 300 TXT "apex"'),
         ("the empty non-terminals gone", f"update delete leaf.ent.n3.{zone}."),
     ]
-    window = re.compile(rf"zone {re.escape(zone)}\.: an update signed as a window of "
-                        r"\d+ owners and \d+ NSEC3 links")
+    window = nsec3_window(zone)
     for at, (what, commands) in enumerate(steps):
-        before = serial(tern.addr, zone)
-        windows = len(window.findall(tern.log_tail(100000)))
-        nsupdate(tern, zone, commands)
-        if serial(tern.addr, zone) == before:
-            fail(f"{zone}: {what}: the update left serial {before}")
         # The cost: the update was signed as a window, not the whole zone.
-        if len(window.findall(tern.log_tail(100000))) != windows + 1:
-            fail(f"{zone}: {what}: not signed as a window of the NSEC3 chain (tern's log)")
+        update_as_window(tern, zone, what, commands, window, "of the NSEC3 chain")
         text = axfr_verified(tern, zone, tmp / f"{zone}.sequence{at}.axfr")
         expected, held = expected_nsec3_chain(text, zone)
         if expected != held:
@@ -405,17 +418,10 @@ def cut_and_dname_sequence(tern, zone: str, denial: str, tmp: pathlib.Path) -> N
         window = re.compile(rf"zone {re.escape(zone)}\.: an update signed as a window of "
                             r"\d+ owners \([^)]*\), the served version patched")
     else:
-        window = re.compile(rf"zone {re.escape(zone)}\.: an update signed as a window of "
-                            r"\d+ owners and \d+ NSEC3 links")
+        window = nsec3_window(zone)
+    how = "with the served version patched" if nsec else "of the NSEC3 chain"
     for at, (what, commands) in enumerate(steps):
-        before = serial(tern.addr, zone)
-        windows = len(window.findall(tern.log_tail(100000)))
-        nsupdate(tern, zone, commands)
-        if serial(tern.addr, zone) == before:
-            fail(f"{zone}: {what}: the update left serial {before}")
-        if len(window.findall(tern.log_tail(100000))) != windows + 1:
-            how = "with the served version patched" if nsec else "of the NSEC3 chain"
-            fail(f"{zone}: {what}: not signed as a window {how} (tern's log)")
+        update_as_window(tern, zone, what, commands, window, how)
         text = axfr_verified(tern, zone, tmp / f"{zone}.cuts{at}.axfr")
         if not nsec:
             expected, held = expected_nsec3_chain(text, zone)
