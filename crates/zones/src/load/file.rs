@@ -322,13 +322,20 @@ pub(super) fn load_zone_with(
         signed,
     };
     let signed_zone = stamp.signed.is_some();
+    // The phase says which (the patch's work: `patch_signed`'s debug line).
     let zone = match patched {
-        Some(zone) => zone,
-        None => builder
-            .finish()
-            .map_err(|err| Failure::Zone(vec![format!("{}: {err}", path.display())]))?,
+        Some(zone) => {
+            phases.lap("served version patched");
+            zone
+        }
+        None => {
+            let zone = builder
+                .finish()
+                .map_err(|err| Failure::Zone(vec![format!("{}: {err}", path.display())]))?;
+            phases.lap("built whole");
+            zone
+        }
     };
-    phases.lap("built or patched");
     if signed_zone {
         log::info!("zone {origin_text}: loaded: {phases}");
     }

@@ -608,8 +608,10 @@ pub(crate) fn patch_signed(
                 .map(|record| (record.rtype, record.ttl, &record.rdata[..])),
         );
     }
-    let zone = match served.patch(&changes) {
-        Ok(patched) if crate::window::garbage_within_share(&patched.zone) => patched.zone,
+    let (zone, work) = match served.patch(&changes) {
+        Ok(patched) if crate::window::garbage_within_share(&patched.zone) => {
+            (patched.zone, patched.work)
+        }
         Ok(_) => {
             log::debug!("zone {origin}: built whole, its patches' garbage past its share");
             return None;
@@ -620,10 +622,13 @@ pub(crate) fn patch_signed(
         }
     };
     log::debug!(
-        "zone {origin}: serial {} patched from {} ({} owners) in {:?}",
+        "zone {origin}: serial {} patched from {} ({} owners; {} table octets copied, {} \
+         nodes touched) in {:?}",
         zone.serial(),
         served.serial(),
         changes.len(),
+        work.bytes_copied,
+        work.nodes_touched,
         started.elapsed()
     );
     #[cfg(debug_assertions)]

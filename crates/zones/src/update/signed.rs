@@ -663,9 +663,11 @@ fn nsec3_window_update(
         signatures: signed.signatures,
         copied: 0,
     };
+    // `sign_nsec3_window_of` patches the served version or gives `None`
+    // (the whole zone signed): a window is never rebuilt.
     log::debug!(
         "zone {origin}: an update signed as a window of {} owners and {} NSEC3 links ({} \
-         records read, {} RRSIGs made)",
+         records read, {} RRSIGs made), the served version patched",
         signed.sizes.0,
         signed.sizes.1,
         cost.visited,
