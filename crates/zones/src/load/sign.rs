@@ -103,7 +103,13 @@ pub(super) fn sign_loaded(
                 .filter(|served| from == Some(served.serial()))
                 .zip(zone.difference.as_ref())
                 .and_then(|(served, change)| patch_signed(name, served, &zone.records, change));
-            phases.lap("served version patched");
+            // The lap says which: a patch refused (or not tried) leaves
+            // the build to the next one.
+            phases.lap(if patched.is_some() {
+                "served version patched"
+            } else {
+                "served version not patched"
+            });
             if patched.is_some() {
                 both.build = None;
             }
