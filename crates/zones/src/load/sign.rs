@@ -21,7 +21,7 @@ pub(super) fn sign_loaded(
     records: &Records,
     signer: &Signer<'_>,
     build: &mut dyn Sink,
-    patched: &mut Option<Zone>,
+    patched: &mut Option<(Zone, tern_authority::Work)>,
 ) -> Result<SignedVersion, Failure> {
     let now = crate::unix_time();
     let started = std::time::Instant::now();
@@ -365,13 +365,16 @@ pub(super) fn sign_edited(
     log::info!(
         "zone {name}: signed, {signatures} signatures made, {kept} kept, in {} ms; \
          {} owners edited, {} records kept on disk for the next signing ({} octets, \
-         {} written, {} patches)",
+         {} written, {} patches); the served version patched ({} table octets copied, {} \
+         nodes touched)",
         started.elapsed().as_millis(),
         edit.owners,
         edit.kept.len(),
         edit.kept.size(),
         edit.kept.written(),
-        edit.kept.patch_count()
+        edit.kept.patch_count(),
+        edit.work.bytes_copied,
+        edit.work.nodes_touched
     );
     crate::sign_status::signed(
         tern_wire::name::LowerNameBuf::from_name(name).as_bytes(),
@@ -586,13 +589,14 @@ impl RecordList for One<'_> {
 /// patch is refused (NSEC3, a delegation moving, too much garbage) or the
 /// records do not make a zone: the caller builds the version whole (and
 /// reports the builder's errors). In a debug build the patched version is
-/// checked against a whole build of the same records.
+/// checked against a whole build of the same records. With the version,
+/// what the patch copied ([`crate::window::patch_work`]).
 pub(crate) fn patch_signed(
     origin: tern_wire::name::Name<'_>,
     served: &Zone,
     records: &[tern_zone::Record],
     change: &Change,
-) -> Option<Zone> {
+) -> Option<(Zone, tern_authority::Work)> {
     let started = std::time::Instant::now();
     let mut owners: Vec<&tern_zone::Record> = change.deleted.iter().chain(&change.added).collect();
     owners.sort_unstable_by(|a, b| a.owner.as_name().canonical_cmp(b.owner.as_name()));
@@ -616,7 +620,8 @@ pub(crate) fn patch_signed(
     }
     let (zone, work) = match served.patch(&changes) {
         Ok(patched) if crate::window::garbage_within_share(&patched.zone) => {
-            (patched.zone, patched.work)
+            let work = crate::window::patch_work(&patched);
+            (patched.zone, work)
         }
         Ok(_) => {
             log::debug!("zone {origin}: built whole, its patches' garbage past its share");
@@ -657,7 +662,7 @@ pub(crate) fn patch_signed(
             "zone {origin}: the patched version differs from the whole build"
         );
     }
-    Some(zone)
+    Some((zone, work))
 }
 
 /// Whether `a` and `b` hold the same records (owner, type, TTL, RDATA),
