@@ -2,10 +2,11 @@
 //! zone's reload costs the change, not the file).
 //!
 //! Two versions of a file are compared byte for byte ([`common_prefix`],
-//! [`common_suffix`], [`changed_region_of`]): their common prefix and suffix are the same text, so the records read
-//! from them are the same, but for what the parser carries from one entry
-//! to the next. The bytes between (one region in each file) are widened to
-//! whole entries read with exactly the state a whole reading has there:
+//! [`common_suffix`], [`changed_region_of`]): their common prefix and
+//! suffix are the same text, so the records read from them are the same,
+//! but for what the parser carries from one entry to the next. The bytes
+//! between (one region in each file) are widened to whole entries read
+//! with exactly the state a whole reading has there:
 //!
 //! - the region lies in the file's tail ([`super::split::tail_start`]):
 //!   after the last `(`, `)`, `"`, `\` or `$`, so no directive, no
@@ -149,8 +150,12 @@ impl OldText<'_> {
 /// `new`) and `new` differ, widened to entries that can be read apart (see
 /// the module documentation); `None` when it cannot be, or when it is
 /// longer than `max_len` octets in either file. Bound: line walks out of
-/// the region's ends and a search of the old region for special octets
-/// (the comparison is the caller's).
+/// the region's ends, a search of the old region for special octets, and
+/// a backward search of `new` from its end for its last special octet
+/// (`tail_start`, once the region fits `max_len`): nearly the whole file
+/// when they all sit at its top, as `$TTL` and a SOA's `(` usually do, so
+/// this grows with the file, not the change. The comparison is the
+/// caller's.
 pub fn changed_region_of(old: &OldText<'_>, new: &[u8], max_len: usize) -> Option<ChangedRegion> {
     if !old.fits(new) {
         return None;
