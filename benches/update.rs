@@ -5,7 +5,12 @@
 //! `update`: an unsigned zone of A records (`update_zone`), a TXT at a
 //! new name added, then deleted, in turn (so that the zone does not grow),
 //! the engine's records laid over the served version as the update thread
-//! keeps them (`ZoneRecords::over`, `versions::records_over`):
+//! keeps them (`ZoneRecords::over`, `versions::records_over`). All three
+//! rows read those records (through the served version), and
+//! `engine+patch` also times the laying over each new version; until
+//! 2026-11-29 they read a copy of every record
+//! (`ZoneRecords::from_records`), so docs/benchmarks.md's figures from
+//! before are not comparable with later ones.
 //!
 //! - `engine`: the UPDATE parsed and applied by the engine
 //!   (`tern_update::update`), its difference as the journal keeps it;
@@ -17,7 +22,8 @@
 //!   builds it whole at a quarter: the `build` figure, spread over the
 //!   updates that made the garbage);
 //! - `build`: the whole build a patch replaces
-//!   (`tern_zones::update::zone_of`).
+//!   (`tern_zones::update::zone_of`), from the records laid over the
+//!   served version (read through it).
 //!
 //! `signed-update`: a zone tern signed (`SignedZone`: NSEC or NSEC3, one
 //! key made in a temporary directory the bench removes), one UPDATE (a TXT
