@@ -75,7 +75,9 @@ fn sign(c: &mut Criterion) {
     // more. One thread's took 6.9 s at load 1.5 to 3 (docs/benchmarks.md),
     // past the default 5 s; at load 6, 11 to 12 s on one thread and on two
     // alike (12 s still warned for two). 20 s keeps two iterations a
-    // sample up to 2 s a signing.
+    // sample up to 2 s a signing. The cost: each of the two rows runs
+    // 20 to 30 s instead of about 7 (27 s and 21 s of samples at load 6),
+    // about half a minute more on `make bench`.
     group.measurement_time(Duration::from_secs(SIGN_ZONE_SECONDS));
     for threads in [1, 2] {
         group.bench_function(format!("zone-20k-{threads}-threads"), |b| {
