@@ -9,6 +9,7 @@
 //! `make bench-sign`'s (docs/benchmarks.md).
 
 use std::hint::black_box;
+use std::time::Duration;
 
 use criterion::{Criterion, SamplingMode, Throughput};
 use tern_dnssec::{
@@ -19,6 +20,9 @@ use tern_zone::{RecordRef, Sink};
 
 /// A records in the generated zone.
 const RECORDS: usize = 20_000;
+
+/// The measurement time of each whole signing of the zone, in seconds.
+const SIGN_ZONE_SECONDS: u64 = 20;
 
 /// Keeps nothing.
 struct Discard;
@@ -66,6 +70,15 @@ fn sign(c: &mut Criterion) {
     group.throughput(Throughput::Elements(signatures));
     group.sampling_mode(SamplingMode::Flat);
     group.sample_size(10);
+    // Criterion warns "Unable to complete 10 samples" when a flat sample
+    // is one iteration: when ten signings take the measurement time or
+    // more. One thread's took 6.9 s at load 1.5 to 3 (docs/benchmarks.md),
+    // past the default 5 s; at load 6, 11 to 12 s on one thread and on two
+    // alike (12 s still warned for two). 20 s keeps two iterations a
+    // sample up to 2 s a signing. The cost: each of the two rows runs
+    // 20 to 30 s instead of about 7 (27 s and 21 s of samples at load 6),
+    // about half a minute more on `make bench`.
+    group.measurement_time(Duration::from_secs(SIGN_ZONE_SECONDS));
     for threads in [1, 2] {
         group.bench_function(format!("zone-20k-{threads}-threads"), |b| {
             b.iter(|| sign(black_box(threads)))

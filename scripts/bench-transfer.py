@@ -5,7 +5,8 @@ zone sent by tern over TLS and over TCP (issue 26).
 
 For each pair the receiver starts with no copy and transfers the zone by AXFR at start.
 Reported: the transfer's time as the receiver logs it (Knot: "AXFR, incoming ...
-finished, N seconds"; tern: "received from ... in N s"), the time as the sender logs it,
+finished, N seconds"; tern: "received from ... by AXFR, N records, built whole (...), in
+N s"), the time as the sender logs it,
 and the peak resident memory (VmHWM) of each side once the receiver serves the zone.
 
     TERN_BIN=target/release/tern python3 scripts/bench-transfer.py [RECORDS]
@@ -44,9 +45,13 @@ import load  # noqa: E402  (tests/transfer/load.py: the zone, the servers, peak 
 import harness  # noqa: E402
 import servers as smod  # noqa: E402
 
-def transfer_seconds(log: str, pattern: str) -> float | None:
-    match = re.search(pattern, log)
-    return float(match.group(1)) if match else None
+def transfer_seconds(log: str, *patterns: str) -> float | None:
+    """The seconds the first of `patterns` that matches in `log` captures (0.0 counts)."""
+    for pattern in patterns:
+        match = re.search(pattern, log)
+        if match:
+            return float(match.group(1))
+    return None
 
 
 def tern(workdir: pathlib.Path, zones: pathlib.Path, config) -> harness.ConfiguredTern:
@@ -64,10 +69,15 @@ def run_pair(name: str, primary: smod.Server, secondary_of) -> None:
         with harness.serving({"secondary": secondary}):
             load.wait_for_record(secondary, "big.example", time.monotonic(), primary)
             logs = secondary.log_tail(100000) + "\n" + primary.log_tail(100000)
-            received = (transfer_seconds(logs, r"AXFR, incoming, remote [^,]+, finished, ([\d.]+) seconds")
-                        or transfer_seconds(logs, r"received from \S+ by AXFR, \d+ records, in ([\d.]+) s"))
-            sent = (transfer_seconds(logs, r"AXFR, outgoing, remote [^,]+, finished, ([\d.]+) seconds")
-                    or transfer_seconds(logs, r"AXFR, outgoing, to \S+, serial \d+: .* in ([\d.]+) s"))
+            received = transfer_seconds(
+                logs, r"AXFR, incoming, remote [^,]+, finished, ([\d.]+) seconds",
+                r"received from \S+ by AXFR, \d+ records,[^\n]*? in ([\d.]+) s")
+            sent = transfer_seconds(
+                logs, r"AXFR, outgoing, remote [^,]+, finished, ([\d.]+) seconds",
+                r"AXFR, outgoing, to \S+, serial \d+: .* in ([\d.]+) s")
+            if received is None or sent is None:
+                raise SystemExit(f"{name}: no transfer time in the logs (receiver {received}, "
+                                 f"sender {sent}): has a log line's format changed?")
             print(f"{name}: receiver {received} s, sender {sent} s; peak memory: sender "
                   f"{load.peak_kib(primary) // 1024} MiB, receiver "
                   f"{load.peak_kib(secondary) // 1024} MiB")

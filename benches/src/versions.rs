@@ -145,14 +145,15 @@ pub fn patches(model: &Model, kind: PatchKind) -> [ZoneChanges; 2] {
 //----------- Unsigned updates (tern-zones) ----------------------------------
 
 /// The zone of `rebuild_cost`: `count` A records at names `h0`.. beside
-/// the apex's SOA and NS and the NS's address, as the update engine keeps
-/// it, and its served version built whole
-/// ([`tern_zones::update::zone_of`]).
+/// the apex's SOA and NS and the NS's address, its served version built
+/// whole ([`tern_zones::update::zone_of`]), and the update engine's
+/// records of it as the update thread keeps them: laid over the served
+/// version ([`records_over`]).
 ///
 /// # Panics
 ///
 /// If the generated zone does not load (it does).
-pub fn update_zone(count: usize) -> (ZoneRecords, Zone) {
+pub fn update_zone(count: usize) -> (ZoneRecords, Arc<Zone>) {
     let mut text =
         String::from("$TTL 300\n@ SOA ns host 7 3600 900 604800 300\n@ NS ns\nns A 192.0.2.1\n");
     for i in 0..count {
@@ -166,11 +167,24 @@ pub fn update_zone(count: usize) -> (ZoneRecords, Zone) {
         &mut tern_zone::NoInclude,
     )
     .expect("the generated zone scans");
-    let records = ZoneRecords::from_records(name(ORIGIN).as_name(), &parsed.records)
+    let listed = ZoneRecords::from_records(name(ORIGIN).as_name(), &parsed.records)
         .expect("the engine takes the generated zone");
-    let zone = tern_zones::update::zone_of(name(ORIGIN).as_name(), &records)
+    let zone = tern_zones::update::zone_of(name(ORIGIN).as_name(), &listed)
         .expect("the generated zone builds");
-    (records, zone)
+    drop(listed);
+    let zone = Arc::new(zone);
+    (records_over(&zone), zone)
+}
+
+/// The engine's records of `zone` (an unsigned zone's served version) as
+/// the update thread keeps them: laid over it, afresh after each version
+/// it makes ([`tern_zones::update::bench_api::records_over`]).
+///
+/// # Panics
+///
+/// If the engine does not take them (the benches' zones have their SOA).
+pub fn records_over(zone: &Arc<Zone>) -> ZoneRecords {
+    tern_zones::update::bench_api::records_over(zone).expect("the engine takes the served version")
 }
 
 /// An UPDATE of `example.` adding (or, `delete`, deleting) the TXT `text`
@@ -523,6 +537,9 @@ mod tests {
         // the tables copied (a whole build touches every node).
         assert_eq!(work.nodes_touched, 2, "{work:?}");
         assert!(work.chunks_copied < 16, "{work:?}");
+        // As the update thread does: the records laid over the new version.
+        let next = Arc::new(next);
+        let mut records = records_over(&next);
         let difference = engine_update(&mut records, &delete, false);
         assert_eq!(difference.deleted.len(), 1);
         assert!(difference.added.is_empty());

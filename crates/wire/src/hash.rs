@@ -121,6 +121,14 @@ impl<'a> HashedName<'a> {
     /// `lower` with `hash`, which must be `NameHasher::process().hash` of
     /// its octets (as a cache that hashes with [`NameHasher::process`]
     /// made it); checked in debug builds.
+    ///
+    /// Public because its user is another crate: the server makes one from
+    /// the answer cache's key hash (`tern_cache::KeyHash::name`) on a miss,
+    /// so that the zone's look-up hashes the name no second time (and
+    /// tern-cache's tests check that answer against one looked up
+    /// without it). A wrong hash is no memory or panic hazard in a
+    /// release build: the look-ups that take it miss (the name answered as
+    /// absent), which is why the check is kept in debug builds.
     #[inline]
     pub fn with_hash(lower: Name<'a>, hash: u64) -> Self {
         debug_assert_eq!(hash, NameHasher::process().hash(lower.as_bytes()));

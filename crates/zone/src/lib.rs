@@ -56,8 +56,8 @@ pub use rdata::MAX_RDATA_LEN;
 pub use records::{RecordList, RecordRef, Records, Sink, MAX_PARTS};
 pub use scan::generate::MAX_GENERATE_RECORDS;
 pub use scan::region::{
-    changed_region, changed_region_of, common_prefix, common_suffix, scan_old_region, scan_region,
-    ChangedRegion, OldText, MAX_HEAD_LEN,
+    changed_region_of, common_prefix, common_suffix, scan_old_region, scan_region, ChangedRegion,
+    OldText, MAX_HEAD_LEN,
 };
 pub use scan::MAX_INCLUDE_DEPTH;
 

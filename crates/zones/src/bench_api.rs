@@ -1,6 +1,6 @@
 //! For the benches only (tern-benches: `benches/update.rs` times
 //! [`sign_update`]; `benches/src/versions.rs`, which makes the benches'
-//! inputs and checks them, calls all three), not an API: the update
+//! inputs and checks them, calls all four), not an API: the update
 //! path's steps that are private to [`crate::update`], wrapped with no
 //! logic of their own so that a bench can time each. Hidden from
 //! the docs; nothing in tern calls it. Declared in `update.rs` (its file
@@ -21,6 +21,12 @@ use crate::rollover::ZoneKeys;
 /// thread's conversion).
 pub fn journal_difference(difference: tern_update::Difference) -> Difference {
     super::convert(difference)
+}
+
+/// The engine's records of the served version `zone` of an unsigned zone,
+/// as the update thread keeps them: laid over it.
+pub fn records_over(zone: &Arc<Zone>) -> Result<ZoneRecords, String> {
+    super::records_over(zone)
 }
 
 /// The engine's records of the served signed version `zone` (its records

@@ -218,6 +218,9 @@ pub(crate) struct Previous<'p> {
 pub(crate) struct EditSigned {
     /// The served version patched.
     pub(crate) zone: Zone,
+    /// What the patch copied ([`crate::window::patch_work`]), for the
+    /// load's log line.
+    pub(crate) work: tern_authority::Work,
     /// The kept records patched.
     pub(crate) kept: KeptRecords,
     /// The RRSIGs made.
@@ -893,8 +896,11 @@ pub(crate) fn sign_edits<'r>(
                 .map(|record| (record.rtype, record.ttl, &record.rdata[..])),
         );
     }
-    let zone = match served.patch(&changes) {
-        Ok(patched) if crate::window::garbage_within_share(&patched.zone) => patched.zone,
+    let (zone, work) = match served.patch(&changes) {
+        Ok(patched) if crate::window::garbage_within_share(&patched.zone) => {
+            let work = crate::window::patch_work(&patched);
+            (patched.zone, work)
+        }
         Ok(_) | Err(_) => {
             log::debug!("zone {origin}: signed again from its previous version: not patched");
             return Ok(None);
@@ -936,6 +942,7 @@ pub(crate) fn sign_edits<'r>(
         .map_err(|err| format!("cannot keep the signed records: {err}"))?;
     Ok(Some(EditSigned {
         zone,
+        work,
         kept,
         owners: edits.len(),
         rrsigs: (previous.rrsigs + rrsigs_after).saturating_sub(rrsigs_before),
@@ -1039,8 +1046,11 @@ fn sign_window_edits(
     // each edited owner's that did not change.
     let changes =
         crate::window::patch_changes(out, &changed, owners.iter().map(LowerNameBuf::as_name));
-    let zone = match served.patch(&changes) {
-        Ok(patched) if crate::window::garbage_within_share(&patched.zone) => patched.zone,
+    let (zone, work) = match served.patch(&changes) {
+        Ok(patched) if crate::window::garbage_within_share(&patched.zone) => {
+            let work = crate::window::patch_work(&patched);
+            (patched.zone, work)
+        }
         Ok(_) | Err(_) => return declined("a name added or removed, and not patched"),
     };
     // The kept records: a patch of the changed owners' records.
@@ -1057,6 +1067,7 @@ fn sign_window_edits(
     );
     Ok(Some(EditSigned {
         zone,
+        work,
         kept,
         owners: owners.len(),
         rrsigs,
@@ -1187,6 +1198,7 @@ fn sign_nsec3_edits(
     );
     Ok(Some(EditSigned {
         zone: signed.zone,
+        work: signed.work,
         kept,
         owners: owners.len(),
         rrsigs,

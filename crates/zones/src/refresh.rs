@@ -443,12 +443,19 @@ fn refresh(secondary: &mut Secondary, limits: Limits, events: &mut impl FnMut(Ev
                     expires: now + expire,
                     last_transfer: now,
                 };
+                // A transfer's version is always built whole (an IXFR's
+                // differences applied to the current records, then built):
+                // its work is the whole zone's, as an UPDATE's whole build
+                // counts it (`update::next_version`).
                 log::info!(
-                    "{}: serial {} received from {primary} by {}, {} records, in {:.2} s",
+                    "{}: serial {} received from {primary} by {}, {} records, built whole ({} \
+                     table octets, {} nodes), in {:.2} s",
                     origin.as_name(),
                     zone.serial(),
                     if incremental { "IXFR" } else { "AXFR" },
                     zone.record_count(),
+                    zone.table_bytes(),
+                    zone.node_count(),
                     started.elapsed().as_secs_f64()
                 );
                 events(Event::Received {

@@ -976,8 +976,8 @@ impl State {
             return true;
         }
         let started = Instant::now();
-        let built = match next_version(name.as_name(), base, records, &differences) {
-            Ok((built, _)) => Arc::new(built),
+        let (built, work, how) = match made_version(name.as_name(), base, records, &differences) {
+            Ok((built, work, how)) => (Arc::new(built), work, how),
             Err(err) => {
                 // Never expected: the engine keeps a zone's records whole.
                 log::error!(
@@ -989,9 +989,12 @@ impl State {
             }
         };
         log::debug!(
-            "zone {}: serial {} built from {} records in {:?}",
+            "zone {}: serial {}, the served version {how} ({} table octets copied, {} nodes \
+             touched), {} records, in {:?}",
             name.as_name(),
             built.serial(),
+            work.bytes_copied,
+            work.nodes_touched,
             built.record_count(),
             started.elapsed()
         );
@@ -1158,6 +1161,17 @@ pub fn next_version(
     records: &ZoneRecords,
     differences: &[Difference],
 ) -> Result<(Zone, Work), String> {
+    made_version(origin, previous, records, differences).map(|(zone, work, _)| (zone, work))
+}
+
+/// [`next_version`], and how the version was made, for the update
+/// thread's log line: "patched" or "built whole".
+fn made_version(
+    origin: Name<'_>,
+    previous: &Zone,
+    records: &ZoneRecords,
+    differences: &[Difference],
+) -> Result<(Zone, Work, &'static str), String> {
     let whole = || {
         zone_of(origin, records).map(|zone| {
             let work = Work {
@@ -1165,7 +1179,7 @@ pub fn next_version(
                 nodes_touched: zone.node_count(),
                 ..Work::default()
             };
-            (zone, work)
+            (zone, work, "built whole")
         })
     };
     let mut changes = ZoneChanges::new();
@@ -1200,9 +1214,8 @@ pub fn next_version(
             // from the tables (the chain's work is in `work` already): an
             // UPDATE that signs an unsigned zone (an RRSIG over its SOA
             // added) pays the whole list's build, once.
-            let mut work = patched.work;
-            work += patched.order_work;
-            Ok((patched.zone, work))
+            let work = crate::window::patch_work(&patched);
+            Ok((patched.zone, work, "patched"))
         }
         Ok(patched) => {
             // Info: a whole build costs the zone (a pause of the updates).

@@ -48,6 +48,16 @@ pub(crate) fn garbage_within_share(zone: &Zone) -> bool {
     zone.garbage_bytes() <= zone.table_bytes() / MAX_GARBAGE_SHARE
 }
 
+/// What a patch copied, as every path that patches counts it (its log
+/// line, `update::next_version`'s work): the tables' and lists' work (the
+/// NSEC3 chain's among it) and, counted apart by the patch, the order of
+/// the names a signed zone keeps, summed.
+pub(crate) fn patch_work(patched: &tern_authority::Patched) -> tern_authority::Work {
+    let mut work = patched.work;
+    work += patched.order_work;
+    work
+}
+
 /// The names strictly between `name` and the zone's apex (`origin`, of
 /// which `name` is a subdomain), nearest first. Bound: `name`'s labels.
 pub(crate) fn names_between<'a>(
@@ -559,6 +569,8 @@ pub(crate) struct Nsec3Shape<'s> {
 pub(crate) struct Nsec3WindowSigned {
     /// The served version patched.
     pub(crate) zone: Zone,
+    /// What the patch copied ([`patch_work`]).
+    pub(crate) work: tern_authority::Work,
     /// What changed, the owners' then the chain's.
     pub(crate) change: tern_dnssec::Change,
     /// Each owner and link that changed with its records in the new
@@ -1035,8 +1047,11 @@ pub(crate) fn sign_nsec3_window_of(
                 .map(|record| (record.rtype, record.ttl, &record.rdata[..])),
         );
     }
-    let zone = match served.patch(&changes) {
-        Ok(patched) if garbage_within_share(&patched.zone) => patched.zone,
+    let (zone, work) = match served.patch(&changes) {
+        Ok(patched) if garbage_within_share(&patched.zone) => {
+            let work = patch_work(&patched);
+            (patched.zone, work)
+        }
         Ok(_) => return Ok(None),
         Err(err) => {
             log::debug!("zone {origin}: a window of the NSEC3 zone not patched ({err})");
@@ -1061,6 +1076,7 @@ pub(crate) fn sign_nsec3_window_of(
     change.added.extend(chain_signed.difference.added);
     Ok(Some(Nsec3WindowSigned {
         zone,
+        work,
         change,
         owners,
         signatures: owners_signed.signatures + chain_signed.signatures,

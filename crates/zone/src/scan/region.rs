@@ -1,11 +1,12 @@
 //! Reading only the part of a zone file that changed (issue 24: a signed
 //! zone's reload costs the change, not the file).
 //!
-//! Two versions of a file are compared byte for byte ([`changed_region`]):
-//! their common prefix and suffix are the same text, so the records read
-//! from them are the same, but for what the parser carries from one entry
-//! to the next. The bytes between (one region in each file) are widened to
-//! whole entries read with exactly the state a whole reading has there:
+//! Two versions of a file are compared byte for byte ([`common_prefix`],
+//! [`common_suffix`], [`changed_region_of`]): their common prefix and
+//! suffix are the same text, so the records read from them are the same,
+//! but for what the parser carries from one entry to the next. The bytes
+//! between (one region in each file) are widened to whole entries read
+//! with exactly the state a whole reading has there:
 //!
 //! - the region lies in the file's tail ([`super::split::tail_start`]):
 //!   after the last `(`, `)`, `"`, `\` or `$`, so no directive, no
@@ -62,21 +63,6 @@ impl ChangedRegion {
     pub fn in_new(&self) -> Range<usize> {
         self.start..self.new_end
     }
-}
-
-/// The region where `old` and `new` differ, widened to entries that can be
-/// read apart (see the module documentation); `None` when it cannot be,
-/// or when it is longer than `max_len` octets in either file.
-pub fn changed_region(old: &[u8], new: &[u8], max_len: usize) -> Option<ChangedRegion> {
-    let shorter = old.len().min(new.len());
-    let prefix = common_prefix(old, new);
-    let suffix = common_suffix(&old[prefix..], &new[prefix..]).min(shorter - prefix);
-    let text = OldText {
-        prefix,
-        middle: &old[prefix..old.len() - suffix],
-        suffix,
-    };
-    changed_region_of(&text, new, max_len)
 }
 
 /// The old version of a file told by how it differs from the new one: the
@@ -160,8 +146,16 @@ impl OldText<'_> {
     }
 }
 
-/// [`changed_region`] of the old file `old` (told by its differences from
-/// `new`) and `new`. Bound: as [`changed_region`] without the comparison.
+/// The region where the old file `old` (told by its differences from
+/// `new`) and `new` differ, widened to entries that can be read apart (see
+/// the module documentation); `None` when it cannot be, or when it is
+/// longer than `max_len` octets in either file. Bound: line walks out of
+/// the region's ends, a search of the old region for special octets, and
+/// a backward search of `new` from its end for its last special octet
+/// (`tail_start`, once the region fits `max_len`): nearly the whole file
+/// when they all sit at its top, as `$TTL` and a SOA's `(` usually do, so
+/// this grows with the file, not the change. The comparison is the
+/// caller's.
 pub fn changed_region_of(old: &OldText<'_>, new: &[u8], max_len: usize) -> Option<ChangedRegion> {
     if !old.fits(new) {
         return None;
@@ -252,7 +246,7 @@ impl Sink for Nothing {
     }
 }
 
-/// Reads the entries of `data[range]` (a region of [`changed_region`]),
+/// Reads the entries of `data[range]` (a region of [`changed_region_of`]),
 /// handing `sink` the records a whole reading of `data` (as
 /// [`crate::scan_bytes`], top file `file_name`) gives there, at the same
 /// locations; the line of the region's start. `None` (and maybe some
@@ -410,6 +404,25 @@ mod tests {
         Some(records)
     }
 
+    /// `old` told by its differences from `new` (as a reload tells the
+    /// text it read before).
+    fn told<'a>(old: &'a [u8], new: &[u8]) -> OldText<'a> {
+        let shorter = old.len().min(new.len());
+        let prefix = common_prefix(old, new);
+        let suffix = common_suffix(&old[prefix..], &new[prefix..]).min(shorter - prefix);
+        OldText {
+            prefix,
+            middle: &old[prefix..old.len() - suffix],
+            suffix,
+        }
+    }
+
+    /// The region where `old` and `new` differ ([`changed_region_of`] of
+    /// the two compared whole).
+    fn changed_region(old: &[u8], new: &[u8], max_len: usize) -> Option<ChangedRegion> {
+        changed_region_of(&told(old, new), new, max_len)
+    }
+
     /// For edits anywhere in the tail (a record changed, added, removed,
     /// at the start and the end of the file, a line that repeats its
     /// owner), the old records with the old region's replaced by the new
@@ -444,25 +457,13 @@ mod tests {
         ];
         for (what, new) in &edits {
             let (old_b, new_b) = (old.as_bytes(), new.as_bytes());
-            let region_at =
-                changed_region(old_b, new_b, 1 << 16).unwrap_or_else(|| panic!("{what}"));
-            let old_part = region(old_b, region_at.in_old()).unwrap_or_else(|| panic!("{what}"));
-            // Told by its differences from the new file, the old one has
-            // the same region, read alike.
-            let prefix = common_prefix(old_b, new_b);
-            let shorter = old_b.len().min(new_b.len());
-            let suffix = common_suffix(&old_b[prefix..], &new_b[prefix..]).min(shorter - prefix);
-            let told = OldText {
-                prefix,
-                middle: &old_b[prefix..old_b.len() - suffix],
-                suffix,
-            };
+            let told = told(old_b, new_b);
             assert_eq!(told.len(), old_b.len(), "{what}");
-            assert_eq!(
-                changed_region_of(&told, new_b, 1 << 16),
-                Some(region_at),
-                "{what}"
-            );
+            let region_at =
+                changed_region_of(&told, new_b, 1 << 16).unwrap_or_else(|| panic!("{what}"));
+            let old_part = region(old_b, region_at.in_old()).unwrap_or_else(|| panic!("{what}"));
+            // Told by its differences from the new file, the old one's
+            // region is read alike.
             let bytes = told.region_bytes(new_b, &region_at).unwrap();
             assert_eq!(bytes, &old_b[region_at.in_old()], "{what}");
             let origin = NameBuf::from_text(b"example.", None).unwrap();
@@ -524,16 +525,11 @@ mod tests {
                 "{what}"
             );
             // The old file's special octet in the middle, too.
-            let (o, n) = (new.as_bytes(), old.as_bytes());
-            let prefix = common_prefix(o, n);
-            let suffix =
-                common_suffix(&o[prefix..], &n[prefix..]).min(o.len().min(n.len()) - prefix);
-            let told = OldText {
-                prefix,
-                middle: &o[prefix..o.len() - suffix],
-                suffix,
-            };
-            assert_eq!(changed_region_of(&told, n, 1 << 16), None, "{what} removed");
+            assert_eq!(
+                changed_region(new.as_bytes(), old.as_bytes(), 1 << 16),
+                None,
+                "{what} removed"
+            );
         }
         // Past the bound.
         let far = old

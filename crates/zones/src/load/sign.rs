@@ -21,7 +21,7 @@ pub(super) fn sign_loaded(
     records: &Records,
     signer: &Signer<'_>,
     build: &mut dyn Sink,
-    patched: &mut Option<Zone>,
+    patched: &mut Option<(Zone, tern_authority::Work)>,
 ) -> Result<SignedVersion, Failure> {
     let now = crate::unix_time();
     let started = std::time::Instant::now();
@@ -103,7 +103,13 @@ pub(super) fn sign_loaded(
                 .filter(|served| from == Some(served.serial()))
                 .zip(zone.difference.as_ref())
                 .and_then(|(served, change)| patch_signed(name, served, &zone.records, change));
-            phases.lap("served version patched");
+            // The lap says which: a patch refused (or not tried) leaves
+            // the build to the next one.
+            phases.lap(if patched.is_some() {
+                "served version patched"
+            } else {
+                "served version not patched"
+            });
             if patched.is_some() {
                 both.build = None;
             }
@@ -359,13 +365,16 @@ pub(super) fn sign_edited(
     log::info!(
         "zone {name}: signed, {signatures} signatures made, {kept} kept, in {} ms; \
          {} owners edited, {} records kept on disk for the next signing ({} octets, \
-         {} written, {} patches)",
+         {} written, {} patches); the served version patched ({} table octets copied, {} \
+         nodes touched)",
         started.elapsed().as_millis(),
         edit.owners,
         edit.kept.len(),
         edit.kept.size(),
         edit.kept.written(),
-        edit.kept.patch_count()
+        edit.kept.patch_count(),
+        edit.work.bytes_copied,
+        edit.work.nodes_touched
     );
     crate::sign_status::signed(
         tern_wire::name::LowerNameBuf::from_name(name).as_bytes(),
@@ -580,13 +589,14 @@ impl RecordList for One<'_> {
 /// patch is refused (NSEC3, a delegation moving, too much garbage) or the
 /// records do not make a zone: the caller builds the version whole (and
 /// reports the builder's errors). In a debug build the patched version is
-/// checked against a whole build of the same records.
+/// checked against a whole build of the same records. With the version,
+/// what the patch copied ([`crate::window::patch_work`]).
 pub(crate) fn patch_signed(
     origin: tern_wire::name::Name<'_>,
     served: &Zone,
     records: &[tern_zone::Record],
     change: &Change,
-) -> Option<Zone> {
+) -> Option<(Zone, tern_authority::Work)> {
     let started = std::time::Instant::now();
     let mut owners: Vec<&tern_zone::Record> = change.deleted.iter().chain(&change.added).collect();
     owners.sort_unstable_by(|a, b| a.owner.as_name().canonical_cmp(b.owner.as_name()));
@@ -608,8 +618,11 @@ pub(crate) fn patch_signed(
                 .map(|record| (record.rtype, record.ttl, &record.rdata[..])),
         );
     }
-    let zone = match served.patch(&changes) {
-        Ok(patched) if crate::window::garbage_within_share(&patched.zone) => patched.zone,
+    let (zone, work) = match served.patch(&changes) {
+        Ok(patched) if crate::window::garbage_within_share(&patched.zone) => {
+            let work = crate::window::patch_work(&patched);
+            (patched.zone, work)
+        }
         Ok(_) => {
             log::debug!("zone {origin}: built whole, its patches' garbage past its share");
             return None;
@@ -620,10 +633,13 @@ pub(crate) fn patch_signed(
         }
     };
     log::debug!(
-        "zone {origin}: serial {} patched from {} ({} owners) in {:?}",
+        "zone {origin}: serial {} patched from {} ({} owners; {} table octets copied, {} \
+         nodes touched) in {:?}",
         zone.serial(),
         served.serial(),
         changes.len(),
+        work.bytes_copied,
+        work.nodes_touched,
         started.elapsed()
     );
     #[cfg(debug_assertions)]
@@ -646,7 +662,7 @@ pub(crate) fn patch_signed(
             "zone {origin}: the patched version differs from the whole build"
         );
     }
-    Some(zone)
+    Some((zone, work))
 }
 
 /// Whether `a` and `b` hold the same records (owner, type, TTL, RDATA),

@@ -271,7 +271,7 @@ pub(super) fn sign_update(
         crate::load::patch_signed(origin, served, &resigned.zone.records, change)
     });
     let (records, zone) = match patched {
-        Some(zone) => (compact(&resigned.zone.records)?, zone),
+        Some((zone, _)) => (compact(&resigned.zone.records)?, zone),
         None => {
             cost.copied += resigned.zone.records.len();
             build(origin, &resigned.zone.records)?
@@ -521,22 +521,32 @@ fn window_update(
         &owners[..]
     };
     let changes = crate::window::patch_changes(&out, &changed, edited.iter().map(NameBuf::as_name));
-    let (zone, how) = match served.patch(&changes) {
+    let (zone, how, work) = match served.patch(&changes) {
         Ok(patched) if crate::window::garbage_within_share(&patched.zone) => {
-            (patched.zone, "patched")
+            let work = crate::window::patch_work(&patched);
+            (patched.zone, "patched", work)
         }
         _ => {
             let records = spliced(served, &window, &out)?;
             cost.copied += RecordList::len(&records);
-            (build(origin, &records)?.1, "rebuilt")
+            let zone = build(origin, &records)?.1;
+            // A whole build's work, as `update::next_version` counts it.
+            let work = tern_authority::Work {
+                bytes_copied: zone.table_bytes(),
+                nodes_touched: zone.node_count(),
+                ..tern_authority::Work::default()
+            };
+            (zone, "rebuilt", work)
         }
     };
     log::debug!(
         "zone {origin}: an update signed as a window of {} owners ({} records read, {} RRSIGs \
-         made), the served version {how}",
+         made), the served version {how} ({} table octets copied, {} nodes touched)",
         window.len(),
         cost.visited,
-        cost.signatures
+        cost.signatures,
+        work.bytes_copied,
+        work.nodes_touched
     );
     let difference = change_difference(served, &zone, change);
     Ok(Some(SignedUpdate {
@@ -663,13 +673,18 @@ fn nsec3_window_update(
         signatures: signed.signatures,
         copied: 0,
     };
+    // `sign_nsec3_window_of` patches the served version or gives `None`
+    // (the whole zone signed): a window is never rebuilt.
     log::debug!(
         "zone {origin}: an update signed as a window of {} owners and {} NSEC3 links ({} \
-         records read, {} RRSIGs made)",
+         records read, {} RRSIGs made), the served version patched ({} table octets \
+         copied, {} nodes touched)",
         signed.sizes.0,
         signed.sizes.1,
         cost.visited,
-        cost.signatures
+        cost.signatures,
+        signed.work.bytes_copied,
+        signed.work.nodes_touched
     );
     let difference = change_difference(served, &signed.zone, signed.change);
     Ok(Some(SignedUpdate {

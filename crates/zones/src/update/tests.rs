@@ -522,6 +522,7 @@ fn patched_tables_do_not_grow_with_the_updates() {
         let mut first = None;
         let mut seen = Vec::new();
         let mut sent = 0u16;
+        let mut rebuilt = 0;
         for total in [2_000u16, 6_000] {
             let mut largest = 0;
             while sent < total {
@@ -529,13 +530,21 @@ fn patched_tables_do_not_grow_with_the_updates() {
                 let delete = sent % 16 >= 8;
                 let difference =
                     engine_update(&mut records, update_message(sent, &owner, "token", delete));
-                let (next, _) = next_version(
+                // The update thread's log line says how (`made_version`):
+                // a version built whole has no unused space.
+                let (next, _, how) = made_version(
                     name("example.").as_name(),
                     &previous,
                     &records,
                     std::slice::from_ref(&difference),
                 )
                 .unwrap();
+                if how == "built whole" {
+                    assert_eq!(next.garbage_bytes(), 0, "{count} names, update {sent}");
+                    rebuilt += 1;
+                } else {
+                    assert_eq!(how, "patched");
+                }
                 first.get_or_insert(next.table_bytes());
                 largest = largest.max(next.table_bytes());
                 previous = next;
@@ -546,7 +555,12 @@ fn patched_tables_do_not_grow_with_the_updates() {
         let first = first.unwrap();
         eprintln!(
             "{count} names, first patched version's tables {first} octets: (updates, largest \
-             tables, garbage at the end): {seen:?}"
+             tables, garbage at the end): {seen:?}; {rebuilt} built whole"
+        );
+        // Both ways taken: the garbage passed its share, and patches.
+        assert!(
+            rebuilt > 0 && rebuilt < usize::from(sent) / 2,
+            "{count} names: {rebuilt} of {sent} built whole"
         );
         let share = MAX_GARBAGE_SHARE as f64 / (MAX_GARBAGE_SHARE - 1) as f64;
         for &(_, largest, _) in &seen {
