@@ -178,6 +178,12 @@ impl<'a> MessageView<'a> {
         self.question
     }
 
+    /// The question, if there is one, borrowed: for a caller that hands
+    /// it on without a copy.
+    pub fn question_ref(&self) -> Option<&Question<'a>> {
+        self.question.as_ref()
+    }
+
     /// The records of the answer, authority and additional sections, in
     /// order, each tagged with its section. Lazy: stops at the first error.
     pub fn records(&self) -> Records<'a> {
