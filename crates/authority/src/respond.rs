@@ -75,7 +75,7 @@
 //! that do not fit are left out without TC (see `write_additional` for
 //! referral glue, where Knot and NSD differ).
 
-use tern_wire::build::MessageBuilder;
+use tern_wire::build::{write_question_and_planned, MessageBuilder, PlannedAnswer};
 use tern_wire::edns::Edns;
 use tern_wire::hash::HashedName;
 use tern_wire::name::Name;
@@ -642,7 +642,40 @@ fn answer_in_zones(
         question.qtype,
         &mut answer,
     );
+    // The usual negative answer is written here, whole, without the
+    // call of `Context::answer` and its frame (a builder's room).
+    if long_way() {
+        return context.answer(zone, origin, &answer, origin_at.is_some(), out);
+    }
+    if origin_at.is_some() {
+        if let Some(len) = context.negative(zone, origin, &answer, out) {
+            // Most queries carry neither NSID nor options to add: no call.
+            if context.nsid.is_empty() && context.extra.is_empty() {
+                return Response::Send(len);
+            }
+            return context.extend(out, Response::Send(len), &[]);
+        }
+    }
     context.answer(zone, origin, &answer, origin_at.is_some(), out)
+}
+
+/// Whether answers are written the long way only, never whole (tests
+/// compare the two ways' octets).
+#[cfg(not(test))]
+#[inline(always)]
+const fn long_way() -> bool {
+    false
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Set by a test to write every answer the long way.
+    static LONG_WAY: core::cell::Cell<bool> = const { core::cell::Cell::new(false) };
+}
+
+#[cfg(test)]
+fn long_way() -> bool {
+    LONG_WAY.with(core::cell::Cell::get)
 }
 
 /// The size limit of an answer: 65535 over TCP; over UDP the client's
@@ -926,8 +959,12 @@ impl Context<'_> {
         self.extend(out, response, &[])
     }
 
-    /// Encodes a planned answer; `in_zone`: the question's name is known
-    /// to be `origin` or below it (the zone was found by it).
+    /// Encodes a planned answer on a builder, the records one by one;
+    /// `in_zone`: the question's name is known to be `origin` or below it
+    /// (the zone was found by it). Out of line: its frame (the builder's
+    /// room) is not paid by the usual negative answer, written whole by
+    /// [`Context::negative`] before it.
+    #[inline(never)]
     fn answer(
         &self,
         zone: &Zone,
@@ -939,10 +976,6 @@ impl Context<'_> {
         let Ok(mut builder) = MessageBuilder::new(out, self.limit) else {
             return Response::Drop;
         };
-        if in_zone && self.negative(&mut builder, zone, origin, answer) {
-            let response = self.end(&mut builder, answer.rcode, &[]);
-            return self.extend(out, response, &[]);
-        }
         if self.start(&mut builder, true, &[]).is_none() {
             return Response::Drop;
         }
@@ -964,72 +997,118 @@ impl Context<'_> {
 
 impl Context<'_> {
     /// The usual negative answer (NXDOMAIN or NODATA without DNSSEC
-    /// records: the apex SOA alone in the authority section) written on
-    /// `builder`, a new one, up to its OPT: the header, then the question
-    /// and the SOA from the zone's precompressed plan in one step,
-    /// [`MessageBuilder::push_question_and_planned`], the same octets as
-    /// [`Writer::write_all`] writes (`in_zone`: `origin` is the question's
-    /// name's own suffix, where the catalog found the zone). False, with
-    /// nothing written, for any other answer or when the step declines:
-    /// the caller writes it the long way.
-    #[inline]
+    /// records: the apex SOA alone in the authority section) written whole
+    /// into `out`, without a builder: the question and the SOA from the
+    /// zone's precompressed plan in one step
+    /// ([`tern_wire::build::write_question_and_planned`]), then the header
+    /// and the OPT (its options but the NSID and the extra ones, which
+    /// [`Context::extend`] adds in the room kept for them), the same
+    /// octets as [`Writer::write_all`] and [`Context::end`] write
+    /// (`in_zone`: `origin` is the question's name's own suffix, where
+    /// the catalog found the zone). Its length; `None` for any other
+    /// answer or when the step declines (octets past the header may have
+    /// been written): the caller writes it the long way, from the header
+    /// on. A builder's setting up (its compression table), its header
+    /// written a bit at a time and its counts one by one cost more than
+    /// these octets (about 100 instructions a negative answer). Inlined
+    /// always into the answering (`#[inline]` was not followed: a call and
+    /// its frame of about 25 instructions).
+    #[inline(always)]
     fn negative(
         &self,
-        builder: &mut MessageBuilder<'_>,
         zone: &Zone,
         origin: Name<'_>,
         answer: &Answer,
-    ) -> bool {
+        out: &mut [u8],
+    ) -> Option<usize> {
         if answer.authority != Authority::Soa
             || answer.dnssec
             || !answer.items().is_empty()
             || !answer.proofs().is_empty()
         {
-            return false;
+            return None;
         }
-        let Some(plan) = &zone.soa_plan else {
-            return false;
-        };
+        let plan = zone.soa_plan.as_ref()?;
         // The SOA's one record, read where `rdata_iter` would read it
         // (its length, then the RDATA) without making the iterator.
         let soa = zone.rrset(zone.soa);
         let arena = zone.rdata_at(soa.rdata_start);
-        let Some(rdata) = arena.get(..2).filter(|_| soa.count > 0).and_then(|len| {
+        let rdata = arena.get(..2).filter(|_| soa.count > 0).and_then(|len| {
             let len = usize::from(u16::from_be_bytes([len[0], len[1]]));
             arena.get(2..2 + len)
-        }) else {
-            return false;
-        };
+        })?;
         debug_assert_eq!(Some(rdata), zone.rdata_iter(soa).next());
-        // Room for the OPT first, as `start` keeps it after the question;
-        // whatever does not fit goes the long way (which sets TC, or drops).
-        if self.edns.is_some()
-            && builder
-                .reserve(OPT_LEN + self.nsid.len() + self.extra.len())
-                .is_err()
-        {
-            return false;
-        }
-        let Some(origin_at) = self.question.name.len().checked_sub(origin.len()) else {
-            return false;
-        };
-        if !builder.push_question_and_planned(
-            self.question,
+        let limit = self.whole_limit(out)?;
+        let origin_at = self.question.name.len().checked_sub(origin.len())?;
+        let planned = PlannedAnswer {
+            question: self.question,
             origin_at,
-            RType::SOA,
-            Section::Authority,
-            zone.negative_ttl,
+            rtype: RType::SOA,
+            ttl: zone.negative_ttl,
             rdata,
             plan,
-        ) {
-            if self.edns.is_some() {
-                builder.release(OPT_LEN + self.nsid.len() + self.extra.len());
-            }
-            return false;
-        }
-        start_header(builder, self.header, true);
-        builder.set_aa(answer.authoritative);
-        true
+        };
+        let end = write_question_and_planned(out, limit, &planned)?;
+        self.finish_whole(out, end, answer, [0, 1])
+    }
+
+    /// The limit of an answer written whole: the builder's (the message
+    /// within the limit and the buffer), less the room `start` keeps for
+    /// the OPT (with the NSID and the extra options) after the question;
+    /// `None` where a header does not fit in front of that room.
+    #[inline(always)]
+    fn whole_limit(&self, out: &[u8]) -> Option<usize> {
+        let room = match self.edns {
+            Some(_) => OPT_LEN + self.nsid.len() + self.extra.len(),
+            None => 0,
+        };
+        self.limit
+            .min(out.len())
+            .checked_sub(room)
+            .filter(|&limit| limit >= HEADER_LEN)
+    }
+
+    /// Ends an answer written whole up to `end` with `counts` answer and
+    /// authority records: the header and the OPT, what `start_header`,
+    /// `set_aa`, `end` and `finish_in_place` write (ID, QR, the opcode,
+    /// AA, RD and CD, the rcode; one question, the counts, the OPT if the
+    /// query had one, without the NSID and the extra options, which
+    /// [`Context::extend`] adds in the room kept for them). Its length.
+    #[inline(always)]
+    fn finish_whole(
+        &self,
+        out: &mut [u8],
+        end: usize,
+        answer: &Answer,
+        [answers, authority]: [u16; 2],
+    ) -> Option<usize> {
+        let header = self.header;
+        let rcode = answer.rcode;
+        let flags = 0x80
+            | (header.opcode().0 & 0x0f) << 3
+            | if answer.authoritative { 0x04 } else { 0 }
+            | u8::from(header.rd());
+        let flags2 = if header.cd() { 0x10 } else { 0 } | rcode.header_bits();
+        let [id0, id1] = header.id().to_be_bytes();
+        let additional = u8::from(self.edns.is_some());
+        let [an0, an1] = answers.to_be_bytes();
+        let [ns0, ns1] = authority.to_be_bytes();
+        let head: [u8; HEADER_LEN] = [
+            id0, id1, flags, flags2, 0, 1, an0, an1, ns0, ns1, 0, additional,
+        ];
+        out.get_mut(..HEADER_LEN)?.copy_from_slice(&head);
+        let Some(edns) = self.edns else {
+            return Some(end);
+        };
+        // The OPT, as `MessageBuilder::push_opt` writes it without options.
+        let size = self.options.max_udp_size.max(CLASSIC_UDP_SIZE as u16);
+        let ttl = u32::from(rcode.extended_bits()) << 24 | if edns.dnssec_ok { 0x8000 } else { 0 };
+        let opt = out.get_mut(end..end + OPT_LEN)?;
+        opt[..3].copy_from_slice(&[0, 0, 41]);
+        opt[3..5].copy_from_slice(&size.to_be_bytes());
+        opt[5..9].copy_from_slice(&ttl.to_be_bytes());
+        opt[9..].copy_from_slice(&[0, 0]);
+        Some(end + OPT_LEN)
     }
 }
 
@@ -1571,5 +1650,171 @@ mod tests {
         }
         assert_eq!(compared, 2 * 5 * 5 * 3 * 5 * 4 * 2);
         assert!(negative > 50, "{negative}");
+    }
+
+    /// The answers written whole (the usual negative answer, the usual
+    /// positive one) are the octets the long way writes, for queries of
+    /// every kind: names found, missing, under a wildcard, at and below a
+    /// delegation, a CNAME, types of one record and several, with names
+    /// to compress (MX) and without, mixed case, with and without EDNS
+    /// (DO, NSID asked of a server with one, an extra option), answers
+    /// that fit, that fit only without the room for the options, that
+    /// must be truncated, in buffers from 20 octets up. Fails if either
+    /// way of writing whole differs from the long way in one octet (each
+    /// checked by breaking it: a record's class, the header's counts).
+    #[test]
+    fn answers_written_whole_are_the_long_ways_octets() {
+        let origin = name("example.");
+        let mut builder = ZoneBuilder::new(origin.as_name());
+        let mut soa = name("ns.example.").as_bytes().to_vec();
+        soa.extend_from_slice(name("host.example.").as_bytes());
+        for value in [1u32, 3600, 900, 604800, 300] {
+            soa.extend_from_slice(&value.to_be_bytes());
+        }
+        let records: Vec<(&str, RType, Vec<u8>)> = vec![
+            ("example.", RType::SOA, soa),
+            (
+                "example.",
+                RType::NS,
+                name("ns.example.").as_bytes().to_vec(),
+            ),
+            ("ns.example.", RType::A, vec![192, 0, 2, 53]),
+            ("www.example.", RType::A, vec![192, 0, 2, 1]),
+            ("www.example.", RType::A, vec![192, 0, 2, 2]),
+            (
+                "www.example.",
+                RType::AAAA,
+                vec![0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1],
+            ),
+            (
+                "txt.example.",
+                RType::TXT,
+                [&[200u8][..], &[b'x'; 200][..]].concat(),
+            ),
+            (
+                "txt.example.",
+                RType::TXT,
+                [&[250u8][..], &[b'y'; 250][..]].concat(),
+            ),
+            ("*.wild.example.", RType::A, vec![192, 0, 2, 7]),
+            ("*.wild.example.", RType::TXT, vec![3, b'a', b'b', b'c']),
+            (
+                "mx.example.",
+                RType::MX,
+                [&[0u8, 10][..], name("mail.mx.example.").as_bytes()].concat(),
+            ),
+            ("mail.mx.example.", RType::A, vec![192, 0, 2, 25]),
+            (
+                "alias.example.",
+                RType::CNAME,
+                name("www.example.").as_bytes().to_vec(),
+            ),
+            (
+                "sub.example.",
+                RType::NS,
+                name("ns.sub.example.").as_bytes().to_vec(),
+            ),
+            ("ns.sub.example.", RType::A, vec![192, 0, 2, 54]),
+        ];
+        for (owner, rtype, rdata) in &records {
+            builder
+                .insert(name(owner).as_name(), *rtype, RClass::IN, 300, rdata)
+                .unwrap();
+        }
+        let catalog = Catalog::new([builder.finish().unwrap()]);
+        let options = Options {
+            max_udp_size: 1232,
+            ..Options::default()
+        };
+        let with_nsid = Options {
+            nsid: Some(Nsid::new(b"core-1").unwrap()),
+            ..Options::default()
+        };
+        let mut whole = [0usize; 2];
+        let mut compared = 0;
+        for qname in [
+            "www.example.",
+            "WwW.ExAmPle.",
+            "txt.example.",
+            "nx.example.",
+            "a.b.nx.example.",
+            "x.wild.example.",
+            "X.Y.wild.example.",
+            "mx.example.",
+            "alias.example.",
+            "sub.example.",
+            "a.sub.example.",
+            "example.",
+            "other.",
+        ] {
+            for qtype in [
+                RType::A,
+                RType::AAAA,
+                RType::TXT,
+                RType::MX,
+                RType::NS,
+                RType::SOA,
+            ] {
+                for edns in [
+                    None,
+                    Some((512u16, false, &[][..])),
+                    Some((4096, true, &[0, 3, 0, 0][..])),
+                ] {
+                    let mut q = vec![0x12, 0x34, 0x01, 0x10, 0, 1, 0, 0, 0, 0, 0, 0];
+                    q.extend_from_slice(name(qname).as_bytes());
+                    q.extend_from_slice(&qtype.0.to_be_bytes());
+                    q.extend_from_slice(&RClass::IN.0.to_be_bytes());
+                    if let Some((size, dnssec_ok, opts)) = edns {
+                        q[11] = 1;
+                        q.extend_from_slice(&[0, 0, 41]);
+                        q.extend_from_slice(&size.to_be_bytes());
+                        q.extend_from_slice(&[0, 0, if dnssec_ok { 0x80 } else { 0 }, 0]);
+                        q.extend_from_slice(&(opts.len() as u16).to_be_bytes());
+                        q.extend_from_slice(opts);
+                    }
+                    let query = Query::parse(&q);
+                    for opts in [&options, &with_nsid] {
+                        for extra in [&[][..], &[0xfd, 0xe9, 0, 4, 1, 2, 3, 4][..]] {
+                            for size in [20, 60, 100, 300, 512, 65535] {
+                                let mut answers = Vec::new();
+                                for long in [false, true] {
+                                    LONG_WAY.with(|way| way.set(long));
+                                    let mut out = vec![0u8; size];
+                                    let response = respond_to(
+                                        &catalog,
+                                        &query,
+                                        Transport::Udp,
+                                        opts,
+                                        extra,
+                                        &mut out,
+                                    );
+                                    answers.push(match response {
+                                        Response::Send(len) => Some(out[..len].to_vec()),
+                                        Response::Drop => None,
+                                    });
+                                }
+                                LONG_WAY.with(|way| way.set(false));
+                                let context =
+                                    format!("{qname} {qtype:?} {edns:?} {extra:?} {size}");
+                                assert_eq!(answers[0], answers[1], "{context}");
+                                compared += 1;
+                                if let Some(answer) = &answers[0] {
+                                    let tc = answer[2] & 0x02 != 0;
+                                    let (an, ns) = (answer[7], answer[9]);
+                                    if !tc && an == 0 && ns == 1 && answer[3] & 0x0f == 3 {
+                                        whole[0] += 1;
+                                    }
+                                    if !tc && an > 0 && ns == 0 {
+                                        whole[1] += 1;
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert_eq!(compared, 13 * 6 * 3 * 2 * 2 * 6);
+        assert!(whole[0] > 100 && whole[1] > 100, "{whole:?}");
     }
 }

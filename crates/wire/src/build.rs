@@ -887,60 +887,20 @@ impl MessageBuilder<'_> {
         rdata: &[u8],
         plan: &Precompressed,
     ) -> bool {
-        let name_len = question.name.len();
-        let origin_len = usize::from(plan.origin_len);
-        // The question's labels: each at least two octets, the root one.
-        let most_labels = (name_len - 1) / 2;
-        if self.len != HEADER_LEN
-            || self.counts != [0; 4]
-            || !core::ptr::eq(question.name.as_bytes().as_ptr(), question.bytes.as_ptr())
-            || name_len + 4 != question.bytes.len()
-            || origin_at + origin_len != name_len
-            || rdata.len() != usize::from(plan.rdata_len)
-            || rtype != plan.rtype
-            || question.name.is_root()
-            || most_labels + usize::from(plan.labels) > COMPRESSION_ENTRIES
-        {
+        if self.len != HEADER_LEN || self.counts != [0; 4] {
             return false;
         }
-        let origin = HEADER_LEN + origin_at;
-        debug_assert!(
-            core::iter::successors(Some(question.name), |name| name.parent())
-                .any(|name| name.len() == origin_len),
-            "the origin starts at a label of the question's name"
-        );
-        // No name below the origin may share the question's label just
-        // below it. Where a planned name's label would start: a length
-        // octet there that is not a label's start only sends the caller
-        // the long way.
-        let name = question.name.as_bytes();
-        for planned in &plan.names[..usize::from(plan.count)] {
-            if planned.below == NOT_BELOW {
-                continue;
-            }
-            let len = usize::from(planned.below_len);
-            if let Some(at) = origin_at.checked_sub(len + 1) {
-                if name[at] == planned.below_len
-                    && shares_label(planned, rdata, &name[at..origin_at])
-                {
-                    return false;
-                }
-            }
-        }
-        let question_end = HEADER_LEN + question.bytes.len();
-        let record = question_end;
-        let end = record + 2 + plan.tail.len();
-        if end > self.limit || end > MAX_POINTER_TARGET {
+        let planned = PlannedAnswer {
+            question,
+            origin_at,
+            rtype,
+            ttl,
+            rdata,
+            plan,
+        };
+        let Some(end) = write_question_and_planned(self.buf, self.limit, &planned) else {
             return false;
-        }
-        self.buf[HEADER_LEN..question_end].copy_from_slice(question.bytes);
-        // The pointers to the origin read the question's octets: they must
-        // be the origin's (past the message's end so far, so a decline
-        // leaves the message as it was).
-        if !self.ends_with_origin(question_end - 4, plan) {
-            return false;
-        }
-        write_plan(&mut self.buf[record..end], plan, ttl, record, origin);
+        };
         self.len = end;
         self.set_section(section);
         self.counts[0] = 1;
@@ -1016,40 +976,7 @@ impl MessageBuilder<'_> {
     /// [`MessageBuilder::ends_with_long_origin`].
     #[inline(always)]
     fn ends_with_origin(&self, end: usize, plan: &Precompressed) -> bool {
-        if let [want] = *plan.origin_words {
-            // An origin of up to eight octets (most): one word.
-            let Some(octets) = end
-                .checked_sub(8)
-                .and_then(|start| self.buf.get(start..end))
-            else {
-                return false;
-            };
-            let word = u64::from_le_bytes(octets.try_into().unwrap_or([0xff; 8]));
-            return lowercase8(word) & plan.origin_mask == want;
-        }
-        self.ends_with_long_origin(end, plan)
-    }
-
-    /// [`MessageBuilder::ends_with_origin`] for an origin of more than
-    /// eight octets, out of line.
-    #[inline(never)]
-    fn ends_with_long_origin(&self, end: usize, plan: &Precompressed) -> bool {
-        let last = plan.origin_words.len().wrapping_sub(1);
-        plan.origin_words.iter().enumerate().all(|(k, &want)| {
-            let Some(word) = end
-                .checked_sub(8 * (k + 1))
-                .and_then(|start| self.buf.get(start..start + 8))
-                .and_then(|octets| <[u8; 8]>::try_from(octets).ok())
-            else {
-                return false;
-            };
-            let mask = if k == last {
-                plan.origin_mask
-            } else {
-                u64::MAX
-            };
-            lowercase8(u64::from_le_bytes(word)) & mask == want
-        })
+        ends_with_origin(self.buf, end, plan)
     }
 
     fn write_planned(
@@ -1092,6 +1019,142 @@ impl MessageBuilder<'_> {
         self.counts[self.section] += 1;
         Ok(())
     }
+}
+
+//----------- PlannedAnswer --------------------------------------------------
+
+/// A negative answer's question and planned record, as
+/// [`MessageBuilder::push_question_and_planned`] takes them: `origin_at`
+/// is where the owner, the zone's origin, starts in the question's name.
+pub struct PlannedAnswer<'p> {
+    /// The question, as received (its name's octets in its own).
+    pub question: &'p Question<'p>,
+    /// Where the origin starts in the question's name.
+    pub origin_at: usize,
+    /// The record's type: the plan's.
+    pub rtype: RType,
+    /// The record's TTL.
+    pub ttl: u32,
+    /// The record's RDATA, as the plan was made from.
+    pub rdata: &'p [u8],
+    /// The zone's plan of the record.
+    pub plan: &'p Precompressed,
+}
+
+/// [`MessageBuilder::push_question_and_planned`] without a builder: the
+/// question and the planned record written into `out` after a header
+/// (which is not written: the caller writes it, as the counts), the same
+/// octets and the same checks, for a message of at most `limit` octets
+/// (the caller's room for what follows taken off). Returns where the
+/// record ends; `None` (the octets past the header may have been
+/// written) where `push_question_and_planned` declines. For a writer of a
+/// whole negative answer that needs no builder: the builder's setting up
+/// (its compression table) and its header and count writes one field at
+/// a time cost more than the answer's octets. Inlined always (`#[inline]`
+/// was not followed across the crates: a call and its frame of about 20
+/// instructions): its one caller in a server's answering writes the header
+/// around it.
+#[inline(always)]
+pub fn write_question_and_planned(
+    out: &mut [u8],
+    limit: usize,
+    planned: &PlannedAnswer<'_>,
+) -> Option<usize> {
+    let PlannedAnswer {
+        question,
+        origin_at,
+        rtype,
+        ttl,
+        rdata,
+        plan,
+    } = *planned;
+    let name_len = question.name.len();
+    let origin_len = usize::from(plan.origin_len);
+    // The question's labels: each at least two octets, the root one.
+    let most_labels = name_len.checked_sub(1)? / 2;
+    if !core::ptr::eq(question.name.as_bytes().as_ptr(), question.bytes.as_ptr())
+        || name_len + 4 != question.bytes.len()
+        || origin_at + origin_len != name_len
+        || rdata.len() != usize::from(plan.rdata_len)
+        || rtype != plan.rtype
+        || question.name.is_root()
+        || most_labels + usize::from(plan.labels) > COMPRESSION_ENTRIES
+    {
+        return None;
+    }
+    let origin = HEADER_LEN + origin_at;
+    debug_assert!(
+        core::iter::successors(Some(question.name), |name| name.parent())
+            .any(|name| name.len() == origin_len),
+        "the origin starts at a label of the question's name"
+    );
+    // No name below the origin may share the question's label just
+    // below it. Where a planned name's label would start: a length
+    // octet there that is not a label's start only sends the caller
+    // the long way.
+    let name = question.name.as_bytes();
+    for planned in &plan.names[..usize::from(plan.count)] {
+        if planned.below == NOT_BELOW {
+            continue;
+        }
+        let len = usize::from(planned.below_len);
+        if let Some(at) = origin_at.checked_sub(len + 1) {
+            if name[at] == planned.below_len && shares_label(planned, rdata, &name[at..origin_at]) {
+                return None;
+            }
+        }
+    }
+    let question_end = HEADER_LEN + question.bytes.len();
+    let record = question_end;
+    let end = record + 2 + plan.tail.len();
+    if end > limit.min(out.len()) || end > MAX_POINTER_TARGET {
+        return None;
+    }
+    out[HEADER_LEN..question_end].copy_from_slice(question.bytes);
+    // The pointers to the origin read the question's octets: they must
+    // be the origin's.
+    if !ends_with_origin(out, question_end - 4, plan) {
+        return None;
+    }
+    write_plan(&mut out[record..end], plan, ttl, record, origin);
+    Some(end)
+}
+
+/// Whether the octets of `buf` before `end` are the plan's origin,
+/// ignoring case (see [`MessageBuilder::ends_with_origin`]).
+#[inline(always)]
+fn ends_with_origin(buf: &[u8], end: usize, plan: &Precompressed) -> bool {
+    if let [want] = *plan.origin_words {
+        // An origin of up to eight octets (most): one word.
+        let Some(octets) = end.checked_sub(8).and_then(|start| buf.get(start..end)) else {
+            return false;
+        };
+        let word = u64::from_le_bytes(octets.try_into().unwrap_or([0xff; 8]));
+        return lowercase8(word) & plan.origin_mask == want;
+    }
+    ends_with_long_origin(buf, end, plan)
+}
+
+/// [`ends_with_origin`] for an origin of more than eight octets, out of
+/// line.
+#[inline(never)]
+fn ends_with_long_origin(buf: &[u8], end: usize, plan: &Precompressed) -> bool {
+    let last = plan.origin_words.len().wrapping_sub(1);
+    plan.origin_words.iter().enumerate().all(|(k, &want)| {
+        let Some(word) = end
+            .checked_sub(8 * (k + 1))
+            .and_then(|start| buf.get(start..start + 8))
+            .and_then(|octets| <[u8; 8]>::try_from(octets).ok())
+        else {
+            return false;
+        };
+        let mask = if k == last {
+            plan.origin_mask
+        } else {
+            u64::MAX
+        };
+        lowercase8(u64::from_le_bytes(word)) & mask == want
+    })
 }
 
 /// Writes a planned record at `out` (the record's octets, at `record` in
