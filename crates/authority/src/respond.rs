@@ -75,7 +75,9 @@
 //! that do not fit are left out without TC (see `write_additional` for
 //! referral glue, where Knot and NSD differ).
 
-use tern_wire::build::{write_question_and_planned, MessageBuilder, PlannedAnswer};
+use tern_wire::build::{
+    write_question_and_planned, write_question_and_records, MessageBuilder, PlannedAnswer,
+};
 use tern_wire::edns::Edns;
 use tern_wire::hash::HashedName;
 use tern_wire::name::Name;
@@ -656,6 +658,12 @@ fn answer_in_zones(
             return context.extend(out, Response::Send(len), &[]);
         }
     }
+    if let Some(len) = context.positive(zone, &answer, out) {
+        if context.nsid.is_empty() && context.extra.is_empty() {
+            return Response::Send(len);
+        }
+        return context.extend(out, Response::Send(len), &[]);
+    }
     context.answer(zone, origin, &answer, origin_at.is_some(), out)
 }
 
@@ -1050,6 +1058,43 @@ impl Context<'_> {
         };
         let end = write_question_and_planned(out, limit, &planned)?;
         self.finish_whole(out, end, answer, [0, 1])
+    }
+
+    /// The usual positive answer (one RRset owned by the question's name,
+    /// of a type whose RDATA has no names to compress, without DNSSEC
+    /// records, authority or additional records: an A, AAAA or TXT,
+    /// found or from a wildcard) written whole into `out`, without a
+    /// builder ([`tern_wire::build::write_question_and_records`]), the same
+    /// octets as [`Context::answer`] writes; `None` for any other answer
+    /// or when it does not fit as it is (octets past the header may have
+    /// been written): the caller writes it the long way.
+    #[inline(always)]
+    fn positive(&self, zone: &Zone, answer: &Answer, out: &mut [u8]) -> Option<usize> {
+        let [Item::RRset {
+            owner: Owner::Qname,
+            set,
+        }] = *answer.items()
+        else {
+            return None;
+        };
+        if answer.authority != Authority::None || answer.dnssec || !answer.proofs().is_empty() {
+            return None;
+        }
+        let rrset = zone.rrset(set);
+        // Glue: the additional section's targets.
+        if rrset.glue_count > 0 {
+            return None;
+        }
+        let limit = self.whole_limit(out)?;
+        let records = zone.rdata_iter(rrset);
+        let (end, count) = write_question_and_records(
+            out,
+            limit,
+            self.question,
+            (rrset.rtype, rrset.ttl),
+            records,
+        )?;
+        self.finish_whole(out, end, answer, [count, 0])
     }
 
     /// The limit of an answer written whole: the builder's (the message

@@ -378,6 +378,25 @@ impl<'b> MessageBuilder<'b> {
         ttl: u32,
         rdata: &[u8],
     ) -> Result<(), TruncationError> {
+        if !may_compress(rtype) {
+            // No name to compress: type, class, TTL, RDLENGTH and the RDATA
+            // in one bounds check (the writes one by one and the walk for
+            // names cost about 100 instructions an A record).
+            let rdlen = u16::try_from(rdata.len()).map_err(|_| TruncationError)?;
+            let start = self.len;
+            let end = start + 10 + rdata.len();
+            if end > self.limit {
+                return Err(TruncationError);
+            }
+            let out = &mut self.buf[start..end];
+            out[..2].copy_from_slice(&rtype.0.to_be_bytes());
+            out[2..4].copy_from_slice(&class.0.to_be_bytes());
+            out[4..8].copy_from_slice(&ttl.to_be_bytes());
+            out[8..10].copy_from_slice(&rdlen.to_be_bytes());
+            out[10..].copy_from_slice(rdata);
+            self.len = end;
+            return Ok(());
+        }
         self.write(&rtype.0.to_be_bytes())?;
         self.write(&class.0.to_be_bytes())?;
         self.write(&ttl.to_be_bytes())?;
@@ -1120,6 +1139,65 @@ pub fn write_question_and_planned(
     Some(end)
 }
 
+/// A positive answer's question and the records of one RRset owned by
+/// the question's name, written into `out` after a header (which is not
+/// written: the caller writes it, as the counts), for a message of at
+/// most `limit` octets (the caller's room for what follows taken off):
+/// the question copied as received, then each record as
+/// [`MessageBuilder::push_record_owned_by_question`] writes it after
+/// [`MessageBuilder::push_parsed_question`] (its owner a pointer to the
+/// question, class IN), the same octets. Returns where the records end
+/// and how many there are; `None` (octets past the header may have been
+/// written) when that does not hold or they do not all fit: RDATA of a
+/// type whose names are compressed ([`compressible_names`]), the root's
+/// question (written without a pointer to it), a question not read from
+/// a message as it stands. The caller then writes the answer the long
+/// way, which truncates as it does.
+#[inline]
+pub fn write_question_and_records<'r>(
+    out: &mut [u8],
+    limit: usize,
+    question: &Question<'_>,
+    (rtype, ttl): (RType, u32),
+    rdatas: impl Iterator<Item = &'r [u8]>,
+) -> Option<(usize, u16)> {
+    if may_compress(rtype)
+        || question.name.is_root()
+        || !core::ptr::eq(question.name.as_bytes().as_ptr(), question.bytes.as_ptr())
+        || question.name.len() + 4 != question.bytes.len()
+    {
+        return None;
+    }
+    let limit = limit.min(out.len());
+    let mut end = HEADER_LEN + question.bytes.len();
+    if end > limit {
+        return None;
+    }
+    out[HEADER_LEN..end].copy_from_slice(question.bytes);
+    // The owner's pointer, the type, class IN and the TTL: the same for
+    // every record.
+    let [t0, t1] = rtype.0.to_be_bytes();
+    let [l0, l1, l2, l3] = ttl.to_be_bytes();
+    let fixed = [0xc0, HEADER_LEN as u8, t0, t1, 0, 1, l0, l1, l2, l3];
+    let mut count = 0u16;
+    // Bound: one pass over the RRset's records, each at least 12 octets
+    // of `out`.
+    for rdata in rdatas {
+        let rdlen = u16::try_from(rdata.len()).ok()?;
+        let start = end;
+        end = start + 12 + rdata.len();
+        if end > limit {
+            return None;
+        }
+        let record = &mut out[start..end];
+        record[..10].copy_from_slice(&fixed);
+        record[10..12].copy_from_slice(&rdlen.to_be_bytes());
+        record[12..].copy_from_slice(rdata);
+        count = count.checked_add(1)?;
+    }
+    Some((end, count))
+}
+
 /// Whether the octets of `buf` before `end` are the plan's origin,
 /// ignoring case (see [`MessageBuilder::ends_with_origin`]).
 #[inline(always)]
@@ -1155,6 +1233,15 @@ fn ends_with_long_origin(buf: &[u8], end: usize, plan: &Precompressed) -> bool {
         };
         lowercase8(u64::from_le_bytes(word)) & mask == want
     })
+}
+
+/// Whether RDATA of `rtype` may hold names to compress: the RFC 1035
+/// types RFC 3597 section 4 lists (NS, MD, MF, CNAME, SOA, MB, MG, MR,
+/// PTR, MINFO, MX), those [`compressible_names`] walks; one compare where
+/// the walk's set-up is a look-up of the type's layout.
+#[inline(always)]
+fn may_compress(rtype: RType) -> bool {
+    matches!(rtype.0, 2..=9 | 12 | 14 | 15)
 }
 
 /// Writes a planned record at `out` (the record's octets, at `record` in
@@ -1198,6 +1285,18 @@ mod tests {
     use super::*;
     use crate::name::NameBuf;
     use crate::parse::MessageView;
+
+    /// `may_compress` names the types whose RDATA `compressible_names`
+    /// walks, every one of the 65,536: `write_record_data` copies the
+    /// others' RDATA whole.
+    #[test]
+    fn may_compress_is_the_types_with_compressible_names() {
+        for rtype in 0..=u16::MAX {
+            let compressible = crate::rdata::layout(RType(rtype)).is_some_and(|l| l.compressible);
+            assert_eq!(may_compress(RType(rtype)), compressible, "{rtype}");
+        }
+        assert!(may_compress(RType::MX) && !may_compress(RType::A));
+    }
 
     fn name(text: &str) -> NameBuf {
         NameBuf::from_text(text.as_bytes(), None).unwrap()
