@@ -70,10 +70,6 @@ pub struct MessageBuilder<'b> {
     section: usize,
     entries: [u16; COMPRESSION_ENTRIES],
     entry_count: usize,
-    /// Names were written without their compression targets
-    /// ([`MessageBuilder::push_question_and_planned`]): no name may follow.
-    #[cfg(debug_assertions)]
-    unregistered: bool,
 }
 
 impl<'b> MessageBuilder<'b> {
@@ -93,8 +89,6 @@ impl<'b> MessageBuilder<'b> {
             section: 0,
             entries: [0; COMPRESSION_ENTRIES],
             entry_count: 0,
-            #[cfg(debug_assertions)]
-            unregistered: false,
         })
     }
 
@@ -485,22 +479,6 @@ impl<'b> MessageBuilder<'b> {
         Ok(())
     }
 
-    /// Checks, in debug builds, that the compression table holds every
-    /// name written (see [`MessageBuilder::push_question_and_planned`]).
-    /// A release build does not look: a name written after that call finds
-    /// none of the question's or the record's labels in the table (it was
-    /// empty then and stays so), so it is written whole or compressed
-    /// against names written after the call: a longer answer than the long
-    /// way's, never a wrong one.
-    #[inline(always)]
-    fn debug_check_registered(&self) {
-        #[cfg(debug_assertions)]
-        assert!(
-            !self.unregistered,
-            "a name written after push_question_and_planned"
-        );
-    }
-
     fn write(&mut self, bytes: &[u8]) -> Result<(), TruncationError> {
         let end = self.len + bytes.len();
         if end > self.limit {
@@ -517,7 +495,6 @@ impl<'b> MessageBuilder<'b> {
     /// Reads the labels back from the buffer (the name's own, as written):
     /// no walk of the name beside it.
     fn register(&mut self, start: usize) {
-        self.debug_check_registered();
         let mut pos = start;
         // Bound: each step moves past one label of a name already written
         // (at most MAX_LABELS), and `pos` stays below `len`.
@@ -535,7 +512,6 @@ impl<'b> MessageBuilder<'b> {
 
     /// Finds an entry whose name in the buffer equals `suffix`, ignoring case.
     fn find(&self, suffix: Name<'_>) -> Option<usize> {
-        self.debug_check_registered();
         self.entries[..self.entry_count]
             .iter()
             .map(|&offset| usize::from(offset))
@@ -862,75 +838,6 @@ impl MessageBuilder<'_> {
         }
     }
 
-    /// A negative answer's question and its planned record at once, for a
-    /// builder that holds only the header and a message that ends after
-    /// the record (an OPT may follow, nothing else): the question copied as
-    /// received, then the record as [`MessageBuilder::push_precompressed_in`]
-    /// writes it (told `true`) after [`MessageBuilder::push_parsed_question`],
-    /// the same octets, in section `section`. `origin_at`: where the owner,
-    /// the zone's origin, starts in the question's name, which the caller
-    /// found the zone by.
-    ///
-    /// Checked in every build: that the question's name ends, ignoring
-    /// case, with the plan's origin at `origin_at` (the record's owner and
-    /// its names below the origin are pointers there); any other
-    /// `origin_at` is declined. The caller must guarantee that `origin_at`
-    /// is where a label of the question's name starts (checked in debug
-    /// builds only): a suffix of the right octets that starts inside a
-    /// label still reads as the origin, so the answer means the same, but
-    /// its octets may differ from the long way's (the label just below the
-    /// origin is looked for in the wrong place).
-    ///
-    /// What it leaves out is the compression table: neither the question's
-    /// labels nor the record's are registered (about 50 instructions a
-    /// question, read back label by label), so no name may be written after
-    /// it (checked in debug builds). The labels are not walked for the
-    /// plan's conditions either: the question's labels are bounded by its
-    /// length, and the label just below the origin is looked for where a
-    /// planned name's would start.
-    ///
-    /// Leaves the message as it was (its length, counts and limit; octets
-    /// past its end may be written) and returns false when that cannot be
-    /// decided so (the plan does not apply, may not apply, the question
-    /// does not end with the origin at `origin_at`, or it does not fit
-    /// the limit): the caller then writes the question and the record one
-    /// by one.
-    #[allow(clippy::too_many_arguments)]
-    pub fn push_question_and_planned(
-        &mut self,
-        question: &Question<'_>,
-        origin_at: usize,
-        rtype: RType,
-        section: Section,
-        ttl: u32,
-        rdata: &[u8],
-        plan: &Precompressed,
-    ) -> bool {
-        if self.len != HEADER_LEN || self.counts != [0; 4] {
-            return false;
-        }
-        let planned = PlannedAnswer {
-            question,
-            origin_at,
-            rtype,
-            ttl,
-            rdata,
-            plan,
-        };
-        let Some(end) = write_question_and_planned(self.buf, self.limit, &planned) else {
-            return false;
-        };
-        self.len = end;
-        self.set_section(section);
-        self.counts[0] = 1;
-        self.counts[self.section] = 1;
-        #[cfg(debug_assertions)]
-        {
-            self.unregistered = true;
-        }
-        true
-    }
-
     /// Where `owner` stands in the question, if the plan holds for this
     /// message (see [`Precompressed`]). The question's labels are read
     /// from the compression table, which holds where each begins (the
@@ -1043,8 +950,8 @@ impl MessageBuilder<'_> {
 //----------- PlannedAnswer --------------------------------------------------
 
 /// A negative answer's question and planned record, as
-/// [`MessageBuilder::push_question_and_planned`] takes them: `origin_at`
-/// is where the owner, the zone's origin, starts in the question's name.
+/// [`write_question_and_planned`] takes them: `origin_at` is where the
+/// owner, the zone's origin, starts in the question's name.
 pub struct PlannedAnswer<'p> {
     /// The question, as received (its name's octets in its own).
     pub question: &'p Question<'p>,
@@ -1060,19 +967,40 @@ pub struct PlannedAnswer<'p> {
     pub plan: &'p Precompressed,
 }
 
-/// [`MessageBuilder::push_question_and_planned`] without a builder: the
-/// question and the planned record written into `out` after a header
-/// (which is not written: the caller writes it, as the counts), the same
-/// octets and the same checks, for a message of at most `limit` octets
-/// (the caller's room for what follows taken off). Returns where the
-/// record ends; `None` (the octets past the header may have been
-/// written) where `push_question_and_planned` declines. For a writer of a
-/// whole negative answer that needs no builder: the builder's setting up
-/// (its compression table) and its header and count writes one field at
-/// a time cost more than the answer's octets. Inlined always (`#[inline]`
-/// was not followed across the crates: a call and its frame of about 20
-/// instructions): its one caller in a server's answering writes the header
-/// around it.
+/// A negative answer's question and its planned record at once, without
+/// a builder, for a message that ends after the record (an OPT may
+/// follow, nothing else): written into `out` after a header (which is not
+/// written and may hold anything: the caller writes it after, as the
+/// counts), the question copied as received, then the record as
+/// [`MessageBuilder::push_precompressed_in`] writes it (told `true`) after
+/// [`MessageBuilder::push_parsed_question`], the same octets, for a
+/// message of at most `limit` octets (the caller's room for what follows
+/// taken off). Returns where the record ends.
+///
+/// Checked in every build: that the question's name ends, ignoring
+/// case, with the plan's origin at `origin_at` (the record's owner and
+/// its names below the origin are pointers there); any other
+/// `origin_at` is declined. The caller must guarantee that `origin_at`
+/// is where a label of the question's name starts (checked in debug
+/// builds only): a suffix of the right octets that starts inside a
+/// label still reads as the origin, so the answer means the same, but
+/// its octets may differ from the long way's (the label just below the
+/// origin is looked for in the wrong place). The labels are not walked
+/// for the plan's conditions: the question's labels are bounded by its
+/// length (a name of more than `2 * (COMPRESSION_ENTRIES - plan.labels)`
+/// octets is declined), and the label just below the origin is looked
+/// for where a planned name's would start.
+///
+/// `None` (octets past the header may have been written) when that
+/// cannot be decided so (the plan does not apply, may not apply, the
+/// question does not end with the origin at `origin_at`, or it does not
+/// fit the limit): the caller then writes the answer the long way, the
+/// question and the record one by one on a builder. For a writer of a
+/// whole negative answer: a builder's setting up (its compression table)
+/// and its header and count writes one field at a time cost more than the
+/// answer's octets. Inlined always (`#[inline]` was not followed across
+/// the crates: a call and its frame of about 20 instructions): its one
+/// caller in a server's answering writes the header around it.
 #[inline(always)]
 pub fn write_question_and_planned(
     out: &mut [u8],
@@ -1525,8 +1453,9 @@ mod tests {
         static OUTSIDE_DECLINED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
     }
 
-    /// The question and the SOA by `push_question_and_planned`, if it
-    /// wrote them; a builder it declined is left as it was.
+    /// The question and the SOA by `write_question_and_planned`, if it
+    /// wrote them, into a buffer of garbage (0xA5: its header too, while it
+    /// writes), then the header a builder's `finish` writes.
     fn question_and_planned(
         question: &[u8],
         origin_at: usize,
@@ -1541,23 +1470,18 @@ mod tests {
             qclass: RClass::IN,
             bytes: &question[..at + 4],
         };
-        let mut buf = [0u8; 1024];
+        let mut buf = [0xa5u8; 1024];
         let limit = HEADER_LEN + question.len() + limit;
-        let mut b = MessageBuilder::new(&mut buf, limit).unwrap();
-        let written = b.push_question_and_planned(
-            &parsed,
+        let planned = PlannedAnswer {
+            question: &parsed,
             origin_at,
-            RType::SOA,
-            Section::Authority,
-            300,
-            soa,
+            rtype: RType::SOA,
+            ttl: 300,
+            rdata: soa,
             plan,
-        );
-        if !written {
-            assert!(b.is_empty() && b.counts == [0; 4] && b.limit() == limit);
-            return None;
-        }
-        let len = b.finish();
+        };
+        let len = write_question_and_planned(&mut buf, limit, &planned)?;
+        buf[..HEADER_LEN].copy_from_slice(&[0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0]);
         Some(buf[..len].to_vec())
     }
 
