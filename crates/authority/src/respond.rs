@@ -2,9 +2,15 @@
 //!
 //! [`respond`] is sans-I/O and allocation-free: it parses the query with
 //! `tern-wire` views, plans the answer with [`crate::lookup`] (a fixed-size
-//! plan on the stack) and writes it with a `MessageBuilder` over the
-//! caller's buffer, one RRset per transaction, so a truncated answer never
-//! carries half an RRset.
+//! plan on the stack) and writes it into the caller's buffer: the usual
+//! negative answer (the apex SOA alone) and the usual positive one (one
+//! RRset owned by the question's name, without names to compress, DNSSEC
+//! records or glue) whole, the question and records in one step and the
+//! header and OPT after them, without a builder (`Context::negative`,
+//! `Context::positive`); any other answer, or one of those that does not
+//! fit as it is, the long way, with a `MessageBuilder`, one RRset per
+//! transaction, so a truncated answer never carries half an RRset. Both
+//! ways write the same octets (the tests compare them).
 //!
 //! What happens to each kind of query (evidence: Knot 3.2.6 and NSD 4.6.1
 //! asked the same bytes on loopback):
@@ -74,6 +80,8 @@
 //! the RRsets already written (both servers do this). Additional records
 //! that do not fit are left out without TC (see `write_additional` for
 //! referral glue, where Knot and NSD differ).
+
+use core::ptr;
 
 use tern_wire::build::{
     write_question_and_planned, write_question_and_records, MessageBuilder, PlannedAnswer,
@@ -433,15 +441,22 @@ pub fn respond_to_at(
 }
 
 /// [`respond_to_at`] over UDP without extra options, for a query whose
-/// checks a server's cache path has made already: its header is a
-/// request (QR clear) of opcode QUERY, its question's class is IN or ANY
-/// and its type not AXFR or IXFR, its OPT (`edns`, if any) of version 0
-/// with no COOKIE option of a bad length (`crate::cookie::is_malformed`).
-/// The same octets as [`respond_to_at`] gives such a query, without its
-/// checks and the reading of the query's parts again (the cache's miss
-/// path under a flood of new names takes this, once per query). A query
-/// that is none of these is answered by [`respond_to_at`] (checked, a
-/// few compares: the COOKIE's check is the caller's).
+/// parts a server's cache path has read already: the same octets as
+/// [`respond_to_at`] gives it, without reading its parts again.
+///
+/// The caller must hand the query's own parts: `header` and `question`
+/// those of `query.message()` (which parsed, with one question), `edns`
+/// that of `query.edns_ref()`, whose records read (`query.edns()` is
+/// `Ok`: a query whose records do not read is answered FORMERR by
+/// [`respond_to_at`], and would be answered here as if it had no OPT),
+/// without a COOKIE option of a bad length (`crate::cookie::is_malformed`,
+/// answered FORMERR too), and `lowered` its question's name lowercased.
+/// These are checked in debug builds only. The rest of respond's checks
+/// are made again (a few compares): a query with QR set, of another
+/// opcode than QUERY, of a class other than IN and ANY, of type AXFR or
+/// IXFR, or with an OPT of version above 0 is answered by
+/// [`respond_to_at`]. The cache's miss path under a flood of new names
+/// takes this, once per query.
 #[allow(clippy::too_many_arguments)]
 pub fn respond_vetted(
     catalog: &Catalog,
@@ -470,6 +485,20 @@ pub fn respond_vetted(
         );
     }
     debug_assert!(edns.is_none_or(|edns| cookie::received(edns.options) != Received::Malformed));
+    debug_assert!(
+        query.edns().is_ok() && query.edns_ref().map(ptr::from_ref) == edns.map(ptr::from_ref),
+        "respond_vetted: the query's own OPT, whose records read"
+    );
+    debug_assert!(
+        query
+            .message()
+            .is_ok_and(|message| message.header() == header
+                && message
+                    .question_ref()
+                    .is_some_and(|own| ptr::eq(own.bytes, question.bytes))),
+        "respond_vetted: the query's own header and question"
+    );
+    debug_assert!(lowered.name().eq_ignore_case(question.name));
     let nsid = edns.map_or(&[][..], |edns| options.nsid_for(edns.options));
     let context = Context {
         header,
@@ -1030,9 +1059,10 @@ impl Context<'_> {
     /// ([`tern_wire::build::write_question_and_planned`]), then the header
     /// and the OPT (its options but the NSID and the extra ones, which
     /// [`Context::extend`] adds in the room kept for them), the same
-    /// octets as [`Writer::write_all`] and [`Context::end`] write
-    /// (`in_zone`: `origin` is the question's name's own suffix, where
-    /// the catalog found the zone). Its length; `None` for any other
+    /// octets as [`Writer::write_all`] and [`Context::end`] write. Called
+    /// only where `origin` is the question's name's own suffix, where the
+    /// catalog found the zone (not for DS, whose zone is looked up again
+    /// from one label up). Its length; `None` for any other
     /// answer or when the step declines (octets past the header may have
     /// been written): the caller writes it the long way, from the header
     /// on. A builder's setting up (its compression table), its header
@@ -1619,6 +1649,37 @@ mod tests {
         assert!(
             whole > 0 && truncated_after_decline > 0,
             "{whole} {truncated_after_decline}"
+        );
+    }
+
+    /// `respond_vetted` given a query whose records do not read (an OPT
+    /// cut short) would answer it as if it had no OPT, where
+    /// `respond_to_at` answers FORMERR: its precondition, checked in debug
+    /// builds.
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "the query's own OPT, whose records read")]
+    fn a_query_whose_records_do_not_read_is_not_vetted() {
+        use tern_wire::hash::NameHasher;
+        let catalog = zone(true);
+        let mut q = query("nx.example.", RType::A);
+        q.truncate(q.len() - 3);
+        let query = Query::parse(&q);
+        assert!(query.edns().is_err());
+        let message = query.message().unwrap();
+        let question = message.question_ref().unwrap();
+        let lower = question.name.to_lower();
+        let hash = NameHasher::process().hash(lower.as_bytes());
+        let mut out = vec![0; 512];
+        respond_vetted(
+            &catalog,
+            &query,
+            message.header(),
+            question,
+            query.edns_ref(),
+            HashedName::with_hash(lower.as_name(), hash),
+            &Options::default(),
+            &mut out,
         );
     }
 
