@@ -987,9 +987,11 @@ pub struct PlannedAnswer<'p> {
 /// its octets may differ from the long way's (the label just below the
 /// origin is looked for in the wrong place). The labels are not walked
 /// for the plan's conditions: the question's labels are bounded by its
-/// length (a name of more than `2 * (COMPRESSION_ENTRIES - plan.labels)`
-/// octets is declined), and the label just below the origin is looked
-/// for where a planned name's would start.
+/// length (a name whose length would allow more labels than the table
+/// holds with the plan's, `(len - 1) / 2 + plan.labels` above
+/// [`COMPRESSION_ENTRIES`], is declined, as the longest names are), and
+/// the label just below the origin is looked for where a planned name's
+/// would start.
 ///
 /// `None` (octets past the header may have been written) when that
 /// cannot be decided so (the plan does not apply, may not apply, the
