@@ -89,8 +89,8 @@ pub use catalog::{Applied, Catalog, CatalogChange};
 pub use patch::lineage::{ChangedNames, MAX_CHANGED_NAMES};
 pub use patch::{PatchError, Patched, ZoneChanges};
 pub use respond::{
-    append_option, append_options, bad_cookie, respond, respond_to, respond_to_at, respond_with,
-    summary, ChaosIdentity, Options, Response, Transport, DEFAULT_UDP_SIZE,
+    append_option, append_options, bad_cookie, respond, respond_to, respond_to_at, respond_vetted,
+    respond_with, summary, ChaosIdentity, Options, Response, Transport, DEFAULT_UDP_SIZE,
 };
 pub use zone::{RecordCursor, Zone, ZoneRecord};
 

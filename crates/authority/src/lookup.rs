@@ -72,6 +72,11 @@ enum Step {
 /// that it is `qname`'s octets from there and that a label starts there
 /// (the catalog found the zone so: `Catalog::locate`), so that the walk
 /// does not compare the origin again (`None`: compared here).
+///
+/// Inlined always into its one caller (`respond`'s answering, itself in
+/// two entries): the call's frame and its arguments' moves cost about 20
+/// instructions a query.
+#[inline(always)]
 pub(crate) fn resolve(
     zone: &Zone,
     origin: Name<'_>,
@@ -202,7 +207,10 @@ const APEX: u32 = 0;
 /// `sname_hash`, if given, is `NameHasher::process().hash` of `sname`: the
 /// look-up of the name itself takes it and hashes nothing. `origin_at`, if
 /// given, is where `origin` starts in `sname` at a label boundary (see
-/// [`resolve`]): the origin is not compared again.
+/// [`resolve`]): the origin is not compared again. Inlined always into
+/// `solve`: once a step, where its call and frame cost about 15
+/// instructions.
+#[inline(always)]
 fn closest_encloser(
     zone: &Zone,
     origin: Name<'_>,
@@ -304,7 +312,10 @@ pub(crate) fn rdata_name(zone: &Zone, at: u32) -> Name<'_> {
 
 /// One pass of RFC 1034 section 4.3.2 steps 3 and 4 for one name,
 /// `sname` with its process hash and its origin's place if known (see
-/// [`closest_encloser`]).
+/// [`closest_encloser`]). Inlined always: its frame and the step's
+/// return cost about 20 instructions a query, once in `resolve` (most
+/// answers) and once in the chain's loop.
+#[inline(always)]
 fn solve(
     zone: &Zone,
     origin: Name<'_>,

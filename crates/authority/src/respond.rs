@@ -2,9 +2,15 @@
 //!
 //! [`respond`] is sans-I/O and allocation-free: it parses the query with
 //! `tern-wire` views, plans the answer with [`crate::lookup`] (a fixed-size
-//! plan on the stack) and writes it with a `MessageBuilder` over the
-//! caller's buffer, one RRset per transaction, so a truncated answer never
-//! carries half an RRset.
+//! plan on the stack) and writes it into the caller's buffer: the usual
+//! negative answer (the apex SOA alone) and the usual positive one (one
+//! RRset owned by the question's name, without names to compress, DNSSEC
+//! records or glue) whole, the question and records in one step and the
+//! header and OPT after them, without a builder (`Context::negative`,
+//! `Context::positive`); any other answer, or one of those that does not
+//! fit as it is, the long way, with a `MessageBuilder`, one RRset per
+//! transaction, so a truncated answer never carries half an RRset. Both
+//! ways write the same octets (the tests compare them).
 //!
 //! What happens to each kind of query (evidence: Knot 3.2.6 and NSD 4.6.1
 //! asked the same bytes on loopback):
@@ -75,7 +81,11 @@
 //! that do not fit are left out without TC (see `write_additional` for
 //! referral glue, where Knot and NSD differ).
 
-use tern_wire::build::MessageBuilder;
+use core::ptr;
+
+use tern_wire::build::{
+    write_question_and_planned, write_question_and_records, MessageBuilder, PlannedAnswer,
+};
 use tern_wire::edns::Edns;
 use tern_wire::hash::HashedName;
 use tern_wire::name::Name;
@@ -430,6 +440,80 @@ pub fn respond_to_at(
     (response, zone)
 }
 
+/// [`respond_to_at`] over UDP without extra options, for a query whose
+/// parts a server's cache path has read already: the same octets as
+/// [`respond_to_at`] gives it, without reading its parts again.
+///
+/// The caller must hand the query's own parts: `header` and `question`
+/// those of `query.message()` (which parsed, with one question), `edns`
+/// that of `query.edns_ref()`, whose records read (`query.edns()` is
+/// `Ok`: a query whose records do not read is answered FORMERR by
+/// [`respond_to_at`], and would be answered here as if it had no OPT),
+/// without a COOKIE option of a bad length (`crate::cookie::is_malformed`,
+/// answered FORMERR too), and `lowered` its question's name lowercased.
+/// These are checked in debug builds only. The rest of respond's checks
+/// are made again (a few compares): a query with QR set, of another
+/// opcode than QUERY, of a class other than IN and ANY, of type AXFR or
+/// IXFR, or with an OPT of version above 0 is answered by
+/// [`respond_to_at`]. The cache's miss path under a flood of new names
+/// takes this, once per query.
+#[allow(clippy::too_many_arguments)]
+pub fn respond_vetted(
+    catalog: &Catalog,
+    query: &Query<'_>,
+    header: &Header,
+    question: &Question<'_>,
+    edns: Option<&Edns<'_>>,
+    lowered: HashedName<'_>,
+    options: &Options,
+    out: &mut [u8],
+) -> (Response, Option<u32>) {
+    if header.qr()
+        || header.opcode() != Opcode::QUERY
+        || !matches!(question.qclass, RClass::IN | RClass::ANY)
+        || matches!(question.qtype, RType::AXFR | RType::IXFR)
+        || edns.is_some_and(|edns| edns.version > 0)
+    {
+        return respond_to_at(
+            catalog,
+            query,
+            Some(lowered),
+            Transport::Udp,
+            options,
+            &[],
+            out,
+        );
+    }
+    debug_assert!(edns.is_none_or(|edns| cookie::received(edns.options) != Received::Malformed));
+    debug_assert!(
+        query.edns().is_ok() && query.edns_ref().map(ptr::from_ref) == edns.map(ptr::from_ref),
+        "respond_vetted: the query's own OPT, whose records read"
+    );
+    debug_assert!(
+        query
+            .message()
+            .is_ok_and(|message| message.header() == header
+                && message
+                    .question_ref()
+                    .is_some_and(|own| ptr::eq(own.bytes, question.bytes))),
+        "respond_vetted: the query's own header and question"
+    );
+    debug_assert!(lowered.name().eq_ignore_case(question.name));
+    let nsid = edns.map_or(&[][..], |edns| options.nsid_for(edns.options));
+    let context = Context {
+        header,
+        question,
+        edns,
+        options,
+        limit: size_limit(Transport::Udp, edns, options),
+        nsid,
+        extra: &[],
+    };
+    let mut zone = None;
+    let response = answer_in_zones(catalog, &context, Some(lowered), &mut zone, out);
+    (response, zone)
+}
+
 /// [`respond_to_at`]'s work; `located` is set to the slot, if any, when
 /// the name is looked up.
 #[allow(clippy::too_many_arguments)]
@@ -519,6 +603,22 @@ fn answer_query(
     if question.qclass != RClass::IN && question.qclass != RClass::ANY {
         return context.short(Rcode::REFUSED, true, out);
     }
+    answer_in_zones(catalog, &context, lowered, located, out)
+}
+
+/// The steps of [`answer_query`] after its checks, shared with
+/// [`respond_vetted`]: the name lowercased (unless `lowered` has it),
+/// its zone located, the walk and the answer's writing. Inlined always in
+/// both: a call and its frame cost more than the few steps it saves.
+#[inline(always)]
+fn answer_in_zones(
+    catalog: &Catalog,
+    context: &Context<'_>,
+    lowered: Option<HashedName<'_>>,
+    located: &mut Option<u32>,
+    out: &mut [u8],
+) -> Response {
+    let question = context.question;
     let lowered_here;
     let (qname, qname_hash) = match lowered {
         Some(hashed) => {
@@ -556,7 +656,7 @@ fn answer_query(
     }
     // DNSSEC records go out with DO=1 from signed zones only (Knot and NSD
     // add no DS to referrals from an unsigned zone).
-    let dnssec = zone.signed && edns.as_ref().is_some_and(|edns| edns.dnssec_ok);
+    let dnssec = zone.signed && context.edns.is_some_and(|edns| edns.dnssec_ok);
     let mut answer = Answer::new(dnssec);
     // The origin read once, for the walk and the SOA: the name's octets
     // from where the catalog found it (both lowercased), or the zone's
@@ -573,7 +673,65 @@ fn answer_query(
         question.qtype,
         &mut answer,
     );
+    // The usual negative answer is written here, whole, without the
+    // call of `Context::answer` and its frame (a builder's room).
+    if long_way() {
+        return context.answer(zone, origin, &answer, origin_at.is_some(), out);
+    }
+    if origin_at.is_some() {
+        if let Some(len) = context.negative(zone, origin, &answer, out) {
+            written_whole();
+            // Most queries carry neither NSID nor options to add: no call.
+            if context.nsid.is_empty() && context.extra.is_empty() {
+                return Response::Send(len);
+            }
+            return context.extend(out, Response::Send(len), &[]);
+        }
+    }
+    if let Some(len) = context.positive(zone, &answer, out) {
+        written_whole();
+        if context.nsid.is_empty() && context.extra.is_empty() {
+            return Response::Send(len);
+        }
+        return context.extend(out, Response::Send(len), &[]);
+    }
     context.answer(zone, origin, &answer, origin_at.is_some(), out)
+}
+
+/// Whether answers are written the long way only, never whole (tests
+/// compare the two ways' octets).
+#[cfg(not(test))]
+#[inline(always)]
+const fn long_way() -> bool {
+    false
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Set by a test to write every answer the long way.
+    static LONG_WAY: core::cell::Cell<bool> = const { core::cell::Cell::new(false) };
+}
+
+#[cfg(test)]
+fn long_way() -> bool {
+    LONG_WAY.with(core::cell::Cell::get)
+}
+
+/// Counts an answer written whole (tests: that the answers of the usual
+/// shapes are, not only that their octets are right).
+#[cfg(not(test))]
+#[inline(always)]
+const fn written_whole() {}
+
+#[cfg(test)]
+thread_local! {
+    /// The answers written whole on this thread so far.
+    static WRITTEN_WHOLE: core::cell::Cell<usize> = const { core::cell::Cell::new(0) };
+}
+
+#[cfg(test)]
+fn written_whole() {
+    WRITTEN_WHOLE.with(|count| count.set(count.get() + 1));
 }
 
 /// The size limit of an answer: 65535 over TCP; over UDP the client's
@@ -857,8 +1015,12 @@ impl Context<'_> {
         self.extend(out, response, &[])
     }
 
-    /// Encodes a planned answer; `in_zone`: the question's name is known
-    /// to be `origin` or below it (the zone was found by it).
+    /// Encodes a planned answer on a builder, the records one by one;
+    /// `in_zone`: the question's name is known to be `origin` or below it
+    /// (the zone was found by it). Out of line: its frame (the builder's
+    /// room) is not paid by the usual negative answer, written whole by
+    /// [`Context::negative`] before it.
+    #[inline(never)]
     fn answer(
         &self,
         zone: &Zone,
@@ -870,10 +1032,6 @@ impl Context<'_> {
         let Ok(mut builder) = MessageBuilder::new(out, self.limit) else {
             return Response::Drop;
         };
-        if in_zone && self.negative(&mut builder, zone, origin, answer) {
-            let response = self.end(&mut builder, answer.rcode, &[]);
-            return self.extend(out, response, &[]);
-        }
         if self.start(&mut builder, true, &[]).is_none() {
             return Response::Drop;
         }
@@ -895,72 +1053,156 @@ impl Context<'_> {
 
 impl Context<'_> {
     /// The usual negative answer (NXDOMAIN or NODATA without DNSSEC
-    /// records: the apex SOA alone in the authority section) written on
-    /// `builder`, a new one, up to its OPT: the header, then the question
-    /// and the SOA from the zone's precompressed plan in one step,
-    /// [`MessageBuilder::push_question_and_planned`], the same octets as
-    /// [`Writer::write_all`] writes (`in_zone`: `origin` is the question's
-    /// name's own suffix, where the catalog found the zone). False, with
-    /// nothing written, for any other answer or when the step declines:
-    /// the caller writes it the long way.
-    #[inline]
+    /// records: the apex SOA alone in the authority section) written whole
+    /// into `out`, without a builder: the question and the SOA from the
+    /// zone's precompressed plan in one step
+    /// ([`tern_wire::build::write_question_and_planned`]), then the header
+    /// and the OPT (its options but the NSID and the extra ones, which
+    /// [`Context::extend`] adds in the room kept for them), the same
+    /// octets as [`Writer::write_all`] and [`Context::end`] write. Called
+    /// only where `origin` is the question's name's own suffix, where the
+    /// catalog found the zone (not for DS, whose zone is looked up again
+    /// from one label up). Its length; `None` for any other
+    /// answer or when the step declines (octets past the header may have
+    /// been written): the caller writes it the long way, from the header
+    /// on. A builder's setting up (its compression table), its header
+    /// written a bit at a time and its counts one by one cost more than
+    /// these octets (about 100 instructions a negative answer). Inlined
+    /// always into the answering (`#[inline]` was not followed: a call and
+    /// its frame of about 25 instructions).
+    #[inline(always)]
     fn negative(
         &self,
-        builder: &mut MessageBuilder<'_>,
         zone: &Zone,
         origin: Name<'_>,
         answer: &Answer,
-    ) -> bool {
+        out: &mut [u8],
+    ) -> Option<usize> {
         if answer.authority != Authority::Soa
             || answer.dnssec
             || !answer.items().is_empty()
             || !answer.proofs().is_empty()
         {
-            return false;
+            return None;
         }
-        let Some(plan) = &zone.soa_plan else {
-            return false;
-        };
+        let plan = zone.soa_plan.as_ref()?;
         // The SOA's one record, read where `rdata_iter` would read it
         // (its length, then the RDATA) without making the iterator.
         let soa = zone.rrset(zone.soa);
         let arena = zone.rdata_at(soa.rdata_start);
-        let Some(rdata) = arena.get(..2).filter(|_| soa.count > 0).and_then(|len| {
+        let rdata = arena.get(..2).filter(|_| soa.count > 0).and_then(|len| {
             let len = usize::from(u16::from_be_bytes([len[0], len[1]]));
             arena.get(2..2 + len)
-        }) else {
-            return false;
-        };
+        })?;
         debug_assert_eq!(Some(rdata), zone.rdata_iter(soa).next());
-        // Room for the OPT first, as `start` keeps it after the question;
-        // whatever does not fit goes the long way (which sets TC, or drops).
-        if self.edns.is_some()
-            && builder
-                .reserve(OPT_LEN + self.nsid.len() + self.extra.len())
-                .is_err()
-        {
-            return false;
-        }
-        let Some(origin_at) = self.question.name.len().checked_sub(origin.len()) else {
-            return false;
-        };
-        if !builder.push_question_and_planned(
-            self.question,
+        let limit = self.whole_limit(out)?;
+        let origin_at = self.question.name.len().checked_sub(origin.len())?;
+        let planned = PlannedAnswer {
+            question: self.question,
             origin_at,
-            RType::SOA,
-            Section::Authority,
-            zone.negative_ttl,
+            rtype: RType::SOA,
+            ttl: zone.negative_ttl,
             rdata,
             plan,
-        ) {
-            if self.edns.is_some() {
-                builder.release(OPT_LEN + self.nsid.len() + self.extra.len());
-            }
-            return false;
+        };
+        let end = write_question_and_planned(out, limit, &planned)?;
+        self.finish_whole(out, end, answer, [0, 1])
+    }
+
+    /// The usual positive answer (one RRset owned by the question's name,
+    /// of a type whose RDATA has no names to compress, without DNSSEC
+    /// records, authority or additional records: an A, AAAA or TXT,
+    /// found or from a wildcard) written whole into `out`, without a
+    /// builder ([`tern_wire::build::write_question_and_records`]), the same
+    /// octets as [`Context::answer`] writes; `None` for any other answer
+    /// or when it does not fit as it is (octets past the header may have
+    /// been written): the caller writes it the long way.
+    #[inline(always)]
+    fn positive(&self, zone: &Zone, answer: &Answer, out: &mut [u8]) -> Option<usize> {
+        let [Item::RRset {
+            owner: Owner::Qname,
+            set,
+        }] = *answer.items()
+        else {
+            return None;
+        };
+        if answer.authority != Authority::None || answer.dnssec || !answer.proofs().is_empty() {
+            return None;
         }
-        start_header(builder, self.header, true);
-        builder.set_aa(answer.authoritative);
-        true
+        let rrset = zone.rrset(set);
+        // Glue: the additional section's targets.
+        if rrset.glue_count > 0 {
+            return None;
+        }
+        let limit = self.whole_limit(out)?;
+        let records = zone.rdata_iter(rrset);
+        let (end, count) = write_question_and_records(
+            out,
+            limit,
+            self.question,
+            (rrset.rtype, rrset.ttl),
+            records,
+        )?;
+        self.finish_whole(out, end, answer, [count, 0])
+    }
+
+    /// The limit of an answer written whole: the builder's (the message
+    /// within the limit and the buffer), less the room `start` keeps for
+    /// the OPT (with the NSID and the extra options) after the question;
+    /// `None` where a header does not fit in front of that room.
+    #[inline(always)]
+    fn whole_limit(&self, out: &[u8]) -> Option<usize> {
+        let room = match self.edns {
+            Some(_) => OPT_LEN + self.nsid.len() + self.extra.len(),
+            None => 0,
+        };
+        self.limit
+            .min(out.len())
+            .checked_sub(room)
+            .filter(|&limit| limit >= HEADER_LEN)
+    }
+
+    /// Ends an answer written whole up to `end` with `counts` answer and
+    /// authority records: the header and the OPT, what `start_header`,
+    /// `set_aa`, `end` and `finish_in_place` write (ID, QR, the opcode,
+    /// AA, RD and CD, the rcode; one question, the counts, the OPT if the
+    /// query had one, without the NSID and the extra options, which
+    /// [`Context::extend`] adds in the room kept for them). Its length.
+    #[inline(always)]
+    fn finish_whole(
+        &self,
+        out: &mut [u8],
+        end: usize,
+        answer: &Answer,
+        [answers, authority]: [u16; 2],
+    ) -> Option<usize> {
+        let header = self.header;
+        let rcode = answer.rcode;
+        let flags = 0x80
+            | (header.opcode().0 & 0x0f) << 3
+            | if answer.authoritative { 0x04 } else { 0 }
+            | u8::from(header.rd());
+        let flags2 = if header.cd() { 0x10 } else { 0 } | rcode.header_bits();
+        let [id0, id1] = header.id().to_be_bytes();
+        let additional = u8::from(self.edns.is_some());
+        let [an0, an1] = answers.to_be_bytes();
+        let [ns0, ns1] = authority.to_be_bytes();
+        let head: [u8; HEADER_LEN] = [
+            id0, id1, flags, flags2, 0, 1, an0, an1, ns0, ns1, 0, additional,
+        ];
+        out.get_mut(..HEADER_LEN)?.copy_from_slice(&head);
+        let Some(edns) = self.edns else {
+            return Some(end);
+        };
+        // The OPT, as `MessageBuilder::push_opt` writes it without options.
+        let size = self.options.max_udp_size.max(CLASSIC_UDP_SIZE as u16);
+        let ttl = u32::from(rcode.extended_bits()) << 24 | if edns.dnssec_ok { 0x8000 } else { 0 };
+        let opt = out.get_mut(end..end + OPT_LEN)?;
+        opt[..3].copy_from_slice(&[0, 0, 41]);
+        opt[3..5].copy_from_slice(&size.to_be_bytes());
+        opt[5..9].copy_from_slice(&ttl.to_be_bytes());
+        opt[9..].copy_from_slice(&[0, 0]);
+        Some(end + OPT_LEN)
     }
 }
 
@@ -1281,6 +1523,8 @@ impl<'a> Writer<'a, '_, '_> {
 
 #[cfg(test)]
 mod tests {
+    use core::cell::Cell;
+
     use tern_wire::name::NameBuf;
 
     use super::*;
@@ -1334,14 +1578,16 @@ mod tests {
 
     /// The usual negative answer when the room kept for the OPT and the
     /// options added after it (here a server cookie's place, `extra`) is
-    /// all that makes it not fit: `Context::negative` reserves that room,
-    /// `push_question_and_planned` declines on the limit, the room is given
-    /// back and the long way writes what it writes without the plan (the
-    /// question alone, TC), byte for byte; for every size of the extra
-    /// options from none to more than the 512 octets hold, NXDOMAIN and
-    /// NODATA. Without the room given back, the long way kept it twice and
-    /// dropped the answers where the question fits once with it but not
-    /// twice.
+    /// all that makes it not fit: `Context::whole_limit` takes that room
+    /// off the limit, `write_question_and_planned` declines on it, and the
+    /// long way (which keeps the room once, in `Context::start`) writes
+    /// what it writes without the plan (the question alone, TC), byte for
+    /// byte; for every size of the extra options from none to more than
+    /// the 512 octets hold, NXDOMAIN and NODATA, each way into its own
+    /// garbage. An answer that is not truncated is written whole (counted),
+    /// at every size: the one that fits to the octet too. Had the whole
+    /// way kept the room twice, the answers where the question fits once
+    /// with it but not twice would be dropped.
     #[test]
     fn a_negative_answer_that_fits_only_without_the_opt_room_is_written_the_long_way() {
         let planned = zone(true);
@@ -1357,8 +1603,9 @@ mod tests {
                 extra.resize(extra_len, 0);
                 let room = OPT_LEN + extra_len;
                 let mut answers = Vec::new();
-                for catalog in [&planned, &long_way] {
-                    let mut out = vec![0u8; 65535];
+                let before = WRITTEN_WHOLE.with(Cell::get);
+                for (catalog, garbage) in [(&planned, 0xa5), (&long_way, 0x5a)] {
+                    let mut out = vec![garbage; 65535];
                     let response = respond_with(
                         catalog,
                         &q,
@@ -1392,11 +1639,572 @@ mod tests {
                     assert_eq!(authority, 1, "{qname} extra {extra_len}");
                     whole += 1;
                 }
+                // The planned catalog's answer, if it is not truncated, is
+                // written whole (an octet of the limit lost sends the ones
+                // that fit exactly the long way).
+                let written = WRITTEN_WHOLE.with(Cell::get) - before;
+                assert_eq!(written, usize::from(!tc), "{qname} extra {extra_len}");
             }
         }
         assert!(
             whole > 0 && truncated_after_decline > 0,
             "{whole} {truncated_after_decline}"
         );
+    }
+
+    /// `respond_vetted` given a query whose records do not read (an OPT
+    /// cut short) would answer it as if it had no OPT, where
+    /// `respond_to_at` answers FORMERR: its precondition, checked in debug
+    /// builds.
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "the query's own OPT, whose records read")]
+    fn a_query_whose_records_do_not_read_is_not_vetted() {
+        use tern_wire::hash::NameHasher;
+        let catalog = zone(true);
+        let mut q = query("nx.example.", RType::A);
+        q.truncate(q.len() - 3);
+        let query = Query::parse(&q);
+        assert!(query.edns().is_err());
+        let message = query.message().unwrap();
+        let question = message.question_ref().unwrap();
+        let lower = question.name.to_lower();
+        let hash = NameHasher::process().hash(lower.as_bytes());
+        let mut out = vec![0; 512];
+        respond_vetted(
+            &catalog,
+            &query,
+            message.header(),
+            question,
+            query.edns_ref(),
+            HashedName::with_hash(lower.as_name(), hash),
+            &Options::default(),
+            &mut out,
+        );
+    }
+
+    /// `respond_vetted` writes what `respond_to_at` writes, octet for
+    /// octet, and finds the same zone, for queries of every kind a server's
+    /// cache path hands it (and a few it must pass on: another class, a
+    /// transfer, QR set, another opcode, EDNS version 1): names in the
+    /// zone and not (mixed case, missing, the apex, below a name), types
+    /// with and without records, every header flag set or clear, without
+    /// EDNS and with it (DO, an unknown option), at sizes from 512 octets
+    /// to 4096 and in a buffer of 20 octets; with the zone's plan (the
+    /// negative answers written whole, without a builder) and without.
+    #[test]
+    fn a_vetted_query_is_answered_as_respond_to_at_answers_it() {
+        use tern_wire::hash::NameHasher;
+        let mut compared = 0;
+        let mut negative = 0;
+        for planned in [true, false] {
+            let catalog = zone(planned);
+            for qname in [
+                "nx.example.",
+                "WwW.Example.",
+                "example.",
+                "a.b.www.example.",
+                "other.",
+            ] {
+                for qtype in [RType::A, RType::TXT, RType::SOA, RType::DS, RType::AXFR] {
+                    for qclass in [RClass::IN, RClass::ANY, RClass::CH] {
+                        for (flags, flags2) in [
+                            (0x00, 0x00),
+                            (0x01, 0x10),
+                            (0x87, 0xf0),
+                            (0x80, 0),
+                            (0x28, 0),
+                        ] {
+                            for edns in [
+                                None,
+                                Some((512u16, false, 0u8, &[][..])),
+                                Some((4096, true, 0, &[0xfd, 0xe9, 0, 1, 7][..])),
+                                Some((1232, false, 1, &[][..])),
+                            ] {
+                                let mut q = vec![0x42, 0x43, flags, flags2, 0, 1, 0, 0, 0, 0, 0, 0];
+                                q.extend_from_slice(name(qname).as_bytes());
+                                q.extend_from_slice(&qtype.0.to_be_bytes());
+                                q.extend_from_slice(&qclass.0.to_be_bytes());
+                                if let Some((size, dnssec_ok, version, options)) = edns {
+                                    q[11] = 1;
+                                    q.extend_from_slice(&[0, 0, 41]);
+                                    q.extend_from_slice(&size.to_be_bytes());
+                                    q.extend_from_slice(&[
+                                        0,
+                                        version,
+                                        if dnssec_ok { 0x80 } else { 0 },
+                                        0,
+                                    ]);
+                                    q.extend_from_slice(&(options.len() as u16).to_be_bytes());
+                                    q.extend_from_slice(options);
+                                }
+                                let query = Query::parse(&q);
+                                let message = query.message().unwrap();
+                                let question = message.question_ref().unwrap();
+                                let lower = question.name.to_lower();
+                                let hash = NameHasher::process().hash(lower.as_bytes());
+                                let lowered = HashedName::with_hash(lower.as_name(), hash);
+                                for size in [65535, 20] {
+                                    // Each its own garbage: an octet left unwritten differs.
+                                    let (mut want, mut got) =
+                                        (vec![0xa5u8; size], vec![0x5au8; size]);
+                                    let options = Options::default();
+                                    let expected = respond_to_at(
+                                        &catalog,
+                                        &query,
+                                        Some(lowered),
+                                        Transport::Udp,
+                                        &options,
+                                        &[],
+                                        &mut want,
+                                    );
+                                    let vetted = respond_vetted(
+                                        &catalog,
+                                        &query,
+                                        message.header(),
+                                        question,
+                                        query.edns_ref(),
+                                        lowered,
+                                        &options,
+                                        &mut got,
+                                    );
+                                    assert_eq!(
+                                        vetted, expected,
+                                        "{qname} {qtype:?} {qclass:?} {flags:x} {edns:?} {size}"
+                                    );
+                                    if let (Response::Send(len), _) = expected {
+                                        assert_eq!(got[..len], want[..len], "{qname} {qtype:?} {qclass:?} {flags:x} {edns:?} {size}");
+                                        let nxdomain = want[3] & 0x0f == 3;
+                                        negative += usize::from(nxdomain && planned);
+                                    }
+                                    compared += 1;
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert_eq!(compared, 2 * 5 * 5 * 3 * 5 * 4 * 2);
+        assert!(negative > 50, "{negative}");
+    }
+
+    /// Where the records after the question end and their types, for the
+    /// first `count` records from `at` (names skipped as written: labels
+    /// up to the root or a pointer).
+    fn record_types(message: &[u8], mut at: usize, count: usize) -> Vec<RType> {
+        let mut types = Vec::new();
+        for _ in 0..count {
+            loop {
+                let octet = message[at];
+                if octet == 0 {
+                    at += 1;
+                    break;
+                }
+                if octet & 0xc0 == 0xc0 {
+                    at += 2;
+                    break;
+                }
+                at += 1 + usize::from(octet);
+            }
+            types.push(RType(u16::from_be_bytes([message[at], message[at + 1]])));
+            let rdlen = usize::from(u16::from_be_bytes([message[at + 8], message[at + 9]]));
+            at += 10 + rdlen;
+        }
+        types
+    }
+
+    /// A signature's RDATA covering `covered`, by `signer` (what makes a
+    /// zone signed and its RRsets go out with RRSIGs under DO=1).
+    fn rrsig(covered: RType, signer: &str) -> Vec<u8> {
+        let mut rdata = covered.0.to_be_bytes().to_vec();
+        rdata.extend_from_slice(&[13, 1, 0, 0, 0x0e, 0x10, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1]);
+        rdata.extend_from_slice(name(signer).as_bytes());
+        rdata.extend_from_slice(&[7; 64]);
+        rdata
+    }
+
+    /// The answers written whole (the usual negative answer, the usual
+    /// positive one) are the octets the long way writes, for queries of
+    /// every kind: names found, missing, under a wildcard, at and below a
+    /// delegation, DS from the parent's side, a CNAME, types of one record
+    /// and several, with names to compress (MX) and without, SRV and SVCB
+    /// with targets in the zone (glue: the long way) and out of it, names
+    /// of 255 octets (long labels, one-octet labels: the plan declines,
+    /// the positive answer's pointer), mixed case, class IN and ANY, every
+    /// header flag pair and two IDs, with and without EDNS (DO, NSID asked
+    /// of a server with one, an extra option), signed zones (with NSEC and
+    /// without proofs) queried with DO=0 (written whole) and DO=1 (never),
+    /// over UDP and TCP, answers that fit, that fit only without the room
+    /// for the options, that must be truncated, in buffers from 20 octets
+    /// up, of the answer's own length and one octet short. Each way writes into a
+    /// buffer of its own garbage (0xA5 or 0x5A, or the answer before):
+    /// an octet either way leaves unwritten differs. And every answer of
+    /// the usual shapes (see `whole_shaped`) is counted as written whole,
+    /// no other: the test fails if the whole path is lost (a limit off by
+    /// one) or taken where it must not be.
+    #[test]
+    fn answers_written_whole_are_the_long_ways_octets() {
+        let origin = name("example.");
+        let mut builder = ZoneBuilder::new(origin.as_name());
+        let mut soa = name("ns.example.").as_bytes().to_vec();
+        soa.extend_from_slice(name("host.example.").as_bytes());
+        for value in [1u32, 3600, 900, 604800, 300] {
+            soa.extend_from_slice(&value.to_be_bytes());
+        }
+        let srv =
+            |target: &str| [&[0u8, 1, 0, 2, 0x13, 0xc4][..], name(target).as_bytes()].concat();
+        let svcb = |target: &str| [&[0u8, 1][..], name(target).as_bytes()].concat();
+        let records: Vec<(&str, RType, Vec<u8>)> = vec![
+            ("example.", RType::SOA, soa),
+            (
+                "example.",
+                RType::NS,
+                name("ns.example.").as_bytes().to_vec(),
+            ),
+            ("ns.example.", RType::A, vec![192, 0, 2, 53]),
+            ("www.example.", RType::A, vec![192, 0, 2, 1]),
+            ("www.example.", RType::A, vec![192, 0, 2, 2]),
+            (
+                "www.example.",
+                RType::AAAA,
+                vec![0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1],
+            ),
+            (
+                "txt.example.",
+                RType::TXT,
+                [&[200u8][..], &[b'x'; 200][..]].concat(),
+            ),
+            (
+                "txt.example.",
+                RType::TXT,
+                [&[250u8][..], &[b'y'; 250][..]].concat(),
+            ),
+            (
+                "txt.example.",
+                RType::TXT,
+                [&[255u8][..], &[b'z'; 255][..]].concat(),
+            ),
+            ("*.wild.example.", RType::A, vec![192, 0, 2, 7]),
+            ("*.wild.example.", RType::TXT, vec![3, b'a', b'b', b'c']),
+            (
+                "mx.example.",
+                RType::MX,
+                [&[0u8, 10][..], name("mail.mx.example.").as_bytes()].concat(),
+            ),
+            ("mail.mx.example.", RType::A, vec![192, 0, 2, 25]),
+            (
+                "alias.example.",
+                RType::CNAME,
+                name("www.example.").as_bytes().to_vec(),
+            ),
+            (
+                "sub.example.",
+                RType::NS,
+                name("ns.sub.example.").as_bytes().to_vec(),
+            ),
+            (
+                "sub.example.",
+                RType::DS,
+                vec![0x30, 0x39, 13, 2, 0xab, 0xcd],
+            ),
+            ("ns.sub.example.", RType::A, vec![192, 0, 2, 54]),
+            ("srv.example.", RType::SRV, srv("target.example.")),
+            ("svc.example.", RType::SVCB, svcb("target.example.")),
+            ("target.example.", RType::A, vec![192, 0, 2, 80]),
+            (
+                "target.example.",
+                RType::AAAA,
+                [0x20, 1, 0xd, 0xb8].repeat(4),
+            ),
+            ("far.example.", RType::SRV, srv("target.far.")),
+            ("far.example.", RType::SVCB, svcb("target.far.")),
+        ];
+        for (owner, rtype, rdata) in &records {
+            builder
+                .insert(name(owner).as_name(), *rtype, RClass::IN, 300, rdata)
+                .unwrap();
+        }
+        // `signed.`: its RRsets with their RRSIGs, NSEC proofs.
+        let signed_origin = name("signed.");
+        let mut signed = ZoneBuilder::new(signed_origin.as_name());
+        let mut signed_soa = name("ns.signed.").as_bytes().to_vec();
+        signed_soa.extend_from_slice(name("host.signed.").as_bytes());
+        for value in [1u32, 3600, 900, 604800, 300] {
+            signed_soa.extend_from_slice(&value.to_be_bytes());
+        }
+        let nsec =
+            |next: &str| [name(next).as_bytes(), &[0, 7, 0x62, 0, 0, 0, 0, 0, 3][..]].concat();
+        let signed_records: Vec<(&str, RType, Vec<u8>)> = vec![
+            ("signed.", RType::SOA, signed_soa),
+            ("signed.", RType::RRSIG, rrsig(RType::SOA, "signed.")),
+            ("signed.", RType::NSEC, nsec("www.signed.")),
+            ("signed.", RType::RRSIG, rrsig(RType::NSEC, "signed.")),
+            ("www.signed.", RType::A, vec![192, 0, 2, 9]),
+            ("www.signed.", RType::RRSIG, rrsig(RType::A, "signed.")),
+            ("www.signed.", RType::NSEC, nsec("signed.")),
+            ("www.signed.", RType::RRSIG, rrsig(RType::NSEC, "signed.")),
+        ];
+        for (owner, rtype, rdata) in &signed_records {
+            signed
+                .insert(name(owner).as_name(), *rtype, RClass::IN, 300, rdata)
+                .unwrap();
+        }
+        let signed = signed.finish().unwrap();
+        assert!(signed.signed);
+        // `nonsec.`: signed, without proofs to give (DO=1 sends the
+        // SOA's RRSIG alone).
+        let nonsec_origin = name("nonsec.");
+        let mut nonsec = ZoneBuilder::new(nonsec_origin.as_name());
+        for (rtype, rdata) in [
+            (RType::SOA, signed_records[0].2.clone()),
+            (RType::RRSIG, rrsig(RType::SOA, "nonsec.")),
+        ] {
+            nonsec
+                .insert(nonsec_origin.as_name(), rtype, RClass::IN, 300, &rdata)
+                .unwrap();
+        }
+        nonsec
+            .insert(
+                name("www.nonsec.").as_name(),
+                RType::A,
+                RClass::IN,
+                300,
+                &[192, 0, 2, 10],
+            )
+            .unwrap();
+        nonsec
+            .insert(
+                name("www.nonsec.").as_name(),
+                RType::RRSIG,
+                RClass::IN,
+                300,
+                &rrsig(RType::A, "nonsec."),
+            )
+            .unwrap();
+        let nonsec = nonsec.finish().unwrap();
+        assert!(nonsec.signed);
+        let catalog = Catalog::new([builder.finish().unwrap(), signed, nonsec]);
+        let options = Options {
+            max_udp_size: 1232,
+            ..Options::default()
+        };
+        let with_nsid = Options {
+            nsid: Some(Nsid::new(b"core-1").unwrap()),
+            ..Options::default()
+        };
+        // Names of 255 octets: long labels, and one-octet labels (more
+        // than the compression table holds).
+        let long = format!(
+            "{}.{}.{}.{}.example.",
+            "a".repeat(63),
+            "b".repeat(63),
+            "c".repeat(63),
+            "d".repeat(53)
+        );
+        let many = format!("{}example.", "a.".repeat(123));
+        let long_wild = format!(
+            "{}.{}.{}.{}.wild.example.",
+            "a".repeat(63),
+            "b".repeat(63),
+            "c".repeat(63),
+            "d".repeat(48)
+        );
+        for text in [&long, &many, &long_wild] {
+            assert_eq!(name(text).as_bytes().len(), 255, "{text}");
+        }
+        // Whether an answer is of a shape written whole: not truncated,
+        // authoritative, NOERROR or NXDOMAIN, no additional record but the
+        // OPT; and either no answer and one authority record (the SOA: a
+        // referral is not authoritative), or one RRset of the question's
+        // type (no CNAME, no RRSIG) without names to compress and no
+        // authority record. But for the names the plan declines (more
+        // labels than the compression table holds, as the longest names
+        // may have), DS's negative answers (the zone looked up again from
+        // one label up: no origin in the question to point to) and the
+        // RRsets with glue in the zone, which may have been left out
+        // where they did not fit.
+        let whole_shaped = |answer: &[u8], qname: &str, qtype: RType, edns: bool| {
+            let count = |at: usize| usize::from(u16::from_be_bytes([answer[at], answer[at + 1]]));
+            let (an, ns, ar) = (count(6), count(8), count(10));
+            let rcode = answer[3] & 0x0f;
+            if answer[2] & 0x06 != 0x04 || !matches!(rcode, 0 | 3) || ar != usize::from(edns) {
+                return false;
+            }
+            if an == 0 && ns == 1 {
+                return qtype != RType::DS && name(qname).as_bytes().len() < 128;
+            }
+            let question_end = HEADER_LEN + name(qname).as_bytes().len() + 4;
+            rcode == 0
+                && an > 0
+                && ns == 0
+                && !matches!(qtype, RType::MX | RType::NS | RType::SOA)
+                && !matches!(qname, "srv.example." | "svc.example.")
+                && record_types(answer, question_end, an)
+                    .iter()
+                    .all(|&rtype| rtype == qtype)
+        };
+        // The vetted test's pairs, and every flag of a query but QR and
+        // the opcode (AA, TC, RD; RA, Z, AD, CD) set, and all but RD and CD.
+        let flag_pairs = [
+            (0x00, 0x00),
+            (0x01, 0x10),
+            (0x87, 0xf0),
+            (0x80, 0),
+            (0x28, 0),
+            (0x07, 0xf0),
+            (0x06, 0xe0),
+        ];
+        let mut buffers = [vec![0xa5u8; 65535], vec![0x5au8; 65535]];
+        let mut whole = [0usize; 2];
+        let mut shaped = 0;
+        let mut compared = 0;
+        let mut by_transport = [0usize; 2];
+        for qname in [
+            "www.example.",
+            "WwW.ExAmPle.",
+            "txt.example.",
+            "nx.example.",
+            "a.b.nx.example.",
+            "x.wild.example.",
+            "X.Y.wild.example.",
+            "mx.example.",
+            "alias.example.",
+            "sub.example.",
+            "a.sub.example.",
+            "srv.example.",
+            "svc.example.",
+            "far.example.",
+            "example.",
+            "other.",
+            &long,
+            &many,
+            &long_wild,
+            "signed.",
+            "www.signed.",
+            "nx.signed.",
+            "nx.nonsec.",
+            "www.nonsec.",
+        ] {
+            for qtype in [
+                RType::A,
+                RType::AAAA,
+                RType::TXT,
+                RType::MX,
+                RType::NS,
+                RType::SOA,
+                RType::SRV,
+                RType::SVCB,
+                RType::DS,
+            ] {
+                for qclass in [RClass::IN, RClass::ANY] {
+                    for edns in [
+                        None,
+                        Some((512u16, false, &[][..])),
+                        Some((4096, true, &[0, 3, 0, 0][..])),
+                    ] {
+                        for (pair, &(flags, flags2)) in flag_pairs.iter().enumerate() {
+                            let mut q = vec![0, 0, flags, flags2, 0, 1, 0, 0, 0, 0, 0, 0];
+                            q.extend_from_slice(name(qname).as_bytes());
+                            q.extend_from_slice(&qtype.0.to_be_bytes());
+                            q.extend_from_slice(&qclass.0.to_be_bytes());
+                            if let Some((size, dnssec_ok, opts)) = edns {
+                                q[11] = 1;
+                                q.extend_from_slice(&[0, 0, 41]);
+                                q.extend_from_slice(&size.to_be_bytes());
+                                q.extend_from_slice(&[0, 0, if dnssec_ok { 0x80 } else { 0 }, 0]);
+                                q.extend_from_slice(&(opts.len() as u16).to_be_bytes());
+                                q.extend_from_slice(opts);
+                            }
+                            for (transport, fixed) in [
+                                (Transport::Udp, &[20, 60, 100, 300, 512, 65535][..]),
+                                (Transport::Tcp, &[20, 300, 65535][..]),
+                            ] {
+                                for opts in [&options, &with_nsid] {
+                                    for extra in [&[][..], &[0xfd, 0xe9, 0, 4, 1, 2, 3, 4][..]] {
+                                        // And a buffer of the answer's
+                                        // length, one octet short of it
+                                        // (a limit off by one).
+                                        q[..2].copy_from_slice(&[0, 0]);
+                                        let mut out = vec![0; 65535];
+                                        let fits = match respond_to(
+                                            &catalog,
+                                            &Query::parse(&q),
+                                            transport,
+                                            opts,
+                                            extra,
+                                            &mut out,
+                                        ) {
+                                            Response::Send(len) => len,
+                                            Response::Drop => 20,
+                                        };
+                                        let sizes = [fixed, &[fits, fits - 1]].concat();
+                                        for (k, &size) in sizes.iter().enumerate() {
+                                            // Two IDs, each with every flag pair.
+                                            let id: u16 = [0x1234, 0xfedc][(pair + k) % 2];
+                                            q[..2].copy_from_slice(&id.to_be_bytes());
+                                            let query = Query::parse(&q);
+                                            let mut answers = Vec::new();
+                                            for (long, out) in buffers.iter_mut().enumerate() {
+                                                // Garbage, or the answer before.
+                                                if compared % 2 == 0 {
+                                                    out.fill([0xa5, 0x5a][long]);
+                                                }
+                                                LONG_WAY.with(|way| way.set(long == 1));
+                                                let before = WRITTEN_WHOLE.with(Cell::get);
+                                                let response = respond_to(
+                                                    &catalog,
+                                                    &query,
+                                                    transport,
+                                                    opts,
+                                                    extra,
+                                                    &mut out[..size],
+                                                );
+                                                whole[long] +=
+                                                    WRITTEN_WHOLE.with(Cell::get) - before;
+                                                answers.push(match response {
+                                                    Response::Send(len) => {
+                                                        Some(out[..len].to_vec())
+                                                    }
+                                                    Response::Drop => None,
+                                                });
+                                            }
+                                            LONG_WAY.with(|way| way.set(false));
+                                            let context = format!(
+                                                "{qname} {qtype:?} {qclass:?} {flags:x} {flags2:x} \
+                                                 {id:x} {edns:?} {transport:?} {extra:?} {size}"
+                                            );
+                                            assert_eq!(answers[0], answers[1], "{context}");
+                                            compared += 1;
+                                            by_transport
+                                                [usize::from(transport == Transport::Tcp)] += 1;
+                                            if let Some(answer) = &answers[0] {
+                                                if whole_shaped(
+                                                    answer,
+                                                    qname,
+                                                    qtype,
+                                                    edns.is_some(),
+                                                ) {
+                                                    shaped += 1;
+                                                }
+                                                assert_eq!(
+                                                    whole[0], shaped,
+                                                    "written whole or not: {context}"
+                                                );
+                                            }
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert_eq!(compared, 24 * 9 * 2 * 3 * 7 * 2 * 2 * (8 + 5));
+        assert_eq!(by_transport, [compared / 13 * 8, compared / 13 * 5]);
+        // Neither way is the long way's own doing: it writes nothing whole.
+        assert_eq!(whole[1], 0);
+        assert!(whole[0] > 10_000, "{whole:?}");
     }
 }

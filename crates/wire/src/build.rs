@@ -70,10 +70,6 @@ pub struct MessageBuilder<'b> {
     section: usize,
     entries: [u16; COMPRESSION_ENTRIES],
     entry_count: usize,
-    /// Names were written without their compression targets
-    /// ([`MessageBuilder::push_question_and_planned`]): no name may follow.
-    #[cfg(debug_assertions)]
-    unregistered: bool,
 }
 
 impl<'b> MessageBuilder<'b> {
@@ -93,8 +89,6 @@ impl<'b> MessageBuilder<'b> {
             section: 0,
             entries: [0; COMPRESSION_ENTRIES],
             entry_count: 0,
-            #[cfg(debug_assertions)]
-            unregistered: false,
         })
     }
 
@@ -378,6 +372,25 @@ impl<'b> MessageBuilder<'b> {
         ttl: u32,
         rdata: &[u8],
     ) -> Result<(), TruncationError> {
+        if !may_compress(rtype) {
+            // No name to compress: type, class, TTL, RDLENGTH and the RDATA
+            // in one bounds check (the writes one by one and the walk for
+            // names cost about 100 instructions an A record).
+            let rdlen = u16::try_from(rdata.len()).map_err(|_| TruncationError)?;
+            let start = self.len;
+            let end = start + 10 + rdata.len();
+            if end > self.limit {
+                return Err(TruncationError);
+            }
+            let out = &mut self.buf[start..end];
+            out[..2].copy_from_slice(&rtype.0.to_be_bytes());
+            out[2..4].copy_from_slice(&class.0.to_be_bytes());
+            out[4..8].copy_from_slice(&ttl.to_be_bytes());
+            out[8..10].copy_from_slice(&rdlen.to_be_bytes());
+            out[10..].copy_from_slice(rdata);
+            self.len = end;
+            return Ok(());
+        }
         self.write(&rtype.0.to_be_bytes())?;
         self.write(&class.0.to_be_bytes())?;
         self.write(&ttl.to_be_bytes())?;
@@ -466,22 +479,6 @@ impl<'b> MessageBuilder<'b> {
         Ok(())
     }
 
-    /// Checks, in debug builds, that the compression table holds every
-    /// name written (see [`MessageBuilder::push_question_and_planned`]).
-    /// A release build does not look: a name written after that call finds
-    /// none of the question's or the record's labels in the table (it was
-    /// empty then and stays so), so it is written whole or compressed
-    /// against names written after the call: a longer answer than the long
-    /// way's, never a wrong one.
-    #[inline(always)]
-    fn debug_check_registered(&self) {
-        #[cfg(debug_assertions)]
-        assert!(
-            !self.unregistered,
-            "a name written after push_question_and_planned"
-        );
-    }
-
     fn write(&mut self, bytes: &[u8]) -> Result<(), TruncationError> {
         let end = self.len + bytes.len();
         if end > self.limit {
@@ -498,7 +495,6 @@ impl<'b> MessageBuilder<'b> {
     /// Reads the labels back from the buffer (the name's own, as written):
     /// no walk of the name beside it.
     fn register(&mut self, start: usize) {
-        self.debug_check_registered();
         let mut pos = start;
         // Bound: each step moves past one label of a name already written
         // (at most MAX_LABELS), and `pos` stays below `len`.
@@ -516,7 +512,6 @@ impl<'b> MessageBuilder<'b> {
 
     /// Finds an entry whose name in the buffer equals `suffix`, ignoring case.
     fn find(&self, suffix: Name<'_>) -> Option<usize> {
-        self.debug_check_registered();
         self.entries[..self.entry_count]
             .iter()
             .map(|&offset| usize::from(offset))
@@ -843,115 +838,6 @@ impl MessageBuilder<'_> {
         }
     }
 
-    /// A negative answer's question and its planned record at once, for a
-    /// builder that holds only the header and a message that ends after
-    /// the record (an OPT may follow, nothing else): the question copied as
-    /// received, then the record as [`MessageBuilder::push_precompressed_in`]
-    /// writes it (told `true`) after [`MessageBuilder::push_parsed_question`],
-    /// the same octets, in section `section`. `origin_at`: where the owner,
-    /// the zone's origin, starts in the question's name, which the caller
-    /// found the zone by.
-    ///
-    /// Checked in every build: that the question's name ends, ignoring
-    /// case, with the plan's origin at `origin_at` (the record's owner and
-    /// its names below the origin are pointers there); any other
-    /// `origin_at` is declined. The caller must guarantee that `origin_at`
-    /// is where a label of the question's name starts (checked in debug
-    /// builds only): a suffix of the right octets that starts inside a
-    /// label still reads as the origin, so the answer means the same, but
-    /// its octets may differ from the long way's (the label just below the
-    /// origin is looked for in the wrong place).
-    ///
-    /// What it leaves out is the compression table: neither the question's
-    /// labels nor the record's are registered (about 50 instructions a
-    /// question, read back label by label), so no name may be written after
-    /// it (checked in debug builds). The labels are not walked for the
-    /// plan's conditions either: the question's labels are bounded by its
-    /// length, and the label just below the origin is looked for where a
-    /// planned name's would start.
-    ///
-    /// Leaves the message as it was (its length, counts and limit; octets
-    /// past its end may be written) and returns false when that cannot be
-    /// decided so (the plan does not apply, may not apply, the question
-    /// does not end with the origin at `origin_at`, or it does not fit
-    /// the limit): the caller then writes the question and the record one
-    /// by one.
-    #[allow(clippy::too_many_arguments)]
-    pub fn push_question_and_planned(
-        &mut self,
-        question: &Question<'_>,
-        origin_at: usize,
-        rtype: RType,
-        section: Section,
-        ttl: u32,
-        rdata: &[u8],
-        plan: &Precompressed,
-    ) -> bool {
-        let name_len = question.name.len();
-        let origin_len = usize::from(plan.origin_len);
-        // The question's labels: each at least two octets, the root one.
-        let most_labels = (name_len - 1) / 2;
-        if self.len != HEADER_LEN
-            || self.counts != [0; 4]
-            || !core::ptr::eq(question.name.as_bytes().as_ptr(), question.bytes.as_ptr())
-            || name_len + 4 != question.bytes.len()
-            || origin_at + origin_len != name_len
-            || rdata.len() != usize::from(plan.rdata_len)
-            || rtype != plan.rtype
-            || question.name.is_root()
-            || most_labels + usize::from(plan.labels) > COMPRESSION_ENTRIES
-        {
-            return false;
-        }
-        let origin = HEADER_LEN + origin_at;
-        debug_assert!(
-            core::iter::successors(Some(question.name), |name| name.parent())
-                .any(|name| name.len() == origin_len),
-            "the origin starts at a label of the question's name"
-        );
-        // No name below the origin may share the question's label just
-        // below it. Where a planned name's label would start: a length
-        // octet there that is not a label's start only sends the caller
-        // the long way.
-        let name = question.name.as_bytes();
-        for planned in &plan.names[..usize::from(plan.count)] {
-            if planned.below == NOT_BELOW {
-                continue;
-            }
-            let len = usize::from(planned.below_len);
-            if let Some(at) = origin_at.checked_sub(len + 1) {
-                if name[at] == planned.below_len
-                    && shares_label(planned, rdata, &name[at..origin_at])
-                {
-                    return false;
-                }
-            }
-        }
-        let question_end = HEADER_LEN + question.bytes.len();
-        let record = question_end;
-        let end = record + 2 + plan.tail.len();
-        if end > self.limit || end > MAX_POINTER_TARGET {
-            return false;
-        }
-        self.buf[HEADER_LEN..question_end].copy_from_slice(question.bytes);
-        // The pointers to the origin read the question's octets: they must
-        // be the origin's (past the message's end so far, so a decline
-        // leaves the message as it was).
-        if !self.ends_with_origin(question_end - 4, plan) {
-            return false;
-        }
-        write_plan(&mut self.buf[record..end], plan, ttl, record, origin);
-        self.len = end;
-        self.set_section(section);
-        self.counts[0] = 1;
-        self.counts[self.section] = 1;
-        #[cfg(debug_assertions)]
-        {
-            self.unregistered = true;
-        }
-        true
-    }
-
     /// Where `owner` stands in the question, if the plan holds for this
     /// message (see [`Precompressed`]). The question's labels are read
     /// from the compression table, which holds where each begins (the
@@ -1016,40 +902,7 @@ impl MessageBuilder<'_> {
     /// [`MessageBuilder::ends_with_long_origin`].
     #[inline(always)]
     fn ends_with_origin(&self, end: usize, plan: &Precompressed) -> bool {
-        if let [want] = *plan.origin_words {
-            // An origin of up to eight octets (most): one word.
-            let Some(octets) = end
-                .checked_sub(8)
-                .and_then(|start| self.buf.get(start..end))
-            else {
-                return false;
-            };
-            let word = u64::from_le_bytes(octets.try_into().unwrap_or([0xff; 8]));
-            return lowercase8(word) & plan.origin_mask == want;
-        }
-        self.ends_with_long_origin(end, plan)
-    }
-
-    /// [`MessageBuilder::ends_with_origin`] for an origin of more than
-    /// eight octets, out of line.
-    #[inline(never)]
-    fn ends_with_long_origin(&self, end: usize, plan: &Precompressed) -> bool {
-        let last = plan.origin_words.len().wrapping_sub(1);
-        plan.origin_words.iter().enumerate().all(|(k, &want)| {
-            let Some(word) = end
-                .checked_sub(8 * (k + 1))
-                .and_then(|start| self.buf.get(start..start + 8))
-                .and_then(|octets| <[u8; 8]>::try_from(octets).ok())
-            else {
-                return false;
-            };
-            let mask = if k == last {
-                plan.origin_mask
-            } else {
-                u64::MAX
-            };
-            lowercase8(u64::from_le_bytes(word)) & mask == want
-        })
+        ends_with_origin(self.buf, end, plan)
     }
 
     fn write_planned(
@@ -1094,6 +947,233 @@ impl MessageBuilder<'_> {
     }
 }
 
+//----------- PlannedAnswer --------------------------------------------------
+
+/// A negative answer's question and planned record, as
+/// [`write_question_and_planned`] takes them: `origin_at` is where the
+/// owner, the zone's origin, starts in the question's name.
+pub struct PlannedAnswer<'p> {
+    /// The question, as received (its name's octets in its own).
+    pub question: &'p Question<'p>,
+    /// Where the origin starts in the question's name.
+    pub origin_at: usize,
+    /// The record's type: the plan's.
+    pub rtype: RType,
+    /// The record's TTL.
+    pub ttl: u32,
+    /// The record's RDATA, as the plan was made from.
+    pub rdata: &'p [u8],
+    /// The zone's plan of the record.
+    pub plan: &'p Precompressed,
+}
+
+/// A negative answer's question and its planned record at once, without
+/// a builder, for a message that ends after the record (an OPT may
+/// follow, nothing else): written into `out` after a header (which is not
+/// written and may hold anything: the caller writes it after, as the
+/// counts), the question copied as received, then the record as
+/// [`MessageBuilder::push_precompressed_in`] writes it (told `true`) after
+/// [`MessageBuilder::push_parsed_question`], the same octets, for a
+/// message of at most `limit` octets (the caller's room for what follows
+/// taken off). Returns where the record ends.
+///
+/// Checked in every build: that the question's name ends, ignoring
+/// case, with the plan's origin at `origin_at` (the record's owner and
+/// its names below the origin are pointers there); any other
+/// `origin_at` is declined. The caller must guarantee that `origin_at`
+/// is where a label of the question's name starts (checked in debug
+/// builds only): a suffix of the right octets that starts inside a
+/// label still reads as the origin, so the answer means the same, but
+/// its octets may differ from the long way's (the label just below the
+/// origin is looked for in the wrong place). The labels are not walked
+/// for the plan's conditions: the question's labels are bounded by its
+/// length (a name whose length would allow more labels than the table
+/// holds with the plan's, `(len - 1) / 2 + plan.labels` above
+/// [`COMPRESSION_ENTRIES`], is declined, as the longest names are), and
+/// the label just below the origin is looked for where a planned name's
+/// would start.
+///
+/// `None` (octets past the header may have been written) when that
+/// cannot be decided so (the plan does not apply, may not apply, the
+/// question does not end with the origin at `origin_at`, or it does not
+/// fit the limit): the caller then writes the answer the long way, the
+/// question and the record one by one on a builder. For a writer of a
+/// whole negative answer: a builder's setting up (its compression table)
+/// and its header and count writes one field at a time cost more than the
+/// answer's octets. Inlined always (`#[inline]` was not followed across
+/// the crates: a call and its frame of about 20 instructions): its one
+/// caller in a server's answering writes the header around it.
+#[inline(always)]
+pub fn write_question_and_planned(
+    out: &mut [u8],
+    limit: usize,
+    planned: &PlannedAnswer<'_>,
+) -> Option<usize> {
+    let PlannedAnswer {
+        question,
+        origin_at,
+        rtype,
+        ttl,
+        rdata,
+        plan,
+    } = *planned;
+    let name_len = question.name.len();
+    let origin_len = usize::from(plan.origin_len);
+    // The question's labels: each at least two octets, the root one.
+    let most_labels = name_len.checked_sub(1)? / 2;
+    if !core::ptr::eq(question.name.as_bytes().as_ptr(), question.bytes.as_ptr())
+        || name_len + 4 != question.bytes.len()
+        || origin_at + origin_len != name_len
+        || rdata.len() != usize::from(plan.rdata_len)
+        || rtype != plan.rtype
+        || question.name.is_root()
+        || most_labels + usize::from(plan.labels) > COMPRESSION_ENTRIES
+    {
+        return None;
+    }
+    let origin = HEADER_LEN + origin_at;
+    debug_assert!(
+        core::iter::successors(Some(question.name), |name| name.parent())
+            .any(|name| name.len() == origin_len),
+        "the origin starts at a label of the question's name"
+    );
+    // No name below the origin may share the question's label just
+    // below it. Where a planned name's label would start: a length
+    // octet there that is not a label's start only sends the caller
+    // the long way.
+    let name = question.name.as_bytes();
+    for planned in &plan.names[..usize::from(plan.count)] {
+        if planned.below == NOT_BELOW {
+            continue;
+        }
+        let len = usize::from(planned.below_len);
+        if let Some(at) = origin_at.checked_sub(len + 1) {
+            if name[at] == planned.below_len && shares_label(planned, rdata, &name[at..origin_at]) {
+                return None;
+            }
+        }
+    }
+    let question_end = HEADER_LEN + question.bytes.len();
+    let record = question_end;
+    let end = record + 2 + plan.tail.len();
+    if end > limit.min(out.len()) || end > MAX_POINTER_TARGET {
+        return None;
+    }
+    out[HEADER_LEN..question_end].copy_from_slice(question.bytes);
+    // The pointers to the origin read the question's octets: they must
+    // be the origin's.
+    if !ends_with_origin(out, question_end - 4, plan) {
+        return None;
+    }
+    write_plan(&mut out[record..end], plan, ttl, record, origin);
+    Some(end)
+}
+
+/// A positive answer's question and the records of one RRset owned by
+/// the question's name, written into `out` after a header (which is not
+/// written: the caller writes it, as the counts), for a message of at
+/// most `limit` octets (the caller's room for what follows taken off):
+/// the question copied as received, then each record as
+/// [`MessageBuilder::push_record_owned_by_question`] writes it after
+/// [`MessageBuilder::push_parsed_question`] (its owner a pointer to the
+/// question, class IN), the same octets. Returns where the records end
+/// and how many there are; `None` (octets past the header may have been
+/// written) when that does not hold or they do not all fit: RDATA of a
+/// type whose names are compressed ([`compressible_names`]), the root's
+/// question (written without a pointer to it), a question not read from
+/// a message as it stands. The caller then writes the answer the long
+/// way, which truncates as it does.
+#[inline]
+pub fn write_question_and_records<'r>(
+    out: &mut [u8],
+    limit: usize,
+    question: &Question<'_>,
+    (rtype, ttl): (RType, u32),
+    rdatas: impl Iterator<Item = &'r [u8]>,
+) -> Option<(usize, u16)> {
+    if may_compress(rtype)
+        || question.name.is_root()
+        || !core::ptr::eq(question.name.as_bytes().as_ptr(), question.bytes.as_ptr())
+        || question.name.len() + 4 != question.bytes.len()
+    {
+        return None;
+    }
+    let limit = limit.min(out.len());
+    let mut end = HEADER_LEN + question.bytes.len();
+    if end > limit {
+        return None;
+    }
+    out[HEADER_LEN..end].copy_from_slice(question.bytes);
+    // The owner's pointer, the type, class IN and the TTL: the same for
+    // every record.
+    let [t0, t1] = rtype.0.to_be_bytes();
+    let [l0, l1, l2, l3] = ttl.to_be_bytes();
+    let fixed = [0xc0, HEADER_LEN as u8, t0, t1, 0, 1, l0, l1, l2, l3];
+    let mut count = 0u16;
+    // Bound: one pass over the RRset's records, each at least 12 octets
+    // of `out`.
+    for rdata in rdatas {
+        let rdlen = u16::try_from(rdata.len()).ok()?;
+        let start = end;
+        end = start + 12 + rdata.len();
+        if end > limit {
+            return None;
+        }
+        let record = &mut out[start..end];
+        record[..10].copy_from_slice(&fixed);
+        record[10..12].copy_from_slice(&rdlen.to_be_bytes());
+        record[12..].copy_from_slice(rdata);
+        count = count.checked_add(1)?;
+    }
+    Some((end, count))
+}
+
+/// Whether the octets of `buf` before `end` are the plan's origin,
+/// ignoring case (see [`MessageBuilder::ends_with_origin`]).
+#[inline(always)]
+fn ends_with_origin(buf: &[u8], end: usize, plan: &Precompressed) -> bool {
+    if let [want] = *plan.origin_words {
+        // An origin of up to eight octets (most): one word.
+        let Some(octets) = end.checked_sub(8).and_then(|start| buf.get(start..end)) else {
+            return false;
+        };
+        let word = u64::from_le_bytes(octets.try_into().unwrap_or([0xff; 8]));
+        return lowercase8(word) & plan.origin_mask == want;
+    }
+    ends_with_long_origin(buf, end, plan)
+}
+
+/// [`ends_with_origin`] for an origin of more than eight octets, out of
+/// line.
+#[inline(never)]
+fn ends_with_long_origin(buf: &[u8], end: usize, plan: &Precompressed) -> bool {
+    let last = plan.origin_words.len().wrapping_sub(1);
+    plan.origin_words.iter().enumerate().all(|(k, &want)| {
+        let Some(word) = end
+            .checked_sub(8 * (k + 1))
+            .and_then(|start| buf.get(start..start + 8))
+            .and_then(|octets| <[u8; 8]>::try_from(octets).ok())
+        else {
+            return false;
+        };
+        let mask = if k == last {
+            plan.origin_mask
+        } else {
+            u64::MAX
+        };
+        lowercase8(u64::from_le_bytes(word)) & mask == want
+    })
+}
+
+/// Whether RDATA of `rtype` may hold names to compress: the RFC 1035
+/// types RFC 3597 section 4 lists (NS, MD, MF, CNAME, SOA, MB, MG, MR,
+/// PTR, MINFO, MX), those [`compressible_names`] walks; one compare where
+/// the walk's set-up is a look-up of the type's layout.
+#[inline(always)]
+fn may_compress(rtype: RType) -> bool {
+    matches!(rtype.0, 2..=9 | 12 | 14 | 15)
+}
+
 /// Writes a planned record at `out` (the record's octets, at `record` in
 /// the message): the owner a pointer to the origin at `origin_at`, the
 /// plan's type, class, RDATA length and RDATA, `ttl`, and each of the
@@ -1135,6 +1215,18 @@ mod tests {
     use super::*;
     use crate::name::NameBuf;
     use crate::parse::MessageView;
+
+    /// `may_compress` names the types whose RDATA `compressible_names`
+    /// walks, every one of the 65,536: `write_record_data` copies the
+    /// others' RDATA whole.
+    #[test]
+    fn may_compress_is_the_types_with_compressible_names() {
+        for rtype in 0..=u16::MAX {
+            let compressible = crate::rdata::layout(RType(rtype)).is_some_and(|l| l.compressible);
+            assert_eq!(may_compress(RType(rtype)), compressible, "{rtype}");
+        }
+        assert!(may_compress(RType::MX) && !may_compress(RType::A));
+    }
 
     fn name(text: &str) -> NameBuf {
         NameBuf::from_text(text.as_bytes(), None).unwrap()
@@ -1363,8 +1455,9 @@ mod tests {
         static OUTSIDE_DECLINED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
     }
 
-    /// The question and the SOA by `push_question_and_planned`, if it
-    /// wrote them; a builder it declined is left as it was.
+    /// The question and the SOA by `write_question_and_planned`, if it
+    /// wrote them, into a buffer of garbage (0xA5: its header too, while it
+    /// writes), then the header a builder's `finish` writes.
     fn question_and_planned(
         question: &[u8],
         origin_at: usize,
@@ -1379,23 +1472,18 @@ mod tests {
             qclass: RClass::IN,
             bytes: &question[..at + 4],
         };
-        let mut buf = [0u8; 1024];
+        let mut buf = [0xa5u8; 1024];
         let limit = HEADER_LEN + question.len() + limit;
-        let mut b = MessageBuilder::new(&mut buf, limit).unwrap();
-        let written = b.push_question_and_planned(
-            &parsed,
+        let planned = PlannedAnswer {
+            question: &parsed,
             origin_at,
-            RType::SOA,
-            Section::Authority,
-            300,
-            soa,
+            rtype: RType::SOA,
+            ttl: 300,
+            rdata: soa,
             plan,
-        );
-        if !written {
-            assert!(b.is_empty() && b.counts == [0; 4] && b.limit() == limit);
-            return None;
-        }
-        let len = b.finish();
+        };
+        let len = write_question_and_planned(&mut buf, limit, &planned)?;
+        buf[..HEADER_LEN].copy_from_slice(&[0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0]);
         Some(buf[..len].to_vec())
     }
 

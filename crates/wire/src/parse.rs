@@ -178,6 +178,12 @@ impl<'a> MessageView<'a> {
         self.question
     }
 
+    /// The question, if there is one, borrowed: for a caller that hands
+    /// it on without a copy.
+    pub fn question_ref(&self) -> Option<&Question<'a>> {
+        self.question.as_ref()
+    }
+
     /// The records of the answer, authority and additional sections, in
     /// order, each tagged with its section. Lazy: stops at the first error.
     pub fn records(&self) -> Records<'a> {
@@ -207,6 +213,10 @@ impl<'a> MessageView<'a> {
     /// an OPT outside the additional section or with a non-root owner
     /// (RFC 6891 section 6.1.1). Bound: the loop runs at most as many times
     /// as there are records, and every record consumes at least 11 octets.
+    ///
+    /// Inlined: the two usual shapes cost a few compares, less than the
+    /// call's frame; the walk is out of line.
+    #[inline]
     pub fn edns(&self) -> Result<Option<Edns<'a>>, ParseError> {
         // The two shapes of nearly every query, read without the walk
         // (the same result): no records, or one OPT record alone with a
@@ -228,6 +238,7 @@ impl<'a> MessageView<'a> {
     }
 
     /// [`MessageView::edns`] by walking every record.
+    #[inline(never)]
     fn edns_walked(&self) -> Result<Option<Edns<'a>>, ParseError> {
         let mut found = None;
         let mut records = self.records();

@@ -97,6 +97,12 @@ impl<'a> Query<'a> {
         self.edns
     }
 
+    /// The OPT of a query whose records read, borrowed (`None` without
+    /// one, or when they do not read: [`Query::edns`] tells which).
+    pub fn edns_ref(&self) -> Option<&Edns<'a>> {
+        self.edns.as_ref().ok().and_then(Option::as_ref)
+    }
+
     /// The options of a readable OPT; empty without one (or when the
     /// records do not read).
     pub fn edns_options(&self) -> &'a [u8] {

@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 
 use bumpalo::Bump;
 use tern_authority::cookie::CookieCheck;
-use tern_authority::{respond_to, respond_to_at, Response, Transport};
+use tern_authority::{respond_to, respond_vetted, Response, Transport};
 use tern_cache::forward::Forwarder;
 use tern_cache::{CacheKey, ResponseCache};
 
@@ -102,19 +102,19 @@ impl Answering<'_> {
             // The zone's counters: found by respond on a miss (a cache
             // key's query is always looked up); the cache keeps it with the
             // answer for the hits.
-            let (response, zone) = respond_to_at(
+            // The name's hash made for the cache's key is the zone
+            // index's (the answer cache hashes under the process's key):
+            // the look-up of the name hashes nothing. The query's checks
+            // are the request's: respond does not make them again.
+            let lowered = HashedName::with_hash(request.key.name.as_name(), hash.name());
+            let (response, zone) = respond_vetted(
                 self.catalog,
                 query,
-                // The name's hash made for the cache's key is the zone
-                // index's (the answer cache hashes under the process's
-                // key): the look-up of the name hashes nothing.
-                Some(HashedName::with_hash(
-                    request.key.name.as_name(),
-                    hash.name(),
-                )),
-                Transport::Udp,
+                request.view.header(),
+                request.question,
+                query.edns_ref(),
+                lowered,
                 self.fill_options,
-                &[],
                 out,
             );
             let zone = zone_tag(zone);

@@ -4,7 +4,7 @@
 
 use tern_cache::forward::ForwardKey;
 use tern_cache::CacheKey;
-use tern_wire::parse::{MessageView, HEADER_LEN};
+use tern_wire::parse::{MessageView, Question, HEADER_LEN};
 use tern_wire::query::Query;
 use tern_wire::types::{RClass, RType};
 
@@ -20,6 +20,8 @@ use tern_authority::{cookie, nsid};
 /// request copied, about 50 instructions a query) and its UDP size limit.
 pub(super) struct Request<'q> {
     pub(super) view: &'q MessageView<'q>,
+    /// The view's question (a request has one).
+    pub(super) question: &'q Question<'q>,
     pub(super) key: &'q CacheKey,
     pub(super) limit: usize,
     /// The options of the query's OPT (empty without one), for the cookie
@@ -93,7 +95,7 @@ impl<'q> Request<'q> {
     ) -> Option<Self> {
         let key = key?;
         let view = query.message().ok()?;
-        let question = view.question()?;
+        let question = view.question_ref()?;
         if !matches!(question.qclass, RClass::IN | RClass::ANY)
             || matches!(question.qtype, RType::AXFR | RType::IXFR)
         {
@@ -114,6 +116,7 @@ impl<'q> Request<'q> {
         };
         Some(Request {
             view,
+            question,
             key,
             limit,
             options,
@@ -136,9 +139,5 @@ pub(super) fn forward_key(request: &Request<'_>) -> ForwardKey {
 
 /// Where a request's header and question end.
 pub(super) fn head_len(request: &Request<'_>) -> usize {
-    HEADER_LEN
-        + request
-            .view
-            .question()
-            .map_or(0, |question| question.bytes.len())
+    HEADER_LEN + request.question.bytes.len()
 }
