@@ -14,7 +14,7 @@ set -euo pipefail
 
 SECONDS_EACH=${1:-60}
 shift || true
-ALL_TARGETS=(parse_message roundtrip zone_scan name_from_text respond forward_answer xfr_incoming frame update proxy_header sign_zone)
+ALL_TARGETS=(parse_message roundtrip zone_scan name_from_text respond forward_answer xfr_incoming frame update proxy_header sign_zone signed_update)
 if [ $# -gt 0 ]; then TARGETS=("$@"); else TARGETS=("${ALL_TARGETS[@]}"); fi
 
 case $SECONDS_EACH in
