@@ -27,7 +27,8 @@
 //! the path production takes: the engine on the served version's records
 //! without the signer's, its difference as the journal keeps it, and at
 //! the end of each group `sign_update` (a window of the zone when it can
-//! be, else the whole zone), from the served version. The oracle, after
+//! be, else the whole zone), from the load's signed records for the first
+//! group, then from the served version's. The oracle, after
 //! each group:
 //!
 //! - the version served has, in meaning (records, and signatures by type
@@ -179,9 +180,11 @@ fn denial(choice: u8) -> u8 {
 
 //----------- The signed zones, once per process -----------------------------
 
-/// A zone loaded and signed: the version served and its keys.
+/// A zone loaded and signed: the version served, its signed records as
+/// the load made them (in the signer's order) and its keys.
 struct Fixture {
     served: Arc<Zone>,
+    signed: Vec<tern_zone::Record>,
     keys: Arc<ZoneKeys>,
 }
 
@@ -244,8 +247,12 @@ fn fixture(choice: u8) -> Option<Arc<Fixture>> {
     };
     let mut done = crate::load::load_all(&sources, None).ok()?;
     let (served, stamp) = done.zones.pop()?;
+    let records = stamp.signed()?.records().ok()?;
     let fixture = Arc::new(Fixture {
         served,
+        signed: (0..records.len())
+            .map(|index| records.record(index).to_record())
+            .collect(),
         keys: Arc::clone(stamp.keys()?),
     });
     loaded[usize::from(choice)] = Some(Arc::clone(&fixture));
@@ -460,11 +467,17 @@ pub fn signed_update(data: &[u8]) -> Signings {
         if !ends_group || differences.is_empty() {
             continue;
         }
-        // The group signed as the update thread signs it (nothing kept:
-        // from the served version's records), and the whole zone signed
-        // again from the same version's.
-        let update =
-            bench_api::sign_update(&served, &Records::new(), &unsigned, &differences, keys);
+        // The group signed as the update thread signs it: from the load's
+        // signed records for the loaded version, else from none kept (the
+        // served version's records, walked); and the whole zone signed
+        // again from the served version's.
+        let mut kept = Records::new();
+        if Arc::ptr_eq(&served, &fixture.served) {
+            for record in &fixture.signed {
+                Sink::record(&mut kept, record.as_record_ref()).expect("a record fits");
+            }
+        }
+        let update = bench_api::sign_update(&served, &kept, &unsigned, &differences, keys);
         let previous = canonical_records(&served).expect("the served version's records");
         let whole = crate::signing::sign_again(
             served.origin(),
