@@ -9,21 +9,22 @@
 //!
 //! - the first octet chooses the denial (its low two bits: NSEC, NSEC3,
 //!   NSEC3 with opt-out, NSEC) and, in its high bits, which optional parts the
-//!   small zone `example.` has ([`zone_text`]): besides its apex, hosts,
+//!   small zone `example.` has (`zone_text`): besides its apex, hosts,
 //!   an insecure delegation with glue and a name below it, a secure one
 //!   without glue, a delegation below an empty non-terminal, empty
 //!   non-terminals, a wildcard, a DNAME with a name below it;
 //! - each update then takes a header octet (its number of records, 1 to
-//!   [`MAX_RECORDS`], and whether the group of updates is signed after
-//!   it or goes on) and 3 octets a record: an owner from [`OWNERS`] (every
-//!   depth, at and below the cuts, under the DNAME, at the wildcard, the
-//!   apex), an operation (add; delete an RRset, a name, one record) and a
-//!   type from [`TYPES`] (RDATA from the value). At most [`MAX_UPDATES`]
-//!   updates an input.
+//!   [`MAX_RECORDS`](crate::fuzzing::MAX_RECORDS), and whether the group
+//!   of updates is signed after it or goes on) and 3 octets a record: an
+//!   owner from [`OWNERS`](crate::fuzzing::OWNERS) (every depth, at and
+//!   below the cuts, under the DNAME, at the wildcard, the apex), an
+//!   operation (add; delete an RRset, a name, one record) and a type from
+//!   [`TYPES`](crate::fuzzing::TYPES) (RDATA from the value). At most
+//!   [`MAX_UPDATES`](crate::fuzzing::MAX_UPDATES) updates an input.
 //!
 //! The signed zone is loaded (signed whole) once per process for each
 //! zone the first octet can choose, with keys made once per denial in a
-//! state directory of the process ([`Fixture`]). Each update goes through
+//! state directory of the process (`Fixture`). Each update goes through
 //! the path production takes: the engine on the served version's records
 //! without the signer's, its difference as the journal keeps it, and at
 //! the end of each group `sign_update` (a window of the zone when it can
