@@ -1,9 +1,11 @@
-//! For the benches only (tern-benches: `benches/update.rs` times
-//! [`sign_update`]; `benches/src/versions.rs`, which makes the benches'
-//! inputs and checks them, calls all three), not an API: the update
-//! path's steps that are private to [`crate::update`], wrapped with no
-//! logic of their own so that a bench can time each. Hidden from
-//! the docs; nothing in tern calls it. Declared in `update.rs` (its file
+//! For the benches and the fuzz target only (tern-benches:
+//! `benches/update.rs` times [`sign_update`]; `benches/src/versions.rs`,
+//! which makes the benches' inputs and checks them, and
+//! `crate::fuzzing::signed_update` (crates/fuzz's `signed_update`) call
+//! all three), not an API: the update path's steps that are private to
+//! [`crate::update`], wrapped with no logic of their own so that a bench
+//! can time each. Hidden from the docs; nothing else in tern calls it.
+//! Declared in `update.rs` (its file
 //! beside `lib.rs`): the signed update's steps are private to `update`
 //! and its modules.
 
@@ -43,6 +45,12 @@ pub struct SignedUpdate {
     /// Signed records kept for the next group's signing: none after a
     /// window's signing, every one after the whole zone's.
     pub kept: usize,
+    /// The signed records kept (`kept` of them), as the update thread
+    /// keeps them to sign the next group from.
+    pub records: Records,
+    /// The signed version's difference from the version served, as the
+    /// update thread journals it (for IXFR).
+    pub difference: Difference,
 }
 
 /// A group's updates to a signed zone signed as the update thread signs
@@ -60,5 +68,7 @@ pub fn sign_update(
         signatures: update.cost.signatures,
         copied: update.cost.copied,
         kept: RecordList::len(&update.records),
+        records: update.records,
+        difference: update.difference,
     })
 }

@@ -14,13 +14,13 @@
 //!   without glue, a delegation below an empty non-terminal, empty
 //!   non-terminals, a wildcard, a DNAME with a name below it;
 //! - each update then takes a header octet (its number of records, 1 to
-//!   [`MAX_RECORDS`](crate::fuzzing::MAX_RECORDS), and whether the group
+//!   `MAX_RECORDS`, and whether the group
 //!   of updates is signed after it or goes on) and 3 octets a record: an
-//!   owner from [`OWNERS`](crate::fuzzing::OWNERS) (every depth, at and
+//!   owner from `OWNERS` (every depth, at and
 //!   below the cuts, under the DNAME, at the wildcard, the apex), an
 //!   operation (add; delete an RRset, a name, one record) and a type from
-//!   [`TYPES`](crate::fuzzing::TYPES) (RDATA from the value). At most
-//!   [`MAX_UPDATES`](crate::fuzzing::MAX_UPDATES) updates an input.
+//!   `TYPES` (RDATA from the value). At most
+//!   `MAX_UPDATES` updates an input.
 //!
 //! The signed zone is loaded (signed whole) once per process for each
 //! zone the first octet can choose, with keys made once per denial in a
@@ -44,7 +44,7 @@
 //!
 //! And no panic but the oracle's, whatever the bytes.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -59,10 +59,10 @@ use crate::rollover::ZoneKeys;
 use crate::update::bench_api;
 
 /// The most updates one input makes.
-pub const MAX_UPDATES: usize = 8;
+const MAX_UPDATES: usize = 8;
 
 /// The most records one update has.
-pub const MAX_RECORDS: usize = 4;
+const MAX_RECORDS: usize = 4;
 
 /// Octets of one update record in the input.
 const RECORD_OCTETS: usize = 3;
@@ -73,7 +73,7 @@ const RECORD_OCTETS: usize = 3;
 /// non-terminal `e`), at and under the DNAME `dn`, at and beside the
 /// wildcard `*.w`, empty non-terminals (`e2`, `e1.e2`, `e`), and names
 /// where delegations and DNAMEs can be made above others (`a`, `new`).
-pub const OWNERS: [&str; 32] = [
+const OWNERS: [&str; 32] = [
     "@",
     "a",
     "b.a",
@@ -110,7 +110,7 @@ pub const OWNERS: [&str; 32] = [
 
 /// The types updates name: not those the signer makes (an UPDATE naming
 /// one is REFUSED before the engine runs), some twice to weigh them.
-pub const TYPES: [RType; 16] = [
+const TYPES: [RType; 16] = [
     RType::A,
     RType::AAAA,
     RType::NS,
@@ -337,17 +337,27 @@ fn describe(updates: &[(&str, RType, u16, u32, Vec<u8>)]) -> String {
 
 //----------- The oracle ----------------------------------------------------
 
-/// What signed records say: (owner lowercased, type, TTL, RDATA), an
+/// One record's meaning: (owner lowercased, type, TTL, RDATA), an
 /// RRSIG's RDATA as its type covered, original TTL and key tag (two
 /// signings of the same records agree on it; ECDSA signatures differ).
-type Meaning = BTreeSet<(Vec<u8>, u16, u32, Vec<u8>)>;
+type Entry = (Vec<u8>, u16, u32, Vec<u8>);
 
-fn entry(
-    owner: tern_wire::name::Name<'_>,
-    rtype: RType,
-    ttl: u32,
-    rdata: &[u8],
-) -> (Vec<u8>, u16, u32, Vec<u8>) {
+/// What signed records say: each entry with how many records have it (a
+/// multiset, so that a second RRSIG by the same key over the same RRset,
+/// stale or not, counts).
+type Meaning = BTreeMap<Entry, usize>;
+
+/// The entries `a` has more of than `b`, with how many more.
+fn surplus<'a>(a: &'a Meaning, b: &Meaning) -> Vec<(&'a Entry, usize)> {
+    a.iter()
+        .filter_map(|(entry, &count)| {
+            let more = count.saturating_sub(b.get(entry).copied().unwrap_or(0));
+            (more > 0).then_some((entry, more))
+        })
+        .collect()
+}
+
+fn entry(owner: tern_wire::name::Name<'_>, rtype: RType, ttl: u32, rdata: &[u8]) -> Entry {
     let rdata = if rtype == RType::RRSIG && rdata.len() >= 18 {
         [&rdata[..2], &rdata[4..8], &rdata[16..18]].concat()
     } else {
@@ -357,17 +367,21 @@ fn entry(
 }
 
 fn meaning<L: RecordList + ?Sized>(records: &L) -> Meaning {
-    (0..records.len())
-        .map(|index| records.record(index))
-        .map(|record| entry(record.owner, record.rtype, record.ttl, record.rdata))
-        .collect()
+    let mut out = Meaning::new();
+    for index in 0..records.len() {
+        let record = records.record(index);
+        *out.entry(entry(record.owner, record.rtype, record.ttl, record.rdata))
+            .or_default() += 1;
+    }
+    out
 }
 
 fn served_meaning(zone: &Zone) -> Meaning {
     let mut out = Meaning::new();
     let mut cursor = RecordCursor::default();
     while let Some(record) = zone.next_record(&mut cursor) {
-        out.insert(entry(record.owner, record.rtype, record.ttl, record.rdata));
+        *out.entry(entry(record.owner, record.rtype, record.ttl, record.rdata))
+            .or_default() += 1;
     }
     out
 }
@@ -389,6 +403,35 @@ fn canonical_records(zone: &Zone) -> Option<Records> {
 /// The engine's records, for "as they were".
 fn unsigned_meaning(records: &ZoneRecords) -> Meaning {
     meaning(&records.to_records())
+}
+
+/// The signed difference (what the update thread journals for IXFR):
+/// from the served version's serial to the new one's, and the served
+/// version's records but its SOA, less those it deletes and with those it
+/// adds, are the new version's.
+fn check_difference(served: &Zone, new: &Zone, difference: &Difference, group: &str) {
+    assert_eq!(
+        (difference.from_serial(), difference.to_serial()),
+        (served.serial(), new.serial()),
+        "the signed difference's serials after {group}"
+    );
+    let mut records = tern_xfr::journal::records_but_soa(served);
+    for record in &difference.deleted {
+        assert!(
+            records.remove(record),
+            "the signed difference deletes {record:02x?}, not served, after {group}"
+        );
+    }
+    for record in &difference.added {
+        assert!(
+            records.insert(record.clone()),
+            "the signed difference adds {record:02x?}, served already, after {group}"
+        );
+    }
+    assert!(
+        records == tern_xfr::journal::records_but_soa(new),
+        "served - deleted + added is not the new version after {group}"
+    );
 }
 
 /// How the groups of an input were signed.
@@ -437,7 +480,15 @@ pub fn signed_update(data: &[u8]) -> Signings {
     };
     let mut differences: Vec<Difference> = Vec::new();
     let mut group_text = String::new();
-    for _ in 0..MAX_UPDATES {
+    // The signed records kept for the served version, as the update
+    // thread keeps them: the load's (in the signer's order), then those
+    // of each signing (none after a window's: then the next whole
+    // signing walks the served version's).
+    let mut kept = Records::new();
+    for record in &fixture.signed {
+        Sink::record(&mut kept, record.as_record_ref()).expect("a record fits");
+    }
+    for n in 0..MAX_UPDATES {
         let Some((&header, after)) = rest.split_first() else {
             break;
         };
@@ -449,7 +500,9 @@ pub fn signed_update(data: &[u8]) -> Signings {
             .chunks_exact(RECORD_OCTETS)
             .map(update_record)
             .collect();
-        let ends_group = header & 0x80 == 0 || rest.is_empty();
+        // The last update an input may make ends its group, whatever its
+        // header says (else that group would go unsigned and unchecked).
+        let ends_group = header & 0x80 == 0 || rest.is_empty() || n + 1 == MAX_UPDATES;
         if let Some(message) = update_message(&updates) {
             let before = unsigned_meaning(&unsigned);
             match tern_update::update(&mut unsigned, &message, &access, &options) {
@@ -468,16 +521,9 @@ pub fn signed_update(data: &[u8]) -> Signings {
         if !ends_group || differences.is_empty() {
             continue;
         }
-        // The group signed as the update thread signs it: from the load's
-        // signed records for the loaded version, else from none kept (the
-        // served version's records, walked); and the whole zone signed
-        // again from the served version's.
-        let mut kept = Records::new();
-        if Arc::ptr_eq(&served, &fixture.served) {
-            for record in &fixture.signed {
-                Sink::record(&mut kept, record.as_record_ref()).expect("a record fits");
-            }
-        }
+        // The group signed as the update thread signs it, from the signed
+        // records kept; and the whole zone signed again from the served
+        // version's, walked.
         let update = bench_api::sign_update(&served, &kept, &unsigned, &differences, keys);
         let previous = canonical_records(&served).expect("the served version's records");
         let whole = crate::signing::sign_again(
@@ -512,8 +558,8 @@ pub fn signed_update(data: &[u8]) -> Signings {
         let got = served_meaning(&update.zone);
         let want = meaning(&whole.zone.records);
         if got != want {
-            let missing: Vec<_> = want.difference(&got).collect();
-            let extra: Vec<_> = got.difference(&want).collect();
+            let missing = surplus(&want, &got);
+            let extra = surplus(&got, &want);
             panic!(
                 "the version served is not the whole zone signed again ({}) after {group_text}\n\
                  missing {missing:02x?}\nextra {extra:02x?}",
@@ -528,7 +574,9 @@ pub fn signed_update(data: &[u8]) -> Signings {
             served.serial()
         );
         assert!(crate::verified::assert_changed_rrsigs_verify(&served, &update.zone) > 0);
+        check_difference(&served, &update.zone, &update.difference, &group_text);
         served = update.zone;
+        kept = update.records;
         differences.clear();
         group_text.clear();
     }
@@ -584,7 +632,42 @@ mod tests {
         );
         assert_eq!(signed_update(&[]), Signings::default());
         assert_eq!(signed_update(&[0]), Signings::default());
-        signed_update(&[0xff; 1 + (1 + MAX_RECORDS * RECORD_OCTETS) * (MAX_UPDATES + 2)]);
+        // Updates past the bounds, each going on with its group: the
+        // first MAX_UPDATES make one group (A records added at `a`, a
+        // change), signed and checked once; the rest are not read.
+        let mut long = vec![0];
+        for update in 0..MAX_UPDATES + 2 {
+            long.push(0xff);
+            for record in 0..MAX_RECORDS {
+                long.extend_from_slice(&[1, 0, (update * MAX_RECORDS + record) as u8 + 100]);
+            }
+        }
+        let signings = signed_update(&long);
+        assert_eq!(signings.windows + signings.whole, 1, "{signings:?}");
+        assert_eq!(signings.failed, 0);
+        duplicates_count();
         let _ = std::fs::remove_dir_all(&fixtures().dir);
+    }
+
+    /// The oracle's meaning is a multiset: a second RRSIG by the same key
+    /// over the same RRset (which would verify too) makes it differ.
+    fn duplicates_count() {
+        let fixture = fixture(0).unwrap();
+        let mut records = Records::new();
+        let mut doubled = Records::new();
+        for record in &fixture.signed {
+            Sink::record(&mut records, record.as_record_ref()).unwrap();
+            Sink::record(&mut doubled, record.as_record_ref()).unwrap();
+        }
+        let rrsig = fixture
+            .signed
+            .iter()
+            .find(|record| record.rtype == RType::RRSIG)
+            .unwrap();
+        Sink::record(&mut doubled, rrsig.as_record_ref()).unwrap();
+        let (one, two) = (meaning(&records), meaning(&doubled));
+        assert_ne!(one, two);
+        assert_eq!(surplus(&two, &one).len(), 1);
+        assert_eq!(served_meaning(&fixture.served), one);
     }
 }
