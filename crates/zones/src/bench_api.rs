@@ -2,12 +2,11 @@
 //! `benches/update.rs` times [`sign_update`]; `benches/src/versions.rs`,
 //! which makes the benches' inputs and checks them, and
 //! `crate::fuzzing::signed_update` (crates/fuzz's `signed_update`) call
-//! all three), not an API: the update path's steps that are private to
+//! them), not an API: the update path's steps that are private to
 //! [`crate::update`], wrapped with no logic of their own so that a bench
 //! can time each. Hidden from the docs; nothing else in tern calls it.
-//! Declared in `update.rs` (its file
-//! beside `lib.rs`): the signed update's steps are private to `update`
-//! and its modules.
+//! Declared in `update.rs` (its file beside `lib.rs`): the signed
+//! update's steps are private to `update` and its modules.
 
 use std::sync::Arc;
 
@@ -30,6 +29,13 @@ pub fn journal_difference(difference: tern_update::Difference) -> Difference {
 /// with `keys`.
 pub fn unsigned_records(zone: &Zone, keys: &ZoneKeys) -> Result<ZoneRecords, String> {
     signed::unsigned_records(zone, signed::publishes_cds(keys))
+}
+
+/// Every record of the served signed version `zone`, in canonical order
+/// of owners: what a signing starts from when the signer's own records
+/// are not at hand (the update thread's `served_records`).
+pub fn served_records(zone: &Zone) -> Result<Records, String> {
+    signed::served_records(zone)
 }
 
 /// What [`sign_update`] made and what it cost.

@@ -14,30 +14,42 @@
 //!   without glue, a delegation below an empty non-terminal, empty
 //!   non-terminals, a wildcard, a DNAME with a name below it;
 //! - each update then takes a header octet (its number of records, 1 to
-//!   `MAX_RECORDS`, and whether the group
-//!   of updates is signed after it or goes on) and 3 octets a record: an
-//!   owner from `OWNERS` (every depth, at and
-//!   below the cuts, under the DNAME, at the wildcard, the apex), an
-//!   operation (add; delete an RRset, a name, one record) and a type from
-//!   `TYPES` (RDATA from the value). At most
-//!   `MAX_UPDATES` updates an input.
+//!   `MAX_RECORDS`, and whether the group of updates is signed after it
+//!   or goes on) and 3 octets a record: an owner from `OWNERS` (every
+//!   depth, at and below the cuts, under the DNAME, at the wildcard, the
+//!   apex), an operation (add; delete an RRset, a name, one record) and a
+//!   type from `TYPES` (RDATA from the value). At most `MAX_UPDATES`
+//!   updates an input, the last ending its group.
 //!
 //! The signed zone is loaded (signed whole) once per process for each
 //! zone the first octet can choose, with keys made once per denial in a
-//! state directory of the process (`Fixture`). Each update goes through
-//! the path production takes: the engine on the served version's records
-//! without the signer's, its difference as the journal keeps it, and at
-//! the end of each group `sign_update` (a window of the zone when it can
-//! be, else the whole zone), from the load's signed records for the first
-//! group, then from the served version's. The oracle, after
-//! each group:
+//! state directory of the process (`Fixture`; under `TMPDIR`, which
+//! `scripts/fuzz-all.sh` points at a directory it removes after the run).
+//! Each update goes through the path production takes: the engine on the
+//! served version's records without the signer's, its difference as the
+//! journal keeps it, and at the end of each group `sign_update` (a window
+//! of the zone when it can be, else the whole zone), from the signed
+//! records kept as the update thread keeps them: the load's for the first
+//! group, then those the previous signing kept (all of them after a whole
+//! signing, none after a window's: the served version's, walked).
+//!
+//! The engine is called as `tern_update::update`, where production calls
+//! `update_signed` with the served version as the signer's view
+//! (`update::signed::engine`): the two differ only in how prerequisites
+//! see the signer's RRsets, and these updates have no prerequisites (and
+//! name no type the signer owns, which production REFUSES before the
+//! engine). The oracle, after each group:
 //!
 //! - the version served has, in meaning (records, and signatures by type
-//!   covered, original TTL and key tag), the records of the whole zone
+//!   covered, original TTL and key tag; as a multiset, so a second RRSIG
+//!   by the same key over an RRset counts), the records of the whole zone
 //!   signed again from the same unsigned records (`sign_again`);
 //! - every RRSIG at an owner that changed verifies, with the version's
 //!   apex DNSKEYs, over its RRset (`crate::verified`);
 //! - its serial is above the one served before;
+//! - the signed difference (journalled for IXFR) goes from the served
+//!   serial to the new one, and the served records less its deleted and
+//!   with its added are the new version's;
 //! - a signing that fails fails whole too (and leaves the zone as it was);
 //! - an update the engine refuses, or that changes nothing, leaves the
 //!   engine's records as they were.
@@ -386,20 +398,6 @@ fn served_meaning(zone: &Zone) -> Meaning {
     out
 }
 
-/// A served version's records in canonical order of owners (as the
-/// signed update's own signing starts from them).
-fn canonical_records(zone: &Zone) -> Option<Records> {
-    let walked = crate::signing::served_records(zone).ok()?;
-    let mut order: Vec<usize> = (0..walked.len()).collect();
-    order.sort_by(|&a, &b| walked.record(a).owner.canonical_cmp(walked.record(b).owner));
-    let mut records = Records::new();
-    Sink::reserve(&mut records, walked.len());
-    for index in order {
-        Sink::record(&mut records, walked.record(index)).ok()?;
-    }
-    Some(records)
-}
-
 /// The engine's records, for "as they were".
 fn unsigned_meaning(records: &ZoneRecords) -> Meaning {
     meaning(&records.to_records())
@@ -525,7 +523,7 @@ pub fn signed_update(data: &[u8]) -> Signings {
         // records kept; and the whole zone signed again from the served
         // version's, walked.
         let update = bench_api::sign_update(&served, &kept, &unsigned, &differences, keys);
-        let previous = canonical_records(&served).expect("the served version's records");
+        let previous = bench_api::served_records(&served).expect("the served version's records");
         let whole = crate::signing::sign_again(
             served.origin(),
             &previous,
