@@ -479,6 +479,13 @@ def signed_update_seeds():
             su_update([("add", "x.dn", "TXT", 1), ("add", "sub", "DS", 9)]),
             su_update([("del-rrset", "dn", "DNAME", 1), ("add", "deep.x.sub", "A", 5)]),
         ]),
+        # The SOA's TTL changed twice (the whole zone signed, then again from the
+        # signer's records the first signing kept), then a window.
+        "soa-twice": (0x24, [
+            su_update([("add", "@", "SOA", 200, True)]),
+            su_update([("add", "@", "SOA", 201)]),
+            su_update([("add", "new", "A", 5)]),
+        ]),
         # Below the wildcard, the wildcard removed, one at the apex, empty non-terminals.
         "wild-ent": (0xfc, [
             su_update([("add", "z.*.w", "A", 8)]),

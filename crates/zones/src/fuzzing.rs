@@ -441,6 +441,10 @@ pub struct Signings {
     pub whole: usize,
     /// Groups whose signing failed (as the whole zone's did).
     pub failed: usize,
+    /// Groups signed whole from the signed records the previous group's
+    /// whole signing kept (not the load's, not the served version's
+    /// walked): production's path after a whole signing.
+    pub from_kept: usize,
 }
 
 /// The fuzz target body: how the input's groups were signed (for the
@@ -483,6 +487,7 @@ pub fn signed_update(data: &[u8]) -> Signings {
     // of each signing (none after a window's: then the next whole
     // signing walks the served version's).
     let mut kept = Records::new();
+    let mut kept_by_signing = false;
     for record in &fixture.signed {
         Sink::record(&mut kept, record.as_record_ref()).expect("a record fits");
     }
@@ -552,6 +557,7 @@ pub fn signed_update(data: &[u8]) -> Signings {
             signings.windows += 1;
         } else {
             signings.whole += 1;
+            signings.from_kept += usize::from(kept_by_signing);
         }
         let got = served_meaning(&update.zone);
         let want = meaning(&whole.zone.records);
@@ -575,6 +581,7 @@ pub fn signed_update(data: &[u8]) -> Signings {
         check_difference(&served, &update.zone, &update.difference, &group_text);
         served = update.zone;
         kept = update.records;
+        kept_by_signing = update.kept != 0;
         differences.clear();
         group_text.clear();
     }
@@ -611,6 +618,7 @@ mod tests {
     fn seeds_run_and_sign_windows() {
         let mut windows = [0; 3];
         let mut whole = [0; 3];
+        let mut from_kept = [0; 3];
         let mut seen = 0;
         for (name, data) in seeds() {
             let signings = signed_update(&data);
@@ -618,8 +626,9 @@ mod tests {
             seen += 1;
             windows[usize::from(denial(data[0]))] += signings.windows;
             whole[usize::from(denial(data[0]))] += signings.whole;
+            from_kept[usize::from(denial(data[0]))] += signings.from_kept;
         }
-        assert!(seen >= 18, "{seen} seeds");
+        assert!(seen >= 21, "{seen} seeds");
         assert!(
             windows.iter().all(|&windows| windows >= 10),
             "windows by denial {windows:?}"
@@ -627,6 +636,10 @@ mod tests {
         assert!(
             whole.iter().all(|&whole| whole >= 1),
             "whole signings by denial {whole:?}"
+        );
+        assert!(
+            from_kept.iter().all(|&from_kept| from_kept >= 1),
+            "whole signings from the records kept by denial {from_kept:?}"
         );
         assert_eq!(signed_update(&[]), Signings::default());
         assert_eq!(signed_update(&[0]), Signings::default());
