@@ -14,7 +14,7 @@ set -euo pipefail
 
 SECONDS_EACH=${1:-60}
 shift || true
-ALL_TARGETS=(parse_message roundtrip zone_scan name_from_text respond forward_answer xfr_incoming frame update proxy_header sign_zone)
+ALL_TARGETS=(parse_message roundtrip zone_scan name_from_text respond forward_answer xfr_incoming frame update proxy_header sign_zone signed_update)
 if [ $# -gt 0 ]; then TARGETS=("$@"); else TARGETS=("${ALL_TARGETS[@]}"); fi
 
 case $SECONDS_EACH in
@@ -41,9 +41,13 @@ for target in "${TARGETS[@]}"; do
     work=$FUZZ_DIR/work/$target
     mkdir -p "$work" "$FUZZ_DIR/artifacts/$target"
     log=$FUZZ_DIR/work/$target.log
+    # The run's temporary files (signed_update's state directory of keys)
+    # go here, removed after it: a fuzz process ends without cleaning up.
+    tmp=$FUZZ_DIR/work/$target.tmp
+    rm -rf "$tmp" && mkdir -p "$tmp"
     echo "fuzz-all: $target for ${SECONDS_EACH}s (log: $log)" >&2
     # shellcheck disable=SC2086
-    if cargo fuzz run --fuzz-dir "$FUZZ_DIR" "$target" "$work" "$FUZZ_DIR/corpus/$target" -- \
+    if TMPDIR=$tmp cargo fuzz run --fuzz-dir "$FUZZ_DIR" "$target" "$work" "$FUZZ_DIR/corpus/$target" -- \
         -max_total_time="$SECONDS_EACH" -timeout="$UNIT_TIMEOUT" -rss_limit_mb=2048 \
         -print_final_stats=1 ${FUZZ_FLAGS:-} >"$log" 2>&1; then
         final=$(grep -E '^#[0-9]+' "$log" | tail -n 1 | cut -f 2- | cut -c 1-90)
@@ -53,6 +57,7 @@ for target in "${TARGETS[@]}"; do
         tail -n 30 "$log" >&2
         failed+=("$target")
     fi
+    rm -rf "$tmp"
 done
 
 if [ ${#failed[@]} -gt 0 ]; then

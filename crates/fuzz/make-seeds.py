@@ -417,6 +417,89 @@ def sign_seeds():
     yield "cname-and-data", b"\x00" + sign_record(["www"], "CNAME", 0) + sign_record(["www"], "A", 1)
 
 
+# signed_update (tern_zones::fuzzing::signed_update): a zone octet (low two bits: 0 NSEC,
+# 1 NSEC3, 2 NSEC3 opt-out; bits 2-7 the optional parts of the zone), then updates: a
+# header (its records less one in the low two bits; 0x80: the group goes on after it) and
+# 3 octets a record: owner (5 bits), operation (2 bits), TTL 60 (bit 7); type (low 4
+# bits); value. Owners and types index the tables of crates/zones/src/fuzzing.rs.
+SU_OWNERS = ["@", "a", "b.a", "c.b.a", "new", "n.new", "e2", "e1.e2", "c.e1.e2", "sub", "ns.sub",
+             "deep.x.sub", "sec", "g.sec", "*.w", "q.w", "w", "z.*.w", "dn", "x.dn", "e", "x.e",
+             "ns.x.e", "y.e", "h0", "h7", "y.h0", "ns", "zz", "*", "mail", "a.b.c.d.deep"]
+SU_TYPES = ["A", "AAAA", "NS", "DS", "DNAME", "TXT", "MX", "CNAME", "A", "NS", "DS", "TXT", "SOA",
+            "SRV", "ANY", "CAA"]
+SU_OPS = ["add", "del-rrset", "del-name", "del-rr"]
+
+
+def su_update(records, more=False):
+    """One update: `records` as (operation, owner, type, value[, TTL 60]); `more`: the
+    group goes on after it."""
+    out = bytearray([(len(records) - 1) | (0x80 if more else 0)])
+    for record in records:
+        op, owner, rtype, value = record[:4]
+        short_ttl = len(record) > 4 and record[4]
+        out += bytes([SU_OWNERS.index(owner) | (SU_OPS.index(op) << 5) | (0x80 if short_ttl else 0),
+                      SU_TYPES.index(rtype), value])
+    return bytes(out)
+
+
+def signed_update_seeds():
+    # The zone octet's parts (bits 2-7): 0xfc all of them (cuts, DS, ENTs, wildcard,
+    # DNAME, more hosts), 0x24 the insecure delegation and the wildcard, 0 none.
+    families = {
+        # Delegations made, removed and made again in one group, DS added and removed.
+        "cut": (0xfc, [
+            su_update([("add", "new", "NS", 3), ("add", "n.new", "A", 7)]),
+            su_update([("del-rrset", "sub", "NS", 1)]),
+            su_update([("add", "sub", "NS", 1)], more=True),
+            su_update([("add", "sub", "DS", 4)]),
+            su_update([("del-rrset", "sec", "DS", 1)]),
+            su_update([("add", "a", "NS", 2)]),
+        ]),
+        # DNAMEs made above names, data under one, the zone's removed.
+        "dname": (0xfc, [
+            su_update([("add", "a", "DNAME", 6)]),
+            su_update([("add", "x.dn", "A", 4)]),
+            su_update([("del-rrset", "dn", "DNAME", 1)]),
+            su_update([("add", "h0", "DNAME", 6), ("add", "e", "DNAME", 6)]),
+        ]),
+        "hosts": (0xfc, [
+            su_update([("add", "h0", "TXT", 3)]),
+            su_update([("add", "new", "A", 5), ("add", "mail", "MX", 5)]),
+            su_update([("del-name", "h7", "ANY", 1)]),
+            su_update([("del-rr", "a", "A", 2), ("add", "a", "AAAA", 9)]),
+        ]),
+        "small": (0x00, [
+            su_update([("add", "new", "A", 5)]),
+            su_update([("add", "h0", "NS", 0)]),
+            su_update([("add", "b.a", "CNAME", 5)]),
+        ]),
+        # The SOA's TTL changed (the whole zone signed), then windows again.
+        "soa-ttl": (0x24, [
+            su_update([("add", "@", "SOA", 200, True)]),
+            su_update([("add", "x.dn", "TXT", 1), ("add", "sub", "DS", 9)]),
+            su_update([("del-rrset", "dn", "DNAME", 1), ("add", "deep.x.sub", "A", 5)]),
+        ]),
+        # The SOA's TTL changed twice (the whole zone signed, then again from the
+        # signer's records the first signing kept), then a window.
+        "soa-twice": (0x24, [
+            su_update([("add", "@", "SOA", 200, True)]),
+            su_update([("add", "@", "SOA", 201)]),
+            su_update([("add", "new", "A", 5)]),
+        ]),
+        # Below the wildcard, the wildcard removed, one at the apex, empty non-terminals.
+        "wild-ent": (0xfc, [
+            su_update([("add", "z.*.w", "A", 8)]),
+            su_update([("del-rrset", "*.w", "TXT", 1)]),
+            su_update([("add", "*", "TXT", 2), ("add", "y.e", "A", 3)]),
+            su_update([("del-name", "c.e1.e2", "ANY", 1)]),
+            su_update([("add", "a.b.c.d.deep", "A", 1), ("add", "e1.e2", "TXT", 1)]),
+        ]),
+    }
+    for denial, prefix in enumerate(("nsec", "nsec3", "optout")):
+        for name, (parts, updates) in families.items():
+            yield "%s-%s" % (prefix, name), bytes([parts | denial]) + b"".join(updates)
+
+
 def main():
     for name, data in sign_seeds():
         write("sign_zone", name, data)
@@ -436,6 +519,8 @@ def main():
         write("xfr_incoming", name, data)
     for name, data in update_seeds():
         write("update", name, data)
+    for name, data in signed_update_seeds():
+        write("signed_update", name, data)
 
 
 if __name__ == "__main__":

@@ -1,11 +1,12 @@
-//! For the benches only (tern-benches: `benches/update.rs` times
-//! [`sign_update`]; `benches/src/versions.rs`, which makes the benches'
-//! inputs and checks them, calls all four), not an API: the update
-//! path's steps that are private to [`crate::update`], wrapped with no
-//! logic of their own so that a bench can time each. Hidden from
-//! the docs; nothing in tern calls it. Declared in `update.rs` (its file
-//! beside `lib.rs`): the signed update's steps are private to `update`
-//! and its modules.
+//! For the benches and the fuzz target only (tern-benches:
+//! `benches/update.rs` times [`sign_update`]; `benches/src/versions.rs`,
+//! which makes the benches' inputs and checks them, and
+//! `crate::fuzzing::signed_update` (crates/fuzz's `signed_update`) call
+//! them), not an API: the update path's steps that are private to
+//! [`crate::update`], wrapped with no logic of their own so that a bench
+//! can time each. Hidden from the docs; nothing else in tern calls it.
+//! Declared in `update.rs` (its file beside `lib.rs`): the signed
+//! update's steps are private to `update` and its modules.
 
 use std::sync::Arc;
 
@@ -36,6 +37,13 @@ pub fn unsigned_records(zone: &Zone, keys: &ZoneKeys) -> Result<ZoneRecords, Str
     signed::unsigned_records(zone, signed::publishes_cds(keys))
 }
 
+/// Every record of the served signed version `zone`, in canonical order
+/// of owners: what a signing starts from when the signer's own records
+/// are not at hand (the update thread's `served_records`).
+pub fn served_records(zone: &Zone) -> Result<Records, String> {
+    signed::served_records(zone)
+}
+
 /// What [`sign_update`] made and what it cost.
 pub struct SignedUpdate {
     /// The version to serve.
@@ -49,6 +57,12 @@ pub struct SignedUpdate {
     /// Signed records kept for the next group's signing: none after a
     /// window's signing, every one after the whole zone's.
     pub kept: usize,
+    /// The signed records kept (`kept` of them), as the update thread
+    /// keeps them to sign the next group from.
+    pub records: Records,
+    /// The signed version's difference from the version served, as the
+    /// update thread journals it (for IXFR).
+    pub difference: Difference,
 }
 
 /// A group's updates to a signed zone signed as the update thread signs
@@ -66,5 +80,7 @@ pub fn sign_update(
         signatures: update.cost.signatures,
         copied: update.cost.copied,
         kept: RecordList::len(&update.records),
+        records: update.records,
+        difference: update.difference,
     })
 }

@@ -38,6 +38,9 @@ pub mod bump;
 pub mod catalog_zone;
 mod edited;
 pub mod event;
+/// Entry points for fuzzing (`crates/fuzz`); not a stable API.
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod import;
 pub mod kept;
 pub mod keys;
@@ -55,7 +58,6 @@ pub mod signing;
 pub mod start;
 pub mod state;
 pub mod update;
-#[cfg(test)]
 mod verified;
 mod window;
 mod work;

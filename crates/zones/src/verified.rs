@@ -1,5 +1,6 @@
-//! For tests: the signatures a new signed version made or kept at the
-//! owners that changed verify, cryptographically, with its apex DNSKEYs
+//! For tests and the signed-update fuzz target ([`crate::fuzzing`]): the
+//! signatures a new signed version made or kept at the owners that changed
+//! verify, cryptographically, with its apex DNSKEYs
 //! over its RRsets (an RRSIG kept over data that changed, or made over
 //! other data, fails). The tests that compare a version with a whole
 //! signing compare signatures by type covered and key tag only (ECDSA
