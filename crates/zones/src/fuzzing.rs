@@ -317,11 +317,20 @@ fn wire(text: &str) -> Vec<u8> {
         .unwrap_or_default()
 }
 
-/// An UPDATE of `example.` with the update records `updates`.
-fn update_message(updates: &[(&str, RType, u16, u32, Vec<u8>)]) -> Option<UpdateMessage> {
-    let mut m = vec![0, 1, 0x28, 0, 0, 1, 0, 0, 0, updates.len() as u8, 0, 0];
+/// An UPDATE of `example.` with the update records `updates` (owner
+/// labels relative to `example.`, `@` for the apex; type, class, TTL,
+/// RDATA); `None` if it does not parse. Also the UPDATEs of
+/// `update::signed`'s tests.
+pub(crate) fn update_message<R: AsRef<[u8]>>(
+    updates: &[(&str, RType, u16, u32, R)],
+) -> Option<UpdateMessage> {
+    let count = u16::try_from(updates.len()).ok()?;
+    let mut m = vec![0, 1, 0x28, 0, 0, 1, 0, 0];
+    m.extend_from_slice(&count.to_be_bytes());
+    m.extend_from_slice(&[0, 0]);
     m.extend_from_slice(b"\x07example\x00\x00\x06\x00\x01");
     for (owner, rtype, class, ttl, rdata) in updates {
+        let rdata = rdata.as_ref();
         for label in owner.split('.').filter(|label| *label != "@") {
             m.push(label.len() as u8);
             m.extend_from_slice(label.as_bytes());

@@ -1124,23 +1124,7 @@ mod tests {
     /// An UPDATE of `example.` with the given update records (owner label,
     /// type, class, TTL, RDATA).
     fn update_message(updates: &[(&str, RType, u16, u32, &[u8])]) -> UpdateMessage {
-        let mut m = vec![0, 1, 0x28, 0, 0, 1, 0, 0];
-        m.extend_from_slice(&(updates.len() as u16).to_be_bytes());
-        m.extend_from_slice(&[0, 0]);
-        m.extend_from_slice(b"\x07example\x00\x00\x06\x00\x01");
-        for (label, rtype, class, ttl, rdata) in updates {
-            for part in label.split('.').filter(|part| *part != "@") {
-                m.push(part.len() as u8);
-                m.extend_from_slice(part.as_bytes());
-            }
-            m.extend_from_slice(&[0xc0, 12]);
-            m.extend_from_slice(&rtype.0.to_be_bytes());
-            m.extend_from_slice(&class.to_be_bytes());
-            m.extend_from_slice(&ttl.to_be_bytes());
-            m.extend_from_slice(&(rdata.len() as u16).to_be_bytes());
-            m.extend_from_slice(rdata);
-        }
-        UpdateMessage::parse(&m).expect("a well-formed UPDATE")
+        crate::fuzzing::update_message(updates).expect("a well-formed UPDATE")
     }
 
     /// Access for a requester at 127.0.0.1 without a key under `rules`
