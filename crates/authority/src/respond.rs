@@ -1847,11 +1847,7 @@ mod tests {
     fn answers_written_whole_are_the_long_ways_octets() {
         let origin = name("example.");
         let mut builder = ZoneBuilder::new(origin.as_name());
-        let mut soa = name("ns.example.").as_bytes().to_vec();
-        soa.extend_from_slice(name("host.example.").as_bytes());
-        for value in [1u32, 3600, 900, 604800, 300] {
-            soa.extend_from_slice(&value.to_be_bytes());
-        }
+        let soa = crate::test_model::soa(1);
         let srv =
             |target: &str| [&[0u8, 1, 0, 2, 0x13, 0xc4][..], name(target).as_bytes()].concat();
         let svcb = |target: &str| [&[0u8, 1][..], name(target).as_bytes()].concat();
