@@ -265,6 +265,24 @@ impl Batch {
     }
 }
 
+/// Shuts socket `fd` for reading (`shutdown(2)`, `SHUT_RD`), which wakes
+/// every wait for its readiness and leaves it readable from then on: the
+/// core's stop reaches its UDP loops this way ([`crate::signal::Stop`]).
+/// Sending is not affected. On an unconnected UDP socket Linux reports
+/// `ENOTCONN` but shuts it and wakes its waiters all the same (a test below
+/// checks that): that error is not one.
+pub(crate) fn shut_reading(fd: RawFd) -> io::Result<()> {
+    // SAFETY: shutdown takes no pointer; `fd` is an open socket of the
+    // caller.
+    if unsafe { libc::shutdown(fd, libc::SHUT_RD) } < 0 {
+        let err = io::Error::last_os_error();
+        if err.raw_os_error() != Some(libc::ENOTCONN) {
+            return Err(err);
+        }
+    }
+    Ok(())
+}
+
 //----------- Epoll ----------------------------------------------------------
 
 /// A level-triggered epoll instance and room for the events of one wait.
@@ -936,6 +954,30 @@ mod tests {
         let mut buffer = [0u8; 8];
         assert_eq!(quiet.recv(&mut buffer).unwrap(), 2);
         assert_eq!(set.poll().unwrap(), 0);
+    }
+
+    /// What the core's stop relies on (`crate::signal::Stop::shut_on_fire`):
+    /// an unconnected UDP socket shut for reading polls readable (and
+    /// receives nothing) from then on, and still sends. (That it wakes a
+    /// wait in progress, on either driver, is `crate::signal`'s test.)
+    #[test]
+    fn a_socket_shut_for_reading_polls_readable_and_still_sends() {
+        let mut set = Epoll::new(2).unwrap();
+        let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+        set.add(&socket, 3).unwrap();
+        assert_eq!(set.poll().unwrap(), 0);
+        shut_reading(socket.as_raw_fd()).unwrap();
+        for _ in 0..2 {
+            assert_eq!(set.poll().unwrap(), 1);
+            assert_eq!(set.token(0), Some(3));
+        }
+        let mut batch = Batch::new(vec![vec![0u8; 16]; 2]);
+        assert!(batch.receive(socket.as_raw_fd()).is_err());
+        let peer = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let sent = send_now(socket.as_raw_fd(), &[7], peer.local_addr().unwrap()).unwrap();
+        assert_eq!(sent, 1);
+        let mut buffer = [0u8; 4];
+        assert_eq!(peer.recv(&mut buffer).unwrap(), 1);
     }
 
     #[test]

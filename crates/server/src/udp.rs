@@ -59,6 +59,10 @@ pub(crate) async fn serve(
     core: Rc<Core>,
 ) -> io::Result<()> {
     let stop = core.stop.listener();
+    // The stop ends the readiness wait by shutting the socket for reading
+    // (it stays readable from then on): the wait below needs no race
+    // against the listener, only a look at it once it ends.
+    core.stop.shut_on_fire(&socket);
     // The batch owns the receive buffers: its I/O vectors point at them
     // once, not at every receive.
     let mut batch = Batch::new((0..BATCH).map(|_| pool::take(Size::Datagram)).collect());
@@ -75,7 +79,8 @@ pub(crate) async fn serve(
     'serve: loop {
         // Readiness errors (none are expected on a bound UDP socket) are
         // ignored: the receive below reports the socket's real state.
-        if stop.or(socket.readable(false)).await.is_none() {
+        let _ = socket.readable(false).await;
+        if stop.fired() {
             break;
         }
         for batches in 1.. {
