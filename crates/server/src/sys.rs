@@ -111,6 +111,12 @@ impl Batch {
             header.msg_namelen = ADDRESS_CAPACITY;
             header.msg_iov = ptr::addr_of_mut!(batch.recv_vectors[i]);
             header.msg_iovlen = 1;
+            // A send header's vector is its own, and it has no control
+            // data (null, 0 since the zeroing): only the address, its
+            // length and the vector's target change from send to send.
+            let header = &mut batch.send_headers[i].msg_hdr;
+            header.msg_iov = ptr::addr_of_mut!(batch.send_vectors[i]);
+            header.msg_iovlen = 1;
         }
         for (vector, buffer) in batch.recv_vectors.iter_mut().zip(&mut batch.buffers) {
             vector.iov_base = buffer.as_mut_ptr().cast();
@@ -128,10 +134,12 @@ impl Batch {
     /// blocking. Returns how many arrived; `WouldBlock` if none was
     /// waiting.
     pub(crate) fn receive(&mut self, fd: RawFd) -> io::Result<usize> {
-        let count = self.buffers.len();
+        let count = self.buffers.len().min(BATCH);
         // Only the headers the kernel wrote last time have a changed
         // `msg_namelen`; the others still hold what `new` or this restored.
-        for header in self.recv_headers.iter_mut().take(self.received) {
+        // (Slices of the fixed-size arrays, bounded by BATCH: no
+        // per-header bounds check.)
+        for header in &mut self.recv_headers[..self.received.min(BATCH)] {
             header.msg_hdr.msg_namelen = ADDRESS_CAPACITY;
         }
         self.received = 0;
@@ -170,13 +178,19 @@ impl Batch {
         }
         let received = (received as usize).min(count);
         self.received = received;
-        for (i, buffer) in self.buffers.iter().take(received).enumerate() {
-            let header = &self.recv_headers[i];
-            self.address_lengths[i] = header.msg_hdr.msg_namelen.min(ADDRESS_CAPACITY);
-            self.lengths[i] = if header.msg_hdr.msg_flags & libc::MSG_TRUNC != 0 {
+        // The vector of header `i` holds its buffer's length (since `new`).
+        let written = self.recv_headers[..received]
+            .iter()
+            .zip(&self.recv_vectors[..received]);
+        let lengths = self.address_lengths[..received]
+            .iter_mut()
+            .zip(&mut self.lengths[..received]);
+        for ((header, vector), (address_length, length)) in written.zip(lengths) {
+            *address_length = header.msg_hdr.msg_namelen.min(ADDRESS_CAPACITY);
+            *length = if header.msg_hdr.msg_flags & libc::MSG_TRUNC != 0 {
                 None
             } else {
-                Some((header.msg_len as usize).min(buffer.len()))
+                Some((header.msg_len as usize).min(vector.iov_len))
             };
         }
         Ok(received)
@@ -221,32 +235,34 @@ impl Batch {
         answers: &[(usize, usize)],
     ) -> io::Result<usize> {
         let count = answers.len().min(BATCH);
-        for (k, &(i, len)) in answers.iter().take(count).enumerate() {
-            let Some(buffer) = buffers.get(i) else {
+        let slots = self.send_headers[..count]
+            .iter_mut()
+            .zip(&mut self.send_vectors[..count]);
+        for ((header, vector), &(i, len)) in slots.zip(answers) {
+            let (Some(buffer), Some(address), Some(&address_length)) = (
+                buffers.get(i),
+                self.addresses.get_mut(i),
+                self.address_lengths.get(i),
+            ) else {
                 return Err(io::Error::from(io::ErrorKind::InvalidInput));
             };
-            if i >= BATCH {
-                return Err(io::Error::from(io::ErrorKind::InvalidInput));
-            }
-            self.send_vectors[k] = libc::iovec {
+            *vector = libc::iovec {
                 iov_base: buffer.as_ptr() as *mut libc::c_void,
                 iov_len: len.min(buffer.len()),
             };
-            let header = &mut self.send_headers[k];
-            header.msg_hdr.msg_name = ptr::addr_of_mut!(self.addresses[i]).cast();
-            header.msg_hdr.msg_namelen = self.address_lengths[i];
-            header.msg_hdr.msg_iov = ptr::addr_of_mut!(self.send_vectors[k]);
-            header.msg_hdr.msg_iovlen = 1;
-            header.msg_hdr.msg_control = ptr::null_mut();
-            header.msg_hdr.msg_controllen = 0;
-            header.msg_hdr.msg_flags = 0;
-            header.msg_len = 0;
+            // `msg_iov`, `msg_iovlen` and the control fields were set in
+            // `new` and are never written (the kernel writes only
+            // `msg_len`, output only).
+            header.msg_hdr.msg_name = ptr::addr_of_mut!(*address).cast();
+            header.msg_hdr.msg_namelen = address_length;
         }
         // As in `receive`: the system call, without the wrapper's
         // cancellation point.
         // SAFETY: the first `count` send headers point at address slots and I/O
-        // vectors owned by `self`, each vector at a live buffer borrowed for
-        // this call with a length within it; the kernel only reads them.
+        // vectors owned by `self` (their vector since `new`, the address
+        // above), with null control data (since `new`), each vector at a live
+        // buffer borrowed for this call with a length within it; the kernel
+        // only reads them (and writes each header's `msg_len`).
         // `fd` is an open socket owned by the caller. The 32-bit arguments
         // of the variadic `syscall` are fine, as in `receive`.
         let sent = unsafe {

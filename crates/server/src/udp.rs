@@ -103,7 +103,13 @@ pub(crate) async fn serve(
                 received,
                 &mut sends,
             );
-            send_batch(&socket, &mut batch, &answers, &sends[..count], &stop, &core).await;
+            // The usual send takes every answer at once; only a full send
+            // buffer makes the loop wait (the async part, out of line).
+            let sent = send_batch(&mut batch, fd, &answers, &sends[..count], &core);
+            if sent < count {
+                let rest = &sends[sent..count];
+                send_waiting(&socket, &mut batch, &answers, rest, &stop, &core).await;
+            }
             if !updates.is_empty() {
                 crate::update::answer_udp(core.updates.as_ref(), &socket, &mut updates);
             }
@@ -245,33 +251,27 @@ pub(crate) fn log_exchange(
     }
 }
 
-/// Sends the answers of a batch, continuing after partial sends, waiting
-/// (a bounded number of times) when the socket buffer is full and skipping
-/// an answer the kernel refuses (an unreachable peer address, for one).
-async fn send_batch(
-    socket: &UdpSocket,
+/// Sends the answers of a batch without waiting, continuing after
+/// partial sends and skipping an answer the kernel refuses (an unreachable
+/// peer address, for one). Returns how many of `sends` are done with (sent,
+/// skipped, or dropped and counted): all of them, unless the socket's
+/// buffer is full, when the rest is for [`send_waiting`].
+fn send_batch(
     batch: &mut Batch,
+    fd: std::os::fd::RawFd,
     answers: &[Vec<u8>],
     sends: &[(usize, usize)],
-    stop: &StopListener,
     core: &Core,
-) {
-    let fd = socket.as_raw_fd();
+) -> usize {
     let mut next = 0;
-    let mut waits = 0;
-    // Each pass sends at least one answer, skips one or waits; waits are
-    // bounded by SEND_WAITS, so the loop ends.
+    // Each pass sends at least one answer or skips one, returns, or
+    // repeats a send interrupted by a signal.
     while next < sends.len() {
         match batch.send(fd, answers, &sends[next..]) {
             Ok(0) => break,
             Ok(sent) => next += sent,
             Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
-            Err(err) if err.kind() == io::ErrorKind::WouldBlock => {
-                waits += 1;
-                if waits > SEND_WAITS || stop.or(socket.writable(false)).await.is_none() {
-                    break;
-                }
-            }
+            Err(err) if err.kind() == io::ErrorKind::WouldBlock => return next,
             Err(_) => {
                 core.worker.borrow_mut().count_dropped(0, 1);
                 next += 1;
@@ -282,4 +282,32 @@ async fn send_batch(
         let unsent = (sends.len() - next) as u64;
         core.worker.borrow_mut().count_dropped(0, unsent);
     }
+    sends.len()
+}
+
+/// Sends the answers [`send_batch`] could not because the socket's buffer
+/// was full: waits (at most [`SEND_WAITS`] times) for the socket to become
+/// writable and sends again; what is still unsent then, or when the core
+/// stops, is dropped and counted.
+async fn send_waiting(
+    socket: &UdpSocket,
+    batch: &mut Batch,
+    answers: &[Vec<u8>],
+    sends: &[(usize, usize)],
+    stop: &StopListener,
+    core: &Core,
+) {
+    let fd = socket.as_raw_fd();
+    let mut next = 0;
+    for _ in 0..SEND_WAITS {
+        if stop.or(socket.writable(false)).await.is_none() {
+            break;
+        }
+        next += send_batch(batch, fd, answers, &sends[next..], core);
+        if next == sends.len() {
+            return;
+        }
+    }
+    let unsent = (sends.len() - next) as u64;
+    core.worker.borrow_mut().count_dropped(0, unsent);
 }
