@@ -91,10 +91,7 @@ pub(crate) async fn serve(
                 // ICMP error): wait for readiness rather than spin.
                 Err(_) => break,
             };
-            core.worker
-                .borrow_mut()
-                .count_transport(transport, received as u64);
-            let listener = (index, proxied);
+            let listener = (index, proxied, transport);
             let count = answer_batch(
                 &core,
                 listener,
@@ -134,13 +131,14 @@ pub(crate) async fn serve(
 /// lists `(slot, answer length)` of the answers to send, in order.
 /// Queries to forward start their upstream queries here (sends without
 /// waiting); their answers leave later, from the forwarding tasks.
-/// `listener`: the socket's index and whether it is proxied. A proxied
+/// `listener`: the socket's index, whether it is proxied and its slot in
+/// the transport counters. A proxied
 /// datagram's header is checked and taken off here: the client it names
 /// is the client of every later stage, and the answer still goes to the
 /// datagram's source (the proxy), without a header.
 fn answer_batch(
     core: &Rc<Core>,
-    (index, proxied): (usize, bool),
+    (index, proxied, transport): (usize, bool, usize),
     batch: &Batch,
     (answers, updates): (
         &mut [Vec<u8>],
@@ -150,15 +148,19 @@ fn answer_batch(
     sends: &mut [(usize, usize); BATCH],
 ) -> usize {
     let mut worker = core.worker.borrow_mut();
+    worker.count_transport(transport, received as u64);
     let mut count = 0;
     let rate_limiting = worker.rate_limiting();
     let now = core.now(rate_limiting);
     worker.tick_cookie_clock();
     // dnstap: one branch per batch when off; the clock read once a batch.
     let tap = core.dnstap.as_ref().map(|tap| (tap, dnstap::now()));
-    // The core's list, lent for the batch: forwarding allocates none.
-    let mut actions = forward::actions(core);
-    for (slot, answer) in answers.iter_mut().take(received).enumerate() {
+    // The core's list, lent for the rest of the batch at its first use
+    // (forwarding allocates none); a batch that forwards nothing (all of
+    // them without forwarding) does not take it.
+    let mut actions = None;
+    let received = received.min(answers.len());
+    for (slot, answer) in answers[..received].iter_mut().enumerate() {
         let Some(datagram) = batch.datagram(slot) else {
             // Longer than the receive buffer: no DNS query is.
             worker.count_dropped(1, 0);
@@ -197,7 +199,8 @@ fn answer_batch(
                     address,
                     behind: client,
                 };
-                worker.forward_query(&parsed, client, now, &mut actions, answer)
+                let actions = actions.get_or_insert_with(|| forward::actions(core));
+                worker.forward_query(&parsed, client, now, actions, answer)
             }),
         };
         if let Some((tap, time)) = tap {
@@ -211,12 +214,15 @@ fn answer_batch(
     }
     if let Some(forwarder) = worker.forwarder() {
         if forwarder.has_prefetches() {
-            forwarder.prefetches(now, &mut actions);
+            let actions = actions.get_or_insert_with(|| forward::actions(core));
+            forwarder.prefetches(now, actions);
         }
     }
     drop(worker);
-    if !actions.is_empty() {
-        forward::dispatch(core, &mut actions);
+    if let Some(actions) = &mut actions {
+        if !actions.is_empty() {
+            forward::dispatch(core, actions);
+        }
     }
     count
 }
