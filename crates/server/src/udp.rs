@@ -10,7 +10,7 @@
 //! for its life: receiving and answering allocate nothing.
 
 use std::io;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, RawFd};
 use std::rc::Rc;
 
 use monoio::net::udp::UdpSocket;
@@ -84,25 +84,21 @@ pub(crate) async fn serve(
             break;
         }
         for batches in 1.. {
-            let received = match batch.receive(fd) {
-                Ok(received) => received,
+            let listener = (index, proxied, transport);
+            let lent = (&mut answers[..], &mut updates);
+            let Exchanged {
+                received,
+                count,
+                sent,
+            } = match exchange(&core, listener, &mut batch, fd, lent, &mut sends) {
+                Ok(exchanged) => exchanged,
                 Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
                 // WouldBlock: drained. Anything else (ENOMEM, a pending
                 // ICMP error): wait for readiness rather than spin.
                 Err(_) => break,
             };
-            let listener = (index, proxied, transport);
-            let count = answer_batch(
-                &core,
-                listener,
-                &batch,
-                (&mut answers, &mut updates),
-                received,
-                &mut sends,
-            );
-            // The usual send takes every answer at once; only a full send
+            // The usual send took every answer at once; only a full send
             // buffer makes the loop wait (the async part, out of line).
-            let sent = send_batch(&mut batch, fd, &answers, &sends[..count], &core);
             if sent < count {
                 let rest = &sends[sent..count];
                 send_waiting(&socket, &mut batch, &answers, rest, &stop, &core).await;
@@ -125,6 +121,41 @@ pub(crate) async fn serve(
         pool::put(buffer);
     }
     Ok(())
+}
+
+/// What one [`exchange`] did: the datagrams it received, the answers it
+/// had to send (`sends[..count]`) and how many of those are done with
+/// (all, unless the socket's send buffer was full).
+struct Exchanged {
+    received: usize,
+    count: usize,
+    sent: usize,
+}
+
+/// Receives a batch without waiting, answers it and sends the answers as
+/// far as the socket takes them: all a batch that does not wait does, in
+/// one plain function, so that the loop's async state is read once a
+/// batch rather than at each step. `WouldBlock` (or another error of the
+/// receive) if nothing was received.
+fn exchange(
+    core: &Rc<Core>,
+    listener: (usize, bool, usize),
+    batch: &mut Batch,
+    fd: RawFd,
+    (answers, updates): (
+        &mut [Vec<u8>],
+        &mut Vec<(crate::worker::PendingUpdate, std::net::SocketAddr)>,
+    ),
+    sends: &mut [(usize, usize); BATCH],
+) -> io::Result<Exchanged> {
+    let received = batch.receive(fd)?;
+    let count = answer_batch(core, listener, batch, (answers, updates), received, sends);
+    let sent = send_batch(batch, fd, answers, &sends[..count], core);
+    Ok(Exchanged {
+        received,
+        count,
+        sent,
+    })
 }
 
 /// Answers the `received` datagrams of a batch; `sends[..count]` then
@@ -262,9 +293,10 @@ pub(crate) fn log_exchange(
 /// peer address, for one). Returns how many of `sends` are done with (sent,
 /// skipped, or dropped and counted): all of them, unless the socket's
 /// buffer is full, when the rest is for [`send_waiting`].
+#[inline(always)]
 fn send_batch(
     batch: &mut Batch,
-    fd: std::os::fd::RawFd,
+    fd: RawFd,
     answers: &[Vec<u8>],
     sends: &[(usize, usize)],
     core: &Core,
