@@ -98,7 +98,7 @@ pub(crate) async fn serve(
                 Err(_) => break,
             };
             // The usual send took every answer at once; only a full send
-            // buffer makes the loop wait (the async part, out of line).
+            // buffer makes the loop wait (`send_waiting`, the async part).
             if sent < count {
                 let rest = &sends[sent..count];
                 send_waiting(&socket, &mut batch, &answers, rest, &stop, &core).await;
