@@ -10,7 +10,7 @@
 //! for its life: receiving and answering allocate nothing.
 
 use std::io;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, RawFd};
 use std::rc::Rc;
 
 use monoio::net::udp::UdpSocket;
@@ -59,6 +59,10 @@ pub(crate) async fn serve(
     core: Rc<Core>,
 ) -> io::Result<()> {
     let stop = core.stop.listener();
+    // The stop ends the readiness wait by shutting the socket for reading
+    // (it stays readable from then on): the wait below needs no race
+    // against the listener, only a look at it once it ends.
+    core.stop.shut_on_fire(&socket);
     // The batch owns the receive buffers: its I/O vectors point at them
     // once, not at every receive.
     let mut batch = Batch::new((0..BATCH).map(|_| pool::take(Size::Datagram)).collect());
@@ -75,30 +79,30 @@ pub(crate) async fn serve(
     'serve: loop {
         // Readiness errors (none are expected on a bound UDP socket) are
         // ignored: the receive below reports the socket's real state.
-        if stop.or(socket.readable(false)).await.is_none() {
+        let _ = socket.readable(false).await;
+        if stop.fired() {
             break;
         }
         for batches in 1.. {
-            let received = match batch.receive(fd) {
-                Ok(received) => received,
+            let listener = (index, proxied, transport);
+            let lent = (&mut answers[..], &mut updates);
+            let Exchanged {
+                received,
+                count,
+                sent,
+            } = match exchange(&core, listener, &mut batch, fd, lent, &mut sends) {
+                Ok(exchanged) => exchanged,
                 Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
                 // WouldBlock: drained. Anything else (ENOMEM, a pending
                 // ICMP error): wait for readiness rather than spin.
                 Err(_) => break,
             };
-            core.worker
-                .borrow_mut()
-                .count_transport(transport, received as u64);
-            let listener = (index, proxied);
-            let count = answer_batch(
-                &core,
-                listener,
-                &batch,
-                (&mut answers, &mut updates),
-                received,
-                &mut sends,
-            );
-            send_batch(&socket, &mut batch, &answers, &sends[..count], &stop, &core).await;
+            // The usual send took every answer at once; only a full send
+            // buffer makes the loop wait (`send_waiting`, the async part).
+            if sent < count {
+                let rest = &sends[sent..count];
+                send_waiting(&socket, &mut batch, &answers, rest, &stop, &core).await;
+            }
             if !updates.is_empty() {
                 crate::update::answer_udp(core.updates.as_ref(), &socket, &mut updates);
             }
@@ -119,17 +123,53 @@ pub(crate) async fn serve(
     Ok(())
 }
 
+/// What one [`exchange`] did: the datagrams it received, the answers it
+/// had to send (`sends[..count]`) and how many of those are done with
+/// (all, unless the socket's send buffer was full).
+struct Exchanged {
+    received: usize,
+    count: usize,
+    sent: usize,
+}
+
+/// Receives a batch without waiting, answers it and sends the answers as
+/// far as the socket takes them: all a batch that does not wait does, in
+/// one plain function, so that the loop's async state is read once a
+/// batch rather than at each step. `WouldBlock` (or another error of the
+/// receive) if nothing was received.
+fn exchange(
+    core: &Rc<Core>,
+    listener: (usize, bool, usize),
+    batch: &mut Batch,
+    fd: RawFd,
+    (answers, updates): (
+        &mut [Vec<u8>],
+        &mut Vec<(crate::worker::PendingUpdate, std::net::SocketAddr)>,
+    ),
+    sends: &mut [(usize, usize); BATCH],
+) -> io::Result<Exchanged> {
+    let received = batch.receive(fd)?;
+    let count = answer_batch(core, listener, batch, (answers, updates), received, sends);
+    let sent = send_batch(batch, fd, answers, &sends[..count], core);
+    Ok(Exchanged {
+        received,
+        count,
+        sent,
+    })
+}
+
 /// Answers the `received` datagrams of a batch; `sends[..count]` then
 /// lists `(slot, answer length)` of the answers to send, in order.
 /// Queries to forward start their upstream queries here (sends without
 /// waiting); their answers leave later, from the forwarding tasks.
-/// `listener`: the socket's index and whether it is proxied. A proxied
+/// `listener`: the socket's index, whether it is proxied and its slot in
+/// the transport counters. A proxied
 /// datagram's header is checked and taken off here: the client it names
 /// is the client of every later stage, and the answer still goes to the
 /// datagram's source (the proxy), without a header.
 fn answer_batch(
     core: &Rc<Core>,
-    (index, proxied): (usize, bool),
+    (index, proxied, transport): (usize, bool, usize),
     batch: &Batch,
     (answers, updates): (
         &mut [Vec<u8>],
@@ -139,15 +179,19 @@ fn answer_batch(
     sends: &mut [(usize, usize); BATCH],
 ) -> usize {
     let mut worker = core.worker.borrow_mut();
+    worker.count_transport(transport, received as u64);
     let mut count = 0;
     let rate_limiting = worker.rate_limiting();
     let now = core.now(rate_limiting);
     worker.tick_cookie_clock();
     // dnstap: one branch per batch when off; the clock read once a batch.
     let tap = core.dnstap.as_ref().map(|tap| (tap, dnstap::now()));
-    // The core's list, lent for the batch: forwarding allocates none.
-    let mut actions = forward::actions(core);
-    for (slot, answer) in answers.iter_mut().take(received).enumerate() {
+    // The core's list, lent for the rest of the batch at its first use
+    // (forwarding allocates none); a batch that forwards nothing (all of
+    // them without forwarding) does not take it.
+    let mut actions = None;
+    let received = received.min(answers.len());
+    for (slot, answer) in answers[..received].iter_mut().enumerate() {
         let Some(datagram) = batch.datagram(slot) else {
             // Longer than the receive buffer: no DNS query is.
             worker.count_dropped(1, 0);
@@ -186,7 +230,8 @@ fn answer_batch(
                     address,
                     behind: client,
                 };
-                worker.forward_query(&parsed, client, now, &mut actions, answer)
+                let actions = actions.get_or_insert_with(|| forward::actions(core));
+                worker.forward_query(&parsed, client, now, actions, answer)
             }),
         };
         if let Some((tap, time)) = tap {
@@ -200,12 +245,15 @@ fn answer_batch(
     }
     if let Some(forwarder) = worker.forwarder() {
         if forwarder.has_prefetches() {
-            forwarder.prefetches(now, &mut actions);
+            let actions = actions.get_or_insert_with(|| forward::actions(core));
+            forwarder.prefetches(now, actions);
         }
     }
     drop(worker);
-    if !actions.is_empty() {
-        forward::dispatch(core, &mut actions);
+    if let Some(actions) = &mut actions {
+        if !actions.is_empty() {
+            forward::dispatch(core, actions);
+        }
     }
     count
 }
@@ -240,33 +288,28 @@ pub(crate) fn log_exchange(
     }
 }
 
-/// Sends the answers of a batch, continuing after partial sends, waiting
-/// (a bounded number of times) when the socket buffer is full and skipping
-/// an answer the kernel refuses (an unreachable peer address, for one).
-async fn send_batch(
-    socket: &UdpSocket,
+/// Sends the answers of a batch without waiting, continuing after
+/// partial sends and skipping an answer the kernel refuses (an unreachable
+/// peer address, for one). Returns how many of `sends` are done with (sent,
+/// skipped, or dropped and counted): all of them, unless the socket's
+/// buffer is full, when the rest is for [`send_waiting`].
+#[inline(always)]
+fn send_batch(
     batch: &mut Batch,
+    fd: RawFd,
     answers: &[Vec<u8>],
     sends: &[(usize, usize)],
-    stop: &StopListener,
     core: &Core,
-) {
-    let fd = socket.as_raw_fd();
+) -> usize {
     let mut next = 0;
-    let mut waits = 0;
-    // Each pass sends at least one answer, skips one or waits; waits are
-    // bounded by SEND_WAITS, so the loop ends.
+    // Each pass sends at least one answer or skips one, returns, or
+    // repeats a send interrupted by a signal.
     while next < sends.len() {
         match batch.send(fd, answers, &sends[next..]) {
             Ok(0) => break,
             Ok(sent) => next += sent,
             Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
-            Err(err) if err.kind() == io::ErrorKind::WouldBlock => {
-                waits += 1;
-                if waits > SEND_WAITS || stop.or(socket.writable(false)).await.is_none() {
-                    break;
-                }
-            }
+            Err(err) if err.kind() == io::ErrorKind::WouldBlock => return next,
             Err(_) => {
                 core.worker.borrow_mut().count_dropped(0, 1);
                 next += 1;
@@ -277,4 +320,32 @@ async fn send_batch(
         let unsent = (sends.len() - next) as u64;
         core.worker.borrow_mut().count_dropped(0, unsent);
     }
+    sends.len()
+}
+
+/// Sends the answers [`send_batch`] could not because the socket's buffer
+/// was full: waits (at most [`SEND_WAITS`] times) for the socket to become
+/// writable and sends again; what is still unsent then, or when the core
+/// stops, is dropped and counted.
+async fn send_waiting(
+    socket: &UdpSocket,
+    batch: &mut Batch,
+    answers: &[Vec<u8>],
+    sends: &[(usize, usize)],
+    stop: &StopListener,
+    core: &Core,
+) {
+    let fd = socket.as_raw_fd();
+    let mut next = 0;
+    for _ in 0..SEND_WAITS {
+        if stop.or(socket.writable(false)).await.is_none() {
+            break;
+        }
+        next += send_batch(batch, fd, answers, &sends[next..], core);
+        if next == sends.len() {
+            return;
+        }
+    }
+    let unsent = (sends.len() - next) as u64;
+    core.worker.borrow_mut().count_dropped(0, unsent);
 }
