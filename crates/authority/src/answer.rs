@@ -99,6 +99,15 @@ pub(crate) struct Answer {
     soa_at: usize,
 }
 
+/// The items of a new plan, none kept: a constant, so that they are
+/// written as one block of zeros (as an array expression they were written
+/// item by item, a store for each tag and field: about 33 instructions a
+/// query, against 12).
+const NO_ITEMS: [Item; MAX_ANSWER_ITEMS] = [Item::RRset {
+    owner: Owner::Qname,
+    set: 0,
+}; MAX_ANSWER_ITEMS];
+
 impl Answer {
     pub(crate) fn new(dnssec: bool) -> Self {
         Answer {
@@ -110,10 +119,7 @@ impl Answer {
             proofs: [Proof { node: 0, set: 0 }; MAX_PROOFS],
             proof_count: 0,
             soa_at: MAX_PROOFS,
-            items: [Item::RRset {
-                owner: Owner::Qname,
-                set: 0,
-            }; MAX_ANSWER_ITEMS],
+            items: NO_ITEMS,
             item_count: 0,
             synth: [None; CNAME_CHAIN_MAX],
             synth_count: 0,

@@ -139,7 +139,10 @@ impl<T: Copy + Default, const SHIFT: u32> Arena<T, SHIFT> {
     }
 
     /// Entry `index`: in chunk 0 with one bounds check, as from a slice.
-    #[inline]
+    /// Inlined always: with `#[inline]` alone it was called, about 13,600
+    /// times in a flood's 5,000 answers at about 12 instructions a call,
+    /// for what inlined is a compare and a load.
+    #[inline(always)]
     pub(crate) fn get(&self, index: u32) -> &T {
         if let Some(value) = self.first.get(index as usize) {
             return value;

@@ -486,6 +486,7 @@ impl Zone {
     }
 
     /// The RDATA of each record of an RRset.
+    #[inline]
     pub(crate) fn rdata_iter<'z>(&'z self, set: &RRset) -> RdataIter<'z> {
         self.records_at(set.rdata_start, set.count)
     }
@@ -509,6 +510,9 @@ impl Zone {
     }
 
     /// The arena from an offset of a record's RDATA (for glue targets).
+    /// Inlined: a negative answer reads its SOA's RDATA with it, where a
+    /// call cost more than the read.
+    #[inline]
     pub(crate) fn rdata_at(&self, offset: u32) -> &[u8] {
         self.rdata.tail(offset)
     }

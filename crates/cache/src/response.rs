@@ -672,7 +672,10 @@ impl ResponseCache {
     }
 
     /// [`ResponseCache::answer_tagged`] with the key's hash, made by
-    /// [`ResponseCache::key_hash`] of the same key.
+    /// [`ResponseCache::key_hash`] of the same key. Inlined: the server's
+    /// UDP path probes once a query, and a call's frame (six registers
+    /// saved and restored) cost about 16 instructions of a miss's 79.
+    #[inline]
     pub fn answer_hashed(
         &mut self,
         key: &CacheKey,

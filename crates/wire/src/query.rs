@@ -52,7 +52,7 @@ impl<'a> Query<'a> {
     /// OPT. Never fails: a query that does not read keeps its error.
     #[inline]
     pub fn parse(bytes: &'a [u8]) -> Self {
-        let message = MessageView::parse(bytes);
+        let message = MessageView::parse_inlined(bytes);
         let edns = match &message {
             Ok(message) => message.edns(),
             Err(error) => Err(*error),

@@ -19,11 +19,13 @@ use tern_wire::query::Query;
 use tern_wire::types::{RClass, RType};
 
 impl Answering<'_> {
-    /// The cache first, then `respond`; the request's views go in `arena`.
+    /// The cache first, then `respond`; the request's views go in `arena`,
+    /// its cache key in `key` (the worker's, written in place each query).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn udp(
         &self,
         _arena: &Bump,
+        key: &mut CacheKey,
         cache: &mut ResponseCache,
         forwarder: Option<&mut Forwarder>,
         limiter: Option<&mut RateLimiter>,
@@ -33,11 +35,13 @@ impl Answering<'_> {
         now: u64,
         out: &mut [u8],
     ) -> UdpAnswer {
-        // On the stack, where it is made: a `Request` (with its cache key)
-        // is a few hundred octets, which a move into the arena copied.
-        let mut key = CacheKey::root();
-        let keyed = cache_key(query, &mut key);
-        let made = Request::from_query(query, keyed.then_some(&key), self.full_udp_size);
+        // The key is the worker's, kept from query to query and written in
+        // place: its name's 256 octets are neither moved nor zeroed again
+        // (the octets past a name are read by nothing). A `Request` (with
+        // the key borrowed) stays on the stack, where it is made.
+        let keyed = cache_key(query, key);
+        let key = &*key;
+        let made = Request::from_query(query, keyed.then_some(key), self.full_udp_size);
         let Some(request) = made.as_ref() else {
             counters.set_type_of(query);
             if let Some(answer) = self.ixfr_over_udp(query, peer, out) {

@@ -78,7 +78,7 @@ use tern_authority::{
     nsid, respond_to, Applied, Catalog, CatalogChange, Options, Response, Transport, Zone,
 };
 use tern_cache::forward::{Action, Client, ForwardStats, Forwarder};
-use tern_cache::{CacheLimits, ResponseCache};
+use tern_cache::{CacheKey, CacheLimits, ResponseCache};
 use tern_wire::parse::HEADER_LEN;
 use tern_wire::query::Query;
 
@@ -115,6 +115,7 @@ pub use request::UdpAnswer;
 /// The worker's mutable parts, borrowed apart from its inputs.
 struct Parts<'w> {
     arena: &'w Bump,
+    key: &'w mut CacheKey,
     cache: &'w mut ResponseCache,
     forwarder: Option<&'w mut Forwarder>,
     limiter: Option<&'w mut RateLimiter>,
@@ -142,6 +143,10 @@ pub struct Worker {
     counters: Counters,
     /// Per-request scratch, reset after every query (docs/decisions/0003).
     arena: Bump,
+    /// The UDP path's cache key, written in place by each query (not made
+    /// anew: a new key's name is 256 octets zeroed, about 17 instructions
+    /// a query).
+    key: CacheKey,
     /// The forwarder, when `forward` is configured.
     forwarder: Option<Forwarder>,
     /// Response rate limiting of UDP answers, when configured.
@@ -178,6 +183,7 @@ impl Worker {
             cache: ResponseCache::new(cache),
             counters,
             arena: Bump::with_capacity(REQUEST_ARENA),
+            key: CacheKey::root(),
             forwarder: None,
             limiter: None,
             cookies: None,
@@ -295,6 +301,7 @@ impl Worker {
         let (answering, parts) = self.split();
         let answer = answering.udp(
             parts.arena,
+            parts.key,
             parts.cache,
             parts.forwarder,
             parts.limiter,
@@ -362,6 +369,7 @@ impl Worker {
             cache,
             counters,
             arena,
+            key,
             forwarder,
             limiter,
             cookies,
@@ -383,6 +391,7 @@ impl Worker {
         };
         let parts = Parts {
             arena,
+            key,
             cache,
             forwarder: forwarder.as_mut(),
             limiter: limiter.as_mut(),
@@ -559,6 +568,7 @@ impl Worker {
         let (answering, parts) = self.split();
         let answer = answering.udp(
             parts.arena,
+            parts.key,
             parts.cache,
             None,
             None,

@@ -1287,3 +1287,40 @@ fn every_query_is_parsed_once() {
         wrong.join("\n")
     );
 }
+
+/// The UDP path's cache key is the worker's, written in place by each
+/// query: a shorter name after a longer one leaves the longer one's octets
+/// past its end, which nothing may read. The key then equals one made
+/// anew, and the short name's answer, stored while the octets past it were
+/// zeros, is hit with them left over (a hash or comparison that read them
+/// would miss).
+#[test]
+fn the_reused_cache_key_reads_only_its_name() {
+    let mut worker = Worker::new(catalog(), Options::default(), CacheLimits::default());
+    let mut out = vec![0; 4096];
+    let short = query(1, "WwW.Example.COM.", 1, true);
+    let long = query(
+        2,
+        "a-long-label-to-leave-octets-behind.www.example.com.",
+        1,
+        true,
+    );
+    let mut answers = Vec::new();
+    for asked in [&short, &long, &short] {
+        let UdpAnswer::Send(len) = worker.answer_udp_from(asked, peer("127.0.0.1:53"), 0, &mut out)
+        else {
+            panic!("an answer");
+        };
+        answers.push(out[..len].to_vec());
+    }
+    let counters = worker.counters();
+    assert_eq!((counters.cache_misses, counters.cache_hits), (2, 1));
+    assert_eq!(answers[0], answers[2]);
+    let view = MessageView::parse(&short).unwrap();
+    let fresh = CacheKey::from_query(&view, view.edns().unwrap().as_ref()).unwrap();
+    assert_eq!(worker.key, fresh);
+    assert_eq!(
+        worker.cache.key_hash(&worker.key),
+        worker.cache.key_hash(&fresh)
+    );
+}
