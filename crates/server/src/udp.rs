@@ -35,11 +35,11 @@ const BATCHES_BEFORE_YIELD: usize = 16;
 /// batch, is followed by another receive before the loop waits for the
 /// socket to become readable: queries arriving that fast are likely to have
 /// come in while the batch was answered, and the receive that finds them
-/// costs less than a wait for readiness (the reactor's park, its timer
-/// wheel and the readiness poll, about 1,700 user-space instructions, see
-/// docs/benchmarks.md). A single datagram is taken as a quiet socket: the
-/// loop waits, as one failed receive per query would cost a system call
-/// for nothing.
+/// costs less than a wait for readiness (the reactor's poll operation, its
+/// park, the task's poll and this loop's own turn: about 1,250 user-space
+/// instructions, see docs/benchmarks.md). A single datagram is taken as a
+/// quiet socket: the loop waits, as one failed receive per query would
+/// cost a system call for nothing.
 const RECEIVE_AGAIN_AFTER: usize = 2;
 
 /// How many times one batch's send waits for the socket to become
