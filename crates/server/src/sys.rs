@@ -65,13 +65,11 @@ pub(crate) struct Batch {
     addresses: Box<[libc::sockaddr_storage; BATCH]>,
     /// How many receive headers the kernel wrote in the last receive:
     /// their `msg_namelen` (in and out) must be restored before the next.
-    /// `msg_len` and `msg_flags` are output only.
+    /// `msg_len` and `msg_flags` are output only. Until then those headers
+    /// are where a datagram's length, cut flag and peer address length are
+    /// read ([`Batch::datagram`], [`Batch::peer`], [`Batch::send`]): the
+    /// receive copies nothing out of them.
     received: usize,
-    /// Per received datagram: the peer address length.
-    address_lengths: [libc::socklen_t; BATCH],
-    /// Per received datagram: its length, or `None` if the kernel cut it
-    /// (`MSG_TRUNC`: longer than the receive buffer).
-    lengths: [Option<usize>; BATCH],
 }
 
 /// The address length a receive header offers the kernel.
@@ -99,8 +97,6 @@ impl Batch {
             // SAFETY: as above.
             addresses: Box::new(unsafe { std::mem::zeroed() }),
             received: 0,
-            address_lengths: [0; BATCH],
-            lengths: [None; BATCH],
         };
         // The pointers target the boxes' and the buffers' heap memory,
         // which stays put when the `Batch` itself moves and lives as long
@@ -172,30 +168,12 @@ impl Batch {
         };
         let received = received.min(count);
         self.received = received;
-        // The vector of header `i` holds its buffer's length (since `new`).
-        let written = self.recv_headers[..received]
-            .iter()
-            .zip(&self.recv_vectors[..received]);
-        let lengths = self.address_lengths[..received]
-            .iter_mut()
-            .zip(&mut self.lengths[..received]);
-        for ((header, vector), (address_length, length)) in written.zip(lengths) {
-            *address_length = header.msg_hdr.msg_namelen.min(ADDRESS_CAPACITY);
-            *length = if header.msg_hdr.msg_flags & libc::MSG_TRUNC != 0 {
-                None
-            } else {
-                Some((header.msg_len as usize).min(vector.iov_len))
-            };
-        }
         Ok(received)
     }
 
     /// Received datagram `i`, or `None` if it was cut short (or `i` was
     /// not received in the last call).
     pub(crate) fn datagram(&self, i: usize) -> Option<&[u8]> {
-        if i >= self.received {
-            return None;
-        }
         let len = self.length(i)?;
         self.buffers.get(i).map(|buffer| &buffer[..len])
     }
@@ -204,7 +182,7 @@ impl Batch {
     /// for answering it later), if its address is IPv4 or IPv6.
     pub(crate) fn peer(&self, i: usize) -> Option<std::net::SocketAddr> {
         let storage = *self.addresses.get(i)?;
-        let length = *self.address_lengths.get(i)?;
+        let length = self.address_length(i)?;
         // SAFETY: `storage` is a copy of a sockaddr_storage the kernel
         // filled in `receive` and `length` the length it reported (at most
         // the storage's size); SockAddr::new requires exactly that pair.
@@ -212,9 +190,28 @@ impl Batch {
         address.as_socket()
     }
 
-    /// The length of received datagram `i`, or `None` if it was cut short.
+    /// The length of received datagram `i`, or `None` if it was cut short
+    /// (`MSG_TRUNC`: longer than its buffer) or `i` was not received in
+    /// the last call.
     pub(crate) fn length(&self, i: usize) -> Option<usize> {
-        self.lengths.get(i).copied().flatten()
+        if i >= self.received {
+            return None;
+        }
+        let header = self.recv_headers.get(i)?;
+        if header.msg_hdr.msg_flags & libc::MSG_TRUNC != 0 {
+            return None;
+        }
+        // The vector of header `i` holds its buffer's length (since `new`).
+        let capacity = self.recv_vectors.get(i)?.iov_len;
+        Some((header.msg_len as usize).min(capacity))
+    }
+
+    /// The peer address length of received datagram `i`, as the kernel
+    /// wrote it into its header (at most the slot's size), until the next
+    /// receive restores it.
+    fn address_length(&self, i: usize) -> Option<libc::socklen_t> {
+        let header = &self.recv_headers.get(i)?.msg_hdr;
+        Some(header.msg_namelen.min(ADDRESS_CAPACITY))
     }
 
     /// Sends answers without blocking: `answers[k] = (i, len)` sends the
@@ -233,10 +230,12 @@ impl Batch {
             .iter_mut()
             .zip(&mut self.send_vectors[..count]);
         for ((header, vector), &(i, len)) in slots.zip(answers) {
-            let (Some(buffer), Some(address), Some(&address_length)) = (
+            let (Some(buffer), Some(address_length), Some(address)) = (
                 buffers.get(i),
+                self.recv_headers
+                    .get(i)
+                    .map(|h| h.msg_hdr.msg_namelen.min(ADDRESS_CAPACITY)),
                 self.addresses.get_mut(i),
-                self.address_lengths.get(i),
             ) else {
                 return Err(io::Error::from(io::ErrorKind::InvalidInput));
             };
@@ -1099,7 +1098,7 @@ mod tests {
         let first = UnixDatagram::bind(&short).unwrap();
         first.send_to(&[1; 3], &server_path).unwrap();
         assert_eq!(batch.receive(server.as_raw_fd()).unwrap(), 1);
-        let short_len = batch.address_lengths[0];
+        let short_len = batch.address_length(0).unwrap();
         assert_eq!(batch.datagram(0), Some(&[1; 3][..]));
 
         // The same buffer again: the new datagram replaces the old one.
@@ -1107,7 +1106,7 @@ mod tests {
         second.send_to(&[2; 4], &server_path).unwrap();
         assert_eq!(batch.receive(server.as_raw_fd()).unwrap(), 1);
         assert_eq!(batch.datagram(0), Some(&[2; 4][..]));
-        let long_len = batch.address_lengths[0];
+        let long_len = batch.address_length(0).unwrap();
         let extra = long.as_os_str().len() - short.as_os_str().len();
         assert_eq!(long_len as usize, short_len as usize + extra);
         // The kernel reports the full length even when it cut the address

@@ -35,11 +35,11 @@ const BATCHES_BEFORE_YIELD: usize = 16;
 /// batch, is followed by another receive before the loop waits for the
 /// socket to become readable: queries arriving that fast are likely to have
 /// come in while the batch was answered, and the receive that finds them
-/// costs less than a wait for readiness (the reactor's park, its timer
-/// wheel and the readiness poll, about 1,700 user-space instructions, see
-/// docs/benchmarks.md). A single datagram is taken as a quiet socket: the
-/// loop waits, as one failed receive per query would cost a system call
-/// for nothing.
+/// costs less than a wait for readiness (the reactor's poll operation, its
+/// park, the task's poll and this loop's own turn: about 1,250 user-space
+/// instructions, see docs/benchmarks.md). A single datagram is taken as a
+/// quiet socket: the loop waits, as one failed receive per query would
+/// cost a system call for nothing.
 const RECEIVE_AGAIN_AFTER: usize = 2;
 
 /// How many times one batch's send waits for the socket to become
@@ -63,18 +63,24 @@ pub(crate) async fn serve(
     // (it stays readable from then on): the wait below needs no race
     // against the listener, only a look at it once it ends.
     core.stop.shut_on_fire(&socket);
-    // The batch owns the receive buffers: its I/O vectors point at them
-    // once, not at every receive.
-    let mut batch = Batch::new((0..BATCH).map(|_| pool::take(Size::Datagram)).collect());
-    let mut answers: Vec<Vec<u8>> = (0..BATCH).map(|_| pool::take(Size::Datagram)).collect();
-    let mut sends = [(0usize, 0usize); BATCH];
-    let fd = socket.as_raw_fd();
-    // UPDATEs of the last batch, handed off once its answers are sent.
-    let mut updates = Vec::new();
-    // The slot of UDP over this socket's family in the transport counters.
-    let transport = match socket.local_addr() {
-        Ok(address) if address.is_ipv6() => 1,
-        _ => 0,
+    let mut udp = Exchange {
+        // The batch owns the receive buffers: its I/O vectors point at
+        // them once, not at every receive.
+        batch: Batch::new((0..BATCH).map(|_| pool::take(Size::Datagram)).collect()),
+        answers: (0..BATCH).map(|_| pool::take(Size::Datagram)).collect(),
+        sends: [(0, 0); BATCH],
+        count: 0,
+        updates: Vec::new(),
+        fd: socket.as_raw_fd(),
+        index,
+        proxied,
+        // The slot of UDP over this socket's family in the transport
+        // counters.
+        transport: match socket.local_addr() {
+            Ok(address) if address.is_ipv6() => 1,
+            _ => 0,
+        },
+        core,
     };
     'serve: loop {
         // Readiness errors (none are expected on a bound UDP socket) are
@@ -84,13 +90,7 @@ pub(crate) async fn serve(
             break;
         }
         for batches in 1.. {
-            let listener = (index, proxied, transport);
-            let lent = (&mut answers[..], &mut updates);
-            let Exchanged {
-                received,
-                count,
-                sent,
-            } = match exchange(&core, listener, &mut batch, fd, lent, &mut sends) {
+            let (received, sent) = match exchange(&mut udp) {
                 Ok(exchanged) => exchanged,
                 Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
                 // WouldBlock: drained. Anything else (ENOMEM, a pending
@@ -99,12 +99,13 @@ pub(crate) async fn serve(
             };
             // The usual send took every answer at once; only a full send
             // buffer makes the loop wait (`send_waiting`, the async part).
-            if sent < count {
-                let rest = &sends[sent..count];
-                send_waiting(&socket, &mut batch, &answers, rest, &stop, &core).await;
+            if sent < udp.count {
+                let rest = &udp.sends[sent..udp.count];
+                let (batch, answers) = (&mut udp.batch, &udp.answers);
+                send_waiting(&socket, batch, answers, rest, &stop, &udp.core).await;
             }
-            if !updates.is_empty() {
-                crate::update::answer_udp(core.updates.as_ref(), &socket, &mut updates);
+            if !udp.updates.is_empty() {
+                crate::update::answer_udp(udp.core.updates.as_ref(), &socket, &mut udp.updates);
             }
             if received < RECEIVE_AGAIN_AFTER {
                 break; // the socket's queue is empty, or nearly
@@ -117,45 +118,64 @@ pub(crate) async fn serve(
             }
         }
     }
-    for buffer in batch.into_buffers().into_iter().chain(answers) {
+    for buffer in udp.batch.into_buffers().into_iter().chain(udp.answers) {
         pool::put(buffer);
     }
     Ok(())
 }
 
-/// What one [`exchange`] did: the datagrams it received, the answers it
-/// had to send (`sends[..count]`) and how many of those are done with
-/// (all, unless the socket's send buffer was full).
-struct Exchanged {
-    received: usize,
+/// What [`exchange`] works with: the loop's buffers and descriptors and
+/// the listener it serves, in one place, so that a batch's call passes
+/// one pointer rather than a copy of each (and its result comes back in
+/// registers).
+struct Exchange {
+    batch: Batch,
+    /// The answer buffers, one per slot of the batch.
+    answers: Vec<Vec<u8>>,
+    /// `(slot, answer length)` of the last batch's answers to send:
+    /// `sends[..count]`.
+    sends: [(usize, usize); BATCH],
     count: usize,
-    sent: usize,
+    /// UPDATEs of the last batch, handed off once its answers are sent.
+    updates: Vec<(crate::worker::PendingUpdate, std::net::SocketAddr)>,
+    fd: RawFd,
+    /// The socket's index among the core's listeners.
+    index: usize,
+    /// A `proxy.listen` socket.
+    proxied: bool,
+    /// The slot of UDP over the socket's family in the transport counters.
+    transport: usize,
+    core: Rc<Core>,
 }
 
 /// Receives a batch without waiting, answers it and sends the answers as
 /// far as the socket takes them: all a batch that does not wait does, in
 /// one plain function, so that the loop's async state is read once a
-/// batch rather than at each step. `WouldBlock` (or another error of the
-/// receive) if nothing was received.
-fn exchange(
-    core: &Rc<Core>,
-    listener: (usize, bool, usize),
-    batch: &mut Batch,
-    fd: RawFd,
-    (answers, updates): (
-        &mut [Vec<u8>],
-        &mut Vec<(crate::worker::PendingUpdate, std::net::SocketAddr)>,
-    ),
-    sends: &mut [(usize, usize); BATCH],
-) -> io::Result<Exchanged> {
-    let received = batch.receive(fd)?;
-    let count = answer_batch(core, listener, batch, (answers, updates), received, sends);
-    let sent = send_batch(batch, fd, answers, &sends[..count], core);
-    Ok(Exchanged {
+/// batch rather than at each step. Returns the datagrams received and
+/// how many of the answers to send (`udp.sends[..udp.count]`) are done
+/// with (all, unless the socket's send buffer was full); `WouldBlock` (or
+/// another error of the receive) if nothing was received.
+fn exchange(udp: &mut Exchange) -> io::Result<(usize, usize)> {
+    let received = udp.batch.receive(udp.fd)?;
+    let listener = (udp.index, udp.proxied, udp.transport);
+    let lent = (&mut udp.answers[..], &mut udp.updates);
+    let count = answer_batch(
+        &udp.core,
+        listener,
+        &udp.batch,
+        lent,
         received,
-        count,
-        sent,
-    })
+        &mut udp.sends,
+    );
+    udp.count = count;
+    let sent = send_batch(
+        &mut udp.batch,
+        udp.fd,
+        &udp.answers,
+        &udp.sends[..count],
+        &udp.core,
+    );
+    Ok((received, sent))
 }
 
 /// Answers the `received` datagrams of a batch; `sends[..count]` then
