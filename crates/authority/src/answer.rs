@@ -185,3 +185,38 @@ impl Answer {
             .any(|item| matches!(item, Item::RRset { set: s, .. } if *s == set))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The plan's items and proofs never leave their inline room (a spill
+    /// would allocate on the answer path): `push` and `add_proof` refuse
+    /// past the capacities, and what was kept reads back in order.
+    #[test]
+    fn a_full_plan_refuses_more_and_never_spills() {
+        let mut answer = Answer::new(true);
+        for set in 0..MAX_ANSWER_ITEMS as u32 + 3 {
+            let kept = answer.push(Item::RRset {
+                owner: Owner::Qname,
+                set,
+            });
+            assert_eq!(kept, (set as usize) < MAX_ANSWER_ITEMS, "item {set}");
+        }
+        assert_eq!(answer.items().len(), MAX_ANSWER_ITEMS);
+        assert!(answer.contains_set(MAX_ANSWER_ITEMS as u32 - 1));
+        assert!(!answer.contains_set(MAX_ANSWER_ITEMS as u32));
+        assert!(!answer.items.spilled());
+        for node in 0..MAX_PROOFS as u32 + 3 {
+            answer.add_proof(Proof { node, set: 1 });
+            // A proof planned already is not planned twice.
+            answer.add_proof(Proof { node, set: 1 });
+        }
+        let nodes: Vec<u32> = answer.proofs().iter().map(|proof| proof.node).collect();
+        assert_eq!(nodes, (0..MAX_PROOFS as u32).collect::<Vec<_>>());
+        assert!(!answer.proofs.spilled());
+        answer.place_soa();
+        assert_eq!(answer.soa_at(), MAX_PROOFS);
+        assert!(Answer::new(false).items().is_empty() && Answer::new(false).proofs().is_empty());
+    }
+}
