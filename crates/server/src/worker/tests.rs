@@ -1324,3 +1324,36 @@ fn the_reused_cache_key_reads_only_its_name() {
         worker.cache.key_hash(&fresh)
     );
 }
+
+/// The request arena is reset after a query only if the query allocated
+/// in it (`Worker::reset_arena`): something left in it before an answer
+/// over UDP is gone after it, and an answer that allocated nothing leaves
+/// the arena as it was, empty. A check that never reset (or compared the
+/// wrong capacity) keeps the allocation; one that always did is the old
+/// reset.
+#[test]
+fn the_request_arena_is_reset_when_used() {
+    let mut worker = Worker::new(catalog(), Options::default(), CacheLimits::default());
+    let empty = worker.arena.chunk_capacity();
+    assert_eq!(empty, worker.arena_capacity);
+    let mut out = [0u8; 1232];
+    let query = query(1, "www.example.com.", 1, true);
+    for round in 0..3 {
+        // As the UDP loop answers and as `Worker::answer` (UDP) does.
+        let left = worker.arena.alloc([round as u8; 100]);
+        assert_eq!(left[99], round as u8);
+        assert!(worker.arena.chunk_capacity() < empty, "round {round}");
+        let answer = worker.answer_udp_from(&query, None, 0, &mut out);
+        assert!(matches!(answer, UdpAnswer::Send(_)), "round {round}");
+        assert_eq!(worker.arena.chunk_capacity(), empty, "round {round}");
+        worker.arena.alloc([round as u8; 100]);
+        assert!(
+            worker.answer(&query, Transport::Udp, &mut out).is_some(),
+            "round {round}"
+        );
+        assert_eq!(worker.arena.chunk_capacity(), empty, "round {round}");
+        // Nothing allocated: still empty.
+        worker.answer_udp_from(&query, None, 0, &mut out);
+        assert_eq!(worker.arena.chunk_capacity(), empty, "round {round}");
+    }
+}
