@@ -210,8 +210,7 @@ impl Batch {
     /// wrote it into its header (at most the slot's size), until the next
     /// receive restores it.
     fn address_length(&self, i: usize) -> Option<libc::socklen_t> {
-        let header = &self.recv_headers.get(i)?.msg_hdr;
-        Some(header.msg_namelen.min(ADDRESS_CAPACITY))
+        address_length(&self.recv_headers[..], i)
     }
 
     /// Sends answers without blocking: `answers[k] = (i, len)` sends the
@@ -232,9 +231,7 @@ impl Batch {
         for ((header, vector), &(i, len)) in slots.zip(answers) {
             let (Some(buffer), Some(address_length), Some(address)) = (
                 buffers.get(i),
-                self.recv_headers
-                    .get(i)
-                    .map(|h| h.msg_hdr.msg_namelen.min(ADDRESS_CAPACITY)),
+                address_length(&self.recv_headers[..], i),
                 self.addresses.get_mut(i),
             ) else {
                 return Err(io::Error::from(io::ErrorKind::InvalidInput));
@@ -267,6 +264,14 @@ impl Batch {
         };
         Ok(sent?.min(count))
     }
+}
+
+/// The peer address length the kernel wrote into receive header `i` of
+/// `headers` (at most a slot's size): [`Batch::address_length`], as a
+/// function of the headers alone so that [`Batch::send`] can read it while
+/// it writes the send headers.
+fn address_length(headers: &[libc::mmsghdr], i: usize) -> Option<libc::socklen_t> {
+    Some(headers.get(i)?.msg_hdr.msg_namelen.min(ADDRESS_CAPACITY))
 }
 
 /// `recvmmsg(2)` or `sendmmsg(2)` (`number`) of `count` headers from
